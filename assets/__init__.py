@@ -1,0 +1,1 @@
+"""assets of Subtext Forge; each stage module exposes a module-level `defs`."""

@@ -1,0 +1,1 @@
+"""jobs of Subtext Forge; each stage module exposes a module-level `defs`."""

@@ -1,0 +1,1 @@
+"""sensors of Subtext Forge; each stage module exposes a module-level `defs`."""
