@@ -1,0 +1,54 @@
+"""The LLM engine's public types: what recipes build and what they get back.
+
+Recipes never touch the ``openai`` client. They build ``LLMRequest``s from a ``Prompt``
+(see ``forge/llm/prompts.py``), hand a list to ``LLMEngine.run(...)`` and get one
+``LLMResult`` per request, in order. A failed item is an ``LLMResult`` with ``ok=False``
+and a reason, never an empty string or a placeholder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ImageInput:
+    """An image sent with a request: a file path (resized/encoded by the engine) or raw bytes."""
+
+    path: Path | None = None
+    data: bytes | None = None
+    detail: str = "auto"
+
+
+@dataclass
+class LLMRequest:
+    item_id: str                      # the row this call is for (stable; recorded in llm_calls)
+    prompt: Any                       # forge.llm.prompts.Prompt
+    variables: dict[str, Any] = field(default_factory=dict)
+    images: list[ImageInput] = field(default_factory=list)
+    # Extra turns appended after the rendered prompt (e.g. refine feedback).
+    extra_messages: list[dict[str, Any]] = field(default_factory=list)
+    # Per-request overrides of generation params (temperature, n, seed, max_tokens...).
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LLMResult:
+    item_id: str
+    ok: bool
+    data: dict[str, Any] | None       # parsed, schema-valid JSON when ok
+    text: str | None                  # raw reply text (also for failures, when there was one)
+    error: str | None                 # reason when not ok (e.g. "schema: 'answer' is required")
+    error_class: str | None
+    prompt_name: str
+    prompt_hash: str
+    model: str
+    backend: str                      # "openai" or "stub"
+    cached: bool
+    attempts: int
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
