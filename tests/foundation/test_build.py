@@ -1,0 +1,41 @@
+"""The build runner cuts the graph into segments and runs each over all its partitions."""
+
+import dagster as dg
+
+from jobs.build import plan_segments, run_segment
+
+parts = dg.DynamicPartitionsDefinition(name="test_batches")
+seen: dict[str, list] = {"child": []}
+
+
+@dg.asset
+def registry(context: dg.AssetExecutionContext) -> None:
+    context.instance.add_dynamic_partitions("test_batches", ["b1", "b2", "b3"])
+
+
+@dg.asset(deps=[registry], partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
+def child(context: dg.AssetExecutionContext) -> None:
+    seen["child"].append(list(context.partition_keys))
+
+
+@dg.asset(deps=[child], partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
+def grandchild(context: dg.AssetExecutionContext) -> None:
+    pass
+
+
+@dg.asset(deps=[grandchild])
+def fan_in() -> None:
+    pass
+
+
+def test_segments_follow_partitioning_and_run_all_partitions():
+    defs = dg.Definitions(assets=[registry, child, grandchild, fan_in])
+    graph = defs.resolve_asset_graph()
+    segs = plan_segments(graph, graph.materializable_asset_keys)
+    assert [[k.to_user_string() for k in s.keys] for s in segs] == [["registry"], ["child", "grandchild"], ["fan_in"]]
+    instance = dg.DagsterInstance.ephemeral()
+    seen["child"].clear()
+    assert all(run_segment(defs, instance, s) for s in segs)
+    assert seen["child"] == [["b1", "b2", "b3"]]  # one run over every batch
+    mats = instance.fetch_materializations(dg.AssetKey("grandchild"), limit=10).records
+    assert sorted(r.partition_key for r in mats) == ["b1", "b2", "b3"]
