@@ -32,6 +32,7 @@ demo: setup
 	$(PY) -m jobs.build --demo
 
 test: setup
+	bash scripts/ensure_chromium.sh
 	$(PY) -m dagster definitions validate -w workspace.yaml
 	$(PY) -m pytest
 

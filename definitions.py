@@ -33,10 +33,14 @@ def build_defs() -> dg.Definitions:
     import resources
     import sensors
 
+    from jobs.stages import stage_jobs
+
     parts = [resources.defs]
     for package in (assets, jobs, sensors):
         parts.extend(collect_defs(package))
-    return dg.Definitions.merge(*parts)
+    merged = dg.Definitions.merge(*parts)
+    # Policy applied once, here: every stage group gets its job(s).
+    return dg.Definitions.merge(merged, dg.Definitions(jobs=stage_jobs(merged.resolve_asset_graph())))
 
 
 @dg.definitions
