@@ -1,0 +1,1 @@
+"""Checks shared by every recipe: text statistics, NLI, multiple-choice helpers."""
