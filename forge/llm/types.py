@@ -52,3 +52,4 @@ class LLMResult:
     tokens_out: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
+    request_key: str = ""        # the cache key (joins llm_calls.request_key)

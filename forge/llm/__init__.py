@@ -1,0 +1,13 @@
+"""The LLM engine (see docs/llm.md): prompts as files, cached concurrent calls, refine loop."""
+
+from forge.llm.backends import Backend, BackendError, OpenAIBackend, Reply, StubBackend
+from forge.llm.cache import LLMCache
+from forge.llm.engine import CALLS_COLUMNS, PARSER_VERSION, EngineSettings, LLMEngine, Price
+from forge.llm.prompts import Prompt, PromptError, load_prompt, load_prompts, prompt_files_hash
+from forge.llm.types import ImageInput, LLMRequest, LLMResult
+
+__all__ = [
+    "Backend", "BackendError", "CALLS_COLUMNS", "EngineSettings", "ImageInput", "LLMCache", "LLMEngine",
+    "LLMRequest", "LLMResult", "OpenAIBackend", "PARSER_VERSION", "Price", "Prompt", "PromptError", "Reply",
+    "StubBackend", "load_prompt", "load_prompts", "prompt_files_hash",
+]

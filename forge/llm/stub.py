@@ -1,0 +1,112 @@
+"""Schema-valid placeholder outputs, for the offline ``stub`` backend and the test double.
+
+Deterministic per seed (the request's cache key): the same request always gets the same
+placeholder. Honours ``type``, ``enum``/``const``, ``required``, ``minItems``/``maxItems``,
+``minimum``/``maximum``, ``minLength``/``maxLength``, ``anyOf``/``oneOf`` and local ``$ref``s.
+Every string says it came from the stub, so it can never pass for real data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from typing import Any
+
+STUB_MARK = "[stub]"
+
+
+def _rng(seed: str) -> random.Random:
+    return random.Random(int(hashlib.sha256(seed.encode()).hexdigest()[:16], 16))
+
+
+def placeholder(schema: dict[str, Any] | None, seed: str = "") -> Any:
+    """A value valid against ``schema`` (``{"text": ...}`` object when there is none)."""
+    if not schema:
+        return {"text": f"{STUB_MARK} placeholder"}
+    return _gen(schema, _rng(seed), schema, "value", 0)
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        node: Any = root
+        for part in ref[2:].split("/"):
+            node = node[part]
+        return _resolve(node, root)
+    return schema
+
+
+def _gen(schema: Any, rng: random.Random, root: dict[str, Any], name: str, depth: int) -> Any:
+    if schema is True or schema == {}:
+        return f"{STUB_MARK} {name}"
+    schema = _resolve(schema, root)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return rng.choice(list(schema["enum"]))
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            options = [s for s in schema[key] if _resolve(s, root).get("type") != "null"] or schema[key]
+            return _gen(options[0], rng, root, name, depth + 1)
+    if "allOf" in schema:
+        merged: dict[str, Any] = {}
+        for s in schema["allOf"]:
+            merged.update(_resolve(s, root))
+        return _gen(merged, rng, root, name, depth + 1)
+    typ = schema.get("type")
+    if isinstance(typ, list):
+        typ = next((t for t in typ if t != "null"), "null")
+    if typ is None:
+        typ = "object" if "properties" in schema else "array" if "items" in schema else "string"
+    if typ == "object":
+        props = schema.get("properties", {})
+        out = {}
+        # Fill every declared property (strict schemas require them all); depth bounds recursion.
+        for key, sub in props.items():
+            if depth > 8 and key not in schema.get("required", ()):
+                continue
+            out[key] = _gen(sub, rng, root, key, depth + 1)
+        for key in schema.get("required", ()):
+            if key not in out:
+                out[key] = f"{STUB_MARK} {key}"
+        return out
+    if typ == "array":
+        lo = int(schema.get("minItems", 1 if depth < 6 else 0))
+        hi = schema.get("maxItems")
+        n = max(lo, min(2, hi) if hi is not None else max(lo, 2 if depth < 6 else 0))
+        if hi is not None:
+            n = min(n, int(hi))
+        items = schema.get("items", {})
+        vals = [_gen(items, rng, root, f"{name}_{i}", depth + 1) for i in range(n)]
+        if schema.get("uniqueItems") and isinstance(items, dict) and "enum" in _resolve(items, root):
+            pool = list(_resolve(items, root)["enum"])
+            vals = pool[:n]
+        return vals
+    if typ == "string":
+        fmt = schema.get("format")
+        if fmt == "date-time":
+            return "2000-01-01T00:00:00Z"
+        if fmt == "date":
+            return "2000-01-01"
+        s = f"{STUB_MARK} {name}"
+        lo, hi = int(schema.get("minLength", 0)), schema.get("maxLength")
+        if len(s) < lo:
+            s = s + "x" * (lo - len(s))
+        if hi is not None and len(s) > int(hi):
+            s = s[: int(hi)]
+        return s
+    if typ in ("integer", "number"):
+        lo = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        hi = schema.get("maximum", schema.get("exclusiveMaximum", lo + 10))
+        if "exclusiveMinimum" in schema and "minimum" not in schema:
+            lo = lo + (1 if typ == "integer" else 1e-6)
+        if "exclusiveMaximum" in schema and "maximum" not in schema:
+            hi = hi - (1 if typ == "integer" else 1e-6)
+        if typ == "integer":
+            return rng.randint(int(-(-lo // 1)), int(hi // 1)) if hi >= lo else int(lo)
+        return round(rng.uniform(lo, hi), 3) if hi >= lo else lo
+    if typ == "boolean":
+        return rng.random() < 0.5
+    if typ == "null":
+        return None
+    return f"{STUB_MARK} {name}"
