@@ -1,0 +1,235 @@
+"""Vision evidence assets (group ``vision``), partitioned by batch, one run per backfill.
+
+Model stages sit in the ``gpu`` pool and take their model from a resource that loads it once
+per process; frames are decoded in a thread pool ahead of the model.
+"""
+
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import dagster as dg
+import pandas as pd
+import yaml
+
+from assets.common import SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish, table_metadata
+from forge.storage import RejectLog, TableStore
+from forge.versioning import content_hash
+from forge.vision.evidence import build_evidence
+from forge.vision.pipeline import DecodeOptions, run_detection, run_indicators, run_ram, select_kept
+from forge.vision.scenes import RichSceneRule, count_persons, rank_rich_scenes
+from forge.vision.tagger import TAG_COLUMNS, tags_from_detections
+from resources.detector import DetectorResource
+from resources.storage import StorageResource
+from resources.tagger import TaggerResource
+
+VERSION = "vision-1"
+CONFIG_PATH = Path(__file__).resolve().parents[2] / "config" / "vision.yaml"
+SETTINGS = yaml.safe_load(CONFIG_PATH.read_text()) if CONFIG_PATH.exists() else {}
+RICH = SETTINGS.get("rich_scenes", {})
+DECODE = SETTINGS.get("decode", {})
+RANDOM_WARNING = (
+    "RANDOM WEIGHTS: the detector was built from an architecture yaml; detections, tags and person "
+    "counts are meaningless. Set SUBTEXT_YOLO_WEIGHTS to a real yolo11n.pt (see docs/vision.md)."
+)
+
+
+class DecodeConfig(dg.Config):
+    max_side: int = int(DECODE.get("max_side", 1920))
+    min_side: int = int(DECODE.get("min_side", 8))
+    max_pixels: int = int(DECODE.get("max_pixels", 400_000_000))
+    workers: int = int(DECODE.get("workers", 4))
+
+    def options(self) -> DecodeOptions:
+        return DecodeOptions(self.max_side, self.min_side, self.max_pixels, self.workers)
+
+
+class RichSceneConfig(dg.Config):
+    min_persons: int = int(RICH.get("min_persons", 1))
+    min_tags: int = int(RICH.get("min_tags", 1))
+    top_n: Optional[int] = RICH.get("top_n")
+    top_fraction: Optional[float] = RICH.get("top_fraction", 0.5)
+
+
+def read_batch(store: TableStore, table: str, batch: str) -> pd.DataFrame:
+    """Rows of ``batch``: its partition file, or (for unpartitioned tables) rows whose batch matches."""
+    df = store.read(table, parts=[batch])
+    if df.empty and store.exists(table) and not store.part_path(table, batch).exists():
+        try:
+            df = store.read(table, where="batch = ?".replace("?", "'" + batch.replace("'", "''") + "'"))
+        except Exception:  # an unpartitioned table without a batch column: nothing to match
+            return pd.DataFrame()
+    return df
+
+
+def vision_frames(store: TableStore, batch: str) -> pd.DataFrame:
+    """Kept frames of the batch that the detector could decode (the frames vision saw)."""
+    frames = select_kept(read_batch(store, "frames", batch), read_batch(store, "duplicates", batch))
+    rej = store.read("rejects", parts=[f"detections__{batch}"])
+    if not rej.empty:
+        frames = frames[~frames["frame_id"].isin(set(rej["item_id"]))]
+    return frames
+
+
+def _model_md(det: DetectorResource) -> dict:
+    md = {"model": det.weights, "random_weights": det.is_random}
+    if det.is_random:
+        md["WARNING"] = RANDOM_WARNING
+    return md
+
+
+@dg.asset(
+    group_name="vision",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    pool="gpu",
+    kinds={"pytorch", "parquet"},
+    deps=["frames", "duplicates"],
+    code_version=VERSION,
+    check_specs=contract_check_specs("detections", ["detections"]),
+    metadata=table_metadata(["detections"]),
+    description="Ultralytics YOLO boxes on the kept frames (batched, prefetched decode, GPU + fp16 when present).",
+)
+def detections(context: dg.AssetExecutionContext, config: DecodeConfig, storage: StorageResource, detector: DetectorResource):
+    started, store = time.perf_counter(), storage.store
+    model = detector.get()
+    opts = config.options()
+    opts.workers = detector.decode_workers
+    parts, logs, totals = {}, [], {"frames": 0, "rejected": 0, "model_s": 0.0, "wall_s": 0.0}
+    for batch in partition_keys(context):
+        frames = select_kept(read_batch(store, "frames", batch), read_batch(store, "duplicates", batch))
+        log = RejectLog("detections", batch)
+        prog = Progress(context.log, f"detections[{batch}]", len(frames))
+        df, stats = run_detection(frames, store.data_dir, model, lambda f, r, e, d: log.add(f, r, e, d), opts, prog.step)
+        parts[batch], totals["frames"], totals["rejected"] = df, totals["frames"] + stats.frames, totals["rejected"] + stats.rejected
+        totals["model_s"] += stats.model_seconds
+        totals["wall_s"] += stats.wall_seconds
+        logs.append(log)
+    if detector.is_random:
+        context.log.warning(RANDOM_WARNING)
+    md = {
+        **_model_md(detector), "device": model.device, "half": bool(model.half), "weights_sha256": model.spec.sha256 or "none",
+        "frames_in": totals["frames"], "frames_per_s": round(totals["frames"] / totals["wall_s"], 2) if totals["wall_s"] else 0.0,
+        "model_seconds": round(totals["model_s"], 3), "load_seconds": round(model.load_seconds, 3),
+    }
+    return publish(store, {"detections": parts}, rejects=logs, metadata=md, started=started)
+
+
+@dg.asset(
+    group_name="vision",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    kinds={"pillow", "parquet"},
+    deps=["detections", "frames"],
+    code_version=VERSION,
+    check_specs=contract_check_specs("person_indicators", ["person_indicators"]),
+    metadata=table_metadata(["person_indicators"]),
+    description="VAGUE person indicators: person1..N drawn left to right on an annotated copy of each frame with people.",
+)
+def person_indicators(context: dg.AssetExecutionContext, config: DecodeConfig, storage: StorageResource):
+    started, store = time.perf_counter(), storage.store
+    parts, logs = {}, []
+    for batch in partition_keys(context):
+        log = RejectLog("person_indicators", batch)
+        frames = vision_frames(store, batch)
+        det = store.read("detections", parts=[batch])
+        out_dir = store.media_dir / "indicators" / batch
+        parts[batch] = run_indicators(frames, det, store.data_dir, out_dir, lambda f, r, e, d: log.add(f, r, e, d), config.options())
+        logs.append(log)
+    md = {"frames_annotated": int(sum(p["frame_id"].nunique() for p in parts.values()))}
+    sample = next((p for p in parts.values() if not p.empty), None)
+    if sample is not None:
+        md["example"] = dg.MetadataValue.path(str(store.data_dir / sample["annotated_path"].iloc[0]))
+    return publish(store, {"person_indicators": parts}, rejects=logs, metadata=md, started=started)
+
+
+@dg.asset(
+    group_name="vision",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    pool="gpu",
+    kinds={"pytorch", "parquet"},
+    deps=["detections", "frames", "duplicates"],
+    code_version=VERSION,
+    check_specs=contract_check_specs("tags", ["tags"]),
+    metadata=table_metadata(["tags"]),
+    description="Object tags per kept frame: YOLO class names with counts (default) or Recognize-Anything (RAM) tags with scores.",
+)
+def tags(context: dg.AssetExecutionContext, config: DecodeConfig, storage: StorageResource,
+         tagger: TaggerResource, detector: DetectorResource):
+    started, store = time.perf_counter(), storage.store
+    parts, logs = {}, []
+    if tagger.backend == "ram":
+        ram = tagger.get_ram()
+        md = {"backend": "ram", "model_version": ram.model_version, "verified_on_real_weights": False}
+    else:
+        md = {"backend": "yolo", **_model_md(detector)}
+        version = f"{Path(detector.weights).name}" + ("@random-init" if detector.is_random else "")
+    for batch in partition_keys(context):
+        if tagger.backend == "ram":
+            log = RejectLog("tags", batch)
+            parts[batch] = run_ram(vision_frames(store, batch), store.data_dir, ram,
+                                   lambda f, r, e, d: log.add(f, r, e, d), config.options())
+            logs.append(log)
+        else:
+            det = store.read("detections", parts=[batch])
+            if not det.empty and det["weights_sha256"].notna().any():
+                version = f"{det['model_name'].iloc[0]}@{str(det['weights_sha256'].dropna().iloc[0])[:12]}"
+            parts[batch] = tags_from_detections(det, version) if not det.empty else pd.DataFrame(columns=TAG_COLUMNS)
+    md["distinct_tags"] = int(pd.concat(list(parts.values()))["tag"].nunique()) if parts else 0
+    return publish(store, {"tags": parts}, rejects=logs, metadata=md, started=started)
+
+
+@dg.asset(
+    group_name="vision",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    kinds={"duckdb", "parquet"},
+    deps=["tags", "detections", "frames", "duplicates"],
+    code_version=content_hash(VERSION, RICH),
+    check_specs=contract_check_specs("rich_scenes", ["rich_scenes"]),
+    metadata=table_metadata(["rich_scenes"]),
+    description="VAGUE rich-scene ranking: per source, frames by distinct tags then persons; top-N / top fraction with a minimum of persons.",
+)
+def rich_scenes(context: dg.AssetExecutionContext, config: RichSceneConfig, storage: StorageResource):
+    started, store = time.perf_counter(), storage.store
+    rule = RichSceneRule(config.min_persons, config.min_tags, config.top_n, config.top_fraction)
+    parts = {}
+    for batch in partition_keys(context):
+        frames = vision_frames(store, batch)
+        parts[batch] = rank_rich_scenes(frames, store.read("tags", parts=[batch]),
+                                        count_persons(store.read("detections", parts=[batch])), rule)
+    selected = int(sum(p["selected"].sum() for p in parts.values()))
+    md = {"rule": dg.MetadataValue.json(rule.__dict__), "selected": selected}
+    if selected == 0:
+        context.log.warning("rich_scenes selected no frame: with random weights persons/tags are empty; see config/vision.yaml")
+    return publish(store, {"rich_scenes": parts}, metadata=md, started=started)
+
+
+@dg.asset(
+    group_name="vision",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    kinds={"parquet"},
+    deps=["tags", "person_indicators", "rich_scenes", "text_ratio", "clips", "frames", "duplicates"],
+    code_version=VERSION,
+    check_specs=contract_check_specs("evidence", ["evidence"]),
+    metadata=table_metadata(["evidence"]),
+    description="Evidence bundle per frame and per clip (tags, persons + labels, OCR text, transcript with its status): what recipes read.",
+)
+def evidence(context: dg.AssetExecutionContext, storage: StorageResource, tagger: TaggerResource):
+    started, store = time.perf_counter(), storage.store
+    parts = {}
+    for batch in partition_keys(context):
+        clips = read_batch(store, "clips", batch) if store.exists("clips") else None
+        parts[batch] = build_evidence(
+            vision_frames(store, batch), store.read("tags", parts=[batch]),
+            store.read("person_indicators", parts=[batch]), read_batch(store, "text_ratio", batch),
+            clips, store.read("rich_scenes", parts=[batch]), tagger.backend,
+        )
+    md = {"units": dg.MetadataValue.json({u: int(sum((p["unit"] == u).sum() for p in parts.values())) for u in ("frame", "clip")})}
+    return publish(store, {"evidence": parts}, metadata=md, started=started)
+
+
+defs = dg.Definitions(assets=[detections, person_indicators, tags, rich_scenes, evidence])

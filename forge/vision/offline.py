@@ -1,0 +1,49 @@
+"""Keep Ultralytics off the network (MANIFEST §3).
+
+Ultralytics reads its switches from the environment when it is first imported:
+``YOLO_OFFLINE=1`` stops the DNS probes (``is_online``), analytics events and hub calls;
+``YOLO_AUTOINSTALL=false`` stops on-the-fly ``pip install`` of extras; ``YOLO_CONFIG_DIR``
+keeps its settings file out of $HOME. Plots are drawn with cv2 (no font download) and
+person indicators with Pillow's built-in font, so ``check_font`` never runs.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+OFFLINE_ENV = {"YOLO_OFFLINE": "1", "YOLO_AUTOINSTALL": "false", "YOLO_VERBOSE": "false"}
+
+
+def ensure_offline_env(config_dir: str | Path | None = None) -> None:
+    """Set the switches (without overriding an explicit choice) before importing ultralytics."""
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
+    if "YOLO_CONFIG_DIR" not in os.environ:
+        d = Path(config_dir) if config_dir else Path(tempfile.gettempdir()) / "subtext-ultralytics"
+        d.mkdir(parents=True, exist_ok=True)
+        os.environ["YOLO_CONFIG_DIR"] = str(d)
+
+
+def import_ultralytics(allow_network: bool = False):
+    """Import ultralytics with the offline switches applied; also turn off settings sync.
+
+    If ultralytics was imported earlier by other code without the environment, its
+    import-time probe already ran; we still force the module-level flags off so nothing
+    later (events, hub, downloads of assets) believes it is online.
+    """
+    if not allow_network:
+        ensure_offline_env()
+    import ultralytics
+    import ultralytics.utils as uu
+
+    if not allow_network:
+        uu.ONLINE = False
+        uu.AUTOINSTALL = False
+        try:
+            if uu.SETTINGS.get("sync", False):
+                uu.SETTINGS["sync"] = False  # persisted under YOLO_CONFIG_DIR, never $HOME
+        except Exception:  # settings object API differs across versions; the env already covers it
+            pass
+    return ultralytics

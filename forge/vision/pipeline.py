@@ -1,0 +1,142 @@
+"""Per-batch drivers: decode (prefetched) -> model in batches -> rows + rejects.
+
+No Dagster here: assets pass in the frames, a loaded model and a ``reject`` callback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from forge.vision.detector import DETECTION_COLUMNS, YoloDetector, detection_rows
+from forge.vision.images import LoadedImage, LoadError, batched, load_image, prefetch
+from forge.vision.indicators import Box, annotate
+
+Reject = Callable[[str, str, str, str], None]  # frame_id, reason, error_class, detail
+
+
+@dataclass
+class DecodeOptions:
+    max_side: int = 1920
+    min_side: int = 8
+    max_pixels: int = 400_000_000
+    workers: int = 4
+    ahead: int = 64
+
+    def load_kwargs(self) -> dict:
+        return {"max_side": self.max_side, "min_side": self.min_side, "max_pixels": self.max_pixels}
+
+
+@dataclass
+class StageStats:
+    frames: int = 0
+    processed: int = 0
+    rejected: int = 0
+    model_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def fps(self) -> float:
+        return self.processed / self.wall_seconds if self.wall_seconds else 0.0
+
+
+def select_kept(frames: pd.DataFrame, duplicates: pd.DataFrame) -> pd.DataFrame:
+    """Frames vision should look at: not marked as a dropped duplicate (absent = kept)."""
+    if duplicates.empty or "is_kept" not in duplicates:
+        return frames
+    dropped = set(duplicates.loc[~duplicates["is_kept"].astype(bool), "frame_id"])
+    return frames[~frames["frame_id"].isin(dropped)]
+
+
+def run_detection(
+    frames: pd.DataFrame, data_dir: Path, detector: YoloDetector, reject: Reject, opts: DecodeOptions,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[pd.DataFrame, StageStats]:
+    """``frames``: frame_id, batch, path. Returns the detections rows of this batch."""
+    stats, rows = StageStats(frames=len(frames)), []
+    t0 = time.perf_counter()
+    items = [((r.frame_id, r.batch), data_dir / r.path) for r in frames.itertuples(index=False)]
+    loaded = prefetch(items, workers=opts.workers, ahead=max(opts.ahead, detector.batch_size * 2), **opts.load_kwargs())
+    for chunk in batched(loaded, detector.batch_size):
+        good: list[tuple[tuple[str, str], LoadedImage]] = []
+        for p in chunk:
+            if isinstance(p.result, LoadError):
+                reject(p.key[0], p.result.reason, p.result.error_class, p.result.detail)
+                stats.rejected += 1
+            else:
+                good.append((p.key, p.result))
+        if good:
+            tm = time.perf_counter()
+            dets = detector.detect([im for _, im in good])
+            stats.model_seconds += time.perf_counter() - tm
+            for ((fid, batch), im), d in zip(good, dets):
+                rows += detection_rows(fid, batch, d, im.orig_width, im.orig_height, detector)
+            stats.processed += len(good)
+        if progress:
+            progress(len(chunk))
+    stats.wall_seconds = time.perf_counter() - t0
+    return pd.DataFrame(rows, columns=DETECTION_COLUMNS), stats
+
+
+def run_indicators(
+    frames: pd.DataFrame, detections: pd.DataFrame, data_dir: Path, out_dir: Path, reject: Reject,
+    opts: DecodeOptions, person_class: str = "person",
+) -> pd.DataFrame:
+    """Annotated copies for frames with people; ``out_dir`` is inside ``data_dir``."""
+    persons = detections[detections["class_name"] == person_class]
+    if persons.empty:
+        return pd.DataFrame(columns=INDICATOR_COLUMNS)
+    paths = dict(zip(frames["frame_id"], frames["path"]))
+    by_frame = {f: g for f, g in persons.groupby("frame_id", sort=True) if f in paths}
+    rows = []
+    items = [(f, data_dir / paths[f]) for f in by_frame]
+    for p in prefetch(items, workers=opts.workers, ahead=opts.ahead, **opts.load_kwargs()):
+        if isinstance(p.result, LoadError):
+            reject(p.key, p.result.reason, p.result.error_class, p.result.detail)
+            continue
+        im, g = p.result, by_frame[p.key]
+        boxes = [Box(r.x1, r.y1, r.x2, r.y2, r.confidence) for r in g.itertuples(index=False)]
+        out = out_dir / f"{p.key}.jpg"
+        inds = annotate(im.rgb, boxes, im.scale, out)
+        rel = str(out.relative_to(data_dir))
+        batch = g["batch"].iloc[0]
+        for ind in inds:
+            b = ind.box
+            rows.append({
+                "frame_id": p.key, "batch": batch, "label": ind.label, "person_index": ind.index,
+                "x1": b.x1, "y1": b.y1, "x2": b.x2, "y2": b.y2,
+                "nx1": b.x1 / im.orig_width, "ny1": b.y1 / im.orig_height,
+                "nx2": b.x2 / im.orig_width, "ny2": b.y2 / im.orig_height,
+                "confidence": b.confidence, "font_size": ind.font_size, "annotated_path": rel,
+                "annotated_width": im.rgb.shape[1], "annotated_height": im.rgb.shape[0],
+            })
+    return pd.DataFrame(rows, columns=INDICATOR_COLUMNS)
+
+
+INDICATOR_COLUMNS = [
+    "frame_id", "batch", "label", "person_index", "x1", "y1", "x2", "y2", "nx1", "ny1", "nx2", "ny2",
+    "confidence", "font_size", "annotated_path", "annotated_width", "annotated_height",
+]
+
+
+def run_ram(frames: pd.DataFrame, data_dir: Path, tagger, reject: Reject, opts: DecodeOptions) -> pd.DataFrame:
+    from forge.vision.tagger import TAG_COLUMNS, ram_rows
+
+    rows: list[dict] = []
+    items = [((r.frame_id, r.batch), data_dir / r.path) for r in frames.itertuples(index=False)]
+    for chunk in batched(prefetch(items, workers=opts.workers, ahead=opts.ahead, **opts.load_kwargs()), tagger.batch_size):
+        good = [(p.key, p.result) for p in chunk if not isinstance(p.result, LoadError)]
+        for p in chunk:
+            if isinstance(p.result, LoadError):
+                reject(p.key[0], p.result.reason, p.result.error_class, p.result.detail)
+        for ((fid, batch), _), tags in zip(good, tagger.tag([im for _, im in good]) if good else []):
+            rows += ram_rows(fid, batch, tags, tagger.model_version)
+    return pd.DataFrame(rows, columns=TAG_COLUMNS)
+
+
+__all__ = ["DecodeOptions", "StageStats", "select_kept", "run_detection", "run_indicators", "run_ram", "load_image"]

@@ -1,0 +1,54 @@
+"""Object tagger resource: ``yolo`` (detector class names with counts, default) or ``ram``.
+
+``ram`` needs the optional recognize-anything package and a checkpoint path
+(``SUBTEXT_RAM_CHECKPOINT``); it is loaded once per process. It was NOT verified on real
+weights here (none can be obtained on these machines).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Literal, Optional
+
+import dagster as dg
+from pydantic import PrivateAttr
+
+from forge.vision.tagger import RamTagger
+
+_CACHE: dict[tuple, RamTagger] = {}
+_LOCK = threading.Lock()
+
+
+class TaggerResource(dg.ConfigurableResource):
+    backend: Literal["yolo", "ram"] = "yolo"
+    ram_checkpoint: str = ""
+    ram_variant: Literal["ram", "ram_plus"] = "ram"
+    ram_vit: str = "swin_l"
+    image_size: int = 384
+    device: str = "auto"
+    batch_size: int = 8
+
+    _tagger: Optional[RamTagger] = PrivateAttr(default=None)
+
+    def get_ram(self) -> RamTagger:
+        if self.backend != "ram":
+            raise ValueError("get_ram() needs backend='ram'")
+        if self._tagger is None:
+            key = (self.ram_checkpoint, self.ram_variant, self.ram_vit, self.image_size, self.device, self.batch_size)
+            with _LOCK:
+                if key not in _CACHE:
+                    _CACHE[key] = RamTagger(
+                        checkpoint=self.ram_checkpoint, variant=self.ram_variant, vit=self.ram_vit,
+                        image_size=self.image_size, device=self.device, batch_size=self.batch_size,
+                    )
+                self._tagger = _CACHE[key]
+        return self._tagger
+
+
+def default_tagger() -> TaggerResource:
+    ckpt = os.environ.get("SUBTEXT_RAM_CHECKPOINT", "")
+    return TaggerResource(backend="ram" if ckpt else "yolo", ram_checkpoint=ckpt)
+
+
+RESOURCES = {"tagger": default_tagger()}
