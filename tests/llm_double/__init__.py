@@ -1,0 +1,3 @@
+from tests.llm_double.server import LLMDouble, Reply, double_resource
+
+__all__ = ["LLMDouble", "Reply", "double_resource"]
