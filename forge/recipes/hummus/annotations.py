@@ -1,0 +1,280 @@
+"""Validation of one Hummus annotation (§4): verdict, conceptual metaphors, image regions,
+caption highlight, explanation and other figurative devices.
+
+Every check returns problems as (code, message) pairs: the code is the stable reject
+reason, the message goes back to the model as refine feedback. Repairs that change no
+meaning (case of a metaphor, spans re-anchored on the original caption) are applied and
+noted, not rejected.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from forge.recipes.hummus.taxonomy import metaphorical, normalise_device, taxonomy, verdicts
+
+BAD_METAPHOR = "bad_metaphor_format"
+BOX_OUT_OF_BOUNDS = "box_out_of_bounds"
+INVALID_SPAN = "invalid_span"
+EXPLANATION_TOO_LONG = "explanation_too_long"
+MISSING_FIELD = "missing_annotation"
+UNKNOWN_DEVICE = "unknown_device"
+BAD_VERDICT = "bad_verdict"
+
+# Order in which a failed annotation's reject reason is chosen (most specific first).
+REASON_ORDER = (BAD_VERDICT, MISSING_FIELD, BAD_METAPHOR, BOX_OUT_OF_BOUNDS, INVALID_SPAN,
+                EXPLANATION_TOO_LONG, UNKNOWN_DEVICE)
+
+# "TARGET IS SOURCE" (§4.2; "LOVE IS A JOURNEY", "HUMANS ARE ANIMALS", "ANIMALS/HUMANS ARE
+# HUMANS/ANIMALS"): two short noun phrases joined by one IS / ARE.
+_COPULA = re.compile(r"\s+(IS|ARE)\s+")
+_DOMAIN = re.compile(r"^[A-Z0-9][A-Z0-9 '&/\-]*$")
+MAX_DOMAIN_WORDS = 6
+_TAG = re.compile(r"</?i>", re.IGNORECASE)
+
+
+@dataclass
+class Problems:
+    items: list[tuple[str, str]] = field(default_factory=list)
+    repairs: list[str] = field(default_factory=list)
+
+    def add(self, code: str, message: str) -> None:
+        self.items.append((code, message))
+
+    @property
+    def codes(self) -> list[str]:
+        return [c for c, _ in self.items]
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def primary(self) -> str:
+        codes = self.codes
+        return next((c for c in REASON_ORDER if c in codes), codes[0] if codes else "")
+
+    def feedback(self) -> str:
+        return "\n".join(f"- {m}" for _, m in self.items)
+
+
+# -- conceptual metaphors ------------------------------------------------------------
+def normalise_metaphor(raw: str) -> str:
+    t = " ".join(str(raw).replace("\u2019", "'").split()).upper()
+    return t.rstrip(".")
+
+
+def metaphor_problem(raw: str) -> str | None:
+    """Why ``raw`` is not in ``TARGET IS SOURCE`` form, or None when it is."""
+    t = normalise_metaphor(raw)
+    parts = _COPULA.split(t)
+    if len(parts) != 3:
+        n = (len(parts) - 1) // 2
+        return (f"{raw!r} must be 'TARGET IS SOURCE' with exactly one IS/ARE joining two domains "
+                f"(found {n})")
+    target, _, source = parts
+    for side, name in ((target, "target"), (source, "source")):
+        if not side or not _DOMAIN.match(side):
+            return f"{raw!r}: the {name} domain {side!r} must be a short noun phrase of letters"
+        if len(side.split()) > MAX_DOMAIN_WORDS:
+            return f"{raw!r}: the {name} domain has more than {MAX_DOMAIN_WORDS} words; name the domain, not the scene"
+    if _strip_article(target) == _strip_article(source):
+        return f"{raw!r}: target and source are the same domain"
+    return None
+
+
+def _strip_article(s: str) -> str:
+    return re.sub(r"^(A|AN|THE)\s+", "", s)
+
+
+def split_metaphor(m: str) -> tuple[str, str]:
+    target, _, source = _COPULA.split(normalise_metaphor(m))
+    return target, source
+
+
+# -- image regions ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Region:
+    label: str
+    top: float        # normalised to the image height, 0..1
+    left: float       # normalised to the image width, 0..1
+    height: float
+    width: float
+    x0: int           # pixels, x right, y down; x1/y1 exclusive
+    y0: int
+    x1: int
+    y1: int
+
+    @property
+    def norm_tlhw(self) -> list[float]:
+        return [self.top, self.left, self.height, self.width]
+
+    def as_answer(self) -> str:
+        """Table 1's ImageBbox answer format: ``label: [top, left, height, width]``."""
+        return f"{self.label}: [" + ", ".join(f"{v:.3f}" for v in self.norm_tlhw) + "]"
+
+
+def region_from_norm(label: str, box: Any, width: int, height: int, eps: float = 1e-3) -> tuple[Region | None, str | None]:
+    """A region from a normalised ``[top, left, height, width]`` box, or why it is invalid."""
+    label = " ".join(str(label or "").split())
+    if not label:
+        return None, "a region has no label (say which object the box marks)"
+    if not isinstance(box, (list, tuple)) or len(box) != 4:
+        return None, f"region {label!r}: box must be [top, left, height, width], got {box!r}"
+    try:
+        top, left, h, w = (float(v) for v in box)
+    except (TypeError, ValueError):
+        return None, f"region {label!r}: box values must be numbers, got {box!r}"
+    if min(top, left) < -eps or h <= 0 or w <= 0 or top + h > 1 + eps or left + w > 1 + eps:
+        return None, (f"region {label!r}: box {list(box)} is outside the image; coordinates are fractions "
+                      "of the image size (0..1) with top+height ≤ 1 and left+width ≤ 1")
+    top, left = max(top, 0.0), max(left, 0.0)
+    h, w = min(h, 1.0 - top), min(w, 1.0 - left)
+    x0, y0 = int(round(left * width)), int(round(top * height))
+    x1, y1 = int(round((left + w) * width)), int(round((top + h) * height))
+    if x1 - x0 < 1 or y1 - y0 < 1:
+        return None, f"region {label!r}: box {list(box)} is smaller than one pixel on a {width}x{height} image"
+    return Region(label, round(top, 6), round(left, 6), round(h, 6), round(w, 6), x0, y0, min(x1, width), min(y1, height)), None
+
+
+# -- caption highlight -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Highlight:
+    highlighted: str                    # the original caption with <i></i> around each span
+    spans: list[str]
+    offsets: list[tuple[int, int]]      # character [start, end) in the caption
+
+
+def parse_highlight(caption: str, highlighted: str) -> tuple[Highlight | None, str | None, bool]:
+    """Spans marked with ``<i></i>`` in ``highlighted``, anchored in ``caption``.
+
+    Returns (highlight, problem, repaired). Each span must be an exact substring of the
+    caption; when the model also changed text outside the tags, the spans are re-anchored
+    on the original caption (``repaired``).
+    """
+    tokens = _TAG.findall(highlighted or "")
+    if not tokens:
+        return None, "the caption highlight has no <i></i> span", False
+    expect_open = True
+    for t in tokens:
+        is_open = not t.startswith("</")
+        if is_open != expect_open:
+            return None, "the <i></i> tags are unbalanced or nested", False
+        expect_open = not expect_open
+    if not expect_open:
+        return None, "an <i> tag is never closed", False
+    pieces = _TAG.split(highlighted)
+    spans = pieces[1::2]
+    if any(not s.strip() for s in spans):
+        return None, "an <i></i> span is empty", False
+    plain = "".join(pieces)
+    offsets: list[tuple[int, int]] = []
+    if plain == caption:
+        pos = 0
+        for k, piece in enumerate(pieces):
+            if k % 2:
+                offsets.append((pos, pos + len(piece)))
+            pos += len(piece)
+        return Highlight(highlighted, spans, offsets), None, False
+    start = 0
+    for s in spans:
+        at = caption.find(s, start)
+        if at < 0:
+            at = caption.find(s)
+        if at < 0:
+            return None, f"the highlighted span {s!r} is not an exact substring of the caption {caption!r}", False
+        offsets.append((at, at + len(s)))
+        start = at + len(s)
+    order = sorted(zip(offsets, spans))
+    if any(a[0][1] > b[0][0] for a, b in zip(order, order[1:])):
+        return None, "highlighted spans overlap", False
+    out, pos = [], 0
+    for (a, b), _ in order:
+        out += [caption[pos:a], "<i>", caption[a:b], "</i>"]
+        pos = b
+    out.append(caption[pos:])
+    return Highlight("".join(out), [s for _, s in order], [o for o, _ in order]), None, True
+
+
+def word_count(text: str) -> int:
+    return len(str(text or "").split())
+
+
+# -- the whole annotation ------------------------------------------------------------------
+@dataclass
+class Annotation:
+    verdict: str
+    incongruities: list[str]
+    resolution: str
+    metaphors: list[str] = field(default_factory=list)
+    regions: list[Region] = field(default_factory=list)
+    highlight: Highlight | None = None
+    explanation: str = ""
+    devices: list[str] = field(default_factory=list)
+    discard_reason: str = ""
+
+
+def validate_annotation(data: dict[str, Any], caption: str, width: int, height: int,
+                        max_words: int | None = None) -> tuple[Annotation | None, Problems]:
+    """Check a reply against §4 and return the normalised annotation (None when invalid)."""
+    max_words = max_words or int(taxonomy()["explanation_max_words"])
+    p = Problems()
+    verdict = str(data.get("verdict") or "").strip()
+    canon = {v.lower(): v for v in verdicts()}
+    if verdict.lower() not in canon:
+        p.add(BAD_VERDICT, f"verdict {verdict!r} is not one of {verdicts()}")
+        return None, p
+    verdict = canon[verdict.lower()]
+    ann = Annotation(
+        verdict=verdict,
+        incongruities=[str(x).strip() for x in data.get("incongruities") or [] if str(x).strip()],
+        resolution=str(data.get("resolution") or "").strip(),
+        discard_reason=str(data.get("discard_reason") or "").strip(),
+    )
+    for raw in data.get("devices") or []:
+        d = normalise_device(raw)
+        if d is None:
+            p.add(UNKNOWN_DEVICE, f"figurative device {raw!r} is not one of {taxonomy()['devices']}")
+        elif d not in ann.devices:
+            ann.devices.append(d)
+    if not ann.incongruities:
+        p.add(MISSING_FIELD, "note the incongruities in the image (at least one)")
+    if verdict == "Discard" and not ann.discard_reason:
+        p.add(MISSING_FIELD, "a Discard needs a discard_reason (which incongruity stays unresolved)")
+    if verdict in metaphorical():
+        raw_ms = data.get("metaphors") or []
+        if not raw_ms:
+            p.add(MISSING_FIELD, "a Yes/WIDLII item needs at least one conceptual metaphor")
+        for m in raw_ms:
+            why = metaphor_problem(m)
+            if why:
+                p.add(BAD_METAPHOR, why)
+            else:
+                norm = normalise_metaphor(m)
+                if norm != m:
+                    p.repairs.append(f"metaphor {m!r} → {norm!r}")
+                if norm not in ann.metaphors:
+                    ann.metaphors.append(norm)
+        raw_regions = data.get("regions") or []
+        if not raw_regions:
+            p.add(MISSING_FIELD, "a Yes/WIDLII item needs at least one metaphor-related image region")
+        for r in raw_regions:
+            region, why = region_from_norm(r.get("label", ""), r.get("box"), width, height)
+            if why:
+                p.add(BOX_OUT_OF_BOUNDS, why)
+            else:
+                ann.regions.append(region)
+        hl, why, repaired = parse_highlight(caption, str(data.get("caption_highlighted") or ""))
+        if why:
+            p.add(INVALID_SPAN, why)
+        else:
+            ann.highlight = hl
+            if repaired:
+                p.repairs.append("caption highlight re-anchored on the original caption")
+        ann.explanation = " ".join(str(data.get("explanation") or "").split())
+        n = word_count(ann.explanation)
+        if n == 0:
+            p.add(MISSING_FIELD, "a Yes/WIDLII item needs an explanation of how the metaphor makes it funny")
+        elif n > max_words:
+            p.add(EXPLANATION_TOO_LONG, f"the explanation has {n} words; use at most {max_words}")
+    return (None if p else ann), p
