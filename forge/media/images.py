@@ -1,0 +1,120 @@
+"""Images from folders and tables enter the frames table as one-frame items.
+
+Every image is normalised the same way: EXIF orientation applied, first frame of an
+animation, transparency composited on white, 16-bit / float / CMYK / palette / grey
+converted to 8-bit RGB, and an image whose longer side exceeds ``max_side`` downscaled
+(the row's ``transform`` says so). Empty, unreadable, truncated, tiny (e.g. 1×1) and
+decompression-bomb-sized files are rejected with a reason.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import urllib.error
+import urllib.request
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageOps
+
+from forge.media.frames import blur_variance, encode_jpeg, write_bytes_atomic
+from forge.versioning import sha256_bytes
+
+
+@dataclass(frozen=True)
+class ImageSettings:
+    min_side: int = 32
+    max_side: int = 4096
+    max_pixels: int = 250_000_000  # larger = rejected as a decompression bomb, never decoded
+    jpeg_quality: int = 95
+    fetch_timeout_s: float = 20.0
+
+
+class ImageReject(Exception):
+    def __init__(self, reason: str, detail: str, error_class: str = ""):
+        super().__init__(detail)
+        self.reason, self.error_class = reason, error_class
+
+
+def read_source_bytes(path: str | None, url: str | None, timeout_s: float) -> bytes:
+    if path:
+        p = Path(path)
+        if not p.is_file():
+            raise ImageReject("missing_file", f"{p} not found", "FileNotFoundError")
+        return p.read_bytes()
+    if url:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - http(s) from the user's table
+                return resp.read()
+        except urllib.error.HTTPError as exc:
+            raise ImageReject("not_found" if exc.code == 404 else "download_failed", str(exc), type(exc).__name__) from exc
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise ImageReject("download_failed", str(exc), type(exc).__name__) from exc
+    raise ImageReject("missing_file", "item has neither path nor url")
+
+
+def _to_rgb(im: Image.Image) -> Image.Image:
+    if im.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        arr = np.asarray(im, dtype=np.float64)
+        lo, hi = float(arr.min()), float(arr.max())
+        arr = np.zeros_like(arr) if hi <= lo else (arr - lo) / (hi - lo) * 255.0
+        return Image.fromarray(arr.astype(np.uint8)).convert("RGB")
+    if im.mode == "P":
+        im = im.convert("RGBA")
+    if im.mode in ("RGBA", "LA", "PA"):
+        im = im.convert("RGBA")
+        bg = Image.new("RGBA", im.size, (255, 255, 255, 255))
+        return Image.alpha_composite(bg, im).convert("RGB")
+    return im.convert("RGB")
+
+
+def normalise_image(data: bytes, settings: ImageSettings) -> tuple[np.ndarray, str | None]:
+    """Decoded RGB array and a note on what was changed (None when nothing was)."""
+    if not data:
+        raise ImageReject("empty_file", "zero bytes")
+    notes: list[str] = []
+    old_limit = Image.MAX_IMAGE_PIXELS
+    Image.MAX_IMAGE_PIXELS = settings.max_pixels
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data))
+            if getattr(im, "n_frames", 1) > 1:
+                notes.append(f"first frame of {im.n_frames}")
+            im.load()
+            im = ImageOps.exif_transpose(im) or im
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise ImageReject("too_large", str(exc), type(exc).__name__) from exc
+    except (OSError, ValueError, SyntaxError) as exc:  # PIL's UnidentifiedImageError is an OSError
+        raise ImageReject("decode_error", str(exc), type(exc).__name__) from exc
+    finally:
+        Image.MAX_IMAGE_PIXELS = old_limit
+    w, h = im.size
+    if min(w, h) < settings.min_side:
+        raise ImageReject("too_small", f"{w}x{h} is below the {settings.min_side}px minimum side")
+    if im.mode != "RGB":
+        notes.append(f"mode {im.mode} -> RGB")
+    im = _to_rgb(im)
+    if max(w, h) > settings.max_side:
+        im.thumbnail((settings.max_side, settings.max_side), Image.Resampling.LANCZOS)
+        notes.append(f"downscaled from {w}x{h} to {im.size[0]}x{im.size[1]}")
+    return np.asarray(im), ("; ".join(notes) or None)
+
+
+def image_frame(item: dict, out_dir: Path, data_dir: Path, settings: ImageSettings) -> dict:
+    """One frames-table row for an image item (``item`` is a source_items row)."""
+    data = read_source_bytes(item.get("path"), item.get("url"), settings.fetch_timeout_s)
+    rgb, note = normalise_image(data, settings)
+    jpeg = encode_jpeg(rgb, settings.jpeg_quality)
+    path = out_dir / f"{item['item_id']}.jpg"
+    write_bytes_atomic(path, jpeg)
+    h, w = rgb.shape[:2]
+    return {
+        "frame_id": item["item_id"], "item_id": item["item_id"], "clip_id": None, "kind": "image", "frame_index": 0,
+        "timestamp_s": None, "path": os.path.relpath(path, data_dir), "width": int(w), "height": int(h),
+        "blur_var": round(blur_variance(rgb), 3), "caption": item.get("caption"), "sha256": sha256_bytes(jpeg),
+        "transform": note,
+    }

@@ -1,0 +1,89 @@
+"""A tiny HTTP server on 127.0.0.1 that serves the sample corpus' ``web/`` folder.
+
+It lets the demo and the tests run the real yt-dlp download path (generic extractor,
+HTTP downloader, HTML5 ``<video>``/``<track>`` parsing) with no internet. Any path that
+is not a file answers 404, which is how the URL list gets its dead link.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # yt-dlp's metadata pass hangs up after reading the head of a file: not an error.
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
+class LoopbackServer:
+    def __init__(self, root: str | Path, host: str = "127.0.0.1", port: int = 0):
+        handler = partial(_QuietHandler, directory=str(Path(root).resolve()))
+        self.httpd = _Server((host, port), handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="loopback-http", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> LoopbackServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+@contextmanager
+def serve(root: str | Path) -> Iterator[LoopbackServer]:
+    server = LoopbackServer(root).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextmanager
+def sample_environment(dest_dir: str | Path) -> Iterator[dict[str, str]]:
+    """Build the sample corpus, serve its ``web/`` folder and export the placeholders
+    ``SAMPLE_CORPUS`` and ``SAMPLE_SERVER`` that config/sources.yaml uses (restored on exit).
+
+    Usage (demo runner)::
+
+        with sample_environment("data/sample_corpus") as env:
+            materialize(...)   # sources.yaml's ${SAMPLE_SERVER} URLs resolve to the server
+    """
+    from forge.media.sample_corpus import build_sample_corpus
+
+    corpus = build_sample_corpus(dest_dir)
+    with serve(corpus.web_dir) as server:
+        values = {**corpus.as_variables(), "SAMPLE_SERVER": server.url}
+        old = {k: os.environ.get(k) for k in values}
+        os.environ.update(values)
+        try:
+            yield values
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v

@@ -1,0 +1,459 @@
+"""Sources declared in YAML, expanded into items and cut into batches.
+
+A sources file (``config/sources.yaml``) looks like::
+
+    defaults: {batch_size: 50, license_policy: any}
+    sources:
+      - name: cc_italy                  # [A-Za-z0-9_] only: it prefixes batch keys
+        type: search                    # urls | search | folder | table
+        query: "ytsearch20:vita quotidiana italiana"
+        license_policy: creative_commons
+        max_duration_s: 300
+        max_items: 20
+      - {name: loopback, type: urls, urls: ["${SAMPLE_SERVER}/bikes.mp4"]}
+      - {name: local_videos, type: folder, path: "${SAMPLE_CORPUS}/videos", media: video}
+      - {name: captions, type: table, path: "${SAMPLE_CORPUS}/table/captions.csv",
+         image_column: image, caption_column: caption}
+
+``${VAR}`` placeholders are resolved from the caller's variables, then the environment;
+a source with an unresolved placeholder becomes a reject, the others still load.
+Listing URL and search sources uses yt-dlp's metadata extraction (no download); a dead
+URL is a reject row, never a failure.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+VIDEO_EXTS = {".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v", ".mpg", ".mpeg", ".ts", ".flv"}
+IMAGE_EXTS = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"}
+SOURCE_TYPES = ("urls", "search", "folder", "table")
+LICENSE_POLICIES = ("any", "creative_commons")
+_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_CC = re.compile(r"creative\s*commons|\bcc[- ]?(by|0|zero)\b|\bcc0\b", re.IGNORECASE)
+
+
+class UnresolvedVariable(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    name: str
+    type: str
+    urls: tuple[str, ...] = ()
+    url_file: str | None = None
+    query: str | None = None
+    path: str | None = None
+    media: str = "auto"  # folder sources: video | image | auto (by extension)
+    recursive: bool = False
+    image_column: str = "image"
+    caption_column: str = "caption"
+    license_policy: str = "any"
+    license: str | None = None  # declared licence of local material, recorded as provenance
+    max_duration_s: float | None = None
+    max_items: int | None = None
+    batch_size: int = 50
+    subtitle_langs: tuple[str, ...] = ("en", "en.*")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, default=list)
+
+
+@dataclass
+class SourceItem:
+    item_id: str
+    source: str
+    kind: str  # video | image
+    origin: str  # url | search | folder | table
+    url: str | None = None
+    path: str | None = None
+    caption: str | None = None
+    title: str | None = None
+    duration_s: float | None = None
+    license: str | None = None
+    batch: str = ""
+    position: int = 0
+
+
+@dataclass
+class SourceReject:
+    item_id: str
+    source: str
+    reason: str
+    error_class: str = ""
+    detail: str = ""
+
+
+@dataclass
+class Expansion:
+    spec: SourceSpec
+    items: list[SourceItem] = field(default_factory=list)
+    rejects: list[SourceReject] = field(default_factory=list)
+
+
+def item_id(kind: str, source: str, locator: str) -> str:
+    """Stable id from the source and the item's locator (URL or path relative to the source)."""
+    prefix = "vid" if kind == "video" else "img"
+    digest = hashlib.sha1(f"{source}\n{locator}".encode()).hexdigest()[:12]
+    return f"{prefix}_{digest}"
+
+
+def batch_key(source: str, index: int) -> str:
+    return f"{source}-{index:04d}"
+
+
+def substitute(value: str, variables: Mapping[str, str]) -> str:
+    def repl(m: re.Match[str]) -> str:
+        if m.group(1) not in variables:
+            raise UnresolvedVariable(f"placeholder ${{{m.group(1)}}} is not set")
+        return variables[m.group(1)]
+
+    return _VAR.sub(repl, value)
+
+
+def _subst_tree(value: Any, variables: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return substitute(value, variables)
+    if isinstance(value, list):
+        return [_subst_tree(v, variables) for v in value]
+    if isinstance(value, dict):
+        return {k: _subst_tree(v, variables) for k, v in value.items()}
+    return value
+
+
+def parse_spec(raw: Mapping[str, Any], defaults: Mapping[str, Any], base_dir: Path,
+               variables: Mapping[str, str]) -> SourceSpec:
+    doc = _subst_tree({**defaults, **raw}, variables)
+    name = str(doc.get("name", ""))
+    if not _NAME.match(name):
+        raise ValueError(f"source name {name!r} must match [A-Za-z0-9_]+ (it prefixes batch keys)")
+    if doc.get("type") not in SOURCE_TYPES:
+        raise ValueError(f"source {name}: type must be one of {SOURCE_TYPES}, got {doc.get('type')!r}")
+    if doc.get("license_policy", "any") not in LICENSE_POLICIES:
+        raise ValueError(f"source {name}: license_policy must be one of {LICENSE_POLICIES}")
+    for key in ("path", "url_file"):
+        if doc.get(key) and not Path(doc[key]).is_absolute():
+            doc[key] = str((base_dir / doc[key]).resolve())
+    known = set(SourceSpec.__dataclass_fields__)
+    unknown = set(doc) - known
+    if unknown:
+        raise ValueError(f"source {name}: unknown keys {sorted(unknown)}")
+    for key in ("urls", "subtitle_langs"):
+        if key in doc:
+            doc[key] = tuple(doc[key] or ())
+    return SourceSpec(**doc)
+
+
+def load_sources(path: str | Path, variables: Mapping[str, str] | None = None
+                 ) -> tuple[list[SourceSpec], list[SourceReject]]:
+    """Parse a sources file. A source that cannot be parsed (bad keys, unresolved
+    placeholder) is returned as a reject; the others load."""
+    import os
+
+    path = Path(path)
+    doc = yaml.safe_load(path.read_text()) or {}
+    env = {**os.environ, **(variables or {})}
+    defaults = doc.get("defaults") or {}
+    specs, rejects, seen = [], [], set()
+    for i, raw in enumerate(doc.get("sources") or []):
+        name = str(raw.get("name", f"source_{i}"))
+        try:
+            spec = parse_spec(raw, defaults, path.parent, env)
+            if spec.name in seen:
+                raise ValueError(f"source name {spec.name!r} declared twice")
+            seen.add(spec.name)
+            specs.append(spec)
+        except UnresolvedVariable as exc:
+            rejects.append(SourceReject(f"source:{name}", name, "unresolved_variable", type(exc).__name__, str(exc)))
+        except (ValueError, TypeError) as exc:
+            rejects.append(SourceReject(f"source:{name}", name, "invalid_source", type(exc).__name__, str(exc)))
+    return specs, rejects
+
+
+# -- policies ------------------------------------------------------------------------
+
+
+def license_allowed(policy: str, license_text: str | None) -> tuple[bool, str]:
+    if policy == "any":
+        return True, ""
+    if policy == "creative_commons":
+        if not license_text:
+            return False, "no licence in metadata (policy: creative_commons)"
+        if _CC.search(license_text):
+            return True, ""
+        return False, f"licence {license_text!r} is not Creative Commons"
+    return False, f"unknown licence policy {policy!r}"
+
+
+def duration_allowed(max_s: float | None, duration: float | None) -> tuple[bool, str]:
+    if max_s is None or duration is None:
+        return True, ""
+    if duration > max_s:
+        return False, f"duration {duration:.1f}s > max {max_s:.1f}s"
+    return True, ""
+
+
+# -- expansion -----------------------------------------------------------------------
+
+# (url, spec) -> info dict from yt-dlp metadata extraction (download=False); raises on a dead URL.
+Lister = Callable[[str, SourceSpec], dict[str, Any]]
+
+
+def _classify_media(path: Path, media: str) -> str | None:
+    ext = path.suffix.lower()
+    if media in ("video", "auto") and ext in VIDEO_EXTS:
+        return "video"
+    if media in ("image", "auto") and ext in IMAGE_EXTS:
+        return "image"
+    return None
+
+
+def _expand_folder(spec: SourceSpec, out: Expansion) -> None:
+    root = Path(spec.path or "")
+    if not root.is_dir():
+        out.rejects.append(SourceReject(f"source:{spec.name}", spec.name, "missing_path", "FileNotFoundError",
+                                        f"folder {root} does not exist"))
+        return
+    files = sorted(p for p in (root.rglob("*") if spec.recursive else root.iterdir()) if p.is_file())
+    for p in files:
+        kind = _classify_media(p, spec.media)
+        if kind is None:
+            continue  # sidecars (.vtt, .srt), notes, ...
+        rel = p.relative_to(root).as_posix()
+        out.items.append(SourceItem(item_id(kind, spec.name, rel), spec.name, kind, "folder", path=str(p),
+                                    title=p.stem, license=spec.license))
+
+
+def _read_table(path: Path) -> list[dict[str, Any]]:
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        rows = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                rows.append(json.loads(line))
+        return rows
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _expand_table(spec: SourceSpec, out: Expansion) -> None:
+    path = Path(spec.path or "")
+    try:
+        rows = _read_table(path)
+    except (OSError, ValueError, csv.Error) as exc:
+        out.rejects.append(SourceReject(f"source:{spec.name}", spec.name, "unreadable_table", type(exc).__name__, str(exc)))
+        return
+    for n, row in enumerate(rows):
+        ref = str(row.get(spec.image_column) or "").strip()
+        caption = row.get(spec.caption_column)
+        locator = ref or f"row{n}"
+        iid = item_id("image", spec.name, locator)
+        if not ref:
+            out.rejects.append(SourceReject(iid, spec.name, "missing_image", "", f"row {n}: empty {spec.image_column!r}"))
+            continue
+        is_url = ref.startswith(("http://", "https://"))
+        local = None if is_url else (Path(ref) if Path(ref).is_absolute() else (path.parent / ref).resolve())
+        if local is not None and not local.is_file():
+            out.rejects.append(SourceReject(iid, spec.name, "missing_image", "FileNotFoundError", f"row {n}: {local} not found"))
+            continue
+        out.items.append(SourceItem(iid, spec.name, "image", "table", url=ref if is_url else None,
+                                    path=str(local) if local else None,
+                                    caption=None if caption is None else str(caption), license=spec.license))
+
+
+def _urls_of(spec: SourceSpec) -> list[str]:
+    urls = list(spec.urls)
+    if spec.url_file:
+        for line in Path(spec.url_file).read_text(encoding="utf-8").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                urls.append(line)
+    return urls
+
+
+def _item_from_info(spec: SourceSpec, url: str, info: Mapping[str, Any], origin: str) -> SourceItem:
+    return SourceItem(
+        item_id("video", spec.name, url), spec.name, "video", origin, url=url,
+        title=info.get("title"), duration_s=_float(info.get("duration")), license=info.get("license"),
+    )
+
+
+def _prefilter(spec: SourceSpec, item: SourceItem, out: Expansion) -> bool:
+    """Apply licence/duration policy where listing metadata already has them (search
+    results often lack the licence: `videos` decides then, from the full metadata)."""
+    if item.license:
+        ok, why = license_allowed(spec.license_policy, item.license)
+        if not ok:
+            out.rejects.append(SourceReject(item.item_id, spec.name, "license", "", why))
+            return False
+    ok, why = duration_allowed(spec.max_duration_s, item.duration_s)
+    if not ok:
+        out.rejects.append(SourceReject(item.item_id, spec.name, "too_long", "", why))
+        return False
+    return True
+
+
+def _expand_urls(spec: SourceSpec, out: Expansion, lister: Lister) -> None:
+    for url in _urls_of(spec):
+        iid = item_id("video", spec.name, url)
+        try:
+            info = lister(url, spec)
+        except Exception as exc:  # noqa: BLE001 - yt-dlp raises many types; a dead URL is a reject
+            reason, detail = classify_error(exc)
+            out.rejects.append(SourceReject(iid, spec.name, reason, type(exc).__name__, detail))
+            continue
+        entries = info.get("entries")
+        if entries is not None:  # a playlist / channel URL: each entry is an item
+            for e in entries:
+                if e:
+                    eurl = e.get("webpage_url") or e.get("url")
+                    if eurl:
+                        item = _item_from_info(spec, eurl, e, "url")
+                        if _prefilter(spec, item, out):
+                            out.items.append(item)
+            continue
+        item = _item_from_info(spec, url, info, "url")
+        if _prefilter(spec, item, out):
+            out.items.append(item)
+
+
+def _expand_search(spec: SourceSpec, out: Expansion, lister: Lister) -> None:
+    query = spec.query or ""
+    try:
+        info = lister(query, spec)
+    except Exception as exc:  # noqa: BLE001
+        reason, detail = classify_error(exc)
+        out.rejects.append(SourceReject(f"source:{spec.name}", spec.name, reason, type(exc).__name__, detail))
+        return
+    for e in info.get("entries") or []:
+        if not e:
+            continue
+        eurl = e.get("webpage_url") or e.get("url")
+        if not eurl:
+            continue
+        item = _item_from_info(spec, eurl, e, "search")
+        if _prefilter(spec, item, out):
+            out.items.append(item)
+
+
+def expand_source(spec: SourceSpec, lister: Lister | None = None) -> Expansion:
+    out = Expansion(spec)
+    if spec.type == "folder":
+        _expand_folder(spec, out)
+    elif spec.type == "table":
+        _expand_table(spec, out)
+    elif spec.type == "urls":
+        _expand_urls(spec, out, lister or ytdlp_lister())
+    elif spec.type == "search":
+        _expand_search(spec, out, lister or ytdlp_lister())
+    # Same locator twice (a URL listed twice): keep the first.
+    seen: set[str] = set()
+    unique = []
+    for it in out.items:
+        if it.item_id in seen:
+            out.rejects.append(SourceReject(it.item_id, spec.name, "listed_twice", "", it.url or it.path or ""))
+            continue
+        seen.add(it.item_id)
+        unique.append(it)
+    if spec.max_items is not None and len(unique) > spec.max_items:
+        for it in unique[spec.max_items:]:
+            out.rejects.append(SourceReject(it.item_id, spec.name, "max_items", "", f"beyond max_items={spec.max_items}"))
+        unique = unique[: spec.max_items]
+    for n, it in enumerate(unique):
+        it.position = n
+        it.batch = batch_key(spec.name, n // max(1, spec.batch_size))
+    out.items = unique
+    return out
+
+
+# -- yt-dlp listing ------------------------------------------------------------------
+
+
+def ytdlp_base_options(socket_timeout_s: float = 20.0, retries: int = 3) -> dict[str, Any]:
+    return {
+        "quiet": True,
+        "no_warnings": True,
+        "noprogress": True,
+        "socket_timeout": socket_timeout_s,
+        "retries": retries,
+        "fragment_retries": retries,
+        "extractor_retries": retries,
+        "file_access_retries": 1,
+        "noplaylist": False,
+        "ignoreerrors": False,
+        "logger": _SilentLogger(),
+    }
+
+
+class _SilentLogger:
+    """yt-dlp prints errors itself before raising; we record them as rejects instead."""
+
+    def debug(self, msg: str) -> None:
+        pass
+
+    info = warning = debug
+
+    def error(self, msg: str) -> None:
+        pass
+
+
+def ytdlp_lister(socket_timeout_s: float = 20.0, retries: int = 3) -> Lister:
+    import yt_dlp
+
+    def lister(url: str, spec: SourceSpec) -> dict[str, Any]:
+        opts = ytdlp_base_options(socket_timeout_s, retries)
+        # Flat listing: a search or playlist returns its entries without resolving each one.
+        opts["extract_flat"] = "in_playlist"
+        with yt_dlp.YoutubeDL(opts) as ydl:
+            info = ydl.extract_info(url, download=False)
+        return ydl.sanitize_info(info) if info else {}
+
+    return lister
+
+
+_ERROR_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("private", re.compile(r"private video|sign in|login required|members-only", re.I)),
+    ("geo_blocked", re.compile(r"geo|not available in your country|region", re.I)),
+    ("removed", re.compile(r"removed|terminated|deleted|no longer available|copyright", re.I)),
+    ("not_found", re.compile(r"HTTP Error 404|not found|410", re.I)),
+    ("timeout", re.compile(r"timed? ?out|timeout", re.I)),
+    ("connection_failed", re.compile(r"connection refused|name or service not known|unreachable|connection reset", re.I)),
+    ("unsupported_url", re.compile(r"unsupported url", re.I)),
+    ("unavailable", re.compile(r"unavailable", re.I)),
+]
+
+
+def classify_error(exc: BaseException) -> tuple[str, str]:
+    """A short stable reason code for a yt-dlp (or network) failure, plus its message."""
+    text = str(exc)
+    name = type(exc).__name__
+    if name == "GeoRestrictedError":
+        return "geo_blocked", text
+    if isinstance(exc, TimeoutError) or "Timeout" in name:
+        return "timeout", text
+    for reason, pat in _ERROR_PATTERNS:
+        if pat.search(text):
+            return reason, text
+    return "download_failed", text
+
+
+def _float(v: Any) -> float | None:
+    try:
+        return None if v is None else float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)
