@@ -84,9 +84,10 @@ def load_image(
                 rgb = np.asarray(im, dtype=np.uint8)
     except Image.DecompressionBombError as exc:
         return LoadError("too_large", type(exc).__name__, str(exc))
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, ImportError) as exc:
         # Truncated, corrupt or non-image files: OSError ("image file is truncated"),
-        # UnidentifiedImageError, SyntaxError (broken PNG chunks), ValueError (bad modes).
+        # UnidentifiedImageError, SyntaxError (broken PNG chunks), ValueError (bad modes);
+        # ImportError when a plugin wrapper (Ultralytics patches Image.open) lacks its extra.
         return LoadError("undecodable", type(exc).__name__, str(exc) or repr(exc))
     return LoadedImage(rgb=rgb, orig_width=w, orig_height=h, scale=w / rgb.shape[1], mode=mode)
 

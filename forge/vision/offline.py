@@ -38,6 +38,16 @@ def import_ultralytics(allow_network: bool = False):
     import ultralytics
     import ultralytics.utils as uu
 
+    # Importing ultralytics replaces PIL.Image.open process-wide with a wrapper that, on any
+    # unidentifiable file, calls check_requirements("pi-heif") (a pip install when autoinstall
+    # is on) and otherwise raises ModuleNotFoundError instead of UnidentifiedImageError. Put
+    # Pillow's own opener back: every stage in this process then sees the standard errors.
+    from PIL import Image
+    from ultralytics.utils import patches
+
+    original = getattr(patches, "_image_open", None)
+    if original is not None and getattr(Image.open, "__module__", "") == patches.__name__:
+        Image.open = original
     if not allow_network:
         uu.ONLINE = False
         uu.AUTOINSTALL = False
