@@ -1,0 +1,1 @@
+"""Recipe asset packages, one per paper (assets/recipes/<paper>/), plus helpers they share."""

@@ -1,0 +1,1 @@
+"""Recipe logic, one package per paper: request building, parsing, programmatic checks, items."""
