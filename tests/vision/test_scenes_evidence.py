@@ -85,7 +85,7 @@ def test_evidence_bundles_frames_and_clips():
     assert pd.isna(ev.loc[("frame", "c2_f000"), "ocr_text"])  # OCR did not run on it
     c1 = ev.loc[("clip", "c1")]
     assert c1["frame_ids"] == ["c1_f000", "c1_f001"] and c1["persons"] == 2 and c1["tags"][0] == "person"
-    assert c1["ocr_text"] == "SALE 50%" and len(c1["annotated_paths"]) == 3
+    assert c1["ocr_text"] == "SALE 50%" and c1["annotated_paths"] == ["media/indicators/s-0000/c1_f000.jpg", "media/indicators/s-0000/c1_f001.jpg"]
     c2 = ev.loc[("clip", "c2")]
     assert pd.isna(c2["transcript"]) and c2["transcript_status"] == "no_subtitles"
     img = ev.loc[("frame", "img_a")]
