@@ -1,0 +1,169 @@
+"""Questions: generation requests per (clip, category), the programmatic checks of App. A.3
+(open-ended, no audio, the second question about other entities/events), and the import of
+human-written questions and answers (MAIA's were human)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from forge.checks.text import content_tokens, lexical_overlap, tokens
+from forge.recipes.maia.taxonomy import categories
+from forge.versioning import sha256_bytes
+
+# A question opening with an auxiliary or modal verb asks for yes/no ("Is there a car?").
+_YES_NO_OPENERS = frozenset(
+    "is are was were am do does did can could will would shall should may might must has have had "
+    "isn't aren't wasn't weren't don't doesn't didn't can't cannot couldn't won't wouldn't shouldn't hasn't "
+    "haven't hadn't".split())
+_AUDIO_WORDS = frozenset(
+    "hear hears heard hearing sound sounds audio listen listens listening voice voices say says said saying "
+    "song songs music musical sing sings sang singing shout shouts shouted speech speaks spoke noise noises "
+    "lyrics narrator".split())
+
+
+def stable_id(*parts: object, n: int = 12) -> str:
+    return sha256_bytes("\x1f".join(str(p) for p in parts).encode())[:n]
+
+
+def question_id(clip_id: str, category: str, slot: str) -> str:
+    return f"q_{stable_id(clip_id, category, slot)}"
+
+
+def is_yes_no(question: str) -> bool:
+    """Yes/no (polar) question: opens with an auxiliary/modal and offers no alternative ("... or ...")."""
+    toks = tokens(question)
+    return bool(toks) and toks[0] in _YES_NO_OPENERS and " or " not in f" {' '.join(toks)} "
+
+
+def mentions_audio(question: str) -> bool:
+    return any(t in _AUDIO_WORDS for t in tokens(question))
+
+
+def question_problems(question: str, min_tokens: int = 3) -> list[str]:
+    """Reason codes for a single question (empty = fine)."""
+    out = []
+    if len(tokens(question)) < min_tokens:
+        out.append("question_too_short")
+    if is_yes_no(question):
+        out.append("yes_no_question")
+    if mentions_audio(question):
+        out.append("audio_based_question")
+    return out
+
+
+def pair_overlap(q_a: str, q_b: str) -> float:
+    """Content-word overlap of the two questions of a pair (low = other entities/events)."""
+    return lexical_overlap(q_a, q_b, content_only=True)
+
+
+def same_focus(q_a: str, q_b: str, max_overlap: float) -> bool:
+    """The second question repeats the first one's entities/events (App. A.3: it should change them)."""
+    if not content_tokens(q_a) or not content_tokens(q_b):
+        return False
+    return pair_overlap(q_a, q_b) > max_overlap
+
+
+def evidence_text(ev: dict[str, Any] | None, max_tags: int = 25) -> str:
+    """What the model reads next to the frames. The transcript is left out on purpose:
+    MAIA questions must be answerable without audio."""
+    if not ev:
+        return "(no extra evidence)"
+    parts = []
+    tags = list(ev.get("tags") if ev.get("tags") is not None else [])[:max_tags]
+    if tags:
+        parts.append("objects seen: " + ", ".join(map(str, tags)))
+    if ev.get("persons") is not None:
+        parts.append(f"people visible (max in one frame): {int(ev['persons'])}")
+    if ev.get("ocr_text"):
+        parts.append("on-screen text: " + str(ev["ocr_text"])[:300])
+    return "; ".join(parts) or "(no extra evidence)"
+
+
+def uniform_subsample(items: Sequence[Any], k: int) -> list[Any]:
+    """``k`` items spread evenly over ``items`` (all of them when there are fewer)."""
+    n = len(items)
+    if k <= 0 or n <= k:
+        return list(items)
+    return [items[round(i * (n - 1) / (k - 1))] if k > 1 else items[n // 2] for i in range(k)]
+
+
+def category_variables(category: str) -> dict[str, str]:
+    c = categories()[category]
+    ex = c.example
+    return {
+        "category": c.label,
+        "definition": c.definition,
+        "example": f"Video: {ex['setting']}. Q: {ex['question']} A: {ex['answer']}",
+    }
+
+
+# -- import ------------------------------------------------------------------------------
+
+@dataclass
+class ImportedQuestion:
+    clip_id: str
+    category: str
+    slot: str
+    question: str
+    answers: list[str]
+
+
+def _norm_category(raw: str) -> str:
+    s = re.sub(r"[\s\-]+", "_", str(raw).strip().lower())
+    aliases = {"partial_implicit": "implicit_partial", "total_implicit": "implicit_total",
+               "partial_spatial": "spatial_partial", "total_spatial": "spatial_total",
+               "duration": "temporal_duration", "duration_temporal": "temporal_duration",
+               "partial_temporal": "temporal_partial", "out_of_scope": "out_of_scope", "outofscope": "out_of_scope"}
+    return aliases.get(s, s)
+
+
+def load_import(path: str | Path) -> tuple[list[ImportedQuestion], list[tuple[str, str]]]:
+    """Read human-written questions (+ answers) from CSV or JSONL.
+
+    JSONL: one object per question ``{clip_id, category, question, slot?, answers?: [..]}``.
+    CSV: ``clip_id, category, question[, slot][, answer]`` — one row per answer (rows of the
+    same question are grouped) or ``answer_1..answer_8`` columns. Returns the questions and
+    (row, reason) pairs for rows that could not be used.
+    """
+    path = Path(path)
+    if path.suffix.lower() in (".jsonl", ".json"):
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    else:
+        rows = pd.read_csv(path, dtype=str, keep_default_na=False).to_dict("records")
+    bad: list[tuple[str, str]] = []
+    grouped: dict[tuple[str, str, str], ImportedQuestion] = {}
+    seen_slots: dict[tuple[str, str], list[str]] = {}
+    for k, r in enumerate(rows):
+        clip, q = str(r.get("clip_id") or "").strip(), str(r.get("question") or "").strip()
+        cat = _norm_category(r.get("category") or "")
+        if not clip or not q:
+            bad.append((f"row{k}", "import_missing_field"))
+            continue
+        if cat not in categories():
+            bad.append((f"row{k}", "import_unknown_category"))
+            continue
+        answers = r.get("answers")
+        if isinstance(answers, str):
+            answers = [answers]
+        answers = list(answers or [])
+        answers += [str(r[c]) for c in sorted(r) if re.fullmatch(r"answer_\d+", str(c)) and str(r[c]).strip()]
+        if str(r.get("answer") or "").strip():
+            answers.append(str(r["answer"]).strip())
+        key_q = (clip, cat, q)
+        slot = str(r.get("slot") or "").strip().lower()
+        if key_q in grouped:
+            grouped[key_q].answers += answers
+            continue
+        slots = seen_slots.setdefault((clip, cat), [])
+        if not slot:
+            slot = "ab"[len(slots)] if len(slots) < 2 else f"x{len(slots)}"
+        slots.append(slot)
+        grouped[key_q] = ImportedQuestion(clip, cat, slot, q, [a.strip() for a in answers if str(a).strip()])
+    return list(grouped.values()), bad
