@@ -46,6 +46,8 @@ class LLMResource(dg.ConfigurableResource):
     tpm: int | None = None
     timeout_s: float = 60.0
     max_retries: int = 6
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
     structured_output: str = Field(default="auto", description="auto | json_schema | json_object")
     prices: dict[str, dict[str, float]] = Field(
         default_factory=lambda: dict(DEFAULT_PRICES), description="model (or prefix) → {input, output} $ per 1M tokens")
@@ -70,6 +72,7 @@ class LLMResource(dg.ConfigurableResource):
         return EngineSettings(
             model=self.model, stage_overrides=dict(self.stage_overrides), default_params=dict(self.default_params),
             max_concurrency=self.max_concurrency, rpm=self.rpm, tpm=self.tpm, max_retries=self.max_retries,
+            backoff_base_s=self.backoff_base_s, backoff_max_s=self.backoff_max_s,
             timeout_s=self.timeout_s, structured_output=self.structured_output, image_max_side=self.image_max_side,
             image_quality=self.image_quality, batch_stages=tuple(self.batch_stages),
         )

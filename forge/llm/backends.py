@@ -98,11 +98,15 @@ class OpenAIBackend:
         kwargs: dict[str, Any] = {"model": model, "messages": messages, **params}
         if response_format is not None:
             kwargs["response_format"] = response_format
+        t0 = time.perf_counter()
         try:
             raw = await self.client().chat.completions.with_raw_response.create(**kwargs)
             resp = raw.parse()
             headers = {k.lower(): v for k, v in raw.headers.items() if k.lower().startswith(("x-ratelimit", "retry-after"))}
         except openai.APITimeoutError as exc:
+            # The aiohttp transport reports a refused connection as a timeout too: tell them apart.
+            if time.perf_counter() - t0 < 0.9 * self._timeout:
+                raise BackendError(f"connection error: {exc.__cause__ or exc}", retryable=True, kind="connection") from exc
             raise BackendError(f"timeout after {self._timeout}s", retryable=True, kind="timeout") from exc
         except openai.APIConnectionError as exc:
             raise BackendError(f"connection error: {exc}", retryable=True, kind="connection") from exc

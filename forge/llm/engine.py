@@ -215,7 +215,7 @@ class LLMEngine:
         return {
             "backend": self.backend.name,
             "model": self.settings.model,
-            "calls": int((~df["cache_hit"].astype(bool)).sum()) if len(df) else 0,
+            "calls": int(((~df["cache_hit"].astype(bool)) & (df["attempt"] > 0)).sum()) if len(df) else 0,
             "cache_hits": int(df["cache_hit"].astype(bool).sum()) if len(df) else 0,
             "items_ok": int((items["outcome"] != "failed").sum()) if len(items) else 0,
             "failures": int((df["outcome"] == "failed").sum()) if len(df) else 0,
@@ -355,6 +355,7 @@ class LLMEngine:
             try:
                 reply, attempt = await self._send(stage, partition, prep, tail, attempt)
             except BackendError as exc:
+                attempt = getattr(exc, "attempt", attempt)
                 return self._result(prep, req, ok=False, error=str(exc), error_class=f"Backend:{exc.kind or 'error'}",
                                     attempts=attempt, tokens_in=tin, tokens_out=tout,
                                     latency_s=time.perf_counter() - t_start)
@@ -399,10 +400,12 @@ class LLMEngine:
         while True:
             messages = self._wire_messages(prep, tail)
             est = count_message_tokens(messages) + int(prep.params.get("max_tokens") or 0)
-            await self.limiter.acquire(est)
-            attempt += 1
-            t0 = time.perf_counter()
             async with sem:
+                # Inside the slot, so a pause announced by a reply in flight stops the next send.
+                await self.limiter.acquire(est)
+                attempt += 1
+                t0 = time.perf_counter()
+                sent_mode = self._mode
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
                 try:
@@ -417,7 +420,7 @@ class LLMEngine:
                     self.in_flight -= 1
             latency = time.perf_counter() - t0
             self.limiter.observe(err.headers)
-            if err.kind == "response_format" and self._mode == "json_schema" and s.structured_output == "auto":
+            if err.kind == "response_format" and sent_mode == "json_schema" and s.structured_output == "auto":
                 # The endpoint has no json_schema response format: JSON mode + our own validation.
                 self._mode = "json_object"
                 self._record(stage, partition, prep, prep.req, model=prep.model, attempt=attempt, outcome="retry",
@@ -427,6 +430,7 @@ class LLMEngine:
             if not err.retryable or retries >= s.max_retries:
                 self._record(stage, partition, prep, prep.req, model=prep.model, attempt=attempt, outcome="failed",
                              latency_s=latency, error=str(err), error_class=f"Backend:{err.kind or 'error'}")
+                err.attempt = attempt  # type: ignore[attr-defined]
                 raise err
             retries += 1
             self._record(stage, partition, prep, prep.req, model=prep.model, attempt=attempt, outcome="retry",
