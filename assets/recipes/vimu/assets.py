@@ -1,0 +1,254 @@
+"""ViMU recipe assets (group ``vimu``): vimu_annotations → vimu_questions → vimu_items.
+
+Per batch of clips: Stage 1–2 taxonomy annotation from the clip's evidence bundle, Stage 3–4
+hint-free question generation through the engine's validate-and-refine loop, Stage 5 the four
+benchmark items (OE, EG, RM, SV). Logic lives in ``forge/recipes/vimu``; these bodies read,
+call and publish.
+"""
+
+
+import time
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+import yaml
+
+from assets.common import SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish, table_metadata
+from assets.llm_support import record_llm_attempts, record_llm_calls
+from forge.llm.prompts import load_prompt, prompt_files_hash
+from forge.llm.refine import refine
+from forge.recipes.vimu import annotate as ann
+from forge.recipes.vimu import items as itm
+from forge.recipes.vimu import questions as qs
+from forge.recipes.vimu.taxonomy import TAXONOMY_PATH, load_taxonomy
+from forge.storage import RejectLog, TableStore
+from forge.versioning import content_hash
+from resources.llm import LLMResource
+from resources.storage import StorageResource
+
+VERSION = "vimu-1"
+ROOT = Path(__file__).resolve().parents[3]
+PROMPTS = Path(__file__).resolve().parent / "prompts"
+CONFIG_PATH = ROOT / "config" / "recipes" / "vimu.yaml"
+SETTINGS: dict[str, Any] = yaml.safe_load(CONFIG_PATH.read_text()) if CONFIG_PATH.exists() else {}
+ANNOTATE = SETTINGS.get("annotate", {})
+QUESTIONS = SETTINGS.get("questions", {})
+
+ANNOTATE_PROMPT = PROMPTS / "annotate.yaml"
+GENERATE_PROMPT = PROMPTS / "generate_qa.yaml"
+REFINE_PROMPT = PROMPTS / "refine_qa.yaml"
+VALIDATE_PROMPT = PROMPTS / "validate_qa.yaml"
+QA_PROMPTS = [GENERATE_PROMPT, REFINE_PROMPT, VALIDATE_PROMPT]
+ALL_PROMPTS = [ANNOTATE_PROMPT, *QA_PROMPTS]
+
+
+def items_prompt_hash() -> str:
+    """What an item's ``prompt_hash`` is: one hash over the four prompts that made it."""
+    return prompt_files_hash(ALL_PROMPTS)
+
+
+class AnnotateConfig(dg.Config):
+    max_clips_per_batch: int = int(ANNOTATE.get("max_clips_per_batch", 25))
+    max_frames: int = int(ANNOTATE.get("max_frames", 8))
+    drop_requires_external_context: bool = bool(ANNOTATE.get("drop_requires_external_context", True))
+    drop_ambiguous: bool = bool(ANNOTATE.get("drop_ambiguous", True))
+
+
+class QuestionsConfig(dg.Config):
+    max_rounds: int = int(QUESTIONS.get("max_rounds", 3))
+    hint_axes: list[str] = list(QUESTIONS.get("hint_axes", ["dimension", "rhetoric", "social_value", "evidence"]))
+    warn_loss_rate: float = float(QUESTIONS.get("warn_loss_rate", 0.5))
+
+
+def _batch_rows(store: TableStore, table: str, batch: str) -> pd.DataFrame:
+    """The batch's partition file, or the rows of an unpartitioned table whose batch matches."""
+    if not store.exists(table):
+        return pd.DataFrame()
+    df = store.read(table, parts=[batch])
+    if df.empty and not store.part_path(table, batch).exists():
+        whole = store.read(table)
+        if "batch" in whole.columns:
+            return whole[whole["batch"] == batch].reset_index(drop=True)
+    return df
+
+
+def _videos(store: TableStore, batch: str) -> "pd.DataFrame | None":
+    df = _batch_rows(store, "videos", batch)
+    return df if len(df) else None
+
+
+# -- Stage 1–2 -------------------------------------------------------------------------------
+@dg.asset(
+    group_name="vimu",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    pool="llm",
+    kinds={"openai", "parquet"},
+    deps=["evidence", "frames", "clips"],
+    code_version=content_hash(VERSION, ANNOTATE, files=[ANNOTATE_PROMPT, TAXONOMY_PATH]),
+    check_specs=contract_check_specs("vimu_annotations", ["vimu_annotations"]),
+    metadata=table_metadata(["vimu_annotations"]),
+    description="ViMU Stage 1-2: taxonomy annotation per clip (literal vs intended meaning, rhetoric mechanisms, "
+                "social value signals, evidence sources, targets) from uniformly sampled frames + transcript.",
+)
+def vimu_annotations(context: dg.AssetExecutionContext, config: AnnotateConfig, storage: StorageResource,
+                     llm: LLMResource) -> dg.MaterializeResult:
+    started, store = time.perf_counter(), storage.store
+    tax, prompt, engine = load_taxonomy(), load_prompt(ANNOTATE_PROMPT), llm.engine()
+    parts: dict[str, pd.DataFrame] = {}
+    logs: list[RejectLog] = []
+    notes = 0
+    for batch in partition_keys(context):
+        log = RejectLog("vimu_annotations", batch)
+        logs.append(log)
+        bundles = ann.clip_bundles(_batch_rows(store, "evidence", batch), _batch_rows(store, "frames", batch),
+                                   _batch_rows(store, "clips", batch), _videos(store, batch), config.max_frames)
+        for b in bundles[config.max_clips_per_batch:]:
+            log.add(b.clip_id, "over_batch_cap", detail=f"max_clips_per_batch={config.max_clips_per_batch}")
+        bundles = bundles[: config.max_clips_per_batch]
+        usable = []
+        for b in bundles:
+            if b.frame_paths:
+                usable.append(b)
+            else:
+                log.add(b.clip_id, "no_frames", detail="the clip has no clip_frame frames")
+        progress = Progress(context.log, f"vimu_annotations[{batch}]", len(usable))
+        results = engine.run("vimu_annotations", batch, [ann.annotation_request(prompt, tax, b, store.data_dir)
+                                                         for b in usable])
+        rows = []
+        for b, res in zip(usable, results):
+            progress.step()
+            if not res.ok:
+                log.add(b.clip_id, "llm_failed", res.error_class or "", res.error or "")
+                continue
+            try:
+                row = ann.parse_annotation(tax, b, res)
+            except ann.AnnotationError as exc:
+                log.add(b.clip_id, exc.reason, "AnnotationError", str(exc))
+                continue
+            # Placeholder booleans from the stub are not judgments: record them, never filter on them.
+            if res.backend != "stub":
+                if config.drop_requires_external_context and row["requires_external_context"]:
+                    log.add(b.clip_id, "requires_external_context", detail=row["intended_meaning"])
+                    continue
+                if config.drop_ambiguous and row["ambiguous"]:
+                    log.add(b.clip_id, "ambiguous", detail=row["intended_meaning"])
+                    continue
+            notes += bool(row["label_notes"])
+            rows.append(row)
+        parts[batch] = pd.DataFrame(rows)
+    md = record_llm_calls(store, engine, [("vimu_annotations", b) for b in parts])
+    all_rows = pd.concat([p for p in parts.values() if len(p)], ignore_index=True) if any(len(p) for p in parts.values()) else pd.DataFrame()
+    md.update({
+        "annotated": len(all_rows),
+        "label_conflicts_resolved": notes,
+        "rhetoric_macro_counts": dg.MetadataValue.json(_explode_counts(all_rows, "rhetoric_macros")),
+        "social_value_macro_counts": dg.MetadataValue.json(_explode_counts(all_rows, "social_value_macros")),
+        "evidence_macro_counts": dg.MetadataValue.json(_explode_counts(all_rows, "evidence_macros")),
+        "prompt_hash": prompt.hash,
+    })
+    return publish(store, {"vimu_annotations": parts}, rejects=logs, metadata=md, started=started)
+
+
+def _explode_counts(df: pd.DataFrame, col: str) -> dict[str, int]:
+    if df.empty or col not in df.columns:
+        return {}
+    return {str(k): int(v) for k, v in df[col].explode().dropna().value_counts().sort_index().items()}
+
+
+# -- Stage 3–4 -------------------------------------------------------------------------------
+@dg.asset(
+    group_name="vimu",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    pool="llm",
+    kinds={"openai", "parquet"},
+    deps=["vimu_annotations"],
+    code_version=content_hash(VERSION, QUESTIONS, files=[*QA_PROMPTS, TAXONOMY_PATH]),
+    check_specs=[*contract_check_specs("vimu_questions", ["vimu_questions"]),
+                 dg.AssetCheckSpec("refine_outcomes", asset="vimu_questions",
+                                   description="Validate-and-refine outcomes with rates: accepted after round 0..K, "
+                                               "rejected by the validator, exhausted (still major after K), failed.")],
+    metadata=table_metadata(["vimu_questions"]),
+    description="ViMU Stage 3-4: hint-free open question + reference answer + points per clip, validated and "
+                "refined (pass/minor accept, major regenerate with feedback, reject discard, K rounds); the code "
+                "hint-leak check counts as a major verdict.",
+)
+def vimu_questions(context: dg.AssetExecutionContext, config: QuestionsConfig, storage: StorageResource,
+                   llm: LLMResource) -> dg.MaterializeResult:
+    started, store = time.perf_counter(), storage.store
+    tax, engine = load_taxonomy(), llm.engine()
+    gen_p, ref_p, val_p = (load_prompt(p) for p in QA_PROMPTS)
+    terms = tax.hint_terms(tuple(config.hint_axes))
+    parts: dict[str, pd.DataFrame] = {}
+    logs, runs, attempts = [], [], []
+    for batch in partition_keys(context):
+        log = RejectLog("vimu_questions", batch)
+        logs.append(log)
+        annotations = {r["clip_id"]: r for r in store.read("vimu_annotations", parts=[batch]).to_dict("records")}
+        requests = [qs.generation_request(gen_p, a, terms) for a in annotations.values()]
+        run = refine(engine, "vimu_questions", batch, requests, checks=[qs.hint_check(terms)],
+                     judge=qs.judge_builder(val_p), parse_verdict=qs.verdict_from_validation,
+                     revise=qs.reviser(ref_p), max_rounds=config.max_rounds)
+        run.add_rejects(log)
+        runs.append(run)
+        attempts.append(run.attempts_frame())
+        parts[batch] = pd.DataFrame([qs.question_row(o, annotations[o.item_id], val_p.hash) for o in run.accepted()])
+    att = pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame()
+    record_llm_attempts(store, att, [("vimu_questions", b) for b in parts])
+    md = record_llm_calls(store, engine, [("vimu_questions", b) for b in parts])
+    stats = qs.outcome_stats(runs, config.max_rounds)
+    md.update({"refine_" + k: v for k, v in stats.items()})
+    md["hint_terms"] = len(terms)
+    result = publish(store, {"vimu_questions": parts}, rejects=logs, metadata=md, started=started)
+    lost = stats["exhausted_rate"] + stats["failed_rate"]
+    outcome_check = dg.AssetCheckResult(
+        check_name="refine_outcomes", passed=lost <= config.warn_loss_rate,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={k: (dg.MetadataValue.float(float(v)) if isinstance(v, float) else v) for k, v in stats.items()},
+    )
+    return dg.MaterializeResult(metadata=result.metadata, check_results=[*result.check_results, outcome_check])
+
+
+# -- Stage 5 ---------------------------------------------------------------------------------
+@dg.asset(
+    group_name="vimu",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    kinds={"python", "parquet"},
+    deps=["vimu_annotations", "vimu_questions"],
+    code_version=content_hash(VERSION, files=[TAXONOMY_PATH, itm.TASK_PROMPTS_PATH, *ALL_PROMPTS]),
+    check_specs=contract_check_specs("vimu_items", ["vimu_items"]),
+    metadata=table_metadata(["vimu_items"]),
+    description="ViMU Stage 5: four items per clip with an accepted question: open-ended (OE) and multi-select "
+                "evidence grounding (EG), rhetoric mechanism (RM), social value (SV) over the 5 macro options; "
+                "App. G guided / unguided prompt variants in extra.",
+)
+def vimu_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+    started, store = time.perf_counter(), storage.store
+    tax, prompts, phash = load_taxonomy(), itm.load_task_prompts(), items_prompt_hash()
+    parts: dict[str, pd.DataFrame] = {}
+    logs = []
+    for batch in partition_keys(context):
+        log = RejectLog("vimu_items", batch)
+        logs.append(log)
+        annotations = {r["clip_id"]: r for r in store.read("vimu_annotations", parts=[batch]).to_dict("records")}
+        rows: list[dict[str, Any]] = []
+        for q in store.read("vimu_questions", parts=[batch]).to_dict("records"):
+            a = annotations.get(q["clip_id"])
+            if a is None:
+                log.add(q["question_id"], "annotation_missing", detail=f"clip {q['clip_id']} has no annotation")
+                continue
+            built, skipped = itm.build_items(tax, a, q, prompt_hash=phash, prompts=prompts)
+            rows += built
+            for iid, reason, detail in skipped:
+                log.add(iid, reason, detail=detail, related_id=q["clip_id"])
+        parts[batch] = pd.DataFrame(rows)
+    allrows = pd.concat([p for p in parts.values() if len(p)], ignore_index=True) if any(len(p) for p in parts.values()) else pd.DataFrame()
+    md: dict[str, Any] = {"prompt_hash": phash}
+    if len(allrows):
+        md["items_by_category"] = dg.MetadataValue.json(allrows["category"].value_counts().sort_index().to_dict())
+        md["backend"] = ", ".join(sorted(allrows["backend"].unique()))
+    return publish(store, {"vimu_items": parts}, rejects=logs, metadata=md, started=started)
