@@ -1,0 +1,1 @@
+"""Ingest group: the media trunk (sources → videos → clips → frames, then dedup and OCR)."""

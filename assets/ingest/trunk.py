@@ -1,0 +1,221 @@
+"""Media trunk assets: ``sources`` → ``videos`` → ``clips`` → ``frames`` (group ``ingest``).
+
+``sources`` is unpartitioned: it lists every declared source and registers one dynamic
+partition of ``batches`` per ``<source>-<NNNN>`` chunk. The other three are partitioned
+by batch with a single-run backfill policy; each loops over the run's partition keys and
+writes one Parquet file per batch. Re-run one video with run config
+``ops: {videos: {config: {item_ids: [vid_...]}}}`` (same for clips/frames): only those
+items are recomputed, the batch's other rows are kept.
+"""
+
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import dagster as dg
+
+from assets.common import (
+    SINGLE_RUN,
+    batches,
+    contract_check_specs,
+    partition_keys,
+    publish,
+    table_metadata,
+)
+from forge.media.batch import (
+    carry_rejects,
+    clips_for_batch,
+    frames_for_batch,
+    list_sources,
+    load_specs,
+    merge_restricted,
+    videos_for_batch,
+)
+from forge.media.clips import ClipSettings
+from forge.media.frames import FrameSettings
+from forge.media.images import ImageSettings
+from forge.media.sources import ytdlp_lister
+from forge.storage import UNPARTITIONED, RejectLog
+from forge.versioning import content_hash
+from resources.ingest import IngestResource
+from resources.storage import StorageResource
+
+VERSION = "ingest-1"
+_MEDIA = Path(__file__).resolve().parents[2] / "forge" / "media"
+
+
+def _code_version(*modules: str) -> str:
+    return content_hash(VERSION, files=[_MEDIA / m for m in modules])
+
+
+class SourcesConfig(dg.Config):
+    sources_path: Optional[str] = None  # overrides the `ingest` resource's sources_path for this run
+
+
+class ItemsConfig(dg.Config):
+    item_ids: List[str] = []  # re-run only these items of the batch(es); empty = everything
+
+
+class ClipsConfig(ItemsConfig):
+    segment_s: float = 30.0
+    min_tail_s: float = 5.0
+    engaging: bool = True
+    window_step_s: float = 1.0
+    clip_files: str = "reencode"  # reencode | copy | none
+
+    def settings(self) -> ClipSettings:
+        return ClipSettings(segment_s=self.segment_s, min_tail_s=self.min_tail_s, engaging=self.engaging,
+                            window_step_s=self.window_step_s, clip_files=self.clip_files)
+
+
+class FramesConfig(ItemsConfig):
+    frames_per_clip: int = 32
+    pool: bool = True
+    pool_interval_s: float = 1.0
+    pool_min_gap_s: float = 3.0
+    pool_max_per_video: int = 8
+    blur_threshold: float = 50.0
+    image_min_side: int = 32
+    image_max_side: int = 4096
+
+    def frame_settings(self) -> FrameSettings:
+        return FrameSettings(frames_per_clip=self.frames_per_clip, pool=self.pool,
+                             pool_interval_s=self.pool_interval_s, pool_min_gap_s=self.pool_min_gap_s,
+                             pool_max_per_video=self.pool_max_per_video, blur_threshold=self.blur_threshold)
+
+    def image_settings(self) -> ImageSettings:
+        return ImageSettings(min_side=self.image_min_side, max_side=self.image_max_side)
+
+
+@dg.asset(
+    group_name="ingest",
+    kinds={"python", "yt-dlp"},
+    code_version=_code_version("sources.py", "batch.py"),
+    check_specs=contract_check_specs("sources", ["sources", "source_items"]),
+    metadata=table_metadata(["sources", "source_items"]),
+    description="Lists every source of the sources file (yt-dlp metadata for URLs and searches, "
+    "file listings for folders and tables) into `sources` and `source_items`, cuts items into "
+    "batches `<source>-<NNNN>` and registers them as `batches` partitions.",
+)
+def sources(context: dg.AssetExecutionContext, config: SourcesConfig, storage: StorageResource,
+            ingest: IngestResource) -> dg.MaterializeResult:
+    started = time.perf_counter()
+    store = storage.store
+    path = config.sources_path or ingest.sources_path
+    log = RejectLog("sources", UNPARTITIONED)
+    listing = list_sources(path, ingest.variables, log, ytdlp_lister(ingest.socket_timeout_s, ingest.retries))
+    known = set(context.instance.get_dynamic_partitions(batches.name))
+    new = [b for b in listing.batches if b not in known]
+    if new:
+        context.instance.add_dynamic_partitions(batches.name, new)
+    items = listing.items
+    by_source = items.groupby("source").size().to_dict() if len(items) else {}
+    return publish(
+        store,
+        {"sources": {UNPARTITIONED: listing.sources}, "source_items": {UNPARTITIONED: items}},
+        rejects=[log],
+        metadata={
+            "sources_file": str(path),
+            "items_by_source": dg.MetadataValue.json({k: int(v) for k, v in by_source.items()}),
+            "batches": dg.MetadataValue.md("\n".join(f"- `{b}`" for b in listing.batches) or "_none_"),
+            "new_partitions": len(new),
+        },
+        started=started,
+    )
+
+
+@dg.asset(
+    group_name="ingest",
+    kinds={"python", "yt-dlp"},
+    deps=[sources],
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    code_version=_code_version("download.py", "batch.py"),
+    check_specs=contract_check_specs("videos", ["videos"]),
+    metadata=table_metadata(["videos"]),
+    description="Fetches each video of the batch: yt-dlp Python API for URLs (licence and duration "
+    "checked on metadata before download, <=720p, subtitles when available), a copy for local "
+    "files; probes it with PyAV and records provenance and sha256. Failures are rejects.",
+)
+def videos(context: dg.AssetExecutionContext, config: ItemsConfig, storage: StorageResource,
+           ingest: IngestResource) -> dg.MaterializeResult:
+    started = time.perf_counter()
+    store = storage.store
+    specs = load_specs(store)
+    parts, logs = {}, []
+    for batch in partition_keys(context):
+        log = RejectLog("videos", batch)
+        carry_rejects(store, log, config.item_ids)
+        df = videos_for_batch(store, batch, specs, ingest.download_settings(), log, config.item_ids)
+        parts[batch] = merge_restricted(store, "videos", batch, df, "video_id", config.item_ids)
+        logs.append(log)
+        context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
+    total_s = sum(float(p["duration_s"].sum()) for p in parts.values() if len(p))
+    return publish(store, {"videos": parts}, rejects=logs,
+                   metadata={"video_seconds": round(total_s, 1)}, started=started)
+
+
+@dg.asset(
+    group_name="ingest",
+    kinds={"ffmpeg"},
+    deps=[videos],
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    code_version=_code_version("clips.py", "batch.py"),
+    check_specs=contract_check_specs("clips", ["clips"]),
+    metadata=table_metadata(["clips"]),
+    description="Fixed-length segments (default 30 s) plus each video's most engaging window, "
+    "scored from motion, scene-cut rate and audio energy (docs/ingest.md), cut with ffmpeg; "
+    "subtitle text inside each clip's window in `transcript`.",
+)
+def clips(context: dg.AssetExecutionContext, config: ClipsConfig, storage: StorageResource,
+          ingest: IngestResource) -> dg.MaterializeResult:
+    started = time.perf_counter()
+    store = storage.store
+    parts, logs = {}, []
+    for batch in partition_keys(context):
+        log = RejectLog("clips", batch)
+        carry_rejects(store, log, config.item_ids)
+        df = clips_for_batch(store, batch, ingest.ffmpeg(), config.settings(), log, config.item_ids)
+        parts[batch] = merge_restricted(store, "clips", batch, df, "video_id", config.item_ids)
+        logs.append(log)
+        context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
+    with_transcript = sum(int(p["transcript"].notna().sum()) for p in parts.values() if len(p))
+    return publish(store, {"clips": parts}, rejects=logs,
+                   metadata={"clips_with_transcript": with_transcript}, started=started)
+
+
+@dg.asset(
+    group_name="ingest",
+    kinds={"python", "ffmpeg"},
+    deps=[clips, sources],
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    code_version=_code_version("frames.py", "images.py", "batch.py"),
+    check_specs=contract_check_specs("frames", ["frames"]),
+    metadata=table_metadata(["frames"]),
+    description="K uniformly spaced frames per clip and a sharp, spaced-out single-frame pool per "
+    "video, by seeking in one open PyAV container; images from folders and tables as one-frame "
+    "items (RGB, bad ones rejected, huge ones downscaled).",
+)
+def frames(context: dg.AssetExecutionContext, config: FramesConfig, storage: StorageResource) -> dg.MaterializeResult:
+    started = time.perf_counter()
+    store = storage.store
+    parts, logs = {}, []
+    for batch in partition_keys(context):
+        log = RejectLog("frames", batch)
+        carry_rejects(store, log, config.item_ids)
+        df = frames_for_batch(store, batch, config.frame_settings(), config.image_settings(), log,
+                              config.item_ids)
+        parts[batch] = merge_restricted(store, "frames", batch, df, "item_id", config.item_ids)
+        logs.append(log)
+        context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
+    kinds = {}
+    for p in parts.values():
+        for k, n in p["kind"].value_counts().items():
+            kinds[k] = kinds.get(k, 0) + int(n)
+    return publish(store, {"frames": parts}, rejects=logs,
+                   metadata={"frames_by_kind": dg.MetadataValue.json(kinds)}, started=started)
+
+
+defs = dg.Definitions(assets=[sources, videos, clips, frames])

@@ -1,0 +1,254 @@
+"""Per-batch drivers of the media trunk (Dagster-free; the assets in assets/ingest call these).
+
+Each function takes the table store, one batch key and a RejectLog, and returns the
+batch's rows as a DataFrame. A bad item is a reject, never an exception. When
+``item_ids`` is given only those items are recomputed and the batch's other rows are
+kept from the previous run (see :func:`merge_restricted`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from forge.media.clips import ClipSettings, attach_transcripts, cut_clip, measure_signals, plan_clips
+from forge.media.download import DownloadSettings, Rejected, fetch_video
+from forge.media.frames import FrameSettings, frames_for_video
+from forge.media.images import ImageReject, ImageSettings, image_frame
+from forge.media.sources import Lister, SourceItem, SourceSpec, expand_source, load_sources, now_utc
+from forge.storage import RejectLog, TableStore, safe_name
+
+Step = Callable[[int], None]
+
+
+# -- sources -------------------------------------------------------------------------
+
+
+@dataclass
+class Listing:
+    sources: pd.DataFrame
+    items: pd.DataFrame
+    specs: list[SourceSpec]
+
+    @property
+    def batches(self) -> list[str]:
+        return sorted(self.items["batch"].unique().tolist()) if len(self.items) else []
+
+
+def list_sources(sources_path: str | Path, variables: Mapping[str, str], log: RejectLog,
+                 lister: Lister | None = None) -> Listing:
+    specs, bad = load_sources(sources_path, variables)
+    for r in bad:
+        log.add(r.item_id, r.reason, r.error_class, r.detail)
+    now = now_utc()
+    src_rows, item_rows = [], []
+    for spec in specs:
+        exp = expand_source(spec, lister)
+        for r in exp.rejects:
+            log.add(r.item_id, r.reason, r.error_class, r.detail, related_id=f"source:{spec.name}")
+        for it in exp.items:
+            item_rows.append({**asdict(it), "listed_at": now})
+        src_rows.append({
+            "source": spec.name, "type": spec.type, "license_policy": spec.license_policy,
+            "max_duration_s": spec.max_duration_s, "max_items": spec.max_items, "batch_size": spec.batch_size,
+            "spec": spec.to_json(), "items": len(exp.items), "rejected": len(exp.rejects),
+            "batches": len({it.batch for it in exp.items}), "sources_file": str(sources_path), "listed_at": now,
+        })
+    return Listing(pd.DataFrame(src_rows), pd.DataFrame(item_rows), specs)
+
+
+def spec_from_json(text: str) -> SourceSpec:
+    doc = json.loads(text)
+    for key in ("urls", "subtitle_langs"):
+        doc[key] = tuple(doc.get(key) or ())
+    return SourceSpec(**doc)
+
+
+def load_specs(store: TableStore) -> dict[str, SourceSpec]:
+    df = store.read("sources")
+    return {r.source: spec_from_json(r.spec) for r in df.itertuples()} if len(df) else {}
+
+
+def batch_rows(store: TableStore, table: str, batch: str, item_ids: Iterable[str] | None = None,
+               key: str = "item_id") -> pd.DataFrame:
+    """Rows of ``batch`` from a per-batch table (its partition file) or from ``source_items``."""
+    if table == "source_items":
+        df = store.read("source_items", where=f"batch = '{batch}'")  # batch keys are [A-Za-z0-9_-]
+    else:
+        df = store.read(table, parts=[batch])
+    ids = list(item_ids or [])
+    if ids and len(df):
+        df = df[df[key].isin(ids)]
+    return df
+
+
+# -- re-running some items of a batch --------------------------------------------------
+
+
+def merge_restricted(store: TableStore, table: str, batch: str, new: pd.DataFrame, key: str,
+                     item_ids: Iterable[str] | None) -> pd.DataFrame:
+    """With ``item_ids``, the batch's previous rows for other items plus ``new``; else ``new``."""
+    ids = set(item_ids or [])
+    if not ids:
+        return new
+    old = store.read(table, parts=[batch])
+    if old.empty:
+        return new
+    kept = old[~old[key].isin(ids)]
+    return pd.concat([kept, new], ignore_index=True) if len(new) else kept.reset_index(drop=True)
+
+
+def carry_rejects(store: TableStore, log: RejectLog, item_ids: Iterable[str] | None) -> None:
+    """Keep the previous rejects of items not being re-run (the reject file is replaced whole)."""
+    ids = set(item_ids or [])
+    if not ids:
+        return
+    old = store.read("rejects", parts=[log.part_name()])
+    if old.empty:
+        return
+    keep = old[~old["item_id"].isin(ids) & ~old["related_id"].isin(ids)]
+    log.rows[:0] = keep.to_dict("records")
+
+
+# -- videos --------------------------------------------------------------------------
+
+VIDEO_COLUMNS = [
+    "video_id", "batch", "source", "origin", "url", "source_path", "extractor", "uploader", "channel",
+    "upload_date", "license", "title", "duration_s", "width", "height", "fps", "has_audio", "video_codec",
+    "path", "bytes", "sha256", "subtitle_path", "subtitle_lang", "subtitle_kind", "fetched_at",
+]
+
+
+def _item(row: Mapping) -> SourceItem:
+    fields = SourceItem.__dataclass_fields__
+    return SourceItem(**{k: (None if pd.isna(v) else v) if not isinstance(v, (list, tuple)) else v
+                         for k, v in row.items() if k in fields})
+
+
+def videos_for_batch(store: TableStore, batch: str, specs: Mapping[str, SourceSpec], settings: DownloadSettings,
+                     log: RejectLog, item_ids: Iterable[str] | None = None, step: Step | None = None) -> pd.DataFrame:
+    items = batch_rows(store, "source_items", batch, item_ids)
+    items = items[items["kind"] == "video"] if len(items) else items
+    rows = []
+    for row in items.to_dict("records"):
+        item = _item(row)
+        spec = specs.get(item.source)
+        if spec is None:
+            log.add(item.item_id, "unknown_source", "", f"source {item.source!r} not in the sources table")
+        else:
+            try:
+                res = fetch_video(item, spec, store.data_dir, store.media_dir, settings)
+            except Exception as exc:  # noqa: BLE001 - a bug in one item must not fail the batch
+                res = Rejected(item.item_id, "download_failed", type(exc).__name__, str(exc))
+            if isinstance(res, Rejected):
+                log.add(res.item_id, res.reason, res.error_class, res.detail)
+            else:
+                rows.append(asdict(res))
+        if step:
+            step(1)
+    return pd.DataFrame(rows, columns=VIDEO_COLUMNS)
+
+
+# -- clips ---------------------------------------------------------------------------
+
+CLIP_COLUMNS = [
+    "clip_id", "batch", "source", "video_id", "kind", "clip_index", "start_s", "end_s", "duration_s", "is_engaging",
+    "path", "motion", "scene_cuts", "scene_rate_per_min", "audio_rms_db", "engagement_score", "transcript",
+    "transcript_status",
+]
+
+
+def clips_for_video(video: Mapping, data_dir: Path, media_dir: Path, ffmpeg: str, settings: ClipSettings) -> list[dict]:
+    src = data_dir / video["path"]
+    has_audio = bool(video["has_audio"])
+    sig = measure_signals(src, has_audio, ffmpeg, settings.step_s, settings.cut_threshold, settings.timeout_s)
+    plans = plan_clips(video["video_id"], float(video["duration_s"]), sig, settings)
+    sub = video.get("subtitle_path")
+    sub_file = data_dir / sub if isinstance(sub, str) and sub else None
+    attach_transcripts(plans, sub_file, video.get("subtitle_kind"))
+    out_dir = media_dir / "clips" / safe_name(video["video_id"])
+    shutil.rmtree(out_dir, ignore_errors=True)  # a re-run replaces the video's clip files
+    rows = []
+    for p in plans:
+        path = None
+        if settings.clip_files != "none":
+            dst = out_dir / f"{safe_name(p.clip_id)}.mp4"
+            cut_clip(ffmpeg, src, dst, p.start_s, p.end_s, has_audio, settings.clip_files, settings.crf,
+                     settings.timeout_s)
+            path = str(dst.relative_to(data_dir))
+        w = p.window
+        rows.append({
+            "clip_id": p.clip_id, "batch": video["batch"], "source": video["source"], "video_id": p.video_id,
+            "kind": p.kind, "clip_index": p.clip_index, "start_s": round(p.start_s, 3), "end_s": round(p.end_s, 3),
+            "duration_s": round(p.end_s - p.start_s, 3), "is_engaging": p.is_engaging, "path": path,
+            "motion": round(min(max(w.motion, 0.0), 1.0), 6), "scene_cuts": w.scene_cuts,
+            "scene_rate_per_min": round(w.scene_rate_per_min, 3),
+            "audio_rms_db": None if w.audio_rms_db is None else round(w.audio_rms_db, 3),
+            "engagement_score": w.score, "transcript": p.transcript, "transcript_status": p.transcript_status,
+        })
+    return rows
+
+
+def clips_for_batch(store: TableStore, batch: str, ffmpeg: str, settings: ClipSettings, log: RejectLog,
+                    item_ids: Iterable[str] | None = None, step: Step | None = None) -> pd.DataFrame:
+    videos = batch_rows(store, "videos", batch, item_ids, key="video_id")
+    rows: list[dict] = []
+    for v in videos.to_dict("records"):
+        try:
+            rows += clips_for_video(v, store.data_dir, store.media_dir, ffmpeg, settings)
+        except Exception as exc:  # noqa: BLE001 - ffmpeg failure on one video is a reject
+            log.add_exception(v["video_id"], "clip_failed", exc)
+        if step:
+            step(1)
+    return pd.DataFrame(rows, columns=CLIP_COLUMNS)
+
+
+# -- frames --------------------------------------------------------------------------
+
+FRAME_COLUMNS = [
+    "frame_id", "batch", "source", "item_id", "clip_id", "kind", "frame_index", "timestamp_s", "path", "width",
+    "height", "blur_var", "caption", "sha256", "transform",
+]
+
+
+def frames_for_batch(store: TableStore, batch: str, fsettings: FrameSettings, isettings: ImageSettings,
+                     log: RejectLog, item_ids: Iterable[str] | None = None, step: Step | None = None) -> pd.DataFrame:
+    rows: list[dict] = []
+    videos = batch_rows(store, "videos", batch, item_ids, key="video_id")
+    clips = batch_rows(store, "clips", batch, item_ids, key="video_id")
+    for v in videos.to_dict("records"):
+        vclips = clips[clips["video_id"] == v["video_id"]].to_dict("records") if len(clips) else []
+        out_dir = store.media_dir / "frames" / safe_name(v["video_id"])
+        shutil.rmtree(out_dir, ignore_errors=True)  # re-run replaces the files too
+        try:
+            vf = frames_for_video(store.data_dir / v["path"], v["video_id"], float(v["duration_s"]), vclips,
+                                  out_dir, store.data_dir, fsettings)
+        except Exception as exc:  # noqa: BLE001
+            log.add_exception(v["video_id"], "decode_error", exc)
+            continue
+        for r in vf.rows:
+            rows.append({**r, "batch": batch, "source": v["source"]})
+        for fid, t, var in vf.blurry:
+            log.add(fid, "blurry", "", f"pool candidate at {t:.2f}s: Laplacian variance {var:.1f} < "
+                    f"{fsettings.blur_threshold}", related_id=v["video_id"])
+        if step:
+            step(1)
+    images = batch_rows(store, "source_items", batch, item_ids)
+    images = images[images["kind"] == "image"] if len(images) else images
+    img_dir = store.media_dir / "images"
+    for it in images.to_dict("records"):
+        it = {k: (None if not isinstance(v, (list, tuple)) and pd.isna(v) else v) for k, v in it.items()}
+        try:
+            rows.append({**image_frame(it, img_dir, store.data_dir, isettings), "batch": batch, "source": it["source"]})
+        except ImageReject as exc:
+            log.add(it["item_id"], exc.reason, exc.error_class or "ImageReject", str(exc))
+        except Exception as exc:  # noqa: BLE001
+            log.add_exception(it["item_id"], "decode_error", exc)
+        if step:
+            step(1)
+    return pd.DataFrame(rows, columns=FRAME_COLUMNS)
