@@ -1,0 +1,406 @@
+"""VAGUE recipe assets (Nam et al., §4): candidates → direct → indirect → options → items.
+
+Thin: each asset reads its inputs for the batch, calls ``forge.recipes.vague.logic`` and
+the LLM engine, and publishes its table with rejects. Every LLM row carries prompt_hash,
+model and backend; calls go to ``llm_calls`` (and NE refine attempts to ``llm_attempts``).
+"""
+
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+import yaml
+
+from assets.common import SINGLE_RUN, batches, contract_check_specs, partition_keys, publish, table_metadata
+from assets.llm_support import record_llm_attempts, record_llm_calls
+from forge.checks import mcq
+from forge.llm.prompts import load_prompt
+from forge.llm.refine import Verdict, refine
+from forge.llm.types import ImageInput, LLMRequest, LLMResult
+from forge.recipes.vague import logic
+from forge.storage import RejectLog, TableStore
+from forge.versioning import content_hash
+from resources.embedder import EmbedderResource
+from resources.llm import LLMResource
+from resources.storage import StorageResource
+
+VERSION = "1"
+GROUP = "vague"
+ROOT = Path(__file__).resolve().parents[3]
+CONFIG_PATH = ROOT / "config" / "recipes" / "vague.yaml"
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+PROMPT_FILES = {
+    "direct": PROMPTS_DIR / "direct.yaml",
+    "rate_direct": PROMPTS_DIR / "rate_direct.yaml",
+    "indirect": PROMPTS_DIR / "indirect.yaml",
+    "select_indirect": PROMPTS_DIR / "select_indirect.yaml",
+    "fake_scene": PROMPTS_DIR / "fake_scene.yaml",
+    "nonexistent": PROMPTS_DIR / "nonexistent.yaml",
+}
+
+
+def load_config(path: Path = CONFIG_PATH) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text()) or {}
+
+
+CONFIG = load_config()
+
+
+def _version(section: str, prompts: list[str] = ()) -> str:
+    return content_hash(VERSION, CONFIG.get(section), CONFIG.get("seed"), files=[PROMPT_FILES[p] for p in prompts])
+
+
+def _lst(v: Any) -> list:
+    return [] if v is None else list(v)
+
+
+def _read(store: TableStore, table: str, part: str) -> pd.DataFrame:
+    return store.read(table, parts=[part])
+
+
+def _image(store: TableStore, rel: str) -> list[ImageInput]:
+    return [ImageInput(path=store.data_dir / rel)]
+
+
+def _ensure(df: pd.DataFrame, table: str) -> pd.DataFrame:
+    """An empty result still has the contract's columns (so the partition file is replaced)."""
+    from forge.contracts import load_contract
+
+    return pd.DataFrame(columns=load_contract(table).column_names) if df.empty else df
+
+
+def _gen_cols(res: LLMResult, base_hash: str) -> dict[str, Any]:
+    return {"prompt_name": res.prompt_name, "prompt_hash": base_hash, "model": res.model, "backend": res.backend}
+
+
+# ----------------------------------------------------------------------------- candidates
+
+@dg.asset(
+    group_name=GROUP, kinds={"python"}, partitions_def=batches, backfill_policy=SINGLE_RUN,
+    deps=["rich_scenes", "frames", "person_indicators", "tags", "detections"],
+    code_version=_version("candidates"),
+    check_specs=contract_check_specs("vague_candidates", ["vague_candidates"]),
+    metadata=table_metadata(["vague_candidates"]),
+    description="VAGUE §4.1: candidate frames from the selected rich scenes (kind, blur, persons, tags, "
+                "no neighbouring frames, per-batch cap) with the image the model sees (person indicators).",
+)
+def vague_candidates(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+    t0, store, cfg = time.perf_counter(), storage.store, CONFIG["candidates"]
+    out, logs = {}, []
+    for part in partition_keys(context):
+        log = RejectLog("vague_candidates", part)
+        df, rejects = logic.select_candidates(
+            _read(store, "frames", part), _read(store, "rich_scenes", part), _read(store, "person_indicators", part),
+            _read(store, "tags", part), _read(store, "detections", part),
+            kinds=cfg["kinds"], min_persons=cfg["min_persons"], min_tags=cfg["min_tags"],
+            min_blur_var=cfg["min_blur_var"], min_gap_s=cfg["min_gap_s"], max_per_batch=cfg["max_per_batch"],
+            object_vocabulary=cfg["object_vocabulary"])
+        for r in rejects:
+            log.add(r["frame_id"], r["reason"], "CandidateFilter", r["detail"], r.get("related_id"))
+        out[part], logs = df, logs + [log]
+    allc = pd.concat(out.values()) if out else pd.DataFrame()
+    md = {"plain_image_fallbacks": int((allc.get("image_kind", pd.Series(dtype=str)) == "plain").sum()),
+          "caption_vocabulary": int((allc.get("object_source", pd.Series(dtype=str)) == "caption").sum())}
+    return publish(store, {"vague_candidates": out}, rejects=logs, metadata=md, started=t0)
+
+
+# ----------------------------------------------------------------------------- direct (§4.2.1)
+
+def run_direct(engine, store: TableStore, part: str, cands: pd.DataFrame, cfg: dict[str, Any],
+               log: RejectLog) -> pd.DataFrame:
+    gen_p, rate_p = load_prompt(PROMPT_FILES["direct"]), load_prompt(PROMPT_FILES["rate_direct"])
+    cands = cands.reset_index(drop=True)
+    reqs = []
+    for c in cands.itertuples(index=False):
+        labels, objects = _lst(c.person_labels), _lst(c.objects)
+        prompt = logic.specialise(gen_p, {"subject": labels or [logic.NO_LABEL_SUBJECT], "object": objects})
+        reqs.append(LLMRequest(c.frame_id, prompt, {"person_labels": labels or [logic.NO_LABEL_SUBJECT],
+                                                    "objects": objects}, _image(store, c.image_path)))
+    gens = engine.run("vague_direct", part, reqs)
+    passed: list[tuple[Any, dict, LLMResult]] = []
+    for c, res in zip(cands.itertuples(index=False), gens):
+        data = res.data if res.ok else logic.reply_json(res.text)
+        problems = logic.triple_problems(data, _lst(c.person_labels), _lst(c.objects)) if data else []
+        if problems:   # diagnose even schema-rejected replies: the reason is what the paper's rule says
+            log.add(c.frame_id, problems[0][0], "TripleCheck", "; ".join(p[1] for p in problems))
+        elif not res.ok:
+            log.add(c.frame_id, "direct_generation_failed", res.error_class or "LLMError", res.error or "")
+        else:
+            data = dict(data, object=logic.match_object(data["object"], _lst(c.objects)))
+            passed.append((c, data, res))
+    judge = engine.run("vague_direct", part, [
+        LLMRequest(c.frame_id, rate_p, {k: d[k] for k in ("direct_expression", "subject", "action", "object")},
+                   _image(store, c.image_path)) for c, d, _ in passed])
+    rows = []
+    mins = {"relevance": cfg["min_relevance"], "solvability": cfg["min_solvability"]}
+    for (c, d, res), jr in zip(passed, judge):
+        if not jr.ok:
+            log.add(c.frame_id, "direct_judge_failed", jr.error_class or "LLMError", jr.error or "")
+            continue
+        low = logic.rating_verdict(jr.data, mins)
+        if low:
+            log.add(c.frame_id, "low_direct_rating", "RatingBelowMinimum",
+                    f"{', '.join(low)}: {jr.data.get('rationale', '')}")
+            continue
+        rows.append({"frame_id": c.frame_id, "batch": part, **{k: d[k] for k in (
+            "direct_expression", "subject", "action", "object", "intention")},
+            "relevance": int(jr.data["relevance"]), "solvability": int(jr.data["solvability"]),
+            "judge_rationale": jr.data.get("rationale"), **_gen_cols(res, gen_p.hash), "judge_prompt_hash": rate_p.hash})
+    return pd.DataFrame(rows)
+
+
+@dg.asset(
+    group_name=GROUP, kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    deps=["vague_candidates"], code_version=_version("direct", ["direct", "rate_direct"]),
+    check_specs=contract_check_specs("vague_direct", ["vague_direct"]), metadata=table_metadata(["vague_direct"]),
+    description="VAGUE §4.2.1: direct expression + (subject, action, object) with object ∈ the frame's tags "
+                "(enforced in code), rated 1-5 for relevance and solvability by an LLM judge; keep ≥ the minimum.",
+)
+def vague_direct(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource) -> dg.MaterializeResult:
+    t0, store, engine = time.perf_counter(), storage.store, llm.engine()
+    out, logs = {}, []
+    for part in partition_keys(context):
+        log = RejectLog("vague_direct", part)
+        out[part] = _ensure(run_direct(engine, store, part, _read(store, "vague_candidates", part), CONFIG["direct"], log), "vague_direct")
+        logs.append(log)
+    md = record_llm_calls(store, engine, [("vague_direct", p) for p in out])
+    return publish(store, {"vague_direct": out}, rejects=logs, metadata=md, started=t0)
+
+
+# ----------------------------------------------------------------------------- indirect (§4.2.2)
+
+def run_indirect(engine, embedder, store: TableStore, part: str, direct: pd.DataFrame, cands: pd.DataFrame,
+                 cfg: dict[str, Any], log: RejectLog) -> pd.DataFrame:
+    gen_p, sel_p = load_prompt(PROMPT_FILES["indirect"]), load_prompt(PROMPT_FILES["select_indirect"])
+    images = dict(zip(cands["frame_id"], cands["image_path"])) if len(cands) else {}
+    direct = direct[direct["frame_id"].isin(images)].reset_index(drop=True) if len(direct) else direct
+    gens = engine.run("vague_indirect", part, [
+        LLMRequest(d.frame_id, gen_p, {k: getattr(d, k) for k in (
+            "direct_expression", "subject", "action", "object", "intention")}, _image(store, images[d.frame_id]))
+        for d in direct.itertuples(index=False)])
+    pending = []
+    for d, res in zip(direct.itertuples(index=False), gens):
+        if not res.ok:
+            log.add(d.frame_id, "indirect_generation_failed", res.error_class or "LLMError", res.error or "")
+            continue
+        cands_all = []
+        for strategy in logic.STRATEGIES:
+            c = res.data[strategy]
+            rep = logic.ambiguity_check(c["expression"], d.action, d.object, d.direct_expression, embedder,
+                                        word_threshold=cfg["word_similarity_threshold"],
+                                        sentence_threshold=cfg["sentence_similarity_threshold"])
+            cands_all.append({"strategy": strategy, **c, "ambiguity": rep.as_dict()})
+        ok = [c for c in cands_all if c["ambiguity"]["ok"]]
+        if not ok:
+            log.add(d.frame_id, "indirect_not_ambiguous", "AmbiguityCheck", "; ".join(
+                f"{c['strategy']}: {','.join(c['ambiguity']['reasons'])}" for c in cands_all))
+            continue
+        pending.append((d, res, cands_all, ok))
+    # Selection + rating (§4.2.2 step 2) among the candidates that passed the code check.
+    sel_reqs = []
+    for d, _, _, ok in pending:
+        listing = [{"id": i, "strategy": c["strategy"], "expression": c["expression"]} for i, c in enumerate(ok)]
+        prompt = logic.specialise(sel_p, {"selected": list(range(len(ok)))})
+        sel_reqs.append(LLMRequest(d.frame_id, prompt, {"direct_expression": d.direct_expression,
+                                                        "intention": d.intention, "candidates": listing},
+                                   _image(store, images[d.frame_id])))
+    sels = engine.run("vague_indirect", part, sel_reqs)
+    rows = []
+    for (d, res, cands_all, ok), sr in zip(pending, sels):
+        if not sr.ok:
+            log.add(d.frame_id, "indirect_judge_failed", sr.error_class or "LLMError", sr.error or "")
+            continue
+        chosen = ok[int(sr.data["selected"])]
+        if int(sr.data["rating"]) < cfg["min_rating"]:
+            log.add(d.frame_id, "low_indirect_rating", "RatingBelowMinimum",
+                    f"rating={sr.data['rating']}<{cfg['min_rating']} ({chosen['strategy']}): {sr.data.get('rationale', '')}")
+            continue
+        rows.append({"frame_id": d.frame_id, "batch": part, "strategy": chosen["strategy"],
+                     "indirect_expression": chosen["expression"],
+                     "superficial_interpretation": chosen["superficial_interpretation"],
+                     **{k: int(sr.data[k]) for k in ("consistency", "ambiguity", "naturalness", "rating")},
+                     "judge_rationale": sr.data.get("rationale"), "n_candidates_ambiguous": len(ok),
+                     "candidates": json.dumps(cands_all), "ambiguity_report": json.dumps(chosen["ambiguity"]),
+                     **_gen_cols(res, gen_p.hash), "select_prompt_hash": sel_p.hash})
+    return pd.DataFrame(rows)
+
+
+@dg.asset(
+    group_name=GROUP, kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    deps=["vague_direct"], code_version=_version("indirect", ["indirect", "select_indirect"]),
+    check_specs=contract_check_specs("vague_indirect", ["vague_indirect"]), metadata=table_metadata(["vague_indirect"]),
+    description="VAGUE §4.2.2: three indirect candidates (sarcasm, humour, meme/idiom) + superficial readings; "
+                "ambiguity checked in code (lemmas + MiniLM similarity); one selected and rated, keep ≥ the minimum.",
+)
+def vague_indirect(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource,
+                   embedder: EmbedderResource) -> dg.MaterializeResult:
+    t0, store, engine, emb = time.perf_counter(), storage.store, llm.engine(), embedder.embedder()
+    out, logs = {}, []
+    for part in partition_keys(context):
+        log = RejectLog("vague_indirect", part)
+        out[part] = run_indirect(engine, emb, store, part, _read(store, "vague_direct", part),
+                                 _read(store, "vague_candidates", part), CONFIG["indirect"], log)
+        out[part] = _ensure(out[part], "vague_indirect")
+        logs.append(log)
+    md = record_llm_calls(store, engine, [("vague_indirect", p) for p in out])
+    md["embedder"] = emb.name
+    return publish(store, {"vague_indirect": out}, rejects=logs, metadata=md, started=t0)
+
+
+# ----------------------------------------------------------------------------- options (§4.2.3)
+
+def run_options(engine, embedder, store: TableStore, part: str, direct: pd.DataFrame, indirect: pd.DataFrame,
+                cands: pd.DataFrame, cfg: dict[str, Any], log: RejectLog) -> tuple[pd.DataFrame, pd.DataFrame]:
+    fs_p, ne_p = load_prompt(PROMPT_FILES["fake_scene"]), load_prompt(PROMPT_FILES["nonexistent"])
+    if indirect.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    d_by = direct.set_index("frame_id")
+    c_by = cands.set_index("frame_id")
+    ind = indirect[indirect["frame_id"].isin(d_by.index) & indirect["frame_id"].isin(c_by.index)].reset_index(drop=True)
+    fs = engine.run("vague_options", part, [
+        LLMRequest(i.frame_id, fs_p, {"indirect_expression": i.indirect_expression,
+                                      "subject": d_by.loc[i.frame_id, "subject"],
+                                      "intention": d_by.loc[i.frame_id, "intention"]})
+        for i in ind.itertuples(index=False)])
+    present = {f: _lst(c_by.loc[f, "present_objects"]) for f in ind["frame_id"]}
+
+    def ne_absent(req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
+        d = d_by.loc[req.item_id]
+        probs = logic.ne_problems(data["substitute_object"], data["ne_interpretation"], d["object"],
+                                  present[req.item_id], embedder, cfg["ne_similarity_threshold"])
+        if not probs:
+            return None
+        return Verdict("major", "; ".join(p[1] for p in probs) + ". Choose an object that is NOT in the image "
+                       "and do not name the original object.", probs[0][0])
+
+    ne_reqs = [LLMRequest(f, ne_p, {"intention": d_by.loc[f, "intention"], "subject": d_by.loc[f, "subject"],
+                                    "action": d_by.loc[f, "action"], "object": d_by.loc[f, "object"],
+                                    "present_objects": present[f]}, _image(store, c_by.loc[f, "image_path"]))
+               for f in ind["frame_id"]]
+    ne_run = refine(engine, "vague_options", part, ne_reqs, checks=[ne_absent], max_rounds=cfg["ne_max_rounds"])
+    ne_by = {o.item_id: o for o in ne_run.outcomes}
+    rows = []
+    for i, fres in zip(ind.itertuples(index=False), fs):
+        f, d = i.frame_id, d_by.loc[i.frame_id]
+        if not fres.ok:
+            log.add(f, "fs_generation_failed", fres.error_class or "LLMError", fres.error or "")
+            continue
+        ne = ne_by[f]
+        if not ne.accepted:
+            reason = ne.verdict.source if ne.verdict is not None and ne.verdict.source.startswith("ne_") else \
+                f"ne_{ne.reason}"
+            log.add(f, reason, "NonexistentEntity", ne.detail or "")
+            continue
+        common = {"frame_id": f, "batch": part}
+        rows += [
+            {**common, "option_type": "correct", "text": d["intention"], "prompt_name": d["prompt_name"],
+             "prompt_hash": d["prompt_hash"], "model": d["model"], "backend": d["backend"]},
+            {**common, "option_type": "SU", "text": i.superficial_interpretation, "prompt_name": i.prompt_name,
+             "prompt_hash": i.prompt_hash, "model": i.model, "backend": i.backend},
+            {**common, "option_type": "FS", "text": fres.data["fake_scene_interpretation"],
+             "fake_caption": fres.data["fake_caption"], **_gen_cols(fres, fs_p.hash)},
+            {**common, "option_type": "NE", "text": ne.data["ne_interpretation"],
+             "substitute_object": ne.data["substitute_object"], "rounds": ne.rounds, **_gen_cols(ne.result, ne_p.hash)},
+        ]
+    return pd.DataFrame(rows), ne_run.attempts_frame()
+
+
+@dg.asset(
+    group_name=GROUP, kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    deps=["vague_indirect"], code_version=_version("options", ["fake_scene", "nonexistent"]),
+    check_specs=contract_check_specs("vague_options", ["vague_options"]), metadata=table_metadata(["vague_options"]),
+    description="VAGUE §4.2.3: counterfactual options FS (fake caption → interpretation), SU (superficial "
+                "reading), NE (object replaced by an absent, expected one; absence verified, regenerated with "
+                "feedback up to K rounds) plus the correct one.",
+)
+def vague_options(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource,
+                  embedder: EmbedderResource) -> dg.MaterializeResult:
+    t0, store, engine, emb = time.perf_counter(), storage.store, llm.engine(), embedder.embedder()
+    out, logs, attempts = {}, [], []
+    for part in partition_keys(context):
+        log = RejectLog("vague_options", part)
+        df, att = run_options(engine, emb, store, part, _read(store, "vague_direct", part),
+                              _read(store, "vague_indirect", part), _read(store, "vague_candidates", part),
+                              CONFIG["options"], log)
+        out[part] = _ensure(df, "vague_options")
+        logs.append(log)
+        attempts.append(att)
+    md = record_llm_calls(store, engine, [("vague_options", p) for p in out])
+    att = pd.concat([a for a in attempts if len(a)], ignore_index=True) if any(len(a) for a in attempts) else pd.DataFrame()
+    md["ne_attempts"] = record_llm_attempts(store, att, [("vague_options", p) for p in out])
+    return publish(store, {"vague_options": out}, rejects=logs, metadata=md, started=t0)
+
+
+# ----------------------------------------------------------------------------- items (§3.1)
+
+def channels(store: TableStore) -> dict[str, str]:
+    v = store.read("videos") if store.exists("videos") else pd.DataFrame()
+    if v.empty or "item_id" not in v:
+        return {}
+    ch = v["channel"] if "channel" in v else pd.Series([None] * len(v))
+    if "uploader" in v:
+        ch = ch.fillna(v["uploader"])
+    return {str(i): c for i, c in zip(v["item_id"], ch) if isinstance(c, str) and c}
+
+
+def build_items(part: str, cands: pd.DataFrame, direct: pd.DataFrame, indirect: pd.DataFrame,
+                options: pd.DataFrame, cfg: dict[str, Any], seed: str, chan: dict[str, str],
+                log: RejectLog) -> pd.DataFrame:
+    if options.empty:
+        return pd.DataFrame()
+    c_by, d_by, i_by = (x.set_index("frame_id") for x in (cands, direct, indirect))
+    frames = [f for f in sorted(options["frame_id"].unique()) if f in c_by.index and f in d_by.index and f in i_by.index]
+    opts_by = {f: {r["option_type"]: r for r in g.to_dict("records")} for f, g in options.groupby("frame_id")}
+    good = []
+    for f in frames:
+        o = opts_by[f]
+        missing = [t for t in logic.OPTION_TYPES if t not in o]
+        if missing:
+            log.add(f, "missing_options", "ItemBuild", f"no {missing} option")
+            continue
+        dups = mcq.duplicate_options([o[t]["text"] for t in logic.OPTION_TYPES], cfg["duplicate_threshold"])
+        if dups:
+            p = dups[0]
+            log.add(f, "duplicate_options", "ItemBuild", f"{logic.OPTION_TYPES[p.i]} ≈ {logic.OPTION_TYPES[p.j]} "
+                    f"(similarity {p.similarity})")
+            continue
+        good.append(f)
+    # Correct positions balanced within the batch (counts differ by ≤ 1), order of the rest seeded.
+    plan = mcq.balanced_positions([logic.item_id(f) for f in good], len(logic.OPTION_TYPES), seed=(seed, part))
+    rows = []
+    for f in good:
+        cand = dict(c_by.loc[f], frame_id=f)
+        rows.append(logic.build_item(cand, dict(d_by.loc[f]), dict(i_by.loc[f]), opts_by[f],
+                                     plan[logic.item_id(f)], seed, chan.get(cand["item_id"])))
+    return pd.DataFrame(rows)
+
+
+@dg.asset(
+    group_name=GROUP, kinds={"python"}, partitions_def=batches, backfill_policy=SINGLE_RUN,
+    deps=["vague_options", "vague_candidates", "vague_direct", "vague_indirect"], code_version=_version("options"),
+    check_specs=contract_check_specs("vague_items", ["vague_items"]), metadata=table_metadata(["vague_items"]),
+    description="VAGUE benchmark items: 4-option MCQ (correct, FS, SU, NE) with option types kept, correct "
+                "positions balanced per batch, duplicate options rejected. Common benchmark-item columns.",
+)
+def vague_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+    t0, store = time.perf_counter(), storage.store
+    chan = channels(store)
+    out, logs = {}, []
+    for part in partition_keys(context):
+        log = RejectLog("vague_items", part)
+        out[part] = build_items(part, _read(store, "vague_candidates", part), _read(store, "vague_direct", part),
+                                _read(store, "vague_indirect", part), _read(store, "vague_options", part),
+                                CONFIG["options"], CONFIG["seed"], chan, log)
+        out[part] = _ensure(out[part], "vague_items")
+        logs.append(log)
+    allr = pd.concat([d for d in out.values() if len(d)], ignore_index=True) if any(len(d) for d in out.values()) \
+        else pd.DataFrame()
+    md: dict[str, Any] = {}
+    if len(allr):
+        md["by_category"] = dg.MetadataValue.json(allr["category"].value_counts().to_dict())
+        md["answers"] = dg.MetadataValue.json(allr["answer"].value_counts().sort_index().to_dict())
+    return publish(store, {"vague_items": out}, rejects=logs, metadata=md, started=t0)
