@@ -1,0 +1,12 @@
+"""MAIA recipe (maia.md): questions → answer pools → true statements → foils → items."""
+
+import dagster as dg
+
+from assets.recipes.maia.assets import (maia_answer_pools, maia_foils, maia_items, maia_questions,
+                                        maia_statements)
+from assets.recipes.maia.checks import CHECKS
+
+defs = dg.Definitions(
+    assets=[maia_questions, maia_answer_pools, maia_statements, maia_foils, maia_items],
+    asset_checks=CHECKS,
+)

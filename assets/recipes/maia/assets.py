@@ -1,0 +1,586 @@
+"""MAIA recipe assets (maia.md §3.1, App. A.3–A.8), per batch of ~30 s clips.
+
+maia_questions → maia_answer_pools (+ maia_pool_stats) → maia_statements (+ maia_pool_stats)
+→ maia_foils (+ llm_attempts) → maia_items. Logic lives in forge/recipes/maia; these bodies
+read inputs, batch the LLM calls of a partition into one engine run per step, and publish.
+
+Judge verdicts (consistency, pool contradiction, structural check, NLI) made by the offline
+stub are placeholders: they are recorded but never filter anything, so the demo keeps
+items flowing and says what it did.
+"""
+
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from assets.common import (SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish,
+                           table_metadata)
+from assets.llm_support import record_llm_attempts, record_llm_calls
+from forge.checks.text import pool_stats
+from forge.llm.prompts import load_prompt
+from forge.llm.refine import refine
+from forge.llm.types import ImageInput, LLMRequest
+from forge.recipes.maia import foils as F
+from forge.recipes.maia import questions as Q
+from forge.recipes.maia.config import load_config
+from forge.recipes.maia.items import build_items
+from forge.recipes.maia.pools import Pool, RephraseTask, postprocess_pools
+from forge.recipes.maia.taxonomy import CATEGORIES_FILE, CATEGORY_NAMES, categories
+from forge.storage import RejectLog, TableStore
+from forge.versioning import content_hash
+from resources.llm import LLMResource
+from resources.nli import NLIResource
+from resources.storage import StorageResource
+
+VERSION = "maia-1"
+PROMPTS = Path(__file__).resolve().parent / "prompts"
+CFG = load_config()
+P = {name: PROMPTS / f"{name}.yaml" for name in
+     ("questions", "answers", "consistency", "contradiction", "rephrase_equal", "rephrase_overlap", "statement",
+      "foil_structural")}
+FOIL_PROMPTS = [F.foil_prompt_file(PROMPTS, c) for c in CATEGORY_NAMES]
+COMMON = dict(group_name="maia", partitions_def=batches, backfill_policy=SINGLE_RUN)
+
+
+# -- inputs ----------------------------------------------------------------------------------
+def batch_rows(store: TableStore, table: str, batch: str) -> pd.DataFrame:
+    """The batch's partition file, or the rows of an unpartitioned table whose batch matches."""
+    if not store.exists(table):
+        return pd.DataFrame()
+    df = store.read(table, parts=[batch])
+    if df.empty and not store.part_path(table, batch).exists():
+        whole = store.read(table)
+        if "batch" in whole.columns:
+            return whole[whole["batch"] == batch].reset_index(drop=True)
+    return df
+
+
+def clip_units(store: TableStore, batch: str) -> list[dict[str, Any]]:
+    """Clips of the batch (MAIA's engaging ~30 s window first) with their frames, evidence and channel."""
+    clips = batch_rows(store, "clips", batch)
+    if clips.empty:
+        return []
+    if "is_engaging" in clips.columns and clips["is_engaging"].any():
+        clips = clips[clips["is_engaging"].astype(bool)]
+    frames = batch_rows(store, "frames", batch)
+    frames = frames[frames["kind"] == "clip_frame"] if len(frames) else frames
+    ev = batch_rows(store, "evidence", batch)
+    ev = ev[ev["unit"] == "clip"].set_index("unit_id").to_dict("index") if len(ev) else {}
+    vids = batch_rows(store, "videos", batch)
+    channel = {}
+    if len(vids):
+        for v in vids.to_dict("records"):
+            channel[v["video_id"]] = v.get("channel") or v.get("uploader")
+    out = []
+    for c in clips.sort_values("clip_id").to_dict("records"):
+        fr = frames[frames["clip_id"] == c["clip_id"]].sort_values("frame_index") if len(frames) else frames
+        vid = c.get("video_id") or c.get("item_id")
+        out.append({"clip_id": c["clip_id"], "item_id": vid, "source": c.get("source"),
+                    "channel": channel.get(vid), "media_paths": [str(p) for p in fr["path"]] if len(fr) else [],
+                    "evidence": ev.get(c["clip_id"])})
+    return out
+
+
+def images(store: TableStore, paths: list[str], k: int) -> list[ImageInput]:
+    return [ImageInput(path=store.data_dir / p) for p in Q.uniform_subsample(paths, k)]
+
+
+def trusted(res: Any) -> bool:
+    """A judge verdict filters only when a real model made it (stub verdicts are placeholders)."""
+    return res.backend != "stub"
+
+
+# -- 1. questions ----------------------------------------------------------------------------
+@dg.asset(
+    **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["clips", "frames", "evidence"],
+    code_version=content_hash(VERSION, CFG.get("questions"), files=[P["questions"], CATEGORIES_FILE]),
+    check_specs=contract_check_specs("maia_questions", ["maia_questions"]),
+    metadata=table_metadata(["maia_questions"]),
+    description="MAIA questions (App. A.3): 2 open-ended, audio-free questions per reasoning category per clip, the "
+                "second about other entities/events; generated from frames + evidence, or imported (human).",
+)
+def maia_questions(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource) -> dg.MaterializeResult:
+    started, store, cfg = time.perf_counter(), storage.store, CFG["questions"]
+    cats = CATEGORY_NAMES if cfg.get("categories", "all") == "all" else tuple(cfg["categories"])
+    prompt, engine = load_prompt(P["questions"]), llm.engine()
+    imported: list[Q.ImportedQuestion] = []
+    import_bad: list[tuple[str, str]] = []
+    if cfg.get("import_path"):
+        imported, import_bad = Q.load_import(cfg["import_path"])
+    parts, logs = {}, []
+    for batch in partition_keys(context):
+        log = RejectLog("maia_questions", batch)
+        logs.append(log)
+        for rid, reason in import_bad:
+            log.add(rid, reason, detail=str(cfg["import_path"]))
+        units = clip_units(store, batch)
+        cap = cfg.get("max_clips_per_batch")
+        by_clip = {u["clip_id"]: u for u in units}
+        rows: list[dict[str, Any]] = []
+        # imported questions: every clip of the batch that the file names
+        imp_here = [iq for iq in imported if iq.clip_id in by_clip]
+        for iq in imp_here:
+            u = by_clip[iq.clip_id]
+            rows.append(_question_row(batch, u, iq.category, iq.slot, iq.question, "imported", None,
+                                      answers=iq.answers))
+        gen_units = [] if cfg.get("import_only") else [u for u in units if u["clip_id"] not in
+                                                        {iq.clip_id for iq in imp_here}]
+        if cap is not None:
+            for u in gen_units[cap:]:
+                log.add(u["clip_id"], "over_batch_cap", detail=f"max_clips_per_batch={cap}")
+            gen_units = gen_units[:cap]
+        jobs, reqs = [], []
+        for u in gen_units:
+            if not u["media_paths"]:
+                log.add(u["clip_id"], "no_frames", detail="the clip has no clip_frame frames")
+                continue
+            imgs = images(store, u["media_paths"], int(cfg.get("max_images", 8)))
+            for cat in cats:
+                jobs.append((u, cat))
+                reqs.append(LLMRequest(item_id=f"{u['clip_id']}:{cat}", prompt=prompt, images=imgs, variables={
+                    **Q.category_variables(cat), "evidence": Q.evidence_text(u["evidence"]), "n_frames": len(imgs)}))
+        progress = Progress(context.log, f"maia_questions[{batch}]", len(reqs))
+        for (u, cat), res in zip(jobs, engine.run("maia_questions", batch, reqs)):
+            progress.step()
+            if not res.ok:
+                log.add(f"{u['clip_id']}:{cat}", "llm_failed", res.error_class or "", res.error or "")
+                continue
+            qa, qb = str(res.data["question_a"]).strip(), str(res.data["question_b"]).strip()
+            rows.append(_question_row(batch, u, cat, "a", qa, "generated", res))
+            rows.append(_question_row(batch, u, cat, "b", qb, "generated", res))
+        parts[batch] = _check_questions(rows, log, float(cfg.get("pair_max_overlap", 0.5)))
+    md = record_llm_calls(store, engine, [("maia_questions", b) for b in parts])
+    all_q = pd.concat(parts.values(), ignore_index=True) if parts else pd.DataFrame()
+    md["questions_by_category"] = dg.MetadataValue.json(
+        all_q["category"].value_counts().to_dict() if len(all_q) else {})
+    md["imported_questions"] = int((all_q["origin"] == "imported").sum()) if len(all_q) else 0
+    return publish(store, {"maia_questions": parts}, rejects=logs, metadata=md, started=started)
+
+
+def _question_row(batch: str, u: dict[str, Any], cat: str, slot: str, text: str, origin: str, res: Any,
+                  answers: list[str] | None = None) -> dict[str, Any]:
+    return {"question_id": Q.question_id(u["clip_id"], cat, slot), "batch": batch, "clip_id": u["clip_id"],
+            "source_item_id": u["item_id"], "source": u["source"], "category": cat,
+            "macro_category": categories()[cat].macro, "slot": slot, "question": text, "pair_overlap": None,
+            "origin": origin, "imported_answers": answers if answers else None, "media_paths": u["media_paths"],
+            "prompt_hash": res.prompt_hash if res else None, "model": res.model if res else "human",
+            "backend": res.backend if res else "human"}
+
+
+def _check_questions(rows: list[dict[str, Any]], log: RejectLog, max_overlap: float) -> pd.DataFrame:
+    """Drop yes/no, audio-based and too-short questions, and a B question that repeats A's focus."""
+    kept = []
+    for r in rows:
+        problems = Q.question_problems(r["question"])
+        if problems:
+            log.add(r["question_id"], problems[0], detail=r["question"])
+        else:
+            kept.append(r)
+    by_pair: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for r in kept:
+        by_pair.setdefault((r["clip_id"], r["category"]), {})[r["slot"]] = r
+    out = []
+    for pair in by_pair.values():
+        a, b = pair.get("a"), pair.get("b")
+        if a is not None and b is not None:
+            ov = Q.pair_overlap(a["question"], b["question"])
+            a["pair_overlap"] = b["pair_overlap"] = ov
+            if Q.same_focus(a["question"], b["question"], max_overlap):
+                log.add(b["question_id"], "pair_same_focus", detail=f"overlap {ov:.2f} with: {a['question']}",
+                        related_id=a["question_id"])
+                pair.pop("b")
+        out.extend(pair.values())
+    cols = ["question_id", "batch", "clip_id", "source_item_id", "source", "category", "macro_category", "slot",
+            "question", "pair_overlap", "origin", "imported_answers", "media_paths", "prompt_hash", "model", "backend"]
+    return pd.DataFrame(out, columns=cols)
+
+
+# -- shared: pool rephrasing -------------------------------------------------------------------
+def rephraser(engine: Any, stage: str, batch: str, attempts: list[dict[str, Any]]):
+    equal_p, overlap_p = load_prompt(P["rephrase_equal"]), load_prompt(P["rephrase_overlap"])
+    results: dict[int, Any] = {}
+
+    def rephrase(tasks: list[RephraseTask]) -> list[str | None]:
+        reqs = []
+        for t in tasks:
+            if t.kind == "equal":
+                reqs.append(LLMRequest(item_id=t.member_id, prompt=equal_p,
+                                       variables={"question": t.context["question"], "text": t.text}))
+            else:
+                others = "\n".join(f"A{k + 1}: {o}" for k, o in enumerate(t.others))
+                reqs.append(LLMRequest(item_id=t.member_id, prompt=overlap_p, params={"seed": t.round}, variables={
+                    "question": t.context["question"], "others": others, "text": t.text, "n_last": len(t.others) + 1}))
+        res = engine.run(stage, batch, reqs)
+        for t, r in zip(tasks, res):
+            results[id(t)] = r
+        return [str(r.data["text"]) if r.ok else None for r in res]
+
+    def on_result(task: RephraseTask, new: str | None, accepted: bool) -> None:
+        r = results.get(id(task))
+        attempts.append({"stage": stage, "partition": batch, "item_id": task.member_id, "round": task.round,
+                         "step": f"rephrase:{task.kind}", "prompt_name": r.prompt_name if r else "",
+                         "prompt_hash": r.prompt_hash if r else "", "model": r.model if r else "",
+                         "backend": r.backend if r else engine.backend_name, "ok": bool(r and r.ok),
+                         "cached": bool(r and r.cached), "verdict": "pass" if accepted else "major",
+                         "feedback": None if accepted else f"still equal or > threshold overlap: {task.kind}",
+                         "output": json.dumps({"text": new}) if new is not None else None,
+                         "error": r.error if r and not r.ok else None, "final_status": "accepted"})
+
+    return rephrase, on_result
+
+
+def finalise_attempts(attempts: list[dict[str, Any]], pools: list[Pool]) -> pd.DataFrame:
+    """One row per (member, round, step); final_status says whether the member survived."""
+    dropped = {p.member_ids[i] for p in pools for i in p.dropped}
+    df = pd.DataFrame(attempts)
+    if len(df):
+        df["final_status"] = df["item_id"].map(lambda m: "rejected" if m in dropped else "accepted")
+        df = df.drop_duplicates(subset=["stage", "partition", "item_id", "round", "step"], keep="last")
+    return df
+
+
+def stats_row(kind: str, p: Pool, q: dict[str, Any], status: str, reason: str | None, n_initial: int,
+              extra: dict[str, Any]) -> dict[str, Any]:
+    b, a = p.stats_before or pool_stats([]), p.stats_after or pool_stats([])
+    row = {"kind": kind, "question_id": q["question_id"], "batch": q["batch"], "category": q["category"],
+           "status": status, "reason": reason, "n_initial": n_initial, "n_final": len(p.kept_texts()),
+           "equal_pairs_before": b["equal_pairs"], "equal_pairs_after": a["equal_pairs"],
+           "pairs_over_threshold_before": b["pairs_over_threshold"],
+           "pairs_over_threshold_after": a["pairs_over_threshold"],
+           "rephrased": sum(p.rephrased.values()), "rephrase_rounds": p.rounds}
+    for k in ("overlap_mean", "overlap_max", "overlap_mean_cw", "ttr", "ttr_cw"):
+        row[f"{k}_before"], row[f"{k}_after"] = float(b[k]), float(a[k])
+    row.update(extra)
+    return row
+
+
+def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
+    kept = stats[stats["status"] == "kept"] if len(stats) else stats
+    ref = CFG.get("reference", {})
+    ours = {
+        "pools": int(len(stats)), "pools_kept": int(len(kept)),
+        "pool_reject_rate": round(1 - len(kept) / len(stats), 4) if len(stats) else 0.0,
+        "overlap_mean_after": round(float(kept["overlap_mean_after"].mean()), 4) if len(kept) else None,
+        "overlap_mean_cw_after": round(float(kept["overlap_mean_cw_after"].mean()), 4) if len(kept) else None,
+        "ttr_after": round(float(kept["ttr_after"].mean()), 4) if len(kept) else None,
+        "ttr_cw_after": round(float(kept["ttr_cw_after"].mean()), 4) if len(kept) else None,
+        "pools_ttr_cw_below_0_5": int((kept["ttr_cw_after"] < 0.5).sum()) if len(kept) else 0,
+    }
+    return {f"{ref_prefix}_stats": dg.MetadataValue.json(ours),
+            f"{ref_prefix}_maia_reference": dg.MetadataValue.json({k: v for k, v in ref.items()
+                                                                   if k.startswith(ref_prefix)})}
+
+
+# -- 2. answer pools ---------------------------------------------------------------------------
+@dg.asset(
+    **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["maia_questions"],
+    code_version=content_hash(VERSION, CFG.get("answers"), CFG.get("pools"),
+                              files=[P["answers"], P["consistency"], P["contradiction"], P["rephrase_equal"],
+                                     P["rephrase_overlap"]]),
+    check_specs=contract_check_specs("maia_answer_pools", ["maia_answer_pools", "maia_pool_stats"]),
+    metadata=table_metadata(["maia_answer_pools"]),
+    description="MAIA 8-answer pools (App. A.3–A.4): generated with diversity (or imported), consistency 0/1/2, "
+                "contradiction inside the pool, equal strings and >50 % lexical overlap rephrased, TTR per pool.",
+)
+def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResource,
+                      llm: LLMResource) -> dg.MaterializeResult:
+    started, store = time.perf_counter(), storage.store
+    acfg, pcfg = CFG["answers"], CFG["pools"]
+    engine, stage = llm.engine(), "maia_answer_pools"
+    gen_p, cons_p, contra_p = load_prompt(P["answers"]), load_prompt(P["consistency"]), load_prompt(P["contradiction"])
+    parts, stat_parts, logs, attempt_frames = {}, {}, [], []
+    for batch in partition_keys(context):
+        log = RejectLog(stage, batch)
+        logs.append(log)
+        qs = batch_rows(store, "maia_questions", batch)
+        qrecs = qs.to_dict("records") if len(qs) else []
+        # 1. pools: imported answers as they are, else one generation per question
+        need = [q for q in qrecs if q.get("imported_answers") is None or len(q["imported_answers"]) == 0]
+        reqs = [LLMRequest(item_id=q["question_id"], prompt=gen_p,
+                           images=images(store, list(q["media_paths"]), int(acfg.get("max_images", 8))),
+                           variables={"question": q["question"], "category": categories()[q["category"]].label,
+                                      "definition": categories()[q["category"]].definition,
+                                      "evidence": "(see frames)", "n_answers": int(acfg["pool_size"])})
+                for q in need]
+        gen = {r.item_id: r for r in engine.run(stage, batch, reqs)}
+        pools: list[tuple[dict[str, Any], list[str], Any]] = []
+        for q in qrecs:
+            if q["question_id"] in gen:
+                r = gen[q["question_id"]]
+                if not r.ok:
+                    log.add(q["question_id"], "llm_failed", r.error_class or "", r.error or "")
+                    continue
+                pools.append((q, [str(a).strip() for a in r.data["answers"]], r))
+            else:
+                pools.append((q, [str(a) for a in q["imported_answers"]], None))
+        # 2. consistency of every answer (Fig. 9A) and contradiction inside each pool (Fig. 9B)
+        cons_reqs = [LLMRequest(item_id=f"{q['question_id']}_a{i}", prompt=cons_p,
+                                variables={"question": q["question"], "answer": a})
+                     for q, ans, _ in pools for i, a in enumerate(ans)]
+        cons = {r.item_id: r for r in engine.run(stage, batch, cons_reqs)}
+        contra_reqs = [LLMRequest(item_id=q["question_id"], prompt=contra_p, variables={
+            "question": q["question"], "answers": "\n".join(f"A{i + 1}: {a}" for i, a in enumerate(ans))})
+            for q, ans, _ in pools]
+        contra = {r.item_id: r for r in engine.run(stage, batch, contra_reqs)}
+        pool_objs, meta = [], {}
+        for q, ans, gres in pools:
+            qid = q["question_id"]
+            ids = [f"{qid}_a{i}" for i in range(len(ans))]
+            p = Pool(key=qid, member_ids=ids, texts=ans, context={"question": q["question"]})
+            scores = {}
+            for i, mid in enumerate(ids):
+                r = cons[mid]
+                scores[i] = int(r.data["score"]) if r.ok else None
+                if not r.ok:
+                    log.add(mid, "consistency_failed", r.error_class or "", r.error or "")
+                elif scores[i] == 0 and trusted(r):
+                    p.dropped[i] = "inconsistent_answer"
+            cr = contra[qid]
+            contradiction = bool(cr.data["contradiction"]) if cr.ok else None
+            meta[qid] = (q, gres, scores, contradiction, len(ans),
+                         contradiction and trusted(cr) and bool(acfg.get("drop_contradicting_pools", True)))
+            pool_objs.append(p)
+        # 3. equal strings / lexical overlap → rephrase, bounded rounds
+        attempts: list[dict[str, Any]] = []
+        rephrase, on_result = rephraser(engine, stage, batch, attempts)
+        live = [p for p in pool_objs if not meta[p.key][5]]
+        postprocess_pools(live, rephrase, threshold=float(pcfg["overlap_threshold"]),
+                          max_rounds=int(pcfg["max_rephrase_rounds"]), method=pcfg.get("overlap_method", "jaccard"),
+                          on_result=on_result)
+        attempt_frames.append(finalise_attempts(attempts, live))
+        rows, stats = [], []
+        for p in pool_objs:
+            q, gres, scores, contradiction, n0, drop_pool = meta[p.key]
+            for i, why in sorted(p.dropped.items()):
+                log.add(p.member_ids[i], why, detail=p.texts[i], related_id=p.key)
+            status, reason = "kept", None
+            if drop_pool:
+                status, reason = "rejected", "pool_contradiction"
+                p.stats_before = p.stats_before or pool_stats(p.kept_texts())
+                p.stats_after = p.stats_after or p.stats_before
+            elif len(p.alive()) < int(acfg["min_pool_size"]):
+                status, reason = "rejected", "pool_too_small"
+            if status == "rejected":
+                log.add(p.key, reason, detail=f"{len(p.alive())}/{n0} answers kept")
+            stats.append(stats_row("answers", p, q, status, reason, n0, {
+                "n_inconsistent": sum(1 for s in scores.values() if s == 0),
+                "n_partially_consistent": sum(1 for s in scores.values() if s == 2),
+                "contradiction": contradiction}))
+            if status != "kept":
+                continue
+            for i in p.alive():
+                rows.append({"answer_id": p.member_ids[i], "batch": batch, "question_id": p.key,
+                             "clip_id": q["clip_id"], "category": q["category"], "idx": i, "answer": p.texts[i],
+                             "original_answer": p.originals[i], "consistency": scores.get(i),
+                             "rephrased": p.rephrased.get(i, 0),
+                             "origin": "generated" if gres is not None else "imported",
+                             "prompt_hash": gres.prompt_hash if gres else None,
+                             "model": gres.model if gres else "human", "backend": gres.backend if gres else "human"})
+        parts[batch] = pd.DataFrame(rows)
+        stat_parts[f"answers__{batch}"] = pd.DataFrame(stats)
+    md = record_llm_calls(store, engine, [(stage, b) for b in parts])
+    att = pd.concat(attempt_frames, ignore_index=True) if attempt_frames else pd.DataFrame()
+    md["rephrase_attempts"] = record_llm_attempts(store, att, [(stage, b) for b in parts])
+    allstats = pd.concat(stat_parts.values(), ignore_index=True) if stat_parts else pd.DataFrame()
+    if len(allstats):
+        md.update(pool_metadata(allstats, "answers"))
+    return publish(store, {"maia_answer_pools": _typed(parts, "maia_answer_pools"),
+                           "maia_pool_stats": _typed(stat_parts, "maia_pool_stats")},
+                   rejects=logs, metadata=md, started=started)
+
+
+def _typed(parts: dict[str, pd.DataFrame], table: str) -> dict[str, pd.DataFrame]:
+    """Empty frames get the contract's columns (so publish can conform them)."""
+    from forge.contracts import load_contract
+
+    cols = load_contract(table).column_names
+    return {k: (v if len(v) else pd.DataFrame(columns=cols)) for k, v in parts.items()}
+
+
+# -- 3. true statements ------------------------------------------------------------------------
+@dg.asset(
+    **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["maia_answer_pools", "maia_questions"],
+    code_version=content_hash(VERSION, CFG.get("statements"), CFG.get("pools"),
+                              files=[P["statement"], P["rephrase_equal"], P["rephrase_overlap"]]),
+    check_specs=contract_check_specs("maia_statements", ["maia_statements", "maia_pool_stats"]),
+    metadata=table_metadata(["maia_statements"]),
+    description="MAIA true statements (App. A.5–A.6): one declarative statement per answer (question + answer), "
+                "then the same equal-string / lexical-overlap processing of each pool and TTR.",
+)
+def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
+                    llm: LLMResource) -> dg.MaterializeResult:
+    started, store = time.perf_counter(), storage.store
+    scfg, pcfg = CFG["statements"], CFG["pools"]
+    engine, stage, prompt = llm.engine(), "maia_statements", load_prompt(P["statement"])
+    parts, stat_parts, logs, attempt_frames = {}, {}, [], []
+    for batch in partition_keys(context):
+        log = RejectLog(stage, batch)
+        logs.append(log)
+        ans = batch_rows(store, "maia_answer_pools", batch)
+        qs = batch_rows(store, "maia_questions", batch)
+        qmap = qs.set_index("question_id").to_dict("index") if len(qs) else {}
+        arecs = [a for a in (ans.sort_values(["question_id", "idx"]).to_dict("records") if len(ans) else [])
+                 if a["question_id"] in qmap]
+        res = engine.run(stage, batch, [LLMRequest(item_id=a["answer_id"], prompt=prompt, variables={
+            "question": qmap[a["question_id"]]["question"], "answer": a["answer"]}) for a in arecs])
+        by_q: dict[str, list[tuple[dict[str, Any], Any]]] = {}
+        for a, r in zip(arecs, res):
+            if not r.ok:
+                log.add(a["answer_id"], "llm_failed", r.error_class or "", r.error or "")
+                continue
+            by_q.setdefault(a["question_id"], []).append((a, r))
+        pools = [Pool(key=qid, member_ids=[f"{qid}_s{int(a['idx'])}" for a, _ in members],
+                      texts=[str(r.data["statement"]).strip() for _, r in members],
+                      context={"question": qmap[qid]["question"]}) for qid, members in by_q.items()]
+        attempts: list[dict[str, Any]] = []
+        rephrase, on_result = rephraser(engine, stage, batch, attempts)
+        postprocess_pools(pools, rephrase, threshold=float(pcfg["overlap_threshold"]),
+                          max_rounds=int(pcfg["max_rephrase_rounds"]), method=pcfg.get("overlap_method", "jaccard"),
+                          on_result=on_result)
+        attempt_frames.append(finalise_attempts(attempts, pools))
+        rows, stats = [], []
+        for p in pools:
+            q = {"question_id": p.key, **qmap[p.key]}
+            members = by_q[p.key]
+            for i, why in sorted(p.dropped.items()):
+                log.add(p.member_ids[i], why, detail=p.texts[i], related_id=p.key)
+            status, reason = "kept", None
+            if len(p.alive()) < int(scfg["min_pool_size"]):
+                status, reason = "rejected", "pool_too_small"
+                log.add(p.key, reason, detail=f"{len(p.alive())}/{len(members)} statements kept")
+            stats.append(stats_row("statements", p, q, status, reason, len(members), {}))
+            if status != "kept":
+                continue
+            for i in p.alive():
+                a, r = members[i]
+                rows.append({"statement_id": p.member_ids[i], "batch": batch, "question_id": p.key,
+                             "answer_id": a["answer_id"], "clip_id": a["clip_id"], "category": a["category"],
+                             "idx": int(a["idx"]), "statement": p.texts[i], "original_statement": p.originals[i],
+                             "rephrased": p.rephrased.get(i, 0), "prompt_hash": r.prompt_hash, "model": r.model,
+                             "backend": r.backend})
+        parts[batch] = pd.DataFrame(rows)
+        stat_parts[f"statements__{batch}"] = pd.DataFrame(stats)
+    md = record_llm_calls(store, engine, [(stage, b) for b in parts])
+    att = pd.concat(attempt_frames, ignore_index=True) if attempt_frames else pd.DataFrame()
+    md["rephrase_attempts"] = record_llm_attempts(store, att, [(stage, b) for b in parts])
+    allstats = pd.concat(stat_parts.values(), ignore_index=True) if stat_parts else pd.DataFrame()
+    if len(allstats):
+        md.update(pool_metadata(allstats, "statements"))
+    return publish(store, {"maia_statements": _typed(parts, "maia_statements"),
+                           "maia_pool_stats": _typed(stat_parts, "maia_pool_stats")},
+                   rejects=logs, metadata=md, started=started)
+
+
+# -- 4. foils ------------------------------------------------------------------------------------
+@dg.asset(
+    **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["maia_statements"],
+    code_version=content_hash(VERSION, CFG.get("foils"), files=[*FOIL_PROMPTS, P["foil_structural"], CATEGORIES_FILE]),
+    check_specs=contract_check_specs("maia_foils", ["maia_foils"]),
+    metadata=table_metadata(["maia_foils"]),
+    description="MAIA foils (App. A.7–A.8): a minimal category-specific edit of each true statement (one prompt per "
+                "category), structural check + NLI contradiction test; entailed / invalid foils are regenerated.",
+)
+def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource,
+               nli: NLIResource) -> dg.MaterializeResult:
+    started, store, fcfg = time.perf_counter(), storage.store, CFG["foils"]
+    engine, stage = llm.engine(), "maia_foils"
+    foil_prompts = {c: load_prompt(F.foil_prompt_file(PROMPTS, c)) for c in CATEGORY_NAMES}
+    struct_p = load_prompt(P["foil_structural"])
+    advisory = engine.backend_name == "stub"
+    parts, logs, attempt_frames, nli_counts = {}, [], [], {"entailment": 0, "neutral": 0, "contradiction": 0}
+    first_round_entailed = total_first = 0
+    for batch in partition_keys(context):
+        log = RejectLog(stage, batch)
+        logs.append(log)
+        st = batch_rows(store, "maia_statements", batch)
+        recs = st.sort_values("statement_id").to_dict("records") if len(st) else []
+        cap = int(fcfg.get("max_statements_per_question", 8))
+        recs = [r for r in recs if int(r["idx"]) < cap] if cap else recs
+        reqs = [LLMRequest(item_id=r["statement_id"], prompt=foil_prompts[r["category"]],
+                           variables={"caption": r["statement"], "category_key": r["category"]}) for r in recs]
+        labels: dict[str, str] = {}
+        first_labels: dict[str, str] = {}
+        nli_clf = nli.classifier(engine=engine, stage=f"{stage}_nli", partition=batch)
+        nli_inner = F.nli_check(nli_clf, labels)
+
+        def nli_contradiction(req: LLMRequest, data: dict[str, Any]):
+            v = nli_inner(req, data)
+            first_labels.setdefault(req.item_id, labels.get(req.item_id, ""))
+            # stub NLI labels are placeholders: recorded, never a reason to regenerate
+            return None if advisory and v is not None and v.label == "major" else v
+
+        def judge(req: LLMRequest, data: dict[str, Any]) -> LLMRequest:
+            return F.structural_request(req, data, struct_p)
+
+        def verdict(data: dict[str, Any]):
+            v = F.structural_verdict(data)
+            return F.Verdict("pass", v.feedback, "judge") if advisory else v
+
+        run = refine(engine, stage, batch, reqs, checks=[F.minimal_edit_check(float(fcfg["max_edit_ratio"])),
+                                                          nli_contradiction],
+                     judge=judge, parse_verdict=verdict, max_rounds=int(fcfg["max_rounds"]))
+        attempt_frames.append(run.attempts_frame())
+        run.add_rejects(log)
+        by_id = {r["statement_id"]: r for r in recs}
+        rows = []
+        for o in run.accepted():
+            r, foil = by_id[o.item_id], str(o.data["foil"]).strip()
+            dist, ratio = F.edit_size(r["statement"], foil)
+            structural = next((a for a in reversed(o.attempts) if a["step"] == "judge"), None)
+            rows.append({"foil_id": f"{r['question_id']}_f{int(r['idx'])}", "batch": batch,
+                         "statement_id": o.item_id, "question_id": r["question_id"], "clip_id": r["clip_id"],
+                         "category": r["category"], "statement": r["statement"], "foil": foil,
+                         "edit_distance": dist, "edit_ratio": ratio,
+                         "structural_valid": bool(json.loads(structural["output"]).get("valid"))
+                         if structural and structural["output"] else False,
+                         "nli_label": labels.get(o.item_id) or None, "nli_backend": nli.backend,
+                         "rounds": o.rounds, "prompt_hash": o.result.prompt_hash, "model": o.result.model,
+                         "backend": o.result.backend})
+        for lab in labels.values():
+            nli_counts[lab] = nli_counts.get(lab, 0) + 1
+        total_first += len(first_labels)
+        first_round_entailed += sum(1 for v in first_labels.values() if v == "entailment")
+        parts[batch] = pd.DataFrame(rows)
+    md = record_llm_calls(store, engine, [(stage, b) for b in parts] + [(f"{stage}_nli", b) for b in parts])
+    att = pd.concat(attempt_frames, ignore_index=True) if attempt_frames else pd.DataFrame()
+    md["refine_attempts"] = record_llm_attempts(store, att, [(stage, b) for b in parts])
+    md["nli_backend"] = nli.backend
+    md["nli_final_labels"] = dg.MetadataValue.json(nli_counts)
+    md["first_foil_entailment_rate"] = round(first_round_entailed / total_first, 4) if total_first else 0.0
+    if advisory:
+        md["judge_note"] = "stub backend: structural and NLI verdicts recorded, not applied"
+    return publish(store, {"maia_foils": _typed(parts, "maia_foils")}, rejects=logs, metadata=md, started=started)
+
+
+# -- 5. items ------------------------------------------------------------------------------------
+@dg.asset(
+    **COMMON, kinds={"python", "parquet"}, deps=["maia_foils", "maia_answer_pools", "maia_questions", "maia_statements"],
+    code_version=content_hash(VERSION, CFG.get("items")),
+    check_specs=contract_check_specs("maia_items", ["maia_items"]),
+    metadata=table_metadata(["maia_items"]),
+    description="MAIA items (§4): statement_verification (true vs foil, A/B by a seeded shuffle) and open_ended "
+                "(question + its pool of references), in the common benchmark-item columns.",
+)
+def maia_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+    started, store = time.perf_counter(), storage.store
+    parts = {}
+    for batch in partition_keys(context):
+        units = {u["clip_id"]: u for u in clip_units(store, batch)}
+        qs = batch_rows(store, "maia_questions", batch)
+        for q in (qs.to_dict("records") if len(qs) else []):  # clips gone from the trunk keep their frames
+            units.setdefault(q["clip_id"], {"item_id": q["source_item_id"], "source": q["source"],
+                                            "media_paths": list(q["media_paths"])})
+        parts[batch] = build_items(qs, batch_rows(store, "maia_answer_pools", batch),
+                                   batch_rows(store, "maia_statements", batch), batch_rows(store, "maia_foils", batch),
+                                   units, seed=str(CFG.get("items", {}).get("seed", "maia")))
+    allitems = pd.concat(parts.values(), ignore_index=True) if parts else pd.DataFrame()
+    md: dict[str, Any] = {}
+    if len(allitems):
+        md["items_by_task"] = dg.MetadataValue.json(allitems["task"].value_counts().to_dict())
+        md["items_by_category"] = dg.MetadataValue.json(allitems["category"].value_counts().to_dict())
+    return publish(store, {"maia_items": _typed(parts, "maia_items")}, metadata=md, started=started)
