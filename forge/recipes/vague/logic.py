@@ -64,7 +64,9 @@ def _detected_by_frame(detections: pd.DataFrame) -> dict[str, list[str]]:
 def caption_objects(caption: str | None) -> list[str]:
     """Content words of a caption, in order, deduplicated (the ``caption`` vocabulary fallback)."""
     out: list[str] = []
-    for w in lexicon.content_words(caption or ""):
+    if not isinstance(caption, str):   # None or NaN from a frame without a caption
+        return out
+    for w in lexicon.content_words(caption):
         if len(w) > 2 and w not in out:
             out.append(w)
     return out
