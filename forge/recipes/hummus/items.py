@@ -72,8 +72,8 @@ def build_items(ann: dict[str, Any], regions: list[dict[str, Any]]) -> list[dict
         "backend": ann["backend"],
         "model": ann["model"],
         "prompt_hash": ann["prompt_hash"],
-        "annotation_id": ann["annotation_id"],
-        "caption": ann["caption"],
+        "extra": json.dumps({"annotation_id": ann["annotation_id"], "caption": ann["caption"],
+                             "caption_origin": ann.get("caption_origin")}),
     }
 
     def row(task: str, answer: str, references: list[str] | None, options=None, option_types=None) -> dict[str, Any]:

@@ -151,7 +151,61 @@ def build_item(q: Question, image: dict[str, Any], labels: dict[str, Any], seed:
         "channel": image.get("channel"),
         "batch": image["batch"],
         "labels": json.dumps({k: labels[k] for k in ("image_type", "domain", "emotion", "rhetoric", "difficulty")}),
-        "explanation": labels.get("explanation", ""),
-        "nuance": q.nuance,
-        "round": q.round,
+        "extra": json.dumps({"explanation": labels.get("explanation", ""), "nuance": q.nuance, "round": q.round}),
     }
+
+
+# -- a whole image's question set (the unit of the refine loop) -----------------------
+def questions_text(questions: list[Question]) -> str:
+    """How the judge sees the set: each question, its intended answer, numbered distractors."""
+    blocks = []
+    for k, q in enumerate(questions, 1):
+        ds = "\n".join(f"    {i}. {d}" for i, d in enumerate(q.distractors, 1))
+        blocks.append(f"Question {k}: {q.question}\n  Intended answer: {q.correct}\n  Distractors:\n{ds}")
+    return "\n\n".join(blocks)
+
+
+def apply_set_judge(questions: list[Question], data: dict[str, Any]) -> list[Question]:
+    """Apply the judge's per-question verdicts (by 1-based index); an unjudged question fails."""
+    by_index = {int(v.get("index", 0)): v for v in data.get("questions") or []}
+    for k, q in enumerate(questions, 1):
+        v = by_index.get(k)
+        if v is None:
+            q.problems.append(IMPLAUSIBLE)
+            q.feedback.append("the reviewer did not judge this question")
+        else:
+            apply_judge(q, v)
+    return questions
+
+
+def set_feedback(questions: list[Question]) -> str:
+    """Refine feedback for a set: what is wrong with which question; passing ones stay."""
+    failed = [(k, q) for k, q in enumerate(questions, 1) if q.problems]
+    keep = [k for k, q in enumerate(questions, 1) if not q.problems]
+    lines = [f"Question {k} (\"{q.question}\"): " + "; ".join(q.feedback) for k, q in failed]
+    if keep:
+        lines.append("Keep question(s) " + ", ".join(map(str, keep)) + " exactly as they are; rewrite only the others.")
+    return "\n".join(lines)
+
+
+def resolve_set(attempts: list[dict[str, Any]], dup_threshold: float = 0.9) -> tuple[list[Question], list[Question]]:
+    """(accepted, failed) questions of an image from its refine attempts' last round.
+
+    The refine loop judges a whole set; when K rounds run out with some questions still
+    failing, the questions that passed both the code checks and the judge in the last round
+    are kept, and each failing one is rejected with its own reason.
+    """
+    gens = [a for a in attempts if a["step"] == "generate" and a.get("output")]
+    if not gens:
+        return [], []
+    last = gens[-1]
+    qs = [code_check(q, dup_threshold) for q in parse_questions(json.loads(last["output"]), last["round"] + 1)]
+    judged = [a for a in attempts if a["step"] == "judge" and a["round"] == last["round"] and a.get("output")]
+    if judged:
+        apply_set_judge(qs, json.loads(judged[-1]["output"]))
+    else:
+        for q in qs:
+            if not q.problems:
+                q.problems.append("set_failed_code_check")
+                q.feedback.append("not judged: another question of the set failed the code checks")
+    return [q for q in qs if not q.problems], [q for q in qs if q.problems]

@@ -1,0 +1,345 @@
+"""II-Bench (ii-bench.md §3.2, App. B): per image, after the trunk's dedup and OCR filter.
+
+iibench_implication  LLM judge (or the human verdict table) keeps images with an implication
+iibench_labels       type / domain / emotion / rhetoric / difficulty + explanation (refined)
+iibench_items        1-3 six-option questions per image, distractor-checked (refined)
+"""
+
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+import yaml
+
+from assets.common import SINGLE_RUN, batches, contract_check_specs, partition_keys, publish, table_metadata
+from assets.llm_support import record_llm_attempts, record_llm_calls
+from forge.llm.prompts import load_prompt
+from forge.llm.refine import Verdict, refine
+from forge.llm.types import ImageInput, LLMRequest
+from forge.recipes.iibench import implication as imp
+from forge.recipes.iibench import items as it
+from forge.recipes.iibench import taxonomy as tax
+from forge.storage import RejectLog, TableStore
+from forge.versioning import content_hash
+from resources.llm import LLMResource
+from resources.storage import StorageResource
+
+VERSION = "1"
+ROOT = Path(__file__).resolve().parents[3]
+PROMPTS = Path(__file__).with_name("prompts")
+CONFIG_PATH = ROOT / "config" / "recipes" / "iibench.yaml"
+CFG: dict[str, Any] = yaml.safe_load(CONFIG_PATH.read_text())
+P_IMPLICATION = PROMPTS / "implication.yaml"
+P_LABELS = PROMPTS / "labels.yaml"
+P_QUESTIONS = PROMPTS / "questions.yaml"
+P_JUDGE = PROMPTS / "distractor_judge.yaml"
+
+
+class ImplicationConfig(dg.Config):
+    human_verdicts: str | None = CFG["implication"].get("human_verdicts")
+    max_images_per_batch: int | None = CFG["implication"].get("max_images_per_batch")
+
+
+class LabelsConfig(dg.Config):
+    max_rounds: int = CFG["labels"]["max_rounds"]
+    min_explanation_words: int = CFG["labels"]["min_explanation_words"]
+
+
+class ItemsConfig(dg.Config):
+    questions_per_image: int = CFG["items"]["questions_per_image"]
+    max_rounds: int = CFG["items"]["max_rounds"]
+    near_duplicate_threshold: float = CFG["items"]["near_duplicate_threshold"]
+    seed: int = CFG["items"]["seed"]
+
+
+def _image(store: TableStore, row: Any) -> ImageInput:
+    return ImageInput(path=store.data_dir / row["path"])
+
+
+def _read_for(store: TableStore, table: str, batch: str, ids: list[str]) -> pd.DataFrame:
+    """Rows of ``table`` for ``ids``: its batch partition when it is partitioned, else the table."""
+    if not ids or not store.exists(table):
+        return pd.DataFrame(columns=["frame_id"])
+    if store.part_path(table, batch).exists():
+        df = store.read(table, parts=[batch])
+    else:
+        quoted = ",".join("'" + i.replace("'", "''") + "'" for i in ids)
+        df = store.read(table, where=f"frame_id in ({quoted})")
+    return df[df["frame_id"].isin(ids)]
+
+
+def candidate_images(store: TableStore, batch: str, rejects: RejectLog) -> pd.DataFrame:
+    """Image frames of the batch that dedup kept and the OCR text-ratio filter passed."""
+    frames = store.read("frames", parts=[batch])
+    if frames.empty:
+        return frames
+    frames = frames[frames["kind"] == "image"].sort_values("frame_id")
+    ids = frames["frame_id"].tolist()
+    dup = _read_for(store, "duplicates", batch, ids).set_index("frame_id")
+    txt = _read_for(store, "text_ratio", batch, ids).set_index("frame_id")
+    keep = []
+    for fid in ids:
+        if fid not in dup.index:
+            rejects.add(fid, "not_deduplicated", detail="no row in `duplicates` (run dedup first)")
+        elif not bool(dup.at[fid, "is_kept"]):
+            rejects.add(fid, "duplicate", detail="dedup kept another copy", related_id=str(dup.at[fid, "kept_frame_id"]))
+        elif fid not in txt.index:
+            rejects.add(fid, "no_text_ratio", detail="no row in `text_ratio` (run the OCR filter first)")
+        elif not bool(txt.at[fid, "passes"]):
+            rejects.add(fid, "text_ratio_exceeded", detail=f"text covers {float(txt.at[fid, 'ratio']):.1%} of the image")
+        else:
+            keep.append(fid)
+    out = frames[frames["frame_id"].isin(keep)].copy()
+    out["ocr_text"] = out["frame_id"].map(lambda f: str(txt.at[f, "text"]) if "text" in txt.columns and pd.notna(txt.at[f, "text"]) else "")
+    return out
+
+
+# -- 5. implication filter --------------------------------------------------------------
+@dg.asset(
+    group_name="iibench", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    deps=["frames", "duplicates", "text_ratio"],
+    code_version=content_hash(VERSION, CFG["implication"], files=[P_IMPLICATION]),
+    check_specs=contract_check_specs("iibench_implication", ["iibench_implication"]),
+    metadata=table_metadata(["iibench_implication"]),
+    description="II-Bench Stage 3: keep images with a metaphorical or suggestive implication (LLM judge with "
+                "reasons; a human verdict table overrides it). Dropped images → rejects (no_implication).",
+)
+def iibench_implication(context: dg.AssetExecutionContext, config: ImplicationConfig, storage: StorageResource,
+                        llm: LLMResource) -> dg.MaterializeResult:
+    t0 = time.perf_counter()
+    store, engine = storage.store, llm.engine()
+    prompt = load_prompt(P_IMPLICATION)
+    verdict_path = config.human_verdicts
+    if verdict_path and not Path(verdict_path).is_absolute():
+        verdict_path = str(ROOT / verdict_path)
+    human = imp.load_human_verdicts(verdict_path)
+    tables, logs, counts = {}, [], {"candidates": 0, "kept": 0, "dropped": 0, "human": 0, "judge_failed": 0}
+    for part in partition_keys(context):
+        rej = RejectLog("iibench_implication", part)
+        cands = candidate_images(store, part, rej)
+        if config.max_images_per_batch is not None:
+            cands = cands.head(config.max_images_per_batch)
+        rows, ask = [], []
+        for r in cands.to_dict("records"):
+            base = {k: r[k] for k in ("frame_id", "batch", "item_id", "source", "path")} | {"ocr_text": r["ocr_text"]}
+            hv = imp.human_verdict_for(human, r["frame_id"], r["item_id"])
+            if hv is not None:
+                rows.append(base | {"keep": hv.keep, "origin": "human", "implication": None, "reason": hv.note,
+                                    "prompt_name": None, "prompt_hash": None, "model": "human", "backend": "human"})
+            else:
+                ask.append((base, LLMRequest(r["frame_id"], prompt, {"ocr_text": r["ocr_text"] or "(none)"},
+                                             images=[_image(store, r)])))
+        results = engine.run("iibench_implication", part, [q for _, q in ask])
+        for (base, _), res in zip(ask, results):
+            if not res.ok:
+                rej.add(base["frame_id"], "judge_failed", res.error_class or "", res.error or "")
+                counts["judge_failed"] += 1
+                continue
+            keep, implication, reason = imp.parse_judge(res.data or {})
+            rows.append(base | {"keep": keep, "origin": "llm", "implication": implication, "reason": reason,
+                                "prompt_name": res.prompt_name, "prompt_hash": res.prompt_hash, "model": res.model,
+                                "backend": res.backend})
+        for row in rows:
+            if not row["keep"]:
+                rej.add(row["frame_id"], "no_implication", detail=f"[{row['origin']}] {row['reason'] or ''}".strip())
+        df = pd.DataFrame(rows, columns=["frame_id", "batch", "item_id", "source", "path", "keep", "origin",
+                                         "implication", "reason", "ocr_text", "prompt_name", "prompt_hash", "model",
+                                         "backend"])
+        tables[part] = df
+        logs.append(rej)
+        counts["candidates"] += len(cands)
+        counts["kept"] += int(df["keep"].sum()) if len(df) else 0
+        counts["dropped"] += int((~df["keep"].astype(bool)).sum()) if len(df) else 0
+        counts["human"] += int((df["origin"] == "human").sum()) if len(df) else 0
+    md = record_llm_calls(store, engine, [("iibench_implication", p) for p in tables])
+    judged = counts["kept"] + counts["dropped"]
+    md |= {f"images_{k}": v for k, v in counts.items()}
+    md["keep_rate"] = round(counts["kept"] / judged, 4) if judged else 0.0
+    md["human_override_rate"] = round(counts["human"] / judged, 4) if judged else 0.0
+    return publish(store, {"iibench_implication": tables}, rejects=logs, metadata=md,
+                   asset_key=context.asset_key, started=t0)
+
+
+# -- 6. labels --------------------------------------------------------------------------
+def labels_check(min_words: int):
+    def labels_valid(_req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
+        _, problems = tax.validate_labels(data)
+        n = len(str(data.get("explanation") or "").split())
+        if n < min_words:
+            problems.append(f"explanation: {n} words; explain the implication in at least {min_words} words")
+        return Verdict("major", "\n".join(problems), "labels_valid") if problems else None
+    return labels_valid
+
+
+@dg.asset(
+    group_name="iibench", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    deps=["iibench_implication"],
+    code_version=content_hash(VERSION, CFG["labels"], files=[P_LABELS, tax.TAXONOMY_PATH]),
+    check_specs=contract_check_specs("iibench_labels", ["iibench_labels"]),
+    metadata=table_metadata(["iibench_labels"]),
+    description="II-Bench App. B.2 labels per kept image: image type, domain, emotion, rhetoric (multi), "
+                "difficulty and the explanation of the implication; label sets validated in code, refined.",
+)
+def iibench_labels(context: dg.AssetExecutionContext, config: LabelsConfig, storage: StorageResource,
+                   llm: LLMResource) -> dg.MaterializeResult:
+    t0 = time.perf_counter()
+    store, engine = storage.store, llm.engine()
+    prompt = load_prompt(P_LABELS)
+    label_vars = {"image_types": tax.values("image_type"), "domains": tax.values("domain"),
+                  "emotions": tax.values("emotion"), "rhetorics": tax.values("rhetoric"),
+                  "difficulties": tax.values("difficulty")}
+    label_vars = {k: ", ".join(v) for k, v in label_vars.items()}
+    tables, logs, attempts, n_in = {}, [], [], 0
+    for part in partition_keys(context):
+        rej = RejectLog("iibench_labels", part)
+        kept = store.read("iibench_implication", parts=[part])
+        kept = kept[kept["keep"].astype(bool)] if len(kept) else kept
+        n_in += len(kept)
+        by_id = {r["frame_id"]: r for r in kept.to_dict("records")}
+        reqs = [LLMRequest(fid, prompt, label_vars | {"implication": r["implication"] or r["reason"] or "(not stated)"},
+                           images=[_image(store, r)]) for fid, r in by_id.items()]
+        run = refine(engine, "iibench_labels", part, reqs, checks=[labels_check(config.min_explanation_words)],
+                     max_rounds=config.max_rounds)
+        rows = []
+        for o in run.outcomes:
+            if not o.accepted:
+                reason = "invalid_labels" if o.reason == "max_rounds" else o.reason
+                rej.add(o.item_id, reason, "RefineReject", o.detail or "")
+                continue
+            r, data = by_id[o.item_id], o.data or {}
+            labels, _ = tax.validate_labels(data)
+            rows.append({k: r[k] for k in ("frame_id", "batch", "item_id", "source", "path")} | labels | {
+                "explanation": " ".join(str(data["explanation"]).split()), "implication": r["implication"],
+                "rounds": o.rounds, "prompt_name": o.result.prompt_name, "prompt_hash": o.result.prompt_hash,
+                "model": o.result.model, "backend": o.result.backend})
+        tables[part] = pd.DataFrame(rows)
+        logs.append(rej)
+        attempts.append(run.attempts_frame())
+    record_llm_attempts(store, pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame(),
+                        [("iibench_labels", p) for p in tables])
+    md = record_llm_calls(store, engine, [("iibench_labels", p) for p in tables])
+    n_out = sum(len(d) for d in tables.values())
+    md |= {"images_in": n_in, "labelled": n_out, "label_reject_rate": round(1 - n_out / n_in, 4) if n_in else 0.0}
+    if n_out:
+        allrows = pd.concat(tables.values(), ignore_index=True)
+        md["by_domain"] = dg.MetadataValue.json(allrows["domain"].value_counts().to_dict())
+        md["by_image_type"] = dg.MetadataValue.json(allrows["image_type"].value_counts().to_dict())
+    return publish(store, {"iibench_labels": tables}, rejects=logs, metadata=md, asset_key=context.asset_key, started=t0)
+
+
+# -- 7. items -----------------------------------------------------------------------------
+def questions_check(threshold: float):
+    def options_distinct(_req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
+        qs = [it.code_check(q, threshold) for q in it.parse_questions(data)]
+        if any(q.problems for q in qs):
+            return Verdict("major", it.set_feedback(qs), "options_distinct")
+        return None
+    return options_distinct
+
+
+def judge_builder(prompt, explanations: dict[str, str]):
+    def build(req: LLMRequest, data: dict[str, Any]) -> LLMRequest:
+        qs = it.parse_questions(data)
+        return LLMRequest(req.item_id, prompt, {"explanation": explanations[req.item_id],
+                                                "questions": it.questions_text(qs)}, images=list(req.images))
+    return build
+
+
+def judge_verdict(data: dict[str, Any]) -> Verdict:
+    """Set-level verdict: every question passes → pass; otherwise major (regenerate the failing ones).
+
+    The judge reply carries no question text, so the per-question problems are recomputed by
+    ``resolve_set`` from the attempts; here the feedback names the failing indices and why.
+    """
+    failing = []
+    for v in data.get("questions") or []:
+        q = it.apply_judge(it.Question("", "", [""] * it.N_DISTRACTORS), v)
+        if q.problems:
+            failing.append(f"Question {v.get('index')}: " + "; ".join(q.feedback))
+    if not data.get("questions"):
+        failing.append("the reviewer judged no question")
+    return Verdict("major", "\n".join(failing), "judge") if failing else Verdict("pass", "", "judge")
+
+
+@dg.asset(
+    group_name="iibench", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    deps=["iibench_labels"],
+    code_version=content_hash(VERSION, CFG["items"], files=[P_QUESTIONS, P_JUDGE]),
+    check_specs=contract_check_specs("iibench_items", ["iibench_items"]),
+    metadata=table_metadata(["iibench_items"]),
+    description="II-Bench items: 1-3 single-answer questions per image with six options (one correct, five "
+                "distractors about the implication's nuances), code-checked for duplicates and judged (each "
+                "distractor plausible, none also correct), regenerated with feedback up to K rounds; seeded order.",
+)
+def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storage: StorageResource,
+                  llm: LLMResource) -> dg.MaterializeResult:
+    t0 = time.perf_counter()
+    store, engine = storage.store, llm.engine()
+    p_q, p_j = load_prompt(P_QUESTIONS), load_prompt(P_JUDGE)
+    n_q = max(1, min(3, config.questions_per_image))
+    tables, logs, attempts = {}, [], []
+    stats = {"images": 0, "questions_accepted": 0, "questions_rejected": 0, "images_rejected": 0,
+             "refine_rounds": 0}
+    reasons: dict[str, int] = {}
+    for part in partition_keys(context):
+        rej = RejectLog("iibench_items", part)
+        lab = store.read("iibench_labels", parts=[part])
+        recs = {r["frame_id"]: r for r in lab.to_dict("records")}
+        stats["images"] += len(recs)
+        reqs = []
+        for fid, r in recs.items():
+            labels_txt = json.dumps({k: (list(r[k]) if k == "rhetoric" else r[k]) for k in tax.AXES})
+            reqs.append(LLMRequest(fid, p_q, {"explanation": r["explanation"], "labels": labels_txt,
+                                              "n_questions": n_q}, images=[_image(store, r)]))
+        run = refine(engine, "iibench_items", part, reqs, checks=[questions_check(config.near_duplicate_threshold)],
+                     judge=judge_builder(p_j, {f: r["explanation"] for f, r in recs.items()}),
+                     parse_verdict=judge_verdict, max_rounds=config.max_rounds)
+        rows = []
+        for o in run.outcomes:
+            r = recs[o.item_id]
+            stats["refine_rounds"] += o.rounds
+            if o.reason in ("generation_failed", "judge_failed", "verdict_reject"):
+                rej.add(o.item_id, o.reason, "RefineReject", o.detail or "")
+                stats["images_rejected"] += 1
+                reasons[o.reason] = reasons.get(o.reason, 0) + 1
+                continue
+            accepted, failed = it.resolve_set(o.attempts, config.near_duplicate_threshold)
+            for q in failed:
+                code = it.primary_reason(q)
+                rej.add(it.item_id(o.item_id, q.question), code, "QuestionReject",
+                        f"{q.question} — " + "; ".join(q.feedback), related_id=o.item_id)
+                reasons[code] = reasons.get(code, 0) + 1
+            if not accepted:
+                stats["images_rejected"] += 1
+            gen = o.result
+            last_gen = [a for a in o.attempts if a["step"] == "generate" and a.get("output")][-1:] or [{}]
+            judge_hash = next((a["prompt_hash"] for a in reversed(o.attempts) if a["step"] == "judge"), "")
+            for q in accepted:
+                labels = {k: (list(r[k]) if k == "rhetoric" else r[k]) for k in tax.AXES} | {"explanation": r["explanation"]}
+                row = it.build_item(q, r, labels, config.seed)
+                extra = json.loads(row["extra"]) | {"judge_prompt_hash": judge_hash}
+                row |= {"extra": json.dumps(extra),
+                        "backend": gen.backend if gen else last_gen[0].get("backend"),
+                        "model": gen.model if gen else last_gen[0].get("model"),
+                        "prompt_hash": gen.prompt_hash if gen else last_gen[0].get("prompt_hash")}
+                if all(x["item_id"] != row["item_id"] for x in rows):
+                    rows.append(row)
+        stats["questions_accepted"] += len(rows)
+        stats["questions_rejected"] += sum(1 for x in rej.rows if x["error_class"] == "QuestionReject")
+        tables[part] = pd.DataFrame(rows)
+        logs.append(rej)
+        attempts.append(run.attempts_frame())
+    record_llm_attempts(store, pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame(),
+                        [("iibench_items", p) for p in tables])
+    md = record_llm_calls(store, engine, [("iibench_items", p) for p in tables])
+    total_q = stats["questions_accepted"] + stats["questions_rejected"]
+    md |= stats
+    md["distractor_failure_rate"] = round(sum(reasons.get(c, 0) for c in (it.ALSO_CORRECT, it.IMPLAUSIBLE))
+                                          / total_q, 4) if total_q else 0.0
+    md["duplicate_option_rate"] = round(reasons.get(it.DUPLICATE_OPTIONS, 0) / total_q, 4) if total_q else 0.0
+    md["reject_reasons"] = dg.MetadataValue.json(reasons)
+    return publish(store, {"iibench_items": tables}, rejects=logs, metadata=md, asset_key=context.asset_key, started=t0)
