@@ -70,7 +70,8 @@ def item_problems(df: pd.DataFrame) -> list[str]:
         except (TypeError, ValueError):
             problems.append(f"{iid}: labels/extra not JSON")
         if r["task"] == "multi_select":
-            opts, types = list(r["options"] or []), list(r["option_types"] or [])
+            opts = [] if r["options"] is None else list(r["options"])
+            types = [] if r["option_types"] is None else list(r["option_types"])
             gold = parse_letters(r["answer"])
             want = [chr(65 + i) for i, t in enumerate(types) if t == "correct"]
             if len(opts) != 5 or len(types) != 5:
