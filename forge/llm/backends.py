@@ -10,6 +10,7 @@ with ``retryable`` set, so the engine's retry logic does not depend on the clien
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from dataclasses import dataclass, field
@@ -94,14 +95,22 @@ class OpenAIBackend:
 
     async def complete(self, model, messages, params, response_format, schema, seed) -> Reply:
         import openai
+        from openai.types.chat import ChatCompletion
 
         kwargs: dict[str, Any] = {"model": model, "messages": messages, **params}
         if response_format is not None:
             kwargs["response_format"] = response_format
         t0 = time.perf_counter()
         try:
-            raw = await self.client().chat.completions.with_raw_response.create(**kwargs)
+            # POST the plain JSON body through the client (auth, transport, error mapping), without
+            # ``chat.completions.create``'s TypedDict transform of every message: that walk cost
+            # ~5 ms of CPU per request (profiled), a third of the wall time at 64 in flight.
+            raw = await self.client().post(
+                "/chat/completions", cast_to=ChatCompletion, body=kwargs,
+                options={"headers": {"X-Stainless-Raw-Response": "raw"}})
             resp = raw.parse()
+            if inspect.isawaitable(resp):
+                resp = await resp
             headers = {k.lower(): v for k, v in raw.headers.items() if k.lower().startswith(("x-ratelimit", "retry-after"))}
         except openai.APITimeoutError as exc:
             # The aiohttp transport reports a refused connection as a timeout too: tell them apart.
