@@ -32,7 +32,7 @@ class DetectorResource(dg.ConfigurableResource):
     conf: float = 0.25
     iou: float = 0.45
     imgsz: int = 640
-    batch_size: int = 16
+    batch_size: int = 0  # 0 = auto (16 on CUDA, 1 on CPU)
     allow_download: bool = False
     decode_workers: int = 4
     max_side: int = 1920

@@ -14,7 +14,7 @@ import pandas as pd
 import yaml
 
 from assets.common import SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish, table_metadata
-from forge.storage import RejectLog, TableStore
+from forge.storage import RejectLog, TableStore, register_view
 from forge.versioning import content_hash
 from forge.vision.evidence import build_evidence
 from forge.vision.pipeline import DecodeOptions, run_detection, run_indicators, run_ram, select_kept
@@ -50,6 +50,14 @@ class RichSceneConfig(dg.Config):
     min_tags: int = int(RICH.get("min_tags", 1))
     top_n: Optional[int] = RICH.get("top_n")
     top_fraction: Optional[float] = RICH.get("top_fraction", 0.5)
+
+# rich_scenes ranks within a batch partition (so a new batch never rewrites old files); this
+# view ranks every kept frame of a source across all its batches (VAGUE's global top-N).
+register_view(
+    "rich_scenes_by_source",
+    "select *, row_number() over (partition by source order by n_tags desc, n_persons desc, frame_id) "
+    "as source_rank from rich_scenes",
+)
 
 
 def read_batch(store: TableStore, table: str, batch: str) -> pd.DataFrame:

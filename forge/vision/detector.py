@@ -116,7 +116,7 @@ class YoloDetector:
     conf: float = 0.25
     iou: float = 0.45
     imgsz: int = 640
-    batch_size: int = 16
+    batch_size: int = 0  # 0 = auto: 16 on CUDA; 1 on CPU, where batching measured slower (docs/vision.md)
     max_det: int = 300
     classes: list[int] | None = None
     allow_download: bool = False
@@ -132,6 +132,8 @@ class YoloDetector:
         self.device = pick_device(self.device)
         if self.half is None:
             self.half = self.device.startswith("cuda")
+        if self.batch_size <= 0:
+            self.batch_size = 16 if self.device.startswith("cuda") else 1
         self.model = ul.YOLO(self.spec.source, task="detect")
         names = dict(self.model.names)
         if self.spec.kind == "random_init" and len(names) == 80 and names.get(0) == "0":
