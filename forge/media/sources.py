@@ -425,7 +425,7 @@ def ytdlp_lister(socket_timeout_s: float = 20.0, retries: int = 3) -> Lister:
 _ERROR_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("not_found", re.compile(r"HTTP Error 404|HTTP Error 410|404: not found", re.I)),
     ("private", re.compile(r"private video|sign in|login required|members-only", re.I)),
-    ("geo_blocked", re.compile(r"geo|not available in your country|region", re.I)),
+    ("geo_blocked", re.compile(r"geo[- ]?(restrict|block)|not available (in|from) your (country|location|region)", re.I)),
     ("removed", re.compile(r"removed|terminated|deleted|no longer available|copyright", re.I)),
     ("timeout", re.compile(r"timed? ?out|timeout", re.I)),
     ("connection_failed", re.compile(r"connection refused|name or service not known|unreachable|connection reset", re.I)),

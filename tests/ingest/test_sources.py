@@ -1,0 +1,88 @@
+import json
+
+import pytest
+
+from forge.media.sources import (
+    SourceSpec,
+    batch_key,
+    classify_error,
+    expand_source,
+    license_allowed,
+    load_sources,
+)
+
+
+def test_placeholders_and_invalid_sources_become_rejects(tmp_path, corpus):
+    f = tmp_path / "sources.yaml"
+    f.write_text(
+        "defaults: {batch_size: 3}\n"
+        "sources:\n"
+        "  - {name: imgs, type: folder, path: '${CORPUS}/images', media: image}\n"
+        "  - {name: web, type: urls, urls: ['${NOT_SET_ANYWHERE_XYZ}/a.mp4']}\n"
+        "  - {name: 'bad name', type: folder, path: x}\n"
+        "  - {name: odd, type: folder, path: x, colour: blue}\n"
+    )
+    specs, rejects = load_sources(f, {"CORPUS": str(corpus.root)})
+    assert [s.name for s in specs] == ["imgs"]
+    assert specs[0].batch_size == 3 and specs[0].path == str(corpus.images_dir)
+    assert {r.source: r.reason for r in rejects} == {
+        "web": "unresolved_variable", "bad name": "invalid_source", "odd": "invalid_source"}
+
+
+def test_folder_expansion_batches_and_max_items(corpus):
+    spec = SourceSpec(name="imgs", type="folder", path=str(corpus.images_dir), media="image", batch_size=4, max_items=9)
+    exp = expand_source(spec)
+    assert len(exp.items) == 9
+    assert [it.batch for it in exp.items] == ["imgs-0000"] * 4 + ["imgs-0001"] * 4 + ["imgs-0002"]
+    assert all(it.kind == "image" and it.item_id.startswith("img_") for it in exp.items)
+    n_files = len(list(corpus.images_dir.iterdir()))
+    assert sum(r.reason == "max_items" for r in exp.rejects) == n_files - 9
+    again = expand_source(spec)
+    assert [i.item_id for i in again.items] == [i.item_id for i in exp.items]  # stable ids
+
+
+def test_folder_auto_skips_sidecars(corpus):
+    exp = expand_source(SourceSpec(name="web", type="folder", path=str(corpus.web_dir), recursive=True))
+    names = sorted(it.path.rsplit("/", 1)[-1] for it in exp.items)
+    assert names == ["bikes.mp4", "scenes.mp4"]  # .vtt and .html are not media
+
+
+def test_csv_and_jsonl_tables(corpus, tmp_path):
+    exp = expand_source(SourceSpec(name="cap", type="table", path=str(corpus.table_path)))
+    assert len(exp.items) == 3 and all(it.caption for it in exp.items)
+    assert [r.reason for r in exp.rejects] == ["missing_image"]
+    jl = tmp_path / "pairs.jsonl"
+    img = corpus.table_path.parent / "images" / "rocket.png"
+    jl.write_text(json.dumps({"img": str(img), "text": "to the moon"}) + "\n" + json.dumps({"img": "", "text": "x"}) + "\n")
+    exp = expand_source(SourceSpec(name="jl", type="table", path=str(jl), image_column="img", caption_column="text"))
+    assert [(it.path, it.caption) for it in exp.items] == [(str(img), "to the moon")]
+    assert [r.reason for r in exp.rejects] == ["missing_image"]
+
+
+def test_url_listing_with_ytdlp_and_dead_link(server):
+    spec = SourceSpec(name="lb", type="urls", urls=(f"{server.url}/bikes.mp4", f"{server.url}/nope.mp4",
+                                                     f"{server.url}/bikes.mp4"))
+    exp = expand_source(spec)
+    assert [it.url for it in exp.items] == [f"{server.url}/bikes.mp4"]
+    assert exp.items[0].title == "bikes" and exp.items[0].batch == batch_key("lb", 0)
+    assert sorted(r.reason for r in exp.rejects) == ["listed_twice", "not_found"]
+
+
+@pytest.mark.parametrize(("message", "reason"), [
+    ("ERROR: [youtube] abc: Private video. Sign in if you've been granted access", "private"),
+    ("ERROR: [youtube] abc: Video unavailable. This video has been removed by the uploader", "removed"),
+    ("The uploader has not made this video available in your country; geo restriction", "geo_blocked"),
+    ("Unable to download webpage: HTTP Error 404: Not Found", "not_found"),
+    ("Read timed out.", "timeout"),
+    ("something else entirely", "download_failed"),
+])
+def test_error_classification(message, reason):
+    assert classify_error(RuntimeError(message))[0] == reason
+
+
+def test_license_policy():
+    assert license_allowed("creative_commons", "Creative Commons Attribution license (reuse allowed)")[0]
+    assert license_allowed("creative_commons", "CC BY-SA 4.0")[0]
+    assert not license_allowed("creative_commons", "Standard YouTube License")[0]
+    assert not license_allowed("creative_commons", None)[0]
+    assert license_allowed("any", None)[0]
