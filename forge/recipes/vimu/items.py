@@ -92,7 +92,7 @@ def build_items(tax: Taxonomy, annotation: dict[str, Any], question: dict[str, A
         "rhetoric_mechanisms": list(annotation["rhetoric_mechanisms"]),
         "social_value_signals": list(annotation["social_value_signals"]),
         "evidence_sources": list(annotation["evidence_sources"]),
-        "target_kinds": list(annotation.get("target_kinds") or []),
+        "target_kinds": _as_list(annotation.get("target_kinds")),
         "taxonomy_version": tax.version,
     }
     common = {
@@ -143,6 +143,11 @@ def build_items(tax: Taxonomy, annotation: dict[str, Any], question: dict[str, A
                                  "transcript": transcript, "prompts": variants}, ensure_ascii=False),
         })
     return items, skipped
+
+
+def _as_list(v: Any) -> list:
+    """A list from a list, a numpy array (as Parquet reads list columns) or None."""
+    return [] if v is None else list(v)
 
 
 def _fine_key(axis: str) -> str:

@@ -1,0 +1,33 @@
+"""On the offline stub backend (what the demo uses) the chain completes and marks its rows stub."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets.recipes.vimu import CHECKS
+from assets.recipes.vimu.assets import vimu_annotations, vimu_items, vimu_questions
+from forge.storage import TableStore
+from resources.llm import LLMResource
+from resources.storage import StorageResource
+from tests.recipes.vimu.test_assets import BATCH, SCENARIOS, seed_upstream
+
+
+def test_stub_chain_completes(tmp_path):
+    store = TableStore(tmp_path / "data")
+    seed_upstream(store)
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", [BATCH])
+    resources = {"storage": StorageResource(data_dir=str(store.data_dir)),
+                 "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "cache.sqlite"))}
+    for asset in (vimu_annotations, vimu_questions, vimu_items):
+        assert dg.materialize([asset, *CHECKS], partition_key=BATCH, instance=instance, resources=resources,
+                              selection=[asset.key]).success
+    ann = store.read("vimu_annotations")
+    # stub placeholders never filter a clip (external context / ambiguity flags are not judgments)
+    assert len(ann) == len(SCENARIOS) and set(ann["backend"]) == {"stub"}
+    q = store.read("vimu_questions")
+    rej = store.read("rejects", parts=[f"vimu_questions__{BATCH}"])
+    assert len(q) + len(rej) == len(ann)          # every clip accepted or rejected with a reason
+    assert set(rej["reason"]) <= {"refine_verdict_reject", "refine_max_rounds"}
+    items = store.read("vimu_items")
+    assert set(items["backend"]) <= {"stub"} and set(items["unit_id"]) == set(q["clip_id"])
