@@ -55,6 +55,8 @@ class LLMResource(dg.ConfigurableResource):
     image_quality: int = 85
     cache_path: str | None = Field(default=None, description="default <data_dir>/cache/llm_cache.sqlite")
     batch_stages: list[str] = Field(default_factory=list, description="stages sent through the OpenAI Batch API")
+    batch_poll_s: float = 30.0
+    batch_max_wait_s: float = 26 * 3600.0
 
     def resolved_backend(self) -> str:
         if self.backend != "auto":
@@ -75,6 +77,7 @@ class LLMResource(dg.ConfigurableResource):
             backoff_base_s=self.backoff_base_s, backoff_max_s=self.backoff_max_s,
             timeout_s=self.timeout_s, structured_output=self.structured_output, image_max_side=self.image_max_side,
             image_quality=self.image_quality, batch_stages=tuple(self.batch_stages),
+            batch_poll_s=self.batch_poll_s, batch_max_wait_s=self.batch_max_wait_s,
         )
 
     def engine(self) -> LLMEngine:

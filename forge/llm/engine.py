@@ -69,6 +69,11 @@ class EngineSettings:
     image_max_side: int = 768
     image_quality: int = 85
     batch_stages: tuple[str, ...] = ()  # stages sent through the Batch API (see forge/llm/batch.py)
+    batch_poll_s: float = 30.0
+    batch_max_wait_s: float = 26 * 3600.0
+    batch_completion_window: str = "24h"
+    batch_max_resubmits: int = 2
+    batch_discount: float = 0.5          # batch price = discount × online price
 
 
 @dataclass(frozen=True)
@@ -296,6 +301,8 @@ class LLMEngine:
                 error: str | None = None, error_class: str | None = None, cache_hit: bool = False,
                 mode: str = "online", cost: float | None = None) -> None:
         prompt = req.prompt
+        if cost is None and mode == "batch":
+            cost = self._cost(model, tokens_in, tokens_out) * self.settings.batch_discount
         row = {
             "call_id": uuid.uuid4().hex[:16], "stage": stage, "partition": partition, "item_id": str(req.item_id),
             "model": model, "backend": self.backend.name, "prompt_name": getattr(prompt, "name", ""),
@@ -344,7 +351,9 @@ class LLMEngine:
             return self._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
         return await self._call_and_parse(stage, partition, prep)
 
-    async def _call_and_parse(self, stage: str, partition: str, prep: _Prepared) -> LLMResult:
+    async def _call_and_parse(self, stage: str, partition: str, prep: _Prepared, first_reply: Reply | None = None,
+                              mode: str = "online") -> LLMResult:
+        """Send (or take ``first_reply``, e.g. from a batch), validate, repair once, cache."""
         req, prompt = prep.req, prep.prompt
         tail: list[dict[str, Any]] = []
         attempt = 0
@@ -353,7 +362,11 @@ class LLMEngine:
         repaired = False
         while True:
             try:
-                reply, attempt = await self._send(stage, partition, prep, tail, attempt)
+                if first_reply is not None:
+                    reply, attempt, first_reply = first_reply, attempt + 1, None
+                else:
+                    reply, attempt = await self._send(stage, partition, prep, tail, attempt)
+                    mode = "online"
             except BackendError as exc:
                 attempt = getattr(exc, "attempt", attempt)
                 return self._result(prep, req, ok=False, error=str(exc), error_class=f"Backend:{exc.kind or 'error'}",
@@ -369,7 +382,7 @@ class LLMEngine:
                 self._record(stage, partition, prep, req, model=prep.model, attempt=attempt,
                              outcome="failed" if last else "invalid", tokens_in=reply.tokens_in,
                              tokens_out=reply.tokens_out, latency_s=reply_latency(reply),
-                             error=str(exc), error_class=exc.error_class)
+                             error=str(exc), error_class=exc.error_class, mode=mode)
                 if last:
                     return self._result(prep, req, ok=False, text=reply.text,
                                         error=f"{exc} (after repair)" if repaired else str(exc),
@@ -385,7 +398,8 @@ class LLMEngine:
                 ]
                 continue
             self._record(stage, partition, prep, req, model=prep.model, attempt=attempt, outcome="ok",
-                         tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply_latency(reply))
+                         tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply_latency(reply),
+                         mode=mode)
             self.cache.put(prep.key, {"data": data, "text": reply.text, "tokens_in": tin, "tokens_out": tout,
                                       "model": reply.model or prep.model}, model=prep.model, prompt_name=prompt.name)
             return self._result(prep, req, ok=True, data=data, text=reply.text, attempts=attempt, tokens_in=tin,

@@ -103,7 +103,7 @@ class LLMDouble:
             "x-ratelimit-reset-requests": "1ms", "x-ratelimit-limit-tokens": "100000000",
             "x-ratelimit-remaining-tokens": "99999999", "x-ratelimit-reset-tokens": "1ms"}
         self.batch_polls = batch_polls           # GETs of a batch before it reports completed
-        self.batch_expire_ids: set[str] = set()  # custom_ids the next batch leaves unprocessed (expired)
+        self.batch_expire_lines = 0              # the next batch leaves its first N lines unanswered (expired)
         self.record_bodies = record_bodies
         self.responder: Callable[[dict[str, Any]], Any] | None = None
         self.transcript = "[double] transcript"
@@ -292,9 +292,9 @@ class LLMDouble:
         self._batches[bid] = {"id": bid, "object": "batch", "endpoint": body.get("endpoint"),
                               "input_file_id": body["input_file_id"], "completion_window": body.get("completion_window"),
                               "status": "validating", "created_at": int(time.time()), "output_file_id": None,
-                              "error_file_id": None, "polls": 0, "expire": set(self.batch_expire_ids),
+                              "error_file_id": None, "polls": 0, "expire": self.batch_expire_lines,
                               "request_counts": {"total": 0, "completed": 0, "failed": 0}}
-        self.batch_expire_ids = set()
+        self.batch_expire_lines = 0
         return web.json_response(self._batch_obj(bid))
 
     def _batch_obj(self, bid: str) -> dict[str, Any]:
@@ -321,9 +321,10 @@ class LLMDouble:
     async def _run_batch(self, b: dict[str, Any]) -> None:
         out, err = [], []
         lines = [json.loads(x) for x in self._files[b["input_file_id"]].decode().splitlines() if x.strip()]
+        skipped = {ln["custom_id"] for ln in lines[: b["expire"]]}
         for line in lines:
             cid = line["custom_id"]
-            if cid in b["expire"]:
+            if cid in skipped:
                 continue  # left unprocessed: the client must resubmit it
             body = line["body"]
             reply = self._pick(body)
@@ -334,7 +335,7 @@ class LLMDouble:
             else:
                 out.append({"id": f"req_{next(self._ids)}", "custom_id": cid, "response": {
                     "status_code": 200, "request_id": "r", "body": self._completion(body, reply)}, "error": None})
-        self.requests += [{"path": "/v1/batches#line", "body": ln["body"]} for ln in lines if ln["custom_id"] not in b["expire"]]
+        self.requests += [{"path": "/v1/batches#line", "body": ln["body"]} for ln in lines if ln["custom_id"] not in skipped]
         b["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(err)}
         if out:
             fid = f"file-{next(self._ids)}"
