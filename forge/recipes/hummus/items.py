@@ -46,18 +46,21 @@ def build_items(ann: dict[str, Any], regions: list[dict[str, Any]]) -> list[dict
     positive = verdict in POSITIVE
     regions = sorted(regions, key=lambda r: r["region_index"])
     boxes = [
-        {"label": r["label"], "box_norm_tlhw": [r["box_norm_top"], r["box_norm_left"], r["box_norm_height"], r["box_norm_width"]],
-         "box_px_xyxy": [r["box_px_x0"], r["box_px_y0"], r["box_px_x1"], r["box_px_y1"]]}
+        {"label": r["label"], "box_norm_tlhw": [float(r[f"box_norm_{k}"]) for k in ("top", "left", "height", "width")],
+         "box_px_xyxy": [int(r["box_px_x0"]), int(r["box_px_y0"]), int(r["box_px_x1"]), int(r["box_px_y1"])]}
         for r in regions
     ]
+    def as_list(v: Any) -> list:   # parquet hands lists back as numpy arrays
+        return [] if v is None else [x.item() if hasattr(x, "item") else x for x in v]
+
     labels = {
         "verdict": verdict,
-        "metaphors": list(ann.get("metaphors") or []),
-        "devices": list(ann.get("devices") or []),
+        "metaphors": as_list(ann.get("metaphors")),
+        "devices": as_list(ann.get("devices")),
         "caption_origin": ann.get("caption_origin"),
         "boxes": boxes,
-        "image_width": ann.get("width"),
-        "image_height": ann.get("height"),
+        "image_width": int(ann["width"]) if ann.get("width") is not None else None,
+        "image_height": int(ann["height"]) if ann.get("height") is not None else None,
     }
     common = {
         "benchmark": "hummus",
@@ -86,7 +89,7 @@ def build_items(ann: dict[str, Any], regions: list[dict[str, Any]]) -> list[dict
                ["Yes", "No"], ["positive", "negative"])]
     if not positive:
         return out
-    metaphors = list(ann["metaphors"])
+    metaphors = labels["metaphors"]
     box_answers = [f"{b['label']}: [" + ", ".join(f"{v:.3f}" for v in b["box_norm_tlhw"]) + "]" for b in boxes]
     out += [
         row("naming", metaphors[0], metaphors),

@@ -1,0 +1,213 @@
+"""Hummus (hummus.md §4, §6): per image + caption pair.
+
+hummus_pairs        image frames with their caption (table source) or an LLM caption when asked
+hummus_annotations  Yes / No / WIDLII / Discard + metaphors, regions, caption span, explanation,
+                    devices; validated in code, regenerated with feedback, else rejected
+hummus_items        the six tasks of Table 1
+"""
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+import yaml
+
+from assets.common import SINGLE_RUN, batches, contract_check_specs, partition_keys, publish, table_metadata
+from assets.llm_support import record_llm_attempts, record_llm_calls
+from forge.llm.prompts import load_prompt
+from forge.llm.refine import Verdict, refine
+from forge.llm.types import ImageInput, LLMRequest
+from forge.recipes.hummus import annotations as A
+from forge.recipes.hummus import items as H
+from forge.recipes.hummus.taxonomy import TAXONOMY_PATH, devices
+from forge.storage import RejectLog
+from forge.versioning import content_hash
+from resources.llm import LLMResource
+from resources.storage import StorageResource
+
+VERSION = "1"
+ROOT = Path(__file__).resolve().parents[3]
+PROMPTS = Path(__file__).with_name("prompts")
+CFG: dict[str, Any] = yaml.safe_load((ROOT / "config" / "recipes" / "hummus.yaml").read_text())
+P_CAPTION = PROMPTS / "caption.yaml"
+P_ANNOTATE = PROMPTS / "annotate.yaml"
+PAIR_COLS = ["frame_id", "batch", "item_id", "source", "path", "width", "height", "caption", "caption_origin",
+             "prompt_hash", "model", "backend"]
+
+
+class PairsConfig(dg.Config):
+    generate_captions: bool = CFG["pairs"]["generate_captions"]
+    max_pairs_per_batch: int | None = CFG["pairs"].get("max_pairs_per_batch")
+
+
+class AnnotationsConfig(dg.Config):
+    max_rounds: int = CFG["annotations"]["max_rounds"]
+    explanation_max_words: int = CFG["annotations"]["explanation_max_words"]
+
+
+@dg.asset(
+    group_name="hummus", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    deps=["frames"],
+    code_version=content_hash(VERSION, CFG["pairs"], files=[P_CAPTION]),
+    check_specs=contract_check_specs("hummus_pairs", ["hummus_pairs"]),
+    metadata=table_metadata(["hummus_pairs"]),
+    description="Hummus inputs: image frames with their table-source caption; images without one get an LLM "
+                "caption when generate_captions is on (caption_origin = llm), else are rejected (no_caption).",
+)
+def hummus_pairs(context: dg.AssetExecutionContext, config: PairsConfig, storage: StorageResource,
+                 llm: LLMResource) -> dg.MaterializeResult:
+    t0 = time.perf_counter()
+    store, engine = storage.store, llm.engine()
+    prompt = load_prompt(P_CAPTION)
+    tables, logs, n_llm = {}, [], 0
+    for part in partition_keys(context):
+        rej = RejectLog("hummus_pairs", part)
+        frames = store.read("frames", parts=[part])
+        frames = frames[frames["kind"] == "image"].sort_values("frame_id") if len(frames) else frames
+        if config.max_pairs_per_batch is not None:
+            frames = frames.head(config.max_pairs_per_batch)
+        rows, ask = [], []
+        for r in frames.to_dict("records"):
+            base = {k: r[k] for k in PAIR_COLS[:7]}
+            cap = r.get("caption")
+            if isinstance(cap, str) and cap.strip():
+                rows.append(base | {"caption": cap.strip(), "caption_origin": "source", "prompt_hash": None,
+                                    "model": None, "backend": None})
+            elif config.generate_captions:
+                ask.append((base, LLMRequest(r["frame_id"], prompt, {}, images=[ImageInput(path=store.data_dir / r["path"])])))
+            else:
+                rej.add(r["frame_id"], "no_caption", detail="image has no caption and generate_captions is off")
+        for (base, _), res in zip(ask, engine.run("hummus_pairs", part, [q for _, q in ask])):
+            cap = " ".join(str((res.data or {}).get("caption") or "").split()) if res.ok else ""
+            if not cap:
+                rej.add(base["frame_id"], "caption_failed", res.error_class or "", res.error or "empty caption")
+                continue
+            n_llm += 1
+            rows.append(base | {"caption": cap, "caption_origin": "llm", "prompt_hash": res.prompt_hash,
+                                "model": res.model, "backend": res.backend})
+        tables[part] = pd.DataFrame(rows, columns=PAIR_COLS)
+        logs.append(rej)
+    md = record_llm_calls(store, engine, [("hummus_pairs", p) for p in tables])
+    md["llm_captions"] = n_llm
+    return publish(store, {"hummus_pairs": tables}, rejects=logs, metadata=md, asset_key=context.asset_key, started=t0)
+
+
+def annotation_id(frame_id: str, caption: str) -> str:
+    return "hma_" + hashlib.sha1(f"{frame_id}\0{caption}".encode()).hexdigest()[:12]
+
+
+def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int):
+    def annotation_valid(req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
+        p = pairs[req.item_id]
+        _, problems = A.validate_annotation(data, p["caption"], int(p["width"]), int(p["height"]), max_words)
+        return Verdict("major", problems.feedback(), "annotation_valid") if problems else None
+    return annotation_valid
+
+
+@dg.asset(
+    group_name="hummus", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    deps=["hummus_pairs"],
+    code_version=content_hash(VERSION, CFG["annotations"], files=[P_ANNOTATE, TAXONOMY_PATH]),
+    check_specs=contract_check_specs("hummus_annotations", ["hummus_annotations", "hummus_regions"]),
+    metadata=table_metadata(["hummus_annotations", "hummus_regions"]),
+    description="Hummus §4 annotation: Yes / No / WIDLII / Discard with incongruities; for Yes / WIDLII "
+                "TARGET IS SOURCE metaphors, boxes (pixel + normalised, in hummus_regions), the caption span in "
+                "<i></i> (exact substring), explanation ≤ 30 words; other figurative devices. Checked in code, "
+                "regenerated with feedback, else rejected with the failing check as reason.",
+)
+def hummus_annotations(context: dg.AssetExecutionContext, config: AnnotationsConfig, storage: StorageResource,
+                       llm: LLMResource) -> dg.MaterializeResult:
+    t0 = time.perf_counter()
+    store, engine = storage.store, llm.engine()
+    prompt = load_prompt(P_ANNOTATE)
+    ann_tables, reg_tables, logs, attempts = {}, {}, [], []
+    counts: dict[str, int] = {"pairs": 0}
+    reasons: dict[str, int] = {}
+    for part in partition_keys(context):
+        rej = RejectLog("hummus_annotations", part)
+        pairs = {r["frame_id"]: r for r in store.read("hummus_pairs", parts=[part]).to_dict("records")}
+        counts["pairs"] += len(pairs)
+        reqs = [LLMRequest(fid, prompt, {"caption": p["caption"], "width": int(p["width"]), "height": int(p["height"]),
+                                         "devices": ", ".join(devices())},
+                           images=[ImageInput(path=store.data_dir / p["path"])]) for fid, p in pairs.items()]
+        run = refine(engine, "hummus_annotations", part, reqs,
+                     checks=[annotation_check(pairs, config.explanation_max_words)], max_rounds=config.max_rounds)
+        rows, regions = [], []
+        for o in run.outcomes:
+            p = pairs[o.item_id]
+            if not o.accepted:
+                reason = o.reason
+                if o.reason == "max_rounds":   # the failing check's own code (invalid_span, box_out_of_bounds...)
+                    last = [a for a in o.attempts if a["step"] == "generate" and a.get("output")][-1]
+                    _, probs = A.validate_annotation(json.loads(last["output"]), p["caption"], int(p["width"]),
+                                                     int(p["height"]), config.explanation_max_words)
+                    reason = probs.primary() or reason
+                rej.add(o.item_id, reason, "RefineReject", o.detail or "")
+                reasons[reason] = reasons.get(reason, 0) + 1
+                continue
+            ann, probs = A.validate_annotation(o.data or {}, p["caption"], int(p["width"]), int(p["height"]),
+                                               config.explanation_max_words)
+            aid = annotation_id(o.item_id, p["caption"])
+            hl = ann.highlight
+            rows.append({
+                "annotation_id": aid, **{k: p[k] for k in PAIR_COLS[:9]}, "verdict": ann.verdict,
+                "incongruities": ann.incongruities, "resolution": ann.resolution, "metaphors": ann.metaphors,
+                "caption_highlighted": hl.highlighted if hl else None, "span_texts": hl.spans if hl else [],
+                "span_starts": [a for a, _ in hl.offsets] if hl else [], "span_ends": [b for _, b in hl.offsets] if hl else [],
+                "explanation": ann.explanation or None, "explanation_words": A.word_count(ann.explanation),
+                "devices": ann.devices, "discard_reason": ann.discard_reason or None, "n_regions": len(ann.regions),
+                "repairs": probs.repairs, "rounds": o.rounds, "prompt_hash": o.result.prompt_hash,
+                "model": o.result.model, "backend": o.result.backend,
+            })
+            for k, rg in enumerate(ann.regions):
+                regions.append({"annotation_id": aid, "region_index": k, "frame_id": o.item_id, "batch": part,
+                                "label": rg.label, "box_px_x0": rg.x0, "box_px_y0": rg.y0, "box_px_x1": rg.x1,
+                                "box_px_y1": rg.y1, "box_norm_top": rg.top, "box_norm_left": rg.left,
+                                "box_norm_height": rg.height, "box_norm_width": rg.width,
+                                "image_width": int(p["width"]), "image_height": int(p["height"])})
+            counts[ann.verdict] = counts.get(ann.verdict, 0) + 1
+        ann_tables[part] = pd.DataFrame(rows)
+        reg_tables[part] = pd.DataFrame(regions, columns=["annotation_id", "region_index", "frame_id", "batch", "label",
+                                                          "box_px_x0", "box_px_y0", "box_px_x1", "box_px_y1",
+                                                          "box_norm_top", "box_norm_left", "box_norm_height",
+                                                          "box_norm_width", "image_width", "image_height"])
+        logs.append(rej)
+        attempts.append(run.attempts_frame())
+    record_llm_attempts(store, pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame(),
+                        [("hummus_annotations", p) for p in ann_tables])
+    md = record_llm_calls(store, engine, [("hummus_annotations", p) for p in ann_tables])
+    n = counts["pairs"]
+    md |= {f"verdict_{k}": v for k, v in counts.items() if k != "pairs"} | {"pairs": n}
+    for code in (A.INVALID_SPAN, A.BOX_OUT_OF_BOUNDS, A.BAD_METAPHOR, A.EXPLANATION_TOO_LONG):
+        md[f"{code}_rate"] = round(reasons.get(code, 0) / n, 4) if n else 0.0
+    md["reject_reasons"] = dg.MetadataValue.json(reasons)
+    return publish(store, {"hummus_annotations": ann_tables, "hummus_regions": reg_tables}, rejects=logs,
+                   metadata=md, asset_key=context.asset_key, started=t0)
+
+
+@dg.asset(
+    group_name="hummus", kinds={"python"}, partitions_def=batches, backfill_policy=SINGLE_RUN,
+    deps=["hummus_annotations"],
+    code_version=content_hash(VERSION, H.INSTRUCTIONS),
+    check_specs=contract_check_specs("hummus_items", ["hummus_items"]),
+    metadata=table_metadata(["hummus_items"]),
+    description="The six Hummus tasks of Table 1 (classification, naming, image_box, image_label, "
+                "caption_highlight, explanation) built from the annotations; Discard items are not tested.",
+)
+def hummus_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+    t0 = time.perf_counter()
+    store = storage.store
+    tables = {}
+    for part in partition_keys(context):
+        anns = store.read("hummus_annotations", parts=[part])
+        regs = store.read("hummus_regions", parts=[part])
+        by_ann = {k: g.to_dict("records") for k, g in regs.groupby("annotation_id")} if len(regs) else {}
+        rows = [row for a in anns.to_dict("records") for row in H.build_items(a, by_ann.get(a["annotation_id"], []))]
+        tables[part] = pd.DataFrame(rows)
+    allrows = pd.concat(tables.values(), ignore_index=True) if tables else pd.DataFrame()
+    md = {"by_task": dg.MetadataValue.json(allrows["task"].value_counts().to_dict()) if len(allrows) else {}}
+    return publish(store, {"hummus_items": tables}, metadata=md, asset_key=context.asset_key, started=t0)

@@ -1,0 +1,149 @@
+"""Hummus assets end to end through the LLM test double, every branch scripted: table and
+LLM captions, no caption, Yes after a box-out-of-bounds regeneration, WIDLII with a span that
+is never a substring (rejected), No, bad metaphor then too-long explanation (rejected after
+K rounds), Discard; regions in pixel and normalised coordinates; the six task items."""
+
+import json
+
+import dagster as dg
+import pandas as pd
+import pytest
+from PIL import Image
+
+from forge.contracts import load_contract
+from forge.storage import TableStore
+from resources.storage import StorageResource
+from tests.llm_double.server import message_text
+
+BATCH = "capcon-0000"
+CAPTIONS = {"p1": "Our sex life is a train wreck.", "p2": "He thinks the pub is a coal mine.",
+            "p3": "Nice weather today.", "p4": "Lunch is on me.", "p5": None}
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = TableStore(tmp_path / "data")
+    (s.data_dir / "media/images").mkdir(parents=True)
+    rows = []
+    for k, (name, cap) in enumerate(CAPTIONS.items()):
+        rel = f"media/images/{name}.png"
+        Image.new("RGB", (200, 100), (50 * k, 80, 120)).save(s.data_dir / rel)
+        rows.append({"frame_id": f"img_{name}", "batch": BATCH, "source": "capcon", "item_id": f"it_{name}",
+                     "clip_id": None, "kind": "image", "frame_index": 0, "timestamp_s": None, "path": rel,
+                     "width": 200, "height": 100, "blur_var": 5.0, "caption": cap, "sha256": name * 8})
+    c = load_contract("frames")
+    s.write("frames", c.conform(pd.DataFrame(rows)), BATCH, schema=c.arrow_schema())
+    return s
+
+
+def _ann(verdict="Yes", **kw):
+    base = {"incongruities": ["something odd"], "resolution": "the caption explains it", "verdict": verdict,
+            "metaphors": [], "regions": [], "caption_highlighted": "", "explanation": "", "devices": [], "discard_reason": ""}
+    return base | kw
+
+
+def responder(body):
+    name = (body.get("response_format") or {}).get("json_schema", {}).get("name")
+    text = message_text(body)
+    rounds = sum(1 for m in body["messages"] if m["role"] == "assistant")
+    if name == "hummus_caption":
+        return {"caption": "  A caption   made up. "}
+    if name != "hummus_annotate":
+        return None
+    if "train wreck" in text:
+        box = [0.8, 0.1, 0.5, 0.3] if rounds == 0 else [0.2, 0.1, 0.5, 0.3]     # first box leaves the image
+        return _ann("Yes", metaphors=["love is a journey"], regions=[{"label": "car", "box": box}],
+                    caption_highlighted="Our sex life is a <i>train wreck</i>.", devices=["hyperbole"],
+                    explanation="The crashed car literalises the train wreck of their love life.")
+    if "coal mine" in text:
+        return _ann("WIDLII", metaphors=["PUB IS A COAL MINE"], regions=[{"label": "suit", "box": [0.1, 0.1, 0.2, 0.2]}],
+                    caption_highlighted="He thinks the <i>bar</i> is a coal mine.", explanation="Short enough.")
+    if "Nice weather" in text:
+        return _ann("No", devices=["irony"])
+    if "Lunch is on me" in text:
+        return _ann("Yes", metaphors=["lunch on me"] if rounds == 0 else ["PAYING IS CARRYING"],
+                    regions=[{"label": "tray", "box": [0.0, 0.0, 1.0, 1.0]}],
+                    caption_highlighted="Lunch is <i>on me</i>.", explanation=" ".join(["word"] * 40))
+    if "made up" in text:
+        return _ann("Discard", discard_reason="the hat stays unexplained")
+    return None
+
+
+def _run(store, llm, generate=True, max_rounds=1, select=None):
+    from assets.recipes.hummus import assets as A
+
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", [BATCH])
+    assets = select or [A.hummus_pairs, A.hummus_annotations, A.hummus_items]
+    ops = {"hummus_pairs": {"config": {"generate_captions": generate}}}
+    if len(assets) > 1:
+        ops["hummus_annotations"] = {"config": {"max_rounds": max_rounds}}
+    return dg.materialize(assets, partition_key=BATCH, instance=instance, run_config={"ops": ops},
+                          resources={"storage": StorageResource(data_dir=str(store.data_dir)), "llm": llm})
+
+
+def test_hummus_end_to_end_every_branch(store, llm_double, llm_double_resource):
+    llm_double.responder = responder
+    res = _run(store, llm_double_resource())
+    assert res.success
+    assert all(e.passed for e in res.get_asset_check_evaluations() if e.check_name.startswith("contract_"))
+
+    pairs = store.read("hummus_pairs").set_index("frame_id")
+    assert pairs.loc["img_p1", "caption_origin"] == "source" and pd.isna(pairs.loc["img_p1", "prompt_hash"])
+    assert pairs.loc["img_p5", "caption_origin"] == "llm" and pairs.loc["img_p5", "caption"] == "A caption made up."
+    assert pairs.loc["img_p5", "prompt_hash"]
+
+    ann = store.read("hummus_annotations").set_index("frame_id")
+    assert sorted(ann.index) == ["img_p1", "img_p3", "img_p5"]
+    p1 = ann.loc["img_p1"]
+    assert p1["verdict"] == "Yes" and p1["rounds"] == 1 and list(p1["metaphors"]) == ["LOVE IS A JOURNEY"]
+    assert list(p1["span_texts"]) == ["train wreck"] and p1["caption"][p1["span_starts"][0]:p1["span_ends"][0]] == "train wreck"
+    assert any("LOVE IS A JOURNEY" in r for r in p1["repairs"])
+    assert ann.loc["img_p3", "verdict"] == "No" and list(ann.loc["img_p3", "devices"]) == ["irony"]
+    assert ann.loc["img_p5", "verdict"] == "Discard" and ann.loc["img_p5", "caption_origin"] == "llm"
+
+    reg = store.read("hummus_regions")
+    assert len(reg) == 1
+    r = reg.iloc[0]
+    assert (r.box_px_x0, r.box_px_y0, r.box_px_x1, r.box_px_y1) == (20, 20, 80, 70)
+    assert (r.box_norm_top, r.box_norm_left, r.box_norm_height, r.box_norm_width) == (0.2, 0.1, 0.5, 0.3)
+
+    rej = store.read("rejects")
+    rej = rej[rej["stage"] == "hummus_annotations"].set_index("item_id")
+    assert rej.loc["img_p2", "reason"] == "invalid_span" and "not an exact substring" in rej.loc["img_p2", "detail"]
+    assert rej.loc["img_p4", "reason"] == "explanation_too_long"
+    att = store.read("llm_attempts")
+    fb = att[(att["item_id"] == "img_p1") & att["step"].str.startswith("check")]["feedback"].dropna().tolist()
+    assert any("outside the image" in f for f in fb)
+    p4 = att[(att["item_id"] == "img_p4") & att["step"].str.startswith("check")]["feedback"].dropna().tolist()
+    assert "exactly one IS/ARE" in p4[0] and "40 words" in p4[1]
+
+    items = store.read("hummus_items")
+    by = {(r.unit_id, r.task): r for r in items.itertuples()}
+    assert sorted(t for u, t in by if u == "img_p1") == sorted(["classification", "naming", "image_box", "image_label",
+                                                                "caption_highlight", "explanation"])
+    assert [t for u, t in by if u == "img_p3"] == ["classification"] and not [t for u, t in by if u == "img_p5"]
+    assert by[("img_p1", "classification")].answer == "A" and by[("img_p3", "classification")].answer == "B"
+    assert by[("img_p1", "image_box")].answer == "car: [0.200, 0.100, 0.500, 0.300]"
+    assert by[("img_p1", "naming")].answer == "LOVE IS A JOURNEY"
+    assert by[("img_p1", "caption_highlight")].answer == "Our sex life is a <i>train wreck</i>."
+    assert json.loads(by[("img_p1", "image_label")].labels)["boxes"][0]["box_px_xyxy"] == [20, 20, 80, 70]
+    assert all(r.backend == "openai" and r.prompt_hash for r in items.itertuples())
+
+    md = res.asset_materializations_for_node("hummus_annotations")[0].metadata
+    assert md["invalid_span_rate"].value == pytest.approx(1 / 5) and md["verdict_Yes"].value == 1
+
+    from assets.recipes.hummus.checks import annotation_failure_rates
+    chk = annotation_failure_rates(StorageResource(data_dir=str(store.data_dir)))
+    assert chk.metadata["pairs"].value == 5 and chk.metadata["rates"].value["explanation_too_long"] == 0.2
+
+
+def test_no_caption_rejected_without_generation(store, llm_double, llm_double_resource):
+    from assets.recipes.hummus import assets as A
+
+    llm_double.responder = responder
+    assert _run(store, llm_double_resource(), generate=False, select=[A.hummus_pairs]).success
+    assert sorted(store.read("hummus_pairs")["frame_id"]) == ["img_p1", "img_p2", "img_p3", "img_p4"]
+    rej = store.read("rejects")
+    assert rej[rej["stage"] == "hummus_pairs"][["item_id", "reason"]].values.tolist() == [["img_p5", "no_caption"]]
+    assert not [r for r in llm_double.requests if "hummus_caption" in json.dumps(r["body"].get("response_format"))]
