@@ -122,8 +122,12 @@ def outdated_prompt_check(asset: str | dg.AssetKey, table: str, prompts: Iterabl
                                 "(re-materialize to regenerate them).")
     def _check(storage: StorageResource) -> dg.AssetCheckResult:
         store = storage.store
-        cols = ["prompt_hash"] + (["prompt_name"] if "prompt_name" in load_contract(table).column_names else [])
-        df = store.read(table, columns=cols) if store.exists(table) else pd.DataFrame(columns=cols)
+        df = pd.DataFrame(columns=["prompt_hash"])
+        if store.exists(table):
+            try:
+                df = store.read(table, columns=["prompt_name", "prompt_hash"])
+            except Exception:  # noqa: BLE001 - a table without prompt_name: compare hashes only
+                df = store.read(table, columns=["prompt_hash"])
         current = current_prompt_hashes(prompts)
         n, by_prompt = count_outdated(df, current)
         return dg.AssetCheckResult(

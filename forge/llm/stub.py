@@ -110,3 +110,21 @@ def _gen(schema: Any, rng: random.Random, root: dict[str, Any], name: str, depth
     if typ == "null":
         return None
     return f"{STUB_MARK} {name}"
+
+
+class StubOutputError(ValueError):
+    """Rows made by the stub backend reached a step that publishes a benchmark."""
+
+
+def ensure_no_stub(rows: Any, column: str = "backend", what: str = "export") -> None:
+    """Raise when any row (a DataFrame or iterable of dicts) was made by the ``stub`` backend.
+
+    Exports call this: placeholders keep the demo DAG running, they are never a benchmark.
+    """
+    if hasattr(rows, "columns"):
+        n = int((rows[column] == "stub").sum()) if column in rows.columns else 0
+    else:
+        n = sum(1 for r in rows if r.get(column) == "stub")
+    if n:
+        raise StubOutputError(f"{what} refused: {n} row(s) were made by the offline stub LLM backend; "
+                              "configure an endpoint (see docs/llm.md) and re-materialize")
