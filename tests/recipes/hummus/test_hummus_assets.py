@@ -147,3 +147,18 @@ def test_no_caption_rejected_without_generation(store, llm_double, llm_double_re
     rej = store.read("rejects")
     assert rej[rej["stage"] == "hummus_pairs"][["item_id", "reason"]].values.tolist() == [["img_p5", "no_caption"]]
     assert not [r for r in llm_double.requests if "hummus_caption" in json.dumps(r["body"].get("response_format"))]
+
+
+def test_caption_prompt_check_counts_only_llm_captions(store, llm_double, llm_double_resource):
+    from assets.recipes.hummus import assets as A
+    from assets.recipes.hummus.checks import caption_prompt_current
+
+    llm_double.responder = responder
+    assert _run(store, llm_double_resource(), select=[A.hummus_pairs]).success
+    st = StorageResource(data_dir=str(store.data_dir))
+    ok = caption_prompt_current(st)
+    assert ok.passed and ok.metadata["llm_captions"].value == 1
+    df = store.read("hummus_pairs")
+    df.loc[df["caption_origin"] == "llm", "prompt_hash"] = "old"
+    store.write("hummus_pairs", df, BATCH)
+    assert caption_prompt_current(st).metadata["outdated_rows"].value == 1

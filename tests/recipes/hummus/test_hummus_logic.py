@@ -90,3 +90,19 @@ def test_items_six_tasks_for_positive_one_for_negative():
     assert [(r["task"], r["answer"]) for r in neg] == [("classification", "B")]
     assert items.build_items(_ann_row("Discard"), []) == []
     assert len({r["item_id"] for r in pos}) == 6
+
+
+def test_prompt_schemas_agree_with_label_data():
+    from pathlib import Path
+
+    from forge.llm.prompts import load_prompt
+    from forge.recipes.hummus.taxonomy import devices, verdicts
+    from forge.recipes.iibench import taxonomy as T
+
+    root = Path(__file__).resolve().parents[3] / "assets/recipes"
+    ann = load_prompt(root / "hummus/prompts/annotate.yaml").schema["properties"]
+    assert ann["devices"]["items"]["enum"] == devices() and ann["verdict"]["enum"] == verdicts()
+    lab = load_prompt(root / "iibench/prompts/labels.yaml").schema["properties"]
+    for axis in T.SINGLE_AXES:
+        assert lab[axis]["enum"] == T.values(axis)
+    assert lab["rhetoric"]["items"]["enum"] == T.values("rhetoric")
