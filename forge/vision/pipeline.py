@@ -61,7 +61,10 @@ def run_detection(
     stats, rows = StageStats(frames=len(frames)), []
     t0 = time.perf_counter()
     items = [((r.frame_id, r.batch), data_dir / r.path) for r in frames.itertuples(index=False)]
-    loaded = prefetch(items, workers=opts.workers, ahead=max(opts.ahead, detector.batch_size * 2), **opts.load_kwargs())
+    # Resize to the model's input size in the decode threads: Ultralytics would letterbox to
+    # imgsz anyway (same aspect), but on the main thread, between GPU batches.
+    kwargs = {**opts.load_kwargs(), "max_side": min(opts.max_side, detector.imgsz)}
+    loaded = prefetch(items, workers=opts.workers, ahead=max(opts.ahead, detector.batch_size * 2), **kwargs)
     for chunk in batched(loaded, detector.batch_size):
         good: list[tuple[tuple[str, str], LoadedImage]] = []
         for p in chunk:
