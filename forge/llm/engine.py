@@ -229,8 +229,8 @@ class LLMEngine:
             "tokens_in": int(df["tokens_in"].sum()) if len(df) else 0,
             "tokens_out": int(df["tokens_out"].sum()) if len(df) else 0,
             "cost_usd": round(float(df["cost_usd"].sum()), 6) if len(df) else 0.0,
-            "unpriced_models": sorted({m for m in df["model"].unique() if price_for(self.prices, m) is None}
-                                      - ({self.settings.model} if self.backend.name == "stub" else set()))
+            # Models the price table does not know: their cost shows as 0, which would mislead.
+            "unpriced_models": sorted(m for m in df["model"].unique() if price_for(self.prices, m) is None)
             if len(df) and self.backend.name != "stub" else [],
         }
 
