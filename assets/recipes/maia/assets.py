@@ -23,7 +23,7 @@ from assets.common import (SINGLE_RUN, Progress, batches, contract_check_specs, 
 from assets.llm_support import record_llm_attempts, record_llm_calls
 from forge.checks.text import pool_stats
 from forge.llm.prompts import load_prompt
-from forge.llm.refine import refine
+from forge.llm.refine import ATTEMPT_COLUMNS, refine
 from forge.llm.types import ImageInput, LLMRequest
 from forge.recipes.maia import foils as F
 from forge.recipes.maia import questions as Q
@@ -237,7 +237,7 @@ def rephraser(engine: Any, stage: str, batch: str, attempts: list[dict[str, Any]
 def finalise_attempts(attempts: list[dict[str, Any]], pools: list[Pool]) -> pd.DataFrame:
     """One row per (member, round, step); final_status says whether the member survived."""
     dropped = {p.member_ids[i] for p in pools for i in p.dropped}
-    df = pd.DataFrame(attempts)
+    df = pd.DataFrame(attempts, columns=ATTEMPT_COLUMNS)
     if len(df):
         df["final_status"] = df["item_id"].map(lambda m: "rejected" if m in dropped else "accepted")
         df = df.drop_duplicates(subset=["stage", "partition", "item_id", "round", "step"], keep="last")
@@ -384,7 +384,7 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
         parts[batch] = pd.DataFrame(rows)
         stat_parts[f"answers__{batch}"] = pd.DataFrame(stats)
     md = record_llm_calls(store, engine, [(stage, b) for b in parts])
-    att = pd.concat(attempt_frames, ignore_index=True) if attempt_frames else pd.DataFrame()
+    att = pd.concat(attempt_frames, ignore_index=True) if attempt_frames else pd.DataFrame(columns=ATTEMPT_COLUMNS)
     md["rephrase_attempts"] = record_llm_attempts(store, att, [(stage, b) for b in parts])
     allstats = pd.concat(stat_parts.values(), ignore_index=True) if stat_parts else pd.DataFrame()
     if len(allstats):
@@ -466,7 +466,7 @@ def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
         parts[batch] = pd.DataFrame(rows)
         stat_parts[f"statements__{batch}"] = pd.DataFrame(stats)
     md = record_llm_calls(store, engine, [(stage, b) for b in parts])
-    att = pd.concat(attempt_frames, ignore_index=True) if attempt_frames else pd.DataFrame()
+    att = pd.concat(attempt_frames, ignore_index=True) if attempt_frames else pd.DataFrame(columns=ATTEMPT_COLUMNS)
     md["rephrase_attempts"] = record_llm_attempts(store, att, [(stage, b) for b in parts])
     allstats = pd.concat(stat_parts.values(), ignore_index=True) if stat_parts else pd.DataFrame()
     if len(allstats):
@@ -547,7 +547,7 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
         first_round_entailed += sum(1 for v in first_labels.values() if v == "entailment")
         parts[batch] = pd.DataFrame(rows)
     md = record_llm_calls(store, engine, [(stage, b) for b in parts] + [(f"{stage}_nli", b) for b in parts])
-    att = pd.concat(attempt_frames, ignore_index=True) if attempt_frames else pd.DataFrame()
+    att = pd.concat(attempt_frames, ignore_index=True) if attempt_frames else pd.DataFrame(columns=ATTEMPT_COLUMNS)
     md["refine_attempts"] = record_llm_attempts(store, att, [(stage, b) for b in parts])
     md["nli_backend"] = nli.backend
     md["nli_final_labels"] = dg.MetadataValue.json(nli_counts)

@@ -29,8 +29,8 @@ def build_items(questions: pd.DataFrame, answers: pd.DataFrame, statements: pd.D
     """One ``statement_verification`` item per accepted foil, one ``open_ended`` item per
     question whose answer pool survived."""
     rows: list[dict[str, Any]] = []
-    q_by_id = questions.set_index("question_id").to_dict("index") if len(questions) else {}
-    st_by_id = statements.set_index("statement_id").to_dict("index") if len(statements) else {}
+    q_by_id = {r["question_id"]: r for r in questions.to_dict("records")} if len(questions) else {}
+    st_by_id = {r["statement_id"]: r for r in statements.to_dict("records")} if len(statements) else {}
     for f in foils.to_dict("records"):
         st, q = st_by_id.get(f["statement_id"]), q_by_id.get(f["question_id"])
         if st is None or q is None:

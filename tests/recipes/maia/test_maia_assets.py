@@ -1,0 +1,258 @@
+"""MAIA assets end to end through the LLM test double, with scripted replies for every branch:
+pass, yes/no question reject, inconsistent answer, equal strings and overlap → rephrase,
+foil entailment → regenerate, structural-check reject, and the import path."""
+
+import itertools
+import json
+
+import dagster as dg
+import pandas as pd
+import pytest
+from PIL import Image
+
+import assets.recipes.maia.assets as A
+from forge.storage import TableStore
+from resources.nli import NLIResource
+from resources.storage import StorageResource
+from tests.llm_double import Reply
+from tests.llm_double.server import message_text
+
+CLIP = "vid1_eng"
+Q_CHEF = "Where is the chef standing during the video?"
+Q_BIKE = "Where is the bicycle parked in the scene?"
+Q_MOOD = "What mood does the chef show while cooking?"
+Q_YESNO = "Is the chef happy with the pizza?"
+BASE = ["The chef stands beside the oven.", "He waits near a wooden counter.",
+        "Behind the marble table, close to customers.", "Right next to the hot brick furnace.",
+        "I think he is in the kitchen area.", "At his workstation by the window.",
+        "Close to the entrance of the pizzeria.", "Inside the restaurant, opposite the door."]
+_WORDS = ("apple", "brick", "cloud", "delta", "ember", "fjord", "glade", "harbor", "igloo", "jungle", "kettle",
+          "lagoon", "meadow", "nectar", "orchard", "prairie", "quarry", "riverbank", "savanna", "tundra")
+# every rephrase is new wording that shares no word with anything else in the pool
+FRESH = iter(f"{a} {b}" for a, b in itertools.combinations(_WORDS, 2) if True)
+_USED: set[str] = set()
+
+
+def fresh() -> str:
+    for cand in FRESH:
+        a, b = cand.split()
+        if a not in _USED and b not in _USED:
+            _USED.update((a, b))
+            return f"Near the {a} and {b}."
+    raise AssertionError("out of fresh words")
+
+
+def user_turn(body):
+    return [m for m in body["messages"] if m["role"] == "user"][-1]
+
+
+def text_of(msg):
+    c = msg["content"]
+    return c if isinstance(c, str) else " ".join(p.get("text", "") for p in c if p.get("type") == "text")
+
+
+def field(body, prefix):
+    """``prefix`` line of the prompt's own user turn (refine appends feedback turns after it)."""
+    for msg in [m for m in body["messages"] if m["role"] == "user"][::-1]:
+        for line in text_of(msg).splitlines():
+            if line.startswith(prefix):
+                return line[len(prefix):].strip()
+    return ""
+
+
+def responder(body):
+    name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+    full = message_text(body)
+    if name == "maia_questions":
+        if "Category: spatial total" in full:
+            return Reply.json({"question_a": Q_CHEF, "question_b": Q_BIKE})
+        return Reply.json({"question_a": Q_MOOD, "question_b": Q_YESNO})
+    if name == "maia_answers":
+        q = field(body, "Question:")
+        if q == Q_CHEF:  # one equal pair (4/5) and one overlapping pair (0/7)
+            return Reply.json({"answers": BASE[:5] + [BASE[4], BASE[6], "The chef stands beside the oven today."]})
+        if q == Q_MOOD:  # answer 3 does not answer the question
+            moods = ["He looks focused.", "Calm and concentrated on the dough.", "BANANA split tastes great.",
+                     "Quite cheerful, smiling often.", "Relaxed while kneading.", "Serious but content.",
+                     "Happy with his work.", "Attentive, almost proud."]
+            return Reply.json({"answers": moods})
+        return Reply.json({"answers": [f"Bicycle spot {w} alpha" if i == 0 else f"{w} bicycle leaning idea{i}"
+                                       for i, w in enumerate(["red", "blue", "green", "gray", "pink", "teal",
+                                                              "gold", "navy"])]})
+    if name == "maia_consistency":
+        return Reply.json({"score": 0 if "BANANA" in field(body, "A:") else 1})
+    if name == "maia_pool_contradiction":
+        return Reply.json({"contradiction": False, "conflicting": []})
+    if name in ("maia_rephrase_equal", "maia_rephrase_overlap"):
+        return Reply.json({"text": fresh()})
+    if name == "maia_statement":
+        return Reply.json({"statement": field(body, "A:")})
+    if name and name.startswith("maia_foil_") and name != "maia_foil_structural":
+        caption = field(body, "C:")
+        words = caption.rstrip(".").split()
+        if "bicycle" in caption.lower():
+            return Reply.json({"foil": " ".join(words[:-1] + ["INVALID"])})
+        if "kitchen" in caption and "entailed by the caption" not in full:
+            return Reply.json({"foil": " ".join(words[:-1] + ["ENTAILED"])})
+        return Reply.json({"foil": " ".join(words[:-1] + ["elsewhere"])})
+    if name == "maia_foil_structural":
+        return Reply.json({"valid": "INVALID" not in field(body, "F:"), "reason": "scripted"})
+    if name == "nli":
+        return Reply.json({"label": "entailment" if "ENTAILED" in field(body, "S2:") else "contradiction"})
+    return None
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    """One clip with 4 real frames, its evidence and video row, in a fresh data dir."""
+    data = tmp_path / "data"
+    store = TableStore(data)
+    (data / "media" / "frames").mkdir(parents=True)
+    frames = []
+    for i in range(4):
+        rel = f"media/frames/{CLIP}_f{i:03d}.jpg"
+        Image.new("RGB", (64, 48), (40 * i, 80, 120)).save(data / rel)
+        frames.append({"frame_id": f"{CLIP}_f{i:03d}", "batch": "b1", "source": "s", "item_id": "vid1",
+                       "clip_id": CLIP, "kind": "clip_frame", "frame_index": i, "timestamp_s": float(i), "path": rel,
+                       "width": 64, "height": 48})
+    store.write("frames", pd.DataFrame(frames), "b1")
+    store.write("clips", pd.DataFrame([{"clip_id": CLIP, "batch": "b1", "source": "s", "video_id": "vid1",
+                                        "is_engaging": True, "start_s": 0.0, "end_s": 30.0}]), "b1")
+    store.write("evidence", pd.DataFrame([{"unit": "clip", "unit_id": CLIP, "batch": "b1", "tags": ["oven", "pizza"],
+                                           "persons": 1, "ocr_text": None}]), "b1")
+    store.write("videos", pd.DataFrame([{"video_id": "vid1", "batch": "b1", "channel": "PizzaChan"}]), "b1")
+    monkeypatch.setitem(A.CFG["questions"], "categories", ["spatial_total", "sentiment"])
+    monkeypatch.setitem(A.CFG["foils"], "max_rounds", 1)
+    return store
+
+
+def materialize(store, resource, selection):
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", ["b1"])
+    res = dg.materialize(selection, partition_key="b1", instance=instance, resources={
+        "storage": StorageResource(data_dir=str(store.data_dir)), "llm": resource, "nli": NLIResource(backend="llm")})
+    assert res.success
+    return res
+
+
+ALL = [A.maia_questions, A.maia_answer_pools, A.maia_statements, A.maia_foils, A.maia_items]
+
+
+def rejects(store):
+    return store.read("rejects")
+
+
+def test_generated_path_every_branch(corpus, llm_double, llm_double_resource):
+    llm_double.responder = responder
+    store = corpus
+    materialize(store, llm_double_resource(), ALL)
+    rj = rejects(store)
+    reasons = set(zip(rj["stage"], rj["reason"]))
+
+    # questions: the yes/no one is rejected, the others kept with their pair overlap
+    qs = store.read("maia_questions")
+    assert set(qs["question"]) == {Q_CHEF, Q_BIKE, Q_MOOD}
+    assert ("maia_questions", "yes_no_question") in reasons
+    assert (qs["origin"] == "generated").all() and (qs["backend"] == "openai").all()
+    assert qs.loc[qs["question"] == Q_CHEF, "pair_overlap"].iloc[0] == 0.0
+
+    # answers: the inconsistent one is dropped; the equal and overlapping ones are rephrased
+    ans = store.read("maia_answer_pools")
+    chef = ans[ans["question_id"] == qs.loc[qs["question"] == Q_CHEF, "question_id"].iloc[0]]
+    assert len(chef) == 8 and chef["rephrased"].sum() == 2
+    assert set(chef.loc[chef["rephrased"] > 0, "idx"]) == {5, 7}
+    mood = ans[ans["question_id"] == qs.loc[qs["question"] == Q_MOOD, "question_id"].iloc[0]]
+    assert len(mood) == 7 and not mood["answer"].str.contains("BANANA").any()
+    assert ("maia_answer_pools", "inconsistent_answer") in reasons
+    stats = store.read("maia_pool_stats")
+    a_chef = stats[(stats["kind"] == "answers") & (stats["question_id"] == chef["question_id"].iloc[0])].iloc[0]
+    assert a_chef["equal_pairs_before"] == 1 and a_chef["equal_pairs_after"] == 0
+    assert a_chef["pairs_over_threshold_before"] >= 2 and a_chef["pairs_over_threshold_after"] == 0
+    assert 0 < a_chef["ttr_cw_after"] <= 1 and a_chef["overlap_max_after"] <= 0.5
+    assert set(stats["kind"]) == {"answers", "statements"}
+
+    # statements: one per kept answer
+    st = store.read("maia_statements")
+    assert len(st) == len(ans)
+
+    # foils: the kitchen foil was entailed, regenerated and accepted; bicycle foils fail the structural check
+    fo = store.read("maia_foils")
+    att = store.read("llm_attempts")
+    kitchen = fo[fo["statement"].str.contains("kitchen")]
+    assert len(kitchen) == 1 and kitchen.iloc[0]["rounds"] == 1 and kitchen.iloc[0]["nli_label"] == "contradiction"
+    k_att = att[(att["stage"] == "maia_foils") & (att["item_id"] == kitchen.iloc[0]["statement_id"])]
+    assert k_att.loc[k_att["step"] == "check:nli_contradiction", "verdict"].tolist() == ["major"]
+    assert not fo["statement"].str.lower().str.contains("bicycle").any()
+    assert ("maia_foils", "refine_max_rounds") in reasons
+    assert (fo["edit_distance"] == 1).all() and fo["structural_valid"].all()
+    assert (fo["nli_label"] != "entailment").all()
+    assert set(att["stage"]) >= {"maia_answer_pools", "maia_foils"}
+
+    # items: one SV pair per foil, open-ended per kept question with its references
+    items = store.read("maia_items")
+    sv, oe = items[items["task"] == "statement_verification"], items[items["task"] == "open_ended"]
+    assert len(sv) == len(fo) and set(sv["answer"]) <= {"A", "B"}
+    assert len(oe) == ans["question_id"].nunique()
+    assert (items["channel"] == "PizzaChan").all() and (items["source_item_id"] == "vid1").all()
+    assert all(len(p) == 4 for p in items["media_paths"])
+    calls = store.read("llm_calls")
+    assert {"maia_questions", "maia_answer_pools", "maia_statements", "maia_foils", "maia_foils_nli"} <= set(calls["stage"])
+
+
+def test_overlap_unresolved_is_rejected(corpus, llm_double, llm_double_resource):
+    """A rephrase that keeps overlapping for every round drops the answer (bounded rounds)."""
+    def stubborn(body):
+        name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+        if name == "maia_rephrase_overlap":
+            return Reply.json({"text": "The chef stands beside the oven now."})
+        return responder(body)
+
+    llm_double.responder = stubborn
+    monkeypatch_rounds = A.CFG["pools"]["max_rephrase_rounds"]
+    A.CFG["pools"]["max_rephrase_rounds"] = 2
+    try:
+        materialize(corpus, llm_double_resource(), [A.maia_questions, A.maia_answer_pools])
+    finally:
+        A.CFG["pools"]["max_rephrase_rounds"] = monkeypatch_rounds
+    rj = rejects(corpus)
+    assert "overlap_unresolved" in set(rj["reason"])
+    att = corpus.read("llm_attempts")
+    over = att[att["step"] == "rephrase:overlap"]
+    assert over["round"].max() == 2 and (over["verdict"] == "major").all()
+
+
+def test_import_path(corpus, llm_double, llm_double_resource, tmp_path, monkeypatch):
+    path = tmp_path / "human.jsonl"
+    path.write_text(json.dumps({"clip_id": CLIP, "category": "Total Spatial", "question": Q_CHEF,
+                                "answers": BASE}) + "\n")
+    monkeypatch.setitem(A.CFG["questions"], "import_path", str(path))
+    monkeypatch.setitem(A.CFG["questions"], "import_only", True)
+    llm_double.responder = responder
+    materialize(corpus, llm_double_resource(), ALL)
+    qs = corpus.read("maia_questions")
+    assert qs[["question", "origin", "backend", "slot"]].values.tolist() == [[Q_CHEF, "imported", "human", "a"]]
+    ans = corpus.read("maia_answer_pools")
+    assert sorted(ans["answer"]) == sorted(BASE) and (ans["origin"] == "imported").all()
+    calls = corpus.read("llm_calls")
+    assert not (calls["stage"] == "maia_questions").any()
+    assert "maia_answers" not in set(calls["prompt_name"]) if "prompt_name" in calls else True
+    items = corpus.read("maia_items")
+    oe = items[items["task"] == "open_ended"].iloc[0]
+    assert sorted(oe["references"]) == sorted(BASE) and oe["question"] == Q_CHEF
+    assert (items["task"] == "statement_verification").sum() == 8
+
+
+def test_asset_checks_report_rates(corpus, llm_double, llm_double_resource):
+    from assets.recipes.maia import checks as C
+
+    llm_double.responder = responder
+    materialize(corpus, llm_double_resource(), ALL)
+    storage = StorageResource(data_dir=str(corpus.data_dir))
+    ent = C.maia_foil_entailment_rate(storage=storage)
+    assert ent.passed and ent.metadata["entailment_rate_accepted"].value == 0.0
+    assert ent.metadata["entailment_rate_first_generation"].value > 0  # the kitchen foil
+    qs = C.maia_questions_open_ended(storage=storage)
+    assert qs.passed and qs.metadata["yes_no"].value == 0
+    pools = C.CHECKS[1](storage=storage)
+    assert pools.passed and pools.metadata["pools_violating"].value == 0
+    assert pools.metadata["inconsistent_rate"].value > 0
