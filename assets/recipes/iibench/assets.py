@@ -17,6 +17,7 @@ import yaml
 
 from assets.common import SINGLE_RUN, batches, contract_check_specs, partition_keys, publish, table_metadata
 from assets.llm_support import record_llm_attempts, record_llm_calls
+from forge.contracts import load_contract
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.types import ImageInput, LLMRequest
@@ -46,7 +47,7 @@ class ImplicationConfig(dg.Config):
 
 class LabelsConfig(dg.Config):
     max_rounds: int = CFG["labels"]["max_rounds"]
-    min_explanation_words: int = CFG["labels"]["min_explanation_words"]
+    min_explanation_chars: int = CFG["labels"]["min_explanation_chars"]
 
 
 class ItemsConfig(dg.Config):
@@ -54,6 +55,11 @@ class ItemsConfig(dg.Config):
     max_rounds: int = CFG["items"]["max_rounds"]
     near_duplicate_threshold: float = CFG["items"]["near_duplicate_threshold"]
     seed: int = CFG["items"]["seed"]
+
+
+def _frame(rows: list[dict[str, Any]], table: str) -> pd.DataFrame:
+    """Rows as a frame with the contract's columns (so an empty batch still has them)."""
+    return pd.DataFrame(rows, columns=load_contract(table).column_names)
 
 
 def _image(store: TableStore, row: Any) -> ImageInput:
@@ -165,12 +171,12 @@ def iibench_implication(context: dg.AssetExecutionContext, config: ImplicationCo
 
 
 # -- 6. labels --------------------------------------------------------------------------
-def labels_check(min_words: int):
+def labels_check(min_chars: int):
     def labels_valid(_req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
         _, problems = tax.validate_labels(data)
-        n = len(str(data.get("explanation") or "").split())
-        if n < min_words:
-            problems.append(f"explanation: {n} words; explain the implication in at least {min_words} words")
+        n = len(" ".join(str(data.get("explanation") or "").split()))
+        if n < min_chars:
+            problems.append(f"explanation: {n} characters; explain the implication in at least {min_chars}")
         return Verdict("major", "\n".join(problems), "labels_valid") if problems else None
     return labels_valid
 
@@ -202,7 +208,7 @@ def iibench_labels(context: dg.AssetExecutionContext, config: LabelsConfig, stor
         by_id = {r["frame_id"]: r for r in kept.to_dict("records")}
         reqs = [LLMRequest(fid, prompt, label_vars | {"implication": r["implication"] or r["reason"] or "(not stated)"},
                            images=[_image(store, r)]) for fid, r in by_id.items()]
-        run = refine(engine, "iibench_labels", part, reqs, checks=[labels_check(config.min_explanation_words)],
+        run = refine(engine, "iibench_labels", part, reqs, checks=[labels_check(config.min_explanation_chars)],
                      max_rounds=config.max_rounds)
         rows = []
         for o in run.outcomes:
@@ -216,7 +222,7 @@ def iibench_labels(context: dg.AssetExecutionContext, config: LabelsConfig, stor
                 "explanation": " ".join(str(data["explanation"]).split()), "implication": r["implication"],
                 "rounds": o.rounds, "prompt_name": o.result.prompt_name, "prompt_hash": o.result.prompt_hash,
                 "model": o.result.model, "backend": o.result.backend})
-        tables[part] = pd.DataFrame(rows)
+        tables[part] = _frame(rows, "iibench_labels")
         logs.append(rej)
         attempts.append(run.attempts_frame())
     record_llm_attempts(store, pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame(),
@@ -330,7 +336,7 @@ def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storag
                     rows.append(row)
         stats["questions_accepted"] += len(rows)
         stats["questions_rejected"] += sum(1 for x in rej.rows if x["error_class"] == "QuestionReject")
-        tables[part] = pd.DataFrame(rows)
+        tables[part] = _frame(rows, "iibench_items")
         logs.append(rej)
         attempts.append(run.attempts_frame())
     record_llm_attempts(store, pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame(),
