@@ -19,7 +19,6 @@ Layout of ``dest_dir``::
 from __future__ import annotations
 
 import importlib.util
-import io
 import shutil
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -294,8 +293,3 @@ def build_sample_corpus(dest_dir: str | Path) -> SampleCorpus:
     return SampleCorpus(root=root, web_dir=web, videos_dir=videos, images_dir=images, table_path=table_path,
                         broken=broken, files=files)
 
-
-def png_bytes(arr: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, format="PNG")
-    return buf.getvalue()
