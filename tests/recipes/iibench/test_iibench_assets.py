@@ -54,8 +54,8 @@ def responder(body):
                 "reason": "a melting clock is a visual metaphor" if keep else "a plain product photo"}
     if name == "iibench_labels":
         short = "ALPHA" in text and rounds == 0          # first answer for A: explanation too short
-        expl = "Too short." if short else ("EXPL-" + ("A" if "ALPHA" in text else "F") +
-                                           " the melting clock shows how time slips away while we are busy with work")
+        expl = "Too short for the configured minimum of 80 chars." if short else ("EXPL-" + ("A" if "ALPHA" in text else "F") +
+                                           " the melting clock shows how time slips away unnoticed while we are busy with our daily work")
         return {"image_type": "painting", "domain": "life", "emotion": "negative", "rhetoric": ["metaphor", "symbolism"],
                 "difficulty": "middle", "explanation": expl}
     if name == "iibench_questions":
@@ -92,6 +92,7 @@ def _run(store, llm, human_path=None, max_rounds=2):
         [A.iibench_implication, A.iibench_labels, A.iibench_items], partition_key=BATCH, instance=instance,
         resources={"storage": StorageResource(data_dir=str(store.data_dir)), "llm": llm},
         run_config={"ops": {"iibench_implication": {"config": {"human_verdicts": human_path}},
+                            "iibench_labels": {"config": {"min_explanation_chars": 80}},
                             "iibench_items": {"config": {"max_rounds": max_rounds}}}},
     )
 
