@@ -90,6 +90,11 @@ def images(store: TableStore, paths: list[str], k: int) -> list[ImageInput]:
     return [ImageInput(path=store.data_dir / p) for p in Q.uniform_subsample(paths, k)]
 
 
+def trusted_engine(engine: Any) -> bool:
+    """Placeholder text from the stub cannot be diversified: keep it rather than drop it."""
+    return engine.backend_name != "stub"
+
+
 def trusted(res: Any) -> bool:
     """A judge verdict filters only when a real model made it (stub verdicts are placeholders)."""
     return res.backend != "stub"
@@ -351,7 +356,7 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
         live = [p for p in pool_objs if not meta[p.key][5]]
         postprocess_pools(live, rephrase, threshold=float(pcfg["overlap_threshold"]),
                           max_rounds=int(pcfg["max_rephrase_rounds"]), method=pcfg.get("overlap_method", "jaccard"),
-                          on_result=on_result)
+                          on_result=on_result, drop_unresolved=trusted_engine(engine))
         attempt_frames.append(finalise_attempts(attempts, live))
         rows, stats = [], []
         for p in pool_objs:
@@ -441,7 +446,7 @@ def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
         rephrase, on_result = rephraser(engine, stage, batch, attempts)
         postprocess_pools(pools, rephrase, threshold=float(pcfg["overlap_threshold"]),
                           max_rounds=int(pcfg["max_rephrase_rounds"]), method=pcfg.get("overlap_method", "jaccard"),
-                          on_result=on_result)
+                          on_result=on_result, drop_unresolved=trusted_engine(engine))
         attempt_frames.append(finalise_attempts(attempts, pools))
         rows, stats = [], []
         for p in pools:

@@ -81,12 +81,15 @@ def postprocess_pools(
     max_rounds: int = 3,
     method: str = "jaccard",
     on_result: Callable[[RephraseTask, str | None, bool], None] | None = None,
+    drop_unresolved: bool = True,
 ) -> None:
     """Run the equal-strings / lexical-overlap rephrase rounds in place on ``pools``.
 
     ``on_result(task, new_text, accepted)`` is called for every rephrase (for attempt rows);
     a rephrase is accepted when it differs from every other member and its overlap with
     each of them is ≤ ``threshold``; a rejected one is retried next round.
+    ``drop_unresolved=False`` keeps what is still equal/overlapping after the last round
+    (for placeholder text from the offline stub, which no rephrasing can diversify).
     """
     for p in pools:
         p.stats_before = pool_stats(p.kept_texts(), threshold, method)
@@ -119,6 +122,6 @@ def postprocess_pools(
             if on_result:
                 on_result(task, new, accepted)
     for p in pools:
-        for i, kind in pending(p, threshold, method):
+        for i, kind in (pending(p, threshold, method) if drop_unresolved else []):
             p.dropped[i] = "equal_unresolved" if kind == "equal" else "overlap_unresolved"
         p.stats_after = pool_stats(p.kept_texts(), threshold, method)
