@@ -125,5 +125,6 @@ CHECKS = [
     outdated_prompt_check("vague_indirect", "vague_indirect", [PROMPT_FILES["indirect"]]),
     _hash_check("vague_indirect", "select_prompt_hash", "select_indirect"),
     outdated_prompt_check("vague_options", "vague_options", list(PROMPT_FILES.values())),
-    *mcq_asset_checks("vague_items"),
+    # NE options differ from the correct one by the object only (§4.2.3): flag exact duplicates.
+    *mcq_asset_checks("vague_items", duplicate_threshold=1.0),
 ]

@@ -322,6 +322,13 @@ def ne_problems(substitute: str, interpretation: str, original: str, present: Se
 
 # --------------------------------------------------------------------------- items (§3.1)
 
+def _plain(value: Any) -> Any:
+    """numpy scalars / arrays (as read back from Parquet) → JSON-able Python values."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
 def item_id(frame_id: str) -> str:
     return "vague-" + content_hash("vague", frame_id, length=16)
 
@@ -353,7 +360,7 @@ def build_item(
             "strategy": indirect["strategy"], "subject": direct["subject"], "action": direct["action"],
             "object": direct["object"], "object_source": cand.get("object_source"),
             "image_kind": cand.get("image_kind"),
-        }),
+        }, default=_plain),
         "backend": "stub" if "stub" in backends else (backends.pop() if len(backends) == 1 else ",".join(sorted(backends))),
         "model": direct.get("model"),
         "prompt_hash": content_hash(hashes, length=16),
@@ -363,5 +370,5 @@ def build_item(
                         "indirect": indirect.get("rating")},
             "fake_caption": options["FS"].get("fake_caption"), "substitute_object": options["NE"].get("substitute_object"),
             "prompt_hashes": hashes, "frame_path": cand.get("frame_path"),
-        }),
+        }, default=_plain),
     }
