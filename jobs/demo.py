@@ -1,0 +1,36 @@
+"""The demo environment: the sample corpus built from installed packages, served on 127.0.0.1.
+
+The port is fixed (``SUBTEXT_DEMO_PORT``, default 8765) because item ids derive from
+URLs: a stable URL keeps a re-run of the demo idempotent instead of adding new items.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from forge.media.loopback import LoopbackServer
+from forge.media.sample_corpus import build_sample_corpus
+
+
+@contextmanager
+def prepare_demo(data_dir: str | None = None) -> Iterator[dict[str, str]]:
+    data = Path(data_dir or os.environ.get("SUBTEXT_DATA_DIR", "data"))
+    print(f"Building the sample corpus in {data / 'sample_corpus'} …", flush=True)
+    corpus = build_sample_corpus(data / "sample_corpus")
+    server = LoopbackServer(corpus.web_dir, port=int(os.environ.get("SUBTEXT_DEMO_PORT", "8765"))).start()
+    values = {**corpus.as_variables(), "SAMPLE_SERVER": server.url}
+    print(f"Serving it at {server.url}", flush=True)
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield values
+    finally:
+        server.stop()
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
