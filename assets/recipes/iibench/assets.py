@@ -75,7 +75,10 @@ def _read_for(store: TableStore, table: str, batch: str, ids: list[str]) -> pd.D
     else:
         quoted = ",".join("'" + i.replace("'", "''") + "'" for i in ids)
         df = store.read(table, where=f"frame_id in ({quoted})")
-    return df[df["frame_id"].isin(ids)]
+    df = df[df["frame_id"].isin(ids)]
+    if "method" in df.columns:  # dedup may group a frame twice (frame and clip level): the frame verdict counts
+        df = df.sort_values("method", key=lambda m: m != "frame", kind="stable")
+    return df.drop_duplicates("frame_id")
 
 
 def candidate_images(store: TableStore, batch: str, rejects: RejectLog) -> pd.DataFrame:
