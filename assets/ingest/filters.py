@@ -1,0 +1,298 @@
+"""II-Bench filters on the frames table: ``frame_hashes`` → ``duplicates`` → ``text_ratio``.
+
+* ``frame_hashes`` (per batch): pHash + dHash of every frame; undecodable → reject.
+* ``duplicates`` (fan-in over all batches): near-duplicate groups across every source,
+  frame by frame for images / pool frames and clip by clip (frame-hash sequences) for
+  clips; one kept member per group, the others → rejects (``duplicate``, kept twin).
+* ``text_ratio`` + ``clip_text_ratio`` (per batch, GPU pool): EasyOCR on the kept frames
+  only; union text area / image area, recognised text, pass/fail; text-heavy frames and
+  clips → rejects (``text_heavy``).
+
+Logic lives in ``forge.media.{hashing,dedup,ocr}``; these bodies only read, call and publish.
+"""
+
+
+import time
+from pathlib import Path
+from typing import List, Literal, Optional
+
+import dagster as dg
+import pandas as pd
+
+from assets.common import (
+    SINGLE_RUN,
+    Progress,
+    batches,
+    contract_check_specs,
+    partition_keys,
+    publish,
+    table_metadata,
+)
+from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
+from forge.media.hashing import FrameHash, hash_many
+from forge.media.ocr import clip_passes, load_rgb
+from forge.storage import UNPARTITIONED, RejectLog, TableStore
+from forge.versioning import content_hash
+from resources.ocr import OCRResource
+from resources.storage import StorageResource
+
+VERSION = "filters-1"
+_MEDIA = Path(__file__).resolve().parents[2] / "forge" / "media"
+HASH_COLUMNS = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "frame_index", "width", "height",
+                "phash", "dhash", "phash_int", "dhash_int"]
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+# -- frame_hashes -------------------------------------------------------------------------
+
+
+class HashConfig(dg.Config):
+    workers: int = 2  # decode/hash threads (PIL and the DCT release the GIL)
+
+
+def hash_batch(store: TableStore, batch: str, rejects: RejectLog, workers: int = 2,
+               progress: Progress | None = None) -> pd.DataFrame:
+    frames = store.read("frames", parts=[batch])
+    if frames.empty:
+        return pd.DataFrame(columns=HASH_COLUMNS)
+    frames = frames.sort_values("frame_id").reset_index(drop=True)
+    results = hash_many([store.data_dir / p for p in frames["path"]], workers=workers,
+                        on_done=progress.step if progress else None)
+    rows = []
+    for fr, res in zip(frames.itertuples(index=False), results):
+        if isinstance(res, FrameHash):
+            rows.append({
+                "frame_id": fr.frame_id, "batch": batch, "source": fr.source, "item_id": fr.item_id,
+                "clip_id": fr.clip_id, "kind": fr.kind, "frame_index": int(fr.frame_index),
+                "width": res.width, "height": res.height, "phash": res.phash, "dhash": res.dhash,
+                "phash_int": res.phash_int, "dhash_int": res.dhash_int,
+            })
+        else:
+            rejects.add_exception(fr.frame_id, "decode_error", res, related_id=fr.item_id)
+    return pd.DataFrame(rows, columns=HASH_COLUMNS)
+
+
+@dg.asset(
+    group_name="ingest",
+    kinds={"python", "numpy"},
+    deps=["frames"],
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    code_version=content_hash(VERSION, files=[_MEDIA / "hashing.py"]),
+    check_specs=contract_check_specs("frame_hashes", ["frame_hashes"]),
+    metadata=table_metadata(["frame_hashes"]),
+    description="64-bit pHash and dHash (imagehash) of every frame, as hex and as int64 bits for "
+    "vectorised Hamming distances. A frame that fails to decode → rejects (decode_error).",
+)
+def frame_hashes(context: dg.AssetExecutionContext, config: HashConfig, storage: StorageResource) -> dg.MaterializeResult:
+    started = time.perf_counter()
+    store = storage.store
+    parts, logs = {}, []
+    for batch in partition_keys(context):
+        log = RejectLog("frame_hashes", batch)
+        n = len(store.read("frames", parts=[batch], columns=["frame_id"])) if store.exists("frames") else 0
+        parts[batch] = hash_batch(store, batch, log, config.workers, Progress(context.log, f"hash {batch}", n))
+        logs.append(log)
+    total = sum(len(p) for p in parts.values())
+    secs = time.perf_counter() - started
+    return publish(store, {"frame_hashes": parts}, rejects=logs, started=started,
+                   metadata={"frames_per_second": round(total / max(secs, 1e-9), 1)})
+
+
+# -- duplicates ---------------------------------------------------------------------------
+
+
+class DedupConfig(dg.Config):
+    threshold: int = 8  # max pHash Hamming distance (of 64 bits)
+    dhash_threshold: Optional[int] = None  # max dHash distance; None = threshold
+    rule: Literal["both", "either", "phash", "dhash"] = "either"
+    clip_min_match: float = 0.6  # share of the shorter clip's frames that must align, in order
+    clip_same_item: bool = False  # also compare clips cut from the same video
+    source_priority: List[str] = []  # tie-break for the kept copy: earlier sources win
+
+    def params(self) -> DedupParams:
+        return DedupParams(threshold=self.threshold, dhash_threshold=self.dhash_threshold, rule=self.rule,
+                           clip_min_match=self.clip_min_match, clip_same_item=self.clip_same_item,
+                           source_priority=tuple(self.source_priority))
+
+
+def duplicate_rejects(dups: pd.DataFrame) -> RejectLog:
+    """A reject per non-kept frame (→ kept twin) and per duplicate clip (→ kept clip)."""
+    log = RejectLog("duplicates", UNPARTITIONED)
+    gone = dups[~dups["is_kept"].astype(bool)]
+    for r in gone.itertuples(index=False):
+        log.add(r.frame_id, "duplicate", detail=f"{r.method} near-duplicate of {r.kept_frame_id} "
+                f"(pHash distance {r.distance}, dHash {r.dhash_distance})", related_id=r.kept_frame_id)
+    clips = gone[gone["method"] == "clip"].drop_duplicates("clip_id")
+    for r in clips.itertuples(index=False):
+        log.add(r.clip_id, "duplicate", detail=f"clip's frame-hash sequence matches kept clip {r.kept_clip_id}",
+                related_id=r.kept_clip_id)
+    return log
+
+
+def dedup_summary(dups: pd.DataFrame) -> dict[str, float | int]:
+    n = len(dups)
+    groups = dups.groupby(["method", "group_id"]).size() if n else pd.Series(dtype=int)
+    return {
+        "frames": n,
+        "groups": int(len(groups)),
+        "groups_with_duplicates": int((groups > 1).sum()) if n else 0,
+        "duplicate_frames": int((~dups["is_kept"].astype(bool)).sum()) if n else 0,
+        "duplicate_rate": round(float((~dups["is_kept"].astype(bool)).mean()), 4) if n else 0.0,
+        "duplicate_clips": int(dups.loc[~dups["is_kept"].astype(bool) & (dups["method"] == "clip"), "clip_id"].nunique()) if n else 0,
+    }
+
+
+@dg.asset(
+    group_name="ingest",
+    kinds={"python", "numpy"},
+    deps=["frame_hashes"],
+    code_version=content_hash(VERSION, files=[_MEDIA / "dedup.py", _MEDIA / "hashing.py"]),
+    check_specs=contract_check_specs("duplicates", ["duplicates"]),
+    metadata=table_metadata(["duplicates"]),
+    description="II-Bench stage 1: near-duplicate groups over every hashed frame of every batch "
+    "(multi-index Hamming search + union-find), images frame by frame and clips by frame-hash "
+    "sequence; one kept per group (most pixels, then source priority, then id), the rest → "
+    "rejects (duplicate, related_id = kept twin).",
+)
+def duplicates(context: dg.AssetExecutionContext, config: DedupConfig, storage: StorageResource) -> dg.MaterializeResult:
+    started = time.perf_counter()
+    store = storage.store
+    hashes = store.read("frame_hashes")
+    t0 = time.perf_counter()
+    dups = find_duplicates(hashes, config.params()) if not hashes.empty else pd.DataFrame(columns=DUPLICATE_COLUMNS)
+    grouping_s = time.perf_counter() - t0
+    summary = dedup_summary(dups)
+    context.log.info(f"dedup: {summary} in {grouping_s:.2f}s")
+    return publish(store, {"duplicates": {UNPARTITIONED: dups}}, rejects=[duplicate_rejects(dups)], started=started,
+                   metadata={**summary, "grouping_seconds": round(grouping_s, 3),
+                             "rule": f"{config.rule} (pHash<={config.threshold}, dHash<="
+                                     f"{config.threshold if config.dhash_threshold is None else config.dhash_threshold})"})
+
+
+@dg.asset_check(asset="duplicates", blocking=False,
+                description="Groups are well formed (exactly one kept member, every twin points at a kept "
+                "frame); reports group count and duplicate rate.")
+def duplicates_groups(storage: StorageResource) -> dg.AssetCheckResult:
+    dups = storage.store.read("duplicates")
+    problems: list[str] = []
+    if len(dups):
+        kept = dups["is_kept"].astype(bool)
+        per_group = dups[kept].groupby(["method", "group_id"]).size()
+        all_groups = dups.groupby(["method", "group_id"]).size()
+        bad = all_groups.index.difference(per_group[per_group == 1].index)
+        if len(bad):
+            problems.append(f"{len(bad)} group(s) without exactly one kept member, e.g. {list(bad[:3])}")
+        kept_ids = set(dups.loc[kept, "frame_id"])
+        dangling = dups.loc[~kept & ~dups["kept_frame_id"].isin(kept_ids), "frame_id"]
+        if len(dangling):
+            problems.append(f"{len(dangling)} duplicate(s) point at a frame that is not kept, e.g. {list(dangling[:3])}")
+        self_ref = dups.loc[kept & (dups["kept_frame_id"] != dups["frame_id"]), "frame_id"]
+        if len(self_ref):
+            problems.append(f"{len(self_ref)} kept frame(s) whose kept_frame_id is another frame")
+    return dg.AssetCheckResult(
+        passed=not problems,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={**dedup_summary(dups), "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none")},
+    )
+
+
+# -- text_ratio -----------------------------------------------------------------------------
+
+
+class TextRatioConfig(dg.Config):
+    max_ratio: float = 0.3  # a frame passes when text covers at most this share of it
+    clip_rule: Literal["any", "all", "mean"] = "mean"  # how a clip's frame ratios decide the clip
+
+
+TEXT_COLUMNS = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "ratio", "n_boxes", "text", "boxes",
+                "max_ratio", "passes", "clip_passes", "width", "height"]
+CLIP_COLUMNS = ["clip_id", "batch", "source", "item_id", "n_frames", "mean_ratio", "max_frame_ratio",
+                "frames_passing", "rule", "max_ratio", "passes"]
+
+
+def kept_frames(store: TableStore, batch: str) -> pd.DataFrame:
+    """Frames of ``batch`` that dedup kept (frames never hashed or deduplicated are skipped)."""
+    frames = store.read("frames", parts=[batch])
+    if frames.empty or not store.exists("duplicates"):
+        return frames.iloc[0:0]
+    kept = store.read("duplicates", where=f"batch = {_sql_str(batch)} and is_kept", columns=["frame_id"])
+    return frames[frames["frame_id"].isin(set(kept["frame_id"]))].sort_values("frame_id").reset_index(drop=True)
+
+
+def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio: float, clip_rule: str,
+                     rejects: RejectLog, progress: Progress | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    frames = kept_frames(store, batch)
+    rows = []
+    for fr in frames.itertuples(index=False):
+        try:
+            res = ocr.read(load_rgb(store.data_dir / fr.path))
+        except Exception as exc:  # noqa: BLE001 - one unreadable frame is a reject, not a failed run
+            rejects.add_exception(fr.frame_id, "ocr_error", exc, related_id=fr.item_id)
+            continue
+        finally:
+            if progress:
+                progress.step()
+        rows.append({
+            "frame_id": fr.frame_id, "batch": batch, "source": fr.source, "item_id": fr.item_id,
+            "clip_id": fr.clip_id, "kind": fr.kind, "ratio": res.ratio, "n_boxes": res.n_boxes, "text": res.text,
+            "boxes": res.boxes_json(), "max_ratio": max_ratio, "passes": res.ratio <= max_ratio,
+            "clip_passes": None, "width": res.width, "height": res.height,
+        })
+    df = pd.DataFrame(rows, columns=TEXT_COLUMNS)
+    clips_rows = []
+    in_clip = df[(df["kind"] == "clip_frame") & df["clip_id"].notna()]
+    for clip_id, g in in_clip.groupby("clip_id", sort=True):
+        ok = clip_passes(g["ratio"].tolist(), max_ratio, clip_rule)  # type: ignore[arg-type]
+        clips_rows.append({
+            "clip_id": clip_id, "batch": batch, "source": g["source"].iat[0], "item_id": g["item_id"].iat[0],
+            "n_frames": len(g), "mean_ratio": float(g["ratio"].mean()), "max_frame_ratio": float(g["ratio"].max()),
+            "frames_passing": int(g["passes"].sum()), "rule": clip_rule, "max_ratio": max_ratio, "passes": ok,
+        })
+        df.loc[g.index, "clip_passes"] = ok
+        if not ok:
+            rejects.add(clip_id, "text_heavy", detail=f"clip rule {clip_rule}: mean text ratio "
+                        f"{g['ratio'].mean():.3f}, max {g['ratio'].max():.3f} > {max_ratio}")
+    for r in df[(df["kind"] != "clip_frame") & ~df["passes"].astype(bool)].itertuples(index=False):
+        rejects.add(r.frame_id, "text_heavy", detail=f"text covers {r.ratio:.1%} of the frame (> {max_ratio:.0%})",
+                    related_id=r.item_id)
+    return df, pd.DataFrame(clips_rows, columns=CLIP_COLUMNS)
+
+
+@dg.asset(
+    group_name="ingest",
+    kinds={"python", "pytorch"},
+    deps=["frames", "duplicates"],
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    pool="gpu",
+    code_version=content_hash(VERSION, files=[_MEDIA / "ocr.py"]),
+    check_specs=contract_check_specs("text_ratio", ["text_ratio", "clip_text_ratio"]),
+    metadata=table_metadata(["text_ratio", "clip_text_ratio"]),
+    description="II-Bench stage 2: EasyOCR on the frames dedup kept; text-area ratio = union of the "
+    "text polygons / image area, recognised text, pass/fail against max_ratio; clips judged by an "
+    "any/all/mean rule (clip_text_ratio). Text-heavy frames and clips → rejects (text_heavy).",
+)
+def text_ratio(context: dg.AssetExecutionContext, config: TextRatioConfig, storage: StorageResource,
+               ocr: OCRResource) -> dg.MaterializeResult:
+    started = time.perf_counter()
+    store = storage.store
+    parts, clip_parts, logs = {}, {}, []
+    for batch in partition_keys(context):
+        log = RejectLog("text_ratio", batch)
+        n = len(kept_frames(store, batch))
+        parts[batch], clip_parts[batch] = text_ratio_batch(
+            store, batch, ocr, config.max_ratio, config.clip_rule, log, Progress(context.log, f"ocr {batch}", n))
+        logs.append(log)
+    total = sum(len(p) for p in parts.values())
+    passing = sum(int(p["passes"].astype(bool).sum()) for p in parts.values())
+    secs = time.perf_counter() - started
+    return publish(store, {"text_ratio": parts, "clip_text_ratio": clip_parts}, rejects=logs, started=started,
+                   metadata={"frames_passing": passing, "frames_text_heavy": total - passing,
+                             "images_per_second": round(total / max(secs, 1e-9), 2), "gpu": ocr.use_gpu()})
+
+
+defs = dg.Definitions(assets=[frame_hashes, duplicates, text_ratio], asset_checks=[duplicates_groups])
