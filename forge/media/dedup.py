@@ -19,10 +19,13 @@ Three steps, all vectorised with numpy:
    source that comes first in ``source_priority`` (unlisted sources after, alphabetical),
    then the smallest id.
 
-The match rule combines the two hashes: ``both`` (default) needs pHash ≤ T *and* dHash ≤
-T_d — pHash is robust to re-encoding and resizing, dHash to small shifts; requiring both
-keeps false positives low on unrelated images with similar layouts. ``either`` accepts a
-pair when one hash matches (higher recall), ``phash`` / ``dhash`` use one hash alone.
+The match rule combines the two hashes: ``either`` (default) accepts a pair when pHash ≤ T
+*or* dHash ≤ T_d. The two fail on different edits: a watermark or caption strip moves
+pHash by up to 14 bits on a small photo while dHash barely moves; a 2 % crop moves dHash
+by up to 8 bits while pHash moves less (measured on the sample photos, see
+docs/filters.md), and unrelated photos sit ≥ 27 bits apart in both. ``both`` needs both
+hashes within their thresholds (fewer false positives on flat, similar layouts such as
+slides), ``phash`` / ``dhash`` use one hash alone.
 
 Clips are compared as sequences (a re-uploaded video): two clips are duplicates when an
 order-preserving alignment of their near-duplicate frames (longest common subsequence of
@@ -60,7 +63,7 @@ DUPLICATE_COLUMNS = [
 class DedupParams:
     threshold: int = 8  # max pHash Hamming distance (of 64 bits)
     dhash_threshold: int | None = None  # max dHash distance; None = same as threshold
-    rule: Rule = "both"
+    rule: Rule = "either"
     clip_min_match: float = 0.6  # fraction of the shorter clip's frames that must align
     clip_same_item: bool = False  # also compare clips cut from the same video
     source_priority: tuple[str, ...] = ()

@@ -9,6 +9,7 @@ whole columns at once (``bit_count(xor(a.phash_int, b.phash_int))``).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -76,6 +77,18 @@ def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return popcount64(a ^ b)
 
 
+def open_image(path: str | os.PathLike[str]) -> Image.Image:
+    """``PIL.Image.open`` without Ultralytics' monkey-patch.
+
+    Importing ``ultralytics`` (the vision stage, same code location) replaces
+    ``Image.open`` with a wrapper that, on a non-image file, tries to pip-install a HEIF
+    plugin and then raises ``ModuleNotFoundError`` offline — a misleading reject class.
+    """
+    patches = sys.modules.get("ultralytics.utils.patches")
+    opener = getattr(patches, "_image_open", None) or Image.open
+    return opener(path)
+
+
 def hash_pil(img: Image.Image) -> tuple[str, str]:
     """(pHash, dHash) hex strings of a decoded image."""
     grey = img.convert("L")
@@ -89,7 +102,7 @@ def hash_image(path: str | os.PathLike[str]) -> FrameHash:
     ``ValueError``...) for a file that is not a readable image; callers turn it into a
     reject row.
     """
-    with Image.open(path) as img:
+    with open_image(path) as img:
         width, height = img.size
         if img.format == "JPEG":
             img.draft("L", (DRAFT_SIDE, DRAFT_SIDE))

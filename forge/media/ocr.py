@@ -17,7 +17,8 @@ from typing import Any, Literal, Protocol
 
 import cv2
 import numpy as np
-from PIL import Image
+
+from forge.media.hashing import open_image
 
 ClipRule = Literal["any", "all", "mean"]
 Polygon = Sequence[Sequence[float]]  # [[x, y], ...] in pixels
@@ -61,7 +62,7 @@ def union_area_ratio(polygons: Sequence[Polygon], width: int, height: int, max_s
 
 def load_rgb(path: str | os.PathLike[str]) -> np.ndarray:
     """Decode an image fully to an RGB array (raises on a truncated or non-image file)."""
-    with Image.open(path) as img:
+    with open_image(path) as img:
         img.load()
         return np.asarray(img.convert("RGB"))
 
