@@ -5,6 +5,10 @@ A Dagster job has one partitions definition, so a group whose assets mix partiti
 ``<group>_job`` for the partitioned part (what a backfill targets) and
 ``<group>_fanin_job`` for the rest. The whole DAG across partitionings is built by
 ``python -m jobs.build`` (or "Materialize all" in the UI, which launches a backfill).
+
+``batch_pipeline_job`` spans groups: every per-batch asset, so one run (or one backfill)
+carries a batch from download to its benchmark items; the inbox sensor launches it for
+newly registered batches.
 """
 
 from __future__ import annotations
@@ -12,6 +16,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 import dagster as dg
+
+from assets.common import batches
+
+BATCH_PIPELINE_JOB = "batch_pipeline_job"
 
 
 def stage_jobs(graph) -> list[dg.UnresolvedAssetJobDefinition]:
@@ -36,8 +44,17 @@ def stage_jobs(graph) -> list[dg.UnresolvedAssetJobDefinition]:
                 dg.define_asset_job(
                     name,
                     selection=dg.AssetSelection.assets(*sorted(keys, key=lambda k: k.to_user_string())),
-                    partitions_def=pdefs[pid],
                     description=f"Stage group `{group}`: {', '.join(sorted(k.to_user_string() for k in keys))}",
                 )
             )
+    batch_keys = [k for k in graph.materializable_asset_keys if graph.get(k).partitions_def == batches]
+    if batch_keys:
+        jobs.append(
+            dg.define_asset_job(
+                BATCH_PIPELINE_JOB,
+                selection=dg.AssetSelection.assets(*sorted(batch_keys, key=lambda k: k.to_user_string())),
+                description="Every per-batch stage across groups (download → clips → frames → vision → "
+                "recipes) for the selected batch partitions.",
+            )
+        )
     return jobs

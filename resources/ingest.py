@@ -19,6 +19,7 @@ class IngestResource(dg.ConfigurableResource):
     socket_timeout_s: float = 20.0
     retries: int = 3
     ffmpeg_path: Optional[str] = None  # imageio-ffmpeg's bundled binary when unset
+    read_inbox: bool = True  # also list the drop folder <data>/inbox/ (forge/media/inbox.py)
 
     def download_settings(self) -> DownloadSettings:
         return DownloadSettings(max_height=self.max_height, socket_timeout_s=self.socket_timeout_s,

@@ -26,7 +26,6 @@ from forge.media.batch import (
     carry_rejects,
     clips_for_batch,
     frames_for_batch,
-    list_sources,
     load_specs,
     merge_restricted,
     videos_for_batch,
@@ -34,6 +33,7 @@ from forge.media.batch import (
 from forge.media.clips import ClipSettings
 from forge.media.frames import FrameSettings
 from forge.media.images import ImageSettings
+from forge.media.inbox import list_with_inbox
 from forge.media.sources import ytdlp_lister
 from forge.storage import UNPARTITIONED, RejectLog
 from forge.versioning import content_hash
@@ -103,7 +103,9 @@ def sources(context: dg.AssetExecutionContext, config: SourcesConfig, storage: S
     store = storage.store
     path = config.sources_path or ingest.sources_path
     log = RejectLog("sources", UNPARTITIONED)
-    listing = list_sources(path, ingest.variables, log, ytdlp_lister(ingest.socket_timeout_s, ingest.retries))
+    inbox = store.data_dir / "inbox" if ingest.read_inbox else None
+    listing = list_with_inbox(path, inbox, ingest.variables, log,
+                              ytdlp_lister(ingest.socket_timeout_s, ingest.retries))
     known = set(context.instance.get_dynamic_partitions(batches.name))
     new = [b for b in listing.batches if b not in known]
     if new:
