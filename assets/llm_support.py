@@ -26,6 +26,7 @@ import pandas as pd
 from forge.contracts import load_contract
 from forge.llm.engine import LLMEngine
 from forge.llm.prompts import Prompt, load_prompt
+from forge.llm.stub import ADVISORY_NOTE
 from forge.storage import TableStore
 from resources.storage import StorageResource
 
@@ -66,6 +67,7 @@ def llm_metadata(engine: LLMEngine) -> dict[str, Any]:
         md["llm_unpriced_models"] = ", ".join(s["unpriced_models"])
     if s["backend"] == "stub":
         md["llm_warning"] = "made by the offline stub backend: placeholders, not exportable"
+        md["stub_verdicts"] = ADVISORY_NOTE
     return md
 
 
@@ -83,6 +85,9 @@ def record_llm_calls(store: TableStore, engine: LLMEngine, partitions: Iterable[
 
 def record_llm_attempts(store: TableStore, attempts: pd.DataFrame, partitions: Iterable[tuple[str, str]] = ()) -> int:
     """Write refine-loop attempts (``RefineRun.attempts_frame()``) to ``llm_attempts``."""
+    if len(attempts) and "advisory" in attempts.columns:  # rows a recipe built itself may leave it out
+        attempts = attempts.assign(advisory=attempts["advisory"].astype(object).where(attempts["advisory"].notna(), False)
+                                   .astype(bool))
     pairs = set(map(tuple, attempts[["stage", "partition"]].drop_duplicates().itertuples(index=False))) if len(attempts) else set()
     return _write_shared(store, LLM_ATTEMPTS_TABLE, attempts, pairs | set(partitions))
 

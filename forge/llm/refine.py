@@ -13,6 +13,12 @@ So an item costs at most K + 1 generations and K + 1 judge calls. A failed gener
 judge call rejects the item with its reason; nothing is ever filled in. Every generation,
 check and judge verdict is an attempt row (``RefineRun.attempts_frame()``), written by the
 asset to the shared ``llm_attempts`` table (see ``assets.llm_support.record_llm_attempts``).
+
+Stub output (``forge.llm.stub.advisory``): when the generation or the judge reply was made by
+the offline stub backend, every check and judge verdict on it, including a crashed check or an
+unreadable/failed judge reply, is recorded as its attempt row with ``advisory = True`` and then
+treated as ``pass``: the item is accepted in the round it was generated, and
+``RefineOutcome.advisory`` keeps the verdict it would have had. Real backends never take this path.
 """
 
 from __future__ import annotations
@@ -25,12 +31,13 @@ from typing import Any
 import pandas as pd
 
 from forge.llm.engine import LLMEngine
+from forge.llm.stub import advisory as is_advisory
 from forge.llm.types import LLMRequest, LLMResult
 
 LABELS = ("pass", "minor", "major", "reject")
 _RANK = {label: i for i, label in enumerate(LABELS)}
 ATTEMPT_COLUMNS = ["stage", "partition", "item_id", "round", "step", "prompt_name", "prompt_hash", "model",
-                   "backend", "ok", "cached", "verdict", "feedback", "output", "error", "final_status"]
+                   "backend", "ok", "cached", "verdict", "feedback", "output", "error", "advisory", "final_status"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,9 @@ class RefineOutcome:
     reason: str | None = None       # reject reason code: generation_failed | judge_failed | verdict_reject | max_rounds
     detail: str | None = None
     attempts: list[dict[str, Any]] = field(default_factory=list)
+    # Stub output only: the verdict the item would have had (recorded, not applied; ``pass`` when
+    # nothing objected); None for real backends.
+    advisory: Verdict | None = None
 
     @property
     def accepted(self) -> bool:
@@ -111,7 +121,9 @@ class RefineRun:
 
     def attempts_frame(self) -> pd.DataFrame:
         rows = [dict(a, final_status=o.status) for o in self.outcomes for a in o.attempts]
-        return pd.DataFrame(rows, columns=ATTEMPT_COLUMNS)
+        df = pd.DataFrame(rows, columns=ATTEMPT_COLUMNS)
+        df["advisory"] = df["advisory"].fillna(False).astype(bool)
+        return df
 
     def add_rejects(self, log: Any) -> None:
         """Record rejected items in a ``forge.storage.RejectLog``."""
@@ -139,7 +151,7 @@ def refine(
     active = list(range(n))
 
     def row(i: int, rnd: int, step: str, res: LLMResult | None, *, ok: bool, verdict: Verdict | None = None,
-            output: Any = None, error: str | None = None) -> dict[str, Any]:
+            output: Any = None, error: str | None = None, advisory: bool = False) -> dict[str, Any]:
         return {
             "stage": stage, "partition": partition, "item_id": str(requests[i].item_id), "round": rnd, "step": step,
             "prompt_name": res.prompt_name if res else "", "prompt_hash": res.prompt_hash if res else "",
@@ -147,11 +159,13 @@ def refine(
             "ok": ok, "cached": bool(res.cached) if res else False, "verdict": verdict.label if verdict else None,
             "feedback": verdict.feedback if verdict else None,
             "output": json.dumps(output, ensure_ascii=False) if output is not None else None, "error": error,
+            "advisory": advisory,
         }
 
-    def finish(i: int, status: str, rnd: int, *, data=None, result=None, verdict=None, reason=None, detail=None):
+    def finish(i: int, status: str, rnd: int, *, data=None, result=None, verdict=None, reason=None, detail=None,
+               would_be=None):
         outcomes[i] = RefineOutcome(str(requests[i].item_id), status, data, result, verdict, rnd, reason, detail,
-                                    attempts[i])
+                                    attempts[i], would_be)
 
     for rnd in range(max_rounds + 1):
         if not active:
@@ -165,7 +179,13 @@ def refine(
             else:
                 finish(i, "rejected", rnd, reason="generation_failed", detail=res.error)
         verdicts: dict[int, list[Verdict | None]] = {i: [] for i, _ in produced}
+        # Verdicts on stub output: recorded (attempt rows flagged advisory), never applied.
+        held: dict[int, list[Verdict | None]] = {i: [] for i, _ in produced}
+        flagged: set[int] = set()
         for i, res in produced:
+            adv = is_advisory(res)
+            if adv:
+                flagged.add(i)
             for check in checks:
                 name = getattr(check, "__name__", "check")
                 try:
@@ -174,32 +194,38 @@ def refine(
                     v = Verdict("reject", f"check crashed: {type(exc).__name__}: {exc}", name)
                 if v is not None:
                     v = v if v.source not in ("judge", "none") else replace(v, source=name)
-                    attempts[i].append(row(i, rnd, f"check:{name}", None, ok=True, verdict=v))
-                verdicts[i].append(v)
+                    attempts[i].append(row(i, rnd, f"check:{name}", None, ok=True, verdict=v, advisory=adv))
+                (held if adv else verdicts)[i].append(v)
         need_judge = [(i, res) for i, res in produced if judge is not None
                       and worst(verdicts[i]).label not in ("major", "reject")]
         if need_judge:
             judged = engine.run(stage, partition, [judge(current[i], res.data or {}) for i, res in need_judge])
-            for (i, _), jres in zip(need_judge, judged):
+            for (i, res), jres in zip(need_judge, judged):
+                adv = is_advisory(res) or is_advisory(jres)
+                if adv:
+                    flagged.add(i)
+                sink = held if adv else verdicts
                 if not jres.ok:
-                    attempts[i].append(row(i, rnd, "judge", jres, ok=False, error=jres.error))
-                    verdicts[i].append(Verdict("reject", f"judge failed: {jres.error}", "judge_error"))
+                    attempts[i].append(row(i, rnd, "judge", jres, ok=False, error=jres.error, advisory=adv))
+                    sink[i].append(Verdict("reject", f"judge failed: {jres.error}", "judge_error"))
                     continue
                 try:
                     v = parse_verdict(jres.data or {})
                 except ValueError as exc:
-                    attempts[i].append(row(i, rnd, "judge", jres, ok=False, output=jres.data, error=str(exc)))
-                    verdicts[i].append(Verdict("reject", f"judge verdict unreadable: {exc}", "judge_error"))
+                    attempts[i].append(row(i, rnd, "judge", jres, ok=False, output=jres.data, error=str(exc),
+                                           advisory=adv))
+                    sink[i].append(Verdict("reject", f"judge verdict unreadable: {exc}", "judge_error"))
                     continue
-                attempts[i].append(row(i, rnd, "judge", jres, ok=True, verdict=v, output=jres.data))
-                verdicts[i].append(v)
+                attempts[i].append(row(i, rnd, "judge", jres, ok=True, verdict=v, output=jres.data, advisory=adv))
+                sink[i].append(v)
         next_active = []
         for i, res in produced:
             v = worst(verdicts[i])
+            would_be = worst(held[i]) if i in flagged else None
             if v.source == "judge_error":
                 finish(i, "rejected", rnd, verdict=v, reason="judge_failed", detail=v.feedback)
             elif v.label in ("pass", "minor"):
-                finish(i, "accepted", rnd, data=res.data, result=res, verdict=v)
+                finish(i, "accepted", rnd, data=res.data, result=res, verdict=v, would_be=would_be)
             elif v.label == "reject":
                 finish(i, "rejected", rnd, verdict=v, reason="verdict_reject", detail=v.feedback)
             elif rnd >= max_rounds:

@@ -13,6 +13,9 @@ import random
 from typing import Any
 
 STUB_MARK = "[stub]"
+STUB_BACKEND = "stub"
+# Asset metadata / docs wording of the policy below.
+ADVISORY_NOTE = "stub backend: verdicts recorded, not applied"
 
 
 def _rng(seed: str) -> random.Random:
@@ -110,6 +113,35 @@ def _gen(schema: Any, rng: random.Random, root: dict[str, Any], name: str, depth
     if typ == "null":
         return None
     return f"{STUB_MARK} {name}"
+
+
+def advisory(source: Any) -> bool:
+    """The one policy for stub output: its verdicts and checks are recorded but never filter.
+
+    True when ``source`` was made by the offline stub backend, so that any LLM judge verdict
+    it carries (ratings, consistency, implication, distractor/structural/NLI judges, refine
+    verdicts) and any programmatic check that fails only because the text is a placeholder
+    (ambiguity/similarity, duplicate options, overlap, span/box/metaphor format) must be
+    *recorded* (what it would have been: a column or an ``llm_attempts`` row) and *not applied*
+    (the item is kept). Rows made this way say ``backend='stub'`` and exports refuse them, so
+    nothing unjudged can leave the demo. With a real backend this is False and nothing changes.
+
+    ``source`` is a backend name (``"stub"``), an ``LLMResult``/row with ``.backend`` or a
+    ``"backend"`` key, or an engine with ``.backend_name``; ``None`` (human/imported) is False.
+    """
+    if source is None:
+        return False
+    if isinstance(source, str):
+        return source == STUB_BACKEND
+    if isinstance(source, dict):
+        return source.get("backend") == STUB_BACKEND
+    for attr in ("backend_name", "backend"):
+        value = getattr(source, attr, None)
+        if isinstance(value, str):
+            return value == STUB_BACKEND
+        if value is not None and isinstance(getattr(value, "name", None), str):
+            return value.name == STUB_BACKEND
+    return False
 
 
 class StubOutputError(ValueError):

@@ -88,3 +88,34 @@ def test_refine_judge_failure_rejects_never_fills_in(llm_double, llm_double_reso
                  [LLMRequest(item_id="a", prompt=qa, variables={"text": "x"})], judge=judge_builder(judge))
     [o] = run.outcomes
     assert not o.accepted and o.reason == "judge_failed" and "invalid JSON" in o.detail
+
+
+def test_stub_verdicts_are_recorded_not_applied(prompt_dir, tmp_path):
+    """Offline stub: a failing check, a crashing check and a random judge verdict are all recorded
+    (attempt rows flagged advisory, the would-be verdict on the outcome); the item is accepted."""
+    from forge.llm.stub import advisory
+    from resources.llm import LLMResource
+
+    qa, judge = load_prompt(prompt_dir / "qa.yaml"), load_prompt(prompt_dir / "judge.yaml")
+    engine = LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")).engine()
+    assert advisory(engine) and advisory("stub") and not advisory("openai") and not advisory(None)
+
+    def always_major(req, out):
+        return Verdict("major", "placeholder text repeats itself")
+
+    def crashes(req, out):
+        raise KeyError("no such field in a placeholder")
+
+    reqs = [LLMRequest(item_id=i, prompt=qa, variables={"text": i}) for i in ("a", "b")]
+    run = refine(engine, "s", "b", reqs, checks=[always_major, crashes], judge=judge_builder(judge), max_rounds=2)
+    assert [o.accepted for o in run.outcomes] == [True, True]
+    for o in run.outcomes:
+        assert o.rounds == 0 and o.result.backend == "stub" and advisory(o.result)
+        assert o.advisory is not None and o.advisory.label == "reject"   # the crash: what it would have been
+    df = run.attempts_frame()
+    checks = df[df.step.str.startswith("check:")]
+    assert set(checks["verdict"]) == {"major", "reject"} and checks["advisory"].all()
+    judged = df[df.step == "judge"]
+    assert len(judged) == 2 and judged["advisory"].all()   # the judge still ran: its verdict is on record
+    assert not df[df.step == "generate"]["advisory"].any()
+    assert set(df["final_status"]) == {"accepted"}
