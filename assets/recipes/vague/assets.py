@@ -3,6 +3,10 @@
 Thin: each asset reads its inputs for the batch, calls ``forge.recipes.vague.logic`` and
 the LLM engine, and publishes its table with rejects. Every LLM row carries prompt_hash,
 model and backend; calls go to ``llm_calls`` (and NE refine attempts to ``llm_attempts``).
+
+Stub output (``forge.llm.stub.advisory``): judge ratings, the ambiguity check, the NE check
+and duplicate options on placeholder text are recorded (the row's ``advisory`` column, the
+items' ``extra.advisory``, ``llm_attempts``) but never reject, so the demo yields items.
 """
 
 
@@ -20,6 +24,7 @@ from assets.llm_support import record_llm_attempts, record_llm_calls
 from forge.checks import mcq
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import ATTEMPT_COLUMNS, Verdict, refine
+from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
 from forge.recipes.vague import logic
 from forge.storage import RejectLog, TableStore
@@ -71,6 +76,11 @@ def _ensure(df: pd.DataFrame, table: str) -> pd.DataFrame:
     from forge.contracts import load_contract
 
     return pd.DataFrame(columns=load_contract(table).column_names) if df.empty else df
+
+
+def _advisory_col(notes: list[str]) -> str | None:
+    """What the verdicts/checks would have rejected, for rows kept because their output is stub."""
+    return json.dumps(notes) if notes else None
 
 
 def _gen_cols(res: LLMResult, base_hash: str) -> dict[str, Any]:
@@ -142,14 +152,18 @@ def run_direct(engine, store: TableStore, part: str, cands: pd.DataFrame, cfg: d
             log.add(c.frame_id, "direct_judge_failed", jr.error_class or "LLMError", jr.error or "")
             continue
         low = logic.rating_verdict(jr.data, mins)
-        if low:
+        notes = []
+        if low and advisory(jr):
+            notes.append(f"low_direct_rating: {', '.join(low)}")
+        elif low:
             log.add(c.frame_id, "low_direct_rating", "RatingBelowMinimum",
                     f"{', '.join(low)}: {jr.data.get('rationale', '')}")
             continue
         rows.append({"frame_id": c.frame_id, "batch": part, **{k: d[k] for k in (
             "direct_expression", "subject", "action", "object", "intention")},
             "relevance": int(jr.data["relevance"]), "solvability": int(jr.data["solvability"]),
-            "judge_rationale": jr.data.get("rationale"), **_gen_cols(res, gen_p.hash), "judge_prompt_hash": rate_p.hash})
+            "judge_rationale": jr.data.get("rationale"), **_gen_cols(res, gen_p.hash), "judge_prompt_hash": rate_p.hash,
+            "advisory": _advisory_col(notes)})
     return pd.DataFrame(rows)
 
 
@@ -168,6 +182,7 @@ def vague_direct(context: dg.AssetExecutionContext, storage: StorageResource, ll
         out[part] = _ensure(run_direct(engine, store, part, _read(store, "vague_candidates", part), CONFIG["direct"], log), "vague_direct")
         logs.append(log)
     md = record_llm_calls(store, engine, [("vague_direct", p) for p in out])
+    md["advisory_rows"] = sum(int(d["advisory"].notna().sum()) for d in out.values() if "advisory" in d)
     return publish(store, {"vague_direct": out}, rejects=logs, metadata=md, started=t0)
 
 
@@ -195,14 +210,17 @@ def run_indirect(engine, embedder, store: TableStore, part: str, direct: pd.Data
                                         sentence_threshold=cfg["sentence_similarity_threshold"])
             cands_all.append({"strategy": strategy, **c, "ambiguity": rep.as_dict()})
         ok = [c for c in cands_all if c["ambiguity"]["ok"]]
+        notes = []
         if not ok:
-            log.add(d.frame_id, "indirect_not_ambiguous", "AmbiguityCheck", "; ".join(
-                f"{c['strategy']}: {','.join(c['ambiguity']['reasons'])}" for c in cands_all))
-            continue
-        pending.append((d, res, cands_all, ok))
+            why = "; ".join(f"{c['strategy']}: {','.join(c['ambiguity']['reasons'])}" for c in cands_all)
+            if not advisory(res):
+                log.add(d.frame_id, "indirect_not_ambiguous", "AmbiguityCheck", why)
+                continue
+            ok, notes = cands_all, [f"indirect_not_ambiguous: {why}"]   # placeholder text: recorded only
+        pending.append((d, res, cands_all, ok, notes))
     # Selection + rating (§4.2.2 step 2) among the candidates that passed the code check.
     sel_reqs = []
-    for d, _, _, ok in pending:
+    for d, _, _, ok, _ in pending:
         listing = [{"id": i, "strategy": c["strategy"], "expression": c["expression"]} for i, c in enumerate(ok)]
         prompt = logic.specialise(sel_p, {"selected": list(range(len(ok)))})
         sel_reqs.append(LLMRequest(d.frame_id, prompt, {"direct_expression": d.direct_expression,
@@ -210,22 +228,27 @@ def run_indirect(engine, embedder, store: TableStore, part: str, direct: pd.Data
                                    _image(store, images[d.frame_id])))
     sels = engine.run("vague_indirect", part, sel_reqs)
     rows = []
-    for (d, res, cands_all, ok), sr in zip(pending, sels):
+    for (d, res, cands_all, ok, notes), sr in zip(pending, sels):
         if not sr.ok:
             log.add(d.frame_id, "indirect_judge_failed", sr.error_class or "LLMError", sr.error or "")
             continue
         chosen = ok[int(sr.data["selected"])]
         if int(sr.data["rating"]) < cfg["min_rating"]:
-            log.add(d.frame_id, "low_indirect_rating", "RatingBelowMinimum",
-                    f"rating={sr.data['rating']}<{cfg['min_rating']} ({chosen['strategy']}): {sr.data.get('rationale', '')}")
-            continue
+            if advisory(sr):
+                notes = notes + [f"low_indirect_rating: rating={sr.data['rating']}<{cfg['min_rating']}"]
+            else:
+                log.add(d.frame_id, "low_indirect_rating", "RatingBelowMinimum",
+                        f"rating={sr.data['rating']}<{cfg['min_rating']} ({chosen['strategy']}): "
+                        f"{sr.data.get('rationale', '')}")
+                continue
         rows.append({"frame_id": d.frame_id, "batch": part, "strategy": chosen["strategy"],
                      "indirect_expression": chosen["expression"],
                      "superficial_interpretation": chosen["superficial_interpretation"],
                      **{k: int(sr.data[k]) for k in ("consistency", "ambiguity", "naturalness", "rating")},
                      "judge_rationale": sr.data.get("rationale"), "n_candidates_ambiguous": len(ok),
                      "candidates": json.dumps(cands_all), "ambiguity_report": json.dumps(chosen["ambiguity"]),
-                     **_gen_cols(res, gen_p.hash), "select_prompt_hash": sel_p.hash})
+                     **_gen_cols(res, gen_p.hash), "select_prompt_hash": sel_p.hash,
+                     "advisory": _advisory_col(notes)})
     return pd.DataFrame(rows)
 
 
@@ -248,6 +271,7 @@ def vague_indirect(context: dg.AssetExecutionContext, storage: StorageResource, 
         logs.append(log)
     md = record_llm_calls(store, engine, [("vague_indirect", p) for p in out])
     md["embedder"] = emb.name
+    md["advisory_rows"] = sum(int(d["advisory"].notna().sum()) for d in out.values() if "advisory" in d)
     return publish(store, {"vague_indirect": out}, rejects=logs, metadata=md, started=t0)
 
 
@@ -356,6 +380,7 @@ def build_items(part: str, cands: pd.DataFrame, direct: pd.DataFrame, indirect: 
     c_by, d_by, i_by = (x.set_index("frame_id") for x in (cands, direct, indirect))
     frames = [f for f in sorted(options["frame_id"].unique()) if f in c_by.index and f in d_by.index and f in i_by.index]
     opts_by = {f: {r["option_type"]: r for r in g.to_dict("records")} for f, g in options.groupby("frame_id")}
+    notes: dict[str, list[str]] = {f: [] for f in frames}
     good = []
     for f in frames:
         o = opts_by[f]
@@ -366,18 +391,28 @@ def build_items(part: str, cands: pd.DataFrame, direct: pd.DataFrame, indirect: 
         dups = mcq.duplicate_options([o[t]["text"] for t in logic.OPTION_TYPES], cfg["duplicate_threshold"])
         if dups:
             p = dups[0]
-            log.add(f, "duplicate_options", "ItemBuild", f"{logic.OPTION_TYPES[p.i]} ≈ {logic.OPTION_TYPES[p.j]} "
-                    f"(similarity {p.similarity})")
-            continue
+            why = f"{logic.OPTION_TYPES[p.i]} ≈ {logic.OPTION_TYPES[p.j]} (similarity {p.similarity})"
+            if not any(advisory(o[t]) for t in logic.OPTION_TYPES):
+                log.add(f, "duplicate_options", "ItemBuild", why)
+                continue
+            notes[f].append(f"duplicate_options: {why}")   # placeholder options: recorded, kept
         good.append(f)
     # Correct positions balanced within the batch (counts differ by ≤ 1), order of the rest seeded.
     plan = mcq.balanced_positions([logic.item_id(f) for f in good], len(logic.OPTION_TYPES), seed=(seed, part))
     rows = []
     for f in good:
         cand = dict(c_by.loc[f], frame_id=f)
-        rows.append(logic.build_item(cand, dict(d_by.loc[f]), dict(i_by.loc[f]), opts_by[f],
-                                     plan[logic.item_id(f)], seed, chan.get(cand["item_id"])))
+        row = logic.build_item(cand, dict(d_by.loc[f]), dict(i_by.loc[f]), opts_by[f],
+                               plan[logic.item_id(f)], seed, chan.get(cand["item_id"]))
+        adv = [n for src in (d_by, i_by) for n in _notes(src.loc[f].get("advisory"))] + notes[f]
+        if adv:
+            row["extra"] = json.dumps(dict(json.loads(row["extra"]), advisory=adv))
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _notes(value: Any) -> list[str]:
+    return json.loads(value) if isinstance(value, str) and value else []
 
 
 @dg.asset(
@@ -401,6 +436,8 @@ def vague_items(context: dg.AssetExecutionContext, storage: StorageResource) -> 
     allr = pd.concat([d for d in out.values() if len(d)], ignore_index=True) if any(len(d) for d in out.values()) \
         else pd.DataFrame()
     md: dict[str, Any] = {}
+    if len(allr) and allr["backend"].map(advisory).any():
+        md["stub_verdicts"] = ADVISORY_NOTE
     if len(allr):
         md["by_category"] = dg.MetadataValue.json(allr["category"].value_counts().to_dict())
         md["answers"] = dg.MetadataValue.json(allr["answer"].value_counts().sort_index().to_dict())
