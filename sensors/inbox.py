@@ -38,7 +38,8 @@ def _batch_assets(context: dg.SensorEvaluationContext) -> list[dg.AssetKey]:
 
 @dg.sensor(
     name="inbox_sensor",
-    target=dg.AssetSelection.assets(SOURCES).downstream(),
+    # Evaluations are partitioned per model, not per batch: outside this sensor's job.
+    target=dg.AssetSelection.assets(SOURCES).downstream() - dg.AssetSelection.groups("evals"),
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Registers URL lists, sources files and media folders dropped into <data>/inbox/ "

@@ -1,0 +1,121 @@
+"""Models and settings as data: ``config/models.yaml`` and ``config/evals.yaml``."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS_PATH = ROOT / "config" / "models.yaml"
+EVALS_PATH = ROOT / "config" / "evals.yaml"
+BENCHMARKS = ("iibench", "vimu", "vague", "maia", "hummus")
+ACCEPTS = ("text", "image", "frames")
+INPUTS = ("image", "frames", "first_frame", "black", "none", "self_caption", "description")
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str                       # partition key
+    model: str                      # model id sent to the endpoint
+    backend: str = "openai"         # openai | stub
+    base_url: str | None = None
+    api_key_env: str | None = None
+    accepts: str = "image"          # text | image | frames
+    max_frames: int = 1
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def describe(self) -> dict[str, Any]:
+        """Safe to show (no key)."""
+        return {"name": self.name, "model": self.model, "backend": self.backend, "base_url": self.base_url or "",
+                "accepts": self.accepts, "max_frames": self.max_frames}
+
+
+def parse_models(doc: dict[str, Any]) -> list[ModelSpec]:
+    out: list[ModelSpec] = []
+    for raw in doc.get("models") or []:
+        spec = ModelSpec(
+            name=str(raw["name"]), model=str(raw.get("model") or raw["name"]), backend=str(raw.get("backend", "openai")),
+            base_url=raw.get("base_url"), api_key_env=raw.get("api_key_env"), accepts=str(raw.get("accepts", "image")),
+            max_frames=int(raw.get("max_frames", 1 if raw.get("accepts", "image") != "frames" else 8)),
+            params=dict(raw.get("params") or {}),
+        )
+        if not _NAME.match(spec.name):
+            raise ValueError(f"model name {spec.name!r} must match {_NAME.pattern} (it is a partition key)")
+        if spec.backend not in ("openai", "stub"):
+            raise ValueError(f"model {spec.name}: backend must be openai or stub")
+        if spec.accepts not in ACCEPTS:
+            raise ValueError(f"model {spec.name}: accepts must be one of {ACCEPTS}")
+        out.append(spec)
+    names = [m.name for m in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate model names in models config: {names}")
+    return out
+
+
+def load_models(path: str | Path | None = None) -> list[ModelSpec]:
+    path = Path(path or os.environ.get("SUBTEXT_EVAL_MODELS") or MODELS_PATH)
+    return parse_models(yaml.safe_load(path.read_text()) or {})
+
+
+@dataclass(frozen=True)
+class Setting:
+    benchmark: str
+    name: str
+    input: str
+    prompt: str | None = None
+    shots: int = 0
+    keywords: str | None = None
+    variant: str | None = None
+    tasks: tuple[str, ...] | None = None
+    frames: int = 1
+    caption_prompt: str | None = None
+
+    def applicable(self, spec: ModelSpec) -> tuple[bool, str]:
+        """Whether ``spec`` can take this setting's input (else the reason it is skipped)."""
+        visual = self.input not in ("none", "description")
+        if visual and spec.accepts == "text":
+            return False, "model accepts text only"
+        if self.input == "frames" and self.frames > 1 and spec.accepts != "frames":
+            return False, "model accepts a single image, setting needs several frames"
+        return True, ""
+
+    def n_frames(self, spec: ModelSpec) -> int:
+        if self.input in ("image", "first_frame", "self_caption"):
+            return 1
+        if self.input in ("none", "description"):
+            return 0
+        cap = spec.max_frames if spec.accepts == "frames" else 1
+        return max(1, min(self.frames, cap))
+
+
+def load_eval_config(path: str | Path | None = None) -> dict[str, Any]:
+    return yaml.safe_load(Path(path or EVALS_PATH).read_text())
+
+
+def settings_for(cfg: dict[str, Any], benchmark: str) -> list[Setting]:
+    out = []
+    fields = {f.name for f in dataclasses.fields(Setting)}
+    for raw in cfg["benchmarks"][benchmark]["settings"]:
+        unknown = set(raw) - fields
+        if unknown:
+            raise ValueError(f"{benchmark} setting {raw.get('name')}: unknown keys {sorted(unknown)}")
+        if raw["input"] not in INPUTS:
+            raise ValueError(f"{benchmark} setting {raw['name']}: input must be one of {INPUTS}")
+        kw = dict(raw)
+        if kw.get("tasks") is not None:
+            kw["tasks"] = tuple(kw["tasks"])
+        out.append(Setting(benchmark=benchmark, **kw))
+    names = [s.name for s in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{benchmark}: duplicate setting names {names}")
+    return out

@@ -1,0 +1,135 @@
+"""Report tables (markdown) and plots (PNG) for one benchmark over all models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from forge.evals.requests import as_list
+from forge.evals.scorers import cooccurrence
+
+
+def _fmt(v: float | None, ci: tuple[float | None, float | None] = (None, None)) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "–"
+    s = f"{v:.3g}" if abs(v) < 10 else f"{v:.1f}"
+    if ci[0] is not None and not (isinstance(ci[0], float) and np.isnan(ci[0])):
+        s += f" [{ci[0]:.3g}, {ci[1]:.3g}]" if abs(v) < 10 else f" [{ci[0]:.1f}, {ci[1]:.1f}]"
+    return s
+
+
+def main_table(scores: pd.DataFrame, metrics: list[str] | None = None) -> str:
+    """models × (setting/metric) on slice all: value [95% CI] (coverage when < 1)."""
+    df = scores[scores["slice"] == "all"]
+    if metrics:
+        df = df[df["metric"].isin(metrics)]
+    if df.empty:
+        return "_no scores_"
+    cols = list(dict.fromkeys(f"{s} / {m}" for s, m in zip(df["setting"], df["metric"])))
+    lines = ["| model | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    for model, g in df.groupby("model"):
+        cells = {}
+        for r in g.itertuples():
+            c = _fmt(r.value, (r.ci_low, r.ci_high))
+            if r.coverage is not None and r.coverage < 1:
+                c += f" (cov {r.coverage:.0%})"
+            cells[f"{r.setting} / {r.metric}"] = c
+        stub = " ⚠stub" if (g["backend"] == "stub").any() else ""
+        lines.append(f"| {model}{stub} | " + " | ".join(cells.get(c, "–") for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def bar_plot(scores: pd.DataFrame, metric: str, prefix: str, path: Path, title: str) -> Path | None:
+    """Per-category bars (slices ``prefix=...``) for every model × setting."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    df = scores[(scores["metric"] == metric) & scores["slice"].str.startswith(prefix + "=")]
+    if df.empty:
+        return None
+    df = df.assign(cat=df["slice"].str.split("=", n=1).str[1], who=df["model"] + " / " + df["setting"])
+    cats = sorted(df["cat"].unique())
+    whos = list(dict.fromkeys(df["who"]))
+    fig, ax = plt.subplots(figsize=(max(5, 0.6 * len(cats) * max(1, len(whos)) ** 0.5 + 2), 3.5))
+    width = 0.8 / len(whos)
+    for k, who in enumerate(whos):
+        sub = df[df["who"] == who].set_index("cat")
+        vals = [sub["value"].get(c, np.nan) for c in cats]
+        err = [[max(0, sub["value"].get(c, np.nan) - (sub["ci_low"].get(c) if sub["ci_low"].get(c) is not None else np.nan)) for c in cats],
+               [max(0, (sub["ci_high"].get(c) if sub["ci_high"].get(c) is not None else np.nan) - sub["value"].get(c, np.nan)) for c in cats]]
+        ax.bar(np.arange(len(cats)) + k * width, vals, width, label=who, yerr=np.nan_to_num(np.array(err, dtype=float)), capsize=2)
+    ax.set_xticks(np.arange(len(cats)) + 0.4 - width / 2, cats, rotation=30, ha="right", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def heatmap(matrix: np.ndarray, rows: list[str], cols: list[str], path: Path, title: str, center: bool = True) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1 + 0.6 * len(cols), 1 + 0.4 * max(len(rows), 1)))
+    lim = float(np.nanmax(np.abs(matrix))) if matrix.size and np.isfinite(matrix).any() else 1.0
+    im = ax.imshow(matrix, cmap="RdBu_r" if center else "viridis", vmin=-lim if center else 0, vmax=lim or 1)
+    ax.set_xticks(range(len(cols)), cols, fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    for i in range(matrix.shape[0]):
+        for j in range(matrix.shape[1]):
+            if np.isfinite(matrix[i, j]):
+                ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=6)
+    fig.colorbar(im, ax=ax, fraction=0.04)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def vimu_plots(scores: pd.DataFrame, preds: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Option-affinity heatmaps (models×settings × options, per task) and label co-occurrence
+    matrices (gold, and each model's predictions) — ViMU Figs. 8 and 9."""
+    letters = ["A", "B", "C", "D", "E"]
+    paths = []
+    aff = scores[scores["metric"] == "option_affinity"]
+    for task in ("RM", "SV", "EG"):
+        sub = aff[aff["slice"].str.startswith(f"task={task},")]
+        if sub.empty:
+            continue
+        sub = sub.assign(opt=sub["slice"].str.rsplit("=", n=1).str[1], who=sub["model"] + " / " + sub["setting"])
+        piv = sub.pivot_table(index="who", columns="opt", values="value").reindex(columns=letters)
+        paths.append(heatmap(piv.to_numpy(dtype=float), list(piv.index), letters, out_dir / f"affinity_{task}.png",
+                             f"ViMU {task}: option affinity (pred − gold prevalence)"))
+    ok = preds[(preds["status"] == "ok") & preds["category"].isin(["EG", "RM", "SV"])] if len(preds) else preds
+    for task in ("RM", "SV", "EG"):
+        t = ok[ok["category"] == task] if len(ok) else ok
+        if not len(t):
+            continue
+        details = [json.loads(d) if isinstance(d, str) else d for d in t["detail"]]
+        gold = [d.get("gold_set", []) for d in details]
+        first = t.drop_duplicates("item_id").index
+        gold_once = [d.get("gold_set", []) for d, keep in zip(details, t.index.isin(first)) if keep]
+        paths.append(heatmap(cooccurrence(gold_once, letters), letters, letters, out_dir / f"cooc_{task}_gold.png",
+                             f"ViMU {task}: gold co-occurrence", center=False))
+        for (model, setting), g in t.assign(_d=details).groupby(["model", "setting"]):
+            pred = [d.get("pred_set", []) for d in g["_d"]]
+            name = f"cooc_{task}_{model}_{setting}".replace("/", "_")
+            paths.append(heatmap(cooccurrence(pred, letters), letters, letters, out_dir / f"{name}.png",
+                                 f"ViMU {task}: {model} / {setting}", center=False))
+        del gold
+    return paths
+
+
+def list_col(v) -> list:
+    return as_list(v)

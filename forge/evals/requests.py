@@ -1,0 +1,304 @@
+"""Turn benchmark items into model requests for one setting, and replies into predictions.
+
+``build_requests`` renders each item for a setting (images attached per the setting's
+input), ``predictions`` parses the replies with ``forge.evals.extract`` and scores what
+can be scored per item without a judge or an embedder (``forge.evals.scoring`` does the rest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from forge.evals import extract as ex
+from forge.evals.config import ModelSpec, Setting
+from forge.evals.scorers import chosen_option_type, error_composition, multi_select_score, rotations
+from forge.llm.types import ImageInput, LLMRequest, LLMResult
+
+# What the reply of each (benchmark, task) is parsed as.
+KINDS = {
+    ("iibench", "mcq"): "mcq", ("vague", "mcq"): "mcq", ("maia", "statement_verification"): "mcq",
+    ("maia", "open_ended"): "text", ("vimu", "open_ended"): "text", ("vimu", "multi_select"): "multi",
+    ("hummus", "classification"): "yesno", ("hummus", "naming"): "naming", ("hummus", "image_box"): "box",
+    ("hummus", "image_label"): "word", ("hummus", "caption_highlight"): "highlight",
+    ("hummus", "explanation"): "text",
+}
+CIRCULAR_BENCHMARKS = {"iibench", "vague", "maia"}   # options shown with letters that carry no meaning
+FEWSHOT_INSTRUCTION = (
+    "Instruction: Please try to answer the single-answer multiple choice question below based on the "
+    "example(with answer) and the corresponding picture.",
+    "Instruction: Please try to answer the single-answer multiple choice question below based on the "
+    "examples(with answers) and the corresponding pictures.",
+)
+
+
+@dataclass
+class EvalRequest:
+    item: dict[str, Any]
+    kind: str
+    options: list[str] | None
+    answer: str
+    variant: int
+    request: LLMRequest
+    n_images: int
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+def jload(v: Any) -> dict[str, Any]:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return {}
+    if isinstance(v, dict):
+        return v
+    try:
+        out = json.loads(v)
+    except (TypeError, ValueError):
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def as_list(v: Any) -> list:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return []
+    return [x.item() if hasattr(x, "item") else x for x in v]
+
+
+def letter_options(options: Sequence[str], style: str = "paren") -> str:
+    if style == "dot":
+        return "\n".join(f"{chr(65 + i)}. {o}" for i, o in enumerate(options))
+    return "\n".join(f"({chr(65 + i)}) {o}" for i, o in enumerate(options))
+
+
+def uniform(paths: Sequence[str], n: int) -> list[str]:
+    """``n`` paths sampled uniformly over the sequence (all when there are fewer)."""
+    paths = list(paths)
+    if n <= 0 or not paths:
+        return []
+    if len(paths) <= n:
+        return paths
+    idx = np.linspace(0, len(paths) - 1, n).round().astype(int)
+    return [paths[i] for i in idx]
+
+
+@lru_cache(maxsize=4)
+def black_jpeg(width: int = 640, height: int = 360) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height), (0, 0, 0)).save(buf, format="JPEG", quality=85)
+    return buf.getvalue()
+
+
+def images_for(item: dict[str, Any], setting: Setting, spec: ModelSpec, data_dir: Path) -> list[ImageInput]:
+    paths = as_list(item.get("media_paths"))
+    n = setting.n_frames(spec)
+    if setting.input in ("none", "description") or n == 0:
+        return []
+    if setting.input == "black":
+        return [ImageInput(data=black_jpeg()) for _ in range(n)]
+    if setting.input in ("first_frame", "image", "self_caption"):
+        chosen = paths[:1]
+    else:
+        chosen = uniform(paths, n)
+    return [ImageInput(path=data_dir / p) for p in chosen]
+
+
+def _req(item_id: str, prompt: Any, variables: dict[str, Any], images: list[ImageInput], spec: ModelSpec) -> LLMRequest:
+    return LLMRequest(item_id=item_id, prompt=prompt, variables=variables, images=images, params=dict(spec.params))
+
+
+def request_id(item_id: str, variant: int) -> str:
+    return item_id if variant == 0 else f"{item_id}#r{variant}"
+
+
+def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]], prompts: dict[str, Any],
+                   spec: ModelSpec, data_dir: Path, *, circular: bool = False,
+                   dev_items: list[dict[str, Any]] | None = None, descriptions: dict[str, str] | None = None,
+                   captions: dict[str, str] | None = None, seed: str = "eval") -> tuple[list[EvalRequest], list[tuple[str, str]]]:
+    """Requests for every applicable item, and ``(item_id, reason)`` for items left out."""
+    out: list[EvalRequest] = []
+    skipped: list[tuple[str, str]] = []
+    for item in items:
+        kind = KINDS.get((benchmark, item["task"]))
+        if kind is None:
+            skipped.append((item["item_id"], f"task_not_evaluated:{item['task']}"))
+            continue
+        extra, labels = jload(item.get("extra")), jload(item.get("labels"))
+        if setting.tasks and item.get("category") not in setting.tasks:
+            continue   # e.g. ViMU guided: RM and SV only (App. G)
+        options = as_list(item.get("options")) or None
+        variants = [(options, item["answer"])]
+        if circular and kind == "mcq" and benchmark in CIRCULAR_BENCHMARKS and options:
+            variants = rotations(options, item["answer"])
+        images = images_for(item, setting, spec, data_dir)
+        if setting.input in ("frames", "first_frame", "image", "self_caption") and not images:
+            skipped.append((item["item_id"], "no_media"))
+            continue
+        for k, (opts, answer) in enumerate(variants):
+            rid = request_id(item["item_id"], k)
+            ctx: dict[str, Any] = {}
+            if benchmark == "iibench":
+                v = {"question": item["question"], "options": letter_options(opts)}
+                imgs = images
+                if setting.shots:
+                    shots = pick_shots(item, dev_items or [], setting.shots, seed)
+                    if len(shots) < setting.shots:
+                        skipped.append((item["item_id"], "not_enough_dev_examples"))
+                        break
+                    blocks = []
+                    for i, s in enumerate(shots, start=1):
+                        sopts = as_list(s["options"])
+                        blocks.append(f"Question: {s['question']}\nPicture: <Picture {i}>\n{letter_options(sopts)}\n"
+                                      f"Answer: ({s['answer']})\n\n")
+                    v = {**v, "instruction": FEWSHOT_INSTRUCTION[0 if setting.shots == 1 else 1],
+                         "examples": "".join(blocks), "picture": len(shots) + 1}
+                    imgs = [ImageInput(path=data_dir / as_list(s["media_paths"])[0]) for s in shots] + images
+                    ctx["shots"] = [s["item_id"] for s in shots]
+                if setting.keywords:
+                    kw = labels.get(setting.keywords)
+                    if kw in (None, "", []):
+                        skipped.append((item["item_id"], f"no_{setting.keywords}_label"))
+                        break
+                    v["keywords"] = ", ".join(map(str, kw)) if isinstance(kw, list) else str(kw)
+                req = _req(rid, prompts[setting.prompt], v, imgs, spec)
+            elif benchmark == "vimu":
+                text = (extra.get("prompts") or {}).get(setting.variant or "unguided")
+                if not text:
+                    skipped.append((item["item_id"], f"no_{setting.variant}_prompt"))
+                    break
+                req = _req(rid, prompts[setting.prompt], {"prompt": text}, images, spec)
+            elif benchmark == "vague":
+                v = {"question": item["question"], "options": letter_options(opts)}
+                if setting.input == "self_caption":
+                    cap = (captions or {}).get(item["item_id"])
+                    if not cap:
+                        skipped.append((item["item_id"], "caption_failed"))
+                        break
+                    v["caption"] = cap
+                    ctx["caption"] = cap
+                req = _req(rid, prompts[setting.prompt], v, [] if setting.input == "self_caption" else images, spec)
+            elif benchmark == "maia":
+                if item["task"] == "statement_verification":
+                    req = _req(rid, prompts["maia_sv"], {"options": letter_options(opts, "dot")}, images, spec)
+                else:
+                    req = _req(rid, prompts["maia_oe"], {"question": item["question"]}, images, spec)
+            elif benchmark == "hummus":
+                if setting.input == "description":
+                    desc = (descriptions or {}).get(item["item_id"])
+                    if not desc:
+                        skipped.append((item["item_id"], "no_image_description"))
+                        break
+                    req = _req(rid, prompts[setting.prompt], {"description": desc, "question": item["question"]}, [], spec)
+                    ctx["description"] = desc
+                else:
+                    req = _req(rid, prompts[setting.prompt], {"question": item["question"]}, images, spec)
+            else:
+                raise ValueError(f"unknown benchmark {benchmark}")
+            out.append(EvalRequest(item=item, kind=kind, options=opts, answer=str(answer), variant=k, request=req,
+                                   n_images=len(req.images), context=ctx))
+    return out, skipped
+
+
+def pick_shots(item: dict[str, Any], pool: list[dict[str, Any]], k: int, seed: str) -> list[dict[str, Any]]:
+    """``k`` dev examples in a seeded order, never from the query's own source image/video."""
+    def key(d: dict[str, Any]) -> str:
+        return hashlib.sha1(f"{seed}:{d['item_id']}".encode()).hexdigest()
+
+    ordered = sorted(pool, key=key)
+    src = item.get("source_item_id")
+    return [d for d in ordered if d["item_id"] != item["item_id"] and (src is None or d.get("source_item_id") != src)][:k]
+
+
+def caption_requests(items: list[dict[str, Any]], prompt: Any, spec: ModelSpec, data_dir: Path) -> list[LLMRequest]:
+    """VAGUE SM step 1: the model's own caption of each item's image."""
+    out = []
+    for item in items:
+        paths = as_list(item.get("media_paths"))
+        if paths:
+            out.append(_req(item["item_id"], prompt, {}, [ImageInput(path=data_dir / paths[0])], spec))
+    return out
+
+
+def parse_reply(er: EvalRequest, text: str | None) -> ex.Extraction:
+    if er.kind == "mcq":
+        return ex.extract_choice(text, er.options or [], multi=False)
+    if er.kind == "yesno":
+        return ex.extract_choice(text, er.options or ["Yes", "No"], multi=False)
+    if er.kind == "multi":
+        return ex.extract_choice(text, er.options or [], multi=True)
+    if er.kind == "naming":
+        return ex.extract_naming(text)
+    if er.kind == "box":
+        return ex.extract_box(text)
+    if er.kind == "word":
+        return ex.extract_word(text)
+    if er.kind == "highlight":
+        return ex.extract_highlight(text)
+    return ex.extract_text(text, er.item.get("question", "") if er.item.get("benchmark") == "hummus" else "")
+
+
+def prediction_rows(model: str, benchmark: str, setting: Setting, split_of: dict[str, str],
+                    reqs: list[EvalRequest], results: list[LLMResult]) -> list[dict[str, Any]]:
+    """One row per request: raw reply, parse, and the item score where no judge is needed."""
+    rows = []
+    for er, res in zip(reqs, results, strict=True):
+        item = er.item
+        raw = (res.data or {}).get("text") if res.ok else res.text
+        row: dict[str, Any] = {
+            "model": model, "benchmark": benchmark, "setting": setting.name, "item_id": item["item_id"],
+            "variant": er.variant, "task": item["task"], "category": item.get("category"),
+            "split": split_of.get(item["item_id"], "all"), "source_item_id": item.get("source_item_id"),
+            "raw_reply": raw, "gold": er.answer, "n_images": er.n_images, "prompt_name": res.prompt_name,
+            "prompt_hash": res.prompt_hash, "model_id": res.model, "backend": res.backend, "cached": bool(res.cached),
+            "latency_s": float(res.latency_s), "tokens_in": int(res.tokens_in), "tokens_out": int(res.tokens_out),
+            "parsed": None, "parse_ok": None, "parse_method": None, "status": "ok", "error": None,
+            "correct": None, "score": None, "detail": {}, **{k: None for k in JUDGE_COLUMNS},
+        }
+        if er.context:
+            row["detail"]["context"] = er.context
+        if not res.ok:
+            # The call itself failed (after retries): not the model's answer, so not scored.
+            row.update(status="call_failed", error=f"{res.error_class}: {res.error}")
+        else:
+            e = parse_reply(er, raw)
+            row.update(parsed=e.answer or None, parse_ok=e.ok, parse_method=e.method or e.reason,
+                       status="ok" if e.ok else "unparseable")
+            if e.values:
+                row["detail"]["parsed"] = e.values
+            item_score(row, er, e)
+        rows.append(row)
+    return rows
+
+
+JUDGE_COLUMNS = ("judge_ok", "judge_score", "judge_verdict", "judge_justification", "judge_json", "judge_model",
+                 "judge_prompt_hash", "judge_error")
+
+
+def item_score(row: dict[str, Any], er: EvalRequest, e: ex.Extraction) -> None:
+    """Scores that need neither a judge nor an embedder."""
+    if er.kind in ("mcq", "yesno"):
+        gold = [er.answer.strip()]
+        row["correct"] = bool(e.ok and list(e.letters) == gold)
+        row["score"] = 1.0 if row["correct"] else 0.0
+        if e.ok:
+            types = as_list(er.item.get("option_types"))
+            if types and er.variant == 0:
+                row["detail"]["chosen_type"] = chosen_option_type(e.letters[0], types)
+            elif types:
+                opts0 = as_list(er.item.get("options"))
+                chosen_text = (er.options or [])[ord(e.letters[0]) - 65]
+                row["detail"]["chosen_type"] = types[opts0.index(chosen_text)] if chosen_text in opts0 else None
+    elif er.kind == "multi":
+        gold = [x.strip() for x in er.answer.split(",") if x.strip()]
+        pred = list(e.letters) if e.ok else []
+        row["score"] = multi_select_score(pred, gold) if e.ok else 0.0
+        row["correct"] = bool(e.ok and set(pred) == set(gold))
+        row["detail"]["composition"] = error_composition(pred, gold) if e.ok else "unparseable"
+        row["detail"]["pred_set"], row["detail"]["gold_set"] = pred, gold
