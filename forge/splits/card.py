@@ -1,0 +1,261 @@
+"""The dataset card (README.md of an export): statistics, plots, provenance, construction.
+
+Statistics follow the papers' tables: counts per category and split (MAIA Table 5,
+II-Bench Table 1's overall block), average question / option / explanation lengths in
+words, and the distribution of every label the recipe recorded. Plots are PNGs drawn with
+matplotlib's Agg backend. Licences are listed as found in the source metadata, with
+"unknown" where a source did not say: the card never states one blanket licence.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from forge.checks import mcq
+
+
+def _words(s: Any) -> int:
+    return len(str(s).split()) if s is not None and not (isinstance(s, float) and math.isnan(s)) else 0
+
+
+def _mean(xs: list[float]) -> float:
+    return round(sum(xs) / len(xs), 1) if xs else 0.0
+
+
+def _labels(v: Any) -> dict[str, Any]:
+    if not v:
+        return {}
+    try:
+        d = json.loads(v) if isinstance(v, str) else dict(v)
+    except (ValueError, TypeError):
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def explanation_of(row: Any) -> str | None:
+    lab = _labels(row["labels"])
+    for k in ("explanation", "rationale", "reasoning"):
+        if isinstance(lab.get(k), str):
+            return lab[k]
+    ex = _labels(row.get("extra") if hasattr(row, "get") else None)
+    return ex.get("explanation") if isinstance(ex.get("explanation"), str) else None
+
+
+def overall_stats(df: pd.DataFrame) -> dict[str, Any]:
+    """II-Bench Table 1 style: totals, split sizes, average lengths (words)."""
+    opts = [o for lst in df["options"] for o in (lst or [])]
+    expl = [e for e in (explanation_of(r) for _, r in df.iterrows()) if e]
+    refs = [x for lst in df["references"] for x in (lst or [])]
+    split_counts = df["split"].value_counts().to_dict()
+    return {
+        "items": len(df),
+        "splits": split_counts,
+        "tasks": df["task"].value_counts().to_dict(),
+        "categories": int(df["category"].nunique()),
+        "source items": int(df["source_item_id"].nunique()),
+        "images / frames": int(len({p for lst in df["media_paths"] for p in (lst or [])})),
+        "avg question length (words)": _mean([_words(q) for q in df["question"]]),
+        "avg option length (words)": _mean([_words(o) for o in opts]),
+        "avg options per item": _mean([len(o) for o in df["options"] if o]),
+        "avg explanation length (words)": _mean([_words(e) for e in expl]) if expl else None,
+        "avg reference length (words)": _mean([_words(r) for r in refs]) if refs else None,
+    }
+
+
+def label_distributions(df: pd.DataFrame, top: int = 12) -> dict[str, dict[str, int]]:
+    """Counts of every scalar (or list-of-scalars) label the recipe stored in ``labels``."""
+    counts: dict[str, Counter] = {}
+    for v in df["labels"]:
+        for k, x in _labels(v).items():
+            if k in ("explanation", "rationale", "reasoning"):
+                continue
+            vals = x if isinstance(x, list) else [x]
+            for y in vals:
+                if isinstance(y, (str, bool, int)) and len(str(y)) <= 60:
+                    counts.setdefault(k, Counter())[str(y)] += 1
+    return {k: dict(c.most_common(top)) for k, c in sorted(counts.items()) if 1 < len(c) or sum(c.values()) > 0}
+
+
+def md_table(df: pd.DataFrame) -> str:
+    if df.empty:
+        return "_none_"
+    cols = [str(c) for c in df.columns]
+    head = "| " + " | ".join([df.index.name or ""] + cols) + " |"
+    sep = "|" + "---|" * (len(cols) + 1)
+    rows = ["| " + " | ".join([str(i)] + [str(v) for v in r]) + " |" for i, r in zip(df.index, df.itertuples(index=False))]
+    return "\n".join([head, sep] + rows)
+
+
+def category_table(df: pd.DataFrame, split_order: list[str]) -> pd.DataFrame:
+    t = pd.crosstab(df["category"].fillna("(none)"), df["split"])
+    t = t.reindex(columns=[s for s in split_order if s in t.columns])
+    t["total"] = t.sum(axis=1)
+    t = t.sort_values("total", ascending=False)
+    t.loc["total"] = t.sum()
+    t.index.name = "category"
+    return t
+
+
+def position_table(df: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for split, g in df.groupby("split", sort=True):
+        c: Counter = Counter()
+        for a, o in zip(g["answer"], g["options"]):
+            if o and isinstance(a, str) and len(a.strip()) == 1:
+                try:
+                    c[mcq.letter(mcq.letter_index(a))] += 1
+                except ValueError:
+                    pass
+        if c:
+            rows.append({"split": split, **dict(sorted(c.items()))})
+    out = pd.DataFrame(rows).set_index("split").fillna(0).astype(int) if rows else pd.DataFrame()
+    return out
+
+
+def draw_plots(df: pd.DataFrame, out_dir: Path, split_order: list[str]) -> list[str]:
+    """category_distribution.png and answer_positions.png; returns the file names written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    cat = category_table(df, split_order).drop(index="total", errors="ignore").drop(columns="total", errors="ignore")
+    if not cat.empty:
+        fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(cat) + 3), 4))
+        cat.plot.bar(stacked=True, ax=ax)
+        ax.set_ylabel("items")
+        ax.set_title("Items per category and split")
+        fig.tight_layout()
+        fig.savefig(out_dir / "category_distribution.png", dpi=100)
+        plt.close(fig)
+        written.append("category_distribution.png")
+    pos = position_table(df)
+    if not pos.empty:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        pos.T.plot.bar(ax=ax)
+        ax.set_xlabel("correct option")
+        ax.set_ylabel("items")
+        ax.set_title("Correct-option position per split")
+        fig.tight_layout()
+        fig.savefig(out_dir / "answer_positions.png", dpi=100)
+        plt.close(fig)
+        written.append("answer_positions.png")
+    return written
+
+
+def license_summary(prov: pd.DataFrame) -> pd.DataFrame:
+    """Items and source items per licence as found (``unknown`` where none was recorded)."""
+    if prov.empty:
+        return pd.DataFrame()
+    p = prov.copy()
+    p["license"] = p["license"].map(lambda v: v if isinstance(v, str) and v.strip() else "unknown")
+    t = p.groupby("license").agg(items=("item_id", "nunique"), source_items=("source_item_id", "nunique"),
+                                 sources=("source", lambda s: ", ".join(sorted({str(x) for x in s if x}))))
+    t.index.name = "license"
+    return t.sort_values("items", ascending=False)
+
+
+def front_matter(benchmark: str, version: str, splits: list[str], licenses: list[str]) -> str:
+    """YAML header the Hub and ``datasets.load_dataset`` read: configs and data files."""
+    known = sorted({lic for lic in licenses if lic != "unknown"})
+    doc = {
+        "pretty_name": f"Subtext Forge {benchmark} ({version})",
+        # One licence per source item, listed in the card; the Hub field only says "other".
+        "license": "other",
+        "license_details": "per item, see provenance.jsonl and the Licences section" + (
+            f" (found: {', '.join(known)}; some unknown)" if "unknown" in licenses else f" (found: {', '.join(known)})"),
+        "configs": [
+            {"config_name": "default", "default": True,
+             "data_files": [{"split": s, "path": f"data/{s}/**"} for s in splits]},
+            {"config_name": "parquet",
+             "data_files": [{"split": s, "path": f"parquet/{s}.parquet"} for s in splits]},
+        ],
+    }
+    return "---\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def render_card(ctx: dict[str, Any]) -> str:
+    """The README body from the pieces ``forge.splits.export`` gathered."""
+    df: pd.DataFrame = ctx["items"]
+    b, v = ctx["benchmark"], ctx["version"]
+    lines = [front_matter(b, v, ctx["split_order"], ctx["licenses"]), f"# {b} — Subtext Forge export {v}", ""]
+    if ctx.get("forced_stub"):
+        lines += ["> **WARNING — FORCED STUB EXPORT.** "
+                  f"{ctx['stub_items']} item(s) were generated by the offline `stub` LLM backend (schema-valid "
+                  "placeholders, not real data). This export exists only because `force_stub` was set; "
+                  "do not publish or evaluate on it.", ""]
+    lines += [f"Content hash `{ctx['content_hash']}`, built {ctx['created_at']}. "
+              f"{len(df)} items; built by the `{b}_splits → {b}_gated → {b}_export` assets.", ""]
+    lines += ["## Loading", "", "```python", "from datasets import load_dataset",
+              f"ds = load_dataset(\"{ctx['path_hint']}\")            # images decoded (imagefolder + metadata.jsonl)",
+              f"tab = load_dataset(\"{ctx['path_hint']}\", \"parquet\")  # plain table, file paths as strings",
+              "```", "",
+              "Files: `data/<split>/metadata.jsonl` + `data/<split>/media/*` (JSONL; `file_names` are relative to "
+              "the split folder), `parquet/<split>.parquet` (same rows; `file_names` relative to this folder), "
+              "`provenance.jsonl` (item → source, url, uploader, licence), `manifest.json` (hashes of every file).", ""]
+    ov = overall_stats(df)
+    lines += ["## Statistics", "", "| statistic | value |", "|---|---|"]
+    for k, val in ov.items():
+        if val is None:
+            continue
+        if isinstance(val, dict):
+            val = ", ".join(f"{kk}: {vv}" for kk, vv in val.items())
+        lines.append(f"| {k} | {val} |")
+    lines += ["", "### Items per category and split", "", md_table(category_table(df, ctx["split_order"])), ""]
+    for name in ctx.get("plots", []):
+        lines += [f"![{name}](plots/{name})", ""]
+    pos = position_table(df)
+    if not pos.empty:
+        pos.index.name = "split"
+        lines += ["### Correct-option position", "", md_table(pos), ""]
+    labels = label_distributions(df)
+    if labels:
+        lines += ["### Label distributions", ""]
+        for k, c in labels.items():
+            lines.append(f"- **{k}**: " + ", ".join(f"{x} ({n})" for x, n in c.items()))
+        lines.append("")
+    g = ctx.get("gates", {})
+    if g:
+        lines += ["## Quality gates", "", "| gate | figure |", "|---|---|"]
+        for k, val in g.items():
+            lines.append(f"| {k} | {json.dumps(val) if isinstance(val, (dict, list)) else val} |")
+        lines.append("")
+    lines += ["## Licences and provenance", "",
+              "Licences as recorded by the sources (yt-dlp metadata, source tables); `unknown` means the source "
+              "did not state one — check before redistributing those items. No blanket licence applies.", "",
+              md_table(ctx["license_table"]), ""]
+    lines += ["## Construction", "", f"- backends: {ctx['backends']}", f"- models: {ctx['models']}",
+              f"- item prompt hashes: {', '.join(ctx['prompt_hashes']) or 'none'}",
+              f"- blind-solver prompt hash: {ctx.get('blind_prompt_hash', '')}; model: {ctx.get('blind_model', '')}",
+              f"- recipe config (`config/recipes/{b}.yaml`, sha256 {ctx['recipe_config_hash']}):", "",
+              "```yaml", ctx["recipe_config"].rstrip(), "```", "",
+              "- split / gate / export config:", "", "```yaml",
+              yaml.safe_dump(ctx["stage_config"], sort_keys=False).rstrip(), "```", ""]
+    c = ctx["cost"]
+    lines += ["## Cost", "",
+              f"LLM spend for this benchmark's stages (every call, including rejected and regenerated attempts, "
+              f"and the blind-solvability gate): ${c['cost_usd']:.4f} over {c['calls']} calls "
+              f"({c['tokens_in']} tokens in, {c['tokens_out']} out, {c['cache_hits']} cache hits) → "
+              f"**${c['per_item']:.5f} per accepted item** ({len(df)} items)."
+              + (f" Unpriced models (cost 0 here): {c['unpriced']}." if c.get("unpriced") else ""), ""]
+    ch = ctx.get("changes")
+    lines += ["## Changes", ""]
+    if ch and ch.get("previous"):
+        lines += [f"Since {ch['previous']}: {ch['added']} added, {ch['removed']} removed, {ch['changed']} changed, "
+                  f"{ch['unchanged']} unchanged.", ""]
+        for key in ("added_ids", "removed_ids"):
+            if ch.get(key):
+                lines.append(f"- {key.split('_')[0]}: " + ", ".join(ch[key][:20]) + (" …" if len(ch[key]) > 20 else ""))
+        lines.append("")
+    else:
+        lines += ["First version.", ""]
+    return "\n".join(lines)

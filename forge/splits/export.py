@@ -1,0 +1,249 @@
+"""Immutable, versioned exports a researcher can load with ``datasets.load_dataset(path)``.
+
+Layout of ``<exports_dir>/<benchmark>/v<N>/``::
+
+    README.md                     dataset card; YAML header with `configs` for datasets / the Hub
+    data/<split>/metadata.jsonl   one row per item; `file_names` → images (imagefolder, decoded)
+    data/<split>/media/*          the item images, copied
+    parquet/<split>.parquet       the same rows as a plain table (`file_names` relative to the root)
+    provenance.jsonl              item → source item, url, uploader, channel, licence, frames
+    plots/*.png                   category distribution, answer positions
+    manifest.json                 content hash, item hashes (for diffs), file sha256s, config
+
+Versioning: the content hash covers the exported rows, the media bytes and the stage
+configuration. A build whose hash equals the latest version's writes nothing; otherwise it
+writes ``v<N+1>`` into a temporary folder and renames it into place (never over an existing
+folder), then makes its files read-only. The card states what changed since the previous
+version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from forge.splits.card import draw_plots, license_summary, render_card
+from forge.versioning import content_hash, sha256_file, stable_json
+
+MANIFEST = "manifest.json"
+_VERSION = re.compile(r"^v(\d+)$")
+# Exported item fields (never null: a column must have one type in every split's metadata file).
+ROW_FIELDS = ["item_id", "benchmark", "split", "task", "category", "question", "options", "option_types", "answer",
+              "references", "file_names", "media_paths", "unit_id", "source_item_id", "source", "channel",
+              "group_id", "labels", "extra", "backend", "model", "prompt_hash"]
+_LIST_FIELDS = {"options", "option_types", "references", "file_names", "media_paths"}
+
+
+class ExportExists(RuntimeError):
+    """A version folder is already there: exports are never overwritten."""
+
+
+def _clean(v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, float) and v != v:
+        return None
+    if hasattr(v, "tolist") and not isinstance(v, str):
+        return v.tolist()
+    return v
+
+
+def media_name(rel: str) -> str:
+    """File name of a media file inside an export: short hash of its data path + basename."""
+    base = Path(rel).name
+    return f"{content_hash(rel, length=10)}_{base}"
+
+
+def export_rows(items: pd.DataFrame) -> list[dict[str, Any]]:
+    """Items (gated_items columns) → export rows, sorted by split then id; lists never null."""
+    rows = []
+    for r in items.to_dict("records"):
+        r = {k: _clean(v) for k, v in r.items()}
+        media = [str(p) for p in (r.get("media_paths") or [])]
+        row = {f: r.get(f) for f in ROW_FIELDS}
+        row["media_paths"] = media
+        row["file_names"] = [f"media/{media_name(p)}" for p in media]
+        for f in ROW_FIELDS:
+            if f in _LIST_FIELDS:
+                row[f] = [str(x) for x in (row[f] or [])]
+            elif row[f] is None:
+                row[f] = ""
+            elif not isinstance(row[f], str):
+                row[f] = json.dumps(row[f], ensure_ascii=False, default=str) if isinstance(row[f], (dict, list)) else str(row[f])
+        rows.append(row)
+    return sorted(rows, key=lambda x: (x["split"], x["item_id"]))
+
+
+def item_hashes(rows: list[dict[str, Any]], media_sha: dict[str, str]) -> dict[str, str]:
+    return {r["item_id"]: content_hash(r, [media_sha.get(p, "") for p in r["media_paths"]], length=16) for r in rows}
+
+
+def existing_versions(bench_dir: Path) -> list[tuple[int, Path]]:
+    if not bench_dir.is_dir():
+        return []
+    out = []
+    for d in bench_dir.iterdir():
+        m = _VERSION.match(d.name)
+        if m and (d / MANIFEST).is_file():
+            out.append((int(m.group(1)), d))
+    return sorted(out)
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    return json.loads((path / MANIFEST).read_text())
+
+
+def diff(prev: dict[str, str] | None, cur: dict[str, str]) -> dict[str, Any]:
+    if prev is None:
+        return {"added": len(cur), "removed": 0, "changed": 0, "unchanged": 0, "added_ids": sorted(cur), "removed_ids": []}
+    added = sorted(set(cur) - set(prev))
+    removed = sorted(set(prev) - set(cur))
+    changed = sorted(k for k in set(cur) & set(prev) if cur[k] != prev[k])
+    return {"added": len(added), "removed": len(removed), "changed": len(changed),
+            "unchanged": len(set(cur) & set(prev)) - len(changed), "added_ids": added, "removed_ids": removed,
+            "changed_ids": changed}
+
+
+@dataclass
+class ExportResult:
+    status: str                  # "written" | "unchanged"
+    version: str
+    path: Path
+    content_hash: str
+    manifest: dict[str, Any]
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+_PARQUET_SCHEMA = pa.schema([(f, pa.list_(pa.string()) if f in _LIST_FIELDS else pa.string()) for f in ROW_FIELDS])
+
+
+def write_export(
+    *,
+    exports_dir: Path,
+    data_dir: Path,
+    benchmark: str,
+    items: pd.DataFrame,
+    provenance: pd.DataFrame,
+    split_order: list[str],
+    stage_config: dict[str, Any],
+    card_context: dict[str, Any],
+    forced_stub: bool = False,
+    stub_items: int = 0,
+    copy_media: bool = True,
+) -> ExportResult:
+    """Write a new version of ``benchmark``'s export, or return the latest if nothing changed."""
+    rows = export_rows(items)
+    media = sorted({p for r in rows for p in r["media_paths"]})
+    media_sha = {p: sha256_file(data_dir / p) for p in media}
+    ihash = item_hashes(rows, media_sha)
+    chash = content_hash(ihash, stage_config, forced_stub, length=16)
+    bench_dir = exports_dir / benchmark
+    versions = existing_versions(bench_dir)
+    if versions:
+        last = read_manifest(versions[-1][1])
+        if last.get("content_hash") == chash:
+            return ExportResult("unchanged", versions[-1][1].name, versions[-1][1], chash, last)
+    prev = read_manifest(versions[-1][1]) if versions else None
+    changes = diff(prev["item_hashes"] if prev else None, ihash) | {"previous": prev["version"] if prev else None}
+
+    bench_dir.mkdir(parents=True, exist_ok=True)
+    tmp = bench_dir / f".tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        present = [s for s in split_order if any(r["split"] == s for r in rows)]
+        present += sorted({r["split"] for r in rows} - set(present))
+        for s in present:
+            srows = [r for r in rows if r["split"] == s]
+            _write_jsonl(tmp / "data" / s / "metadata.jsonl", srows)
+            for r in srows:
+                for p, f in zip(r["media_paths"], r["file_names"]):
+                    dst = tmp / "data" / s / f
+                    if not dst.exists():
+                        dst.parent.mkdir(parents=True, exist_ok=True)
+                        (shutil.copyfile if copy_media else os.link)(data_dir / p, dst)
+            (tmp / "parquet").mkdir(exist_ok=True)
+            prow = [dict(r, file_names=[f"data/{s}/{f}" for f in r["file_names"]]) for r in srows]
+            pq.write_table(pa.Table.from_pylist(prow, schema=_PARQUET_SCHEMA), tmp / "parquet" / f"{s}.parquet")
+        prov_rows = [{k: _clean(v) for k, v in r.items()} for r in provenance.to_dict("records")]
+        _write_jsonl(tmp / "provenance.jsonl", prov_rows)
+        plots = draw_plots(items, tmp / "plots", split_order) if len(items) else []
+        created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        n = versions[-1][0] + 1 if versions else 1
+        lic = license_summary(provenance)
+        ctx = dict(card_context, benchmark=benchmark, version=f"v{n}", items=items, split_order=present,
+                   licenses=list(lic.index) if not lic.empty else ["unknown"], license_table=lic, plots=plots,
+                   content_hash=chash, created_at=created, forced_stub=forced_stub, stub_items=stub_items,
+                   changes=changes, stage_config=stage_config)
+        (tmp / "README.md").write_text(render_card(ctx), encoding="utf-8")
+        files = {str(p.relative_to(tmp)): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+        manifest = {
+            "benchmark": benchmark, "content_hash": chash, "created_at": created, "n_items": len(rows),
+            "splits": {s: sum(1 for r in rows if r["split"] == s) for s in present}, "forced_stub": forced_stub,
+            "stub_items": stub_items, "previous_version": changes["previous"],
+            "changes": {k: changes[k] for k in ("added", "removed", "changed", "unchanged")},
+            "item_hashes": ihash, "files": files, "config": json.loads(stable_json(stage_config)),
+        }
+        # Take the next free version number; a concurrent build that got there first bumps us.
+        while True:
+            manifest["version"] = f"v{n}"
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+            final = bench_dir / f"v{n}"
+            if final.exists():
+                n += 1
+                continue
+            try:
+                os.rename(tmp, final)
+                break
+            except OSError:
+                if final.exists():
+                    n += 1
+                    continue
+                raise
+        if manifest["version"] != ctx["version"]:  # version bumped by a race: re-render the card's title
+            (final / "README.md").chmod(0o644)
+            (final / "README.md").write_text(render_card(dict(ctx, version=manifest["version"])), encoding="utf-8")
+        _freeze(final)
+        return ExportResult("written", manifest["version"], final, chash, manifest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _freeze(path: Path) -> None:
+    """Read-only files: a visible reminder (and a guard) that a version never changes."""
+    for p in path.rglob("*"):
+        if p.is_file():
+            p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def exports_frame(exports_dir: Path, benchmark: str) -> pd.DataFrame:
+    """The ``exports`` table rows of one benchmark, rebuilt from the manifests on disk."""
+    rows = []
+    for n, d in existing_versions(exports_dir / benchmark):
+        m = read_manifest(d)
+        rows.append({
+            "benchmark": benchmark, "version": m["version"], "version_number": n, "path": str(d),
+            "content_hash": m["content_hash"], "n_items": m["n_items"], "splits": json.dumps(m.get("splits", {})),
+            "created_at": pd.Timestamp(m["created_at"]), "forced_stub": bool(m.get("forced_stub")),
+            "stub_items": int(m.get("stub_items", 0)), "previous_version": m.get("previous_version"),
+            "added": m["changes"]["added"], "removed": m["changes"]["removed"], "changed": m["changes"]["changed"],
+        })
+    return pd.DataFrame(rows)

@@ -1,0 +1,316 @@
+"""Quality gates an item passes before export (pure functions; the asset wires them).
+
+* ``field_problem``: empty question/answer/options, missing media, option types that do not
+  line up, an answer letter outside the options → the item is dropped with that reason.
+* ``duplicate_items``: the same question with the same options on the same media twice.
+* ``rebalance_positions``: per split, correct-option shares within ± tolerance of uniform
+  (or as close as the split size allows); a split outside it gets a seeded, balanced
+  re-shuffle (``forge.checks.mcq``), option types moving with their options.
+* ``blind_requests`` / ``score_blind``: a text-only model answers each multiple-choice item
+  N times without the image; an item answered correctly far above chance (one-sided
+  binomial test and a minimum accuracy) is flagged as *blind-solvable*.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from forge.checks import mcq
+from forge.llm.types import LLMRequest, LLMResult
+from forge.splits.config import BlindConfig
+
+COMMON_COLUMNS = [
+    "item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer", "references",
+    "media_paths", "unit_id", "source_item_id", "source", "channel", "batch", "labels", "backend", "model",
+    "prompt_hash",
+]
+LIST_COLUMNS = ("options", "option_types", "references", "media_paths")
+
+
+def _lst(v: Any) -> list | None:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    return [x for x in list(v)]
+
+
+def _blank(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or str(v).strip() == ""
+
+
+def normalise_items(df: pd.DataFrame, benchmark: str) -> pd.DataFrame:
+    """The common item columns plus ``extra`` (JSON) holding every paper-specific column."""
+    out = df.copy()
+    for c in COMMON_COLUMNS:
+        if c not in out:
+            out[c] = None
+    out["benchmark"] = out["benchmark"].where(out["benchmark"].notna(), benchmark)
+    for c in LIST_COLUMNS:
+        out[c] = out[c].map(_lst)
+    paper_cols = [c for c in out.columns if c not in COMMON_COLUMNS and c != "extra"]
+
+    def extra(row: pd.Series) -> str | None:
+        base: dict[str, Any] = {}
+        if "extra" in row and not _blank(row["extra"]):
+            try:
+                base = json.loads(row["extra"]) if isinstance(row["extra"], str) else dict(row["extra"])
+            except (ValueError, TypeError):
+                base = {"extra": str(row["extra"])}
+        for c in paper_cols:
+            v = row[c]
+            if isinstance(v, np.ndarray):
+                v = v.tolist()
+            if isinstance(v, (list, dict)) or not _blank(v):
+                base[c] = v
+        return json.dumps(base, ensure_ascii=False, default=str) if base else None
+
+    out["extra"] = out.apply(extra, axis=1) if len(out) else pd.Series(dtype=object)
+    out["item_id"] = out["item_id"].astype(str)
+    return out[COMMON_COLUMNS + ["extra"]].reset_index(drop=True)
+
+
+def answer_letters(answer: Any) -> list[int] | None:
+    """``"A,C"`` → [0, 2]; None when the answer is not option letters."""
+    if _blank(answer):
+        return None
+    try:
+        return [mcq.letter_index(p) for p in str(answer).split(",") if p.strip()] or None
+    except ValueError:
+        return None
+
+
+def is_mcq(row: Any) -> bool:
+    opts = _lst(row["options"])
+    letters = answer_letters(row["answer"])
+    return bool(opts) and len(opts) >= 2 and letters is not None and all(i < len(opts) for i in letters)
+
+
+def field_problem(row: Any, data_dir: Path | None = None) -> tuple[str, str] | None:
+    """(reason, detail) of the first problem that makes an item unpublishable, else None."""
+    if _blank(row["question"]):
+        return "empty_field", "question is empty"
+    if _blank(row["answer"]) and not _lst(row["references"]):
+        return "empty_field", "neither an answer nor references"
+    if _blank(row["category"]):
+        return "empty_field", "category is empty"
+    opts = _lst(row["options"])
+    if opts is not None:
+        if any(_blank(o) for o in opts):
+            return "empty_field", "an option is empty"
+        types = _lst(row["option_types"])
+        if types is not None and len(types) != len(opts):
+            return "contract_violation", f"{len(opts)} options but {len(types)} option types"
+        if len(opts) >= 2:
+            letters = answer_letters(row["answer"])
+            if letters is None:
+                return "contract_violation", f"answer {row['answer']!r} is not option letters"
+            if any(i >= len(opts) for i in letters):
+                return "contract_violation", f"answer {row['answer']!r} outside {len(opts)} options"
+    media = _lst(row["media_paths"]) or []
+    if data_dir is not None:
+        for p in media:
+            if _blank(p) or not (Path(data_dir) / str(p)).is_file():
+                return "media_missing", f"media file not found: {p}"
+    return None
+
+
+def duplicate_items(df: pd.DataFrame) -> dict[str, str]:
+    """item_id → id of the kept twin, for items equal to an earlier one (smallest id kept)."""
+    def key(r: Any) -> str:
+        opts = sorted(mcq.normalize_option(o) for o in (_lst(r.options) or []))
+        return json.dumps([mcq.normalize_option(r.question or ""), opts, sorted(_lst(r.media_paths) or [])])
+
+    seen: dict[str, str] = {}
+    dup: dict[str, str] = {}
+    for r in df.sort_values("item_id").itertuples(index=False):
+        k = key(r)
+        if k in seen:
+            dup[r.item_id] = seen[k]
+        else:
+            seen[k] = r.item_id
+    return dup
+
+
+# -- correct-option position ------------------------------------------------------------------
+
+
+def achievable_deviation(n: int, k: int) -> float:
+    """The smallest max |share − 1/k| possible with n items (counts differ by at most one)."""
+    if n == 0 or n % k == 0:
+        return 0.0
+    return max(math.ceil(n / k) / n - 1 / k, 1 / k - math.floor(n / k) / n)
+
+
+@dataclass(frozen=True)
+class PositionFigure:
+    split: str
+    k: int
+    n: int
+    max_deviation: float
+    allowed: float
+    counts: dict[str, int]
+
+    @property
+    def passed(self) -> bool:
+        return self.max_deviation <= self.allowed + 1e-9
+
+
+def _single(df: pd.DataFrame) -> pd.Series:
+    return df.apply(lambda r: is_mcq(r) and len(answer_letters(r["answer"]) or []) == 1, axis=1) if len(df) else pd.Series(dtype=bool)
+
+
+def position_figures(df: pd.DataFrame, tolerance: float) -> list[PositionFigure]:
+    """Per split and option count: answer-letter counts and deviation from uniform."""
+    out: list[PositionFigure] = []
+    if df.empty:
+        return out
+    rows = df[_single(df)]
+    if rows.empty:
+        return out
+    k_of = rows["options"].map(len)
+    for (split, k), g in rows.groupby([rows["split"], k_of], sort=True):
+        pb = mcq.position_balance(g["answer"].tolist(), int(k))
+        out.append(PositionFigure(str(split), int(k), pb.n, round(pb.max_deviation, 4),
+                                  round(max(tolerance, achievable_deviation(pb.n, int(k))), 4), pb.counts))
+    return out
+
+
+def rebalance_positions(df: pd.DataFrame, tolerance: float, seed: object) -> tuple[pd.DataFrame, int]:
+    """Re-shuffle the options of every (split, option count) group outside the tolerance.
+
+    Positions come from ``mcq.balanced_positions`` (counts differ by at most one), the
+    other options' order from ``mcq.shuffle_options`` seeded by the item id; option types
+    move with their options. Returns the frame (``answer``, ``options``, ``option_types``,
+    ``reshuffled`` updated) and the number of items re-shuffled.
+    """
+    out = df.copy()
+    if "reshuffled" not in out:
+        out["reshuffled"] = False
+    failing = [(f.split, f.k) for f in position_figures(out, tolerance) if not f.passed]
+    if not failing:
+        return out, 0
+    single = _single(out)
+    k_of = out["options"].map(lambda o: len(o) if o is not None else 0)
+    moved = 0
+    for split, k in failing:
+        mask = single & (out["split"] == split) & (k_of == k)
+        plan = mcq.balanced_positions(out.loc[mask, "item_id"].tolist(), k, seed=(seed, split))
+        for i in np.flatnonzero(mask.to_numpy()):
+            row = out.iloc[i]
+            opts = list(row["options"])
+            types = _lst(row["option_types"])
+            ci = answer_letters(row["answer"])[0]
+            # Shuffle option indices so any type labels (or none) stay aligned.
+            sh = mcq.shuffle_options(opts, [str(j) for j in range(k)], seed=(seed, row["item_id"]),
+                                     correct_type=str(ci), correct_position=plan[row["item_id"]])
+            order = [int(t) for t in sh.option_types]
+            out.at[out.index[i], "options"] = sh.options
+            out.at[out.index[i], "option_types"] = [types[j] for j in order] if types is not None else None
+            new_answer = mcq.letter(sh.correct_index)
+            if new_answer != row["answer"]:
+                moved += 1
+            out.at[out.index[i], "answer"] = new_answer
+            out.at[out.index[i], "reshuffled"] = True
+    return out, moved
+
+
+def length_figure(df: pd.DataFrame) -> mcq.LengthBias:
+    rows = df[_single(df)] if len(df) else df
+    return mcq.length_bias((list(r["options"]), answer_letters(r["answer"])[0]) for _, r in rows.iterrows())
+
+
+# -- blind solvability ------------------------------------------------------------------------
+
+
+def render_options(options: Sequence[str]) -> str:
+    return "\n".join(f"{mcq.letter(i)}. {o}" for i, o in enumerate(options))
+
+
+def blind_requests(df: pd.DataFrame, prompt: Any, cfg: BlindConfig) -> list[LLMRequest]:
+    """N text-only requests per multiple-choice item (no images); trials differ by seed."""
+    reqs: list[LLMRequest] = []
+    for _, r in df.iterrows():
+        if not is_mcq(r):
+            continue
+        multi = len(answer_letters(r["answer"]) or []) > 1
+        opts = list(r["options"])
+        letters = ", ".join(mcq.letter(i) for i in range(len(opts)))
+        for t in range(cfg.trials):
+            reqs.append(LLMRequest(
+                item_id=r["item_id"], prompt=prompt,
+                variables={"question": r["question"], "options": render_options(opts), "letters": letters,
+                           "mode": "one or more letters, comma-separated" if multi else "exactly one letter"},
+                params={"temperature": cfg.temperature, "seed": t}))
+    return reqs
+
+
+_LETTER = re.compile(r"^[A-Za-z]$")
+
+
+def parse_letters(answer: Any) -> frozenset[int] | None:
+    """The option letters in a reply (``"B"``, ``"b)"``, ``"A, C"``); None when unreadable."""
+    if _blank(answer):
+        return None
+    toks = [t.strip().strip(").:.").strip() for t in re.split(r"[,\s/;]+", str(answer)) if t.strip()]
+    toks = [t for t in toks if t]
+    if not toks or not all(_LETTER.match(t) for t in toks):
+        return None
+    return frozenset(mcq.letter_index(t) for t in toks)
+
+
+def chance_rate(k: int, multi: bool) -> float:
+    return 1.0 / (2**k - 1) if multi else 1.0 / k
+
+
+@dataclass(frozen=True)
+class BlindScore:
+    item_id: str
+    trials: int
+    correct: int
+    failed: int          # calls that returned no answer (not counted as trials)
+    chance: float
+    p_value: float
+    flagged: bool
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.trials if self.trials else 0.0
+
+
+def score_blind(df: pd.DataFrame, results: Sequence[LLMResult], cfg: BlindConfig) -> dict[str, BlindScore]:
+    """Per item: trials answered, correct, one-sided binomial p against chance, flagged."""
+    from scipy.stats import binomtest
+
+    rows = {r["item_id"]: r for _, r in df.iterrows()}
+    tally: dict[str, list[int]] = {}
+    for res in results:
+        t = tally.setdefault(res.item_id, [0, 0, 0])
+        if not res.ok or res.data is None:
+            t[2] += 1
+            continue
+        t[0] += 1
+        got = parse_letters(res.data.get("answer"))
+        gold = frozenset(answer_letters(rows[res.item_id]["answer"]) or [])
+        t[1] += int(got == gold)
+    out: dict[str, BlindScore] = {}
+    for item_id, (n, c, failed) in tally.items():
+        r = rows[item_id]
+        chance = chance_rate(len(r["options"]), len(answer_letters(r["answer"]) or []) > 1)
+        p = float(binomtest(c, n, chance, alternative="greater").pvalue) if n else 1.0
+        flagged = n > 0 and p < cfg.alpha and c / n >= cfg.min_accuracy
+        out[item_id] = BlindScore(item_id, n, c, failed, round(chance, 4), round(p, 6), flagged)
+    return out
+
+
+def blind_accuracy(scores: Sequence[BlindScore]) -> float:
+    """Accuracy over all trials of the given items (0 when none)."""
+    n = sum(s.trials for s in scores)
+    return round(sum(s.correct for s in scores) / n, 4) if n else 0.0
