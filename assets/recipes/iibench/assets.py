@@ -3,6 +3,10 @@
 iibench_implication  LLM judge (or the human verdict table) keeps images with an implication
 iibench_labels       type / domain / emotion / rhetoric / difficulty + explanation (refined)
 iibench_items        1-3 six-option questions per image, distractor-checked (refined)
+
+Stub output (``forge.llm.stub.advisory``): the implication verdict, label checks, duplicate
+options and the distractor judge on placeholder text are recorded (``advisory`` column,
+``extra.advisory``, ``llm_attempts``) but never drop an image or a question.
 """
 
 
@@ -20,6 +24,7 @@ from assets.llm_support import record_llm_attempts, record_llm_calls
 from forge.contracts import load_contract
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
+from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.llm.types import ImageInput, LLMRequest
 from forge.recipes.iibench import implication as imp
 from forge.recipes.iibench import items as it
@@ -126,7 +131,8 @@ def iibench_implication(context: dg.AssetExecutionContext, config: ImplicationCo
     if verdict_path and not Path(verdict_path).is_absolute():
         verdict_path = str(ROOT / verdict_path)
     human = imp.load_human_verdicts(verdict_path)
-    tables, logs, counts = {}, [], {"candidates": 0, "kept": 0, "dropped": 0, "human": 0, "judge_failed": 0}
+    tables, logs, counts = {}, [], {"candidates": 0, "kept": 0, "dropped": 0, "human": 0, "judge_failed": 0,
+                                    "advisory": 0}
     for part in partition_keys(context):
         rej = RejectLog("iibench_implication", part)
         cands = candidate_images(store, part, rej)
@@ -138,7 +144,8 @@ def iibench_implication(context: dg.AssetExecutionContext, config: ImplicationCo
             hv = imp.human_verdict_for(human, r["frame_id"], r["item_id"])
             if hv is not None:
                 rows.append(base | {"keep": hv.keep, "origin": "human", "implication": None, "reason": hv.note,
-                                    "prompt_name": None, "prompt_hash": None, "model": "human", "backend": "human"})
+                                    "prompt_name": None, "prompt_hash": None, "model": "human", "backend": "human",
+                                    "advisory": None})
             else:
                 ask.append((base, LLMRequest(r["frame_id"], prompt, {"ocr_text": r["ocr_text"] or "(none)"},
                                              images=[_image(store, r)])))
@@ -149,15 +156,19 @@ def iibench_implication(context: dg.AssetExecutionContext, config: ImplicationCo
                 counts["judge_failed"] += 1
                 continue
             keep, implication, reason = imp.parse_judge(res.data or {})
+            note = None
+            if not keep and advisory(res):   # a placeholder verdict: recorded, the image stays
+                keep, note = True, json.dumps([f"no_implication: {reason}"])
+                counts["advisory"] += 1
             rows.append(base | {"keep": keep, "origin": "llm", "implication": implication, "reason": reason,
                                 "prompt_name": res.prompt_name, "prompt_hash": res.prompt_hash, "model": res.model,
-                                "backend": res.backend})
+                                "backend": res.backend, "advisory": note})
         for row in rows:
             if not row["keep"]:
                 rej.add(row["frame_id"], "no_implication", detail=f"[{row['origin']}] {row['reason'] or ''}".strip())
         df = pd.DataFrame(rows, columns=["frame_id", "batch", "item_id", "source", "path", "keep", "origin",
                                          "implication", "reason", "ocr_text", "prompt_name", "prompt_hash", "model",
-                                         "backend"])
+                                         "backend", "advisory"])
         tables[part] = df
         logs.append(rej)
         counts["candidates"] += len(cands)
@@ -316,7 +327,8 @@ def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storag
                 stats["images_rejected"] += 1
                 reasons[o.reason] = reasons.get(o.reason, 0) + 1
                 continue
-            accepted, failed = it.resolve_set(o.attempts, config.near_duplicate_threshold)
+            accepted, failed = it.resolve_set(o.attempts, config.near_duplicate_threshold,
+                                              advisory=o.advisory is not None)
             for q in failed:
                 code = it.primary_reason(q)
                 rej.add(it.item_id(o.item_id, q.question), code, "QuestionReject",
@@ -331,6 +343,8 @@ def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storag
                 labels = {k: (list(r[k]) if k == "rhetoric" else r[k]) for k in tax.AXES} | {"explanation": r["explanation"]}
                 row = it.build_item(q, r, labels, config.seed)
                 extra = json.loads(row["extra"]) | {"judge_prompt_hash": judge_hash}
+                if q.problems:   # stub only: what the checks and the judge would have rejected it for
+                    extra["advisory"] = [f"{c}: {f}" for c, f in zip(q.problems, q.feedback)] or q.problems
                 row |= {"extra": json.dumps(extra),
                         "backend": gen.backend if gen else last_gen[0].get("backend"),
                         "model": gen.model if gen else last_gen[0].get("model"),
@@ -351,4 +365,6 @@ def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storag
                                           / total_q, 4) if total_q else 0.0
     md["duplicate_option_rate"] = round(reasons.get(it.DUPLICATE_OPTIONS, 0) / total_q, 4) if total_q else 0.0
     md["reject_reasons"] = dg.MetadataValue.json(reasons)
+    if any(advisory(r) for d in tables.values() for r in d["backend"]):
+        md["stub_verdicts"] = ADVISORY_NOTE
     return publish(store, {"iibench_items": tables}, rejects=logs, metadata=md, asset_key=context.asset_key, started=t0)

@@ -188,12 +188,16 @@ def set_feedback(questions: list[Question]) -> str:
     return "\n".join(lines)
 
 
-def resolve_set(attempts: list[dict[str, Any]], dup_threshold: float = 0.9) -> tuple[list[Question], list[Question]]:
+def resolve_set(attempts: list[dict[str, Any]], dup_threshold: float = 0.9,
+                advisory: bool = False) -> tuple[list[Question], list[Question]]:
     """(accepted, failed) questions of an image from its refine attempts' last round.
 
     The refine loop judges a whole set; when K rounds run out with some questions still
     failing, the questions that passed both the code checks and the judge in the last round
     are kept, and each failing one is rejected with its own reason.
+
+    ``advisory`` (stub output, ``forge.llm.stub.advisory``): every question is accepted; the
+    problems the checks and the judge found stay on it (``problems``/``feedback``) as a record.
     """
     gens = [a for a in attempts if a["step"] == "generate" and a.get("output")]
     if not gens:
@@ -208,4 +212,6 @@ def resolve_set(attempts: list[dict[str, Any]], dup_threshold: float = 0.9) -> t
             if not q.problems:
                 q.problems.append("set_failed_code_check")
                 q.feedback.append("not judged: another question of the set failed the code checks")
+    if advisory:
+        return qs, []
     return [q for q in qs if not q.problems], [q for q in qs if q.problems]
