@@ -4,6 +4,10 @@ hummus_pairs        image frames with their caption (table source) or an LLM cap
 hummus_annotations  Yes / No / WIDLII / Discard + metaphors, regions, caption span, explanation,
                     devices; validated in code, regenerated with feedback, else rejected
 hummus_items        the six tasks of Table 1
+
+Stub output (``forge.llm.stub.advisory``): the code checks on placeholder annotations (metaphor
+format, boxes, span, explanation length) are recorded (``advisory`` column, ``llm_attempts``)
+but never reject; what can be read is kept and items are built from it.
 """
 
 import hashlib
@@ -21,6 +25,7 @@ from assets.llm_support import record_llm_attempts, record_llm_calls
 from forge.contracts import load_contract
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
+from forge.llm.stub import ADVISORY_NOTE
 from forge.llm.types import ImageInput, LLMRequest
 from forge.recipes.hummus import annotations as A
 from forge.recipes.hummus import items as H
@@ -150,8 +155,12 @@ def hummus_annotations(context: dg.AssetExecutionContext, config: AnnotationsCon
                 rej.add(o.item_id, reason, "RefineReject", o.detail or "")
                 reasons[reason] = reasons.get(reason, 0) + 1
                 continue
+            stub = o.advisory is not None      # placeholder text: checks recorded, not applied
             ann, probs = A.validate_annotation(o.data or {}, p["caption"], int(p["width"]), int(p["height"]),
-                                               config.explanation_max_words)
+                                               config.explanation_max_words, lenient=stub)
+            if ann is None:                    # no readable verdict even leniently
+                rej.add(o.item_id, probs.primary() or "invalid_annotation", "AnnotationError", probs.feedback())
+                continue
             aid = annotation_id(o.item_id, p["caption"])
             hl = ann.highlight
             rows.append({
@@ -163,7 +172,9 @@ def hummus_annotations(context: dg.AssetExecutionContext, config: AnnotationsCon
                 "devices": ann.devices, "discard_reason": ann.discard_reason or None, "n_regions": len(ann.regions),
                 "repairs": probs.repairs, "rounds": o.rounds, "prompt_hash": o.result.prompt_hash,
                 "model": o.result.model, "backend": o.result.backend,
+                "advisory": json.dumps([f"{c}: {m}" for c, m in probs.items]) if stub and probs else None,
             })
+            counts["advisory"] = counts.get("advisory", 0) + bool(stub and probs)
             for k, rg in enumerate(ann.regions):
                 regions.append({"annotation_id": aid, "region_index": k, "frame_id": o.item_id, "batch": part,
                                 "label": rg.label, "box_px_x0": rg.x0, "box_px_y0": rg.y0, "box_px_x1": rg.x1,
@@ -182,7 +193,11 @@ def hummus_annotations(context: dg.AssetExecutionContext, config: AnnotationsCon
                         [("hummus_annotations", p) for p in ann_tables])
     md = record_llm_calls(store, engine, [("hummus_annotations", p) for p in ann_tables])
     n = counts["pairs"]
+    n_adv = counts.pop("advisory", 0)
     md |= {f"verdict_{k}": v for k, v in counts.items() if k != "pairs"} | {"pairs": n}
+    if n_adv:
+        md["stub_verdicts"] = ADVISORY_NOTE
+        md["advisory_rows"] = n_adv
     for code in (A.INVALID_SPAN, A.BOX_OUT_OF_BOUNDS, A.BAD_METAPHOR, A.EXPLANATION_TOO_LONG):
         md[f"{code}_rate"] = round(reasons.get(code, 0) / n, 4) if n else 0.0
     md["reject_reasons"] = dg.MetadataValue.json(reasons)

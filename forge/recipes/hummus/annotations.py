@@ -215,8 +215,13 @@ class Annotation:
 
 
 def validate_annotation(data: dict[str, Any], caption: str, width: int, height: int,
-                        max_words: int | None = None) -> tuple[Annotation | None, Problems]:
-    """Check a reply against §4 and return the normalised annotation (None when invalid)."""
+                        max_words: int | None = None, lenient: bool = False) -> tuple[Annotation | None, Problems]:
+    """Check a reply against §4 and return the normalised annotation (None when invalid).
+
+    ``lenient`` (stub output only, see ``forge.llm.stub.advisory``): the problems are still all
+    reported, but the annotation is returned with what could be read (a malformed metaphor kept
+    as written, an invalid box or span left out) instead of None; an unknown verdict stays None.
+    """
     max_words = max_words or int(taxonomy()["explanation_max_words"])
     p = Problems()
     verdict = str(data.get("verdict") or "").strip()
@@ -249,6 +254,8 @@ def validate_annotation(data: dict[str, Any], caption: str, width: int, height: 
             why = metaphor_problem(m)
             if why:
                 p.add(BAD_METAPHOR, why)
+                if lenient and str(m).strip():
+                    ann.metaphors.append(str(m).strip())
             else:
                 norm = normalise_metaphor(m)
                 if norm != m:
@@ -277,4 +284,4 @@ def validate_annotation(data: dict[str, Any], caption: str, width: int, height: 
             p.add(MISSING_FIELD, "a Yes/WIDLII item needs an explanation of how the metaphor makes it funny")
         elif n > max_words:
             p.add(EXPLANATION_TOO_LONG, f"the explanation has {n} words; use at most {max_words}")
-    return (None if p else ann), p
+    return (ann if lenient or not p else None), p

@@ -76,7 +76,8 @@ def build_items(ann: dict[str, Any], regions: list[dict[str, Any]]) -> list[dict
         "model": ann["model"],
         "prompt_hash": ann["prompt_hash"],
         "extra": json.dumps({"annotation_id": ann["annotation_id"], "caption": ann["caption"],
-                             "caption_origin": ann.get("caption_origin")}),
+                             "caption_origin": ann.get("caption_origin"),
+                             **({"advisory": json.loads(ann["advisory"])} if isinstance(ann.get("advisory"), str) else {})}),
     }
 
     def row(task: str, answer: str, references: list[str] | None, options=None, option_types=None) -> dict[str, Any]:
@@ -91,11 +92,14 @@ def build_items(ann: dict[str, Any], regions: list[dict[str, Any]]) -> list[dict
         return out
     metaphors = labels["metaphors"]
     box_answers = [f"{b['label']}: [" + ", ".join(f"{v:.3f}" for v in b["box_norm_tlhw"]) + "]" for b in boxes]
-    out += [
-        row("naming", metaphors[0], metaphors),
-        row("image_box", box_answers[0], box_answers),
-        row("image_label", boxes[0]["label"], [b["label"] for b in boxes]),
-        row("caption_highlight", ann["caption_highlighted"], [ann["caption_highlighted"]]),
-        row("explanation", ann["explanation"], [ann["explanation"]]),
-    ]
+    # A validated annotation has every part; a stub one kept as advisory may lack some (no item then).
+    if metaphors:
+        out.append(row("naming", metaphors[0], metaphors))
+    if boxes:
+        out += [row("image_box", box_answers[0], box_answers),
+                row("image_label", boxes[0]["label"], [b["label"] for b in boxes])]
+    if ann.get("caption_highlighted"):
+        out.append(row("caption_highlight", ann["caption_highlighted"], [ann["caption_highlighted"]]))
+    if ann.get("explanation"):
+        out.append(row("explanation", ann["explanation"], [ann["explanation"]]))
     return out
