@@ -173,15 +173,14 @@ def duplicates(context: dg.AssetExecutionContext, config: DedupConfig, storage: 
                                      f"{config.threshold if config.dhash_threshold is None else config.dhash_threshold})"})
 
 
-@dg.asset_check(asset="duplicates", blocking=False,
-                description="Groups are well formed (exactly one kept member, every twin points at a kept "
-                "frame); reports group count and duplicate rate.")
-def duplicates_groups(storage: StorageResource) -> dg.AssetCheckResult:
-    dups = storage.store.read("duplicates")
+def group_problems(dups: pd.DataFrame) -> list[str]:
+    """Ways a duplicates table breaks its own invariants (empty list when well formed)."""
     problems: list[str] = []
     if len(dups):
         kept = dups["is_kept"].astype(bool)
-        per_group = dups[kept].groupby(["method", "group_id"]).size()
+        # one kept member per group: a frame for frame groups, a clip (all its frames) for clip groups
+        member = dups["frame_id"].where(dups["method"] == "frame", dups["clip_id"])
+        per_group = member[kept].groupby([dups.loc[kept, "method"], dups.loc[kept, "group_id"]]).nunique()
         all_groups = dups.groupby(["method", "group_id"]).size()
         bad = all_groups.index.difference(per_group[per_group == 1].index)
         if len(bad):
@@ -193,6 +192,15 @@ def duplicates_groups(storage: StorageResource) -> dg.AssetCheckResult:
         self_ref = dups.loc[kept & (dups["kept_frame_id"] != dups["frame_id"]), "frame_id"]
         if len(self_ref):
             problems.append(f"{len(self_ref)} kept frame(s) whose kept_frame_id is another frame")
+    return problems
+
+
+@dg.asset_check(asset="duplicates", blocking=False,
+                description="Groups are well formed (exactly one kept member, every twin points at a kept "
+                "frame); reports group count and duplicate rate.")
+def duplicates_groups(storage: StorageResource) -> dg.AssetCheckResult:
+    dups = storage.store.read("duplicates")
+    problems = group_problems(dups)
     return dg.AssetCheckResult(
         passed=not problems,
         severity=dg.AssetCheckSeverity.WARN,

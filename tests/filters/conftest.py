@@ -66,11 +66,11 @@ def variants(im: Image.Image) -> dict[str, Image.Image]:
     }
 
 
-def text_render(lines=("HELLO WORLD", "IRONY 2026"), size=(900, 400), font_size=64) -> Image.Image:
+def text_render(lines=("HELLO WORLD", "IRONY 2026"), size=(900, 400), font_size=64, spacing=2.4) -> Image.Image:
     im = Image.new("RGB", size, "white")
     d = ImageDraw.Draw(im)
     for k, line in enumerate(lines):
-        d.text((30, 40 + k * int(font_size * 2.4)), line, fill="black", font=_font(font_size))
+        d.text((30, 40 + k * int(font_size * spacing)), line, fill="black", font=_font(font_size))
     return im
 
 
@@ -98,7 +98,7 @@ def media(tmp_path_factory) -> Media:
         if name in ("astronaut", "coffee", "rocket"):
             for vname, v in variants(im).items():
                 save(f"{name}_{vname}", v, "jpg" if vname == "jpeg" else "png")
-    save("text_heavy", text_render(("MEME TEXT", "EVERYWHERE", "ON THIS", "IMAGE"), (800, 800), 90))
+    save("text_heavy", text_render(("MEME TEXT", "ALL OVER", "THIS ONE", "IMAGE"), (800, 800), 110, 1.35))
     save("text_render", text_render())
     good = files["hopper"].read_bytes()
     (root / "truncated.jpg").write_bytes(good[: len(good) // 3])

@@ -235,3 +235,16 @@ def test_plan_blocks_cover_64_bits():
             plan = plan_mih(n, t)
             assert sum(w for _, w in plan.blocks) == 64
             assert len(plan.blocks) * (plan.radius + 1) > t  # pigeonhole holds
+
+
+def test_group_check_flags_malformed_tables(media):
+    from assets.ingest.filters import group_problems
+
+    specs = [("o", "coffee", "s", {}), ("r", "coffee_resized", "s", {}), ("h", "hopper", "s", {})]
+    good = find_duplicates(hash_rows(media, specs))
+    assert group_problems(good) == []
+    two_kept = good.assign(is_kept=True)
+    assert any("exactly one kept" in p for p in group_problems(two_kept))
+    dangling = good.copy()
+    dangling.loc[dangling["frame_id"] == "r", "kept_frame_id"] = "h_missing"
+    assert any("not kept" in p for p in group_problems(dangling))
