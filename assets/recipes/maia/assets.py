@@ -4,9 +4,11 @@ maia_questions → maia_answer_pools (+ maia_pool_stats) → maia_statements (+ 
 → maia_foils (+ llm_attempts) → maia_items. Logic lives in forge/recipes/maia; these bodies
 read inputs, batch the LLM calls of a partition into one engine run per step, and publish.
 
-Judge verdicts (consistency, pool contradiction, structural check, NLI) made by the offline
-stub are placeholders: they are recorded but never filter anything, so the demo keeps
-items flowing and says what it did.
+Stub output (``forge.llm.stub.advisory``, the one policy every recipe uses): judge verdicts
+(consistency, pool contradiction, structural check, NLI) and the checks that fail only on
+placeholder text (question form/pair focus, equal strings, overlap) are recorded (the
+``consistency``/``pair_overlap``/``advisory`` columns, ``maia_pool_stats``, ``llm_attempts``)
+but never filter anything, so the demo keeps items flowing and says what it did.
 """
 
 
@@ -24,6 +26,7 @@ from assets.llm_support import record_llm_attempts, record_llm_calls
 from forge.checks.text import pool_stats
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import ATTEMPT_COLUMNS, refine
+from forge.llm.stub import advisory
 from forge.llm.types import ImageInput, LLMRequest
 from forge.recipes.maia import foils as F
 from forge.recipes.maia import questions as Q
@@ -88,16 +91,6 @@ def clip_units(store: TableStore, batch: str) -> list[dict[str, Any]]:
 
 def images(store: TableStore, paths: list[str], k: int) -> list[ImageInput]:
     return [ImageInput(path=store.data_dir / p) for p in Q.uniform_subsample(paths, k)]
-
-
-def trusted_engine(engine: Any) -> bool:
-    """Placeholder text from the stub cannot be diversified: keep it rather than drop it."""
-    return engine.backend_name != "stub"
-
-
-def trusted(res: Any) -> bool:
-    """A judge verdict filters only when a real model made it (stub verdicts are placeholders)."""
-    return res.backend != "stub"
 
 
 # -- 1. questions ----------------------------------------------------------------------------
@@ -178,11 +171,15 @@ def _question_row(batch: str, u: dict[str, Any], cat: str, slot: str, text: str,
 
 
 def _check_questions(rows: list[dict[str, Any]], log: RejectLog, max_overlap: float) -> pd.DataFrame:
-    """Drop yes/no, audio-based and too-short questions, and a B question that repeats A's focus."""
+    """Drop yes/no, audio-based and too-short questions, and a B question that repeats A's focus.
+
+    Stub questions are placeholders: their problems go to the ``advisory`` column, not to rejects.
+    """
     kept = []
     for r in rows:
         problems = Q.question_problems(r["question"])
-        if problems:
+        r["advisory"] = problems if problems and advisory(r) else []
+        if problems and not advisory(r):
             log.add(r["question_id"], problems[0], detail=r["question"])
         else:
             kept.append(r)
@@ -196,12 +193,18 @@ def _check_questions(rows: list[dict[str, Any]], log: RejectLog, max_overlap: fl
             ov = Q.pair_overlap(a["question"], b["question"])
             a["pair_overlap"] = b["pair_overlap"] = ov
             if Q.same_focus(a["question"], b["question"], max_overlap):
-                log.add(b["question_id"], "pair_same_focus", detail=f"overlap {ov:.2f} with: {a['question']}",
-                        related_id=a["question_id"])
-                pair.pop("b")
+                if advisory(b):
+                    b["advisory"].append(f"pair_same_focus: overlap {ov:.2f}")
+                else:
+                    log.add(b["question_id"], "pair_same_focus", detail=f"overlap {ov:.2f} with: {a['question']}",
+                            related_id=a["question_id"])
+                    pair.pop("b")
         out.extend(pair.values())
+    for r in out:
+        r["advisory"] = json.dumps(r["advisory"]) if r["advisory"] else None
     cols = ["question_id", "batch", "clip_id", "source_item_id", "source", "category", "macro_category", "slot",
-            "question", "pair_overlap", "origin", "imported_answers", "media_paths", "prompt_hash", "model", "backend"]
+            "question", "pair_overlap", "origin", "imported_answers", "media_paths", "prompt_hash", "model", "backend",
+            "advisory"]
     return pd.DataFrame(out, columns=cols)
 
 
@@ -234,7 +237,8 @@ def rephraser(engine: Any, stage: str, batch: str, attempts: list[dict[str, Any]
                          "cached": bool(r and r.cached), "verdict": "pass" if accepted else "major",
                          "feedback": None if accepted else f"still equal or > threshold overlap: {task.kind}",
                          "output": json.dumps({"text": new}) if new is not None else None,
-                         "error": r.error if r and not r.ok else None, "final_status": "accepted"})
+                         "error": r.error if r and not r.ok else None, "advisory": advisory(engine),
+                         "final_status": "accepted"})
 
     return rephrase, on_result
 
@@ -343,12 +347,12 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
                 scores[i] = int(r.data["score"]) if r.ok else None
                 if not r.ok:
                     log.add(mid, "consistency_failed", r.error_class or "", r.error or "")
-                elif scores[i] == 0 and trusted(r):
+                elif scores[i] == 0 and not advisory(r):
                     p.dropped[i] = "inconsistent_answer"
             cr = contra[qid]
             contradiction = bool(cr.data["contradiction"]) if cr.ok else None
             meta[qid] = (q, gres, scores, contradiction, len(ans),
-                         contradiction and trusted(cr) and bool(acfg.get("drop_contradicting_pools", True)))
+                         contradiction and not advisory(cr) and bool(acfg.get("drop_contradicting_pools", True)))
             pool_objs.append(p)
         # 3. equal strings / lexical overlap → rephrase, bounded rounds
         attempts: list[dict[str, Any]] = []
@@ -356,7 +360,7 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
         live = [p for p in pool_objs if not meta[p.key][5]]
         postprocess_pools(live, rephrase, threshold=float(pcfg["overlap_threshold"]),
                           max_rounds=int(pcfg["max_rephrase_rounds"]), method=pcfg.get("overlap_method", "jaccard"),
-                          on_result=on_result, drop_unresolved=trusted_engine(engine))
+                          on_result=on_result, drop_unresolved=not advisory(engine))
         attempt_frames.append(finalise_attempts(attempts, live))
         rows, stats = [], []
         for p in pool_objs:
@@ -446,7 +450,7 @@ def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
         rephrase, on_result = rephraser(engine, stage, batch, attempts)
         postprocess_pools(pools, rephrase, threshold=float(pcfg["overlap_threshold"]),
                           max_rounds=int(pcfg["max_rephrase_rounds"]), method=pcfg.get("overlap_method", "jaccard"),
-                          on_result=on_result, drop_unresolved=trusted_engine(engine))
+                          on_result=on_result, drop_unresolved=not advisory(engine))
         attempt_frames.append(finalise_attempts(attempts, pools))
         rows, stats = [], []
         for p in pools:
@@ -496,7 +500,6 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
     engine, stage = llm.engine(), "maia_foils"
     foil_prompts = {c: load_prompt(F.foil_prompt_file(PROMPTS, c)) for c in CATEGORY_NAMES}
     struct_p = load_prompt(P["foil_structural"])
-    advisory = engine.backend_name == "stub"
     parts, logs, attempt_frames, nli_counts = {}, [], [], {"entailment": 0, "neutral": 0, "contradiction": 0}
     first_round_entailed = total_first = 0
     for batch in partition_keys(context):
@@ -513,22 +516,18 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
         nli_clf = nli.classifier(engine=engine, stage=f"{stage}_nli", partition=batch)
         nli_inner = F.nli_check(nli_clf, labels)
 
+        # on stub output the loop records NLI and structural verdicts as advisory attempts, never applies them
         def nli_contradiction(req: LLMRequest, data: dict[str, Any]):
             v = nli_inner(req, data)
             first_labels.setdefault(req.item_id, labels.get(req.item_id, ""))
-            # stub NLI labels are placeholders: recorded, never a reason to regenerate
-            return None if advisory and v is not None and v.label == "major" else v
+            return v
 
         def judge(req: LLMRequest, data: dict[str, Any]) -> LLMRequest:
             return F.structural_request(req, data, struct_p)
 
-        def verdict(data: dict[str, Any]):
-            v = F.structural_verdict(data)
-            return F.Verdict("pass", v.feedback, "judge") if advisory else v
-
         run = refine(engine, stage, batch, reqs, checks=[F.minimal_edit_check(float(fcfg["max_edit_ratio"])),
                                                           nli_contradiction],
-                     judge=judge, parse_verdict=verdict, max_rounds=int(fcfg["max_rounds"]))
+                     judge=judge, parse_verdict=F.structural_verdict, max_rounds=int(fcfg["max_rounds"]))
         attempt_frames.append(run.attempts_frame())
         run.add_rejects(log)
         by_id = {r["statement_id"]: r for r in recs}
@@ -557,8 +556,6 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
     md["nli_backend"] = nli.backend
     md["nli_final_labels"] = dg.MetadataValue.json(nli_counts)
     md["first_foil_entailment_rate"] = round(first_round_entailed / total_first, 4) if total_first else 0.0
-    if advisory:
-        md["judge_note"] = "stub backend: structural and NLI verdicts recorded, not applied"
     return publish(store, {"maia_foils": _typed(parts, "maia_foils")}, rejects=logs, metadata=md, started=started)
 
 

@@ -10,6 +10,7 @@ import pandas as pd
 from assets.llm_support import outdated_prompt_check
 from assets.recipes.maia.assets import CFG, FOIL_PROMPTS, P
 from assets.recipes.mcq_checks import mcq_asset_checks
+from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.recipes.maia import questions as Q
 from resources.storage import StorageResource
 
@@ -78,7 +79,7 @@ def maia_foil_entailment_rate(storage: StorageResource) -> dg.AssetCheckResult:
     first_rate = len(first[first["verdict"] == "major"]) / len(items_first) if len(items_first) else 0.0
     n = len(foils)
     final_ent = int((foils["nli_label"] == "entailment").sum()) if n else 0
-    stub = bool(n and (foils["backend"] == "stub").all())
+    stub = bool(n and foils["backend"].map(advisory).all())
     md = {"foils": n, "entailment_rate_first_generation": round(first_rate, 4),
           "entailment_rate_accepted": round(final_ent / n, 4) if n else 0.0,
           "nli_labels": dg.MetadataValue.json(foils["nli_label"].fillna("none").value_counts().to_dict() if n else {}),
@@ -87,7 +88,7 @@ def maia_foil_entailment_rate(storage: StorageResource) -> dg.AssetCheckResult:
           "mean_edit_ratio": round(float(foils["edit_ratio"].mean()), 4) if n else 0.0,
           "maia_reference_entailment_rate": CFG.get("reference", {}).get("foil_entailment_rate")}
     if stub:
-        md["note"] = "stub backend: NLI labels are placeholders and were not applied"
+        md["note"] = ADVISORY_NOTE
     return dg.AssetCheckResult(passed=stub or final_ent == 0, severity=dg.AssetCheckSeverity.WARN, metadata=md)
 
 
