@@ -4,6 +4,10 @@ Per batch of clips: Stage 1–2 taxonomy annotation from the clip's evidence bun
 hint-free question generation through the engine's validate-and-refine loop, Stage 5 the four
 benchmark items (OE, EG, RM, SV). Logic lives in ``forge/recipes/vimu``; these bodies read,
 call and publish.
+
+Stub output (``forge.llm.stub.advisory``): the annotation's external-context / ambiguity flags,
+the hint-leak check and the validator's verdict on placeholder text are recorded (the flag
+columns, ``llm_attempts`` rows marked advisory) but never filter, so the demo yields items.
 """
 
 
@@ -19,6 +23,7 @@ from assets.common import SINGLE_RUN, Progress, batches, contract_check_specs, p
 from assets.llm_support import record_llm_attempts, record_llm_calls
 from forge.llm.prompts import load_prompt, prompt_files_hash
 from forge.llm.refine import refine
+from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.recipes.vimu import annotate as ann
 from forge.recipes.vimu import items as itm
 from forge.recipes.vimu import questions as qs
@@ -128,8 +133,8 @@ def vimu_annotations(context: dg.AssetExecutionContext, config: AnnotateConfig, 
             except ann.AnnotationError as exc:
                 log.add(b.clip_id, exc.reason, "AnnotationError", str(exc))
                 continue
-            # Placeholder booleans from the stub are not judgments: record them, never filter on them.
-            if res.backend != "stub":
+            # Placeholder booleans from the stub are not judgments: recorded in the row, never applied.
+            if not advisory(res):
                 if config.drop_requires_external_context and row["requires_external_context"]:
                     log.add(b.clip_id, "requires_external_context", detail=row["intended_meaning"])
                     continue
@@ -251,4 +256,6 @@ def vimu_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
     if len(allrows):
         md["items_by_category"] = dg.MetadataValue.json(allrows["category"].value_counts().sort_index().to_dict())
         md["backend"] = ", ".join(sorted(allrows["backend"].unique()))
+        if allrows["backend"].map(advisory).any():
+            md["stub_verdicts"] = ADVISORY_NOTE
     return publish(store, {"vimu_items": parts}, rejects=logs, metadata=md, started=started)

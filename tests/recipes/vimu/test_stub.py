@@ -26,8 +26,10 @@ def test_stub_chain_completes(tmp_path):
     # stub placeholders never filter a clip (external context / ambiguity flags are not judgments)
     assert len(ann) == len(SCENARIOS) and set(ann["backend"]) == {"stub"}
     q = store.read("vimu_questions")
-    rej = store.read("rejects", parts=[f"vimu_questions__{BATCH}"])
-    assert len(q) + len(rej) == len(ann)          # every clip accepted or rejected with a reason
-    assert set(rej["reason"]) <= {"refine_verdict_reject", "refine_max_rounds"}
+    # the validator's (random) stub verdicts and the hint check are recorded, never applied
+    assert len(q) == len(ann) and (q["rounds"] == 0).all()
+    att = store.read("llm_attempts")
+    judged = att[att["step"] == "judge"]
+    assert len(judged) == len(ann) and judged["advisory"].all() and judged["verdict"].notna().all()
     items = store.read("vimu_items")
     assert set(items["backend"]) <= {"stub"} and set(items["unit_id"]) == set(q["clip_id"])
