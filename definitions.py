@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 
 import dagster as dg
+
+_ROOT = str(Path(__file__).resolve().parent)
 
 # Who answers for each stage group (Dagster shows owners on every asset and filters by them).
 # One team per layer; a group missing here falls back to DEFAULT_OWNERS.
@@ -59,6 +63,11 @@ def collect_defs(package: ModuleType) -> Iterator[dg.Definitions]:
 
 
 def build_defs() -> dg.Definitions:
+    # The CLI (`dagster asset materialize -m definitions`, `dg launch`) imports this module with
+    # the repo root on sys.path, then restores sys.path before calling the lazy `defs`; the stage
+    # packages (assets/, forge/, ...) must stay importable when it does.
+    if _ROOT not in sys.path:
+        sys.path.insert(0, _ROOT)
     import assets
     import jobs
     import resources
