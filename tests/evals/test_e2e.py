@@ -263,3 +263,31 @@ def test_two_models_leaderboard(setup):
     assert (reports_dir / "vimu" / "affinity_RM.png").exists()
     assert (reports_dir / "vimu" / "cooc_RM_gold.png").exists()
     assert (reports_dir / "iibench" / "accuracy_by_domain.png").exists()
+
+
+def test_stub_model_completes_and_is_labelled(tmp_path):
+    """The demo's only model: every reply is a placeholder → unparseable, scores flagged stub."""
+    from assets.evals.assets import build_defs
+    from resources.llm import LLMResource
+
+    data = tmp_path / "data"
+    store = TableStore(data)
+    items = build_items(data)
+    for bench in ("iibench", "vimu"):
+        store.write(f"{bench}_items", items[bench], "fixture-0000")
+    cfg = yaml.safe_load((ROOT / "config" / "evals.yaml").read_text())
+    cfg["bootstrap"]["n"] = 20
+    (tmp_path / "evals.yaml").write_text(yaml.safe_dump(cfg))
+    defs = build_defs(ROOT / "config" / "models.yaml", tmp_path / "evals.yaml")
+    sel = [a for a in defs.assets if a.key.to_user_string() in ("iibench_eval", "vimu_eval")]
+    res = dg.materialize(sel, partition_key="stub-offline", resources={
+        "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")),
+        "storage": StorageResource(data_dir=str(data)), "embedder": EmbedderResource()})
+    assert res.success
+    preds, scores = store.read("eval_predictions"), store.read("eval_scores")
+    assert (preds["backend"] == "stub").all() and (scores["backend"] == "stub").all()
+    assert (preds.loc[preds.task != "open_ended", "status"] == "unparseable").all()
+    sr = scores[(scores.metric == "success_rate") & (scores.slice == "all") & (scores.benchmark == "iibench")]
+    assert (sr["value"] == 0.0).all()
+    md = res.asset_materializations_for_node("iibench_eval")[0].metadata
+    assert "meaningless" in md["stub-offline/warning"].value
