@@ -309,6 +309,9 @@ def integrity(store: TableStore, paper: str) -> tuple[int, list[str]]:
 
 def run_export(store: TableStore, paper: str, cfg: dict[str, Any], force_stub: bool) -> tuple[pd.DataFrame, dict[str, Any], list[dg.AssetCheckResult]]:
     gated = _read(store, "gated_items", parts=[paper])
+    for c in sg.LIST_COLUMNS:  # Parquet lists come back as numpy arrays
+        if c in gated:
+            gated[c] = gated[c].map(sg._lst)
     md: dict[str, Any] = {"force_stub": force_stub}
     stub_n = int((gated["backend"] == "stub").sum()) if len(gated) else 0
     status, refused = "nothing", False

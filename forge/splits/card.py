@@ -22,7 +22,7 @@ from forge.checks import mcq
 
 
 def _words(s: Any) -> int:
-    return len(str(s).split()) if s is not None and not (isinstance(s, float) and math.isnan(s)) else 0
+    return 0 if s is None or s is pd.NA or (isinstance(s, float) and math.isnan(s)) else len(str(s).split())
 
 
 def _mean(xs: list[float]) -> float:
@@ -30,7 +30,7 @@ def _mean(xs: list[float]) -> float:
 
 
 def _labels(v: Any) -> dict[str, Any]:
-    if not v:
+    if v is None or v is pd.NA or not isinstance(v, (str, dict)) or not v:
         return {}
     try:
         d = json.loads(v) if isinstance(v, str) else dict(v)
@@ -176,8 +176,6 @@ def front_matter(benchmark: str, version: str, splits: list[str], licenses: list
         "configs": [
             {"config_name": "default", "default": True,
              "data_files": [{"split": s, "path": f"data/{s}/**"} for s in splits]},
-            {"config_name": "parquet",
-             "data_files": [{"split": s, "path": f"parquet/{s}.parquet"} for s in splits]},
         ],
     }
     return "---\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True) + "---\n"
@@ -197,7 +195,8 @@ def render_card(ctx: dict[str, Any]) -> str:
               f"{len(df)} items; built by the `{b}_splits → {b}_gated → {b}_export` assets.", ""]
     lines += ["## Loading", "", "```python", "from datasets import load_dataset",
               f"ds = load_dataset(\"{ctx['path_hint']}\")            # images decoded (imagefolder + metadata.jsonl)",
-              f"tab = load_dataset(\"{ctx['path_hint']}\", \"parquet\")  # plain table, file paths as strings",
+              "# the same rows as a plain table (one builder per folder, so Parquet is loaded explicitly):",
+              f"tab = load_dataset(\"parquet\", data_files={{\"test\": \"{ctx['path_hint']}/parquet/test.parquet\"}})",
               "```", "",
               "Files: `data/<split>/metadata.jsonl` + `data/<split>/media/*` (JSONL; `file_names` are relative to "
               "the split folder), `parquet/<split>.parquet` (same rows; `file_names` relative to this folder), "

@@ -51,9 +51,7 @@ class ExportExists(RuntimeError):
 
 
 def _clean(v: Any) -> Any:
-    if v is None:
-        return None
-    if isinstance(v, float) and v != v:
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
         return None
     if hasattr(v, "tolist") and not isinstance(v, str):
         return v.tolist()
@@ -246,4 +244,6 @@ def exports_frame(exports_dir: Path, benchmark: str) -> pd.DataFrame:
             "stub_items": int(m.get("stub_items", 0)), "previous_version": m.get("previous_version"),
             "added": m["changes"]["added"], "removed": m["changes"]["removed"], "changed": m["changes"]["changed"],
         })
-    return pd.DataFrame(rows)
+    cols = ["benchmark", "version", "version_number", "path", "content_hash", "n_items", "splits", "created_at",
+            "forced_stub", "stub_items", "previous_version", "added", "removed", "changed"]
+    return pd.DataFrame(rows, columns=cols)

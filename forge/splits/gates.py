@@ -36,14 +36,19 @@ COMMON_COLUMNS = [
 LIST_COLUMNS = ("options", "option_types", "references", "media_paths")
 
 
+def missing(v: Any) -> bool:
+    """None, NaN or pd.NA (DuckDB reads nulls as any of them); never true for a list."""
+    if v is None or v is pd.NA:
+        return True
+    return isinstance(v, float) and math.isnan(v)
+
+
 def _lst(v: Any) -> list | None:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return None
-    return [x for x in list(v)]
+    return None if missing(v) else [x for x in list(v)]
 
 
 def _blank(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v)) or str(v).strip() == ""
+    return missing(v) or str(v).strip() == ""
 
 
 def normalise_items(df: pd.DataFrame, benchmark: str) -> pd.DataFrame:

@@ -18,7 +18,7 @@ import pandas as pd
 
 def _first(*vals: Any) -> Any:
     for v in vals:
-        if v is not None and not (isinstance(v, float) and v != v) and str(v).strip() != "":
+        if v is not None and v is not pd.NA and not (isinstance(v, float) and v != v) and str(v).strip() != "":
             return v
     return None
 

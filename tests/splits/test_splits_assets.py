@@ -1,0 +1,197 @@
+"""The per-recipe assets end to end: splits → gates (blind solver through the LLM double) →
+export, loaded back with ``datasets.load_dataset``; stub refusal and force; versioning."""
+
+import json
+import os
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from assets.splits.factory import benchmark_defs, leakage_check_result
+from forge.splits.config import benchmark_config
+from forge.storage import TableStore
+from resources.llm import LLMResource
+from resources.storage import StorageResource
+from tests.llm_double.server import message_text
+from tests.splits.helpers import make_world
+
+PAPER = "maia"
+
+
+def _specs(n=24, backend="openai"):
+    out = []
+    for i in range(n):
+        easy = i % 4 == 0
+        out.append({"item_id": f"it{i:02d}", "category": ["irony", "metaphor", "humour"][i % 3],
+                    "source_item_id": f"v{i // 2:02d}", "img": 100 + i, "backend": backend,
+                    "uploader": "up" if i < 4 else None, "license": "CC BY 4.0" if (i // 2) % 2 else None,
+                    "question": f"{'EASY ' if easy else ''}What does picture {i} imply?"})
+    return out
+
+
+def solver(body):
+    """Text-only double: answers EASY items correctly (the gold is always A here), others wrongly."""
+    if (body.get("response_format") or {}).get("json_schema", {}).get("name") != "blind_solver":
+        return None
+    text = message_text(body)
+    assert "image_url" not in json.dumps(body["messages"])      # no image is ever sent
+    return {"answer": "A" if "EASY" in text else "D"}
+
+
+def _run(store, llm, run_config=None, select=("splits", "gated", "export")):
+    defs = benchmark_defs(PAPER)
+    assets = [a for a in defs.assets if any(a.key.path[-1].endswith(s) for s in select)]
+    return dg.materialize([*assets, *defs.asset_checks], resources={"storage": StorageResource(data_dir=str(store.data_dir)),
+                                                                      "llm": llm},
+                          run_config=run_config or {}, raise_on_error=True,
+                          selection=[a.key for a in assets])
+
+
+def _check(result, name):
+    evs = [e for e in result.get_asset_check_evaluations() if e.check_name == name]
+    assert evs, name
+    return evs[-1]
+
+
+def _md(result, key):
+    mats = [m for m in result.get_asset_materialization_events() if m.asset_key.path[-1] == key]
+    return mats[-1].materialization.metadata
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_cache"))
+    monkeypatch.delenv("SUBTEXT_EXPORT_FORCE_STUB", raising=False)
+    return TableStore(tmp_path / "data")
+
+
+def test_blind_filter_export_roundtrip_and_versioning(store, llm_double, llm_double_resource):
+    make_world(store, _specs())
+    llm_double.responder = solver
+    llm = llm_double_resource()
+    res = _run(store, llm)
+    assert res.success
+
+    sp = store.read("splits")
+    assert set(sp["split"]) == {"dev", "test"} and len(sp) == 24
+    assert sp.groupby("source_item_id")["split"].nunique().max() == 1
+    assert _check(res, "no_leakage_across_splits").passed
+    assert _md(res, "maia_splits")["cross_split_linked_pairs"].value == 0
+
+    # 5 trials per item, text only; EASY items (6 of 24) answered 5/5 → dropped as blind-solvable.
+    assert len(llm_double.chat_requests) == 24 * 5
+    gr = store.read("gate_results").set_index("item_id")
+    easy = [f"it{i:02d}" for i in range(0, 24, 4)]
+    assert (gr.loc[easy, "reason"] == "blind_solvable").all()
+    assert (gr.drop(index=easy)["status"] == "kept").all()
+    rej = store.read("rejects")
+    assert set(rej[rej["stage"] == "maia_gated"]["item_id"]) == set(easy)
+    md = _md(res, "maia_gated")
+    assert md["blind_accuracy_before"].value == 0.25 and md["blind_accuracy_after"].value == 0.0
+    blind = _check(res, "gate_blind_solvability")
+    assert blind.passed and blind.metadata["dropped"].value == 6
+    # every answer was A: the position gate re-shuffled and balanced each split
+    assert _check(res, "gate_position_balance").passed
+    gi = store.read("gated_items")
+    assert len(gi) == 18 and gi["answer"].nunique() == 4
+    assert all(r["options"][ord(r["answer"]) - 65].startswith("right ") for _, r in gi.iterrows())
+    calls = store.read("llm_calls")
+    assert set(calls["stage"]) == {"blind_solver"} and set(calls["partition"]) == {PAPER}
+
+    # export: imagefolder JSONL + parquet + media + provenance + card, loadable offline
+    ex = store.read("exports")
+    assert len(ex) == 1 and ex.iloc[0]["version"] == "v1" and ex.iloc[0]["n_items"] == 18
+    v1 = store.data_dir / "exports" / PAPER / "v1"
+    for f in ["README.md", "provenance.jsonl", "manifest.json", "plots/category_distribution.png",
+              "plots/answer_positions.png"]:
+        assert (v1 / f).is_file(), f
+    import datasets
+
+    cache = str(store.data_dir.parent / "hf_cache")
+    ds = datasets.load_dataset(str(v1), cache_dir=cache)
+    assert sorted(ds.keys()) == sorted(json.loads(ex.iloc[0]["splits"]))
+    assert sum(len(ds[s]) for s in ds) == 18
+    row = ds["test"][0]
+    assert row["images"][0].size == (64, 64)          # decoded PIL image from the copied media
+    assert row["question"] and len(row["options"]) == 4 and row["answer"] in "ABCD"
+    tab = datasets.load_dataset("parquet", data_files={s: str(v1 / "parquet" / f"{s}.parquet") for s in ds},
+                                cache_dir=cache)
+    assert sum(len(tab[s]) for s in tab) == 18 and (v1 / tab["test"][0]["file_names"][0]).is_file()
+    prov = [json.loads(x) for x in (v1 / "provenance.jsonl").read_text().splitlines()]
+    assert {p["license"] for p in prov} == {"CC BY 4.0", None} and prov[0]["url"].startswith("http://x/")
+    card = (v1 / "README.md").read_text()
+    assert "CC BY 4.0" in card and "unknown" in card and "FORCED STUB" not in card
+    assert "per accepted item" in card and "First version." in card and "| irony |" in card
+
+    # unchanged rebuild → no new version; v1 stays byte-identical
+    before = {p: p.read_bytes() for p in v1.rglob("*") if p.is_file()}
+    res2 = _run(store, llm, select=("export",))
+    assert _md(res2, "maia_export")["status"].value == "unchanged"
+    assert len(store.read("exports")) == 1
+    # a changed item set → v2, the card says what changed, v1 untouched
+    items = store.read("maia_items")
+    items = items[items["item_id"] != "it01"]
+    store.write("maia_items", items, "demo-0000")
+    res3 = _run(store, llm)
+    assert _md(res3, "maia_export")["version"].value == "v2"
+    card2 = (store.data_dir / "exports" / PAPER / "v2" / "README.md").read_text()
+    assert "Since v1: 0 added, 1 removed" in card2 and "it01" in card2
+    assert {p: p.read_bytes() for p in v1.rglob("*") if p.is_file()} == before
+    assert len(llm_double.chat_requests) == 24 * 5           # blind answers came from the cache
+    assert _check(res3, "export_integrity").passed
+    # tampering with a written version is detected
+    f = v1 / "provenance.jsonl"
+    os.chmod(f, 0o644)
+    f.write_text("tampered\n")
+    assert not _check(_run(store, llm, select=("export",)), "export_integrity").passed
+
+
+def test_stub_items_refused_unless_forced(store, tmp_path):
+    make_world(store, _specs(8, backend="stub"))
+    llm = LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite"))
+    res = _run(store, llm)
+    md = _md(res, "maia_export")
+    assert md["status"].value == "refused" and "stub" in md["note"].value
+    assert not _check(res, "export_no_stub").passed
+    assert not (store.data_dir / "exports" / PAPER).exists()
+    # the stub blind solver answers at random: nothing dropped for it
+    assert "stub" in _check(res, "gate_blind_solvability").metadata["note"].value
+    assert (store.read("gate_results")["reason"] != "blind_solvable").all()
+
+    res = _run(store, llm, run_config={"ops": {"maia_export": {"config": {"force_stub": True}}}}, select=("export",))
+    md = _md(res, "maia_export")
+    assert md["status"].value == "written"
+    card = (store.data_dir / "exports" / PAPER / "v1" / "README.md").read_text()
+    assert "FORCED STUB EXPORT" in card
+    assert bool(store.read("exports").iloc[0]["forced_stub"])
+
+
+def test_empty_or_missing_items_complete_with_a_note(store, tmp_path):
+    llm = LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite"))
+    res = _run(store, llm)
+    assert res.success
+    for key in ("maia_splits", "maia_gated", "maia_export"):
+        assert "note" in _md(res, key), key
+    assert store.read("splits").empty and store.read("exports").empty
+
+
+def test_leak_check_fails_on_hand_made_leaking_split(store):
+    make_world(store, [
+        {"item_id": "a", "category": "x", "source_item_id": "v1", "img": 1},
+        {"item_id": "b", "category": "x", "source_item_id": "v1", "img": 2},
+        {"item_id": "c", "category": "x", "source_item_id": "v2", "img": 3},
+        {"item_id": "d", "category": "x", "source_item_id": "v3", "img": 3, "brighten": 5},
+    ])
+    rows = pd.DataFrame({"benchmark": PAPER, "item_id": list("abcd"), "split": ["dev", "test", "dev", "test"],
+                         "group_id": list("abcd"), "group_size": 1, "seed": 0, "version": "hand"})
+    from forge.contracts import load_contract
+
+    c = load_contract("splits")
+    store.write("splits", c.conform(rows), PAPER, schema=c.arrow_schema())
+    r = leakage_check_result(store, PAPER, benchmark_config(PAPER))
+    assert not r.passed
+    assert r.metadata["pairs_by_kind"].value["source_item_id"] == 1
+    assert r.metadata["near_duplicate_pairs"].value >= 1
