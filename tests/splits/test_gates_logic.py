@@ -86,3 +86,14 @@ def test_blind_scoring_flags_items_far_above_chance():
     assert s["i002"].trials == 3 and s["i002"].failed == 2 and s["i002"].correct == 3
     assert s["i002"].chance == round(1 / 15, 4) and s["i002"].flagged
     assert sg.parse_letters("[stub] answer") is None and sg.parse_letters("b") == frozenset({1})
+
+
+def test_paper_specific_columns_fold_into_extra():
+    df = pd.DataFrame([{"item_id": 1, "question": "q", "options": ["a", "b"], "answer": "A", "category": "c",
+                        "direct_expression": "the cat", "extra": '{"k": 1}'}])
+    out = sg.normalise_items(df, "vague")
+    assert list(out.columns) == sg.COMMON_COLUMNS + ["extra"]
+    assert out.loc[0, "benchmark"] == "vague" and out.loc[0, "item_id"] == "1"
+    import json
+
+    assert json.loads(out.loc[0, "extra"]) == {"k": 1, "direct_expression": "the cat"}

@@ -142,6 +142,13 @@ def test_blind_filter_export_roundtrip_and_versioning(store, llm_double, llm_dou
     assert {p: p.read_bytes() for p in v1.rglob("*") if p.is_file()} == before
     assert len(llm_double.chat_requests) == 24 * 5           # blind answers came from the cache
     assert _check(res3, "export_integrity").passed
+    # catalog views over the new tables
+    import duckdb
+
+    with duckdb.connect(str(store.catalog_path), read_only=True) as con:
+        assert con.execute("select sum(items) from split_summary where benchmark = 'maia'").fetchone()[0] == 23
+        assert con.execute("select version from latest_exports where benchmark = 'maia'").fetchone()[0] == "v2"
+        assert con.execute("select sum(items) from gate_summary where reason = 'blind_solvable'").fetchone()[0] >= 5
     # tampering with a written version is detected
     f = v1 / "provenance.jsonl"
     os.chmod(f, 0o644)
@@ -195,3 +202,18 @@ def test_leak_check_fails_on_hand_made_leaking_split(store):
     assert not r.passed
     assert r.metadata["pairs_by_kind"].value["source_item_id"] == 1
     assert r.metadata["near_duplicate_pairs"].value >= 1
+
+
+@pytest.mark.parametrize("paper", ["maia", "vague", "vimu", "iibench", "hummus"])
+def test_factory_gives_every_recipe_the_same_shape(paper):
+    defs = benchmark_defs(paper)
+    keys = sorted(k.path[-1] for a in defs.assets for k in a.keys)
+    assert keys == sorted(f"{paper}_{s}" for s in ("splits", "gated", "export"))
+    checks = sorted(spec.name for a in defs.assets for spec in a.check_specs)
+    checks += [spec.name for c in defs.asset_checks for spec in c.check_specs]
+    ref = benchmark_defs("maia")
+    ref_checks = sorted(spec.name for a in ref.assets for spec in a.check_specs)
+    ref_checks += [spec.name for c in ref.asset_checks for spec in c.check_specs]
+    assert checks == ref_checks
+    split_asset = next(a for a in defs.assets if a.key.path[-1] == f"{paper}_splits")
+    assert dg.AssetKey(f"{paper}_items") in split_asset.dependency_keys
