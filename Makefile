@@ -17,7 +17,13 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo test ui query validate clean bench
+.PHONY: setup pools demo test ui query validate clean bench
+
+# Concurrency pools (docs/operations.md "Instance"): named pool limits live in the instance's
+# storage, not in dagster.yaml, so setup applies them (idempotent; re-applied when these change).
+GPU_POOL_LIMIT ?= 1
+LLM_POOL_LIMIT ?= 4
+POOLS_STAMP := $(DAGSTER_HOME)/.pools-gpu$(GPU_POOL_LIMIT)-llm$(LLM_POOL_LIMIT)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +33,15 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 	@mkdir -p $(DAGSTER_HOME) $(SUBTEXT_DATA_DIR)
+	@$(MAKE) --no-print-directory $(POOLS_STAMP)
+
+$(POOLS_STAMP):
+	$(VENV)/bin/dagster instance concurrency set gpu $(GPU_POOL_LIMIT)
+	$(VENV)/bin/dagster instance concurrency set llm $(LLM_POOL_LIMIT)
+	@rm -f $(DAGSTER_HOME)/.pools-*; touch $@
+
+pools: setup
+	$(VENV)/bin/dagster instance concurrency get --all
 
 demo: setup
 	$(PY) -m jobs.build --demo
@@ -49,4 +64,4 @@ bench: setup
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 clean:
-	rm -rf $(SUBTEXT_DATA_DIR) $(DAGSTER_HOME)/storage $(DAGSTER_HOME)/history $(DAGSTER_HOME)/schedules $(DAGSTER_HOME)/logs
+	rm -rf $(SUBTEXT_DATA_DIR) $(DAGSTER_HOME)/.pools-* $(DAGSTER_HOME)/storage $(DAGSTER_HOME)/history $(DAGSTER_HOME)/schedules $(DAGSTER_HOME)/logs

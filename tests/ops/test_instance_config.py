@@ -1,0 +1,28 @@
+"""The project's dagster.yaml loads and says what docs/operations.md promises."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_project_instance_config(tmp_path, monkeypatch):
+    shutil.copy(ROOT / ".dagster_home" / "dagster.yaml", tmp_path / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with dg.DagsterInstance.get() as instance:
+        cfg = instance.get_concurrency_config()
+        assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
+        assert cfg.run_queue_config.max_concurrent_runs == 2
+        assert {"key": "subtext/inbox_batch", "limit": 1} in cfg.run_queue_config.tag_concurrency_limits
+        assert cfg.pool_config.default_pool_limit == 4
+        assert instance.run_monitoring_enabled
+        assert instance.run_monitoring_settings["free_slots_after_run_end_seconds"] == 60
+        # Named pool limits live in the instance storage (what `make setup` applies).
+        instance.event_log_storage.set_concurrency_slots("gpu", 1)
+        instance.event_log_storage.set_concurrency_slots("llm", 4)
+        assert instance.event_log_storage.get_concurrency_info("gpu").slot_count == 1
+        assert instance.event_log_storage.get_concurrency_info("llm").slot_count == 4
