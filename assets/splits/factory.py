@@ -95,6 +95,7 @@ def compute_splits(store: TableStore, paper: str, cfg: dict[str, Any]) -> tuple[
     counts = assigned["split"].value_counts().reindex(sizes.names, fill_value=0)
     md = {
         "items": len(m), "groups": int(assigned["group_id"].nunique()), "largest_group": int(m["group_size"].max()),
+        "largest_group_share": round(float(m["group_size"].max()) / len(m), 4),
         "split_counts": dg.MetadataValue.json({k: int(v) for k, v in counts.items()}),
         "split_targets": dg.MetadataValue.json({k: round(v, 1) for k, v in sizes.targets(len(m)).items()}),
         "stratification_max_error": round(sa.stratification_error(assigned, items), 4),

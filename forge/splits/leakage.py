@@ -169,16 +169,21 @@ def cross_split_pairs(assign: pd.DataFrame, links: ItemLinks, max_examples: int 
     """Linked item pairs placed in different splits, by link kind (``assign``: item_id, split)."""
     split_of = dict(zip(assign["item_id"].astype(str), assign["split"].astype(str)))
     rep = LeakReport(pairs={k: 0 for k in links.kinds} | ({"phash": 0} if "near_duplicate" in links.kinds else {}))
-    keys = links.keys[links.keys["item_id"].isin(split_of)].copy()
+    keys = links.keys[links.keys["item_id"].isin(split_of)].drop_duplicates(["kind", "key", "item_id"]).copy()
     keys["split"] = keys["item_id"].map(split_of)
-    for (kind, key), g in keys.groupby(["kind", "key"], sort=True):
-        counts = g.drop_duplicates("item_id")["split"].value_counts()
-        if len(counts) > 1:
-            c = counts.to_numpy()
-            rep.pairs[kind] += int((c.sum() ** 2 - (c**2).sum()) // 2)
-            if len(rep.examples) < max_examples:
-                rep.examples.append({"kind": kind, "key": key, "splits": counts.to_dict(),
-                                     "items": sorted(g["item_id"].unique().tolist())[:6]})
+    # Per key: pairs across splits = (n² − Σ_split n_s²) / 2, vectorised over all keys.
+    per = keys.groupby(["kind", "key", "split"], sort=False).size().rename("c").reset_index()
+    per["c2"] = per["c"] ** 2
+    agg = per.groupby(["kind", "key"], sort=True).agg(n=("c", "sum"), s2=("c2", "sum"), splits=("split", "size"))
+    agg = agg[agg["splits"] > 1]
+    if len(agg):
+        agg["pairs"] = (agg["n"] ** 2 - agg["s2"]) // 2
+        for kind, v in agg.groupby(level="kind")["pairs"].sum().items():
+            rep.pairs[kind] += int(v)
+        for kind, key in agg.index[:max_examples]:
+            g = keys[(keys["kind"] == kind) & (keys["key"] == key)]
+            rep.examples.append({"kind": kind, "key": key, "splits": g["split"].value_counts().to_dict(),
+                                 "items": sorted(g["item_id"].tolist())[:6]})
     pp = links.phash_item_pairs()
     if len(pp):
         pp = pp[pp["a"].isin(split_of) & pp["b"].isin(split_of)]
