@@ -16,6 +16,7 @@ import dagster as dg
 
 from assets.common import (
     SINGLE_RUN,
+    Progress,
     batches,
     contract_check_specs,
     partition_keys,
@@ -23,6 +24,7 @@ from assets.common import (
     table_metadata,
 )
 from forge.media.batch import (
+    batch_rows,
     carry_rejects,
     clips_for_batch,
     frames_for_batch,
@@ -148,7 +150,9 @@ def videos(context: dg.AssetExecutionContext, config: ItemsConfig, storage: Stor
     for batch in partition_keys(context):
         log = RejectLog("videos", batch)
         carry_rejects(store, log, config.item_ids)
-        df = videos_for_batch(store, batch, specs, ingest.download_settings(), log, config.item_ids)
+        todo = batch_rows(store, "source_items", batch, config.item_ids)
+        progress = Progress(context.log, f"download {batch}", int((todo["kind"] == "video").sum()) if len(todo) else 0)
+        df = videos_for_batch(store, batch, specs, ingest.download_settings(), log, config.item_ids, progress.step)
         parts[batch] = merge_restricted(store, "videos", batch, df, "video_id", config.item_ids)
         logs.append(log)
         context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
@@ -178,7 +182,9 @@ def clips(context: dg.AssetExecutionContext, config: ClipsConfig, storage: Stora
     for batch in partition_keys(context):
         log = RejectLog("clips", batch)
         carry_rejects(store, log, config.item_ids)
-        df = clips_for_batch(store, batch, ingest.ffmpeg(), config.settings(), log, config.item_ids)
+        progress = Progress(context.log, f"clip {batch}",
+                            len(batch_rows(store, "videos", batch, config.item_ids, key="video_id")))
+        df = clips_for_batch(store, batch, ingest.ffmpeg(), config.settings(), log, config.item_ids, progress.step)
         parts[batch] = merge_restricted(store, "clips", batch, df, "video_id", config.item_ids)
         logs.append(log)
         context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
