@@ -82,7 +82,8 @@ def _eval_asset(bench, partitions, by_name, cfg, files, models_path):
     @dg.asset(
         name=name, group_name="evals", partitions_def=partitions, backfill_policy=SINGLE_RUN, pool="llm",
         kinds={"openai", "python"},
-        deps=[dg.AssetDep(f"{bench}_items", partition_mapping=dg.AllPartitionMapping())],
+        # Splits first: evaluation runs on the test split when the benchmark has one.
+        deps=[dg.AssetDep(f"{bench}_items", partition_mapping=dg.AllPartitionMapping()), dg.AssetDep(f"{bench}_splits")],
         code_version=content_hash(VERSION, {"cfg": cfg["benchmarks"][bench], "circular": cfg.get("circular"),
                                             "bootstrap": cfg.get("bootstrap")}, files=files),
         check_specs=contract_check_specs(name, ["eval_predictions", "eval_scores"]),
