@@ -23,6 +23,12 @@ def prepare_demo(data_dir: str | None = None) -> Iterator[dict[str, str]]:
     server = LoopbackServer(corpus.web_dir, port=int(os.environ.get("SUBTEXT_DEMO_PORT", "8765"))).start()
     values = {**corpus.as_variables(), "SAMPLE_SERVER": server.url}
     print(f"Serving it at {server.url}", flush=True)
+    if not os.environ.get("OPENAI_API_KEY") and not os.environ.get("OPENAI_BASE_URL"):
+        # No endpoint: the LLM stages run on the offline stub. Exports of stub items are
+        # refused unless forced; the demo forces them so the export stage can be seen, and
+        # every such export's card opens with a warning that its items are placeholders.
+        values["SUBTEXT_EXPORT_FORCE_STUB"] = os.environ.get("SUBTEXT_EXPORT_FORCE_STUB", "1")
+        print("No LLM endpoint configured: LLM stages use the offline stub; demo exports are forced and labelled.")
     old = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
     try:
