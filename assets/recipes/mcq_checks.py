@@ -26,7 +26,8 @@ from resources.storage import StorageResource
 
 
 def _single_answer_rows(df: pd.DataFrame) -> pd.DataFrame:
-    keep = df["options"].map(lambda o: o is not None and len(o) > 1) & df["answer"].map(
+    keep = df["options"].map(lambda o: o is not None and not isinstance(o, str) and hasattr(o, "__len__")
+                             and len(o) > 1) & df["answer"].map(
         lambda a: isinstance(a, str) and "," not in a and len(a.strip()) == 1)
     return df[keep]
 

@@ -364,6 +364,8 @@ def vague_options(context: dg.AssetExecutionContext, storage: StorageResource, l
 
 def channels(store: TableStore) -> dict[str, str]:
     v = store.read("videos") if store.exists("videos") else pd.DataFrame()
+    if "item_id" not in v and "video_id" in v:   # the videos contract names it video_id
+        v = v.rename(columns={"video_id": "item_id"})
     if v.empty or "item_id" not in v:
         return {}
     ch = v["channel"] if "channel" in v else pd.Series([None] * len(v))

@@ -75,7 +75,8 @@ def clip_bundles(evidence: pd.DataFrame, frames: pd.DataFrame, clips: pd.DataFra
     by_clip = {cid: g.sort_values("frame_index") for cid, g in fr.groupby("clip_id")} if len(fr) else {}
     clip_rows = {r["clip_id"]: r for r in clips.to_dict("records")} if clips is not None and len(clips) else {}
     chan_col = next((c for c in ("channel", "uploader", "uploader_id") if videos is not None and c in videos.columns), None)
-    channels = (dict(zip(videos["item_id"], videos[chan_col])) if chan_col and videos is not None and len(videos)
+    id_col = "item_id" if videos is not None and "item_id" in videos.columns else "video_id"  # videos contract: video_id
+    channels = (dict(zip(videos[id_col], videos[chan_col])) if chan_col and videos is not None and len(videos)
                 else {})
     out: list[ClipEvidence] = []
     for row in ev.sort_values("unit_id").to_dict("records") if len(ev) else []:
