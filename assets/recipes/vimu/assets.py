@@ -21,6 +21,7 @@ import yaml
 
 from assets.common import SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish, table_metadata
 from assets.llm_support import record_llm_attempts, record_llm_calls
+from forge.contracts import load_contract
 from forge.llm.prompts import load_prompt, prompt_files_hash
 from forge.llm.refine import refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
@@ -77,6 +78,11 @@ def _batch_rows(store: TableStore, table: str, batch: str) -> pd.DataFrame:
         if "batch" in whole.columns:
             return whole[whole["batch"] == batch].reset_index(drop=True)
     return df
+
+
+def _frame(rows: list[dict[str, Any]], table: str) -> pd.DataFrame:
+    """Rows as a frame; an empty batch still gets the contract's columns (so publish can conform it)."""
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=load_contract(table).column_names)
 
 
 def _videos(store: TableStore, batch: str) -> "pd.DataFrame | None":
@@ -143,7 +149,7 @@ def vimu_annotations(context: dg.AssetExecutionContext, config: AnnotateConfig, 
                     continue
             notes += bool(row["label_notes"])
             rows.append(row)
-        parts[batch] = pd.DataFrame(rows)
+        parts[batch] = _frame(rows, "vimu_annotations")
     md = record_llm_calls(store, engine, [("vimu_annotations", b) for b in parts])
     all_rows = pd.concat([p for p in parts.values() if len(p)], ignore_index=True) if any(len(p) for p in parts.values()) else pd.DataFrame()
     md.update({
@@ -200,7 +206,8 @@ def vimu_questions(context: dg.AssetExecutionContext, config: QuestionsConfig, s
         run.add_rejects(log)
         runs.append(run)
         attempts.append(run.attempts_frame())
-        parts[batch] = pd.DataFrame([qs.question_row(o, annotations[o.item_id], val_p.hash) for o in run.accepted()])
+        parts[batch] = _frame([qs.question_row(o, annotations[o.item_id], val_p.hash) for o in run.accepted()],
+                              "vimu_questions")
     att = pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame()
     record_llm_attempts(store, att, [("vimu_questions", b) for b in parts])
     md = record_llm_calls(store, engine, [("vimu_questions", b) for b in parts])
@@ -250,7 +257,7 @@ def vimu_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
             rows += built
             for iid, reason, detail in skipped:
                 log.add(iid, reason, detail=detail, related_id=q["clip_id"])
-        parts[batch] = pd.DataFrame(rows)
+        parts[batch] = _frame(rows, "vimu_items")
     allrows = pd.concat([p for p in parts.values() if len(p)], ignore_index=True) if any(len(p) for p in parts.values()) else pd.DataFrame()
     md: dict[str, Any] = {"prompt_hash": phash}
     if len(allrows):

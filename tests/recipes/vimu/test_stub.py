@@ -33,3 +33,16 @@ def test_stub_chain_completes(tmp_path):
     assert len(judged) == len(ann) and judged["advisory"].all() and judged["verdict"].notna().all()
     items = store.read("vimu_items")
     assert set(items["backend"]) <= {"stub"} and set(items["unit_id"]) == set(q["clip_id"])
+
+
+def test_empty_batch_publishes_empty_tables(tmp_path):
+    """A batch with no clips (e.g. an image source's) yields empty tables with their columns, not a failure."""
+    store = TableStore(tmp_path / "data")
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", ["images-0000"])
+    resources = {"storage": StorageResource(data_dir=str(store.data_dir)),
+                 "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "cache.sqlite"))}
+    for asset in (vimu_annotations, vimu_questions, vimu_items):
+        assert dg.materialize([asset, *CHECKS], partition_key="images-0000", instance=instance, resources=resources,
+                              selection=[asset.key]).success
+        assert store.read(asset.key.path[-1]).empty
