@@ -71,7 +71,13 @@ class Contract:
         return pa.schema([pa.field(c.name, ARROW_TYPES[c.type], nullable=c.nullable) for c in self.columns])
 
     def conform(self, df: pd.DataFrame) -> pd.DataFrame:
-        """Columns in contract order, missing nullable columns added as nulls."""
+        """Columns in contract order, missing nullable columns added as nulls.
+
+        An empty frame (a batch with nothing to do) conforms to an empty table with every
+        contract column, whatever columns it had.
+        """
+        if df.empty:
+            return pd.DataFrame({c: pd.Series([], dtype=object) for c in self.column_names})
         out = df.copy()
         for c in self.columns:
             if c.name not in out.columns:

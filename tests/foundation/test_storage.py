@@ -86,3 +86,15 @@ def test_catalog_refresh_does_not_fail_while_user_holds_it(tmp_path):
         assert time.perf_counter() - t0 < 60
     finally:
         holder.kill()
+
+
+def test_empty_frame_conforms_to_an_empty_table_with_every_column(tmp_path):
+    c = parse_contract({"table": "x", "columns": [{"name": "id", "type": "string", "nullable": False},
+                                                   {"name": "n", "type": "int64"}]})
+    empty = c.conform(pd.DataFrame())
+    assert list(empty.columns) == ["id", "n"] and empty.empty
+    store = TableStore(tmp_path)
+    store.write("x", empty, "b1", schema=c.arrow_schema())
+    assert list(store.read("x").columns) == ["id", "n"]
+    with pytest.raises(ValueError):
+        c.conform(pd.DataFrame({"n": [1]}))  # rows without a required column still fail
