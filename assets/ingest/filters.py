@@ -30,7 +30,7 @@ from assets.common import (
 )
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
 from forge.media.hashing import FrameHash, hash_many
-from forge.media.ocr import clip_passes, load_rgb
+from forge.media.ocr import clip_passes, load_rgb, spread_clip_frames
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.ocr import OCRResource
@@ -214,6 +214,7 @@ def duplicates_groups(storage: StorageResource) -> dg.AssetCheckResult:
 class TextRatioConfig(dg.Config):
     max_ratio: float = 0.3  # a frame passes when text covers at most this share of it
     clip_rule: Literal["any", "all", "mean"] = "mean"  # how a clip's frame ratios decide the clip
+    clip_frames: int = 8  # OCR at most this many evenly spaced frames per clip (0 = all 32)
 
 
 TEXT_COLUMNS = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "ratio", "n_boxes", "text", "boxes",
@@ -232,8 +233,9 @@ def kept_frames(store: TableStore, batch: str) -> pd.DataFrame:
 
 
 def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio: float, clip_rule: str,
-                     rejects: RejectLog, progress: Progress | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    frames = kept_frames(store, batch)
+                     rejects: RejectLog, progress: Progress | None = None,
+                     clip_frames: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    frames = spread_clip_frames(kept_frames(store, batch), clip_frames)
     rows = []
     for fr in frames.itertuples(index=False):
         try:
@@ -291,9 +293,10 @@ def text_ratio(context: dg.AssetExecutionContext, config: TextRatioConfig, stora
     parts, clip_parts, logs = {}, {}, []
     for batch in partition_keys(context):
         log = RejectLog("text_ratio", batch)
-        n = len(kept_frames(store, batch))
+        n = len(spread_clip_frames(kept_frames(store, batch), config.clip_frames))
         parts[batch], clip_parts[batch] = text_ratio_batch(
-            store, batch, ocr, config.max_ratio, config.clip_rule, log, Progress(context.log, f"ocr {batch}", n))
+            store, batch, ocr, config.max_ratio, config.clip_rule, log, Progress(context.log, f"ocr {batch}", n),
+            clip_frames=config.clip_frames)
         logs.append(log)
     total = sum(len(p) for p in parts.values())
     passing = sum(int(p["passes"].astype(bool).sum()) for p in parts.values())

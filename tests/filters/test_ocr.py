@@ -77,3 +77,18 @@ def test_large_image_is_shrunk_and_boxes_scaled_back(ocr_resource):
     xs = [p[0] for b in res.boxes for p in b["poly"]]
     assert max(xs) > 800  # coordinates are in the original 2400-px frame, not the 800-px copy
     assert 0.1 < res.ratio < 0.6
+
+
+def test_spread_clip_frames_caps_each_clip_and_keeps_other_frames():
+    import pandas as pd
+
+    from forge.media.ocr import spread_clip_frames
+
+    clip = [{"frame_id": f"c1_f{i:03d}", "kind": "clip_frame", "clip_id": "c1", "frame_index": i} for i in range(32)]
+    other = [{"frame_id": "img_1", "kind": "image", "clip_id": None, "frame_index": 0},
+             {"frame_id": "pool_1", "kind": "pool_frame", "clip_id": None, "frame_index": 0}]
+    out = spread_clip_frames(pd.DataFrame(clip + other), 8)
+    picked = sorted(out[out["kind"] == "clip_frame"]["frame_index"])
+    assert len(picked) == 8 and picked[0] == 0 and picked[-1] == 31  # evenly spread, ends included
+    assert {"img_1", "pool_1"} <= set(out["frame_id"])
+    assert len(spread_clip_frames(pd.DataFrame(clip), 0)) == 32
