@@ -35,18 +35,12 @@ def import_ultralytics(allow_network: bool = False):
     """
     if not allow_network:
         ensure_offline_env()
-    threads_preset = os.environ.get("OMP_NUM_THREADS")
+    # On import ultralytics sets OMP_NUM_THREADS=1 ("for training") unless it is set; when
+    # torch is loaded after that, OpenMP pins every thread of this process to one core
+    # (EasyOCR ran 4x slower). Choose all cores first, unless the user chose a value.
+    os.environ.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
     import ultralytics
     import ultralytics.utils as uu
-
-    # On import ultralytics sets OMP_NUM_THREADS=1 ("for training") unless it is set, which
-    # leaves torch on one core for every stage of this process (EasyOCR ran 2-4x slower).
-    # Undo it unless the user chose a value.
-    if threads_preset is None and os.environ.get("OMP_NUM_THREADS") == "1":
-        import torch
-
-        del os.environ["OMP_NUM_THREADS"]
-        torch.set_num_threads(os.cpu_count() or 1)
 
     # Importing ultralytics replaces PIL.Image.open process-wide with a wrapper that, on any
     # unidentifiable file, calls check_requirements("pi-heif") (a pip install when autoinstall
