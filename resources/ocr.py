@@ -56,7 +56,7 @@ class OCRResource(dg.ConfigurableResource):
     languages: list[str] = ["en"]
     model_dir: str = ""  # "" → EasyOCR downloads its own weights (needs internet)
     gpu: bool | None = None  # None → use CUDA when torch sees a GPU
-    max_side: int = 1280  # frames are shrunk to this longer side before OCR
+    max_side: int = 960  # frames are shrunk to this longer side before OCR (CPU cost ~ pixels)
     user_network_dir: str = ""  # "" → a folder in the temp dir, never $HOME
 
     _reader: Any = PrivateAttr(default=None)

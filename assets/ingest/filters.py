@@ -214,7 +214,7 @@ def duplicates_groups(storage: StorageResource) -> dg.AssetCheckResult:
 class TextRatioConfig(dg.Config):
     max_ratio: float = 0.3  # a frame passes when text covers at most this share of it
     clip_rule: Literal["any", "all", "mean"] = "mean"  # how a clip's frame ratios decide the clip
-    clip_frames: int = 8  # OCR at most this many evenly spaced frames per clip (0 = all 32)
+    clip_frames: int = 4  # OCR at most this many evenly spaced frames per clip (0 = all 32)
 
 
 TEXT_COLUMNS = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "ratio", "n_boxes", "text", "boxes",

@@ -155,14 +155,23 @@ class YoloDetector:
 
     def predict_arrays(self, images: Sequence[np.ndarray]) -> list[Any]:
         """One forward pass per chunk of ``batch_size`` BGR arrays; returns Ultralytics Results."""
+        import torch
+
         out: list[Any] = []
-        for i in range(0, len(images), self.batch_size):
-            chunk = list(images[i : i + self.batch_size])
-            out += self.model.predict(
-                chunk, conf=self.conf, iou=self.iou, imgsz=self.imgsz, device=self.device,
-                quantize=16 if self.half else None,
-                max_det=self.max_det, classes=self.classes, batch=len(chunk), verbose=False, save=False,
-            )
+        # Ultralytics' select_device() sets torch to cpu_count-1 threads on CPU ("for training"),
+        # i.e. ONE thread on a 2-core machine, for the rest of the process (OCR and every later
+        # stage too). Give the process its threads back after each call.
+        threads = torch.get_num_threads()
+        try:
+            for i in range(0, len(images), self.batch_size):
+                chunk = list(images[i : i + self.batch_size])
+                out += self.model.predict(
+                    chunk, conf=self.conf, iou=self.iou, imgsz=self.imgsz, device=self.device,
+                    quantize=16 if self.half else None,
+                    max_det=self.max_det, classes=self.classes, batch=len(chunk), verbose=False, save=False,
+                )
+        finally:
+            torch.set_num_threads(threads)
         return out
 
     def detect(self, images: Sequence[LoadedImage]) -> list[list[Detection]]:

@@ -140,3 +140,13 @@ def test_reference_table_matches_manifest():
     text = manifest.read_text()
     for name, (size, sha) in REFERENCE_WEIGHTS.items():
         assert sha in text and f"{size:,}" in text, name
+
+
+def test_prediction_leaves_torch_threads_as_they_were(random_detector, photos):
+    import torch
+
+    import cv2
+
+    torch.set_num_threads(2)  # ultralytics would drop it to cpu_count-1 (1 on CI's 2 cores)
+    random_detector.predict_arrays([cv2.imread(str(photos["bus"]))])
+    assert torch.get_num_threads() == 2
