@@ -20,7 +20,12 @@ def prepare_demo(data_dir: str | None = None) -> Iterator[dict[str, str]]:
     data = Path(data_dir or os.environ.get("SUBTEXT_DATA_DIR", "data"))
     print(f"Building the sample corpus in {data / 'sample_corpus'} …", flush=True)
     corpus = build_sample_corpus(data / "sample_corpus")
-    server = LoopbackServer(corpus.web_dir, port=int(os.environ.get("SUBTEXT_DEMO_PORT", "8765"))).start()
+    port = int(os.environ.get("SUBTEXT_DEMO_PORT", "8765"))
+    try:
+        server = LoopbackServer(corpus.web_dir, port=port).start()
+    except OSError as exc:  # port taken: still run, at the cost of new ids for the loopback items
+        print(f"Port {port} unavailable ({exc}); serving on a free port instead.")
+        server = LoopbackServer(corpus.web_dir, port=0).start()
     values = {**corpus.as_variables(), "SAMPLE_SERVER": server.url}
     print(f"Serving it at {server.url}", flush=True)
     if not os.environ.get("OPENAI_API_KEY") and not os.environ.get("OPENAI_BASE_URL"):
