@@ -89,17 +89,38 @@ class ItemLinks:
     hashes: pd.DataFrame                    # item_id, phash_int
     phash_threshold: int = 8
     kinds: tuple[str, ...] = KEY_KINDS
+    _pairs: pd.DataFrame | None = field(default=None, init=False, repr=False, compare=False)
 
     def phash_item_pairs(self) -> pd.DataFrame:
-        """Distinct item pairs (a < b) with two images within the threshold."""
+        """Item pairs (a < b) that span every pHash link: same components, far fewer pairs.
+
+        Items showing the same image (every question of one clip shares its 32 frames) are
+        chained to the first item with that hash, and near hashes are compared once per
+        distinct value and linked through those first items. All pairs would be quadratic
+        in the items per image; a spanning set gives the same leakage groups, and a
+        component that spans two splits always has one of these pairs crossing them, so
+        the audit finds every leak (it counts crossing spanning pairs, not all pairs).
+        """
+        if self._pairs is None:
+            self._pairs = self._spanning_pairs()
+        return self._pairs
+
+    def _spanning_pairs(self) -> pd.DataFrame:
+        cols = ["a", "b", "distance"]
         if "near_duplicate" not in self.kinds or len(self.hashes) < 2:
-            return pd.DataFrame(columns=["a", "b", "distance"])
-        h = self.hashes.reset_index(drop=True)
-        i, j, d = pairs_within(h["phash_int"].to_numpy(np.int64), self.phash_threshold)
-        a, b = h["item_id"].to_numpy(object)[i], h["item_id"].to_numpy(object)[j]
-        df = pd.DataFrame({"a": np.minimum(a, b), "b": np.maximum(a, b), "distance": d})
+            return pd.DataFrame(columns=cols)
+        h = self.hashes.sort_values(["phash_int", "item_id"]).reset_index(drop=True)
+        codes, uniq = pd.factorize(h["phash_int"], sort=True)
+        items = h["item_id"].to_numpy(object)
+        first = items[np.searchsorted(codes, np.arange(len(uniq)))]  # first item of each distinct hash
+        same = pd.DataFrame({"a": first[codes], "b": items, "distance": 0})
+        i, j, d = pairs_within(np.asarray(uniq, dtype=np.int64), self.phash_threshold)
+        near = pd.DataFrame({"a": first[i], "b": first[j], "distance": d})
+        df = pd.concat([same, near], ignore_index=True)
+        a, b = df["a"].to_numpy(object), df["b"].to_numpy(object)
+        df = pd.DataFrame({"a": np.minimum(a, b), "b": np.maximum(a, b), "distance": df["distance"].to_numpy()})
         df = df[df["a"] != df["b"]]
-        return df.sort_values("distance").drop_duplicates(["a", "b"]).reset_index(drop=True)
+        return df.sort_values("distance", kind="stable").drop_duplicates(["a", "b"]).reset_index(drop=True)
 
 
 def build_links(

@@ -126,3 +126,23 @@ def test_bad_sizes_rejected():
         SplitSizes.parse({"a": "rest", "b": "rest"})
     with pytest.raises(ValueError):
         SplitSizes.parse({"a": "half"})
+
+
+def test_phash_links_are_a_spanning_set_that_still_catches_every_leak():
+    # 3 images, each shown by 40 items (the questions of one clip), two of the images near-duplicates.
+    rows = [{"item_id": f"q{k}_{n:02d}", "phash_int": h} for k, h in enumerate([0b0, 0b11, 1 << 40 | 0xFFFF0000]) for n in range(40)]
+    links = lk.ItemLinks(keys=pd.DataFrame(columns=["item_id", "kind", "key"]), hashes=pd.DataFrame(rows),
+                         phash_threshold=8)
+    pairs = links.phash_item_pairs()
+    assert len(pairs) < 3 * 40  # linear, not the 7,000+ all-pairs of the same components
+    ids = pd.Series([r["item_id"] for r in rows])
+    g = lk.leakage_groups(ids, links)
+    assert g["q0_00"] == g["q0_39"] == g["q1_17"]   # same image, and near images, are one group
+    assert g["q2_00"] != g["q0_00"]                 # the far image is its own group
+    # moving any single item of a linked component to another split is caught
+    for moved in ("q0_39", "q1_00", "q1_39"):
+        split = pd.DataFrame({"item_id": ids, "split": ["test"] * len(ids)})
+        split.loc[split["item_id"] == moved, "split"] = "dev"
+        assert lk.cross_split_pairs(split, links).pairs["phash"] >= 1, moved
+    clean = pd.DataFrame({"item_id": ids, "split": ["dev" if i.startswith("q2") else "test" for i in ids]})
+    assert lk.cross_split_pairs(clean, links).pairs["phash"] == 0
