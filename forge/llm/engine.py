@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import re
 import threading
@@ -38,6 +39,8 @@ from forge.llm.limits import RateLimiter
 from forge.llm.prompts import Prompt
 from forge.llm.tokens import count_message_tokens
 from forge.llm.types import LLMRequest, LLMResult
+
+_log = logging.getLogger("subtext_forge.llm")
 
 # Bump when reply parsing/validation changes: it is part of every cache key.
 PARSER_VERSION = "1"
@@ -147,6 +150,24 @@ class _Prepared:
     key: str
 
 
+class _Progress:
+    """Logs requests done / total, rate and ETA (logger ``subtext_forge.llm``, which the
+    instance's dagster.yaml hands to Dagster, so the lines show in the run's logs)."""
+
+    def __init__(self, what: str, total: int, every_s: float = 10.0):
+        self.what, self.total, self.every_s = what, total, every_s
+        self.done, self.t0, self.last = 0, time.perf_counter(), time.perf_counter()
+
+    def step(self) -> None:
+        self.done += 1
+        now = time.perf_counter()
+        if now - self.last >= self.every_s or (self.done == self.total and now - self.t0 >= self.every_s):
+            self.last = now
+            rate = self.done / max(now - self.t0, 1e-9)
+            _log.info("%s: %d/%d LLM requests (%.1f/s, ETA %.0fs)", self.what, self.done, self.total, rate,
+                      (self.total - self.done) / rate)
+
+
 class LLMEngine:
     def __init__(self, backend: Backend, cache: LLMCache, settings: EngineSettings | None = None,
                  prices: Mapping[str, Any] | None = None):
@@ -206,7 +227,14 @@ class LLMEngine:
         return out
 
     async def arun(self, stage: str, partition: str, requests: list[LLMRequest]) -> list[LLMResult]:
-        return list(await asyncio.gather(*(self._process(stage, partition, r) for r in requests)))
+        progress = _Progress(f"{stage} {partition}", len(requests))
+
+        async def one(r: LLMRequest) -> LLMResult:
+            res = await self._process(stage, partition, r)
+            progress.step()
+            return res
+
+        return list(await asyncio.gather(*(one(r) for r in requests)))
 
     def calls_frame(self, stage: str | None = None, partition: str | None = None) -> pd.DataFrame:
         with self._rows_lock:

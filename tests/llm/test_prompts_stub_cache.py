@@ -95,3 +95,17 @@ def test_outdated_prompt_count(prompt_dir):
     assert count_outdated(df, current) == (1, {"qa": 1})
     (prompt_dir / "qa.yaml").write_text((prompt_dir / "qa.yaml").read_text() + "\n# edited\n")
     assert count_outdated(df, current_prompt_hashes([qa]))[0] == 3  # re-read from the file: all outdated now
+
+
+def test_engine_logs_request_progress(prompt_dir, caplog, monkeypatch):
+    import logging
+
+    import forge.llm.engine as eng
+
+    monkeypatch.setattr(eng._Progress.__init__, "__defaults__", (0.0,))  # log every request
+    qa = load_prompt(prompt_dir / "qa.yaml")
+    engine = LLMEngine(StubBackend(), LLMCache(None), EngineSettings(model="m"))
+    with caplog.at_level(logging.INFO, logger="subtext_forge.llm"):
+        engine.run("stage_x", "b1", [LLMRequest(item_id=str(i), prompt=qa, variables={"text": str(i)}) for i in range(3)])
+    lines = [r.getMessage() for r in caplog.records if r.name == "subtext_forge.llm"]
+    assert lines and lines[-1].startswith("stage_x b1: 3/3 LLM requests")
