@@ -16,7 +16,7 @@ current hash.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -117,22 +117,30 @@ def count_outdated(df: pd.DataFrame, current: dict[str, str]) -> tuple[int, dict
 
 
 def outdated_prompt_check(asset: str | dg.AssetKey, table: str, prompts: Iterable[Prompt | str | Path],
-                          name: str | None = None) -> dg.AssetChecksDefinition:
-    """A (warning) check: rows of ``table`` made with a prompt file that has since changed."""
+                          name: str | None = None, column: str = "prompt_hash",
+                          only: Mapping[str, Any] | None = None) -> dg.AssetChecksDefinition:
+    """A (warning) check: rows of ``table`` made with a prompt file that has since changed.
+
+    ``column`` names the hash column (a table can carry several prompts' hashes);
+    ``only`` restricts the rows that count to those matching every ``column: value``
+    (e.g. ``{"origin": "llm"}``: human or imported rows have no prompt and never count).
+    """
     prompts = list(prompts)
     key = dg.AssetKey(asset) if isinstance(asset, str) else asset
+    only = dict(only or {})
+    scope = (" among rows with " + ", ".join(f"{k} = {v!r}" for k, v in only.items())) if only else ""
 
     @dg.asset_check(asset=key, name=name or f"prompt_current_{table}", blocking=False,
-                    description=f"Rows of `{table}` whose prompt_hash differs from the current prompt file's hash "
-                                "(re-materialize to regenerate them).")
+                    description=f"Rows of `{table}` whose {column} differs from the current prompt file's hash"
+                                f"{scope} (re-materialize to regenerate them).")
     def _check(storage: StorageResource) -> dg.AssetCheckResult:
         store = storage.store
-        df = pd.DataFrame(columns=["prompt_hash"])
-        if store.exists(table):
-            try:
-                df = store.read(table, columns=["prompt_name", "prompt_hash"])
-            except Exception:  # noqa: BLE001 - a table without prompt_name: compare hashes only
-                df = store.read(table, columns=["prompt_hash"])
+        df = store.read(table) if store.exists(table) else pd.DataFrame(columns=[column, *only])
+        for col, value in only.items():
+            df = df[df[col] == value]
+        # prompt_name (when present) names the prompt of the main hash column only
+        keep = [column] + (["prompt_name"] if column == "prompt_hash" and "prompt_name" in df.columns else [])
+        df = df[keep].rename(columns={column: "prompt_hash"})
         current = current_prompt_hashes(prompts)
         n, by_prompt = count_outdated(df, current)
         return dg.AssetCheckResult(

@@ -72,7 +72,7 @@ def _schemas(requests) -> list[str]:
 
 def test_prompt_edit_marks_stale_and_reruns_only_that_prompt(recipe_copy, tmp_path, monkeypatch,
                                                              llm_double, llm_double_resource):
-    from assets.recipes.iibench import checks as C
+    from assets.llm_support import outdated_prompt_check
     from forge.storage import TableStore
 
     store = TableStore(tmp_path / "data")
@@ -89,8 +89,10 @@ def test_prompt_edit_marks_stale_and_reruns_only_that_prompt(recipe_copy, tmp_pa
     graph, status, _ = _graph_and_status(v1, instance)
     assert set(status.values()) == {StaleStatus.FRESH}
     prompt = recipe_copy / "assets" / "recipes" / "iibench" / "prompts" / "implication.yaml"
-    monkeypatch.setattr(C, "P_IMPLICATION", prompt)  # the recipe's own check, pointed at the copy
-    assert C.implication_prompt_current(storage).passed
+    # the recipe's own check (same factory and row filter), pointed at the copied prompt
+    implication_prompt_current = outdated_prompt_check(
+        "iibench_implication", "iibench_implication", [prompt], only={"origin": "llm"})
+    assert implication_prompt_current(storage).passed
     judged = store.query("select count(*) n from iibench_implication where origin = 'llm'")["n"][0]
     assert judged >= 2
     old_code = {a: graph.get(dg.AssetKey(a)).code_version for a in CHAIN}
@@ -109,7 +111,7 @@ def test_prompt_edit_marks_stale_and_reruns_only_that_prompt(recipe_copy, tmp_pa
     # Dagster 1.13 marks descendants only once the parent's data version actually changes (step 3);
     # the UI shows the same. The edited asset is the one to re-run, and that is what it flags.
     assert status["iibench_labels"] == status["iibench_items"] == StaleStatus.FRESH
-    check = C.implication_prompt_current(storage)
+    check = implication_prompt_current(storage)
     assert not check.passed and check.metadata["outdated_rows"].value == judged
 
     # 3. Re-materialize only the edited asset: only its prompt goes to the LLM again.
@@ -117,7 +119,7 @@ def test_prompt_edit_marks_stale_and_reruns_only_that_prompt(recipe_copy, tmp_pa
     assert _materialize(v2, instance, storage, llm, ["iibench_implication"]).success
     rerun = _schemas(llm_double.requests[before:])
     assert rerun and set(rerun) == {"iibench_implication"} and len(rerun) == judged
-    assert C.implication_prompt_current(storage).passed
+    assert implication_prompt_current(storage).passed
     _, status, _ = _graph_and_status(v2, instance)
     assert status["iibench_implication"] == StaleStatus.FRESH
     _, status, causes = _graph_and_status(v2, instance)

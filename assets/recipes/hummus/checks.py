@@ -3,7 +3,7 @@
 import dagster as dg
 import pandas as pd
 
-from assets.llm_support import count_outdated, current_prompt_hashes, outdated_prompt_check
+from assets.llm_support import outdated_prompt_check
 from assets.recipes.hummus.assets import P_ANNOTATE, P_CAPTION
 from forge.recipes.hummus import annotations as A
 from resources.storage import StorageResource
@@ -29,20 +29,9 @@ def annotation_failure_rates(storage: StorageResource) -> dg.AssetCheckResult:
                                          "rates": dg.MetadataValue.json(rates)})
 
 
-@dg.asset_check(asset="hummus_pairs", name="prompt_current_hummus_pairs", blocking=False,
-                description="LLM-written captions (caption_origin llm) made with a caption prompt that has since "
-                            "changed; table captions have no prompt and never count.")
-def caption_prompt_current(storage: StorageResource) -> dg.AssetCheckResult:
-    store = storage.store
-    df = store.read("hummus_pairs") if store.exists("hummus_pairs") else pd.DataFrame(
-        columns=["caption_origin", "prompt_hash"])
-    llm_rows = df[df["caption_origin"] == "llm"][["prompt_hash"]]
-    current = current_prompt_hashes([P_CAPTION])
-    n, by = count_outdated(llm_rows, current)
-    return dg.AssetCheckResult(passed=n == 0, severity=dg.AssetCheckSeverity.WARN,
-                               metadata={"llm_captions": len(llm_rows), "outdated_rows": n,
-                                         "llm_caption_share": round(len(llm_rows) / len(df), 4) if len(df) else 0.0,
-                                         "current_hashes": dg.MetadataValue.json(current)})
+# Table captions have no prompt and never count; only LLM-written ones can be outdated.
+caption_prompt_current = outdated_prompt_check(
+    "hummus_pairs", "hummus_pairs", [P_CAPTION], name="prompt_current_hummus_pairs", only={"caption_origin": "llm"})
 
 
 CHECKS = [

@@ -5,27 +5,15 @@ from __future__ import annotations
 import dagster as dg
 import pandas as pd
 
-from assets.llm_support import count_outdated, current_prompt_hashes, outdated_prompt_check
+from assets.llm_support import outdated_prompt_check
 from assets.recipes.iibench.assets import P_IMPLICATION, P_JUDGE, P_LABELS, P_QUESTIONS
 from assets.recipes.mcq_checks import mcq_asset_checks
 from forge.recipes.iibench import items as it
 from resources.storage import StorageResource
 
 
-@dg.asset_check(asset="iibench_implication", name="prompt_current_iibench_implication", blocking=False,
-                description="Judge rows (origin llm) made with an implication prompt that has since changed; "
-                            "human verdicts have no prompt and never count.")
-def implication_prompt_current(storage: StorageResource) -> dg.AssetCheckResult:
-    store = storage.store
-    df = store.read("iibench_implication") if store.exists("iibench_implication") else pd.DataFrame(
-        columns=["origin", "prompt_name", "prompt_hash"])
-    llm_rows = df[df["origin"] == "llm"][["prompt_name", "prompt_hash"]]
-    current = current_prompt_hashes([P_IMPLICATION])
-    n, by = count_outdated(llm_rows, current)
-    return dg.AssetCheckResult(passed=n == 0, severity=dg.AssetCheckSeverity.WARN,
-                               metadata={"rows": len(llm_rows), "outdated_rows": n,
-                                         "outdated_by_prompt": dg.MetadataValue.json(by),
-                                         "current_hashes": dg.MetadataValue.json(current)})
+implication_prompt_current = outdated_prompt_check(
+    "iibench_implication", "iibench_implication", [P_IMPLICATION], only={"origin": "llm"})
 
 
 @dg.asset_check(asset="iibench_implication", name="implication_filter_rate", blocking=False,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import dagster as dg
 import pandas as pd
 
-from assets.llm_support import count_outdated, current_prompt_hashes, outdated_prompt_check
+from assets.llm_support import outdated_prompt_check
 from assets.recipes.mcq_checks import mcq_asset_checks
 from assets.recipes.vague.assets import PROMPT_FILES
 from forge.llm.stub import advisory
@@ -98,19 +98,8 @@ def options_violations(store: TableStore, df: pd.DataFrame) -> list[str]:
 
 
 def _hash_check(asset: str, column: str, prompt_key: str) -> dg.AssetChecksDefinition:
-    @dg.asset_check(asset=dg.AssetKey(asset), name=f"prompt_current_{asset}_{column}", blocking=False,
-                    description=f"Rows of `{asset}` whose {column} differs from the current "
-                                f"{PROMPT_FILES[prompt_key].name} (re-materialize to regenerate them).")
-    def _check(storage: StorageResource) -> dg.AssetCheckResult:
-        store = storage.store
-        df = store.read(asset, columns=[column]) if store.exists(asset) else pd.DataFrame(columns=[column])
-        current = current_prompt_hashes([PROMPT_FILES[prompt_key]])
-        n, _ = count_outdated(df.rename(columns={column: "prompt_hash"}), current)
-        return dg.AssetCheckResult(passed=n == 0, severity=dg.AssetCheckSeverity.WARN,
-                                   metadata={"rows": len(df), "outdated_rows": n,
-                                             "current_hashes": dg.MetadataValue.json(current)})
-
-    return _check
+    return outdated_prompt_check(asset, asset, [PROMPT_FILES[prompt_key]], name=f"prompt_current_{asset}_{column}",
+                                 column=column)
 
 
 CHECKS = [

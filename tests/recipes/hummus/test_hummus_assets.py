@@ -157,7 +157,7 @@ def test_caption_prompt_check_counts_only_llm_captions(store, llm_double, llm_do
     assert _run(store, llm_double_resource(), select=[A.hummus_pairs]).success
     st = StorageResource(data_dir=str(store.data_dir))
     ok = caption_prompt_current(st)
-    assert ok.passed and ok.metadata["llm_captions"].value == 1
+    assert ok.passed and ok.metadata["rows"].value == 1  # only the LLM-written caption counts
     df = store.read("hummus_pairs")
     df.loc[df["caption_origin"] == "llm", "prompt_hash"] = "old"
     store.write("hummus_pairs", df, BATCH)
