@@ -41,6 +41,7 @@ from forge.llm.tokens import count_message_tokens
 from forge.llm.types import LLMRequest, LLMResult
 
 _log = logging.getLogger("subtext_forge.llm")
+_log.setLevel(logging.INFO)  # progress lines; dagster.yaml hands this logger to Dagster
 
 # Bump when reply parsing/validation changes: it is part of every cache key.
 PARSER_VERSION = "1"

@@ -84,14 +84,27 @@ def _wait_for_text(driver, needles: list[str], timeout: float = 90) -> str:
     raise AssertionError(f"not shown after {timeout}s: {missing}\n--- page text ---\n{body[:3000]}")
 
 
-def _dismiss_modals(driver) -> None:
-    """The first visit shows a "Join the Dagster community" dialog over the page: skip it."""
-    for button in driver.find_elements("xpath", "//button[normalize-space()='Skip' or normalize-space()='Dismiss']"):
-        try:
-            button.click()
-        except Exception:  # noqa: BLE001 - gone between find and click
-            pass
-    time.sleep(0.5)
+def _dismiss_modals(driver, timeout: float = 20) -> None:
+    """The first visit shows a "Join the Dagster community" dialog over the page: skip it.
+
+    It can appear a few seconds after the page renders (later on a loaded machine), so keep
+    skipping until the page has been free of it for a moment.
+    """
+    deadline, quiet_since = time.time() + timeout, None
+    while time.time() < deadline:
+        buttons = driver.find_elements("xpath", "//button[normalize-space()='Skip' or normalize-space()='Dismiss']")
+        for button in buttons:
+            try:
+                button.click()
+            except Exception:  # noqa: BLE001 - gone between find and click
+                pass
+        if buttons or "Join the Dagster community" in driver.find_element("tag name", "body").text:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.time()
+        elif time.time() - quiet_since >= 3:
+            return
+        time.sleep(0.5)
 
 
 ERROR_TEXTS = ("Unexpected GraphQL error", "Something went wrong", "could not be loaded", "Error loading",
