@@ -60,20 +60,9 @@ register_view(
 )
 
 
-def read_batch(store: TableStore, table: str, batch: str) -> pd.DataFrame:
-    """Rows of ``batch``: its partition file, or (for unpartitioned tables) rows whose batch matches."""
-    df = store.read(table, parts=[batch])
-    if df.empty and store.exists(table) and not store.part_path(table, batch).exists():
-        try:
-            df = store.read(table, where="batch = ?".replace("?", "'" + batch.replace("'", "''") + "'"))
-        except Exception:  # an unpartitioned table without a batch column: nothing to match
-            return pd.DataFrame()
-    return df
-
-
 def vision_frames(store: TableStore, batch: str) -> pd.DataFrame:
     """Kept frames of the batch that the detector could decode (the frames vision saw)."""
-    frames = select_kept(read_batch(store, "frames", batch), read_batch(store, "duplicates", batch))
+    frames = select_kept(store.read_batch("frames", batch), store.read_batch("duplicates", batch))
     rej = store.read("rejects", parts=[f"detections__{batch}"])
     if not rej.empty:
         frames = frames[~frames["frame_id"].isin(set(rej["item_id"]))]
@@ -106,7 +95,7 @@ def detections(context: dg.AssetExecutionContext, config: DecodeConfig, storage:
     opts.workers = detector.decode_workers
     parts, logs, totals = {}, [], {"frames": 0, "rejected": 0, "model_s": 0.0, "wall_s": 0.0}
     for batch in partition_keys(context):
-        frames = select_kept(read_batch(store, "frames", batch), read_batch(store, "duplicates", batch))
+        frames = select_kept(store.read_batch("frames", batch), store.read_batch("duplicates", batch))
         log = RejectLog("detections", batch)
         prog = Progress(context.log, f"detections[{batch}]", len(frames))
         df, stats = run_detection(frames, store.data_dir, model, lambda f, r, e, d: log.add(f, r, e, d), opts, prog.step)
@@ -230,10 +219,10 @@ def evidence(context: dg.AssetExecutionContext, storage: StorageResource, tagger
     started, store = time.perf_counter(), storage.store
     parts = {}
     for batch in partition_keys(context):
-        clips = read_batch(store, "clips", batch) if store.exists("clips") else None
+        clips = store.read_batch("clips", batch) if store.exists("clips") else None
         parts[batch] = build_evidence(
             vision_frames(store, batch), store.read("tags", parts=[batch]),
-            store.read("person_indicators", parts=[batch]), read_batch(store, "text_ratio", batch),
+            store.read("person_indicators", parts=[batch]), store.read_batch("text_ratio", batch),
             clips, store.read("rich_scenes", parts=[batch]), tagger.backend,
         )
     md = {"units": dg.MetadataValue.json({u: int(sum((p["unit"] == u).sum() for p in parts.values())) for u in ("frame", "clip")})}

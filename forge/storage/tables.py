@@ -125,6 +125,18 @@ class TableStore:
         with duckdb.connect() as con:
             return con.execute(sql, [files]).df()
 
+    def read_batch(self, table: str, batch: str) -> pd.DataFrame:
+        """Rows of one batch: the table's partition file, or, for a table written unpartitioned
+        (or per some other key), its rows whose ``batch`` column matches; empty if neither."""
+        if self.part_path(table, batch).exists():
+            return self.read(table, parts=[batch])
+        if not self.exists(table):
+            return pd.DataFrame()
+        try:
+            return self.read(table, where="batch = " + "'" + batch.replace("'", "''") + "'")
+        except duckdb.BinderException:  # no batch column: nothing belongs to a batch
+            return pd.DataFrame()
+
     def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
         """Run SQL where every existing table is visible as a view of the same name."""
         with duckdb.connect() as con:

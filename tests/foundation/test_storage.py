@@ -98,3 +98,15 @@ def test_empty_frame_conforms_to_an_empty_table_with_every_column(tmp_path):
     assert list(store.read("x").columns) == ["id", "n"]
     with pytest.raises(ValueError):
         c.conform(pd.DataFrame({"n": [1]}))  # rows without a required column still fail
+
+
+def test_read_batch_from_partition_file_or_batch_column(tmp_path):
+    store = TableStore(tmp_path)
+    store.write("per_batch", pd.DataFrame({"batch": ["b1"], "v": [1]}), "b1")
+    store.write("fan_in", pd.DataFrame({"batch": ["b1", "b2", "b1"], "v": [1, 2, 3]}))
+    store.write("no_batch", pd.DataFrame({"v": [1]}))
+    assert store.read_batch("per_batch", "b1")["v"].tolist() == [1]
+    assert store.read_batch("per_batch", "b2").empty
+    assert sorted(store.read_batch("fan_in", "b1")["v"]) == [1, 3]
+    assert store.read_batch("no_batch", "b1").empty and store.read_batch("missing", "b1").empty
+    assert store.read_batch("fan_in", "x' or '1'='1").empty  # the key is quoted, not spliced

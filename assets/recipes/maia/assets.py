@@ -51,30 +51,18 @@ COMMON = dict(group_name="maia", partitions_def=batches, backfill_policy=SINGLE_
 
 
 # -- inputs ----------------------------------------------------------------------------------
-def batch_rows(store: TableStore, table: str, batch: str) -> pd.DataFrame:
-    """The batch's partition file, or the rows of an unpartitioned table whose batch matches."""
-    if not store.exists(table):
-        return pd.DataFrame()
-    df = store.read(table, parts=[batch])
-    if df.empty and not store.part_path(table, batch).exists():
-        whole = store.read(table)
-        if "batch" in whole.columns:
-            return whole[whole["batch"] == batch].reset_index(drop=True)
-    return df
-
-
 def clip_units(store: TableStore, batch: str) -> list[dict[str, Any]]:
     """Clips of the batch (MAIA's engaging ~30 s window first) with their frames, evidence and channel."""
-    clips = batch_rows(store, "clips", batch)
+    clips = store.read_batch("clips", batch)
     if clips.empty:
         return []
     if "is_engaging" in clips.columns and clips["is_engaging"].any():
         clips = clips[clips["is_engaging"].astype(bool)]
-    frames = batch_rows(store, "frames", batch)
+    frames = store.read_batch("frames", batch)
     frames = frames[frames["kind"] == "clip_frame"] if len(frames) else frames
-    ev = batch_rows(store, "evidence", batch)
+    ev = store.read_batch("evidence", batch)
     ev = ev[ev["unit"] == "clip"].set_index("unit_id").to_dict("index") if len(ev) else {}
-    vids = batch_rows(store, "videos", batch)
+    vids = store.read_batch("videos", batch)
     channel = {}
     if len(vids):
         for v in vids.to_dict("records"):
@@ -306,7 +294,7 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
     for batch in partition_keys(context):
         log = RejectLog(stage, batch)
         logs.append(log)
-        qs = batch_rows(store, "maia_questions", batch)
+        qs = store.read_batch("maia_questions", batch)
         qrecs = qs.to_dict("records") if len(qs) else []
         # 1. pools: imported answers as they are, else one generation per question
         need = [q for q in qrecs if q.get("imported_answers") is None or len(q["imported_answers"]) == 0]
@@ -430,8 +418,8 @@ def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
     for batch in partition_keys(context):
         log = RejectLog(stage, batch)
         logs.append(log)
-        ans = batch_rows(store, "maia_answer_pools", batch)
-        qs = batch_rows(store, "maia_questions", batch)
+        ans = store.read_batch("maia_answer_pools", batch)
+        qs = store.read_batch("maia_questions", batch)
         qmap = qs.set_index("question_id").to_dict("index") if len(qs) else {}
         arecs = [a for a in (ans.sort_values(["question_id", "idx"]).to_dict("records") if len(ans) else [])
                  if a["question_id"] in qmap]
@@ -505,7 +493,7 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
     for batch in partition_keys(context):
         log = RejectLog(stage, batch)
         logs.append(log)
-        st = batch_rows(store, "maia_statements", batch)
+        st = store.read_batch("maia_statements", batch)
         recs = st.sort_values("statement_id").to_dict("records") if len(st) else []
         cap = int(fcfg.get("max_statements_per_question", 8))
         recs = [r for r in recs if int(r["idx"]) < cap] if cap else recs
@@ -573,12 +561,12 @@ def maia_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
     parts = {}
     for batch in partition_keys(context):
         units = {u["clip_id"]: u for u in clip_units(store, batch)}
-        qs = batch_rows(store, "maia_questions", batch)
+        qs = store.read_batch("maia_questions", batch)
         for q in (qs.to_dict("records") if len(qs) else []):  # clips gone from the trunk keep their frames
             units.setdefault(q["clip_id"], {"item_id": q["source_item_id"], "source": q["source"],
                                             "media_paths": list(q["media_paths"])})
-        parts[batch] = build_items(qs, batch_rows(store, "maia_answer_pools", batch),
-                                   batch_rows(store, "maia_statements", batch), batch_rows(store, "maia_foils", batch),
+        parts[batch] = build_items(qs, store.read_batch("maia_answer_pools", batch),
+                                   store.read_batch("maia_statements", batch), store.read_batch("maia_foils", batch),
                                    units, seed=str(CFG.get("items", {}).get("seed", "maia")))
     allitems = pd.concat(parts.values(), ignore_index=True) if parts else pd.DataFrame()
     md: dict[str, Any] = {}

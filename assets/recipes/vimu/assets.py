@@ -68,25 +68,13 @@ class QuestionsConfig(dg.Config):
     warn_loss_rate: float = float(QUESTIONS.get("warn_loss_rate", 0.5))
 
 
-def _batch_rows(store: TableStore, table: str, batch: str) -> pd.DataFrame:
-    """The batch's partition file, or the rows of an unpartitioned table whose batch matches."""
-    if not store.exists(table):
-        return pd.DataFrame()
-    df = store.read(table, parts=[batch])
-    if df.empty and not store.part_path(table, batch).exists():
-        whole = store.read(table)
-        if "batch" in whole.columns:
-            return whole[whole["batch"] == batch].reset_index(drop=True)
-    return df
-
-
 def _frame(rows: list[dict[str, Any]], table: str) -> pd.DataFrame:
     """Rows as a frame; an empty batch still gets the contract's columns (so publish can conform it)."""
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=load_contract(table).column_names)
 
 
 def _videos(store: TableStore, batch: str) -> "pd.DataFrame | None":
-    df = _batch_rows(store, "videos", batch)
+    df = store.read_batch("videos", batch)
     return df if len(df) else None
 
 
@@ -114,8 +102,8 @@ def vimu_annotations(context: dg.AssetExecutionContext, config: AnnotateConfig, 
     for batch in partition_keys(context):
         log = RejectLog("vimu_annotations", batch)
         logs.append(log)
-        bundles = ann.clip_bundles(_batch_rows(store, "evidence", batch), _batch_rows(store, "frames", batch),
-                                   _batch_rows(store, "clips", batch), _videos(store, batch), config.max_frames)
+        bundles = ann.clip_bundles(store.read_batch("evidence", batch), store.read_batch("frames", batch),
+                                   store.read_batch("clips", batch), _videos(store, batch), config.max_frames)
         for b in bundles[config.max_clips_per_batch:]:
             log.add(b.clip_id, "over_batch_cap", detail=f"max_clips_per_batch={config.max_clips_per_batch}")
         bundles = bundles[: config.max_clips_per_batch]
