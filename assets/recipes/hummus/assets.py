@@ -22,7 +22,6 @@ import yaml
 
 from assets.common import SINGLE_RUN, batches, contract_check_specs, partition_keys, publish, table_metadata
 from assets.llm_support import record_llm_attempts, record_llm_calls
-from forge.contracts import load_contract
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE
@@ -182,7 +181,7 @@ def hummus_annotations(context: dg.AssetExecutionContext, config: AnnotationsCon
                                 "box_norm_height": rg.height, "box_norm_width": rg.width,
                                 "image_width": int(p["width"]), "image_height": int(p["height"])})
             counts[ann.verdict] = counts.get(ann.verdict, 0) + 1
-        ann_tables[part] = pd.DataFrame(rows, columns=load_contract("hummus_annotations").column_names)
+        ann_tables[part] = pd.DataFrame(rows)
         reg_tables[part] = pd.DataFrame(regions, columns=["annotation_id", "region_index", "frame_id", "batch", "label",
                                                           "box_px_x0", "box_px_y0", "box_px_x1", "box_px_y1",
                                                           "box_norm_top", "box_norm_left", "box_norm_height",
@@ -223,7 +222,7 @@ def hummus_items(context: dg.AssetExecutionContext, storage: StorageResource) ->
         regs = store.read("hummus_regions", parts=[part])
         by_ann = {k: g.to_dict("records") for k, g in regs.groupby("annotation_id")} if len(regs) else {}
         rows = [row for a in anns.to_dict("records") for row in H.build_items(a, by_ann.get(a["annotation_id"], []))]
-        tables[part] = pd.DataFrame(rows, columns=load_contract("hummus_items").column_names)
+        tables[part] = pd.DataFrame(rows)
     allrows = pd.concat(tables.values(), ignore_index=True) if tables else pd.DataFrame()
     md = {"by_task": dg.MetadataValue.json(allrows["task"].value_counts().to_dict()) if len(allrows) else {}}
     return publish(store, {"hummus_items": tables}, metadata=md, asset_key=context.asset_key, started=t0)

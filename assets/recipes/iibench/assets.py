@@ -21,7 +21,6 @@ import yaml
 
 from assets.common import SINGLE_RUN, batches, contract_check_specs, partition_keys, publish, table_metadata
 from assets.llm_support import record_llm_attempts, record_llm_calls
-from forge.contracts import load_contract
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
@@ -60,11 +59,6 @@ class ItemsConfig(dg.Config):
     max_rounds: int = CFG["items"]["max_rounds"]
     near_duplicate_threshold: float = CFG["items"]["near_duplicate_threshold"]
     seed: int = CFG["items"]["seed"]
-
-
-def _frame(rows: list[dict[str, Any]], table: str) -> pd.DataFrame:
-    """Rows as a frame with the contract's columns (so an empty batch still has them)."""
-    return pd.DataFrame(rows, columns=load_contract(table).column_names)
 
 
 def _image(store: TableStore, row: Any) -> ImageInput:
@@ -236,7 +230,7 @@ def iibench_labels(context: dg.AssetExecutionContext, config: LabelsConfig, stor
                 "explanation": " ".join(str(data["explanation"]).split()), "implication": r["implication"],
                 "rounds": o.rounds, "prompt_name": o.result.prompt_name, "prompt_hash": o.result.prompt_hash,
                 "model": o.result.model, "backend": o.result.backend})
-        tables[part] = _frame(rows, "iibench_labels")
+        tables[part] = pd.DataFrame(rows)
         logs.append(rej)
         attempts.append(run.attempts_frame())
     record_llm_attempts(store, pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame(),
@@ -353,7 +347,7 @@ def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storag
                     rows.append(row)
         stats["questions_accepted"] += len(rows)
         stats["questions_rejected"] += sum(1 for x in rej.rows if x["error_class"] == "QuestionReject")
-        tables[part] = _frame(rows, "iibench_items")
+        tables[part] = pd.DataFrame(rows)
         logs.append(rej)
         attempts.append(run.attempts_frame())
     record_llm_attempts(store, pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame(),

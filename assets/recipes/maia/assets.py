@@ -386,17 +386,9 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
     allstats = pd.concat(stat_parts.values(), ignore_index=True) if stat_parts else pd.DataFrame()
     if len(allstats):
         md.update(pool_metadata(allstats, "answers"))
-    return publish(store, {"maia_answer_pools": _typed(parts, "maia_answer_pools"),
-                           "maia_pool_stats": _typed(stat_parts, "maia_pool_stats")},
+    return publish(store, {"maia_answer_pools": parts,
+                           "maia_pool_stats": stat_parts},
                    rejects=logs, metadata=md, started=started)
-
-
-def _typed(parts: dict[str, pd.DataFrame], table: str) -> dict[str, pd.DataFrame]:
-    """Empty frames get the contract's columns (so publish can conform them)."""
-    from forge.contracts import load_contract
-
-    cols = load_contract(table).column_names
-    return {k: (v if len(v) else pd.DataFrame(columns=cols)) for k, v in parts.items()}
 
 
 # -- 3. true statements ------------------------------------------------------------------------
@@ -468,8 +460,8 @@ def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
     allstats = pd.concat(stat_parts.values(), ignore_index=True) if stat_parts else pd.DataFrame()
     if len(allstats):
         md.update(pool_metadata(allstats, "statements"))
-    return publish(store, {"maia_statements": _typed(parts, "maia_statements"),
-                           "maia_pool_stats": _typed(stat_parts, "maia_pool_stats")},
+    return publish(store, {"maia_statements": parts,
+                           "maia_pool_stats": stat_parts},
                    rejects=logs, metadata=md, started=started)
 
 
@@ -544,7 +536,7 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
     md["nli_backend"] = nli.backend
     md["nli_final_labels"] = dg.MetadataValue.json(nli_counts)
     md["first_foil_entailment_rate"] = round(first_round_entailed / total_first, 4) if total_first else 0.0
-    return publish(store, {"maia_foils": _typed(parts, "maia_foils")}, rejects=logs, metadata=md, started=started)
+    return publish(store, {"maia_foils": parts}, rejects=logs, metadata=md, started=started)
 
 
 # -- 5. items ------------------------------------------------------------------------------------
@@ -573,4 +565,4 @@ def maia_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
     if len(allitems):
         md["items_by_task"] = dg.MetadataValue.json(allitems["task"].value_counts().to_dict())
         md["items_by_category"] = dg.MetadataValue.json(allitems["category"].value_counts().to_dict())
-    return publish(store, {"maia_items": _typed(parts, "maia_items")}, metadata=md, started=started)
+    return publish(store, {"maia_items": parts}, metadata=md, started=started)

@@ -71,13 +71,6 @@ def _image(store: TableStore, rel: str) -> list[ImageInput]:
     return [ImageInput(path=store.data_dir / rel)]
 
 
-def _ensure(df: pd.DataFrame, table: str) -> pd.DataFrame:
-    """An empty result still has the contract's columns (so the partition file is replaced)."""
-    from forge.contracts import load_contract
-
-    return pd.DataFrame(columns=load_contract(table).column_names) if df.empty else df
-
-
 def _advisory_col(notes: list[str]) -> str | None:
     """What the verdicts/checks would have rejected, for rows kept because their output is stub."""
     return json.dumps(notes) if notes else None
@@ -179,7 +172,7 @@ def vague_direct(context: dg.AssetExecutionContext, storage: StorageResource, ll
     out, logs = {}, []
     for part in partition_keys(context):
         log = RejectLog("vague_direct", part)
-        out[part] = _ensure(run_direct(engine, store, part, _read(store, "vague_candidates", part), CONFIG["direct"], log), "vague_direct")
+        out[part] = run_direct(engine, store, part, _read(store, "vague_candidates", part), CONFIG["direct"], log)
         logs.append(log)
     md = record_llm_calls(store, engine, [("vague_direct", p) for p in out])
     md["advisory_rows"] = sum(int(d["advisory"].notna().sum()) for d in out.values() if "advisory" in d)
@@ -267,7 +260,6 @@ def vague_indirect(context: dg.AssetExecutionContext, storage: StorageResource, 
         log = RejectLog("vague_indirect", part)
         out[part] = run_indirect(engine, emb, store, part, _read(store, "vague_direct", part),
                                  _read(store, "vague_candidates", part), CONFIG["indirect"], log)
-        out[part] = _ensure(out[part], "vague_indirect")
         logs.append(log)
     md = record_llm_calls(store, engine, [("vague_indirect", p) for p in out])
     md["embedder"] = emb.name
@@ -350,7 +342,7 @@ def vague_options(context: dg.AssetExecutionContext, storage: StorageResource, l
         df, att = run_options(engine, emb, store, part, _read(store, "vague_direct", part),
                               _read(store, "vague_indirect", part), _read(store, "vague_candidates", part),
                               CONFIG["options"], log)
-        out[part] = _ensure(df, "vague_options")
+        out[part] = df
         logs.append(log)
         attempts.append(att)
     md = record_llm_calls(store, engine, [("vague_options", p) for p in out])
@@ -433,7 +425,6 @@ def vague_items(context: dg.AssetExecutionContext, storage: StorageResource) -> 
         out[part] = build_items(part, _read(store, "vague_candidates", part), _read(store, "vague_direct", part),
                                 _read(store, "vague_indirect", part), _read(store, "vague_options", part),
                                 CONFIG["options"], CONFIG["seed"], chan, log)
-        out[part] = _ensure(out[part], "vague_items")
         logs.append(log)
     allr = pd.concat([d for d in out.values() if len(d)], ignore_index=True) if any(len(d) for d in out.values()) \
         else pd.DataFrame()

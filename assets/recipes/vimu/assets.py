@@ -21,7 +21,6 @@ import yaml
 
 from assets.common import SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish, table_metadata
 from assets.llm_support import record_llm_attempts, record_llm_calls
-from forge.contracts import load_contract
 from forge.llm.prompts import load_prompt, prompt_files_hash
 from forge.llm.refine import refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
@@ -66,11 +65,6 @@ class QuestionsConfig(dg.Config):
     max_rounds: int = int(QUESTIONS.get("max_rounds", 3))
     hint_axes: list[str] = list(QUESTIONS.get("hint_axes", ["dimension", "rhetoric", "social_value", "evidence"]))
     warn_loss_rate: float = float(QUESTIONS.get("warn_loss_rate", 0.5))
-
-
-def _frame(rows: list[dict[str, Any]], table: str) -> pd.DataFrame:
-    """Rows as a frame; an empty batch still gets the contract's columns (so publish can conform it)."""
-    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=load_contract(table).column_names)
 
 
 def _videos(store: TableStore, batch: str) -> "pd.DataFrame | None":
@@ -137,7 +131,7 @@ def vimu_annotations(context: dg.AssetExecutionContext, config: AnnotateConfig, 
                     continue
             notes += bool(row["label_notes"])
             rows.append(row)
-        parts[batch] = _frame(rows, "vimu_annotations")
+        parts[batch] = pd.DataFrame(rows)
     md = record_llm_calls(store, engine, [("vimu_annotations", b) for b in parts])
     all_rows = pd.concat([p for p in parts.values() if len(p)], ignore_index=True) if any(len(p) for p in parts.values()) else pd.DataFrame()
     md.update({
@@ -194,8 +188,7 @@ def vimu_questions(context: dg.AssetExecutionContext, config: QuestionsConfig, s
         run.add_rejects(log)
         runs.append(run)
         attempts.append(run.attempts_frame())
-        parts[batch] = _frame([qs.question_row(o, annotations[o.item_id], val_p.hash) for o in run.accepted()],
-                              "vimu_questions")
+        parts[batch] = pd.DataFrame([qs.question_row(o, annotations[o.item_id], val_p.hash) for o in run.accepted()])
     att = pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame()
     record_llm_attempts(store, att, [("vimu_questions", b) for b in parts])
     md = record_llm_calls(store, engine, [("vimu_questions", b) for b in parts])
@@ -245,7 +238,7 @@ def vimu_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
             rows += built
             for iid, reason, detail in skipped:
                 log.add(iid, reason, detail=detail, related_id=q["clip_id"])
-        parts[batch] = _frame(rows, "vimu_items")
+        parts[batch] = pd.DataFrame(rows)
     allrows = pd.concat([p for p in parts.values() if len(p)], ignore_index=True) if any(len(p) for p in parts.values()) else pd.DataFrame()
     md: dict[str, Any] = {"prompt_hash": phash}
     if len(allrows):
