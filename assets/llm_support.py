@@ -83,8 +83,13 @@ def record_llm_calls(store: TableStore, engine: LLMEngine, partitions: Iterable[
     return llm_metadata(engine)
 
 
-def record_llm_attempts(store: TableStore, attempts: pd.DataFrame, partitions: Iterable[tuple[str, str]] = ()) -> int:
-    """Write refine-loop attempts (``RefineRun.attempts_frame()``) to ``llm_attempts``."""
+def record_llm_attempts(store: TableStore, attempts: pd.DataFrame | Iterable[pd.DataFrame],
+                        partitions: Iterable[tuple[str, str]] = ()) -> int:
+    """Write refine-loop attempts (``RefineRun.attempts_frame()``, or a list of them, one per
+    batch) to ``llm_attempts``; ``partitions`` are rewritten even when they had no attempts."""
+    if not isinstance(attempts, pd.DataFrame):
+        frames = [a for a in attempts if len(a)]
+        attempts = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if len(attempts) and "advisory" in attempts.columns:  # rows a recipe built itself may leave it out
         attempts = attempts.assign(advisory=attempts["advisory"].astype(object).where(attempts["advisory"].notna(), False)
                                    .astype(bool))

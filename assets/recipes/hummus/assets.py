@@ -188,8 +188,7 @@ def hummus_annotations(context: dg.AssetExecutionContext, config: AnnotationsCon
                                                           "box_norm_width", "image_width", "image_height"])
         logs.append(rej)
         attempts.append(run.attempts_frame())
-    record_llm_attempts(store, pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame(),
-                        [("hummus_annotations", p) for p in ann_tables])
+    record_llm_attempts(store, attempts, [("hummus_annotations", p) for p in ann_tables])
     md = record_llm_calls(store, engine, [("hummus_annotations", p) for p in ann_tables])
     n = counts["pairs"]
     n_adv = counts.pop("advisory", 0)

@@ -233,8 +233,7 @@ def iibench_labels(context: dg.AssetExecutionContext, config: LabelsConfig, stor
         tables[part] = pd.DataFrame(rows)
         logs.append(rej)
         attempts.append(run.attempts_frame())
-    record_llm_attempts(store, pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame(),
-                        [("iibench_labels", p) for p in tables])
+    record_llm_attempts(store, attempts, [("iibench_labels", p) for p in tables])
     md = record_llm_calls(store, engine, [("iibench_labels", p) for p in tables])
     n_out = sum(len(d) for d in tables.values())
     md |= {"images_in": n_in, "labelled": n_out, "label_reject_rate": round(1 - n_out / n_in, 4) if n_in else 0.0}
@@ -350,8 +349,7 @@ def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storag
         tables[part] = pd.DataFrame(rows)
         logs.append(rej)
         attempts.append(run.attempts_frame())
-    record_llm_attempts(store, pd.concat(attempts, ignore_index=True) if attempts else pd.DataFrame(),
-                        [("iibench_items", p) for p in tables])
+    record_llm_attempts(store, attempts, [("iibench_items", p) for p in tables])
     md = record_llm_calls(store, engine, [("iibench_items", p) for p in tables])
     total_q = stats["questions_accepted"] + stats["questions_rejected"]
     md |= stats

@@ -381,8 +381,7 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
         parts[batch] = pd.DataFrame(rows)
         stat_parts[f"answers__{batch}"] = pd.DataFrame(stats)
     md = record_llm_calls(store, engine, [(stage, b) for b in parts])
-    att = pd.concat(attempt_frames, ignore_index=True) if attempt_frames else pd.DataFrame(columns=ATTEMPT_COLUMNS)
-    md["rephrase_attempts"] = record_llm_attempts(store, att, [(stage, b) for b in parts])
+    md["rephrase_attempts"] = record_llm_attempts(store, attempt_frames, [(stage, b) for b in parts])
     allstats = pd.concat(stat_parts.values(), ignore_index=True) if stat_parts else pd.DataFrame()
     if len(allstats):
         md.update(pool_metadata(allstats, "answers"))
@@ -455,8 +454,7 @@ def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
         parts[batch] = pd.DataFrame(rows)
         stat_parts[f"statements__{batch}"] = pd.DataFrame(stats)
     md = record_llm_calls(store, engine, [(stage, b) for b in parts])
-    att = pd.concat(attempt_frames, ignore_index=True) if attempt_frames else pd.DataFrame(columns=ATTEMPT_COLUMNS)
-    md["rephrase_attempts"] = record_llm_attempts(store, att, [(stage, b) for b in parts])
+    md["rephrase_attempts"] = record_llm_attempts(store, attempt_frames, [(stage, b) for b in parts])
     allstats = pd.concat(stat_parts.values(), ignore_index=True) if stat_parts else pd.DataFrame()
     if len(allstats):
         md.update(pool_metadata(allstats, "statements"))
@@ -531,8 +529,7 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
         first_round_entailed += sum(1 for v in first_labels.values() if v == "entailment")
         parts[batch] = pd.DataFrame(rows)
     md = record_llm_calls(store, engine, [(stage, b) for b in parts] + [(f"{stage}_nli", b) for b in parts])
-    att = pd.concat(attempt_frames, ignore_index=True) if attempt_frames else pd.DataFrame(columns=ATTEMPT_COLUMNS)
-    md["refine_attempts"] = record_llm_attempts(store, att, [(stage, b) for b in parts])
+    md["refine_attempts"] = record_llm_attempts(store, attempt_frames, [(stage, b) for b in parts])
     md["nli_backend"] = nli.backend
     md["nli_final_labels"] = dg.MetadataValue.json(nli_counts)
     md["first_foil_entailment_rate"] = round(first_round_entailed / total_first, 4) if total_first else 0.0

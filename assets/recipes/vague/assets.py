@@ -23,7 +23,7 @@ from assets.common import SINGLE_RUN, batches, contract_check_specs, partition_k
 from assets.llm_support import record_llm_attempts, record_llm_calls
 from forge.checks import mcq
 from forge.llm.prompts import load_prompt
-from forge.llm.refine import ATTEMPT_COLUMNS, Verdict, refine
+from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
 from forge.recipes.vague import logic
@@ -346,9 +346,7 @@ def vague_options(context: dg.AssetExecutionContext, storage: StorageResource, l
         logs.append(log)
         attempts.append(att)
     md = record_llm_calls(store, engine, [("vague_options", p) for p in out])
-    att = pd.concat([a for a in attempts if len(a)], ignore_index=True) if any(len(a) for a in attempts) \
-        else pd.DataFrame(columns=ATTEMPT_COLUMNS)
-    md["ne_attempts"] = record_llm_attempts(store, att, [("vague_options", p) for p in out])
+    md["ne_attempts"] = record_llm_attempts(store, attempts, [("vague_options", p) for p in out])
     return publish(store, {"vague_options": out}, rejects=logs, metadata=md, started=t0)
 
 
