@@ -1,6 +1,5 @@
-"""Splits, quality gates and exports: one identical asset set per recipe (see factory.py).
-
-Group ``splits``; for each paper ``<paper>_splits → <paper>_gated → <paper>_export``.
+"""Splits, quality gates and exports: one identical asset set per registered benchmark
+(see factory.py). Group ``splits``; for each ``<name>_splits → <name>_gated → <name>_export``.
 """
 
 from __future__ import annotations
@@ -8,7 +7,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.splits.factory import benchmark_defs
-from forge.splits.config import BENCHMARKS
+from forge.benchmarks import registry
 from forge.storage import register_view
 
 # Derived catalog views (docs/splits.md has example queries).
@@ -20,4 +19,4 @@ register_view("gate_summary", "select benchmark, split, status, coalesce(reason,
 register_view("latest_exports", "select * from exports qualify row_number() over "
                                 "(partition by benchmark order by version_number desc) = 1")
 
-defs = dg.Definitions.merge(*(benchmark_defs(p) for p in BENCHMARKS))
+defs = dg.Definitions.merge(*(benchmark_defs(spec) for spec in registry.specs()))

@@ -66,8 +66,8 @@ def evaluate(benchmark: str, spec: ModelSpec, cfg: dict[str, Any], items: pd.Dat
     by_id = {r["item_id"]: r for r in items.to_dict("records")}
     split_of = {r["item_id"]: split for r in records}
     prompts = {p.name: load_prompt(p) for p in prompt_files(benchmark, cfg)}   # keyed by file name
-    for key, fname in (bcfg.get("prompts") or {}).items():
-        prompts[f"{benchmark}_{'sv' if key == 'statement_verification' else 'oe'}"] = prompts[fname]
+    for task, fname in (bcfg.get("prompts") or {}).items():   # per-task prompts (MAIA): `task:<task>`
+        prompts[f"task:{task}"] = prompts[fname]
     stage = f"{benchmark}_eval"
     rows: list[dict[str, Any]] = []
     meta: dict[str, Any] = {"split": split, "items": len(records), "settings_run": [], "settings_skipped": {},

@@ -23,22 +23,6 @@ from forge.evals.config import ModelSpec, Setting
 from forge.evals.scorers import chosen_option_type, error_composition, multi_select_score, rotations
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
 
-# What the reply of each (benchmark, task) is parsed as.
-KINDS = {
-    ("iibench", "mcq"): "mcq", ("vague", "mcq"): "mcq", ("maia", "statement_verification"): "mcq",
-    ("maia", "open_ended"): "text", ("vimu", "open_ended"): "text", ("vimu", "multi_select"): "multi",
-    ("hummus", "classification"): "yesno", ("hummus", "naming"): "naming", ("hummus", "image_box"): "box",
-    ("hummus", "image_label"): "word", ("hummus", "caption_highlight"): "highlight",
-    ("hummus", "explanation"): "text",
-}
-CIRCULAR_BENCHMARKS = {"iibench", "vague", "maia"}   # options shown with letters that carry no meaning
-FEWSHOT_INSTRUCTION = (
-    "Instruction: Please try to answer the single-answer multiple choice question below based on the "
-    "example(with answer) and the corresponding picture.",
-    "Instruction: Please try to answer the single-answer multiple choice question below based on the "
-    "examples(with answers) and the corresponding pictures.",
-)
-
 
 @dataclass
 class EvalRequest:
@@ -118,15 +102,50 @@ def request_id(item_id: str, variant: int) -> str:
     return item_id if variant == 0 else f"{item_id}#r{variant}"
 
 
-def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]], prompts: dict[str, Any],
+class SkipItem(Exception):
+    """Raised by a benchmark's request builder: the item is left out of this setting (reason)."""
+
+
+@dataclass
+class RequestContext:
+    """What a benchmark's ``build_request`` gets for one item × setting × option variant."""
+
+    item: dict[str, Any]
+    setting: Setting
+    options: list[str] | None
+    answer: str
+    request_id: str
+    images: list[ImageInput]
+    prompts: dict[str, Any]
+    model: ModelSpec
+    data_dir: Path
+    dev_items: list[dict[str, Any]]
+    descriptions: dict[str, str]
+    captions: dict[str, str]
+    seed: str
+    extra: dict[str, Any]
+    labels: dict[str, Any]
+    context: dict[str, Any] = field(default_factory=dict)   # stored with the prediction (detail.context)
+
+    def request(self, prompt: Any, variables: dict[str, Any], images: list[ImageInput] | None = None) -> LLMRequest:
+        return _req(self.request_id, prompt, variables, self.images if images is None else images, self.model)
+
+
+def build_requests(benchmark: Any, setting: Setting, items: list[dict[str, Any]], prompts: dict[str, Any],
                    spec: ModelSpec, data_dir: Path, *, circular: bool = False,
                    dev_items: list[dict[str, Any]] | None = None, descriptions: dict[str, str] | None = None,
                    captions: dict[str, str] | None = None, seed: str = "eval") -> tuple[list[EvalRequest], list[tuple[str, str]]]:
-    """Requests for every applicable item, and ``(item_id, reason)`` for items left out."""
+    """Requests for every applicable item, and ``(item_id, reason)`` for items left out.
+
+    ``benchmark``: a registered name or a ``BenchmarkSpec``; its ``eval.kinds`` says how each
+    task's reply is parsed and its ``eval.build_request`` renders the prompt."""
+    from forge.benchmarks.registry import resolve
+
+    bench = resolve(benchmark)
     out: list[EvalRequest] = []
     skipped: list[tuple[str, str]] = []
     for item in items:
-        kind = KINDS.get((benchmark, item["task"]))
+        kind = bench.eval.kinds.get(item["task"])
         if kind is None:
             skipped.append((item["item_id"], f"task_not_evaluated:{item['task']}"))
             continue
@@ -135,74 +154,24 @@ def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]]
             continue   # e.g. ViMU guided: RM and SV only (App. G)
         options = as_list(item.get("options")) or None
         variants = [(options, item["answer"])]
-        if circular and kind == "mcq" and benchmark in CIRCULAR_BENCHMARKS and options:
+        if circular and kind == "mcq" and bench.eval.circular and options:
             variants = rotations(options, item["answer"])
         images = images_for(item, setting, spec, data_dir)
         if setting.input in ("frames", "first_frame", "image", "self_caption") and not images:
             skipped.append((item["item_id"], "no_media"))
             continue
         for k, (opts, answer) in enumerate(variants):
-            rid = request_id(item["item_id"], k)
-            ctx: dict[str, Any] = {}
-            if benchmark == "iibench":
-                v = {"question": item["question"], "options": letter_options(opts)}
-                imgs = images
-                if setting.shots:
-                    shots = pick_shots(item, dev_items or [], setting.shots, seed)
-                    if len(shots) < setting.shots:
-                        skipped.append((item["item_id"], "not_enough_dev_examples"))
-                        break
-                    blocks = []
-                    for i, s in enumerate(shots, start=1):
-                        sopts = as_list(s["options"])
-                        blocks.append(f"Question: {s['question']}\nPicture: <Picture {i}>\n{letter_options(sopts)}\n"
-                                      f"Answer: ({s['answer']})\n\n")
-                    v = {**v, "instruction": FEWSHOT_INSTRUCTION[0 if setting.shots == 1 else 1],
-                         "examples": "".join(blocks), "picture": len(shots) + 1}
-                    imgs = [ImageInput(path=data_dir / as_list(s["media_paths"])[0]) for s in shots] + images
-                    ctx["shots"] = [s["item_id"] for s in shots]
-                if setting.keywords:
-                    kw = labels.get(setting.keywords)
-                    if kw in (None, "", []):
-                        skipped.append((item["item_id"], f"no_{setting.keywords}_label"))
-                        break
-                    v["keywords"] = ", ".join(map(str, kw)) if isinstance(kw, list) else str(kw)
-                req = _req(rid, prompts[setting.prompt], v, imgs, spec)
-            elif benchmark == "vimu":
-                text = (extra.get("prompts") or {}).get(setting.variant or "unguided")
-                if not text:
-                    skipped.append((item["item_id"], f"no_{setting.variant}_prompt"))
-                    break
-                req = _req(rid, prompts[setting.prompt], {"prompt": text}, images, spec)
-            elif benchmark == "vague":
-                v = {"question": item["question"], "options": letter_options(opts)}
-                if setting.input == "self_caption":
-                    cap = (captions or {}).get(item["item_id"])
-                    if not cap:
-                        skipped.append((item["item_id"], "caption_failed"))
-                        break
-                    v["caption"] = cap
-                    ctx["caption"] = cap
-                req = _req(rid, prompts[setting.prompt], v, [] if setting.input == "self_caption" else images, spec)
-            elif benchmark == "maia":
-                if item["task"] == "statement_verification":
-                    req = _req(rid, prompts["maia_sv"], {"options": letter_options(opts, "dot")}, images, spec)
-                else:
-                    req = _req(rid, prompts["maia_oe"], {"question": item["question"]}, images, spec)
-            elif benchmark == "hummus":
-                if setting.input == "description":
-                    desc = (descriptions or {}).get(item["item_id"])
-                    if not desc:
-                        skipped.append((item["item_id"], "no_image_description"))
-                        break
-                    req = _req(rid, prompts[setting.prompt], {"description": desc, "question": item["question"]}, [], spec)
-                    ctx["description"] = desc
-                else:
-                    req = _req(rid, prompts[setting.prompt], {"question": item["question"]}, images, spec)
-            else:
-                raise ValueError(f"unknown benchmark {benchmark}")
+            ctx = RequestContext(item=item, setting=setting, options=opts, answer=str(answer),
+                                 request_id=request_id(item["item_id"], k), images=images, prompts=prompts, model=spec,
+                                 data_dir=data_dir, dev_items=dev_items or [], descriptions=descriptions or {},
+                                 captions=captions or {}, seed=seed, extra=extra, labels=labels)
+            try:
+                req = bench.eval.build_request(ctx)
+            except SkipItem as exc:
+                skipped.append((item["item_id"], str(exc)))
+                break
             out.append(EvalRequest(item=item, kind=kind, options=opts, answer=str(answer), variant=k, request=req,
-                                   n_images=len(req.images), context=ctx))
+                                   n_images=len(req.images), context=ctx.context))
     return out, skipped
 
 
@@ -241,7 +210,9 @@ def parse_reply(er: EvalRequest, text: str | None) -> ex.Extraction:
         return ex.extract_word(text)
     if er.kind == "highlight":
         return ex.extract_highlight(text)
-    return ex.extract_text(text, er.item.get("question", "") if er.item.get("benchmark") == "hummus" else "")
+    if er.kind == "text_not_question":   # an echo of the question is no answer
+        return ex.extract_text(text, er.item.get("question", ""))
+    return ex.extract_text(text, "")
 
 
 def prediction_rows(model: str, benchmark: str, setting: Setting, split_of: dict[str, str],

@@ -235,7 +235,8 @@ def render_card(ctx: dict[str, Any]) -> str:
     lines += ["## Construction", "", f"- backends: {ctx['backends']}", f"- models: {ctx['models']}",
               f"- item prompt hashes: {', '.join(ctx['prompt_hashes']) or 'none'}",
               f"- blind-solver prompt hash: {ctx.get('blind_prompt_hash', '')}; model: {ctx.get('blind_model', '')}",
-              f"- recipe config (`config/recipes/{b}.yaml`, sha256 {ctx['recipe_config_hash']}):", "",
+              f"- recipe config (`{ctx.get('recipe_config_name') or f'config/recipes/{b}.yaml'}`, "
+              f"sha256 {ctx['recipe_config_hash']}):", "",
               "```yaml", ctx["recipe_config"].rstrip(), "```", "",
               "- split / gate / export config:", "", "```yaml",
               yaml.safe_dump(ctx["stage_config"], sort_keys=False).rstrip(), "```", ""]
@@ -246,6 +247,8 @@ def render_card(ctx: dict[str, Any]) -> str:
               f"({c['tokens_in']} tokens in, {c['tokens_out']} out, {c['cache_hits']} cache hits) → "
               f"**${c['per_item']:.5f} per accepted item** ({len(df)} items)."
               + (f" Unpriced models (cost 0 here): {c['unpriced']}." if c.get("unpriced") else ""), ""]
+    for section in ctx.get("extra_sections") or []:   # the benchmark spec's own card sections
+        lines += [section.rstrip(), ""]
     ch = ctx.get("changes")
     lines += ["## Changes", ""]
     if ch and ch.get("previous"):

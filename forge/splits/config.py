@@ -1,8 +1,11 @@
 """Per-benchmark settings of the splits / gates / export stage (``config/splits.yaml``).
 
-Merged in this order, later wins: the file's ``defaults``, the recipe's own ``splits:``
-block in ``config/recipes/<paper>.yaml`` (II-Bench keeps its paper sizes there), then
-``benchmarks.<paper>`` in ``config/splits.yaml``.
+Merged in this order, later wins: the file's ``defaults``, the benchmark spec's paper
+policies (``forge/recipes/<name>/spec.py``: split sizes, blind action and trials), the
+recipe's own ``splits:`` block in its recipe config (II-Bench keeps its paper sizes
+there), then ``benchmarks.<name>`` in ``config/splits.yaml``. Two policies are the
+paper's and no config overrides them: the option policy (fixed-order options never move)
+and the blind unit (item or pool).
 """
 
 from __future__ import annotations
@@ -14,11 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from scipy.stats import binom, binomtest
+
+from forge.benchmarks.registry import resolve
+from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindUnit, OptionPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLITS_CONFIG = ROOT / "config" / "splits.yaml"
 RECIPES_CONFIG = ROOT / "config" / "recipes"
-BENCHMARKS = ("maia", "vague", "vimu", "iibench", "hummus")
 REST = "rest"
 # Keys of a recipe's ``splits:`` block that are not split sizes.
 _NON_SIZE_KEYS = {"unit", "group_by", "seed", "sizes", "leakage_keys", "near_duplicate", "gates", "blind", "export"}
@@ -34,8 +40,8 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _recipe_block(benchmark: str, recipes_dir: Path) -> dict[str, Any]:
-    path = recipes_dir / f"{benchmark}.yaml"
+def _recipe_block(spec: BenchmarkSpec, recipes_dir: Path) -> dict[str, Any]:
+    path = recipes_dir / f"{spec.name}.yaml" if recipes_dir != RECIPES_CONFIG else spec.recipe_config_path()
     if not path.exists():
         return {}
     block = (yaml.safe_load(path.read_text()) or {}).get("splits") or {}
@@ -49,10 +55,28 @@ def _recipe_block(benchmark: str, recipes_dir: Path) -> dict[str, Any]:
     return out
 
 
-def benchmark_config(benchmark: str, path: Path = SPLITS_CONFIG, recipes_dir: Path = RECIPES_CONFIG) -> dict[str, Any]:
+def spec_block(spec: BenchmarkSpec) -> dict[str, Any]:
+    """The spec's paper policies as a config block (merged under the recipe and the file)."""
+    blind: dict[str, Any] = {"action": str(spec.blind.action)}
+    if spec.blind.trials is not None:
+        blind["trials"] = spec.blind.trials
+    out: dict[str, Any] = {"blind": blind}
+    if spec.split.sizes:
+        out["sizes"] = dict(spec.split.sizes)
+    return out
+
+
+def benchmark_config(benchmark: str | BenchmarkSpec, path: Path = SPLITS_CONFIG,
+                     recipes_dir: Path = RECIPES_CONFIG) -> dict[str, Any]:
+    spec = resolve(benchmark)
     doc = yaml.safe_load(path.read_text()) or {}
-    cfg = deep_merge(doc.get("defaults") or {}, _recipe_block(benchmark, recipes_dir))
-    cfg = deep_merge(cfg, (doc.get("benchmarks") or {}).get(benchmark) or {})
+    cfg = deep_merge(doc.get("defaults") or {}, spec_block(spec))
+    cfg = deep_merge(cfg, _recipe_block(spec, recipes_dir))
+    cfg = deep_merge(cfg, (doc.get("benchmarks") or {}).get(spec.name) or {})
+    # The paper's policies, not settings: recorded in the config (and so in code versions and cards).
+    cfg["options"] = str(spec.options)
+    cfg.setdefault("blind", {})["unit"] = str(spec.blind.unit)
+    cfg["unit_key"] = spec.split.unit_key
     if os.environ.get("SUBTEXT_EXPORT_FORCE_STUB", "").strip().lower() in ("1", "true", "yes"):
         cfg.setdefault("export", {})["force_stub"] = True
     return cfg
@@ -113,24 +137,53 @@ class SplitSizes:
 
 @dataclass(frozen=True)
 class BlindConfig:
-    enabled: bool = True
+    action: BlindAction = BlindAction.DROP
+    unit: BlindUnit = BlindUnit.ITEM
     trials: int = 5
     temperature: float = 0.7
     alpha: float = 0.05
     min_accuracy: float = 0.6
-    drop: bool = True
     max_items: int | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> BlindConfig:
-        d = d or {}
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+        d = dict(d or {})
+        # Older configs: `enabled: false` → off, `drop: false` → report.
+        if "action" not in d and ("enabled" in d or "drop" in d):
+            d["action"] = "off" if not d.get("enabled", True) else "drop" if d.get("drop", True) else "report"
+        kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        kw["action"] = BlindAction(kw.get("action", BlindAction.DROP))
+        kw["unit"] = BlindUnit(kw.get("unit", BlindUnit.ITEM))
+        if int(kw.get("trials", 5)) < 1:
+            raise ValueError("blind.trials must be at least 1")
+        return cls(**kw)
+
+    @property
+    def enabled(self) -> bool:
+        return self.action != BlindAction.OFF
+
+    @property
+    def drop(self) -> bool:
+        return self.action == BlindAction.DROP
+
+    def flags(self, correct: int, trials: int, chance: float) -> bool:
+        """The test: one-sided binomial p < alpha against chance and accuracy ≥ min_accuracy."""
+        if trials <= 0:
+            return False
+        return (correct / trials >= self.min_accuracy
+                and float(binomtest(correct, trials, chance, alternative="greater").pvalue) < self.alpha)
+
+    def guess_drop_probability(self, chance: float) -> float:
+        """Probability that a pure guesser (right with probability ``chance`` per trial) is
+        flagged: the false-positive rate of the test for a unit with that chance."""
+        return float(sum(binom.pmf(c, self.trials, chance) for c in range(self.trials + 1)
+                         if self.flags(c, self.trials, chance)))
 
 
 @dataclass(frozen=True)
 class GateConfig:
     position_tolerance: float = 0.02
-    rebalance_positions: bool = True
+    rebalance_positions: bool = True   # only where the option policy is `balance`
     max_length_excess: float = 0.15
     duplicate_option_threshold: float = 0.9
     check_media_files: bool = True
@@ -141,4 +194,6 @@ class GateConfig:
         g = cfg.get("gates") or {}
         kw = {k: g[k] for k in ("position_tolerance", "rebalance_positions", "max_length_excess",
                                 "duplicate_option_threshold", "check_media_files") if k in g}
+        if cfg.get("options") == OptionPolicy.FIXED:
+            kw["rebalance_positions"] = False   # fixed-order options never move, whatever the config says
         return cls(**kw, blind=BlindConfig.from_dict(cfg.get("blind")))

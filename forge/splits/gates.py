@@ -7,8 +7,13 @@
   (or as close as the split size allows); a split outside it gets a seeded, balanced
   re-shuffle (``forge.checks.mcq``), option types moving with their options.
 * ``blind_requests`` / ``score_blind``: a text-only model answers each multiple-choice item
-  N times without the image; an item answered correctly far above chance (one-sided
-  binomial test and a minimum accuracy) is flagged as *blind-solvable*.
+  N times without the image; a unit (an item, or a pool of items sharing a unit key: a
+  trial counts only when every item of the pool is right) answered correctly far above
+  chance (one-sided binomial test and a minimum accuracy) is flagged as *blind-solvable*.
+  The prompt is the same for single- and multi-answer items: it never reveals how many
+  options are correct.
+* ``unit_of`` / ``whole_units``: items tied by the benchmark's unit key (MAIA's pool) are
+  kept or dropped together.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binomtest
 
 from forge.checks import mcq
 from forge.llm.types import LLMRequest, LLMResult
@@ -240,19 +246,18 @@ def render_options(options: Sequence[str]) -> str:
 
 
 def blind_requests(df: pd.DataFrame, prompt: Any, cfg: BlindConfig) -> list[LLMRequest]:
-    """N text-only requests per multiple-choice item (no images); trials differ by seed."""
+    """N text-only requests per multiple-choice item (no images); trials differ by seed.
+    The variables are the same for every item shape, so the gold's cardinality never shows."""
     reqs: list[LLMRequest] = []
     for _, r in df.iterrows():
         if not is_mcq(r):
             continue
-        multi = len(answer_letters(r["answer"]) or []) > 1
         opts = list(r["options"])
         letters = ", ".join(mcq.letter(i) for i in range(len(opts)))
         for t in range(cfg.trials):
             reqs.append(LLMRequest(
                 item_id=r["item_id"], prompt=prompt,
-                variables={"question": r["question"], "options": render_options(opts), "letters": letters,
-                           "mode": "one or more letters, comma-separated" if multi else "exactly one letter"},
+                variables={"question": r["question"], "options": render_options(opts), "letters": letters},
                 params={"temperature": cfg.temperature, "seed": t}))
     return reqs
 
@@ -290,29 +295,109 @@ class BlindScore:
         return self.correct / self.trials if self.trials else 0.0
 
 
-def score_blind(df: pd.DataFrame, results: Sequence[LLMResult], cfg: BlindConfig) -> dict[str, BlindScore]:
-    """Per item: trials answered, correct, one-sided binomial p against chance, flagged."""
-    from scipy.stats import binomtest
-
+def _trial_outcomes(df: pd.DataFrame, requests: Sequence[LLMRequest],
+                    results: Sequence[LLMResult]) -> dict[str, dict[int, bool | None]]:
+    """item_id → trial (seed) → right / wrong / None (the call returned no answer)."""
     rows = {r["item_id"]: r for _, r in df.iterrows()}
-    tally: dict[str, list[int]] = {}
-    for res in results:
-        t = tally.setdefault(res.item_id, [0, 0, 0])
+    out: dict[str, dict[int, bool | None]] = {}
+    for req, res in zip(requests, results, strict=True):
+        t = int(req.params.get("seed", 0))
         if not res.ok or res.data is None:
-            t[2] += 1
+            out.setdefault(res.item_id, {})[t] = None
             continue
-        t[0] += 1
         got = parse_letters(res.data.get("answer"))
         gold = frozenset(answer_letters(rows[res.item_id]["answer"]) or [])
-        t[1] += int(got == gold)
-    out: dict[str, BlindScore] = {}
-    for item_id, (n, c, failed) in tally.items():
-        r = rows[item_id]
-        chance = chance_rate(len(r["options"]), len(answer_letters(r["answer"]) or []) > 1)
-        p = float(binomtest(c, n, chance, alternative="greater").pvalue) if n else 1.0
-        flagged = n > 0 and p < cfg.alpha and c / n >= cfg.min_accuracy
-        out[item_id] = BlindScore(item_id, n, c, failed, round(chance, 4), round(p, 6), flagged)
+        out.setdefault(res.item_id, {})[t] = got == gold
     return out
+
+
+def _item_chance(r: Any) -> float:
+    return chance_rate(len(r["options"]), len(answer_letters(r["answer"]) or []) > 1)
+
+
+def score_blind(df: pd.DataFrame, requests: Sequence[LLMRequest], results: Sequence[LLMResult], cfg: BlindConfig,
+                units: dict[str, str] | None = None) -> dict[str, BlindScore]:
+    """Per unit (``units``: item_id → unit id; default every item alone), keyed by item id:
+    trials answered, correct, one-sided binomial p against chance, flagged.
+
+    A pool's trial t is answered when every member answered trial t, right when every
+    member was right; its chance is the product of its members' chances. Every member
+    of a pool carries the pool's figures."""
+    rows = {r["item_id"]: r for _, r in df.iterrows()}
+    outcomes = _trial_outcomes(df, requests, results)
+    units = units or {}
+    members: dict[str, list[str]] = {}
+    for item_id in outcomes:
+        members.setdefault(units.get(item_id, item_id), []).append(item_id)
+    out: dict[str, BlindScore] = {}
+    for unit, ids in members.items():
+        trials = sorted({t for i in ids for t in outcomes[i]})
+        n = c = failed = 0
+        for t in trials:
+            got = [outcomes[i].get(t) for i in ids]
+            if any(g is None for g in got):
+                failed += 1
+                continue
+            n += 1
+            c += int(all(got))
+        chance = float(np.prod([_item_chance(rows[i]) for i in ids]))
+        p = float(binomtest(c, n, chance, alternative="greater").pvalue) if n else 1.0
+        flagged = cfg.flags(c, n, chance)
+        for i in ids:
+            out[i] = BlindScore(i, n, c, failed, round(chance, 6), round(p, 6), flagged)
+    return out
+
+
+def guess_drop_table(df: pd.DataFrame, cfg: BlindConfig, units: dict[str, str] | None = None) -> dict[str, float]:
+    """Chance that a pure guesser gets a unit flagged, per distinct unit chance (``k=4``,
+    ``pool of 8`` ...): the test's false-positive rate, stated with every gate run."""
+    units = units or {}
+    rows = df[df.apply(is_mcq, axis=1)] if len(df) else df
+    groups: dict[str, list[float]] = {}
+    for _, r in rows.iterrows():
+        groups.setdefault(units.get(r["item_id"], r["item_id"]), []).append(_item_chance(r))
+    out: dict[str, float] = {}
+    for chances in groups.values():
+        if len(chances) == 1:
+            label = f"k={round(1 / chances[0])}" if chances[0] > 0 else "k=?"
+        else:
+            label = f"pool of {len(chances)}"
+        if label not in out:
+            out[label] = round(cfg.guess_drop_probability(float(np.prod(chances))), 6)
+    return dict(sorted(out.items()))
+
+
+def unit_of(df: pd.DataFrame, key: str | None) -> dict[str, str]:
+    """item_id → unit id: the value of ``key`` in the item's ``labels`` JSON (items without
+    it are units of their own). Empty when the benchmark has no unit key."""
+    if not key or df.empty:
+        return {}
+    out: dict[str, str] = {}
+    for item_id, labels in zip(df["item_id"], df["labels"]):
+        try:
+            d = json.loads(labels) if isinstance(labels, str) else (labels or {})
+        except ValueError:
+            d = {}
+        v = d.get(key) if isinstance(d, dict) else None
+        if v is not None and str(v).strip():
+            out[str(item_id)] = f"{key}={v}"
+    return out
+
+
+def whole_units(status: dict[str, tuple[str, str]], units: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """Drop every member of a unit one of whose members is dropped (a gate never splits a
+    unit); returns only the added drops, each naming the member that caused it."""
+    dropped_units: dict[str, str] = {}
+    for item_id in sorted(status):
+        u = units.get(item_id)
+        if u is not None and u not in dropped_units:
+            dropped_units[u] = item_id
+    added: dict[str, tuple[str, str]] = {}
+    for item_id, u in units.items():
+        if u in dropped_units and item_id not in status:
+            cause = dropped_units[u]
+            added[item_id] = ("unit_member_dropped", f"{u}: member {cause} was dropped ({status[cause][0]})")
+    return added
 
 
 def blind_accuracy(scores: Sequence[BlindScore]) -> float:

@@ -14,6 +14,9 @@ from forge.media.hashing import hash_image
 from forge.storage import TableStore
 
 BATCH = "demo-0000"
+# Required paper-specific columns of each items contract (values do not matter here).
+PAPER_COLUMNS = {"vague": {"direct_expression": "pass the salt", "indirect_expression": "this soup is bland"},
+                 "vimu": {"question_id": "q", "extra": "{}"}, "iibench": {"extra": "{}"}, "hummus": {"extra": "{}"}}
 
 
 def noise_image(path: Path, seed: int, brighten: int = 0) -> None:
@@ -59,13 +62,14 @@ def make_world(store: TableStore, specs: list[dict], benchmark: str = "maia", wi
                         "listed_at": pd.Timestamp("2025-01-01", tz="UTC")}
         opts = s.get("options", [f"right {s['item_id']}", "wrong one", "wrong two", "wrong three"])
         items.append({
-            "item_id": s["item_id"], "benchmark": benchmark, "task": "mcq", "category": s["category"],
+            "item_id": s["item_id"], "benchmark": benchmark, "task": s.get("task", "mcq"), "category": s["category"],
             "question": s.get("question", f"What does image {s['item_id']} imply?"), "options": opts,
-            "option_types": s.get("option_types", ["correct"] + ["distractor"] * (len(opts) - 1)),
+            "option_types": s["option_types"] if "option_types" in s else ["correct"] + ["distractor"] * (len(opts) - 1),
             "answer": s.get("answer", "A"), "references": None, "media_paths": [rel], "unit_id": fid,
             "source_item_id": vid, "source": "demo", "channel": s.get("channel"), "batch": BATCH,
-            "labels": json.dumps({"domain": s["category"], "explanation": "because it shows a thing"}),
+            "labels": json.dumps(s.get("labels", {"domain": s["category"], "explanation": "because it shows a thing"})),
             "backend": s.get("backend", "openai"), "model": "double-model", "prompt_hash": "ph1", "extra": None,
+            **PAPER_COLUMNS.get(benchmark, {}), **s.get("columns", {}),
         })
     write(store, "frames", frames)
     write(store, "frame_hashes", hashes)

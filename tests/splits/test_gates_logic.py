@@ -80,11 +80,15 @@ def test_blind_scoring_flags_items_far_above_chance():
     assert {r.params["seed"] for r in reqs} == set(range(5))
     results = ([_res("i000", "A")] * 5 + [_res("i001", "B")] * 4 + [_res("i001", "a)")]
                + [_res("i002", "C, A")] * 3 + [_res("i002", "A", ok=False)] * 2)
-    s = sg.score_blind(df, results, cfg)
+    s = sg.score_blind(df, reqs, results, cfg)
     assert s["i000"].flagged and s["i000"].accuracy == 1.0
     assert not s["i001"].flagged and s["i001"].correct == 1
     assert s["i002"].trials == 3 and s["i002"].failed == 2 and s["i002"].correct == 3
-    assert s["i002"].chance == round(1 / 15, 4) and s["i002"].flagged
+    assert s["i002"].chance == round(1 / 15, 6) and s["i002"].flagged
+    # the prompt variables never say how many options are correct: single and multi look alike
+    single = next(r for r in reqs if r.item_id == "i000").variables
+    multi = next(r for r in reqs if r.item_id == "i002").variables
+    assert single.keys() == multi.keys() == {"question", "options", "letters"}
     assert sg.parse_letters("[stub] answer") is None and sg.parse_letters("b") == frozenset({1})
 
 
@@ -97,3 +101,47 @@ def test_paper_specific_columns_fold_into_extra():
     import json
 
     assert json.loads(out.loc[0, "extra"]) == {"k": 1, "direct_expression": "the cat"}
+
+
+def test_pool_blind_counts_a_trial_only_when_every_pair_is_right():
+    df = _items(6).assign(options=[["ts", "fs"]] * 6, option_types=None)
+    units = {f"i00{k}": f"question_id=q{k // 3}" for k in range(6)}       # two pools of 3 pairs
+    cfg = BlindConfig(trials=5, alpha=0.05, min_accuracy=0.6)
+    reqs = sg.blind_requests(df, prompt=object(), cfg=cfg)
+    # pool q0: every pair right in every trial; pool q1: pair i005 wrong in trials 0, 1 and 2
+    results = [_res(r.item_id, "B" if r.item_id == "i005" and r.params["seed"] < 3 else "A") for r in reqs]
+    s = sg.score_blind(df, reqs, results, cfg, units)
+    assert {s[f"i00{k}"].flagged for k in range(3)} == {True}
+    assert s["i000"].chance == round(0.5 ** 3, 6) and s["i000"].correct == 5
+    assert {(s[f"i00{k}"].correct, s[f"i00{k}"].flagged) for k in range(3, 6)} == {(2, False)}
+    # the same replies judged per item flag i003 and i004 (5/5) but not i005 (2/5)
+    per_item = sg.score_blind(df, reqs, results, cfg)
+    assert per_item["i003"].flagged and not per_item["i005"].flagged
+
+
+def test_dropping_one_member_drops_its_whole_unit():
+    units = {"a": "question_id=q1", "b": "question_id=q1", "c": "question_id=q2"}
+    added = sg.whole_units({"a": ("empty_field", "question is empty")}, units)
+    assert added == {"b": ("unit_member_dropped", "question_id=q1: member a was dropped (empty_field)")}
+    df = pd.DataFrame({"item_id": ["a", "b", "c", "d"],
+                       "labels": ['{"question_id": "q1"}', '{"question_id": "q1"}', '{"question_id": "q2"}', None]})
+    assert sg.unit_of(df, "question_id") == units and sg.unit_of(df, None) == {}
+
+
+def test_guess_drop_probability_is_the_tests_false_positive_rate():
+    cfg = BlindConfig(trials=5, alpha=0.05, min_accuracy=0.6)
+    assert cfg.guess_drop_probability(0.5) == 1 / 32            # only 5/5 is flagged for two options
+    assert cfg.guess_drop_probability(0.25) < cfg.alpha
+    assert BlindConfig(trials=5, alpha=0.01).guess_drop_probability(0.5) == 0.0
+    df = _items(2).assign(options=[["a", "b"], ["a", "b", "c", "d"]])
+    assert sg.guess_drop_table(df, cfg) == {"k=2": 0.03125, "k=4": round(cfg.guess_drop_probability(0.25), 6)}
+
+
+def test_blind_prompt_never_states_the_number_of_correct_options():
+    from forge.llm.prompts import load_prompt
+    from forge.splits.stages import BLIND_PROMPT
+
+    p = load_prompt(BLIND_PROMPT)
+    text = (p.system + p.user).lower()
+    assert "exactly one" not in text and "one or more" not in text and "single" not in text
+    assert set(p.variables) == {"question", "options", "letters"}

@@ -1,0 +1,1 @@
+"""Benchmark specs and their registry (docs/benchmarks.md)."""

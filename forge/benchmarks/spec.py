@@ -1,0 +1,139 @@
+"""What a benchmark (one paper) declares so that the shared stages never name it.
+
+A ``BenchmarkSpec`` is plain data plus a few callables. The shared stages read it:
+
+* splits (``forge/splits``): the split policy (sizes, the unit a split and a gate never cut);
+* gates: the option policy (may correct-option positions be re-balanced?) and the blind
+  (text-only) filter policy (drop / report / off, per item or per pool, trial budget);
+* exports: card sections and the recipe config shown on the card;
+* evaluations (``forge/evals``): settings, reply kinds per task, the request builder, the
+  setting scorer, the primary metric, judge / similarity needs, report slices and plots;
+* the Dagster layer: group, owners, the recipe asset that writes the items table.
+
+Every policy choice cites the paper section it follows in the spec's own docstring
+(``forge/recipes/<paper>/spec.py``). Dagster-free: nothing here imports ``dagster``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class OptionPolicy(enum.StrEnum):
+    """May the gate move the correct option to balance letter positions?"""
+
+    BALANCE = "balance"   # options are an unordered set: re-shuffling them is harmless
+    FIXED = "fixed"       # the letter order carries meaning (a taxonomy A–E, Yes/No): never move
+
+
+class BlindAction(enum.StrEnum):
+    """What the blind (text-only) solvability test does with a flagged unit."""
+
+    DROP = "drop"         # flagged units are removed before export
+    REPORT = "report"     # flagged units are kept; the figures are a unimodal baseline
+    OFF = "off"           # no blind test (no LLM calls)
+
+
+class BlindUnit(enum.StrEnum):
+    """What one blind verdict is about."""
+
+    ITEM = "item"         # each multiple-choice item on its own (a MAIA TS/FS pair is one item)
+    POOL = "pool"         # items sharing ``unit_key``: a trial counts only if every item is right
+
+
+@dataclass(frozen=True)
+class BlindPolicy:
+    """Paper defaults of the blind filter; ``config/splits.yaml`` ``blind:`` may override
+    ``action`` and ``trials`` (a documented deviation), never the unit."""
+
+    action: BlindAction = BlindAction.DROP
+    unit: BlindUnit = BlindUnit.ITEM
+    trials: int | None = None        # None: the ``config/splits.yaml`` default
+
+
+@dataclass(frozen=True)
+class SplitPolicy:
+    """How items are split and which group of items gates and splits keep whole.
+
+    ``unit_key`` names a key of the item's ``labels`` JSON whose value ties items together
+    (MAIA's ``question_id``: a pool of TS/FS pairs and its open question). A gate that drops
+    one member drops the whole unit, and the blind test of a ``POOL`` unit judges the unit.
+    Leakage grouping (source item, channel, near-duplicate) always applies on top.
+    ``sizes``: the paper's split sizes (None: ``config/splits.yaml`` defaults apply).
+    """
+
+    sizes: Mapping[str, int | float | str] | None = None
+    unit_key: str | None = None
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """How the evaluation stage runs and scores this benchmark.
+
+    ``kinds``: task → how a reply is parsed (``mcq``, ``multi``, ``yesno``, ``text``, ...;
+    see ``forge.evals.requests.parse_reply``). ``build_request(ctx)`` renders one item for
+    one setting (``forge.evals.requests.RequestContext``). ``score_setting(setting, g, sc,
+    primary)`` adds the aggregate rows of one setting (a function of ``forge.evals.scoring``).
+    ``defaults``: the ``config/evals.yaml`` block used when that file has none for this
+    benchmark (the file wins key by key). ``prompts_dir``: where setting prompt files live.
+    """
+
+    kinds: Mapping[str, str]
+    build_request: Callable[..., Any]
+    score_setting: Callable[..., None]
+    primary_metric: str
+    prompts_dir: Path = ROOT / "assets" / "evals" / "prompts"
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    judge_prompt: str | None = None              # open-ended answers judged by the `llm` resource's model
+    similarity: bool = False                     # needs the embedder (similarity / overlap scores)
+    circular: bool = False                       # letters carry no meaning: circular evaluation allowed
+    # Hummus §6.3-style text stand-in for the image: (items, evidence table) → item_id → text.
+    descriptions: Callable[[Any, Any], dict[str, str]] | None = None
+    report_slices: tuple[tuple[str, str], ...] = ()           # (metric, labels key) bar plots
+    report_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # metadata name → metrics
+    report_plots: Callable[[Any, Any, Path], list[Path]] | None = None          # (scores, predictions, dir)
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """One benchmark = one spec. See the module docstring for who reads what."""
+
+    name: str                                    # table / asset prefix and partition file name
+    title: str                                   # the paper's name, for cards and docs
+    group: str                                   # Dagster group of its recipe assets
+    recipe_assets: tuple[str, ...]               # its recipe assets, last one writes ``items_table``
+    eval: EvalSpec
+    options: OptionPolicy = OptionPolicy.BALANCE
+    blind: BlindPolicy = field(default_factory=BlindPolicy)
+    split: SplitPolicy = field(default_factory=SplitPolicy)
+    owners: tuple[str, ...] = ("team:recipes",)
+    contracts_dir: Path | None = None            # None: data_contracts/ (plug-ins ship their own)
+    recipe_config: Path | None = None            # None: config/recipes/<name>.yaml when it exists
+    doc: str | None = None                       # docs page (relative to the repo root)
+    card_sections: tuple[str, ...] = ()          # extra markdown sections for the dataset card
+    # Module whose ``defs`` holds the recipe assets, for a benchmark that lives outside
+    # ``assets/`` (built-in papers are discovered under assets/recipes/ and leave it None).
+    definitions_module: str | None = None
+    # Published-release importer (issue "published releases"): release → items frame.
+    importer: Callable[..., Any] | None = None
+
+    @property
+    def items_table(self) -> str:
+        return f"{self.name}_items"
+
+    @property
+    def items_asset(self) -> str:
+        return self.recipe_assets[-1]
+
+    def recipe_config_path(self) -> Path:
+        return self.recipe_config or ROOT / "config" / "recipes" / f"{self.name}.yaml"
+
+    def asset(self, stage: str) -> str:
+        """``<name>_<stage>``: the shared stages' asset names (splits, gated, export, eval ...)."""
+        return f"{self.name}_{stage}"

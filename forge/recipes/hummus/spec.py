@@ -1,0 +1,38 @@
+"""Hummus as a registered benchmark.
+
+* Option policy **fixed**: the Classification prompt asks for Yes or No (§6, Table 1) and
+  is scored with F1 per class (Table 2); the scorer reads option A as Yes, so moving the
+  options would swap the classes. (§6.2's randomised "A or B" order is a prompt variant.)
+* Blind filter **report**, unit **item**: the paper measures caption-only identifiability
+  with a text-only detector and reports it as evidence of multimodality (§5 "Multimodality
+  of the metaphor samples") rather than filtering on it; the text-only solver's figures are
+  reported the same way.
+* Evaluation: the six Table 1 tasks, thresholds of §6.1 (0.6 similarity, IoU 0.5, ROUGE-1
+  0.35 / ROUGE-2 0.087), and the §6.3 ablation with a textual description of the image.
+"""
+
+from __future__ import annotations
+
+from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy
+from forge.evals.scoring import _score_hummus
+from forge.recipes.hummus.evaluation import build_request, descriptions
+
+SPEC = BenchmarkSpec(
+    name="hummus",
+    title="Hummus",
+    group="hummus",
+    recipe_assets=("hummus_pairs", "hummus_annotations", "hummus_items"),
+    options=OptionPolicy.FIXED,
+    blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.ITEM),
+    doc="docs/recipes/hummus.md",
+    eval=EvalSpec(
+        kinds={"classification": "yesno", "naming": "naming", "image_box": "box", "image_label": "word",
+               "caption_highlight": "highlight", "explanation": "text_not_question"},
+        build_request=build_request,
+        score_setting=_score_hummus,
+        primary_metric="f1_avg",
+        similarity=True,
+        descriptions=descriptions,
+        report_tables={"all_metrics": ()},
+    ),
+)

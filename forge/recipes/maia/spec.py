@@ -1,0 +1,46 @@
+"""MAIA as a registered benchmark.
+
+* Option policy **balance**: a Task 1 item is one true/false statement pair (§4.1); which
+  statement comes first carries no meaning, so positions may be balanced.
+* Blind filter **report**, unit **pool** (``question_id``): the paper keeps pairs a
+  language model alone gets right and instead reports a *unimodal* baseline (§4.3
+  "Unimodal"), and scores a question only when all 8 pairs of its pool are right (§5.1,
+  §6 Agg-Acc). Dropping single pairs would break pools, so the text-only test judges a
+  pool (a trial counts only when every pair is right) and reports it; nothing is dropped.
+* Split/gate unit **pool**: the 8 TS/FS pairs of a question and its open question stay
+  together (§3, Fig. 2: 2 questions × 12 categories × 8 answers per video); a gate that
+  removes one member removes the pool.
+* Evaluation: §4.3 settings (black video, 1 frame, 32 frames); statement verification and
+  open-ended answers judged against the 8-answer pool; primary metric Agg-Acc (§6).
+"""
+
+from __future__ import annotations
+
+from forge.benchmarks.spec import (
+    BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy, SplitPolicy,
+)
+from forge.evals.scoring import _score_maia
+from forge.recipes.maia.evaluation import build_request
+
+SPEC = BenchmarkSpec(
+    name="maia",
+    title="MAIA",
+    group="maia",
+    recipe_assets=("maia_questions", "maia_answer_pools", "maia_statements", "maia_foils", "maia_items"),
+    options=OptionPolicy.BALANCE,
+    blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.POOL),
+    split=SplitPolicy(unit_key="question_id"),
+    doc="docs/recipes/maia.md",
+    eval=EvalSpec(
+        kinds={"statement_verification": "mcq", "open_ended": "text"},
+        build_request=build_request,
+        score_setting=_score_maia,
+        primary_metric="agg_accuracy",
+        judge_prompt="maia_oe_judge.yaml",
+        similarity=True,
+        circular=True,
+        report_slices=(("sv_accuracy", "category"), ("oe_accuracy", "category")),
+        report_tables={"all_metrics": ("sv_accuracy", "pool_consistency", "oe_accuracy", "rouge_l",
+                                       "embedding_similarity", "agg_accuracy")},
+    ),
+)

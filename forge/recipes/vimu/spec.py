@@ -1,0 +1,37 @@
+"""ViMU as a registered benchmark.
+
+* Option policy **fixed**: the A–E options of RM, SV and EG are the taxonomy groups in a
+  fixed order (App. C, D), and the paper's option-affinity analysis reads letters as
+  categories (§4, Fig. 9; App. H). Re-shuffling would mix two orders in one export.
+* Blind filter **off**: the RM / SV / EG question text is the same for every item (App. G),
+  so a text-only "solvable" verdict means "the gold equals the solver's favourite letter"
+  and dropping on it would remove the most common labels. The paper has no text-only filter.
+* Evaluation: App. G guided / unguided prompts, App. B judge for OE, §4 task averages
+  (SSU-Avg, All-Avg) and the affinity / co-occurrence plots.
+"""
+
+from __future__ import annotations
+
+from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, EvalSpec, OptionPolicy
+from forge.evals.report import vimu_plots
+from forge.evals.scoring import _score_vimu
+from forge.recipes.vimu.evaluation import build_request
+
+SPEC = BenchmarkSpec(
+    name="vimu",
+    title="ViMU",
+    group="vimu",
+    recipe_assets=("vimu_annotations", "vimu_questions", "vimu_items"),
+    options=OptionPolicy.FIXED,
+    blind=BlindPolicy(action=BlindAction.OFF),
+    doc="docs/recipes/vimu.md",
+    eval=EvalSpec(
+        kinds={"open_ended": "text", "multi_select": "multi"},
+        build_request=build_request,
+        score_setting=_score_vimu,
+        primary_metric="All-Avg",
+        judge_prompt="vimu_oe_judge.yaml",
+        report_tables={"tasks": ("OE", "EG", "RM", "SV", "SSU-Avg", "All-Avg")},
+        report_plots=vimu_plots,
+    ),
+)
