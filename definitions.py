@@ -20,26 +20,29 @@ import dagster as dg
 _ROOT = str(Path(__file__).resolve().parent)
 
 # Who answers for each stage group (Dagster shows owners on every asset and filters by them).
-# One team per layer; a group missing here falls back to DEFAULT_OWNERS.
+# One team per layer; a benchmark's recipe group takes its spec's owners (forge/benchmarks);
+# a group missing from both falls back to DEFAULT_OWNERS.
 GROUP_OWNERS: dict[str, list[str]] = {
     "ingest": ["team:media"],
     "vision": ["team:vision"],
-    "maia": ["team:recipes"],
-    "vague": ["team:recipes"],
-    "vimu": ["team:recipes"],
-    "iibench": ["team:recipes"],
-    "hummus": ["team:recipes"],
     "splits": ["team:evals"],
     "evals": ["team:evals"],
 }
 DEFAULT_OWNERS = ["team:platform"]
 
 
+def owners_for(group: str) -> list[str]:
+    from forge.benchmarks.registry import by_group
+
+    spec = by_group().get(group)
+    return list(spec.owners) if spec is not None else GROUP_OWNERS.get(group, DEFAULT_OWNERS)
+
+
 def apply_policy(spec: dg.AssetSpec) -> dg.AssetSpec:
     """Readable-graph policy applied to every asset spec: owners by group, a ``stage`` tag,
     and fallbacks for a missing kind or description (an asset's own values always win)."""
     group = spec.group_name or "default"
-    owners = list(spec.owners) or GROUP_OWNERS.get(group, DEFAULT_OWNERS)
+    owners = list(spec.owners) or owners_for(group)
     kinds = set(spec.kinds) or {"python"}
     description = spec.description or (
         f"`{spec.key.to_user_string()}` (stage group `{group}`): writes the table of the same name; "

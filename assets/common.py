@@ -47,7 +47,8 @@ def column_schema(contract: Contract) -> dg.TableSchema:
                     other=[x for x in (
                         f">= {c.min}" if c.min is not None else None,
                         f"<= {c.max}" if c.max is not None else None,
-                        f"in {list(c.values)}" if c.values is not None else None,
+                        (f"in {list(c.values)}" if not isinstance(c.values, str) else f"in {c.values}")
+                        if c.values is not None else None,
                     ) if x],
                 ),
             )

@@ -14,6 +14,12 @@ Contract format::
       - {name: frame_id, type: string, nullable: false, description: ...}
       - {name: width, type: int64, min: 1}
       - {name: kind, type: string, values: [video_frame, image]}
+      - {name: benchmark, type: string, values: registered_benchmarks}   # a named set, resolved when validating
+
+Named value sets (``DYNAMIC_VALUES``) keep lists that grow elsewhere out of the YAML: the
+benchmark names come from the registry (``forge/benchmarks``), so a new benchmark never
+edits a contract. A table not in ``data_contracts/`` may come from a registered benchmark
+that ships its own contracts folder (``BenchmarkSpec.contracts_dir``).
 """
 
 from __future__ import annotations
@@ -52,7 +58,21 @@ class Column:
     description: str = ""
     min: float | None = None
     max: float | None = None
-    values: tuple[Any, ...] | None = None
+    values: tuple[Any, ...] | str | None = None   # a str names a set in DYNAMIC_VALUES
+
+    def allowed(self) -> set[Any] | None:
+        if self.values is None:
+            return None
+        return set(DYNAMIC_VALUES[self.values]()) if isinstance(self.values, str) else set(self.values)
+
+
+def _benchmark_names() -> tuple[str, ...]:
+    from forge.benchmarks.registry import names
+
+    return names()
+
+
+DYNAMIC_VALUES = {"registered_benchmarks": _benchmark_names}
 
 
 @dataclass(frozen=True)
@@ -115,7 +135,7 @@ class Contract:
                 if c.max is not None and (numeric > c.max).any():
                     problems.append(f"{c.name}: {int((numeric > c.max).sum())} value(s) above {c.max}")
             if c.values is not None:
-                allowed = set(c.values)
+                allowed = c.allowed()
                 if c.type.startswith("list"):
                     bad_vals = sorted({str(v) for lst in present for v in lst if v not in allowed})
                 else:
@@ -135,6 +155,8 @@ def parse_contract(doc: dict[str, Any], path: Path | None = None) -> Contract:
         if raw["type"] not in ARROW_TYPES:
             raise ValueError(f"{doc['table']}.{raw['name']}: unknown type {raw['type']!r}")
         values = raw.get("values")
+        if isinstance(values, str) and values not in DYNAMIC_VALUES:
+            raise ValueError(f"{doc['table']}.{raw['name']}: unknown value set {values!r}")
         cols.append(
             Column(
                 name=raw["name"],
@@ -143,7 +165,7 @@ def parse_contract(doc: dict[str, Any], path: Path | None = None) -> Contract:
                 description=raw.get("description", ""),
                 min=raw.get("min"),
                 max=raw.get("max"),
-                values=tuple(values) if values is not None else None,
+                values=values if values is None or isinstance(values, str) else tuple(values),
             )
         )
     return Contract(
@@ -158,6 +180,12 @@ def parse_contract(doc: dict[str, Any], path: Path | None = None) -> Contract:
 @lru_cache(maxsize=None)
 def load_contract(table: str, contracts_dir: Path = CONTRACTS_DIR) -> Contract:
     path = contracts_dir / f"{table}.yaml"
+    if not path.exists() and contracts_dir == CONTRACTS_DIR:
+        from forge.benchmarks.registry import for_table
+
+        spec = for_table(table)
+        if spec is not None and spec.contracts_dir is not None:
+            path = spec.contracts_dir / f"{table}.yaml"
     if not path.exists():
         raise FileNotFoundError(f"no data contract for table {table!r} at {path}")
     return parse_contract(yaml.safe_load(path.read_text()), path)

@@ -1,14 +1,16 @@
-"""Evaluation assets (docs/evals.md).
+"""Evaluation assets (docs/evals.md), one pair per registered benchmark.
 
-``<paper>_eval``: partitioned by model (a ``StaticPartitionsDefinition`` built at load from
+``<name>_eval``: partitioned by model (a ``StaticPartitionsDefinition`` built at load from
 config/models.yaml: adding a model = one YAML entry + reload + a backfill of its partition);
-runs every setting of config/evals.yaml for the model, writes ``eval_predictions`` and
-``eval_scores`` (partition ``<model>__<paper>``). ``<paper>_eval_report``: unpartitioned
-fan-in over models; markdown tables and PNG plots (data/reports/<paper>/) in its metadata.
+evaluates the gated, exported items of the configured export version (``export_version``
+in config/evals.yaml, default ``latest``) under every setting of the benchmark, writes
+``eval_predictions`` and ``eval_scores`` (partition ``<model>__<name>``, both naming the
+export version). Check ``eval_not_empty`` warns when the evaluated split is empty or nothing
+was scored. ``<name>_eval_report``: unpartitioned fan-in over models; markdown tables and
+PNG plots (data/reports/<name>/) in its metadata.
 """
 
-
-
+# No `from __future__ import annotations`: Dagster reads the `context` annotation at definition time.
 import base64
 import time
 from pathlib import Path
@@ -18,104 +20,105 @@ import pandas as pd
 
 from assets.common import SINGLE_RUN, contract_check_specs, partition_keys, publish, table_metadata
 from assets.llm_support import llm_metadata, outdated_prompt_check, record_llm_calls
+from forge.benchmarks import registry
+from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import report as rp
-from forge.evals.config import BENCHMARKS, load_eval_config, load_models
-from forge.evals.pipeline import evaluate, model_engine, prompt_files
-from forge.evals.requests import as_list, jload
+from forge.evals.config import benchmark_block, load_eval_config, load_models
+from forge.evals.pipeline import evaluate, load_export, model_engine, prompt_files
 from forge.storage import register_view
 from forge.versioning import content_hash
 from resources.embedder import EmbedderResource
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 
-VERSION = "evals-1"
-# Leaderboard: each model's primary metric per benchmark × setting, ranked (stub rows flagged).
+VERSION = "evals-2"
+NOT_EMPTY_CHECK = "eval_not_empty"
+# Leaderboard: each model's primary metric per benchmark × setting, ranked (stub rows flagged),
+# with the export version it was measured on and the share of items that got a score.
 register_view("leaderboard", """
-select benchmark, setting, metric, model, value, ci_low, ci_high, n, coverage, split, backend,
+select benchmark, export_version, setting, metric, model, value, ci_low, ci_high, n, coverage, split, backend,
        rank() over (partition by benchmark, setting order by value desc nulls last) as rank
 from eval_scores where "primary" and slice = 'all'
 order by benchmark, setting, rank""")
 
 
-def _descriptions(store, items: pd.DataFrame) -> dict[str, str]:
-    """Hummus §6.3 text for the image: a human image_description imported into the item's
-    ``extra`` when present, else a literal description assembled from the vision stage's
-    evidence for the frame (objects, people, on-screen text)."""
-    out: dict[str, str] = {}
-    ev = store.read("evidence", where="unit = 'frame'") if store.exists("evidence") else pd.DataFrame()
-    ev_by = {r["unit_id"]: r for r in ev.to_dict("records")} if len(ev) else {}
-    for r in items.to_dict("records"):
-        desc = jload(r.get("extra")).get("image_description")
-        if not desc and r.get("unit_id") in ev_by:
-            e = ev_by[r["unit_id"]]
-            parts = []
-            tags = as_list(e.get("tags"))
-            if tags:
-                parts.append("The image shows " + ", ".join(map(str, tags[:10])) + ".")
-            if int(e.get("persons") or 0):
-                parts.append(f"{int(e['persons'])} person(s) are visible.")
-            if e.get("ocr_text"):
-                parts.append(f"Text in the image: \"{str(e['ocr_text'])[:200]}\".")
-            desc = " ".join(parts)
-        if desc:
-            out[r["item_id"]] = desc
-    return out
-
-
-def build_defs(models_path: str | Path | None = None, cfg_path: str | Path | None = None) -> dg.Definitions:
+def build_defs(models_path: str | Path | None = None, cfg_path: str | Path | None = None,
+               specs: tuple[BenchmarkSpec, ...] | None = None) -> dg.Definitions:
     models = load_models(models_path)
     cfg = load_eval_config(cfg_path)
     partitions = dg.StaticPartitionsDefinition([m.name for m in models] or ["none"])
     by_name = {m.name: m for m in models}
     assets, checks = [], []
-    for bench in BENCHMARKS:
-        files = prompt_files(bench, cfg)
-        assets.append(_eval_asset(bench, partitions, by_name, cfg, files, models_path))
-        assets.append(_report_asset(bench))
-        checks.append(outdated_prompt_check(f"{bench}_eval", "eval_predictions", files, name=f"prompt_current_{bench}_eval"))
+    for spec in specs if specs is not None else registry.specs():
+        files = prompt_files(spec, cfg)
+        assets.append(_eval_asset(spec, partitions, by_name, cfg, files))
+        assets.append(_report_asset(spec))
+        checks.append(outdated_prompt_check(spec.asset("eval"), "eval_predictions", files,
+                                            name=f"prompt_current_{spec.asset('eval')}"))
     return dg.Definitions(assets=assets, asset_checks=checks)
 
 
-def _eval_asset(bench, partitions, by_name, cfg, files, models_path):
-    name = f"{bench}_eval"
+def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
+    name = spec.asset("eval")
+    bcfg = benchmark_block(cfg, spec)
 
     @dg.asset(
         name=name, group_name="evals", partitions_def=partitions, backfill_policy=SINGLE_RUN, pool="llm",
         kinds={"openai", "python"},
-        # Splits first: evaluation runs on the test split when the benchmark has one.
-        deps=[dg.AssetDep(f"{bench}_items", partition_mapping=dg.AllPartitionMapping()), dg.AssetDep(f"{bench}_splits")],
-        code_version=content_hash(VERSION, {"cfg": cfg["benchmarks"][bench], "circular": cfg.get("circular"),
+        # What is evaluated is what was published: the gated, exported items.
+        deps=[dg.AssetDep(spec.asset("export"))],
+        code_version=content_hash(VERSION, {"cfg": bcfg, "circular": cfg.get("circular"),
                                             "bootstrap": cfg.get("bootstrap")}, files=files),
-        check_specs=contract_check_specs(name, ["eval_predictions", "eval_scores"]),
+        check_specs=contract_check_specs(name, ["eval_predictions", "eval_scores"]) + [
+            dg.AssetCheckSpec(NOT_EMPTY_CHECK, asset=name,
+                              description="The evaluated split of the export has items and every model partition "
+                                          "scored at least one; fails (warn) otherwise.")],
         metadata=table_metadata(["eval_predictions", "eval_scores"]),
-        description=f"Evaluate one model (partition) on {bench}_items under every {bench} setting of config/evals.yaml; "
-                    "predictions with raw replies, scores with cluster-bootstrap CIs.",
+        description=f"Evaluate one model (partition) on the exported {spec.title} items (export version "
+                    f"`{bcfg['export_version']}`, split `{bcfg['split']}`) under every setting; predictions with raw "
+                    "replies, scores with cluster-bootstrap CIs.",
     )
     def _asset(context: dg.AssetExecutionContext, llm: LLMResource, storage: StorageResource,
                embedder: EmbedderResource) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         store = storage.store
-        items = store.read(f"{bench}_items")
-        splits = store.read("splits") if store.exists("splits") else None
-        judge = llm.engine() if bench in ("vimu", "maia") else None
-        emb = embedder.embedder() if bench in ("hummus", "maia") and len(items) else None
-        descriptions = _descriptions(store, items) if bench == "hummus" and len(items) else {}
-        preds_parts, score_parts, md = {}, {}, {}
-        engines = []
+        pub = load_export(store.data_dir / "exports", spec.name, bcfg["export_version"])
+        items = pub.items
+        judge = llm.engine() if spec.eval.judge_prompt else None
+        emb = embedder.embedder() if spec.eval.similarity and len(items) else None
+        descriptions = {}
+        if spec.eval.descriptions is not None and len(items):
+            evidence = store.read("evidence", where="unit = 'frame'") if store.exists("evidence") else pd.DataFrame()
+            descriptions = spec.eval.descriptions(items, evidence)
+        preds_parts, score_parts = {}, {}
+        md = {"export_version": pub.version or "none", "split": bcfg["split"]}
+        if pub.path is not None:
+            md["export_path"] = dg.MetadataValue.path(str(pub.path))
+        if pub.note:
+            md["note"] = pub.note
+        if pub.forced_stub:
+            md["export_warning"] = "this export was forced with stub items: scores are meaningless"
+        empty: dict[str, str] = {}
         for key in partition_keys(context):
-            spec = by_name[key]
-            engine = model_engine(spec, llm.settings(), llm.resolved_cache_path(), llm.prices)
-            engines.append(engine)
+            model = by_name[key]
+            engine = model_engine(model, llm.settings(), llm.resolved_cache_path(), llm.prices)
             if items.empty:
-                preds, scores, meta = pd.DataFrame(), pd.DataFrame(), {"items": 0}
+                preds, scores, meta = pd.DataFrame(), pd.DataFrame(), {"items": 0, "scored_items": 0}
             else:
-                preds, scores, meta = evaluate(bench, spec, cfg, items, splits, store.data_dir, engine, judge, emb,
+                preds, scores, meta = evaluate(spec, model, cfg, items, None, store.data_dir, engine, judge, emb,
                                                descriptions, context.log)
-            part = f"{key}__{bench}"
+            for frame in (preds, scores):
+                if len(frame):
+                    frame["export_version"] = pub.version
+            part = f"{key}__{spec.name}"
             preds_parts[part], score_parts[part] = preds, scores
-            md[f"{key}/model"] = dg.MetadataValue.json(spec.describe())
+            md[f"{key}/model"] = dg.MetadataValue.json(model.describe())
             md[f"{key}/run"] = dg.MetadataValue.json(meta)
-            if spec.backend == "stub":
+            if not meta.get("items"):
+                empty[key] = f"split `{bcfg['split']}` of export {pub.version or '(none)'} has no items"
+            elif not meta.get("scored_items"):
+                empty[key] = "no item was scored"
+            if model.backend == "stub":
                 md[f"{key}/warning"] = "offline stub model: replies are placeholders, scores are meaningless"
             if len(scores):
                 md[f"{key}/scores"] = dg.MetadataValue.md(rp.main_table(scores[scores["primary"] | (scores["metric"] == "success_rate")]))
@@ -123,16 +126,22 @@ def _eval_asset(bench, partitions, by_name, cfg, files, models_path):
         if judge is not None:
             record_llm_calls(store, judge)
             md.update({f"judge_{k}": v for k, v in llm_metadata(judge).items()})
-        return publish(store, {"eval_predictions": preds_parts, "eval_scores": score_parts}, metadata=md, started=t0)
+        res = publish(store, {"eval_predictions": preds_parts, "eval_scores": score_parts}, metadata=md, started=t0)
+        check = dg.AssetCheckResult(check_name=NOT_EMPTY_CHECK, passed=not empty, severity=dg.AssetCheckSeverity.WARN,
+                                    metadata={"export_version": pub.version or "none", "split": bcfg["split"],
+                                              "empty_partitions": dg.MetadataValue.json(empty)})
+        return dg.MaterializeResult(metadata=res.metadata, check_results=[*res.check_results, check])
 
     return _asset
 
 
-def _report_asset(bench):
-    name = f"{bench}_eval_report"
+def _report_asset(spec: BenchmarkSpec):
+    name = spec.asset("eval_report")
+    bench = spec.name
 
-    @dg.asset(name=name, group_name="evals", deps=[dg.AssetDep(f"{bench}_eval")], kinds={"python"},
-              description=f"{bench}: leaderboard tables over every evaluated model and PNG plots under data/reports/{bench}/.")
+    @dg.asset(name=name, group_name="evals", deps=[dg.AssetDep(spec.asset("eval"))], kinds={"python"},
+              description=f"{spec.title}: leaderboard tables over every evaluated model (with the export version and "
+                          f"coverage) and PNG plots under data/reports/{bench}/.")
     def _asset(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
         store = storage.store
         scores = store.read("eval_scores", where=f"benchmark = '{bench}'") if store.exists("eval_scores") else pd.DataFrame()
@@ -141,30 +150,23 @@ def _report_asset(bench):
             md["table"] = dg.MetadataValue.md("_no scores yet_")
             return dg.MaterializeResult(metadata=md)
         out_dir = store.data_dir / "reports" / bench
+        md["export_versions"] = ", ".join(sorted(scores["export_version"].dropna().astype(str).unique())) or "none"
         md["primary"] = dg.MetadataValue.md(rp.main_table(scores[scores["primary"]]))
         md["success_rate"] = dg.MetadataValue.md(rp.main_table(scores, ["success_rate"]))
         if (scores["backend"] == "stub").any():
             md["warning"] = "some rows come from the offline stub model: their scores are meaningless"
         plots = []
         primary_metric = scores.loc[scores["primary"], "metric"].iloc[0] if scores["primary"].any() else None
-        slice_keys = {"iibench": [("accuracy", k) for k in ("domain", "emotion", "image_type", "difficulty", "rhetoric")],
-                      "vague": [("accuracy", "category")], "maia": [("sv_accuracy", "category"), ("oe_accuracy", "category")],
-                      "vimu": [], "hummus": []}[bench]
-        for metric, key in slice_keys:
+        for metric, key in spec.eval.report_slices:
             p = rp.bar_plot(scores, metric, key, out_dir / f"{metric}_by_{key}.png", f"{bench}: {metric} by {key}")
             if p:
                 plots.append(p)
-        if bench == "vimu":
-            md["tasks"] = dg.MetadataValue.md(rp.main_table(scores, ["OE", "EG", "RM", "SV", "SSU-Avg", "All-Avg"]))
-            preds = store.read("eval_predictions", where="benchmark = 'vimu'")
-            plots += rp.vimu_plots(scores, preds, out_dir)
-        if bench == "vague":
-            md["errors"] = dg.MetadataValue.md(rp.main_table(scores, ["errors_FS", "errors_SU", "errors_NE"]))
-        if bench == "maia":
-            md["all_metrics"] = dg.MetadataValue.md(rp.main_table(scores, ["sv_accuracy", "pool_consistency", "oe_accuracy",
-                                                                           "rouge_l", "embedding_similarity", "agg_accuracy"]))
-        if bench == "hummus":
-            md["all_metrics"] = dg.MetadataValue.md(rp.main_table(scores, sorted(set(scores["metric"]) - {"success_rate"})))
+        for table, metrics in spec.eval.report_tables.items():
+            chosen = list(metrics) or sorted(set(scores["metric"]) - {"success_rate"})   # () = every metric
+            md[table] = dg.MetadataValue.md(rp.main_table(scores, chosen))
+        if spec.eval.report_plots is not None:
+            preds = store.read("eval_predictions", where=f"benchmark = '{bench}'")
+            plots += spec.eval.report_plots(scores, preds, out_dir)
         for p in plots:
             md[f"plot_{p.stem}"] = dg.MetadataValue.path(str(p))
         if plots and plots[0].stat().st_size < 60_000:   # one small inline preview

@@ -14,7 +14,6 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 MODELS_PATH = ROOT / "config" / "models.yaml"
 EVALS_PATH = ROOT / "config" / "evals.yaml"
-BENCHMARKS = ("iibench", "vimu", "vague", "maia", "hummus")
 ACCEPTS = ("text", "image", "frames")
 INPUTS = ("image", "frames", "first_frame", "black", "none", "self_caption", "description")
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -102,10 +101,28 @@ def load_eval_config(path: str | Path | None = None) -> dict[str, Any]:
     return yaml.safe_load(Path(path or EVALS_PATH).read_text())
 
 
-def settings_for(cfg: dict[str, Any], benchmark: str) -> list[Setting]:
+def benchmark_block(cfg: dict[str, Any], benchmark: Any) -> dict[str, Any]:
+    """One benchmark's evaluation settings: the spec's defaults, then ``benchmarks.<name>``
+    of ``config/evals.yaml`` key by key (the file wins), then the export version and split
+    to evaluate (per benchmark, else the file's top level, else ``latest`` / ``test``)."""
+    from forge.benchmarks.registry import resolve
+
+    spec = resolve(benchmark)
+    block = {**dict(spec.eval.defaults), **((cfg.get("benchmarks") or {}).get(spec.name) or {})}
+    block.setdefault("export_version", cfg.get("export_version", "latest"))
+    block.setdefault("split", cfg.get("split", "test"))
+    if not block.get("settings"):
+        raise ValueError(f"{spec.name}: no evaluation settings (config/evals.yaml or the spec's eval defaults)")
+    return block
+
+
+def settings_for(cfg: dict[str, Any], benchmark: Any) -> list[Setting]:
+    from forge.benchmarks.registry import resolve
+
+    benchmark = resolve(benchmark).name
     out = []
     fields = {f.name for f in dataclasses.fields(Setting)}
-    for raw in cfg["benchmarks"][benchmark]["settings"]:
+    for raw in benchmark_block(cfg, benchmark)["settings"]:
         unknown = set(raw) - fields
         if unknown:
             raise ValueError(f"{benchmark} setting {raw.get('name')}: unknown keys {sorted(unknown)}")

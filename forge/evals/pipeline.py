@@ -1,4 +1,10 @@
-"""One benchmark × one model: every setting, judged and scored (Dagster-free)."""
+"""One benchmark × one model: every setting, judged and scored (Dagster-free).
+
+Evaluations read what was published: the gated, exported items of a named export version
+(``load_export``), never the recipe's raw items table. What differs between benchmarks
+(request rendering, reply kinds, judge, similarity, scorer, primary metric) comes from the
+benchmark's spec (``forge/benchmarks``).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,10 @@ from typing import Any
 
 import pandas as pd
 
+from forge.benchmarks.registry import resolve
+from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import requests as rq
-from forge.evals.config import ModelSpec, Setting, settings_for
+from forge.evals.config import ModelSpec, benchmark_block, settings_for
 from forge.evals.scoring import (
     Scorer, apply_judge, judge_requests, score_benchmark, similarity_scores, unparseable_open_ended,
 )
@@ -18,8 +26,8 @@ from forge.llm.backends import OpenAIBackend, StubBackend
 from forge.llm.cache import LLMCache
 from forge.llm.engine import EngineSettings, LLMEngine
 from forge.llm.prompts import load_prompt
+from forge.splits.export import existing_versions, read_manifest
 
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "assets" / "evals" / "prompts"
 TEST_SPLIT = "test"
 DEV_SPLITS = ("dev", "val", "validation")
 
@@ -30,49 +38,92 @@ def model_engine(spec: ModelSpec, base: EngineSettings, cache_path: Path, prices
     return LLMEngine(backend, LLMCache(cache_path), dataclasses.replace(base, model=spec.model, stage_overrides={}), prices)
 
 
-def prompt_files(benchmark: str, cfg: dict[str, Any]) -> list[Path]:
+def prompt_files(benchmark: str | BenchmarkSpec, cfg: dict[str, Any]) -> list[Path]:
+    bench = resolve(benchmark)
     names = set()
-    for s in settings_for(cfg, benchmark):
+    for s in settings_for(cfg, bench):
         names |= {n for n in (s.prompt, s.caption_prompt) if n}
-    names |= set((cfg["benchmarks"][benchmark].get("prompts") or {}).values())
-    if benchmark in ("vimu", "maia"):
-        names.add(f"{benchmark}_oe_judge.yaml")
-    return sorted(PROMPTS_DIR / n for n in names)
+    names |= set((benchmark_block(cfg, bench).get("prompts") or {}).values())
+    if bench.eval.judge_prompt:
+        names.add(bench.eval.judge_prompt)
+    return sorted(bench.eval.prompts_dir / n for n in names)
 
 
-def select_items(benchmark: str, items: pd.DataFrame, splits: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """(evaluation items, dev pool for few-shot, which split): the test split when a
-    ``splits`` table has rows for the benchmark, else every item (and then few-shot examples
-    come from the other items, never the query's own source)."""
+@dataclasses.dataclass
+class PublishedItems:
+    """The items of one export version, as evaluations read them."""
+
+    items: pd.DataFrame              # export rows (with ``split``); media paths point into the export folder
+    version: str                     # "v3"; "" when there is no export
+    path: Path | None
+    forced_stub: bool = False
+    note: str = ""
+
+
+def load_export(exports_dir: Path, benchmark: str, version: str = "latest") -> PublishedItems:
+    """The rows of ``data/exports/<benchmark>/<version>/parquet/*.parquet`` (``latest``: the
+    highest version). Media paths are made absolute into the export's own copies, so the
+    evaluation sees exactly the published files."""
+    versions = existing_versions(exports_dir / benchmark)
+    if not versions:
+        return PublishedItems(pd.DataFrame(), "", None, note=f"no export of {benchmark} yet: materialize "
+                                                              f"`{benchmark}_export` first")
+    chosen = versions[-1][1] if version in (None, "", "latest") else next(
+        (d for _, d in versions if d.name == version), None)
+    if chosen is None:
+        raise ValueError(f"{benchmark}: export version {version!r} not found (have "
+                         f"{', '.join(d.name for _, d in versions)})")
+    manifest = read_manifest(chosen)
+    parts = sorted((chosen / "parquet").glob("*.parquet"))
+    items = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True) if parts else pd.DataFrame()
+    if len(items):
+        items["media_paths"] = [[str(chosen / f) for f in files] for files in items["file_names"]]
+        for c in ("options", "option_types", "references"):
+            items[c] = items[c].map(lambda v: list(v) if v is not None and len(v) else None)
+        for c in ("labels", "extra", "answer", "category", "source_item_id", "unit_id"):
+            items[c] = items[c].map(lambda v: v if v != "" else None)
+    return PublishedItems(items, manifest["version"], chosen, bool(manifest.get("forced_stub")))
+
+
+def select_items(benchmark: str, items: pd.DataFrame, splits: pd.DataFrame | None,
+                 split_name: str = TEST_SPLIT) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """(evaluation items, dev pool for few-shot, which split). Exported items carry their
+    ``split``; otherwise a ``splits`` table assigns them; with neither, every item is
+    evaluated (and few-shot examples come from the other items, never the query's own source)."""
+    if "split" in items.columns and items["split"].notna().any():
+        return (items[items["split"] == split_name], items[items["split"].isin(DEV_SPLITS)], split_name)
     if splits is not None and len(splits):
         s = splits[splits["benchmark"] == benchmark]
         if len(s):
-            test_ids = set(s.loc[s["split"] == TEST_SPLIT, "item_id"])
+            test_ids = set(s.loc[s["split"] == split_name, "item_id"])
             dev_ids = set(s.loc[s["split"].isin(DEV_SPLITS), "item_id"])
-            return items[items["item_id"].isin(test_ids)], items[items["item_id"].isin(dev_ids)], TEST_SPLIT
+            return items[items["item_id"].isin(test_ids)], items[items["item_id"].isin(dev_ids)], split_name
     return items, items, "all"
 
 
-def evaluate(benchmark: str, spec: ModelSpec, cfg: dict[str, Any], items: pd.DataFrame, splits: pd.DataFrame | None,
-             data_dir: Path, engine: LLMEngine, judge: LLMEngine | None, embedder: Any = None,
-             descriptions: dict[str, str] | None = None, log: Any = None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+def evaluate(benchmark: str | BenchmarkSpec, spec: ModelSpec, cfg: dict[str, Any], items: pd.DataFrame,
+             splits: pd.DataFrame | None, data_dir: Path, engine: LLMEngine, judge: LLMEngine | None,
+             embedder: Any = None, descriptions: dict[str, str] | None = None,
+             log: Any = None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """Predictions and scores of ``spec`` on ``benchmark`` under all its settings."""
-    bcfg = cfg["benchmarks"][benchmark]
+    bench = resolve(benchmark)
+    name = bench.name
+    bcfg = benchmark_block(cfg, bench)
     items = items.sort_values("item_id").reset_index(drop=True)
-    eval_items, dev, split = select_items(benchmark, items, splits)
+    eval_items, dev, split = select_items(name, items, splits, bcfg["split"])
     if cfg.get("max_items"):
         eval_items = eval_items.head(int(cfg["max_items"]))
     records = eval_items.to_dict("records")
     by_id = {r["item_id"]: r for r in items.to_dict("records")}
     split_of = {r["item_id"]: split for r in records}
-    prompts = {p.name: load_prompt(p) for p in prompt_files(benchmark, cfg)}   # keyed by file name
+    prompts = {p.name: load_prompt(p) for p in prompt_files(bench, cfg)}   # keyed by file name
     for task, fname in (bcfg.get("prompts") or {}).items():   # per-task prompts (MAIA): `task:<task>`
         prompts[f"task:{task}"] = prompts[fname]
-    stage = f"{benchmark}_eval"
+    stage = f"{name}_eval"
     rows: list[dict[str, Any]] = []
     meta: dict[str, Any] = {"split": split, "items": len(records), "settings_run": [], "settings_skipped": {},
                             "items_skipped": {}}
-    for setting in settings_for(cfg, benchmark):
+    for setting in settings_for(cfg, bench):
         ok, why = setting.applicable(spec)
         if not ok:
             meta["settings_skipped"][setting.name] = why
@@ -80,25 +131,26 @@ def evaluate(benchmark: str, spec: ModelSpec, cfg: dict[str, Any], items: pd.Dat
         part = f"{spec.name}__{setting.name}"
         captions: dict[str, str] = {}
         if setting.input == "self_caption":
-            creqs = rq.caption_requests(records, load_prompt(PROMPTS_DIR / setting.caption_prompt), spec, data_dir)
+            creqs = rq.caption_requests(records, load_prompt(bench.eval.prompts_dir / setting.caption_prompt), spec,
+                                        data_dir)
             for res in engine.run(stage, f"{part}__caption", creqs):
                 text = (res.data or {}).get("text") if res.ok else None
                 if text and text.strip():
                     captions[res.item_id] = text.strip()
-        reqs, skipped = rq.build_requests(benchmark, setting, records, prompts, spec, data_dir,
+        reqs, skipped = rq.build_requests(bench, setting, records, prompts, spec, data_dir,
                                           circular=bool(cfg.get("circular")), dev_items=dev.to_dict("records"),
                                           descriptions=descriptions, captions=captions)
         if log:
-            log.info(f"{benchmark} × {spec.name} × {setting.name}: {len(reqs)} requests")
+            log.info(f"{name} × {spec.name} × {setting.name}: {len(reqs)} requests")
         results = engine.run(stage, part, [r.request for r in reqs])
-        srows = rq.prediction_rows(spec.name, benchmark, setting, split_of, reqs, results)
+        srows = rq.prediction_rows(spec.name, name, setting, split_of, reqs, results)
         unparseable_open_ended(srows)
-        if benchmark in ("vimu", "maia") and judge is not None:
-            jp = load_prompt(PROMPTS_DIR / f"{benchmark}_oe_judge.yaml")
-            pairs = judge_requests(benchmark, srows, by_id, jp)
+        if bench.eval.judge_prompt and judge is not None:
+            jp = load_prompt(bench.eval.prompts_dir / bench.eval.judge_prompt)
+            pairs = judge_requests(name, srows, by_id, jp)
             if pairs:
-                apply_judge(benchmark, srows, pairs, judge.run(f"{benchmark}_eval_judge", part, [p for _, p in pairs]))
-        if benchmark in ("hummus", "maia"):
+                apply_judge(name, srows, pairs, judge.run(f"{name}_eval_judge", part, [p for _, p in pairs]))
+        if bench.eval.similarity:
             similarity_scores(srows, by_id, embedder, bcfg.get("thresholds") or {})
         rows += srows
         meta["settings_run"].append(setting.name)
@@ -113,10 +165,12 @@ def evaluate(benchmark: str, spec: ModelSpec, cfg: dict[str, Any], items: pd.Dat
         preds_for_scores = preds
     b = cfg.get("bootstrap") or {}
     sc = Scorer(int(b.get("n", 1000)), int(b.get("seed", 0)), float(b.get("alpha", 0.05)))
-    scores = pd.DataFrame(score_benchmark(benchmark, preds_for_scores, items, sc))
+    scores = pd.DataFrame(score_benchmark(name, preds_for_scores, items, sc, score_setting=bench.eval.score_setting,
+                                          primary=bench.eval.primary_metric))
     if len(scores):
         scores.insert(0, "model", spec.name)
-        scores.insert(1, "benchmark", benchmark)
+        scores.insert(1, "benchmark", name)
         scores["split"] = split
         scores["backend"] = spec.backend
+    meta["scored_items"] = int(preds["item_id"].nunique()) if len(preds) else 0
     return preds, scores, meta

@@ -25,7 +25,6 @@ from forge.evals.scorers import (
 )
 from forge.llm.types import LLMRequest, LLMResult
 
-PRIMARY = {"iibench": "accuracy", "vimu": "All-Avg", "vague": "accuracy", "maia": "agg_accuracy", "hummus": "f1_avg"}
 VIMU_LETTERS = ("A", "B", "C", "D", "E")
 
 
@@ -185,21 +184,23 @@ def _bool(s: pd.Series) -> np.ndarray:
     return np.array([np.nan if v is None or (isinstance(v, float) and np.isnan(v)) else float(bool(v)) for v in s])
 
 
-def score_benchmark(benchmark: str, preds: pd.DataFrame, items: pd.DataFrame, sc: Scorer) -> list[dict[str, Any]]:
+def score_benchmark(benchmark: str, preds: pd.DataFrame, items: pd.DataFrame, sc: Scorer, *,
+                    score_setting: Callable[[str, pd.DataFrame, Scorer, str], None],
+                    primary: str) -> list[dict[str, Any]]:
+    """Aggregate rows of every setting; ``score_setting`` and ``primary`` come from the
+    benchmark's spec (``spec.eval``)."""
     if preds.empty:
         return []
     items_by = items.set_index("item_id")
     full = preds.copy()
     df = collapse_variants(full)
     df["labels_d"] = [jload(items_by.at[i, "labels"]) if i in items_by.index else {} for i in df["item_id"]]
-    primary = PRIMARY[benchmark]
     for setting, g in df.groupby("setting", sort=False):
         g = g.reset_index(drop=True)
         sc.success(setting, g)
         if "circular_correct" in g and g["circular_correct"].notna().any():
             sc.add(setting, "circular_accuracy", g, values=_bool(g["circular_correct"]))
-        fn = globals()[f"_score_{benchmark}"]
-        fn(setting, g, sc, primary)
+        score_setting(setting, g, sc, primary)
     return sc.rows
 
 

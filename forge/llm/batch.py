@@ -25,12 +25,14 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forge.llm.backends import Reply
-from forge.llm.engine import LLMEngine, _Prepared
 from forge.llm.types import LLMRequest, LLMResult
 from forge.storage.tables import safe_name
+
+if TYPE_CHECKING:  # annotations only: the engine imports this module, never the reverse at run time
+    from forge.llm.engine import LLMEngine, _Prepared
 
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 

@@ -114,6 +114,31 @@ def build_items(data: Path) -> dict[str, pd.DataFrame]:
     return {b: pd.DataFrame(rows) for b, rows in out.items()}
 
 
+def publish_items(data: Path, bench: str, df: pd.DataFrame, dev: pd.DataFrame | None = None) -> None:
+    """Export ``df`` as the test split (and ``dev`` as the dev split) of ``bench``: what the
+    evaluation reads is the published export, never the items table."""
+    from forge.splits.export import write_export
+
+    parts = [df.assign(split="test")] + ([dev.assign(split="dev")] if dev is not None else [])
+    items = pd.concat(parts, ignore_index=True).assign(group_id=lambda d: d["item_id"])
+    write_export(exports_dir=data / "exports", data_dir=data, benchmark=bench, items=items,
+                 provenance=pd.DataFrame(columns=["item_id", "source_item_id", "license", "source"]),
+                 split_order=["dev", "test"], stage_config={}, card_context=CARD, copy_media=True)
+
+
+CARD = {"path_hint": "x", "backends": "openai", "models": "gen", "prompt_hashes": [], "recipe_config": "",
+        "recipe_config_hash": "", "cost": {"cost_usd": 0.0, "calls": 0, "tokens_in": 0, "tokens_out": 0,
+                                           "cache_hits": 0, "per_item": 0.0}, "gates": {}}
+
+
+def dev_items(data: Path) -> pd.DataFrame:
+    """Four II-Bench dev examples for the 1/2/3-shot settings (App. C.2)."""
+    rows = [_item("iibench", f"iidev{i}", "mcq", "life", f"Q-dev{i} what is implied?",
+                  [f"dev{i} option {k}" for k in range(6)], "A", f"devimg{i}", [_img(data, f"iidev{i}")],
+                  labels={"domain": "life"}) for i in range(4)]
+    return pd.DataFrame(rows)
+
+
 def _text(body):
     parts = []
     for m in body["messages"]:
@@ -181,7 +206,7 @@ def setup(tmp_path, llm_double, llm_double_resource, monkeypatch):
     data = tmp_path / "data"
     store = TableStore(data)
     for bench, df in build_items(data).items():
-        store.write(f"{bench}_items", df, "fixture-0000")
+        publish_items(data, bench, df, dev_items(data) if bench == "iibench" else None)
     monkeypatch.setenv("DOUBLE_KEY", "sk-double")
     models = tmp_path / "models.yaml"
     spec = {"base_url": llm_double.base_url, "api_key_env": "DOUBLE_KEY", "accepts": "frames", "max_frames": 4,
@@ -229,6 +254,10 @@ def test_two_models_leaderboard(setup):
     with duckdb.connect(str(store.catalog_path), read_only=True) as con:
         lb = con.sql("select * from leaderboard").df()
     assert set(lb["benchmark"]) == {"iibench", "vimu", "vague", "maia", "hummus"}
+    # the leaderboard names the export version it measured and the coverage of each score
+    assert set(lb["export_version"]) == {"v1"} and lb["coverage"].notna().all()
+    assert set(preds["export_version"]) == {"v1"}
+    assert not (preds["item_id"].str.startswith("iidev")).any()          # dev examples are never evaluated
     for (_, _), g in lb.groupby(["benchmark", "setting"]):
         top = g.sort_values("rank").iloc[0]
         assert top["model"] == "m-good", g
@@ -274,7 +303,7 @@ def test_stub_model_completes_and_is_labelled(tmp_path):
     store = TableStore(data)
     items = build_items(data)
     for bench in ("iibench", "vimu"):
-        store.write(f"{bench}_items", items[bench], "fixture-0000")
+        publish_items(data, bench, items[bench], dev_items(data) if bench == "iibench" else None)
     cfg = yaml.safe_load((ROOT / "config" / "evals.yaml").read_text())
     cfg["bootstrap"]["n"] = 20
     (tmp_path / "evals.yaml").write_text(yaml.safe_dump(cfg))
@@ -291,3 +320,29 @@ def test_stub_model_completes_and_is_labelled(tmp_path):
     assert (sr["value"] == 0.0).all()
     md = res.asset_materializations_for_node("iibench_eval")[0].metadata
     assert "meaningless" in md["stub-offline/warning"].value
+
+
+def test_empty_test_split_fails_the_not_empty_check(tmp_path):
+    """An export without a test split: the evaluation completes, scores nothing, and its
+    `eval_not_empty` check fails (warn) naming the export version; no export at all likewise."""
+    from assets.evals.assets import build_defs
+    from resources.llm import LLMResource
+
+    data = tmp_path / "data"
+    items = build_items(data)
+    from forge.splits.export import write_export
+
+    write_export(exports_dir=data / "exports", data_dir=data, benchmark="vague",
+                 items=items["vague"].assign(split="dev", group_id=lambda d: d["item_id"]),
+                 provenance=pd.DataFrame(columns=["item_id", "source_item_id", "license", "source"]),
+                 split_order=["dev", "test"], stage_config={}, card_context=CARD)
+    defs = build_defs(ROOT / "config" / "models.yaml")
+    sel = [a for a in defs.assets if a.key.to_user_string() in ("vague_eval", "iibench_eval")]
+    res = dg.materialize(sel, partition_key="stub-offline", resources={
+        "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")),
+        "storage": StorageResource(data_dir=str(data)), "embedder": EmbedderResource()})
+    assert res.success
+    evs = {e.asset_key.to_user_string(): e for e in res.get_asset_check_evaluations() if e.check_name == "eval_not_empty"}
+    assert not evs["vague_eval"].passed and evs["vague_eval"].metadata["export_version"].value == "v1"
+    assert "no items" in str(evs["vague_eval"].metadata["empty_partitions"].value)
+    assert not evs["iibench_eval"].passed and evs["iibench_eval"].metadata["export_version"].value == "none"
