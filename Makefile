@@ -50,6 +50,8 @@ test: setup
 	bash scripts/ensure_chromium.sh
 	$(PY) -m dagster definitions validate -w workspace.yaml
 	$(PY) -m pytest
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 ui: setup
 	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000

@@ -25,7 +25,7 @@ def planted(rng: np.random.Generator, n: int, families: int, max_flips: int) -> 
     ph = rng.integers(-(1 << 63), (1 << 63) - 1, size=n, dtype=np.int64).view(np.uint64)
     dh = rng.integers(-(1 << 63), (1 << 63) - 1, size=n, dtype=np.int64).view(np.uint64)
     src = rng.integers(0, n, size=families)
-    for k in range(2, 6):
+    for _ in range(2, 6):
         dst = rng.integers(0, n, size=families // 4)
         s = src[: len(dst)]
         for arr in (ph, dh):

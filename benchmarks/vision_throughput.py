@@ -62,7 +62,7 @@ class GpuSampler(threading.Thread):
                                      capture_output=True, text=True, timeout=5).stdout.split()
                 if out:
                     self.samples.append(int(out[0]))
-            except Exception:
+            except Exception:  # noqa: BLE001 - sampling is best effort; the benchmark still prints
                 return
             time.sleep(self.every)
 

@@ -98,7 +98,7 @@ def detections(context: dg.AssetExecutionContext, config: DecodeConfig, storage:
         frames = select_kept(store.read_batch("frames", batch), store.read_batch("duplicates", batch))
         log = RejectLog("detections", batch)
         prog = Progress(context.log, f"detections[{batch}]", len(frames))
-        df, stats = run_detection(frames, store.data_dir, model, lambda f, r, e, d: log.add(f, r, e, d), opts, prog.step)
+        df, stats = run_detection(frames, store.data_dir, model, log.add, opts, prog.step)
         parts[batch], totals["frames"], totals["rejected"] = df, totals["frames"] + stats.frames, totals["rejected"] + stats.rejected
         totals["model_s"] += stats.model_seconds
         totals["wall_s"] += stats.wall_seconds
@@ -132,7 +132,7 @@ def person_indicators(context: dg.AssetExecutionContext, config: DecodeConfig, s
         frames = vision_frames(store, batch)
         det = store.read("detections", parts=[batch])
         out_dir = store.media_dir / "indicators" / batch
-        parts[batch] = run_indicators(frames, det, store.data_dir, out_dir, lambda f, r, e, d: log.add(f, r, e, d), config.options())
+        parts[batch] = run_indicators(frames, det, store.data_dir, out_dir, log.add, config.options())
         logs.append(log)
     md = {"frames_annotated": int(sum(p["frame_id"].nunique() for p in parts.values()))}
     sample = next((p for p in parts.values() if not p.empty), None)
@@ -167,7 +167,7 @@ def tags(context: dg.AssetExecutionContext, config: DecodeConfig, storage: Stora
         if tagger.backend == "ram":
             log = RejectLog("tags", batch)
             parts[batch] = run_ram(vision_frames(store, batch), store.data_dir, ram,
-                                   lambda f, r, e, d: log.add(f, r, e, d), config.options())
+                                   log.add, config.options())
             logs.append(log)
         else:
             det = store.read("detections", parts=[batch])

@@ -20,7 +20,12 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import requests as rq
 from forge.evals.config import ModelSpec, benchmark_block, settings_for
 from forge.evals.scoring import (
-    Scorer, apply_judge, judge_requests, score_benchmark, similarity_scores, unparseable_open_ended,
+    Scorer,
+    apply_judge,
+    judge_requests,
+    score_benchmark,
+    similarity_scores,
+    unparseable_open_ended,
 )
 from forge.llm.backends import OpenAIBackend, StubBackend
 from forge.llm.cache import LLMCache

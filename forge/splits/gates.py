@@ -269,7 +269,7 @@ def parse_letters(answer: Any) -> frozenset[int] | None:
     """The option letters in a reply (``"B"``, ``"b)"``, ``"A, C"``); None when unreadable."""
     if _blank(answer):
         return None
-    toks = [t.strip().strip(").:.").strip() for t in re.split(r"[,\s/;]+", str(answer)) if t.strip()]
+    toks = [t.strip().strip(").:").strip() for t in re.split(r"[,\s/;]+", str(answer)) if t.strip()]
     toks = [t for t in toks if t]
     if not toks or not all(_LETTER.match(t) for t in toks):
         return None
@@ -330,7 +330,7 @@ def score_blind(df: pd.DataFrame, requests: Sequence[LLMRequest], results: Seque
     for item_id in outcomes:
         members.setdefault(units.get(item_id, item_id), []).append(item_id)
     out: dict[str, BlindScore] = {}
-    for unit, ids in members.items():
+    for ids in members.values():
         trials = sorted({t for i in ids for t in outcomes[i]})
         n = c = failed = 0
         for t in trials:

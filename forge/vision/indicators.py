@@ -72,9 +72,9 @@ def layout_labels(
         label = f"{prefix}{i}"
         size = font_size_for(b, img_w, img_h)
         font = ImageFont.load_default(size=size)
-        l, t, r, btm = font.getbbox(label)
+        left, t, r, btm = font.getbbox(label)
         pad = max(2, size // 6)
-        tw, th = (r - l) + 2 * pad, (btm - t) + 2 * pad
+        tw, th = (r - left) + 2 * pad, (btm - t) + 2 * pad
         tw, th = min(tw, img_w), min(th, img_h)
         x = int(round(b.x1))
         y = int(round(b.y1)) - th
@@ -100,9 +100,9 @@ def draw_indicators(image: Image.Image, indicators: list[Indicator], scale: floa
         x1, y1, x2, y2 = ind.label_box
         draw.rectangle([x1, y1, x2 - 1, y2 - 1], fill=colour)
         font = ImageFont.load_default(size=ind.font_size)
-        l, t, _, _ = font.getbbox(ind.label)
+        left, t, _, _ = font.getbbox(ind.label)
         pad = max(2, ind.font_size // 6)
-        draw.text((x1 + pad - l, y1 + pad - t), ind.label, font=font, fill=_text_colour(colour))
+        draw.text((x1 + pad - left, y1 + pad - t), ind.label, font=font, fill=_text_colour(colour))
     return img
 
 

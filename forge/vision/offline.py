@@ -58,6 +58,6 @@ def import_ultralytics(allow_network: bool = False):
         try:
             if uu.SETTINGS.get("sync", False):
                 uu.SETTINGS["sync"] = False  # persisted under YOLO_CONFIG_DIR, never $HOME
-        except Exception:  # settings object API differs across versions; the env already covers it
+        except Exception:  # noqa: BLE001 - settings object API differs across versions; the env already covers it
             pass
     return ultralytics

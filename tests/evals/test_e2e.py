@@ -95,7 +95,7 @@ def build_items(data: Path) -> dict[str, pd.DataFrame]:
         cap = f"Caption-hu{a}: my boss is a shark"
         base = dict(src=f"himg{a}", media=m, labels={"verdict": "Yes", "boxes": [
             {"label": "shark", "box_norm_tlhw": [0.1, 0.1, 0.5, 0.5]}]}, extra={"image_description": "A shark in an office."})
-        def hq(task, instr):
+        def hq(task, instr, cap=cap):
             return f"Caption: {cap}\n\n{instr} [task={task}]"
         out["hummus"] += [
             _item("hummus", f"hu_cls{a}", "classification", "Yes", hq("classification", "Yes or No?"), ["Yes", "No"], "A",
@@ -190,7 +190,7 @@ def responder(body):
     for k, v in GOLD_TEXT.items():
         if k in tail and not k.endswith("-sv"):
             gold_text = v
-    for letter, t in opts:
+    for _, t in opts:
         if "true statement" in t:
             gold_text = t.strip()
     if "Q-ii5" in text and not good:

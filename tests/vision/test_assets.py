@@ -99,7 +99,7 @@ def test_vision_group_materializes(data_dir):
     # at conf=1e-5 it emits "person" boxes: the indicator path runs on them.
     assert len(persons) > 0
     assert len(ind) == len(persons)
-    for fid, g in ind.groupby("frame_id"):
+    for _, g in ind.groupby("frame_id"):
         assert list(g.sort_values("person_index").label) == [f"person{i}" for i in range(1, len(g) + 1)]
         assert (data_dir / g.annotated_path.iloc[0]).is_file()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from forge.evals.requests import RequestContext, letter_options
 from forge.llm.types import LLMRequest
 
+
 def build_request(c: RequestContext) -> LLMRequest:
     prompt = c.prompts[f"task:{c.item['task']}"]   # config/evals.yaml `prompts:` task → file
     if c.item["task"] == "statement_verification":

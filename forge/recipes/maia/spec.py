@@ -17,7 +17,13 @@
 from __future__ import annotations
 
 from forge.benchmarks.spec import (
-    BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy, SplitPolicy,
+    BenchmarkSpec,
+    BlindAction,
+    BlindPolicy,
+    BlindUnit,
+    EvalSpec,
+    OptionPolicy,
+    SplitPolicy,
 )
 from forge.evals.scoring import _score_maia
 from forge.recipes.maia.evaluation import build_request
