@@ -2,7 +2,7 @@
 ``<name>_splits → <name>_gated → <name>_export`` (logic in ``forge/splits/stages.py``).
 
 * ``<name>_splits`` (table ``splits``, file ``<name>``): leakage groups (source item,
-  channel, near-duplicate image, and the benchmark's unit such as a MAIA pool) assigned
+  channel, near-duplicate image, and the benchmark's unit such as a pool) assigned
   whole to splits, stratified by category. Blocking check ``no_leakage_across_splits``
   re-audits the written table.
 * ``<name>_gated`` (tables ``gated_items`` and ``gate_results``): drops empty / malformed /

@@ -43,7 +43,7 @@ class BlindAction(enum.StrEnum):
 class BlindUnit(enum.StrEnum):
     """What one blind verdict is about."""
 
-    ITEM = "item"         # each multiple-choice item on its own (a MAIA TS/FS pair is one item)
+    ITEM = "item"         # each multiple-choice item on its own (a statement pair is one item)
     POOL = "pool"         # items sharing ``unit_key``: a trial counts only if every item is right
 
 
@@ -62,7 +62,7 @@ class SplitPolicy:
     """How items are split and which group of items gates and splits keep whole.
 
     ``unit_key`` names a key of the item's ``labels`` JSON whose value ties items together
-    (MAIA's ``question_id``: a pool of TS/FS pairs and its open question). A gate that drops
+    (e.g. ``question_id``: a pool of statement pairs and its open question). A gate that drops
     one member drops the whole unit, and the blind test of a ``POOL`` unit judges the unit.
     Leakage grouping (source item, channel, near-duplicate) always applies on top.
     ``sizes``: the paper's split sizes (None: ``config/splits.yaml`` defaults apply).
@@ -93,7 +93,7 @@ class EvalSpec:
     judge_prompt: str | None = None              # open-ended answers judged by the `llm` resource's model
     similarity: bool = False                     # needs the embedder (similarity / overlap scores)
     circular: bool = False                       # letters carry no meaning: circular evaluation allowed
-    # Hummus §6.3-style text stand-in for the image: (items, evidence table) → item_id → text.
+    # A text stand-in for the image (a description-instead-of-image ablation): (items, evidence table) → item_id → text.
     descriptions: Callable[[Any, Any], dict[str, str]] | None = None
     report_slices: tuple[tuple[str, str], ...] = ()           # (metric, labels key) bar plots
     report_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # metadata name → metrics

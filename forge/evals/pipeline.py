@@ -122,7 +122,7 @@ def evaluate(benchmark: str | BenchmarkSpec, spec: ModelSpec, cfg: dict[str, Any
     by_id = {r["item_id"]: r for r in items.to_dict("records")}
     split_of = {r["item_id"]: split for r in records}
     prompts = {p.name: load_prompt(p) for p in prompt_files(bench, cfg)}   # keyed by file name
-    for task, fname in (bcfg.get("prompts") or {}).items():   # per-task prompts (MAIA): `task:<task>`
+    for task, fname in (bcfg.get("prompts") or {}).items():   # per-task prompts: `task:<task>`
         prompts[f"task:{task}"] = prompts[fname]
     stage = f"{name}_eval"
     rows: list[dict[str, Any]] = []

@@ -151,7 +151,7 @@ def build_requests(benchmark: Any, setting: Setting, items: list[dict[str, Any]]
             continue
         extra, labels = jload(item.get("extra")), jload(item.get("labels"))
         if setting.tasks and item.get("category") not in setting.tasks:
-            continue   # e.g. ViMU guided: RM and SV only (App. G)
+            continue   # a setting limited to some task categories (e.g. a guided prompt)
         options = as_list(item.get("options")) or None
         variants = [(options, item["answer"])]
         if circular and kind == "mcq" and bench.eval.circular and options:
@@ -186,7 +186,7 @@ def pick_shots(item: dict[str, Any], pool: list[dict[str, Any]], k: int, seed: s
 
 
 def caption_requests(items: list[dict[str, Any]], prompt: Any, spec: ModelSpec, data_dir: Path) -> list[LLMRequest]:
-    """VAGUE SM step 1: the model's own caption of each item's image."""
+    """Self-caption settings, step 1: the model's own caption of each item's image."""
     out = []
     for item in items:
         paths = as_list(item.get("media_paths"))

@@ -4,7 +4,7 @@ Every split gets a target size (``SplitSizes.targets``) and, inside it, a target
 category (the split's share of each category's items). Groups are visited largest first
 (ties in a seeded order) and each goes to the split where it most reduces the squared
 error between counts and targets — the split totals weigh more than the per-category
-counts, so fixed sizes (II-Bench's 15 / 20) are met as closely as group sizes allow while
+counts, so fixed sizes (e.g. 15 / 20 items) are met as closely as group sizes allow while
 the category mix of every split follows the whole. A group never splits, so no source,
 channel or near-duplicate image crosses splits (see ``leakage.py``).
 """

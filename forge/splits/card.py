@@ -1,8 +1,7 @@
 """The dataset card (README.md of an export): statistics, plots, provenance, construction.
 
-Statistics follow the papers' tables: counts per category and split (MAIA Table 5,
-II-Bench Table 1's overall block), average question / option / explanation lengths in
-words, and the distribution of every label the recipe recorded. Plots are PNGs drawn with
+Statistics follow the papers' tables: counts per category and split, an overall block
+(totals, split sizes), average question / option / explanation lengths in words, and the distribution of every label the recipe recorded. Plots are PNGs drawn with
 matplotlib's Agg backend. Licences are listed as found in the source metadata, with
 "unknown" where a source did not say: the card never states one blanket licence.
 """
@@ -49,7 +48,7 @@ def explanation_of(row: Any) -> str | None:
 
 
 def overall_stats(df: pd.DataFrame) -> dict[str, Any]:
-    """II-Bench Table 1 style: totals, split sizes, average lengths (words)."""
+    """Overall block of a dataset card: totals, split sizes, average lengths (words)."""
     opts = [o for lst in df["options"] for o in (lst or [])]
     expl = [e for e in (explanation_of(r) for _, r in df.iterrows()) if e]
     refs = [x for lst in df["references"] for x in (lst or [])]

@@ -2,8 +2,8 @@
 
 Merged in this order, later wins: the file's ``defaults``, the benchmark spec's paper
 policies (``forge/recipes/<name>/spec.py``: split sizes, blind action and trials), the
-recipe's own ``splits:`` block in its recipe config (II-Bench keeps its paper sizes
-there), then ``benchmarks.<name>`` in ``config/splits.yaml``. Two policies are the
+recipe's own ``splits:`` block in its recipe config (a paper with fixed split sizes
+keeps them there), then ``benchmarks.<name>`` in ``config/splits.yaml``. Two policies are the
 paper's and no config overrides them: the option policy (fixed-order options never move)
 and the blind unit (item or pool).
 """

@@ -12,7 +12,7 @@
   chance (one-sided binomial test and a minimum accuracy) is flagged as *blind-solvable*.
   The prompt is the same for single- and multi-answer items: it never reveals how many
   options are correct.
-* ``unit_of`` / ``whole_units``: items tied by the benchmark's unit key (MAIA's pool) are
+* ``unit_of`` / ``whole_units``: items tied by the benchmark's unit key (e.g. a pool of statement pairs) are
   kept or dropped together.
 """
 

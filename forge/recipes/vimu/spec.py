@@ -13,9 +13,9 @@
 from __future__ import annotations
 
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, EvalSpec, OptionPolicy
-from forge.evals.report import vimu_plots
 from forge.evals.scoring import _score_vimu
 from forge.recipes.vimu.evaluation import build_request
+from forge.recipes.vimu.report import plots
 
 SPEC = BenchmarkSpec(
     name="vimu",
@@ -32,6 +32,6 @@ SPEC = BenchmarkSpec(
         primary_metric="All-Avg",
         judge_prompt="vimu_oe_judge.yaml",
         report_tables={"tasks": ("OE", "EG", "RM", "SV", "SSU-Avg", "All-Avg")},
-        report_plots=vimu_plots,
+        report_plots=plots,
     ),
 )
