@@ -87,9 +87,12 @@ class SplitSizes:
     """Split names in order with their target: an int (items), a fraction, or ``rest``."""
 
     sizes: tuple[tuple[str, int | float | str], ...]
+    # A `rest` split keeps at least this share of the items when the fixed sizes would take
+    # more (a small corpus: II-Bench's 15 + 20 of 10 demo items); at paper scale it never binds.
+    min_rest_share: float = 0.0
 
     @classmethod
-    def parse(cls, raw: dict[str, Any]) -> SplitSizes:
+    def parse(cls, raw: dict[str, Any], min_rest_share: float = 0.0) -> SplitSizes:
         if not raw:
             raise ValueError("no split sizes configured")
         out = []
@@ -108,7 +111,13 @@ class SplitSizes:
                 out.append((str(name), int(v)))
         if rests > 1:
             raise ValueError("at most one split may be 'rest'")
-        return cls(tuple(out))
+        if not 0 <= min_rest_share < 1:
+            raise ValueError(f"min_rest_share must be in [0, 1), not {min_rest_share}")
+        return cls(tuple(out), float(min_rest_share))
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> SplitSizes:
+        return cls.parse(cfg["sizes"], float(cfg.get("min_rest_share") or 0.0))
 
     @property
     def names(self) -> list[str]:
@@ -123,8 +132,10 @@ class SplitSizes:
             elif isinstance(v, float):
                 t[name] = v * n
         fixed = sum(t.values())
-        if fixed > n and fixed > 0:  # not enough items: shrink every split proportionally
-            t = {k: v * n / fixed for k, v in t.items()}
+        has_rest = any(v == REST for _, v in self.sizes)
+        room = n * (1 - self.min_rest_share) if has_rest else n
+        if fixed > room and fixed > 0:  # not enough items: shrink every fixed split proportionally
+            t = {k: v * room / fixed for k, v in t.items()}
         for name, v in self.sizes:
             if v == REST:
                 t[name] = max(0.0, n - sum(t.values()))

@@ -85,7 +85,7 @@ def read_items(store: TableStore, spec: BenchmarkSpec) -> pd.DataFrame:
 
 
 def split_config_slice(cfg: dict[str, Any]) -> dict[str, Any]:
-    return {k: cfg.get(k) for k in ("seed", "sizes", "leakage_keys", "near_duplicate")}
+    return {k: cfg.get(k) for k in ("seed", "sizes", "min_rest_share", "leakage_keys", "near_duplicate")}
 
 
 def gate_config_slice(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -137,7 +137,7 @@ def compute_splits(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any]) 
     items["item_id"] = items["item_id"].astype(str)
     links = links_for(store, items, cfg)
     groups = _with_units(lk.leakage_groups(items["item_id"], links), items, cfg.get("unit_key"))
-    sizes = SplitSizes.parse(cfg["sizes"])
+    sizes = SplitSizes.from_config(cfg)
     seed = int(cfg.get("seed", 0))
     assigned = sa.assign_splits(items, groups, sizes, seed)
     m = assigned.merge(items[["item_id", "category", "task", "source_item_id", "channel"]], on="item_id", how="left")

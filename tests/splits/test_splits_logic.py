@@ -119,6 +119,11 @@ def test_fixed_sizes_iibench_from_recipe_config():
     counts = sa.assign_splits(items, groups, sizes, seed=0)["split"].value_counts()
     assert (counts["dev"], counts["validation"], counts["test"]) == (15, 20, 65)
     assert sizes.targets(20) == pytest.approx({"dev": 20 * 15 / 35, "validation": 20 * 20 / 35, "test": 0.0})
+    # the configured floor keeps a test split on a small corpus, and does not bind at paper scale
+    floor = SplitSizes.from_config(cfg)
+    assert floor.min_rest_share == 0.5
+    assert floor.targets(10) == pytest.approx({"dev": 5 * 15 / 35, "validation": 5 * 20 / 35, "test": 5.0})
+    assert floor.targets(1434) == pytest.approx({"dev": 15.0, "validation": 20.0, "test": 1399.0})
 
 
 def test_bad_sizes_rejected():
