@@ -17,14 +17,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from forge.evals.config import ModelSpec, Setting  # noqa: E402
-from forge.evals.pipeline import PROMPTS_DIR, model_engine  # noqa: E402
-from forge.evals.requests import build_requests, prediction_rows  # noqa: E402
-from forge.llm.engine import EngineSettings  # noqa: E402
-from forge.llm.prompts import load_prompt  # noqa: E402
-from tests.llm_double import LLMDouble  # noqa: E402
+from forge.benchmarks.registry import get
+from forge.evals.config import ModelSpec, Setting
+from forge.evals.pipeline import model_engine
+from forge.evals.requests import build_requests, prediction_rows
+from forge.llm.engine import EngineSettings
+from forge.llm.prompts import load_prompt
+from tests.llm_double import LLMDouble
 
 
 def items(n: int, data: Path) -> list[dict]:
@@ -43,7 +44,7 @@ def run(n: int, latency: float, concurrency: int, seq_n: int) -> None:
         double.responder = lambda body: "Answer: (C)"
         spec = ModelSpec(name="bench", model="bench-model", base_url=double.base_url, api_key_env=None)
         setting = Setting(benchmark="iibench", name="none", input="image", prompt="iibench_none.yaml")
-        prompts = {"iibench_none.yaml": load_prompt(PROMPTS_DIR / "iibench_none.yaml")}
+        prompts = {"iibench_none.yaml": load_prompt(get("iibench").eval.prompts_dir / "iibench_none.yaml")}
         recs = items(n, data)
 
         def once(conc: int, subset: list[dict], cache: Path) -> tuple[float, list[dict]]:
