@@ -194,8 +194,10 @@ def _blind_cost(engine: Any, calls: pd.DataFrame, spec: BenchmarkSpec) -> dict[s
     s = engine.stats()
     requests = s["calls"] + s["cache_hits"]
     recipe = 0
-    if len(calls):
-        mine = calls[calls["stage"].isin(spec.recipe_assets) & (calls["attempt"] > 0)]
+    if len(calls):   # the recipe's requests: its stages (`<name>_*`), not its evaluations
+        stage = calls["stage"].astype(str)
+        mine = calls[stage.str.startswith(f"{spec.name}_") & ~stage.str.startswith(spec.asset("eval"))
+                     & (calls["cache_hit"].astype(bool) | (calls["attempt"] > 0))]
         recipe = int(len(mine))
     return {"requests": requests, "paid_calls": s["calls"], "cache_hits": s["cache_hits"], "tokens_in": s["tokens_in"],
             "tokens_out": s["tokens_out"], "cost_usd": s["cost_usd"],

@@ -95,6 +95,9 @@ def test_blind_filter_export_roundtrip_and_versioning(store, llm_double, llm_dou
     assert md["blind_accuracy_before"].value == 0.25 and md["blind_accuracy_after"].value == 0.0
     blind = _check(res, "gate_blind_solvability")
     assert blind.passed and blind.metadata["dropped"].value == 6
+    cost = blind.metadata["cost"].value                       # what the blind test cost, stated
+    assert cost["requests"] == cost["paid_calls"] == 24 * 5 and cost["share_of_benchmark_requests"] == 1.0
+    assert blind.metadata["guess_drop_probability"].value == {"k=4": 0.015625}
     # every answer was A: the position gate re-shuffled and balanced each split
     assert _check(res, "gate_position_balance").passed
     gi = store.read("gated_items")
