@@ -105,7 +105,7 @@ def links_for(store: TableStore, items: pd.DataFrame, cfg: dict[str, Any]) -> lk
 
 def _with_units(groups: pd.Series, items: pd.DataFrame, unit_key: str | None) -> pd.Series:
     """Merge leakage groups that share a unit (a pool is never split across splits)."""
-    units = sg.unit_of(items.assign(labels=items["labels"] if "labels" in items else None), unit_key)
+    units = sg.unit_of(items, unit_key) if "labels" in items else {}
     if not units:
         return groups
     parent: dict[str, str] = {}
