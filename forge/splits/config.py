@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from scipy.stats import binom, binomtest
 
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindUnit, OptionPolicy
@@ -181,12 +180,16 @@ class BlindConfig:
         """The test: one-sided binomial p < alpha against chance and accuracy ≥ min_accuracy."""
         if trials <= 0:
             return False
+        from scipy.stats import binomtest  # imported on use: scipy.stats is slow to import
+
         return (correct / trials >= self.min_accuracy
                 and float(binomtest(correct, trials, chance, alternative="greater").pvalue) < self.alpha)
 
     def guess_drop_probability(self, chance: float) -> float:
         """Probability that a pure guesser (right with probability ``chance`` per trial) is
         flagged: the false-positive rate of the test for a unit with that chance."""
+        from scipy.stats import binom
+
         return float(sum(binom.pmf(c, self.trials, chance) for c in range(self.trials + 1)
                          if self.flags(c, self.trials, chance)))
 

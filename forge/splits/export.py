@@ -26,7 +26,7 @@ import shutil
 import stat
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +183,7 @@ def write_export(
         prov_rows = [{k: _clean(v) for k, v in r.items()} for r in provenance.to_dict("records")]
         _write_jsonl(tmp / "provenance.jsonl", prov_rows)
         plots = draw_plots(items, tmp / "plots", split_order) if len(items) else []
-        created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        created = datetime.now(UTC).isoformat(timespec="seconds")
         n = versions[-1][0] + 1 if versions else 1
         lic = license_summary(provenance)
         ctx = dict(card_context, benchmark=benchmark, version=f"v{n}", items=items, split_order=present,

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 from forge.checks import mcq
 from forge.llm.types import LLMRequest, LLMResult
@@ -323,6 +322,8 @@ def score_blind(df: pd.DataFrame, requests: Sequence[LLMRequest], results: Seque
     A pool's trial t is answered when every member answered trial t, right when every
     member was right; its chance is the product of its members' chances. Every member
     of a pool carries the pool's figures."""
+    from scipy.stats import binomtest  # imported on use: scipy.stats is slow to import
+
     rows = {r["item_id"]: r for _, r in df.iterrows()}
     outcomes = _trial_outcomes(df, requests, results)
     units = units or {}
