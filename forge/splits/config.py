@@ -87,7 +87,7 @@ class SplitSizes:
 
     sizes: tuple[tuple[str, int | float | str], ...]
     # A `rest` split keeps at least this share of the items when the fixed sizes would take
-    # more (a small corpus: II-Bench's 15 + 20 of 10 demo items); at paper scale it never binds.
+    # more (a small corpus: fixed 15 + 20 of 10 demo items); at paper scale it never binds.
     min_rest_share: float = 0.0
 
     @classmethod
