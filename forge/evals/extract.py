@@ -185,3 +185,106 @@ def extract_highlight(reply: str | None) -> Extraction:
     if not spans:
         return _fail("no_highlight")
     return Extraction(ok=True, method="highlight", text=" | ".join(spans), values={"spans": spans})
+
+
+# -- II-Bench: the official eval.py rule (docs/evals.md, "II-Bench rules") ---------------------
+#
+# Re-implemented from the rule, not the code: (1) letters A–F written "(X)"; if there is none,
+# (2) capital letters A–F standing alone as words anywhere in the reply; the label is the most
+# frequent one, ties going to the tied letter that *first* appears last. Only when neither form
+# is present: (3) option texts: an option counts when its stripped text occurs in the reply, or
+# the whole reply occurs in the option; the last counted option wins. Nothing → a miss.
+# Letters are never restricted to the item's option count, case is never folded, and a reply
+# that is exactly "" is not parsed (the official loop skips it, the item still counts as wrong).
+
+_IIB_PAREN = re.compile(r"\(([A-F])\)")
+_IIB_WORD = re.compile(r"\b([A-F])\b")
+
+
+def _most_frequent_last_tied(labels: Sequence[str]) -> str:
+    counts: dict[str, int] = {}
+    for x in labels:                      # insertion order = order of first appearance
+        counts[x] = counts.get(x, 0) + 1
+    top = max(counts.values())
+    return [x for x, c in counts.items() if c == top][-1]
+
+
+def extract_iibench(reply: str | None, options: Sequence[str] | None = None) -> Extraction:
+    """II-Bench label of ``reply`` exactly as the official ``eval.py`` gives it."""
+    if reply is None or reply == "":
+        return _fail("empty")
+    text = str(reply)
+    found = _IIB_PAREN.findall(text)
+    method = "iib_paren"
+    if not found:
+        found, method = _IIB_WORD.findall(text), "iib_word"
+    if found:
+        return Extraction(letters=(_most_frequent_last_tied(found),), ok=True, method=method)
+    hits = [chr(65 + i) for i, o in enumerate(options or []) if str(o).strip() in text or text in str(o)]
+    if hits:
+        return Extraction(letters=(hits[-1],), ok=True, method="iib_option_text")
+    return _fail("miss")
+
+
+# -- ViMU: selected option keys (scripts/10-vimu_eg.py, 20-vimu_ss.py) -------------------------
+#
+# The official prompt asks for JSON ``{"selected_options": [...]}`` and allows an empty list;
+# the reply is parsed as JSON, then cleaned: each key stringified and stripped, kept only if it
+# is one of the item's option keys, de-duplicated in order. The official run constrains decoding
+# to that JSON (response_format), so its parser never meets prose; a reply it cannot load is an
+# inference error scored as an empty selection (0). We do not constrain decoding, so by default
+# a reply without the JSON object (or with it in a code fence / inside text) is also read: prose
+# through the multi-select letter rules of ``extract_choice``. ``prose_fallback=False`` (option
+# ``vimu_json_only``) is the official treatment: anything but the JSON object selects nothing.
+
+_JSON_BLOCK = re.compile(r"\{.*\}", re.S)
+
+
+def _json_object(text: str) -> dict | None:
+    import json
+
+    t = text.strip()
+    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", t, re.S)
+    if fence:
+        t = fence.group(1)
+    for cand in (t, *(m.group(0) for m in [_JSON_BLOCK.search(t)] if m)):
+        try:
+            obj = json.loads(cand)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+def clean_option_keys(values: object, valid: Sequence[str]) -> list[str]:
+    """Official cleaning: a non-list is empty; keys stripped, only valid ones, first occurrence kept."""
+    if not isinstance(values, list):
+        return []
+    ok = set(valid)
+    out: list[str] = []
+    for v in values:
+        k = str(v).strip()
+        if k in ok and k not in out:
+            out.append(k)
+    return out
+
+
+def extract_vimu_selection(reply: str | None, valid_keys: Sequence[str], *, options: Sequence[str] | None = None,
+                           prose_fallback: bool = True) -> Extraction:
+    """ViMU EG / RM / SV selection. ``ok`` with an empty ``letters`` tuple is a valid empty
+    selection (the official prompt allows "[]"); without the JSON object the reply is read as
+    prose (``prose_fallback``), else it is a failure (``not_json``), scored as nothing selected."""
+    if reply is None or not str(reply).strip():
+        return _fail("empty")
+    obj = _json_object(str(reply))
+    if obj is not None and "selected_options" in obj:
+        keys = clean_option_keys(obj.get("selected_options"), valid_keys)
+        return Extraction(letters=tuple(keys), ok=True, method="json", values={"selected_options": keys})
+    if prose_fallback:
+        e = extract_choice(reply, list(options or valid_keys), multi=True)
+        if e.ok:
+            keys = [k for k in e.letters if k in set(valid_keys)]
+            return Extraction(letters=tuple(keys), ok=True, method=f"prose_{e.method}", values={"selected_options": keys})
+        return e
+    return _fail("not_json")
