@@ -91,15 +91,16 @@ def evaluate(benchmark: str, spec: ModelSpec, cfg: dict[str, Any], items: pd.Dat
         if log:
             log.info(f"{benchmark} × {spec.name} × {setting.name}: {len(reqs)} requests")
         results = engine.run(stage, part, [r.request for r in reqs])
-        srows = rq.prediction_rows(spec.name, benchmark, setting, split_of, reqs, results)
+        srows = rq.prediction_rows(spec.name, benchmark, setting, split_of, reqs, results, bcfg.get("scoring"))
         unparseable_open_ended(srows)
         if benchmark in ("vimu", "maia") and judge is not None:
             jp = load_prompt(PROMPTS_DIR / f"{benchmark}_oe_judge.yaml")
             pairs = judge_requests(benchmark, srows, by_id, jp)
             if pairs:
-                apply_judge(benchmark, srows, pairs, judge.run(f"{benchmark}_eval_judge", part, [p for _, p in pairs]))
+                apply_judge(benchmark, srows, pairs, judge.run(f"{benchmark}_eval_judge", part, [p for _, p in pairs]),
+                            bcfg.get("scoring"))
         if benchmark in ("hummus", "maia"):
-            similarity_scores(srows, by_id, embedder, bcfg.get("thresholds") or {})
+            similarity_scores(srows, by_id, embedder, bcfg.get("thresholds") or {}, bcfg)
         rows += srows
         meta["settings_run"].append(setting.name)
         if skipped:
@@ -113,7 +114,7 @@ def evaluate(benchmark: str, spec: ModelSpec, cfg: dict[str, Any], items: pd.Dat
         preds_for_scores = preds
     b = cfg.get("bootstrap") or {}
     sc = Scorer(int(b.get("n", 1000)), int(b.get("seed", 0)), float(b.get("alpha", 0.05)))
-    scores = pd.DataFrame(score_benchmark(benchmark, preds_for_scores, items, sc))
+    scores = pd.DataFrame(score_benchmark(benchmark, preds_for_scores, items, sc, bcfg.get("scoring")))
     if len(scores):
         scores.insert(0, "model", spec.name)
         scores.insert(1, "benchmark", benchmark)

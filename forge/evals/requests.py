@@ -20,7 +20,7 @@ import numpy as np
 
 from forge.evals import extract as ex
 from forge.evals.config import ModelSpec, Setting
-from forge.evals.scorers import chosen_option_type, error_composition, multi_select_score, rotations
+from forge.evals.scorers import chosen_option_type, error_composition, rotations, vimu_set_score
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
 
 # What the reply of each (benchmark, task) is parsed as.
@@ -152,13 +152,8 @@ def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]]
                     if len(shots) < setting.shots:
                         skipped.append((item["item_id"], "not_enough_dev_examples"))
                         break
-                    blocks = []
-                    for i, s in enumerate(shots, start=1):
-                        sopts = as_list(s["options"])
-                        blocks.append(f"Question: {s['question']}\nPicture: <Picture {i}>\n{letter_options(sopts)}\n"
-                                      f"Answer: ({s['answer']})\n\n")
                     v = {**v, "instruction": FEWSHOT_INSTRUCTION[0 if setting.shots == 1 else 1],
-                         "examples": "".join(blocks), "picture": len(shots) + 1}
+                         "examples": iibench_shot_blocks(shots), "picture": len(shots) + 1}
                     imgs = [ImageInput(path=data_dir / as_list(s["media_paths"])[0]) for s in shots] + images
                     ctx["shots"] = [s["item_id"] for s in shots]
                 if setting.keywords:
@@ -166,7 +161,8 @@ def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]]
                     if kw in (None, "", []):
                         skipped.append((item["item_id"], f"no_{setting.keywords}_label"))
                         break
-                    v["keywords"] = ", ".join(map(str, kw)) if isinstance(kw, list) else str(kw)
+                    # official data_loader: a list of keywords is joined with "," (no space)
+                    v["keywords"] = ",".join(map(str, kw)) if isinstance(kw, list) else str(kw)
                 req = _req(rid, prompts[setting.prompt], v, imgs, spec)
             elif benchmark == "vimu":
                 text = (extra.get("prompts") or {}).get(setting.variant or "unguided")
@@ -206,6 +202,14 @@ def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]]
     return out, skipped
 
 
+def iibench_shot_blocks(shots: list[dict[str, Any]]) -> str:
+    """The dev examples of II-Bench's few-shot prompt, byte for byte as the official
+    data_loader joins them: each "Question / Picture: <Picture k> / options / Answer: (X)"
+    block ends with a newline and blocks are joined by one more newline (a blank line)."""
+    return "\n".join(f"Question: {s['question']}\nPicture: <Picture {i}>\n{letter_options(as_list(s['options']))}\n"
+                     f"Answer: ({s['answer']})\n" for i, s in enumerate(shots, start=1))
+
+
 def pick_shots(item: dict[str, Any], pool: list[dict[str, Any]], k: int, seed: str) -> list[dict[str, Any]]:
     """``k`` dev examples in a seeded order, never from the query's own source image/video."""
     def key(d: dict[str, Any]) -> str:
@@ -226,7 +230,17 @@ def caption_requests(items: list[dict[str, Any]], prompt: Any, spec: ModelSpec, 
     return out
 
 
-def parse_reply(er: EvalRequest, text: str | None) -> ex.Extraction:
+def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any] | None = None,
+                benchmark: str | None = None) -> ex.Extraction:
+    """The paper's own reading of a reply (``options``: the benchmark's scoring options,
+    config/evals.yaml ``benchmarks.<paper>.scoring``)."""
+    bench = benchmark or er.item.get("benchmark")
+    if er.kind == "mcq" and bench == "iibench" and not (options or {}).get("iibench_strict_extraction"):
+        return ex.extract_iibench(text, er.options or [])
+    if er.kind == "multi" and bench == "vimu":
+        keys = [chr(65 + i) for i in range(len(er.options or []))]
+        return ex.extract_vimu_selection(text, keys, options=er.options,
+                                         prose_fallback=not (options or {}).get("vimu_json_only"))
     if er.kind == "mcq":
         return ex.extract_choice(text, er.options or [], multi=False)
     if er.kind == "yesno":
@@ -245,7 +259,8 @@ def parse_reply(er: EvalRequest, text: str | None) -> ex.Extraction:
 
 
 def prediction_rows(model: str, benchmark: str, setting: Setting, split_of: dict[str, str],
-                    reqs: list[EvalRequest], results: list[LLMResult]) -> list[dict[str, Any]]:
+                    reqs: list[EvalRequest], results: list[LLMResult],
+                    scoring: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One row per request: raw reply, parse, and the item score where no judge is needed."""
     rows = []
     for er, res in zip(reqs, results, strict=True):
@@ -267,7 +282,7 @@ def prediction_rows(model: str, benchmark: str, setting: Setting, split_of: dict
             # The call itself failed (after retries): not the model's answer, so not scored.
             row.update(status="call_failed", error=f"{res.error_class}: {res.error}")
         else:
-            e = parse_reply(er, raw)
+            e = parse_reply(er, raw, scoring, benchmark)
             row.update(parsed=e.answer or None, parse_ok=e.ok, parse_method=e.method or e.reason,
                        status="ok" if e.ok else "unparseable")
             if e.values:
@@ -297,8 +312,8 @@ def item_score(row: dict[str, Any], er: EvalRequest, e: ex.Extraction) -> None:
                 row["detail"]["chosen_type"] = types[opts0.index(chosen_text)] if chosen_text in opts0 else None
     elif er.kind == "multi":
         gold = [x.strip() for x in er.answer.split(",") if x.strip()]
-        pred = list(e.letters) if e.ok else []
-        row["score"] = multi_select_score(pred, gold) if e.ok else 0.0
+        pred = list(e.letters) if e.ok else []       # an unreadable reply selects nothing (official)
+        row["score"] = vimu_set_score(pred, gold)
         row["correct"] = bool(e.ok and set(pred) == set(gold))
         row["detail"]["composition"] = error_composition(pred, gold) if e.ok else "unparseable"
         row["detail"]["pred_set"], row["detail"]["gold_set"] = pred, gold

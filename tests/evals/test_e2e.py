@@ -141,11 +141,12 @@ def responder(body):
     rf = (body.get("response_format") or {}).get("json_schema", {}).get("name")
     if rf == "eval_vimu_oe_judge":
         if "Q-vmOE2" in text:   # this judge call fails (schema-violating reply, twice: repair fails)
-            return Reply.json({"core_intent": 9})
-        hi = "GOOD" in text.split("Model prediction:")[-1]
-        return {"core_intent": 5 if hi else 1, "implicit_signal": 3 if hi else 0, "target_or_social_meaning": 1 if hi else 0,
-                "hallucination_penalty": 0 if hi else 2, "literal_only_penalty": 0 if hi else 1,
-                "verdict": "excellent" if hi else "wrong", "justification": "j"}
+            return Reply.json({"score_total": 12})
+        hi = "GOOD" in text.split("Model Prediction:")[-1]
+        bd = {"core_intent": 5 if hi else 1, "implicit_signal": 3 if hi else 0, "target_or_social_meaning": 1 if hi else 0,
+              "hallucination_penalty": 0 if hi else 2, "literal_only_penalty": 0 if hi else 1}
+        return {"score_total": 9 if hi else -2, "score_breakdown": bd, "verdict": "excellent" if hi else "wrong",
+                "reasoning_short": "j"}
     if rf == "eval_maia_oe_judge":
         return {"label": "Correct" if "GOOD" in text.split("A: ")[-1].split("\n")[0] else "Incorrect"}
     if "Describe this image" in text:
@@ -247,7 +248,7 @@ def test_two_models_leaderboard(setup):
     assert row["coverage"] == pytest.approx(2 / 3) and row["value"] == pytest.approx(100.0)
     # VAGUE error types counted for the bad model (it always picks a non-correct option)
     errs = scores[(scores.model == "m-bad") & (scores.benchmark == "vague") & (scores.setting == "VLM")
-                  & scores.metric.str.startswith("errors_")]
+                  & scores.metric.str.startswith("errors_") & (scores.slice == "all")]
     assert errs["value"].sum() == 4
     # MAIA pool consistency and aggregate accuracy
     ma = scores[(scores.benchmark == "maia") & (scores.setting == "32_frames") & (scores.slice == "all")]
