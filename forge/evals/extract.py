@@ -288,3 +288,24 @@ def extract_vimu_selection(reply: str | None, valid_keys: Sequence[str], *, opti
             return Extraction(letters=tuple(keys), ok=True, method=f"prose_{e.method}", values={"selected_options": keys})
         return e
     return _fail("not_json")
+
+
+# -- VAGUE -------------------------------------------------------------------------------------
+#
+# The official repository publishes no answer parser (outputs are stored raw). Its prompts ask
+# for "only the letter among A,B,C and D"; the CoT prompts for "Your answer1 (reasoning) : ..."
+# then "Your answer2 (intention) : X". We read the text after the last "answer2 ... :" marker when
+# there is one, then apply the general multiple-choice rules (``extract_choice``).
+
+_ANSWER2 = re.compile(r"answer\s*2[^:\n]*:", re.I)
+
+
+def extract_vague(reply: str | None, options: Sequence[str]) -> Extraction:
+    if reply is None or not str(reply).strip():
+        return _fail("empty")
+    marks = list(_ANSWER2.finditer(str(reply)))
+    if marks and str(reply)[marks[-1].end():].strip():
+        e = extract_choice(str(reply)[marks[-1].end():], options)
+        if e.ok:
+            return Extraction(letters=e.letters, ok=True, method=f"answer2_{e.method}")
+    return extract_choice(reply, options)

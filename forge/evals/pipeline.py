@@ -99,7 +99,7 @@ def evaluate(benchmark: str, spec: ModelSpec, cfg: dict[str, Any], items: pd.Dat
             if pairs:
                 apply_judge(benchmark, srows, pairs, judge.run(f"{benchmark}_eval_judge", part, [p for _, p in pairs]),
                             bcfg.get("scoring"))
-        if benchmark in ("hummus", "maia"):
+        if benchmark in ("hummus", "maia", "vague"):
             similarity_scores(srows, by_id, embedder, bcfg.get("thresholds") or {}, bcfg)
         rows += srows
         meta["settings_run"].append(setting.name)

@@ -135,7 +135,7 @@ def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]]
             continue   # e.g. ViMU guided: RM and SV only (App. G)
         options = as_list(item.get("options")) or None
         variants = [(options, item["answer"])]
-        if circular and kind == "mcq" and benchmark in CIRCULAR_BENCHMARKS and options:
+        if circular and kind == "mcq" and benchmark in CIRCULAR_BENCHMARKS and options and setting.variant != "free_form":
             variants = rotations(options, item["answer"])
         images = images_for(item, setting, spec, data_dir)
         if setting.input in ("frames", "first_frame", "image", "self_caption") and not images:
@@ -171,7 +171,12 @@ def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]]
                     break
                 req = _req(rid, prompts[setting.prompt], {"prompt": text}, images, spec)
             elif benchmark == "vague":
-                v = {"question": item["question"], "options": letter_options(opts)}
+                # official utils/util.py: the indirect utterance, options "A: text" sorted by letter
+                v = {"utterance": item.get("indirect_expression") or item["question"],
+                     "choices": "\n".join(f"{chr(65 + i)}: {o}" for i, o in enumerate(opts or []))}
+                if setting.variant == "free_form":   # App. I: answer in words, scored against the correct option
+                    v = {"utterance": v["utterance"], "subject": labels.get("subject") or "the listener"}
+                    ctx["answer_type"] = "free_form"
                 if setting.input == "self_caption":
                     cap = (captions or {}).get(item["item_id"])
                     if not cap:
@@ -197,7 +202,8 @@ def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]]
                     req = _req(rid, prompts[setting.prompt], {"question": item["question"]}, images, spec)
             else:
                 raise ValueError(f"unknown benchmark {benchmark}")
-            out.append(EvalRequest(item=item, kind=kind, options=opts, answer=str(answer), variant=k, request=req,
+            rkind = "text" if ctx.get("answer_type") == "free_form" else kind
+            out.append(EvalRequest(item=item, kind=rkind, options=opts, answer=str(answer), variant=k, request=req,
                                    n_images=len(req.images), context=ctx))
     return out, skipped
 
@@ -241,6 +247,8 @@ def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any] | Non
         keys = [chr(65 + i) for i in range(len(er.options or []))]
         return ex.extract_vimu_selection(text, keys, options=er.options,
                                          prose_fallback=not (options or {}).get("vimu_json_only"))
+    if er.kind == "mcq" and bench == "vague":
+        return ex.extract_vague(text, er.options or [])
     if er.kind == "mcq":
         return ex.extract_choice(text, er.options or [], multi=False)
     if er.kind == "yesno":

@@ -109,17 +109,30 @@ def unparseable_open_ended(rows: list[dict[str, Any]]) -> None:
 
 # -- embedding / overlap item scores ---------------------------------------------------------
 
+def _is_free_form(r: dict[str, Any]) -> bool:
+    return ((r.get("detail") or {}).get("context") or {}).get("answer_type") == "free_form"
+
+
+def _text_refs(r: dict[str, Any], item: dict[str, Any]) -> list[str]:
+    if r["benchmark"] == "vague":   # App. I: the free-form answer against the correct option's text
+        opts = as_list(item.get("options"))
+        k = ord(str(item["answer"]).strip()[:1] or "A") - 65
+        return [str(opts[k])] if 0 <= k < len(opts) else []
+    return [str(x) for x in as_list(item.get("references"))]
+
+
 def maia_text_metrics(rows: list[dict[str, Any]], items: dict[str, dict[str, Any]],
                       metrics_cfg: dict[str, Any] | None = None) -> None:
     """MAIA Table 4: BLEU, ROUGE-L, METEOR, CIDEr, BERTScore of each OE answer against its pool
-    of 8 references (``forge.evals.textmetrics``). An empty answer scores as the empty string; a
-    failed call has no value. Metrics that cannot run here are recorded with the reason."""
-    idx = [i for i, r in enumerate(rows) if r["benchmark"] == "maia" and r["task"] == "open_ended"
-           and r["status"] in ("ok", "unparseable")]
+    of 8 references; VAGUE free-form answers against the correct option
+    (``forge.evals.textmetrics``). An empty answer scores as the empty string; a failed call has
+    no value. Metrics that cannot run here are recorded with the reason."""
+    idx = [i for i, r in enumerate(rows) if r["status"] in ("ok", "unparseable")
+           and ((r["benchmark"] == "maia" and r["task"] == "open_ended") or (r["benchmark"] == "vague" and _is_free_form(r)))]
     if not idx:
         return
     preds = [rows[i]["parsed"] if rows[i]["status"] == "ok" else "" for i in idx]
-    refs = [[str(x) for x in as_list(items[rows[i]["item_id"]].get("references"))] for i in idx]
+    refs = [_text_refs(rows[i], items[rows[i]["item_id"]]) for i in idx]
     values, skipped = textmetrics.similarity_table(preds, refs, (metrics_cfg or {}).get("bertscore"))
     for k, i in enumerate(idx):
         d = rows[i]["detail"]
@@ -135,6 +148,8 @@ def similarity_scores(rows: list[dict[str, Any]], items: dict[str, dict[str, Any
     maia_text_metrics(rows, items, metrics_cfg)
     pairs: list[tuple[int, list[str]]] = []
     for i, r in enumerate(rows):
+        if r["benchmark"] == "vague":
+            continue
         if r["status"] != "ok":
             if r["status"] == "unparseable" and r["benchmark"] == "hummus":
                 r.update(score=0.0, correct=False)
@@ -301,7 +316,7 @@ def _score_vague(setting: str, g: pd.DataFrame, sc: Scorer, options: dict[str, A
     """Tables 1-3: accuracy (overall, per source and per category), the counts of correct and
     of each counterfactual type chosen (Table 2 / 3 "Incorrect count"), and their rates.
     Free-form settings (App. I) score the answer against the correct option's text."""
-    if (g["task"] == "free_form").any():
+    if g["detail"].map(lambda d: ((d or {}).get("context") or {}).get("answer_type") == "free_form").any():
         _score_vague_free_form(setting, g, sc)
         return
     sc.mean(setting, "accuracy", g, "score", primary=True)

@@ -124,7 +124,7 @@ def _text(body):
 
 def _options(text):
     tail = text[text.rfind("Question:"):] if "Question:" in text else text
-    return re.findall(r"^\(?([A-F])[\)\.] (.+)$", tail, re.M)
+    return re.findall(r"^\(?([A-F])(?:[\)\.]|:) (.+)$", tail, re.M)
 
 
 HUMMUS_GOOD = {"classification": "Yes", "naming": "BOSS IS SHARK", "image_box": "shark: [0.1, 0.1, 0.5, 0.5]",
@@ -219,7 +219,8 @@ def test_two_models_leaderboard(setup):
     # every setting of every benchmark ran for both models
     assert set(preds.loc[preds.benchmark == "iibench", "setting"]) == {
         "none", "1-shot", "2-shot", "3-shot", "cot", "domain", "emotion", "rhetoric"}
-    assert set(preds.loc[preds.benchmark == "vague", "setting"]) == {"LM", "SM", "VLM"}
+    assert set(preds.loc[preds.benchmark == "vague", "setting"]) == {"LM", "SM", "VLM", "SM+CoT", "VLM+CoT", "LM-free-form",
+                                                                     "SM-free-form", "VLM-free-form"}
     assert set(preds.loc[preds.benchmark == "maia", "setting"]) == {"black_video", "1_frame", "32_frames"}
     # raw replies stored; garbage is unparseable, not guessed
     bad = preds[(preds.model == "m-bad") & (preds.item_id == "ii5") & (preds.variant == 0)]
