@@ -192,11 +192,14 @@ def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]]
                     req = _req(rid, prompts["maia_oe"], {"question": item["question"]}, images, spec)
             elif benchmark == "hummus":
                 if setting.input == "description":
+                    if item["task"] == "image_box":   # the official monomodal tasks have no ImageBbox
+                        skipped.append((item["item_id"], "no_text_only_image_box_task"))
+                        break
                     desc = (descriptions or {}).get(item["item_id"])
                     if not desc:
                         skipped.append((item["item_id"], "no_image_description"))
                         break
-                    req = _req(rid, prompts[setting.prompt], {"description": desc, "question": item["question"]}, [], spec)
+                    req = _req(rid, prompts[setting.prompt], hummus_text_variables(item, desc), [], spec)
                     ctx["description"] = desc
                 else:
                     req = _req(rid, prompts[setting.prompt], {"question": item["question"]}, images, spec)
@@ -206,6 +209,21 @@ def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]]
             out.append(EvalRequest(item=item, kind=rkind, options=opts, answer=str(answer), variant=k, request=req,
                                    n_images=len(req.images), context=ctx))
     return out, skipped
+
+
+# Hummus monomodal.py: Classification uses CLAS06, which only swaps the order of the two answers.
+_CLAS02_TAIL, _CLAS06_TAIL = "Answer the question with Yes or No.", "Answer the question with No or Yes."
+
+
+def hummus_text_variables(item: dict[str, Any], description: str) -> dict[str, str]:
+    """The text-only ablation input of the official monomodal.py: instructions, blank line,
+    "Image: <description>", "Caption: <caption>". Our items hold "Caption: ...\n\n<instructions>"."""
+    caption_line, _, instructions = str(item["question"]).partition("\n\n")
+    if not instructions:
+        caption_line, instructions = "", caption_line
+    if item.get("task") == "classification":
+        instructions = instructions.replace(_CLAS02_TAIL, _CLAS06_TAIL)
+    return {"instructions": instructions, "description": description, "caption_line": caption_line}
 
 
 def iibench_shot_blocks(shots: list[dict[str, Any]]) -> str:
