@@ -228,14 +228,13 @@ def extract_iibench(reply: str | None, options: Sequence[str] | None = None) -> 
 
 # -- ViMU: selected option keys (scripts/10-vimu_eg.py, 20-vimu_ss.py) -------------------------
 #
-# The official prompt asks for JSON ``{"selected_options": [...]}`` and allows an empty list;
-# the reply is parsed as JSON, then cleaned: each key stringified and stripped, kept only if it
-# is one of the item's option keys, de-duplicated in order. The official run constrains decoding
-# to that JSON (response_format), so its parser never meets prose; a reply it cannot load is an
-# inference error scored as an empty selection (0). We do not constrain decoding, so by default
-# a reply without the JSON object (or with it in a code fence / inside text) is also read: prose
-# through the multi-select letter rules of ``extract_choice``. ``prose_fallback=False`` (option
-# ``vimu_json_only``) is the official treatment: anything but the JSON object selects nothing.
+# The official prompt asks for JSON ``{"selected_options": [...]}`` and allows an empty list. The
+# official run loads the whole reply as JSON; a reply that does not load (prose, a code fence) or
+# is not an object is an inference error stored as an empty selection, and so scores 0. The keys
+# are then cleaned: a non-list is empty; each key stringified and stripped, kept only if it is one
+# of the item's option keys, de-duplicated in order. That is the default here. The named option
+# ``vimu_lenient_parse`` (``prose_fallback=True``) also reads JSON inside a code fence or text and,
+# failing that, prose letters through the multi-select rules of ``extract_choice``.
 
 _JSON_BLOCK = re.compile(r"\{.*\}", re.S)
 
@@ -270,18 +269,32 @@ def clean_option_keys(values: object, valid: Sequence[str]) -> list[str]:
     return out
 
 
+def _whole_json(text: str) -> object:
+    import json
+
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
 def extract_vimu_selection(reply: str | None, valid_keys: Sequence[str], *, options: Sequence[str] | None = None,
-                           prose_fallback: bool = True) -> Extraction:
+                           prose_fallback: bool = False) -> Extraction:
     """ViMU EG / RM / SV selection. ``ok`` with an empty ``letters`` tuple is a valid empty
-    selection (the official prompt allows "[]"); without the JSON object the reply is read as
-    prose (``prose_fallback``), else it is a failure (``not_json``), scored as nothing selected."""
+    selection (the official prompt allows "[]"). A reply that is not a JSON object is a failure
+    (``not_json``), scored as nothing selected, unless ``prose_fallback`` reads it otherwise. A
+    JSON object without ``selected_options`` selects nothing (as officially: ``.get`` → [])."""
     if reply is None or not str(reply).strip():
         return _fail("empty")
-    obj = _json_object(str(reply))
-    if obj is not None and "selected_options" in obj:
-        keys = clean_option_keys(obj.get("selected_options"), valid_keys)
+    obj = _whole_json(str(reply))
+    if isinstance(obj, dict):
+        keys = clean_option_keys(obj.get("selected_options", []), valid_keys)
         return Extraction(letters=tuple(keys), ok=True, method="json", values={"selected_options": keys})
     if prose_fallback:
+        obj = _json_object(str(reply))
+        if obj is not None:
+            keys = clean_option_keys(obj.get("selected_options", []), valid_keys)
+            return Extraction(letters=tuple(keys), ok=True, method="json_embedded", values={"selected_options": keys})
         e = extract_choice(reply, list(options or valid_keys), multi=True)
         if e.ok:
             keys = [k for k in e.letters if k in set(valid_keys)]

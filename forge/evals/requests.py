@@ -165,11 +165,15 @@ def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]]
                     v["keywords"] = ",".join(map(str, kw)) if isinstance(kw, list) else str(kw)
                 req = _req(rid, prompts[setting.prompt], v, imgs, spec)
             elif benchmark == "vimu":
-                text = (extra.get("prompts") or {}).get(setting.variant or "unguided")
-                if not text:
-                    skipped.append((item["item_id"], f"no_{setting.variant}_prompt"))
-                    break
-                req = _req(rid, prompts[setting.prompt], {"prompt": text}, images, spec)
+                if VIMU_PROMPTS["OE"] in prompts:     # the official prompts (config prompts:)
+                    name, v = vimu_prompt(item, extra, setting.variant or "unguided")
+                    req = _req(rid, prompts[name], v, images, spec)
+                else:                                 # the recipe's own rendered prompts (extra.prompts)
+                    text = (extra.get("prompts") or {}).get(setting.variant or "unguided")
+                    if not text:
+                        skipped.append((item["item_id"], f"no_{setting.variant}_prompt"))
+                        break
+                    req = _req(rid, prompts[setting.prompt], {"prompt": text}, images, spec)
             elif benchmark == "vague":
                 # official utils/util.py: the indirect utterance, options "A: text" sorted by letter
                 v = {"utterance": item.get("indirect_expression") or item["question"],
@@ -209,6 +213,36 @@ def build_requests(benchmark: str, setting: Setting, items: list[dict[str, Any]]
             out.append(EvalRequest(item=item, kind=rkind, options=opts, answer=str(answer), variant=k, request=req,
                                    n_images=len(req.images), context=ctx))
     return out, skipped
+
+
+# ViMU official prompt per task (scripts/00-vimu_oe.py, 10-vimu_eg.py, 20-vimu_ss.py).
+VIMU_PROMPTS = {"OE": "vimu_oe.yaml", "EG": "vimu_eg.yaml", "SS": "vimu_ss.yaml", "SS_guided": "vimu_ss_guided.yaml"}
+VIMU_INSTRUCTION = "Select all correct options. Return only the option letters exactly as given. Do not add explanations."
+VIMU_TASK_NAMES = {"RM": "rhetoric_mechanisms", "SV": "social_value_signals"}   # official keys not published
+
+
+@lru_cache(maxsize=1)
+def _vimu_taxonomy() -> Any:
+    from forge.recipes.vimu.taxonomy import load_taxonomy
+
+    return load_taxonomy()
+
+
+def vimu_prompt(item: dict[str, Any], extra: dict[str, Any], variant: str) -> tuple[str, dict[str, str]]:
+    """(prompt file, variables) of the official ViMU prompt for this item and setting variant."""
+    task = item.get("category")
+    transcript = str(extra.get("transcript") or "")
+    if task == "OE":
+        return VIMU_PROMPTS["OE"], {"question": item["question"], "transcript": transcript}
+    opts = "\n".join(f"{chr(65 + i)}. {o}" for i, o in enumerate(as_list(item.get("options"))))
+    v = {"question": item["question"], "transcript": transcript, "instruction": VIMU_INSTRUCTION, "options": opts}
+    if task == "EG":
+        return VIMU_PROMPTS["EG"], v
+    v["task_name"] = VIMU_TASK_NAMES.get(task, str(task))
+    if variant == "guided":
+        axis = "rhetoric" if task == "RM" else "social_value"
+        return VIMU_PROMPTS["SS_guided"], {**v, "guidance": _vimu_taxonomy().grouped_guidance(axis)}
+    return VIMU_PROMPTS["SS"], v
 
 
 # Hummus monomodal.py: Classification uses CLAS06, which only swaps the order of the two answers.
@@ -264,7 +298,7 @@ def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any] | Non
     if er.kind == "multi" and bench == "vimu":
         keys = [chr(65 + i) for i in range(len(er.options or []))]
         return ex.extract_vimu_selection(text, keys, options=er.options,
-                                         prose_fallback=not (options or {}).get("vimu_json_only"))
+                                         prose_fallback=bool((options or {}).get("vimu_lenient_parse")))
     if er.kind == "mcq" and bench == "vague":
         return ex.extract_vague(text, er.options or [])
     if er.kind == "mcq":

@@ -158,8 +158,8 @@ def responder(body):
         return "GOOD: he runs to catch the bus" if good else "a man walks"
     m = re.search(r"Q-vm(EG|RM|SV)\d", text)
     if m:
-        gold = GOLD_TEXT[m.group(0)]
-        return gold if good else "A,B,C,D,E"
+        gold = GOLD_TEXT[m.group(0)]   # the official JSON form; prose "A,B,..." is unreadable (officially 0)
+        return json.dumps({"selected_options": gold.split(",")}) if good else "A,B,C,D,E"
     opts = _options(text)
     gold_text = None
     tail = text[text.rfind("Question:"):] if "Question:" in text else text   # the query, not the few-shot examples
