@@ -488,7 +488,11 @@ def _score_vimu(setting: str, g: pd.DataFrame, sc: Scorer, options: dict[str, An
             continue
         sub = tasks[task]
         preds = [list((d or {}).get("pred_set") or []) for d in sub["detail"]]
-        golds = [list((d or {}).get("gold_set") or []) for d in sub["detail"]]
+        # a failed call has no parse detail: its gold set comes from the row (officially it is
+        # an empty prediction scored against the question's gold)
+        gold_col = sub["gold"] if "gold" in sub else pd.Series([None] * len(sub))
+        golds = [list((d or {}).get("gold_set") or [x.strip() for x in str(gcol or "").split(",") if x.strip()])
+                 for d, gcol in zip(sub["detail"], gold_col)]
         v = _num(sub["score"])
         # Official summaries: exact set match, zero-score share, mean set sizes and their difference.
         sc.add(setting, "exact_set_match_rate", sub, values=np.array([float(set(p) == set(q)) for p, q in zip(preds, golds)]),
