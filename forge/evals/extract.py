@@ -11,7 +11,9 @@ Multiple choice, in order of precedence:
 2. **Letters only**: the region is nothing but option letters and separators
    (``C``, ``(C)``, ``c)``, ``C.``, ``A, C``, ``A and C``, ``[B]``) → those letters.
 3. **Delimited letters** inside prose: ``(C)`` or ``C)`` (upper or lower case)
-   → those letters; with a marker also a bare capital letter right after it (``Answer: C is right``).
+   → those letters; else a capital letter named as an option (``Option A``, ``Label: B``,
+   ``the true statement is B``); with a marker also a bare capital letter right after it
+   (``Answer: C is right``).
 4. **Option text**: the options whose text occurs in the region as whole words
    (case-insensitive; an option contained in a longer matching option is dropped).
 
@@ -28,6 +30,8 @@ from dataclasses import dataclass, field
 LETTERS = "ABCDEFGHIJ"
 _MARKER = re.compile(r"(?:final\s+answer|answer\s*(?:is|:)|answer\s*-|\banswer\b(?=\s*[:(\[]?\s*[A-Ja-j]\b))\s*[:\-]?",
                      re.I)
+# "Option A", "Label: B", "the true statement is B": a capital letter named as an option.
+_NAMED = re.compile(r"\b(?i:option|choice|label|letter|statement(?:\s+is)?)\s*[:\-]?\s*[\(\[]?([A-J])\b(?!')")
 _SEP = r"[\s,;/&+]*(?:\b(?:and|or|&)\b)?[\s,;/&+]*"
 _TOKEN = r"[\(\[\*]*([A-Ja-j])[\)\]\.\*:]*"
 
@@ -91,6 +95,10 @@ def extract_choice(reply: str | None, options: Sequence[str], multi: bool = Fals
         letters = [a or b for a, b in delimited]
         if letters:
             candidates.append(("delimited", letters))
+    if not candidates:
+        named = _NAMED.findall(region)
+        if named:
+            candidates.append(("named_letter", named))
     if not candidates and marked:
         m = re.match(r"\s*\**([A-J])\b(?!')", region)
         if m:
