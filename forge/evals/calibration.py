@@ -49,7 +49,7 @@ def calibrate_task(embedder: Any, task: str, pairs: dict[str, Any] | None = None
     """Threshold for one task (``naming`` / ``image_label``) with ``embedder.similarity``."""
     doc = (pairs or load_pairs())[task]
     rows = [(a, b, True) for a, b in doc["match"]] + [(a, b, False) for a, b in doc["no_match"]]
-    sims = [float(embedder.similarity([pred], [gold])[0, 0]) for gold, pred, _ in rows]
+    sims = [float(x) for x in np.diag(embedder.similarity([p for _, p, _ in rows], [g for g, _, _ in rows]))]
     out = calibrate_threshold(sims, [m for *_, m in rows])
     out["match_mean"] = float(np.mean([x for x, (*_, m) in zip(sims, rows) if m]))
     out["no_match_mean"] = float(np.mean([x for x, (*_, m) in zip(sims, rows) if not m]))

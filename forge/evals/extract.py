@@ -135,7 +135,7 @@ def extract_text(reply: str | None, question: str = "") -> Extraction:
     return Extraction(ok=True, method="text", text=text)
 
 
-_NAMING = re.compile(r"([A-Za-z][A-Za-z \-'’]*?)\s+(?:IS|is|ARE|are)\s+([A-Za-z][A-Za-z \-'’]*)")
+_NAMING = re.compile(r"([A-Za-z][A-Za-z \-'’]*?)\s+(IS|is|ARE|are)\s+([A-Za-z][A-Za-z \-'’]*)")
 
 
 def extract_naming(reply: str | None) -> Extraction:
@@ -146,8 +146,9 @@ def extract_naming(reply: str | None) -> Extraction:
         line = line.strip().strip("\"'*. ")
         m = _NAMING.search(line)
         if m:
-            return Extraction(ok=True, method="naming", text=f"{m.group(1).strip()} IS {m.group(2).strip()}".upper(),
-                              values={"target": m.group(1).strip().upper(), "source": m.group(2).strip().upper()})
+            # the model's own copula is kept ("LAWYERS ARE SHARKS"): the similarity is to its words
+            return Extraction(ok=True, method="naming", text=f"{m.group(1).strip()} {m.group(2)} {m.group(3).strip()}".upper(),
+                              values={"target": m.group(1).strip().upper(), "source": m.group(3).strip().upper()})
     return _fail("no_target_is_source")
 
 
