@@ -22,6 +22,7 @@ from forge.evals import report as rp
 from forge.evals.config import BENCHMARKS, load_eval_config, load_models
 from forge.evals.pipeline import evaluate, model_engine, prompt_files
 from forge.evals.requests import as_list, jload
+from forge.evals.scoring import vimu_oe_cross_model
 from forge.storage import register_view
 from forge.versioning import content_hash
 from resources.embedder import EmbedderResource
@@ -158,11 +159,16 @@ def _report_asset(bench):
             md["tasks"] = dg.MetadataValue.md(rp.main_table(scores, ["OE", "EG", "RM", "SV", "SSU-Avg", "All-Avg"]))
             preds = store.read("eval_predictions", where="benchmark = 'vimu'")
             plots += rp.vimu_plots(scores, preds, out_dir)
+            # the official OE comparison: only videos judged for every model (02-vimu_oe_score.py)
+            common = vimu_oe_cross_model(preds)
+            if len(common):
+                md["oe_common_videos"] = dg.MetadataValue.md(common.round(2).to_markdown(index=False))
         if bench == "vague":
-            md["errors"] = dg.MetadataValue.md(rp.main_table(scores, ["errors_FS", "errors_SU", "errors_NE"]))
+            md["errors"] = dg.MetadataValue.md(rp.main_table(scores, ["correct_count", "errors_FS", "errors_SU", "errors_NE"]))
         if bench == "maia":
             md["all_metrics"] = dg.MetadataValue.md(rp.main_table(scores, ["sv_accuracy", "pool_consistency", "oe_accuracy",
-                                                                           "rouge_l", "embedding_similarity", "agg_accuracy"]))
+                                                                           "rouge_l", "bleu", "meteor", "cider", "bertscore_f1",
+                                                                           "embedding_similarity", "agg_accuracy"]))
         if bench == "hummus":
             md["all_metrics"] = dg.MetadataValue.md(rp.main_table(scores, sorted(set(scores["metric"]) - {"success_rate"})))
         for p in plots:

@@ -21,8 +21,7 @@ from forge.evals.bootstrap import cluster_bootstrap
 from forge.evals.requests import as_list, jload
 from forge.evals import textmetrics
 from forge.evals.scorers import (
-    VIMU_OE_INFERENCE_ERROR, all_correct, box_iou, cooccurrence, f1_per_class, frobenius, micro_f1, option_affinity,
-    rouge_l, rouge_n, selection_conservatism, span_overlap, vimu_oe_intersection, vimu_oe_normalised, vimu_oe_total,
+    VIMU_OE_INFERENCE_ERROR, all_correct, box_iou, cooccurrence, f1_per_class, frobenius, micro_f1, rouge_n, selection_conservatism, span_overlap, vimu_oe_intersection, vimu_oe_normalised, vimu_oe_total,
     weighted_mean,
 )
 from forge.llm.types import LLMRequest, LLMResult
@@ -325,16 +324,16 @@ def _score_vague(setting: str, g: pd.DataFrame, sc: Scorer, options: dict[str, A
             for val, sub in g.groupby(col):
                 sc.mean(setting, "accuracy", sub, "score", slice_=f"{col}={val}")
     chosen = g["detail"].map(lambda d: (d or {}).get("chosen_type"))
-    correct = _num(g["score"])
-    sc.add(setting, "correct_count", g, stat=lambda w, f=np.nan_to_num(correct): float((f * w).sum()))
+    correct = np.nan_to_num(_num(g["score"]))
+    sc.add(setting, "correct_count", g, stat=lambda w, f=correct: float((f * w).sum()))
     for t in VAGUE_TYPES:
         flag = (chosen == t).astype(float).to_numpy()
         sc.add(setting, f"errors_{t}", g, stat=lambda w, f=flag: float((f * w).sum()))
         sc.add(setting, f"error_rate_{t}", g, values=flag)
         if "source" in g:
             for val, sub in g.assign(_f=flag).groupby("source"):
-                sc.add(setting, f"errors_{t}", sub, stat=lambda w, f=sub["_f"].to_numpy(): float((f * w).sum()),
-                       slice_=f"source={val}")
+                f_sub = sub["_f"].to_numpy()
+                sc.add(setting, f"errors_{t}", sub, stat=lambda w, f=f_sub: float((f * w).sum()), slice_=f"source={val}")
 
 
 def _score_vague_free_form(setting: str, g: pd.DataFrame, sc: Scorer) -> None:
