@@ -45,9 +45,11 @@ def judge_requests(benchmark: str, rows: list[dict[str, Any]], items: dict[str, 
         item = items[r["item_id"]]
         rid = f"{r['setting']}:{r['item_id']}"
         if benchmark == "vimu":
-            pts = jload(item.get("extra")).get("reference_points") or []
+            pts = jload(item.get("extra")).get("reference_points") or []   # the official "rubric" role
             pred = r["parsed"] if r["status"] == "ok" else (r.get("raw_reply") or "")
+            ex_ = jload(item.get("extra"))
             v = {"question": item["question"], "gold": item["answer"],
+                 "intended_meaning": str(ex_.get("intended_meaning") or "(none)"),
                  "reference_points": "; ".join(map(str, pts)) or "(none)", "prediction": pred}
         else:
             refs = as_list(item.get("references"))
