@@ -29,6 +29,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25.1"
 	$(PY) -m pip install -q --group test
+	@test -f /usr/share/wordnet/data.noun || (apt-get install -y -qq wordnet-base >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq wordnet-base >/dev/null 2>&1)) || echo "wordnet-base not installed: METEOR will be skipped (docs/evals.md)"
 	rm -f $(VENV)/.installed-*; touch $(STAMP)
 
 setup: $(STAMP)

@@ -164,9 +164,13 @@ def _report_asset(spec: BenchmarkSpec):
         for table, metrics in spec.eval.report_tables.items():
             chosen = list(metrics) or sorted(set(scores["metric"]) - {"success_rate"})   # () = every metric
             md[table] = dg.MetadataValue.md(rp.main_table(scores, chosen))
-        if spec.eval.report_plots is not None:
+        if spec.eval.report_plots is not None or spec.eval.report_prediction_tables is not None:
             preds = store.read("eval_predictions", where=f"benchmark = '{bench}'")
-            plots += spec.eval.report_plots(scores, preds, out_dir)
+            if spec.eval.report_plots is not None:
+                plots += spec.eval.report_plots(scores, preds, out_dir)
+            for table, frame in (spec.eval.report_prediction_tables(scores, preds)
+                                 if spec.eval.report_prediction_tables is not None else {}).items():
+                md[table] = dg.MetadataValue.md(frame.to_markdown(index=False))
         for p in plots:
             md[f"plot_{p.stem}"] = dg.MetadataValue.path(str(p))
         if plots and plots[0].stat().st_size < 60_000:   # one small inline preview

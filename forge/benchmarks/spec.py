@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+PROMPTS_DIR = ROOT / "assets" / "evals" / "prompts"   # built-in benchmarks' evaluation prompts
 
 
 class OptionPolicy(enum.StrEnum):
@@ -79,7 +80,10 @@ class EvalSpec:
     ``kinds``: task → how a reply is parsed (``mcq``, ``multi``, ``yesno``, ``text``, ...;
     see ``forge.evals.requests.parse_reply``). ``build_request(ctx)`` renders one item for
     one setting (``forge.evals.requests.RequestContext``). ``score_setting(setting, g, sc,
-    primary)`` adds the aggregate rows of one setting (a function of ``forge.evals.scoring``).
+    primary, options)`` adds the aggregate rows of one setting (``options``: the benchmark's
+    named scoring options, config/evals.yaml ``benchmarks.<name>.scoring``; all off = the
+    paper's rules). ``parse_reply(er, text, options)``: the paper's own reading of a reply,
+    tried before the generic reading of its kind; it returns ``None`` to leave a reply to it.
     ``defaults``: the ``config/evals.yaml`` block used when that file has none for this
     benchmark (the file wins key by key). ``prompts_dir``: where setting prompt files live.
     """
@@ -88,16 +92,22 @@ class EvalSpec:
     build_request: Callable[..., Any]
     score_setting: Callable[..., None]
     primary_metric: str
-    prompts_dir: Path = ROOT / "assets" / "evals" / "prompts"
+    prompts_dir: Path = PROMPTS_DIR
     defaults: Mapping[str, Any] = field(default_factory=dict)
     judge_prompt: str | None = None              # open-ended answers judged by the `llm` resource's model
     similarity: bool = False                     # needs the embedder (similarity / overlap scores)
+    text_metrics: bool = False                   # reference-overlap metrics of text replies (no embedder needed)
+    # (EvalRequest, reply text, scoring options) → Extraction, or None for the generic reading.
+    parse_reply: Callable[[Any, str | None, dict[str, Any]], Any] | None = None
     circular: bool = False                       # letters carry no meaning: circular evaluation allowed
     # A text stand-in for the image (a description-instead-of-image ablation): (items, evidence table) → item_id → text.
     descriptions: Callable[[Any, Any], dict[str, str]] | None = None
     report_slices: tuple[tuple[str, str], ...] = ()           # (metric, labels key) bar plots
     report_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # metadata name → metrics
     report_plots: Callable[[Any, Any, Path], list[Path]] | None = None          # (scores, predictions, dir)
+    # Tables that need the predictions (e.g. a comparison on the items every model answered):
+    # (scores, predictions) → metadata name → DataFrame.
+    report_prediction_tables: Callable[[Any, Any], Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ Multiple choice, in order of precedence:
 2. **Letters only**: the region is nothing but option letters and separators
    (``C``, ``(C)``, ``c)``, ``C.``, ``A, C``, ``A and C``, ``[B]``) → those letters.
 3. **Delimited letters** inside prose: ``(C)`` or ``C)`` (upper or lower case)
-   → those letters; with a marker also a bare capital letter right after it (``Answer: C is right``).
+   → those letters; else a capital letter named as an option (``Option A``, ``Label: B``,
+   ``the true statement is B``); with a marker also a bare capital letter right after it
+   (``Answer: C is right``).
 4. **Option text**: the options whose text occurs in the region as whole words
    (case-insensitive; an option contained in a longer matching option is dropped).
 
@@ -28,6 +30,8 @@ from dataclasses import dataclass, field
 LETTERS = "ABCDEFGHIJ"
 _MARKER = re.compile(r"(?:final\s+answer|answer\s*(?:is|:)|answer\s*-|\banswer\b(?=\s*[:(\[]?\s*[A-Ja-j]\b))\s*[:\-]?",
                      re.I)
+# "Option A", "Label: B", "the true statement is B": a capital letter named as an option.
+_NAMED = re.compile(r"\b(?i:option|choice|label|letter|statement(?:\s+is)?)\s*[:\-]?\s*[\(\[]?([A-J])\b(?!')")
 _SEP = r"[\s,;/&+]*(?:\b(?:and|or|&)\b)?[\s,;/&+]*"
 _TOKEN = r"[\(\[\*]*([A-Ja-j])[\)\]\.\*:]*"
 
@@ -91,6 +95,10 @@ def extract_choice(reply: str | None, options: Sequence[str], multi: bool = Fals
         letters = [a or b for a, b in delimited]
         if letters:
             candidates.append(("delimited", letters))
+    if not candidates:
+        named = _NAMED.findall(region)
+        if named:
+            candidates.append(("named_letter", named))
     if not candidates and marked:
         m = re.match(r"\s*\**([A-J])\b(?!')", region)
         if m:
@@ -127,7 +135,7 @@ def extract_text(reply: str | None, question: str = "") -> Extraction:
     return Extraction(ok=True, method="text", text=text)
 
 
-_NAMING = re.compile(r"([A-Za-z][A-Za-z \-'’]*?)\s+(?:IS|is|ARE|are)\s+([A-Za-z][A-Za-z \-'’]*)")
+_NAMING = re.compile(r"([A-Za-z][A-Za-z \-'’]*?)\s+(IS|is|ARE|are)\s+([A-Za-z][A-Za-z \-'’]*)")
 
 
 def extract_naming(reply: str | None) -> Extraction:
@@ -138,8 +146,9 @@ def extract_naming(reply: str | None) -> Extraction:
         line = line.strip().strip("\"'*. ")
         m = _NAMING.search(line)
         if m:
-            return Extraction(ok=True, method="naming", text=f"{m.group(1).strip()} IS {m.group(2).strip()}".upper(),
-                              values={"target": m.group(1).strip().upper(), "source": m.group(2).strip().upper()})
+            # the model's own copula is kept ("LAWYERS ARE SHARKS"): the similarity is to its words
+            return Extraction(ok=True, method="naming", text=f"{m.group(1).strip()} {m.group(2)} {m.group(3).strip()}".upper(),
+                              values={"target": m.group(1).strip().upper(), "source": m.group(3).strip().upper()})
     return _fail("no_target_is_source")
 
 
@@ -185,3 +194,140 @@ def extract_highlight(reply: str | None) -> Extraction:
     if not spans:
         return _fail("no_highlight")
     return Extraction(ok=True, method="highlight", text=" | ".join(spans), values={"spans": spans})
+
+
+# -- II-Bench: the official eval.py rule (docs/evals.md, "II-Bench rules") ---------------------
+#
+# Re-implemented from the rule, not the code: (1) letters A–F written "(X)"; if there is none,
+# (2) capital letters A–F standing alone as words anywhere in the reply; the label is the most
+# frequent one, ties going to the tied letter that *first* appears last. Only when neither form
+# is present: (3) option texts: an option counts when its stripped text occurs in the reply, or
+# the whole reply occurs in the option; the last counted option wins. Nothing → a miss.
+# Letters are never restricted to the item's option count, case is never folded, and a reply
+# that is exactly "" is not parsed (the official loop skips it, the item still counts as wrong).
+
+_IIB_PAREN = re.compile(r"\(([A-F])\)")
+_IIB_WORD = re.compile(r"\b([A-F])\b")
+
+
+def _most_frequent_last_tied(labels: Sequence[str]) -> str:
+    counts: dict[str, int] = {}
+    for x in labels:                      # insertion order = order of first appearance
+        counts[x] = counts.get(x, 0) + 1
+    top = max(counts.values())
+    return [x for x, c in counts.items() if c == top][-1]
+
+
+def extract_iibench(reply: str | None, options: Sequence[str] | None = None) -> Extraction:
+    """II-Bench label of ``reply`` exactly as the official ``eval.py`` gives it."""
+    if reply is None or reply == "":
+        return _fail("empty")
+    text = str(reply)
+    found = _IIB_PAREN.findall(text)
+    method = "iib_paren"
+    if not found:
+        found, method = _IIB_WORD.findall(text), "iib_word"
+    if found:
+        return Extraction(letters=(_most_frequent_last_tied(found),), ok=True, method=method)
+    hits = [chr(65 + i) for i, o in enumerate(options or []) if str(o).strip() in text or text in str(o)]
+    if hits:
+        return Extraction(letters=(hits[-1],), ok=True, method="iib_option_text")
+    return _fail("miss")
+
+
+# -- ViMU: selected option keys (scripts/10-vimu_eg.py, 20-vimu_ss.py) -------------------------
+#
+# The official prompt asks for JSON ``{"selected_options": [...]}`` and allows an empty list. The
+# official run loads the whole reply as JSON; a reply that does not load (prose, a code fence) or
+# is not an object is an inference error stored as an empty selection, and so scores 0. The keys
+# are then cleaned: a non-list is empty; each key stringified and stripped, kept only if it is one
+# of the item's option keys, de-duplicated in order. That is the default here. The named option
+# ``vimu_lenient_parse`` (``prose_fallback=True``) also reads JSON inside a code fence or text and,
+# failing that, prose letters through the multi-select rules of ``extract_choice``.
+
+_JSON_BLOCK = re.compile(r"\{.*\}", re.S)
+
+
+def _json_object(text: str) -> dict | None:
+    import json
+
+    t = text.strip()
+    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", t, re.S)
+    if fence:
+        t = fence.group(1)
+    for cand in (t, *(m.group(0) for m in [_JSON_BLOCK.search(t)] if m)):
+        try:
+            obj = json.loads(cand)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+def clean_option_keys(values: object, valid: Sequence[str]) -> list[str]:
+    """Official cleaning: a non-list is empty; keys stripped, only valid ones, first occurrence kept."""
+    if not isinstance(values, list):
+        return []
+    ok = set(valid)
+    out: list[str] = []
+    for v in values:
+        k = str(v).strip()
+        if k in ok and k not in out:
+            out.append(k)
+    return out
+
+
+def _whole_json(text: str) -> object:
+    import json
+
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def extract_vimu_selection(reply: str | None, valid_keys: Sequence[str], *, options: Sequence[str] | None = None,
+                           prose_fallback: bool = False) -> Extraction:
+    """ViMU EG / RM / SV selection. ``ok`` with an empty ``letters`` tuple is a valid empty
+    selection (the official prompt allows "[]"). A reply that is not a JSON object is a failure
+    (``not_json``), scored as nothing selected, unless ``prose_fallback`` reads it otherwise. A
+    JSON object without ``selected_options`` selects nothing (as officially: ``.get`` → [])."""
+    if reply is None or not str(reply).strip():
+        return _fail("empty")
+    obj = _whole_json(str(reply))
+    if isinstance(obj, dict):
+        keys = clean_option_keys(obj.get("selected_options", []), valid_keys)
+        return Extraction(letters=tuple(keys), ok=True, method="json", values={"selected_options": keys})
+    if prose_fallback:
+        obj = _json_object(str(reply))
+        if obj is not None:
+            keys = clean_option_keys(obj.get("selected_options", []), valid_keys)
+            return Extraction(letters=tuple(keys), ok=True, method="json_embedded", values={"selected_options": keys})
+        e = extract_choice(reply, list(options or valid_keys), multi=True)
+        if e.ok:
+            keys = [k for k in e.letters if k in set(valid_keys)]
+            return Extraction(letters=tuple(keys), ok=True, method=f"prose_{e.method}", values={"selected_options": keys})
+        return e
+    return _fail("not_json")
+
+
+# -- VAGUE -------------------------------------------------------------------------------------
+#
+# The official repository publishes no answer parser (outputs are stored raw). Its prompts ask
+# for "only the letter among A,B,C and D"; the CoT prompts for "Your answer1 (reasoning) : ..."
+# then "Your answer2 (intention) : X". We read the text after the last "answer2 ... :" marker when
+# there is one, then apply the general multiple-choice rules (``extract_choice``).
+
+_ANSWER2 = re.compile(r"answer\s*2[^:\n]*:", re.I)
+
+
+def extract_vague(reply: str | None, options: Sequence[str]) -> Extraction:
+    if reply is None or not str(reply).strip():
+        return _fail("empty")
+    marks = list(_ANSWER2.finditer(str(reply)))
+    if marks and str(reply)[marks[-1].end():].strip():
+        e = extract_choice(str(reply)[marks[-1].end():], options)
+        if e.ok:
+            return Extraction(letters=e.letters, ok=True, method=f"answer2_{e.method}")
+    return extract_choice(reply, options)

@@ -114,6 +114,7 @@ def evaluate(benchmark: str | BenchmarkSpec, spec: ModelSpec, cfg: dict[str, Any
     bench = resolve(benchmark)
     name = bench.name
     bcfg = benchmark_block(cfg, bench)
+    scoring = dict(bcfg.get("scoring") or {})   # named scoring options; all off = the paper's rules
     items = items.sort_values("item_id").reset_index(drop=True)
     eval_items, dev, split = select_items(name, items, splits, bcfg["split"])
     if cfg.get("max_items"):
@@ -148,15 +149,15 @@ def evaluate(benchmark: str | BenchmarkSpec, spec: ModelSpec, cfg: dict[str, Any
         if log:
             log.info(f"{name} × {spec.name} × {setting.name}: {len(reqs)} requests")
         results = engine.run(stage, part, [r.request for r in reqs])
-        srows = rq.prediction_rows(spec.name, name, setting, split_of, reqs, results)
+        srows = rq.prediction_rows(spec.name, bench, setting, split_of, reqs, results, scoring)
         unparseable_open_ended(srows)
         if bench.eval.judge_prompt and judge is not None:
             jp = load_prompt(bench.eval.prompts_dir / bench.eval.judge_prompt)
             pairs = judge_requests(name, srows, by_id, jp)
             if pairs:
-                apply_judge(name, srows, pairs, judge.run(f"{name}_eval_judge", part, [p for _, p in pairs]))
-        if bench.eval.similarity:
-            similarity_scores(srows, by_id, embedder, bcfg.get("thresholds") or {})
+                apply_judge(name, srows, pairs, judge.run(f"{name}_eval_judge", part, [p for _, p in pairs]), scoring)
+        if bench.eval.similarity or bench.eval.text_metrics:
+            similarity_scores(srows, by_id, embedder, bcfg.get("thresholds") or {}, bcfg)
         rows += srows
         meta["settings_run"].append(setting.name)
         if skipped:
@@ -170,8 +171,7 @@ def evaluate(benchmark: str | BenchmarkSpec, spec: ModelSpec, cfg: dict[str, Any
         preds_for_scores = preds
     b = cfg.get("bootstrap") or {}
     sc = Scorer(int(b.get("n", 1000)), int(b.get("seed", 0)), float(b.get("alpha", 0.05)))
-    scores = pd.DataFrame(score_benchmark(name, preds_for_scores, items, sc, score_setting=bench.eval.score_setting,
-                                          primary=bench.eval.primary_metric))
+    scores = pd.DataFrame(score_benchmark(bench, preds_for_scores, items, sc, scoring))
     if len(scores):
         scores.insert(0, "model", spec.name)
         scores.insert(1, "benchmark", name)

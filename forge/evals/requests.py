@@ -20,7 +20,7 @@ import numpy as np
 
 from forge.evals import extract as ex
 from forge.evals.config import ModelSpec, Setting
-from forge.evals.scorers import chosen_option_type, error_composition, multi_select_score, rotations
+from forge.evals.scorers import chosen_option_type, error_composition, partial_set_score, rotations
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
 
 
@@ -154,7 +154,8 @@ def build_requests(benchmark: Any, setting: Setting, items: list[dict[str, Any]]
             continue   # a setting limited to some task categories (e.g. a guided prompt)
         options = as_list(item.get("options")) or None
         variants = [(options, item["answer"])]
-        if circular and kind == "mcq" and bench.eval.circular and options:
+        # circular evaluation rotates lettered options; a free-form setting shows none
+        if circular and kind == "mcq" and bench.eval.circular and options and setting.variant != "free_form":
             variants = rotations(options, item["answer"])
         images = images_for(item, setting, spec, data_dir)
         if setting.input in ("frames", "first_frame", "image", "self_caption") and not images:
@@ -170,7 +171,9 @@ def build_requests(benchmark: Any, setting: Setting, items: list[dict[str, Any]]
             except SkipItem as exc:
                 skipped.append((item["item_id"], str(exc)))
                 break
-            out.append(EvalRequest(item=item, kind=kind, options=opts, answer=str(answer), variant=k, request=req,
+            # a setting that asks for words instead of a letter (ctx.context["answer_type"]) is read as text
+            rkind = "text" if ctx.context.get("answer_type") == "free_form" else kind
+            out.append(EvalRequest(item=item, kind=rkind, options=opts, answer=str(answer), variant=k, request=req,
                                    n_images=len(req.images), context=ctx.context))
     return out, skipped
 
@@ -195,7 +198,23 @@ def caption_requests(items: list[dict[str, Any]], prompt: Any, spec: ModelSpec, 
     return out
 
 
-def parse_reply(er: EvalRequest, text: str | None) -> ex.Extraction:
+def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any] | None = None,
+                benchmark: Any = None) -> ex.Extraction:
+    """The paper's own reading of a reply: the benchmark's ``eval.parse_reply`` hook first
+    (``options``: its scoring options, config/evals.yaml ``benchmarks.<name>.scoring``), then
+    the generic reading of the reply kind. ``benchmark``: a registered name or a spec (default:
+    the item's ``benchmark``); without one only the generic kinds apply."""
+    from forge.benchmarks.registry import resolve
+
+    ref = benchmark if benchmark is not None else er.item.get("benchmark")
+    try:
+        hook = resolve(ref).eval.parse_reply if ref is not None else None
+    except KeyError:   # an item of no registered benchmark: generic reading only
+        hook = None
+    if hook is not None:
+        e = hook(er, text, dict(options or {}))
+        if e is not None:
+            return e
     if er.kind == "mcq":
         return ex.extract_choice(text, er.options or [], multi=False)
     if er.kind == "yesno":
@@ -215,15 +234,20 @@ def parse_reply(er: EvalRequest, text: str | None) -> ex.Extraction:
     return ex.extract_text(text, "")
 
 
-def prediction_rows(model: str, benchmark: str, setting: Setting, split_of: dict[str, str],
-                    reqs: list[EvalRequest], results: list[LLMResult]) -> list[dict[str, Any]]:
-    """One row per request: raw reply, parse, and the item score where no judge is needed."""
+def prediction_rows(model: str, benchmark: Any, setting: Setting, split_of: dict[str, str],
+                    reqs: list[EvalRequest], results: list[LLMResult],
+                    scoring: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per request: raw reply, parse, and the item score where no judge is needed.
+    ``benchmark``: a registered name or a spec; ``scoring``: its scoring options."""
+    from forge.benchmarks.registry import resolve
+
+    bench = resolve(benchmark)
     rows = []
     for er, res in zip(reqs, results, strict=True):
         item = er.item
         raw = (res.data or {}).get("text") if res.ok else res.text
         row: dict[str, Any] = {
-            "model": model, "benchmark": benchmark, "setting": setting.name, "item_id": item["item_id"],
+            "model": model, "benchmark": bench.name, "setting": setting.name, "item_id": item["item_id"],
             "variant": er.variant, "task": item["task"], "category": item.get("category"),
             "split": split_of.get(item["item_id"], "all"), "source_item_id": item.get("source_item_id"),
             "raw_reply": raw, "gold": er.answer, "n_images": er.n_images, "prompt_name": res.prompt_name,
@@ -238,7 +262,7 @@ def prediction_rows(model: str, benchmark: str, setting: Setting, split_of: dict
             # The call itself failed (after retries): not the model's answer, so not scored.
             row.update(status="call_failed", error=f"{res.error_class}: {res.error}")
         else:
-            e = parse_reply(er, raw)
+            e = parse_reply(er, raw, scoring, bench)
             row.update(parsed=e.answer or None, parse_ok=e.ok, parse_method=e.method or e.reason,
                        status="ok" if e.ok else "unparseable")
             if e.values:
@@ -268,8 +292,8 @@ def item_score(row: dict[str, Any], er: EvalRequest, e: ex.Extraction) -> None:
                 row["detail"]["chosen_type"] = types[opts0.index(chosen_text)] if chosen_text in opts0 else None
     elif er.kind == "multi":
         gold = [x.strip() for x in er.answer.split(",") if x.strip()]
-        pred = list(e.letters) if e.ok else []
-        row["score"] = multi_select_score(pred, gold) if e.ok else 0.0
+        pred = list(e.letters) if e.ok else []       # an unreadable reply selects nothing (official)
+        row["score"] = partial_set_score(pred, gold)
         row["correct"] = bool(e.ok and set(pred) == set(gold))
         row["detail"]["composition"] = error_composition(pred, gold) if e.ok else "unparseable"
         row["detail"]["pred_set"], row["detail"]["gold_set"] = pred, gold

@@ -17,7 +17,8 @@ import numpy as np
 from forge.recipes.vimu.items import multi_select_score
 
 __all__ = [
-    "multi_select_score", "error_composition", "weighted_mean", "vimu_judge_total", "vimu_judge_normalised",
+    "multi_select_score", "partial_set_score", "vimu_set_score", "vimu_oe_total", "vimu_oe_normalised", "VIMU_OE_MIN", "VIMU_OE_MAX",
+    "vimu_oe_intersection", "micro_f1", "selection_conservatism", "error_composition", "weighted_mean", "vimu_judge_total", "vimu_judge_normalised",
     "option_affinity", "cooccurrence", "frobenius", "chosen_option_type", "all_correct", "f1_per_class",
     "box_iou", "span_tokens", "span_overlap", "rouge_n", "rouge_l", "rotations", "VIMU_JUDGE_RANGES",
 ]
@@ -46,6 +47,89 @@ def error_composition(predicted: Iterable[str], gold: Iterable[str]) -> str:
     return "mixed"
 
 
+def partial_set_score(predicted: Iterable[str], gold: Iterable[str]) -> float:
+    """A multi-select reply's score, the ViMU official set score (scripts/11-vimu_eg_score.py,
+    21-vimu_ss_score.py): 0 when any predicted key is outside the gold set, 0 when the gold set is empty, else |P ∩ G| / |G|.
+    An empty prediction therefore scores 0."""
+    p, g = set(predicted), set(gold)
+    if p - g or not g:
+        return 0.0
+    return len(p & g) / len(g)
+
+
+vimu_set_score = partial_set_score   # the name the ViMU parity tests use
+
+
+# Official OE judge (scripts/01-vimu_oe_judge.py): the judge states ``score_total`` in -6..9;
+# an inference error is given -1 without a judge call; 02-vimu_oe_score.py maps the mean raw
+# total to (mean + 6) / 15 × 100.
+VIMU_OE_MIN, VIMU_OE_MAX = -6.0, 9.0
+VIMU_OE_INFERENCE_ERROR = -1.0
+
+
+def vimu_oe_normalised(total: float) -> float:
+    """(total − min) / (max − min): −6 → 0, 9 → 1 (×100 by the caller). Linear, so the mean of
+    normalised item scores equals the official normalised mean total."""
+    return (float(total) - VIMU_OE_MIN) / (VIMU_OE_MAX - VIMU_OE_MIN)
+
+
+def vimu_oe_total(judgement: dict, source: str = "stated") -> float:
+    """The raw OE total of one judgement. ``stated`` (paper default): the judge's own
+    ``score_total``, which must be an integer in −6..9. ``breakdown`` (named option): Eq. 1
+    recomputed from the validated components, ignoring the stated total. Raises ``ValueError``
+    when the chosen source is missing or invalid (the row is then unscored)."""
+    if source == "breakdown":
+        return vimu_judge_total(judgement.get("score_breakdown") or judgement)
+    v = judgement.get("score_total")
+    if v is None or isinstance(v, bool):
+        raise ValueError("judgement lacks score_total")
+    f = float(v)
+    if f != int(f) or not VIMU_OE_MIN <= f <= VIMU_OE_MAX:
+        raise ValueError(f"score_total {v!r} outside the integers -6..9")
+    return f
+
+
+def vimu_oe_intersection(rows: Sequence[tuple[str, str, float | None]]) -> dict[str, list[float]]:
+    """Official cross-model comparison (02-vimu_oe_score.py): rows are (model, video, raw
+    total or None); rows without a total are dropped, then only videos with a total for *every*
+    model seen are kept. Returns each model's totals on that common set."""
+    by_video: dict[str, dict[str, float]] = {}
+    models: set[str] = set()
+    for model, video, total in rows:
+        if total is None or (isinstance(total, float) and np.isnan(total)):
+            continue
+        by_video.setdefault(video, {})[model] = float(total)
+        models.add(model)
+    keep = sorted(v for v, m in by_video.items() if len(m) == len(models))
+    return {m: [by_video[v][m] for v in keep] for m in sorted(models)}
+
+
+def micro_f1(predicted: Sequence[Iterable[str]], gold: Sequence[Iterable[str]],
+             weights: np.ndarray | None = None) -> dict[str, float]:
+    """Micro-averaged precision / recall / F1 of set predictions (ViMU Fig. 6a, EG): true
+    positives, predicted and gold keys pooled over items before dividing."""
+    w = np.ones(len(gold)) if weights is None else np.asarray(weights, dtype=float)
+    tp = sum(wi * len(set(p) & set(g)) for p, g, wi in zip(predicted, gold, w))
+    npred = sum(wi * len(set(p)) for p, wi in zip(predicted, w))
+    ngold = sum(wi * len(set(g)) for g, wi in zip(gold, w))
+    prec = tp / npred if npred else 0.0
+    rec = tp / ngold if ngold else 0.0
+    return {"precision": float(prec), "recall": float(rec),
+            "f1": float(2 * prec * rec / (prec + rec)) if prec + rec else 0.0}
+
+
+def selection_conservatism(predicted: Sequence[Iterable[str]], gold: Sequence[Iterable[str]],
+                           weights: np.ndarray | None = None) -> float:
+    """Official ``selection_conservatism`` (11-vimu_eg_score.py): mean predicted set size minus
+    mean gold set size; negative = under-selects (conservative), positive = over-selects."""
+    w = np.ones(len(gold)) if weights is None else np.asarray(weights, dtype=float)
+    if not w.sum():
+        return float("nan")
+    p = np.array([len(set(x)) for x in predicted], dtype=float)
+    g = np.array([len(set(x)) for x in gold], dtype=float)
+    return float(((p - g) * w).sum() / w.sum())
+
+
 # App. B: score_total = core + implicit + target - hallucination - literal_only.
 VIMU_JUDGE_RANGES = {"core_intent": (0, 5), "implicit_signal": (0, 3), "target_or_social_meaning": (0, 1),
                      "hallucination_penalty": (0, 3), "literal_only_penalty": (0, 3)}
@@ -67,10 +151,10 @@ def vimu_judge_total(breakdown: dict) -> float:
             - vals["hallucination_penalty"] - vals["literal_only_penalty"])
 
 
-def vimu_judge_normalised(breakdown: dict) -> float:
-    """App. I: the total mapped to [0, 1] (negative totals, possible when penalties exceed
-    the rewards, count as 0; the maximum is 5 + 3 + 1 = 9), then ×100 by the caller."""
-    return max(0.0, vimu_judge_total(breakdown)) / VIMU_JUDGE_MAX
+def vimu_judge_normalised(judgement: dict, source: str = "stated") -> float:
+    """The OE item score in [0, 1]: the raw total (``vimu_oe_total``) normalised as the
+    official script does, (total + 6) / 15."""
+    return vimu_oe_normalised(vimu_oe_total(judgement, source))
 
 
 def option_affinity(predicted: Sequence[Iterable[str]], gold: Sequence[Iterable[str]], letters: Sequence[str],

@@ -9,7 +9,7 @@ def test_demo_config_has_the_stub_model_and_all_paper_settings():
     cfg = load_eval_config()
     names = {b: [s.name for s in settings_for(cfg, b)] for b in cfg["benchmarks"]}
     assert names["iibench"] == ["none", "1-shot", "2-shot", "3-shot", "cot", "domain", "emotion", "rhetoric"]
-    assert names["vimu"] == ["unguided", "guided"] and names["vague"] == ["LM", "SM", "VLM"]
+    assert names["vimu"] == ["unguided", "guided"] and names["vague"] == ["LM", "SM", "VLM", "SM+CoT", "VLM+CoT", "LM-free-form", "SM-free-form", "VLM-free-form"]
     assert names["maia"] == ["black_video", "1_frame", "32_frames"]
     assert names["hummus"] == ["multimodal", "text_description"]
 

@@ -149,7 +149,7 @@ def _text(body):
 
 def _options(text):
     tail = text[text.rfind("Question:"):] if "Question:" in text else text
-    return re.findall(r"^\(?([A-F])[\)\.] (.+)$", tail, re.M)
+    return re.findall(r"^\(?([A-F])(?:[\)\.]|:) (.+)$", tail, re.M)
 
 
 HUMMUS_GOOD = {"classification": "Yes", "naming": "BOSS IS SHARK", "image_box": "shark: [0.1, 0.1, 0.5, 0.5]",
@@ -166,11 +166,12 @@ def responder(body):
     rf = (body.get("response_format") or {}).get("json_schema", {}).get("name")
     if rf == "eval_vimu_oe_judge":
         if "Q-vmOE2" in text:   # this judge call fails (schema-violating reply, twice: repair fails)
-            return Reply.json({"core_intent": 9})
-        hi = "GOOD" in text.split("Model prediction:")[-1]
-        return {"core_intent": 5 if hi else 1, "implicit_signal": 3 if hi else 0, "target_or_social_meaning": 1 if hi else 0,
-                "hallucination_penalty": 0 if hi else 2, "literal_only_penalty": 0 if hi else 1,
-                "verdict": "excellent" if hi else "wrong", "justification": "j"}
+            return Reply.json({"score_total": 12})
+        hi = "GOOD" in text.split("Model Prediction:")[-1]
+        bd = {"core_intent": 5 if hi else 1, "implicit_signal": 3 if hi else 0, "target_or_social_meaning": 1 if hi else 0,
+              "hallucination_penalty": 0 if hi else 2, "literal_only_penalty": 0 if hi else 1}
+        return {"score_total": 9 if hi else -2, "score_breakdown": bd, "verdict": "excellent" if hi else "wrong",
+                "reasoning_short": "j"}
     if rf == "eval_maia_oe_judge":
         return {"label": "Correct" if "GOOD" in text.split("A: ")[-1].split("\n")[0] else "Incorrect"}
     if "Describe this image" in text:
@@ -182,8 +183,8 @@ def responder(body):
         return "GOOD: he runs to catch the bus" if good else "a man walks"
     m = re.search(r"Q-vm(EG|RM|SV)\d", text)
     if m:
-        gold = GOLD_TEXT[m.group(0)]
-        return gold if good else "A,B,C,D,E"
+        gold = GOLD_TEXT[m.group(0)]   # the official JSON form; prose "A,B,..." is unreadable (officially 0)
+        return json.dumps({"selected_options": gold.split(",")}) if good else "A,B,C,D,E"
     opts = _options(text)
     gold_text = None
     tail = text[text.rfind("Question:"):] if "Question:" in text else text   # the query, not the few-shot examples
@@ -243,7 +244,8 @@ def test_two_models_leaderboard(setup):
     # every setting of every benchmark ran for both models
     assert set(preds.loc[preds.benchmark == "iibench", "setting"]) == {
         "none", "1-shot", "2-shot", "3-shot", "cot", "domain", "emotion", "rhetoric"}
-    assert set(preds.loc[preds.benchmark == "vague", "setting"]) == {"LM", "SM", "VLM"}
+    assert set(preds.loc[preds.benchmark == "vague", "setting"]) == {"LM", "SM", "VLM", "SM+CoT", "VLM+CoT", "LM-free-form",
+                                                                     "SM-free-form", "VLM-free-form"}
     assert set(preds.loc[preds.benchmark == "maia", "setting"]) == {"black_video", "1_frame", "32_frames"}
     # raw replies stored; garbage is unparseable, not guessed
     bad = preds[(preds.model == "m-bad") & (preds.item_id == "ii5") & (preds.variant == 0)]
@@ -276,7 +278,7 @@ def test_two_models_leaderboard(setup):
     assert row["coverage"] == pytest.approx(2 / 3) and row["value"] == pytest.approx(100.0)
     # VAGUE error types counted for the bad model (it always picks a non-correct option)
     errs = scores[(scores.model == "m-bad") & (scores.benchmark == "vague") & (scores.setting == "VLM")
-                  & scores.metric.str.startswith("errors_")]
+                  & scores.metric.str.startswith("errors_") & (scores.slice == "all")]
     assert errs["value"].sum() == 4
     # MAIA pool consistency and aggregate accuracy
     ma = scores[(scores.benchmark == "maia") & (scores.setting == "32_frames") & (scores.slice == "all")]

@@ -27,10 +27,16 @@ def test_vimu_judge_rubric():
     b = {"core_intent": 4, "implicit_signal": 2, "target_or_social_meaning": 1, "hallucination_penalty": 1,
          "literal_only_penalty": 0}
     assert vimu_judge_total(b) == 6
-    assert vimu_judge_normalised(b) == pytest.approx(6 / 9)
-    assert vimu_judge_normalised({**b, "core_intent": 0, "implicit_signal": 0, "hallucination_penalty": 3}) == 0.0
-    assert vimu_judge_normalised({"core_intent": 5, "implicit_signal": 3, "target_or_social_meaning": 1,
-                                  "hallucination_penalty": 0, "literal_only_penalty": 0}) == 1.0
+    # official: the stated total, (total + 6) / 15
+    assert vimu_judge_normalised({"score_total": 6, "score_breakdown": b}) == pytest.approx(12 / 15)
+    assert vimu_judge_normalised({"score_total": -6}) == 0.0 and vimu_judge_normalised({"score_total": 9}) == 1.0
+    # the stated total wins over the breakdown by default; the named option recomputes Eq. 1
+    assert vimu_judge_normalised({"score_total": 3, "score_breakdown": b}) == pytest.approx(9 / 15)
+    assert vimu_judge_normalised({"score_total": 3, "score_breakdown": b}, "breakdown") == pytest.approx(12 / 15)
+    with pytest.raises(ValueError):
+        vimu_judge_normalised({"score_breakdown": b})                  # no stated total: unscored
+    with pytest.raises(ValueError):
+        vimu_judge_normalised({"score_total": 12})                     # outside -6..9
     with pytest.raises(ValueError):
         vimu_judge_total({**b, "core_intent": 6})                      # out of range: judge failure
     with pytest.raises(ValueError):

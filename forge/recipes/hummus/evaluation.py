@@ -1,4 +1,5 @@
-"""Hummus evaluation requests (Table 1 prompts; §6.3 replaces the image by a description)."""
+"""Hummus evaluation requests (Table 1 prompts; §6.3 replaces the image by a description, laid
+out as the official monomodal.py lays out its text-only input)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,29 @@ from forge.llm.types import LLMRequest
 
 def build_request(c: RequestContext) -> LLMRequest:
     if c.setting.input == "description":
+        if c.item["task"] == "image_box":   # the official monomodal tasks have no ImageBbox
+            raise SkipItem("no_text_only_image_box_task")
         desc = c.descriptions.get(c.item["item_id"])
         if not desc:
             raise SkipItem("no_image_description")
         c.context["description"] = desc
-        return c.request(c.prompts[c.setting.prompt], {"description": desc, "question": c.item["question"]}, [])
+        return c.request(c.prompts[c.setting.prompt], text_variables(c.item, desc), [])
     return c.request(c.prompts[c.setting.prompt], {"question": c.item["question"]})
+
+
+# Hummus monomodal.py: Classification uses CLAS06, which only swaps the order of the two answers.
+_CLAS02_TAIL, _CLAS06_TAIL = "Answer the question with Yes or No.", "Answer the question with No or Yes."
+
+
+def text_variables(item: dict[str, Any], description: str) -> dict[str, str]:
+    """The text-only ablation input of the official monomodal.py: instructions, blank line,
+    "Image: <description>", "Caption: <caption>". Our items hold "Caption: ...\n\n<instructions>"."""
+    caption_line, _, instructions = str(item["question"]).partition("\n\n")
+    if not instructions:
+        caption_line, instructions = "", caption_line
+    if item.get("task") == "classification":
+        instructions = instructions.replace(_CLAS02_TAIL, _CLAS06_TAIL)
+    return {"instructions": instructions, "description": description, "caption_line": caption_line}
 
 
 def descriptions(items: pd.DataFrame, evidence: pd.DataFrame) -> dict[str, str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy
 from forge.evals.scoring import _score_iibench
-from forge.recipes.iibench.evaluation import build_request
+from forge.recipes.iibench.evaluation import build_request, parse_reply
 
 SPEC = BenchmarkSpec(
     name="iibench",
@@ -29,6 +29,7 @@ SPEC = BenchmarkSpec(
     eval=EvalSpec(
         kinds={"mcq": "mcq"},
         build_request=build_request,
+        parse_reply=parse_reply,
         score_setting=_score_iibench,
         primary_metric="accuracy",
         circular=True,

@@ -1,13 +1,22 @@
-"""VAGUE evaluation requests (§5.1): LM (text only), SM (the model's own caption), VLM (image)."""
+"""VAGUE evaluation (§5.1 LM / SM / VLM, §5.4 CoT, App. I free-form): inputs as the official
+utils/util.py renders them, and the official reading of a multiple-choice reply."""
 
 from __future__ import annotations
 
-from forge.evals.requests import RequestContext, SkipItem, letter_options
+from typing import Any
+
+from forge.evals import extract as ex
+from forge.evals.requests import EvalRequest, RequestContext, SkipItem
 from forge.llm.types import LLMRequest
 
 
 def build_request(c: RequestContext) -> LLMRequest:
-    v = {"question": c.item["question"], "options": letter_options(c.options)}
+    # official utils/util.py: the indirect utterance, options "A: text" sorted by letter
+    v = {"utterance": c.item.get("indirect_expression") or c.item["question"],
+         "choices": "\n".join(f"{chr(65 + i)}: {o}" for i, o in enumerate(c.options or []))}
+    if c.setting.variant == "free_form":   # App. I: answer in words, scored against the correct option
+        v = {"utterance": v["utterance"], "subject": c.labels.get("subject") or "the listener"}
+        c.context["answer_type"] = "free_form"
     if c.setting.input == "self_caption":
         cap = c.captions.get(c.item["item_id"])
         if not cap:
@@ -16,3 +25,10 @@ def build_request(c: RequestContext) -> LLMRequest:
         c.context["caption"] = cap
         return c.request(c.prompts[c.setting.prompt], v, [])
     return c.request(c.prompts[c.setting.prompt], v)
+
+
+def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any]) -> ex.Extraction | None:
+    """A multiple-choice reply as the official evaluation reads it (free-form replies are text)."""
+    if er.kind != "mcq":
+        return None
+    return ex.extract_vague(text, er.options or [])

@@ -6,14 +6,15 @@
   the scene (§3.2.2 "Indirectness: Consistency and Ambiguity"); an item a text-only model
   solves far above chance fails that requirement. The LM setting of §5.1 still measures
   text-only accuracy on what remains.
-* Evaluation: §5.1 LM / SM / VLM settings; error composition by counterfactual type (§5.2).
+* Evaluation: §5.1 LM / SM / VLM settings, §5.4 CoT and App. I free-form settings (inputs and
+  reply reading of the official utils/util.py); error composition by counterfactual type (§5.2).
 """
 
 from __future__ import annotations
 
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy
 from forge.evals.scoring import _score_vague
-from forge.recipes.vague.evaluation import build_request
+from forge.recipes.vague.evaluation import build_request, parse_reply
 
 SPEC = BenchmarkSpec(
     name="vague",
@@ -26,10 +27,12 @@ SPEC = BenchmarkSpec(
     eval=EvalSpec(
         kinds={"mcq": "mcq"},
         build_request=build_request,
+        parse_reply=parse_reply,
         score_setting=_score_vague,
         primary_metric="accuracy",
         circular=True,
+        text_metrics=True,   # App. I free-form answers: BLEU / METEOR / ROUGE-L / BERTScore vs the correct option
         report_slices=(("accuracy", "category"),),
-        report_tables={"errors": ("errors_FS", "errors_SU", "errors_NE")},
+        report_tables={"errors": ("correct_count", "errors_FS", "errors_SU", "errors_NE")},
     ),
 )

@@ -1,14 +1,17 @@
-"""ViMU report plots: option affinity (§4, Fig. 9; App. H) and label co-occurrence (Fig. 8)."""
+"""ViMU report: option affinity (§4, Fig. 9; App. H) and label co-occurrence (Fig. 8) plots,
+and the official cross-model OE table (scripts/02-vimu_oe_score.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from forge.evals.report import heatmap
-from forge.evals.scorers import cooccurrence
+from forge.evals.requests import jload
+from forge.evals.scorers import cooccurrence, vimu_oe_intersection, vimu_oe_normalised
 
 
 def plots(scores: pd.DataFrame, preds: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -43,3 +46,25 @@ def plots(scores: pd.DataFrame, preds: pd.DataFrame, out_dir: Path) -> list[Path
                                  f"ViMU {task}: {model} / {setting}", center=False))
         del gold
     return paths
+
+
+def oe_cross_model(preds: pd.DataFrame) -> pd.DataFrame:
+    """ViMU OE compared across models as 02-vimu_oe_score.py does: per setting, keep only the
+    videos (``source_item_id``) judged for every model, then each model's mean raw total and
+    (mean + 6) / 15 × 100. ``preds``: eval_predictions rows of several models (``detail`` json)."""
+    out = []
+    oe = preds[(preds["benchmark"] == "vimu") & (preds["category"] == "OE")]
+    for setting, g in oe.groupby("setting"):
+        rows = [(m, v, (jload(d) or {}).get("oe_total")) for m, v, d in zip(g["model"], g["source_item_id"], g["detail"])]
+        common = vimu_oe_intersection(rows)
+        for model, totals in common.items():
+            raw = float(np.mean(totals)) if totals else float("nan")
+            out.append({"setting": setting, "model": model, "n_videos": len(totals), "avg_raw_score": raw,
+                        "OE": vimu_oe_normalised(raw) * 100.0 if totals else float("nan")})
+    return pd.DataFrame(out, columns=["setting", "model", "n_videos", "avg_raw_score", "OE"])
+
+
+def prediction_tables(scores: pd.DataFrame, preds: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Report tables that need the predictions: OE on the videos judged for every model."""
+    common = oe_cross_model(preds) if len(preds) else pd.DataFrame()
+    return {"oe_common_videos": common.round(2)} if len(common) else {}

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, EvalSpec, OptionPolicy
 from forge.evals.scoring import _score_vimu
-from forge.recipes.vimu.evaluation import build_request
-from forge.recipes.vimu.report import plots
+from forge.recipes.vimu.evaluation import build_request, parse_reply
+from forge.recipes.vimu.report import plots, prediction_tables
 
 SPEC = BenchmarkSpec(
     name="vimu",
@@ -28,10 +28,12 @@ SPEC = BenchmarkSpec(
     eval=EvalSpec(
         kinds={"open_ended": "text", "multi_select": "multi"},
         build_request=build_request,
+        parse_reply=parse_reply,
         score_setting=_score_vimu,
         primary_metric="All-Avg",
         judge_prompt="vimu_oe_judge.yaml",
         report_tables={"tasks": ("OE", "EG", "RM", "SV", "SSU-Avg", "All-Avg")},
         report_plots=plots,
+        report_prediction_tables=prediction_tables,
     ),
 )

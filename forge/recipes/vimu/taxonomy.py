@@ -144,6 +144,19 @@ class Taxonomy:
         ax = self.axes[axis]
         return "\n".join(f"{m.letter}. {m.name}: {m.definition}" for m in ax.macros)
 
+    def grouped_guidance(self, axis: str) -> str:
+        """Guidance in the layout of the official guided prompt (scripts/20-vimu_ss.py): each
+        macro option, its definition, then the fine patterns it groups with their definitions."""
+        ax = self.axes[axis]
+        kind = "rhetorical categories" if axis == "rhetoric" else "social value signals"
+        out = ["Additional guidance on taxonomy categories:", "",
+               f"The options correspond to high-level {kind}; each summarises several finer-grained patterns.", ""]
+        for m in ax.macros:
+            out += [f"{m.letter}. {m.name}", m.definition, "Typical patterns include:"]
+            out += [f"- {lab.name}: {lab.definition}" for lab in ax.labels if lab.macro == m.letter]
+            out.append("")
+        return "\n".join(out).rstrip("\n")
+
 
 def parse_taxonomy(doc: dict[str, Any]) -> Taxonomy:
     axes: dict[str, Axis] = {}

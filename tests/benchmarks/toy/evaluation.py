@@ -13,7 +13,7 @@ def build_request(c: RequestContext) -> LLMRequest:
     return c.request(c.prompts[c.setting.prompt], {"question": c.item["question"], "options": letter_options(c.options)})
 
 
-def score_setting(setting: str, g: pd.DataFrame, sc: Scorer, primary: str) -> None:
+def score_setting(setting: str, g: pd.DataFrame, sc: Scorer, primary: str, options: dict | None = None) -> None:
     sc.mean(setting, primary, g, "score", primary=True)
     for cat, sub in g.groupby("category"):
         sc.mean(setting, primary, sub, "score", slice_=f"category={cat}")

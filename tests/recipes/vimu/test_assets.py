@@ -137,7 +137,7 @@ def test_annotations_validated_and_filtered(built):
     row = ann.loc["clip_pass"]
     assert list(row["rhetoric_mechanisms"]) == ["Sarcasm", "Exaggeration"]        # Literal Only dropped
     assert "Literal Only" in row["label_notes"]
-    assert list(row["rhetoric_macros"]) == ["B", "D"] and list(row["social_value_macros"]) == ["B", "C"]
+    assert list(row["rhetoric_macros"]) == ["C", "D"] and list(row["social_value_macros"]) == ["B", "C"]
     assert list(row["evidence_macros"]) == ["B", "E"]
     assert len(row["media_paths"]) == 5 and row["channel"] == "chan_pass" and row["backend"] == "openai"
     rej = store.read("rejects", parts=[f"vimu_annotations__{BATCH}"]).set_index("item_id")["reason"].to_dict()
@@ -180,7 +180,7 @@ def test_items_built_with_gold_and_provenance(built):
     assert items.groupby("unit_id")["category"].apply(lambda c: "".join(sorted(c))).to_dict() == {
         "clip_pass": "EGOERMSV", "clip_majorfix": "EGOERMSV", "clip_leak": "EGOERMSV", "clip_minor": "EGOESV"}
     rm = items[(items.unit_id == "clip_pass") & (items.category == "RM")].iloc[0]
-    assert rm["answer"] == "B,D" and rm["task"] == "multi_select" and rm["source_item_id"] == "vid_pass"
+    assert rm["answer"] == "C,D" and rm["task"] == "multi_select" and rm["source_item_id"] == "vid_pass"
     assert set(items["prompt_hash"]) == {items_prompt_hash()} and set(items["backend"]) == {"openai"}
     rej = store.read("rejects", parts=[f"vimu_items__{BATCH}"])
     assert list(rej["reason"]) == ["rm_no_macro"]

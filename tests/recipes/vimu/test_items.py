@@ -34,14 +34,14 @@ def test_four_items_with_gold_sets():
     assert skipped == []
     by = {i["category"]: i for i in items}
     assert set(by) == {"OE", "EG", "RM", "SV"}
-    assert by["RM"]["answer"] == "B,C" and by["SV"]["answer"] == "C" and by["EG"]["answer"] == "A,E"
+    assert by["RM"]["answer"] == "C,D" and by["SV"]["answer"] == "C" and by["EG"]["answer"] == "A,E"
     assert by["RM"]["options"][0] == "Literal / Direct" and len(by["RM"]["options"]) == 5
-    assert by["RM"]["option_types"] == ["distractor", "correct", "correct", "distractor", "distractor"]
+    assert by["RM"]["option_types"] == ["distractor", "distractor", "correct", "correct", "distractor"]
     oe = by["OE"]
     assert oe["task"] == "open_ended" and oe["options"] is None and oe["references"] == ["The boss is a fool."]
     assert json.loads(oe["extra"])["reference_points"] == ["boss", "fool"]
     labels = json.loads(by["SV"]["labels"])
-    assert labels["rhetoric_macros"] == ["B", "C"] and labels["social_value_signals"] == ["Contempt"]
+    assert labels["rhetoric_macros"] == ["C", "D"] and labels["social_value_signals"] == ["Contempt"]
     assert all(i["prompt_hash"] == "h" and i["source_item_id"] == "v1" and i["unit_id"] == "c1" for i in items)
     assert len({i["item_id"] for i in items}) == 4
 

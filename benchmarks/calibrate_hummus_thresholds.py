@@ -1,0 +1,30 @@
+"""Hummus Naming / ImageLabel match thresholds for the embedder in use (docs/evals.md).
+
+    python benchmarks/calibrate_hummus_thresholds.py [MODEL_PATH]
+
+Prints, per task, the cosine that best separates the hand-labelled match / no-match pairs of
+forge/evals/data/hummus_similarity_calibration.yaml, its balanced accuracy, and the mean cosine
+of each group. Put the thresholds into config/evals.yaml (benchmarks.hummus.thresholds).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from forge.checks.embeddings import load_embedder  # noqa: E402
+from forge.evals.calibration import calibrate_task  # noqa: E402
+
+
+def main() -> None:
+    emb = load_embedder(sys.argv[1] if len(sys.argv) > 1 else None)
+    for task in ("naming", "image_label"):
+        r = calibrate_task(emb, task)
+        print(f"{task}: threshold {r['threshold']:.3f}  balanced accuracy {r['balanced_accuracy']:.3f}  "
+              f"match mean {r['match_mean']:.3f}  no-match mean {r['no_match_mean']:.3f}  gap {r['gap']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
