@@ -75,7 +75,6 @@ def build_defs() -> dg.Definitions:
     import jobs
     import resources
     import sensors
-
     from jobs.stages import stage_jobs
 
     parts = [resources.defs]

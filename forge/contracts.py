@@ -25,7 +25,7 @@ that ships its own contracts folder (``BenchmarkSpec.contracts_dir``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +177,7 @@ def parse_contract(doc: dict[str, Any], path: Path | None = None) -> Contract:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_contract(table: str, contracts_dir: Path = CONTRACTS_DIR) -> Contract:
     path = contracts_dir / f"{table}.yaml"
     if not path.exists() and contracts_dir == CONTRACTS_DIR:

@@ -132,20 +132,40 @@ def field_problem(row: Any, data_dir: Path | None = None) -> tuple[str, str] | N
     return None
 
 
+def _item_key(r: Any) -> str:
+    opts = sorted(mcq.normalize_option(o) for o in (_lst(r.options) or []))
+    return json.dumps([mcq.normalize_option(r.question or ""), opts, sorted(_lst(r.media_paths) or [])])
+
+
 def duplicate_items(df: pd.DataFrame) -> dict[str, str]:
     """item_id → id of the kept twin, for items equal to an earlier one (smallest id kept)."""
-    def key(r: Any) -> str:
-        opts = sorted(mcq.normalize_option(o) for o in (_lst(r.options) or []))
-        return json.dumps([mcq.normalize_option(r.question or ""), opts, sorted(_lst(r.media_paths) or [])])
-
     seen: dict[str, str] = {}
     dup: dict[str, str] = {}
     for r in df.sort_values("item_id").itertuples(index=False):
-        k = key(r)
+        k = _item_key(r)
         if k in seen:
             dup[r.item_id] = seen[k]
         else:
             seen[k] = r.item_id
+    return dup
+
+
+def duplicate_units(df: pd.DataFrame, units: dict[str, str]) -> dict[str, str]:
+    """For a benchmark whose items come in units (a pool): item_id → a member of the kept
+    twin unit, for every member of a unit whose members all equal an earlier unit's (the
+    unit with the smallest id is kept). Equal items inside or across units that differ as a
+    whole are not dropped: dropping one would split its unit."""
+    members: dict[str, list[Any]] = {}
+    for r in df.sort_values("item_id").itertuples(index=False):
+        members.setdefault(units.get(r.item_id, r.item_id), []).append(r)
+    seen: dict[str, str] = {}
+    dup: dict[str, str] = {}
+    for unit in sorted(members):
+        k = json.dumps(sorted(_item_key(r) for r in members[unit]))
+        if k in seen:
+            dup |= {r.item_id: seen[k] for r in members[unit]}
+        else:
+            seen[k] = members[unit][0].item_id
     return dup
 
 

@@ -235,11 +235,13 @@ def run_gates(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any], engin
         if p:
             status[r["item_id"]] = p
     # 2. duplicate items
-    alive = df[~df["item_id"].isin(status)]
-    dups = sg.duplicate_items(alive)
-    for i, kept_twin in dups.items():
-        status[i] = ("duplicate_item", f"same question, options and media as {kept_twin}")
     status |= sg.whole_units(status, units)
+    alive = df[~df["item_id"].isin(status)]
+    dups = sg.duplicate_units(alive, units) if units else sg.duplicate_items(alive)
+    for i, kept_twin in dups.items():
+        what = f"its unit {units[i]} equals the unit of" if i in units else "same question, options and media as"
+        status[i] = ("duplicate_item", f"{what} {kept_twin}")
+    member_dups = len(sg.duplicate_items(alive)) - len(dups) if units else 0
     alive = df[~df["item_id"].isin(status)]
     dup_opts = mcq.duplicate_stats(((r["item_id"], list(r["options"])) for _, r in alive.iterrows() if sg.is_mcq(r)),
                                    gcfg.duplicate_option_threshold)
@@ -354,8 +356,10 @@ def run_gates(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any], engin
         # Report-only is the paper's policy: flagged units stay and the check passes with the figures.
         Check("gate_blind_solvability", not flagged or bc.action == "report"
               or (drop_blind and not any(s.item_id in kept_ids for s in flagged)), "warn", blind_md),
-        Check("gate_duplicates", reasons.get("duplicate_item", 0) == 0 and dup_opts.items_with_duplicates == 0, "warn", {
+        Check("gate_duplicates", reasons.get("duplicate_item", 0) == 0 and dup_opts.items_with_duplicates == 0
+              and member_dups == 0, "warn", {
             "duplicate_items_dropped": reasons.get("duplicate_item", 0),
+            "duplicate_members_kept": member_dups,   # equal items inside units that differ as a whole
             "items_with_duplicate_options": dup_opts.items_with_duplicates,
             "duplicate_option_rate": round(dup_opts.rate, 4), "examples": dup_opts.examples}),
         Check("gate_empty_fields", not any(reasons.get(k) for k in FIELD_REASONS), "warn",

@@ -145,3 +145,14 @@ def test_blind_prompt_never_states_the_number_of_correct_options():
     text = (p.system + p.user).lower()
     assert "exactly one" not in text and "one or more" not in text and "single" not in text
     assert set(p.variables) == {"question", "options", "letters"}
+
+
+def test_duplicates_are_judged_per_unit_when_items_come_in_pools():
+    base = {"question": "Which is true?", "media_paths": ["m.png"], "split": "test"}
+    rows = [dict(base, item_id="a1", options=["x", "y"]), dict(base, item_id="a2", options=["x", "y"]),   # pool a
+            dict(base, item_id="b1", options=["x", "y"]), dict(base, item_id="b2", options=["x", "y"]),   # pool b = a
+            dict(base, item_id="c1", options=["x", "y"]), dict(base, item_id="c2", options=["u", "v"])]   # pool c differs
+    df = pd.DataFrame(rows)
+    units = {i: f"question_id={i[0]}" for i in df["item_id"]}
+    assert sg.duplicate_units(df, units) == {"b1": "a1", "b2": "a1"}     # the whole equal pool goes, no pool is cut
+    assert len(sg.duplicate_items(df)) == 4                               # item by item, pools would be split
