@@ -26,6 +26,7 @@ import dagster as dg
 import pandas as pd
 
 from assets.common import contract_check_specs, publish, table_metadata
+from assets.releases.keys import release_deps
 from assets.llm_support import llm_metadata, record_llm_calls
 from forge.checks import mcq
 from forge.contracts import load_contract
@@ -34,6 +35,7 @@ from forge.llm.stub import StubOutputError, ensure_no_stub
 from forge.splits import assign as sa
 from forge.splits import gates as sg
 from forge.splits import leakage as lk
+from forge.splits.release import assign_with_release_splits
 from forge.splits.card import md_table
 from forge.splits.config import RECIPES_CONFIG, GateConfig, SplitSizes, benchmark_config
 from forge.splits.export import existing_versions, exports_frame, read_manifest, write_export
@@ -86,7 +88,7 @@ def compute_splits(store: TableStore, paper: str, cfg: dict[str, Any]) -> tuple[
     groups = lk.leakage_groups(items["item_id"], links)
     sizes = SplitSizes.parse(cfg["sizes"])
     seed = int(cfg.get("seed", 0))
-    assigned = sa.assign_splits(items, groups, sizes, seed)
+    assigned, kept = assign_with_release_splits(items, groups, sizes, seed)   # imported releases keep their split
     m = assigned.merge(items[["item_id", "category", "task", "source_item_id", "channel"]], on="item_id", how="left")
     m["group_size"] = m.groupby("group_id")["item_id"].transform("size").astype("int64")
     m["benchmark"], m["seed"] = paper, seed
@@ -104,6 +106,8 @@ def compute_splits(store: TableStore, paper: str, cfg: dict[str, Any]) -> tuple[
         "cross_split_linked_pairs": rep.total,
         "per_category": dg.MetadataValue.md(md_table(sa.split_summary(assigned, items))),
     }
+    if kept.kept:
+        md["release_split"] = dg.MetadataValue.json(vars(kept))
     for k, v in counts.items():
         md[f"split/{k}"] = int(v)
     return m[cols], md
@@ -401,7 +405,7 @@ def benchmark_defs(paper: str) -> dg.Definitions:
     split_key, gated_key, export_key = f"{paper}_splits", f"{paper}_gated", f"{paper}_export"
 
     @dg.asset(
-        name=split_key, group_name="splits", kinds={"python"}, deps=[f"{paper}_items"],
+        name=split_key, group_name="splits", kinds={"python"}, deps=[f"{paper}_items", *release_deps(paper)],
         code_version=content_hash(VERSION, split_config_slice(cfg)),
         check_specs=contract_check_specs(split_key, ["splits"]), metadata=table_metadata(["splits"]),
         description=f"Leakage-free, category-stratified splits of `{paper}_items` (table `splits`, file `{paper}`): "

@@ -1,0 +1,24 @@
+"""Names shared by the release assets and their neighbours (splits, sensor): which papers have
+an importer, the asset keys and the dynamic partitions (one partition per release)."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+RELEASE_PAPERS = ("maia", "hummus", "iibench", "vague", "vimu")
+
+
+def release_key(paper: str) -> str:
+    return f"{paper}_release"
+
+
+def report_key(paper: str) -> str:
+    return f"{paper}_release_report"
+
+
+def release_deps(paper: str) -> list[str]:
+    """Upstream keys for ``<paper>_splits``: the importer writes into ``<paper>_items`` too."""
+    return [release_key(paper)] if paper in RELEASE_PAPERS else []
+
+
+PARTITIONS = {p: dg.DynamicPartitionsDefinition(name=f"{p}_releases") for p in RELEASE_PAPERS}
