@@ -12,7 +12,6 @@
   ``<data>/reports/releases/``) in the materialization's metadata.
 """
 
-from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
@@ -43,7 +42,7 @@ def release_defs(paper: str, parse: Parser, reference: Callable[[], Mapping[str,
         name=key, group_name="releases", kinds={"python", "parquet"}, partitions_def=PARTITIONS[paper],
         check_specs=contract_check_specs(key, [table]), metadata=table_metadata([table]),
         description=f"Import a published {paper} release (one partition per release in config/releases.yaml or "
-                    f"<data>/inbox/releases/{paper}/<name>/) into `{table}` with origin = imported; rejects with reasons.",
+                    f"<data>/inbox/_releases/{paper}/<name>/) into `{table}` with origin = imported; rejects with reasons.",
     )
     def _release(context: dg.AssetExecutionContext, config: ReleaseRunConfig, storage: StorageResource) -> dg.MaterializeResult:
         t0 = time.perf_counter()

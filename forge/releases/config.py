@@ -1,5 +1,5 @@
 """Which releases exist: ``config/releases.yaml`` (``SUBTEXT_RELEASES_CONFIG`` points elsewhere)
-plus the inbox folders ``<data>/inbox/releases/<paper>/<name>/``.
+plus the inbox folders ``<data>/inbox/_releases/<paper>/<name>/``.
 
 A release folder may carry a ``release.yaml`` manifest (``version``, ``licence``,
 ``language``, ``options``); the config entry wins over it. Relative paths are relative to
@@ -18,6 +18,8 @@ import yaml
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "releases.yaml"
 MANIFEST = "release.yaml"
+# inside the media inbox, which skips names starting with "_" (a release is not a media drop)
+INBOX_DIR = Path("inbox") / "_releases"
 PAPERS = ("maia", "hummus", "iibench", "vague", "vimu")
 UNSPECIFIED = "unspecified"
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -73,7 +75,7 @@ def load_releases(path: str | Path | None = None, data_dir: str | Path | None = 
         p = p if p.is_absolute() else (cfg_file.parent / p).resolve()
         out.append(_info(str(entry["paper"]), str(entry["name"]), p, entry, "config"))
     if data_dir is not None:
-        inbox = Path(data_dir) / "inbox" / "releases"
+        inbox = Path(data_dir) / INBOX_DIR
         names = {(r.paper, r.name) for r in out}
         for paper in PAPERS:
             for folder in sorted((inbox / paper).glob("*")) if (inbox / paper).is_dir() else []:
