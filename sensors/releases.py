@@ -1,4 +1,4 @@
-"""``release_sensor``: published releases named in ``config/releases.yaml`` or dropped under
+"""``<paper>_release_sensor``: published releases named in ``config/releases.yaml`` or dropped under
 ``<data>/inbox/_releases/<paper>/<name>/`` become partitions of ``<paper>_release`` and are
 imported once per version of their files.
 
@@ -28,39 +28,45 @@ def fingerprint(info: ReleaseInfo) -> str:
     return content_hash("release", info.describe(), stat, length=16)
 
 
-@dg.sensor(
-    name="release_sensor",
-    target=dg.AssetSelection.assets(*[release_key(p) for p in RELEASE_PAPERS]),
-    minimum_interval_seconds=60,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Registers the releases of config/releases.yaml and <data>/inbox/_releases/<paper>/<name>/ as "
-                "partitions of <paper>_release and imports each once per version of its files.",
-)
-def release_sensor(context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SensorResult:
+def release_sensor(paper: str) -> dg.SensorDefinition:
+    """``<paper>_release_sensor`` (one per paper: a sensor targets one partitions definition)."""
+    key = release_key(paper)
+
+    @dg.sensor(
+        name=f"{paper}_release_sensor", target=dg.AssetSelection.assets(key), minimum_interval_seconds=60,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=f"Registers the {paper} releases of config/releases.yaml and <data>/inbox/_releases/{paper}/<name>/ "
+                    f"as partitions of {key} and imports each once per version of its files.",
+    )
+    def _sensor(context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SensorResult:
+        return tick(paper, context, storage)
+
+    return _sensor
+
+
+def tick(paper: str, context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SensorResult:
     seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
     try:
-        releases = [r for r in load_releases(data_dir=storage.store.data_dir) if r.paper in RELEASE_PAPERS]
+        releases = [r for r in load_releases(data_dir=storage.store.data_dir) if r.paper == paper]
     except Exception as e:  # noqa: BLE001 - a broken releases file is reported, the sensor keeps ticking
         return dg.SensorResult(skip_reason=dg.SkipReason(f"config/releases.yaml unreadable: {e}"), cursor=context.cursor)
-    adds, runs, now = [], [], {}
-    for paper in RELEASE_PAPERS:
-        have = set(context.instance.get_dynamic_partitions(PARTITIONS[paper].name))
-        new = sorted({r.name for r in releases if r.paper == paper} - have)
-        if new:
-            adds.append(PARTITIONS[paper].build_add_request(new))
+    have = set(context.instance.get_dynamic_partitions(PARTITIONS[paper].name))
+    new = sorted({r.name for r in releases} - have)
+    adds = [PARTITIONS[paper].build_add_request(new)] if new else []
+    runs, now = [], {}
     for r in releases:
         if not r.path.exists():
-            context.log.warning(f"release {r.paper}/{r.name}: {r.path} does not exist")
+            context.log.warning(f"release {paper}/{r.name}: {r.path} does not exist")
             continue
         fp = fingerprint(r)
-        now[f"{r.paper}/{r.name}"] = fp
-        if seen.get(f"{r.paper}/{r.name}") != fp:
-            runs.append(dg.RunRequest(run_key=f"release:{r.paper}:{r.name}:{fp}", asset_selection=[dg.AssetKey(release_key(r.paper))],
-                                      partition_key=r.name, tags={"subtext/release": f"{r.paper}/{r.name}"}))
+        now[r.name] = fp
+        if seen.get(r.name) != fp:
+            runs.append(dg.RunRequest(run_key=f"release:{paper}:{r.name}:{fp}", asset_selection=[dg.AssetKey(release_key(paper))],
+                                      partition_key=r.name, tags={"subtext/release": f"{paper}/{r.name}"}))
     cursor = json.dumps(now, sort_keys=True)
     if not adds and not runs:
-        return dg.SensorResult(skip_reason=dg.SkipReason("no new or changed release"), cursor=cursor)
+        return dg.SensorResult(skip_reason=dg.SkipReason(f"no new or changed {paper} release"), cursor=cursor)
     return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=adds, cursor=cursor)
 
 
-defs = dg.Definitions(sensors=[release_sensor])
+defs = dg.Definitions(sensors=[release_sensor(p) for p in RELEASE_PAPERS])
