@@ -1,0 +1,66 @@
+"""Release folders built from the hand-written fixtures (tests/releases/fixtures/<paper>/, in the
+released formats) plus media made here: MAIA gets short real videos, Hummus small JPEG cartoons."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from PIL import Image, ImageDraw
+
+from forge.releases.config import ReleaseInfo
+
+FIXTURES = Path(__file__).with_name("fixtures")
+
+
+@pytest.fixture(scope="session")
+def _video(tmp_path_factory) -> Path:
+    from forge.media.sample_corpus import render_scene_video
+
+    return render_scene_video(tmp_path_factory.mktemp("video") / "scene.mp4", seconds=1, fps=4)
+
+
+@pytest.fixture
+def maia_dir(tmp_path, _video) -> Path:
+    d = tmp_path / "releases" / "MAIA_dev_set_ita"
+    shutil.copytree(FIXTURES / "maia", d)
+    (d / "videos").mkdir()
+    for v in ("v01", "v02", "v03"):
+        shutil.copy(_video, d / "videos" / f"{v}.mp4")
+    return d
+
+
+@pytest.fixture
+def hummus_dir(tmp_path) -> Path:
+    d = tmp_path / "releases" / "humorous-multimodal-metaphor-use"
+    shutil.copytree(FIXTURES / "hummus", d)
+    for contest, size, colour in (("1", (160, 120), (200, 220, 240)), ("2", (100, 100), (40, 90, 160)),
+                                  ("3", (200, 150), (230, 200, 120))):
+        im = Image.new("RGB", size, colour)
+        ImageDraw.Draw(im).ellipse((10, 10, size[0] // 2, size[1] // 2), fill=(int(contest) * 70 % 255, 30, 30))
+        im.save(d / "images" / f"{contest}.jpeg")
+    return d
+
+
+@pytest.fixture
+def maia_info(maia_dir) -> ReleaseInfo:
+    return ReleaseInfo("maia", "maia-dev-ita", maia_dir, "dev-20pct", "CC BY-NC-SA 4.0", "it")
+
+
+@pytest.fixture
+def hummus_info(hummus_dir) -> ReleaseInfo:
+    return ReleaseInfo("hummus", "hummus-v1", hummus_dir, "e08a44f", "CC BY 4.0", "en")
+
+
+@pytest.fixture
+def releases_yaml(tmp_path, maia_dir, hummus_dir, monkeypatch) -> Path:
+    p = tmp_path / "releases.yaml"
+    p.write_text(yaml.safe_dump({"releases": [
+        {"paper": "maia", "name": "maia-dev-ita", "path": str(maia_dir), "version": "dev-20pct",
+         "licence": "CC BY-NC-SA 4.0", "language": "it"},
+        {"paper": "hummus", "name": "hummus-v1", "path": str(hummus_dir), "version": "e08a44f", "licence": "CC BY 4.0"},
+    ]}))
+    monkeypatch.setenv("SUBTEXT_RELEASES_CONFIG", str(p))
+    return p
