@@ -15,6 +15,7 @@
 
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import dagster as dg
 
@@ -27,6 +28,7 @@ from forge.storage import RejectLog
 from resources.storage import StorageResource
 
 Parser = Callable[[ReleaseInfo], ParsedRelease]
+Finisher = Callable[[ParsedRelease, Path], object]   # media work after placing files (e.g. MAIA's frames)
 
 
 class ReleaseRunConfig(dg.Config):
@@ -34,7 +36,7 @@ class ReleaseRunConfig(dg.Config):
 
 
 def release_defs(paper: str, parse: Parser, reference: Callable[[], Mapping[str, float]] | None = None,
-                 built_language: str = "en") -> dg.Definitions:
+                 built_language: str = "en", finish: Finisher | None = None) -> dg.Definitions:
     table = f"{paper}_items"
     key = release_key(paper)
 
@@ -52,10 +54,12 @@ def release_defs(paper: str, parse: Parser, reference: Callable[[], Mapping[str,
             info = release_info(paper, name, config.releases_config, store.data_dir)
             parsed = parse(info)
             md[f"{name}/release"] = dg.MetadataValue.json(info.describe())
-            md[f"{name}/summary"] = dg.MetadataValue.json(parsed.summary())
             md[f"{name}/media_placed"] = place_media(parsed.media, store.data_dir)
+            if finish is not None:
+                md[f"{name}/media_processed"] = finish(parsed, store.data_dir)
             if info.licence == "unspecified":
                 context.log.warning(f"{paper} release {name}: no licence declared (config or release.yaml)")
+            md[f"{name}/summary"] = dg.MetadataValue.json(parsed.summary())
             log = RejectLog(key, name)
             for r in parsed.rejects:
                 log.add(r.record, r.reason, detail=r.detail)

@@ -2,7 +2,7 @@
 
 from assets.releases.factory import release_defs
 from forge.recipes.maia.config import load_config
-from forge.recipes.maia.release import parse_release
+from forge.recipes.maia.release import parse_release, sample_frames
 
 # MAIA's published pool figures (config/recipes/maia.yaml `reference`), as rows of the report
 REFERENCE_ROWS = {"answers_overlap_mean": "answer_pool/overlap_mean", "answers_overlap_mean_cw": "answer_pool/overlap_mean_cw",
@@ -15,4 +15,5 @@ def reference() -> dict[str, float]:
     return {row: float(ref[k]) for k, row in REFERENCE_ROWS.items() if k in ref}
 
 
-defs = release_defs("maia", parse_release, reference)
+defs = release_defs("maia", parse_release, reference,
+                    finish=lambda parsed, data_dir: sample_frames(parsed, data_dir, int(load_config().get("release_frames", 32))))

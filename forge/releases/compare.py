@@ -31,6 +31,7 @@ import pandas as pd
 
 from forge.checks import mcq
 from forge.checks.text import pool_stats, tokens
+from forge.splits.gates import missing
 
 BUILT = "built"
 
@@ -45,7 +46,7 @@ def _json(v: Any) -> dict[str, Any]:
 
 
 def _list(v: Any) -> list:
-    return [] if v is None or (isinstance(v, float) and v != v) else list(v)
+    return [] if missing(v) else list(v)
 
 
 def sides(items: pd.DataFrame) -> dict[str, pd.DataFrame]:
