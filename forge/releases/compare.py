@@ -98,6 +98,8 @@ def side_stats(df: pd.DataFrame, lang: str = "en", threshold: float = 0.5) -> di
         s["length_bias/excess_over_chance"] = round(lb.excess, 4)
     qlens = [len(tokens(q, lang)) for q in df["question"].fillna("")]
     s["question_tokens/mean"] = round(float(np.mean(qlens)), 2) if qlens else 0.0
+    for task, qs in df.groupby("task")["question"]:   # per task: fixed prompts (MAIA's SV question) stay apart
+        s[f"question_tokens/{task}"] = round(float(np.mean([len(tokens(q, lang)) for q in qs.fillna("")])), 2)
     pools = [[str(x) for x in _list(r)] for r in df["references"] if len(_list(r)) >= 2]
     if pools:
         st = [pool_stats(p, threshold, lang=lang) for p in pools]
