@@ -45,6 +45,17 @@ def hummus_dir(tmp_path) -> Path:
 
 
 @pytest.fixture
+def iibench_dir(tmp_path) -> Path:
+    d = tmp_path / "releases" / "II-Bench"
+    shutil.copytree(FIXTURES / "iibench", d)
+    for name, colour in (("dev/dev-1.jpg", (250, 240, 200)), ("dev/dev-2.jpg", (90, 160, 90)),
+                         ("test/test-1.jpg", (30, 30, 60)), ("test/test-2.jpg", (200, 120, 60))):   # test-3: missing
+        (d / "images" / name).parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (96, 64), colour).save(d / "images" / name)
+    return d
+
+
+@pytest.fixture
 def maia_info(maia_dir) -> ReleaseInfo:
     return ReleaseInfo("maia", "maia-dev-ita", maia_dir, "dev-20pct", "CC BY-NC-SA 4.0", "it")
 

@@ -139,3 +139,26 @@ def test_releases_config_and_inbox(tmp_path):
     with pytest.raises(ValueError, match="unknown paper"):
         load_releases(cfg)
     assert isinstance(rel[0], ReleaseInfo)
+
+
+def test_iibench_dev_and_test_json(iibench_dir):
+    from forge.recipes.iibench.release import parse_release as parse_iibench
+
+    info = ReleaseInfo("iibench", "ii-bench", iibench_dir, "7cf6187", "Apache-2.0", "en")
+    r = parse_iibench(info)
+    assert sorted((x.record, x.reason) for x in r.rejects) == [
+        ("dev.json[1].questions[0]", "bad_answer"), ("test.json[0].questions[0]", "no_gold_answer"),
+        ("test.json[2]", "media_missing")]
+    items = r.items.set_index(r.items["extra"].map(lambda e: json.loads(e)["release_id"]))
+    assert list(items.index) == ["dev-1", "test-2"]
+    dev1 = items.loc["dev-1"]
+    # the release's option order and gold letter; the duplicated option is kept and counted
+    assert dev1["answer"] == "A" and dev1["options"][0].startswith("Time at work") and r.notes["duplicated_options"] == 1
+    assert dev1["release_split"] == "dev" and items.loc["test-2", "release_split"] == "test"
+    assert json.loads(dev1["labels"]) == {"image_type": "single-panel comic", "domain": "life", "emotion": "negative",
+                                          "difficulty": "middle", "rhetoric": ["metaphor", "exaggerate"]}
+    # values outside the taxonomy are kept as written and reported; the bounded category says "other"
+    assert items.loc["test-2", "category"] == "other" and json.loads(items.loc["test-2", "labels"])["domain"] == "Education"
+    assert r.unknown == {"image_type": {"Infographic": 1}, "domain": {"Education": 1}}
+    kept = parse_iibench(with_options(info, require_media=False))
+    assert "media_missing" not in {x.reason for x in kept.rejects} and len(kept.items) == 3
