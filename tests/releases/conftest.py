@@ -56,6 +56,17 @@ def iibench_dir(tmp_path) -> Path:
 
 
 @pytest.fixture
+def vague_dir(tmp_path) -> Path:
+    d = tmp_path / "releases" / "vague-bench"
+    shutil.copytree(FIXTURES / "vague", d)
+    (d / "images").mkdir()
+    for k, name in enumerate(("0001_Cooking_00.01.02.100-00.01.04.200@0", "ego_3f2a", "0002_Party_00.00.10.000-00.00.12.000@1",
+                              "0003_Office_00.00.01.000-00.00.03.000@0")):
+        Image.new("RGB", (96, 64), (40 * k, 100, 200 - 40 * k)).save(d / "images" / f"{name}.jpg")
+    return d
+
+
+@pytest.fixture
 def maia_info(maia_dir) -> ReleaseInfo:
     return ReleaseInfo("maia", "maia-dev-ita", maia_dir, "dev-20pct", "CC BY-NC-SA 4.0", "it")
 

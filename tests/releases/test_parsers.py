@@ -162,3 +162,20 @@ def test_iibench_dev_and_test_json(iibench_dir):
     assert r.unknown == {"image_type": {"Infographic": 1}, "domain": {"Education": 1}}
     kept = parse_iibench(with_options(info, require_media=False))
     assert "media_missing" not in {x.reason for x in kept.rejects} and len(kept.items) == 3
+
+
+def test_vague_records(vague_dir):
+    from forge.recipes.vague.release import parse_release as parse_vague
+
+    r = parse_vague(ReleaseInfo("vague", "vague-2", vague_dir, "2.0", "see card", "en"))
+    assert sorted((x.record, x.reason) for x in r.rejects) == [
+        ("vague_bench.json[2]", "incomplete_options"), ("vague_bench.json[3]", "bad_ordering"),
+        ("vague_bench.json[4]", "media_missing")]
+    first, second = r.items.iloc[0], r.items.iloc[1]
+    # ordering gives each option's letter in 1_correct, 2_fake_scene, 3_surface_understanding, 4_wrong_entity order
+    assert first["answer"] == "C" and list(first["option_types"]) == ["FS", "SU", "correct", "NE"]
+    assert first["options"][2].startswith("The speaker wants person1 to turn off the stove")
+    assert second["answer"] == "B" and list(second["option_types"]) == ["SU", "correct", "NE", "FS"]
+    assert json.loads(first["labels"])["action"] == "turn off" and first["category"] == "unspecified"
+    assert r.unknown == {"mcq_key": {"5_partial_intent": 1}}
+    assert json.loads(second["extra"])["release_mcq"] == {"5_partial_intent": "The speaker wants person2 to be warm."}

@@ -135,3 +135,21 @@ def test_imported_releases_reach_export_evaluation_and_report(world, tmp_path):
     rep = next(a for a in hummus_defs.assets if a.key.path[-1] == "hummus_release_report")
     md = _md(dg.materialize([rep], resources=resources, selection=[rep.key], raise_on_error=True), "hummus_release_report")
     assert "label/WIDLII" in md["side_by_side"].value and "plot" in md
+
+
+@pytest.mark.parametrize("paper, name, fixture", [("iibench", "ii-bench", "iibench_dir"), ("vague", "vague-2", "vague_dir")])
+def test_other_importers_write_contract_valid_items(paper, name, fixture, request, tmp_path, monkeypatch):
+    import importlib
+
+    d = request.getfixturevalue(fixture)
+    cfg = tmp_path / f"{paper}.yaml"
+    cfg.write_text(yaml.safe_dump({"releases": [{"paper": paper, "name": name, "path": str(d), "version": "1",
+                                                "licence": "CC BY 4.0"}]}))
+    monkeypatch.setenv("SUBTEXT_RELEASES_CONFIG", str(cfg))
+    store = TableStore(tmp_path / "data")
+    defs = importlib.import_module(f"assets.releases.{paper}").defs
+    res = _import(defs, paper, name, {"storage": StorageResource(data_dir=str(store.data_dir))}, dg.DagsterInstance.ephemeral())
+    assert all(c.passed for c in res.get_asset_check_evaluations())
+    items = store.read(f"{paper}_items")
+    assert len(items) == 2 and set(items["origin"]) == {"imported"} and set(items["licence"]) == {"CC BY 4.0"}
+    assert len(store.read("rejects", where=f"stage = '{paper}_release'")) == 3
