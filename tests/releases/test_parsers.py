@@ -93,6 +93,10 @@ def test_hummus_release_human_gold(hummus_info):
     # Title Case names with sub-metaphors in parentheses, kept in their own wording
     assert by[("nyc-combi-102", "naming")]["references"] == ["Worries Are Clouds", "Umbrella Is Shield"]
     assert by[("nyc-combi-103", "naming")]["answer"] == "Managers Are Sharks"
+    assert by[("nyc-combi-103", "naming")]["references"] == ["Managers Are Sharks", "Sharks Are Managers"]
+    # <u> inside <i>: the <i> span is the task's gold, the <u> focus is kept beside it
+    assert by[("nyc-combi-103", "caption_highlight")]["answer"] == "<i>The quarterly review is in the tank.</i>"
+    assert json.loads(by[("nyc-combi-103", "caption_highlight")]["extra"])["underlined_spans"] == ["in the tank"]
     # <u> spans read as the benchmark's <i> spans; a 40-word human explanation is kept whole
     assert by[("nyc-combi-102", "caption_highlight")]["answer"] == \
         "Relax, it only <i>rains</i> on the people who <i>worry</i>."

@@ -94,8 +94,9 @@ def metaphor_problem(raw: str) -> str | None:
 
 def split_metaphor_names(raw: str | list[str] | None) -> list[str]:
     """The metaphors of a released ``conceptual_metaphor`` field, in order: ``;``-separated
-    names, each with the names in its parentheses after it
-    (``Humans Are Animals (Woman Is Mosquito); Racket Is Flyswatter`` → three names)."""
+    names, each followed by the names in its parentheses, and ``X Are Y / Y Are X`` pairs
+    split when both sides name a metaphor (``Humans Are Animals (Woman Is Mosquito); Racket Is
+    Flyswatter`` → three names; ``ANIMALS/HUMANS ARE HUMANS/ANIMALS`` stays one)."""
     if raw is None:
         return []
     parts = raw if isinstance(raw, list) else re.split(r";(?![^()]*\))", str(raw))
@@ -105,9 +106,12 @@ def split_metaphor_names(raw: str | list[str] | None) -> list[str]:
         inner = re.findall(r"\(([^()]*)\)", part)
         head = re.sub(r"\s*\([^()]*\)\s*", " ", part).strip()
         for name in [head, *[x for i in inner for x in i.split(";")]]:
-            name = " ".join(name.split()).strip(" .")
-            if name and name not in out:
-                out.append(name)
+            sides = [x.strip() for x in name.split("/")]
+            names = sides if len(sides) > 1 and all(human_metaphor_problem(x) is None for x in sides) else [name]
+            for n in names:
+                n = " ".join(n.split()).strip(" .")
+                if n and n not in out:
+                    out.append(n)
     return out
 
 
@@ -251,15 +255,23 @@ class Annotation:
     discard_reason: str = ""
 
 
-def human_highlight(caption: str, highlighted: str) -> tuple[Highlight | None, str | None]:
-    """A human caption highlight: ``<u>`` (or ``<i>``) spans read as ``<i>`` spans and anchored in
-    the caption when they can be; otherwise kept verbatim (with the reason) — it is the gold."""
-    marked = _HUMAN_TAG.sub(lambda m: f"<{m.group(1)}i>", highlighted or "")
+def human_highlight(caption: str, highlighted: str) -> tuple[Highlight | None, str | None, list[str]]:
+    """A human caption highlight as the benchmark's ``<i>`` spans, anchored in the caption when
+    they can be (else kept verbatim with the reason: it is the gold), and the ``<u>`` spans.
+
+    The release marks spans with ``<i>`` and, inside them or alone, ``<u>``: with ``<i>`` present
+    the ``<u>`` marks are a finer focus and are returned apart; alone they are the spans."""
+    raw = highlighted or ""
+    underlined = re.findall(r"<u>(.*?)</u>", raw, flags=re.IGNORECASE | re.DOTALL)
+    if _TAG.search(raw):
+        marked = re.sub(r"</?(?:u|b|em)>", "", raw, flags=re.IGNORECASE)
+    else:
+        marked = _HUMAN_TAG.sub(lambda m: f"<{m.group(1)}i>", raw)
     hl, why, _ = parse_highlight(caption, marked)
     if hl is not None:
-        return hl, None
+        return hl, None, underlined
     spans = _TAG.split(marked)[1::2]
-    return Highlight(marked, [s for s in spans if s.strip()], []), why
+    return Highlight(marked, [s for s in spans if s.strip()], []), why, underlined
 
 
 def _validate_human(data: dict[str, Any], caption: str, width: int, height: int, verdict: str) -> tuple[Annotation, Problems]:
@@ -286,9 +298,11 @@ def _validate_human(data: dict[str, Any], caption: str, width: int, height: int,
             else:
                 ann.regions.append(region)
         if str(data.get("caption_highlighted") or "").strip():
-            ann.highlight, why = human_highlight(caption, str(data["caption_highlighted"]))
+            ann.highlight, why, underlined = human_highlight(caption, str(data["caption_highlighted"]))
             if why:
                 p.kept.append(("span_not_anchored", why))
+            for u in underlined:
+                p.kept.append(("underlined_span", u))
         ann.explanation = " ".join(str(data.get("explanation") or "").split())
         for part, present in (("metaphor", ann.metaphors), ("box", ann.regions), ("caption_highlight", ann.highlight),
                               ("explanation", ann.explanation)):

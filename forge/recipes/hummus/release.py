@@ -167,6 +167,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         if ann is None:
             out.reject(where, probs.primary(), probs.feedback().lstrip("- "))
             continue
+        underlined = [v for k, v in probs.kept if k == "underlined_span"]
         for kind, value in probs.kept:
             if kind == "figure":
                 out.keep_unknown("figure", value)
@@ -193,6 +194,8 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 extra["image_description"] = descriptions[contest]
             if extra_fields:
                 extra["release_fields"] = extra_fields
+            if underlined:
+                extra["underlined_spans"] = underlined
             if it["task"] == "naming":   # human names keep their own wording (Title Case)
                 it["answer"] = ann.metaphors[0]
             if rel is None:
