@@ -219,8 +219,8 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         cat, slot, known = parse_category(cat_raw)
         if not known:
             out.keep_unknown("category", cat_raw)
-        fname = text(r.get("file_name")) or video
-        src = videos.get(fname.lower()) or videos.get(fname.rsplit(".", 1)[0].lower()) or videos.get(video.lower())
+        fname = Path(text(r.get("file_name")) or video).name
+        src = videos.get(fname.lower()) or videos.get(Path(fname).stem.lower()) or videos.get(video.lower())
         media: list[str] = []
         if src is not None:
             rel = media_path(info, src)
@@ -261,6 +261,8 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         video = text(r.get("video_id") or r.get("video"))
         cat_raw = text(r.get("question_category") or r.get("category"))
         q = questions.get(qkey)
+        if q is not None and (q["video"], q["cat_raw"]) != (video, cat_raw):
+            q, qkey = None, ""            # an id that is a row number, not the question's: link by video + category
         if q is None and len(by_cat_video.get((video, cat_raw), [])) == 1:
             q = questions[by_cat_video[(video, cat_raw)][0]]
             qkey = by_cat_video[(video, cat_raw)][0]
