@@ -19,7 +19,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.common import contract_check_specs, partition_keys, publish, table_metadata
+from assets.common import SINGLE_RUN, contract_check_specs, partition_keys, publish, table_metadata
 from assets.releases.keys import PARTITIONS, release_key, report_key
 from forge.releases import compare
 from forge.releases.config import ReleaseInfo, release_info
@@ -41,7 +41,7 @@ def release_defs(paper: str, parse: Parser, reference: Callable[[], Mapping[str,
     key = release_key(paper)
 
     @dg.asset(
-        name=key, group_name="releases", kinds={"python", "parquet"}, partitions_def=PARTITIONS[paper],
+        name=key, group_name="releases", kinds={"python", "parquet"}, partitions_def=PARTITIONS[paper], backfill_policy=SINGLE_RUN,
         check_specs=contract_check_specs(key, [table]), metadata=table_metadata([table]),
         description=f"Import a published {paper} release (one partition per release in config/releases.yaml or "
                     f"<data>/inbox/_releases/{paper}/<name>/) into `{table}` with origin = imported; rejects with reasons.",
