@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-RELEASE_PAPERS = ("maia", "hummus", "iibench", "vague")   # papers with an importer (forge/recipes/<paper>/release.py)
+RELEASE_PAPERS = ("maia", "hummus", "iibench", "vague", "vimu")   # papers with an importer (forge/recipes/<paper>/release.py)
 
 
 def release_key(paper: str) -> str:

@@ -2,7 +2,8 @@
 
 from assets.releases.factory import release_defs
 from forge.recipes.maia.config import load_config
-from forge.recipes.maia.release import parse_release, sample_frames
+from forge.recipes.maia.release import parse_release
+from forge.releases.media import sample_frames
 
 # MAIA's published pool figures (config/recipes/maia.yaml `reference`), as rows of the report
 REFERENCE_ROWS = {"answers_overlap_mean": "answer_pool/overlap_mean", "answers_overlap_mean_cw": "answer_pool/overlap_mean_cw",

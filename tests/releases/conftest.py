@@ -67,6 +67,16 @@ def vague_dir(tmp_path) -> Path:
 
 
 @pytest.fixture
+def vimu_dir(tmp_path, _video) -> Path:
+    d = tmp_path / "releases" / "ViMU"
+    shutil.copytree(FIXTURES / "vimu", d)
+    (d / "videos").mkdir()
+    for v in ("clip01", "clip02"):                 # clip99: missing
+        shutil.copy(_video, d / "videos" / f"{v}.mp4")
+    return d
+
+
+@pytest.fixture
 def maia_info(maia_dir) -> ReleaseInfo:
     return ReleaseInfo("maia", "maia-dev-ita", maia_dir, "dev-20pct", "CC BY-NC-SA 4.0", "it")
 

@@ -183,3 +183,20 @@ def test_vague_records(vague_dir):
     assert json.loads(first["labels"])["action"] == "turn off" and first["category"] == "unspecified"
     assert r.unknown == {"mcq_key": {"5_partial_intent": 1}}
     assert json.loads(second["extra"])["release_mcq"] == {"5_partial_intent": "The speaker wants person2 to be warm."}
+
+
+def test_vimu_task_files(vimu_dir):
+    from forge.recipes.vimu.release import parse_release as parse_vimu
+
+    r = parse_vimu(ReleaseInfo("vimu", "vimu-v1", vimu_dir, "1", "CC BY-NC 4.0", "en"))
+    assert sorted((x.record, x.reason) for x in r.rejects) == [
+        ("open_ended_qa.jsonl[1]", "missing_field"), ("rhetoric_mechanism_mcq.jsonl[1]", "bad_answer"),
+        ("social_value_signal_mcq.jsonl[1]", "media_missing")]
+    by = {c: row for c, row in zip(r.items["category"], r.items.to_dict("records"))}
+    assert set(by) == {"OE", "EG", "RM", "SV"}
+    assert json.loads(by["OE"]["extra"])["reference_points"] == ["status object", "misplaced priorities"]
+    assert by["EG"]["answer"] == "A,C" and by["EG"]["options"][0] == "Visual frames"      # taxonomy options when absent
+    assert by["RM"]["answer"] == "B" and list(by["RM"]["option_types"]).count("correct") == 1
+    assert by["SV"]["answer"] == "B,D"                                                  # option texts → letters
+    assert r.unknown == {"field": {"metaphor_type": 1}}
+    assert json.loads(by["OE"]["labels"]) == {"metaphor_type": "visual"}

@@ -137,8 +137,9 @@ def test_imported_releases_reach_export_evaluation_and_report(world, tmp_path):
     assert "label/WIDLII" in md["side_by_side"].value and "plot" in md
 
 
-@pytest.mark.parametrize("paper, name, fixture", [("iibench", "ii-bench", "iibench_dir"), ("vague", "vague-2", "vague_dir")])
-def test_other_importers_write_contract_valid_items(paper, name, fixture, request, tmp_path, monkeypatch):
+@pytest.mark.parametrize("paper, name, fixture, n_items", [("iibench", "ii-bench", "iibench_dir", 2),
+                                                            ("vague", "vague-2", "vague_dir", 2), ("vimu", "vimu-v1", "vimu_dir", 4)])
+def test_other_importers_write_contract_valid_items(paper, name, fixture, n_items, request, tmp_path, monkeypatch):
     import importlib
 
     d = request.getfixturevalue(fixture)
@@ -151,5 +152,6 @@ def test_other_importers_write_contract_valid_items(paper, name, fixture, reques
     res = _import(defs, paper, name, {"storage": StorageResource(data_dir=str(store.data_dir))}, dg.DagsterInstance.ephemeral())
     assert all(c.passed for c in res.get_asset_check_evaluations())
     items = store.read(f"{paper}_items")
-    assert len(items) == 2 and set(items["origin"]) == {"imported"} and set(items["licence"]) == {"CC BY 4.0"}
+    assert len(items) == n_items and set(items["origin"]) == {"imported"} and set(items["licence"]) == {"CC BY 4.0"}
+    assert all((store.data_dir / p).is_file() for ps in items["media_paths"] for p in ps)
     assert len(store.read("rejects", where=f"stage = '{paper}_release'")) == 3
