@@ -18,6 +18,7 @@ import pandas as pd
 
 from assets.common import SINGLE_RUN, contract_check_specs, partition_keys, publish, table_metadata
 from assets.llm_support import llm_metadata, outdated_prompt_check, record_llm_calls
+from forge.releases.gold import with_gold
 from forge.evals import report as rp
 from forge.evals.config import BENCHMARKS, load_eval_config, load_models
 from forge.evals.pipeline import evaluate, model_engine, prompt_files
@@ -95,7 +96,7 @@ def _eval_asset(bench, partitions, by_name, cfg, files, models_path):
                embedder: EmbedderResource) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         store = storage.store
-        items = store.read(f"{bench}_items")
+        items = with_gold(store.read(f"{bench}_items"), bench)   # config/releases.yaml gold switch
         splits = store.read("splits") if store.exists("splits") else None
         judge = llm.engine() if bench in ("vimu", "maia") else None
         emb = embedder.embedder() if bench in ("hummus", "maia") and len(items) else None

@@ -35,6 +35,7 @@ from forge.llm.stub import StubOutputError, ensure_no_stub
 from forge.splits import assign as sa
 from forge.splits import gates as sg
 from forge.splits import leakage as lk
+from forge.releases.gold import with_gold
 from forge.splits.release import assign_with_release_splits
 from forge.splits.card import md_table
 from forge.splits.config import RECIPES_CONFIG, GateConfig, SplitSizes, benchmark_config
@@ -61,7 +62,8 @@ def _read(store: TableStore, table: str, parts: list[str] | None = None) -> pd.D
 
 def read_items(store: TableStore, paper: str) -> pd.DataFrame:
     df = _read(store, f"{paper}_items")
-    return df if "item_id" in df.columns else pd.DataFrame(columns=sg.COMMON_COLUMNS)
+    # human gold from imported releases replaces LLM-made fields when config/releases.yaml says so
+    return with_gold(df, paper) if "item_id" in df.columns else pd.DataFrame(columns=sg.COMMON_COLUMNS)
 
 
 def split_config_slice(cfg: dict[str, Any]) -> dict[str, Any]:
