@@ -18,11 +18,11 @@ import pandas as pd
 
 from assets.common import SINGLE_RUN, contract_check_specs, partition_keys, publish, table_metadata
 from assets.llm_support import llm_metadata, outdated_prompt_check, record_llm_calls
-from forge.releases.gold import with_gold
 from forge.evals import report as rp
 from forge.evals.config import BENCHMARKS, load_eval_config, load_models
 from forge.evals.pipeline import evaluate, model_engine, prompt_files
 from forge.evals.requests import as_list, jload
+from forge.releases.gold import with_gold
 from forge.storage import register_view
 from forge.versioning import content_hash
 from resources.embedder import EmbedderResource

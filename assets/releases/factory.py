@@ -19,7 +19,13 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.common import SINGLE_RUN, contract_check_specs, partition_keys, publish, table_metadata
+from assets.common import (
+    SINGLE_RUN,
+    contract_check_specs,
+    partition_keys,
+    publish,
+    table_metadata,
+)
 from assets.releases.keys import PARTITIONS, release_key, report_key
 from forge.releases import compare
 from forge.releases.config import ReleaseInfo, release_info

@@ -26,21 +26,21 @@ import dagster as dg
 import pandas as pd
 
 from assets.common import contract_check_specs, publish, table_metadata
-from assets.releases.keys import release_deps
 from assets.llm_support import llm_metadata, record_llm_calls
+from assets.releases.keys import release_deps
 from forge.checks import mcq
 from forge.contracts import load_contract
 from forge.llm.prompts import load_prompt
 from forge.llm.stub import StubOutputError, ensure_no_stub
+from forge.releases.gold import with_gold
 from forge.splits import assign as sa
 from forge.splits import gates as sg
 from forge.splits import leakage as lk
-from forge.releases.gold import with_gold
-from forge.splits.release import assign_with_release_splits
 from forge.splits.card import md_table
 from forge.splits.config import RECIPES_CONFIG, GateConfig, SplitSizes, benchmark_config
 from forge.splits.export import existing_versions, exports_frame, read_manifest, write_export
 from forge.splits.provenance import benchmark_cost, provenance
+from forge.splits.release import assign_with_release_splits
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash, sha256_bytes, sha256_file
 from resources.llm import LLMResource

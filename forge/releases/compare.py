@@ -153,7 +153,7 @@ def markdown(table: pd.DataFrame) -> str:
     cols = list(table.columns)
     lines = ["| figure | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
     for k, row in table.iterrows():
-        cells = ["" if (isinstance(v, float) and v != v) or v is None else str(v) for v in row]
+        cells = ["" if missing(v) else str(v) for v in row]
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

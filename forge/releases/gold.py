@@ -115,13 +115,15 @@ def gold_policy(paper: str, doc: dict[str, Any] | None) -> list[str]:
 
 def with_gold(items: pd.DataFrame, paper: str, config: str | None = None) -> pd.DataFrame:
     """``items`` after the gold switch of the releases config (unchanged when it is off)."""
+    from pathlib import Path
+
     import yaml
 
     from forge.releases.config import config_path
 
     path = config or config_path()
     try:
-        doc = yaml.safe_load(open(path).read()) or {}
+        doc = yaml.safe_load(Path(path).read_text()) or {}
     except OSError:
         return items
     fields = gold_policy(paper, doc)

@@ -4,6 +4,7 @@ the result type, media placement and the provenance columns of an imported item.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections import Counter
@@ -105,7 +106,7 @@ def rows_of(data: Any) -> Iterator[tuple[str, Any]]:
 
 def text(v: Any) -> str:
     """A cell as stripped text ('' for None / NaN)."""
-    if v is None or (isinstance(v, float) and v != v):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
     return str(v).strip()
 

@@ -87,7 +87,7 @@ def test_hummus_release_human_gold(hummus_info):
     # figures outside the taxonomy and fields outside the schema: kept and reported
     assert set(r.unknown["figure"]) == {"personification", "onomatopoeia", "zoomorphism", "analogy"}
     assert r.unknown["field"] == {"complete": 1}
-    ex101 = [json.loads(e) for e in items["extra"] if json.loads(e)["combi_id"] == "nyc-combi-101"][0]
+    ex101 = next(json.loads(e) for e in items["extra"] if json.loads(e)["combi_id"] == "nyc-combi-101")
     assert ex101["release_fields"] == {"complete": "pun"}
     by = {(json.loads(e)["combi_id"], t): row for e, t, row in zip(items["extra"], items["task"], items.to_dict("records"))}
     # Title Case names with sub-metaphors in parentheses, kept in their own wording

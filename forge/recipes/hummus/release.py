@@ -32,8 +32,17 @@ from PIL import Image
 from forge.recipes.hummus.annotations import Annotation, validate_annotation
 from forge.recipes.hummus.items import build_items
 from forge.releases.config import ReleaseInfo
-from forge.releases.records import (IMAGE_SUFFIXES, ParsedRelease, media_index, media_path, provenance,
-                                    read_table, rows_of, table_files, text)
+from forge.releases.records import (
+    IMAGE_SUFFIXES,
+    ParsedRelease,
+    media_index,
+    media_path,
+    provenance,
+    read_table,
+    rows_of,
+    table_files,
+    text,
+)
 
 ITEM_COLUMNS = ["item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer",
                 "references", "media_paths", "unit_id", "source_item_id", "source", "channel", "batch", "labels",

@@ -26,8 +26,17 @@ import pandas as pd
 from forge.checks.mcq import LETTERS, letter_index
 from forge.recipes.iibench.taxonomy import normalise_label
 from forge.releases.config import ReleaseInfo
-from forge.releases.records import (IMAGE_SUFFIXES, ParsedRelease, media_index, media_path, provenance,
-                                    read_table, rows_of, table_files, text)
+from forge.releases.records import (
+    IMAGE_SUFFIXES,
+    ParsedRelease,
+    media_index,
+    media_path,
+    provenance,
+    read_table,
+    rows_of,
+    table_files,
+    text,
+)
 
 COLUMNS = ["item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer",
            "references", "media_paths", "unit_id", "source_item_id", "source", "channel", "batch", "labels",
@@ -105,7 +114,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                     continue
                 elif text(q.get("correct_option")) and text(q.get("correct_option")) != options[letter_index(ans)]:
                     out.notes["correct_option_differs_from_answer_letter"] += 1
-                if len(set(o.casefold() for o in options)) < len(options):
+                if len({o.casefold() for o in options}) < len(options):
                     out.notes["duplicated_options"] += 1
                 iid = "iib_rel_" + hashlib.sha1(f"{info.name}\0{qid or w}".encode()).hexdigest()[:12]
                 if iid in seen:

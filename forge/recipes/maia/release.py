@@ -35,8 +35,16 @@ from forge.recipes.maia.items import ITEM_COLUMNS, SV_QUESTION
 from forge.recipes.maia.questions import stable_id
 from forge.recipes.maia.taxonomy import categories
 from forge.releases.config import ReleaseInfo
-from forge.releases.records import (VIDEO_SUFFIXES, ParsedRelease, media_index, media_path, provenance,
-                                    read_table, rows_of, table_files, text)
+from forge.releases.records import (
+    VIDEO_SUFFIXES,
+    ParsedRelease,
+    media_index,
+    media_path,
+    provenance,
+    read_table,
+    table_files,
+    text,
+)
 
 PROVENANCE_COLUMNS = ["origin", "release", "release_version", "licence", "release_split"]
 COLUMNS = ITEM_COLUMNS + PROVENANCE_COLUMNS

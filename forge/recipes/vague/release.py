@@ -22,8 +22,17 @@ import pandas as pd
 
 from forge.recipes.vague.logic import QUESTION
 from forge.releases.config import ReleaseInfo
-from forge.releases.records import (IMAGE_SUFFIXES, ParsedRelease, media_index, media_path, provenance,
-                                    read_table, rows_of, table_files, text)
+from forge.releases.records import (
+    IMAGE_SUFFIXES,
+    ParsedRelease,
+    media_index,
+    media_path,
+    provenance,
+    read_table,
+    rows_of,
+    table_files,
+    text,
+)
 from forge.versioning import content_hash
 
 COLUMNS = ["item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer",

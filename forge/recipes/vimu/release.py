@@ -24,8 +24,17 @@ import pandas as pd
 from forge.recipes.vimu.items import MCQ_TASKS, TASK_KIND
 from forge.recipes.vimu.taxonomy import load_taxonomy
 from forge.releases.config import ReleaseInfo
-from forge.releases.records import (VIDEO_SUFFIXES, ParsedRelease, media_index, media_path, provenance,
-                                    read_table, rows_of, table_files, text)
+from forge.releases.records import (
+    VIDEO_SUFFIXES,
+    ParsedRelease,
+    media_index,
+    media_path,
+    provenance,
+    read_table,
+    rows_of,
+    table_files,
+    text,
+)
 
 COLUMNS = ["item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer",
            "references", "media_paths", "unit_id", "source_item_id", "source", "channel", "batch", "labels",
@@ -88,7 +97,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             out.records += 1
             task = _task(f.name, r)
             if task is None:
-                out.reject(where, "unknown_task", f"neither the file name nor a task field names OE / EG / RM / SV")
+                out.reject(where, "unknown_task", "neither the file name nor a task field names OE / EG / RM / SV")
                 continue
             video = text(r.get("video_id") or r.get("video") or r.get("clip_id"))
             question, raw_answer = text(r.get("question")), r.get("answer", r.get("answers"))
