@@ -9,7 +9,7 @@ per imported release. Figures per side (rows of ``side_by_side``):
 * option position: share of multiple-choice items whose correct option is each letter;
   length bias: share whose correct option is strictly the longest minus chance (mean 1/k);
 * question length: mean tokens per question (tokenised in the side's language);
-* answer pools (items with ≥ 2 references, MAIA's 8-answer pools) and true-statement pools
+* answer pools (open-ended items with ≥ 2 references, MAIA's 8-answer pools) and true-statement pools
   (statement-verification items of one question): mean pairwise lexical overlap and
   content-word TTR per pool, as MAIA reports them (App. A.4 / A.6), in the side's language.
 
@@ -100,7 +100,8 @@ def side_stats(df: pd.DataFrame, lang: str = "en", threshold: float = 0.5) -> di
     s["question_tokens/mean"] = round(float(np.mean(qlens)), 2) if qlens else 0.0
     for task, qs in df.groupby("task")["question"]:   # per task: fixed prompts (MAIA's SV question) stay apart
         s[f"question_tokens/{task}"] = round(float(np.mean([len(tokens(q, lang)) for q in qs.fillna("")])), 2)
-    pools = [[str(x) for x in _list(r)] for r in df["references"] if len(_list(r)) >= 2]
+    oe = df[df["task"] == "open_ended"]      # answer pools: open-ended references (MAIA's 8 answers)
+    pools = [[str(x) for x in _list(r)] for r in oe["references"] if len(_list(r)) >= 2]
     if pools:
         st = [pool_stats(p, threshold, lang=lang) for p in pools]
         s["answer_pools"] = len(pools)
