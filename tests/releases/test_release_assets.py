@@ -103,6 +103,11 @@ def test_imported_releases_reach_export_evaluation_and_report(world, tmp_path):
                            raise_on_error=True)
         assert next(e for e in r.get_asset_check_evaluations() if e.check_name == "no_leakage_across_splits").passed
         assert _md(r, f"{paper}_export")["status"].value == "written"
+        # the project's own checks pass on the imported items: none dropped for empty fields or missing media
+        assert next(e for e in r.get_asset_check_evaluations() if e.check_name == "gate_empty_fields").passed
+        res_ = store.read("gate_results", where=f"benchmark = '{paper}'")
+        imported_ids = set(store.read(f"{paper}_items", where="origin = 'imported'")["item_id"])
+        assert imported_ids and not set(res_.loc[res_["reason"].isin(["media_missing", "empty_field", "contract_violation"]), "item_id"]) & imported_ids
     sp = store.read("splits", parts=["hummus"]).merge(store.read("hummus_items")[["item_id", "release_split"]], on="item_id")
     assert (sp.loc[sp["release_split"] == "test", "split"] == "test").all()     # the published test set stays test
     prov = [json.loads(x) for x in (store.data_dir / "exports" / "hummus" / "v1" / "provenance.jsonl").read_text().splitlines()]
