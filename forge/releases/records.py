@@ -67,6 +67,11 @@ def table_files(path: Path) -> list[Path]:
                   and not p.name.startswith("."))
 
 
+def file_label(root: Path, f: Path) -> str:
+    """How rejects name a released file: its path inside the release folder (``gen/train.parquet``)."""
+    return str(f.relative_to(root)) if root.is_dir() and f.is_relative_to(root) else f.name
+
+
 def read_table(path: Path) -> Any:
     """A released file as Python data: JSON as it is (list, dict of records, nested), JSONL
     and CSV / TSV / Parquet as a list of row dicts (CSV cells stay strings)."""

@@ -24,6 +24,7 @@ from forge.releases.config import ReleaseInfo, load_releases, with_options
     ("Partial Spatial", ("spatial_partial", "", True)),
     ("spatial_total", ("spatial_total", "", True)),
     ("Ironia_A", ("Ironia_A", "", False)),
+    (8, ("spatial_partial", "", True)),               # a ClassLabel index (the Parquet form)
 ])
 def test_maia_categories_italian_with_slots(raw, expected):
     assert parse_category(raw) == expected
@@ -151,8 +152,8 @@ def test_iibench_dev_and_test_json(iibench_dir):
     info = ReleaseInfo("iibench", "ii-bench", iibench_dir, "7cf6187", "Apache-2.0", "en")
     r = parse_iibench(info)
     assert sorted((x.record, x.reason) for x in r.rejects) == [
-        ("dev.json[1].questions[0]", "bad_answer"), ("test.json[0].questions[0]", "no_gold_answer"),
-        ("test.json[2]", "media_missing")]
+        ("data/dev.json[1].questions[0]", "bad_answer"), ("data/test.json[0].questions[0]", "no_gold_answer"),
+        ("data/test.json[2]", "media_missing")]
     items = r.items.set_index(r.items["extra"].map(lambda e: json.loads(e)["release_id"]))
     assert list(items.index) == ["dev-1", "test-2"]
     dev1 = items.loc["dev-1"]
@@ -190,8 +191,8 @@ def test_vimu_task_files(vimu_dir):
 
     r = parse_vimu(ReleaseInfo("vimu", "vimu-v1", vimu_dir, "1", "CC BY-NC 4.0", "en"))
     assert sorted((x.record, x.reason) for x in r.rejects) == [
-        ("open_ended_qa.jsonl[1]", "missing_field"), ("rhetoric_mechanism_mcq.jsonl[1]", "bad_answer"),
-        ("social_value_signal_mcq.jsonl[1]", "media_missing")]
+        ("metadata/open_ended_qa.jsonl[1]", "missing_field"), ("metadata/rhetoric_mechanism_mcq.jsonl[1]", "bad_answer"),
+        ("metadata/social_value_signal_mcq.jsonl[1]", "media_missing")]
     by = {c: row for c, row in zip(r.items["category"], r.items.to_dict("records"))}
     assert set(by) == {"OE", "EG", "RM", "SV"}
     assert json.loads(by["OE"]["extra"])["reference_points"] == ["status object", "misplaced priorities"]
@@ -200,3 +201,17 @@ def test_vimu_task_files(vimu_dir):
     assert by["SV"]["answer"] == "B,D"                                                  # option texts → letters
     assert r.unknown == {"field": {"metaphor_type": 1}}
     assert json.loads(by["OE"]["labels"]) == {"metaphor_type": "visual"}
+
+
+def test_maia_parquet_form_reads_like_jsonl(maia_dir, maia_info):
+    """The dataset-hub layout: ``gen/`` and ``mc/`` Parquet shards with integer ids and targets."""
+    jsonl = parse_maia(maia_info)
+    for cfg in ("gen", "mc"):
+        rows = [json.loads(x) for x in (maia_dir / f"{cfg}.jsonl").read_text().splitlines()]
+        (maia_dir / cfg).mkdir()
+        pd.DataFrame(rows).to_parquet(maia_dir / cfg / "train-00000-of-00001.parquet")
+        (maia_dir / f"{cfg}.jsonl").unlink()
+    pq = parse_maia(maia_info)
+    assert sorted(pq.items["item_id"]) == sorted(jsonl.items["item_id"])
+    assert sorted(r.reason for r in pq.rejects) == sorted(r.reason for r in jsonl.rejects)
+    assert any(r.record.startswith("mc/train-00000-of-00001.parquet") for r in pq.rejects)

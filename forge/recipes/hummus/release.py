@@ -38,6 +38,7 @@ from forge.releases.records import (
     media_index,
     media_path,
     provenance,
+    file_label,
     read_table,
     rows_of,
     table_files,
@@ -116,11 +117,11 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         try:
             data = read_table(f)
         except Exception as e:  # noqa: BLE001 - an unreadable file is a reject, the others still load
-            out.reject(f.name, "unreadable_file", f"{type(e).__name__}: {e}")
+            out.reject(file_label(info.path, f), "unreadable_file", f"{type(e).__name__}: {e}")
             continue
         kind = _classify_file(data)
         for key, r in rows_of(data):
-            where = f"{f.name}#{key}"
+            where = f"{file_label(info.path, f)}#{key}"
             if not isinstance(r, dict):
                 out.reject(where, "unparsable_record", f"not a record: {type(r).__name__}")
                 continue

@@ -32,6 +32,7 @@ from forge.releases.records import (
     media_index,
     media_path,
     provenance,
+    file_label,
     read_table,
     rows_of,
     table_files,
@@ -77,11 +78,11 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         try:
             data = read_table(f)
         except Exception as e:  # noqa: BLE001 - an unreadable file is a reject, the others still load
-            out.reject(f.name, "unreadable_file", f"{type(e).__name__}: {e}")
+            out.reject(file_label(info.path, f), "unreadable_file", f"{type(e).__name__}: {e}")
             continue
         split = _split_of(f.name)
         for key, img in rows_of(data):
-            where = f"{f.name}[{key}]"
+            where = f"{file_label(info.path, f)}[{key}]"
             if not isinstance(img, dict) or not isinstance(img.get("questions"), list):
                 out.reject(where, "unparsable_record", "an image record needs a questions list")
                 continue

@@ -41,6 +41,7 @@ from forge.releases.records import (
     media_index,
     media_path,
     provenance,
+    file_label,
     read_table,
     table_files,
     text,
@@ -73,12 +74,21 @@ _SLOT = re.compile(r"^(.*?)[\s_\-.]+([A-Za-z]|\d)$")
 _ANSWER_COL = re.compile(r"^answer[_ ]?(\d+)$", re.IGNORECASE)
 
 
+# The release's class-label order (a Parquet / ``datasets`` ClassLabel stores the index).
+CLASS_LABELS = ("CausaleEsplicita", "Controfattuale", "ImplicitoParziale", "ImplicitoTot", "Incertezza", "OutofScope",
+                "Pianificazione", "Sentiment", "SpazialeParziale", "SpazialeTotale", "TemporaleDurata",
+                "TemporaleParziale")
+
+
 def parse_category(raw: Any) -> tuple[str, str, bool]:
     """(category, slot, known) for a released category name.
 
     ``SpazialeParziale_A`` → (spatial_partial, a, True); ``OutofScope`` → (out_of_scope, '', True);
-    an unknown name comes back as written with known = False."""
+    a class-label index (``8``) → its name's category; an unknown name comes back as written
+    with known = False."""
     s = text(raw)
+    if s.isdigit() and int(s) < len(CLASS_LABELS):
+        s = CLASS_LABELS[int(s)]
     slot = ""
     m = _SLOT.match(s)
     if m and _compact(m.group(1)) in _ALIASES:
@@ -159,9 +169,9 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
     records: list[tuple[str, dict[str, Any], int]] = []
     for f in table_files(info.path):
         try:
-            flat = _flatten(read_table(f), f.name, {})
+            flat = _flatten(read_table(f), file_label(info.path, f), {})
         except Exception as e:  # noqa: BLE001 - an unreadable file is a reject, the others still load
-            out.reject(f.name, "unreadable_file", f"{type(e).__name__}: {e}")
+            out.reject(file_label(info.path, f), "unreadable_file", f"{type(e).__name__}: {e}")
             continue
         base = _target_base([r for _, r in flat], int(info.option("target_base", 0)))
         records += [(w, r, base) for w, r in flat]

@@ -28,6 +28,7 @@ from forge.releases.records import (
     media_index,
     media_path,
     provenance,
+    file_label,
     read_table,
     rows_of,
     table_files,
@@ -70,10 +71,10 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         try:
             data = read_table(f)
         except Exception as e:  # noqa: BLE001 - an unreadable file is a reject, the others still load
-            out.reject(f.name, "unreadable_file", f"{type(e).__name__}: {e}")
+            out.reject(file_label(info.path, f), "unreadable_file", f"{type(e).__name__}: {e}")
             continue
         for key, r in rows_of(data):
-            where = f"{f.name}[{key}]"
+            where = f"{file_label(info.path, f)}[{key}]"
             out.records += 1
             if not isinstance(r, dict) or not isinstance(r.get("mcq"), dict):
                 out.reject(where, "unparsable_record", "a record needs an mcq object")

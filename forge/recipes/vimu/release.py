@@ -30,6 +30,7 @@ from forge.releases.records import (
     media_index,
     media_path,
     provenance,
+    file_label,
     read_table,
     rows_of,
     table_files,
@@ -87,10 +88,10 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         try:
             data = read_table(f)
         except Exception as e:  # noqa: BLE001 - an unreadable file is a reject, the others still load
-            out.reject(f.name, "unreadable_file", f"{type(e).__name__}: {e}")
+            out.reject(file_label(info.path, f), "unreadable_file", f"{type(e).__name__}: {e}")
             continue
         for key, r in rows_of(data):
-            where = f"{f.name}[{key}]"
+            where = f"{file_label(info.path, f)}[{key}]"
             if not isinstance(r, dict) or "__unparsable__" in r:
                 out.reject(where, "unparsable_record", str((r or {}).get("__unparsable__", "not a record")))
                 continue
