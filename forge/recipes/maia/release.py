@@ -18,6 +18,8 @@ Categories are MAIA's Italian names with an optional slot suffix (``SpazialeParz
 ``ImplicitoTot_B``, ``OutofScope``), English spellings ("Partial Spatial") or ours
 (``spatial_partial``); a name outside the 12 is kept as written and reported, never dropped.
 Human text is taken as it is: the generation checks (yes/no, audio words) are not applied.
+Statement-verification items carry the recipe's question (``SV_QUESTION``); the release option
+``sv_question`` sets another wording (e.g. Italian).
 """
 
 from __future__ import annotations
@@ -166,6 +168,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
     out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
     videos = media_index(info.path, VIDEO_SUFFIXES)
     require_media = bool(info.option("require_media", True))
+    sv_question = str(info.option("sv_question", SV_QUESTION))   # the recipe's (English) wording unless set
     records: list[tuple[str, dict[str, Any], int]] = []
     for f in table_files(info.path):
         try:
@@ -298,7 +301,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             t_index = shuffle_options([ts, fs], ["correct", "foil"], seed=("maia", iid)).correct_index
         options = [ts, fs] if t_index == 0 else [fs, ts]
         labels = c.pop("_labels") | {"question_id": qkey or None, "pool_index": pos}
-        rows.append({**c, "item_id": iid, "task": "statement_verification", "question": SV_QUESTION,
+        rows.append({**c, "item_id": iid, "task": "statement_verification", "question": sv_question,
                      "options": options, "option_types": ["correct", "foil"] if t_index == 0 else ["foil", "correct"],
                      "answer": letter(t_index), "references": None, "labels": json.dumps(labels, ensure_ascii=False),
                      "extra": json.dumps({"origin": "imported", "maia_question": q["question"] if q else None,
