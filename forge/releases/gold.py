@@ -12,7 +12,9 @@ Match keys and fields:
   ``labels.boxes``), ``spans`` (caption_highlight), ``explanations`` (explanation),
   ``descriptions`` (``extra.image_description`` of every task; the §6.3 setting reads it);
 * **maia** — the question text (normalised) and the task: ``pools`` (open_ended answer and
-  references: the human 8-answer pool);
+  references: the human 8-answer pool); ``statements`` (a statement-verification item takes
+  the released true / false pair at the same pool position: the recipe counts from 0, the
+  release from 1);
 * **vimu** — the question text and the category: ``annotations`` (answer, references, options
   and option types of OE / EG / RM / SV).
 """
@@ -31,7 +33,7 @@ from forge.checks.text import canonical
 FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     "hummus": {"verdict": ("classification",), "metaphors": ("naming",), "boxes": ("image_box", "image_label"),
                "spans": ("caption_highlight",), "explanations": ("explanation",), "descriptions": ()},
-    "maia": {"pools": ("open_ended",)},
+    "maia": {"pools": ("open_ended",), "statements": ("statement_verification",)},
     "vimu": {"annotations": ("open_ended", "multi_select")},
 }
 ANSWER_COLUMNS = ("answer", "references", "options", "option_types")
@@ -49,7 +51,15 @@ def match_key(paper: str, row: dict[str, Any]) -> tuple[str, str] | None:
         cap = _json(row.get("extra")).get("caption")
         return (canonical(cap), str(row["task"])) if cap else None
     if paper == "maia":
-        return (canonical(str(row.get("question") or "")), str(row["task"])) if row.get("task") == "open_ended" else None
+        if row.get("task") == "open_ended":
+            return canonical(str(row.get("question") or "")), "open_ended"
+        if row.get("task") == "statement_verification":
+            q, pos = _json(row.get("extra")).get("maia_question"), _json(row.get("labels")).get("pool_index")
+            if not q or pos is None:
+                return None
+            pos = int(pos) + (0 if row.get("origin") == "imported" else 1)
+            return canonical(str(q)), f"statement_verification:{pos}"
+        return None
     if paper == "vimu":
         return canonical(str(row.get("question") or "")), str(row.get("category"))
     return None
@@ -92,7 +102,7 @@ def apply_gold(paper: str, items: pd.DataFrame, fields: Iterable[str]) -> tuple[
                     extra["image_description"] = desc
                     prov[f], counts[f] = source, counts[f] + 1
                 continue
-            if g is None or row["task"] not in tasks:
+            if g is None or str(row["task"]) not in tasks:
                 prov.setdefault(f, "llm")
                 continue
             for c in ANSWER_COLUMNS:

@@ -63,3 +63,19 @@ def test_maia_pools_and_config_switch(maia_info, tmp_path):
     out = with_gold(items, "maia", str(cfg))
     assert list(out.loc[0, "references"]) == list(q["references"]) and len(out.loc[0, "references"]) == 8
     assert json.loads(out.loc[0, "extra"])["provenance"] == {"pools": "release:maia-dev-ita@dev-20pct"}
+
+
+def test_maia_statement_pairs_by_pool_position(maia_info):
+    imported = parse_maia(with_options(maia_info, require_media=False)).items
+    sv = imported[(imported.task == "statement_verification")
+                  & imported["labels"].map(lambda x: json.loads(x)["question_id"] == "1")]
+    pos3 = sv[sv["labels"].map(lambda x: json.loads(x)["pool_index"] == 3)].iloc[0]
+    question = json.loads(pos3["extra"])["maia_question"]
+    built = pd.DataFrame([{"item_id": "b-sv", "benchmark": "maia", "task": "statement_verification", "category": "spatial_partial",
+                           "question": "Which of the two statements is true for the video?", "options": ["llm true", "llm foil"],
+                           "option_types": ["correct", "foil"], "answer": "A",
+                           "labels": json.dumps({"question_id": "q_x", "pool_index": 2}),     # the recipe's 0-based third
+                           "extra": json.dumps({"maia_question": question}), "origin": None}])
+    out, counts = apply_gold("maia", pd.concat([built, imported], ignore_index=True), ["statements"])
+    assert counts == {"statements": 1}
+    assert list(out.loc[0, "options"]) == list(pos3["options"]) and out.loc[0, "answer"] == pos3["answer"]
