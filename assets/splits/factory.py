@@ -25,6 +25,7 @@ import dagster as dg
 
 from assets.common import contract_check_specs, publish, table_metadata
 from assets.llm_support import record_llm_calls
+from assets.releases.keys import release_deps
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.splits import stages as st
@@ -64,7 +65,7 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
     split_key, gated_key, export_key = spec.asset("splits"), spec.asset("gated"), spec.asset("export")
 
     @dg.asset(
-        name=split_key, group_name="splits", kinds={"python"}, deps=[spec.items_asset],
+        name=split_key, group_name="splits", kinds={"python"}, deps=[spec.items_asset, *release_deps(spec.name)],
         code_version=content_hash(st.VERSION, st.split_config_slice(cfg), cfg.get("unit_key")),
         check_specs=contract_check_specs(split_key, ["splits"]), metadata=table_metadata(["splits"]),
         description=f"Leakage-free, category-stratified splits of `{spec.items_table}` (table `splits`, file "

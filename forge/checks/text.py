@@ -7,8 +7,14 @@ Tokenisation (one definition for every statistic here, so numbers are comparable
   (``don't``, ``wood-fired``, ``30``); punctuation is dropped;
 * **content words** approximate MAIA's "adjectives, nouns, verbs and adverbs" without a
   POS tagger (none ships offline): a token is a content word unless it is in the closed-class
-  list ``FUNCTION_WORDS`` (determiners, pronouns, prepositions, conjunctions, auxiliaries and
-  modals, negation and a few particles) or a pure number.
+  list of its language (``FUNCTION_WORDS_BY_LANG``: determiners, pronouns, prepositions,
+  articulated prepositions, conjunctions, auxiliaries and modals, negation, a few particles)
+  or a pure number.
+* **language** (``lang``, ISO 639-1; ``en`` by default, ``it`` for MAIA's native-Italian
+  release): selects the function-word list and the elision rule. Italian elisions are split
+  after the apostrophe (``l'uomo`` → ``l'`` + ``uomo``, ``dell'acqua`` → ``dell'`` +
+  ``acqua``), so the article counts as a function word and ``uomo`` as the content word it is;
+  English contractions stay whole (``don't``). Every statistic below takes ``lang``.
 
 Statistics:
 
@@ -65,31 +71,89 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
 )
 
 
+# Closed-class Italian words (articles, articulated prepositions, clitic and personal pronouns,
+# conjunctions, essere / avere / modal forms, negation). Elided forms carry their apostrophe
+# because ``tokens(..., "it")`` splits them off as ``l'``, ``dell'``, ``c'`` ...
+FUNCTION_WORDS_IT: frozenset[str] = frozenset(
+    """
+    il lo la i gli le l' un uno una un' del dello della dei degli delle dell' al allo alla ai agli
+    alle all' dal dallo dalla dai dagli dalle dall' nel nello nella nei negli nelle nell' sul sullo
+    sulla sui sugli sulle sull' col coi
+    di a da in con su per tra fra d' senza sotto sopra dentro fuori verso presso durante contro
+    dopo prima davanti dietro accanto vicino lungo oltre
+    e ed o od ma però anche né se perché poiché che ch' come quando mentre dove dov' quindi dunque
+    oppure sia cioè infatti anzi neanche nemmeno neppure pure
+    io tu lui lei egli ella esso essa noi voi loro essi esse me te sé mi ti ci vi si ne lo li c' m'
+    t' s' v' n' gliel' glielo gliela gliele
+    mio mia miei mie tuo tua tuoi tue suo sua suoi sue nostro nostra nostri nostre vostro vostra
+    vostri vostre
+    questo questa questi queste quest' quello quella quelli quelle quell' quel quei quegli
+    chi cui cosa cos' qual quale quali quanto quanta quanti quante
+    ogni ciascuno ciascuna qualche alcuni alcune alcuno alcuna nessuno nessuna nessun tutto tutta
+    tutti tutte altro altra altri altre stesso stessa stessi stesse tanto tanta tanti tante molto
+    molta molti molte poco poca pochi poche troppo troppa troppi troppe
+    non no sì già ancora mai più meno molto poco così ecco solo po
+    essere è e' sono sei siamo siete era erano ero eri eravamo stato stata stati state sarà
+    saranno sarebbe sarebbero sia siano fosse fossero c'è
+    avere ho hai ha abbiamo avete hanno aveva avevano avevo avuto avrà avranno avrebbe abbia
+    abbiano avesse
+    potere può possono potrebbe potrebbero dovere deve devono dovrebbe dovrebbero volere vuole
+    vogliono vorrebbe sta stanno stava stavano
+    """.split()
+)
+
+FUNCTION_WORDS_BY_LANG: dict[str, frozenset[str]] = {"en": FUNCTION_WORDS, "it": FUNCTION_WORDS_IT}
+LANGUAGES: tuple[str, ...] = tuple(FUNCTION_WORDS_BY_LANG)
+# Languages whose apostrophe marks an elision (article / preposition + word), split off.
+_ELIDING = frozenset({"it", "fr"})
+_ELISION = re.compile(r"^([^\W_]+')([^\W_].*)$", re.UNICODE)
+
+
+def check_language(lang: str) -> str:
+    """``lang`` normalised (``IT`` → ``it``, ``it-IT`` → ``it``); unknown languages are an error,
+    not a silent fall-back to English."""
+    code = str(lang or "en").strip().lower().replace("_", "-").split("-")[0]
+    if code not in FUNCTION_WORDS_BY_LANG:
+        raise ValueError(f"no function-word list for language {lang!r}; known: {list(LANGUAGES)}")
+    return code
+
+
 def normalise(text: str) -> str:
     t = unicodedata.normalize("NFKC", text or "").replace("\u2019", "'").replace("\u2018", "'")
     return t.casefold()
 
 
-def tokens(text: str) -> list[str]:
+def _split_elision(token: str) -> list[str]:
+    out: list[str] = []
+    while (m := _ELISION.match(token)) is not None:   # "dell'altr'anno" → dell' altr' anno
+        out.append(m.group(1))
+        token = m.group(2)
+    return out + [token]
+
+
+def tokens(text: str, lang: str = "en") -> list[str]:
     """Word tokens of ``text`` (see the module docstring for the exact rule)."""
-    return _TOKEN.findall(normalise(text))
+    toks = _TOKEN.findall(normalise(text))
+    if check_language(lang) in _ELIDING:
+        toks = [p for t in toks for p in _split_elision(t)]
+    return toks
 
 
-def is_content_word(token: str) -> bool:
-    return token not in FUNCTION_WORDS and not _NUMBER.match(token)
+def is_content_word(token: str, lang: str = "en") -> bool:
+    return token not in FUNCTION_WORDS_BY_LANG[check_language(lang)] and not _NUMBER.match(token)
 
 
-def content_tokens(text: str) -> list[str]:
-    return [t for t in tokens(text) if is_content_word(t)]
+def content_tokens(text: str, lang: str = "en") -> list[str]:
+    return [t for t in tokens(text, lang) if is_content_word(t, lang)]
 
 
-def _toks(text: str, content_only: bool) -> list[str]:
-    return content_tokens(text) if content_only else tokens(text)
+def _toks(text: str, content_only: bool, lang: str = "en") -> list[str]:
+    return content_tokens(text, lang) if content_only else tokens(text, lang)
 
 
-def lexical_overlap(a: str, b: str, content_only: bool = False, method: str = "jaccard") -> float:
+def lexical_overlap(a: str, b: str, content_only: bool = False, method: str = "jaccard", lang: str = "en") -> float:
     """Share of word types two sentences have in common (0..1); 0 when either is empty."""
-    ta, tb = set(_toks(a, content_only)), set(_toks(b, content_only))
+    ta, tb = set(_toks(a, content_only, lang)), set(_toks(b, content_only, lang))
     if not ta or not tb:
         return 0.0
     shared = len(ta & tb)
@@ -124,9 +188,9 @@ class PoolOverlap:
 
 
 def pool_overlap(texts: Sequence[str], threshold: float = 0.5, content_only: bool = False,
-                 method: str = "jaccard") -> PoolOverlap:
+                 method: str = "jaccard", lang: str = "en") -> PoolOverlap:
     pairs = {
-        (i, j): lexical_overlap(texts[i], texts[j], content_only, method)
+        (i, j): lexical_overlap(texts[i], texts[j], content_only, method, lang)
         for i, j in itertools.combinations(range(len(texts)), 2)
     }
     if not pairs:
@@ -141,23 +205,23 @@ def pool_overlap(texts: Sequence[str], threshold: float = 0.5, content_only: boo
 
 
 def overlap_with_others(texts: Sequence[str], index: int, content_only: bool = False,
-                        method: str = "jaccard") -> float:
+                        method: str = "jaccard", lang: str = "en") -> float:
     """Highest overlap of ``texts[index]`` with any other member (the rephrase target is ≤ 50 %)."""
-    others = [lexical_overlap(texts[index], t, content_only, method) for k, t in enumerate(texts) if k != index]
+    others = [lexical_overlap(texts[index], t, content_only, method, lang) for k, t in enumerate(texts) if k != index]
     return max(others, default=0.0)
 
 
-def type_token_ratio(texts: Sequence[str] | str, content_only: bool = False) -> float:
+def type_token_ratio(texts: Sequence[str] | str, content_only: bool = False, lang: str = "en") -> float:
     """Distinct tokens / tokens over the whole pool (0 for an empty pool)."""
     if isinstance(texts, str):
         texts = [texts]
-    toks = [t for text in texts for t in _toks(text, content_only)]
+    toks = [t for text in texts for t in _toks(text, content_only, lang)]
     return len(set(toks)) / len(toks) if toks else 0.0
 
 
-def token_edit_distance(a: str, b: str) -> int:
+def token_edit_distance(a: str, b: str, lang: str = "en") -> int:
     """Levenshtein distance between the token sequences (insert, delete, substitute = 1)."""
-    ta, tb = tokens(a), tokens(b)
+    ta, tb = tokens(a, lang), tokens(b, lang)
     if len(ta) < len(tb):
         ta, tb = tb, ta
     prev = list(range(len(tb) + 1))
@@ -186,10 +250,11 @@ def duplicate_indices(texts: Sequence[str]) -> list[int]:
     return sorted({j for _, j in equal_pairs(texts)})
 
 
-def pool_stats(texts: Sequence[str], threshold: float = 0.5, method: str = "jaccard") -> dict[str, float | int]:
-    """Every statistic MAIA reports for one pool (Table 7 / Table 8 columns)."""
-    ov = pool_overlap(texts, threshold, False, method)
-    ov_cw = pool_overlap(texts, threshold, True, method)
+def pool_stats(texts: Sequence[str], threshold: float = 0.5, method: str = "jaccard",
+               lang: str = "en") -> dict[str, float | int]:
+    """Every statistic MAIA reports for one pool (Table 7 / Table 8 columns), in ``lang``."""
+    ov = pool_overlap(texts, threshold, False, method, lang)
+    ov_cw = pool_overlap(texts, threshold, True, method, lang)
     return {
         "n": len(texts),
         "equal_pairs": len(equal_pairs(texts)),
@@ -198,6 +263,6 @@ def pool_stats(texts: Sequence[str], threshold: float = 0.5, method: str = "jacc
         "pairs_over_threshold": len(ov.above),
         "overlap_mean_cw": ov_cw.mean,
         "overlap_max_cw": ov_cw.max,
-        "ttr": type_token_ratio(texts),
-        "ttr_cw": type_token_ratio(texts, content_only=True),
+        "ttr": type_token_ratio(texts, lang=lang),
+        "ttr_cw": type_token_ratio(texts, content_only=True, lang=lang),
     }

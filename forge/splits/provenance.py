@@ -11,6 +11,7 @@ failed, invalid and regenerated attempts, divided by the items that made it into
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -31,6 +32,11 @@ def provenance(items: pd.DataFrame, source_items: pd.DataFrame | None, videos: p
     rows = []
     for r in items.to_dict("records"):
         sid = r.get("source_item_id")
+        # an imported release item carries its licence and version itself (folded into extra by the gates)
+        try:
+            ex = json.loads(r["extra"]) if isinstance(r.get("extra"), str) else {}
+        except ValueError:
+            ex = {}
         s = si.loc[sid].to_dict() if si is not None and sid in si.index else {}
         v = vi.loc[sid].to_dict() if vi is not None and sid in vi.index else {}
         media = []
@@ -42,8 +48,9 @@ def provenance(items: pd.DataFrame, source_items: pd.DataFrame | None, videos: p
             "item_id": r["item_id"], "split": r.get("split"), "source": _first(r.get("source"), s.get("source"), v.get("source")),
             "source_item_id": sid, "url": _first(v.get("url"), s.get("url")),
             "uploader": _first(v.get("uploader")), "channel": _first(r.get("channel"), v.get("channel"), v.get("uploader")),
-            "license": _first(v.get("license"), s.get("license")), "title": _first(v.get("title"), s.get("title")),
-            "upload_date": _first(v.get("upload_date")), "origin": _first(v.get("origin"), s.get("origin")),
+            "license": _first(r.get("licence"), ex.get("licence"), v.get("license"), s.get("license")),
+            "title": _first(v.get("title"), s.get("title"), ex.get("release") and f"{ex.get('release')} {ex.get('release_version') or ''}".strip()),
+            "upload_date": _first(v.get("upload_date")), "origin": _first(v.get("origin"), s.get("origin"), r.get("origin"), ex.get("origin")),
             "media": media,
         })
     cols = ["item_id", "split", "source", "source_item_id", "url", "uploader", "channel", "license", "title",

@@ -25,6 +25,7 @@ from forge.checks import mcq
 from forge.contracts import load_contract
 from forge.llm.prompts import load_prompt
 from forge.llm.stub import StubOutputError, ensure_no_stub
+from forge.releases.gold import with_gold
 from forge.splits import assign as sa
 from forge.splits import gates as sg
 from forge.splits import leakage as lk
@@ -32,6 +33,7 @@ from forge.splits.card import md_table
 from forge.splits.config import GateConfig, SplitSizes
 from forge.splits.export import existing_versions, exports_frame, read_manifest, write_export
 from forge.splits.provenance import benchmark_cost, provenance
+from forge.splits.release import assign_with_release_splits
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash, sha256_bytes, sha256_file
 
@@ -81,7 +83,8 @@ def read_table(store: TableStore, table: str, parts: list[str] | None = None) ->
 
 def read_items(store: TableStore, spec: BenchmarkSpec) -> pd.DataFrame:
     df = read_table(store, spec.items_table)
-    return df if "item_id" in df.columns else pd.DataFrame(columns=sg.COMMON_COLUMNS)
+    # human gold from imported releases replaces LLM-made fields when config/releases.yaml says so
+    return with_gold(df, spec.name) if "item_id" in df.columns else pd.DataFrame(columns=sg.COMMON_COLUMNS)
 
 
 def split_config_slice(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +142,7 @@ def compute_splits(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any]) 
     groups = _with_units(lk.leakage_groups(items["item_id"], links), items, cfg.get("unit_key"))
     sizes = SplitSizes.from_config(cfg)
     seed = int(cfg.get("seed", 0))
-    assigned = sa.assign_splits(items, groups, sizes, seed)
+    assigned, kept = assign_with_release_splits(items, groups, sizes, seed)   # imported releases keep their split
     m = assigned.merge(items[["item_id", "category", "task", "source_item_id", "channel"]], on="item_id", how="left")
     m["group_size"] = m.groupby("group_id")["item_id"].transform("size").astype("int64")
     m["benchmark"], m["seed"] = spec.name, seed
@@ -158,6 +161,8 @@ def compute_splits(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any]) 
     }
     if cfg.get("unit_key"):
         md["unit_key"] = cfg["unit_key"]
+    if kept.kept:
+        md["release_split"] = vars(kept)
     for k, v in counts.items():
         md[f"split/{k}"] = int(v)
     return m[cols], md

@@ -64,3 +64,26 @@ def test_pool_stats_has_every_maia_figure():
     s = T.pool_stats(["a b c", "a b c", "x y z"])
     assert s["equal_pairs"] == 1 and s["pairs_over_threshold"] == 1 and s["n"] == 3
     assert set(s) >= {"overlap_mean", "overlap_mean_cw", "ttr", "ttr_cw", "overlap_max"}
+
+
+def test_italian_elisions_split_and_function_words():
+    assert T.tokens("L'uomo entra nell'acqua, c'è un po' di sole", "it") == [
+        "l'", "uomo", "entra", "nell'", "acqua", "c'", "è", "un", "po", "di", "sole"]
+    assert T.content_tokens("L'uomo entra nell'acqua dell'altra riva", "it") == ["uomo", "entra", "acqua", "riva"]
+    # English keeps contractions whole and does not know Italian articles
+    assert T.tokens("L'uomo doesn't") == ["l'uomo", "doesn't"]
+    assert T.content_tokens("il cane della donna") == ["il", "cane", "della", "donna"]
+    assert T.content_tokens("il cane della donna", "it") == ["cane", "donna"]
+    with pytest.raises(ValueError, match="no function-word list"):
+        T.tokens("x", "xx")
+
+
+def test_italian_pool_statistics_differ_from_english_ones():
+    pool = ["L'uomo mangia la pizza", "La donna mangia la pasta", "Il bambino beve l'acqua"]
+    it, en = T.pool_stats(pool, lang="it"), T.pool_stats(pool)
+    # content words in Italian: {uomo, mangia, pizza}, {donna, mangia, pasta}, {bambino, beve, acqua}
+    assert it["overlap_mean_cw"] == pytest.approx((1 / 5 + 0 + 0) / 3)
+    assert it["ttr_cw"] == pytest.approx(8 / 9)
+    assert en["ttr_cw"] != it["ttr_cw"]          # English keeps "la", "il", "l'uomo" as content words
+    assert T.lexical_overlap("l'uomo", "uomo", lang="it") == pytest.approx(1 / 2)
+    assert T.lexical_overlap("l'uomo", "uomo") == 0.0

@@ -5,6 +5,13 @@ Every check returns problems as (code, message) pairs: the code is the stable re
 reason, the message goes back to the model as refine feedback. Repairs that change no
 meaning (case of a metaphor, spans re-anchored on the original caption) are applied and
 noted, not rejected.
+
+Human annotations (``human=True``: the published release, imported as gold) are taken as
+they are: the style and length limits meant for generated text (30-word explanation, short
+upper-case domains, the fixed device list, required incongruities) do not apply; Title Case
+names (``Humans Are Animals (Woman Is Mosquito); Racket Is Flyswatter``), figures outside the
+list (personification, zoomorphism, analogy, onomatopoeia, ...) and ``<u></u>`` spans are
+accepted; values the code cannot place are kept verbatim and listed in ``Problems.kept``.
 """
 
 from __future__ import annotations
@@ -33,12 +40,14 @@ _COPULA = re.compile(r"\s+(IS|ARE)\s+")
 _DOMAIN = re.compile(r"^[A-Z0-9][A-Z0-9 '&/\-]*$")
 MAX_DOMAIN_WORDS = 6
 _TAG = re.compile(r"</?i>", re.IGNORECASE)
+_HUMAN_TAG = re.compile(r"<(/?)(?:u|i|b|em)>", re.IGNORECASE)   # span markup seen in human highlights
 
 
 @dataclass
 class Problems:
     items: list[tuple[str, str]] = field(default_factory=list)
     repairs: list[str] = field(default_factory=list)
+    kept: list[tuple[str, str]] = field(default_factory=list)   # (kind, value) kept as written (human data)
 
     def add(self, code: str, message: str) -> None:
         self.items.append((code, message))
@@ -80,6 +89,38 @@ def metaphor_problem(raw: str) -> str | None:
             return f"{raw!r}: the {name} domain has more than {MAX_DOMAIN_WORDS} words; name the domain, not the scene"
     if _strip_article(target) == _strip_article(source):
         return f"{raw!r}: target and source are the same domain"
+    return None
+
+
+def split_metaphor_names(raw: str | list[str] | None) -> list[str]:
+    """The metaphors of a released ``conceptual_metaphor`` field, in order: ``;``-separated
+    names, each followed by the names in its parentheses, and ``X Are Y / Y Are X`` pairs
+    split when both sides name a metaphor (``Humans Are Animals (Woman Is Mosquito); Racket Is
+    Flyswatter`` → three names; ``ANIMALS/HUMANS ARE HUMANS/ANIMALS`` stays one)."""
+    if raw is None:
+        return []
+    parts = raw if isinstance(raw, list) else re.split(r";(?![^()]*\))", str(raw))
+    out: list[str] = []
+    for part in parts:
+        part = " ".join(str(part).split())
+        inner = re.findall(r"\(([^()]*)\)", part)
+        head = re.sub(r"\s*\([^()]*\)\s*", " ", part).strip()
+        for name in [head, *[x for i in inner for x in i.split(";")]]:
+            sides = [x.strip() for x in name.split("/")]
+            names = sides if len(sides) > 1 and all(human_metaphor_problem(x) is None for x in sides) else [name]
+            for n in names:
+                n = " ".join(n.split()).strip(" .")
+                if n and n not in out:
+                    out.append(n)
+    return out
+
+
+def human_metaphor_problem(raw: str) -> str | None:
+    """A human name is readable when it has exactly one IS / ARE (any case) between two
+    non-empty domains; no word limit or character set (human gold keeps its own wording)."""
+    parts = _COPULA.split(" " + " ".join(str(raw).split()).upper() + " ")
+    if len(parts) != 3 or not parts[0].strip() or not parts[2].strip():
+        return f"{raw!r} is not 'TARGET IS SOURCE' with one IS/ARE"
     return None
 
 
@@ -214,14 +255,80 @@ class Annotation:
     discard_reason: str = ""
 
 
+def human_highlight(caption: str, highlighted: str) -> tuple[Highlight | None, str | None, list[str]]:
+    """A human caption highlight as the benchmark's ``<i>`` spans, anchored in the caption when
+    they can be (else kept verbatim with the reason: it is the gold), and the ``<u>`` spans.
+
+    The release marks spans with ``<i>`` and, inside them or alone, ``<u>``: with ``<i>`` present
+    the ``<u>`` marks are a finer focus and are returned apart; alone they are the spans."""
+    raw = highlighted or ""
+    underlined = re.findall(r"<u>(.*?)</u>", raw, flags=re.IGNORECASE | re.DOTALL)
+    if _TAG.search(raw):
+        marked = re.sub(r"</?(?:u|b|em)>", "", raw, flags=re.IGNORECASE)
+    else:
+        marked = _HUMAN_TAG.sub(lambda m: f"<{m.group(1)}i>", raw)
+    hl, why, _ = parse_highlight(caption, marked)
+    if hl is not None:
+        return hl, None, underlined
+    spans = _TAG.split(marked)[1::2]
+    return Highlight(marked, [s for s in spans if s.strip()], []), why, underlined
+
+
+def _validate_human(data: dict[str, Any], caption: str, width: int, height: int, verdict: str) -> tuple[Annotation, Problems]:
+    p = Problems()
+    ann = Annotation(verdict=verdict, incongruities=[str(x).strip() for x in data.get("incongruities") or [] if str(x).strip()],
+                     resolution=str(data.get("resolution") or "").strip(),
+                     discard_reason=str(data.get("discard_reason") or "").strip())
+    for raw in data.get("devices") or []:
+        d = normalise_device(raw)
+        if d is None:
+            d = " ".join(str(raw).strip().lower().split())
+            p.kept.append(("figure", d))
+        if d and d not in ann.devices:
+            ann.devices.append(d)
+    if verdict in metaphorical():
+        for m in split_metaphor_names(data.get("metaphors")):
+            if human_metaphor_problem(m):
+                p.kept.append(("metaphor_unparsed", m))
+            ann.metaphors.append(m)
+        for r in data.get("regions") or []:
+            region, why = region_from_norm(r.get("label", ""), r.get("box"), width, height)
+            if why:
+                p.kept.append(("box_unusable", why))
+            else:
+                ann.regions.append(region)
+        if str(data.get("caption_highlighted") or "").strip():
+            ann.highlight, why, underlined = human_highlight(caption, str(data["caption_highlighted"]))
+            if why:
+                p.kept.append(("span_not_anchored", why))
+            for u in underlined:
+                p.kept.append(("underlined_span", u))
+        ann.explanation = " ".join(str(data.get("explanation") or "").split())
+        for part, present in (("metaphor", ann.metaphors), ("box", ann.regions), ("caption_highlight", ann.highlight),
+                              ("explanation", ann.explanation)):
+            if not present:
+                p.kept.append(("missing", part))
+    return ann, p
+
+
 def validate_annotation(data: dict[str, Any], caption: str, width: int, height: int,
-                        max_words: int | None = None, lenient: bool = False) -> tuple[Annotation | None, Problems]:
+                        max_words: int | None = None, lenient: bool = False,
+                        human: bool = False) -> tuple[Annotation | None, Problems]:
     """Check a reply against §4 and return the normalised annotation (None when invalid).
 
     ``lenient`` (stub output only, see ``forge.llm.stub.advisory``): the problems are still all
     reported, but the annotation is returned with what could be read (a malformed metaphor kept
     as written, an invalid box or span left out) instead of None; an unknown verdict stays None.
+    ``human`` (imported gold): only the verdict can fail; see the module docstring.
     """
+    if human:
+        canon = {v.lower(): v for v in verdicts()}
+        verdict = str(data.get("verdict") or "").strip()
+        if verdict.lower() not in canon:
+            p = Problems()
+            p.add(BAD_VERDICT, f"verdict {verdict!r} is not one of {verdicts()}")
+            return None, p
+        return _validate_human(data, caption, width, height, canon[verdict.lower()])
     max_words = max_words or int(taxonomy()["explanation_max_words"])
     p = Problems()
     verdict = str(data.get("verdict") or "").strip()

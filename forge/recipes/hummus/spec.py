@@ -16,9 +16,11 @@ from __future__ import annotations
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy
 from forge.evals.scoring import _score_hummus
 from forge.recipes.hummus.evaluation import build_request, descriptions
+from forge.recipes.hummus.release import parse_release
 
 SPEC = BenchmarkSpec(
     name="hummus",
+    importer=parse_release,   # the published release (docs/releases.md)
     title="Hummus",
     group="hummus",
     recipe_assets=("hummus_pairs", "hummus_annotations", "hummus_items"),

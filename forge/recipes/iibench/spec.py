@@ -17,9 +17,11 @@ from __future__ import annotations
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy
 from forge.evals.scoring import _score_iibench
 from forge.recipes.iibench.evaluation import build_request, parse_reply
+from forge.recipes.iibench.release import parse_release
 
 SPEC = BenchmarkSpec(
     name="iibench",
+    importer=parse_release,   # the published release (docs/releases.md)
     title="II-Bench",
     group="iibench",
     recipe_assets=("iibench_implication", "iibench_labels", "iibench_items"),

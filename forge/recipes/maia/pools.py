@@ -53,7 +53,7 @@ class Pool:
         return [self.texts[i] for i in self.alive()]
 
 
-def pending(pool: Pool, threshold: float, method: str = "jaccard") -> list[tuple[int, str]]:
+def pending(pool: Pool, threshold: float, method: str = "jaccard", lang: str = "en") -> list[tuple[int, str]]:
     """(index, kind) of members to rephrase now: later duplicates first, then overlap offenders."""
     alive = pool.alive()
     texts = [pool.texts[i] for i in alive]
@@ -66,7 +66,7 @@ def pending(pool: Pool, threshold: float, method: str = "jaccard") -> list[tuple
         else:
             seen[c] = k
     dup = {i for i, _ in out}
-    ov = pool_overlap(texts, threshold, method=method)
+    ov = pool_overlap(texts, threshold, method=method, lang=lang)
     for k in ov.offenders():
         if alive[k] not in dup:
             out.append((alive[k], "overlap"))
@@ -82,6 +82,7 @@ def postprocess_pools(
     method: str = "jaccard",
     on_result: Callable[[RephraseTask, str | None, bool], None] | None = None,
     drop_unresolved: bool = True,
+    lang: str = "en",
 ) -> None:
     """Run the equal-strings / lexical-overlap rephrase rounds in place on ``pools``.
 
@@ -90,13 +91,15 @@ def postprocess_pools(
     each of them is ≤ ``threshold``; a rejected one is retried next round.
     ``drop_unresolved=False`` keeps what is still equal/overlapping after the last round
     (for placeholder text from the offline stub, which no rephrasing can diversify).
+    ``lang`` selects tokenisation and function words (``forge.checks.text``; MAIA's own
+    pools are Italian).
     """
     for p in pools:
-        p.stats_before = pool_stats(p.kept_texts(), threshold, method)
+        p.stats_before = pool_stats(p.kept_texts(), threshold, method, lang)
     for rnd in range(1, max_rounds + 1):
         tasks: list[RephraseTask] = []
         for p in pools:
-            for i, kind in pending(p, threshold, method):
+            for i, kind in pending(p, threshold, method, lang):
                 others = [p.texts[j] for j in p.alive() if j != i]
                 tasks.append(RephraseTask(p.key, p.member_ids[i], kind, p.texts[i], others, rnd, p.context))
         if not tasks:
@@ -114,7 +117,7 @@ def postprocess_pools(
                 k = alive.index(i)
                 texts = [trial[j] for j in alive]
                 accepted = (canonical(new) not in {canonical(t) for j, t in enumerate(texts) if j != k}
-                            and overlap_with_others(texts, k, method=method) <= threshold)
+                            and overlap_with_others(texts, k, method=method, lang=lang) <= threshold)
                 # keep even a partial improvement: the next round starts from it
                 p.texts[i] = new.strip()
                 p.rephrased[i] = p.rephrased.get(i, 0) + 1
@@ -122,6 +125,6 @@ def postprocess_pools(
             if on_result:
                 on_result(task, new, accepted)
     for p in pools:
-        for i, kind in (pending(p, threshold, method) if drop_unresolved else []):
+        for i, kind in (pending(p, threshold, method, lang) if drop_unresolved else []):
             p.dropped[i] = "equal_unresolved" if kind == "equal" else "overlap_unresolved"
-        p.stats_after = pool_stats(p.kept_texts(), threshold, method)
+        p.stats_after = pool_stats(p.kept_texts(), threshold, method, lang)

@@ -27,9 +27,11 @@ from forge.benchmarks.spec import (
 )
 from forge.evals.scoring import _score_maia
 from forge.recipes.maia.evaluation import build_request
+from forge.recipes.maia.release import parse_release
 
 SPEC = BenchmarkSpec(
     name="maia",
+    importer=parse_release,   # the published release (docs/releases.md)
     title="MAIA",
     group="maia",
     recipe_assets=("maia_questions", "maia_answer_pools", "maia_statements", "maia_foils", "maia_items"),

@@ -15,9 +15,11 @@ from __future__ import annotations
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy
 from forge.evals.scoring import _score_vague
 from forge.recipes.vague.evaluation import build_request, parse_reply
+from forge.recipes.vague.release import parse_release
 
 SPEC = BenchmarkSpec(
     name="vague",
+    importer=parse_release,   # the published release (docs/releases.md)
     title="VAGUE",
     group="vague",
     recipe_assets=("vague_candidates", "vague_direct", "vague_indirect", "vague_options", "vague_items"),

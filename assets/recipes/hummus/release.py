@@ -1,0 +1,6 @@
+"""Hummus's public release (dataset, test set, image descriptions)."""
+
+from assets.releases.factory import release_defs
+from forge.recipes.hummus.release import parse_release
+
+defs = release_defs("hummus", parse_release)

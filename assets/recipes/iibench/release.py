@@ -1,0 +1,6 @@
+"""II-Bench's public release (data/dev.json, data/test.json with images/)."""
+
+from assets.releases.factory import release_defs
+from forge.recipes.iibench.release import parse_release
+
+defs = release_defs("iibench", parse_release)

@@ -1,0 +1,6 @@
+"""VAGUE's public release (2.0 records with images)."""
+
+from assets.releases.factory import release_defs
+from forge.recipes.vague.release import parse_release
+
+defs = release_defs("vague", parse_release)

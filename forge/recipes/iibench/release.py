@@ -1,0 +1,137 @@
+"""II-Bench's public release as benchmark items (importer; docs/releases.md).
+
+``data/dev.json`` and ``data/test.json``: a list of images, each ``{local_path, questions:
+[{id, question, options (6), correct_option?, answer?}], meta_data: {image_type (a string, or a
+list in test.json), difficulty, domain, emotion, rhetoric (list), explanation}}``; images under
+``images/dev|test/``. The file name gives the release split (``dev`` / ``test``). Options are
+kept in the release's order (the gold letter is the release's); duplicated options (they occur
+in dev.json) are kept and counted, the gates report them. Labels are normalised with the
+recipe's taxonomy; a value outside it is kept in ``labels`` as written and reported (the
+``category`` column, bound to the six domains, then says ``other``).
+
+The public test set withholds its answers (they are scored on EvalAI): a question without a
+gold answer cannot be scored here and is a reject ``no_gold_answer`` (the item tables require
+a gold letter); the dev set and any test file that carries ``answer`` / ``correct_option``
+import fully.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pandas as pd
+
+from forge.checks.mcq import LETTERS, letter_index
+from forge.recipes.iibench.taxonomy import normalise_label
+from forge.releases.config import ReleaseInfo
+from forge.releases.records import (
+    IMAGE_SUFFIXES,
+    ParsedRelease,
+    media_index,
+    media_path,
+    provenance,
+    file_label,
+    read_table,
+    rows_of,
+    table_files,
+    text,
+)
+
+COLUMNS = ["item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer",
+           "references", "media_paths", "unit_id", "source_item_id", "source", "channel", "batch", "labels",
+           "backend", "model", "prompt_hash", "extra", "origin", "release", "release_version", "licence", "release_split"]
+
+
+def _split_of(name: str) -> str | None:
+    stem = name.lower().rsplit(".", 1)[0]
+    return next((s for s in ("dev", "test", "val", "train") if stem == s or stem.endswith(f"_{s}") or stem.startswith(f"{s}")), None)
+
+
+def _labels(meta: dict[str, Any], out: ParsedRelease) -> dict[str, Any]:
+    labels: dict[str, Any] = {}
+    for axis in ("image_type", "domain", "emotion", "difficulty"):
+        raw = meta.get(axis)
+        raw = raw[0] if isinstance(raw, list) and len(raw) == 1 else raw
+        norm = normalise_label(axis, raw) if isinstance(raw, str) else None
+        if norm is None and raw not in (None, ""):
+            out.keep_unknown(axis, raw)
+        labels[axis] = norm if norm is not None else raw
+    rh = meta.get("rhetoric") or []
+    rh = rh if isinstance(rh, list) else [x.strip() for x in str(rh).split(",")]
+    labels["rhetoric"] = []
+    for r in rh:
+        norm = normalise_label("rhetoric", r)
+        if norm is None:
+            out.keep_unknown("rhetoric", r)
+        labels["rhetoric"].append(norm or str(r))
+    return labels
+
+
+def parse_release(info: ReleaseInfo) -> ParsedRelease:
+    out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
+    images = media_index(info.path, IMAGE_SUFFIXES)
+    require_media = bool(info.option("require_media", True))
+    rows, seen = [], set()
+    for f in table_files(info.path):
+        try:
+            data = read_table(f)
+        except Exception as e:  # noqa: BLE001 - an unreadable file is a reject, the others still load
+            out.reject(file_label(info.path, f), "unreadable_file", f"{type(e).__name__}: {e}")
+            continue
+        split = _split_of(f.name)
+        for key, img in rows_of(data):
+            where = f"{file_label(info.path, f)}[{key}]"
+            if not isinstance(img, dict) or not isinstance(img.get("questions"), list):
+                out.reject(where, "unparsable_record", "an image record needs a questions list")
+                continue
+            path = text(img.get("local_path"))
+            src = images.get(path.rsplit("/", 1)[-1].lower()) if path else None
+            if src is None and require_media:
+                out.reject(where, "media_missing", f"image {path!r} not found under {info.path}")
+                continue
+            meta = img.get("meta_data") if isinstance(img.get("meta_data"), dict) else {}
+            labels = _labels(meta, out)
+            rel = media_path(info, src) if src is not None else None
+            if rel:
+                out.media[rel] = src
+            for k, q in enumerate(img["questions"]):
+                out.records += 1
+                w = f"{where}.questions[{k}]"
+                qid, question = text(q.get("id")), text(q.get("question"))
+                options = [text(o) for o in q.get("options") or []]
+                if not question or len(options) < 2 or any(not o for o in options):
+                    out.reject(w, "malformed_question", "a question needs its text and at least two non-empty options")
+                    continue
+                ans = text(q.get("answer")).upper()
+                if not ans and text(q.get("correct_option")) in options:
+                    ans = LETTERS[options.index(text(q.get("correct_option")))]
+                if not ans:
+                    out.reject(w, "no_gold_answer", f"question {qid or k} has no answer (the release withholds it)")
+                    continue
+                if len(ans) != 1 or letter_index(ans) >= len(options):
+                    out.reject(w, "bad_answer", f"answer {ans!r} is not one of the {len(options)} option letters")
+                    continue
+                elif text(q.get("correct_option")) and text(q.get("correct_option")) != options[letter_index(ans)]:
+                    out.notes["correct_option_differs_from_answer_letter"] += 1
+                if len({o.casefold() for o in options}) < len(options):
+                    out.notes["duplicated_options"] += 1
+                iid = "iib_rel_" + hashlib.sha1(f"{info.name}\0{qid or w}".encode()).hexdigest()[:12]
+                if iid in seen:
+                    out.reject(w, "duplicate_id", f"question id {qid!r} appears twice")
+                    continue
+                seen.add(iid)
+                types = ["correct" if i == letter_index(ans) else "distractor" for i in range(len(options))]
+                domain = labels.get("domain")
+                rows.append({
+                    "item_id": iid, "benchmark": "iibench", "task": "mcq",
+                    "category": domain if normalise_label("domain", domain or "") else "other",
+                    "question": question, "options": options, "option_types": types, "answer": ans,
+                    "references": None, "media_paths": [rel] if rel else [], "unit_id": f"{info.name}:{path}",
+                    "source_item_id": f"{info.name}:{path}", "labels": json.dumps(labels, ensure_ascii=False),
+                    "extra": json.dumps({"explanation": text(meta.get("explanation")), "release_id": qid,
+                                         "origin": "imported", "local_path": path}, ensure_ascii=False),
+                    **provenance(info, split)})
+    out.items = pd.DataFrame(rows, columns=COLUMNS)
+    return out

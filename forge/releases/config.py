@@ -1,0 +1,96 @@
+"""Which releases exist: ``config/releases.yaml`` (``SUBTEXT_RELEASES_CONFIG`` points elsewhere)
+plus the inbox folders ``<data>/inbox/_releases/<paper>/<name>/``.
+
+A release folder may carry a ``release.yaml`` manifest (``version``, ``licence``,
+``language``, ``options``); the config entry wins over it. Relative paths are relative to
+the config file (or to the inbox folder).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "releases.yaml"
+MANIFEST = "release.yaml"
+# inside the media inbox, which skips names starting with "_" (a release is not a media drop)
+INBOX_DIR = Path("inbox") / "_releases"
+PAPERS = ("maia", "hummus", "iibench", "vague", "vimu")
+UNSPECIFIED = "unspecified"
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    paper: str
+    name: str                       # partition key of the paper's release asset
+    path: Path                      # a folder or a single file
+    version: str = UNSPECIFIED
+    licence: str = UNSPECIFIED
+    language: str = "en"
+    options: dict[str, Any] = field(default_factory=dict)
+    origin: str = "config"          # config | inbox
+
+    def option(self, key: str, default: Any = None) -> Any:
+        return self.options.get(key, default)
+
+    def describe(self) -> dict[str, Any]:
+        return {"paper": self.paper, "name": self.name, "path": str(self.path), "version": self.version,
+                "licence": self.licence, "language": self.language, "options": self.options, "from": self.origin}
+
+
+def config_path() -> Path:
+    return Path(os.environ.get("SUBTEXT_RELEASES_CONFIG") or DEFAULT_CONFIG)
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    m = folder / MANIFEST if folder.is_dir() else folder.parent / MANIFEST
+    return (yaml.safe_load(m.read_text()) or {}) if m.is_file() else {}
+
+
+def _info(paper: str, name: str, path: Path, entry: dict[str, Any], origin: str) -> ReleaseInfo:
+    if paper not in PAPERS:
+        raise ValueError(f"release {name!r}: unknown paper {paper!r}; one of {list(PAPERS)}")
+    if not _KEY.match(name):
+        raise ValueError(f"release name {name!r}: letters, digits, '.', '_' and '-' only (it is a partition key)")
+    merged = {**_manifest(path), **{k: v for k, v in entry.items() if v is not None}}
+    return ReleaseInfo(paper=paper, name=name, path=path, version=str(merged.get("version") or UNSPECIFIED),
+                       licence=str(merged.get("licence") or merged.get("license") or UNSPECIFIED),
+                       language=str(merged.get("language") or "en"), options=dict(merged.get("options") or {}),
+                       origin=origin)
+
+
+def load_releases(path: str | Path | None = None, data_dir: str | Path | None = None) -> list[ReleaseInfo]:
+    """Every declared release: config entries first, then inbox folders not named in config."""
+    cfg_file = Path(path or config_path())
+    doc = yaml.safe_load(cfg_file.read_text()) if cfg_file.is_file() else {}
+    out: list[ReleaseInfo] = []
+    for entry in (doc or {}).get("releases") or []:
+        p = Path(os.path.expandvars(str(entry["path"])))
+        p = p if p.is_absolute() else (cfg_file.parent / p).resolve()
+        out.append(_info(str(entry["paper"]), str(entry["name"]), p, entry, "config"))
+    if data_dir is not None:
+        inbox = Path(data_dir) / INBOX_DIR
+        names = {(r.paper, r.name) for r in out}
+        for paper in PAPERS:
+            for folder in sorted((inbox / paper).glob("*")) if (inbox / paper).is_dir() else []:
+                if not folder.name.startswith(".") and (paper, folder.name) not in names:
+                    out.append(_info(paper, folder.name, folder, {}, "inbox"))
+    return out
+
+
+def release_info(paper: str, name: str, path: str | Path | None = None,
+                 data_dir: str | Path | None = None) -> ReleaseInfo:
+    for r in load_releases(path, data_dir):
+        if r.paper == paper and r.name == name:
+            return r
+    raise KeyError(f"no {paper} release named {name!r} in {path or config_path()} or the inbox")
+
+
+def with_options(info: ReleaseInfo, **options: Any) -> ReleaseInfo:
+    return replace(info, options={**info.options, **options})

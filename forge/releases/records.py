@@ -1,0 +1,167 @@
+"""What every release parser shares: reading the released files in any of their forms,
+the result type, media placement and the provenance columns of an imported item."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from forge.releases.config import ReleaseInfo
+from forge.storage import safe_name
+
+TABLE_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp")
+VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv", ".mov", ".avi")
+
+
+@dataclass
+class Reject:
+    record: str          # where in the release: "<file>#<row or key>"
+    reason: str          # stable code
+    detail: str
+
+
+@dataclass
+class ParsedRelease:
+    """One release parsed: item rows (the paper's item columns + provenance), rejects with
+    reasons, and notes — values kept as they are but worth reporting (unknown categories,
+    figures outside the taxonomy, repairs). ``media`` maps each item media path (relative to
+    the data dir) to the released file it comes from."""
+    items: pd.DataFrame
+    rejects: list[Reject] = field(default_factory=list)
+    notes: Counter = field(default_factory=Counter)
+    unknown: dict[str, Counter] = field(default_factory=dict)
+    media: dict[str, Path] = field(default_factory=dict)
+    records: int = 0
+    extra_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def reject(self, record: str, reason: str, detail: str) -> None:
+        self.rejects.append(Reject(record, reason, detail))
+
+    def keep_unknown(self, kind: str, value: Any) -> None:
+        """An unknown value kept in the item (never dropped) and counted for the report."""
+        self.unknown.setdefault(kind, Counter())[str(value)] += 1
+
+    def summary(self) -> dict[str, Any]:
+        return {"records": self.records, "items": len(self.items), "rejects": len(self.rejects),
+                "rejects_by_reason": dict(Counter(r.reason for r in self.rejects)),
+                "notes": dict(self.notes), "unknown_values": {k: dict(v) for k, v in self.unknown.items()}}
+
+
+def table_files(path: Path) -> list[Path]:
+    """The release's data files (a single file, or every table file under a folder)."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise FileNotFoundError(f"release path not found: {path}")
+    return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES
+                  and not p.name.startswith("."))
+
+
+def file_label(root: Path, f: Path) -> str:
+    """How rejects name a released file: its path inside the release folder (``gen/train.parquet``)."""
+    return str(f.relative_to(root)) if root.is_dir() and f.is_relative_to(root) else f.name
+
+
+def read_table(path: Path) -> Any:
+    """A released file as Python data: JSON as it is (list, dict of records, nested), JSONL
+    and CSV / TSV / Parquet as a list of row dicts (CSV cells stay strings)."""
+    suf = path.suffix.lower()
+    if suf == ".json":
+        text = path.read_text(encoding="utf-8-sig")
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:   # some releases name JSON-lines files .json
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+    if suf == ".jsonl":
+        out = []
+        for k, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines()):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    out.append({"__unparsable__": f"line {k + 1}: {e}"})
+        return out
+    if suf in (".csv", ".tsv"):
+        return pd.read_csv(path, sep="\t" if suf == ".tsv" else ",", dtype=str, keep_default_na=False).to_dict("records")
+    if suf == ".parquet":
+        return pd.read_parquet(path).to_dict("records")
+    raise ValueError(f"unsupported release file {path.name}")
+
+
+def rows_of(data: Any) -> Iterator[tuple[str, Any]]:
+    """(key, record) pairs of a table: list rows get their index, a dict of records (a JSON
+    object keyed by id) gets its keys, any other object is one record."""
+    if isinstance(data, list):
+        yield from ((str(k), r) for k, r in enumerate(data))
+    elif isinstance(data, dict) and data and all(isinstance(v, dict) for v in data.values()):
+        yield from ((str(k), v) for k, v in data.items())
+    else:
+        yield "0", data
+
+
+def text(v: Any) -> str:
+    """A cell as stripped text ('' for None / NaN)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return str(v).strip()
+
+
+def media_index(root: Path, suffixes: Iterable[str]) -> dict[str, Path]:
+    """File name (and stem, lower-cased) → path for every media file under ``root``."""
+    base = root if root.is_dir() else root.parent
+    sufs = tuple(suffixes)
+    idx: dict[str, Path] = {}
+    for p in sorted(base.rglob("*")):
+        if p.is_file() and p.suffix.lower() in sufs:
+            idx.setdefault(p.name.lower(), p)
+            idx.setdefault(p.stem.lower(), p)
+    return idx
+
+
+def media_path(info: ReleaseInfo, src: Path) -> str:
+    """Where an imported media file lives, relative to the data dir."""
+    return f"media/releases/{info.paper}/{safe_name(info.name)}/{safe_name(src.name)}"
+
+
+def place_media(media: dict[str, Path], data_dir: Path) -> int:
+    """Hard-link (else copy) each released media file into the data dir; returns how many
+    were placed now (already present files with the same size are left alone)."""
+    placed = 0
+    for rel, src in media.items():
+        dst = data_dir / rel
+        if dst.exists() and dst.stat().st_size == src.stat().st_size:
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dst.with_name(f".{dst.name}.tmp")
+        if tmp.exists():
+            tmp.unlink()
+        try:
+            os.link(src, tmp)
+        except OSError:
+            shutil.copy2(src, tmp)
+        os.replace(tmp, dst)
+        placed += 1
+    return placed
+
+
+def provenance(info: ReleaseInfo, release_split: str | None = None) -> dict[str, Any]:
+    """The columns that say an item was imported, from which release, under which licence."""
+    return {"origin": "imported", "release": info.name, "release_version": info.version,
+            "licence": info.licence, "release_split": release_split or None,
+            "backend": "human", "model": None, "prompt_hash": None,
+            "source": f"release:{info.name}", "channel": None, "batch": f"release:{info.name}"}
+
+
+def batch_part(name: str) -> str:
+    """The ``<paper>_items`` partition file of a release (beside the recipe's batch files)."""
+    return f"release__{safe_name(name)}"
