@@ -153,7 +153,7 @@ def test_other_importers_write_contract_valid_items(paper, name, fixture, n_item
                                                 "licence": "CC BY 4.0"}]}))
     monkeypatch.setenv("SUBTEXT_RELEASES_CONFIG", str(cfg))
     store = TableStore(tmp_path / "data")
-    defs = importlib.import_module(f"assets.releases.{paper}").defs
+    defs = importlib.import_module(f"assets.recipes.{paper}.release").defs
     res = _import(defs, paper, name, {"storage": StorageResource(data_dir=str(store.data_dir))}, dg.DagsterInstance.ephemeral())
     assert all(c.passed for c in res.get_asset_check_evaluations())
     items = store.read(f"{paper}_items")
