@@ -96,6 +96,14 @@ class OpenAIBackend:
             self._loop = loop
         return self._client
 
+    def warm(self) -> None:
+        """Import the client stack and build the client before any deadline starts ticking
+        (the first import takes seconds and blocks the loop)."""
+        import httpx2  # noqa: F401
+        from openai.types.chat import ChatCompletion  # noqa: F401
+
+        self.client()
+
     async def complete(self, model, messages, params, response_format, schema, seed, *, timeouts=None,
                        request_id=None) -> Reply:
         import httpx2

@@ -305,6 +305,8 @@ class LLMEngine:
         self._sem_loop: Any = None
         self._latency: dict[str, deque[float]] = {}
         self._sent = 0
+        self._warm_loop: Any = None
+        self._answered_loop: Any = None       # the loop on which a reply has arrived (client warmed up)
         self._loop: _LoopThread | None = None
         self._loop_lock = threading.Lock()
         self.check_pool = concurrent.futures.ThreadPoolExecutor(
@@ -699,6 +701,7 @@ class LLMEngine:
         finally:
             self.status.in_flight -= 1
         reply._latency = time.perf_counter() - t0  # type: ignore[attr-defined]
+        self._answered_loop = asyncio.get_running_loop()
         self._ledger(stage, partition, prep, request_id=rid, kind=kind, status="ok", tokens_in=reply.tokens_in,
                      tokens_out=reply.tokens_out, latency_s=reply._latency, response_id=reply.response_id,  # type: ignore[attr-defined]
                      model=prep.model)
@@ -711,11 +714,19 @@ class LLMEngine:
 
         Returns the first successful reply and, when the primary was abandoned, why (for the call log).
         With hedging off, a stalled primary is cancelled and reported as a timeout (retried at once)."""
+        warm = getattr(self.backend, "warm", None)
+        if warm is not None and self._warm_loop is not asyncio.get_running_loop():
+            warm()
+            self._warm_loop = asyncio.get_running_loop()
         primary = asyncio.ensure_future(self._attempt(stage, partition, prep, messages, "call"))
         after = self.hedge_deadline(stage, prep.model)
         if after is None:
             return await primary, None
         done, _ = await asyncio.wait({primary}, timeout=after)
+        # Until this loop has received a reply, a slow request may be the client's first-use cost
+        # (imports, TLS, connection set-up), not a stalled endpoint: keep waiting.
+        while not done and self._answered_loop is not asyncio.get_running_loop():
+            done, _ = await asyncio.wait({primary}, timeout=after)
         if done:
             return primary.result(), None
         allowed = (self.settings.stage(stage, "hedge")
