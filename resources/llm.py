@@ -54,7 +54,7 @@ class LLMResource(dg.ConfigurableResource):
     hedge: bool = Field(default=True, description="send a second copy of a stalled request (first reply wins); "
                         "False: cancel it and retry at once")
     hedge_after_s: float | None = Field(default=None, description="None = adaptive: hedge_factor × p90 latency")
-    hedge_factor: float = 3.0
+    hedge_factor: float = 2.0
     hedge_min_s: float = 0.5
     hedge_initial_s: float = 20.0
     hedge_max_share: float = 0.1

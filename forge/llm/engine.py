@@ -91,7 +91,7 @@ class EngineSettings:
     # it is cancelled and retried at once.
     hedge: bool = True
     hedge_after_s: float | None = None
-    hedge_factor: float = 3.0
+    hedge_factor: float = 2.0
     hedge_min_s: float = 0.5
     hedge_initial_s: float = 20.0
     hedge_min_samples: int = 20
@@ -119,6 +119,8 @@ class EngineSettings:
         return over[name] if name in over and over[name] is not None else getattr(self, name)
 
 
+THROTTLE_PAUSE_SHARE = 0.25  # share of 429s among recent replies above which a 429 pauses every caller
+MAX_COPIES = 3  # copies of one request in flight at once (original + hedges)
 DEFAULT_REPAIRS = {"JSONDecodeError": 3, "SchemaError": 3, "Truncated": 1, "EmptyReply": 2}
 TRANSIENT_KINDS = ("rate_limit", "server", "timeout", "connection", "malformed")
 # Settings a stage override may carry besides model and params.
@@ -305,8 +307,10 @@ class LLMEngine:
         self._sem_loop: Any = None
         self._latency: dict[str, deque[float]] = {}
         self._sent = 0
+        self._recent: deque[bool] = deque(maxlen=40)   # recent replies: True = 429
         self._warm_loop: Any = None
         self._answered_loop: Any = None       # the loop on which a reply has arrived (client warmed up)
+        self._answered_at = 0.0
         self._loop: _LoopThread | None = None
         self._loop_lock = threading.Lock()
         self.check_pool = concurrent.futures.ThreadPoolExecutor(
@@ -337,6 +341,21 @@ class LLMEngine:
 
             return self.wait(arun_batch(self, stage, partition, requests))
         return self.wait(self.arun(stage, partition, requests))
+
+    def map_partitions(self, keys: list[str], body: Any, parallel: int | None = None) -> list[Any]:
+        """``body(key)`` for every partition key at once, in threads, results in key order.
+
+        The bodies' ``run`` / ``refine`` calls share this engine's concurrency budget, so a slow
+        item in one partition never holds up the next partition. ``body`` must not share
+        mutable state across keys without a lock (return per-partition results instead)."""
+        keys = list(keys)
+        if len(keys) <= 1:
+            return [body(k) for k in keys]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=parallel or len(keys),
+                                                   thread_name_prefix="llm-partition") as pool:
+            futures = [pool.submit(body, k) for k in keys]
+            concurrent.futures.wait(futures)
+            return [f.result() for f in futures]
 
     def wait(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Run ``coro`` on the engine's loop and block this thread until it is done."""
@@ -568,13 +587,18 @@ class LLMEngine:
             after = float(fixed)
         else:
             lat = self._latencies(model)
-            if len(lat) < s.hedge_min_samples:
+            if len(lat) < 5:
                 after = float(s.hedge_initial_s)
             else:
                 ordered = sorted(lat)
                 p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-                after = max(float(s.hedge_min_s), float(s.stage(stage, "hedge_factor")) * p90)
+                # fewer than hedge_min_samples: twice as patient, the estimate is rough
+                factor = float(s.stage(stage, "hedge_factor")) * (2.0 if len(lat) < s.hedge_min_samples else 1.0)
+                after = max(float(s.hedge_min_s), factor * p90)
         return after if after < first_byte else None
+
+    def _throttled_share(self) -> float:
+        return sum(self._recent) / len(self._recent) if len(self._recent) >= 8 else 1.0
 
     # -- one request -------------------------------------------------------------------
     def _semaphore(self) -> asyncio.Semaphore:
@@ -684,6 +708,7 @@ class LLMEngine:
             raise err from exc
         except BackendError as exc:
             latency = time.perf_counter() - t0
+            self._recent.append(exc.status == 429)
             status = f"http_{exc.status}" if exc.status else (exc.kind or "error")
             self._ledger(stage, partition, prep, request_id=rid, kind=kind, status=status, latency_s=latency,
                          error=str(exc))
@@ -701,7 +726,9 @@ class LLMEngine:
         finally:
             self.status.in_flight -= 1
         reply._latency = time.perf_counter() - t0  # type: ignore[attr-defined]
-        self._answered_loop = asyncio.get_running_loop()
+        self._recent.append(False)
+        if self._answered_loop is not asyncio.get_running_loop():
+            self._answered_loop, self._answered_at = asyncio.get_running_loop(), asyncio.get_running_loop().time()
         self._ledger(stage, partition, prep, request_id=rid, kind=kind, status="ok", tokens_in=reply.tokens_in,
                      tokens_out=reply.tokens_out, latency_s=reply._latency, response_id=reply.response_id,  # type: ignore[attr-defined]
                      model=prep.model)
@@ -718,17 +745,23 @@ class LLMEngine:
         if warm is not None and self._warm_loop is not asyncio.get_running_loop():
             warm()
             self._warm_loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
         primary = asyncio.ensure_future(self._attempt(stage, partition, prep, messages, "call"))
-        after = self.hedge_deadline(stage, prep.model)
-        if after is None:
-            return await primary, None
-        done, _ = await asyncio.wait({primary}, timeout=after)
-        # Until this loop has received a reply, a slow request may be the client's first-use cost
-        # (imports, TLS, connection set-up), not a stalled endpoint: keep waiting.
-        while not done and self._answered_loop is not asyncio.get_running_loop():
-            done, _ = await asyncio.wait({primary}, timeout=after)
-        if done:
-            return primary.result(), None
+        t0 = loop.time()
+        # The deadline is re-read while waiting: it tightens as latency samples arrive. Until this
+        # loop has received a reply, a slow request may be the client's first-use cost (imports,
+        # TLS, connection set-up), not a stalled endpoint, so time counts from the first reply.
+        while True:
+            after = self.hedge_deadline(stage, prep.model)
+            if after is None:
+                return await primary, None
+            warm_at = self._answered_at if self._answered_loop is loop else None
+            remaining = after - (loop.time() - max(t0, warm_at)) if warm_at is not None else after
+            if warm_at is not None and remaining <= 0:
+                break
+            done, _ = await asyncio.wait({primary}, timeout=min(max(remaining, 0.01), 0.5))
+            if done:
+                return primary.result(), None
         allowed = (self.settings.stage(stage, "hedge")
                    and self.status.hedged < max(1.0, self.settings.hedge_max_share * self._sent))
         if not allowed:
@@ -744,27 +777,51 @@ class LLMEngine:
                 self.status.hedged += 1
                 return await self._attempt(stage, partition, prep, messages, "hedge")
 
-        second = asyncio.ensure_future(hedge())
-        pending = {primary, second}
-        first_error: BaseException | None = None
+        # Copies race; each time the newest one is itself past the deadline another is sent (a
+        # hedge can hang too), keeping at most ``MAX_COPIES`` in flight (the oldest is dropped).
+        copies = [primary]
+        copies.append(asyncio.ensure_future(hedge()))
+        started = {primary: t0, copies[1]: loop.time()}
+        next_at = loop.time() + (self.hedge_deadline(stage, prep.model) or after)
+        errors: list[BaseException] = []
         try:
-            while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            while copies:
+                done, _ = await asyncio.wait(copies, timeout=max(next_at - loop.time(), 0.01),
+                                             return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
-                    if task.exception() is None:
-                        if task is second:
+                    copies.remove(task)
+                    exc = task.exception()
+                    if exc is None:
+                        if task is not primary:
                             self.status.hedge_wins += 1
                         note = (f"timeout: slower than the adaptive deadline {after:.2f}s, hedged; "
-                                f"{'the hedge' if task is second else 'the original'} answered first")
+                                f"{'a hedge' if task is not primary else 'the original'} answered first")
                         return task.result(), note
-                    first_error = first_error or task.exception()
-            assert first_error is not None
-            raise first_error
+                    errors.append(exc)
+                    stalled = all(loop.time() - started[c] >= after for c in copies if c is not task)
+                    if isinstance(exc, BackendError) and exc.retryable and stalled:
+                        # a copy failed fast (429, 5xx) while the others are stalled: replace it once
+                        # the endpoint's retry-after (or a short pause) has passed
+                        next_at = min(next_at, loop.time() + max(0.05, exc.retry_after or 0.1))
+                if not copies:
+                    break
+                if loop.time() >= next_at and self.status.hedged < max(1.0, self.settings.hedge_max_share
+                                                                        * self._sent):
+                    if len(copies) >= MAX_COPIES:
+                        oldest = copies.pop(0)
+                        oldest.cancel()
+                        await asyncio.gather(oldest, return_exceptions=True)
+                    copies.append(asyncio.ensure_future(hedge()))
+                    started[copies[-1]] = loop.time()
+                    next_at = loop.time() + (self.hedge_deadline(stage, prep.model) or after)
+                elif loop.time() >= next_at:
+                    next_at = loop.time() + (self.hedge_deadline(stage, prep.model) or after)
+            raise errors[0]
         finally:
-            for task in pending:
+            for task in copies:
                 task.cancel()
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
+            if copies:
+                await asyncio.gather(*copies, return_exceptions=True)
 
     async def _send(self, stage: str, partition: str, prep: _Prepared, tail: list[dict[str, Any]],
                     attempt: int) -> tuple[Reply, int]:
@@ -816,9 +873,12 @@ class LLMEngine:
             backoff = min(s.backoff_max_s, s.backoff_base_s * 2 ** (n - 1))
             delay = backoff / 2 + random.uniform(0, backoff / 2)  # "equal jitter"
             if err.retry_after is not None:
-                # The endpoint said when: everyone waits that long (plus a little jitter).
+                # The endpoint said when: this request waits that long (plus a little jitter), and so
+                # does everyone when throttling is systematic (a quarter of recent replies are 429s;
+                # an exhausted quota announced in x-ratelimit headers pauses everyone via observe()).
                 delay = err.retry_after + random.uniform(0, min(0.1 * err.retry_after + 0.01, 1.0))
-                self.limiter.pause(err.retry_after)
+                if self._throttled_share() >= THROTTLE_PAUSE_SHARE:
+                    self.limiter.pause(err.retry_after)
                 self.status.waiting_retry_after += 1
                 try:
                     await asyncio.sleep(delay)

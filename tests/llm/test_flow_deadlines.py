@@ -243,3 +243,13 @@ def test_progress_line_says_what_requests_are_doing(llm_double, llm_double_resou
     lines = [r.getMessage() for r in caplog.records if r.name == "subtext_forge.llm"]
     assert any("waiting on retry-after 1" in ln for ln in lines)
     assert all("in flight" in ln and "timed out" in ln for ln in lines)
+
+
+def test_partitions_share_one_budget_and_do_not_wait_for_each_other(llm_double, llm_double_resource, prompt_dir):
+    qa = load_prompt(prompt_dir / "qa.yaml")
+    llm_double.script(Reply.json(GOOD, delay=1.0), match="a text 0")
+    engine = llm_double_resource(max_concurrency=8).engine()
+    out = engine.map_partitions(["a", "b"], lambda p: engine.run("s", p, reqs(qa, 1, prefix=p)))
+    assert [[r.ok for r in rs] for rs in out] == [[True], [True]]
+    assert llm_double.max_in_flight == 2  # b's request went out while a's was still unanswered
+    assert set(engine.calls_frame()["partition"]) == {"a", "b"}
