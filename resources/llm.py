@@ -19,7 +19,7 @@ from pydantic import Field
 from forge.llm.backends import OpenAIBackend, StubBackend
 from forge.llm.cache import LLMCache
 from forge.llm.engine import STAGE_KEYS, EngineSettings, LLMEngine
-from forge.llm.ledger import SpendLedger, ledger_path
+from forge.llm.ledger import SpendLedger, ledger_beside, ledger_path
 
 # $ per 1M tokens (input, output); override in config with the prices you pay.
 DEFAULT_PRICES: dict[str, dict[str, float]] = {
@@ -73,8 +73,8 @@ class LLMResource(dg.ConfigurableResource):
     image_max_side: int = 768
     image_quality: int = 85
     cache_path: str | None = Field(default=None, description="default <data_dir>/cache/llm_cache.sqlite")
-    ledger_path: str | None = Field(default=None, description="spend ledger; default beside cache_path when that is "
-                                    "set, else <data_dir>/ledger/llm_ledger.sqlite")
+    ledger_path: str | None = Field(default=None, description="spend ledger; default llm_ledger.sqlite beside the "
+                                    "cache file (<data_dir>/cache/llm_ledger.sqlite)")
     batch_stages: list[str] = Field(default_factory=list, description="stages sent through the OpenAI Batch API")
     batch_poll_s: float = 30.0
     batch_max_wait_s: float = 26 * 3600.0
@@ -94,9 +94,7 @@ class LLMResource(dg.ConfigurableResource):
     def resolved_ledger_path(self) -> Path:
         if self.ledger_path:
             return Path(self.ledger_path)
-        if self.cache_path:
-            return Path(self.cache_path).parent / "llm_ledger.sqlite"
-        return ledger_path()
+        return ledger_beside(self.resolved_cache_path()) or ledger_path()
 
     def settings(self) -> EngineSettings:
         unknown = {f"{st}.{k}" for st, o in self.stage_overrides.items() for k in (o or {})

@@ -49,7 +49,7 @@ import pandas as pd
 from forge.llm.backends import Backend, BackendError, Reply
 from forge.llm.cache import LLMCache, cache_key
 from forge.llm.images import ImageEncoder
-from forge.llm.ledger import SpendLedger
+from forge.llm.ledger import SpendLedger, ledger_beside
 from forge.llm.limits import RateLimiter
 from forge.llm.prompts import Prompt
 from forge.llm.tokens import count_message_tokens
@@ -295,7 +295,8 @@ class LLMEngine:
         self.prices = {k: Price.parse(v) for k, v in (prices or {}).items()}
         self.limiter = RateLimiter(self.settings.rpm, self.settings.tpm)
         self.images = ImageEncoder(self.settings.image_max_side, self.settings.image_quality)
-        self.ledger = ledger if ledger is not None else SpendLedger(None)
+        # Engines built without a resource (evals) still record spend: the ledger beside their cache.
+        self.ledger = ledger if ledger is not None else SpendLedger(ledger_beside(cache.path))
         self.endpoint = self.settings.provider or str(getattr(backend, "endpoint", "") or backend.name).rstrip("/")
         self.session_id = uuid.uuid4().hex[:16]
         self.status = _Status()

@@ -71,9 +71,15 @@ create trigger if not exists {LEDGER_TABLE}_no_delete before delete on {LEDGER_T
 
 
 def ledger_path(data_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Default location: ``<data_dir>/ledger/llm_ledger.sqlite`` (``SUBTEXT_DATA_DIR`` when not given)."""
+    """Default location: ``<data_dir>/cache/llm_ledger.sqlite`` (``SUBTEXT_DATA_DIR`` when not given),
+    beside the default reply cache; clearing the cache file leaves it alone."""
     base = Path(data_dir) if data_dir is not None else Path(os.environ.get("SUBTEXT_DATA_DIR", "data"))
-    return base / "ledger" / "llm_ledger.sqlite"
+    return base / "cache" / "llm_ledger.sqlite"
+
+
+def ledger_beside(cache_path: str | os.PathLike[str] | None) -> Path | None:
+    """The ledger that goes with a reply cache file (one rule for every engine)."""
+    return Path(cache_path).parent / "llm_ledger.sqlite" if cache_path else None
 
 
 class SpendLedger:
