@@ -137,15 +137,18 @@ def run_transient(n: int, latency: float, conc: int = 64) -> None:
     print(f"\n{n} requests, latency {latency}s, {conc} in flight")
     print(f"{'scenario':44s} {'wall s':>8s} {'items/s':>8s} {'ok':>6s} {'lost':>5s} {'requests':>9s} {'throughput':>11s}")
     base = None
-    for name, faults in [("fault-free", {}),
-                         ("10% 500 + 5% bad JSON + 5% schema-invalid", {"500": 0.10, "bad_json": 0.05,
-                                                                        "invalid_schema": 0.05})]:
+    mix = {"500": 0.10, "bad_json": 0.05, "invalid_schema": 0.05}
+    for name, faults, extra in [
+            ("fault-free", {}, {}),
+            ("10% 500 + 5% bad JSON + 5% schema-invalid", mix, {}),
+            ("same mix, one repair turn (the old policy)", mix,
+             {"repair_budgets": {"JSONDecodeError": 1, "SchemaError": 1}})]:
         with tempfile.TemporaryDirectory() as tmp, LLMDouble(latency=latency, record_bodies=False) as double:
             (Path(tmp) / "gen.yaml").write_text(GEN)
             gen = load_prompt(Path(tmp) / "gen.yaml")
             double.responder = responder(faults, name)
             engine = double_resource(double, str(Path(tmp) / "cache.sqlite"), max_concurrency=conc,
-                                     timeout_s=60.0).engine()
+                                     timeout_s=60.0, **extra).engine()
             reqs = [LLMRequest(item_id=f"i{i}", prompt=gen, variables={"text": f"text number {i}"}) for i in range(n)]
             t0 = time.perf_counter()
             res = engine.run("bench", "b", reqs)
