@@ -164,11 +164,15 @@ class OpenAIBackend:
             raise BackendError("response has no choices", retryable=True, kind="malformed")
         choice = resp.choices[0]
         text = choice.message.content
+        usage = resp.usage
         if text is None:
             refusal = getattr(choice.message, "refusal", None)
-            raise BackendError(f"no content (finish_reason={choice.finish_reason}, refusal={refusal})",
+            err = BackendError(f"no content (finish_reason={choice.finish_reason}, refusal={refusal})",
                                retryable=False, kind="empty")
-        usage = resp.usage
+            # a refusal is a delivered (billed) reply: the ledger prices its tokens
+            err.tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)  # type: ignore[attr-defined]
+            err.tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)  # type: ignore[attr-defined]
+            raise err
         return Reply(
             text=text,
             tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),

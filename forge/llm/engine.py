@@ -712,7 +712,8 @@ class LLMEngine:
             self._recent.append(exc.status == 429)
             status = f"http_{exc.status}" if exc.status else (exc.kind or "error")
             self._ledger(stage, partition, prep, request_id=rid, kind=kind, status=status, latency_s=latency,
-                         error=str(exc))
+                         error=str(exc), tokens_in=getattr(exc, "tokens_in", 0),
+                         tokens_out=getattr(exc, "tokens_out", 0))
             if exc.kind == "timeout":
                 self.status.timed_out += 1
             self.status.lost_s += latency
@@ -862,7 +863,8 @@ class LLMEngine:
                 continue
             if not err.retryable or used.get(kind, 0) >= self.retry_budget(stage, kind):
                 self._record(stage, partition, prep, prep.req, model=prep.model, attempt=attempt, outcome="failed",
-                             latency_s=latency, error=str(err), error_class=f"Backend:{kind}")
+                             latency_s=latency, error=str(err), error_class=f"Backend:{kind}",
+                             tokens_in=getattr(err, "tokens_in", 0), tokens_out=getattr(err, "tokens_out", 0))
                 err.attempt = attempt  # type: ignore[attr-defined]
                 raise err
             used[kind] = used.get(kind, 0) + 1
