@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from forge.llm import LLMRequest, load_prompt  # noqa: E402
-from forge.llm.refine import refine  # noqa: E402
-from tests.llm_double import LLMDouble, Reply, double_resource  # noqa: E402
+from forge.llm import LLMRequest, load_prompt
+from forge.llm.refine import refine
+from tests.llm_double import LLMDouble, Reply, double_resource
 
 GEN = """\
 name: bench_gen
@@ -86,7 +86,8 @@ def responder(faults: dict[str, float], seed: str):
 
 def run_hang(items: int, latency: float, parts: int = 4, conc: int = 64) -> None:
     scenarios = [("fault-free", {}), ("0% hang + 429/5xx mix", dict(MIX)),
-                 ("2% hang + 429/5xx mix", {"hang": 0.02, **MIX}), ("5% hang + 429/5xx mix", {"hang": 0.05, **MIX}),
+                 ("2% hang + 429/5xx mix", {"hang": 0.02, **MIX}),
+                 ("5% hang + 429/5xx mix", {"hang": 0.05, **MIX}),
                  ("5% hang alone", {"hang": 0.05}), ("5% hang + mix, partitions ||", {"hang": 0.05, **MIX}),
                  ("fault-free again", {})]
     walls: list[tuple[str, float, str]] = []
@@ -105,10 +106,10 @@ def run_hang(items: int, latency: float, parts: int = 4, conc: int = 64) -> None
             accepted = lost = 0
             t0 = time.perf_counter()
 
-            def build(req, out):
+            def build(req, out, judge=judge):
                 return LLMRequest(item_id=req.item_id, prompt=judge, variables={"question": out["question"]})
 
-            def partition(p: int):
+            def partition(p: int, gen=gen, per=per, engine=engine, build=build):
                 reqs = [LLMRequest(item_id=f"p{p}i{i}", prompt=gen, variables={"text": f"text {p}-{i}"})
                         for i in range(per)]
                 return refine(engine, "bench", f"b{p}", reqs, judge=build, max_rounds=3)
@@ -121,8 +122,9 @@ def run_hang(items: int, latency: float, parts: int = 4, conc: int = 64) -> None
                 lost += sum(o.reason in ("generation_failed", "judge_failed") for o in run.rejected())
             wall = time.perf_counter() - t0
             st = engine.stats()
-            walls.append((name, wall, f"{accepted:9d} {lost:5d} {len(double.requests):9d} {double.hung:5d} "
-                                      f"{st['hedges']:7d} {st['timeouts']:9d}"))
+            rest = (f"{accepted:9d} {lost:5d} {len(double.requests):9d} {double.hung:5d} "
+                    f"{st['hedges']:7d} {st['timeouts']:9d}")
+            walls.append((name, wall, rest))
             print(f"  ... {name}: {wall:.2f} s", flush=True)
             engine.close()
     # The shared 2-core machine's load drifts: fault-free is measured first and last, ratios use the mean.

@@ -41,7 +41,7 @@ import weakref
 from collections import deque
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from typing import Any
 
 import pandas as pd
@@ -274,8 +274,8 @@ class _LoopThread:
         if self.thread.is_alive() and threading.current_thread() is not self.thread:
             try:
                 self.submit(backend.aclose()).result(timeout=5)
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
+            except Exception as exc:  # noqa: BLE001 - closing is best effort
+                _log.debug("closing the LLM client: %s", exc)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(5)
         if not self.loop.is_running():
@@ -532,7 +532,7 @@ class LLMEngine:
             "backend": self.backend.name, "model": model, "prompt_name": getattr(prep.prompt, "name", ""),
             "request_key": prep.key, "kind": kind, "status": status, "tokens_in": tokens_in,
             "tokens_out": tokens_out, "cost_usd": cost, "latency_s": latency_s, "response_id": response_id,
-            "error": (error or None) and str(error)[:500], "created_at": datetime.now(timezone.utc),
+            "error": (error or None) and str(error)[:500], "created_at": datetime.now(UTC),
         })
 
     def _result(self, prep: _Prepared | None, req: LLMRequest, *, ok: bool, data: dict[str, Any] | None = None,
@@ -698,7 +698,7 @@ class LLMEngine:
                 reply = await self.backend.complete(
                     prep.model, messages, prep.params, self._response_format(prep.prompt), prep.prompt.schema,
                     prep.key, timeouts=t, request_id=rid)
-        except (TimeoutError, asyncio.TimeoutError) as exc:
+        except TimeoutError as exc:
             latency = time.perf_counter() - t0
             err = BackendError(f"timeout: no complete reply within {t['total']:g}s (total)", retryable=True,
                                kind="timeout")

@@ -23,7 +23,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +107,7 @@ class SpendLedger:
     def append(self, row: dict[str, Any]) -> None:
         """Insert one row and commit before returning (autocommit connection)."""
         values = {c: row.get(c) for c in COLUMNS}
-        values["created_at"] = (values["created_at"] or datetime.now(timezone.utc)).isoformat() \
+        values["created_at"] = (values["created_at"] or datetime.now(UTC)).isoformat() \
             if not isinstance(values["created_at"], str) else values["created_at"]
         for c in ("tokens_in", "tokens_out"):
             values[c] = int(values[c] or 0)

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from forge.llm import EngineSettings, LLMCache, LLMEngine, LLMRequest, StubBackend, load_prompt
+from forge.llm import (
+    EngineSettings,
+    LLMCache,
+    LLMEngine,
+    LLMRequest,
+    StubBackend,
+    load_prompt,
+)
 from forge.llm.ledger import SpendLedger, read_ledger, spend_by
 from resources.llm import DEFAULT_PRICES
 from tests.llm_double import Reply
