@@ -3,6 +3,7 @@ surviving a kill -9 — and matches the endpoint's own count of replies served."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -138,3 +139,20 @@ def test_stub_calls_cost_nothing(prompt_dir, tmp_path):
     assert engine.stats()["cost_usd"] == 0.0
     ledger = read_ledger(tmp_path / "l.sqlite")
     assert ledger["backend"].tolist() == ["stub"] and ledger["cost_usd"].tolist() == [0.0]
+
+
+def test_a_refusal_is_a_billed_reply(llm_double, llm_double_resource, prompt_dir, tmp_path):
+    body = {"id": "chatcmpl-r", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."}}],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 7, "total_tokens": 47}}
+    llm_double.script(Reply(raw_body=json.dumps(body)))
+    engine = llm_double_resource(model="gpt-4o-mini", prices=DEFAULT_PRICES,
+                                 ledger_path=str(tmp_path / "l.sqlite")).engine()
+    [r] = engine.run("s", "b", [LLMRequest(item_id="a", prompt=load_prompt(prompt_dir / "qa.yaml"),
+                                           variables={"text": "x"})])
+    assert not r.ok and r.error_class == "Backend:empty" and "refusal" in r.error
+    [row] = read_ledger(tmp_path / "l.sqlite").to_dict("records")
+    cost = (40 * PRICE["input"] + 7 * PRICE["output"]) / 1e6
+    assert row["status"] == "empty" and row["tokens_in"] == 40 and row["cost_usd"] == pytest.approx(cost)
+    assert engine.calls_frame()["cost_usd"].sum() == pytest.approx(cost)
