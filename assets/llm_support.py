@@ -25,6 +25,7 @@ import pandas as pd
 
 from forge.contracts import load_contract
 from forge.llm.engine import LLMEngine
+from forge.llm.ledger import read_ledger
 from forge.llm.prompts import Prompt, load_prompt
 from forge.llm.stub import ADVISORY_NOTE
 from forge.storage import TableStore
@@ -32,6 +33,7 @@ from resources.storage import StorageResource
 
 LLM_CALLS_TABLE = "llm_calls"
 LLM_ATTEMPTS_TABLE = "llm_attempts"
+LLM_LEDGER_TABLE = "llm_ledger"
 
 
 def _write_shared(store: TableStore, table: str, df: pd.DataFrame, stage_partitions: Iterable[tuple[str, str]]) -> int:
@@ -58,6 +60,9 @@ def llm_metadata(engine: LLMEngine) -> dict[str, Any]:
         "llm_cache_hits": s["cache_hits"],
         "llm_failures": s["failures"],
         "llm_retries": s["retries"],
+        "llm_timeouts": s["timeouts"],
+        "llm_hedges": s["hedges"],
+        "llm_time_lost_s": dg.MetadataValue.float(float(s["lost_s"])),
         "llm_repairs": s["repairs"],
         "llm_tokens_in": s["tokens_in"],
         "llm_tokens_out": s["tokens_out"],
@@ -80,7 +85,18 @@ def record_llm_calls(store: TableStore, engine: LLMEngine, partitions: Iterable[
     df = engine.calls_frame()
     pairs = set(map(tuple, df[["stage", "partition"]].drop_duplicates().itertuples(index=False))) if len(df) else set()
     _write_shared(store, LLM_CALLS_TABLE, df, pairs | set(partitions))
+    publish_ledger(store, engine)
     return llm_metadata(engine)
+
+
+def publish_ledger(store: TableStore, engine: LLMEngine) -> int:
+    """Snapshot the append-only spend ledger as the ``llm_ledger`` table (one file, replaced
+    atomically), so the catalog has a view the card and cost queries read."""
+    if engine.ledger.path is None:
+        return 0
+    contract = load_contract(LLM_LEDGER_TABLE)
+    frame = contract.conform(read_ledger(engine.ledger.path))
+    return store.write(LLM_LEDGER_TABLE, frame, schema=contract.arrow_schema()).rows
 
 
 def record_llm_attempts(store: TableStore, attempts: pd.DataFrame | Iterable[pd.DataFrame],

@@ -1,7 +1,8 @@
 """The validate-and-refine loop (ViMU App. A, Stage 4), reusable by every recipe.
 
-Round 0 generates every item; each output is validated by programmatic checks and/or an
-LLM judge (all batched through the engine). The verdict decides:
+Each item flows on its own (no rounds across items): it is generated; its output is validated
+by programmatic checks (run concurrently in the engine's check threads) and/or an LLM judge;
+as soon as its verdict is known it is accepted, discarded or regenerated. The verdict decides:
 
 * ``pass`` / ``minor`` → accepted as is;
 * ``reject``           → discarded;
@@ -23,14 +24,16 @@ treated as ``pass``: the item is accepted in the round it was generated, and
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
-from forge.llm.engine import LLMEngine
+from forge.llm.engine import LLMEngine, _check_ctx, _Progress
 from forge.llm.stub import advisory as is_advisory
 from forge.llm.types import LLMRequest, LLMResult
 
@@ -143,12 +146,38 @@ def refine(
     revise: Reviser = revise_with_feedback,
     max_rounds: int = 3,
 ) -> RefineRun:
-    """Run generate → validate → verdict → regenerate for ``requests`` (item ids unique)."""
+    """Run generate → validate → verdict → regenerate for ``requests`` (item ids unique).
+
+    Each item flows on its own: its checks start when its generation returns, its judge call
+    when its checks are done, its next round when its verdict is known; no item waits for
+    another item's slow call. All items share the engine's concurrency budget."""
+    return engine.wait(arefine(engine, stage, partition, requests, checks=checks, judge=judge,
+                               parse_verdict=parse_verdict, revise=revise, max_rounds=max_rounds))
+
+
+async def arefine(
+    engine: LLMEngine,
+    stage: str,
+    partition: str,
+    requests: list[LLMRequest],
+    *,
+    checks: Sequence[Check] = (),
+    judge: JudgeBuilder | None = None,
+    parse_verdict: Callable[[dict[str, Any]], Verdict] = verdict_from_judge,
+    revise: Reviser = revise_with_feedback,
+    max_rounds: int = 3,
+) -> RefineRun:
+    """``refine`` on the engine's loop (await it from code already running there)."""
+    loop = asyncio.get_running_loop()
     n = len(requests)
     outcomes: list[RefineOutcome | None] = [None] * n
     attempts: list[list[dict[str, Any]]] = [[] for _ in range(n)]
-    current = list(requests)
-    active = list(range(n))
+    # Checks run in the engine's check threads. Calls of one check are serialized (a check may
+    # hold a model that is not thread-safe, e.g. an embedder), except while it waits on the
+    # engine (engine.run releases the lock), so LLM-backed checks such as NLI overlap.
+    locks = [threading.Lock() for _ in checks]
+    progress = _Progress(f"{stage} {partition} (refine, items)", n, engine.settings.progress_every_s)
+    progress.status = engine.status
 
     def row(i: int, rnd: int, step: str, res: LLMResult | None, *, ok: bool, verdict: Verdict | None = None,
             output: Any = None, error: str | None = None, advisory: bool = False) -> dict[str, Any]:
@@ -167,72 +196,85 @@ def refine(
         outcomes[i] = RefineOutcome(str(requests[i].item_id), status, data, result, verdict, rnd, reason, detail,
                                     attempts[i], would_be)
 
-    for rnd in range(max_rounds + 1):
-        if not active:
-            break
-        gens = engine.run(stage, partition, [current[i] for i in active])
-        produced: list[tuple[int, LLMResult]] = []
-        for i, res in zip(active, gens):
-            attempts[i].append(row(i, rnd, "generate", res, ok=res.ok, output=res.data, error=res.error))
-            if res.ok:
-                produced.append((i, res))
-            else:
-                finish(i, "rejected", rnd, reason="generation_failed", detail=res.error)
-        verdicts: dict[int, list[Verdict | None]] = {i: [] for i, _ in produced}
-        # Verdicts on stub output: recorded (attempt rows flagged advisory), never applied.
-        held: dict[int, list[Verdict | None]] = {i: [] for i, _ in produced}
-        flagged: set[int] = set()
-        for i, res in produced:
-            adv = is_advisory(res)
-            if adv:
-                flagged.add(i)
-            for check in checks:
-                name = getattr(check, "__name__", "check")
+    async def run_check(k: int, req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
+        check, name = checks[k], getattr(checks[k], "__name__", "check")
+
+        def call() -> Verdict | None:
+            with locks[k]:
+                _check_ctx.lock = locks[k]
                 try:
-                    v = check(current[i], res.data or {})
-                except Exception as exc:  # noqa: BLE001 - a crashing check rejects its item only
-                    v = Verdict("reject", f"check crashed: {type(exc).__name__}: {exc}", name)
-                if v is not None:
-                    v = v if v.source not in ("judge", "none") else replace(v, source=name)
-                    attempts[i].append(row(i, rnd, f"check:{name}", None, ok=True, verdict=v, advisory=adv))
-                (held if adv else verdicts)[i].append(v)
-        need_judge = [(i, res) for i, res in produced if judge is not None
-                      and worst(verdicts[i]).label not in ("major", "reject")]
-        if need_judge:
-            judged = engine.run(stage, partition, [judge(current[i], res.data or {}) for i, res in need_judge])
-            for (i, res), jres in zip(need_judge, judged):
-                adv = is_advisory(res) or is_advisory(jres)
-                if adv:
-                    flagged.add(i)
-                sink = held if adv else verdicts
-                if not jres.ok:
-                    attempts[i].append(row(i, rnd, "judge", jres, ok=False, error=jres.error, advisory=adv))
-                    sink[i].append(Verdict("reject", f"judge failed: {jres.error}", "judge_error"))
+                    return check(req, data)
+                finally:
+                    _check_ctx.lock = None
+
+        try:
+            v = await loop.run_in_executor(engine.check_pool, call)
+        except Exception as exc:  # noqa: BLE001 - a crashing check rejects its item only
+            v = Verdict("reject", f"check crashed: {type(exc).__name__}: {exc}", name)
+        if v is not None and v.source in ("judge", "none"):
+            v = replace(v, source=name)
+        return v
+
+    async def one(i: int) -> None:
+        current = requests[i]
+        try:
+            for rnd in range(max_rounds + 1):
+                res = await engine.acall(stage, partition, current)
+                attempts[i].append(row(i, rnd, "generate", res, ok=res.ok, output=res.data, error=res.error))
+                if not res.ok:
+                    finish(i, "rejected", rnd, reason="generation_failed", detail=res.error)
+                    return
+                # Verdicts on stub output: recorded (attempt rows flagged advisory), never applied.
+                verdicts: list[Verdict | None] = []
+                held: list[Verdict | None] = []
+                adv = flagged = is_advisory(res)
+                found = await asyncio.gather(*(run_check(k, current, res.data or {}) for k in range(len(checks))))
+                for k, v in enumerate(found):
+                    if v is not None:
+                        attempts[i].append(row(i, rnd, f"check:{getattr(checks[k], '__name__', 'check')}",
+                                               None, ok=True, verdict=v, advisory=adv))
+                    (held if adv else verdicts).append(v)
+                if judge is not None and worst(verdicts).label not in ("major", "reject"):
+                    jres = await engine.acall(stage, partition, judge(current, res.data or {}))
+                    jadv = adv or is_advisory(jres)
+                    flagged = flagged or jadv
+                    sink = held if jadv else verdicts
+                    if not jres.ok:
+                        attempts[i].append(row(i, rnd, "judge", jres, ok=False, error=jres.error, advisory=jadv))
+                        sink.append(Verdict("reject", f"judge failed: {jres.error}", "judge_error"))
+                    else:
+                        try:
+                            v = parse_verdict(jres.data or {})
+                        except ValueError as exc:
+                            attempts[i].append(row(i, rnd, "judge", jres, ok=False, output=jres.data, error=str(exc),
+                                                   advisory=jadv))
+                            sink.append(Verdict("reject", f"judge verdict unreadable: {exc}", "judge_error"))
+                        else:
+                            attempts[i].append(row(i, rnd, "judge", jres, ok=True, verdict=v, output=jres.data,
+                                                   advisory=jadv))
+                            sink.append(v)
+                v = worst(verdicts)
+                would_be = worst(held) if flagged else None
+                if v.source == "judge_error":
+                    finish(i, "rejected", rnd, verdict=v, reason="judge_failed", detail=v.feedback)
+                elif v.label in ("pass", "minor"):
+                    finish(i, "accepted", rnd, data=res.data, result=res, verdict=v, would_be=would_be)
+                elif v.label == "reject":
+                    finish(i, "rejected", rnd, verdict=v, reason="verdict_reject", detail=v.feedback)
+                elif rnd >= max_rounds:
+                    finish(i, "rejected", rnd, verdict=v, reason="max_rounds",
+                           detail=f"still major after {max_rounds} refinement rounds: {v.feedback}")
+                else:
+                    current = revise(current, res.data or {}, v)
                     continue
-                try:
-                    v = parse_verdict(jres.data or {})
-                except ValueError as exc:
-                    attempts[i].append(row(i, rnd, "judge", jres, ok=False, output=jres.data, error=str(exc),
-                                           advisory=adv))
-                    sink[i].append(Verdict("reject", f"judge verdict unreadable: {exc}", "judge_error"))
-                    continue
-                attempts[i].append(row(i, rnd, "judge", jres, ok=True, verdict=v, output=jres.data, advisory=adv))
-                sink[i].append(v)
-        next_active = []
-        for i, res in produced:
-            v = worst(verdicts[i])
-            would_be = worst(held[i]) if i in flagged else None
-            if v.source == "judge_error":
-                finish(i, "rejected", rnd, verdict=v, reason="judge_failed", detail=v.feedback)
-            elif v.label in ("pass", "minor"):
-                finish(i, "accepted", rnd, data=res.data, result=res, verdict=v, would_be=would_be)
-            elif v.label == "reject":
-                finish(i, "rejected", rnd, verdict=v, reason="verdict_reject", detail=v.feedback)
-            elif rnd >= max_rounds:
-                finish(i, "rejected", rnd, verdict=v, reason="max_rounds",
-                       detail=f"still major after {max_rounds} refinement rounds: {v.feedback}")
-            else:
-                current[i] = revise(current[i], res.data or {}, v)
-                next_active.append(i)
-        active = next_active
+                return
+        finally:
+            progress.step()
+
+    ticker = asyncio.ensure_future(progress.tick()) if n else None
+    try:
+        await asyncio.gather(*(one(i) for i in range(n)))
+    finally:
+        if ticker is not None:
+            ticker.cancel()
     return RefineRun(stage, partition, [o for o in outcomes if o is not None])

@@ -36,6 +36,8 @@ def test_llm_asset_records_calls_and_check_sees_prompt_edits(tmp_path, prompt_di
     assert result.success
     md = result.asset_materializations_for_node("demo_llm")[0].metadata
     assert md["llm_backend"].value == "stub" and md["llm_calls"].value == 3 and "llm_warning" in md
+    ledger = TableStore(data).read("llm_ledger")  # the spend ledger's snapshot table: 3 stub calls at $0
+    assert len(ledger) == 3 and set(ledger["kind"]) == {"call"} and ledger["cost_usd"].sum() == 0
     [ev] = result.get_asset_check_evaluations()
     assert ev.passed and ev.metadata["outdated_rows"].value == 0
     calls = TableStore(data).read("llm_calls")

@@ -114,16 +114,29 @@ def test_malformed_json_is_repaired_with_its_error_shown(llm_double, llm_double_
     assert list(engine.calls_frame()["outcome"]) == ["invalid", "ok"]
 
 
-def test_schema_violation_twice_is_rejected_with_reason_and_not_cached(llm_double, llm_double_resource, prompt_dir):
+def test_schema_violation_past_its_repair_budget_is_rejected_with_reason_and_not_cached(
+        llm_double, llm_double_resource, prompt_dir):
     bad = {"question": "Why?", "label": "sarcasm", "n": 2}
-    llm_double.script(Reply.json(bad), Reply.json(bad))
+    llm_double.script(*[Reply.json(bad)] * 4)  # the first reply + 3 repairs (default SchemaError budget)
     qa = load_prompt(prompt_dir / "qa.yaml")
     [res] = llm_double_resource().engine().run("gen", "b", reqs(qa, 1))
-    assert not res.ok and res.data is None and res.error_class == "SchemaError"
+    assert not res.ok and res.data is None and res.error_class == "SchemaError" and res.attempts == 4
     assert "schema" in res.error and "after repair" in res.error and res.text  # the raw reply kept for inspection
-    assert "schema:" in llm_double.chat_requests[1]["messages"][-1]["content"]
+    repair = llm_double.chat_requests[3]["messages"]
+    assert "schema:" in repair[-1]["content"]
+    assert sum(m["role"] == "assistant" for m in repair) == 2  # the few-shot turn + only the latest bad reply
     [again] = llm_double_resource().engine().run("gen", "b", reqs(qa, 1))
-    assert again.ok and not again.cached and len(llm_double.chat_requests) == 3  # failures never cached
+    assert again.ok and not again.cached and len(llm_double.chat_requests) == 5  # failures never cached
+
+
+def test_repair_budget_per_class_is_configurable(llm_double, llm_double_resource, prompt_dir):
+    bad = {"question": "Why?", "label": "sarcasm", "n": 2}
+    llm_double.script(Reply.json(bad), Reply.text("{nope"), Reply.json(bad))
+    qa = load_prompt(prompt_dir / "qa.yaml")
+    engine = llm_double_resource(repair_budgets={"SchemaError": 1, "JSONDecodeError": 1}).engine()
+    [res] = engine.run("gen", "b", reqs(qa, 1))
+    assert not res.ok and res.error_class == "SchemaError" and res.attempts == 3
+    assert list(engine.calls_frame()["outcome"]) == ["invalid", "invalid", "failed"]
 
 
 def test_json_object_fallback_when_json_schema_unsupported(llm_double, llm_double_resource, prompt_dir):

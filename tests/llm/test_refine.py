@@ -84,7 +84,7 @@ def test_refine_programmatic_checks_skip_judge_and_failures_reject(llm_double, l
 def test_refine_judge_failure_rejects_never_fills_in(llm_double, llm_double_resource, prompt_dir):
     qa, judge = load_prompt(prompt_dir / "qa.yaml"), load_prompt(prompt_dir / "judge.yaml")
     llm_double.script(Reply.text("not json"), Reply.text("still not json"), match="judge")
-    run = refine(llm_double_resource().engine(), "s", "b",
+    run = refine(llm_double_resource(repair_budgets={"JSONDecodeError": 1}).engine(), "s", "b",
                  [LLMRequest(item_id="a", prompt=qa, variables={"text": "x"})], judge=judge_builder(judge))
     [o] = run.outcomes
     assert not o.accepted and o.reason == "judge_failed" and "invalid JSON" in o.detail

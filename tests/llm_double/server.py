@@ -15,7 +15,8 @@ Scripting, in priority order for each chat request:
    json_object mode, ``"ok"`` for text).
 
 A ``Reply`` injects faults: ``Reply.rate_limited(retry_after)``, ``Reply.error(500)``,
-``Reply.timeout(s)`` (sleeps past the client's timeout), ``Reply.text("{not json")``,
+``Reply.timeout(s)`` (sleeps past the client's timeout), ``Reply.hang()`` (never answers),
+``Reply.text("{not json")``,
 ``Reply.json({...})`` (anything, schema-valid or not), ``delay=`` extra latency.
 Every request is recorded in ``double.requests``; ``double.max_in_flight`` is the peak
 number of chat requests handled at once.
@@ -48,6 +49,7 @@ class Reply:
     error_message: str = ""
     finish_reason: str = "stop"
     raw_body: str | None = None          # send this body verbatim (a broken HTTP response)
+    hangs: bool = False                  # counted in ``hung``; no reply unless the client waits ``delay``
 
     @classmethod
     def json(cls, obj: Any, **kw: Any) -> Reply:
@@ -69,6 +71,11 @@ class Reply:
     @classmethod
     def timeout(cls, seconds: float = 5.0) -> Reply:
         return cls(content="{}", delay=seconds)
+
+    @classmethod
+    def hang(cls, seconds: float = 3600.0) -> Reply:
+        """Accept the request and send nothing (a stuck upstream) until the client gives up."""
+        return cls(content="{}", delay=seconds, hangs=True)
 
 
 def _free_port() -> int:
@@ -108,6 +115,10 @@ class LLMDouble:
         self.responder: Callable[[dict[str, Any]], Any] | None = None
         self.transcript = "[double] transcript"
         self.requests: list[dict[str, Any]] = []
+        # Chat replies actually sent with status 200: (x-client-request-id, prompt_tokens, completion_tokens);
+        # what a paid endpoint bills. ``hung``: requests that got Reply.hang.
+        self.served: list[tuple[str | None, int, int]] = []
+        self.hung = 0
         self.in_flight = self.max_in_flight = 0
         self._scripts: list[tuple[str | None, deque[Any]]] = []
         self._files: dict[str, bytes] = {}
@@ -136,8 +147,9 @@ class LLMDouble:
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.served.clear()
             self._scripts.clear()
-            self.max_in_flight = 0
+            self.max_in_flight = self.hung = 0
         self.responder = None
 
     @property
@@ -217,7 +229,8 @@ class LLMDouble:
         with self._lock:
             self.requests.append({"path": request.path, "body": body if self.record_bodies else {},
                                   "headers": {k.lower(): v for k, v in request.headers.items()
-                                              if k.lower() in ("authorization", "content-type")},
+                                              if k.lower() in ("authorization", "content-type",
+                                                               "x-client-request-id")},
                                   "t": time.time()})
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -230,12 +243,19 @@ class LLMDouble:
                 reply = Reply.json(reply)
             elif isinstance(reply, str):
                 reply = Reply.text(reply)
+            if reply.hangs:
+                with self._lock:
+                    self.hung += 1
             await asyncio.sleep(self.latency + reply.delay)
             if reply.status != 200:
                 return self._error(reply.status, reply.error_message, reply.headers)
             if reply.raw_body is not None:
                 return web.Response(text=reply.raw_body, content_type="application/json")
-            return web.json_response(self._completion(body, reply), headers={**self.rate_headers, **reply.headers})
+            completion = self._completion(body, reply)
+            with self._lock:
+                self.served.append((request.headers.get("x-client-request-id"), completion["usage"]["prompt_tokens"],
+                                    completion["usage"]["completion_tokens"]))
+            return web.json_response(completion, headers={**self.rate_headers, **reply.headers})
         finally:
             with self._lock:
                 self.in_flight -= 1
