@@ -19,6 +19,7 @@ import pandas as pd
 import yaml
 
 from forge.checks import mcq
+from forge.weights import weights_summary_lines
 
 
 def _words(s: Any) -> int:
@@ -233,6 +234,7 @@ def render_card(ctx: dict[str, Any]) -> str:
               "did not state one — check before redistributing those items. No blanket licence applies.", "",
               md_table(ctx["license_table"]), ""]
     lines += ["## Construction", "", f"- backends: {ctx['backends']}", f"- models: {ctx['models']}",
+              f"- weights (config/weights.yaml): {'; '.join(ctx.get('weights') or weights_summary_lines())}",
               f"- item prompt hashes: {', '.join(ctx['prompt_hashes']) or 'none'}",
               f"- blind-solver prompt hash: {ctx.get('blind_prompt_hash', '')}; model: {ctx.get('blind_model', '')}",
               f"- recipe config (`config/recipes/{b}.yaml`, sha256 {ctx['recipe_config_hash']}):", "",
