@@ -47,17 +47,17 @@ import duckdb
 data = Path(sys.argv[1])
 con = duckdb.connect()
 tables = data / "tables"
-rows = con.sql(f"""
+rows = con.execute(f"""
     select regexp_extract(s.path, '[^/]+$') as file, t.ratio, t.text
     from read_parquet('{tables}/text_ratio/*.parquet') t
     join read_parquet('{tables}/source_items/*.parquet') s using (item_id)
     where s.path like '%/text_meme.png' or s.path like '%/text_poster.png' or s.path like '%/deadline.png'
 """).fetchall()
-errors = con.sql(f"""
+errors = con.execute(f"""
     select item_id, detail from read_parquet('{tables}/rejects/*.parquet')
     where reason = 'ocr_error' or stage = 'text_ratio' and reason like '%error%'
 """).fetchall()
-n = con.sql(f"select count(*), count(*) filter (where ratio > 0) from read_parquet('{tables}/text_ratio/*.parquet')").fetchone()
+n = con.execute(f"select count(*), count(*) filter (where ratio > 0) from read_parquet('{tables}/text_ratio/*.parquet')").fetchone()
 print(f"fresh_clone_check: {n[0]} frames OCR'd, {n[1]} with text; text-heavy samples: "
       + "; ".join(f"{f} ratio {r:.3f} {t[:40]!r}" for f, r, t in rows))
 problems = []

@@ -20,6 +20,7 @@ from forge.media.clips import ClipSettings, attach_transcripts, cut_clip, measur
 from forge.media.download import DownloadSettings, Rejected, fetch_video
 from forge.media.frames import FrameSettings, frames_for_video
 from forge.media.images import ImageReject, ImageSettings, image_frame
+from forge.media.policy import IngestPolicy
 from forge.media.sources import Lister, SourceItem, SourceSpec, expand_source, load_sources, now_utc
 from forge.storage import RejectLog, TableStore, safe_name
 
@@ -41,14 +42,14 @@ class Listing:
 
 
 def list_sources(sources_path: str | Path, variables: Mapping[str, str], log: RejectLog,
-                 lister: Lister | None = None) -> Listing:
-    specs, bad = load_sources(sources_path, variables)
+                 lister: Lister | None = None, policy: IngestPolicy | None = None) -> Listing:
+    specs, bad = load_sources(sources_path, variables, policy)
     for r in bad:
         log.add(r.item_id, r.reason, r.error_class, r.detail)
     now = now_utc()
     src_rows, item_rows = [], []
     for spec in specs:
-        exp = expand_source(spec, lister)
+        exp = expand_source(spec, lister, policy)
         for r in exp.rejects:
             log.add(r.item_id, r.reason, r.error_class, r.detail, related_id=f"source:{spec.name}")
         for it in exp.items:
@@ -78,7 +79,7 @@ def batch_rows(store: TableStore, table: str, batch: str, item_ids: Iterable[str
                key: str = "item_id") -> pd.DataFrame:
     """Rows of ``batch`` from a per-batch table (its partition file) or from ``source_items``."""
     if table == "source_items":
-        df = store.read("source_items", where=f"batch = '{batch}'")  # batch keys are [A-Za-z0-9_-]
+        df = store.read("source_items", where="batch = ?", params=[batch])
     else:
         df = store.read(table, parts=[batch])
     ids = list(item_ids or [])

@@ -62,28 +62,15 @@ def serve(root: str | Path) -> Iterator[LoopbackServer]:
         server.stop()
 
 
-@contextmanager
-def sample_environment(dest_dir: str | Path) -> Iterator[dict[str, str]]:
-    """Build the sample corpus, serve its ``web/`` folder and export the placeholders
-    ``SAMPLE_CORPUS`` and ``SAMPLE_SERVER`` that config/sources.yaml uses (restored on exit).
+def loopback_allowances(variables: list[str], env: dict[str, str] | None = None) -> dict[str, str]:
+    """``SUBTEXT_ALLOWED_HOSTS`` / ``SUBTEXT_ALLOWED_VARIABLES`` extended for the sample corpus:
+    the ingest policy refuses loopback addresses and non-``SUBTEXT_*`` variables by default
+    (docs/security.md), so the demo names its server's address and its placeholders."""
+    env = dict(os.environ) if env is None else env
 
-    Usage (demo runner)::
+    def merged(key: str, extra: list[str]) -> str:
+        have = [x.strip() for x in env.get(key, "").split(",") if x.strip()]
+        return ",".join(dict.fromkeys([*have, *extra]))
 
-        with sample_environment("data/sample_corpus") as env:
-            materialize(...)   # sources.yaml's ${SAMPLE_SERVER} URLs resolve to the server
-    """
-    from forge.media.sample_corpus import build_sample_corpus
-
-    corpus = build_sample_corpus(dest_dir)
-    with serve(corpus.web_dir) as server:
-        values = {**corpus.as_variables(), "SAMPLE_SERVER": server.url}
-        old = {k: os.environ.get(k) for k in values}
-        os.environ.update(values)
-        try:
-            yield values
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    return {"SUBTEXT_ALLOWED_HOSTS": merged("SUBTEXT_ALLOWED_HOSTS", ["127.0.0.1"]),
+            "SUBTEXT_ALLOWED_VARIABLES": merged("SUBTEXT_ALLOWED_VARIABLES", variables)}
