@@ -20,9 +20,16 @@ class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
         pass
 
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        if ok:
+            self.server.requests.append(self.path)  # type: ignore[attr-defined]
+        return ok
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    requests: list[str]  # every request path, in order (tests check what was fetched)
 
     def handle_error(self, request: object, client_address: object) -> None:
         # yt-dlp's metadata pass hangs up after reading the head of a file: not an error.
@@ -36,7 +43,12 @@ class LoopbackServer:
     def __init__(self, root: str | Path, host: str = "127.0.0.1", port: int = 0):
         handler = partial(_QuietHandler, directory=str(Path(root).resolve()))
         self.httpd = _Server((host, port), handler)
+        self.httpd.requests = []
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="loopback-http", daemon=True)
+
+    @property
+    def requests(self) -> list[str]:
+        return self.httpd.requests
 
     @property
     def url(self) -> str:
