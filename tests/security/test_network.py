@@ -11,7 +11,7 @@ import pytest
 from forge.media.download import DownloadSettings, Rejected, VideoRecord, fetch_video
 from forge.media.images import ImageReject, ImageSettings, image_frame
 from forge.media.policy import IngestPolicy, PolicyViolation, check_url
-from forge.media.sources import SourceItem, SourceSpec, expand_source, search_query
+from forge.media.sources import SourceItem, SourceSpec, expand_source
 
 from .conftest import rejects, run_sources
 
@@ -141,6 +141,8 @@ def test_playlist_cap(scripted, counting_server):
 
 
 def test_search_query_count_is_capped():
+    from forge.media.sources import search_query
+
     capped = IngestPolicy(max_playlist_items=25)
     assert search_query("ytsearch1000:cats", capped) == "ytsearch25:cats"
     assert search_query("ytsearchall:cats", capped) == "ytsearch25:cats"
