@@ -51,12 +51,12 @@ class IngestResource(dg.ConfigurableResource):
             max_text_file_bytes=self.max_text_file_bytes,
         )
 
-    def download_settings(self, data_dir: str | os.PathLike[str] | None = None) -> DownloadSettings:
+    def download_settings(self, data_dir: str | os.PathLike[str]) -> DownloadSettings:
         return DownloadSettings(max_height=self.max_height, socket_timeout_s=self.socket_timeout_s,
                                 retries=self.retries, ffmpeg_location=self.ffmpeg_path,
                                 policy=self.policy(data_dir))
 
-    def image_settings(self, base: ImageSettings, data_dir: str | os.PathLike[str] | None) -> ImageSettings:
+    def image_settings(self, base: ImageSettings, data_dir: str | os.PathLike[str]) -> ImageSettings:
         return replace(base, policy=self.policy(data_dir), max_bytes=min(base.max_bytes, self.max_download_bytes))
 
     def ffmpeg(self) -> str:
