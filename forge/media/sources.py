@@ -220,7 +220,7 @@ def load_sources(path: str | Path, variables: Mapping[str, str] | None = None,
     refused placeholder, path outside the policy's roots) is returned as a reject; the
     others load. A file that is not a readable sources document is one reject."""
     policy = policy or IngestPolicy()
-    path = Path(path)
+    path = Path(path).absolute()  # `config/sources.yaml` is relative to the working directory
     try:
         regular_file(path, "sources file")
         text = read_text_capped(path, IngestPolicy(max_text_file_bytes=policy.max_text_file_bytes), "sources file")

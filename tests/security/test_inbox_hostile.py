@@ -155,3 +155,23 @@ def test_oversized_url_list_is_refused(site):
     (site.inbox / "huge.txt").write_text("# padding\n" * 200_000)  # ~2 MB
     run_sources(site, max_text_file_bytes=1_000_000)
     assert rejects(site)["source:inbox_huge"][0] == "too_large"
+
+
+def test_demo_config_passes_the_policy_through_its_allowances(tmp_path, monkeypatch):
+    """The shipped config/sources.yaml under the demo's environment: every source lists, and
+    the only rejects are the sample corpus' deliberate ones (a dead URL, a missing image)."""
+    from forge.media.batch import list_sources
+    from forge.storage import RejectLog
+    from jobs.demo import prepare_demo
+    from resources.ingest import IngestResource
+
+    repo = __import__("pathlib").Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(repo)  # the resource's default path is relative to the repository root
+    data = tmp_path / "data"
+    monkeypatch.setenv("SUBTEXT_DEMO_PORT", "0")
+    with prepare_demo(str(data)):
+        log = RejectLog("sources", "all")
+        res = IngestResource(retries=0, socket_timeout_s=3)
+        listing = list_sources(res.sources_path, {}, log, policy=res.policy(data))
+    assert set(listing.items["source"]) == {"loopback", "local_videos", "local_images", "captioned"}
+    assert sorted(r["reason"] for r in log.rows) == ["missing_image", "not_found"]
