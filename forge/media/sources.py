@@ -483,9 +483,12 @@ def search_query(query: str, policy: IngestPolicy) -> str:
     key, count, words = m.groups()
     date = count.lower().startswith("date")
     digits = count[4:] if date else count
-    n = policy.max_playlist_items if digits.lower() in ("", "all") else min(int(digits), policy.max_playlist_items)
     if digits == "":
         n = 1  # yt-dlp's meaning of a bare 'ytsearch:'
+    elif digits.lower() == "all":
+        n = policy.max_playlist_items
+    else:
+        n = min(int(digits), policy.max_playlist_items)
     return f"{key}{'date' if date else ''}{n}:{words}"
 
 
