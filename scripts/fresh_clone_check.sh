@@ -23,7 +23,7 @@ trap 'rm -rf "$WORK"' EXIT
 DEST="$WORK/subtext-forge"
 git clone --quiet --no-local --no-checkout "$REPO" "$DEST"
 git -C "$DEST" checkout --quiet "$SHA"
-[ ! -e "$DEST/../shared" ] || { echo "fresh_clone_check: $DEST/../shared exists" >&2; exit 1; }
+[ ! -e "$WORK/shared" ] || { echo "fresh_clone_check: $WORK/shared exists beside the clone" >&2; exit 1; }
 ln -s "$VENV" "$DEST/.venv"
 STAMP=".venv/.installed-$(sha1sum "$DEST/pyproject.toml" | cut -c1-12)"
 
@@ -67,5 +67,5 @@ problems += [f"{f}: text ratio {r} / text {t!r}" for f, r, t in rows if not r > 
 problems += [f"ocr_error reject {i}: {d}" for i, d in errors]
 if problems:
     sys.exit("fresh_clone_check FAILED:\n  " + "\n  ".join(problems))
-print("fresh_clone_check: ok (OCR ran from the registry weights, no ../shared, SUBTEXT_MODELS_DIR unset)")
+print("fresh_clone_check: ok (OCR ran from the registry weights, no shared folder beside the clone, SUBTEXT_MODELS_DIR unset)")
 PY

@@ -97,3 +97,19 @@ def test_weights_in_use_names_bundled_and_configured_models(monkeypatch):
     lines = weights_summary_lines()
     assert any(line.startswith("easyocr_craft (bundled): craft_mlt_25k.pth") for line in lines)
     assert "ram_swin_large_14m" in {u["name"] for u in weights_in_use(tagger_backend="ram")}
+
+
+def test_nothing_refers_to_a_folder_outside_the_repository():
+    """A user's clone has no ../shared beside it and none of this machine's absolute paths."""
+    import re
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    pattern = re.compile(r"\.\./shared|shared/(models|papers|guides)|/work/(shared|main|wt)\b")
+    hits = []
+    for name in files:
+        if name.endswith((".py", ".md", ".yaml", ".yml", ".sh", ".toml", ".cfg")) or name in ("Makefile", ".ci/run"):
+            for n, line in enumerate((REPO / name).read_text(errors="replace").splitlines(), 1):
+                if pattern.search(line) and name != "tests/security/test_weights.py":
+                    hits.append(f"{name}:{n}: {line.strip()[:120]}")
+    assert hits == []
