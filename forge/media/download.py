@@ -27,7 +27,15 @@ from typing import Any
 
 import av
 
-from forge.media.policy import IngestPolicy, PolicyViolation, check_url, confine, network_guard, regular_file
+from forge.media.policy import (
+    VIDEO_DEMUXERS,
+    IngestPolicy,
+    PolicyViolation,
+    check_url,
+    confine,
+    network_guard,
+    regular_file,
+)
 from forge.media.sources import (
     SourceItem,
     SourceSpec,
@@ -127,7 +135,7 @@ def probe_video(path: str | Path, policy: IngestPolicy | None = None) -> Probe:
     if not path.exists() or path.stat().st_size == 0:
         raise ProbeError("empty_file", f"{path.name} is empty")
     try:
-        with av.open(str(path)) as c:
+        with av.open(str(path), options={"format_whitelist": VIDEO_DEMUXERS}) as c:
             if not c.streams.video:
                 raise ProbeError("no_video_stream", f"{path.name} has no video stream")
             vs = c.streams.video[0]
@@ -246,7 +254,7 @@ def ytdlp_download_options(out_dir: Path, video_id: str, spec: SourceSpec, s: Do
     return opts
 
 
-def _publish(stage: Path, out_dir: Path, video_id: str, video: Path) -> dict[Path, Path]:
+def _publish(stage: Path, out_dir: Path, video_id: str) -> dict[Path, Path]:
     """Move the staged files into ``out_dir`` (rename: atomic per file), then drop the item's
     files from an earlier run that this run did not replace. Returns old → new paths."""
     moved = {}
@@ -254,7 +262,7 @@ def _publish(stage: Path, out_dir: Path, video_id: str, video: Path) -> dict[Pat
         if f.is_file() and f.name.startswith(safe_name(video_id) + "."):
             dst = out_dir / f.name
             os.replace(f, dst)
-            moved[f] = dst
+            moved[f.absolute()] = dst
     for old in out_dir.glob(f"{safe_name(video_id)}.*"):
         if old not in moved.values():
             old.unlink(missing_ok=True)
@@ -271,7 +279,7 @@ def fetch_url(item: SourceItem, spec: SourceSpec, data_dir: Path, media_dir: Pat
         check_url(item.url or "", policy)
     except PolicyViolation as exc:
         return Rejected(item.item_id, exc.reason, type(exc).__name__, exc.detail)
-    stage = Path(tempfile.mkdtemp(prefix=f".{safe_name(item.item_id)}.", suffix=".tmp", dir=out_dir))
+    stage = Path(tempfile.mkdtemp(prefix=f".{safe_name(item.item_id)}.", suffix=".tmp", dir=out_dir)).absolute()
     try:
         return _fetch_url_staged(item, spec, data_dir, out_dir, stage, settings)
     finally:
@@ -321,7 +329,7 @@ def _fetch_url_staged(item: SourceItem, spec: SourceSpec, data_dir: Path, out_di
         return Rejected(item.item_id, reason, type(exc).__name__, detail)
 
     downloads = info.get("requested_downloads") or []
-    filepath = Path(downloads[0].get("filepath") or "") if downloads else None
+    filepath = Path(downloads[0].get("filepath") or "").absolute() if downloads else None
     if not filepath or not filepath.is_file():
         if any("max-filesize" in line for line in capture.lines):
             return Rejected(item.item_id, "too_large", "", f"server states a size above {policy.max_download_bytes} bytes")
@@ -335,12 +343,12 @@ def _fetch_url_staged(item: SourceItem, spec: SourceSpec, data_dir: Path, out_di
     if not ok:
         return Rejected(item.item_id, "too_long", "", why)
     digest, nbytes = sha256_file(filepath), filepath.stat().st_size
-    moved = _publish(stage, out_dir, item.item_id, filepath)
+    moved = _publish(stage, out_dir, item.item_id)
     final = moved[filepath]
 
     sub_path = sub_lang = sub_kind = None
     for lang, sub in (info.get("requested_subtitles") or {}).items():
-        fp = moved.get(Path(sub.get("filepath") or ""))
+        fp = moved.get(Path(sub.get("filepath") or "").absolute())
         if fp and fp.is_file():
             sub_path, sub_lang = _rel(fp, data_dir), lang
             auto = lang in (info.get("automatic_captions") or {}) and lang not in (info.get("subtitles") or {})

@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 
 from forge.media.clips import ClipPlan
+from forge.media.policy import VIDEO_DEMUXERS
 from forge.versioning import sha256_bytes
 
 BLUR_REFERENCE_SIDE = 512
@@ -60,7 +61,7 @@ def sample_at(path: str | Path, times: list[float], seek_threshold_s: float = 1.
     out: list[Sampled] = []
     if not times:
         return out
-    with av.open(str(path)) as c:
+    with av.open(str(path), options={"format_whitelist": VIDEO_DEMUXERS}) as c:
         vs = c.streams.video[0]
         vs.thread_type = "AUTO"
         tb = vs.time_base

@@ -42,6 +42,10 @@ SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", 
 METADATA_HOSTS = frozenset({"metadata", "metadata.google.internal", "metadata.goog", "instance-data",
                             "instance-data.ec2.internal"})
 URL_SCHEMES = ("http", "https")
+# Demuxers a video file may be opened with (FFmpeg's format_whitelist): real containers only,
+# never playlist / concat demuxers (hls, dash, concat, ...) that would make FFmpeg open other
+# files or URLs named inside a hostile "video".
+VIDEO_DEMUXERS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mpegts,flv,mpeg,mpegvideo,ogg,h264,hevc,m4v,asf,gif"
 
 
 class PolicyViolation(Exception):

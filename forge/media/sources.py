@@ -204,8 +204,39 @@ def parse_spec(raw: Mapping[str, Any], defaults: Mapping[str, Any], base_dir: Pa
         raise ValueError(f"source {name}: unknown keys {sorted(unknown)}")
     for key in ("urls", "subtitle_langs"):
         if key in doc:
+            if doc[key] is not None and not isinstance(doc[key], list):
+                raise ValueError(f"source {name}: {key} must be a list")
             doc[key] = tuple(doc[key] or ())
+    _check_types(name, doc)
     return SourceSpec(**doc)
+
+
+_STR_KEYS = ("type", "url_file", "query", "path", "media", "image_column", "caption_column", "license_policy", "license")
+
+
+def _check_types(name: str, doc: Mapping[str, Any]) -> None:
+    """A dropped YAML may hold anything: wrong types are an ``invalid_source``, not a crash later."""
+    if len(name) > 64:
+        raise ValueError("source name longer than 64 characters")
+    for key in _STR_KEYS:
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise ValueError(f"source {name}: {key} must be a string")
+    for key in ("urls", "subtitle_langs"):
+        if not all(isinstance(v, str) for v in doc.get(key) or ()):
+            raise ValueError(f"source {name}: every entry of {key} must be a string")
+    if doc.get("media", "auto") not in ("video", "image", "auto"):
+        raise ValueError(f"source {name}: media must be video, image or auto")
+    if not isinstance(doc.get("recursive", False), bool):
+        raise ValueError(f"source {name}: recursive must be true or false")
+    bs = doc.get("batch_size", 50)
+    if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
+        raise ValueError(f"source {name}: batch_size must be a positive integer")
+    mi = doc.get("max_items")
+    if mi is not None and (isinstance(mi, bool) or not isinstance(mi, int) or mi < 0):
+        raise ValueError(f"source {name}: max_items must be a non-negative integer")
+    md = doc.get("max_duration_s")
+    if md is not None and (isinstance(md, bool) or not isinstance(md, (int, float)) or md < 0):
+        raise ValueError(f"source {name}: max_duration_s must be a non-negative number")
 
 
 def _file_reject(path: Path, reason: str, exc: BaseException) -> SourceReject:

@@ -207,3 +207,18 @@ def test_image_swapped_for_a_link_after_listing_is_refused(tmp_path):
     with pytest.raises(ImageReject) as err:
         image_frame(item, data / "media", data, ImageSettings(policy=IngestPolicy(roots=(str(data),))))
     assert err.value.reason == "symlink_escape"
+
+
+def test_playlist_disguised_as_a_video_opens_nothing_else(tmp_path, counting_server):
+    """An HLS / concat playlist named .mp4 must not make FFmpeg fetch or read what it names."""
+    from forge.media.download import ProbeError
+
+    fake = tmp_path / "clip.mp4"
+    fake.write_text(f"#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n{counting_server.url}/bikes.mp4\n#EXT-X-ENDLIST\n")
+    concat = tmp_path / "list.mp4"
+    concat.write_text(f"ffconcat version 1.0\nfile '{tmp_path / 'clip.mp4'}'\n")
+    for f in (fake, concat):
+        with pytest.raises(ProbeError) as err:
+            probe_video(f, IngestPolicy())
+        assert err.value.reason == "decode_error"
+    assert counting_server.requests == []

@@ -175,3 +175,18 @@ def test_demo_config_passes_the_policy_through_its_allowances(tmp_path, monkeypa
         listing = list_sources(res.sources_path, {}, log, policy=res.policy(data))
     assert set(listing.items["source"]) == {"loopback", "local_videos", "local_images", "captioned"}
     assert sorted(r["reason"] for r in log.rows) == ["missing_image", "not_found"]
+
+
+@pytest.mark.parametrize("entry", [
+    "{name: a, type: urls, urls: 'http://example.org/a.mp4'}",  # a string, not a list
+    "{name: a, type: folder, path: x, batch_size: lots}",
+    "{name: a, type: folder, path: x, batch_size: 0}",
+    "{name: a, type: folder, path: [x, y]}",
+    "{name: a, type: folder, path: x, max_items: -1}",
+    "{name: a, type: folder, path: x, media: everything}",
+    "{name: " + "a" * 200 + ", type: folder, path: x}",
+])
+def test_wrongly_typed_fields_are_invalid_sources(site, entry):
+    (site.inbox / "typed.yaml").write_text(f"sources:\n  - {entry}\n")
+    run_sources(site)
+    assert {r for r, _ in rejects(site).values()} == {"invalid_source"}
