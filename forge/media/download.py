@@ -421,7 +421,8 @@ def ingest_local(item: SourceItem, spec: SourceSpec, data_dir: Path, media_dir: 
     if side:
         try:
             sub_src = confine(side[0], policy, "subtitle file")
-            regular_file(sub_src, "subtitle file")
+            if regular_file(sub_src, "subtitle file").st_size > policy.max_text_file_bytes:
+                side = None  # a subtitle file this large is not a subtitle file
         except PolicyViolation:
             side = None
     if side:
