@@ -29,7 +29,6 @@ from pathlib import Path
 import yaml
 
 from forge.media.policy import IngestPolicy, PolicyViolation, confine
-from forge.media.sources import load_sources
 
 GENERATED = ".sources"
 URL_LIST_EXTS = {".txt"}
