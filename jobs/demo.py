@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from forge.media.loopback import LoopbackServer
+from forge.media.loopback import LoopbackServer, loopback_allowances
 from forge.media.sample_corpus import build_sample_corpus
 
 
@@ -27,6 +27,7 @@ def prepare_demo(data_dir: str | None = None) -> Iterator[dict[str, str]]:
         print(f"Port {port} unavailable ({exc}); serving on a free port instead.")
         server = LoopbackServer(corpus.web_dir, port=0).start()
     values = {**corpus.as_variables(), "SAMPLE_SERVER": server.url}
+    values.update(loopback_allowances(sorted(values)))  # the ingest policy refuses loopback and other variables
     print(f"Serving it at {server.url}", flush=True)
     if not os.environ.get("OPENAI_API_KEY") and not os.environ.get("OPENAI_BASE_URL"):
         # No endpoint: the LLM stages run on the offline stub. Exports of stub items are

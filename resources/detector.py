@@ -2,7 +2,7 @@
 
 Default weights are ``yolo11n.yaml``, Ultralytics' architecture file: RANDOM weights, which
 exercise the whole path but detect nothing meaningful. Point ``SUBTEXT_YOLO_WEIGHTS`` (or the
-``weights`` field) at a real ``yolo11n.pt`` (absolute path; checked against MANIFEST.md §4)
+``weights`` field) at a real ``yolo11n.pt`` (absolute path; its sha256 must be pinned in config/weights.yaml)
 for real detections.
 """
 

@@ -1,6 +1,6 @@
 """The NLI resource: which backend decides entailment / neutral / contradiction.
 
-``backend='llm'`` (default; no NLI weights ship offline, see shared/models/MANIFEST.md) asks
+``backend='llm'`` (default; no NLI weights ship offline, see config/weights.yaml) asks
 the LLM engine with the prompt file ``prompt_path``. ``backend='cross_encoder'`` loads a
 local sentence-transformers ``CrossEncoder`` from ``model_path`` (or ``SUBTEXT_NLI_MODEL``)
 once per process and runs on GPU when present.

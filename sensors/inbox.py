@@ -10,6 +10,12 @@ Each tick:
 2. every ``batches`` partition of an inbox source that has no ``videos`` materialization yet
    gets one run of all per-batch assets (run key ``batch:<batch>``), at most
    ``MAX_BATCH_RUNS_PER_TICK`` per tick so a huge drop does not flood the run queue.
+
+Hostile entries (docs/security.md): the sensor itself only lists names and mtimes and reads
+source *names* from a dropped YAML; it expands no variable, resolves no path and fetches
+nothing. An entry that is a link out of the inbox or a special file is never opened; it
+still triggers a `sources` run, which records it as a reject with its reason. Everything
+else is checked by the ingest policy inside the runs.
 """
 
 from __future__ import annotations
@@ -57,8 +63,11 @@ def inbox_sensor(context: dg.SensorEvaluationContext, storage: StorageResource) 
         inbox_sources.update(entry_source_names(entry))
         if seen.get(entry.name) == entry.mtime:
             continue
-        path = entry_sources_file(entry)
-        context.log.info(f"inbox: {entry.name} ({entry.kind}) → {path.name}")
+        if entry.kind == "refused":
+            context.log.warning(f"inbox: {entry.name!r} refused ({entry.reason}); recorded as a reject by `sources`")
+        else:
+            path = entry_sources_file(entry)
+            context.log.info(f"inbox: {entry.name} ({entry.kind}) → {path.name}")
         requests.append(dg.RunRequest(
             run_key=f"inbox:{entry.name}:{entry.mtime}",
             asset_selection=[SOURCES],

@@ -144,7 +144,8 @@ def _report_asset(spec: BenchmarkSpec):
                           f"coverage) and PNG plots under data/reports/{bench}/.")
     def _asset(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
         store = storage.store
-        scores = store.read("eval_scores", where=f"benchmark = '{bench}'") if store.exists("eval_scores") else pd.DataFrame()
+        scores = (store.read("eval_scores", where="benchmark = ?", params=[bench]) if store.exists("eval_scores")
+                  else pd.DataFrame())
         md: dict = {"models": int(scores["model"].nunique()) if len(scores) else 0}
         if scores.empty:
             md["table"] = dg.MetadataValue.md("_no scores yet_")

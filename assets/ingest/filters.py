@@ -42,10 +42,6 @@ HASH_COLUMNS = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "fr
                 "phash", "dhash", "phash_int", "dhash_int"]
 
 
-def _sql_str(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
 # -- frame_hashes -------------------------------------------------------------------------
 
 
@@ -228,7 +224,7 @@ def kept_frames(store: TableStore, batch: str) -> pd.DataFrame:
     frames = store.read("frames", parts=[batch])
     if frames.empty or not store.exists("duplicates"):
         return frames.iloc[0:0]
-    kept = store.read("duplicates", where=f"batch = {_sql_str(batch)} and is_kept", columns=["frame_id"])
+    kept = store.read("duplicates", where="batch = ? and is_kept", columns=["frame_id"], params=[batch])
     return frames[frames["frame_id"].isin(set(kept["frame_id"]))].sort_values("frame_id").reset_index(drop=True)
 
 

@@ -106,8 +106,9 @@ def sources(context: dg.AssetExecutionContext, config: SourcesConfig, storage: S
     path = config.sources_path or ingest.sources_path
     log = RejectLog("sources", UNPARTITIONED)
     inbox = store.data_dir / "inbox" if ingest.read_inbox else None
+    policy = ingest.policy(store.data_dir)
     listing = list_with_inbox(path, inbox, ingest.variables, log,
-                              ytdlp_lister(ingest.socket_timeout_s, ingest.retries))
+                              ytdlp_lister(ingest.socket_timeout_s, ingest.retries, policy.max_playlist_items), policy)
     known = set(context.instance.get_dynamic_partitions(batches.name))
     new = [b for b in listing.batches if b not in known]
     if new:
@@ -152,7 +153,8 @@ def videos(context: dg.AssetExecutionContext, config: ItemsConfig, storage: Stor
         carry_rejects(store, log, config.item_ids)
         todo = batch_rows(store, "source_items", batch, config.item_ids)
         progress = Progress(context.log, f"download {batch}", int((todo["kind"] == "video").sum()) if len(todo) else 0)
-        df = videos_for_batch(store, batch, specs, ingest.download_settings(), log, config.item_ids, progress.step)
+        df = videos_for_batch(store, batch, specs, ingest.download_settings(store.data_dir), log, config.item_ids,
+                               progress.step)
         parts[batch] = merge_restricted(store, "videos", batch, df, "video_id", config.item_ids)
         logs.append(log)
         context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
@@ -206,15 +208,16 @@ def clips(context: dg.AssetExecutionContext, config: ClipsConfig, storage: Stora
     "video, by seeking in one open PyAV container; images from folders and tables as one-frame "
     "items (RGB, bad ones rejected, huge ones downscaled).",
 )
-def frames(context: dg.AssetExecutionContext, config: FramesConfig, storage: StorageResource) -> dg.MaterializeResult:
+def frames(context: dg.AssetExecutionContext, config: FramesConfig, storage: StorageResource,
+           ingest: IngestResource) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
     parts, logs = {}, []
     for batch in partition_keys(context):
         log = RejectLog("frames", batch)
         carry_rejects(store, log, config.item_ids)
-        df = frames_for_batch(store, batch, config.frame_settings(), config.image_settings(), log,
-                              config.item_ids)
+        df = frames_for_batch(store, batch, config.frame_settings(),
+                              ingest.image_settings(config.image_settings(), store.data_dir), log, config.item_ids)
         parts[batch] = merge_restricted(store, "frames", batch, df, "item_id", config.item_ids)
         logs.append(log)
         context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")

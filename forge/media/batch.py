@@ -9,6 +9,7 @@ kept from the previous run (see :func:`merge_restricted`).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -18,8 +19,9 @@ import pandas as pd
 
 from forge.media.clips import ClipSettings, attach_transcripts, cut_clip, measure_signals, plan_clips
 from forge.media.download import DownloadSettings, Rejected, fetch_video
-from forge.media.frames import FrameSettings, frames_for_video
+from forge.media.frames import FrameSettings, frames_for_video, replace_dir, staging_dir
 from forge.media.images import ImageReject, ImageSettings, image_frame
+from forge.media.policy import IngestPolicy
 from forge.media.sources import Lister, SourceItem, SourceSpec, expand_source, load_sources, now_utc
 from forge.storage import RejectLog, TableStore, safe_name
 
@@ -41,14 +43,14 @@ class Listing:
 
 
 def list_sources(sources_path: str | Path, variables: Mapping[str, str], log: RejectLog,
-                 lister: Lister | None = None) -> Listing:
-    specs, bad = load_sources(sources_path, variables)
+                 lister: Lister | None = None, policy: IngestPolicy | None = None) -> Listing:
+    specs, bad = load_sources(sources_path, variables, policy)
     for r in bad:
         log.add(r.item_id, r.reason, r.error_class, r.detail)
     now = now_utc()
     src_rows, item_rows = [], []
     for spec in specs:
-        exp = expand_source(spec, lister)
+        exp = expand_source(spec, lister, policy)
         for r in exp.rejects:
             log.add(r.item_id, r.reason, r.error_class, r.detail, related_id=f"source:{spec.name}")
         for it in exp.items:
@@ -78,7 +80,7 @@ def batch_rows(store: TableStore, table: str, batch: str, item_ids: Iterable[str
                key: str = "item_id") -> pd.DataFrame:
     """Rows of ``batch`` from a per-batch table (its partition file) or from ``source_items``."""
     if table == "source_items":
-        df = store.read("source_items", where=f"batch = '{batch}'")  # batch keys are [A-Za-z0-9_-]
+        df = store.read("source_items", where="batch = ?", params=[batch])
     else:
         df = store.read(table, parts=[batch])
     ids = list(item_ids or [])
@@ -172,25 +174,35 @@ def clips_for_video(video: Mapping, data_dir: Path, media_dir: Path, ffmpeg: str
     sub_file = data_dir / sub if isinstance(sub, str) and sub else None
     attach_transcripts(plans, sub_file, video.get("subtitle_kind"))
     out_dir = media_dir / "clips" / safe_name(video["video_id"])
-    shutil.rmtree(out_dir, ignore_errors=True)  # a re-run replaces the video's clip files
+    # A re-run writes the video's clip files into a staging folder and swaps it in whole at
+    # the end: until then the previous files (which the clips table points at) stay.
+    stage = staging_dir(out_dir) if settings.clip_files != "none" else None
     rows = []
-    for p in plans:
-        path = None
-        if settings.clip_files != "none":
-            dst = out_dir / f"{safe_name(p.clip_id)}.mp4"
-            cut_clip(ffmpeg, src, dst, p.start_s, p.end_s, has_audio, settings.clip_files, settings.crf,
-                     settings.timeout_s)
-            path = str(dst.relative_to(data_dir))
-        w = p.window
-        rows.append({
-            "clip_id": p.clip_id, "batch": video["batch"], "source": video["source"], "video_id": p.video_id,
-            "kind": p.kind, "clip_index": p.clip_index, "start_s": round(p.start_s, 3), "end_s": round(p.end_s, 3),
-            "duration_s": round(p.end_s - p.start_s, 3), "is_engaging": p.is_engaging, "path": path,
-            "motion": round(min(max(w.motion, 0.0), 1.0), 6), "scene_cuts": w.scene_cuts,
-            "scene_rate_per_min": round(w.scene_rate_per_min, 3),
-            "audio_rms_db": None if w.audio_rms_db is None else round(w.audio_rms_db, 3),
-            "engagement_score": w.score, "transcript": p.transcript, "transcript_status": p.transcript_status,
-        })
+    try:
+        for p in plans:
+            path = None
+            if stage is not None:
+                name = f"{safe_name(p.clip_id)}.mp4"
+                cut_clip(ffmpeg, src, stage / name, p.start_s, p.end_s, has_audio, settings.clip_files, settings.crf,
+                         settings.timeout_s)
+                path = str((out_dir / name).relative_to(data_dir))
+            w = p.window
+            rows.append({
+                "clip_id": p.clip_id, "batch": video["batch"], "source": video["source"], "video_id": p.video_id,
+                "kind": p.kind, "clip_index": p.clip_index, "start_s": round(p.start_s, 3), "end_s": round(p.end_s, 3),
+                "duration_s": round(p.end_s - p.start_s, 3), "is_engaging": p.is_engaging, "path": path,
+                "motion": round(min(max(w.motion, 0.0), 1.0), 6), "scene_cuts": w.scene_cuts,
+                "scene_rate_per_min": round(w.scene_rate_per_min, 3),
+                "audio_rms_db": None if w.audio_rms_db is None else round(w.audio_rms_db, 3),
+                "engagement_score": w.score, "transcript": p.transcript, "transcript_status": p.transcript_status,
+            })
+        if stage is not None:
+            replace_dir(stage, out_dir)
+        else:
+            shutil.rmtree(out_dir, ignore_errors=True)  # no clip files this time: drop the old ones
+    finally:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
     return rows
 
 
@@ -224,15 +236,20 @@ def frames_for_batch(store: TableStore, batch: str, fsettings: FrameSettings, is
     for v in videos.to_dict("records"):
         vclips = clips[clips["video_id"] == v["video_id"]].to_dict("records") if len(clips) else []
         out_dir = store.media_dir / "frames" / safe_name(v["video_id"])
-        shutil.rmtree(out_dir, ignore_errors=True)  # re-run replaces the files too
+        stage = staging_dir(out_dir)  # re-run: new files swapped in whole, the old ones stay until then
         try:
             vf = frames_for_video(store.data_dir / v["path"], v["video_id"], float(v["duration_s"]), vclips,
-                                  out_dir, store.data_dir, fsettings)
+                                  stage, store.data_dir, fsettings)
+            replace_dir(stage, out_dir)
         except Exception as exc:  # noqa: BLE001
             log.add_exception(v["video_id"], "decode_error", exc)
             continue
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+        staged, final = os.path.relpath(stage, store.data_dir), os.path.relpath(out_dir, store.data_dir)
         for r in vf.rows:
-            rows.append({**r, "batch": batch, "source": v["source"]})
+            rows.append({**r, "path": os.path.join(final, os.path.relpath(r["path"], staged)),
+                         "batch": batch, "source": v["source"]})
         for fid, t, var in vf.blurry:
             log.add(fid, "blurry", "", f"pool candidate at {t:.2f}s: Laplacian variance {var:.1f} < "
                     f"{fsettings.blur_threshold}", related_id=v["video_id"])

@@ -29,6 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
+from forge.media.policy import VIDEO_DEMUXERS
+
+# Input options for every ffmpeg run on a (possibly hostile) file: real containers only, and
+# only local files (a playlist inside a "video" could otherwise name other files or URLs).
+INPUT_GUARD = ("-format_whitelist", VIDEO_DEMUXERS, "-protocol_whitelist", "file,pipe")
+
 WEIGHTS = {"motion": 0.40, "scene": 0.35, "audio": 0.25}
 ANALYSIS_SIZE = (64, 48)
 AUDIO_RATE = 8000
@@ -100,7 +106,7 @@ def _run(cmd: list[str], timeout: float) -> bytes:
 def measure_signals(path: str | Path, has_audio: bool, ffmpeg: str, step_s: float = 0.5,
                     cut_threshold: float = 0.35, timeout_s: float = 300.0) -> Signals:
     w, h = ANALYSIS_SIZE
-    raw = _run([ffmpeg, "-v", "error", "-nostdin", "-i", str(path), "-an", "-sn",
+    raw = _run([ffmpeg, "-v", "error", "-nostdin", *INPUT_GUARD, "-i", str(path), "-an", "-sn",
                 "-vf", f"fps=1/{step_s},scale={w}:{h}:flags=area", "-pix_fmt", "rgb24", "-f", "rawvideo", "-"],
                timeout_s)
     frames = np.frombuffer(raw, np.uint8)
@@ -120,7 +126,7 @@ def measure_signals(path: str | Path, has_audio: bool, ffmpeg: str, step_s: floa
 
     audio_db = None
     if has_audio:
-        pcm = np.frombuffer(_run([ffmpeg, "-v", "error", "-nostdin", "-i", str(path), "-vn", "-sn", "-ac", "1",
+        pcm = np.frombuffer(_run([ffmpeg, "-v", "error", "-nostdin", *INPUT_GUARD, "-i", str(path), "-vn", "-sn", "-ac", "1",
                                   "-ar", str(AUDIO_RATE), "-f", "s16le", "-"], timeout_s), np.int16)
         per = int(AUDIO_RATE * step_s)
         audio_db = np.full(n, SILENCE_DB)
@@ -233,7 +239,7 @@ def cut_clip(ffmpeg: str, src: str | Path, dst: str | Path, start_s: float, end_
     dst = Path(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
     tmp = dst.with_name(dst.stem + ".tmp" + dst.suffix)
-    cmd = [ffmpeg, "-y", "-v", "error", "-nostdin", "-ss", f"{start_s:.3f}", "-i", str(src),
+    cmd = [ffmpeg, "-y", "-v", "error", "-nostdin", *INPUT_GUARD, "-ss", f"{start_s:.3f}", "-i", str(src),
            "-t", f"{end_s - start_s:.3f}", "-map", "0:v:0"]
     if has_audio:
         cmd += ["-map", "0:a:0"]

@@ -13,6 +13,7 @@ longer side to 512 px so one threshold fits every resolution.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import cv2
 import numpy as np
 
 from forge.media.clips import ClipPlan
+from forge.media.policy import VIDEO_DEMUXERS
 from forge.versioning import sha256_bytes
 
 BLUR_REFERENCE_SIDE = 512
@@ -59,7 +61,7 @@ def sample_at(path: str | Path, times: list[float], seek_threshold_s: float = 1.
     out: list[Sampled] = []
     if not times:
         return out
-    with av.open(str(path)) as c:
+    with av.open(str(path), options={"format_whitelist": VIDEO_DEMUXERS}) as c:
         vs = c.streams.video[0]
         vs.thread_type = "AUTO"
         tb = vs.time_base
@@ -131,6 +133,26 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 class VideoFrames:
     rows: list[dict]
     blurry: list[tuple[str, float, float]]  # (candidate id, time, blur_var)
+
+
+def replace_dir(stage: Path, final: Path) -> None:
+    """Put a fully written folder in place of ``final``: two renames, so readers see the old
+    files or the new ones, never a half-written or emptied folder (a crash leaves the old)."""
+    old = final.with_name(f".{final.name}.{os.getpid()}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(stage, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def staging_dir(final: Path) -> Path:
+    """A fresh sibling of ``final`` to write into before :func:`replace_dir`."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    stage = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir()
+    return stage
 
 
 def frames_for_video(video_path: Path, video_id: str, duration_s: float, clips: list[ClipPlan] | list[dict],

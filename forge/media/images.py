@@ -5,6 +5,11 @@ animation, transparency composited on white, 16-bit / float / CMYK / palette / g
 converted to 8-bit RGB, and an image whose longer side exceeds ``max_side`` downscaled
 (the row's ``transform`` says so). Empty, unreadable, truncated, tiny (e.g. 1×1) and
 decompression-bomb-sized files are rejected with a reason.
+
+Sources are untrusted: a local file must still lie inside the policy's roots when it is read
+(it may have become a link since listing), files and downloads are capped at the policy's
+size, URLs pass its network policy (every connection checked), and the declared pixel
+count is checked from the header before anything is decoded (``too_large``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import numpy as np
 from PIL import Image, ImageOps
 
 from forge.media.frames import blur_variance, encode_jpeg, write_bytes_atomic
+from forge.media.policy import IngestPolicy, PolicyViolation, check_url, confine, network_guard, regular_file
 from forge.versioning import sha256_bytes
 
 
@@ -31,6 +37,8 @@ class ImageSettings:
     max_pixels: int = 250_000_000  # larger = rejected as a decompression bomb, never decoded
     jpeg_quality: int = 95
     fetch_timeout_s: float = 20.0
+    max_bytes: int = 256 * 1024**2  # a larger file or download is rejected (too_large)
+    policy: IngestPolicy = IngestPolicy()
 
 
 class ImageReject(Exception):
@@ -39,20 +47,38 @@ class ImageReject(Exception):
         self.reason, self.error_class = reason, error_class
 
 
-def read_source_bytes(path: str | None, url: str | None, timeout_s: float) -> bytes:
+def read_source_bytes(path: str | None, url: str | None, timeout_s: float, max_bytes: int = 256 * 1024**2,
+                      policy: IngestPolicy | None = None) -> bytes:
+    policy = policy or IngestPolicy()
     if path:
-        p = Path(path)
-        if not p.is_file():
-            raise ImageReject("missing_file", f"{p} not found", "FileNotFoundError")
+        try:
+            p = confine(Path(path), policy, "image file")
+            size = regular_file(p, "image file").st_size
+        except PolicyViolation as exc:
+            reason = "missing_file" if exc.reason == "missing_file" else exc.reason
+            raise ImageReject(reason, exc.detail, "FileNotFoundError" if reason == "missing_file" else "PolicyViolation")
+        if size > max_bytes:
+            raise ImageReject("too_large", f"{size} bytes > cap {max_bytes}")
         return p.read_bytes()
     if url:
         try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - http(s) from the user's table
-                return resp.read()
-        except urllib.error.HTTPError as exc:
-            raise ImageReject("not_found" if exc.code == 404 else "download_failed", str(exc), type(exc).__name__) from exc
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            raise ImageReject("download_failed", str(exc), type(exc).__name__) from exc
+            check_url(url, policy)
+        except PolicyViolation as exc:
+            raise ImageReject(exc.reason, exc.detail, "PolicyViolation") from exc
+        with network_guard(policy) as guard:
+            try:
+                with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - checked by check_url
+                    data = resp.read(max_bytes + 1)
+            except urllib.error.HTTPError as exc:
+                raise ImageReject("not_found" if exc.code == 404 else "download_failed", str(exc), type(exc).__name__) from exc
+            except (urllib.error.URLError, TimeoutError, OSError) as exc:
+                if guard.refused:
+                    raise ImageReject("address_not_allowed", f"a request went to {guard.refused[0]}, a non-public "
+                                      "address (a redirect?); refused", "PolicyViolation") from exc
+                raise ImageReject("download_failed", str(exc), type(exc).__name__) from exc
+        if len(data) > max_bytes:
+            raise ImageReject("too_large", f"download exceeds {max_bytes} bytes")
+        return data
     raise ImageReject("missing_file", "item has neither path nor url")
 
 
@@ -82,7 +108,10 @@ def normalise_image(data: bytes, settings: ImageSettings) -> tuple[np.ndarray, s
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             im = Image.open(io.BytesIO(data))
-            if getattr(im, "n_frames", 1) > 1:
+            w, h = im.size  # from the header: nothing is decoded yet
+            if w * h > settings.max_pixels:
+                raise ImageReject("too_large", f"{w}x{h} exceeds {settings.max_pixels} pixels")
+            if getattr(im, "is_animated", False) and getattr(im, "n_frames", 1) > 1:
                 notes.append(f"first frame of {im.n_frames}")
             im.load()
             im = ImageOps.exif_transpose(im) or im
@@ -106,7 +135,8 @@ def normalise_image(data: bytes, settings: ImageSettings) -> tuple[np.ndarray, s
 
 def image_frame(item: dict, out_dir: Path, data_dir: Path, settings: ImageSettings) -> dict:
     """One frames-table row for an image item (``item`` is a source_items row)."""
-    data = read_source_bytes(item.get("path"), item.get("url"), settings.fetch_timeout_s)
+    data = read_source_bytes(item.get("path"), item.get("url"), settings.fetch_timeout_s, settings.max_bytes,
+                             settings.policy)
     rgb, note = normalise_image(data, settings)
     jpeg = encode_jpeg(rgb, settings.jpeg_quality)
     path = out_dir / f"{item['item_id']}.jpg"

@@ -10,17 +10,25 @@ Generated sources files live in ``<inbox>/.sources/`` and are rewritten only whe
 content changes. Source names of generated entries are ``inbox_<name>`` (sanitised), so
 their batches (``inbox_<name>-0000``, ...) are recognisable; names declared inside a
 dropped YAML are its own.
+
+Anyone who can write to the inbox is untrusted (docs/security.md). An entry that is a link
+leading out of the inbox, or not a regular file or folder (a FIFO, a device), is *refused*:
+it is never opened, and the `sources` run records it as a reject (``inbox:<name>``) with its
+reason. Everything an accepted entry names is held to the ingest policy
+(``forge/media/policy.py``): variables, paths inside the roots, URLs, sizes.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from forge.media.sources import load_sources
+from forge.media.policy import IngestPolicy, PolicyViolation, confine
 
 GENERATED = ".sources"
 URL_LIST_EXTS = {".txt"}
@@ -31,8 +39,10 @@ SOURCES_EXTS = {".yaml", ".yml"}
 class InboxEntry:
     name: str  # file or folder name inside the inbox
     path: Path
-    kind: str  # urls | sources | folder
+    kind: str  # urls | sources | folder | refused
     mtime: float  # newest mtime of the entry (for a folder: of any file in it)
+    reason: str = ""  # why a refused entry is refused (a reject reason code)
+    detail: str = ""
 
     @property
     def source_name(self) -> str:
@@ -44,16 +54,43 @@ def source_name_for(entry_name: str) -> str:
     return "inbox_" + (re.sub(r"[^A-Za-z0-9_]", "_", stem).strip("_") or "unnamed")
 
 
+MAX_SCANNED_FILES = 100_000  # files looked at per folder entry per tick
+
+
 def _mtime(path: Path) -> float:
-    if path.is_dir():
-        times = [p.stat().st_mtime for p in path.rglob("*") if p.is_file()]
-        return max([path.stat().st_mtime, *times])
-    return path.stat().st_mtime
+    """Newest mtime of a file, or of a folder and the files under it (links not followed)."""
+    st = path.lstat()
+    if not os.path.isdir(path) or path.is_symlink():
+        return st.st_mtime
+    newest, seen = st.st_mtime, 0
+    for dirpath, _dirs, files in os.walk(path, followlinks=False):
+        for f in files:
+            try:
+                newest = max(newest, os.lstat(os.path.join(dirpath, f)).st_mtime)
+            except OSError:
+                continue
+            seen += 1
+        if seen > MAX_SCANNED_FILES:
+            break
+    return newest
+
+
+def _refusal(p: Path, inbox: Path) -> tuple[str, str] | None:
+    """Why an inbox entry must not be opened, or None."""
+    try:
+        confine(p, IngestPolicy(roots=(str(inbox.resolve()),)), "inbox entry")
+    except PolicyViolation as exc:
+        return exc.reason, exc.detail
+    st = p.stat()
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return "not_a_regular_file", f"inbox entry {p.name!r} is not a regular file or folder"
+    return None
 
 
 def scan_inbox(inbox: str | Path) -> list[InboxEntry]:
     """The entries of the inbox, sorted by name; hidden and unsupported files are ignored
-    (a file still being copied shows up again with a newer mtime and is re-read then)."""
+    (a file still being copied shows up again with a newer mtime and is re-read then).
+    Links out of the inbox and special files come back as ``refused`` entries."""
     inbox = Path(inbox)
     if not inbox.is_dir():
         return []
@@ -61,7 +98,8 @@ def scan_inbox(inbox: str | Path) -> list[InboxEntry]:
     for p in sorted(inbox.iterdir()):
         if p.name.startswith((".", "_")):
             continue
-        if p.is_dir():
+        is_dir = p.is_dir()  # follows a link: a linked folder is checked below like the rest
+        if is_dir:
             kind = "folder"
         elif p.suffix.lower() in URL_LIST_EXTS:
             kind = "urls"
@@ -69,7 +107,15 @@ def scan_inbox(inbox: str | Path) -> list[InboxEntry]:
             kind = "sources"
         else:
             continue
-        out.append(InboxEntry(p.name, p, kind, _mtime(p)))
+        try:
+            refused = _refusal(p, inbox)
+            mtime = _mtime(p)
+        except OSError as exc:  # vanished, dangling link, unreadable
+            refused, mtime = ("missing_file", f"inbox entry {p.name!r} cannot be read ({type(exc).__name__})"), 0.0
+        if refused is not None:
+            out.append(InboxEntry(p.name, p, "refused", mtime, *refused))
+        else:
+            out.append(InboxEntry(p.name, p, kind, mtime))
     return out
 
 
@@ -87,6 +133,8 @@ def entry_sources_doc(entry: InboxEntry) -> dict:
 
 def entry_sources_file(entry: InboxEntry) -> Path:
     """Path of the sources file for ``entry`` (written under ``.sources/`` when generated)."""
+    if entry.kind == "refused":
+        raise ValueError(f"inbox entry {entry.name!r} is refused ({entry.reason}); it has no sources file")
     if entry.kind == "sources":
         return entry.path
     out = entry.path.parent / GENERATED / f"{entry.source_name}.yaml"
@@ -101,18 +149,25 @@ def entry_sources_file(entry: InboxEntry) -> Path:
 
 
 def inbox_sources_files(inbox: str | Path) -> list[Path]:
-    return [entry_sources_file(e) for e in scan_inbox(inbox)]
+    return [entry_sources_file(e) for e in scan_inbox(inbox) if e.kind != "refused"]
 
 
 def entry_source_names(entry: InboxEntry) -> list[str]:
-    """Names of the sources an entry declares (what its batch keys start with)."""
+    """Names of the sources an entry declares (what its batch keys start with). Only names
+    are read: no variable is expanded and no path is resolved here."""
+    if entry.kind == "refused":
+        return []
     if entry.kind != "sources":
         return [entry.source_name]
     try:
-        specs, rejects = load_sources(entry.path)
+        if entry.path.stat().st_size > 16 * 1024**2:
+            return []
+        doc = yaml.safe_load(entry.path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, yaml.YAMLError):
         return []
-    return [s.name for s in specs] + [r.source for r in rejects]
+    raw = doc.get("sources") if isinstance(doc, dict) else None
+    names = [r.get("name") for r in raw if isinstance(r, dict)] if isinstance(raw, list) else []
+    return [n for n in names if isinstance(n, str) and re.fullmatch(r"[A-Za-z0-9_]+", n)]
 
 
 def batch_source(batch: str) -> str:
@@ -120,17 +175,24 @@ def batch_source(batch: str) -> str:
     return batch.rsplit("-", 1)[0]
 
 
-def list_with_inbox(sources_path: str | Path, inbox: str | Path | None, variables, log, lister=None):
+def list_with_inbox(sources_path: str | Path, inbox: str | Path | None, variables, log, lister=None,
+                    policy: IngestPolicy | None = None):
     """The main sources file plus every inbox entry, as one :class:`forge.media.batch.Listing`.
-    A source name declared again in a later file is a ``duplicate_source`` reject (first wins)."""
+    A source name declared again in a later file is a ``duplicate_source`` reject (first wins);
+    a refused inbox entry is a reject with its reason."""
     import pandas as pd
 
     from forge.media.batch import Listing, list_sources
 
-    paths = [Path(sources_path)] + (inbox_sources_files(inbox) if inbox is not None else [])
+    paths = [Path(sources_path)]
+    for entry in scan_inbox(inbox) if inbox is not None else []:
+        if entry.kind == "refused":
+            log.add(f"inbox:{entry.name}", entry.reason, "PolicyViolation", entry.detail)
+        else:
+            paths.append(entry_sources_file(entry))
     srcs, items, specs, seen = [], [], [], set()
     for path in paths:
-        listing = list_sources(path, variables, log, lister)
+        listing = list_sources(path, variables, log, lister, policy)
         for spec in listing.specs:
             if spec.name in seen:
                 log.add(f"source:{spec.name}", "duplicate_source", "", f"{path}: source name already declared")

@@ -20,9 +20,16 @@ class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
         pass
 
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        if ok:
+            self.server.requests.append(self.path)  # type: ignore[attr-defined]
+        return ok
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    requests: list[str]  # every request path, in order (tests check what was fetched)
 
     def handle_error(self, request: object, client_address: object) -> None:
         # yt-dlp's metadata pass hangs up after reading the head of a file: not an error.
@@ -36,7 +43,12 @@ class LoopbackServer:
     def __init__(self, root: str | Path, host: str = "127.0.0.1", port: int = 0):
         handler = partial(_QuietHandler, directory=str(Path(root).resolve()))
         self.httpd = _Server((host, port), handler)
+        self.httpd.requests = []
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="loopback-http", daemon=True)
+
+    @property
+    def requests(self) -> list[str]:
+        return self.httpd.requests
 
     @property
     def url(self) -> str:
@@ -62,28 +74,15 @@ def serve(root: str | Path) -> Iterator[LoopbackServer]:
         server.stop()
 
 
-@contextmanager
-def sample_environment(dest_dir: str | Path) -> Iterator[dict[str, str]]:
-    """Build the sample corpus, serve its ``web/`` folder and export the placeholders
-    ``SAMPLE_CORPUS`` and ``SAMPLE_SERVER`` that config/sources.yaml uses (restored on exit).
+def loopback_allowances(variables: list[str], env: dict[str, str] | None = None) -> dict[str, str]:
+    """``SUBTEXT_ALLOWED_HOSTS`` / ``SUBTEXT_ALLOWED_VARIABLES`` extended for the sample corpus:
+    the ingest policy refuses loopback addresses and non-``SUBTEXT_*`` variables by default
+    (docs/security.md), so the demo names its server's address and its placeholders."""
+    env = dict(os.environ) if env is None else env
 
-    Usage (demo runner)::
+    def merged(key: str, extra: list[str]) -> str:
+        have = [x.strip() for x in env.get(key, "").split(",") if x.strip()]
+        return ",".join(dict.fromkeys([*have, *extra]))
 
-        with sample_environment("data/sample_corpus") as env:
-            materialize(...)   # sources.yaml's ${SAMPLE_SERVER} URLs resolve to the server
-    """
-    from forge.media.sample_corpus import build_sample_corpus
-
-    corpus = build_sample_corpus(dest_dir)
-    with serve(corpus.web_dir) as server:
-        values = {**corpus.as_variables(), "SAMPLE_SERVER": server.url}
-        old = {k: os.environ.get(k) for k in values}
-        os.environ.update(values)
-        try:
-            yield values
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    return {"SUBTEXT_ALLOWED_HOSTS": merged("SUBTEXT_ALLOWED_HOSTS", ["127.0.0.1"]),
+            "SUBTEXT_ALLOWED_VARIABLES": merged("SUBTEXT_ALLOWED_VARIABLES", variables)}

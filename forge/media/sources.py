@@ -15,8 +15,12 @@ A sources file (``config/sources.yaml``) looks like::
       - {name: captions, type: table, path: "${SAMPLE_CORPUS}/table/captions.csv",
          image_column: image, caption_column: caption}
 
-``${VAR}`` placeholders are resolved from the caller's variables, then the environment;
-a source with an unresolved placeholder becomes a reject, the others still load.
+``${VAR}`` placeholders are resolved from the caller's variables, then from the
+environment for allowed names only (the project's non-secret ``SUBTEXT_*`` settings and the
+policy's ``allowed_variables``; ``forge/media/policy.py``); a source with an unresolved or
+refused placeholder becomes a reject naming the variable (never its value), the others
+still load. With an :class:`~forge.media.policy.IngestPolicy`, every local path must lie in
+its roots and every URL must pass its network policy (docs/security.md).
 Listing URL and search sources uses yt-dlp's metadata extraction (no download); a dead
 URL is a reject row, never a failure.
 """
@@ -25,15 +29,30 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
+import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from forge.media.policy import (
+    IngestPolicy,
+    PolicyViolation,
+    check_url,
+    confine,
+    environment_variables,
+    network_guard,
+    read_text_capped,
+    refused_variable_message,
+    regular_file,
+    variable_allowed,
+)
 
 VIDEO_EXTS = {".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v", ".mpg", ".mpeg", ".ts", ".flv"}
 IMAGE_EXTS = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"}
@@ -42,10 +61,17 @@ LICENSE_POLICIES = ("any", "creative_commons")
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CC = re.compile(r"creative\s*commons|\bcc[- ]?(by|0|zero)\b|\bcc0\b", re.IGNORECASE)
+_SEARCH = re.compile(r"^([a-z]+search)(\d*|all|date\d*):(.+)$", re.IGNORECASE | re.DOTALL)
+_URLISH = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # anything with a scheme, http or not
+MAX_YAML_NODES = 100_000  # aliases can make a small YAML expand to billions of nodes
 
 
 class UnresolvedVariable(ValueError):
     pass
+
+
+class RefusedVariable(ValueError):
+    """A placeholder names a variable the policy does not expand (message: name only)."""
 
 
 @dataclass(frozen=True)
@@ -114,28 +140,51 @@ def batch_key(source: str, index: int) -> str:
     return f"{source}-{index:04d}"
 
 
-def substitute(value: str, variables: Mapping[str, str]) -> str:
+def substitute(value: str, variables: Mapping[str, str], refused: Collection[str] = ()) -> str:
+    """Replace ``${NAME}`` from ``variables`` (one pass: values are not expanded again)."""
     def repl(m: re.Match[str]) -> str:
-        if m.group(1) not in variables:
-            raise UnresolvedVariable(f"placeholder ${{{m.group(1)}}} is not set")
-        return variables[m.group(1)]
+        name = m.group(1)
+        if name in variables:
+            return variables[name]
+        if name in refused:
+            raise RefusedVariable(refused_variable_message(name))
+        raise UnresolvedVariable(f"placeholder ${{{name}}} is not set")
 
     return _VAR.sub(repl, value)
 
 
-def _subst_tree(value: Any, variables: Mapping[str, str]) -> Any:
+def _subst_tree(value: Any, variables: Mapping[str, str], refused: Collection[str] = (),
+                budget: list[int] | None = None) -> Any:
+    budget = [MAX_YAML_NODES] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError(f"source has more than {MAX_YAML_NODES} values (YAML alias expansion?)")
     if isinstance(value, str):
-        return substitute(value, variables)
+        return substitute(value, variables, refused)
     if isinstance(value, list):
-        return [_subst_tree(v, variables) for v in value]
+        return [_subst_tree(v, variables, refused, budget) for v in value]
     if isinstance(value, dict):
-        return {k: _subst_tree(v, variables) for k, v in value.items()}
+        return {k: _subst_tree(v, variables, refused, budget) for k, v in value.items()}
     return value
 
 
+def source_variables(explicit: Mapping[str, str] | None, policy: IngestPolicy) -> tuple[dict[str, str], set[str]]:
+    """Values ``${...}`` may take (explicit ones, then allowed environment variables) and the
+    names present in the environment but refused (reported by name only)."""
+    import os
+
+    allowed = environment_variables(policy.allowed_variables)
+    refused = {k for k in os.environ if not variable_allowed(k, policy.allowed_variables)} - set(explicit or {})
+    return {**allowed, **(explicit or {})}, refused
+
+
 def parse_spec(raw: Mapping[str, Any], defaults: Mapping[str, Any], base_dir: Path,
-               variables: Mapping[str, str]) -> SourceSpec:
-    doc = _subst_tree({**defaults, **raw}, variables)
+               variables: Mapping[str, str], policy: IngestPolicy | None = None,
+               refused: Collection[str] = ()) -> SourceSpec:
+    policy = policy or IngestPolicy()
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"a source must be a mapping, got {type(raw).__name__}")
+    doc = _subst_tree({**defaults, **raw}, variables, refused)
     name = str(doc.get("name", ""))
     if not _NAME.match(name):
         raise ValueError(f"source name {name!r} must match [A-Za-z0-9_]+ (it prefixes batch keys)")
@@ -144,41 +193,97 @@ def parse_spec(raw: Mapping[str, Any], defaults: Mapping[str, Any], base_dir: Pa
     if doc.get("license_policy", "any") not in LICENSE_POLICIES:
         raise ValueError(f"source {name}: license_policy must be one of {LICENSE_POLICIES}")
     for key in ("path", "url_file"):
-        if doc.get(key) and not Path(doc[key]).is_absolute():
-            doc[key] = str((base_dir / doc[key]).resolve())
+        if doc.get(key):
+            if not isinstance(doc[key], str):
+                raise ValueError(f"source {name}: {key} must be a string")
+            p = Path(doc[key]) if Path(doc[key]).is_absolute() else base_dir / doc[key]
+            doc[key] = str(confine(p, policy, key))  # '..' and symlinks resolved, then confined
     known = set(SourceSpec.__dataclass_fields__)
     unknown = set(doc) - known
     if unknown:
         raise ValueError(f"source {name}: unknown keys {sorted(unknown)}")
     for key in ("urls", "subtitle_langs"):
         if key in doc:
+            if doc[key] is not None and not isinstance(doc[key], list):
+                raise ValueError(f"source {name}: {key} must be a list")
             doc[key] = tuple(doc[key] or ())
+    _check_types(name, doc)
     return SourceSpec(**doc)
 
 
-def load_sources(path: str | Path, variables: Mapping[str, str] | None = None
-                 ) -> tuple[list[SourceSpec], list[SourceReject]]:
-    """Parse a sources file. A source that cannot be parsed (bad keys, unresolved
-    placeholder) is returned as a reject; the others load."""
-    import os
+_STR_KEYS = ("type", "url_file", "query", "path", "media", "image_column", "caption_column", "license_policy", "license")
 
-    path = Path(path)
-    doc = yaml.safe_load(path.read_text()) or {}
-    env = {**os.environ, **(variables or {})}
+
+def _check_types(name: str, doc: Mapping[str, Any]) -> None:
+    """A dropped YAML may hold anything: wrong types are an ``invalid_source``, not a crash later."""
+    if len(name) > 64:
+        raise ValueError("source name longer than 64 characters")
+    for key in _STR_KEYS:
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise ValueError(f"source {name}: {key} must be a string")
+    for key in ("urls", "subtitle_langs"):
+        if not all(isinstance(v, str) for v in doc.get(key) or ()):
+            raise ValueError(f"source {name}: every entry of {key} must be a string")
+    if doc.get("media", "auto") not in ("video", "image", "auto"):
+        raise ValueError(f"source {name}: media must be video, image or auto")
+    if not isinstance(doc.get("recursive", False), bool):
+        raise ValueError(f"source {name}: recursive must be true or false")
+    bs = doc.get("batch_size", 50)
+    if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
+        raise ValueError(f"source {name}: batch_size must be a positive integer")
+    mi = doc.get("max_items")
+    if mi is not None and (isinstance(mi, bool) or not isinstance(mi, int) or mi < 0):
+        raise ValueError(f"source {name}: max_items must be a non-negative integer")
+    md = doc.get("max_duration_s")
+    if md is not None and (isinstance(md, bool) or not isinstance(md, (int, float)) or md < 0):
+        raise ValueError(f"source {name}: max_duration_s must be a non-negative number")
+
+
+def _file_reject(path: Path, reason: str, exc: BaseException) -> SourceReject:
+    name = "file_" + re.sub(r"[^A-Za-z0-9_]", "_", path.stem)[:60]
+    detail = exc.detail if isinstance(exc, PolicyViolation) else f"{path.name}: {type(exc).__name__}: {exc}"
+    return SourceReject(f"sources_file:{path.name}", name, reason, type(exc).__name__, detail[:500])
+
+
+def load_sources(path: str | Path, variables: Mapping[str, str] | None = None,
+                 policy: IngestPolicy | None = None) -> tuple[list[SourceSpec], list[SourceReject]]:
+    """Parse a sources file. A source that cannot be parsed (bad keys, unresolved or
+    refused placeholder, path outside the policy's roots) is returned as a reject; the
+    others load. A file that is not a readable sources document is one reject."""
+    policy = policy or IngestPolicy()
+    path = Path(path).absolute()  # `config/sources.yaml` is relative to the working directory
+    try:
+        regular_file(path, "sources file")
+        text = read_text_capped(path, IngestPolicy(max_text_file_bytes=policy.max_text_file_bytes), "sources file")
+        doc = yaml.safe_load(text) or {}
+    except PolicyViolation as exc:
+        return [], [_file_reject(path, exc.reason, exc)]
+    except yaml.YAMLError as exc:
+        return [], [_file_reject(path, "invalid_yaml", exc)]
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("sources") or [], list) \
+            or not isinstance(doc.get("defaults") or {}, Mapping):
+        return [], [_file_reject(path, "invalid_source", ValueError("not a sources document "
+                                 "(a mapping with a `sources` list)"))]
+    env, refused = source_variables(variables, policy)
     defaults = doc.get("defaults") or {}
     specs, rejects, seen = [], [], set()
     for i, raw in enumerate(doc.get("sources") or []):
-        name = str(raw.get("name", f"source_{i}"))
+        given = raw.get("name") if isinstance(raw, Mapping) else None
+        name = re.sub(r"[\x00-\x1f\x7f]", "?", given)[:100] if isinstance(given, str) and given else f"source_{i}"
         try:
-            spec = parse_spec(raw, defaults, path.parent, env)
+            spec = parse_spec(raw, defaults, path.parent, env, policy, refused)
             if spec.name in seen:
                 raise ValueError(f"source name {spec.name!r} declared twice")
             seen.add(spec.name)
             specs.append(spec)
         except UnresolvedVariable as exc:
             rejects.append(SourceReject(f"source:{name}", name, "unresolved_variable", type(exc).__name__, str(exc)))
-        except (ValueError, TypeError) as exc:
-            rejects.append(SourceReject(f"source:{name}", name, "invalid_source", type(exc).__name__, str(exc)))
+        except RefusedVariable as exc:
+            rejects.append(SourceReject(f"source:{name}", name, "variable_not_allowed", type(exc).__name__, str(exc)))
+        except PolicyViolation as exc:
+            rejects.append(SourceReject(f"source:{name}", name, exc.reason, type(exc).__name__, exc.detail))
+        except (ValueError, TypeError, RecursionError) as exc:
+            rejects.append(SourceReject(f"source:{name}", name, "invalid_source", type(exc).__name__, str(exc)[:500]))
     return specs, rejects
 
 
@@ -220,37 +325,76 @@ def _classify_media(path: Path, media: str) -> str | None:
     return None
 
 
-def _expand_folder(spec: SourceSpec, out: Expansion) -> None:
+def _reject_policy(out: Expansion, iid: str, exc: PolicyViolation) -> None:
+    out.rejects.append(SourceReject(iid, out.spec.name, exc.reason, type(exc).__name__, exc.detail))
+
+
+def _folder_files(root: Path, recursive: bool, limit: int) -> list[Path]:
+    """Files under ``root`` without following links to folders (a link can point anywhere)."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        found += [Path(dirpath) / f for f in filenames]
+        if not recursive:
+            dirnames.clear()
+        if len(found) > limit:
+            break
+    return sorted(found)
+
+
+def _expand_folder(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> None:
     root = Path(spec.path or "")
+    try:
+        root = confine(root, policy, "folder")
+    except PolicyViolation as exc:
+        _reject_policy(out, f"source:{spec.name}", exc)
+        return
     if not root.is_dir():
         out.rejects.append(SourceReject(f"source:{spec.name}", spec.name, "missing_path", "FileNotFoundError",
                                         f"folder {root} does not exist"))
         return
-    files = sorted(p for p in (root.rglob("*") if spec.recursive else root.iterdir()) if p.is_file())
+    files = _folder_files(root, spec.recursive, policy.max_folder_files)
+    if len(files) > policy.max_folder_files:
+        out.rejects.append(SourceReject(f"source:{spec.name}", spec.name, "too_many_files", "",
+                                        f"more than {policy.max_folder_files} files; the first ones are listed"))
+        files = files[: policy.max_folder_files]
     for p in files:
         kind = _classify_media(p, spec.media)
         if kind is None:
             continue  # sidecars (.vtt, .srt), notes, ...
         rel = p.relative_to(root).as_posix()
-        out.items.append(SourceItem(item_id(kind, spec.name, rel), spec.name, kind, "folder", path=str(p),
+        iid = item_id(kind, spec.name, rel)
+        try:
+            real = confine(p, policy, "file")  # a link inside the folder may lead outside it
+            regular_file(real)
+        except PolicyViolation as exc:
+            _reject_policy(out, iid, exc)
+            continue
+        out.items.append(SourceItem(iid, spec.name, kind, "folder", path=str(p),
                                     title=p.stem, license=spec.license))
 
 
-def _read_table(path: Path) -> list[dict[str, Any]]:
+def _read_table(path: Path, policy: IngestPolicy) -> list[dict[str, Any]]:
+    text = read_text_capped(path, policy, "table")
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         rows = []
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in text.splitlines():
             if line.strip():
-                rows.append(json.loads(line))
+                row = json.loads(line)
+                if not isinstance(row, dict):
+                    raise ValueError("every JSONL line must be an object")
+                rows.append(row)
         return rows
-    with path.open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+    return list(csv.DictReader(io.StringIO(text, newline="")))
 
 
-def _expand_table(spec: SourceSpec, out: Expansion) -> None:
+def _expand_table(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> None:
     path = Path(spec.path or "")
     try:
-        rows = _read_table(path)
+        rows = _read_table(path, policy)
+    except PolicyViolation as exc:
+        _reject_policy(out, f"source:{spec.name}", exc)
+        return
     except (OSError, ValueError, csv.Error) as exc:
         out.rejects.append(SourceReject(f"source:{spec.name}", spec.name, "unreadable_table", type(exc).__name__, str(exc)))
         return
@@ -262,20 +406,29 @@ def _expand_table(spec: SourceSpec, out: Expansion) -> None:
         if not ref:
             out.rejects.append(SourceReject(iid, spec.name, "missing_image", "", f"row {n}: empty {spec.image_column!r}"))
             continue
-        is_url = ref.startswith(("http://", "https://"))
-        local = None if is_url else (Path(ref) if Path(ref).is_absolute() else (path.parent / ref).resolve())
+        is_url = bool(_URLISH.match(ref)) and not Path(ref).is_absolute()
+        local = None
+        try:
+            if is_url:
+                check_url(ref, policy)  # file://, data:, loopback ... refused before any request
+            else:
+                local = confine(Path(ref) if Path(ref).is_absolute() else path.parent / ref, policy, f"row {n} image")
+        except PolicyViolation as exc:
+            _reject_policy(out, iid, exc)
+            continue
         if local is not None and not local.is_file():
-            out.rejects.append(SourceReject(iid, spec.name, "missing_image", "FileNotFoundError", f"row {n}: {local} not found"))
+            out.rejects.append(SourceReject(iid, spec.name, "missing_image", "FileNotFoundError",
+                                            f"row {n}: {Path(ref).name} not found"))
             continue
         out.items.append(SourceItem(iid, spec.name, "image", "table", url=ref if is_url else None,
                                     path=str(local) if local else None,
                                     caption=None if caption is None else str(caption), license=spec.license))
 
 
-def _urls_of(spec: SourceSpec) -> list[str]:
+def _urls_of(spec: SourceSpec, policy: IngestPolicy) -> list[str]:
     urls = list(spec.urls)
     if spec.url_file:
-        for line in Path(spec.url_file).read_text(encoding="utf-8").splitlines():
+        for line in read_text_capped(Path(spec.url_file), policy, "URL list").splitlines():
             line = line.strip()
             if line and not line.startswith("#"):
                 urls.append(line)
@@ -304,18 +457,43 @@ def _prefilter(spec: SourceSpec, item: SourceItem, out: Expansion) -> bool:
     return True
 
 
-def _expand_urls(spec: SourceSpec, out: Expansion, lister: Lister) -> None:
-    for url in _urls_of(spec):
+def _listed(lister: Lister, target: str, spec: SourceSpec, policy: IngestPolicy) -> dict[str, Any]:
+    """``lister(target)`` with every connection it makes held to the network policy."""
+    with network_guard(policy) as guard:
+        try:
+            return lister(target, spec)
+        except Exception as exc:
+            if guard.refused:
+                raise PolicyViolation("address_not_allowed", f"a request went to {guard.refused[0]}, a non-public "
+                                      "address (a redirect?); refused") from exc
+            raise
+
+
+def _expand_urls(spec: SourceSpec, out: Expansion, lister: Lister, policy: IngestPolicy) -> None:
+    try:
+        urls = _urls_of(spec, policy)
+    except PolicyViolation as exc:
+        _reject_policy(out, f"source:{spec.name}", exc)
+        return
+    if len(urls) > policy.max_urls_per_source:
+        out.rejects.append(SourceReject(f"source:{spec.name}", spec.name, "too_many_urls", "",
+                                        f"{len(urls)} URLs > {policy.max_urls_per_source}; the first ones are listed"))
+        urls = urls[: policy.max_urls_per_source]
+    for url in urls:
         iid = item_id("video", spec.name, url)
         try:
-            info = lister(url, spec)
+            check_url(url, policy)
+            info = _listed(lister, url, spec, policy)
+        except PolicyViolation as exc:
+            _reject_policy(out, iid, exc)
+            continue
         except Exception as exc:  # noqa: BLE001 - yt-dlp raises many types; a dead URL is a reject
             reason, detail = classify_error(exc)
             out.rejects.append(SourceReject(iid, spec.name, reason, type(exc).__name__, detail))
             continue
         entries = info.get("entries")
         if entries is not None:  # a playlist / channel URL: each entry is an item
-            for e in entries:
+            for e in list(entries)[: policy.max_playlist_items]:
                 if e:
                     eurl = e.get("webpage_url") or e.get("url")
                     if eurl:
@@ -328,15 +506,35 @@ def _expand_urls(spec: SourceSpec, out: Expansion, lister: Lister) -> None:
             out.items.append(item)
 
 
-def _expand_search(spec: SourceSpec, out: Expansion, lister: Lister) -> None:
-    query = spec.query or ""
+def search_query(query: str, policy: IngestPolicy) -> str:
+    """``<site>search<N>:<words>`` with N capped at the playlist cap (``all`` → the cap)."""
+    m = _SEARCH.match(query.strip())
+    if not m:
+        raise PolicyViolation("unsupported_url", "a search query must look like 'ytsearch20:words'")
+    key, count, words = m.groups()
+    date = count.lower().startswith("date")
+    digits = count[4:] if date else count
+    if digits == "":
+        n = 1  # yt-dlp's meaning of a bare 'ytsearch:'
+    elif digits.lower() == "all":
+        n = policy.max_playlist_items
+    else:
+        n = min(int(digits), policy.max_playlist_items)
+    return f"{key}{'date' if date else ''}{n}:{words}"
+
+
+def _expand_search(spec: SourceSpec, out: Expansion, lister: Lister, policy: IngestPolicy) -> None:
     try:
-        info = lister(query, spec)
+        query = search_query(spec.query or "", policy)
+        info = _listed(lister, query, spec, policy)
+    except PolicyViolation as exc:
+        _reject_policy(out, f"source:{spec.name}", exc)
+        return
     except Exception as exc:  # noqa: BLE001
         reason, detail = classify_error(exc)
         out.rejects.append(SourceReject(f"source:{spec.name}", spec.name, reason, type(exc).__name__, detail))
         return
-    for e in info.get("entries") or []:
+    for e in list(info.get("entries") or [])[: policy.max_playlist_items]:
         if not e:
             continue
         eurl = e.get("webpage_url") or e.get("url")
@@ -347,16 +545,17 @@ def _expand_search(spec: SourceSpec, out: Expansion, lister: Lister) -> None:
             out.items.append(item)
 
 
-def expand_source(spec: SourceSpec, lister: Lister | None = None) -> Expansion:
+def expand_source(spec: SourceSpec, lister: Lister | None = None, policy: IngestPolicy | None = None) -> Expansion:
+    policy = policy or IngestPolicy()
     out = Expansion(spec)
     if spec.type == "folder":
-        _expand_folder(spec, out)
+        _expand_folder(spec, out, policy)
     elif spec.type == "table":
-        _expand_table(spec, out)
+        _expand_table(spec, out, policy)
     elif spec.type == "urls":
-        _expand_urls(spec, out, lister or ytdlp_lister())
+        _expand_urls(spec, out, lister or ytdlp_lister(max_items=policy.max_playlist_items), policy)
     elif spec.type == "search":
-        _expand_search(spec, out, lister or ytdlp_lister())
+        _expand_search(spec, out, lister or ytdlp_lister(max_items=policy.max_playlist_items), policy)
     # Same locator twice (a URL listed twice): keep the first.
     seen: set[str] = set()
     unique = []
@@ -393,6 +592,8 @@ def ytdlp_base_options(socket_timeout_s: float = 20.0, retries: int = 3) -> dict
         "noplaylist": False,
         "ignoreerrors": False,
         "logger": _SilentLogger(),
+        "cachedir": False,  # no shared ~/.cache/yt-dlp
+        "concurrent_fragment_downloads": 1,  # fragments in this thread, where the network guard is active
     }
 
 
@@ -408,13 +609,14 @@ class _SilentLogger:
         pass
 
 
-def ytdlp_lister(socket_timeout_s: float = 20.0, retries: int = 3) -> Lister:
+def ytdlp_lister(socket_timeout_s: float = 20.0, retries: int = 3, max_items: int = 200) -> Lister:
     import yt_dlp
 
     def lister(url: str, spec: SourceSpec) -> dict[str, Any]:
         opts = ytdlp_base_options(socket_timeout_s, retries)
         # Flat listing: a search or playlist returns its entries without resolving each one.
         opts["extract_flat"] = "in_playlist"
+        opts["playlistend"] = max_items  # the playlist cap, applied by yt-dlp while paging
         with yt_dlp.YoutubeDL(opts) as ydl:
             info = ydl.extract_info(url, download=False)
         return ydl.sanitize_info(info) if info else {}
@@ -423,6 +625,8 @@ def ytdlp_lister(socket_timeout_s: float = 20.0, retries: int = 3) -> Lister:
 
 
 _ERROR_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("address_not_allowed", re.compile(r"address_not_allowed", re.I)),
+    ("too_large", re.compile(r"larger than max-filesize|too_large", re.I)),
     ("not_found", re.compile(r"HTTP Error 404|HTTP Error 410|404: not found", re.I)),
     ("private", re.compile(r"private video|sign in|login required|members-only", re.I)),
     ("geo_blocked", re.compile(r"geo[- ]?(restrict|block)|not available (in|from) your (country|location|region)", re.I)),
@@ -437,6 +641,8 @@ _ERROR_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 
 def classify_error(exc: BaseException) -> tuple[str, str]:
     """A short stable reason code for a yt-dlp (or network) failure, plus its message."""
+    if isinstance(exc, PolicyViolation):
+        return exc.reason, exc.detail
     text = str(exc)
     name = type(exc).__name__
     if name == "GeoRestrictedError":

@@ -18,6 +18,7 @@ import pandas as pd
 import yaml
 
 from forge.checks import mcq
+from forge.weights import weights_summary_lines
 
 
 def _words(s: Any) -> int:
@@ -232,6 +233,7 @@ def render_card(ctx: dict[str, Any]) -> str:
               "did not state one — check before redistributing those items. No blanket licence applies.", "",
               md_table(ctx["license_table"]), ""]
     lines += ["## Construction", "", f"- backends: {ctx['backends']}", f"- models: {ctx['models']}",
+              f"- weights (config/weights.yaml): {'; '.join(ctx.get('weights') or weights_summary_lines())}",
               f"- item prompt hashes: {', '.join(ctx['prompt_hashes']) or 'none'}",
               f"- blind-solver prompt hash: {ctx.get('blind_prompt_hash', '')}; model: {ctx.get('blind_model', '')}",
               f"- recipe config (`{ctx.get('recipe_config_name') or f'config/recipes/{b}.yaml'}`, "

@@ -17,7 +17,7 @@ import duckdb
 from filelock import FileLock, Timeout
 
 from forge.contracts import Contract, all_contracts
-from forge.storage.tables import TableStore
+from forge.storage.tables import TableStore, quote_ident, quote_literal
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +45,10 @@ def register_view(name: str, sql: str) -> None:
 
 def view_sql(store: TableStore, table: str, contract: Contract | None) -> str:
     if store.exists(table):
-        return f"select * from read_parquet('{store.glob(table)}', union_by_name=true)"
+        return f"select * from read_parquet({quote_literal(store.glob(table))}, union_by_name=true)"
     if contract is None:
         raise ValueError(f"table {table} has neither files nor a contract")
-    cols = ", ".join(f'cast(null as {_DUCK_TYPES[c.type]}) as "{c.name}"' for c in contract.columns)
+    cols = ", ".join(f"cast(null as {_DUCK_TYPES[c.type]}) as {quote_ident(c.name)}" for c in contract.columns)
     return f"select {cols} where false"
 
 
@@ -62,10 +62,10 @@ def refresh_catalog(store: TableStore, retries: int = 5) -> list[str]:
         try:
             with lock.acquire(timeout=30), duckdb.connect(str(store.catalog_path)) as con:
                 for name in names:
-                    con.execute(f'create or replace view "{name}" as {view_sql(store, name, contracts.get(name))}')
+                    con.execute(f"create or replace view {quote_ident(name)} as {view_sql(store, name, contracts.get(name))}")
                 for name, sql in EXTRA_VIEWS.items():
                     try:
-                        con.execute(f'create or replace view "{name}" as {sql}')
+                        con.execute(f"create or replace view {quote_ident(name)} as {sql}")
                     except duckdb.Error as exc:  # a derived view over a table not built yet
                         log.debug("view %s skipped: %s", name, exc)
                 return names + sorted(EXTRA_VIEWS)

@@ -24,6 +24,16 @@ UNPARTITIONED = "all"
 _SAFE = re.compile(r"[^A-Za-z0-9._=-]+")
 
 
+def quote_ident(name: str) -> str:
+    """A SQL identifier (table / view / column name) quoted for DuckDB."""
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def quote_literal(value: str) -> str:
+    """A SQL string literal, for the few places DuckDB takes no parameter (DDL)."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
 def safe_name(value: str, max_len: int = 120) -> str:
     """A file-system and partition-key safe version of ``value`` (stable, readable)."""
     cleaned = _SAFE.sub("_", value).strip("._") or "_"
@@ -110,20 +120,24 @@ class TableStore:
         parts: list[str] | None = None,
         where: str | None = None,
         columns: list[str] | None = None,
+        params: list | None = None,
     ) -> pd.DataFrame:
-        """Read a table (optionally some partitions) into pandas; empty frame if absent."""
+        """Read a table (optionally some partitions) into pandas; empty frame if absent.
+
+        ``where`` is SQL written by the caller; values go in ``params`` (``?`` placeholders),
+        never into the string."""
         if parts is not None:
             files = [str(self.part_path(table, p)) for p in parts if self.part_path(table, p).exists()]
         else:
             files = [self.glob(table)] if self.exists(table) else []
         if not files:
             return pd.DataFrame(columns=columns or [])
-        cols = ", ".join(f'"{c}"' for c in columns) if columns else "*"
+        cols = ", ".join(quote_ident(c) for c in columns) if columns else "*"
         sql = f"select {cols} from read_parquet(?, union_by_name=true)"
         if where:
             sql += f" where {where}"
         with duckdb.connect() as con:
-            return con.execute(sql, [files]).df()
+            return con.execute(sql, [files, *(params or [])]).df()
 
     def read_batch(self, table: str, batch: str) -> pd.DataFrame:
         """Rows of one batch: the table's partition file, or, for a table written unpartitioned
@@ -133,7 +147,7 @@ class TableStore:
         if not self.exists(table):
             return pd.DataFrame()
         try:
-            return self.read(table, where="batch = " + "'" + batch.replace("'", "''") + "'")
+            return self.read(table, where="batch = ?", params=[batch])
         except duckdb.BinderException:  # no batch column: nothing belongs to a batch
             return pd.DataFrame()
 
@@ -142,7 +156,8 @@ class TableStore:
         with duckdb.connect() as con:
             for table in self.table_names():
                 con.execute(
-                    f'create view "{table}" as select * from read_parquet(\'{self.glob(table)}\', union_by_name=true)'
+                    f"create view {quote_ident(table)} as select * from read_parquet({quote_literal(self.glob(table))}, "
+                    "union_by_name=true)"
                 )
             return con.execute(sql, params or []).df()
 

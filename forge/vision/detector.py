@@ -2,9 +2,11 @@
 
 Three ways to get a model (``resolve_weights``):
 
-* an absolute path to an existing ``.pt`` file: its sha256 is recorded on every row and,
-  when the file name is one of the reference files in ``MANIFEST.md`` §4, must match the
-  reference hash (a truncated or foreign pickle is refused before it is unpickled);
+* an absolute path to an existing ``.pt`` file: its sha256 is recorded on every row and must
+  be pinned in the weights manifest (``config/weights.yaml``, which the user controls):
+  Ultralytics checkpoints are whole pickled models that cannot load with torch's
+  ``weights_only=True``, so unpinned bytes are never unpickled (docs/security.md). A file named
+  like a manifest entry (``yolo11n.pt``) must match that entry's hash;
 * an architecture file such as ``yolo11n.yaml``: the library builds the network with
   **random weights**. This exercises every code path (CI, the demo) but detects nothing
   meaningful; rows then say ``weights_kind = random_init`` and carry no hash;
@@ -26,11 +28,11 @@ import pandas as pd
 from forge.versioning import sha256_file
 from forge.vision.images import LoadedImage
 from forge.vision.offline import import_ultralytics
+from forge.weights import entry_for_file, is_trusted_pickle, load_manifest, manifest_path
 
-# MANIFEST.md §4: the only sizes / hashes a real copy of these files may have.
+# config/weights.yaml: the only sizes / hashes a real copy of these files may have.
 REFERENCE_WEIGHTS: dict[str, tuple[int, str]] = {
-    "yolo11n.pt": (5_613_764, "0ebbc80d4a7680d14987a577cd21342b65ecfd94632bd9a8da63ae6417644ee1"),
-    "yolov8n.pt": (6_534_387, "31e20dde3def09e2cf938c7be6fe23d9150bbbe503982af13345706515f2ef95"),
+    e.file: (int(e.bytes or 0), e.sha256) for e in load_manifest().values() if e.file.endswith(".pt") and e.sha256
 }
 
 DETECTION_COLUMNS = [
@@ -51,7 +53,7 @@ class WeightsSpec:
     sha256: str | None
 
 
-def resolve_weights(weights: str, allow_download: bool = False, verify: bool = True) -> WeightsSpec:
+def resolve_weights(weights: str, allow_download: bool = False) -> WeightsSpec:
     w = weights.strip()
     name = Path(w).name
     if w.endswith((".yaml", ".yml")):
@@ -63,11 +65,17 @@ def resolve_weights(weights: str, allow_download: bool = False, verify: bool = T
         if not p.is_file():
             raise WeightsError(f"weights file does not exist: {p}")
         digest = sha256_file(p)
-        ref = REFERENCE_WEIGHTS.get(name)
-        if verify and ref is not None and digest != ref[1]:
+        ref = entry_for_file(name)
+        if ref is not None and ref.sha256 and digest != ref.sha256:
             raise WeightsError(
                 f"{p} is named like the reference {name} but its sha256 {digest} (size {p.stat().st_size}) "
-                f"differs from {ref[1]} (size {ref[0]}); refusing to unpickle it (see MANIFEST.md §4)"
+                f"differs from {ref.sha256} (size {ref.bytes}); refusing to unpickle it (see {manifest_path()})"
+            )
+        if not is_trusted_pickle(digest):
+            raise WeightsError(
+                f"{p} (sha256 {digest}) is not pinned in {manifest_path()}; a .pt checkpoint is a pickle that "
+                "can run code when loaded, so it is loaded only when the weights manifest lists its sha256 "
+                "(add an entry to trust this file)"
             )
         return WeightsSpec(source=str(p), kind="file", model_name=p.stem, sha256=digest)
     if not allow_download:

@@ -1,4 +1,4 @@
-"""Keep Ultralytics off the network (MANIFEST §3).
+"""Keep Ultralytics off the network (docs/vision.md, docs/security.md).
 
 Ultralytics reads its switches from the environment when it is first imported:
 ``YOLO_OFFLINE=1`` stops the DNS probes (``is_online``), analytics events and hub calls;
@@ -21,7 +21,8 @@ def ensure_offline_env(config_dir: str | Path | None = None) -> None:
     for key, value in OFFLINE_ENV.items():
         os.environ.setdefault(key, value)
     if "YOLO_CONFIG_DIR" not in os.environ:
-        d = Path(config_dir) if config_dir else Path(tempfile.gettempdir()) / "subtext-ultralytics"
+        # A private per-process folder (mkdtemp: 0700, unique), never a fixed shared /tmp path.
+        d = Path(config_dir) if config_dir else Path(tempfile.mkdtemp(prefix="subtext-ultralytics-"))
         d.mkdir(parents=True, exist_ok=True)
         os.environ["YOLO_CONFIG_DIR"] = str(d)
 

@@ -72,7 +72,7 @@ def _real_weights() -> str:
 @pytest.mark.slow
 @pytest.mark.skipif(not _real_weights() or not Path(_real_weights()).is_dir(),
                     reason="no NLI cross-encoder weights configured: set SUBTEXT_NLI_MODEL to a local folder "
-                           "(none exist in shared/models, see MANIFEST.md)")
+                           "(none bundled: config/weights.yaml, nli_cross_encoder)")
 def test_real_cross_encoder_detects_contradiction_and_entailment():
     clf = NLIResource(backend="cross_encoder", model_path=_real_weights()).classifier()
     out = clf.classify([PAIR, ("A man is playing a guitar on stage.", "A man is playing an instrument.")])

@@ -2,7 +2,6 @@
 near-duplicate variants, text renders and broken files, plus one EasyOCR reader per session."""
 
 import io
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,15 +145,13 @@ def frames_table(store: TableStore, rows: list[dict]) -> dict[str, pd.DataFrame]
 
 
 @pytest.fixture(scope="session")
-def ocr_resource(tmp_path_factory):
-    """One EasyOCR reader for the whole session, from the shared, checksummed weights."""
+def ocr_resource():
+    """One EasyOCR reader for the whole session, from the pinned, sha256-checked weights
+    (the registry package, or $SUBTEXT_MODELS_DIR/easyocr when set)."""
+    from forge.weights import easyocr_model_dir
     from resources.ocr import OCRResource
 
-    models = Path(os.environ.get("SUBTEXT_MODELS_DIR") or REPO.parent / "shared" / "models") / "easyocr"
-    if not (models / "craft_mlt_25k.pth").exists():
-        pytest.skip(f"EasyOCR weights not found in {models}")
-    res = OCRResource(model_dir=str(models), gpu=False, max_side=1280,
-                      user_network_dir=str(tmp_path_factory.mktemp("easyocr_user_network")))
+    res = OCRResource(model_dir=easyocr_model_dir(), gpu=False, max_side=1280)
     res.reader()  # build once, up front
     return res
 

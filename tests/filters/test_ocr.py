@@ -69,8 +69,7 @@ def test_large_image_is_shrunk_and_boxes_scaled_back(ocr_resource):
     from resources.ocr import OCRResource
 
     big = np.asarray(text_render(("BIG SIGN",), size=(2400, 600), font_size=200))
-    small_side = OCRResource(model_dir=ocr_resource.model_dir, gpu=False, max_side=800,
-                             user_network_dir=ocr_resource.user_network_dir)
+    small_side = OCRResource(model_dir=ocr_resource.model_dir, gpu=False, max_side=800)
     res = small_side.read(big)
     assert (res.width, res.height) == (2400, 600)
     assert "SIGN" in res.text.upper()

@@ -29,7 +29,9 @@ def built(corpus, server, tmp_path_factory):
     resources = {
         "storage": StorageResource(data_dir=str(root / "data")),
         "ingest": IngestResource(sources_path=str(root / "sources.yaml"), socket_timeout_s=5, retries=1,
-                                 variables={"SAMPLE_CORPUS": str(corpus.root), "SAMPLE_SERVER": server.url}),
+                                 variables={"SAMPLE_CORPUS": str(corpus.root), "SAMPLE_SERVER": server.url},
+                                 # the corpus lies outside the data dir, the server on loopback (docs/security.md)
+                                 allowed_roots=[str(corpus.root)], allowed_hosts=["127.0.0.1"]),
     }
     instance = dg.DagsterInstance.ephemeral()
     assert dg.materialize([sources], instance=instance, resources=resources).success

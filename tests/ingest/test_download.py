@@ -1,14 +1,17 @@
 from pathlib import Path
 
 from forge.media.download import DownloadSettings, Rejected, VideoRecord, fetch_video, probe_video
+from forge.media.policy import IngestPolicy
 from forge.media.sources import SourceSpec, expand_source
 from forge.versioning import sha256_file
 
-FAST = DownloadSettings(socket_timeout_s=5, retries=1)
+# The test server is on 127.0.0.1, which the ingest policy refuses unless allowed (docs/security.md).
+LOOPBACK = IngestPolicy(allowed_hosts=("127.0.0.1",))
+FAST = DownloadSettings(socket_timeout_s=5, retries=1, policy=LOOPBACK)
 
 
 def _fetch(spec, url_or_path, tmp_path):
-    item = expand_source(spec).items
+    item = expand_source(spec, policy=LOOPBACK).items
     if url_or_path is not None:
         item = [i for i in item if (i.url or i.path) == url_or_path]
     return fetch_video(item[0], spec, tmp_path, tmp_path / "media", FAST)

@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from forge.media.policy import IngestPolicy
 from forge.media.sources import (
     SourceSpec,
     batch_key,
@@ -62,7 +63,7 @@ def test_csv_and_jsonl_tables(corpus, tmp_path):
 def test_url_listing_with_ytdlp_and_dead_link(server):
     spec = SourceSpec(name="lb", type="urls", urls=(f"{server.url}/bikes.mp4", f"{server.url}/nope.mp4",
                                                      f"{server.url}/bikes.mp4"))
-    exp = expand_source(spec)
+    exp = expand_source(spec, policy=IngestPolicy(allowed_hosts=("127.0.0.1",)))  # loopback is refused by default
     assert [it.url for it in exp.items] == [f"{server.url}/bikes.mp4"]
     assert exp.items[0].title == "bikes" and exp.items[0].batch == batch_key("lb", 0)
     assert sorted(r.reason for r in exp.rejects) == ["listed_twice", "not_found"]

@@ -33,8 +33,8 @@ def _run(args: list[str], env: dict[str, str]) -> str:
 
 
 def test_backfill_three_partitions_from_the_cli(tmp_path, monkeypatch):
-    images = tmp_path / "imgs"
-    images.mkdir()
+    images = tmp_path / "data" / "imgs"  # local sources must lie in the data dir or allowed_roots
+    images.mkdir(parents=True)
     for i, colour in enumerate(("red", "green", "blue")):
         Image.new("RGB", (64, 48), colour).save(images / f"{i}.png")
     sources = tmp_path / "sources.yaml"

@@ -21,8 +21,8 @@ pytest.importorskip("dagster_dask")
 def test_sources_step_runs_on_a_local_dask_cluster(tmp_path, monkeypatch):
     from tests.ops.dask_job import dask_sources_job
 
-    images = tmp_path / "imgs"
-    images.mkdir()
+    images = tmp_path / "data" / "imgs"  # local sources must lie in the data dir or allowed_roots
+    images.mkdir(parents=True)
     for i, colour in enumerate(("red", "blue", "green")):
         Image.new("RGB", (64, 48), colour).save(images / f"{i}.png")
     src = tmp_path / "sources.yaml"

@@ -1,6 +1,6 @@
 """Real detections, only with a verified copy of yolo11n.pt / yolov8n.pt.
 
-Runs when SUBTEXT_YOLO_WEIGHTS points at a file whose size and sha256 match MANIFEST.md §4
+Runs when SUBTEXT_YOLO_WEIGHTS points at a file whose size and sha256 match config/weights.yaml
 (none can be obtained on the build machines, so in CI these tests are skipped, and say why).
 """
 
@@ -19,7 +19,7 @@ from forge.vision.images import load_image
 def _verified_weights() -> tuple[Path | None, str]:
     raw = os.environ.get("SUBTEXT_YOLO_WEIGHTS", "")
     if not raw:
-        return None, "SUBTEXT_YOLO_WEIGHTS is not set: no real YOLO weights on this machine (MANIFEST.md §2)"
+        return None, "SUBTEXT_YOLO_WEIGHTS is not set: no real YOLO weights on this machine (config/weights.yaml: optional)"
     p = Path(raw)
     if not p.is_file():
         return None, f"SUBTEXT_YOLO_WEIGHTS={raw} does not exist"
@@ -28,7 +28,7 @@ def _verified_weights() -> tuple[Path | None, str]:
         return None, f"{p.name} is not a reference file ({', '.join(REFERENCE_WEIGHTS)})"
     digest = sha256_file(p)
     if digest != ref[1]:
-        return None, f"{p} sha256 {digest} != reference {ref[1]} (MANIFEST.md §4)"
+        return None, f"{p} sha256 {digest} != reference {ref[1]} (config/weights.yaml)"
     return p, ""
 
 

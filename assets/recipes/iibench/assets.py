@@ -72,8 +72,7 @@ def _read_for(store: TableStore, table: str, batch: str, ids: list[str]) -> pd.D
     if store.part_path(table, batch).exists():
         df = store.read(table, parts=[batch])
     else:
-        quoted = ",".join("'" + i.replace("'", "''") + "'" for i in ids)
-        df = store.read(table, where=f"frame_id in ({quoted})")
+        df = store.read(table, where="list_contains(?, frame_id)", params=[list(ids)])
     df = df[df["frame_id"].isin(ids)]
     if "method" in df.columns:  # dedup may group a frame twice (frame and clip level): the frame verdict counts
         df = df.sort_values("method", key=lambda m: m != "frame", kind="stable")

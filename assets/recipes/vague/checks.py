@@ -27,7 +27,7 @@ from resources.storage import StorageResource
 
 def failure_rates(store: TableStore, stage: str, kept: int) -> dict[str, object]:
     """Rejects of ``stage`` by reason, and their share of the frames the stage attempted."""
-    rej = store.read("rejects", where=f"stage = '{stage}'") if store.exists("rejects") else pd.DataFrame()
+    rej = store.read("rejects", where="stage = ?", params=[stage]) if store.exists("rejects") else pd.DataFrame()
     n_rej = len(rej)
     attempted = kept + n_rej
     by = rej["reason"].value_counts().to_dict() if n_rej else {}
