@@ -10,7 +10,7 @@ per partition, writes the stage's rejects, refreshes the DuckDB catalog and retu
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import dagster as dg
@@ -152,6 +152,81 @@ def publish(
         md["seconds"] = round(time.perf_counter() - started, 3)
     refresh_catalog(store)
     return dg.MaterializeResult(asset_key=asset_key, metadata=md, check_results=checks)
+
+
+class StageRun:
+    """The boilerplate of one per-batch stage, so an asset body is only the stage's own logic.
+
+    ::
+
+        run = StageRun(context, storage, llm)                 # timer, engine, one table per asset
+        for part, rejects in run.partitions():                # a RejectLog per partition
+            rows = ...                                        # the stage's logic
+            run.put(part, rows)                               # conformed to the contract at once
+            run.add_attempts(refine_run.attempts_frame())
+        return run.publish({"my_metric": ...})                # llm_attempts, llm_calls, tables, rejects
+
+    ``put`` conforms at once, so an empty batch (nothing in, everything rejected, every call
+    failed) is a frame with the contract's columns and code after it never meets a missing
+    column. ``publish`` rewrites ``llm_calls``/``llm_attempts`` for every partition the run
+    covered, so a re-run that makes no call leaves no stale rows.
+    """
+
+    def __init__(self, context: dg.AssetExecutionContext, storage: Any, llm: Any = None,
+                 tables: Iterable[str] | None = None, stage: str | None = None):
+        self.t0 = time.perf_counter()
+        self.context, self.store = context, storage.store
+        self.stage = stage or context.asset_key.path[-1]
+        self.engine = llm.engine() if llm is not None else None
+        self.tables: dict[str, dict[str, pd.DataFrame]] = {t: {} for t in (tables or [self.stage])}
+        self.logs: list[RejectLog] = []
+        self.attempts: list[pd.DataFrame] = []
+        self.parts: list[str] = []
+
+    def partitions(self) -> Iterator[tuple[str, RejectLog]]:
+        for part in partition_keys(self.context):
+            log = RejectLog(self.stage, part)
+            self.logs.append(log)
+            self.parts.append(part)
+            yield part, log
+
+    def put(self, part: str, rows: pd.DataFrame | Iterable[Mapping[str, Any]], table: str | None = None,
+            columns: list[str] | None = None) -> pd.DataFrame:
+        table = table or next(iter(self.tables))
+        df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=columns)
+        df = load_contract(table).conform(df)
+        self.tables.setdefault(table, {})[part] = df
+        return df
+
+    def frame(self, table: str | None = None) -> pd.DataFrame:
+        """Every partition of ``table`` written so far, concatenated (contract columns when empty)."""
+        table = table or next(iter(self.tables))
+        frames = [f for f in self.tables.get(table, {}).values() if len(f)]
+        return pd.concat(frames, ignore_index=True) if frames else load_contract(table).conform(pd.DataFrame())
+
+    def add_attempts(self, attempts: pd.DataFrame | Iterable[Mapping[str, Any]]) -> None:
+        self.attempts.append(attempts if isinstance(attempts, pd.DataFrame) else pd.DataFrame(list(attempts)))
+
+    def rejected(self) -> int:
+        return sum(len(log) for log in self.logs)
+
+    def publish(self, metadata: Mapping[str, Any] | None = None, call_stages: Iterable[str] = (),
+                attempts_key: str | None = None, record_attempts: bool | None = None) -> dg.MaterializeResult:
+        """Write attempts (when the stage made any, or ``record_attempts``), the LLM call log
+        (for this stage and ``call_stages``), then the tables and rejects."""
+        from assets.llm_support import record_llm_attempts, record_llm_calls
+
+        md: dict[str, Any] = {}
+        if record_attempts or (record_attempts is None and self.attempts):
+            n = record_llm_attempts(self.store, self.attempts, [(self.stage, p) for p in self.parts])
+            if attempts_key:
+                md[attempts_key] = n
+        if self.engine is not None:
+            stages = [self.stage, *call_stages]
+            md |= record_llm_calls(self.store, self.engine, [(s, p) for s in stages for p in self.parts])
+        md |= dict(metadata or {})
+        return publish(self.store, self.tables, rejects=self.logs, metadata=md, asset_key=self.context.asset_key,
+                       started=self.t0)
 
 
 class Progress:
