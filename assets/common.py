@@ -94,6 +94,16 @@ def markdown_preview(df: pd.DataFrame, rows: int = 8, max_chars: int = 60) -> st
     return "\n".join(lines)
 
 
+class ContractViolation(dg.Failure):
+    """Rows that break their table's data contract: refused, nothing written."""
+
+    def __init__(self, violations: list[str]):
+        self.violations = violations
+        super().__init__(
+            description=f"{len(violations)} contract violation(s); nothing was written: " + "; ".join(violations[:5]),
+            metadata={"violations": dg.MetadataValue.md("\n".join(f"- {v}" for v in violations[:50]))})
+
+
 def publish(
     store: TableStore,
     tables: Mapping[str, Mapping[str, pd.DataFrame]],
@@ -105,19 +115,33 @@ def publish(
     """Validate, write and describe what one asset produced.
 
     ``tables`` maps table name → partition → frame. Frames are conformed to their
-    contract; rows are written even when they violate it (so the user can inspect them
-    in DuckDB) but the blocking check then fails and descendants do not run.
+    contract and validated *before* anything is written: rows that break their contract
+    are refused (``ContractViolation``, the step fails with every violation listed) and
+    the previous files stay in place, so no descendant ever reads them.
     """
     md: dict[str, Any] = dict(metadata or {})
     checks: list[dg.AssetCheckResult] = []
-    first = True
+    conformed: dict[str, dict[str, pd.DataFrame]] = {}
+    violations: list[str] = []
     for table, parts in tables.items():
+        contract = load_contract(table)
+        conformed[table] = {}
+        for part, df in parts.items():
+            try:
+                df = contract.conform(df)
+            except ValueError as exc:
+                violations.append(f"{table} [{part}] {exc}")
+                continue
+            violations += [f"{table} [{part}] {p}" for p in contract.validate(df)]
+            conformed[table][part] = df
+    if violations:
+        raise ContractViolation(violations)
+    first = True
+    for table, parts in conformed.items():
         contract = load_contract(table)
         total, problems, frames = 0, [], []
         for part, df in parts.items():
-            df = contract.conform(df)
-            problems += [f"[{part}] {p}" for p in contract.validate(df)]
-            store.write(table, df, part, schema=None if problems else contract.arrow_schema())
+            store.write(table, df, part, schema=contract.arrow_schema())
             total += len(df)
             frames.append(df)
         checks.append(
