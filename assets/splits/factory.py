@@ -51,10 +51,9 @@ WARN, ERROR = dg.AssetCheckSeverity.WARN, dg.AssetCheckSeverity.ERROR
 
 
 def _read(store: TableStore, table: str, parts: list[str] | None = None) -> pd.DataFrame:
-    try:
-        return store.read(table, parts=parts) if store.exists(table) else pd.DataFrame()
-    except Exception:  # noqa: BLE001 - an unreadable optional upstream table counts as absent
-        return pd.DataFrame()
+    """A table, or an empty frame when it does not exist (yet). A table that exists but cannot
+    be read is an error, never "absent": a leakage audit over nothing would pass."""
+    return store.read(table, parts=parts)
 
 
 def read_items(store: TableStore, paper: str) -> pd.DataFrame:
@@ -195,6 +194,9 @@ def run_gates(store: TableStore, paper: str, cfg: dict[str, Any], llm: LLMResour
         md.update(llm_metadata(engine))
         record_llm_calls(store, engine, [(BLIND_STAGE, paper)])
     flagged = [s for s in scores.values() if s.flagged]
+    blind_failed = sum(s.failed for s in scores.values())
+    blind_sent = blind_failed + sum(s.trials for s in scores.values())
+    blind_coverage = round(1 - blind_failed / blind_sent, 4) if blind_sent else 1.0
     # A stub "model" answers at random: its flags mean nothing, so they never drop an item.
     drop_blind = bc.drop and blind_backend != "stub"
     if drop_blind:
@@ -245,6 +247,7 @@ def run_gates(store: TableStore, paper: str, cfg: dict[str, Any], llm: LLMResour
         "kept_per_split": dg.MetadataValue.json({k: int(v) for k, v in per_split.items()}),
         "blind_accuracy_before": acc_before, "blind_accuracy_after": acc_after,
         "blind_items": len(scores), "blind_flagged": len(flagged), "positions_reshuffled": moved,
+        "blind_failed_calls": blind_failed, "blind_coverage": blind_coverage,
         "length_bias_share_longest": round(lb.share_longest, 4), "length_bias_excess": round(lb.excess, 4),
         "stub_items": stub_n,
     })
@@ -265,9 +268,14 @@ def run_gates(store: TableStore, paper: str, cfg: dict[str, Any], llm: LLMResour
                             metadata={"items": lb.n, "share_longest": round(lb.share_longest, 4),
                                       "chance": round(lb.chance, 4), "excess": round(lb.excess, 4),
                                       "share_shortest": round(lb.share_shortest, 4), "max_excess": gcfg.max_length_excess}),
-        dg.AssetCheckResult(check_name="gate_blind_solvability", severity=WARN,
-                            passed=not flagged or (drop_blind and not any(s.item_id in set(kept["item_id"]) for s in flagged)),
+        # An outage of the blind solver is not a pass: below the coverage floor the gate fails (ERROR).
+        dg.AssetCheckResult(check_name="gate_blind_solvability",
+                            severity=ERROR if blind_coverage < bc.min_coverage else WARN,
+                            passed=blind_coverage >= bc.min_coverage and (not flagged or (
+                                drop_blind and not any(s.item_id in set(kept["item_id"]) for s in flagged))),
                             metadata={"items_tested": len(scores), "trials": bc.trials, "flagged": len(flagged),
+                                      "failed_calls": blind_failed, "coverage": blind_coverage,
+                                      "min_coverage": bc.min_coverage,
                                       "dropped": reasons.get("blind_solvable", 0), "accuracy_before": acc_before,
                                       "accuracy_after": acc_after, "alpha": bc.alpha, "min_accuracy": bc.min_accuracy,
                                       "model": blind_model or "", "backend": blind_backend or "", "note": blind_note}),
@@ -332,6 +340,9 @@ def run_export(store: TableStore, paper: str, cfg: dict[str, Any], force_stub: b
             cost = benchmark_cost(_read(store, "llm_calls"), paper, len(gated))
             res = _read(store, "gate_results", parts=[paper])
             gates_fig = _card_gates(res)
+            failed = failed_gates(gated, res, cfg)
+            if failed:
+                gates_fig["failed gates"] = failed
             splits_cfg = SplitSizes.parse(cfg["sizes"]).names
             blind = res[res["blind_trials"].notna()] if len(res) else res
             ctx = {
@@ -342,7 +353,7 @@ def run_export(store: TableStore, paper: str, cfg: dict[str, Any], force_stub: b
                 "blind_prompt_hash": ", ".join(sorted(blind["blind_prompt_hash"].dropna().unique())) if len(blind) else "",
                 "blind_model": ", ".join(sorted(blind["blind_model"].dropna().unique())) if len(blind) else "",
                 "recipe_config": recipe_text, "recipe_config_hash": sha256_bytes(recipe_text.encode())[:12],
-                "cost": cost, "gates": gates_fig,
+                "cost": cost, "gates": gates_fig, "failed_gates": failed,
             }
             stage_cfg = json.loads(json.dumps({k: v for k, v in cfg.items()}, default=str))
             stage_cfg["export"] = dict(stage_cfg.get("export") or {}, force_stub=force_stub)
@@ -363,6 +374,8 @@ def run_export(store: TableStore, paper: str, cfg: dict[str, Any], force_stub: b
                 md["note"] = f"content unchanged since {out.version}: no new version written"
             card = (out.path / "README.md").read_text()
             md["card"] = dg.MetadataValue.md(card.split("---\n", 2)[-1][:6000])
+            if failed:
+                md["failed_gates"] = dg.MetadataValue.json(failed)
     md["status"] = status
     md["stub_items"] = stub_n
     n_versions, bad = integrity(store, paper)
@@ -375,6 +388,28 @@ def run_export(store: TableStore, paper: str, cfg: dict[str, Any], force_stub: b
                             metadata={"versions": n_versions, "modified_files": dg.MetadataValue.json(bad[:20])}),
     ]
     return exports_frame(exports_dir(store), paper), md, checks
+
+
+def failed_gates(gated: pd.DataFrame, res: pd.DataFrame, cfg: dict[str, Any]) -> list[str]:
+    """The gates the exported items do not pass, in words, recomputed from what is exported
+    (length bias, position balance) and from ``gate_results`` (blind-solver coverage)."""
+    gcfg = GateConfig.from_config(cfg)
+    out = []
+    lb = sg.length_figure(gated)
+    if lb.n and lb.excess > gcfg.max_length_excess:
+        out.append(f"length bias: the correct option is the longest in {lb.share_longest:.0%} of {lb.n} items "
+                   f"(chance {lb.chance:.0%}, allowed excess {gcfg.max_length_excess:.0%})")
+    bad_pos = [f for f in sg.position_figures(gated, gcfg.position_tolerance) if f.max_deviation > f.allowed]
+    if bad_pos:
+        out.append("position balance: " + ", ".join(f"{f.split} deviates {f.max_deviation:.0%} (allowed {f.allowed:.0%})"
+                                                    for f in bad_pos))
+    tested = res[res["blind_trials"].notna()] if len(res) else res
+    if len(tested):
+        cov = float(tested["blind_trials"].sum()) / (len(tested) * gcfg.blind.trials)
+        if cov < gcfg.blind.min_coverage:
+            out.append(f"blind solvability: only {cov:.0%} of the blind-solver calls answered "
+                       f"(floor {gcfg.blind.min_coverage:.0%}); the gate did not run on every item")
+    return out
 
 
 def _card_gates(res: pd.DataFrame) -> dict[str, Any]:
@@ -463,6 +498,9 @@ def benchmark_defs(paper: str) -> dg.Definitions:
     def _export(context: dg.AssetExecutionContext, config: ExportConfigRun, storage: StorageResource) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         frame, md, checks = run_export(storage.store, paper, cfg, config.force_stub)
+        if md.get("status") == "refused":   # a refused export is a failed step, not a green run
+            raise dg.Failure(description=str(md.get("note", f"{paper} export refused")),
+                             metadata={"stub_items": md.get("stub_items", 0)})
         res = publish(storage.store, {"exports": {paper: frame}}, metadata=md, asset_key=context.asset_key, started=t0)
         return dg.MaterializeResult(asset_key=context.asset_key, metadata=res.metadata,
                                     check_results=[*res.check_results, *checks])

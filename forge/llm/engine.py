@@ -322,6 +322,8 @@ class LLMEngine:
 
     # -- accounting --------------------------------------------------------------------
     def _cost(self, model: str, tin: int, tout: int) -> float:
+        if self.backend.name == "stub":   # offline placeholders: nothing is billed (issue 14)
+            return 0.0
         p = price_for(self.prices, model)
         return 0.0 if p is None else (tin * p.input_per_1m + tout * p.output_per_1m) / 1e6
 

@@ -120,6 +120,7 @@ class BlindConfig:
     min_accuracy: float = 0.6
     drop: bool = True
     max_items: int | None = None
+    min_coverage: float = 0.9   # answered trials / trials asked below this → the gate fails (an outage is no pass)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> BlindConfig:
