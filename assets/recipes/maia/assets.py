@@ -314,7 +314,7 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
             "question": q["question"], "answers": "\n".join(f"A{i + 1}: {a}" for i, a in enumerate(ans))})
             for q, ans, _ in pools]
         contra = {r.item_id: r for r in engine.run(stage, batch, contra_reqs)}
-        pool_objs, meta = [], {}
+        pool_objs, meta, check_errors = [], {}, {}
         for q, ans, gres in pools:
             qid = q["question_id"]
             ids = [f"{qid}_a{i}" for i in range(len(ans))]
@@ -323,14 +323,20 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
             for i, mid in enumerate(ids):
                 r = cons[mid]
                 scores[i] = int(r.data["score"]) if r.ok else None
-                if not r.ok:
-                    log.add(mid, "consistency_failed", r.error_class or "", r.error or "")
+                if not r.ok:   # fail closed: an answer whose check did not run is never kept as passed
+                    p.dropped[i] = "consistency_check_failed"
+                    check_errors[mid] = f"{r.error_class or ''}: {r.error or ''}".strip(": ")
                 elif scores[i] == 0 and not advisory(r):
                     p.dropped[i] = "inconsistent_answer"
             cr = contra[qid]
             contradiction = bool(cr.data["contradiction"]) if cr.ok else None
-            meta[qid] = (q, gres, scores, contradiction, len(ans),
-                         contradiction and not advisory(cr) and bool(acfg.get("drop_contradicting_pools", True)))
+            # the pool's reject reason, or None; a failed contradiction check rejects the pool (fail closed)
+            pool_reject = ("contradiction_check_failed" if not cr.ok else "pool_contradiction"
+                           if contradiction and not advisory(cr) and bool(acfg.get("drop_contradicting_pools", True))
+                           else None)
+            if not cr.ok:
+                check_errors[qid] = f"{cr.error_class or ''}: {cr.error or ''}".strip(": ")
+            meta[qid] = (q, gres, scores, contradiction, len(ans), pool_reject)
             pool_objs.append(p)
         # 3. equal strings / lexical overlap → rephrase, bounded rounds
         attempts: list[dict[str, Any]] = []
@@ -344,16 +350,18 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
         for p in pool_objs:
             q, gres, scores, contradiction, n0, drop_pool = meta[p.key]
             for i, why in sorted(p.dropped.items()):
-                log.add(p.member_ids[i], why, detail=p.texts[i], related_id=p.key)
+                mid = p.member_ids[i]
+                detail = f"{check_errors[mid]} — {p.texts[i]}" if mid in check_errors else p.texts[i]
+                log.add(mid, why, detail=detail, related_id=p.key)
             status, reason = "kept", None
             if drop_pool:
-                status, reason = "rejected", "pool_contradiction"
+                status, reason = "rejected", drop_pool
                 p.stats_before = p.stats_before or pool_stats(p.kept_texts())
                 p.stats_after = p.stats_after or p.stats_before
             elif len(p.alive()) < int(acfg["min_pool_size"]):
                 status, reason = "rejected", "pool_too_small"
             if status == "rejected":
-                log.add(p.key, reason, detail=f"{len(p.alive())}/{n0} answers kept")
+                log.add(p.key, reason, detail=check_errors.get(p.key) or f"{len(p.alive())}/{n0} answers kept")
             stats.append(stats_row("answers", p, q, status, reason, n0, {
                 "n_inconsistent": sum(1 for s in scores.values() if s == 0),
                 "n_partially_consistent": sum(1 for s in scores.values() if s == 2),
