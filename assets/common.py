@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pandas as pd
+import yaml
 
 from forge.contracts import Contract, load_contract
 from forge.storage import UNPARTITIONED, RejectLog, TableStore, refresh_catalog
@@ -68,6 +70,25 @@ def contract_check_specs(asset: str | dg.AssetKey, tables: Iterable[str]) -> lis
         )
         for t in tables
     ]
+
+
+QUALITY_PATH = Path(__file__).resolve().parents[1] / "config" / "quality.yaml"
+
+
+def reject_rate_ceiling(stage: str, path: Path = QUALITY_PATH) -> tuple[float, int]:
+    """(ceiling, min_seen) of ``stage``'s reject-rate check from config/quality.yaml."""
+    cfg = (yaml.safe_load(path.read_text()) or {}).get("reject_rate", {}) if path.exists() else {}
+    ceiling = (cfg.get("stages") or {}).get(stage, cfg.get("ceiling", 0.95))
+    return float(ceiling), int(cfg.get("min_seen", 3))
+
+
+def stage_check_specs(asset: str, tables: Iterable[str]) -> list[dg.AssetCheckSpec]:
+    """Contract checks plus the stage's ``reject_rate`` check (emitted by ``StageRun.publish``)."""
+    ceiling, _ = reject_rate_ceiling(asset)
+    return [*contract_check_specs(asset, tables), dg.AssetCheckSpec(
+        name="reject_rate", asset=asset,
+        description=f"rejected / (rejected + kept) for this stage ≤ {ceiling:g} (config/quality.yaml): "
+                    "a stage that rejects (nearly) everything is a failure, not an empty success.")]
 
 
 def table_metadata(tables: Iterable[str]) -> dict[str, Any]:
@@ -249,8 +270,24 @@ class StageRun:
             stages = [self.stage, *call_stages]
             md |= record_llm_calls(self.store, self.engine, [(s, p) for s in stages for p in self.parts])
         md |= dict(metadata or {})
-        return publish(self.store, self.tables, rejects=self.logs, metadata=md, asset_key=self.context.asset_key,
-                       started=self.t0)
+        result = publish(self.store, self.tables, rejects=self.logs, metadata=md, asset_key=self.context.asset_key,
+                         started=self.t0)
+        if not any(s.name == "reject_rate" for s in self.context.assets_def.check_specs):
+            return result
+        return dg.MaterializeResult(asset_key=self.context.asset_key, metadata=result.metadata,
+                                    check_results=[*(result.check_results or []), self.reject_rate_check()])
+
+    def reject_rate_check(self) -> dg.AssetCheckResult:
+        ceiling, min_seen = reject_rate_ceiling(self.stage)
+        kept = len(self.frame())
+        rejected = self.rejected()
+        seen = kept + rejected
+        rate = rejected / seen if seen else 0.0
+        return dg.AssetCheckResult(
+            check_name="reject_rate", asset_key=self.context.asset_key, severity=dg.AssetCheckSeverity.ERROR,
+            passed=seen < min_seen or rate <= ceiling,
+            metadata={"rejected": rejected, "kept": kept, "reject_rate": round(rate, 4), "ceiling": ceiling,
+                      "note": f"fewer than {min_seen} items: not judged" if seen < min_seen else ""})
 
 
 class Progress:

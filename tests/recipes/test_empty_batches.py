@@ -85,3 +85,31 @@ def test_recipe_chain_survives_an_empty_batch(paper, mode, request, tmp_path, mo
     if mode == "all_failed":
         assert last.empty
         assert rejects["reason"].str.contains("fail").any(), rejects["reason"].value_counts()
+
+
+def test_everything_rejected_fails_the_reject_rate_check(request, llm_double, llm_double_resource):
+    """II-Bench labels: every explanation too short after K rounds → all rejected → reject_rate fails (ERROR)."""
+    from assets.recipes.iibench import assets as A
+    from tests.recipes.iibench.test_iibench_assets import responder
+
+    store = request.getfixturevalue("iibench_store")
+
+    def short_labels(body):
+        name = (body.get("response_format") or {}).get("json_schema", {}).get("name")
+        if name == "iibench_implication":     # every candidate kept, so the labels stage sees 4 images
+            return {"has_implication": True, "implication": "time is wasted", "reason": "a visual metaphor"}
+        out = responder(body)
+        return dict(out, explanation="too short") if name == "iibench_labels" else out
+
+    llm_double.responder = short_labels
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", ["imgs-0000"])
+    res = dg.materialize([A.iibench_implication, A.iibench_labels], partition_key="imgs-0000", instance=instance,
+                         resources={"storage": StorageResource(data_dir=str(store.data_dir)),
+                                    "llm": llm_double_resource()},
+                         run_config={"ops": {"iibench_labels": {"config": {"max_rounds": 1}}}})
+    checks = {(e.asset_key.path[-1], e.check_name): e for e in res.get_asset_check_evaluations()}
+    labels = checks[("iibench_labels", "reject_rate")]
+    assert not labels.passed and labels.severity == dg.AssetCheckSeverity.ERROR
+    assert labels.metadata["reject_rate"].value == 1.0 and labels.metadata["kept"].value == 0
+    assert checks[("iibench_implication", "reject_rate")].passed

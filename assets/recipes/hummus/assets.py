@@ -18,7 +18,7 @@ from typing import Any
 import dagster as dg
 import yaml
 
-from assets.common import SINGLE_RUN, StageRun, batches, contract_check_specs, table_metadata
+from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE
@@ -54,7 +54,7 @@ class AnnotationsConfig(dg.Config):
     group_name="hummus", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["frames"],
     code_version=content_hash(VERSION, CFG["pairs"], files=[P_CAPTION]),
-    check_specs=contract_check_specs("hummus_pairs", ["hummus_pairs"]),
+    check_specs=stage_check_specs("hummus_pairs", ["hummus_pairs"]),
     metadata=table_metadata(["hummus_pairs"]),
     description="Hummus inputs: image frames with their table-source caption; images without one get an LLM "
                 "caption when generate_captions is on (caption_origin = llm), else are rejected (no_caption).",
@@ -109,7 +109,7 @@ def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int):
     group_name="hummus", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["hummus_pairs"],
     code_version=content_hash(VERSION, CFG["annotations"], files=[P_ANNOTATE, TAXONOMY_PATH]),
-    check_specs=contract_check_specs("hummus_annotations", ["hummus_annotations", "hummus_regions"]),
+    check_specs=stage_check_specs("hummus_annotations", ["hummus_annotations", "hummus_regions"]),
     metadata=table_metadata(["hummus_annotations", "hummus_regions"]),
     description="Hummus §4 annotation: Yes / No / WIDLII / Discard with incongruities; for Yes / WIDLII "
                 "TARGET IS SOURCE metaphors, boxes (pixel + normalised, in hummus_regions), the caption span in "
@@ -190,7 +190,7 @@ def hummus_annotations(context: dg.AssetExecutionContext, config: AnnotationsCon
     group_name="hummus", kinds={"python"}, partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["hummus_annotations"],
     code_version=content_hash(VERSION, H.INSTRUCTIONS),
-    check_specs=contract_check_specs("hummus_items", ["hummus_items"]),
+    check_specs=stage_check_specs("hummus_items", ["hummus_items"]),
     metadata=table_metadata(["hummus_items"]),
     description="The six Hummus tasks of Table 1 (classification, naming, image_box, image_label, "
                 "caption_highlight, explanation) built from the annotations; Discard items are not tested.",

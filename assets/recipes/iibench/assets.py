@@ -18,7 +18,7 @@ import dagster as dg
 import pandas as pd
 import yaml
 
-from assets.common import SINGLE_RUN, StageRun, batches, contract_check_specs, table_metadata
+from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
@@ -109,7 +109,7 @@ def candidate_images(store: TableStore, batch: str, rejects: RejectLog) -> pd.Da
     group_name="iibench", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["frames", "duplicates", "text_ratio"],
     code_version=content_hash(VERSION, CFG["implication"], files=[P_IMPLICATION]),
-    check_specs=contract_check_specs("iibench_implication", ["iibench_implication"]),
+    check_specs=stage_check_specs("iibench_implication", ["iibench_implication"]),
     metadata=table_metadata(["iibench_implication"]),
     description="II-Bench Stage 3: keep images with a metaphorical or suggestive implication (LLM judge with "
                 "reasons; a human verdict table overrides it). Dropped images → rejects (no_implication).",
@@ -183,7 +183,7 @@ def labels_check(min_chars: int):
     group_name="iibench", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["iibench_implication"],
     code_version=content_hash(VERSION, CFG["labels"], files=[P_LABELS, tax.TAXONOMY_PATH]),
-    check_specs=contract_check_specs("iibench_labels", ["iibench_labels"]),
+    check_specs=stage_check_specs("iibench_labels", ["iibench_labels"]),
     metadata=table_metadata(["iibench_labels"]),
     description="II-Bench App. B.2 labels per kept image: image type, domain, emotion, rhetoric (multi), "
                 "difficulty and the explanation of the implication; label sets validated in code, refined.",
@@ -268,7 +268,7 @@ def judge_verdict(data: dict[str, Any]) -> Verdict:
     group_name="iibench", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["iibench_labels"],
     code_version=content_hash(VERSION, CFG["items"], files=[P_QUESTIONS, P_JUDGE]),
-    check_specs=contract_check_specs("iibench_items", ["iibench_items"]),
+    check_specs=stage_check_specs("iibench_items", ["iibench_items"]),
     metadata=table_metadata(["iibench_items"]),
     description="II-Bench items: 1-3 single-answer questions per image with six options (one correct, five "
                 "distractors about the implication's nuances), code-checked for duplicates and judged (each "

@@ -19,7 +19,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from assets.common import SINGLE_RUN, Progress, StageRun, batches, contract_check_specs, table_metadata
+from assets.common import SINGLE_RUN, Progress, StageRun, batches, stage_check_specs, table_metadata
 from forge.checks.text import pool_stats
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import ATTEMPT_COLUMNS, refine
@@ -82,7 +82,7 @@ def images(store: TableStore, paths: list[str], k: int) -> list[ImageInput]:
 @dg.asset(
     **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["clips", "frames", "evidence"],
     code_version=content_hash(VERSION, CFG.get("questions"), files=[P["questions"], CATEGORIES_FILE]),
-    check_specs=contract_check_specs("maia_questions", ["maia_questions"]),
+    check_specs=stage_check_specs("maia_questions", ["maia_questions"]),
     metadata=table_metadata(["maia_questions"]),
     description="MAIA questions (App. A.3): 2 open-ended, audio-free questions per reasoning category per clip, the "
                 "second about other entities/events; generated from frames + evidence, or imported (human).",
@@ -271,7 +271,7 @@ def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
     code_version=content_hash(VERSION, CFG.get("answers"), CFG.get("pools"),
                               files=[P["answers"], P["consistency"], P["contradiction"], P["rephrase_equal"],
                                      P["rephrase_overlap"]]),
-    check_specs=contract_check_specs("maia_answer_pools", ["maia_answer_pools", "maia_pool_stats"]),
+    check_specs=stage_check_specs("maia_answer_pools", ["maia_answer_pools", "maia_pool_stats"]),
     metadata=table_metadata(["maia_answer_pools"]),
     description="MAIA 8-answer pools (App. A.3–A.4): generated with diversity (or imported), consistency 0/1/2, "
                 "contradiction inside the pool, equal strings and >50 % lexical overlap rephrased, TTR per pool.",
@@ -388,7 +388,7 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
     **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["maia_answer_pools", "maia_questions"],
     code_version=content_hash(VERSION, CFG.get("statements"), CFG.get("pools"),
                               files=[P["statement"], P["rephrase_equal"], P["rephrase_overlap"]]),
-    check_specs=contract_check_specs("maia_statements", ["maia_statements", "maia_pool_stats"]),
+    check_specs=stage_check_specs("maia_statements", ["maia_statements", "maia_pool_stats"]),
     metadata=table_metadata(["maia_statements"]),
     description="MAIA true statements (App. A.5–A.6): one declarative statement per answer (question + answer), "
                 "then the same equal-string / lexical-overlap processing of each pool and TTR.",
@@ -453,7 +453,7 @@ def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
 @dg.asset(
     **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["maia_statements"],
     code_version=content_hash(VERSION, CFG.get("foils"), files=[*FOIL_PROMPTS, P["foil_structural"], CATEGORIES_FILE]),
-    check_specs=contract_check_specs("maia_foils", ["maia_foils"]),
+    check_specs=stage_check_specs("maia_foils", ["maia_foils"]),
     metadata=table_metadata(["maia_foils"]),
     description="MAIA foils (App. A.7–A.8): a minimal category-specific edit of each true statement (one prompt per "
                 "category), structural check + NLI contradiction test; entailed / invalid foils are regenerated.",
@@ -521,7 +521,7 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
 @dg.asset(
     **COMMON, kinds={"python", "parquet"}, deps=["maia_foils", "maia_answer_pools", "maia_questions", "maia_statements"],
     code_version=content_hash(VERSION, CFG.get("items")),
-    check_specs=contract_check_specs("maia_items", ["maia_items"]),
+    check_specs=stage_check_specs("maia_items", ["maia_items"]),
     metadata=table_metadata(["maia_items"]),
     description="MAIA items (§4): statement_verification (true vs foil, A/B by a seeded shuffle) and open_ended "
                 "(question + its pool of references), in the common benchmark-item columns.",

@@ -18,7 +18,7 @@ import dagster as dg
 import pandas as pd
 import yaml
 
-from assets.common import SINGLE_RUN, StageRun, batches, contract_check_specs, table_metadata
+from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
 from forge.checks import mcq
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
@@ -84,7 +84,7 @@ def _gen_cols(res: LLMResult, base_hash: str) -> dict[str, Any]:
     group_name=GROUP, kinds={"python"}, partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["rich_scenes", "frames", "person_indicators", "tags", "detections"],
     code_version=_version("candidates"),
-    check_specs=contract_check_specs("vague_candidates", ["vague_candidates"]),
+    check_specs=stage_check_specs("vague_candidates", ["vague_candidates"]),
     metadata=table_metadata(["vague_candidates"]),
     description="VAGUE §4.1: candidate frames from the selected rich scenes (kind, blur, persons, tags, "
                 "no neighbouring frames, per-batch cap) with the image the model sees (person indicators).",
@@ -160,7 +160,7 @@ def run_direct(engine, store: TableStore, part: str, cands: pd.DataFrame, cfg: d
 @dg.asset(
     group_name=GROUP, kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["vague_candidates"], code_version=_version("direct", ["direct", "rate_direct"]),
-    check_specs=contract_check_specs("vague_direct", ["vague_direct"]), metadata=table_metadata(["vague_direct"]),
+    check_specs=stage_check_specs("vague_direct", ["vague_direct"]), metadata=table_metadata(["vague_direct"]),
     description="VAGUE §4.2.1: direct expression + (subject, action, object) with object ∈ the frame's tags "
                 "(enforced in code), rated 1-5 for relevance and solvability by an LLM judge; keep ≥ the minimum.",
 )
@@ -241,7 +241,7 @@ def run_indirect(engine, embedder, store: TableStore, part: str, direct: pd.Data
 @dg.asset(
     group_name=GROUP, kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["vague_direct"], code_version=_version("indirect", ["indirect", "select_indirect"]),
-    check_specs=contract_check_specs("vague_indirect", ["vague_indirect"]), metadata=table_metadata(["vague_indirect"]),
+    check_specs=stage_check_specs("vague_indirect", ["vague_indirect"]), metadata=table_metadata(["vague_indirect"]),
     description="VAGUE §4.2.2: three indirect candidates (sarcasm, humour, meme/idiom) + superficial readings; "
                 "ambiguity checked in code (lemmas + MiniLM similarity); one selected and rated, keep ≥ the minimum.",
 )
@@ -316,7 +316,7 @@ def run_options(engine, embedder, store: TableStore, part: str, direct: pd.DataF
 @dg.asset(
     group_name=GROUP, kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["vague_indirect"], code_version=_version("options", ["fake_scene", "nonexistent"]),
-    check_specs=contract_check_specs("vague_options", ["vague_options"]), metadata=table_metadata(["vague_options"]),
+    check_specs=stage_check_specs("vague_options", ["vague_options"]), metadata=table_metadata(["vague_options"]),
     description="VAGUE §4.2.3: counterfactual options FS (fake caption → interpretation), SU (superficial "
                 "reading), NE (object replaced by an absent, expected one; absence verified, regenerated with "
                 "feedback up to K rounds) plus the correct one.",
@@ -394,7 +394,7 @@ def _notes(value: Any) -> list[str]:
 @dg.asset(
     group_name=GROUP, kinds={"python"}, partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["vague_options", "vague_candidates", "vague_direct", "vague_indirect"], code_version=_version("options"),
-    check_specs=contract_check_specs("vague_items", ["vague_items"]), metadata=table_metadata(["vague_items"]),
+    check_specs=stage_check_specs("vague_items", ["vague_items"]), metadata=table_metadata(["vague_items"]),
     description="VAGUE benchmark items: 4-option MCQ (correct, FS, SU, NE) with option types kept, correct "
                 "positions balanced per batch, duplicate options rejected. Common benchmark-item columns.",
 )

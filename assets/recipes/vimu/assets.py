@@ -18,7 +18,7 @@ import dagster as dg
 import pandas as pd
 import yaml
 
-from assets.common import SINGLE_RUN, Progress, StageRun, batches, contract_check_specs, table_metadata
+from assets.common import SINGLE_RUN, Progress, StageRun, batches, stage_check_specs, table_metadata
 from forge.llm.prompts import load_prompt, prompt_files_hash
 from forge.llm.refine import refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
@@ -79,7 +79,7 @@ def _videos(store: TableStore, batch: str) -> "pd.DataFrame | None":
     kinds={"openai", "parquet"},
     deps=["evidence", "frames", "clips"],
     code_version=content_hash(VERSION, ANNOTATE, files=[ANNOTATE_PROMPT, TAXONOMY_PATH]),
-    check_specs=contract_check_specs("vimu_annotations", ["vimu_annotations"]),
+    check_specs=stage_check_specs("vimu_annotations", ["vimu_annotations"]),
     metadata=table_metadata(["vimu_annotations"]),
     description="ViMU Stage 1-2: taxonomy annotation per clip (literal vs intended meaning, rhetoric mechanisms, "
                 "social value signals, evidence sources, targets) from uniformly sampled frames + transcript.",
@@ -154,7 +154,7 @@ def _explode_counts(df: pd.DataFrame, col: str) -> dict[str, int]:
     kinds={"openai", "parquet"},
     deps=["vimu_annotations"],
     code_version=content_hash(VERSION, QUESTIONS, files=[*QA_PROMPTS, TAXONOMY_PATH]),
-    check_specs=[*contract_check_specs("vimu_questions", ["vimu_questions"]),
+    check_specs=[*stage_check_specs("vimu_questions", ["vimu_questions"]),
                  dg.AssetCheckSpec("refine_outcomes", asset="vimu_questions",
                                    description="Validate-and-refine outcomes with rates: accepted after round 0..K, "
                                                "rejected by the validator, exhausted (still major after K), failed.")],
@@ -202,7 +202,7 @@ def vimu_questions(context: dg.AssetExecutionContext, config: QuestionsConfig, s
     kinds={"python", "parquet"},
     deps=["vimu_annotations", "vimu_questions"],
     code_version=content_hash(VERSION, files=[TAXONOMY_PATH, itm.TASK_PROMPTS_PATH, *ALL_PROMPTS]),
-    check_specs=contract_check_specs("vimu_items", ["vimu_items"]),
+    check_specs=stage_check_specs("vimu_items", ["vimu_items"]),
     metadata=table_metadata(["vimu_items"]),
     description="ViMU Stage 5: four items per clip with an accepted question: open-ended (OE) and multi-select "
                 "evidence grounding (EG), rhetoric mechanism (RM), social value (SV) over the 5 macro options; "
