@@ -12,12 +12,13 @@ import pandas as pd
 from forge.evals import requests as rq
 from forge.evals.config import ModelSpec, Setting, settings_for
 from forge.evals.scoring import (
-    Scorer, apply_judge, judge_requests, score_benchmark, similarity_scores, unparseable_open_ended,
+    Scorer, apply_judge, judge_requests, judge_unavailable, score_benchmark, similarity_scores, unparseable_open_ended,
 )
 from forge.llm.backends import OpenAIBackend, StubBackend
 from forge.llm.cache import LLMCache
 from forge.llm.engine import EngineSettings, LLMEngine
 from forge.llm.prompts import load_prompt
+from forge.llm.stub import advisory
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "assets" / "evals" / "prompts"
 TEST_SPLIT = "test"
@@ -96,7 +97,11 @@ def evaluate(benchmark: str, spec: ModelSpec, cfg: dict[str, Any], items: pd.Dat
         if benchmark in ("vimu", "maia") and judge is not None:
             jp = load_prompt(PROMPTS_DIR / f"{benchmark}_oe_judge.yaml")
             pairs = judge_requests(benchmark, srows, by_id, jp)
-            if pairs:
+            if pairs and advisory(judge):      # the stub never scores: a placeholder verdict is no verdict
+                judge_unavailable(srows, pairs, "the judge is the offline stub backend (configure an endpoint)")
+            elif pairs and spec.backend == "stub":  # a paid judge is never sent placeholder replies
+                judge_unavailable(srows, pairs, f"model {spec.name} is the offline stub: its replies are not judged")
+            elif pairs:
                 apply_judge(benchmark, srows, pairs, judge.run(f"{benchmark}_eval_judge", part, [p for _, p in pairs]))
         if benchmark in ("hummus", "maia"):
             similarity_scores(srows, by_id, embedder, bcfg.get("thresholds") or {})
