@@ -19,6 +19,7 @@ import pandas as pd
 import yaml
 
 from forge.contracts import Contract, load_contract
+from forge.lineage import stage_calls, with_lineage
 from forge.storage import UNPARTITIONED, RejectLog, TableStore, refresh_catalog
 from forge.storage.rejects import REJECTS_TABLE
 
@@ -239,9 +240,23 @@ class StageRun:
             columns: list[str] | None = None) -> pd.DataFrame:
         table = table or next(iter(self.tables))
         df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=columns)
-        df = load_contract(table).conform(df)
+        contract = load_contract(table)
+        if "lineage" in contract.column_names and len(df):
+            df = with_lineage(df, *self.batch_lineage(part))
+        df = contract.conform(df)
         self.tables.setdefault(table, {})[part] = df
         return df
+
+    def batch_lineage(self, part: str) -> tuple[set[str], set[str]]:
+        """Backends and models of every LLM call of this paper's recipe stages in ``part``: the
+        stored ``llm_calls`` of the other stages plus this run's own calls (forge/lineage.py)."""
+        paper = self.stage.split("_")[0]
+        stored = self.store.read("llm_calls", where=f"partition = '{part.replace(chr(39), chr(39) * 2)}'")
+        if len(stored):
+            stored = stored[stored["stage"] != self.stage]
+        mine = self.engine.calls_frame() if self.engine is not None else pd.DataFrame()
+        frames = [f for f in (stored, mine) if len(f)]
+        return stage_calls(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(), paper, part)
 
     def frame(self, table: str | None = None) -> pd.DataFrame:
         """Every partition of ``table`` written so far, concatenated (contract columns when empty)."""

@@ -30,7 +30,8 @@ from assets.llm_support import llm_metadata, record_llm_calls
 from forge.checks import mcq
 from forge.contracts import load_contract
 from forge.llm.prompts import load_prompt
-from forge.llm.stub import StubOutputError, ensure_no_stub
+from forge.lineage import union as lineage_union
+from forge.llm.stub import StubOutputError, ensure_no_stub, stub_made
 from forge.splits import assign as sa
 from forge.splits import gates as sg
 from forge.splits import leakage as lk
@@ -239,7 +240,7 @@ def run_gates(store: TableStore, paper: str, cfg: dict[str, Any], llm: LLMResour
     reasons = results_df["reason"].value_counts().to_dict()
     acc_before = sg.blind_accuracy(list(scores.values()))
     acc_after = sg.blind_accuracy([s for i, s in scores.items() if i in set(kept["item_id"])])
-    stub_n = int((kept["backend"] == "stub").sum())
+    stub_n = sum(1 for r in kept.to_dict("records") if stub_made(r))
     per_split = kept["split"].value_counts().to_dict()
     md.update({
         "items_in": len(df), "items_kept": len(kept), "items_dropped": len(status),
@@ -322,7 +323,7 @@ def run_export(store: TableStore, paper: str, cfg: dict[str, Any], force_stub: b
         if c in gated:
             gated[c] = gated[c].map(sg._lst)
     md: dict[str, Any] = {"force_stub": force_stub}
-    stub_n = int((gated["backend"] == "stub").sum()) if len(gated) else 0
+    stub_n = sum(1 for r in gated.to_dict("records") if stub_made(r))
     status, refused = "nothing", False
     if gated.empty:
         md["note"] = f"no gated items for {paper}: nothing exported (is `{paper}_items` empty?)"
@@ -334,6 +335,8 @@ def run_export(store: TableStore, paper: str, cfg: dict[str, Any], force_stub: b
             refused, status = True, "refused"
             md["note"] = str(exc) + " — or set force_stub: true (run config / config/splits.yaml) to export anyway"
         if not refused:
+            lin_backends, lin_models = lineage_union(
+                gated["lineage"] if "lineage" in gated else [], gated["backend"], gated["model"].astype(str))
             prov = provenance(gated, _read(store, "source_items"), _read(store, "videos"), _read(store, "frames"))
             recipe_path = RECIPES_CONFIG / f"{paper}.yaml"
             recipe_text = recipe_path.read_text() if recipe_path.exists() else "# (no recipe config file)\n"
@@ -347,8 +350,8 @@ def run_export(store: TableStore, paper: str, cfg: dict[str, Any], force_stub: b
             blind = res[res["blind_trials"].notna()] if len(res) else res
             ctx = {
                 "path_hint": f"data/exports/{paper}/<version>",
-                "backends": ", ".join(sorted(gated["backend"].dropna().unique())) or "unknown",
-                "models": ", ".join(sorted(gated["model"].dropna().astype(str).unique())) or "unknown",
+                # every backend / model behind the items across stages (lineage), not the last step's label
+                "backends": ", ".join(lin_backends) or "unknown", "models": ", ".join(lin_models) or "unknown",
                 "prompt_hashes": sorted(gated["prompt_hash"].dropna().astype(str).unique()),
                 "blind_prompt_hash": ", ".join(sorted(blind["blind_prompt_hash"].dropna().unique())) if len(blind) else "",
                 "blind_model": ", ".join(sorted(blind["blind_model"].dropna().unique())) if len(blind) else "",
