@@ -13,10 +13,30 @@ from tests.llm_double import LLMDouble
 from tests.llm_double.plausible import Plausible
 
 ROOT = Path(__file__).resolve().parents[2]
+# The demo's sources minus its long local videos: one subtitled video over yt-dlp (ViMU, MAIA),
+# a dead link, the photo folder (II-Bench, VAGUE) and the captioned table (Hummus).
+SOURCES = """\
+sources:
+  - {name: loopback, type: urls, urls: ["${SAMPLE_SERVER}/watch/scenes.html", "${SAMPLE_SERVER}/gone/missing_video.mp4"]}
+  - {name: local_images, type: folder, path: "${SAMPLE_CORPUS}/images", media: image, batch_size: 8}
+  - {name: captioned, type: table, path: "${SAMPLE_CORPUS}/table/captions.csv", image_column: image,
+     caption_column: caption}
+"""
+# The LLM part of the graph: what a second, unchanged run re-materializes (all from the cache).
+LLM_GROUPS = ("hummus", "iibench", "maia", "vague", "vimu", "splits", "evals")
 
 
-def build(work: Path, double: LLMDouble, port: int, timeout: int = 1500) -> subprocess.CompletedProcess:
+def llm_assets() -> list[str]:
+    from definitions import build_defs
+
+    graph = build_defs().resolve_asset_graph()
+    return sorted(k.to_user_string() for k in graph.materializable_asset_keys if graph.get(k).group_name in LLM_GROUPS)
+
+
+def build(work: Path, double: LLMDouble, port: int, select: list[str] | None = None,
+          timeout: int = 1500) -> subprocess.CompletedProcess:
     home, data = work / "home", work / "data"
+    (work / "sources.yaml").write_text(SOURCES)
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text((ROOT / ".dagster_home" / "dagster.yaml").read_text()
                                        if (ROOT / ".dagster_home" / "dagster.yaml").exists() else "")
@@ -24,9 +44,11 @@ def build(work: Path, double: LLMDouble, port: int, timeout: int = 1500) -> subp
     models.write_text("models: []   # the configured endpoint's model only (forge.evals.config.configured_model)\n")
     env = {**os.environ, "DAGSTER_HOME": str(home), "SUBTEXT_DATA_DIR": str(data), "OPENAI_BASE_URL": double.base_url,
            "OPENAI_API_KEY": "sk-plausible-test", "SUBTEXT_LLM_MODEL": "plausible-1", "SUBTEXT_EVAL_MODELS": str(models),
-           "SUBTEXT_DEMO_PORT": str(port), "PYTHONWARNINGS": "ignore"}
+           "SUBTEXT_DEMO_PORT": str(port), "PYTHONWARNINGS": "ignore",
+           "SUBTEXT_SOURCES": str(work / "sources.yaml")}
     env.pop("SUBTEXT_EXPORT_FORCE_STUB", None)
-    return subprocess.run([sys.executable, "-m", "jobs.build", "--demo"], cwd=ROOT, env=env, capture_output=True,
+    args = ["--select", *select] if select else []
+    return subprocess.run([sys.executable, "-m", "jobs.build", "--demo", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 

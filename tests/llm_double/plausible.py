@@ -123,7 +123,7 @@ class Plausible:
         return {"image_type": rng.choice(["meme", "poster", "illustration", "single-panel comic"]),
                 "domain": rng.choice(["life", "society", "psychology"]), "emotion": rng.choice(["negative", "neutral"]),
                 "rhetoric": ["metaphor"] if flaw else ["metaphor", "contrast"], "difficulty": "middle",
-                "explanation": "Too short." if flaw else expl}
+                "explanation": expl}
 
     def _iibench_questions(self, text, body, rng, flaw):
         m = re.search(r"Write (\d+) question", text)
@@ -217,7 +217,7 @@ class Plausible:
                 "rationale": "clear and grounded in the image" if not flaw else "barely related to the scene"}
 
     def _vague_indirect(self, text, body, rng, flaw):
-        direct = _field(text, "Direct expression:").strip('"')
+        direct = _field(text, "Direct expression:").strip('"') or "Please pass me that."
         obj = re.search(r"object=([^)]*)\)", text)
         obj = obj.group(1) if obj else "it"
         def cand(expr, sup):
@@ -279,7 +279,7 @@ class Plausible:
                 "social_value_signals": ["Fatalism or Cynicism"],
                 "evidence": [{"source": "Visual frames", "cue": "the speaker rolls their eyes"},
                              {"source": "On-screen text", "cue": "a caption reads MONDAY"}],
-                "target_subjects": [{"target": "office meetings", "kind": "Institution"}],
+                "target_subjects": [{"target": "office meetings", "kind": "institution_or_organization"}],
                 "requires_external_context": flaw, "ambiguous": False}
 
     def _vimu_generate_qa(self, text, body, rng, flaw):
