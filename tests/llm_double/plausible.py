@@ -61,6 +61,20 @@ def _field(text: str, prefix: str) -> str:
     return ""
 
 
+def _list_field(text: str, prefix: str) -> list[str]:
+    """A list variable on the ``prefix`` line: a JSON list, or comma-separated words."""
+    raw = _field(text, prefix)
+    raw = raw.split("):", 1)[-1] if "):" in raw else raw.lstrip(":")
+    raw = raw.strip()
+    try:
+        vals = json.loads(raw)
+        if isinstance(vals, list):
+            return [str(v).strip() for v in vals if str(v).strip()]
+    except ValueError:
+        pass
+    return [v.strip(" []\"'") for v in raw.split(",") if v.strip(" []\"'")]
+
+
 def _first_user(body: dict[str, Any]) -> str:
     """The prompt's own (last example-free) user turn: refine appends feedback turns after it."""
     users = [m for m in body.get("messages", []) if m.get("role") == "user"]
@@ -203,9 +217,8 @@ class Plausible:
 
     # -- VAGUE -------------------------------------------------------------------------
     def _vague_direct(self, text, body, rng, flaw):
-        objects = [o.strip() for o in _field(text, "Objects extracted from the image").split(":", 1)[-1].split(",")
-                   if o.strip() and "(" not in o] or ["cup"]
-        persons = [p.strip() for p in _field(text, "Person labels in the image:").split(",") if p.strip()] or ["you"]
+        objects = _list_field(text, "Objects extracted from the image") or ["cup"]
+        persons = _list_field(text, "Person labels in the image:") or ["you"]
         obj, who, verb = rng.choice(objects), rng.choice(persons), rng.choice(VERBS)
         if flaw:
             obj = "unicorn"        # not in the frame's tags: the code check rejects it
@@ -239,7 +252,7 @@ class Plausible:
                 "fake_scene_interpretation": f"The speaker wants the friend to stop talking about the {w}."}
 
     def _vague_nonexistent(self, text, body, rng, flaw):
-        present = [o.strip().lower() for o in _field(text, "Objects present in the image").split(":", 1)[-1].split(",")]
+        present = [o.lower() for o in _list_field(text, "Objects present in the image")]
         sub = present[0] if flaw and present and present[0] else rng.choice([w for w in WORDS if w not in present])
         return {"substitute_object": sub, "ne_interpretation": f"The speaker wants someone to bring the {sub}."}
 
