@@ -36,6 +36,7 @@ def llm_assets() -> list[str]:
 def build(work: Path, double: LLMDouble, port: int, select: list[str] | None = None,
           timeout: int = int(os.environ.get("SUBTEXT_E2E_TIMEOUT", "1800"))) -> subprocess.CompletedProcess:
     home, data = work / "home", work / "data"
+    work.mkdir(parents=True, exist_ok=True)
     (work / "sources.yaml").write_text(SOURCES)
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text((ROOT / ".dagster_home" / "dagster.yaml").read_text()
