@@ -28,9 +28,11 @@ BENCHMARKS = ("iibench", "vimu", "vague", "maia", "hummus")
 # Reasons the plausible server's flaws provoke (stage, reason); each must occur at least once.
 EXPECTED_REJECTS = {
     ("iibench_implication", "no_implication"),
+    ("iibench_implication", "duplicate"),
     ("maia_questions", "yes_no_question"),
     ("maia_answer_pools", "inconsistent_answer"),
-    ("vague_direct", "object_not_in_tags"),
+    ("maia_answer_pools", "pool_contradiction"),
+    ("vague_candidates", "frame_kind"),
 }
 
 

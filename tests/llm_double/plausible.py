@@ -96,7 +96,8 @@ class Plausible:
     def __call__(self, body: dict[str, Any]) -> Any:
         name, schema = _schema(body)
         text = message_text(body)
-        rng = _rng(self.seed, name, body.get("model"), body.get("messages"))
+        # the request's own seed / temperature take part: repeated trials of one prompt differ
+        rng = _rng(self.seed, name, body.get("model"), body.get("messages"), body.get("seed"), body.get("temperature"))
         if name is None and not (body.get("response_format") or {}).get("type"):
             return self._count(name or "text", "good", Reply.text(self._free_text(text, rng)))
         roll = rng.random()
