@@ -10,13 +10,16 @@ per partition, writes the stage's rejects, refreshes the DuckDB catalog and retu
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pandas as pd
+import yaml
 
 from forge.contracts import Contract, load_contract
+from forge.lineage import stage_calls, with_lineage
 from forge.storage import UNPARTITIONED, RejectLog, TableStore, refresh_catalog
 from forge.storage.rejects import REJECTS_TABLE
 
@@ -71,6 +74,25 @@ def contract_check_specs(asset: str | dg.AssetKey, tables: Iterable[str]) -> lis
     ]
 
 
+QUALITY_PATH = Path(__file__).resolve().parents[1] / "config" / "quality.yaml"
+
+
+def reject_rate_ceiling(stage: str, path: Path = QUALITY_PATH) -> tuple[float, int]:
+    """(ceiling, min_seen) of ``stage``'s reject-rate check from config/quality.yaml."""
+    cfg = (yaml.safe_load(path.read_text()) or {}).get("reject_rate", {}) if path.exists() else {}
+    ceiling = (cfg.get("stages") or {}).get(stage, cfg.get("ceiling", 0.95))
+    return float(ceiling), int(cfg.get("min_seen", 3))
+
+
+def stage_check_specs(asset: str, tables: Iterable[str]) -> list[dg.AssetCheckSpec]:
+    """Contract checks plus the stage's ``reject_rate`` check (emitted by ``StageRun.publish``)."""
+    ceiling, _ = reject_rate_ceiling(asset)
+    return [*contract_check_specs(asset, tables), dg.AssetCheckSpec(
+        name="reject_rate", asset=asset,
+        description=f"rejected / (rejected + kept) for this stage ≤ {ceiling:g} (config/quality.yaml): "
+                    "a stage that rejects (nearly) everything is a failure, not an empty success.")]
+
+
 def table_metadata(tables: Iterable[str]) -> dict[str, Any]:
     """Definition-time metadata: the column schema of the asset's main table."""
     tables = list(tables)
@@ -95,6 +117,16 @@ def markdown_preview(df: pd.DataFrame, rows: int = 8, max_chars: int = 60) -> st
     return "\n".join(lines)
 
 
+class ContractViolation(dg.Failure):
+    """Rows that break their table's data contract: refused, nothing written."""
+
+    def __init__(self, violations: list[str]):
+        self.violations = violations
+        super().__init__(
+            description=f"{len(violations)} contract violation(s); nothing was written: " + "; ".join(violations[:5]),
+            metadata={"violations": dg.MetadataValue.md("\n".join(f"- {v}" for v in violations[:50]))})
+
+
 def publish(
     store: TableStore,
     tables: Mapping[str, Mapping[str, pd.DataFrame]],
@@ -106,19 +138,33 @@ def publish(
     """Validate, write and describe what one asset produced.
 
     ``tables`` maps table name → partition → frame. Frames are conformed to their
-    contract; rows are written even when they violate it (so the user can inspect them
-    in DuckDB) but the blocking check then fails and descendants do not run.
+    contract and validated *before* anything is written: rows that break their contract
+    are refused (``ContractViolation``, the step fails with every violation listed) and
+    the previous files stay in place, so no descendant ever reads them.
     """
     md: dict[str, Any] = dict(metadata or {})
     checks: list[dg.AssetCheckResult] = []
-    first = True
+    conformed: dict[str, dict[str, pd.DataFrame]] = {}
+    violations: list[str] = []
     for table, parts in tables.items():
+        contract = load_contract(table)
+        conformed[table] = {}
+        for part, df in parts.items():
+            try:
+                df = contract.conform(df)
+            except ValueError as exc:
+                violations.append(f"{table} [{part}] {exc}")
+                continue
+            violations += [f"{table} [{part}] {p}" for p in contract.validate(df)]
+            conformed[table][part] = df
+    if violations:
+        raise ContractViolation(violations)
+    first = True
+    for table, parts in conformed.items():
         contract = load_contract(table)
         total, problems, frames = 0, [], []
         for part, df in parts.items():
-            df = contract.conform(df)
-            problems += [f"[{part}] {p}" for p in contract.validate(df)]
-            store.write(table, df, part, schema=None if problems else contract.arrow_schema())
+            store.write(table, df, part, schema=contract.arrow_schema())
             total += len(df)
             frames.append(df)
         checks.append(
@@ -153,6 +199,111 @@ def publish(
         md["seconds"] = round(time.perf_counter() - started, 3)
     refresh_catalog(store)
     return dg.MaterializeResult(asset_key=asset_key, metadata=md, check_results=checks)
+
+
+class StageRun:
+    """The boilerplate of one per-batch stage, so an asset body is only the stage's own logic.
+
+    ::
+
+        run = StageRun(context, storage, llm)                 # timer, engine, one table per asset
+        for part, rejects in run.partitions():                # a RejectLog per partition
+            rows = ...                                        # the stage's logic
+            run.put(part, rows)                               # conformed to the contract at once
+            run.add_attempts(refine_run.attempts_frame())
+        return run.publish({"my_metric": ...})                # llm_attempts, llm_calls, tables, rejects
+
+    ``put`` conforms at once, so an empty batch (nothing in, everything rejected, every call
+    failed) is a frame with the contract's columns and code after it never meets a missing
+    column. ``publish`` rewrites ``llm_calls``/``llm_attempts`` for every partition the run
+    covered, so a re-run that makes no call leaves no stale rows.
+    """
+
+    def __init__(self, context: dg.AssetExecutionContext, storage: Any, llm: Any = None,
+                 tables: Iterable[str] | None = None, stage: str | None = None):
+        self.t0 = time.perf_counter()
+        self.context, self.store = context, storage.store
+        self.stage = stage or context.asset_key.path[-1]
+        self.engine = llm.engine() if llm is not None else None
+        self.tables: dict[str, dict[str, pd.DataFrame]] = {t: {} for t in (tables or [self.stage])}
+        self.logs: list[RejectLog] = []
+        self.attempts: list[pd.DataFrame] = []
+        self.parts: list[str] = []
+
+    def partitions(self) -> Iterator[tuple[str, RejectLog]]:
+        for part in partition_keys(self.context):
+            log = RejectLog(self.stage, part)
+            self.logs.append(log)
+            self.parts.append(part)
+            yield part, log
+
+    def put(self, part: str, rows: pd.DataFrame | Iterable[Mapping[str, Any]], table: str | None = None,
+            columns: list[str] | None = None) -> pd.DataFrame:
+        table = table or next(iter(self.tables))
+        df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=columns)
+        contract = load_contract(table)
+        if "lineage" in contract.column_names and len(df):
+            df = with_lineage(df, *self.batch_lineage(part))
+        df = contract.conform(df)
+        self.tables.setdefault(table, {})[part] = df
+        return df
+
+    def batch_lineage(self, part: str) -> tuple[set[str], set[str]]:
+        """Backends and models of every LLM call of this paper's recipe stages in ``part``: the
+        stored ``llm_calls`` of the other stages plus this run's own calls (forge/lineage.py)."""
+        paper = self.stage.split("_")[0]
+        stored = self.store.read("llm_calls", where=f"partition = '{part.replace(chr(39), chr(39) * 2)}'")
+        if len(stored):
+            stored = stored[stored["stage"] != self.stage]
+        mine = self.engine.calls_frame() if self.engine is not None else pd.DataFrame()
+        frames = [f for f in (stored, mine) if len(f)]
+        return stage_calls(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(), paper, part)
+
+    def frame(self, table: str | None = None) -> pd.DataFrame:
+        """Every partition of ``table`` written so far, concatenated (contract columns when empty)."""
+        table = table or next(iter(self.tables))
+        frames = [f for f in self.tables.get(table, {}).values() if len(f)]
+        return pd.concat(frames, ignore_index=True) if frames else load_contract(table).conform(pd.DataFrame())
+
+    def add_attempts(self, attempts: pd.DataFrame | Iterable[Mapping[str, Any]]) -> None:
+        self.attempts.append(attempts if isinstance(attempts, pd.DataFrame) else pd.DataFrame(list(attempts)))
+
+    def rejected(self) -> int:
+        return sum(len(log) for log in self.logs)
+
+    def publish(self, metadata: Mapping[str, Any] | None = None, call_stages: Iterable[str] = (),
+                attempts_key: str | None = None, record_attempts: bool | None = None) -> dg.MaterializeResult:
+        """Write attempts (when the stage made any, or ``record_attempts``), the LLM call log
+        (for this stage and ``call_stages``), then the tables and rejects."""
+        from assets.llm_support import record_llm_attempts, record_llm_calls
+
+        md: dict[str, Any] = {}
+        if record_attempts or (record_attempts is None and self.attempts):
+            n = record_llm_attempts(self.store, self.attempts, [(self.stage, p) for p in self.parts])
+            if attempts_key:
+                md[attempts_key] = n
+        if self.engine is not None:
+            stages = [self.stage, *call_stages]
+            md |= record_llm_calls(self.store, self.engine, [(s, p) for s in stages for p in self.parts])
+        md |= dict(metadata or {})
+        result = publish(self.store, self.tables, rejects=self.logs, metadata=md, asset_key=self.context.asset_key,
+                         started=self.t0)
+        if not any(s.name == "reject_rate" for s in self.context.assets_def.check_specs):
+            return result
+        return dg.MaterializeResult(asset_key=self.context.asset_key, metadata=result.metadata,
+                                    check_results=[*(result.check_results or []), self.reject_rate_check()])
+
+    def reject_rate_check(self) -> dg.AssetCheckResult:
+        ceiling, min_seen = reject_rate_ceiling(self.stage)
+        kept = len(self.frame())
+        rejected = self.rejected()
+        seen = kept + rejected
+        rate = rejected / seen if seen else 0.0
+        return dg.AssetCheckResult(
+            check_name="reject_rate", asset_key=self.context.asset_key, severity=dg.AssetCheckSeverity.ERROR,
+            passed=seen < min_seen or rate <= ceiling,
+            metadata={"rejected": rejected, "kept": kept, "reject_rate": round(rate, 4), "ceiling": ceiling,
+                      "note": f"fewer than {min_seen} items: not judged" if seen < min_seen else ""})
 
 
 class Progress:

@@ -61,7 +61,19 @@ def plan_segments(graph, selection: Iterable[dg.AssetKey]) -> list[Segment]:
     return segments
 
 
-def run_segment(defs: dg.Definitions, instance: dg.DagsterInstance, seg: Segment) -> bool:
+def failed_checks(result: dg.ExecuteInJobResult) -> list[str]:
+    """``asset:check`` of every asset check that failed in the run, with its severity."""
+    out = []
+    for ev in result.get_asset_check_evaluations():
+        if not ev.passed:
+            out.append(f"{ev.asset_key.to_user_string()}:{ev.check_name} ({ev.severity.value})")
+    return out
+
+
+def run_segment(defs: dg.Definitions, instance: dg.DagsterInstance, seg: Segment,
+                summary: list[str] | None = None) -> bool:
+    """Run one segment; ``summary`` collects its failed asset checks (WARN ones too) for the
+    run summary. False when the run failed or an ERROR-severity check failed."""
     tags: dict[str, str] = {"subtext/launched_by": "jobs.build"}
     label = ", ".join(k.to_user_string() for k in seg.keys)
     if seg.partitions_def is not None:
@@ -76,9 +88,16 @@ def run_segment(defs: dg.Definitions, instance: dg.DagsterInstance, seg: Segment
     t0 = time.perf_counter()
     job = defs.resolve_implicit_job_def_def_for_assets(seg.keys)  # type: ignore[attr-defined]
     result = job.execute_in_process(instance=instance, asset_selection=seg.keys, tags=tags, raise_on_error=False)
-    status = "ok" if result.success else "FAILED"
+    failed = failed_checks(result)
+    errors = [f for f in failed if f.endswith("(ERROR)")]
+    ok = result.success and not errors
+    status = "ok" if ok else "FAILED"
     print(f"  {status} in {time.perf_counter() - t0:.1f}s", flush=True)
-    return result.success
+    for f in failed:
+        print(f"  check failed: {f}", flush=True)
+    if summary is not None:
+        summary += failed
+    return ok
 
 
 def build(selection: list[str] | None = None, instance: dg.DagsterInstance | None = None) -> bool:
@@ -90,10 +109,22 @@ def build(selection: list[str] | None = None, instance: dg.DagsterInstance | Non
     if selection:
         keys = set(dg.AssetSelection.from_coercible(selection).resolve(graph)) & keys
     instance = instance or dg.DagsterInstance.get()
-    ok = True
+    summary: list[str] = []
     for seg in plan_segments(graph, keys):
-        ok = run_segment(defs, instance, seg) and ok
-    return ok
+        # A failed segment stops the build: later segments would read what it did not write.
+        if not run_segment(defs, instance, seg, summary):
+            print("Stopped: a segment failed; later segments were not run.", flush=True)
+            _print_summary(summary)
+            return False
+    _print_summary(summary)
+    return True
+
+
+def _print_summary(failed: list[str]) -> None:
+    if failed:
+        print("\nFailed asset checks (a failed gate is also stated on its dataset card):", flush=True)
+        for f in failed:
+            print(f"  - {f}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -156,6 +156,12 @@ def _report_asset(spec: BenchmarkSpec):
         md["success_rate"] = dg.MetadataValue.md(rp.main_table(scores, ["success_rate"]))
         if (scores["backend"] == "stub").any():
             md["warning"] = "some rows come from the offline stub model: their scores are meaningless"
+        if bench in ("vimu", "maia"):
+            preds = store.read("eval_predictions", where=f"benchmark = '{bench}'", columns=["judge_error"])
+            missing = int(preds["judge_error"].fillna("").str.startswith("judge_missing").sum()) if len(preds) else 0
+            if missing:
+                md["judge"] = (f"JUDGE MISSING: {missing} open-ended answer(s) were not scored (the judge is the offline "
+                               "stub, or the answers came from the stub model); configure an endpoint for the judge")
         plots = []
         primary_metric = scores.loc[scores["primary"], "metric"].iloc[0] if scores["primary"].any() else None
         for metric, key in spec.eval.report_slices:

@@ -28,6 +28,7 @@ from assets.common import (
     publish,
     table_metadata,
 )
+from forge.dependencies import MissingDependency
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
 from forge.media.hashing import FrameHash, hash_many
 from forge.media.ocr import clip_passes, load_rgb, spread_clip_frames
@@ -233,6 +234,13 @@ def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio:
                      clip_frames: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     frames = spread_clip_frames(kept_frames(store, batch), clip_frames)
     rows = []
+    if len(frames) and hasattr(ocr, "reader"):   # once, up front: missing weights fail the step, not every frame
+        try:
+            ocr.reader()
+        except Exception as exc:  # noqa: BLE001 - whatever EasyOCR raises, the message says what to set
+            raise MissingDependency(f"EasyOCR could not load its weights (model_dir {getattr(ocr, 'model_dir', '')!r}): "
+                                    f"{type(exc).__name__}: {exc} — set SUBTEXT_MODELS_DIR to a folder holding "
+                                    "easyocr/ (see docs/filters.md)") from exc
     for fr in frames.itertuples(index=False):
         try:
             res = ocr.read(load_rgb(store.data_dir / fr.path))

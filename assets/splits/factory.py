@@ -133,6 +133,9 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
     def _export(context: dg.AssetExecutionContext, config: ExportConfigRun, storage: StorageResource) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         frame, md, checks = st.run_export(storage.store, spec, cfg, config.force_stub)
+        if md.get("status") == "refused":   # a refused export is a failed step, not a green run
+            raise dg.Failure(description=str(md.get("note", f"{spec.name} export refused")),
+                             metadata={"stub_items": md.get("stub_items", 0)})
         res = publish(storage.store, {"exports": {spec.name: frame}}, metadata=as_metadata(md),
                       asset_key=context.asset_key, started=t0)
         return dg.MaterializeResult(asset_key=context.asset_key, metadata=res.metadata,

@@ -61,9 +61,30 @@ def parse_models(doc: dict[str, Any]) -> list[ModelSpec]:
     return out
 
 
+def configured_model() -> ModelSpec | None:
+    """The endpoint the ``llm`` resource is configured with (OPENAI_BASE_URL / OPENAI_API_KEY,
+    SUBTEXT_LLM_MODEL) as a model under evaluation, or None when no endpoint is configured."""
+    base_url, has_key = os.environ.get("OPENAI_BASE_URL") or None, bool(os.environ.get("OPENAI_API_KEY"))
+    if os.environ.get("SUBTEXT_LLM_BACKEND") == "stub" or not (base_url or has_key):
+        return None
+    model = os.environ.get("SUBTEXT_LLM_MODEL", "gpt-4o-mini")
+    return ModelSpec(name=re.sub(r"[^A-Za-z0-9._-]", "-", model)[:64], model=model, backend="openai", base_url=base_url,
+                     api_key_env="OPENAI_API_KEY" if has_key else None, accepts="frames", max_frames=8,
+                     params={"temperature": 0})
+
+
 def load_models(path: str | Path | None = None) -> list[ModelSpec]:
+    """The models of ``config/models.yaml``, plus the configured endpoint's model when one is set
+    (``include_configured_model: false`` in the file turns that off)."""
     path = Path(path or os.environ.get("SUBTEXT_EVAL_MODELS") or MODELS_PATH)
-    return parse_models(yaml.safe_load(path.read_text()) or {})
+    doc = yaml.safe_load(path.read_text()) or {}
+    models = parse_models(doc)
+    extra = configured_model() if doc.get("include_configured_model", True) else None
+    if extra is not None and not any(m.model == extra.model and m.base_url == extra.base_url for m in models):
+        if extra.name in {m.name for m in models}:
+            extra = dataclasses.replace(extra, name=f"{extra.name}-configured"[:64])
+        models.append(extra)
+    return models
 
 
 @dataclass(frozen=True)

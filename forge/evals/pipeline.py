@@ -23,6 +23,7 @@ from forge.evals.scoring import (
     Scorer,
     apply_judge,
     judge_requests,
+    judge_unavailable,
     score_benchmark,
     similarity_scores,
     unparseable_open_ended,
@@ -31,6 +32,7 @@ from forge.llm.backends import OpenAIBackend, StubBackend
 from forge.llm.cache import LLMCache
 from forge.llm.engine import EngineSettings, LLMEngine
 from forge.llm.prompts import load_prompt
+from forge.llm.stub import advisory
 from forge.splits.export import existing_versions, read_manifest
 
 TEST_SPLIT = "test"
@@ -154,7 +156,11 @@ def evaluate(benchmark: str | BenchmarkSpec, spec: ModelSpec, cfg: dict[str, Any
         if bench.eval.judge_prompt and judge is not None:
             jp = load_prompt(bench.eval.prompts_dir / bench.eval.judge_prompt)
             pairs = judge_requests(name, srows, by_id, jp)
-            if pairs:
+            if pairs and advisory(judge):      # the stub never scores: a placeholder verdict is no verdict
+                judge_unavailable(srows, pairs, "the judge is the offline stub backend (configure an endpoint)")
+            elif pairs and spec.backend == "stub":  # a paid judge is never sent placeholder replies
+                judge_unavailable(srows, pairs, f"model {spec.name} is the offline stub: its replies are not judged")
+            elif pairs:
                 apply_judge(name, srows, pairs, judge.run(f"{name}_eval_judge", part, [p for _, p in pairs]), scoring)
         if bench.eval.similarity or bench.eval.text_metrics:
             similarity_scores(srows, by_id, embedder, bcfg.get("thresholds") or {}, bcfg)

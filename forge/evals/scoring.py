@@ -109,6 +109,17 @@ def apply_judge(benchmark: str, rows: list[dict[str, Any]], pairs: list[tuple[in
             r.update(judge_ok=False, judge_error=f"{type(exc).__name__}: {exc}", score=None, correct=None)
 
 
+JUDGE_MISSING = "judge_missing"
+
+
+def judge_unavailable(rows: list[dict[str, Any]], pairs: list[tuple[int, LLMRequest]], why: str) -> None:
+    """No real judge for these answers (the judge is the offline stub, or the answers are a stub
+    model's placeholders): judge failures with the reason, never scores."""
+    for i, _ in pairs:
+        rows[i].update(judge_ok=False, judge_error=f"{JUDGE_MISSING}: {why}", judge_model=None, score=None,
+                       correct=None)
+
+
 def unparseable_open_ended(rows: list[dict[str, Any]]) -> None:
     """An empty/echo reply to an open-ended question is the model's failure: 0, no judge
     (not ViMU, whose judge rates every reply: see ``judge_requests``)."""

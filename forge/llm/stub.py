@@ -148,15 +148,40 @@ class StubOutputError(ValueError):
     """Rows made by the stub backend reached a step that publishes a benchmark."""
 
 
+TEXT_COLUMNS = ("question", "options", "answer", "references", "labels", "extra")
+
+
+def has_stub_mark(value: Any) -> bool:
+    """True when ``value`` (a string, or a list / array / dict of them) contains stub-made text."""
+    if isinstance(value, str):
+        return STUB_MARK in value
+    if isinstance(value, dict):
+        return any(has_stub_mark(v) for v in value.values())
+    if hasattr(value, "__iter__") and not isinstance(value, (bytes, bytearray)):
+        return any(has_stub_mark(v) for v in value)
+    return False
+
+
+def stub_made(row: Any, column: str = "backend") -> bool:
+    """A row made by the stub, or built from anything stub-made: its own label, its ``lineage``
+    (every backend behind it, forge/lineage.py) or the ``[stub]`` mark in its text."""
+    from forge.lineage import touched_by_stub
+
+    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
+    if get(column) == STUB_BACKEND or touched_by_stub(get("lineage")):
+        return True
+    return any(has_stub_mark(get(c)) for c in TEXT_COLUMNS)
+
+
 def ensure_no_stub(rows: Any, column: str = "backend", what: str = "export") -> None:
-    """Raise when any row (a DataFrame or iterable of dicts) was made by the ``stub`` backend.
+    """Raise when any row (a DataFrame or iterable of dicts) was made by the ``stub`` backend or
+    built from stub-made content (``stub_made``: label, lineage or ``[stub]`` text).
 
     Exports call this: placeholders keep the demo DAG running, they are never a benchmark.
     """
-    if hasattr(rows, "columns"):
-        n = int((rows[column] == "stub").sum()) if column in rows.columns else 0
-    else:
-        n = sum(1 for r in rows if r.get(column) == "stub")
+    records = rows.to_dict("records") if hasattr(rows, "columns") else list(rows)
+    n = sum(1 for r in records if stub_made(r, column))
     if n:
-        raise StubOutputError(f"{what} refused: {n} row(s) were made by the offline stub LLM backend; "
+        raise StubOutputError(f"{what} refused: {n} row(s) were made by (or built from the output of) the "
+                              "offline stub LLM backend; "
                               "configure an endpoint (see docs/llm.md) and re-materialize")

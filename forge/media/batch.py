@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from forge.dependencies import require_binary
 from forge.media.clips import ClipSettings, attach_transcripts, cut_clip, measure_signals, plan_clips
 from forge.media.download import DownloadSettings, Rejected, fetch_video
 from forge.media.frames import FrameSettings, frames_for_video, replace_dir, staging_dir
@@ -210,6 +211,8 @@ def clips_for_batch(store: TableStore, batch: str, ffmpeg: str, settings: ClipSe
                     item_ids: Iterable[str] | None = None, step: Step | None = None) -> pd.DataFrame:
     videos = batch_rows(store, "videos", batch, item_ids, key="video_id")
     rows: list[dict] = []
+    if len(videos):   # checked once: a missing ffmpeg fails the step instead of rejecting every video
+        require_binary(ffmpeg, "ffmpeg", "set the ingest resource's ffmpeg_path or install imageio-ffmpeg")
     for v in videos.to_dict("records"):
         try:
             rows += clips_for_video(v, store.data_dir, store.media_dir, ffmpeg, settings)

@@ -222,6 +222,9 @@ def render_card(ctx: dict[str, Any]) -> str:
         for k, c in labels.items():
             lines.append(f"- **{k}**: " + ", ".join(f"{x} ({n})" for x, n in c.items()))
         lines.append("")
+    failed = ctx.get("failed_gates") or []
+    if failed:   # stated up front: a reader must not miss a gate this export did not pass
+        lines[3:3] = ["> **Failed quality gates:** " + "; ".join(failed) + ".", ""]
     g = ctx.get("gates", {})
     if g:
         lines += ["## Quality gates", "", "| gate | figure |", "|---|---|"]
@@ -242,12 +245,16 @@ def render_card(ctx: dict[str, Any]) -> str:
               "- split / gate / export config:", "", "```yaml",
               yaml.safe_dump(ctx["stage_config"], sort_keys=False).rstrip(), "```", ""]
     c = ctx["cost"]
-    lines += ["## Cost", "",
-              f"LLM spend for this benchmark's stages (every call, including rejected and regenerated attempts, "
-              f"and the blind-solvability gate): ${c['cost_usd']:.4f} over {c['calls']} calls "
-              f"({c['tokens_in']} tokens in, {c['tokens_out']} out, {c['cache_hits']} cache hits) → "
-              f"**${c['per_item']:.5f} per accepted item** ({len(df)} items)."
-              + (f" Unpriced models (cost 0 here): {c['unpriced']}." if c.get("unpriced") else ""), ""]
+    if c.get("calls") and not c.get("billed_calls"):
+        lines += ["## Cost", "", f"Nothing was billed: all {c['calls']} LLM calls ran on the offline `stub` backend "
+                  "($0).", ""]
+    else:
+        lines += ["## Cost", "",
+                  f"LLM spend for this benchmark's stages (every call, including rejected and regenerated attempts, "
+                  f"and the blind-solvability gate): ${c['cost_usd']:.4f} over {c['calls']} calls "
+                  f"({c['tokens_in']} tokens in, {c['tokens_out']} out, {c['cache_hits']} cache hits) → "
+                  f"**${c['per_item']:.5f} per accepted item** ({len(df)} items)."
+                  + (f" Unpriced models (cost 0 here): {c['unpriced']}." if c.get("unpriced") else ""), ""]
     for section in ctx.get("extra_sections") or []:   # the benchmark spec's own card sections
         lines += [section.rstrip(), ""]
     ch = ctx.get("changes")

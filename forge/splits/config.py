@@ -154,6 +154,7 @@ class BlindConfig:
     alpha: float = 0.05
     min_accuracy: float = 0.6
     max_items: int | None = None
+    min_coverage: float = 0.9   # answered trials / trials asked below this → the gate fails (an outage is no pass)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> BlindConfig:

@@ -36,7 +36,7 @@ from forge.splits.config import BlindConfig
 COMMON_COLUMNS = [
     "item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer", "references",
     "media_paths", "unit_id", "source_item_id", "source", "channel", "batch", "labels", "backend", "model",
-    "prompt_hash",
+    "prompt_hash", "lineage",
 ]
 LIST_COLUMNS = ("options", "option_types", "references", "media_paths")
 

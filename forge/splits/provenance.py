@@ -67,7 +67,10 @@ def benchmark_cost(calls: pd.DataFrame | None, benchmark: str, n_items: int) -> 
                  | ((calls["stage"] == "blind_solver") & (calls["partition"] == benchmark))]
     if mine.empty:
         return out
+    # Stub calls are never billed (older llm_calls rows may still carry a price).
+    mine = mine.assign(cost_usd=mine["cost_usd"].where(mine["backend"] != "stub", 0.0))
     real = mine[~mine["cache_hit"].astype(bool)]
+    out["billed_calls"] = int((real["backend"] != "stub").sum())
     out.update(
         cost_usd=float(mine["cost_usd"].sum()), calls=int(len(real)), cache_hits=int(mine["cache_hit"].astype(bool).sum()),
         tokens_in=int(real["tokens_in"].sum()), tokens_out=int(real["tokens_out"].sum()),

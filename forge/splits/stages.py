@@ -24,7 +24,8 @@ from forge.benchmarks.spec import BenchmarkSpec, BlindAction
 from forge.checks import mcq
 from forge.contracts import load_contract
 from forge.llm.prompts import load_prompt
-from forge.llm.stub import StubOutputError, ensure_no_stub
+from forge.lineage import union as lineage_union
+from forge.llm.stub import StubOutputError, ensure_no_stub, stub_made
 from forge.releases.gold import with_gold
 from forge.splits import assign as sa
 from forge.splits import gates as sg
@@ -75,10 +76,9 @@ GATE_CHECKS = {
 
 
 def read_table(store: TableStore, table: str, parts: list[str] | None = None) -> pd.DataFrame:
-    try:
-        return store.read(table, parts=parts) if store.exists(table) else pd.DataFrame()
-    except Exception:  # noqa: BLE001 - an unreadable optional upstream table counts as absent
-        return pd.DataFrame()
+    """A table, or an empty frame when it does not exist (yet). A table that exists but cannot
+    be read is an error, never "absent": a leakage audit over nothing would pass."""
+    return store.read(table, parts=parts) if store.exists(table) else pd.DataFrame()
 
 
 def read_items(store: TableStore, spec: BenchmarkSpec) -> pd.DataFrame:
@@ -273,6 +273,9 @@ def run_gates(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any], engin
         md["blind_cost"] = _blind_cost(engine, read_table(store, "llm_calls"), spec)
     md["guess_drop_probability"] = sg.guess_drop_table(mcq_alive, bc, blind_units) if bc.enabled else {}
     flagged = [s for s in scores.values() if s.flagged]
+    blind_failed = sum(s.failed for s in scores.values())
+    blind_sent = blind_failed + sum(s.trials for s in scores.values())
+    blind_coverage = round(1 - blind_failed / blind_sent, 4) if blind_sent else 1.0
     # A stub "model" answers at random: its flags mean nothing, so they never drop an item.
     drop_blind = bc.action == BlindAction.DROP and blind_backend != "stub"
     if drop_blind:
@@ -316,7 +319,7 @@ def run_gates(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any], engin
     reasons = results_df["reason"].value_counts().to_dict()
     acc_before = sg.blind_accuracy(list(scores.values()))
     acc_after = sg.blind_accuracy([s for i, s in scores.items() if i in set(kept["item_id"])])
-    stub_n = int((kept["backend"] == "stub").sum())
+    stub_n = sum(1 for r in kept.to_dict("records") if stub_made(r))
     per_split = kept["split"].value_counts().to_dict()
     n_units_flagged = len({units.get(s.item_id, s.item_id) if blind_units else s.item_id for s in flagged})
     md.update({
@@ -325,7 +328,7 @@ def run_gates(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any], engin
         "kept_per_split": {k: int(v) for k, v in per_split.items()},
         "blind_accuracy_before": acc_before, "blind_accuracy_after": acc_after,
         "blind_items": len(scores), "blind_flagged": len(flagged), "blind_units_flagged": n_units_flagged,
-        "positions_reshuffled": moved,
+        "positions_reshuffled": moved, "blind_failed_calls": blind_failed, "blind_coverage": blind_coverage,
         "length_bias_share_longest": round(lb.share_longest, 4), "length_bias_excess": round(lb.excess, 4),
         "stub_items": stub_n,
     })
@@ -345,7 +348,8 @@ def run_gates(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any], engin
                 "dropped": reasons.get("blind_solvable", 0), "accuracy_before": acc_before, "accuracy_after": acc_after,
                 "alpha": bc.alpha, "min_accuracy": bc.min_accuracy,
                 "guess_drop_probability": md["guess_drop_probability"], "model": blind_model or "",
-                "backend": blind_backend or "", "note": blind_note}
+                "backend": blind_backend or "", "note": blind_note,
+                "failed_calls": blind_failed, "coverage": blind_coverage, "min_coverage": bc.min_coverage}
     if "blind_cost" in md:
         blind_md["cost"] = md["blind_cost"]
     checks = [
@@ -359,8 +363,10 @@ def run_gates(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any], engin
             "excess": round(lb.excess, 4), "share_shortest": round(lb.share_shortest, 4),
             "max_excess": gcfg.max_length_excess}),
         # Report-only is the paper's policy: flagged units stay and the check passes with the figures.
-        Check("gate_blind_solvability", not flagged or bc.action == "report"
-              or (drop_blind and not any(s.item_id in kept_ids for s in flagged)), "warn", blind_md),
+        # An outage of the blind solver is not a pass: below the coverage floor the gate fails (error).
+        Check("gate_blind_solvability", blind_coverage >= bc.min_coverage and (
+              not flagged or bc.action == "report" or (drop_blind and not any(s.item_id in kept_ids for s in flagged))),
+              "error" if blind_coverage < bc.min_coverage else "warn", blind_md),
         Check("gate_duplicates", reasons.get("duplicate_item", 0) == 0 and dup_opts.items_with_duplicates == 0
               and member_dups == 0, "warn", {
             "duplicate_items_dropped": reasons.get("duplicate_item", 0),
@@ -422,7 +428,7 @@ def run_export(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any],
         if c in gated:
             gated[c] = gated[c].map(sg._lst)
     md: dict[str, Any] = {"force_stub": force_stub}
-    stub_n = int((gated["backend"] == "stub").sum()) if len(gated) else 0
+    stub_n = sum(1 for r in gated.to_dict("records") if stub_made(r))
     status, refused = "nothing", False
     if gated.empty:
         md["note"] = f"no gated items for {name}: nothing exported (is `{spec.items_table}` empty?)"
@@ -434,6 +440,8 @@ def run_export(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any],
             refused, status = True, "refused"
             md["note"] = str(exc) + " — or set force_stub: true (run config / config/splits.yaml) to export anyway"
         if not refused:
+            lin_backends, lin_models = lineage_union(
+                gated["lineage"] if "lineage" in gated else [], gated["backend"], gated["model"].astype(str))
             prov = provenance(gated, read_table(store, "source_items"), read_table(store, "videos"),
                               read_table(store, "frames"))
             recipe_path = spec.recipe_config_path()
@@ -441,17 +449,22 @@ def run_export(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any],
             cost = benchmark_cost(read_table(store, "llm_calls"), name, len(gated))
             res = read_table(store, "gate_results", parts=[name])
             blind = res[res["blind_trials"].notna()] if len(res) else res
+            gates_fig = card_gates(res)
+            failed = failed_gates(gated, res, cfg)
+            if failed:
+                gates_fig["failed gates"] = failed
             ctx = {
                 "path_hint": f"data/exports/{name}/<version>",
                 "title": spec.title,
-                "backends": ", ".join(sorted(gated["backend"].dropna().unique())) or "unknown",
-                "models": ", ".join(sorted(gated["model"].dropna().astype(str).unique())) or "unknown",
+                # every backend / model behind the items across stages (lineage), not the last step's label
+                "backends": ", ".join(lin_backends) or "unknown", "models": ", ".join(lin_models) or "unknown",
                 "prompt_hashes": sorted(gated["prompt_hash"].dropna().astype(str).unique()),
                 "blind_prompt_hash": ", ".join(sorted(blind["blind_prompt_hash"].dropna().unique())) if len(blind) else "",
                 "blind_model": ", ".join(sorted(blind["blind_model"].dropna().unique())) if len(blind) else "",
                 "recipe_config": recipe_text, "recipe_config_hash": sha256_bytes(recipe_text.encode())[:12],
                 "recipe_config_name": _display_path(recipe_path),
-                "cost": cost, "gates": card_gates(res), "extra_sections": list(spec.card_sections),
+                "cost": cost, "gates": gates_fig, "failed_gates": failed,
+                "extra_sections": list(spec.card_sections),
             }
             stage_cfg = json.loads(json.dumps({k: v for k, v in cfg.items()}, default=str))
             stage_cfg["export"] = dict(stage_cfg.get("export") or {}, force_stub=force_stub)
@@ -471,6 +484,8 @@ def run_export(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any],
                 md["note"] = f"content unchanged since {out.version}: no new version written"
             card = (out.path / "README.md").read_text()
             md["card"] = Markdown(card.split("---\n", 2)[-1][:6000])
+            if failed:
+                md["failed_gates"] = failed
     md["status"] = status
     md["stub_items"] = stub_n
     n_versions, bad = integrity(store, name)
@@ -481,6 +496,29 @@ def run_export(store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any],
         Check("export_integrity", not bad, "error", {"versions": n_versions, "modified_files": bad[:20]}),
     ]
     return exports_frame(exports_dir(store), name), md, checks
+
+
+def failed_gates(gated: pd.DataFrame, res: pd.DataFrame, cfg: dict[str, Any]) -> list[str]:
+    """The gates the exported items do not pass, in words, recomputed from what is exported
+    (length bias, position balance) and from ``gate_results`` (blind-solver coverage)."""
+    gcfg = GateConfig.from_config(cfg)
+    out = []
+    lb = sg.length_figure(gated)
+    if lb.n and lb.excess > gcfg.max_length_excess:
+        out.append(f"length bias: the correct option is the longest in {lb.share_longest:.0%} of {lb.n} items "
+                   f"(chance {lb.chance:.0%}, allowed excess {gcfg.max_length_excess:.0%})")
+    if gcfg.rebalance_positions:
+        bad_pos = [f for f in sg.position_figures(gated, gcfg.position_tolerance) if f.max_deviation > f.allowed]
+        if bad_pos:
+            out.append("position balance: " + ", ".join(
+                f"{f.split} deviates {f.max_deviation:.0%} (allowed {f.allowed:.0%})" for f in bad_pos))
+    tested = res[res["blind_trials"].notna()] if len(res) else res
+    if len(tested) and gcfg.blind.trials:
+        cov = float(tested["blind_trials"].sum()) / (len(tested) * gcfg.blind.trials)
+        if cov < gcfg.blind.min_coverage:
+            out.append(f"blind solvability: only {cov:.0%} of the blind-solver calls answered "
+                       f"(floor {gcfg.blind.min_coverage:.0%}); the gate did not run on every item")
+    return out
 
 
 def _display_path(p: Path) -> str:

@@ -348,3 +348,61 @@ def test_empty_test_split_fails_the_not_empty_check(tmp_path):
     assert not evs["vague_eval"].passed and evs["vague_eval"].metadata["export_version"].value == "v1"
     assert "no items" in str(evs["vague_eval"].metadata["empty_partitions"].value)
     assert not evs["iibench_eval"].passed and evs["iibench_eval"].metadata["export_version"].value == "none"
+
+
+def _oe_rows(store, bench):
+    preds = store.read("eval_predictions")
+    return preds[(preds.benchmark == bench) & (preds.task == "open_ended") & (preds.status == "ok")]
+
+
+def test_a_stub_judge_never_scores(setup, tmp_path):
+    """No endpoint for the judge: open-ended answers get judge failures (judge_missing), not the stub's
+    random verdicts as scores, and the report says the judge is missing."""
+    from resources.llm import LLMResource
+
+    defs, resources, store, double = setup
+    resources = dict(resources, llm=LLMResource(backend="stub", cache_path=str(tmp_path / "judge.sqlite")))
+    sel = [a for a in defs.assets if a.key.to_user_string() in ("vimu_eval", "maia_eval")]
+    assert dg.materialize(sel, partition_key="m-good", resources=resources, selection=sel).success
+    oe = _oe_rows(store, "vimu")
+    assert len(oe) and not oe["judge_ok"].astype(bool).any() and oe["score"].isna().all()
+    assert oe["judge_error"].str.startswith("judge_missing").all() and oe["judge_model"].isna().all()
+    assert _oe_rows(store, "maia")["score"].isna().all()
+    reports = [a for a in defs.assets if a.key.to_user_string() in ("vimu_eval_report",)]
+    res = dg.materialize(reports, resources=resources)
+    assert "JUDGE MISSING" in res.asset_materializations_for_node("vimu_eval_report")[0].metadata["judge"].value
+
+
+def test_a_real_judge_is_never_sent_stub_replies(setup, tmp_path):
+    from assets.evals.assets import build_defs
+
+    _, resources, store, double = setup
+    models = tmp_path / "stub_models.yaml"
+    models.write_text(yaml.safe_dump({"models": [{"name": "stub-offline", "backend": "stub", "model": "stub",
+                                                  "accepts": "frames", "max_frames": 4}]}))
+    defs = build_defs(models, tmp_path / "evals.yaml")
+    sel = [a for a in defs.assets if a.key.to_user_string() == "vimu_eval"]
+    double.reset()
+    assert dg.materialize(sel, partition_key="stub-offline", resources=resources, selection=sel).success
+    judged = [b for b in double.chat_requests
+              if (b.get("response_format") or {}).get("json_schema", {}).get("name", "").endswith("_oe_judge")]
+    assert judged == []
+    oe = store.read("eval_predictions")
+    oe = oe[(oe.task == "open_ended") & oe["judge_error"].notna()]
+    assert oe["judge_error"].str.contains("stub").all()
+
+
+def test_configured_endpoint_model_is_evaluated_by_default(monkeypatch, tmp_path):
+    from forge.evals.config import load_models
+
+    for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "SUBTEXT_LLM_BACKEND"):
+        monkeypatch.delenv(k, raising=False)
+    assert [m.name for m in load_models(ROOT / "config" / "models.yaml")] == ["stub-offline"]
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SUBTEXT_LLM_MODEL", "Qwen/Qwen2.5-VL-7B")
+    models = {m.name: m for m in load_models(ROOT / "config" / "models.yaml")}
+    cm = models["Qwen-Qwen2.5-VL-7B"]
+    assert cm.backend == "openai" and cm.model == "Qwen/Qwen2.5-VL-7B" and cm.base_url == "http://127.0.0.1:9/v1"
+    off = tmp_path / "m.yaml"
+    off.write_text("include_configured_model: false\nmodels: [{name: s, backend: stub, model: stub}]\n")
+    assert [m.name for m in load_models(off)] == ["s"]

@@ -39,3 +39,42 @@ def test_segments_follow_partitioning_and_run_all_partitions():
     assert seen["child"] == [["b1", "b2", "b3"]]  # one run over every batch
     mats = instance.fetch_materializations(dg.AssetKey("grandchild"), limit=10).records
     assert sorted(r.partition_key for r in mats) == ["b1", "b2", "b3"]
+
+
+ran_after_failure: list[str] = []
+
+
+@dg.asset
+def broken() -> None:
+    raise RuntimeError("scripted failure")
+
+
+@dg.asset(deps=[broken], partitions_def=dg.StaticPartitionsDefinition(["p"]))
+def after_broken() -> None:
+    ran_after_failure.append("after_broken")
+
+
+@dg.asset(check_specs=[dg.AssetCheckSpec("everything_rejected", asset="gated_like")])
+def gated_like() -> dg.MaterializeResult:
+    return dg.MaterializeResult(check_results=[dg.AssetCheckResult(check_name="everything_rejected", passed=False,
+                                                                   severity=dg.AssetCheckSeverity.ERROR)])
+
+
+@dg.asset(deps=[gated_like], partitions_def=dg.StaticPartitionsDefinition(["p"]))
+def after_gated_like() -> None:
+    ran_after_failure.append("after_gated_like")
+
+
+def test_build_stops_at_a_failed_segment(monkeypatch, capsys):
+    """jobs.build returns False at the first failed segment and never runs the segments after it."""
+    import definitions
+    from jobs import build as B
+
+    for assets in ([broken, after_broken], [gated_like, after_gated_like]):
+        ran_after_failure.clear()
+        monkeypatch.setattr(definitions, "build_defs", lambda assets=assets: dg.Definitions(assets=assets))
+        # two segments (different partitioning): the second never starts
+        assert B.build(instance=dg.DagsterInstance.ephemeral()) is False
+        assert ran_after_failure == []
+    out = capsys.readouterr().out
+    assert "Stopped: a segment failed" in out and "gated_like:everything_rejected (ERROR)" in out

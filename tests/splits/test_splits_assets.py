@@ -41,12 +41,12 @@ def solver(body):
     return {"answer": "A" if "EASY" in text else "D"}
 
 
-def _run(store, llm, run_config=None, select=("splits", "gated", "export"), paper=PAPER):
+def _run(store, llm, run_config=None, select=("splits", "gated", "export"), paper=PAPER, raise_on_error=True):
     defs = benchmark_defs(paper)
     assets = [a for a in defs.assets if any(a.key.path[-1].endswith(s) for s in select)]
     return dg.materialize([*assets, *defs.asset_checks], resources={"storage": StorageResource(data_dir=str(store.data_dir)),
                                                                       "llm": llm},
-                          run_config=run_config or {}, raise_on_error=True,
+                          run_config=run_config or {}, raise_on_error=raise_on_error,
                           selection=[a.key for a in assets])
 
 
@@ -164,10 +164,10 @@ def test_blind_filter_export_roundtrip_and_versioning(store, llm_double, llm_dou
 def test_stub_items_refused_unless_forced(store, tmp_path):
     make_world(store, _specs(8, backend="stub"), benchmark=PAPER)
     llm = LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite"))
-    res = _run(store, llm)
-    md = _md(res, "vague_export")
-    assert md["status"].value == "refused" and "stub" in md["note"].value
-    assert not _check(res, "export_no_stub").passed
+    res = _run(store, llm, raise_on_error=False)
+    assert not res.success                      # a refused export fails the step (and so the run)
+    failure = next(e for e in res.all_events if e.is_step_failure)
+    assert failure.step_key == f"{PAPER}_export" and "stub" in failure.event_specific_data.error.message
     assert not (store.data_dir / "exports" / PAPER).exists()
     # the stub blind solver answers at random: nothing dropped for it
     assert "stub" in _check(res, "gate_blind_solvability").metadata["note"].value
@@ -178,6 +178,7 @@ def test_stub_items_refused_unless_forced(store, tmp_path):
     assert md["status"].value == "written"
     card = (store.data_dir / "exports" / PAPER / "v1" / "README.md").read_text()
     assert "FORCED STUB EXPORT" in card
+    assert "Nothing was billed" in card and "per accepted item" not in card      # stub calls cost $0
     assert bool(store.read("exports").iloc[0]["forced_stub"])
 
 

@@ -12,16 +12,13 @@ but never reject; what can be read is kept and items are built from it.
 
 import hashlib
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import pandas as pd
 import yaml
 
-from assets.common import SINGLE_RUN, batches, contract_check_specs, partition_keys, publish, table_metadata
-from assets.llm_support import record_llm_attempts, record_llm_calls
+from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE
@@ -29,7 +26,6 @@ from forge.llm.types import ImageInput, LLMRequest
 from forge.recipes.hummus import annotations as A
 from forge.recipes.hummus import items as H
 from forge.recipes.hummus.taxonomy import TAXONOMY_PATH, devices
-from forge.storage import RejectLog
 from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
@@ -58,19 +54,18 @@ class AnnotationsConfig(dg.Config):
     group_name="hummus", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["frames"],
     code_version=content_hash(VERSION, CFG["pairs"], files=[P_CAPTION]),
-    check_specs=contract_check_specs("hummus_pairs", ["hummus_pairs"]),
+    check_specs=stage_check_specs("hummus_pairs", ["hummus_pairs"]),
     metadata=table_metadata(["hummus_pairs"]),
     description="Hummus inputs: image frames with their table-source caption; images without one get an LLM "
                 "caption when generate_captions is on (caption_origin = llm), else are rejected (no_caption).",
 )
 def hummus_pairs(context: dg.AssetExecutionContext, config: PairsConfig, storage: StorageResource,
                  llm: LLMResource) -> dg.MaterializeResult:
-    t0 = time.perf_counter()
-    store, engine = storage.store, llm.engine()
+    run = StageRun(context, storage, llm)
+    store, engine = run.store, run.engine
     prompt = load_prompt(P_CAPTION)
-    tables, logs, n_llm = {}, [], 0
-    for part in partition_keys(context):
-        rej = RejectLog("hummus_pairs", part)
+    n_llm = 0
+    for part, rej in run.partitions():
         frames = store.read("frames", parts=[part])
         frames = frames[frames["kind"] == "image"].sort_values("frame_id") if len(frames) else frames
         if config.max_pairs_per_batch is not None:
@@ -94,11 +89,8 @@ def hummus_pairs(context: dg.AssetExecutionContext, config: PairsConfig, storage
             n_llm += 1
             rows.append(base | {"caption": cap, "caption_origin": "llm", "prompt_hash": res.prompt_hash,
                                 "model": res.model, "backend": res.backend})
-        tables[part] = pd.DataFrame(rows, columns=PAIR_COLS)
-        logs.append(rej)
-    md = record_llm_calls(store, engine, [("hummus_pairs", p) for p in tables])
-    md["llm_captions"] = n_llm
-    return publish(store, {"hummus_pairs": tables}, rejects=logs, metadata=md, asset_key=context.asset_key, started=t0)
+        run.put(part, rows)
+    return run.publish({"llm_captions": n_llm})
 
 
 def annotation_id(frame_id: str, caption: str) -> str:
@@ -117,7 +109,7 @@ def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int):
     group_name="hummus", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["hummus_pairs"],
     code_version=content_hash(VERSION, CFG["annotations"], files=[P_ANNOTATE, TAXONOMY_PATH]),
-    check_specs=contract_check_specs("hummus_annotations", ["hummus_annotations", "hummus_regions"]),
+    check_specs=stage_check_specs("hummus_annotations", ["hummus_annotations", "hummus_regions"]),
     metadata=table_metadata(["hummus_annotations", "hummus_regions"]),
     description="Hummus §4 annotation: Yes / No / WIDLII / Discard with incongruities; for Yes / WIDLII "
                 "TARGET IS SOURCE metaphors, boxes (pixel + normalised, in hummus_regions), the caption span in "
@@ -126,23 +118,21 @@ def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int):
 )
 def hummus_annotations(context: dg.AssetExecutionContext, config: AnnotationsConfig, storage: StorageResource,
                        llm: LLMResource) -> dg.MaterializeResult:
-    t0 = time.perf_counter()
-    store, engine = storage.store, llm.engine()
+    run = StageRun(context, storage, llm, tables=["hummus_annotations", "hummus_regions"])
+    store, engine = run.store, run.engine
     prompt = load_prompt(P_ANNOTATE)
-    ann_tables, reg_tables, logs, attempts = {}, {}, [], []
     counts: dict[str, int] = {"pairs": 0}
     reasons: dict[str, int] = {}
-    for part in partition_keys(context):
-        rej = RejectLog("hummus_annotations", part)
+    for part, rej in run.partitions():
         pairs = {r["frame_id"]: r for r in store.read("hummus_pairs", parts=[part]).to_dict("records")}
         counts["pairs"] += len(pairs)
         reqs = [LLMRequest(fid, prompt, {"caption": p["caption"], "width": int(p["width"]), "height": int(p["height"]),
                                          "devices": ", ".join(devices())},
                            images=[ImageInput(path=store.data_dir / p["path"])]) for fid, p in pairs.items()]
-        run = refine(engine, "hummus_annotations", part, reqs,
-                     checks=[annotation_check(pairs, config.explanation_max_words)], max_rounds=config.max_rounds)
+        loop = refine(engine, "hummus_annotations", part, reqs,
+                      checks=[annotation_check(pairs, config.explanation_max_words)], max_rounds=config.max_rounds)
         rows, regions = [], []
-        for o in run.outcomes:
+        for o in loop.outcomes:
             p = pairs[o.item_id]
             if not o.accepted:
                 reason = o.reason
@@ -181,47 +171,37 @@ def hummus_annotations(context: dg.AssetExecutionContext, config: AnnotationsCon
                                 "box_norm_height": rg.height, "box_norm_width": rg.width,
                                 "image_width": int(p["width"]), "image_height": int(p["height"])})
             counts[ann.verdict] = counts.get(ann.verdict, 0) + 1
-        ann_tables[part] = pd.DataFrame(rows)
-        reg_tables[part] = pd.DataFrame(regions, columns=["annotation_id", "region_index", "frame_id", "batch", "label",
-                                                          "box_px_x0", "box_px_y0", "box_px_x1", "box_px_y1",
-                                                          "box_norm_top", "box_norm_left", "box_norm_height",
-                                                          "box_norm_width", "image_width", "image_height"])
-        logs.append(rej)
-        attempts.append(run.attempts_frame())
-    record_llm_attempts(store, attempts, [("hummus_annotations", p) for p in ann_tables])
-    md = record_llm_calls(store, engine, [("hummus_annotations", p) for p in ann_tables])
+        run.put(part, rows, "hummus_annotations")
+        run.put(part, regions, "hummus_regions")
+        run.add_attempts(loop.attempts_frame())
     n = counts["pairs"]
     n_adv = counts.pop("advisory", 0)
-    md |= {f"verdict_{k}": v for k, v in counts.items() if k != "pairs"} | {"pairs": n}
+    md: dict[str, Any] = {f"verdict_{k}": v for k, v in counts.items() if k != "pairs"} | {"pairs": n}
     if n_adv:
         md["stub_verdicts"] = ADVISORY_NOTE
         md["advisory_rows"] = n_adv
     for code in (A.INVALID_SPAN, A.BOX_OUT_OF_BOUNDS, A.BAD_METAPHOR, A.EXPLANATION_TOO_LONG):
         md[f"{code}_rate"] = round(reasons.get(code, 0) / n, 4) if n else 0.0
     md["reject_reasons"] = dg.MetadataValue.json(reasons)
-    return publish(store, {"hummus_annotations": ann_tables, "hummus_regions": reg_tables}, rejects=logs,
-                   metadata=md, asset_key=context.asset_key, started=t0)
+    return run.publish(md, record_attempts=True)
 
 
 @dg.asset(
     group_name="hummus", kinds={"python"}, partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["hummus_annotations"],
     code_version=content_hash(VERSION, H.INSTRUCTIONS),
-    check_specs=contract_check_specs("hummus_items", ["hummus_items"]),
+    check_specs=stage_check_specs("hummus_items", ["hummus_items"]),
     metadata=table_metadata(["hummus_items"]),
     description="The six Hummus tasks of Table 1 (classification, naming, image_box, image_label, "
                 "caption_highlight, explanation) built from the annotations; Discard items are not tested.",
 )
 def hummus_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
-    t0 = time.perf_counter()
-    store = storage.store
-    tables = {}
-    for part in partition_keys(context):
+    run = StageRun(context, storage)
+    store = run.store
+    for part, _ in run.partitions():
         anns = store.read("hummus_annotations", parts=[part])
         regs = store.read("hummus_regions", parts=[part])
         by_ann = {k: g.to_dict("records") for k, g in regs.groupby("annotation_id")} if len(regs) else {}
         rows = [row for a in anns.to_dict("records") for row in H.build_items(a, by_ann.get(a["annotation_id"], []))]
-        tables[part] = pd.DataFrame(rows)
-    allrows = pd.concat(tables.values(), ignore_index=True) if tables else pd.DataFrame()
-    md = {"by_task": dg.MetadataValue.json(allrows["task"].value_counts().to_dict()) if len(allrows) else {}}
-    return publish(store, {"hummus_items": tables}, metadata=md, asset_key=context.asset_key, started=t0)
+        run.put(part, rows)
+    return run.publish({"by_task": dg.MetadataValue.json(run.frame()["task"].value_counts().to_dict())})

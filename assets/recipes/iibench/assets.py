@@ -11,7 +11,6 @@ options and the distractor judge on placeholder text are recorded (``advisory`` 
 
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,7 @@ import dagster as dg
 import pandas as pd
 import yaml
 
-from assets.common import SINGLE_RUN, batches, contract_check_specs, partition_keys, publish, table_metadata
-from assets.llm_support import record_llm_attempts, record_llm_calls
+from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
@@ -110,24 +108,22 @@ def candidate_images(store: TableStore, batch: str, rejects: RejectLog) -> pd.Da
     group_name="iibench", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["frames", "duplicates", "text_ratio"],
     code_version=content_hash(VERSION, CFG["implication"], files=[P_IMPLICATION]),
-    check_specs=contract_check_specs("iibench_implication", ["iibench_implication"]),
+    check_specs=stage_check_specs("iibench_implication", ["iibench_implication"]),
     metadata=table_metadata(["iibench_implication"]),
     description="II-Bench Stage 3: keep images with a metaphorical or suggestive implication (LLM judge with "
                 "reasons; a human verdict table overrides it). Dropped images → rejects (no_implication).",
 )
 def iibench_implication(context: dg.AssetExecutionContext, config: ImplicationConfig, storage: StorageResource,
                         llm: LLMResource) -> dg.MaterializeResult:
-    t0 = time.perf_counter()
-    store, engine = storage.store, llm.engine()
+    run = StageRun(context, storage, llm)
+    store, engine = run.store, run.engine
     prompt = load_prompt(P_IMPLICATION)
     verdict_path = config.human_verdicts
     if verdict_path and not Path(verdict_path).is_absolute():
         verdict_path = str(ROOT / verdict_path)
     human = imp.load_human_verdicts(verdict_path)
-    tables, logs, counts = {}, [], {"candidates": 0, "kept": 0, "dropped": 0, "human": 0, "judge_failed": 0,
-                                    "advisory": 0}
-    for part in partition_keys(context):
-        rej = RejectLog("iibench_implication", part)
+    counts = {"candidates": 0, "kept": 0, "dropped": 0, "human": 0, "judge_failed": 0, "advisory": 0}
+    for part, rej in run.partitions():
         cands = candidate_images(store, part, rej)
         if config.max_images_per_batch is not None:
             cands = cands.head(config.max_images_per_batch)
@@ -159,22 +155,16 @@ def iibench_implication(context: dg.AssetExecutionContext, config: ImplicationCo
         for row in rows:
             if not row["keep"]:
                 rej.add(row["frame_id"], "no_implication", detail=f"[{row['origin']}] {row['reason'] or ''}".strip())
-        df = pd.DataFrame(rows, columns=["frame_id", "batch", "item_id", "source", "path", "keep", "origin",
-                                         "implication", "reason", "ocr_text", "prompt_name", "prompt_hash", "model",
-                                         "backend", "advisory"])
-        tables[part] = df
-        logs.append(rej)
+        df = run.put(part, rows)
         counts["candidates"] += len(cands)
         counts["kept"] += int(df["keep"].sum()) if len(df) else 0
         counts["dropped"] += int((~df["keep"].astype(bool)).sum()) if len(df) else 0
         counts["human"] += int((df["origin"] == "human").sum()) if len(df) else 0
-    md = record_llm_calls(store, engine, [("iibench_implication", p) for p in tables])
     judged = counts["kept"] + counts["dropped"]
-    md |= {f"images_{k}": v for k, v in counts.items()}
+    md = {f"images_{k}": v for k, v in counts.items()}
     md["keep_rate"] = round(counts["kept"] / judged, 4) if judged else 0.0
     md["human_override_rate"] = round(counts["human"] / judged, 4) if judged else 0.0
-    return publish(store, {"iibench_implication": tables}, rejects=logs, metadata=md,
-                   asset_key=context.asset_key, started=t0)
+    return run.publish(md)
 
 
 # -- 6. labels --------------------------------------------------------------------------
@@ -192,33 +182,32 @@ def labels_check(min_chars: int):
     group_name="iibench", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["iibench_implication"],
     code_version=content_hash(VERSION, CFG["labels"], files=[P_LABELS, tax.TAXONOMY_PATH]),
-    check_specs=contract_check_specs("iibench_labels", ["iibench_labels"]),
+    check_specs=stage_check_specs("iibench_labels", ["iibench_labels"]),
     metadata=table_metadata(["iibench_labels"]),
     description="II-Bench App. B.2 labels per kept image: image type, domain, emotion, rhetoric (multi), "
                 "difficulty and the explanation of the implication; label sets validated in code, refined.",
 )
 def iibench_labels(context: dg.AssetExecutionContext, config: LabelsConfig, storage: StorageResource,
                    llm: LLMResource) -> dg.MaterializeResult:
-    t0 = time.perf_counter()
-    store, engine = storage.store, llm.engine()
+    run = StageRun(context, storage, llm)
+    store, engine = run.store, run.engine
     prompt = load_prompt(P_LABELS)
     label_vars = {"image_types": tax.values("image_type"), "domains": tax.values("domain"),
                   "emotions": tax.values("emotion"), "rhetorics": tax.values("rhetoric"),
                   "difficulties": tax.values("difficulty")}
     label_vars = {k: ", ".join(v) for k, v in label_vars.items()}
-    tables, logs, attempts, n_in = {}, [], [], 0
-    for part in partition_keys(context):
-        rej = RejectLog("iibench_labels", part)
+    n_in = 0
+    for part, rej in run.partitions():
         kept = store.read("iibench_implication", parts=[part])
         kept = kept[kept["keep"].astype(bool)] if len(kept) else kept
         n_in += len(kept)
         by_id = {r["frame_id"]: r for r in kept.to_dict("records")}
         reqs = [LLMRequest(fid, prompt, label_vars | {"implication": r["implication"] or r["reason"] or "(not stated)"},
                            images=[_image(store, r)]) for fid, r in by_id.items()]
-        run = refine(engine, "iibench_labels", part, reqs, checks=[labels_check(config.min_explanation_chars)],
-                     max_rounds=config.max_rounds)
+        loop = refine(engine, "iibench_labels", part, reqs, checks=[labels_check(config.min_explanation_chars)],
+                      max_rounds=config.max_rounds)
         rows = []
-        for o in run.outcomes:
+        for o in loop.outcomes:
             if not o.accepted:
                 reason = "invalid_labels" if o.reason == "max_rounds" else o.reason
                 rej.add(o.item_id, reason, "RefineReject", o.detail or "")
@@ -229,18 +218,15 @@ def iibench_labels(context: dg.AssetExecutionContext, config: LabelsConfig, stor
                 "explanation": " ".join(str(data["explanation"]).split()), "implication": r["implication"],
                 "rounds": o.rounds, "prompt_name": o.result.prompt_name, "prompt_hash": o.result.prompt_hash,
                 "model": o.result.model, "backend": o.result.backend})
-        tables[part] = pd.DataFrame(rows)
-        logs.append(rej)
-        attempts.append(run.attempts_frame())
-    record_llm_attempts(store, attempts, [("iibench_labels", p) for p in tables])
-    md = record_llm_calls(store, engine, [("iibench_labels", p) for p in tables])
-    n_out = sum(len(d) for d in tables.values())
-    md |= {"images_in": n_in, "labelled": n_out, "label_reject_rate": round(1 - n_out / n_in, 4) if n_in else 0.0}
+        run.put(part, rows)
+        run.add_attempts(loop.attempts_frame())
+    allrows = run.frame()
+    n_out = len(allrows)
+    md: dict[str, Any] = {"images_in": n_in, "labelled": n_out, "label_reject_rate": round(1 - n_out / n_in, 4) if n_in else 0.0}
     if n_out:
-        allrows = pd.concat(tables.values(), ignore_index=True)
         md["by_domain"] = dg.MetadataValue.json(allrows["domain"].value_counts().to_dict())
         md["by_image_type"] = dg.MetadataValue.json(allrows["image_type"].value_counts().to_dict())
-    return publish(store, {"iibench_labels": tables}, rejects=logs, metadata=md, asset_key=context.asset_key, started=t0)
+    return run.publish(md, record_attempts=True)
 
 
 # -- 7. items -----------------------------------------------------------------------------
@@ -281,7 +267,7 @@ def judge_verdict(data: dict[str, Any]) -> Verdict:
     group_name="iibench", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["iibench_labels"],
     code_version=content_hash(VERSION, CFG["items"], files=[P_QUESTIONS, P_JUDGE]),
-    check_specs=contract_check_specs("iibench_items", ["iibench_items"]),
+    check_specs=stage_check_specs("iibench_items", ["iibench_items"]),
     metadata=table_metadata(["iibench_items"]),
     description="II-Bench items: 1-3 single-answer questions per image with six options (one correct, five "
                 "distractors about the implication's nuances), code-checked for duplicates and judged (each "
@@ -289,16 +275,14 @@ def judge_verdict(data: dict[str, Any]) -> Verdict:
 )
 def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storage: StorageResource,
                   llm: LLMResource) -> dg.MaterializeResult:
-    t0 = time.perf_counter()
-    store, engine = storage.store, llm.engine()
+    run = StageRun(context, storage, llm)
+    store, engine = run.store, run.engine
     p_q, p_j = load_prompt(P_QUESTIONS), load_prompt(P_JUDGE)
     n_q = max(1, min(3, config.questions_per_image))
-    tables, logs, attempts = {}, [], []
     stats = {"images": 0, "questions_accepted": 0, "questions_rejected": 0, "images_rejected": 0,
              "refine_rounds": 0}
     reasons: dict[str, int] = {}
-    for part in partition_keys(context):
-        rej = RejectLog("iibench_items", part)
+    for part, rej in run.partitions():
         lab = store.read("iibench_labels", parts=[part])
         recs = {r["frame_id"]: r for r in lab.to_dict("records")}
         stats["images"] += len(recs)
@@ -307,11 +291,11 @@ def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storag
             labels_txt = json.dumps({k: (list(r[k]) if k == "rhetoric" else r[k]) for k in tax.AXES})
             reqs.append(LLMRequest(fid, p_q, {"explanation": r["explanation"], "labels": labels_txt,
                                               "n_questions": n_q}, images=[_image(store, r)]))
-        run = refine(engine, "iibench_items", part, reqs, checks=[questions_check(config.near_duplicate_threshold)],
-                     judge=judge_builder(p_j, {f: r["explanation"] for f, r in recs.items()}),
-                     parse_verdict=judge_verdict, max_rounds=config.max_rounds)
+        loop = refine(engine, "iibench_items", part, reqs, checks=[questions_check(config.near_duplicate_threshold)],
+                      judge=judge_builder(p_j, {f: r["explanation"] for f, r in recs.items()}),
+                      parse_verdict=judge_verdict, max_rounds=config.max_rounds)
         rows = []
-        for o in run.outcomes:
+        for o in loop.outcomes:
             r = recs[o.item_id]
             stats["refine_rounds"] += o.rounds
             if o.reason in ("generation_failed", "judge_failed", "verdict_reject"):
@@ -345,17 +329,14 @@ def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storag
                     rows.append(row)
         stats["questions_accepted"] += len(rows)
         stats["questions_rejected"] += sum(1 for x in rej.rows if x["error_class"] == "QuestionReject")
-        tables[part] = pd.DataFrame(rows)
-        logs.append(rej)
-        attempts.append(run.attempts_frame())
-    record_llm_attempts(store, attempts, [("iibench_items", p) for p in tables])
-    md = record_llm_calls(store, engine, [("iibench_items", p) for p in tables])
+        run.put(part, rows)
+        run.add_attempts(loop.attempts_frame())
     total_q = stats["questions_accepted"] + stats["questions_rejected"]
-    md |= stats
+    md: dict[str, Any] = dict(stats)
     md["distractor_failure_rate"] = round(sum(reasons.get(c, 0) for c in (it.ALSO_CORRECT, it.IMPLAUSIBLE))
                                           / total_q, 4) if total_q else 0.0
     md["duplicate_option_rate"] = round(reasons.get(it.DUPLICATE_OPTIONS, 0) / total_q, 4) if total_q else 0.0
     md["reject_reasons"] = dg.MetadataValue.json(reasons)
-    if any(advisory(r) for d in tables.values() for r in d["backend"]):
+    if any(advisory(b) for b in run.frame()["backend"]):
         md["stub_verdicts"] = ADVISORY_NOTE
-    return publish(store, {"iibench_items": tables}, rejects=logs, metadata=md, asset_key=context.asset_key, started=t0)
+    return run.publish(md, record_attempts=True)

@@ -13,16 +13,13 @@ but never filter anything, so the demo keeps items flowing and says what it did.
 
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pandas as pd
 
-from assets.common import (SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish,
-                           table_metadata)
-from assets.llm_support import record_llm_attempts, record_llm_calls
+from assets.common import SINGLE_RUN, Progress, StageRun, batches, stage_check_specs, table_metadata
 from forge.checks.text import pool_stats
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import ATTEMPT_COLUMNS, refine
@@ -85,23 +82,21 @@ def images(store: TableStore, paths: list[str], k: int) -> list[ImageInput]:
 @dg.asset(
     **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["clips", "frames", "evidence"],
     code_version=content_hash(VERSION, CFG.get("questions"), files=[P["questions"], CATEGORIES_FILE]),
-    check_specs=contract_check_specs("maia_questions", ["maia_questions"]),
+    check_specs=stage_check_specs("maia_questions", ["maia_questions"]),
     metadata=table_metadata(["maia_questions"]),
     description="MAIA questions (App. A.3): 2 open-ended, audio-free questions per reasoning category per clip, the "
                 "second about other entities/events; generated from frames + evidence, or imported (human).",
 )
 def maia_questions(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource) -> dg.MaterializeResult:
-    started, store, cfg = time.perf_counter(), storage.store, CFG["questions"]
+    run, cfg = StageRun(context, storage, llm), CFG["questions"]
+    store, engine = run.store, run.engine
     cats = CATEGORY_NAMES if cfg.get("categories", "all") == "all" else tuple(cfg["categories"])
-    prompt, engine = load_prompt(P["questions"]), llm.engine()
+    prompt = load_prompt(P["questions"])
     imported: list[Q.ImportedQuestion] = []
     import_bad: list[tuple[str, str]] = []
     if cfg.get("import_path"):
         imported, import_bad = Q.load_import(cfg["import_path"])
-    parts, logs = {}, []
-    for batch in partition_keys(context):
-        log = RejectLog("maia_questions", batch)
-        logs.append(log)
+    for batch, log in run.partitions():
         for rid, reason in import_bad:
             log.add(rid, reason, detail=str(cfg["import_path"]))
         units = clip_units(store, batch)
@@ -139,13 +134,10 @@ def maia_questions(context: dg.AssetExecutionContext, storage: StorageResource, 
             qa, qb = str(res.data["question_a"]).strip(), str(res.data["question_b"]).strip()
             rows.append(_question_row(batch, u, cat, "a", qa, "generated", res))
             rows.append(_question_row(batch, u, cat, "b", qb, "generated", res))
-        parts[batch] = _check_questions(rows, log, float(cfg.get("pair_max_overlap", 0.5)))
-    md = record_llm_calls(store, engine, [("maia_questions", b) for b in parts])
-    all_q = pd.concat(parts.values(), ignore_index=True) if parts else pd.DataFrame()
-    md["questions_by_category"] = dg.MetadataValue.json(
-        all_q["category"].value_counts().to_dict() if len(all_q) else {})
-    md["imported_questions"] = int((all_q["origin"] == "imported").sum()) if len(all_q) else 0
-    return publish(store, {"maia_questions": parts}, rejects=logs, metadata=md, started=started)
+        run.put(batch, _check_questions(rows, log, float(cfg.get("pair_max_overlap", 0.5))))
+    all_q = run.frame()
+    return run.publish({"questions_by_category": dg.MetadataValue.json(all_q["category"].value_counts().to_dict()),
+                        "imported_questions": int((all_q["origin"] == "imported").sum())})
 
 
 def _question_row(batch: str, u: dict[str, Any], cat: str, slot: str, text: str, origin: str, res: Any,
@@ -279,21 +271,19 @@ def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
     code_version=content_hash(VERSION, CFG.get("answers"), CFG.get("pools"),
                               files=[P["answers"], P["consistency"], P["contradiction"], P["rephrase_equal"],
                                      P["rephrase_overlap"]]),
-    check_specs=contract_check_specs("maia_answer_pools", ["maia_answer_pools", "maia_pool_stats"]),
+    check_specs=stage_check_specs("maia_answer_pools", ["maia_answer_pools", "maia_pool_stats"]),
     metadata=table_metadata(["maia_answer_pools"]),
     description="MAIA 8-answer pools (App. A.3–A.4): generated with diversity (or imported), consistency 0/1/2, "
                 "contradiction inside the pool, equal strings and >50 % lexical overlap rephrased, TTR per pool.",
 )
 def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResource,
                       llm: LLMResource) -> dg.MaterializeResult:
-    started, store = time.perf_counter(), storage.store
+    run = StageRun(context, storage, llm, tables=["maia_answer_pools", "maia_pool_stats"])
+    store, engine, stage = run.store, run.engine, run.stage
     acfg, pcfg = CFG["answers"], CFG["pools"]
-    engine, stage = llm.engine(), "maia_answer_pools"
     gen_p, cons_p, contra_p = load_prompt(P["answers"]), load_prompt(P["consistency"]), load_prompt(P["contradiction"])
-    parts, stat_parts, logs, attempt_frames = {}, {}, [], []
-    for batch in partition_keys(context):
-        log = RejectLog(stage, batch)
-        logs.append(log)
+    attempt_frames = run.attempts
+    for batch, log in run.partitions():
         qs = store.read_batch("maia_questions", batch)
         qrecs = qs.to_dict("records") if len(qs) else []
         # 1. pools: imported answers as they are, else one generation per question
@@ -324,7 +314,7 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
             "question": q["question"], "answers": "\n".join(f"A{i + 1}: {a}" for i, a in enumerate(ans))})
             for q, ans, _ in pools]
         contra = {r.item_id: r for r in engine.run(stage, batch, contra_reqs)}
-        pool_objs, meta = [], {}
+        pool_objs, meta, check_errors = [], {}, {}
         for q, ans, gres in pools:
             qid = q["question_id"]
             ids = [f"{qid}_a{i}" for i in range(len(ans))]
@@ -333,14 +323,20 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
             for i, mid in enumerate(ids):
                 r = cons[mid]
                 scores[i] = int(r.data["score"]) if r.ok else None
-                if not r.ok:
-                    log.add(mid, "consistency_failed", r.error_class or "", r.error or "")
+                if not r.ok:   # fail closed: an answer whose check did not run is never kept as passed
+                    p.dropped[i] = "consistency_check_failed"
+                    check_errors[mid] = f"{r.error_class or ''}: {r.error or ''}".strip(": ")
                 elif scores[i] == 0 and not advisory(r):
                     p.dropped[i] = "inconsistent_answer"
             cr = contra[qid]
             contradiction = bool(cr.data["contradiction"]) if cr.ok else None
-            meta[qid] = (q, gres, scores, contradiction, len(ans),
-                         contradiction and not advisory(cr) and bool(acfg.get("drop_contradicting_pools", True)))
+            # the pool's reject reason, or None; a failed contradiction check rejects the pool (fail closed)
+            pool_reject = ("contradiction_check_failed" if not cr.ok else "pool_contradiction"
+                           if contradiction and not advisory(cr) and bool(acfg.get("drop_contradicting_pools", True))
+                           else None)
+            if not cr.ok:
+                check_errors[qid] = f"{cr.error_class or ''}: {cr.error or ''}".strip(": ")
+            meta[qid] = (q, gres, scores, contradiction, len(ans), pool_reject)
             pool_objs.append(p)
         # 3. equal strings / lexical overlap → rephrase, bounded rounds
         attempts: list[dict[str, Any]] = []
@@ -354,16 +350,18 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
         for p in pool_objs:
             q, gres, scores, contradiction, n0, drop_pool = meta[p.key]
             for i, why in sorted(p.dropped.items()):
-                log.add(p.member_ids[i], why, detail=p.texts[i], related_id=p.key)
+                mid = p.member_ids[i]
+                detail = f"{check_errors[mid]} — {p.texts[i]}" if mid in check_errors else p.texts[i]
+                log.add(mid, why, detail=detail, related_id=p.key)
             status, reason = "kept", None
             if drop_pool:
-                status, reason = "rejected", "pool_contradiction"
+                status, reason = "rejected", drop_pool
                 p.stats_before = p.stats_before or pool_stats(p.kept_texts())
                 p.stats_after = p.stats_after or p.stats_before
             elif len(p.alive()) < int(acfg["min_pool_size"]):
                 status, reason = "rejected", "pool_too_small"
             if status == "rejected":
-                log.add(p.key, reason, detail=f"{len(p.alive())}/{n0} answers kept")
+                log.add(p.key, reason, detail=check_errors.get(p.key) or f"{len(p.alive())}/{n0} answers kept")
             stats.append(stats_row("answers", p, q, status, reason, n0, {
                 "n_inconsistent": sum(1 for s in scores.values() if s == 0),
                 "n_partially_consistent": sum(1 for s in scores.values() if s == 2),
@@ -378,16 +376,11 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
                              "origin": "generated" if gres is not None else "imported",
                              "prompt_hash": gres.prompt_hash if gres else None,
                              "model": gres.model if gres else "human", "backend": gres.backend if gres else "human"})
-        parts[batch] = pd.DataFrame(rows)
-        stat_parts[f"answers__{batch}"] = pd.DataFrame(stats)
-    md = record_llm_calls(store, engine, [(stage, b) for b in parts])
-    md["rephrase_attempts"] = record_llm_attempts(store, attempt_frames, [(stage, b) for b in parts])
-    allstats = pd.concat(stat_parts.values(), ignore_index=True) if stat_parts else pd.DataFrame()
-    if len(allstats):
-        md.update(pool_metadata(allstats, "answers"))
-    return publish(store, {"maia_answer_pools": parts,
-                           "maia_pool_stats": stat_parts},
-                   rejects=logs, metadata=md, started=started)
+        run.put(batch, rows)
+        run.put(f"answers__{batch}", stats, "maia_pool_stats")
+    allstats = run.frame("maia_pool_stats")
+    md = pool_metadata(allstats, "answers") if len(allstats) else {}
+    return run.publish(md, attempts_key="rephrase_attempts", record_attempts=True)
 
 
 # -- 3. true statements ------------------------------------------------------------------------
@@ -395,20 +388,18 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
     **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["maia_answer_pools", "maia_questions"],
     code_version=content_hash(VERSION, CFG.get("statements"), CFG.get("pools"),
                               files=[P["statement"], P["rephrase_equal"], P["rephrase_overlap"]]),
-    check_specs=contract_check_specs("maia_statements", ["maia_statements", "maia_pool_stats"]),
+    check_specs=stage_check_specs("maia_statements", ["maia_statements", "maia_pool_stats"]),
     metadata=table_metadata(["maia_statements"]),
     description="MAIA true statements (App. A.5–A.6): one declarative statement per answer (question + answer), "
                 "then the same equal-string / lexical-overlap processing of each pool and TTR.",
 )
 def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
                     llm: LLMResource) -> dg.MaterializeResult:
-    started, store = time.perf_counter(), storage.store
+    run = StageRun(context, storage, llm, tables=["maia_statements", "maia_pool_stats"])
+    store, engine, stage, attempt_frames = run.store, run.engine, run.stage, run.attempts
     scfg, pcfg = CFG["statements"], CFG["pools"]
-    engine, stage, prompt = llm.engine(), "maia_statements", load_prompt(P["statement"])
-    parts, stat_parts, logs, attempt_frames = {}, {}, [], []
-    for batch in partition_keys(context):
-        log = RejectLog(stage, batch)
-        logs.append(log)
+    prompt = load_prompt(P["statement"])
+    for batch, log in run.partitions():
         ans = store.read_batch("maia_answer_pools", batch)
         qs = store.read_batch("maia_questions", batch)
         qmap = qs.set_index("question_id").to_dict("index") if len(qs) else {}
@@ -451,38 +442,31 @@ def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
                              "idx": int(a["idx"]), "statement": p.texts[i], "original_statement": p.originals[i],
                              "rephrased": p.rephrased.get(i, 0), "prompt_hash": r.prompt_hash, "model": r.model,
                              "backend": r.backend})
-        parts[batch] = pd.DataFrame(rows)
-        stat_parts[f"statements__{batch}"] = pd.DataFrame(stats)
-    md = record_llm_calls(store, engine, [(stage, b) for b in parts])
-    md["rephrase_attempts"] = record_llm_attempts(store, attempt_frames, [(stage, b) for b in parts])
-    allstats = pd.concat(stat_parts.values(), ignore_index=True) if stat_parts else pd.DataFrame()
-    if len(allstats):
-        md.update(pool_metadata(allstats, "statements"))
-    return publish(store, {"maia_statements": parts,
-                           "maia_pool_stats": stat_parts},
-                   rejects=logs, metadata=md, started=started)
+        run.put(batch, rows)
+        run.put(f"statements__{batch}", stats, "maia_pool_stats")
+    allstats = run.frame("maia_pool_stats")
+    md = pool_metadata(allstats, "statements") if len(allstats) else {}
+    return run.publish(md, attempts_key="rephrase_attempts", record_attempts=True)
 
 
 # -- 4. foils ------------------------------------------------------------------------------------
 @dg.asset(
     **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["maia_statements"],
     code_version=content_hash(VERSION, CFG.get("foils"), files=[*FOIL_PROMPTS, P["foil_structural"], CATEGORIES_FILE]),
-    check_specs=contract_check_specs("maia_foils", ["maia_foils"]),
+    check_specs=stage_check_specs("maia_foils", ["maia_foils"]),
     metadata=table_metadata(["maia_foils"]),
     description="MAIA foils (App. A.7–A.8): a minimal category-specific edit of each true statement (one prompt per "
                 "category), structural check + NLI contradiction test; entailed / invalid foils are regenerated.",
 )
 def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource,
                nli: NLIResource) -> dg.MaterializeResult:
-    started, store, fcfg = time.perf_counter(), storage.store, CFG["foils"]
-    engine, stage = llm.engine(), "maia_foils"
+    stage_run, fcfg = StageRun(context, storage, llm), CFG["foils"]
+    store, engine, stage = stage_run.store, stage_run.engine, stage_run.stage
     foil_prompts = {c: load_prompt(F.foil_prompt_file(PROMPTS, c)) for c in CATEGORY_NAMES}
     struct_p = load_prompt(P["foil_structural"])
-    parts, logs, attempt_frames, nli_counts = {}, [], [], {"entailment": 0, "neutral": 0, "contradiction": 0}
+    nli_counts = {"entailment": 0, "neutral": 0, "contradiction": 0}
     first_round_entailed = total_first = 0
-    for batch in partition_keys(context):
-        log = RejectLog(stage, batch)
-        logs.append(log)
+    for batch, log in stage_run.partitions():
         st = store.read_batch("maia_statements", batch)
         recs = st.sort_values("statement_id").to_dict("records") if len(st) else []
         cap = int(fcfg.get("max_statements_per_question", 8))
@@ -506,7 +490,7 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
         run = refine(engine, stage, batch, reqs, checks=[F.minimal_edit_check(float(fcfg["max_edit_ratio"])),
                                                           nli_contradiction],
                      judge=judge, parse_verdict=F.structural_verdict, max_rounds=int(fcfg["max_rounds"]))
-        attempt_frames.append(run.attempts_frame())
+        stage_run.add_attempts(run.attempts_frame())
         run.add_rejects(log)
         by_id = {r["statement_id"]: r for r in recs}
         rows = []
@@ -527,39 +511,36 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
             nli_counts[lab] = nli_counts.get(lab, 0) + 1
         total_first += len(first_labels)
         first_round_entailed += sum(1 for v in first_labels.values() if v == "entailment")
-        parts[batch] = pd.DataFrame(rows)
-    md = record_llm_calls(store, engine, [(stage, b) for b in parts] + [(f"{stage}_nli", b) for b in parts])
-    md["refine_attempts"] = record_llm_attempts(store, attempt_frames, [(stage, b) for b in parts])
-    md["nli_backend"] = nli.backend
-    md["nli_final_labels"] = dg.MetadataValue.json(nli_counts)
-    md["first_foil_entailment_rate"] = round(first_round_entailed / total_first, 4) if total_first else 0.0
-    return publish(store, {"maia_foils": parts}, rejects=logs, metadata=md, started=started)
+        stage_run.put(batch, rows)
+    md = {"nli_backend": nli.backend, "nli_final_labels": dg.MetadataValue.json(nli_counts),
+          "first_foil_entailment_rate": round(first_round_entailed / total_first, 4) if total_first else 0.0}
+    return stage_run.publish(md, call_stages=[f"{stage}_nli"], attempts_key="refine_attempts", record_attempts=True)
 
 
 # -- 5. items ------------------------------------------------------------------------------------
 @dg.asset(
     **COMMON, kinds={"python", "parquet"}, deps=["maia_foils", "maia_answer_pools", "maia_questions", "maia_statements"],
     code_version=content_hash(VERSION, CFG.get("items")),
-    check_specs=contract_check_specs("maia_items", ["maia_items"]),
+    check_specs=stage_check_specs("maia_items", ["maia_items"]),
     metadata=table_metadata(["maia_items"]),
     description="MAIA items (§4): statement_verification (true vs foil, A/B by a seeded shuffle) and open_ended "
                 "(question + its pool of references), in the common benchmark-item columns.",
 )
 def maia_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
-    started, store = time.perf_counter(), storage.store
-    parts = {}
-    for batch in partition_keys(context):
+    run = StageRun(context, storage)
+    store = run.store
+    for batch, _ in run.partitions():
         units = {u["clip_id"]: u for u in clip_units(store, batch)}
         qs = store.read_batch("maia_questions", batch)
         for q in (qs.to_dict("records") if len(qs) else []):  # clips gone from the trunk keep their frames
             units.setdefault(q["clip_id"], {"item_id": q["source_item_id"], "source": q["source"],
                                             "media_paths": list(q["media_paths"])})
-        parts[batch] = build_items(qs, store.read_batch("maia_answer_pools", batch),
+        run.put(batch, build_items(qs, store.read_batch("maia_answer_pools", batch),
                                    store.read_batch("maia_statements", batch), store.read_batch("maia_foils", batch),
-                                   units, seed=str(CFG.get("items", {}).get("seed", "maia")))
-    allitems = pd.concat(parts.values(), ignore_index=True) if parts else pd.DataFrame()
+                                   units, seed=str(CFG.get("items", {}).get("seed", "maia"))))
+    allitems = run.frame()
     md: dict[str, Any] = {}
     if len(allitems):
         md["items_by_task"] = dg.MetadataValue.json(allitems["task"].value_counts().to_dict())
         md["items_by_category"] = dg.MetadataValue.json(allitems["category"].value_counts().to_dict())
-    return publish(store, {"maia_items": parts}, metadata=md, started=started)
+    return run.publish(md)

@@ -11,7 +11,6 @@ items' ``extra.advisory``, ``llm_attempts``) but never reject, so the demo yield
 
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,7 @@ import dagster as dg
 import pandas as pd
 import yaml
 
-from assets.common import SINGLE_RUN, batches, contract_check_specs, partition_keys, publish, table_metadata
-from assets.llm_support import record_llm_attempts, record_llm_calls
+from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
 from forge.checks import mcq
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
@@ -86,16 +84,15 @@ def _gen_cols(res: LLMResult, base_hash: str) -> dict[str, Any]:
     group_name=GROUP, kinds={"python"}, partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["rich_scenes", "frames", "person_indicators", "tags", "detections"],
     code_version=_version("candidates"),
-    check_specs=contract_check_specs("vague_candidates", ["vague_candidates"]),
+    check_specs=stage_check_specs("vague_candidates", ["vague_candidates"]),
     metadata=table_metadata(["vague_candidates"]),
     description="VAGUE §4.1: candidate frames from the selected rich scenes (kind, blur, persons, tags, "
                 "no neighbouring frames, per-batch cap) with the image the model sees (person indicators).",
 )
 def vague_candidates(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
-    t0, store, cfg = time.perf_counter(), storage.store, CONFIG["candidates"]
-    out, logs = {}, []
-    for part in partition_keys(context):
-        log = RejectLog("vague_candidates", part)
+    run, cfg = StageRun(context, storage), CONFIG["candidates"]
+    store = run.store
+    for part, log in run.partitions():
         df, rejects = logic.select_candidates(
             _read(store, "frames", part), _read(store, "rich_scenes", part), _read(store, "person_indicators", part),
             _read(store, "tags", part), _read(store, "detections", part),
@@ -104,11 +101,11 @@ def vague_candidates(context: dg.AssetExecutionContext, storage: StorageResource
             object_vocabulary=cfg["object_vocabulary"])
         for r in rejects:
             log.add(r["frame_id"], r["reason"], "CandidateFilter", r["detail"], r.get("related_id"))
-        out[part], logs = df, logs + [log]
-    allc = pd.concat(out.values()) if out else pd.DataFrame()
+        run.put(part, df)
+    allc = run.frame()
     md = {"plain_image_fallbacks": int((allc.get("image_kind", pd.Series(dtype=str)) == "plain").sum()),
           "caption_vocabulary": int((allc.get("object_source", pd.Series(dtype=str)) == "caption").sum())}
-    return publish(store, {"vague_candidates": out}, rejects=logs, metadata=md, started=t0)
+    return run.publish(md)
 
 
 # ----------------------------------------------------------------------------- direct (§4.2.1)
@@ -163,20 +160,16 @@ def run_direct(engine, store: TableStore, part: str, cands: pd.DataFrame, cfg: d
 @dg.asset(
     group_name=GROUP, kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["vague_candidates"], code_version=_version("direct", ["direct", "rate_direct"]),
-    check_specs=contract_check_specs("vague_direct", ["vague_direct"]), metadata=table_metadata(["vague_direct"]),
+    check_specs=stage_check_specs("vague_direct", ["vague_direct"]), metadata=table_metadata(["vague_direct"]),
     description="VAGUE §4.2.1: direct expression + (subject, action, object) with object ∈ the frame's tags "
                 "(enforced in code), rated 1-5 for relevance and solvability by an LLM judge; keep ≥ the minimum.",
 )
 def vague_direct(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource) -> dg.MaterializeResult:
-    t0, store, engine = time.perf_counter(), storage.store, llm.engine()
-    out, logs = {}, []
-    for part in partition_keys(context):
-        log = RejectLog("vague_direct", part)
-        out[part] = run_direct(engine, store, part, _read(store, "vague_candidates", part), CONFIG["direct"], log)
-        logs.append(log)
-    md = record_llm_calls(store, engine, [("vague_direct", p) for p in out])
-    md["advisory_rows"] = sum(int(d["advisory"].notna().sum()) for d in out.values() if "advisory" in d)
-    return publish(store, {"vague_direct": out}, rejects=logs, metadata=md, started=t0)
+    run = StageRun(context, storage, llm)
+    for part, log in run.partitions():
+        run.put(part, run_direct(run.engine, run.store, part, _read(run.store, "vague_candidates", part),
+                                 CONFIG["direct"], log))
+    return run.publish({"advisory_rows": int(run.frame()["advisory"].notna().sum())})
 
 
 # ----------------------------------------------------------------------------- indirect (§4.2.2)
@@ -248,23 +241,18 @@ def run_indirect(engine, embedder, store: TableStore, part: str, direct: pd.Data
 @dg.asset(
     group_name=GROUP, kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["vague_direct"], code_version=_version("indirect", ["indirect", "select_indirect"]),
-    check_specs=contract_check_specs("vague_indirect", ["vague_indirect"]), metadata=table_metadata(["vague_indirect"]),
+    check_specs=stage_check_specs("vague_indirect", ["vague_indirect"]), metadata=table_metadata(["vague_indirect"]),
     description="VAGUE §4.2.2: three indirect candidates (sarcasm, humour, meme/idiom) + superficial readings; "
                 "ambiguity checked in code (lemmas + MiniLM similarity); one selected and rated, keep ≥ the minimum.",
 )
 def vague_indirect(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource,
                    embedder: EmbedderResource) -> dg.MaterializeResult:
-    t0, store, engine, emb = time.perf_counter(), storage.store, llm.engine(), embedder.embedder()
-    out, logs = {}, []
-    for part in partition_keys(context):
-        log = RejectLog("vague_indirect", part)
-        out[part] = run_indirect(engine, emb, store, part, _read(store, "vague_direct", part),
-                                 _read(store, "vague_candidates", part), CONFIG["indirect"], log)
-        logs.append(log)
-    md = record_llm_calls(store, engine, [("vague_indirect", p) for p in out])
-    md["embedder"] = emb.name
-    md["advisory_rows"] = sum(int(d["advisory"].notna().sum()) for d in out.values() if "advisory" in d)
-    return publish(store, {"vague_indirect": out}, rejects=logs, metadata=md, started=t0)
+    run, emb = StageRun(context, storage, llm), embedder.embedder()
+    store = run.store
+    for part, log in run.partitions():
+        run.put(part, run_indirect(run.engine, emb, store, part, _read(store, "vague_direct", part),
+                                   _read(store, "vague_candidates", part), CONFIG["indirect"], log))
+    return run.publish({"embedder": emb.name, "advisory_rows": int(run.frame()["advisory"].notna().sum())})
 
 
 # ----------------------------------------------------------------------------- options (§4.2.3)
@@ -328,26 +316,22 @@ def run_options(engine, embedder, store: TableStore, part: str, direct: pd.DataF
 @dg.asset(
     group_name=GROUP, kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["vague_indirect"], code_version=_version("options", ["fake_scene", "nonexistent"]),
-    check_specs=contract_check_specs("vague_options", ["vague_options"]), metadata=table_metadata(["vague_options"]),
+    check_specs=stage_check_specs("vague_options", ["vague_options"]), metadata=table_metadata(["vague_options"]),
     description="VAGUE §4.2.3: counterfactual options FS (fake caption → interpretation), SU (superficial "
                 "reading), NE (object replaced by an absent, expected one; absence verified, regenerated with "
                 "feedback up to K rounds) plus the correct one.",
 )
 def vague_options(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource,
                   embedder: EmbedderResource) -> dg.MaterializeResult:
-    t0, store, engine, emb = time.perf_counter(), storage.store, llm.engine(), embedder.embedder()
-    out, logs, attempts = {}, [], []
-    for part in partition_keys(context):
-        log = RejectLog("vague_options", part)
-        df, att = run_options(engine, emb, store, part, _read(store, "vague_direct", part),
+    run, emb = StageRun(context, storage, llm), embedder.embedder()
+    store = run.store
+    for part, log in run.partitions():
+        df, att = run_options(run.engine, emb, store, part, _read(store, "vague_direct", part),
                               _read(store, "vague_indirect", part), _read(store, "vague_candidates", part),
                               CONFIG["options"], log)
-        out[part] = df
-        logs.append(log)
-        attempts.append(att)
-    md = record_llm_calls(store, engine, [("vague_options", p) for p in out])
-    md["ne_attempts"] = record_llm_attempts(store, attempts, [("vague_options", p) for p in out])
-    return publish(store, {"vague_options": out}, rejects=logs, metadata=md, started=t0)
+        run.put(part, df)
+        run.add_attempts(att)
+    return run.publish(attempts_key="ne_attempts", record_attempts=True)
 
 
 # ----------------------------------------------------------------------------- items (§3.1)
@@ -410,26 +394,23 @@ def _notes(value: Any) -> list[str]:
 @dg.asset(
     group_name=GROUP, kinds={"python"}, partitions_def=batches, backfill_policy=SINGLE_RUN,
     deps=["vague_options", "vague_candidates", "vague_direct", "vague_indirect"], code_version=_version("options"),
-    check_specs=contract_check_specs("vague_items", ["vague_items"]), metadata=table_metadata(["vague_items"]),
+    check_specs=stage_check_specs("vague_items", ["vague_items"]), metadata=table_metadata(["vague_items"]),
     description="VAGUE benchmark items: 4-option MCQ (correct, FS, SU, NE) with option types kept, correct "
                 "positions balanced per batch, duplicate options rejected. Common benchmark-item columns.",
 )
 def vague_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
-    t0, store = time.perf_counter(), storage.store
+    run = StageRun(context, storage)
+    store = run.store
     chan = channels(store)
-    out, logs = {}, []
-    for part in partition_keys(context):
-        log = RejectLog("vague_items", part)
-        out[part] = build_items(part, _read(store, "vague_candidates", part), _read(store, "vague_direct", part),
+    for part, log in run.partitions():
+        run.put(part, build_items(part, _read(store, "vague_candidates", part), _read(store, "vague_direct", part),
                                 _read(store, "vague_indirect", part), _read(store, "vague_options", part),
-                                CONFIG["options"], CONFIG["seed"], chan, log)
-        logs.append(log)
-    allr = pd.concat([d for d in out.values() if len(d)], ignore_index=True) if any(len(d) for d in out.values()) \
-        else pd.DataFrame()
+                                CONFIG["options"], CONFIG["seed"], chan, log))
+    allr = run.frame()
     md: dict[str, Any] = {}
     if len(allr) and allr["backend"].map(advisory).any():
         md["stub_verdicts"] = ADVISORY_NOTE
     if len(allr):
         md["by_category"] = dg.MetadataValue.json(allr["category"].value_counts().to_dict())
         md["answers"] = dg.MetadataValue.json(allr["answer"].value_counts().sort_index().to_dict())
-    return publish(store, {"vague_items": out}, rejects=logs, metadata=md, started=t0)
+    return run.publish(md)

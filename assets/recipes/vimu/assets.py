@@ -11,7 +11,6 @@ columns, ``llm_attempts`` rows marked advisory) but never filter, so the demo yi
 """
 
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,7 @@ import dagster as dg
 import pandas as pd
 import yaml
 
-from assets.common import SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish, table_metadata
-from assets.llm_support import record_llm_attempts, record_llm_calls
+from assets.common import SINGLE_RUN, Progress, StageRun, batches, stage_check_specs, table_metadata
 from forge.llm.prompts import load_prompt, prompt_files_hash
 from forge.llm.refine import refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
@@ -28,7 +26,7 @@ from forge.recipes.vimu import annotate as ann
 from forge.recipes.vimu import items as itm
 from forge.recipes.vimu import questions as qs
 from forge.recipes.vimu.taxonomy import TAXONOMY_PATH, load_taxonomy
-from forge.storage import RejectLog, TableStore
+from forge.storage import TableStore
 from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
@@ -81,21 +79,18 @@ def _videos(store: TableStore, batch: str) -> "pd.DataFrame | None":
     kinds={"openai", "parquet"},
     deps=["evidence", "frames", "clips"],
     code_version=content_hash(VERSION, ANNOTATE, files=[ANNOTATE_PROMPT, TAXONOMY_PATH]),
-    check_specs=contract_check_specs("vimu_annotations", ["vimu_annotations"]),
+    check_specs=stage_check_specs("vimu_annotations", ["vimu_annotations"]),
     metadata=table_metadata(["vimu_annotations"]),
     description="ViMU Stage 1-2: taxonomy annotation per clip (literal vs intended meaning, rhetoric mechanisms, "
                 "social value signals, evidence sources, targets) from uniformly sampled frames + transcript.",
 )
 def vimu_annotations(context: dg.AssetExecutionContext, config: AnnotateConfig, storage: StorageResource,
                      llm: LLMResource) -> dg.MaterializeResult:
-    started, store = time.perf_counter(), storage.store
-    tax, prompt, engine = load_taxonomy(), load_prompt(ANNOTATE_PROMPT), llm.engine()
-    parts: dict[str, pd.DataFrame] = {}
-    logs: list[RejectLog] = []
+    run = StageRun(context, storage, llm)
+    store, engine = run.store, run.engine
+    tax, prompt = load_taxonomy(), load_prompt(ANNOTATE_PROMPT)
     notes = 0
-    for batch in partition_keys(context):
-        log = RejectLog("vimu_annotations", batch)
-        logs.append(log)
+    for batch, log in run.partitions():
         bundles = ann.clip_bundles(store.read_batch("evidence", batch), store.read_batch("frames", batch),
                                    store.read_batch("clips", batch), _videos(store, batch), config.max_frames)
         for b in bundles[config.max_clips_per_batch:]:
@@ -131,18 +126,17 @@ def vimu_annotations(context: dg.AssetExecutionContext, config: AnnotateConfig, 
                     continue
             notes += bool(row["label_notes"])
             rows.append(row)
-        parts[batch] = pd.DataFrame(rows)
-    md = record_llm_calls(store, engine, [("vimu_annotations", b) for b in parts])
-    all_rows = pd.concat([p for p in parts.values() if len(p)], ignore_index=True) if any(len(p) for p in parts.values()) else pd.DataFrame()
-    md.update({
+        run.put(batch, rows)
+    all_rows = run.frame()
+    md = {
         "annotated": len(all_rows),
         "label_conflicts_resolved": notes,
         "rhetoric_macro_counts": dg.MetadataValue.json(_explode_counts(all_rows, "rhetoric_macros")),
         "social_value_macro_counts": dg.MetadataValue.json(_explode_counts(all_rows, "social_value_macros")),
         "evidence_macro_counts": dg.MetadataValue.json(_explode_counts(all_rows, "evidence_macros")),
         "prompt_hash": prompt.hash,
-    })
-    return publish(store, {"vimu_annotations": parts}, rejects=logs, metadata=md, started=started)
+    }
+    return run.publish(md)
 
 
 def _explode_counts(df: pd.DataFrame, col: str) -> dict[str, int]:
@@ -160,7 +154,7 @@ def _explode_counts(df: pd.DataFrame, col: str) -> dict[str, int]:
     kinds={"openai", "parquet"},
     deps=["vimu_annotations"],
     code_version=content_hash(VERSION, QUESTIONS, files=[*QA_PROMPTS, TAXONOMY_PATH]),
-    check_specs=[*contract_check_specs("vimu_questions", ["vimu_questions"]),
+    check_specs=[*stage_check_specs("vimu_questions", ["vimu_questions"]),
                  dg.AssetCheckSpec("refine_outcomes", asset="vimu_questions",
                                    description="Validate-and-refine outcomes with rates: accepted after round 0..K, "
                                                "rejected by the validator, exhausted (still major after K), failed.")],
@@ -171,15 +165,13 @@ def _explode_counts(df: pd.DataFrame, col: str) -> dict[str, int]:
 )
 def vimu_questions(context: dg.AssetExecutionContext, config: QuestionsConfig, storage: StorageResource,
                    llm: LLMResource) -> dg.MaterializeResult:
-    started, store = time.perf_counter(), storage.store
-    tax, engine = load_taxonomy(), llm.engine()
+    stage = StageRun(context, storage, llm)
+    store, engine = stage.store, stage.engine
+    tax = load_taxonomy()
     gen_p, ref_p, val_p = (load_prompt(p) for p in QA_PROMPTS)
     terms = tax.hint_terms(tuple(config.hint_axes))
-    parts: dict[str, pd.DataFrame] = {}
-    logs, runs, attempts = [], [], []
-    for batch in partition_keys(context):
-        log = RejectLog("vimu_questions", batch)
-        logs.append(log)
+    runs = []
+    for batch, log in stage.partitions():
         annotations = {r["clip_id"]: r for r in store.read("vimu_annotations", parts=[batch]).to_dict("records")}
         requests = [qs.generation_request(gen_p, a, terms) for a in annotations.values()]
         run = refine(engine, "vimu_questions", batch, requests, checks=[qs.hint_check(terms)],
@@ -187,14 +179,12 @@ def vimu_questions(context: dg.AssetExecutionContext, config: QuestionsConfig, s
                      revise=qs.reviser(ref_p), max_rounds=config.max_rounds)
         run.add_rejects(log)
         runs.append(run)
-        attempts.append(run.attempts_frame())
-        parts[batch] = pd.DataFrame([qs.question_row(o, annotations[o.item_id], val_p.hash) for o in run.accepted()])
-    record_llm_attempts(store, attempts, [("vimu_questions", b) for b in parts])
-    md = record_llm_calls(store, engine, [("vimu_questions", b) for b in parts])
+        stage.add_attempts(run.attempts_frame())
+        stage.put(batch, [qs.question_row(o, annotations[o.item_id], val_p.hash) for o in run.accepted()])
     stats = qs.outcome_stats(runs, config.max_rounds)
-    md.update({"refine_" + k: v for k, v in stats.items()})
+    md: dict[str, Any] = {"refine_" + k: v for k, v in stats.items()}
     md["hint_terms"] = len(terms)
-    result = publish(store, {"vimu_questions": parts}, rejects=logs, metadata=md, started=started)
+    result = stage.publish(md, record_attempts=True)
     lost = stats["exhausted_rate"] + stats["failed_rate"]
     outcome_check = dg.AssetCheckResult(
         check_name="refine_outcomes", passed=lost <= config.warn_loss_rate,
@@ -212,20 +202,17 @@ def vimu_questions(context: dg.AssetExecutionContext, config: QuestionsConfig, s
     kinds={"python", "parquet"},
     deps=["vimu_annotations", "vimu_questions"],
     code_version=content_hash(VERSION, files=[TAXONOMY_PATH, itm.TASK_PROMPTS_PATH, *ALL_PROMPTS]),
-    check_specs=contract_check_specs("vimu_items", ["vimu_items"]),
+    check_specs=stage_check_specs("vimu_items", ["vimu_items"]),
     metadata=table_metadata(["vimu_items"]),
     description="ViMU Stage 5: four items per clip with an accepted question: open-ended (OE) and multi-select "
                 "evidence grounding (EG), rhetoric mechanism (RM), social value (SV) over the 5 macro options; "
                 "App. G guided / unguided prompt variants in extra.",
 )
 def vimu_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
-    started, store = time.perf_counter(), storage.store
+    run = StageRun(context, storage)
+    store = run.store
     tax, prompts, phash = load_taxonomy(), itm.load_task_prompts(), items_prompt_hash()
-    parts: dict[str, pd.DataFrame] = {}
-    logs = []
-    for batch in partition_keys(context):
-        log = RejectLog("vimu_items", batch)
-        logs.append(log)
+    for batch, log in run.partitions():
         annotations = {r["clip_id"]: r for r in store.read("vimu_annotations", parts=[batch]).to_dict("records")}
         rows: list[dict[str, Any]] = []
         for q in store.read("vimu_questions", parts=[batch]).to_dict("records"):
@@ -237,12 +224,12 @@ def vimu_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
             rows += built
             for iid, reason, detail in skipped:
                 log.add(iid, reason, detail=detail, related_id=q["clip_id"])
-        parts[batch] = pd.DataFrame(rows)
-    allrows = pd.concat([p for p in parts.values() if len(p)], ignore_index=True) if any(len(p) for p in parts.values()) else pd.DataFrame()
+        run.put(batch, rows)
+    allrows = run.frame()
     md: dict[str, Any] = {"prompt_hash": phash}
     if len(allrows):
         md["items_by_category"] = dg.MetadataValue.json(allrows["category"].value_counts().sort_index().to_dict())
         md["backend"] = ", ".join(sorted(allrows["backend"].unique()))
         if allrows["backend"].map(advisory).any():
             md["stub_verdicts"] = ADVISORY_NOTE
-    return publish(store, {"vimu_items": parts}, rejects=logs, metadata=md, started=started)
+    return run.publish(md)

@@ -277,3 +277,28 @@ def test_stub_backend_keeps_items_flowing(corpus, tmp_path):
     att = corpus.read("llm_attempts")
     assert att.loc[att["step"] != "generate", "advisory"].all()   # NLI / structural / rephrase verdicts
     print(f"stub run: {len(items)} items in {time.perf_counter() - t0:.1f}s")
+
+
+def test_checks_fail_closed(corpus, llm_double, llm_double_resource):
+    """When the LLM call behind a check fails, the content is rejected with the reason, never kept
+    as if it had passed: one answer's consistency call and the bicycle pool's contradiction call fail."""
+    def faulty(body):
+        name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+        if name == "maia_consistency" and "Relaxed while kneading" in field(body, "A:"):
+            return Reply.error(400, "scripted: consistency judge unavailable")
+        if name == "maia_pool_contradiction" and "bicycle" in message_text(body).lower():
+            return Reply.error(400, "scripted: contradiction judge unavailable")
+        return responder(body)
+
+    llm_double.responder = faulty
+    materialize(corpus, llm_double_resource(), [A.maia_questions, A.maia_answer_pools])
+    rj = rejects(corpus)
+    rj = rj[rj["stage"] == "maia_answer_pools"].set_index("reason")
+    assert "judge unavailable" in rj.loc["consistency_check_failed", "detail"]
+    assert "judge unavailable" in rj.loc["contradiction_check_failed", "detail"]
+    answers = corpus.read("maia_answer_pools")
+    assert "Relaxed while kneading." not in set(answers["answer"])
+    bike = corpus.read("maia_questions").set_index("question").loc[Q_BIKE, "question_id"]
+    assert bike not in set(answers["question_id"])
+    stats = corpus.read("maia_pool_stats").set_index("question_id")
+    assert stats.loc[bike, "reason"] == "contradiction_check_failed"

@@ -1,0 +1,358 @@
+"""A plausible model behind the test double: varied, schema-valid replies to every prompt the
+project sends, which pass the recipes' checks most of the time and fail them, the rest of the
+time, in the ways a real model does.
+
+Use it as the double's responder::
+
+    double.responder = Plausible(seed=7)
+
+Every reply is drawn from a random generator seeded by (seed, prompt name, the request's
+messages), so a run repeats exactly and a regenerated request (feedback turns appended) gets a
+new draw. Per request, in order:
+
+* ``unparseable`` (``p_unparseable``): text that is not JSON;
+* ``refusal`` (``p_refusal``): a polite refusal in place of the JSON;
+* ``flaw`` (``p_flaw``): a schema-valid reply with the prompt's realistic defect — duplicated
+  options (II-Bench), an indirect expression that repeats the direct one (VAGUE), an entailed
+  foil (MAIA), a box in the wrong convention (Hummus), a non ``TARGET IS SOURCE`` metaphor, a
+  hint word in a ViMU question, an inconsistent MAIA answer, a "too literal" or low rating...
+* otherwise a good reply built from the request's own variables (the tags it names, the
+  caption it quotes, the statement it edits), so the recipe's code checks pass.
+
+Judges answer from what they are shown: the NLI judge says ``contradiction`` unless the two
+sentences are equal, the foil structural check passes a foil that differs from its caption,
+the blind solver guesses. Prompts it does not know get a schema-driven value made of words
+(never the ``[stub]`` marker). ``counts`` records how many replies of each (prompt, mode).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections import Counter
+from typing import Any
+
+from tests.llm_double.server import Reply, message_text
+
+WORDS = ("river lantern market window garden bicycle kettle ladder orchard harbor shadow signal "
+         "blanket compass teacup violin meadow chimney whistle pocket ribbon balcony statue puzzle "
+         "candle tunnel feather mirror pillow").split()
+VERBS = ("carry open watch repair follow paint share hide borrow lift polish wrap count greet").split()
+MOODS = ("calm, focused on the task", "cheerful and relaxed", "tense but determined", "bored, glancing away",
+         "proud of the result", "slightly annoyed", "curious about the noise", "tired after a long day")
+
+
+def _rng(*parts: Any) -> random.Random:
+    return random.Random(int(hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16], 16))
+
+
+def _schema(body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    rf = body.get("response_format") or {}
+    js = rf.get("json_schema") or {}
+    return js.get("name"), js.get("schema")
+
+
+def _field(text: str, prefix: str) -> str:
+    for line in reversed(text.splitlines()):
+        if line.strip().startswith(prefix):
+            return line.strip()[len(prefix):].strip()
+    return ""
+
+
+def _list_field(text: str, prefix: str) -> list[str]:
+    """A list variable on the ``prefix`` line: a JSON list, or comma-separated words."""
+    raw = _field(text, prefix)
+    raw = raw.split("):", 1)[-1] if "):" in raw else raw.lstrip(":")
+    raw = raw.strip()
+    try:
+        vals = json.loads(raw)
+        if isinstance(vals, list):
+            return [str(v).strip() for v in vals if str(v).strip()]
+    except ValueError:
+        pass
+    return [v.strip(" []\"'") for v in raw.split(",") if v.strip(" []\"'")]
+
+
+def _first_user(body: dict[str, Any]) -> str:
+    """The prompt's own (last example-free) user turn: refine appends feedback turns after it."""
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    turns = [message_text({"messages": [m]}) for m in users]
+    return next((t for t in reversed(turns) if "Feedback" not in t and "A reviewer" not in t), turns[-1] if turns else "")
+
+
+def _sentence(rng: random.Random, n: int = 8) -> str:
+    words = [rng.choice(WORDS + VERBS) for _ in range(n)]
+    return (" ".join(words)).capitalize() + "."
+
+
+class Plausible:
+    def __init__(self, seed: int = 0, p_flaw: float = 0.12, p_unparseable: float = 0.02, p_refusal: float = 0.01):
+        self.seed, self.p_flaw, self.p_unparseable, self.p_refusal = seed, p_flaw, p_unparseable, p_refusal
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    # -- entry point -------------------------------------------------------------------
+    def __call__(self, body: dict[str, Any]) -> Any:
+        name, schema = _schema(body)
+        text = message_text(body)
+        # the request's own seed / temperature take part: repeated trials of one prompt differ
+        rng = _rng(self.seed, name, body.get("model"), body.get("messages"), body.get("seed"), body.get("temperature"))
+        if name is None and not (body.get("response_format") or {}).get("type"):
+            return self._count(name or "text", "good", Reply.text(self._free_text(text, rng)))
+        roll = rng.random()
+        judge = name in ("nli", "blind_solver") or (name or "").startswith("eval_")
+        if not judge and roll < self.p_unparseable:
+            return self._count(name, "unparseable", Reply.text("Sure! Here is the JSON you asked for: {answer: "))
+        if not judge and roll < self.p_unparseable + self.p_refusal:
+            return self._count(name, "refusal", Reply.text("I'm sorry, but I can't help with that request."))
+        flaw = not judge and rng.random() < self.p_flaw
+        handler = getattr(self, "_" + (name or "").replace("-", "_"), None)
+        if name and name.startswith("maia_foil_") and name != "maia_foil_structural":
+            handler = self._maia_foil
+        if handler is None:
+            return self._count(name, "generic", generic(schema, rng))
+        out = handler(text, body, rng, flaw)
+        return self._count(name, "flaw" if flaw else "good", out)
+
+    def _count(self, name: str | None, mode: str, reply: Any) -> Any:
+        self.counts[(name or "?", mode)] += 1
+        return reply
+
+    def _free_text(self, text: str, rng: random.Random) -> str:
+        letters = re.findall(r"^\(?([A-F])[\)\.] ", text, re.M)
+        if letters:
+            return f"Answer: ({rng.choice(sorted(set(letters)))})"
+        return "The image shows " + _sentence(rng).lower()
+
+    # -- II-Bench ----------------------------------------------------------------------
+    def _iibench_implication(self, text, body, rng, flaw):
+        keep = not flaw
+        return {"has_implication": keep, "implication": f"Time spent on {rng.choice(WORDS)}s is quietly wasted."
+                if keep else "", "reason": "the scene turns an everyday object into a comment on modern life"
+                if keep else "a plain photograph with nothing implied beyond what it shows"}
+
+    def _iibench_labels(self, text, body, rng, flaw):
+        expl = ("The image uses a " + rng.choice(WORDS) + " to stand for how people " + rng.choice(VERBS)
+                + " their days away; the contrast between the calm scene and the hidden cost makes the point.")
+        return {"image_type": rng.choice(["meme", "poster", "illustration", "single-panel comic"]),
+                "domain": rng.choice(["life", "society", "psychology"]), "emotion": rng.choice(["negative", "neutral"]),
+                "rhetoric": ["metaphor"] if flaw else ["metaphor", "contrast"], "difficulty": "middle",
+                "explanation": expl}
+
+    def _iibench_questions(self, text, body, rng, flaw):
+        m = re.search(r"Write (\d+) question", text)
+        n = int(m.group(1)) if m else 1
+        qs = []
+        for k in range(max(1, min(3, n))):
+            w = rng.sample(WORDS, 8)
+            correct = f"Modern routines let the {w[0]} quietly consume what matters most."
+            distractors = [f"The {w[1]} is simply decoration for the room.", f"Everyone should buy a new {w[2]}.",
+                           f"The artist dislikes the colour of the {w[3]}.", f"A {w[4]} is more useful than a {w[5]}.",
+                           f"The picture celebrates the craft of making {w[6]}s."]
+            if flaw and k == 0:      # duplicated options: a distractor restating the answer
+                distractors[0] = correct.lower().rstrip(".") + "!"
+            qs.append({"question": f"What does the {w[7]} in the image imply (v{rng.randint(1, 999)})?",
+                       "correct_answer": correct, "distractors": distractors, "nuance": "theme"})
+        return {"questions": qs}
+
+    def _iibench_distractor_judge(self, text, body, rng, flaw):
+        n = len(re.findall(r"^\s*(?:Question\s*)?\d+[\.\):]", text, re.M)) or 1
+        out = []
+        for i in range(1, min(3, n) + 1):
+            ds = [{"distractor": d, "plausible": True, "also_correct": flaw and i == 1 and d == 3,
+                   "reason": "a reading the image does not support"} for d in range(1, 6)]
+            out.append({"index": i, "answer_supported": True, "answer_reason": "matches the implication",
+                        "distractors": ds})
+        return {"questions": out}
+
+    # -- MAIA --------------------------------------------------------------------------
+    def _maia_questions(self, text, body, rng, flaw):
+        a, b = rng.sample(WORDS, 2)
+        if flaw:   # a yes/no question: the recipe rejects it
+            return {"question_a": f"Is the person holding the {a}?", "question_b": f"Where is the {b} placed?"}
+        return {"question_a": f"Where is the {a} relative to the person during the video?",
+                "question_b": f"What happens to the {b} after the person moves?"}
+
+    def _maia_answers(self, text, body, rng, flaw):
+        words = rng.sample(WORDS, 8)
+        answers = [f"Next to the {w}, {rng.choice(MOODS)}." for w in words]
+        if flaw:
+            answers[3] = answers[2]          # an equal pair: rephrased by the recipe
+        return {"answers": answers}
+
+    def _maia_consistency(self, text, body, rng, flaw):
+        return {"score": 0 if flaw else rng.choice([1, 1, 1, 2])}
+
+    def _maia_pool_contradiction(self, text, body, rng, flaw):
+        return {"contradiction": flaw, "conflicting": [1, 2] if flaw else []}
+
+    def _maia_rephrase_equal(self, text, body, rng, flaw):
+        a, b = rng.sample(WORDS, 2)
+        return {"text": f"Beside a {a} and a {b}."}
+
+    _maia_rephrase_overlap = _maia_rephrase_equal
+
+    def _maia_statement(self, text, body, rng, flaw):
+        q, a = _field(text, "Q:"), _field(text, "A:")
+        return {"statement": f"In the video, {a[0].lower() + a[1:] if a else 'the person waits'}".rstrip(".") + "."}
+
+    def _maia_foil(self, text, body, rng, flaw):
+        cap = _field(_first_user(body), "C:")
+        words = cap.rstrip(".").split() or ["something", "happens"]
+        if flaw:       # an entailed "foil": the caption itself, lightly reworded
+            return {"foil": cap.replace("In the video, ", "In this video, ") or cap}
+        i = rng.randrange(len(words))
+        words[i] = rng.choice([w for w in WORDS if w != words[i]])
+        return {"foil": " ".join(words) + "."}
+
+    def _maia_foil_structural(self, text, body, rng, flaw):
+        cap, foil = _field(text, "C:"), _field(text, "F:")
+        ok = bool(foil) and foil.strip(". ").lower() != cap.strip(". ").lower()
+        return {"valid": ok, "reason": "a minimal edit that changes one detail" if ok else "no edit"}
+
+    def _nli(self, text, body, rng, flaw):
+        s1, s2 = _field(text, "S1:"), _field(text, "S2:")
+        norm = [re.sub(r"\W+", " ", s).lower().replace("this video", "the video").strip() for s in (s1, s2)]
+        return {"label": "entailment" if norm[0] == norm[1] else "contradiction"}
+
+    # -- VAGUE -------------------------------------------------------------------------
+    def _vague_direct(self, text, body, rng, flaw):
+        objects = _list_field(text, "Objects extracted from the image") or ["cup"]
+        persons = _list_field(text, "Person labels in the image:") or ["you"]
+        obj, who, verb = rng.choice(objects), rng.choice(persons), rng.choice(VERBS)
+        if flaw:
+            obj = "unicorn"        # not in the frame's tags: the code check rejects it
+        return {"direct_expression": f"{who.capitalize()}, please {verb} the {obj}.", "subject": who,
+                "action": verb, "object": obj, "intention": f"The speaker wants {who} to {verb} the {obj}."}
+
+    def _vague_rate_direct(self, text, body, rng, flaw):
+        return {"relevance": 2 if flaw else rng.choice([4, 5]), "solvability": rng.choice([4, 5]),
+                "rationale": "clear and grounded in the image" if not flaw else "barely related to the scene"}
+
+    def _vague_indirect(self, text, body, rng, flaw):
+        direct = _field(text, "Direct expression:").strip('"') or "Please pass me that."
+        obj = re.search(r"object=([^)]*)\)", text)
+        obj = obj.group(1) if obj else "it"
+        def cand(expr, sup):
+            return {"expression": expr, "superficial_interpretation": sup}
+        if flaw:   # too literal: every candidate restates the direct expression
+            return {"sarcasm": cand(direct, "a plain request"), "humour": cand(direct, "a plain request"),
+                    "meme_idiom": cand(direct, "a plain request")}
+        return {"sarcasm": cand("Oh sure, I just love standing here doing nothing.", "the speaker enjoys waiting"),
+                "humour": cand("I think the room is starting to miss some teamwork.", "the room has feelings"),
+                "meme_idiom": cand("Many hands make light work, they say.", "a remark about hands")}
+
+    def _vague_select_indirect(self, text, body, rng, flaw):
+        return {"selected": rng.randint(0, 2), "consistency": 4, "ambiguity": 4, "naturalness": 4,
+                "rating": 2 if flaw else rng.choice([4, 5]), "rationale": "natural and indirect"}
+
+    def _vague_fake_scene(self, text, body, rng, flaw):
+        w = rng.choice(WORDS)
+        return {"fake_caption": f"Two friends are arguing about a {w} at a bus stop.",
+                "fake_scene_interpretation": f"The speaker wants the friend to stop talking about the {w}."}
+
+    def _vague_nonexistent(self, text, body, rng, flaw):
+        present = [o.lower() for o in _list_field(text, "Objects present in the image")]
+        sub = present[0] if flaw and present and present[0] else rng.choice([w for w in WORDS if w not in present])
+        return {"substitute_object": sub, "ne_interpretation": f"The speaker wants someone to bring the {sub}."}
+
+    # -- Hummus ------------------------------------------------------------------------
+    def _hummus_caption(self, text, body, rng, flaw):
+        return {"caption": f"My {rng.choice(WORDS)} is a {rng.choice(WORDS)}."}
+
+    def _hummus_annotate(self, text, body, rng, flaw):
+        cap = _field(_first_user(body), "Caption:")
+        words = re.findall(r"[A-Za-z]+", cap)
+        verdict = rng.choice(["Yes", "Yes", "WIDLII", "No"])
+        base = {"incongruities": ["the picture takes the caption literally"], "resolution": "the caption is figurative",
+                "verdict": verdict, "metaphors": [], "regions": [], "caption_highlighted": "", "explanation": "",
+                "devices": [], "discard_reason": ""}
+        if verdict == "No" or not words:
+            return base
+        target = words[-1]
+        box = [0.1, 0.2, 0.5, 0.4]
+        if flaw:
+            kind = rng.choice(["box", "metaphor", "span"])
+            box = [0.2, 0.4, 0.9, 0.8] if kind == "box" else box  # corner convention: leaves the image
+            metaphor = f"{words[0].lower()} like {target.lower()}" if kind == "metaphor" else None
+            highlighted = cap.replace(target, f"<i>{target.upper()}</i>", 1) if kind == "span" else None
+        else:
+            metaphor = highlighted = None
+        return base | {
+            "metaphors": [metaphor or f"{words[0].upper()} IS {target.upper()}"],
+            "regions": [{"label": target.lower()[:20], "box": box}],
+            "caption_highlighted": highlighted or cap[::-1].replace(target[::-1], f">i/<{target[::-1]}>i<", 1)[::-1],
+            "explanation": f"Seeing a real {target.lower()} makes the figurative caption absurdly literal."}
+
+    # -- ViMU --------------------------------------------------------------------------
+    def _vimu_annotate(self, text, body, rng, flaw):
+        return {"literal_content": "A person talks to the camera in an office.",
+                "intended_meaning": "The speaker mocks how meetings waste everyone's time.",
+                "rhetoric_mechanisms": rng.sample(["Irony", "Exaggeration", "Contrast", "Deadpan"], 2),
+                "social_value_signals": ["Fatalism or Cynicism"],
+                "evidence": [{"source": "Visual frames", "cue": "the speaker rolls their eyes"},
+                             {"source": "On-screen text", "cue": "a caption reads MONDAY"}],
+                "target_subjects": [{"target": "office meetings", "kind": "institution_or_organization"}],
+                "requires_external_context": flaw, "ambiguous": False}
+
+    def _vimu_generate_qa(self, text, body, rng, flaw):
+        q = ("What is the sarcastic message of the video?" if flaw    # a hint word: the code check catches it
+             else f"What does the speaker really think about the {rng.choice(['meeting', 'schedule', 'office'])}?")
+        return {"question": q, "answer": "That meetings waste time and nobody dares to say so.",
+                "reference_points": ["meetings waste time", "the speaker's eye-roll contradicts the words"]}
+
+    _vimu_refine_qa = _vimu_generate_qa
+
+    def _vimu_validate_qa(self, text, body, rng, flaw):
+        verdict = rng.choice(["major", "reject"]) if flaw else rng.choice(["pass", "pass", "minor"])
+        return {"verdict": verdict, "hint_free": True, "requires_inference": True, "aligned": True,
+                "answerable": verdict != "reject", "feedback": "fine" if verdict in ("pass", "minor") else
+                "the question can be answered from the transcript alone; ask about the intent"}
+
+    # -- gates -------------------------------------------------------------------------
+    def _blind_solver(self, text, body, rng, flaw):
+        letters = (_field(text, "Valid letters:").split(".")[0] or "A, B").replace(" ", "").split(",")
+        return {"answer": rng.choice([x for x in letters if x]) or "A"}
+
+
+def generic(schema: dict[str, Any] | None, rng: random.Random, root: dict[str, Any] | None = None,
+            name: str = "value", depth: int = 0) -> Any:
+    """A schema-valid value made of words (no stub marker): for prompts without a handler."""
+    if not schema:
+        return {"text": _sentence(rng)}
+    root = root or schema
+    if "$ref" in schema:
+        node: Any = root
+        for part in schema["$ref"][2:].split("/"):
+            node = node[part]
+        return generic(node, rng, root, name, depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return rng.choice(list(schema["enum"]))
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return generic(next(s for s in schema[key] if s.get("type") != "null"), rng, root, name, depth + 1)
+    typ = schema.get("type")
+    if isinstance(typ, list):
+        typ = next(t for t in typ if t != "null")
+    if typ == "object" or "properties" in schema:
+        return {k: generic(v, rng, root, k, depth + 1) for k, v in schema.get("properties", {}).items()}
+    if typ == "array":
+        lo, hi = int(schema.get("minItems", 1)), schema.get("maxItems")
+        n = max(lo, min(int(hi) if hi is not None else 3, 3))
+        items = schema.get("items", {})
+        if schema.get("uniqueItems") and "enum" in items:
+            return rng.sample(list(items["enum"]), min(n, len(items["enum"])))
+        return [generic(items, rng, root, name, depth + 1) for _ in range(n)]
+    if typ == "integer":
+        return rng.randint(int(schema.get("minimum", 0)), int(schema.get("maximum", 5)))
+    if typ == "number":
+        return round(rng.uniform(float(schema.get("minimum", 0)), float(schema.get("maximum", 1))), 3)
+    if typ == "boolean":
+        return rng.random() < 0.5
+    s = _sentence(rng, 6)
+    lo, hi = int(schema.get("minLength", 0)), schema.get("maxLength")
+    s = s + " more" * max(0, (lo - len(s) + 4) // 5)
+    return s[: int(hi)] if hi is not None else s
