@@ -10,17 +10,17 @@ from tests.splits.test_splits_assets import store  # noqa: F401 (fixture)
 
 def test_blind_solver_outage_fails_the_gate(store, llm_double, llm_double_resource):
     """Every blind-solver call fails: the gate reports the failed calls and fails (ERROR) under the floor."""
-    make_world(store, _specs(8))
+    make_world(store, _specs(8), benchmark=PAPER)
     llm_double.responder = lambda body: Reply.error(400, "scripted: solver down")
     res = _run(store, llm_double_resource(), select=("splits", "gated"), raise_on_error=False)
     gate = _check(res, "gate_blind_solvability")
     assert not gate.passed and gate.severity.value == "ERROR"
     assert gate.metadata["failed_calls"].value == 8 * 5 and gate.metadata["coverage"].value == 0.0
-    assert _md(res, "maia_gated")["blind_failed_calls"].value == 40
+    assert _md(res, f"{PAPER}_gated")["blind_failed_calls"].value == 40
 
 
 def test_partial_outage_above_the_floor_passes(store, llm_double, llm_double_resource):
-    make_world(store, _specs(8))
+    make_world(store, _specs(8), benchmark=PAPER)
     calls = {"n": 0}
 
     def flaky(body):
@@ -38,7 +38,7 @@ def test_unreadable_table_is_an_error_not_absent(store, tmp_path):
     """A corrupt ``splits`` file must fail the gates, not look like "no splits yet"."""
     from resources.llm import LLMResource
 
-    make_world(store, _specs(8))
+    make_world(store, _specs(8), benchmark=PAPER)
     llm = LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite"))
     assert _run(store, llm, select=("splits",)).success
     store.part_path("splits", PAPER).write_bytes(b"not a parquet file")
@@ -50,10 +50,10 @@ def test_failed_length_gate_is_stated_on_the_card(store, llm_double, llm_double_
     specs = _specs(12)
     for s in specs:
         s["options"] = [f"the right reading of picture {s['item_id']}, spelled out at length", "no", "nah", "nope"]
-    make_world(store, specs)
+    make_world(store, specs, benchmark=PAPER)
     llm_double.responder = lambda body: {"answer": "D"}
     res = _run(store, llm_double_resource())
     assert not _check(res, "gate_length_bias").passed
     card = (store.data_dir / "exports" / PAPER / "v1" / "README.md").read_text()
     assert "Failed quality gates:** length bias" in card
-    assert "length bias" in _md(res, "maia_export")["failed_gates"].value[0]
+    assert "length bias" in _md(res, f"{PAPER}_export")["failed_gates"].value[0]
