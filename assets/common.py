@@ -252,7 +252,7 @@ class StageRun:
         """Backends and models of every LLM call of this paper's recipe stages in ``part``: the
         stored ``llm_calls`` of the other stages plus this run's own calls (forge/lineage.py)."""
         paper = self.stage.split("_")[0]
-        stored = self.store.read("llm_calls", where=f"partition = '{part.replace(chr(39), chr(39) * 2)}'")
+        stored = self.store.read("llm_calls", where="partition = ?", params=[part])
         if len(stored):
             stored = stored[stored["stage"] != self.stage]
         mine = self.engine.calls_frame() if self.engine is not None else pd.DataFrame()

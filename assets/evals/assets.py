@@ -156,8 +156,8 @@ def _report_asset(spec: BenchmarkSpec):
         md["success_rate"] = dg.MetadataValue.md(rp.main_table(scores, ["success_rate"]))
         if (scores["backend"] == "stub").any():
             md["warning"] = "some rows come from the offline stub model: their scores are meaningless"
-        if bench in ("vimu", "maia"):
-            preds = store.read("eval_predictions", where=f"benchmark = '{bench}'", columns=["judge_error"])
+        if spec.eval.judge_prompt:
+            preds = store.read("eval_predictions", where="benchmark = ?", params=[bench], columns=["judge_error"])
             missing = int(preds["judge_error"].fillna("").str.startswith("judge_missing").sum()) if len(preds) else 0
             if missing:
                 md["judge"] = (f"JUDGE MISSING: {missing} open-ended answer(s) were not scored (the judge is the offline "
@@ -172,7 +172,7 @@ def _report_asset(spec: BenchmarkSpec):
             chosen = list(metrics) or sorted(set(scores["metric"]) - {"success_rate"})   # () = every metric
             md[table] = dg.MetadataValue.md(rp.main_table(scores, chosen))
         if spec.eval.report_plots is not None or spec.eval.report_prediction_tables is not None:
-            preds = store.read("eval_predictions", where=f"benchmark = '{bench}'")
+            preds = store.read("eval_predictions", where="benchmark = ?", params=[bench])
             if spec.eval.report_plots is not None:
                 plots += spec.eval.report_plots(scores, preds, out_dir)
             for table, frame in (spec.eval.report_prediction_tables(scores, preds)

@@ -61,7 +61,8 @@ def test_toy_benchmark_runs_end_to_end_from_tests_only(tmp_path, llm_double):
             data / "toy_inbox" / f"img{i:02d}.png")
     llm_double.responder = responder
     models = tmp_path / "models.yaml"
-    models.write_text(yaml.safe_dump({"models": [{"name": "m-double", "model": "m-double", "base_url": llm_double.base_url,
+    # only the listed model: the endpoint's own model (SUBTEXT_LLM_MODEL) is the toy's generator here
+    models.write_text(yaml.safe_dump({"include_configured_model": False, "models": [{"name": "m-double", "model": "m-double", "base_url": llm_double.base_url,
                                                   "api_key_env": "DOUBLE_KEY", "accepts": "image"}]}))
     env = {**os.environ, "SUBTEXT_BENCHMARKS": "tests.benchmarks.toy.spec", "SUBTEXT_DATA_DIR": str(data),
            "DAGSTER_HOME": str(tmp_path / "home"), "OPENAI_BASE_URL": llm_double.base_url,

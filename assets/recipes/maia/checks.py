@@ -15,9 +15,9 @@ from forge.recipes.maia import questions as Q
 from resources.storage import StorageResource
 
 
-def _read(storage: StorageResource, table: str, where: str | None = None) -> pd.DataFrame:
+def _read(storage: StorageResource, table: str, where: str | None = None, params: list | None = None) -> pd.DataFrame:
     store = storage.store
-    return store.read(table, where=where) if store.exists(table) else pd.DataFrame()
+    return store.read(table, where=where, params=params) if store.exists(table) else pd.DataFrame()
 
 
 @dg.asset_check(asset="maia_questions", blocking=False,
@@ -43,7 +43,7 @@ def _pool_check(kind: str) -> dg.AssetChecksDefinition:
                     description=f"Kept {kind} pools: no equal strings, no pair above the overlap threshold; mean "
                                 "overlap and TTR (all tokens and content words) next to MAIA's figures.")
     def _check(storage: StorageResource) -> dg.AssetCheckResult:
-        st = _read(storage, "maia_pool_stats", where=f"kind = '{kind}'")
+        st = _read(storage, "maia_pool_stats", where="kind = ?", params=[kind])
         kept = st[st["status"] == "kept"] if len(st) else st
         bad = int(((kept["pairs_over_threshold_after"] > 0) | (kept["equal_pairs_after"] > 0)).sum()) if len(kept) else 0
         md: dict[str, Any] = {"pools": len(st), "pools_kept": len(kept),
