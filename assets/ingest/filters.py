@@ -31,6 +31,7 @@ from assets.common import (
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
 from forge.media.hashing import FrameHash, hash_many
 from forge.media.ocr import clip_passes, load_rgb, spread_clip_frames
+from forge.media.text_boxes import measure_frames
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.ocr import OCRResource
@@ -215,6 +216,13 @@ class TextRatioConfig(dg.Config):
     max_ratio: float = 0.3  # a frame passes when text covers at most this share of it
     clip_rule: Literal["any", "all", "mean"] = "mean"  # how a clip's frame ratios decide the clip
     clip_frames: int = 4  # OCR at most this many evenly spaced frames per clip (0 = all 32)
+    # "detect": ratio from EasyOCR's detector alone, batched (forge.media.text_boxes); "readtext":
+    # detector + recogniser on every frame, one at a time. Same ratios (docs/filters.md).
+    method: Literal["detect", "readtext"] = "detect"
+    # With method=detect, which frames are also recognised: "needed" = the ones whose text can
+    # reach evidence (stills that pass, every sampled clip frame); "all"; "none" (text stays "").
+    recognise: Literal["needed", "all", "none"] = "needed"
+    detect_batch: int = 8  # frames of one size per detector forward pass
 
 
 TEXT_COLUMNS = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "ratio", "n_boxes", "text", "boxes",
@@ -232,20 +240,33 @@ def kept_frames(store: TableStore, batch: str) -> pd.DataFrame:
     return frames[frames["frame_id"].isin(set(kept["frame_id"]))].sort_values("frame_id").reset_index(drop=True)
 
 
+def _read_one(ocr: OCRResource, path, fr):
+    try:
+        return fr, ocr.read(load_rgb(path)), None
+    except Exception as exc:  # noqa: BLE001
+        return fr, None, exc
+
+
 def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio: float, clip_rule: str,
                      rejects: RejectLog, progress: Progress | None = None,
-                     clip_frames: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+                     clip_frames: int = 0, method: str = "readtext", recognise: str = "needed",
+                     detect_batch: int = 8) -> tuple[pd.DataFrame, pd.DataFrame]:
     frames = spread_clip_frames(kept_frames(store, batch), clip_frames)
     rows = []
-    for fr in frames.itertuples(index=False):
-        try:
-            res = ocr.read(load_rgb(store.data_dir / fr.path))
-        except Exception as exc:  # noqa: BLE001 - one unreadable frame is a reject, not a failed run
+    if method == "detect":
+        wants = {"all": lambda fr, r: True, "none": None,
+                 "needed": lambda fr, r: fr.kind == "clip_frame" or r.ratio <= max_ratio}[recognise]
+        measured = ((m.key, m.result, m.error) for m in measure_frames(
+            ocr.reader(), ((fr, store.data_dir / fr.path) for fr in frames.itertuples(index=False)),
+            ocr.max_side, detect_batch, needs_text=wants))
+    else:
+        measured = (_read_one(ocr, store.data_dir / fr.path, fr) for fr in frames.itertuples(index=False))
+    for fr, res, exc in measured:
+        if progress:
+            progress.step()
+        if exc is not None:  # one unreadable frame is a reject, not a failed run
             rejects.add_exception(fr.frame_id, "ocr_error", exc, related_id=fr.item_id)
             continue
-        finally:
-            if progress:
-                progress.step()
         rows.append({
             "frame_id": fr.frame_id, "batch": batch, "source": fr.source, "item_id": fr.item_id,
             "clip_id": fr.clip_id, "kind": fr.kind, "ratio": res.ratio, "n_boxes": res.n_boxes, "text": res.text,
@@ -279,7 +300,7 @@ def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio:
     partitions_def=batches,
     backfill_policy=SINGLE_RUN,
     pool="gpu",
-    code_version=content_hash(VERSION, files=[_MEDIA / "ocr.py"]),
+    code_version=content_hash(VERSION, files=[_MEDIA / "ocr.py", _MEDIA / "text_boxes.py"]),
     check_specs=contract_check_specs("text_ratio", ["text_ratio", "clip_text_ratio"]),
     metadata=table_metadata(["text_ratio", "clip_text_ratio"]),
     description="II-Bench stage 2: EasyOCR on the frames dedup kept; text-area ratio = union of the "
@@ -296,7 +317,8 @@ def text_ratio(context: dg.AssetExecutionContext, config: TextRatioConfig, stora
         n = len(spread_clip_frames(kept_frames(store, batch), config.clip_frames))
         parts[batch], clip_parts[batch] = text_ratio_batch(
             store, batch, ocr, config.max_ratio, config.clip_rule, log, Progress(context.log, f"ocr {batch}", n),
-            clip_frames=config.clip_frames)
+            clip_frames=config.clip_frames, method=config.method, recognise=config.recognise,
+            detect_batch=config.detect_batch)
         logs.append(log)
     total = sum(len(p) for p in parts.values())
     passing = sum(int(p["passes"].astype(bool).sum()) for p in parts.values())
