@@ -19,6 +19,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from forge.vision.detector import YoloDetector
+from forge.scale.ray_stages import configured_scale
 from forge.vision.fast_detect import TensorDetector
 
 # One model per distinct configuration per process: several assets (and runs, with the
@@ -36,11 +37,6 @@ def configured_engine() -> str:
     return str(_vision_settings().get("detection", {}).get("engine", "ultralytics"))
 
 
-def configured_scale() -> dict:
-    scale = dict(_vision_settings().get("scale") or {})
-    if os.environ.get("SUBTEXT_RAY_ADDRESS"):
-        scale["ray_address"] = os.environ["SUBTEXT_RAY_ADDRESS"]
-    return scale
 
 
 class DetectorResource(dg.ConfigurableResource):
@@ -61,7 +57,7 @@ class DetectorResource(dg.ConfigurableResource):
     engine: str = configured_engine()
     # Ray (forge/scale/ray_stages.py): "" = in-process; "ray://head:10001", "host:6379", "auto" or
     # "local". Default: $SUBTEXT_RAY_ADDRESS, else config/vision.yaml scale.ray_address.
-    ray_address: str = configured_scale().get("ray_address", "")
+    ray_address: str = configured_scale().get("ray_address", "") or ""
     ray_actors: int = int(configured_scale().get("actors", 2))
     ray_num_cpus: float = float(configured_scale().get("num_cpus", 1))
     ray_num_gpus: float = float(configured_scale().get("num_gpus", 0))

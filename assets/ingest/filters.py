@@ -31,7 +31,8 @@ from assets.common import (
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
 from forge.media.hashing import FrameHash, hash_many
 from forge.media.ocr import clip_passes, load_rgb, spread_clip_frames
-from forge.media.text_boxes import measure_frames
+from forge.media.text_boxes import measure_frames, text_needed
+from forge.scale.ray_stages import configured_placement, ocr_on_ray, ocr_reader_args
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.ocr import OCRResource
@@ -253,12 +254,15 @@ def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio:
                      detect_batch: int = 8) -> tuple[pd.DataFrame, pd.DataFrame]:
     frames = spread_clip_frames(kept_frames(store, batch), clip_frames)
     rows = []
-    if method == "detect":
-        wants = {"all": lambda fr, r: True, "none": None,
-                 "needed": lambda fr, r: fr.kind == "clip_frame" or r.ratio <= max_ratio}[recognise]
+    placement = configured_placement()
+    if method == "detect" and placement.enabled:  # shards on Ray actors (forge/scale/ray_stages.py)
+        measured = ((fr, res, err) for fr, (res, err) in zip(frames.itertuples(index=False), ocr_on_ray(
+            placement, ocr_reader_args(ocr), frames, store.data_dir, ocr.max_side, detect_batch, recognise, max_ratio)))
+    elif method == "detect":
+        wants = text_needed(recognise, max_ratio)
         measured = ((m.key, m.result, m.error) for m in measure_frames(
             ocr.reader(), ((fr, store.data_dir / fr.path) for fr in frames.itertuples(index=False)),
-            ocr.max_side, detect_batch, needs_text=wants))
+            ocr.max_side, detect_batch, needs_text=wants and (lambda fr, r: wants(fr.kind, r))))
     else:
         measured = (_read_one(ocr, store.data_dir / fr.path, fr) for fr in frames.itertuples(index=False))
     for fr, res, exc in measured:

@@ -92,6 +92,21 @@ def detect_batch(reader: Any, smalls: Sequence[np.ndarray], scales: Sequence[flo
     ]
 
 
+def text_needed(rule: str, max_ratio: float) -> Callable[[str, OCRResult], bool] | None:
+    """Which frames get recognised after detection, from ``(frame kind, ratio-only result)``.
+
+    ``needed``: the ones whose text can reach evidence (stills that pass the filter, every
+    sampled clip frame: a passing clip may hold a text-heavy frame); ``all``; ``none``.
+    """
+    if rule == "none":
+        return None
+    if rule == "all":
+        return lambda kind, res: True
+    if rule == "needed":
+        return lambda kind, res: kind == "clip_frame" or res.ratio <= max_ratio
+    raise ValueError(f"recognise must be needed, all or none, not {rule!r}")
+
+
 @dataclass(frozen=True)
 class Measured(Generic[K]):
     key: K

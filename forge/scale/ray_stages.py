@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -23,12 +25,13 @@ import pandas as pd
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Shipped to the workers with the job (runtime_env py_modules): the logic, not the Dagster layer.
-PY_MODULES = [str(PROJECT_ROOT / "forge")]
+PY_MODULES = [str(PROJECT_ROOT / "forge"), str(PROJECT_ROOT / "resources")]
 WORKER_ENV = {"YOLO_OFFLINE": "1", "YOLO_AUTOINSTALL": "false", "YOLO_VERBOSE": "false",
               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 _LOCK = threading.Lock()
-_POOLS: dict[tuple, list[Any]] = {}
+# (node id, pid) of each replica of the last pool per worker class: what ran where (tests, logs).
+LAST_PLACEMENT: dict[str, list[tuple[str, int]]] = {}
 
 
 @dataclass(frozen=True)
@@ -46,12 +49,36 @@ class RayPlacement:
         return bool(self.address.strip())
 
 
+def configured_scale() -> dict:
+    """``scale:`` of config/vision.yaml; ``$SUBTEXT_RAY_ADDRESS`` overrides its address."""
+    import yaml
+
+    path = PROJECT_ROOT / "config" / "vision.yaml"
+    scale = dict(((yaml.safe_load(path.read_text()) if path.exists() else None) or {}).get("scale") or {})
+    if os.environ.get("SUBTEXT_RAY_ADDRESS"):
+        scale["ray_address"] = os.environ["SUBTEXT_RAY_ADDRESS"]
+    return scale
+
+
+def configured_placement() -> RayPlacement:
+    c = configured_scale()
+    return RayPlacement(str(c.get("ray_address") or ""), int(c.get("actors", 2)), float(c.get("num_cpus", 1)),
+                        float(c.get("num_gpus", 0)), int(c.get("shard_frames", 32)))
+
+
 def connect(address: str) -> None:
     """Connect this process to the cluster once (idempotent)."""
     import ray
 
-    if ray.is_initialized():
-        return
+    with _LOCK:
+        if ray.is_initialized():
+            return
+        _init(address)
+
+
+def _init(address: str) -> None:
+    import ray
+
     env = {k: os.environ[k] for k in ("SUBTEXT_MODELS_DIR",) if k in os.environ}
     runtime_env = {"py_modules": PY_MODULES, "env_vars": {**WORKER_ENV, **env}}
     target = None if address == "local" else address
@@ -83,17 +110,24 @@ class DetectionWorker:
         return df, rejects, {"processed": stats.processed, "rejected": stats.rejected, "model_s": stats.model_seconds}
 
 
-def actor_pool(placement: RayPlacement, worker_cls: type, *args: Any) -> list[Any]:
-    """``placement.actors`` actors of ``worker_cls`` built with ``args``; reused by later runs."""
+@contextmanager
+def actor_pool(placement: RayPlacement, worker_cls: type, *args: Any) -> Iterator[list[Any]]:
+    """``placement.actors`` replicas of ``worker_cls(*args)``, spread over the nodes, for one stage.
+
+    The replicas are killed when the stage ends: a pool kept alive would hold its CPUs/GPUs and
+    the next stage's replicas could never be placed on a small cluster.
+    """
     import ray
 
-    key = (placement, worker_cls.__name__, repr(args))
-    with _LOCK:
-        if key not in _POOLS:
-            connect(placement.address)
-            remote = ray.remote(num_cpus=placement.num_cpus, num_gpus=placement.num_gpus)(worker_cls)
-            _POOLS[key] = [remote.remote(*args) for _ in range(max(1, placement.actors))]
-        return _POOLS[key]
+    connect(placement.address)
+    remote = ray.remote(num_cpus=placement.num_cpus, num_gpus=placement.num_gpus)(worker_cls)
+    pool = [remote.options(scheduling_strategy="SPREAD").remote(*args) for _ in range(max(1, placement.actors))]
+    try:
+        LAST_PLACEMENT[worker_cls.__name__] = ray.get([a.where.remote() for a in pool])
+        yield pool
+    finally:
+        for a in pool:
+            ray.kill(a)
 
 
 def map_shards(pool: list[Any], frames: pd.DataFrame, shard: int, *args: Any) -> list[Any]:
@@ -106,11 +140,10 @@ def map_shards(pool: list[Any], frames: pd.DataFrame, shard: int, *args: Any) ->
 
 
 def shutdown() -> None:
-    """Drop the actor pools and disconnect (tests; a long-lived code server keeps them)."""
+    """Disconnect this process from the cluster (tests)."""
     import ray
 
     with _LOCK:
-        _POOLS.clear()
         if ray.is_initialized():
             ray.shutdown()
 
@@ -140,11 +173,15 @@ class RemoteDetector:
         import time
 
         t0 = time.perf_counter()
-        pool = actor_pool(self.placement, DetectionWorker, self.kwargs, self.engine)
         stats = StageStats(frames=len(frames))
         parts = []
-        for df, rejects, st in map_shards(pool, frames.reset_index(drop=True), self.placement.shard_frames,
-                                          str(data_dir), asdict(opts)):
+        if frames.empty:
+            results = []
+        else:
+            with actor_pool(self.placement, DetectionWorker, self.kwargs, self.engine) as pool:
+                results = map_shards(pool, frames.reset_index(drop=True), self.placement.shard_frames,
+                                     str(data_dir), asdict(opts))
+        for df, rejects, st in results:
             parts.append(df)
             for r in rejects:
                 reject(*r)
@@ -159,3 +196,49 @@ class RemoteDetector:
         non_empty = [p for p in parts if not p.empty]
         out = pd.concat(non_empty, ignore_index=True) if non_empty else pd.DataFrame(columns=DETECTION_COLUMNS)
         return out, stats
+
+
+class OCRWorker:
+    """One EasyOCR reader; ``run`` = forge.media.text_boxes.measure_frames on a shard."""
+
+    def __init__(self, reader_args: tuple) -> None:
+        from resources.ocr import build_reader
+
+        self.reader = build_reader(*reader_args)
+
+    def where(self) -> tuple[str, int]:
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    def run(self, frames: pd.DataFrame, data_dir: str, max_side: int, batch: int, recognise: str,
+            max_ratio: float) -> list[tuple[Any, Exception | None]]:
+        from forge.media.text_boxes import measure_frames, text_needed
+
+        wants = text_needed(recognise, max_ratio)
+        kinds = list(frames["kind"])
+        items = [(i, Path(data_dir) / p) for i, p in enumerate(frames["path"])]
+        return [(m.result, m.error) for m in measure_frames(
+            self.reader, items, max_side, batch, needs_text=wants and (lambda i, r: wants(kinds[i], r)))]
+
+
+def ocr_reader_args(ocr: Any) -> tuple:
+    """``build_reader`` arguments of an OCRResource; the GPU flag follows the placement's GPUs."""
+    import tempfile
+
+    net = ocr.user_network_dir or str(Path(tempfile.gettempdir()) / "subtext_easyocr_user_network")
+    return tuple(ocr.languages), ocr.model_dir, bool(ocr.gpu), net
+
+
+def ocr_on_ray(placement: RayPlacement, reader_args: tuple, frames: pd.DataFrame, data_dir: Path, max_side: int,
+               batch: int, recognise: str, max_ratio: float) -> list[tuple[Any, Exception | None]]:
+    """(OCRResult | None, error | None) per frame, in frame order, measured by OCR actors."""
+    if frames.empty:
+        return []
+    args = (reader_args[0], reader_args[1], placement.num_gpus > 0 or reader_args[2], reader_args[3])
+    out: list[tuple[Any, Exception | None]] = []
+    with actor_pool(placement, OCRWorker, args) as pool:
+        for part in map_shards(pool, frames.reset_index(drop=True)[["kind", "path"]], placement.shard_frames,
+                               str(data_dir), max_side, batch, recognise, max_ratio):
+            out += part
+    return out

@@ -1,6 +1,8 @@
-"""Detection on a real local Ray cluster (a head and a worker process started with ``ray start``)
-gives the same tables as the in-process run, for a partitioned (two-batch, single-run) backfill of
-the vision group. Random-weight YOLO11n at conf=1e-5, so the detections tables are not empty."""
+"""The per-frame stages on a real local Ray cluster (a head and a worker process started with
+``ray start``) give the same tables as the in-process run, for a partitioned (two-batch, one run)
+backfill of the media OCR stage (``text_ratio``) and the vision group. Random-weight YOLO11n at
+conf=1e-5, so the detections tables are not empty; EasyOCR from $SUBTEXT_MODELS_DIR at a small
+``max_side`` to keep the test short."""
 
 from __future__ import annotations
 
@@ -18,17 +20,20 @@ import dagster as dg
 import pandas as pd
 import pytest
 
+from assets.ingest.filters import text_ratio
 from assets.vision.assets import defs as vision_defs
 from forge.contracts import load_contract
 from forge.storage import TableStore
 from resources.detector import DetectorResource
+from resources.ocr import OCRResource
 from resources.storage import StorageResource
 from resources.tagger import TaggerResource
 
 ray = pytest.importorskip("ray")
 BATCHES = ["b-0000", "b-0001"]
 RAY = str(Path(sys.executable).parent / "ray")
-TABLES = ["detections", "tags", "person_indicators", "rich_scenes"]
+TABLES = ["text_ratio", "detections", "tags", "person_indicators", "rich_scenes"]
+MODELS = Path(os.environ.get("SUBTEXT_MODELS_DIR", "/nonexistent")) / "easyocr"
 
 
 def _free_port() -> int:
@@ -101,20 +106,22 @@ def _corpus(root: Path, photos: dict[str, Path]) -> Path:
         rows.append({**rows[0], "frame_id": f"{batch}_broken", "item_id": f"{batch}_broken",
                      "path": str((media / "broken.jpg").relative_to(store.data_dir))})
         store.write("frames", fc.conform(pd.DataFrame(rows)), batch, schema=fc.arrow_schema())
-        store.write("duplicates", pd.DataFrame(columns=["frame_id", "batch", "group_id", "kept_frame_id", "is_kept",
-                                                        "distance"]), batch)
+        ids = [r["frame_id"] for r in rows]
+        store.write("duplicates", pd.DataFrame({"frame_id": ids, "batch": batch, "group_id": ids, "kept_frame_id": ids,
+                                                "is_kept": True, "distance": 0}), batch)
     return store.data_dir
 
 
-def _backfill(data_dir: Path, **detector) -> dict[str, pd.DataFrame]:
+def _backfill(data_dir: Path, user_net: Path, **detector) -> dict[str, pd.DataFrame]:
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", BATCHES)
     assets = [a for a in vision_defs.assets if a.key.to_user_string() in ("detections", "tags", "person_indicators",
                                                                           "rich_scenes")]
     res = dg.materialize(
-        assets, instance=instance,
+        [text_ratio, *assets], instance=instance, selection=[a.key for a in assets] + [text_ratio.key],
         tags={"dagster/asset_partition_range_start": BATCHES[0], "dagster/asset_partition_range_end": BATCHES[-1]},
         resources={"storage": StorageResource(data_dir=str(data_dir)), "tagger": TaggerResource(backend="yolo"),
+                   "ocr": OCRResource(model_dir=str(MODELS), gpu=False, max_side=320, user_network_dir=str(user_net)),
                    "detector": DetectorResource(weights="yolo11n.yaml", conf=1e-5, imgsz=320, batch_size=2,
                                                 decode_workers=1, **detector)},
     )
@@ -122,29 +129,35 @@ def _backfill(data_dir: Path, **detector) -> dict[str, pd.DataFrame]:
     store = TableStore(data_dir)
     out = {t: store.read(t, parts=BATCHES).sort_values(list(store.read(t, parts=BATCHES).columns[:4]))
            .reset_index(drop=True) for t in TABLES}
-    out["rejects"] = store.read("rejects", parts=[f"detections__{b}" for b in BATCHES])[["item_id", "reason"]]
+    out["rejects"] = store.read("rejects", parts=[f"{s}__{b}" for s in ("text_ratio", "detections") for b in BATCHES])[
+        ["stage", "item_id", "reason"]].sort_values(["stage", "item_id"]).reset_index(drop=True)
     return out
 
 
-def test_vision_backfill_on_ray_equals_in_process(ray_cluster, photos, tmp_path):
-    local = _backfill(_corpus(tmp_path / "local", photos), ray_address="")
+def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos, tmp_path, monkeypatch):
+    if not MODELS.is_dir():
+        pytest.skip(f"EasyOCR weights not found in {MODELS}")
+    net = tmp_path / "easyocr_net"
+    monkeypatch.delenv("SUBTEXT_RAY_ADDRESS", raising=False)
+    local = _backfill(_corpus(tmp_path / "local", photos), net, ray_address="")
+    monkeypatch.setenv("SUBTEXT_RAY_ADDRESS", ray_cluster)  # text_ratio reads the placement from config/env
     t0 = time.perf_counter()
-    on_ray = _backfill(_corpus(tmp_path / "ray", photos), ray_address=ray_cluster, ray_actors=2, ray_num_cpus=1,
-                       ray_shard_frames=2)
+    on_ray = _backfill(_corpus(tmp_path / "ray", photos), net, ray_address=ray_cluster, ray_actors=2,
+                       ray_num_cpus=1, ray_shard_frames=2)
     print(f"ray backfill: {time.perf_counter() - t0:.1f}s")
     assert len(local["detections"]) > 0 and set(local["detections"]["batch"]) == set(BATCHES)
+    assert len(local["text_ratio"]) == 2 * len(photos)
     for t in TABLES:
         a, b = local[t], on_ray[t]
         if t == "person_indicators":
             a, b = a.drop(columns=["annotated_path"]), b.drop(columns=["annotated_path"])
         pd.testing.assert_frame_equal(a, b, check_dtype=False, obj=t)
-    assert sorted(on_ray["rejects"]["item_id"]) == [f"{b}_broken" for b in BATCHES]
-    assert (on_ray["rejects"]["reason"] == "undecodable").all()
+    pd.testing.assert_frame_equal(local["rejects"], on_ray["rejects"], obj="rejects")
+    assert list(on_ray["rejects"]["item_id"]) == [f"{b}_broken" for b in BATCHES] * 2
     # The replicas really ran on the cluster: each declares 1 CPU and each node has 1, so Ray
-    # had to place one on the head and one on the worker node.
+    # had to place one on the head and one on the worker node (and free them between stages).
     from forge.scale import ray_stages
 
-    pools = list(ray_stages._POOLS.values())
-    assert len(pools) == 1 and len(pools[0]) == 2
-    where = ray.get([a.where.remote() for a in pools[0]])
-    assert len({node for node, _ in where}) == 2 and os.getpid() not in {pid for _, pid in where}
+    assert set(ray_stages.LAST_PLACEMENT) == {"DetectionWorker", "OCRWorker"}
+    for where in ray_stages.LAST_PLACEMENT.values():
+        assert len(where) == 2 and len({node for node, _ in where}) == 2 and os.getpid() not in {pid for _, pid in where}
