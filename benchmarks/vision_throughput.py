@@ -99,7 +99,9 @@ def main() -> None:
                 ("stage, engine=tensor (fast_detect)", lambda: stage(fast))]
         print(f"frames: {args.n}")
         results, base = {}, None
+        threads = torch.get_num_threads()
         for name, fn in runs:
+            torch.set_num_threads(threads)  # the library's predict drops the process to cpu_count-1 threads
             with StageMonitor() as mon:
                 out = fn()
             base = base or mon.seconds

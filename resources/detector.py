@@ -20,7 +20,7 @@ from pydantic import PrivateAttr
 
 from forge.vision.detector import YoloDetector
 from forge.scale.ray_stages import configured_scale
-from forge.vision.fast_detect import TensorDetector
+from forge.vision.fast_detect import TensorDetector, with_engine
 
 # One model per distinct configuration per process: several assets (and runs, with the
 # in-process executor) share it instead of re-loading weights.
@@ -53,7 +53,8 @@ class DetectorResource(dg.ConfigurableResource):
     decode_workers: int = 4
     max_side: int = 1920
     # "tensor": forge.vision.fast_detect (letterbox + batched NMS on the model's device);
-    # "ultralytics": the library's predict. Default from config/vision.yaml (detection.engine).
+    # "ultralytics": the library's predict; "auto": tensor on CUDA, ultralytics on CPU.
+    # Default from config/vision.yaml (detection.engine).
     engine: str = configured_engine()
     # Ray (forge/scale/ray_stages.py): "" = in-process; "ray://head:10001", "host:6379", "auto" or
     # "local". Default: $SUBTEXT_RAY_ADDRESS, else config/vision.yaml scale.ray_address.
@@ -86,10 +87,7 @@ class DetectorResource(dg.ConfigurableResource):
                         weights=self.weights, device=self.device, half=self.half, conf=self.conf, iou=self.iou,
                         imgsz=self.imgsz, batch_size=self.batch_size, allow_download=self.allow_download,
                     )
-                    if self.engine == "tensor":
-                        det = TensorDetector(det)
-                    elif self.engine != "ultralytics":
-                        raise ValueError(f"detector engine must be 'tensor' or 'ultralytics', not {self.engine!r}")
+                    det = with_engine(det, self.engine)
                     _CACHE[self._key()] = det
             self._detector = det
         return self._detector

@@ -91,10 +91,9 @@ class DetectionWorker:
 
     def __init__(self, detector_kwargs: dict, engine: str) -> None:
         from forge.vision.detector import YoloDetector
-        from forge.vision.fast_detect import TensorDetector
+        from forge.vision.fast_detect import with_engine
 
-        det = YoloDetector(**detector_kwargs)
-        self.det = TensorDetector(det) if engine == "tensor" else det
+        self.det = with_engine(YoloDetector(**detector_kwargs), engine)
 
     def where(self) -> tuple[str, int]:
         """(Ray node id, process id) of this replica."""

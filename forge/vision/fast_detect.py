@@ -177,3 +177,16 @@ class TensorDetector:
                 yield tag, dets
                 if nxt is not None and fut is None:  # prefetch off: prepare inline
                     fut = pool.submit(prep, nxt)
+
+
+ENGINES = ("auto", "tensor", "ultralytics")
+
+
+def with_engine(det: YoloDetector, engine: str) -> YoloDetector | TensorDetector:
+    """``tensor`` wraps the loaded model; ``ultralytics`` keeps the library's predict; ``auto`` =
+    tensor on CUDA, the library on CPU (where it measured faster: docs/performance.md)."""
+    if engine not in ENGINES:
+        raise ValueError(f"detector engine must be one of {ENGINES}, not {engine!r}")
+    if engine == "auto":
+        engine = "tensor" if str(det.device).startswith("cuda") else "ultralytics"
+    return TensorDetector(det) if engine == "tensor" else det
