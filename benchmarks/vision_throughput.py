@@ -53,6 +53,7 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--weights", default="yolo11n.yaml")
     ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads for each run (0 = the process default)")
     ap.add_argument("--ram-checkpoint", default=os.environ.get("SUBTEXT_RAM_CHECKPOINT", ""))
     args = ap.parse_args()
 
@@ -101,7 +102,7 @@ def main() -> None:
         results, base = {}, None
         threads = torch.get_num_threads()
         for name, fn in runs:
-            torch.set_num_threads(threads)  # the library's predict drops the process to cpu_count-1 threads
+            torch.set_num_threads(args.threads or threads)  # the library's predict drops the process to cpu_count-1 threads
             with StageMonitor() as mon:
                 out = fn()
             base = base or mon.seconds

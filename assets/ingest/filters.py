@@ -30,9 +30,8 @@ from assets.common import (
 )
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
 from forge.media.hashing import FrameHash, hash_many
-from forge.media.ocr import clip_passes, load_rgb, spread_clip_frames
-from forge.media.text_boxes import measure_frames, text_needed
-from forge.scale.ray_stages import configured_placement, ocr_on_ray, ocr_reader_args
+from forge.media.ocr import clip_passes, spread_clip_frames
+from forge.media.text_boxes import measure_kept_frames
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.ocr import OCRResource
@@ -241,30 +240,13 @@ def kept_frames(store: TableStore, batch: str) -> pd.DataFrame:
     return frames[frames["frame_id"].isin(set(kept["frame_id"]))].sort_values("frame_id").reset_index(drop=True)
 
 
-def _read_one(ocr: OCRResource, path, fr):
-    try:
-        return fr, ocr.read(load_rgb(path)), None
-    except Exception as exc:  # noqa: BLE001
-        return fr, None, exc
-
-
 def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio: float, clip_rule: str,
                      rejects: RejectLog, progress: Progress | None = None,
                      clip_frames: int = 0, method: str = "readtext", recognise: str = "needed",
                      detect_batch: int = 8) -> tuple[pd.DataFrame, pd.DataFrame]:
     frames = spread_clip_frames(kept_frames(store, batch), clip_frames)
     rows = []
-    placement = configured_placement()
-    if method == "detect" and placement.enabled:  # shards on Ray actors (forge/scale/ray_stages.py)
-        measured = ((fr, res, err) for fr, (res, err) in zip(frames.itertuples(index=False), ocr_on_ray(
-            placement, ocr_reader_args(ocr), frames, store.data_dir, ocr.max_side, detect_batch, recognise, max_ratio)))
-    elif method == "detect":
-        wants = text_needed(recognise, max_ratio)
-        measured = ((m.key, m.result, m.error) for m in measure_frames(
-            ocr.reader(), ((fr, store.data_dir / fr.path) for fr in frames.itertuples(index=False)),
-            ocr.max_side, detect_batch, needs_text=wants and (lambda fr, r: wants(fr.kind, r))))
-    else:
-        measured = (_read_one(ocr, store.data_dir / fr.path, fr) for fr in frames.itertuples(index=False))
+    measured = measure_kept_frames(ocr, frames, store.data_dir, max_ratio, method, recognise, detect_batch)
     for fr, res, exc in measured:
         if progress:
             progress.step()

@@ -183,3 +183,37 @@ def _measure_window(reader: Any, pending: list[tuple[K, Any]], max_side: int, ba
                     out[i] = Measured(key, None, exc)
     for i in range(len(pending)):
         yield out[i]
+
+
+def measure_kept_frames(ocr: Any, frames: Any, data_dir: Any, max_ratio: float, method: str = "detect",
+                        recognise: str = "needed", batch_size: int = 8) -> Iterator[tuple[Any, OCRResult | None, Exception | None]]:
+    """``(frame row, result, error)`` per row of ``frames`` (columns path, kind), in order.
+
+    ``ocr``: the ``OCRResource`` (reader, ``max_side``, ``read``). ``method="readtext"``: the
+    full reader per frame; ``"detect"``: ``measure_frames`` here, or on Ray actors when a Ray
+    address is configured (forge/scale/ray_stages.py).
+    """
+    from pathlib import Path
+
+    from forge.scale.ray_stages import configured_placement, ocr_on_ray, ocr_reader_args
+
+    rows = list(frames.itertuples(index=False))
+    if method == "readtext":
+        for fr in rows:
+            try:
+                yield fr, ocr.read(load_rgb(Path(data_dir) / fr.path)), None
+            except Exception as exc:  # noqa: BLE001 - recorded by the caller
+                yield fr, None, exc
+        return
+    if method != "detect":
+        raise ValueError(f"method must be detect or readtext, not {method!r}")
+    placement = configured_placement()
+    if placement.enabled:
+        pairs = ocr_on_ray(placement, ocr_reader_args(ocr), frames, Path(data_dir), ocr.max_side, batch_size,
+                           recognise, max_ratio)
+        yield from ((fr, res, err) for fr, (res, err) in zip(rows, pairs))
+        return
+    wants = text_needed(recognise, max_ratio)
+    for m in measure_frames(ocr.reader(), [(fr, Path(data_dir) / fr.path) for fr in rows], ocr.max_side, batch_size,
+                            needs_text=wants and (lambda fr, r: wants(fr.kind, r))):
+        yield m.key, m.result, m.error
