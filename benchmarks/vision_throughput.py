@@ -1,26 +1,25 @@
 """Frames per second for detection and tagging: our batched + prefetched path vs Ultralytics'
-own per-image loop (``model.predict(path)`` one file at a time, the library decoding).
+own per-image loop (``model.predict(path)`` one file at a time, the library decoding), for both
+detection engines (``ultralytics``: batched library predict; ``tensor``: forge/vision/fast_detect.py).
 
     .venv/bin/python benchmarks/vision_throughput.py [--n 48] [--batch 16] [--imgsz 640] [--device auto]
 
 Random weights (``yolo11n.yaml``) are fine for timing: the network does the same work. On a
 machine with real weights pass ``--weights /abs/yolo11n.pt``. On CUDA the script also reports
-GPU utilisation (nvidia-smi sampled during the batched run) and peak memory.
+GPU utilisation (pynvml / nvidia-smi sampled during each run) and CUDA peak memory; peak RSS always.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from forge.vision.offline import ensure_offline_env  # noqa: E402
 
@@ -46,27 +45,6 @@ def make_frames(n: int, out: Path) -> list[Path]:
     return paths
 
 
-class GpuSampler(threading.Thread):
-    def __init__(self, every: float = 0.1):
-        super().__init__(daemon=True)
-        self.samples: list[int] = []
-        self.every, self.stop = every, threading.Event()
-
-    def run(self) -> None:
-        exe = shutil.which("nvidia-smi")
-        if not exe:
-            return
-        while not self.stop.is_set():
-            try:
-                out = subprocess.run([exe, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
-                                     capture_output=True, text=True, timeout=5).stdout.split()
-                if out:
-                    self.samples.append(int(out[0]))
-            except Exception:  # noqa: BLE001 - sampling is best effort; the benchmark still prints
-                return
-            time.sleep(self.every)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=48)
@@ -75,6 +53,7 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--weights", default="yolo11n.yaml")
     ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads for each run (0 = the process default)")
     ap.add_argument("--ram-checkpoint", default=os.environ.get("SUBTEXT_RAM_CHECKPOINT", ""))
     args = ap.parse_args()
 
@@ -82,6 +61,8 @@ def main() -> None:
     import torch
 
     from forge.vision.detector import YoloDetector
+    from forge.vision.fast_detect import TensorDetector
+    from stage_monitor import StageMonitor
     from forge.vision.pipeline import DecodeOptions, run_detection
     from forge.vision.tagger import tags_from_detections
 
@@ -98,38 +79,38 @@ def main() -> None:
         # Warm-up (cudnn autotune / first-call allocations), not timed.
         det.model.predict(str(paths[0]), imgsz=args.imgsz, device=det.device, verbose=False)
 
-        t0 = time.perf_counter()
-        for p in paths:
-            det.model.predict(str(p), imgsz=args.imgsz, conf=det.conf, iou=det.iou, device=det.device,
-                              quantize=16 if det.half else None, verbose=False)
-        if cuda:
-            torch.cuda.synchronize()
-        loop_s = time.perf_counter() - t0
+        fast = TensorDetector(det)
+        from forge.vision.images import load_image
 
-        sampler = GpuSampler()
-        if cuda:
-            torch.cuda.reset_peak_memory_stats()
-            sampler.start()
-        rejects: list = []
-        t0 = time.perf_counter()
-        df, stats = run_detection(frames, Path(tmp), det, lambda *a: rejects.append(a),
-                                  DecodeOptions(workers=args.workers, ahead=max(8, det.batch_size * 2)))
-        tags = tags_from_detections(df, "bench")
-        if cuda:
-            torch.cuda.synchronize()
-        batched_s = time.perf_counter() - t0
-        sampler.stop.set()
+        fast.detect([load_image(paths[0], max_side=args.imgsz)])  # warm-up, not timed
 
+        def per_image_loop():
+            for p in paths:
+                det.model.predict(str(p), imgsz=args.imgsz, conf=det.conf, iou=det.iou, device=det.device,
+                                  quantize=16 if det.half else None, verbose=False)
+
+        def stage(model):
+            rejects: list = []
+            df, stats = run_detection(frames, Path(tmp), model, lambda *a: rejects.append(a),
+                                      DecodeOptions(workers=args.workers, ahead=max(8, det.batch_size * 2)))
+            return df, tags_from_detections(df, "bench")
+
+        runs = [("library per-image loop (predict(path))", per_image_loop),
+                ("stage, engine=ultralytics (batched predict)", lambda: stage(det)),
+                ("stage, engine=tensor (fast_detect)", lambda: stage(fast))]
         print(f"frames: {args.n}")
-        print(f"detection, library per-image loop : {args.n / loop_s:7.2f} frames/s ({loop_s:.2f}s)")
-        print(f"detection+yolo tags, batched+prefetch: {args.n / batched_s:7.2f} frames/s ({batched_s:.2f}s; "
-              f"model {stats.model_seconds:.2f}s = {100 * stats.model_seconds / batched_s:.0f}% of wall; {len(tags)} tag rows)")
-        print(f"speed-up: {loop_s / batched_s:.2f}x")
-        if cuda:
-            util = sampler.samples
-            print(f"GPU utilisation during batched run: mean {sum(util) / len(util):.0f}% max {max(util)}% ({len(util)} samples)"
-                  if util else "GPU utilisation: nvidia-smi not available")
-            print(f"GPU peak memory: {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
+        results, base = {}, None
+        threads = torch.get_num_threads()
+        for name, fn in runs:
+            torch.set_num_threads(args.threads or threads)  # the library's predict drops the process to cpu_count-1 threads
+            with StageMonitor() as mon:
+                out = fn()
+            base = base or mon.seconds
+            results[name] = out
+            print(f"detection, {name:44s}: {args.n / mon.seconds:7.2f} frames/s ({mon.seconds:.2f}s, "
+                  f"x{base / mon.seconds:.2f} vs loop); {mon.summary()}")
+        a, b = (results[n][0] for n, _ in runs[1:])
+        print(f"rows: ultralytics engine {len(a)}, tensor engine {len(b)}")
 
         if args.ram_checkpoint:
             from forge.vision.images import load_image

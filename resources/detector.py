@@ -10,17 +10,33 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 from typing import Optional
+
+import yaml
 
 import dagster as dg
 from pydantic import PrivateAttr
 
 from forge.vision.detector import YoloDetector
+from forge.scale.ray_stages import configured_scale
+from forge.vision.fast_detect import TensorDetector, with_engine
 
 # One model per distinct configuration per process: several assets (and runs, with the
 # in-process executor) share it instead of re-loading weights.
-_CACHE: dict[tuple, YoloDetector] = {}
+_CACHE: dict[tuple, YoloDetector | TensorDetector] = {}
 _LOCK = threading.Lock()
+
+
+def _vision_settings() -> dict:
+    path = Path(__file__).resolve().parents[1] / "config" / "vision.yaml"
+    return (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+
+
+def configured_engine() -> str:
+    return str(_vision_settings().get("detection", {}).get("engine", "ultralytics"))
+
+
 
 
 class DetectorResource(dg.ConfigurableResource):
@@ -36,13 +52,33 @@ class DetectorResource(dg.ConfigurableResource):
     allow_download: bool = False
     decode_workers: int = 4
     max_side: int = 1920
+    # "tensor": forge.vision.fast_detect (letterbox + batched NMS on the model's device);
+    # "ultralytics": the library's predict; "auto": tensor on CUDA, ultralytics on CPU.
+    # Default from config/vision.yaml (detection.engine).
+    engine: str = configured_engine()
+    # Ray (forge/scale/ray_stages.py): "" = in-process; "ray://head:10001", "host:6379", "auto" or
+    # "local". Default: $SUBTEXT_RAY_ADDRESS, else config/vision.yaml scale.ray_address.
+    ray_address: str = configured_scale().get("ray_address", "") or ""
+    ray_actors: int = int(configured_scale().get("actors", 2))
+    ray_num_cpus: float = float(configured_scale().get("num_cpus", 1))
+    ray_num_gpus: float = float(configured_scale().get("num_gpus", 0))
+    ray_shard_frames: int = int(configured_scale().get("shard_frames", 32))
 
-    _detector: Optional[YoloDetector] = PrivateAttr(default=None)
+    _detector: Optional[YoloDetector | TensorDetector] = PrivateAttr(default=None)
 
     def _key(self) -> tuple:
-        return (self.weights, self.device, self.half, self.conf, self.iou, self.imgsz, self.batch_size, self.allow_download)
+        return (self.weights, self.device, self.half, self.conf, self.iou, self.imgsz, self.batch_size, self.allow_download,
+                self.engine)
 
-    def get(self) -> YoloDetector:
+    def get(self) -> YoloDetector | TensorDetector:
+        if self._detector is None and self.ray_address:
+            from forge.scale.ray_stages import RayPlacement, RemoteDetector
+
+            kwargs = {"weights": self.weights, "device": self.device, "half": self.half, "conf": self.conf, "iou": self.iou,
+                      "imgsz": self.imgsz, "batch_size": self.batch_size, "allow_download": self.allow_download}
+            placement = RayPlacement(self.ray_address, self.ray_actors, self.ray_num_cpus, self.ray_num_gpus,
+                                     self.ray_shard_frames)
+            self._detector = RemoteDetector(kwargs, self.engine, placement)  # type: ignore[assignment]
         if self._detector is None:
             with _LOCK:
                 det = _CACHE.get(self._key())
@@ -51,6 +87,7 @@ class DetectorResource(dg.ConfigurableResource):
                         weights=self.weights, device=self.device, half=self.half, conf=self.conf, iou=self.iou,
                         imgsz=self.imgsz, batch_size=self.batch_size, allow_download=self.allow_download,
                     )
+                    det = with_engine(det, self.engine)
                     _CACHE[self._key()] = det
             self._detector = det
         return self._detector

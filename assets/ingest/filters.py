@@ -31,7 +31,8 @@ from assets.common import (
 from forge.dependencies import MissingDependency
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
 from forge.media.hashing import FrameHash, hash_many
-from forge.media.ocr import clip_passes, load_rgb, spread_clip_frames
+from forge.media.ocr import clip_passes, spread_clip_frames
+from forge.media.text_boxes import measure_kept_frames
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.ocr import OCRResource
@@ -212,6 +213,13 @@ class TextRatioConfig(dg.Config):
     max_ratio: float = 0.3  # a frame passes when text covers at most this share of it
     clip_rule: Literal["any", "all", "mean"] = "mean"  # how a clip's frame ratios decide the clip
     clip_frames: int = 4  # OCR at most this many evenly spaced frames per clip (0 = all 32)
+    # "detect": ratio from EasyOCR's detector alone, batched (forge.media.text_boxes); "readtext":
+    # detector + recogniser on every frame, one at a time. Same ratios (docs/filters.md).
+    method: Literal["detect", "readtext"] = "detect"
+    # With method=detect, which frames are also recognised: "needed" = the ones whose text can
+    # reach evidence (stills that pass, every sampled clip frame); "all"; "none" (text stays "").
+    recognise: Literal["needed", "all", "none"] = "needed"
+    detect_batch: int = 8  # frames of one size per detector forward pass
 
 
 TEXT_COLUMNS = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "ratio", "n_boxes", "text", "boxes",
@@ -231,7 +239,8 @@ def kept_frames(store: TableStore, batch: str) -> pd.DataFrame:
 
 def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio: float, clip_rule: str,
                      rejects: RejectLog, progress: Progress | None = None,
-                     clip_frames: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+                     clip_frames: int = 0, method: str = "readtext", recognise: str = "needed",
+                     detect_batch: int = 8) -> tuple[pd.DataFrame, pd.DataFrame]:
     frames = spread_clip_frames(kept_frames(store, batch), clip_frames)
     rows = []
     if len(frames) and hasattr(ocr, "reader"):   # once, up front: missing weights fail the step, not every frame
@@ -241,15 +250,13 @@ def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio:
             raise MissingDependency(f"EasyOCR could not load its weights (model_dir {getattr(ocr, 'model_dir', '')!r}): "
                                     f"{type(exc).__name__}: {exc} — set SUBTEXT_MODELS_DIR to a folder holding "
                                     "easyocr/ (see docs/filters.md)") from exc
-    for fr in frames.itertuples(index=False):
-        try:
-            res = ocr.read(load_rgb(store.data_dir / fr.path))
-        except Exception as exc:  # noqa: BLE001 - one unreadable frame is a reject, not a failed run
+    measured = measure_kept_frames(ocr, frames, store.data_dir, max_ratio, method, recognise, detect_batch)
+    for fr, res, exc in measured:
+        if progress:
+            progress.step()
+        if exc is not None:  # one unreadable frame is a reject, not a failed run
             rejects.add_exception(fr.frame_id, "ocr_error", exc, related_id=fr.item_id)
             continue
-        finally:
-            if progress:
-                progress.step()
         rows.append({
             "frame_id": fr.frame_id, "batch": batch, "source": fr.source, "item_id": fr.item_id,
             "clip_id": fr.clip_id, "kind": fr.kind, "ratio": res.ratio, "n_boxes": res.n_boxes, "text": res.text,
@@ -283,7 +290,7 @@ def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio:
     partitions_def=batches,
     backfill_policy=SINGLE_RUN,
     pool="gpu",
-    code_version=content_hash(VERSION, files=[_MEDIA / "ocr.py"]),
+    code_version=content_hash(VERSION, files=[_MEDIA / "ocr.py", _MEDIA / "text_boxes.py"]),
     check_specs=contract_check_specs("text_ratio", ["text_ratio", "clip_text_ratio"]),
     metadata=table_metadata(["text_ratio", "clip_text_ratio"]),
     description="II-Bench stage 2: EasyOCR on the frames dedup kept; text-area ratio = union of the "
@@ -300,7 +307,8 @@ def text_ratio(context: dg.AssetExecutionContext, config: TextRatioConfig, stora
         n = len(spread_clip_frames(kept_frames(store, batch), config.clip_frames))
         parts[batch], clip_parts[batch] = text_ratio_batch(
             store, batch, ocr, config.max_ratio, config.clip_rule, log, Progress(context.log, f"ocr {batch}", n),
-            clip_frames=config.clip_frames)
+            clip_frames=config.clip_frames, method=config.method, recognise=config.recognise,
+            detect_batch=config.detect_batch)
         logs.append(log)
     total = sum(len(p) for p in parts.values())
     passing = sum(int(p["passes"].astype(bool).sum()) for p in parts.values())

@@ -58,6 +58,9 @@ def run_detection(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[pd.DataFrame, StageStats]:
     """``frames``: frame_id, batch, path. Returns the detections rows of this batch."""
+    remote = getattr(detector, "run_remote", None)  # forge.scale.ray_stages.RemoteDetector: shards on Ray
+    if remote is not None:
+        return remote(frames, data_dir, reject, opts, progress)
     stats, rows = StageStats(frames=len(frames)), []
     t0 = time.perf_counter()
     items = [((r.frame_id, r.batch), data_dir / r.path) for r in frames.itertuples(index=False)]
@@ -65,23 +68,30 @@ def run_detection(
     # imgsz anyway (same aspect), but on the main thread, between GPU batches.
     kwargs = {**opts.load_kwargs(), "max_side": min(opts.max_side, detector.imgsz)}
     loaded = prefetch(items, workers=opts.workers, ahead=max(opts.ahead, detector.batch_size * 2), **kwargs)
-    for chunk in batched(loaded, detector.batch_size):
-        good: list[tuple[tuple[str, str], LoadedImage]] = []
-        for p in chunk:
-            if isinstance(p.result, LoadError):
-                reject(p.key[0], p.result.reason, p.result.error_class, p.result.detail)
-                stats.rejected += 1
-            else:
-                good.append((p.key, p.result))
-        if good:
-            tm = time.perf_counter()
-            dets = detector.detect([im for _, im in good])
-            stats.model_seconds += time.perf_counter() - tm
-            for ((fid, batch), im), d in zip(good, dets):
-                rows += detection_rows(fid, batch, d, im.orig_width, im.orig_height, detector)
-            stats.processed += len(good)
+
+    def good_chunks():
+        for chunk in batched(loaded, detector.batch_size):
+            good: list[tuple[tuple[str, str], LoadedImage]] = []
+            for p in chunk:
+                if isinstance(p.result, LoadError):
+                    reject(p.key[0], p.result.reason, p.result.error_class, p.result.detail)
+                    stats.rejected += 1
+                else:
+                    good.append((p.key, p.result))
+            yield (good, len(chunk)), [im for _, im in good]
+
+    # The tensor engine (forge.vision.fast_detect) overlaps the next batch's upload with this
+    # batch's forward pass; the library engine runs one batch after the other.
+    stream = getattr(detector, "detect_stream", None) or (
+        lambda chunks: (((tag, detector.detect(ims) if ims else [])) for tag, ims in chunks))
+    tm = time.perf_counter()
+    for (good, n), dets in stream(good_chunks()):
+        for ((fid, batch), im), d in zip(good, dets):
+            rows += detection_rows(fid, batch, d, im.orig_width, im.orig_height, detector.spec)
+        stats.processed += len(good)
         if progress:
-            progress(len(chunk))
+            progress(n)
+    stats.model_seconds = time.perf_counter() - tm  # model + waiting on decode (decode is prefetched)
     stats.wall_seconds = time.perf_counter() - t0
     return pd.DataFrame(rows, columns=DETECTION_COLUMNS), stats
 

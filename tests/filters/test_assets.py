@@ -85,7 +85,9 @@ def test_hash_dedup_ocr_end_to_end(pipeline):
     # only the frames dedup kept were OCRed
     assert set(t.index) == {"img_astro", "img_coffee", "img_heavy", "img_hopper", "clip_a_f000", "clip_a_f001"}
     assert t.at["img_heavy", "ratio"] > 0.3 and not t.at["img_heavy", "passes"]
-    assert "MEME" in t.at["img_heavy", "text"].upper() and t.at["img_heavy", "n_boxes"] >= 3
+    # method=detect, recognise=needed (defaults): a rejected still is measured, not read (its text
+    # reaches no evidence); recognition on demand is tested in test_text_boxes.py
+    assert t.at["img_heavy", "text"] == "" and t.at["img_heavy", "n_boxes"] >= 3
     assert t.at["img_astro", "ratio"] < 0.05 and t.at["img_astro", "passes"]
     assert t.at["clip_a_f000", "clip_passes"] and t["clip_passes"].isna().sum() == 4
     c = store.read("clip_text_ratio")

@@ -1,0 +1,219 @@
+"""Text-area ratio from EasyOCR's text detector alone (CRAFT), batched; recognition on demand.
+
+The ratio only needs where the text is, not what it says. ``readtext`` runs the detector and
+then the recogniser on every box; on a CPU the recogniser is most of the time. Here the
+detector runs on a stack of same-sized frames in one forward pass (``Reader.detect`` takes a
+4-D batch), the boxes become the same polygons ``readtext`` reports (horizontal boxes clipped
+to the image, free-form quads as they are), and the ratio is ``forge.media.ocr``'s union of
+those polygons. The recogniser runs afterwards, on the boxes already found, only for the
+frames whose text a later stage reads (``needs_text``).
+
+Same frame, same ``max_side``, same detector settings -> the same boxes as ``ocr_frame``;
+batching changes only floating-point summation order inside the network, so a box at a score
+threshold can rarely flip (tests/filters/test_text_boxes.py states the tolerance).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import cv2
+import numpy as np
+
+from forge.media.ocr import OCRResult, load_rgb, ocr_frame, shrink, union_area_ratio
+
+K = TypeVar("K")
+
+
+@dataclass(frozen=True)
+class DetectedText:
+    """Detector output of one frame, in the coordinates of the shrunk copy the detector saw."""
+
+    horizontal: list[list[int]]  # [x_min, x_max, y_min, y_max]
+    free: list[list[list[float]]]  # quads [[x, y] x 4]
+    scale: float  # shrunk / original
+    width: int  # original size
+    height: int
+
+    def polygons(self, small_w: int, small_h: int) -> list[list[list[float]]]:
+        """The polygons ``readtext`` would report (its crop clips horizontal boxes to the image)."""
+        out: list[list[list[float]]] = [[[float(x), float(y)] for x, y in q] for q in self.free]
+        for x0, x1, y0, y1 in self.horizontal:
+            x0, x1, y0, y1 = max(0, x0), min(x1, small_w), max(0, y0), min(y1, small_h)
+            out.append([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
+        return out
+
+
+def _original_pixels(polys: Sequence[Sequence[Sequence[float]]], scale: float) -> list[list[list[float]]]:
+    # Same rounding as ocr_frame, so the two paths rasterise identical polygons.
+    return [[[round(float(x) / scale, 1), round(float(y) / scale, 1)] for x, y in p] for p in polys]
+
+
+def ratio_result(det: DetectedText, small_w: int, small_h: int) -> OCRResult:
+    """Ratio and boxes without text (``text`` = "" and ``conf`` = None: not recognised)."""
+    polys = _original_pixels(det.polygons(small_w, small_h), det.scale)
+    return OCRResult(
+        ratio=union_area_ratio(polys, det.width, det.height), n_boxes=len(polys), text="",
+        boxes=[{"poly": p, "text": "", "conf": None} for p in polys], width=det.width, height=det.height,
+    )
+
+
+class _KnownBoxes:
+    """A ``Reader``-shaped adapter: ``readtext`` = recognise the boxes the detector already found."""
+
+    def __init__(self, reader: Any, det: DetectedText) -> None:
+        self.reader, self.det = reader, det
+
+    def readtext(self, small: np.ndarray, **kwargs: Any) -> list[tuple[Any, str, float]]:
+        grey = cv2.cvtColor(small, cv2.COLOR_BGR2GRAY)  # what readtext's reformat_input does
+        return self.reader.recognize(grey, self.det.horizontal, self.det.free, reformat=False, **kwargs)
+
+
+def recognise(reader: Any, rgb: np.ndarray, det: DetectedText, max_side: int) -> OCRResult:
+    """Full OCR result (text + confidences) for boxes found earlier; no second detection."""
+    return ocr_frame(_KnownBoxes(reader, det), rgb, max_side=max_side)
+
+
+def detect_batch(reader: Any, smalls: Sequence[np.ndarray], scales: Sequence[float],
+                 sizes: Sequence[tuple[int, int]], **detect_kwargs: Any) -> list[DetectedText]:
+    """One detector forward pass over same-shaped RGB arrays (the shrunk copies)."""
+    if not smalls:
+        return []
+    if len({s.shape for s in smalls}) != 1:
+        raise ValueError("detect_batch needs arrays of one shape; group frames by size first")
+    stack = np.ascontiguousarray(np.stack(smalls)) if len(smalls) > 1 else smalls[0]
+    horizontal, free = reader.detect(stack, reformat=False, **detect_kwargs)
+    return [
+        DetectedText([[int(v) for v in b] for b in h], [[[float(x), float(y)] for x, y in q] for q in f], sc, w, hh)
+        for h, f, sc, (w, hh) in zip(horizontal, free, scales, sizes)
+    ]
+
+
+def text_needed(rule: str, max_ratio: float) -> Callable[[str, OCRResult], bool] | None:
+    """Which frames get recognised after detection, from ``(frame kind, ratio-only result)``.
+
+    ``needed``: the ones whose text can reach evidence (stills that pass the filter, every
+    sampled clip frame: a passing clip may hold a text-heavy frame); ``all``; ``none``.
+    """
+    if rule == "none":
+        return None
+    if rule == "all":
+        return lambda kind, res: True
+    if rule == "needed":
+        return lambda kind, res: kind == "clip_frame" or res.ratio <= max_ratio
+    raise ValueError(f"recognise must be needed, all or none, not {rule!r}")
+
+
+@dataclass(frozen=True)
+class Measured(Generic[K]):
+    key: K
+    result: OCRResult | None
+    error: Exception | None = None
+
+
+def _decode(path: Any, max_side: int) -> tuple[np.ndarray, np.ndarray, float]:
+    rgb = load_rgb(path)
+    small, scale = shrink(rgb, max_side)
+    return rgb, small, scale
+
+
+def measure_frames(
+    reader: Any,
+    items: Iterable[tuple[K, Any]],
+    max_side: int,
+    batch_size: int = 8,
+    needs_text: Callable[[K, OCRResult], bool] | None = None,
+    decode_workers: int = 2,
+    **detect_kwargs: Any,
+) -> Iterator[Measured[K]]:
+    """Text ratio of each ``(key, image path)``, in input order.
+
+    Frames are decoded and shrunk in threads ahead of the detector (cv2 and the JPEG decoder
+    release the GIL); a window of ``4 * batch_size`` frames is grouped by shrunk size (frames
+    of one video share it) and each group goes through the detector ``batch_size`` at a time.
+    ``needs_text(key, ratio_only_result)`` picks the frames that are then recognised; the others
+    keep ``text = ""``. A frame that cannot be decoded or measured comes back with ``error``.
+    """
+    batch_size = max(1, batch_size)
+    window = 4 * batch_size
+    with ThreadPoolExecutor(max(1, decode_workers), thread_name_prefix="ocr-decode") as pool:
+        pending: list[tuple[K, Any]] = []
+        it = iter(items)
+        for key, path in it:
+            pending.append((key, pool.submit(_decode, path, max_side)))
+            if len(pending) >= window:
+                yield from _measure_window(reader, pending, max_side, batch_size, needs_text, detect_kwargs)
+                pending = []
+        if pending:
+            yield from _measure_window(reader, pending, max_side, batch_size, needs_text, detect_kwargs)
+
+
+def _measure_window(reader: Any, pending: list[tuple[K, Any]], max_side: int, batch_size: int,
+                    needs_text: Callable[[K, OCRResult], bool] | None, detect_kwargs: dict) -> Iterator[Measured[K]]:
+    decoded: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
+    out: dict[int, Measured[K]] = {}
+    for i, (key, fut) in enumerate(pending):
+        try:
+            decoded[i] = fut.result()
+        except Exception as exc:  # noqa: BLE001 - one bad file is a reject, the window goes on
+            out[i] = Measured(key, None, exc)
+    groups: dict[tuple, list[int]] = {}
+    for i, (_, small, _) in decoded.items():
+        groups.setdefault(small.shape, []).append(i)
+    for idx in groups.values():
+        for j in range(0, len(idx), batch_size):
+            chunk = idx[j : j + batch_size]
+            try:
+                dets = detect_batch(reader, [decoded[i][1] for i in chunk], [decoded[i][2] for i in chunk],
+                                    [(decoded[i][0].shape[1], decoded[i][0].shape[0]) for i in chunk], **detect_kwargs)
+            except Exception as exc:  # noqa: BLE001 - the whole chunk failed: record each frame
+                out.update({i: Measured(pending[i][0], None, exc) for i in chunk})
+                continue
+            for i, det in zip(chunk, dets):
+                key, (rgb, small, _) = pending[i][0], decoded[i]
+                try:
+                    res = ratio_result(det, small.shape[1], small.shape[0])
+                    if res.n_boxes and needs_text is not None and needs_text(key, res):
+                        res = recognise(reader, rgb, det, max_side)
+                    out[i] = Measured(key, res)
+                except Exception as exc:  # noqa: BLE001
+                    out[i] = Measured(key, None, exc)
+    for i in range(len(pending)):
+        yield out[i]
+
+
+def measure_kept_frames(ocr: Any, frames: Any, data_dir: Any, max_ratio: float, method: str = "detect",
+                        recognise: str = "needed", batch_size: int = 8) -> Iterator[tuple[Any, OCRResult | None, Exception | None]]:
+    """``(frame row, result, error)`` per row of ``frames`` (columns path, kind), in order.
+
+    ``ocr``: the ``OCRResource`` (reader, ``max_side``, ``read``). ``method="readtext"``: the
+    full reader per frame; ``"detect"``: ``measure_frames`` here, or on Ray actors when a Ray
+    address is configured (forge/scale/ray_stages.py).
+    """
+    from pathlib import Path
+
+    from forge.scale.ray_stages import configured_placement, ocr_on_ray, ocr_reader_args
+
+    rows = list(frames.itertuples(index=False))
+    if method == "readtext":
+        for fr in rows:
+            try:
+                yield fr, ocr.read(load_rgb(Path(data_dir) / fr.path)), None
+            except Exception as exc:  # noqa: BLE001 - recorded by the caller
+                yield fr, None, exc
+        return
+    if method != "detect":
+        raise ValueError(f"method must be detect or readtext, not {method!r}")
+    placement = configured_placement()
+    if placement.enabled:
+        pairs = ocr_on_ray(placement, ocr_reader_args(ocr), frames, Path(data_dir), ocr.max_side, batch_size,
+                           recognise, max_ratio)
+        yield from ((fr, res, err) for fr, (res, err) in zip(rows, pairs))
+        return
+    wants = text_needed(recognise, max_ratio)
+    for m in measure_frames(ocr.reader(), [(fr, Path(data_dir) / fr.path) for fr in rows], ocr.max_side, batch_size,
+                            needs_text=wants and (lambda fr, r: wants(fr.kind, r))):
+        yield m.key, m.result, m.error

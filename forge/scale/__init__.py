@@ -1,0 +1,1 @@
+"""Scale-out of the heavy per-frame stages (Ray); Dagster stays the orchestrator."""

@@ -1,0 +1,243 @@
+"""Per-frame stages on a Ray cluster: actors that load their model once, shards of frames in.
+
+The embedded default runs every stage in the Dagster step's process. With a Ray address
+(``ray://head:10001`` for Ray Client, ``host:6379`` / ``auto`` for a cluster this machine is a
+node of, ``local`` for a private cluster started on the spot), a stage splits its frames into
+shards and sends them to a pool of actors. Each actor declares its CPUs/GPUs (Ray places it on a
+node that has them), builds the model once in ``__init__`` and runs the SAME in-process function
+on each shard, so the rows are the ones the in-process path writes, in the same order.
+
+Frames are read by path: every node must see the data directory at the same path (a shared
+volume or a mounted bucket; docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Shipped to the workers with the job (runtime_env py_modules): the logic, not the Dagster layer.
+PY_MODULES = [str(PROJECT_ROOT / "forge"), str(PROJECT_ROOT / "resources")]
+WORKER_ENV = {"YOLO_OFFLINE": "1", "YOLO_AUTOINSTALL": "false", "YOLO_VERBOSE": "false",
+              "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+_LOCK = threading.Lock()
+# (node id, pid) of each replica of the last pool per worker class: what ran where (tests, logs).
+LAST_PLACEMENT: dict[str, list[tuple[str, int]]] = {}
+
+
+@dataclass(frozen=True)
+class RayPlacement:
+    """Where a stage runs. ``address=""``: in-process (no Ray at all)."""
+
+    address: str = ""
+    actors: int = 2  # model replicas (one per worker slot)
+    num_cpus: float = 1.0  # declared per actor
+    num_gpus: float = 0.0  # e.g. 1 (or 0.25 to pack four replicas on one GPU)
+    shard_frames: int = 32  # frames per task
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.address.strip())
+
+
+def configured_scale() -> dict:
+    """``scale:`` of config/vision.yaml; ``$SUBTEXT_RAY_ADDRESS`` overrides its address."""
+    import yaml
+
+    path = PROJECT_ROOT / "config" / "vision.yaml"
+    scale = dict(((yaml.safe_load(path.read_text()) if path.exists() else None) or {}).get("scale") or {})
+    if os.environ.get("SUBTEXT_RAY_ADDRESS"):
+        scale["ray_address"] = os.environ["SUBTEXT_RAY_ADDRESS"]
+    return scale
+
+
+def configured_placement() -> RayPlacement:
+    c = configured_scale()
+    return RayPlacement(str(c.get("ray_address") or ""), int(c.get("actors", 2)), float(c.get("num_cpus", 1)),
+                        float(c.get("num_gpus", 0)), int(c.get("shard_frames", 32)))
+
+
+def connect(address: str) -> None:
+    """Connect this process to the cluster once (idempotent)."""
+    import ray
+
+    with _LOCK:
+        if ray.is_initialized():
+            return
+        _init(address)
+
+
+def _init(address: str) -> None:
+    import ray
+
+    env = {k: os.environ[k] for k in ("SUBTEXT_MODELS_DIR",) if k in os.environ}
+    runtime_env = {"py_modules": PY_MODULES, "env_vars": {**WORKER_ENV, **env}}
+    target = None if address == "local" else address
+    ray.init(address=target, runtime_env=runtime_env, ignore_reinit_error=True, log_to_driver=False,
+             include_dashboard=False, configure_logging=False)
+
+
+class DetectionWorker:
+    """One YOLO replica; ``run`` = forge.vision.pipeline.run_detection on a shard."""
+
+    def __init__(self, detector_kwargs: dict, engine: str) -> None:
+        from forge.vision.detector import YoloDetector
+        from forge.vision.fast_detect import with_engine
+
+        self.det = with_engine(YoloDetector(**detector_kwargs), engine)
+
+    def where(self) -> tuple[str, int]:
+        """(Ray node id, process id) of this replica."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    def run(self, frames: pd.DataFrame, data_dir: str, opts: dict) -> tuple[pd.DataFrame, list, dict]:
+        from forge.vision.pipeline import DecodeOptions, run_detection
+
+        rejects: list[tuple] = []
+        df, stats = run_detection(frames, Path(data_dir), self.det, lambda *a: rejects.append(a), DecodeOptions(**opts))
+        return df, rejects, {"processed": stats.processed, "rejected": stats.rejected, "model_s": stats.model_seconds}
+
+
+@contextmanager
+def actor_pool(placement: RayPlacement, worker_cls: type, *args: Any) -> Iterator[list[Any]]:
+    """``placement.actors`` replicas of ``worker_cls(*args)``, spread over the nodes, for one stage.
+
+    The replicas are killed when the stage ends: a pool kept alive would hold its CPUs/GPUs and
+    the next stage's replicas could never be placed on a small cluster.
+    """
+    import ray
+
+    connect(placement.address)
+    remote = ray.remote(num_cpus=placement.num_cpus, num_gpus=placement.num_gpus)(worker_cls)
+    pool = [remote.options(scheduling_strategy="SPREAD").remote(*args) for _ in range(max(1, placement.actors))]
+    try:
+        LAST_PLACEMENT[worker_cls.__name__] = ray.get([a.where.remote() for a in pool])
+        yield pool
+    finally:
+        for a in pool:
+            ray.kill(a)
+
+
+def map_shards(pool: list[Any], frames: pd.DataFrame, shard: int, *args: Any) -> list[Any]:
+    """Run ``actor.run(shard_frames, *args)`` over the shards, round robin; results in shard order."""
+    import ray
+
+    shards = [frames.iloc[i : i + shard] for i in range(0, len(frames), max(1, shard))]
+    refs = [pool[k % len(pool)].run.remote(s, *args) for k, s in enumerate(shards)]
+    return ray.get(refs)
+
+
+def shutdown() -> None:
+    """Disconnect this process from the cluster (tests)."""
+    import ray
+
+    with _LOCK:
+        if ray.is_initialized():
+            ray.shutdown()
+
+
+def placement_dict(p: RayPlacement) -> dict:
+    return asdict(p)
+
+
+class RemoteDetector:
+    """What ``DetectorResource.get()`` returns when detection runs on Ray: same attributes the
+    asset reports (spec, device, half, ...), the model itself lives in the actors."""
+
+    def __init__(self, detector_kwargs: dict, engine: str, placement: RayPlacement) -> None:
+        from forge.vision.detector import resolve_weights
+
+        self.kwargs, self.engine, self.placement = detector_kwargs, engine, placement
+        self.spec = resolve_weights(detector_kwargs["weights"], detector_kwargs.get("allow_download", False))
+        self.device = f"ray[{placement.actors}x cpu={placement.num_cpus} gpu={placement.num_gpus}]"
+        self.half = bool(detector_kwargs.get("half")) if detector_kwargs.get("half") is not None else placement.num_gpus > 0
+        self.batch_size = int(detector_kwargs.get("batch_size") or 1)
+        self.imgsz = int(detector_kwargs.get("imgsz", 640))
+        self.load_seconds = 0.0
+
+    def run_remote(self, frames: pd.DataFrame, data_dir: Path, reject, opts, progress=None):
+        from forge.vision.pipeline import StageStats
+
+        import time
+
+        t0 = time.perf_counter()
+        stats = StageStats(frames=len(frames))
+        parts = []
+        if frames.empty:
+            results = []
+        else:
+            with actor_pool(self.placement, DetectionWorker, self.kwargs, self.engine) as pool:
+                results = map_shards(pool, frames.reset_index(drop=True), self.placement.shard_frames,
+                                     str(data_dir), asdict(opts))
+        for df, rejects, st in results:
+            parts.append(df)
+            for r in rejects:
+                reject(*r)
+            stats.processed += st["processed"]
+            stats.rejected += st["rejected"]
+            stats.model_seconds += st["model_s"]
+        if progress:
+            progress(len(frames))
+        stats.wall_seconds = time.perf_counter() - t0
+        from forge.vision.detector import DETECTION_COLUMNS
+
+        non_empty = [p for p in parts if not p.empty]
+        out = pd.concat(non_empty, ignore_index=True) if non_empty else pd.DataFrame(columns=DETECTION_COLUMNS)
+        return out, stats
+
+
+class OCRWorker:
+    """One EasyOCR reader; ``run`` = forge.media.text_boxes.measure_frames on a shard."""
+
+    def __init__(self, reader_args: tuple) -> None:
+        from resources.ocr import build_reader
+
+        self.reader = build_reader(*reader_args)
+
+    def where(self) -> tuple[str, int]:
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    def run(self, frames: pd.DataFrame, data_dir: str, max_side: int, batch: int, recognise: str,
+            max_ratio: float) -> list[tuple[Any, Exception | None]]:
+        from forge.media.text_boxes import measure_frames, text_needed
+
+        wants = text_needed(recognise, max_ratio)
+        kinds = list(frames["kind"])
+        items = [(i, Path(data_dir) / p) for i, p in enumerate(frames["path"])]
+        return [(m.result, m.error) for m in measure_frames(
+            self.reader, items, max_side, batch, needs_text=wants and (lambda i, r: wants(kinds[i], r)))]
+
+
+def ocr_reader_args(ocr: Any) -> tuple:
+    """``build_reader`` arguments of an OCRResource; the GPU flag follows the placement's GPUs."""
+    import tempfile
+
+    net = ocr.user_network_dir or str(Path(tempfile.gettempdir()) / "subtext_easyocr_user_network")
+    return tuple(ocr.languages), ocr.model_dir, bool(ocr.gpu), net
+
+
+def ocr_on_ray(placement: RayPlacement, reader_args: tuple, frames: pd.DataFrame, data_dir: Path, max_side: int,
+               batch: int, recognise: str, max_ratio: float) -> list[tuple[Any, Exception | None]]:
+    """(OCRResult | None, error | None) per frame, in frame order, measured by OCR actors."""
+    if frames.empty:
+        return []
+    args = (reader_args[0], reader_args[1], placement.num_gpus > 0 or reader_args[2], reader_args[3])
+    out: list[tuple[Any, Exception | None]] = []
+    with actor_pool(placement, OCRWorker, args) as pool:
+        for part in map_shards(pool, frames.reset_index(drop=True)[["kind", "path"]], placement.shard_frames,
+                               str(data_dir), max_side, batch, recognise, max_ratio):
+            out += part
+    return out

@@ -1,0 +1,192 @@
+"""YOLO detection with the image path on the model's device (engine ``tensor``).
+
+Ultralytics' ``predict`` letterboxes each image with OpenCV on the CPU, runs NMS image by image
+and builds a ``Results`` object per image; on a GPU that starves the model. Here, per batch:
+
+1. decoded uint8 frames are uploaded as they are (4x smaller than float) and letterboxed on the
+   device: bilinear resize (``F.interpolate``), grey 114 padding, BGR order kept out (frames are
+   RGB already), ``/255``, fp16 on CUDA; the geometry is Ultralytics' ``LetterBox`` (same ratio,
+   same padding, the stride-rounded rectangle when a batch shares one shape);
+2. one forward pass of the fused network;
+3. NMS for the whole batch in ONE ``torchvision.ops.batched_nms`` call (groups = image x class,
+   which is exactly the per-image, per-class NMS of the library);
+4. boxes mapped back to the decoded and then the original pixels on the device, and moved to the
+   CPU once per batch.
+
+``detect_stream`` prepares batch i+1 (host to device copy and letterbox) in a thread while
+batch i runs; decoding itself is already prefetched by ``forge.vision.images.prefetch``.
+Outputs match the library's within interpolation rounding (tests/vision/test_fast_detect.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numpy as np
+
+from forge.vision.detector import Detection, YoloDetector, parse_boxes
+from forge.vision.images import LoadedImage
+
+T = TypeVar("T")
+PAD_VALUE = 114 / 255  # Ultralytics' letterbox grey
+
+
+def letterbox_geometry(h: int, w: int, imgsz: int, stride: int, rect: bool) -> tuple[int, int, int, int, int, int, float]:
+    """(new_h, new_w, top, bottom, left, right, ratio) as Ultralytics' LetterBox computes them."""
+    r = min(imgsz / h, imgsz / w)
+    nw, nh = max(round(w * r), 1), max(round(h * r), 1)
+    dw, dh = imgsz - nw, imgsz - nh
+    if rect:  # minimum rectangle: pad only up to the stride
+        dw, dh = dw % stride, dh % stride
+    dw, dh = dw / 2, dh / 2
+    top, bottom = round(dh - 0.1), round(dh + 0.1)
+    left, right = round(dw - 0.1), round(dw + 0.1)
+    return nh, nw, top, bottom, left, right, r
+
+
+class TensorDetector:
+    """Batched YOLO on tensors. Wraps a loaded ``YoloDetector`` (same weights, names, thresholds)."""
+
+    engine = "tensor"
+
+    def __init__(self, base: YoloDetector, prefetch_batches: bool = True) -> None:
+        import torch
+
+        self.base = base
+        self.torch = torch
+        self.prefetch_batches = prefetch_batches
+        self.dev = torch.device(base.device)
+        net = copy.deepcopy(base.model.model)  # the library's own model object stays untouched
+        net = net.fuse() if hasattr(net, "fuse") else net  # conv+bn folded, as the library predicts
+        net = net.to(self.dev).eval()
+        for p in net.parameters():
+            p.requires_grad_(False)
+        self.dtype = torch.float16 if base.half and self.dev.type == "cuda" else torch.float32
+        self.net = net.half() if self.dtype == torch.float16 else net.float()
+        self.stride = int(max(int(base.model.model.stride.max()), 32))
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:  # spec, names, device, half, imgsz, batch_size, ...
+        return getattr(self.__dict__["base"], name)
+
+    # -- 1. image path on the device -----------------------------------------------------------
+
+    def preprocess(self, images: Sequence[LoadedImage]) -> tuple[Any, list[tuple[float, int, int]]]:
+        """Batch tensor (N, 3, H, W) on the device plus, per image, (gain, pad_left, pad_top)."""
+        import torch.nn.functional as F
+
+        torch = self.torch
+        rect = len({im.rgb.shape for im in images}) == 1
+        out, meta = [], []
+        for im in images:
+            h, w = im.rgb.shape[:2]
+            nh, nw, top, bottom, left, right, _ = letterbox_geometry(h, w, self.base.imgsz, self.stride, rect)
+            x = torch.from_numpy(np.require(im.rgb, np.uint8, ["C", "W"]))
+            if self.dev.type == "cuda":
+                x = x.pin_memory().to(self.dev, non_blocking=True)
+            x = x.permute(2, 0, 1).unsqueeze(0).to(self.dtype if self.dev.type == "cuda" else torch.float32)
+            if (nh, nw) != (h, w):
+                x = F.interpolate(x, size=(nh, nw), mode="bilinear", align_corners=False, antialias=False)
+                x = x.round_().clamp_(0, 255)  # the library resizes uint8 images: keep integer levels
+            x = x.div_(255)
+            x = F.pad(x, (left, right, top, bottom), value=PAD_VALUE)
+            out.append(x.to(self.dtype))
+        batch = torch.cat(out, 0)
+        H, W = batch.shape[2:]
+        for im in images:  # back-mapping exactly as the library's scale_boxes derives it
+            h, w = im.rgb.shape[:2]
+            gain = min(H / h, W / w)
+            meta.append((gain, round((W - w * gain) / 2 - 0.1), round((H - h * gain) / 2 - 0.1)))
+        return batch, meta
+
+    # -- 2.-4. forward, batched NMS, one transfer ------------------------------------------------
+
+    def infer(self, batch: Any, meta: list[tuple[float, int, int]], images: Sequence[LoadedImage]) -> list[list[Detection]]:
+        import torchvision
+
+        torch, b = self.torch, self.base
+        with torch.inference_mode():
+            pred = self.net(batch)
+            pred = pred[0] if isinstance(pred, (list, tuple)) else pred  # (N, 4 + nc, anchors)
+            pred = pred.float().transpose(1, 2)  # (N, anchors, 4 + nc)
+            scores, cls = pred[..., 4:].max(-1)
+            keep = scores > b.conf
+            if b.classes is not None:
+                keep &= torch.isin(cls, torch.as_tensor(b.classes, device=cls.device))
+            img_idx, anchor = keep.nonzero(as_tuple=True)
+            xywh = pred[img_idx, anchor, :4]
+            boxes = torch.cat((xywh[:, :2] - xywh[:, 2:] / 2, xywh[:, :2] + xywh[:, 2:] / 2), 1)
+            sc, cl = scores[img_idx, anchor], cls[img_idx, anchor]
+            groups = img_idx * pred.shape[-1] + cl  # NMS within (image, class) only
+            kept = torchvision.ops.batched_nms(boxes, sc, groups, b.iou)  # sorted by score
+            img_idx, boxes, sc, cl = img_idx[kept], boxes[kept], sc[kept], cl[kept]
+            # at most max_det per image, highest scores first (kept is score-sorted)
+            rank = torch.zeros_like(img_idx)
+            if len(img_idx):
+                order = torch.argsort(img_idx, stable=True)
+                counts = torch.bincount(img_idx, minlength=len(images))
+                starts = torch.cumsum(counts, 0) - counts
+                rank[order] = torch.arange(len(order), device=rank.device) - starts[img_idx[order]]
+            sel = rank < b.max_det
+            img_idx, boxes, sc, cl = img_idx[sel], boxes[sel], sc[sel], cl[sel]
+            # letterbox -> decoded pixels -> original pixels, still on the device
+            m = torch.as_tensor(meta, dtype=torch.float32, device=boxes.device)[img_idx]  # ratio, left, top
+            boxes = boxes - torch.stack((m[:, 1], m[:, 2], m[:, 1], m[:, 2]), 1)
+            boxes = boxes / m[:, :1]
+            dims = torch.as_tensor([[im.rgb.shape[1], im.rgb.shape[0]] for im in images], dtype=torch.float32,
+                                   device=boxes.device)[img_idx]
+            boxes = torch.minimum(boxes.clamp(min=0), torch.cat((dims, dims), 1))
+            scale = torch.as_tensor([im.scale for im in images], dtype=torch.float32, device=boxes.device)[img_idx]
+            boxes = boxes * scale[:, None]
+            packed = torch.cat((img_idx[:, None].float(), boxes, sc[:, None], cl[:, None].float()), 1).cpu().numpy()
+        out: list[list[Detection]] = []
+        for i, im in enumerate(images):
+            rows = packed[packed[:, 0] == i]
+            out.append(parse_boxes(rows[:, 1:5], rows[:, 5], rows[:, 6].astype(int), im.orig_width, im.orig_height,
+                                   b.names))
+        return out
+
+    def detect(self, images: Sequence[LoadedImage]) -> list[list[Detection]]:
+        """Same contract as ``YoloDetector.detect``: boxes on the ORIGINAL pixel grid."""
+        out: list[list[Detection]] = []
+        for i in range(0, len(images), self.base.batch_size):
+            chunk = images[i : i + self.base.batch_size]
+            out += self.infer(*self.preprocess(chunk), chunk)
+        return out
+
+    def detect_stream(self, chunks: Iterable[tuple[T, Sequence[LoadedImage]]]) -> Iterator[tuple[T, list[list[Detection]]]]:
+        """``(tag, images)`` in, ``(tag, detections)`` out, in order; batch i+1 is uploaded and
+        letterboxed in a thread while batch i runs through the network."""
+        def prep(item: tuple[T, Sequence[LoadedImage]]):
+            tag, ims = item
+            return tag, ims, (self.preprocess(ims) if ims else None)
+
+        it = iter(chunks)
+        with ThreadPoolExecutor(1, thread_name_prefix="detect-prefetch") as pool:
+            nxt = next(it, None)
+            fut = pool.submit(prep, nxt) if nxt is not None else None
+            while fut is not None:
+                tag, ims, prepared = fut.result()
+                nxt = next(it, None)
+                fut = pool.submit(prep, nxt) if (nxt is not None and self.prefetch_batches) else None
+                dets = self.infer(*prepared, ims) if prepared is not None else []
+                yield tag, dets
+                if nxt is not None and fut is None:  # prefetch off: prepare inline
+                    fut = pool.submit(prep, nxt)
+
+
+ENGINES = ("auto", "tensor", "ultralytics")
+
+
+def with_engine(det: YoloDetector, engine: str) -> YoloDetector | TensorDetector:
+    """``tensor`` wraps the loaded model; ``ultralytics`` keeps the library's predict; ``auto`` =
+    tensor on CUDA, the library on CPU (where it measured faster: docs/performance.md)."""
+    if engine not in ENGINES:
+        raise ValueError(f"detector engine must be one of {ENGINES}, not {engine!r}")
+    if engine == "auto":
+        engine = "tensor" if str(det.device).startswith("cuda") else "ultralytics"
+    return TensorDetector(det) if engine == "tensor" else det

@@ -1,0 +1,99 @@
+"""The tensor detection engine (forge.vision.fast_detect) against Ultralytics' own predict.
+
+Model: the architecture from ``yolo11n.yaml`` with a fixed seed. Random weights detect nothing
+(default init fades to zero, the head's class bias starts near -10), so the convolutions are
+re-drawn (He-normal) from a seeded generator: scores then vary across anchors and classes, and
+NMS has real work. Inputs: fixed photos.
+Tolerance: every detection of one path has a partner in the other with the same class, box
+corners within BOX_TOL original pixels (bilinear resize in torch vs OpenCV on uint8) and
+confidence within CONF_TOL; at most MISS_TOL of the detections may lack one (a score at the
+threshold or an NMS tie can flip).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from forge.vision.detector import YoloDetector
+from forge.vision.fast_detect import TensorDetector, letterbox_geometry
+from forge.vision.images import load_image
+
+BOX_TOL, CONF_TOL, MISS_TOL = 3.0, 2e-4, 0.03
+
+
+@pytest.fixture(scope="module")
+def seeded_detector():
+    torch.manual_seed(0)
+    det = YoloDetector(weights="yolo11n.yaml", device="cpu", conf=0.019, iou=0.45, batch_size=4)
+    g = torch.Generator().manual_seed(0)
+    for mod in det.model.model.modules():  # He-normal: the default init fades to zero over 100 layers
+        if isinstance(mod, torch.nn.Conv2d):
+            mod.weight.data = torch.randn(mod.weight.shape, generator=g) * (2 / mod.weight[0].numel()) ** 0.5
+    for seq in det.model.model.model[-1].cv3:
+        seq[-1].bias.data[:] = -4.0  # class scores ~0.017-0.022; conf keeps the top ~0.1 %
+    return det
+
+
+def _unmatched(a, b) -> int:
+    used, missing = set(), 0
+    for d in a:
+        best = None
+        for j, e in enumerate(b):
+            if j in used or e.class_id != d.class_id or abs(e.confidence - d.confidence) > CONF_TOL:
+                continue
+            err = max(abs(e.x1 - d.x1), abs(e.y1 - d.y1), abs(e.x2 - d.x2), abs(e.y2 - d.y2))
+            if err <= BOX_TOL and (best is None or err < best[0]):
+                best = (err, j)
+        if best is None:
+            missing += 1
+        else:
+            used.add(best[1])
+    return missing
+
+
+def _compare(ref, got):
+    n = sum(len(r) for r in ref)
+    assert n > 20, "the seeded model must produce detections, or the comparison proves nothing"
+    missing = sum(_unmatched(r, g) for r, g in zip(ref, got)) + sum(_unmatched(g, r) for r, g in zip(ref, got))
+    assert missing <= MISS_TOL * 2 * n, (missing, n)
+
+
+def test_letterbox_geometry_matches_library():
+    from forge.vision.offline import import_ultralytics
+
+    import_ultralytics()
+    from ultralytics.data.augment import LetterBox
+
+    for h, w in [(1080, 810), (512, 512), (240, 320), (37, 1900)]:
+        for rect in (True, False):
+            img = np.zeros((h, w, 3), np.uint8)
+            out = LetterBox(640, auto=rect, stride=32)(image=img)
+            nh, nw, top, bottom, left, right, _ = letterbox_geometry(h, w, 640, 32, rect)
+            assert out.shape[:2] == (nh + top + bottom, nw + left + right)
+
+
+def test_mixed_sizes_match_library_predict(seeded_detector, photos):
+    ims = [load_image(p, max_side=640) for p in photos.values()]
+    assert len({im.rgb.shape for im in ims}) > 1  # square letterbox path
+    fast = TensorDetector(seeded_detector)
+    _compare(seeded_detector.detect(ims), fast.detect(ims))
+
+
+def test_same_size_batch_matches_library_predict(seeded_detector, photos):
+    ims = [load_image(photos["bus"], max_side=640)] * 3  # one shape: the stride-rounded rectangle
+    fast = TensorDetector(seeded_detector)
+    got = fast.detect(ims)
+    _compare(seeded_detector.detect(ims), got)
+    assert [len(g) for g in got] == [len(got[0])] * 3  # batching does not change an image's result
+
+
+def test_stream_keeps_order_and_tags(seeded_detector, photos):
+    ims = [load_image(p, max_side=640) for p in photos.values()]
+    fast = TensorDetector(seeded_detector)
+    direct = [fast.detect([im])[0] for im in ims]
+    streamed = list(fast.detect_stream([(k, [im]) for k, im in enumerate(ims)] + [("empty", [])]))
+    assert [t for t, _ in streamed] == [0, 1, 2, "empty"]
+    for (tag, dets), ref in zip(streamed, direct):
+        assert [(d.class_id, round(d.x1, 3), round(d.confidence, 5)) for d in dets[0]] == \
+               [(d.class_id, round(d.x1, 3), round(d.confidence, 5)) for d in ref]
+    assert streamed[-1] == ("empty", [])
