@@ -58,7 +58,7 @@ validate: setup
 	$(PY) -m dagster definitions validate -w workspace.yaml
 
 query: setup
-	@$(PY) -c 'import duckdb,sys; con=duckdb.connect(sys.argv[1], read_only=True); print(con.sql(sys.argv[2]))' "$(SUBTEXT_DATA_DIR)/catalog.duckdb" "$(Q)"
+	@$(PY) -c 'import sys; from forge.storage import open_catalog; print(open_catalog(sys.argv[1]).sql(sys.argv[2]))' "$(SUBTEXT_DATA_DIR)" "$(Q)"
 
 bench: setup
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

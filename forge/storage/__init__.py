@@ -1,5 +1,5 @@
-from forge.storage.catalog import refresh_catalog, register_view
+from forge.storage.catalog import open_catalog, refresh_catalog, register_view
 from forge.storage.rejects import RejectLog
 from forge.storage.tables import UNPARTITIONED, TableStore, TableWrite, safe_name
 
-__all__ = ["RejectLog", "TableStore", "TableWrite", "UNPARTITIONED", "refresh_catalog", "register_view", "safe_name"]
+__all__ = ["RejectLog", "TableStore", "TableWrite", "UNPARTITIONED", "open_catalog", "refresh_catalog", "register_view", "safe_name"]
