@@ -21,7 +21,11 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 import dagster as dg
+from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from jobs.run_health import BuildHealth as Health
+from jobs.run_health import Terminated
 
 
 @dataclass
@@ -59,8 +63,9 @@ def plan_segments(graph, selection: Iterable[dg.AssetKey]) -> list[Segment]:
     return segments
 
 
-def run_segment(defs: dg.Definitions, instance: dg.DagsterInstance, seg: Segment) -> bool:
+def run_segment(defs: dg.Definitions, instance: dg.DagsterInstance, seg: Segment, health: Health | None = None) -> bool:
     tags: dict[str, str] = {"subtext/launched_by": "jobs.build"}
+    health = health or Health(instance)
     label = ", ".join(k.to_user_string() for k in seg.keys)
     if seg.partitions_def is not None:
         keys = seg.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
@@ -73,7 +78,9 @@ def run_segment(defs: dg.Definitions, instance: dg.DagsterInstance, seg: Segment
     print(f"→ {label}", flush=True)
     t0 = time.perf_counter()
     job = defs.resolve_implicit_job_def_def_for_assets(seg.keys)  # type: ignore[attr-defined]
-    result = job.execute_in_process(instance=instance, asset_selection=seg.keys, tags=tags, raise_on_error=False)
+    with health.signals, health.watch() as watch:
+        result = job.execute_in_process(instance=instance, asset_selection=seg.keys, tags={**tags, **watch.tags()},
+                                        raise_on_error=False)
     status = "ok" if result.success else "FAILED"
     print(f"  {status} in {time.perf_counter() - t0:.1f}s", flush=True)
     return result.success
@@ -88,9 +95,14 @@ def build(selection: list[str] | None = None, instance: dg.DagsterInstance | Non
     if selection:
         keys = set(dg.AssetSelection.from_coercible(selection).resolve(graph)) & keys
     instance = instance or dg.DagsterInstance.get()
+    health = Health(instance)
+    health.sweep()  # runs a killed build left STARTED: failed, slots freed, recorded
     ok = True
-    for seg in plan_segments(graph, keys):
-        ok = run_segment(defs, instance, seg) and ok
+    with health.signals:
+        for seg in plan_segments(graph, keys):
+            ok = run_segment(defs, instance, seg, health) and ok
+            if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop here
+                raise Terminated(f"{health.signals.signalled} received")
     return ok
 
 
@@ -104,7 +116,11 @@ def main(argv: list[str] | None = None) -> int:
             from jobs.demo import prepare_demo
 
             stack.enter_context(prepare_demo())
-        ok = build(args.select)
+        try:
+            ok = build(args.select)
+        except DagsterExecutionInterruptedError as exc:  # a signal between runs
+            print(f"\nStopped: {exc}", flush=True)
+            return 143
     data = os.environ.get("SUBTEXT_DATA_DIR", "data")
     print(
         "\nDone." if ok else "\nFinished with failed steps (see above and the Dagster UI).",

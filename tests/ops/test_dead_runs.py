@@ -1,0 +1,165 @@
+"""Killed runs are cleaned up without a hand: ``jobs.build`` runs of a real LLM asset
+(``iibench_implication``, pool ``llm``) against the LLM double, killed with SIGKILL while
+their requests hang, then a plain re-run. And a step waiting for a slot held by a live run
+says why, stops on SIGTERM, and gives up after ``SUBTEXT_SLOT_WAIT_TIMEOUT_S``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
+
+from forge.storage import TableStore
+from jobs.run_health import process_tags
+from tests.llm_double import Reply
+from tests.recipes.iibench.test_iibench_assets import BATCH, _frames, responder
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Build:
+    """``python -m jobs.build --select iibench_implication`` in a subprocess, output collected."""
+
+    def __init__(self, env: dict[str, str], **extra: str):
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen([sys.executable, "-m", "jobs.build", "--select", "iibench_implication"],
+                                     cwd=ROOT, env={**env, **extra}, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        self._reader = threading.Thread(target=lambda: self.lines.extend(self.proc.stdout), daemon=True)
+        self._reader.start()
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait(self, timeout: float) -> int:
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            self._reader.join(timeout=10)
+            raise AssertionError(f"build still running after {timeout}s:\n{self.output}") from None
+        self._reader.join(timeout=10)
+        return rc
+
+
+def until(cond, timeout: float, what: str, build: Build | None = None) -> None:
+    t_end = time.time() + timeout
+    while time.time() < t_end:
+        if cond():
+            return
+        if build is not None and build.proc.poll() is not None:
+            raise AssertionError(f"build exited ({build.proc.returncode}) before {what}:\n{build.output}")
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}" + (f":\n{build.output}" if build else ""))
+
+
+@pytest.fixture
+def project(tmp_path, llm_double):
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(ROOT / ".dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    store = TableStore(tmp_path / "data")
+    _frames(store, tmp_path)
+    instance = dg.DagsterInstance.from_config(str(home))
+    instance.add_dynamic_partitions("batches", [BATCH])
+    env = {**os.environ, "DAGSTER_HOME": str(home), "SUBTEXT_DATA_DIR": str(store.data_dir),
+           "OPENAI_BASE_URL": llm_double.base_url, "OPENAI_API_KEY": "sk-test-double",
+           "SUBTEXT_LLM_MODEL": "double-model", "SUBTEXT_HEARTBEAT_S": "2"}
+    yield instance, store, env
+    instance.dispose()
+
+
+def llm_info(instance):
+    return instance.event_log_storage.get_concurrency_info("llm")
+
+
+def test_four_kills_during_an_llm_step_then_the_next_run_completes(project, llm_double):
+    instance, store, env = project
+    instance.event_log_storage.set_concurrency_slots("llm", 4)
+    llm_double.responder = lambda body: Reply.timeout(300)  # every request hangs: the step is mid-call
+    killed = []
+    for _ in range(4):
+        seen = len(llm_double.chat_requests)
+        build = Build(env)
+        until(lambda: len(llm_double.chat_requests) > seen, 180, "an LLM request", build)
+        build.proc.send_signal(signal.SIGKILL)
+        build.wait(30)
+        [run] = instance.get_runs(limit=1)
+        assert run.status == DagsterRunStatus.STARTED  # what a kill leaves behind
+        killed.append(run.run_id)
+    assert len(set(killed)) == 4
+    assert len(llm_info(instance).claimed_slots) == 4  # the pool is full of dead runs' slots
+
+    llm_double.responder = responder
+    build = Build(env)
+    assert build.wait(300) == 0, build.output
+    assert build.output.count("marked dead run") == 4, build.output
+
+    for run_id in killed:
+        run = instance.get_run_by_id(run_id)
+        assert run.status == DagsterRunStatus.FAILURE
+        failure = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.RUN_FAILURE).records
+        assert failure and "Run died" in failure[0].event_log_entry.dagster_event.message  # the UI's run log
+    assert not instance.get_runs(filters=dg.RunsFilter(statuses=[DagsterRunStatus.STARTED]))
+    info = llm_info(instance)
+    assert info.claimed_slots == [] and info.pending_steps == []
+
+    failures = store.read("run_failures")
+    assert sorted(failures["run_id"]) == sorted(killed)
+    assert failures["message"].str.contains("its process .* is gone").all()
+    assert all(list(s) == ["iibench_implication"] for s in failures["failed_steps"])
+    rows = store.read("iibench_implication")
+    assert len(rows) > 0 and not rows.duplicated(subset=["frame_id"]).any()
+
+
+def _live_holder(instance) -> str:
+    """A STARTED run of a live process (this test) holding the only llm slot."""
+    run = DagsterRun(job_name="holder", run_id="f" * 8 + "-0000-0000-0000-" + "0" * 12,
+                     status=DagsterRunStatus.STARTED, tags=process_tags())
+    instance.add_run(run)
+    instance.event_log_storage.set_concurrency_slots("llm", 1)
+    assert instance.event_log_storage.claim_concurrency_slot("llm", run.run_id, "holder_step").is_claimed
+    return run.run_id
+
+
+def test_a_step_waiting_for_a_slot_says_why_and_gives_up(project, llm_double):
+    instance, store, env = project
+    holder = _live_holder(instance)
+    llm_double.responder = responder
+    build = Build(env, SUBTEXT_SLOT_WAIT_TIMEOUT_S="8")
+    assert build.wait(240) != 0
+    out = build.output
+    assert "waits" in out and "for a slot in pool 'llm' limit 1, held by: ffffffff holder_step (STARTED)" in out, out
+    assert "SlotWaitTimeout: gave up after 8s" in out, out
+    assert not llm_double.chat_requests  # the step never ran
+    [run] = [r for r in instance.get_runs() if r.run_id != holder]
+    assert run.status == DagsterRunStatus.FAILURE
+    assert [p.run_id for p in llm_info(instance).pending_steps] == [holder]  # nothing of the build still queued
+    assert [s.run_id for s in llm_info(instance).claimed_slots] == [holder]  # a live run keeps its slot
+    failures = store.read("run_failures")
+    assert failures["run_id"].tolist() == [run.run_id]
+    assert failures["message"].str.contains("SlotWaitTimeout").all()
+
+
+def test_a_step_waiting_for_a_slot_stops_on_sigterm(project, llm_double):
+    instance, store, env = project
+    holder = _live_holder(instance)
+    build = Build(env, SUBTEXT_SLOT_WAIT_TIMEOUT_S="0")  # would wait forever
+    until(lambda: "for a slot in pool 'llm'" in build.output, 180, "the wait message", build)
+    build.proc.send_signal(signal.SIGTERM)
+    assert build.wait(60) == 143, build.output
+    [run] = [r for r in instance.get_runs() if r.run_id != holder]
+    assert run.status == DagsterRunStatus.FAILURE
+    assert [p.run_id for p in llm_info(instance).pending_steps] == [holder]  # nothing of the build still queued
