@@ -86,21 +86,20 @@ def llm_info(instance):
 
 
 def test_four_kills_during_an_llm_step_then_the_next_run_completes(project, llm_double):
+    """Four builds in their LLM step at once (pool ``llm`` = 4), all killed -9: the pool is
+    full of dead runs' slots, as in the issue. The next build needs no hand to complete."""
     instance, store, env = project
     instance.event_log_storage.set_concurrency_slots("llm", 4)
-    llm_double.responder = lambda body: Reply.timeout(300)  # every request hangs: the step is mid-call
-    killed = []
-    for _ in range(4):
-        seen = len(llm_double.chat_requests)
-        build = Build(env)
-        until(lambda: len(llm_double.chat_requests) > seen, 180, "an LLM request", build)
+    llm_double.responder = lambda body: Reply.timeout(300)  # every request hangs: the steps are mid-call
+    builds = [Build(env) for _ in range(4)]
+    until(lambda: len(llm_info(instance).claimed_slots) == 4
+          and len(llm_double.chat_requests) >= 4, 300, "four LLM steps in flight", builds[0])
+    for build in builds:
         build.proc.send_signal(signal.SIGKILL)
         build.wait(30)
-        [run] = instance.get_runs(limit=1)
-        assert run.status == DagsterRunStatus.STARTED  # what a kill leaves behind
-        killed.append(run.run_id)
-    assert len(set(killed)) == 4
-    assert len(llm_info(instance).claimed_slots) == 4  # the pool is full of dead runs' slots
+    killed = [r.run_id for r in instance.get_runs(filters=dg.RunsFilter(statuses=[DagsterRunStatus.STARTED]))]
+    assert len(killed) == 4  # what kills leave behind: runs STARTED forever
+    assert {s.run_id for s in llm_info(instance).claimed_slots} == set(killed)  # and a full pool
 
     llm_double.responder = responder
     build = Build(env)
@@ -108,8 +107,7 @@ def test_four_kills_during_an_llm_step_then_the_next_run_completes(project, llm_
     assert build.output.count("marked dead run") == 4, build.output
 
     for run_id in killed:
-        run = instance.get_run_by_id(run_id)
-        assert run.status == DagsterRunStatus.FAILURE
+        assert instance.get_run_by_id(run_id).status == DagsterRunStatus.FAILURE
         failure = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.RUN_FAILURE).records
         assert failure and "Run died" in failure[0].event_log_entry.dagster_event.message  # the UI's run log
     assert not instance.get_runs(filters=dg.RunsFilter(statuses=[DagsterRunStatus.STARTED]))
@@ -163,3 +161,41 @@ def test_a_step_waiting_for_a_slot_stops_on_sigterm(project, llm_double):
     [run] = [r for r in instance.get_runs() if r.run_id != holder]
     assert run.status == DagsterRunStatus.FAILURE
     assert [p.run_id for p in llm_info(instance).pending_steps] == [holder]  # nothing of the build still queued
+
+
+def test_daemon_sweep_fails_dead_and_silent_runs_only(tmp_path):
+    from jobs.run_health import HEARTBEAT_TAG, HOST_TAG, PID_TAG
+    from resources.storage import StorageResource
+    from sensors.dead_runs import sweep_dead_runs_sensor
+
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(ROOT / ".dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    instance = dg.DagsterInstance.from_config(str(home))
+    instance.event_log_storage.set_concurrency_slots("llm", 4)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    now = time.time()
+    cases = {
+        "dead": {**process_tags(), PID_TAG: str(gone.pid)},                        # this host, process gone
+        "silent": {HOST_TAG: "elsewhere", PID_TAG: "1", HEARTBEAT_TAG: f"{now - 1000:.0f}"},  # no heartbeat
+        "remote": {HOST_TAG: "elsewhere", PID_TAG: "1", HEARTBEAT_TAG: f"{now:.0f}"},         # beating
+        "alive": process_tags(),                                                    # this process
+    }
+    ids = {}
+    for i, (name, tags) in enumerate(cases.items()):
+        run = DagsterRun(job_name=name, run_id=f"{i:08d}-0000-0000-0000-000000000000",
+                         status=DagsterRunStatus.STARTED, tags=tags)
+        instance.add_run(run)
+        instance.event_log_storage.claim_concurrency_slot("llm", run.run_id, f"{name}_step")
+        ids[name] = run.run_id
+    storage = StorageResource(data_dir=str(tmp_path / "data"))
+    for _ in range(2):  # a second pass changes nothing
+        sweep_dead_runs_sensor(dg.build_sensor_context(instance=instance, resources={"storage": storage}))
+    status = {name: instance.get_run_by_id(i).status for name, i in ids.items()}
+    assert status == {"dead": DagsterRunStatus.FAILURE, "silent": DagsterRunStatus.FAILURE,
+                      "remote": DagsterRunStatus.STARTED, "alive": DagsterRunStatus.STARTED}
+    assert {s.run_id for s in llm_info(instance).claimed_slots} == {ids["remote"], ids["alive"]}
+    failures = storage.store.read("run_failures").sort_values("job_name")
+    assert failures["job_name"].tolist() == ["dead", "silent"]
+    assert "no heartbeat from pid 1 on elsewhere" in failures["message"].iloc[1]
