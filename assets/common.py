@@ -154,6 +154,16 @@ def publish(
     return dg.MaterializeResult(asset_key=asset_key, metadata=md, check_results=checks)
 
 
+def reuse_metadata(cache: Any) -> dict[str, Any]:
+    """``reused`` / ``computed`` units per cache stage (forge/storage/stage_cache.py), for the UI."""
+    if cache is None:
+        return {"reuse": "off"}
+    summary = cache.summary()
+    return {"reused": sum(v["reused"] for v in summary.values()),
+            "computed": sum(v["computed"] for v in summary.values()),
+            "reuse_by_stage": dg.MetadataValue.json(summary)}
+
+
 class Progress:
     """Logs items done / total, rate and ETA at most every ``every_s`` seconds."""
 

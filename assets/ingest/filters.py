@@ -13,6 +13,7 @@ Logic lives in ``forge.media.{hashing,dedup,ocr}``; these bodies only read, call
 
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import List, Literal, Optional
 
@@ -26,12 +27,14 @@ from assets.common import (
     contract_check_specs,
     partition_keys,
     publish,
+    reuse_metadata,
     table_metadata,
 )
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
 from forge.media.hashing import FrameHash, hash_many
-from forge.media.ocr import clip_passes, load_rgb, spread_clip_frames
+from forge.media.ocr import OCRResult, clip_passes, load_rgb, spread_clip_frames
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
+from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash
 from resources.ocr import OCRResource
 from resources.storage import StorageResource
@@ -51,16 +54,32 @@ def _sql_str(s: str) -> str:
 
 class HashConfig(dg.Config):
     workers: int = 2  # decode/hash threads (PIL and the DCT release the GIL)
+    reuse: bool = True  # reuse the hashes of unchanged image files (False: recompute all)
+
+
+HASH_VERSION = content_hash(VERSION, files=[_MEDIA / "hashing.py"])
+OCR_VERSION = content_hash(VERSION, files=[_MEDIA / "ocr.py"])
 
 
 def hash_batch(store: TableStore, batch: str, rejects: RejectLog, workers: int = 2,
-               progress: Progress | None = None) -> pd.DataFrame:
+               progress: Progress | None = None, cache: StageCache | None = None) -> pd.DataFrame:
     frames = store.read("frames", parts=[batch])
     if frames.empty:
         return pd.DataFrame(columns=HASH_COLUMNS)
     frames = frames.sort_values("frame_id").reset_index(drop=True)
-    results = hash_many([store.data_dir / p for p in frames["path"]], workers=workers,
-                        on_done=progress.step if progress else None)
+    paths = [store.data_dir / p for p in frames["path"]]
+    # an unchanged image file keeps its hashes (content-addressed; see forge/storage/stage_cache.py)
+    keys = [content_key(HASH_VERSION, cache.file_digest(p)) if cache and p.is_file() else "" for p in paths]
+    known = cache.get_many("frame_hashes", [k for k in keys if k]) if cache else {}
+    todo = [i for i, k in enumerate(keys) if k not in known]
+    computed = hash_many([paths[i] for i in todo], workers=workers, on_done=progress.step if progress else None)
+    if cache:
+        cache.put_many("frame_hashes", {keys[i]: asdict(r) for i, r in zip(todo, computed)
+                                        if keys[i] and isinstance(r, FrameHash)})
+        if progress and len(frames) > len(todo):
+            progress.step(len(frames) - len(todo))
+    by_index = dict(zip(todo, computed))
+    results = [by_index[i] if i in by_index else FrameHash(**known[keys[i]]) for i in range(len(frames))]
     rows = []
     for fr, res in zip(frames.itertuples(index=False), results):
         if isinstance(res, FrameHash):
@@ -90,16 +109,18 @@ def hash_batch(store: TableStore, batch: str, rejects: RejectLog, workers: int =
 def frame_hashes(context: dg.AssetExecutionContext, config: HashConfig, storage: StorageResource) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
+    cache = StageCache.for_store(store) if config.reuse else None
     parts, logs = {}, []
     for batch in partition_keys(context):
         log = RejectLog("frame_hashes", batch)
         n = len(store.read("frames", parts=[batch], columns=["frame_id"])) if store.exists("frames") else 0
-        parts[batch] = hash_batch(store, batch, log, config.workers, Progress(context.log, f"hash {batch}", n))
+        parts[batch] = hash_batch(store, batch, log, config.workers, Progress(context.log, f"hash {batch}", n),
+                                  cache)
         logs.append(log)
     total = sum(len(p) for p in parts.values())
     secs = time.perf_counter() - started
     return publish(store, {"frame_hashes": parts}, rejects=logs, started=started,
-                   metadata={"frames_per_second": round(total / max(secs, 1e-9), 1)})
+                   metadata={"frames_per_second": round(total / max(secs, 1e-9), 1), **reuse_metadata(cache)})
 
 
 # -- duplicates ---------------------------------------------------------------------------
@@ -215,6 +236,7 @@ class TextRatioConfig(dg.Config):
     max_ratio: float = 0.3  # a frame passes when text covers at most this share of it
     clip_rule: Literal["any", "all", "mean"] = "mean"  # how a clip's frame ratios decide the clip
     clip_frames: int = 4  # OCR at most this many evenly spaced frames per clip (0 = all 32)
+    reuse: bool = True  # reuse the OCR of unchanged images read with the same settings and weights
 
 
 TEXT_COLUMNS = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "ratio", "n_boxes", "text", "boxes",
@@ -234,12 +256,20 @@ def kept_frames(store: TableStore, batch: str) -> pd.DataFrame:
 
 def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio: float, clip_rule: str,
                      rejects: RejectLog, progress: Progress | None = None,
-                     clip_frames: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+                     clip_frames: int = 0, cache: StageCache | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     frames = spread_clip_frames(kept_frames(store, batch), clip_frames)
+    # OCR of an unchanged image with the same reader settings and weights is reused; the
+    # threshold is applied below, so changing it re-reads nothing
+    reader = [OCR_VERSION, list(ocr.languages), ocr.max_side, cache.tree_digest(ocr.model_dir) if cache and ocr.model_dir else ""]
     rows = []
     for fr in frames.itertuples(index=False):
+        path = store.data_dir / fr.path
+        key = content_key(*reader, cache.file_digest(path)) if cache and path.is_file() else ""
         try:
-            res = ocr.read(load_rgb(store.data_dir / fr.path))
+            known = cache.get("ocr", key) if key else None
+            res = OCRResult(**known) if known else ocr.read(load_rgb(path))
+            if key and not known:
+                cache.put("ocr", key, asdict(res))
         except Exception as exc:  # noqa: BLE001 - one unreadable frame is a reject, not a failed run
             rejects.add_exception(fr.frame_id, "ocr_error", exc, related_id=fr.item_id)
             continue
@@ -290,20 +320,22 @@ def text_ratio(context: dg.AssetExecutionContext, config: TextRatioConfig, stora
                ocr: OCRResource) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
+    cache = StageCache.for_store(store) if config.reuse else None
     parts, clip_parts, logs = {}, {}, []
     for batch in partition_keys(context):
         log = RejectLog("text_ratio", batch)
         n = len(spread_clip_frames(kept_frames(store, batch), config.clip_frames))
         parts[batch], clip_parts[batch] = text_ratio_batch(
             store, batch, ocr, config.max_ratio, config.clip_rule, log, Progress(context.log, f"ocr {batch}", n),
-            clip_frames=config.clip_frames)
+            clip_frames=config.clip_frames, cache=cache)
         logs.append(log)
     total = sum(len(p) for p in parts.values())
     passing = sum(int(p["passes"].astype(bool).sum()) for p in parts.values())
     secs = time.perf_counter() - started
     return publish(store, {"text_ratio": parts, "clip_text_ratio": clip_parts}, rejects=logs, started=started,
                    metadata={"frames_passing": passing, "frames_text_heavy": total - passing,
-                             "images_per_second": round(total / max(secs, 1e-9), 2), "gpu": ocr.use_gpu()})
+                             "images_per_second": round(total / max(secs, 1e-9), 2), "gpu": ocr.use_gpu(),
+                             **reuse_metadata(cache)})
 
 
 defs = dg.Definitions(assets=[frame_hashes, duplicates, text_ratio], asset_checks=[duplicates_groups])
