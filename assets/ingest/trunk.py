@@ -67,12 +67,12 @@ def _reuse(context: dg.AssetExecutionContext, config: ItemsConfig, store) -> Sta
     return StageCache.for_store(store) if config.reuse and not config.item_ids else None
 
 
-def _batch_key(context: dg.AssetExecutionContext, cache: StageCache | None, *inputs) -> str:
-    """What a batch's result depends on: the asset's code version, settings, and its input rows
-    and files (volatile columns such as fetch times left out)."""
+def _batch_key(context: dg.AssetExecutionContext, cache: StageCache | None, batch: str, *inputs) -> str:
+    """What a batch's result depends on: the batch (its rows carry its name), the asset's code
+    version, settings, and its input rows and files (volatile columns such as fetch times left out)."""
     if cache is None:
         return ""
-    parts = [context.assets_def.code_versions_by_key.get(context.asset_key)]
+    parts = [batch, context.assets_def.code_versions_by_key.get(context.asset_key)]
     for x in inputs:
         if isinstance(x, pd.DataFrame):
             x = frame_digest(x.drop(columns=[c for c in _VOLATILE if c in x.columns]).sort_index(axis=1))
@@ -185,7 +185,7 @@ def videos(context: dg.AssetExecutionContext, config: ItemsConfig, storage: Stor
         carry_rejects(store, log, config.item_ids)
         todo = batch_rows(store, "source_items", batch, config.item_ids)
         progress = Progress(context.log, f"download {batch}", int((todo["kind"] == "video").sum()) if len(todo) else 0)
-        key = _batch_key(context, cache, asdict(ingest.download_settings()), todo, _local_digests(cache, todo),
+        key = _batch_key(context, cache, batch, asdict(ingest.download_settings()), todo, _local_digests(cache, todo),
                          sorted(s.to_json() for n, s in specs.items() if len(todo) and n in set(todo["source"])))
         df = reuse_batch(cache, "videos", key, log, lambda: videos_for_batch(
             store, batch, specs, ingest.download_settings(), log, config.item_ids, progress.step), store.data_dir,
@@ -223,7 +223,7 @@ def clips(context: dg.AssetExecutionContext, config: ClipsConfig, storage: Stora
         progress = Progress(context.log, f"clip {batch}",
                             len(batch_rows(store, "videos", batch, config.item_ids, key="video_id")))
         vids = batch_rows(store, "videos", batch, config.item_ids, key="video_id")
-        key = _batch_key(context, cache, asdict(config.settings()), vids,
+        key = _batch_key(context, cache, batch, asdict(config.settings()), vids,
                          _local_digests(cache, vids.assign(path=[str(store.data_dir / p) for p in vids["path"]]))
                          if len(vids) else [])
         df = reuse_batch(cache, "clips", key, log, lambda: clips_for_batch(
@@ -260,7 +260,7 @@ def frames(context: dg.AssetExecutionContext, config: FramesConfig, storage: Sto
         vids = batch_rows(store, "videos", batch, config.item_ids, key="video_id")
         imgs = batch_rows(store, "source_items", batch, config.item_ids)
         imgs = imgs[imgs["kind"] == "image"] if len(imgs) else imgs
-        key = _batch_key(context, cache, asdict(config.frame_settings()), asdict(config.image_settings()), vids,
+        key = _batch_key(context, cache, batch, asdict(config.frame_settings()), asdict(config.image_settings()), vids,
                          batch_rows(store, "clips", batch, config.item_ids, key="video_id"), imgs,
                          _local_digests(cache, imgs))
         df = reuse_batch(cache, "frames", key, log, lambda: frames_for_batch(
