@@ -33,6 +33,7 @@ import psutil
 from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster._core.events import DagsterEventType
 from dagster._core.execution.stats import StepEventStatus
+from dagster._core.launcher import DefaultRunLauncher
 from dagster._utils.interrupts import check_captured_interrupt, pop_captured_interrupt
 from dagster._core.storage.dagster_run import FINISHED_STATUSES, DagsterRunStatus, RunsFilter
 
@@ -98,11 +99,17 @@ def process_alive(pid: int, started_before: float | None = None, started_at: flo
 
 
 def run_worker_pid(instance: dg.DagsterInstance, run_id: str) -> tuple[int, float] | None:
-    """(pid, when it was logged) of the process that executes a run launched without our
-    tags: the run worker's "Started process for run" or the in-process executor's event."""
+    """(pid, when it was logged) of the run worker the ``DefaultRunLauncher`` started for a run
+    (its "Started process for run" event). Only those: the daemon launches them on its own
+    host, where the sweep sensor runs; a run executed in some other process (a CLI run, maybe
+    on another machine sharing a Postgres instance) has no such event and is left alone."""
+    if not isinstance(instance.run_launcher, DefaultRunLauncher):
+        return None
     for record in instance.get_records_for_run(run_id, of_type=DagsterEventType.ENGINE_EVENT, limit=20).records:
         event = record.event_log_entry.dagster_event
-        pid = getattr(getattr(event, "event_specific_data", None), "metadata", {}).get("pid") if event else None
+        if event is None or not (event.message or "").startswith("Started process for run"):
+            continue
+        pid = getattr(getattr(event, "event_specific_data", None), "metadata", {}).get("pid")
         if pid is not None:
             return int(pid.value), record.event_log_entry.timestamp
     return None

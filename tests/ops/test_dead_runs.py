@@ -16,6 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.events import EngineEventData
 from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
 
 from forge.storage import TableStore
@@ -189,13 +190,20 @@ def test_daemon_sweep_fails_dead_and_silent_runs_only(tmp_path):
         instance.add_run(run)
         instance.event_log_storage.claim_concurrency_slot("llm", run.run_id, f"{name}_step")
         ids[name] = run.run_id
+    # runs launched by the daemon (DefaultRunLauncher): checked by the pid their run worker logged
+    for i, (name, pid) in enumerate((("worker_dead", gone.pid), ("worker_alive", os.getpid())), start=len(ids)):
+        run = DagsterRun(job_name=name, run_id=f"{i:08d}-0000-0000-0000-000000000000", status=DagsterRunStatus.STARTED)
+        instance.add_run(run)
+        instance.report_engine_event(f"Started process for run (pid: {pid}).", run, EngineEventData.in_process(pid))
+        ids[name] = run.run_id
     storage = StorageResource(data_dir=str(tmp_path / "data"))
     for _ in range(2):  # a second pass changes nothing
         sweep_dead_runs_sensor(dg.build_sensor_context(instance=instance, resources={"storage": storage}))
     status = {name: instance.get_run_by_id(i).status for name, i in ids.items()}
     assert status == {"dead": DagsterRunStatus.FAILURE, "silent": DagsterRunStatus.FAILURE,
-                      "remote": DagsterRunStatus.STARTED, "alive": DagsterRunStatus.STARTED}
+                      "remote": DagsterRunStatus.STARTED, "alive": DagsterRunStatus.STARTED,
+                      "worker_dead": DagsterRunStatus.FAILURE, "worker_alive": DagsterRunStatus.STARTED}
     assert {s.run_id for s in llm_info(instance).claimed_slots} == {ids["remote"], ids["alive"]}
     failures = storage.store.read("run_failures").sort_values("job_name")
-    assert failures["job_name"].tolist() == ["dead", "silent"]
+    assert failures["job_name"].tolist() == ["dead", "silent", "worker_dead"]
     assert "no heartbeat from pid 1 on elsewhere" in failures["message"].iloc[1]
