@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Self
 
 import dagster as dg
 import psutil
@@ -34,8 +35,12 @@ from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster._core.events import DagsterEventType
 from dagster._core.execution.stats import StepEventStatus
 from dagster._core.launcher import DefaultRunLauncher
+from dagster._core.storage.dagster_run import (
+    FINISHED_STATUSES,
+    DagsterRunStatus,
+    RunsFilter,
+)
 from dagster._utils.interrupts import check_captured_interrupt, pop_captured_interrupt
-from dagster._core.storage.dagster_run import FINISHED_STATUSES, DagsterRunStatus, RunsFilter
 
 log = logging.getLogger("subtext_forge.run_health")
 
@@ -207,7 +212,7 @@ class RunWatch:
     def tags(self) -> dict[str, str]:
         return {**process_tags(), WATCH_TAG: self.watch_id}
 
-    def __enter__(self) -> RunWatch:
+    def __enter__(self) -> Self:
         self._stop = threading.Event()
         self._run_id: str | None = None
         self._waiting_since: dict[str, float] = {}
@@ -245,7 +250,7 @@ class RunWatch:
                     last_beat = now
                 self._check_slots(now)
                 self._check_interrupt()
-            except Exception as exc:  # the watch must never take the run down by itself
+            except Exception as exc:  # noqa: BLE001 - the watch must never take the run down by itself
                 log.warning("run watch: %s", exc)
 
     def _check_interrupt(self) -> None:
@@ -319,7 +324,7 @@ class interrupt_handlers:
         self._depth = 0
         self._old: dict[int, object] = {}
 
-    def __enter__(self) -> interrupt_handlers:  # re-entrant: the outermost one installs them
+    def __enter__(self) -> Self:  # re-entrant: the outermost one installs them
         def terminate(signum: int, _frame: object) -> None:
             self.signalled = signal.Signals(signum).name
             raise Terminated(f"{self.signalled} received: run stopped")

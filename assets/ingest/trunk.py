@@ -187,7 +187,7 @@ def videos(context: dg.AssetExecutionContext, config: ItemsConfig, storage: Stor
         progress = Progress(context.log, f"download {batch}", int((todo["kind"] == "video").sum()) if len(todo) else 0)
         key = _batch_key(context, cache, batch, asdict(ingest.download_settings()), todo, _local_digests(cache, todo),
                          sorted(s.to_json() for n, s in specs.items() if len(todo) and n in set(todo["source"])))
-        df = reuse_batch(cache, "videos", key, log, lambda: videos_for_batch(
+        df = reuse_batch(cache, "videos", key, log, lambda batch=batch, log=log, progress=progress: videos_for_batch(
             store, batch, specs, ingest.download_settings(), log, config.item_ids, progress.step), store.data_dir,
             ("path", "subtitle_path"))
         parts[batch] = merge_restricted(store, "videos", batch, df, "video_id", config.item_ids)
@@ -226,7 +226,7 @@ def clips(context: dg.AssetExecutionContext, config: ClipsConfig, storage: Stora
         key = _batch_key(context, cache, batch, asdict(config.settings()), vids,
                          _local_digests(cache, vids.assign(path=[str(store.data_dir / p) for p in vids["path"]]))
                          if len(vids) else [])
-        df = reuse_batch(cache, "clips", key, log, lambda: clips_for_batch(
+        df = reuse_batch(cache, "clips", key, log, lambda batch=batch, log=log, progress=progress: clips_for_batch(
             store, batch, ingest.ffmpeg(), config.settings(), log, config.item_ids, progress.step), store.data_dir)
         parts[batch] = merge_restricted(store, "clips", batch, df, "video_id", config.item_ids)
         logs.append(log)
@@ -263,7 +263,7 @@ def frames(context: dg.AssetExecutionContext, config: FramesConfig, storage: Sto
         key = _batch_key(context, cache, batch, asdict(config.frame_settings()), asdict(config.image_settings()), vids,
                          batch_rows(store, "clips", batch, config.item_ids, key="video_id"), imgs,
                          _local_digests(cache, imgs))
-        df = reuse_batch(cache, "frames", key, log, lambda: frames_for_batch(
+        df = reuse_batch(cache, "frames", key, log, lambda batch=batch, log=log: frames_for_batch(
             store, batch, config.frame_settings(), config.image_settings(), log, config.item_ids), store.data_dir)
         parts[batch] = merge_restricted(store, "frames", batch, df, "item_id", config.item_ids)
         logs.append(log)

@@ -26,8 +26,8 @@ from assets.common import (
 from forge.storage import RejectLog, TableStore, register_view
 from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash
-from forge.vision.evidence import build_evidence
 from forge.vision.detector import DETECTION_COLUMNS
+from forge.vision.evidence import build_evidence
 from forge.vision.pipeline import DecodeOptions, run_detection, run_indicators, run_ram, select_kept
 from forge.vision.scenes import RichSceneRule, count_persons, rank_rich_scenes
 from forge.vision.tagger import TAG_COLUMNS, tags_from_detections

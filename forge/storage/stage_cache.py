@@ -141,18 +141,19 @@ class StageCache:
         try:
             out = {n: pq.read_table(self._frame_path(stage, key, n)).to_pandas() for n in names}
         except (OSError, pa.ArrowInvalid):
-            return self._miss(stage)
+            self._miss(stage)
+            return None
         rows = out.get("rows")
         if rows is not None and data_dir is not None:
             for col in path_columns:
                 if col in rows and not all((data_dir / p).is_file() for p in rows[col].dropna()):
-                    return self._miss(stage)
+                    self._miss(stage)
+                    return None
         return out
 
-    def _miss(self, stage: str) -> None:
+    def _miss(self, stage: str) -> None:  # counted as a hit by get(), but unusable
         self.hits[stage] -= 1
         self.misses[stage] += 1
-        return None
 
     # -- input fingerprints --------------------------------------------------------------
     def file_digest(self, path: str | os.PathLike[str]) -> str:

@@ -153,7 +153,7 @@ def test_a_step_waiting_for_a_slot_says_why_and_gives_up(project, llm_double):
 
 
 def test_a_step_waiting_for_a_slot_stops_on_sigterm(project, llm_double):
-    instance, store, env = project
+    instance, _, env = project
     holder = _live_holder(instance)
     build = Build(env, SUBTEXT_SLOT_WAIT_TIMEOUT_S="0")  # would wait forever
     until(lambda: "for a slot in pool 'llm'" in build.output, 180, "the wait message", build)

@@ -49,7 +49,7 @@ def pg_url():
     try:
         yield url
     finally:
-        subprocess.run(["bash", str(SCRIPT), "stop", str(folder)], capture_output=True)
+        subprocess.run(["bash", str(SCRIPT), "stop", str(folder)], capture_output=True, check=False)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -65,12 +65,16 @@ def _until(cond, timeout: float, what: str, daemon: subprocess.Popen) -> None:
 
 def _cli(args: list[str], env: dict[str, str]) -> None:
     proc = subprocess.run([str(BIN / "dagster"), *args, *CODE], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
 def test_partitioned_backfill_and_concurrent_runs_on_postgres(pg_url, tmp_path, monkeypatch):
-    from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
+    from dagster_postgres import (
+        PostgresEventLogStorage,
+        PostgresRunStorage,
+        PostgresScheduleStorage,
+    )
 
     home, marks = tmp_path / "home", tmp_path / "marks"
     marks.mkdir()
@@ -89,7 +93,7 @@ def test_partitioned_backfill_and_concurrent_runs_on_postgres(pg_url, tmp_path, 
     try:
         _cli(["job", "backfill", "-j", "letters_job", "--partitions", "a,b,c", "--noprompt"], env)
         [backfill] = instance.get_backfills()
-        letters = lambda: instance.get_runs(filters=dg.RunsFilter(job_name="letters_job"))  # noqa: E731
+        letters = lambda: instance.get_runs(filters=dg.RunsFilter(job_name="letters_job"))
         _until(lambda: len(letters()) == 3 and all(r.is_finished for r in letters()), 500, "the backfill", daemon)
         assert instance.get_backfill(backfill.backfill_id).status in (BulkActionStatus.COMPLETED,
                                                                        BulkActionStatus.COMPLETED_SUCCESS)
@@ -99,7 +103,7 @@ def test_partitioned_backfill_and_concurrent_runs_on_postgres(pg_url, tmp_path, 
         for me, other in (("x", "y"), ("y", "x")):  # each run waits for the other: only concurrent runs pass
             _cli(["job", "launch", "-j", "rendezvous_job", "--config-json",
                   json.dumps({"ops": {"pg_rendezvous": {"config": {"me": me, "other": other}}}})], env)
-        rendezvous = lambda: instance.get_runs(filters=dg.RunsFilter(job_name="rendezvous_job"))  # noqa: E731
+        rendezvous = lambda: instance.get_runs(filters=dg.RunsFilter(job_name="rendezvous_job"))
         _until(lambda: len(rendezvous()) == 2 and all(r.is_finished for r in rendezvous()), 500, "the two runs", daemon)
         assert [r.status for r in rendezvous()] == [DagsterRunStatus.SUCCESS] * 2
     finally:
