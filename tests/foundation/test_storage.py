@@ -211,3 +211,36 @@ def test_read_batch_from_partition_file_or_batch_column(tmp_path):
     assert sorted(store.read_batch("fan_in", "b1")["v"]) == [1, 3]
     assert store.read_batch("no_batch", "b1").empty and store.read_batch("missing", "b1").empty
     assert store.read_batch("fan_in", "x' or '1'='1").empty  # the key is quoted, not spliced
+
+
+def test_kill_9_during_publishes_leaves_a_consistent_catalog(tmp_path):
+    """A publisher killed -9 mid-loop (most of its time is spent building catalogs): every view
+    of the catalog it leaves still answers, and the next publish cleans up and adds its table."""
+    store = TableStore(tmp_path)
+    publisher = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+import pandas as pd
+from forge.storage import TableStore, refresh_catalog
+store = TableStore({str(tmp_path)!r})
+i = 0
+while True:
+    store.write(f"t{{i}}", pd.DataFrame({{"a": [i]}}), "p")
+    refresh_catalog(store)
+    print(i, flush=True)
+    i += 1
+"""
+    for kill_after in (2, 5, 9):
+        proc = subprocess.Popen([sys.executable, "-c", publisher], stdout=subprocess.PIPE, text=True)
+        for _ in range(kill_after):
+            assert proc.stdout.readline(), "publisher died on its own"
+        proc.kill()
+        proc.wait()
+        with open_catalog(store) as con:
+            views = [r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()]
+            for v in views:
+                con.execute(f'select count(*) from "{v}"').fetchone()
+        assert any(v.startswith("t") for v in views)
+    store.write("last", pd.DataFrame({"a": [1]}), "p")
+    assert "last" in refresh_catalog(store)
+    assert not list(tmp_path.glob(".catalog.building.*"))
