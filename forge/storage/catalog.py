@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 
 import duckdb
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from forge.contracts import Contract, all_contracts
 from forge.storage.tables import TableStore
@@ -49,7 +49,8 @@ _DUCK_TYPES = {
 EXTRA_VIEWS: dict[str, str] = {}
 
 _TMP_PREFIX = ".catalog.building."
-_SIGNATURE = ".catalog.sha256"  # hash of the view statements the current catalog file holds
+_SIGNATURE = ".catalog.sha256"
+LOCK_TIMEOUT_S = 120  # a build takes well under a second; only a hung writer holds it longer  # hash of the view statements the current catalog file holds
 
 
 def register_view(name: str, sql: str) -> None:
@@ -91,7 +92,13 @@ def refresh_catalog(store: TableStore) -> list[str]:
         repr((statements, sorted(EXTRA_VIEWS.items()))).encode()).hexdigest()
     store.data_dir.mkdir(parents=True, exist_ok=True)
     sig_path = store.data_dir / _SIGNATURE
-    with FileLock(str(store.data_dir / ".catalog.lock")):  # writers only: one build at a time
+    lock = FileLock(str(store.data_dir / ".catalog.lock"))  # writers only: one build at a time
+    try:
+        lock.acquire(timeout=LOCK_TIMEOUT_S)
+    except Timeout:  # another writer hung mid-build: the next publish adds the new views
+        log.warning("catalog %s not rebuilt: another publish held its lock for %ss", store.catalog_path, LOCK_TIMEOUT_S)
+        return []
+    try:
         if store.catalog_path.exists() and _read(sig_path) == signature:
             return names + sorted(EXTRA_VIEWS)
         for stale in store.data_dir.glob(_TMP_PREFIX + "*"):  # a build killed mid-way
@@ -117,6 +124,8 @@ def refresh_catalog(store: TableStore) -> list[str]:
         finally:
             tmp.unlink(missing_ok=True)
             Path(str(tmp) + ".wal").unlink(missing_ok=True)
+    finally:
+        lock.release()
     return names + sorted(extra)
 
 

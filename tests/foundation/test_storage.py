@@ -127,6 +127,10 @@ def test_unchanged_refresh_does_not_rewrite_the_file(tmp_path):
     store.write("t", pd.DataFrame({"a": [1]}), "p")
     refresh_catalog(store)
     assert store.catalog_path.stat().st_ino != before
+    # and the writers' lock is free again for another process
+    probe = subprocess.run([sys.executable, "-c", "import sys; from filelock import FileLock; "
+                            f"FileLock({str(tmp_path / '.catalog.lock')!r}).acquire(timeout=5)"], check=False)
+    assert probe.returncode == 0
 
 
 def test_readers_opening_in_a_loop_never_fail_during_publishes(tmp_path):
