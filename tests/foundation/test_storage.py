@@ -128,8 +128,8 @@ def test_unchanged_refresh_does_not_rewrite_the_file(tmp_path):
     refresh_catalog(store)
     assert store.catalog_path.stat().st_ino != before
     # and the writers' lock is free again for another process
-    probe = subprocess.run([sys.executable, "-c", "import sys; from filelock import FileLock; "
-                            f"FileLock({str(tmp_path / '.catalog.lock')!r}).acquire(timeout=5)"], check=False)
+    code = f"from filelock import FileLock; FileLock({str(tmp_path / '.catalog.lock')!r}).acquire(timeout=5)"
+    probe = subprocess.run([sys.executable, "-c", code], check=False)
     assert probe.returncode == 0
 
 
