@@ -55,15 +55,16 @@ class Build:
         return rc
 
 
-def until(cond, timeout: float, what: str, build: Build | None = None) -> None:
+def until(cond, timeout: float, what: str, *builds: Build) -> None:
     t_end = time.time() + timeout
     while time.time() < t_end:
         if cond():
             return
-        if build is not None and build.proc.poll() is not None:
-            raise AssertionError(f"build exited ({build.proc.returncode}) before {what}:\n{build.output}")
+        for build in builds:
+            if build.proc.poll() is not None:
+                raise AssertionError(f"build exited ({build.proc.returncode}) before {what}:\n{build.output}")
         time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}" + (f":\n{build.output}" if build else ""))
+    raise AssertionError(f"timed out waiting for {what}:\n" + "\n----\n".join(b.output[-3000:] for b in builds))
 
 
 @pytest.fixture
@@ -94,7 +95,7 @@ def test_four_kills_during_an_llm_step_then_the_next_run_completes(project, llm_
     llm_double.responder = lambda body: Reply.timeout(300)  # every request hangs: the steps are mid-call
     builds = [Build(env) for _ in range(4)]
     until(lambda: len(llm_info(instance).claimed_slots) == 4
-          and len(llm_double.chat_requests) >= 4, 300, "four LLM steps in flight", builds[0])
+          and len(llm_double.chat_requests) >= 4, 600, "four LLM steps in flight", *builds)
     for build in builds:
         build.proc.send_signal(signal.SIGKILL)
         build.wait(30)
