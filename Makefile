@@ -17,7 +17,15 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup pools demo test ui query validate clean bench
+# Postgres for teams (docs/operations.md): with DAGSTER_PG_URL set, the instance's runs, events
+# and schedules live in Postgres; its settings are .dagster_home/dagster.yaml + dagster.postgres.yaml.
+ifdef DAGSTER_PG_URL
+export DAGSTER_HOME := $(CURDIR)/.dagster_home_pg
+endif
+PG_DIR ?= $(CURDIR)/.pg
+PG_PORT ?= 5433
+
+.PHONY: setup pools demo test ui query validate clean bench postgres postgres-stop
 
 # Concurrency pools (docs/operations.md "Instance"): named pool limits live in the instance's
 # storage, not in dagster.yaml, so setup applies them (idempotent; re-applied when these change).
@@ -34,6 +42,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 	@mkdir -p $(DAGSTER_HOME) $(SUBTEXT_DATA_DIR)
+	@if [ -n "$$DAGSTER_PG_URL" ]; then bash scripts/dev_postgres.sh render $(DAGSTER_HOME); fi
 	@$(MAKE) --no-print-directory $(POOLS_STAMP)
 
 $(POOLS_STAMP):
@@ -49,6 +58,7 @@ demo: setup
 
 test: setup
 	bash scripts/ensure_chromium.sh
+	bash scripts/ensure_postgres.sh
 	$(PY) -m dagster definitions validate -w workspace.yaml
 	$(PY) -m pytest
 	$(VENV)/bin/ruff check .
@@ -62,10 +72,19 @@ validate: setup
 	$(PY) -m dagster definitions validate -w workspace.yaml
 
 query: setup
-	@$(PY) -c 'import duckdb,sys; con=duckdb.connect(sys.argv[1], read_only=True); print(con.sql(sys.argv[2]))' "$(SUBTEXT_DATA_DIR)/catalog.duckdb" "$(Q)"
+	@$(PY) -c 'import sys; from forge.storage import open_catalog; print(open_catalog(sys.argv[1]).sql(sys.argv[2]))' "$(SUBTEXT_DATA_DIR)" "$(Q)"
 
 bench: setup
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+# A local development Postgres under .pg/ (installed from Debian packages when missing, as root);
+# prints the line to export, then every target uses it: `export DAGSTER_PG_URL=...; make ui`.
+postgres:
+	@bash scripts/ensure_postgres.sh
+	@echo "export DAGSTER_PG_URL=$$(bash scripts/dev_postgres.sh start $(PG_DIR) $(PG_PORT))"
+
+postgres-stop:
+	bash scripts/dev_postgres.sh stop $(PG_DIR)
 
 clean:
 	rm -rf $(SUBTEXT_DATA_DIR) $(DAGSTER_HOME)/.pools-* $(DAGSTER_HOME)/storage $(DAGSTER_HOME)/history $(DAGSTER_HOME)/schedules $(DAGSTER_HOME)/logs

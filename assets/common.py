@@ -304,6 +304,14 @@ class StageRun:
             passed=seen < min_seen or rate <= ceiling,
             metadata={"rejected": rejected, "kept": kept, "reject_rate": round(rate, 4), "ceiling": ceiling,
                       "note": f"fewer than {min_seen} items: not judged" if seen < min_seen else ""})
+def reuse_metadata(cache: Any) -> dict[str, Any]:
+    """``reused`` / ``computed`` units per cache stage (forge/storage/stage_cache.py), for the UI."""
+    if cache is None:
+        return {"reuse": "off"}
+    summary = cache.summary()
+    return {"reused": sum(v["reused"] for v in summary.values()),
+            "computed": sum(v["computed"] for v in summary.values()),
+            "reuse_by_stage": dg.MetadataValue.json(summary)}
 
 
 class Progress:

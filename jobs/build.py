@@ -21,9 +21,12 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 import dagster as dg
+from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from forge.weights import weights_summary_lines
+from jobs.run_health import BuildHealth as Health
+from jobs.run_health import Terminated
 
 
 @dataclass
@@ -71,10 +74,11 @@ def failed_checks(result: dg.ExecuteInJobResult) -> list[str]:
 
 
 def run_segment(defs: dg.Definitions, instance: dg.DagsterInstance, seg: Segment,
-                summary: list[str] | None = None) -> bool:
+                summary: list[str] | None = None, health: Health | None = None) -> bool:
     """Run one segment; ``summary`` collects its failed asset checks (WARN ones too) for the
     run summary. False when the run failed or an ERROR-severity check failed."""
     tags: dict[str, str] = {"subtext/launched_by": "jobs.build"}
+    health = health or Health(instance)
     label = ", ".join(k.to_user_string() for k in seg.keys)
     if seg.partitions_def is not None:
         keys = seg.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
@@ -87,7 +91,9 @@ def run_segment(defs: dg.Definitions, instance: dg.DagsterInstance, seg: Segment
     print(f"→ {label}", flush=True)
     t0 = time.perf_counter()
     job = defs.resolve_implicit_job_def_def_for_assets(seg.keys)  # type: ignore[attr-defined]
-    result = job.execute_in_process(instance=instance, asset_selection=seg.keys, tags=tags, raise_on_error=False)
+    with health.signals, health.watch() as watch:
+        result = job.execute_in_process(instance=instance, asset_selection=seg.keys, tags={**tags, **watch.tags()},
+                                        raise_on_error=False)
     failed = failed_checks(result)
     errors = [f for f in failed if f.endswith("(ERROR)")]
     ok = result.success and not errors
@@ -109,13 +115,19 @@ def build(selection: list[str] | None = None, instance: dg.DagsterInstance | Non
     if selection:
         keys = set(dg.AssetSelection.from_coercible(selection).resolve(graph)) & keys
     instance = instance or dg.DagsterInstance.get()
+    health = Health(instance)
+    health.sweep()  # runs a killed build left STARTED: failed, slots freed, recorded
     summary: list[str] = []
-    for seg in plan_segments(graph, keys):
-        # A failed segment stops the build: later segments would read what it did not write.
-        if not run_segment(defs, instance, seg, summary):
-            print("Stopped: a segment failed; later segments were not run.", flush=True)
-            _print_summary(summary)
-            return False
+    with health.signals:
+        for seg in plan_segments(graph, keys):
+            # A failed segment stops the build: later segments would read what it did not write.
+            ok = run_segment(defs, instance, seg, summary, health)
+            if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop here
+                raise Terminated(f"{health.signals.signalled} received")
+            if not ok:
+                print("Stopped: a segment failed; later segments were not run.", flush=True)
+                _print_summary(summary)
+                return False
     _print_summary(summary)
     return True
 
@@ -137,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
             from jobs.demo import prepare_demo
 
             stack.enter_context(prepare_demo())
-        ok = build(args.select)
+        try:
+            ok = build(args.select)
+        except DagsterExecutionInterruptedError as exc:  # a signal between runs
+            print(f"\nStopped: {exc}", flush=True)
+            return 143
     data = os.environ.get("SUBTEXT_DATA_DIR", "data")
     print(
         "\nDone." if ok else "\nFinished with failed steps (see above and the Dagster UI).",

@@ -30,6 +30,25 @@ def failure_row(run: dg.DagsterRun, message: str, failed_steps: list[str]) -> di
     }
 
 
+def record_failure(store, run: dg.DagsterRun, message: str, failed_steps: list[str]) -> None:
+    """One row per failed run (its own partition file, so recording it twice never duplicates)."""
+    contract = load_contract("run_failures")
+    store.write("run_failures", contract.conform(pd.DataFrame([failure_row(run, message, failed_steps)])),
+                run.run_id, schema=contract.arrow_schema())
+    refresh_catalog(store)
+
+
+def failure_message(event: dg.DagsterEvent | None) -> str:
+    """The run failure's message plus the error behind it (e.g. why an interrupted run stopped)."""
+    if event is None:
+        return ""
+    data = getattr(event, "event_specific_data", None)
+    error = getattr(data, "error", None)
+    cause = (error.message or "").strip() if error is not None else ""
+    message = event.message or ""
+    return f"{message} ({cause})" if cause and cause not in message else message
+
+
 @dg.run_failure_sensor(
     name="record_run_failures",
     default_status=dg.DefaultSensorStatus.RUNNING,
@@ -38,12 +57,7 @@ def failure_row(run: dg.DagsterRun, message: str, failed_steps: list[str]) -> di
 )
 def record_run_failures(context: dg.RunFailureSensorContext, storage: StorageResource) -> None:
     steps = sorted({e.step_key for e in context.get_step_failure_events() if e.step_key})
-    row = failure_row(context.dagster_run, context.failure_event.message or "", steps)
-    contract = load_contract("run_failures")
-    store = storage.store
-    store.write("run_failures", contract.conform(pd.DataFrame([row])), context.dagster_run.run_id,
-                schema=contract.arrow_schema())
-    refresh_catalog(store)
+    record_failure(storage.store, context.dagster_run, failure_message(context.failure_event), steps)
     context.instance.add_run_tags(context.dagster_run.run_id, {"subtext/failed_steps": ",".join(steps)[:250] or "-"})
     context.log.info(f"recorded failed run {context.dagster_run.run_id} ({len(steps)} failed steps)")
 

@@ -13,6 +13,7 @@ Logic lives in ``forge.media.{hashing,dedup,ocr}``; these bodies only read, call
 
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import List, Literal, Optional
 
@@ -26,14 +27,16 @@ from assets.common import (
     contract_check_specs,
     partition_keys,
     publish,
+    reuse_metadata,
     table_metadata,
 )
 from forge.dependencies import MissingDependency
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
 from forge.media.hashing import FrameHash, hash_many
-from forge.media.ocr import clip_passes, spread_clip_frames
-from forge.media.text_boxes import measure_kept_frames
+from forge.media.ocr import OCRResult, clip_passes, spread_clip_frames
+from forge.media.text_boxes import measure_kept_frames, text_needed
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
+from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash
 from resources.ocr import OCRResource
 from resources.storage import StorageResource
@@ -49,16 +52,32 @@ HASH_COLUMNS = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "fr
 
 class HashConfig(dg.Config):
     workers: int = 2  # decode/hash threads (PIL and the DCT release the GIL)
+    reuse: bool = True  # reuse the hashes of unchanged image files (False: recompute all)
+
+
+HASH_VERSION = content_hash(VERSION, files=[_MEDIA / "hashing.py"])
+OCR_VERSION = content_hash(VERSION, files=[_MEDIA / "ocr.py"])
 
 
 def hash_batch(store: TableStore, batch: str, rejects: RejectLog, workers: int = 2,
-               progress: Progress | None = None) -> pd.DataFrame:
+               progress: Progress | None = None, cache: StageCache | None = None) -> pd.DataFrame:
     frames = store.read("frames", parts=[batch])
     if frames.empty:
         return pd.DataFrame(columns=HASH_COLUMNS)
     frames = frames.sort_values("frame_id").reset_index(drop=True)
-    results = hash_many([store.data_dir / p for p in frames["path"]], workers=workers,
-                        on_done=progress.step if progress else None)
+    paths = [store.data_dir / p for p in frames["path"]]
+    # an unchanged image file keeps its hashes (content-addressed; see forge/storage/stage_cache.py)
+    keys = [content_key(HASH_VERSION, cache.file_digest(p)) if cache and p.is_file() else "" for p in paths]
+    known = cache.get_many("frame_hashes", [k for k in keys if k]) if cache else {}
+    todo = [i for i, k in enumerate(keys) if k not in known]
+    computed = hash_many([paths[i] for i in todo], workers=workers, on_done=progress.step if progress else None)
+    if cache:
+        cache.put_many("frame_hashes", {keys[i]: asdict(r) for i, r in zip(todo, computed)
+                                        if keys[i] and isinstance(r, FrameHash)})
+        if progress and len(frames) > len(todo):
+            progress.step(len(frames) - len(todo))
+    by_index = dict(zip(todo, computed))
+    results = [by_index[i] if i in by_index else FrameHash(**known[keys[i]]) for i in range(len(frames))]
     rows = []
     for fr, res in zip(frames.itertuples(index=False), results):
         if isinstance(res, FrameHash):
@@ -88,16 +107,18 @@ def hash_batch(store: TableStore, batch: str, rejects: RejectLog, workers: int =
 def frame_hashes(context: dg.AssetExecutionContext, config: HashConfig, storage: StorageResource) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
+    cache = StageCache.for_store(store) if config.reuse else None
     parts, logs = {}, []
     for batch in partition_keys(context):
         log = RejectLog("frame_hashes", batch)
         n = len(store.read("frames", parts=[batch], columns=["frame_id"])) if store.exists("frames") else 0
-        parts[batch] = hash_batch(store, batch, log, config.workers, Progress(context.log, f"hash {batch}", n))
+        parts[batch] = hash_batch(store, batch, log, config.workers, Progress(context.log, f"hash {batch}", n),
+                                  cache)
         logs.append(log)
     total = sum(len(p) for p in parts.values())
     secs = time.perf_counter() - started
     return publish(store, {"frame_hashes": parts}, rejects=logs, started=started,
-                   metadata={"frames_per_second": round(total / max(secs, 1e-9), 1)})
+                   metadata={"frames_per_second": round(total / max(secs, 1e-9), 1), **reuse_metadata(cache)})
 
 
 # -- duplicates ---------------------------------------------------------------------------
@@ -220,6 +241,7 @@ class TextRatioConfig(dg.Config):
     # reach evidence (stills that pass, every sampled clip frame); "all"; "none" (text stays "").
     recognise: Literal["needed", "all", "none"] = "needed"
     detect_batch: int = 8  # frames of one size per detector forward pass
+    reuse: bool = True  # reuse the OCR of unchanged images read with the same settings and weights
 
 
 TEXT_COLUMNS = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "ratio", "n_boxes", "text", "boxes",
@@ -240,20 +262,41 @@ def kept_frames(store: TableStore, batch: str) -> pd.DataFrame:
 def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio: float, clip_rule: str,
                      rejects: RejectLog, progress: Progress | None = None,
                      clip_frames: int = 0, method: str = "readtext", recognise: str = "needed",
-                     detect_batch: int = 8) -> tuple[pd.DataFrame, pd.DataFrame]:
+                     detect_batch: int = 8, cache: StageCache | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     frames = spread_clip_frames(kept_frames(store, batch), clip_frames)
+    # OCR of an unchanged image with the same reader settings and weights is reused; the
+    # threshold is applied below, so changing it re-reads nothing
+    reader = [OCR_VERSION, list(ocr.languages), ocr.max_side, method,
+              cache.tree_digest(ocr.model_dir) if cache and ocr.model_dir else ""]
     rows = []
-    if len(frames) and hasattr(ocr, "reader"):   # once, up front: missing weights fail the step, not every frame
+    # A cached result serves when its text was recognised or the frame does not need text now.
+    wants = text_needed(recognise, max_ratio) if method == "detect" else (lambda kind, res: True)
+    keys: dict[str, str] = {}
+    known: dict[str, OCRResult] = {}
+    for fr in frames.itertuples(index=False) if cache else ():
+        path = store.data_dir / fr.path
+        if path.is_file():
+            keys[fr.frame_id] = content_key(*reader, cache.file_digest(path))
+            hit = cache.get("ocr", keys[fr.frame_id])
+            if hit and (hit.get("recognised") or not (wants and wants(fr.kind, OCRResult(**hit["result"])))):
+                known[fr.frame_id] = OCRResult(**hit["result"])
+    todo = frames[~frames["frame_id"].isin(set(known))] if len(frames) else frames
+    if len(todo) and hasattr(ocr, "reader"):   # once, up front: missing weights fail the step, not every frame
         try:
             ocr.reader()
         except Exception as exc:  # noqa: BLE001 - whatever EasyOCR raises, the message says what to set
             raise MissingDependency(f"EasyOCR could not load its weights (model_dir {getattr(ocr, 'model_dir', '')!r}): "
                                     f"{type(exc).__name__}: {exc} — set SUBTEXT_MODELS_DIR to a folder holding "
                                     "easyocr/ (see docs/filters.md)") from exc
-    measured = measure_kept_frames(ocr, frames, store.data_dir, max_ratio, method, recognise, detect_batch)
-    for fr, res, exc in measured:
+    measured = {fr.frame_id: (res, exc) for fr, res, exc in (
+        measure_kept_frames(ocr, todo, store.data_dir, max_ratio, method, recognise, detect_batch) if len(todo) else ())}
+    for fr in frames.itertuples(index=False):
         if progress:
             progress.step()
+        res, exc = (known[fr.frame_id], None) if fr.frame_id in known else measured[fr.frame_id]
+        if exc is None and cache and fr.frame_id in keys and fr.frame_id not in known:
+            cache.put("ocr", keys[fr.frame_id], {"result": asdict(res),
+                                                 "recognised": bool(wants and wants(fr.kind, res))})
         if exc is not None:  # one unreadable frame is a reject, not a failed run
             rejects.add_exception(fr.frame_id, "ocr_error", exc, related_id=fr.item_id)
             continue
@@ -301,6 +344,7 @@ def text_ratio(context: dg.AssetExecutionContext, config: TextRatioConfig, stora
                ocr: OCRResource) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
+    cache = StageCache.for_store(store) if config.reuse else None
     parts, clip_parts, logs = {}, {}, []
     for batch in partition_keys(context):
         log = RejectLog("text_ratio", batch)
@@ -308,14 +352,15 @@ def text_ratio(context: dg.AssetExecutionContext, config: TextRatioConfig, stora
         parts[batch], clip_parts[batch] = text_ratio_batch(
             store, batch, ocr, config.max_ratio, config.clip_rule, log, Progress(context.log, f"ocr {batch}", n),
             clip_frames=config.clip_frames, method=config.method, recognise=config.recognise,
-            detect_batch=config.detect_batch)
+            detect_batch=config.detect_batch, cache=cache)
         logs.append(log)
     total = sum(len(p) for p in parts.values())
     passing = sum(int(p["passes"].astype(bool).sum()) for p in parts.values())
     secs = time.perf_counter() - started
     return publish(store, {"text_ratio": parts, "clip_text_ratio": clip_parts}, rejects=logs, started=started,
                    metadata={"frames_passing": passing, "frames_text_heavy": total - passing,
-                             "images_per_second": round(total / max(secs, 1e-9), 2), "gpu": ocr.use_gpu()})
+                             "images_per_second": round(total / max(secs, 1e-9), 2), "gpu": ocr.use_gpu(),
+                             **reuse_metadata(cache)})
 
 
 defs = dg.Definitions(assets=[frame_hashes, duplicates, text_ratio], asset_checks=[duplicates_groups])

@@ -9,10 +9,12 @@ items are recomputed, the batch's other rows are kept.
 """
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import List, Optional
 
 import dagster as dg
+import pandas as pd
 
 from assets.common import (
     SINGLE_RUN,
@@ -21,6 +23,7 @@ from assets.common import (
     contract_check_specs,
     partition_keys,
     publish,
+    reuse_metadata,
     table_metadata,
 )
 from forge.media.batch import (
@@ -38,6 +41,7 @@ from forge.media.images import ImageSettings
 from forge.media.inbox import list_with_inbox
 from forge.media.sources import ytdlp_lister
 from forge.storage import UNPARTITIONED, RejectLog
+from forge.storage.stage_cache import StageCache, content_key, frame_digest, reuse_batch
 from forge.versioning import content_hash
 from resources.ingest import IngestResource
 from resources.storage import StorageResource
@@ -56,6 +60,34 @@ class SourcesConfig(dg.Config):
 
 class ItemsConfig(dg.Config):
     item_ids: List[str] = []  # re-run only these items of the batch(es); empty = everything
+    reuse: bool = True  # a batch whose inputs, settings and code are unchanged is not redone (item_ids: always redone)
+
+
+def _reuse(context: dg.AssetExecutionContext, config: ItemsConfig, store) -> StageCache | None:
+    return StageCache.for_store(store) if config.reuse and not config.item_ids else None
+
+
+def _batch_key(context: dg.AssetExecutionContext, cache: StageCache | None, batch: str, *inputs) -> str:
+    """What a batch's result depends on: the batch (its rows carry its name), the asset's code
+    version, settings, and its input rows and files (volatile columns such as fetch times left out)."""
+    if cache is None:
+        return ""
+    parts = [batch, context.assets_def.code_versions_by_key.get(context.asset_key)]
+    for x in inputs:
+        if isinstance(x, pd.DataFrame):
+            x = frame_digest(x.drop(columns=[c for c in _VOLATILE if c in x.columns]).sort_index(axis=1))
+        parts.append(x)
+    return content_key(*parts)
+
+
+_VOLATILE = ("listed_at", "fetched_at")
+
+
+def _local_digests(cache: StageCache | None, items: pd.DataFrame, column: str = "path") -> list:
+    """Content digests of the local files ``items`` name (URLs and missing files: their name only)."""
+    if cache is None or items.empty or column not in items:
+        return []
+    return [cache.file_digest(p) if isinstance(p, str) and Path(p).is_file() else p for p in items[column]]
 
 
 class ClipsConfig(ItemsConfig):
@@ -147,20 +179,25 @@ def videos(context: dg.AssetExecutionContext, config: ItemsConfig, storage: Stor
     started = time.perf_counter()
     store = storage.store
     specs = load_specs(store)
+    cache = _reuse(context, config, store)
     parts, logs = {}, []
     for batch in partition_keys(context):
         log = RejectLog("videos", batch)
         carry_rejects(store, log, config.item_ids)
         todo = batch_rows(store, "source_items", batch, config.item_ids)
         progress = Progress(context.log, f"download {batch}", int((todo["kind"] == "video").sum()) if len(todo) else 0)
-        df = videos_for_batch(store, batch, specs, ingest.download_settings(store.data_dir), log, config.item_ids,
-                               progress.step)
+        settings = ingest.download_settings(store.data_dir)
+        key = _batch_key(context, cache, batch, asdict(settings), todo, _local_digests(cache, todo),
+                         sorted(s.to_json() for n, s in specs.items() if len(todo) and n in set(todo["source"])))
+        df = reuse_batch(cache, "videos", key, log, lambda batch=batch, log=log, progress=progress, settings=settings:
+                         videos_for_batch(store, batch, specs, settings, log, config.item_ids, progress.step),
+                         store.data_dir, ("path", "subtitle_path"))
         parts[batch] = merge_restricted(store, "videos", batch, df, "video_id", config.item_ids)
         logs.append(log)
         context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
     total_s = sum(float(p["duration_s"].sum()) for p in parts.values() if len(p))
     return publish(store, {"videos": parts}, rejects=logs,
-                   metadata={"video_seconds": round(total_s, 1)}, started=started)
+                   metadata={"video_seconds": round(total_s, 1), **reuse_metadata(cache)}, started=started)
 
 
 @dg.asset(
@@ -180,19 +217,25 @@ def clips(context: dg.AssetExecutionContext, config: ClipsConfig, storage: Stora
           ingest: IngestResource) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
+    cache = _reuse(context, config, store)
     parts, logs = {}, []
     for batch in partition_keys(context):
         log = RejectLog("clips", batch)
         carry_rejects(store, log, config.item_ids)
         progress = Progress(context.log, f"clip {batch}",
                             len(batch_rows(store, "videos", batch, config.item_ids, key="video_id")))
-        df = clips_for_batch(store, batch, ingest.ffmpeg(), config.settings(), log, config.item_ids, progress.step)
+        vids = batch_rows(store, "videos", batch, config.item_ids, key="video_id")
+        key = _batch_key(context, cache, batch, asdict(config.settings()), vids,
+                         _local_digests(cache, vids.assign(path=[str(store.data_dir / p) for p in vids["path"]]))
+                         if len(vids) else [])
+        df = reuse_batch(cache, "clips", key, log, lambda batch=batch, log=log, progress=progress: clips_for_batch(
+            store, batch, ingest.ffmpeg(), config.settings(), log, config.item_ids, progress.step), store.data_dir)
         parts[batch] = merge_restricted(store, "clips", batch, df, "video_id", config.item_ids)
         logs.append(log)
         context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
     with_transcript = sum(int(p["transcript"].notna().sum()) for p in parts.values() if len(p))
     return publish(store, {"clips": parts}, rejects=logs,
-                   metadata={"clips_with_transcript": with_transcript}, started=started)
+                   metadata={"clips_with_transcript": with_transcript, **reuse_metadata(cache)}, started=started)
 
 
 @dg.asset(
@@ -212,12 +255,21 @@ def frames(context: dg.AssetExecutionContext, config: FramesConfig, storage: Sto
            ingest: IngestResource) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
+    cache = _reuse(context, config, store)
     parts, logs = {}, []
     for batch in partition_keys(context):
         log = RejectLog("frames", batch)
         carry_rejects(store, log, config.item_ids)
-        df = frames_for_batch(store, batch, config.frame_settings(),
-                              ingest.image_settings(config.image_settings(), store.data_dir), log, config.item_ids)
+        vids = batch_rows(store, "videos", batch, config.item_ids, key="video_id")
+        imgs = batch_rows(store, "source_items", batch, config.item_ids)
+        imgs = imgs[imgs["kind"] == "image"] if len(imgs) else imgs
+        image_settings = ingest.image_settings(config.image_settings(), store.data_dir)
+        key = _batch_key(context, cache, batch, asdict(config.frame_settings()), asdict(config.image_settings()), vids,
+                         batch_rows(store, "clips", batch, config.item_ids, key="video_id"), imgs,
+                         _local_digests(cache, imgs))
+        df = reuse_batch(cache, "frames", key, log, lambda batch=batch, log=log, image_settings=image_settings:
+                         frames_for_batch(store, batch, config.frame_settings(), image_settings, log, config.item_ids),
+                         store.data_dir)
         parts[batch] = merge_restricted(store, "frames", batch, df, "item_id", config.item_ids)
         logs.append(log)
         context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
@@ -226,7 +278,7 @@ def frames(context: dg.AssetExecutionContext, config: FramesConfig, storage: Sto
         for k, n in p["kind"].value_counts().items():
             kinds[k] = kinds.get(k, 0) + int(n)
     return publish(store, {"frames": parts}, rejects=logs,
-                   metadata={"frames_by_kind": dg.MetadataValue.json(kinds)}, started=started)
+                   metadata={"frames_by_kind": dg.MetadataValue.json(kinds), **reuse_metadata(cache)}, started=started)
 
 
 defs = dg.Definitions(assets=[sources, videos, clips, frames])

@@ -13,9 +13,20 @@ import dagster as dg
 import pandas as pd
 import yaml
 
-from assets.common import SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish, table_metadata
+from assets.common import (
+    SINGLE_RUN,
+    Progress,
+    batches,
+    contract_check_specs,
+    partition_keys,
+    publish,
+    reuse_metadata,
+    table_metadata,
+)
 from forge.storage import RejectLog, TableStore, register_view
+from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash
+from forge.vision.detector import DETECTION_COLUMNS
 from forge.vision.evidence import build_evidence
 from forge.vision.pipeline import DecodeOptions, run_detection, run_indicators, run_ram, select_kept
 from forge.vision.scenes import RichSceneRule, count_persons, rank_rich_scenes
@@ -40,6 +51,7 @@ class DecodeConfig(dg.Config):
     min_side: int = int(DECODE.get("min_side", 8))
     max_pixels: int = int(DECODE.get("max_pixels", 400_000_000))
     workers: int = int(DECODE.get("workers", 4))
+    reuse: bool = True  # detections: reuse the boxes of unchanged images (same weights and settings)
 
     def options(self) -> DecodeOptions:
         return DecodeOptions(self.max_side, self.min_side, self.max_pixels, self.workers)
@@ -90,26 +102,47 @@ def _model_md(det: DetectorResource) -> dict:
 )
 def detections(context: dg.AssetExecutionContext, config: DecodeConfig, storage: StorageResource, detector: DetectorResource):
     started, store = time.perf_counter(), storage.store
-    model = detector.get()
     opts = config.options()
     opts.workers = detector.decode_workers
-    parts, logs, totals = {}, [], {"frames": 0, "rejected": 0, "model_s": 0.0, "wall_s": 0.0}
+    cache = StageCache.for_store(store) if config.reuse else None
+    # boxes of an unchanged image from the same weights and settings are reused (stage_cache.py);
+    # the model is loaded only when some frame needs it
+    model_key = [VERSION, detector.weights, cache.tree_digest(detector.weights) if cache else "", detector.conf,
+                 detector.iou, detector.imgsz, detector.half, opts.load_kwargs()]
+    parts, logs, totals = {}, [], {"frames": 0, "computed": 0, "rejected": 0, "model_s": 0.0, "wall_s": 0.0}
+    model = None
     for batch in partition_keys(context):
         frames = select_kept(store.read_batch("frames", batch), store.read_batch("duplicates", batch))
-        log = RejectLog("detections", batch)
+        keys = {f: content_key(*model_key, cache.file_digest(store.data_dir / p))
+                for f, p in zip(frames["frame_id"], frames["path"]) if cache and (store.data_dir / p).is_file()}
+        known = cache.get_many("detections", keys.values()) if cache else {}
+        todo = frames[[keys.get(f) not in known for f in frames["frame_id"]]]
+        log, rejected = RejectLog("detections", batch), set()
         prog = Progress(context.log, f"detections[{batch}]", len(frames))
-        df, stats = run_detection(frames, store.data_dir, model, log.add, opts, prog.step)
-        parts[batch], totals["frames"], totals["rejected"] = df, totals["frames"] + stats.frames, totals["rejected"] + stats.rejected
-        totals["model_s"] += stats.model_seconds
-        totals["wall_s"] += stats.wall_seconds
+        reused = [dict(r, frame_id=f, batch=batch) for f in frames["frame_id"] if keys.get(f) in known for r in known[keys[f]]]
+        df = pd.DataFrame(reused, columns=DETECTION_COLUMNS)
+        if len(todo):
+            model = model or detector.get()
+            new, stats = run_detection(todo, store.data_dir, model,
+                                       lambda f, r, e, d: (rejected.add(f), log.add(f, r, e, d)), opts, prog.step)
+            if cache:
+                cache.put_many("detections", {keys[f]: new[new["frame_id"] == f].to_dict("records")
+                                              for f in todo["frame_id"] if f in keys and f not in rejected})
+            df = pd.concat([df, new], ignore_index=True) if len(df) else new
+            totals["rejected"] += stats.rejected
+            totals["computed"] += len(todo)
+            totals["model_s"] += stats.model_seconds
+            totals["wall_s"] += stats.wall_seconds
+        parts[batch], totals["frames"] = df, totals["frames"] + len(frames)
         logs.append(log)
     if detector.is_random:
         context.log.warning(RANDOM_WARNING)
-    md = {
-        **_model_md(detector), "device": model.device, "half": bool(model.half), "weights_sha256": model.spec.sha256 or "none",
-        "frames_in": totals["frames"], "frames_per_s": round(totals["frames"] / totals["wall_s"], 2) if totals["wall_s"] else 0.0,
-        "model_seconds": round(totals["model_s"], 3), "load_seconds": round(model.load_seconds, 3),
-    }
+    md = {**_model_md(detector), "frames_in": totals["frames"], **reuse_metadata(cache),
+          "frames_per_s": round(totals["computed"] / totals["wall_s"], 2) if totals["wall_s"] else 0.0,
+          "model_seconds": round(totals["model_s"], 3)}
+    if model is not None:
+        md.update({"device": model.device, "half": bool(model.half), "weights_sha256": model.spec.sha256 or "none",
+                   "load_seconds": round(model.load_seconds, 3)})
     return publish(store, {"detections": parts}, rejects=logs, metadata=md, started=started)
 
 

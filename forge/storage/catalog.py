@@ -2,16 +2,27 @@
 
 Views read the Parquet partition files through a glob, so the catalog is current the
 moment a partition file is renamed into place; it only has to be rewritten when a new
-table appears. Writing it is the one place that needs DuckDB's single writer, so it is
-done under a file lock by whichever process finishes a materialization, and a user who
-holds the catalog open read-write only delays the refresh (it is retried next time),
-never fails a run.
+table (or a derived view) appears.
+
+Readers and runs never wait on each other:
+
+* a publish builds the new catalog in a file beside the old one and swaps it in with
+  ``os.replace``; a reader holding the old file keeps its (still valid) views, the next
+  open gets the new file, and no one ever holds ``catalog.duckdb`` read-write. Writers
+  serialise on a file lock among themselves only; a publish that changes no view does not
+  touch the file at all;
+* view paths are relative to the data dir (``tables/<t>/*.parquet``), so a copied or moved
+  data dir reads its own tables. DuckDB resolves them against ``file_search_path`` (or the
+  working directory): ``open_catalog`` sets it, and so does ``make query``; a bare DuckDB
+  client runs ``SET file_search_path = '<data dir>'`` first or is started inside the data dir.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-import time
+import os
+from pathlib import Path
 
 import duckdb
 from filelock import FileLock, Timeout
@@ -37,6 +48,10 @@ _DUCK_TYPES = {
 # Views over other views: cross-table conveniences that read better than raw joins.
 EXTRA_VIEWS: dict[str, str] = {}
 
+_TMP_PREFIX = ".catalog.building."
+_SIGNATURE = ".catalog.sha256"
+LOCK_TIMEOUT_S = 120  # a build takes well under a second; only a hung writer holds it longer  # hash of the view statements the current catalog file holds
+
 
 def register_view(name: str, sql: str) -> None:
     """Let a stage add a derived view (e.g. a leaderboard) to every catalog refresh."""
@@ -45,32 +60,77 @@ def register_view(name: str, sql: str) -> None:
 
 def view_sql(store: TableStore, table: str, contract: Contract | None) -> str:
     if store.exists(table):
-        return f"select * from read_parquet({quote_literal(store.glob(table))}, union_by_name=true)"
+        rel = Path(store.glob(table)).relative_to(store.data_dir).as_posix()
+        return f"select * from read_parquet({quote_literal(rel)}, union_by_name=true)"
     if contract is None:
         raise ValueError(f"table {table} has neither files nor a contract")
     cols = ", ".join(f"cast(null as {_DUCK_TYPES[c.type]}) as {quote_ident(c.name)}" for c in contract.columns)
     return f"select {cols} where false"
 
 
-def refresh_catalog(store: TableStore, retries: int = 5) -> list[str]:
-    """(Re)create every view; returns the view names. Never raises on a held lock."""
+def _search_path(data_dir: Path) -> str:
+    return "set file_search_path = " + quote_literal(str(data_dir))
+
+
+def open_catalog(data_dir: str | os.PathLike[str] | TableStore) -> duckdb.DuckDBPyConnection:
+    """The front door: a read-only connection to the catalog with its relative view paths
+    resolved against ``data_dir``. Open one per query (or per session): a publish swaps the
+    file, it never locks you out, and an open connection keeps working on the file it has."""
+    store = data_dir if isinstance(data_dir, TableStore) else TableStore(data_dir)
+    con = duckdb.connect(str(store.catalog_path), read_only=True)
+    con.execute(_search_path(store.data_dir))
+    return con
+
+
+def refresh_catalog(store: TableStore) -> list[str]:
+    """Make the catalog hold one view per table (and every registered derived view); returns
+    the view names. Builds a new file and swaps it in atomically; readers are never waited on."""
     contracts = all_contracts()
     names = sorted(set(contracts) | set(store.table_names()))
+    statements = [(n, view_sql(store, n, contracts.get(n))) for n in names]
+    signature = hashlib.sha256(
+        repr((statements, sorted(EXTRA_VIEWS.items()))).encode()).hexdigest()
     store.data_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(store.data_dir / ".catalog.lock"))
-    for attempt in range(retries):
+    sig_path = store.data_dir / _SIGNATURE
+    lock = FileLock(str(store.data_dir / ".catalog.lock"))  # writers only: one build at a time
+    try:
+        lock.acquire(timeout=LOCK_TIMEOUT_S)
+    except Timeout:  # another writer hung mid-build: the next publish adds the new views
+        log.warning("catalog %s not rebuilt: another publish held its lock for %ss", store.catalog_path, LOCK_TIMEOUT_S)
+        return []
+    try:
+        if store.catalog_path.exists() and _read(sig_path) == signature:
+            return names + sorted(EXTRA_VIEWS)
+        for stale in store.data_dir.glob(_TMP_PREFIX + "*"):  # a build killed mid-way
+            stale.unlink(missing_ok=True)
+        tmp = store.data_dir / f"{_TMP_PREFIX}{os.getpid()}.duckdb"
+        extra: list[str] = []
         try:
-            with lock.acquire(timeout=30), duckdb.connect(str(store.catalog_path)) as con:
-                for name in names:
-                    con.execute(f"create or replace view {quote_ident(name)} as {view_sql(store, name, contracts.get(name))}")
+            with duckdb.connect(str(tmp)) as con:
+                con.execute(_search_path(store.data_dir))  # relative globs bind against the data dir
+                for name, sql in statements:
+                    con.execute(f"create view {quote_ident(name)} as {sql}")
                 for name, sql in EXTRA_VIEWS.items():
                     try:
-                        con.execute(f"create or replace view {quote_ident(name)} as {sql}")
+                        con.execute(f"create view {quote_ident(name)} as {sql}")
+                        extra.append(name)
                     except duckdb.Error as exc:  # a derived view over a table not built yet
                         log.debug("view %s skipped: %s", name, exc)
-                return names + sorted(EXTRA_VIEWS)
-        except (duckdb.IOException, Timeout) as exc:
-            log.warning("catalog busy (attempt %d/%d): %s", attempt + 1, retries, exc)
-            time.sleep(0.5 * (attempt + 1))
-    log.warning("catalog %s not refreshed: still locked; views over existing tables stay current", store.catalog_path)
-    return []
+                con.execute("checkpoint")
+            # a WAL left by someone who opened the old file read-write belongs to the old file
+            Path(str(store.catalog_path) + ".wal").unlink(missing_ok=True)
+            os.replace(tmp, store.catalog_path)
+            sig_path.write_text(signature)
+        finally:
+            tmp.unlink(missing_ok=True)
+            Path(str(tmp) + ".wal").unlink(missing_ok=True)
+    finally:
+        lock.release()
+    return names + sorted(extra)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None

@@ -12,13 +12,12 @@ import re
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import pandas as pd
 import pytest
 import yaml
 from PIL import Image
 
-from forge.storage import TableStore, refresh_catalog
+from forge.storage import TableStore, open_catalog, refresh_catalog
 from resources.embedder import EmbedderResource
 from resources.storage import StorageResource
 from tests.llm_double import Reply
@@ -253,7 +252,7 @@ def test_two_models_leaderboard(setup):
 
     # leaderboard orders the good model first on every benchmark × setting
     refresh_catalog(store)
-    with duckdb.connect(str(store.catalog_path), read_only=True) as con:
+    with open_catalog(store) as con:
         lb = con.sql("select * from leaderboard").df()
     assert set(lb["benchmark"]) == {"iibench", "vimu", "vague", "maia", "hummus"}
     # the leaderboard names the export version it measured and the coverage of each score

@@ -1,12 +1,11 @@
 """frame_hashes → duplicates → text_ratio materialized with Dagster on a temp data dir."""
 
-import duckdb
 import dagster as dg
 import pytest
 from PIL import Image
 
 from assets.ingest.filters import duplicates, duplicates_groups, frame_hashes, text_ratio
-from forge.storage import TableStore
+from forge.storage import TableStore, open_catalog
 from resources.storage import StorageResource
 from tests.filters.conftest import frames_table
 
@@ -97,7 +96,7 @@ def test_hash_dedup_ocr_end_to_end(pipeline):
     assert heavy["item_id"].tolist() == ["img_heavy"] and heavy["reason"].tolist() == ["text_heavy"]
 
     # the DuckDB catalog has a view per table; the documented Hamming query works in SQL
-    with duckdb.connect(str(store.catalog_path), read_only=True) as con:
+    with open_catalog(store) as con:
         n = con.execute("select count(*) from duplicates where not is_kept").fetchone()[0]
         assert n == 4
         near = con.execute("""

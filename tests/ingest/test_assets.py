@@ -5,7 +5,7 @@ import dagster as dg
 import pytest
 
 from assets.ingest.trunk import clips, frames, sources, videos
-from forge.storage import TableStore
+from forge.storage import TableStore, open_catalog
 from resources.ingest import IngestResource
 from resources.storage import StorageResource
 
@@ -73,9 +73,7 @@ def test_tables_and_catalog(built):
     assert kinds["clip_frame"] == 6 * n_clips and kinds["pool_frame"] >= 4
     assert f["caption"].notna().sum() == 3
     assert (built["store"].data_dir / f["path"].iloc[0]).is_file()
-    import duckdb
-
-    with duckdb.connect(str(store.catalog_path), read_only=True) as con:
+    with open_catalog(store) as con:
         assert con.execute("select count(*) from frames").fetchone()[0] == len(f)
 
 

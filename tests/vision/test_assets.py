@@ -16,7 +16,7 @@ from PIL import Image
 
 from assets.vision.assets import defs as vision_defs
 from forge.contracts import load_contract
-from forge.storage import TableStore
+from forge.storage import TableStore, open_catalog
 from resources.detector import DetectorResource
 from resources.storage import StorageResource
 from resources.tagger import TaggerResource
@@ -120,6 +120,5 @@ def test_vision_group_materializes(data_dir):
     assert ev.loc[("frame", "img_coffee"), "transcript_status"] == "no_audio_image"
 
     # The DuckDB catalog sees the new tables.
-    import duckdb
-    with duckdb.connect(str(data_dir / "catalog.duckdb"), read_only=True) as con:
+    with open_catalog(data_dir) as con:
         assert con.execute("select count(*) from evidence").fetchone()[0] == len(ev)
