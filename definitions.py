@@ -49,8 +49,7 @@ def apply_policy(spec: dg.AssetSpec) -> dg.AssetSpec:
         "query it with `make query`."
     )
     tags = {k: v for k, v in spec.tags.items() if not k.startswith("dagster/kind/")}  # kinds travel separately
-    return spec.replace_attributes(owners=owners, kinds=kinds, description=description,
-                                   tags={**tags, "stage": group})
+    return spec.replace_attributes(owners=owners, kinds=kinds, description=description, tags={**tags, "stage": group})
 
 
 def collect_defs(package: ModuleType) -> Iterator[dg.Definitions]:

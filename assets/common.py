@@ -47,12 +47,17 @@ def column_schema(contract: Contract) -> dg.TableSchema:
                 constraints=dg.TableColumnConstraints(
                     nullable=c.nullable,
                     unique=(contract.unique == (c.name,)),
-                    other=[x for x in (
-                        f">= {c.min}" if c.min is not None else None,
-                        f"<= {c.max}" if c.max is not None else None,
-                        (f"in {list(c.values)}" if not isinstance(c.values, str) else f"in {c.values}")
-                        if c.values is not None else None,
-                    ) if x],
+                    other=[
+                        x
+                        for x in (
+                            f">= {c.min}" if c.min is not None else None,
+                            f"<= {c.max}" if c.max is not None else None,
+                            (f"in {list(c.values)}" if not isinstance(c.values, str) else f"in {c.values}")
+                            if c.values is not None
+                            else None,
+                        )
+                        if x
+                    ],
                 ),
             )
             for c in contract.columns
@@ -87,10 +92,15 @@ def reject_rate_ceiling(stage: str, path: Path = QUALITY_PATH) -> tuple[float, i
 def stage_check_specs(asset: str, tables: Iterable[str]) -> list[dg.AssetCheckSpec]:
     """Contract checks plus the stage's ``reject_rate`` check (emitted by ``StageRun.publish``)."""
     ceiling, _ = reject_rate_ceiling(asset)
-    return [*contract_check_specs(asset, tables), dg.AssetCheckSpec(
-        name="reject_rate", asset=asset,
-        description=f"rejected / (rejected + kept) for this stage ≤ {ceiling:g} (config/quality.yaml): "
-                    "a stage that rejects (nearly) everything is a failure, not an empty success.")]
+    return [
+        *contract_check_specs(asset, tables),
+        dg.AssetCheckSpec(
+            name="reject_rate",
+            asset=asset,
+            description=f"rejected / (rejected + kept) for this stage ≤ {ceiling:g} (config/quality.yaml): "
+            "a stage that rejects (nearly) everything is a failure, not an empty success.",
+        ),
+    ]
 
 
 def table_metadata(tables: Iterable[str]) -> dict[str, Any]:
@@ -124,7 +134,8 @@ class ContractViolation(dg.Failure):
         self.violations = violations
         super().__init__(
             description=f"{len(violations)} contract violation(s); nothing was written: " + "; ".join(violations[:5]),
-            metadata={"violations": dg.MetadataValue.md("\n".join(f"- {v}" for v in violations[:50]))})
+            metadata={"violations": dg.MetadataValue.md("\n".join(f"- {v}" for v in violations[:50]))},
+        )
 
 
 def publish(
@@ -173,8 +184,11 @@ def publish(
                 asset_key=asset_key,
                 passed=not problems,
                 severity=dg.AssetCheckSeverity.ERROR,
-                metadata={"rows": total, "violations": len(problems), "details": dg.MetadataValue.md(
-                    "\n".join(f"- {p}" for p in problems[:50]) or "none")},
+                metadata={
+                    "rows": total,
+                    "violations": len(problems),
+                    "details": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems[:50]) or "none"),
+                },
             )
         )
         prefix = "" if first else f"{table}/"
@@ -189,8 +203,12 @@ def publish(
     reject_total = 0
     for log in rejects:
         reject_total += len(log)
-        store.write(REJECTS_TABLE, load_contract(REJECTS_TABLE).conform(log.frame()), log.part_name(),
-                    schema=load_contract(REJECTS_TABLE).arrow_schema())
+        store.write(
+            REJECTS_TABLE,
+            load_contract(REJECTS_TABLE).conform(log.frame()),
+            log.part_name(),
+            schema=load_contract(REJECTS_TABLE).arrow_schema(),
+        )
     md["rejects"] = reject_total
     if reject_total:
         allrej = pd.concat([r.frame() for r in rejects if len(r)], ignore_index=True)
@@ -219,8 +237,14 @@ class StageRun:
     covered, so a re-run that makes no call leaves no stale rows.
     """
 
-    def __init__(self, context: dg.AssetExecutionContext, storage: Any, llm: Any = None,
-                 tables: Iterable[str] | None = None, stage: str | None = None):
+    def __init__(
+        self,
+        context: dg.AssetExecutionContext,
+        storage: Any,
+        llm: Any = None,
+        tables: Iterable[str] | None = None,
+        stage: str | None = None,
+    ):
         self.t0 = time.perf_counter()
         self.context, self.store = context, storage.store
         self.stage = stage or context.asset_key.path[-1]
@@ -237,8 +261,13 @@ class StageRun:
             self.parts.append(part)
             yield part, log
 
-    def put(self, part: str, rows: pd.DataFrame | Iterable[Mapping[str, Any]], table: str | None = None,
-            columns: list[str] | None = None) -> pd.DataFrame:
+    def put(
+        self,
+        part: str,
+        rows: pd.DataFrame | Iterable[Mapping[str, Any]],
+        table: str | None = None,
+        columns: list[str] | None = None,
+    ) -> pd.DataFrame:
         table = table or next(iter(self.tables))
         df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=columns)
         contract = load_contract(table)
@@ -271,8 +300,13 @@ class StageRun:
     def rejected(self) -> int:
         return sum(len(log) for log in self.logs)
 
-    def publish(self, metadata: Mapping[str, Any] | None = None, call_stages: Iterable[str] = (),
-                attempts_key: str | None = None, record_attempts: bool | None = None) -> dg.MaterializeResult:
+    def publish(
+        self,
+        metadata: Mapping[str, Any] | None = None,
+        call_stages: Iterable[str] = (),
+        attempts_key: str | None = None,
+        record_attempts: bool | None = None,
+    ) -> dg.MaterializeResult:
         """Write attempts (when the stage made any, or ``record_attempts``), the LLM call log
         (for this stage and ``call_stages``), then the tables and rejects."""
         from assets.llm_support import record_llm_attempts, record_llm_calls
@@ -286,12 +320,16 @@ class StageRun:
             stages = [self.stage, *call_stages]
             md |= record_llm_calls(self.store, self.engine, [(s, p) for s in stages for p in self.parts])
         md |= dict(metadata or {})
-        result = publish(self.store, self.tables, rejects=self.logs, metadata=md, asset_key=self.context.asset_key,
-                         started=self.t0)
+        result = publish(
+            self.store, self.tables, rejects=self.logs, metadata=md, asset_key=self.context.asset_key, started=self.t0
+        )
         if not any(s.name == "reject_rate" for s in self.context.assets_def.check_specs):
             return result
-        return dg.MaterializeResult(asset_key=self.context.asset_key, metadata=result.metadata,
-                                    check_results=[*(result.check_results or []), self.reject_rate_check()])
+        return dg.MaterializeResult(
+            asset_key=self.context.asset_key,
+            metadata=result.metadata,
+            check_results=[*(result.check_results or []), self.reject_rate_check()],
+        )
 
     def reject_rate_check(self) -> dg.AssetCheckResult:
         ceiling, min_seen = reject_rate_ceiling(self.stage)
@@ -300,18 +338,30 @@ class StageRun:
         seen = kept + rejected
         rate = rejected / seen if seen else 0.0
         return dg.AssetCheckResult(
-            check_name="reject_rate", asset_key=self.context.asset_key, severity=dg.AssetCheckSeverity.ERROR,
+            check_name="reject_rate",
+            asset_key=self.context.asset_key,
+            severity=dg.AssetCheckSeverity.ERROR,
             passed=seen < min_seen or rate <= ceiling,
-            metadata={"rejected": rejected, "kept": kept, "reject_rate": round(rate, 4), "ceiling": ceiling,
-                      "note": f"fewer than {min_seen} items: not judged" if seen < min_seen else ""})
+            metadata={
+                "rejected": rejected,
+                "kept": kept,
+                "reject_rate": round(rate, 4),
+                "ceiling": ceiling,
+                "note": f"fewer than {min_seen} items: not judged" if seen < min_seen else "",
+            },
+        )
+
+
 def reuse_metadata(cache: Any) -> dict[str, Any]:
     """``reused`` / ``computed`` units per cache stage (forge/storage/stage_cache.py), for the UI."""
     if cache is None:
         return {"reuse": "off"}
     summary = cache.summary()
-    return {"reused": sum(v["reused"] for v in summary.values()),
-            "computed": sum(v["computed"] for v in summary.values()),
-            "reuse_by_stage": dg.MetadataValue.json(summary)}
+    return {
+        "reused": sum(v["reused"] for v in summary.values()),
+        "computed": sum(v["computed"] for v in summary.values()),
+        "reuse_by_stage": dg.MetadataValue.json(summary),
+    }
 
 
 class Progress:

@@ -76,7 +76,9 @@ def llm_metadata(engine: LLMEngine) -> dict[str, Any]:
     return md
 
 
-def record_llm_calls(store: TableStore, engine: LLMEngine, partitions: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
+def record_llm_calls(
+    store: TableStore, engine: LLMEngine, partitions: Iterable[tuple[str, str]] = ()
+) -> dict[str, Any]:
     """Write the engine's call log to ``llm_calls`` and return the asset metadata.
 
     ``partitions`` adds (stage, partition) pairs that made no call this run, so their old
@@ -99,17 +101,23 @@ def publish_ledger(store: TableStore, engine: LLMEngine) -> int:
     return store.write(LLM_LEDGER_TABLE, frame, schema=contract.arrow_schema()).rows
 
 
-def record_llm_attempts(store: TableStore, attempts: pd.DataFrame | Iterable[pd.DataFrame],
-                        partitions: Iterable[tuple[str, str]] = ()) -> int:
+def record_llm_attempts(
+    store: TableStore, attempts: pd.DataFrame | Iterable[pd.DataFrame], partitions: Iterable[tuple[str, str]] = ()
+) -> int:
     """Write refine-loop attempts (``RefineRun.attempts_frame()``, or a list of them, one per
     batch) to ``llm_attempts``; ``partitions`` are rewritten even when they had no attempts."""
     if not isinstance(attempts, pd.DataFrame):
         frames = [a for a in attempts if len(a)]
         attempts = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if len(attempts) and "advisory" in attempts.columns:  # rows a recipe built itself may leave it out
-        attempts = attempts.assign(advisory=attempts["advisory"].astype(object).where(attempts["advisory"].notna(), False)
-                                   .astype(bool))
-    pairs = set(map(tuple, attempts[["stage", "partition"]].drop_duplicates().itertuples(index=False))) if len(attempts) else set()
+        attempts = attempts.assign(
+            advisory=attempts["advisory"].astype(object).where(attempts["advisory"].notna(), False).astype(bool)
+        )
+    pairs = (
+        set(map(tuple, attempts[["stage", "partition"]].drop_duplicates().itertuples(index=False)))
+        if len(attempts)
+        else set()
+    )
     return _write_shared(store, LLM_ATTEMPTS_TABLE, attempts, pairs | set(partitions))
 
 
@@ -137,9 +145,14 @@ def count_outdated(df: pd.DataFrame, current: dict[str, str]) -> tuple[int, dict
     return len(bad), {"(any)": len(bad)}
 
 
-def outdated_prompt_check(asset: str | dg.AssetKey, table: str, prompts: Iterable[Prompt | str | Path],
-                          name: str | None = None, column: str = "prompt_hash",
-                          only: Mapping[str, Any] | None = None) -> dg.AssetChecksDefinition:
+def outdated_prompt_check(
+    asset: str | dg.AssetKey,
+    table: str,
+    prompts: Iterable[Prompt | str | Path],
+    name: str | None = None,
+    column: str = "prompt_hash",
+    only: Mapping[str, Any] | None = None,
+) -> dg.AssetChecksDefinition:
     """A (warning) check: rows of ``table`` made with a prompt file that has since changed.
 
     ``column`` names the hash column (a table can carry several prompts' hashes);
@@ -151,9 +164,13 @@ def outdated_prompt_check(asset: str | dg.AssetKey, table: str, prompts: Iterabl
     only = dict(only or {})
     scope = (" among rows with " + ", ".join(f"{k} = {v!r}" for k, v in only.items())) if only else ""
 
-    @dg.asset_check(asset=key, name=name or f"prompt_current_{table}", blocking=False,
-                    description=f"Rows of `{table}` whose {column} differs from the current prompt file's hash"
-                                f"{scope} (re-materialize to regenerate them).")
+    @dg.asset_check(
+        asset=key,
+        name=name or f"prompt_current_{table}",
+        blocking=False,
+        description=f"Rows of `{table}` whose {column} differs from the current prompt file's hash"
+        f"{scope} (re-materialize to regenerate them).",
+    )
     def _check(storage: StorageResource) -> dg.AssetCheckResult:
         store = storage.store
         df = store.read(table) if store.exists(table) else pd.DataFrame(columns=[column, *only])
@@ -165,9 +182,14 @@ def outdated_prompt_check(asset: str | dg.AssetKey, table: str, prompts: Iterabl
         current = current_prompt_hashes(prompts)
         n, by_prompt = count_outdated(df, current)
         return dg.AssetCheckResult(
-            passed=n == 0, severity=dg.AssetCheckSeverity.WARN,
-            metadata={"rows": len(df), "outdated_rows": n, "outdated_by_prompt": dg.MetadataValue.json(by_prompt),
-                      "current_hashes": dg.MetadataValue.json(current)},
+            passed=n == 0,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={
+                "rows": len(df),
+                "outdated_rows": n,
+                "outdated_by_prompt": dg.MetadataValue.json(by_prompt),
+                "current_hashes": dg.MetadataValue.json(current),
+            },
         )
 
     return _check

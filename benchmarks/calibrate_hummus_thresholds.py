@@ -14,16 +14,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from forge.checks.embeddings import load_embedder  # noqa: E402
-from forge.evals.calibration import calibrate_task  # noqa: E402
+from forge.checks.embeddings import load_embedder
+from forge.evals.calibration import calibrate_task
 
 
 def main() -> None:
     emb = load_embedder(sys.argv[1] if len(sys.argv) > 1 else None)
     for task in ("naming", "image_label"):
         r = calibrate_task(emb, task)
-        print(f"{task}: threshold {r['threshold']:.3f}  balanced accuracy {r['balanced_accuracy']:.3f}  "
-              f"match mean {r['match_mean']:.3f}  no-match mean {r['no_match_mean']:.3f}  gap {r['gap']:.3f}")
+        print(
+            f"{task}: threshold {r['threshold']:.3f}  balanced accuracy {r['balanced_accuracy']:.3f}  "
+            f"match mean {r['match_mean']:.3f}  no-match mean {r['no_match_mean']:.3f}  gap {r['gap']:.3f}"
+        )
 
 
 if __name__ == "__main__":

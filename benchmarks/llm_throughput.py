@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from forge.llm import LLMRequest, load_prompt  # noqa: E402
-from tests.llm_double import LLMDouble, double_resource  # noqa: E402
+from forge.llm import LLMRequest, load_prompt
+from tests.llm_double import LLMDouble, double_resource
 
 PROMPT = """\
 name: bench
@@ -43,8 +43,11 @@ def main() -> None:
 
         seq_engine = double_resource(double, str(Path(tmp) / "seq.sqlite"), max_concurrency=1).engine()
         t0 = time.perf_counter()
-        seq_engine.run("bench", "seq", [LLMRequest(item_id=f"s{i}", prompt=prompt, variables={"text": f"seq {i}"})
-                                        for i in range(seq_n)])
+        seq_engine.run(
+            "bench",
+            "seq",
+            [LLMRequest(item_id=f"s{i}", prompt=prompt, variables={"text": f"seq {i}"}) for i in range(seq_n)],
+        )
         seq_per = (time.perf_counter() - t0) / seq_n
 
         engine = double_resource(double, str(Path(tmp) / "cache.sqlite"), max_concurrency=conc).engine()
@@ -64,10 +67,14 @@ def main() -> None:
     print(f"requests={n} concurrency={conc} latency={latency}s")
     print(f"ok={ok} http_requests={sent} max_in_flight_at_server={double.max_in_flight}")
     print(f"concurrent wall: {wall:.2f} s   ideal: {ideal:.2f} s   x ideal: {wall / ideal:.2f}")
-    print(f"sequential: {seq_per * 1000:.0f} ms/request -> {seq_per * n:.0f} s extrapolated for {n}  "
-          f"(speed-up {seq_per * n / wall:.0f}x)")
-    print(f"fully cached re-run: {cached_wall:.2f} s, cache hits={sum(r.cached for r in res2)}, "
-          f"new http requests={len(double.requests) - sent}")
+    print(
+        f"sequential: {seq_per * 1000:.0f} ms/request -> {seq_per * n:.0f} s extrapolated for {n}  "
+        f"(speed-up {seq_per * n / wall:.0f}x)"
+    )
+    print(
+        f"fully cached re-run: {cached_wall:.2f} s, cache hits={sum(r.cached for r in res2)}, "
+        f"new http requests={len(double.requests) - sent}"
+    )
 
 
 if __name__ == "__main__":

@@ -14,21 +14,24 @@ config/weights.yaml. Prints reader start-up time and steady-state images/s.
 
 import argparse
 import importlib.util
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-from PIL import Image, ImageDraw, ImageFont  # noqa: E402
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from forge.media.ocr import load_rgb, ocr_frame  # noqa: E402
-from forge.media.text_boxes import measure_frames  # noqa: E402
-from resources.ocr import build_reader  # noqa: E402
-from stage_monitor import StageMonitor  # noqa: E402
+from stage_monitor import StageMonitor
+
+from forge.media.ocr import load_rgb, ocr_frame
+from forge.media.text_boxes import measure_frames
+from resources.ocr import build_reader
 
 
 def images() -> list[tuple[str, np.ndarray]]:
@@ -36,9 +39,16 @@ def images() -> list[tuple[str, np.ndarray]]:
     import matplotlib.cbook as cbook
     import skimage.data as sd
 
-    out = [(n, np.asarray(Image.fromarray(getattr(sd, n)()).convert("RGB")))
-           for n in ("astronaut", "coffee", "page", "text", "chelsea", "rocket")]
-    out.append(("grace_hopper", np.asarray(Image.open(cbook.get_sample_data("grace_hopper.jpg", asfileobj=False)).convert("RGB"))))
+    out = [
+        (n, np.asarray(Image.fromarray(getattr(sd, n)()).convert("RGB")))
+        for n in ("astronaut", "coffee", "page", "text", "chelsea", "rocket")
+    ]
+    out.append(
+        (
+            "grace_hopper",
+            np.asarray(Image.open(cbook.get_sample_data("grace_hopper.jpg", asfileobj=False)).convert("RGB")),
+        )
+    )
     bus = Path(importlib.util.find_spec("ultralytics").origin).parent / "assets" / "bus.jpg"
     out.append(("bus", np.asarray(Image.open(bus).convert("RGB"))))
     font = ImageFont.truetype(str(Path(matplotlib.get_data_path()) / "fonts/ttf/DejaVuSans-Bold.ttf"), 56)
@@ -70,8 +80,11 @@ def main() -> None:
             from forge.media.sample_corpus import build_sample_corpus
 
             files = build_sample_corpus(Path(tmp) / "corpus").files
-            imgs = [(n, load_rgb(p)) for n, p in sorted(files.items())
-                    if Path(p).suffix.lower() in (".png", ".jpg", ".jpeg") and "huge" not in n]
+            imgs = [
+                (n, load_rgb(p))
+                for n, p in sorted(files.items())
+                if Path(p).suffix.lower() in (".png", ".jpg", ".jpeg") and "huge" not in n
+            ]
             import cv2  # plus one frame per second of the captioned scene video (one size: batched)
 
             cap = cv2.VideoCapture(str(files["scenes"]))
@@ -96,11 +109,17 @@ def main() -> None:
         with StageMonitor() as m_stage:
             got = list(measure_frames(reader, paths, a.max_side, batch_size=a.batch))
     n = len(paths)
-    print(f"device={'cuda' if gpu else 'cpu'} torch_threads={torch.get_num_threads()} cpus={os.cpu_count()} "
-          f"max_side={a.max_side} batch={a.batch}; reader start-up {t_init:.1f} s; {n} images")
-    print(f"library readtext loop (detect+recognise): {n / m_loop.seconds:6.2f} images/s ({m_loop.seconds:.1f}s); {m_loop.summary()}")
-    print(f"stage, detector only, batched          : {n / m_stage.seconds:6.2f} images/s ({m_stage.seconds:.1f}s, "
-          f"x{m_loop.seconds / m_stage.seconds:.2f}); {m_stage.summary()}")
+    print(
+        f"device={'cuda' if gpu else 'cpu'} torch_threads={torch.get_num_threads()} cpus={os.cpu_count()} "
+        f"max_side={a.max_side} batch={a.batch}; reader start-up {t_init:.1f} s; {n} images"
+    )
+    print(
+        f"library readtext loop (detect+recognise): {n / m_loop.seconds:6.2f} images/s ({m_loop.seconds:.1f}s); {m_loop.summary()}"
+    )
+    print(
+        f"stage, detector only, batched          : {n / m_stage.seconds:6.2f} images/s ({m_stage.seconds:.1f}s, "
+        f"x{m_loop.seconds / m_stage.seconds:.2f}); {m_stage.summary()}"
+    )
     diffs = [abs(g.result.ratio - r.ratio) for g, (_, r) in zip(got, ref) if g.result is not None]
     boxes = [abs(g.result.n_boxes - r.n_boxes) for g, (_, r) in zip(got, ref) if g.result is not None]
     print(f"ratio agreement: max |delta| {max(diffs):.6f}, max |delta boxes| {max(boxes)} over {len(diffs)} images")

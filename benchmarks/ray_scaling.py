@@ -31,11 +31,11 @@ def main() -> None:
 
     import pandas as pd
     import ray
+    from vision_throughput import make_frames
 
     from forge.scale import ray_stages
     from forge.vision.detector import YoloDetector
     from forge.vision.pipeline import DecodeOptions, run_detection
-    from vision_throughput import make_frames
 
     with tempfile.TemporaryDirectory(dir=a.dir or None) as tmp:
         paths = make_frames(a.n, Path(tmp))
@@ -48,8 +48,12 @@ def main() -> None:
         run_detection(frames, Path(tmp), det, lambda *x: None, opts)
         print(f"in-process: {a.n / (time.perf_counter() - t0):.2f} frames/s")
         if a.address == "local":
-            ray.init(num_cpus=a.actors, include_dashboard=False, log_to_driver=False,
-                     runtime_env={"py_modules": ray_stages.PY_MODULES, "env_vars": ray_stages.WORKER_ENV})
+            ray.init(
+                num_cpus=a.actors,
+                include_dashboard=False,
+                log_to_driver=False,
+                runtime_env={"py_modules": ray_stages.PY_MODULES, "env_vars": ray_stages.WORKER_ENV},
+            )
         base = None
         for k in sorted({1, a.actors}):
             p = ray_stages.RayPlacement(a.address, k, 1.0, a.gpus, max(1, a.n // (4 * k)))
@@ -58,7 +62,9 @@ def main() -> None:
             df, stats = remote.run_remote(frames, Path(tmp), lambda *x: None, opts)
             dt = time.perf_counter() - t0  # includes each replica's model load, as a stage run does
             base = base or dt
-            print(f"ray, {k} actor(s): {a.n / dt:.2f} frames/s ({dt:.1f}s incl. replica start-up, x{base / dt:.2f} vs 1)")
+            print(
+                f"ray, {k} actor(s): {a.n / dt:.2f} frames/s ({dt:.1f}s incl. replica start-up, x{base / dt:.2f} vs 1)"
+            )
         ray_stages.shutdown()
 
 

@@ -18,15 +18,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from forge.recipes.hummus.release import parse_release as parse_hummus  # noqa: E402
-from forge.recipes.maia.release import parse_release as parse_maia  # noqa: E402
-from forge.releases import compare  # noqa: E402
-from forge.releases.config import ReleaseInfo  # noqa: E402
+from forge.recipes.hummus.release import parse_release as parse_hummus
+from forge.recipes.maia.release import parse_release as parse_maia
+from forge.releases import compare
+from forge.releases.config import ReleaseInfo
 
-CATS = ["CausaleEsplicita", "Controfattuale", "ImplicitoParziale", "ImplicitoTot", "Incertezza", "OutofScope",
-        "Pianificazione", "Sentiment", "SpazialeParziale", "SpazialeTotale", "TemporaleDurata", "TemporaleParziale"]
+CATS = [
+    "CausaleEsplicita",
+    "Controfattuale",
+    "ImplicitoParziale",
+    "ImplicitoTot",
+    "Incertezza",
+    "OutofScope",
+    "Pianificazione",
+    "Sentiment",
+    "SpazialeParziale",
+    "SpazialeTotale",
+    "TemporaleDurata",
+    "TemporaleParziale",
+]
 WORDS = "uomo donna cane pizza forno tavolo strada piazza bicicletta caffè libro sole mare treno porta".split()
 
 
@@ -38,12 +50,21 @@ def hummus_release(d: Path, n: int) -> None:
     ds = {}
     for i in range(n):
         cls = ["Yes", "WIDLII", "No", "No", "Discard"][i % 5]
-        r = {"caption": f"Caption number {i} about the office and the sea.", "contest_number": i % contests, "met_class": cls}
+        r = {
+            "caption": f"Caption number {i} about the office and the sea.",
+            "contest_number": i % contests,
+            "met_class": cls,
+        }
         if cls in ("Yes", "WIDLII"):
-            r |= {"image_attributes": {"height": 48, "width": 64}, "bboxes": [{"top": 4.0, "left": 5.0, "height": 20.0, "width": 30.0}],
-                  "bbox_labels": "desk", "caption_hl": f"Caption number {i} about the <u>office</u> and the sea.",
-                  "conceptual_metaphor": "Office Is Sea (Boss Is Shark)", "figures": "personification; pun",
-                  "explanation": " ".join(["word"] * 40)}
+            r |= {
+                "image_attributes": {"height": 48, "width": 64},
+                "bboxes": [{"top": 4.0, "left": 5.0, "height": 20.0, "width": 30.0}],
+                "bbox_labels": "desk",
+                "caption_hl": f"Caption number {i} about the <u>office</u> and the sea.",
+                "conceptual_metaphor": "Office Is Sea (Boss Is Shark)",
+                "figures": "personification; pun",
+                "explanation": " ".join(["word"] * 40),
+            }
         ds[f"nyc-combi-{i}"] = r
     (d / "hummus_dataset.json").write_text(json.dumps(ds))
 
@@ -54,13 +75,32 @@ def maia_release(d: Path, n: int) -> None:
     for i in range(n):
         cat = f"{CATS[i % 12]}_{'AB'[(i // 12) % 2]}"
         ws = [WORDS[(i + k) % len(WORDS)] for k in range(8)]
-        gen.append({"id": i, "video_id": f"v{i // 24}", "file_name": f"v{i // 24}.mp4", "question_category": cat,
-                    "question": f"Dove si trova l'{ws[0]} vicino al {ws[1]}?",
-                    **{f"answer{k + 1}": f"L'{ws[k]} è vicino al {ws[(k + 3) % 8]} nella {ws[(k + 5) % 8]}." for k in range(8)}})
+        gen.append(
+            {
+                "id": i,
+                "video_id": f"v{i // 24}",
+                "file_name": f"v{i // 24}.mp4",
+                "question_category": cat,
+                "question": f"Dove si trova l'{ws[0]} vicino al {ws[1]}?",
+                **{
+                    f"answer{k + 1}": f"L'{ws[k]} è vicino al {ws[(k + 3) % 8]} nella {ws[(k + 5) % 8]}."
+                    for k in range(8)
+                },
+            }
+        )
         for k in range(8):
-            mc.append({"id": i, "video_id": f"v{i // 24}", "file_name": f"v{i // 24}.mp4", "question_category": cat,
-                       "pool_pos": k + 1, "answer1": f"L'{ws[k]} è vicino al {ws[(k + 3) % 8]}.",
-                       "answer2": f"L'{ws[k]} è lontano dal {ws[(k + 3) % 8]}.", "target": 0})
+            mc.append(
+                {
+                    "id": i,
+                    "video_id": f"v{i // 24}",
+                    "file_name": f"v{i // 24}.mp4",
+                    "question_category": cat,
+                    "pool_pos": k + 1,
+                    "answer1": f"L'{ws[k]} è vicino al {ws[(k + 3) % 8]}.",
+                    "answer2": f"L'{ws[k]} è lontano dal {ws[(k + 3) % 8]}.",
+                    "target": 0,
+                }
+            )
     (d / "gen.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in gen))
     (d / "mc.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in mc))
 
@@ -83,8 +123,10 @@ def main() -> None:
             t1 = time.perf_counter()
             table = compare.side_by_side(r.items, {"release:" + info.name: info.language})
             dt2 = time.perf_counter() - t1
-            print(f"{name:7s} records {r.records:6d}  items {len(r.items):6d}  rejects {len(r.rejects):4d}  "
-                  f"parse {dt:6.2f} s ({r.records / dt:8.0f} records/s)  side_by_side {dt2:6.2f} s ({len(table)} figures)")
+            print(
+                f"{name:7s} records {r.records:6d}  items {len(r.items):6d}  rejects {len(r.rejects):4d}  "
+                f"parse {dt:6.2f} s ({r.records / dt:8.0f} records/s)  side_by_side {dt2:6.2f} s ({len(table)} figures)"
+            )
 
 
 if __name__ == "__main__":

@@ -25,14 +25,32 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STAGES = ["sources", "videos", "clips", "frames", "frame_hashes", "duplicates", "text_ratio", "detections",
-          "person_indicators", "tags", "rich_scenes", "evidence"]
+STAGES = [
+    "sources",
+    "videos",
+    "clips",
+    "frames",
+    "frame_hashes",
+    "duplicates",
+    "text_ratio",
+    "detections",
+    "person_indicators",
+    "tags",
+    "rich_scenes",
+    "evidence",
+]
 
 
 def build(env: dict[str, str]) -> float:
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-W", "ignore", "-m", "jobs.build", "--demo", "--select", *STAGES],
-                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "jobs.build", "--demo", "--select", *STAGES],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     secs = time.perf_counter() - t0
     if proc.returncode != 0:
         print(proc.stdout[-4000:], proc.stderr[-4000:])
@@ -68,14 +86,22 @@ def changed_threshold(home: Path, data: Path, max_ratio: float) -> tuple[float, 
     job = defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey("text_ratio")])
     t0 = time.perf_counter()
     res = job.execute_in_process(
-        instance=instance, asset_selection=[dg.AssetKey("text_ratio")],
+        instance=instance,
+        asset_selection=[dg.AssetKey("text_ratio")],
         run_config={"ops": {"text_ratio": {"config": {"max_ratio": max_ratio}}}},
-        tags={ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1]})
+        tags={ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1]},
+    )
     secs = time.perf_counter() - t0
     assert res.success
-    md = {k: getattr(v, "value", v) for k, v in materializations(instance, "text_ratio")[-1].asset_materialization.metadata.items()}
+    md = {
+        k: getattr(v, "value", v)
+        for k, v in materializations(instance, "text_ratio")[-1].asset_materialization.metadata.items()
+    }
     first = materializations(instance, "text_ratio")[0].asset_materialization.metadata["seconds"].value
-    return secs, {"first_text_ratio_s": first, **{k: md.get(k) for k in ("seconds", "reused", "computed", "frames_text_heavy")}}
+    return secs, {
+        "first_text_ratio_s": first,
+        **{k: md.get(k) for k in ("seconds", "reused", "computed", "frames_text_heavy")},
+    }
 
 
 def main() -> None:
@@ -99,9 +125,11 @@ def main() -> None:
         print(f"  ratio re-run / first = {second / first:.1%}  (goal <= 10%)")
         print("text_ratio with max_ratio 0.3 -> 0.05 (OCR threshold changed):")
         secs, md = changed_threshold(home, data, 0.05)
-        print(f"  text_ratio re-run: {secs:.1f} s wall, step {md['seconds']} s vs {md['first_text_ratio_s']} s "
-              f"on the first run; OCR results reused {md['reused']}, computed {md['computed']}; "
-              f"text-heavy frames now {md['frames_text_heavy']}")
+        print(
+            f"  text_ratio re-run: {secs:.1f} s wall, step {md['seconds']} s vs {md['first_text_ratio_s']} s "
+            f"on the first run; OCR results reused {md['reused']}, computed {md['computed']}; "
+            f"text-heavy frames now {md['frames_text_heavy']}"
+        )
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -28,15 +28,19 @@ class _Gpu:
 
             pynvml.nvmlInit()
             self.nvml, self.handle = pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)
-        except Exception:
+        except Exception:  # noqa: BLE001 - no NVML (no GPU, no driver): fall back to nvidia-smi
             self.exe = shutil.which("nvidia-smi")
 
     def util(self) -> int | None:
         if self.handle is not None:
             return int(self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
         if self.exe:
-            out = subprocess.run([self.exe, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
-                                 capture_output=True, text=True, timeout=5).stdout.split()
+            out = subprocess.run(
+                [self.exe, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.split()
             return int(out[0]) if out else None
         return None
 
@@ -60,11 +64,11 @@ class StageMonitor:
                     u = self._gpu.util()
                     if u is not None:
                         self.util.append(u)
-                except Exception:
+                except Exception:  # noqa: BLE001 - sampling is best effort; the benchmark still prints
                     self._gpu = None
             time.sleep(self.every)
 
-    def __enter__(self) -> "StageMonitor":
+    def __enter__(self) -> StageMonitor:
         import torch
 
         if self.cuda:
@@ -89,6 +93,9 @@ class StageMonitor:
         parts = [f"peak RSS {max(self.rss, default=_rss_bytes()) / 2**20:.0f} MiB"]
         if self.cuda:
             parts.append(f"CUDA peak {self.cuda_peak / 2**20:.0f} MiB")
-            parts.append(f"GPU util mean {sum(self.util) / len(self.util):.0f}% max {max(self.util)}% ({len(self.util)} samples)"
-                         if self.util else "GPU util: no pynvml / nvidia-smi")
+            parts.append(
+                f"GPU util mean {sum(self.util) / len(self.util):.0f}% max {max(self.util)}% ({len(self.util)} samples)"
+                if self.util
+                else "GPU util: no pynvml / nvidia-smi"
+            )
         return ", ".join(parts)

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from forge.vision.offline import ensure_offline_env  # noqa: E402
+from forge.vision.offline import ensure_offline_env
 
 ensure_offline_env()
 
@@ -32,8 +32,11 @@ def make_frames(n: int, out: Path) -> list[Path]:
     import ultralytics
     from PIL import Image
 
-    srcs = [Image.open(Path(ultralytics.__file__).parent / "assets" / "bus.jpg").convert("RGB"),
-            Image.fromarray(skimage.data.astronaut()), Image.fromarray(skimage.data.coffee())]
+    srcs = [
+        Image.open(Path(ultralytics.__file__).parent / "assets" / "bus.jpg").convert("RGB"),
+        Image.fromarray(skimage.data.astronaut()),
+        Image.fromarray(skimage.data.coffee()),
+    ]
     paths = []
     for i in range(n):
         im = srcs[i % 3]
@@ -59,23 +62,34 @@ def main() -> None:
 
     import pandas as pd
     import torch
+    from stage_monitor import StageMonitor
 
     from forge.vision.detector import YoloDetector
     from forge.vision.fast_detect import TensorDetector
-    from stage_monitor import StageMonitor
     from forge.vision.pipeline import DecodeOptions, run_detection
     from forge.vision.tagger import tags_from_detections
 
     det = YoloDetector(weights=args.weights, device=args.device, batch_size=args.batch, imgsz=args.imgsz)
     cuda = det.device.startswith("cuda")
-    print(f"device: {det.device}" + (f" ({torch.cuda.get_device_name(0)})" if cuda else f" (torch threads {torch.get_num_threads()}, cpus {os.cpu_count()})"))
-    print(f"model: {det.label}, half={det.half}, imgsz={args.imgsz}, batch={det.batch_size}, load {det.load_seconds:.2f}s")
+    print(
+        f"device: {det.device}"
+        + (
+            f" ({torch.cuda.get_device_name(0)})"
+            if cuda
+            else f" (torch threads {torch.get_num_threads()}, cpus {os.cpu_count()})"
+        )
+    )
+    print(
+        f"model: {det.label}, half={det.half}, imgsz={args.imgsz}, batch={det.batch_size}, load {det.load_seconds:.2f}s"
+    )
     if det.spec.kind == "random_init":
         print("NOTE: random weights: timing only; NMS sees few boxes, so real weights cost slightly more")
 
     with tempfile.TemporaryDirectory() as tmp:
         paths = make_frames(args.n, Path(tmp))
-        frames = pd.DataFrame({"frame_id": [p.stem for p in paths], "batch": "bench-0000", "path": [p.name for p in paths]})
+        frames = pd.DataFrame(
+            {"frame_id": [p.stem for p in paths], "batch": "bench-0000", "path": [p.name for p in paths]}
+        )
         # Warm-up (cudnn autotune / first-call allocations), not timed.
         det.model.predict(str(paths[0]), imgsz=args.imgsz, device=det.device, verbose=False)
 
@@ -86,29 +100,47 @@ def main() -> None:
 
         def per_image_loop():
             for p in paths:
-                det.model.predict(str(p), imgsz=args.imgsz, conf=det.conf, iou=det.iou, device=det.device,
-                                  quantize=16 if det.half else None, verbose=False)
+                det.model.predict(
+                    str(p),
+                    imgsz=args.imgsz,
+                    conf=det.conf,
+                    iou=det.iou,
+                    device=det.device,
+                    quantize=16 if det.half else None,
+                    verbose=False,
+                )
 
         def stage(model):
             rejects: list = []
-            df, stats = run_detection(frames, Path(tmp), model, lambda *a: rejects.append(a),
-                                      DecodeOptions(workers=args.workers, ahead=max(8, det.batch_size * 2)))
+            df, stats = run_detection(
+                frames,
+                Path(tmp),
+                model,
+                lambda *a: rejects.append(a),
+                DecodeOptions(workers=args.workers, ahead=max(8, det.batch_size * 2)),
+            )
             return df, tags_from_detections(df, "bench")
 
-        runs = [("library per-image loop (predict(path))", per_image_loop),
-                ("stage, engine=ultralytics (batched predict)", lambda: stage(det)),
-                ("stage, engine=tensor (fast_detect)", lambda: stage(fast))]
+        runs = [
+            ("library per-image loop (predict(path))", per_image_loop),
+            ("stage, engine=ultralytics (batched predict)", lambda: stage(det)),
+            ("stage, engine=tensor (fast_detect)", lambda: stage(fast)),
+        ]
         print(f"frames: {args.n}")
         results, base = {}, None
         threads = torch.get_num_threads()
         for name, fn in runs:
-            torch.set_num_threads(args.threads or threads)  # the library's predict drops the process to cpu_count-1 threads
+            torch.set_num_threads(
+                args.threads or threads
+            )  # the library's predict drops the process to cpu_count-1 threads
             with StageMonitor() as mon:
                 out = fn()
             base = base or mon.seconds
             results[name] = out
-            print(f"detection, {name:44s}: {args.n / mon.seconds:7.2f} frames/s ({mon.seconds:.2f}s, "
-                  f"x{base / mon.seconds:.2f} vs loop); {mon.summary()}")
+            print(
+                f"detection, {name:44s}: {args.n / mon.seconds:7.2f} frames/s ({mon.seconds:.2f}s, "
+                f"x{base / mon.seconds:.2f} vs loop); {mon.summary()}"
+            )
         a, b = (results[n][0] for n, _ in runs[1:])
         print(f"rows: ultralytics engine {len(a)}, tensor engine {len(b)}")
 

@@ -58,7 +58,7 @@ class Column:
     description: str = ""
     min: float | None = None
     max: float | None = None
-    values: tuple[Any, ...] | str | None = None   # a str names a set in DYNAMIC_VALUES
+    values: tuple[Any, ...] | str | None = None  # a str names a set in DYNAMIC_VALUES
 
     def allowed(self) -> set[Any] | None:
         if self.values is None:

@@ -45,13 +45,17 @@ def with_lineage(df: pd.DataFrame, backends: set[str], models: set[str]) -> pd.D
         return df.assign(lineage=pd.Series([], dtype=object))
     own_b = df["backend"] if "backend" in df else pd.Series([None] * len(df), index=df.index)
     own_m = df["model"] if "model" in df else pd.Series([None] * len(df), index=df.index)
-    return df.assign(lineage=[encode(backends | ({b} if isinstance(b, str) else set()),
-                                     models | ({m} if isinstance(m, str) else set()))
-                              for b, m in zip(own_b, own_m)])
+    return df.assign(
+        lineage=[
+            encode(backends | ({b} if isinstance(b, str) else set()), models | ({m} if isinstance(m, str) else set()))
+            for b, m in zip(own_b, own_m)
+        ]
+    )
 
 
-def union(values: Iterable[Any], fallback_backends: Iterable[Any] = (), fallback_models: Iterable[Any] = ()
-          ) -> tuple[list[str], list[str]]:
+def union(
+    values: Iterable[Any], fallback_backends: Iterable[Any] = (), fallback_models: Iterable[Any] = ()
+) -> tuple[list[str], list[str]]:
     """Union of many ``lineage`` values (plus plain backend/model labels for rows without one)."""
     b, m = set(), set()
     for v in values:

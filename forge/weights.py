@@ -64,14 +64,22 @@ def _load(path: str, _mtime: int) -> dict[str, WeightsEntry]:
     out: dict[str, WeightsEntry] = {}
     for name, e in (raw.get("weights") or {}).items():
         if e.get("status") not in STATUSES:
-            raise ValueError(f"{path}: weights entry {name!r} has status {e.get('status')!r}; expected one of {STATUSES}")
+            raise ValueError(
+                f"{path}: weights entry {name!r} has status {e.get('status')!r}; expected one of {STATUSES}"
+            )
         sha = e.get("sha256")
         if sha is not None and (len(str(sha)) != 64 or any(c not in "0123456789abcdef" for c in str(sha))):
             raise ValueError(f"{path}: weights entry {name!r} has a malformed sha256")
         out[name] = WeightsEntry(
-            name=name, file=str(e["file"]), status=e["status"], source=str(e.get("source", "")),
-            licence=str(e.get("licence", "")), used_by=str(e.get("used_by", "")),
-            sha256=str(sha) if sha else None, bytes=e.get("bytes"), package=e.get("package"),
+            name=name,
+            file=str(e["file"]),
+            status=e["status"],
+            source=str(e.get("source", "")),
+            licence=str(e.get("licence", "")),
+            used_by=str(e.get("used_by", "")),
+            sha256=str(sha) if sha else None,
+            bytes=e.get("bytes"),
+            package=e.get("package"),
         )
     return out
 
@@ -144,8 +152,9 @@ def easyocr_model_dir(verify: bool = True) -> str:
     return str(folder)
 
 
-def weights_in_use(detector_weights: str | None = None, tagger_backend: str = "yolo",
-                   nli_backend: str = "llm") -> list[dict[str, Any]]:
+def weights_in_use(
+    detector_weights: str | None = None, tagger_backend: str = "yolo", nli_backend: str = "llm"
+) -> list[dict[str, Any]]:
     """Manifest entries a default run uses (bundled files plus what the settings name).
 
     ``detector_weights`` defaults to ``SUBTEXT_YOLO_WEIGHTS`` (else the architecture file);

@@ -55,7 +55,9 @@ def plan_segments(graph, selection: Iterable[dg.AssetKey]) -> list[Segment]:
             grew = False
             for k in sorted(todo - set(seg), key=lambda k: k.to_user_string()):
                 node = graph.get(k)
-                if node.partitions_def == pdef and all(p in done or p in seg or p not in todo for p in node.parent_keys):
+                if node.partitions_def == pdef and all(
+                    p in done or p in seg or p not in todo for p in node.parent_keys
+                ):
                     seg.append(k)
                     grew = True
         segments.append(Segment(pdef, seg))
@@ -73,8 +75,13 @@ def failed_checks(result: dg.ExecuteInJobResult) -> list[str]:
     return out
 
 
-def run_segment(defs: dg.Definitions, instance: dg.DagsterInstance, seg: Segment,
-                summary: list[str] | None = None, health: Health | None = None) -> bool:
+def run_segment(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    seg: Segment,
+    summary: list[str] | None = None,
+    health: Health | None = None,
+) -> bool:
     """Run one segment; ``summary`` collects its failed asset checks (WARN ones too) for the
     run summary. False when the run failed or an ERROR-severity check failed."""
     tags: dict[str, str] = {"subtext/launched_by": "jobs.build"}
@@ -92,8 +99,9 @@ def run_segment(defs: dg.Definitions, instance: dg.DagsterInstance, seg: Segment
     t0 = time.perf_counter()
     job = defs.resolve_implicit_job_def_def_for_assets(seg.keys)  # type: ignore[attr-defined]
     with health.signals, health.watch() as watch:
-        result = job.execute_in_process(instance=instance, asset_selection=seg.keys, tags={**tags, **watch.tags()},
-                                        raise_on_error=False)
+        result = job.execute_in_process(
+            instance=instance, asset_selection=seg.keys, tags={**tags, **watch.tags()}, raise_on_error=False
+        )
     failed = failed_checks(result)
     errors = [f for f in failed if f.endswith("(ERROR)")]
     ok = result.success and not errors
@@ -141,7 +149,9 @@ def _print_summary(failed: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--demo", action="store_true", help="build the sample corpus, serve it on 127.0.0.1, build everything")
+    parser.add_argument(
+        "--demo", action="store_true", help="build the sample corpus, serve it on 127.0.0.1, build everything"
+    )
     parser.add_argument("--select", nargs="*", help="asset selection strings (default: everything)")
     args = parser.parse_args(argv)
     with ExitStack() as stack:
@@ -158,8 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "\nDone." if ok else "\nFinished with failed steps (see above and the Dagster UI).",
         f"\n  tables:   {data}/tables/<table>/*.parquet"
-        f"\n  catalog:  duckdb {data}/catalog.duckdb -c \"select stage, reason, count(*) from rejects group by all\""
-        f"\n            (or: make query Q=\"select * from frames limit 5\")"
+        f'\n  catalog:  duckdb {data}/catalog.duckdb -c "select stage, reason, count(*) from rejects group by all"'
+        f'\n            (or: make query Q="select * from frames limit 5")'
         f"\n  exports:  {data}/exports/"
         f"\n  UI:       make ui   → http://127.0.0.1:3000",
         "\n  weights (config/weights.yaml):" + "".join(f"\n    {line}" for line in weights_summary_lines()),

@@ -67,9 +67,11 @@ class HealthSettings:
     @classmethod
     def from_env(cls) -> HealthSettings:
         env = os.environ.get
-        return cls(heartbeat_s=float(env("SUBTEXT_HEARTBEAT_S", cls.heartbeat_s)),
-                   stale_after_s=float(env("SUBTEXT_RUN_STALE_AFTER_S", cls.stale_after_s)),
-                   slot_wait_timeout_s=float(env("SUBTEXT_SLOT_WAIT_TIMEOUT_S", cls.slot_wait_timeout_s)))
+        return cls(
+            heartbeat_s=float(env("SUBTEXT_HEARTBEAT_S", cls.heartbeat_s)),
+            stale_after_s=float(env("SUBTEXT_RUN_STALE_AFTER_S", cls.stale_after_s)),
+            slot_wait_timeout_s=float(env("SUBTEXT_SLOT_WAIT_TIMEOUT_S", cls.slot_wait_timeout_s)),
+        )
 
 
 class SlotWaitTimeout(DagsterExecutionInterruptedError):
@@ -82,10 +84,15 @@ class Terminated(DagsterExecutionInterruptedError):
 
 # -- who runs a run ----------------------------------------------------------------------
 
+
 def process_tags() -> dict[str, str]:
     me = psutil.Process()
-    return {HOST_TAG: socket.gethostname(), PID_TAG: str(me.pid),
-            PROC_START_TAG: f"{me.create_time():.3f}", HEARTBEAT_TAG: f"{time.time():.0f}"}
+    return {
+        HOST_TAG: socket.gethostname(),
+        PID_TAG: str(me.pid),
+        PROC_START_TAG: f"{me.create_time():.3f}",
+        HEARTBEAT_TAG: f"{time.time():.0f}",
+    }
 
 
 def process_alive(pid: int, started_before: float | None = None, started_at: float | None = None) -> bool:
@@ -120,8 +127,9 @@ def run_worker_pid(instance: dg.DagsterInstance, run_id: str) -> tuple[int, floa
     return None
 
 
-def why_dead(instance: dg.DagsterInstance, run: dg.DagsterRun, settings: HealthSettings,
-             now: float, check_launched: bool) -> str | None:
+def why_dead(
+    instance: dg.DagsterInstance, run: dg.DagsterRun, settings: HealthSettings, now: float, check_launched: bool
+) -> str | None:
     """Why this in-progress run's process is gone, or None while it may be alive."""
     tags = run.tags or {}
     if PID_TAG in tags:
@@ -140,18 +148,27 @@ def why_dead(instance: dg.DagsterInstance, run: dg.DagsterRun, settings: HealthS
 
 # -- cleaning up -------------------------------------------------------------------------
 
+
 def in_progress_steps(instance: dg.DagsterInstance, run_id: str) -> list[str]:
-    return sorted(s.step_key for s in instance.get_run_step_stats(run_id)
-                  if s.status in (None, StepEventStatus.IN_PROGRESS))
+    return sorted(
+        s.step_key for s in instance.get_run_step_stats(run_id) if s.status in (None, StepEventStatus.IN_PROGRESS)
+    )
 
 
-def fail_dead_run(instance: dg.DagsterInstance, run: dg.DagsterRun, reason: str,
-                  record: Callable[[dg.DagsterRun, str, list[str]], None] | None = None) -> str:
+def fail_dead_run(
+    instance: dg.DagsterInstance,
+    run: dg.DagsterRun,
+    reason: str,
+    record: Callable[[dg.DagsterRun, str, list[str]], None] | None = None,
+) -> str:
     """Mark the run failed (a RUN_FAILURE event: the UI and run-failure sensors see it), free
     its pool slots now, and record it; returns the message."""
     steps = in_progress_steps(instance, run.run_id)
-    message = (f"Run died: {reason}. Marked failed by the dead-run sweep"
-               + (f"; steps in progress: {', '.join(steps)}" if steps else "") + "; its pool slots were freed.")
+    message = (
+        f"Run died: {reason}. Marked failed by the dead-run sweep"
+        + (f"; steps in progress: {', '.join(steps)}" if steps else "")
+        + "; its pool slots were freed."
+    )
     instance.report_run_failed(run, message)
     free_slots(instance, run.run_id)
     if record is not None:
@@ -166,9 +183,12 @@ def free_slots(instance: dg.DagsterInstance, run_id: str) -> int:
     return instance.event_log_storage.free_concurrency_slots_for_run(run_id) or 0
 
 
-def sweep_dead_runs(instance: dg.DagsterInstance, settings: HealthSettings | None = None,
-                    record: Callable[[dg.DagsterRun, str, list[str]], None] | None = None,
-                    check_launched: bool = False) -> list[str]:
+def sweep_dead_runs(
+    instance: dg.DagsterInstance,
+    settings: HealthSettings | None = None,
+    record: Callable[[dg.DagsterRun, str, list[str]], None] | None = None,
+    check_launched: bool = False,
+) -> list[str]:
     """Fail every in-progress run whose process is gone; free slots no live run holds.
     Returns the ids of the runs marked failed."""
     settings = settings or HealthSettings.from_env()
@@ -185,8 +205,7 @@ def sweep_dead_runs(instance: dg.DagsterInstance, settings: HealthSettings | Non
         grace = float(instance.run_monitoring_settings.get("free_slots_after_run_end_seconds") or 0)
         for run_id in instance.event_log_storage.get_concurrency_run_ids():
             rec = instance.get_run_record_by_id(run_id)
-            if rec is None or (rec.dagster_run.status in FINISHED_STATUSES
-                               and (rec.end_time or 0) + grace < now):
+            if rec is None or (rec.dagster_run.status in FINISHED_STATUSES and (rec.end_time or 0) + grace < now):
                 n = free_slots(instance, run_id)
                 if n:
                     log.info("freed %d pool slots of finished run %s", n, run_id)
@@ -194,6 +213,7 @@ def sweep_dead_runs(instance: dg.DagsterInstance, settings: HealthSettings | Non
 
 
 # -- watching a run while it executes -------------------------------------------------------
+
 
 @dataclass
 class RunWatch:
@@ -290,17 +310,21 @@ class RunWatch:
         oldest = min(self._waiting_since.values())
         if now - self._last_said >= self.settings.log_every_s or self._last_said < oldest:
             freed = sweep_dead_runs(self.instance, self.settings, self.record)
-            lines = [f"step {k} waits {now - self._waiting_since[k]:.0f}s for a slot in {self.holders(p)}"
-                     for k, p in sorted(waiting.items())]
+            lines = [
+                f"step {k} waits {now - self._waiting_since[k]:.0f}s for a slot in {self.holders(p)}"
+                for k, p in sorted(waiting.items())
+            ]
             if freed:
                 lines.append(f"freed the slots of dead runs {', '.join(freed)}")
             self._report("\n".join(lines))
             self._last_said = now
         timeout = self.settings.slot_wait_timeout_s
         if timeout and now - oldest > timeout and self.gave_up is None:
-            self.gave_up = (f"SlotWaitTimeout: gave up after {timeout:.0f}s waiting for a pool slot "
-                            f"(SUBTEXT_SLOT_WAIT_TIMEOUT_S); "
-                            + "; ".join(f"{k}: {self.holders(p)}" for k, p in sorted(waiting.items())))
+            self.gave_up = (
+                f"SlotWaitTimeout: gave up after {timeout:.0f}s waiting for a pool slot "
+                f"(SUBTEXT_SLOT_WAIT_TIMEOUT_S); "
+                + "; ".join(f"{k}: {self.holders(p)}" for k, p in sorted(waiting.items()))
+            )
             self._report(self.gave_up)
             if self.stop_reason is None:
                 self.stop_reason = ("timeout", self.gave_up)
@@ -337,8 +361,10 @@ class interrupt_handlers:
             raise SlotWaitTimeout(message)
 
         if self._depth == 0 and threading.current_thread() is threading.main_thread():
-            self._old = {s: signal.signal(s, h) for s, h in
-                         ((signal.SIGTERM, terminate), (signal.SIGINT, terminate), (signal.SIGUSR1, from_watch))}
+            self._old = {
+                s: signal.signal(s, h)
+                for s, h in ((signal.SIGTERM, terminate), (signal.SIGINT, terminate), (signal.SIGUSR1, from_watch))
+            }
         self._depth += 1
         return self
 

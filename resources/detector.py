@@ -11,15 +11,13 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Optional
-
-import yaml
 
 import dagster as dg
+import yaml
 from pydantic import PrivateAttr
 
-from forge.vision.detector import YoloDetector
 from forge.scale.ray_stages import configured_scale
+from forge.vision.detector import YoloDetector
 from forge.vision.fast_detect import TensorDetector, with_engine
 
 # One model per distinct configuration per process: several assets (and runs, with the
@@ -37,14 +35,12 @@ def configured_engine() -> str:
     return str(_vision_settings().get("detection", {}).get("engine", "ultralytics"))
 
 
-
-
 class DetectorResource(dg.ConfigurableResource):
     """Ultralytics YOLO for persons and objects (batched; CUDA + fp16 when present)."""
 
     weights: str = "yolo11n.yaml"
     device: str = "auto"
-    half: Optional[bool] = None
+    half: bool | None = None
     conf: float = 0.25
     iou: float = 0.45
     imgsz: int = 640
@@ -64,28 +60,52 @@ class DetectorResource(dg.ConfigurableResource):
     ray_num_gpus: float = float(configured_scale().get("num_gpus", 0))
     ray_shard_frames: int = int(configured_scale().get("shard_frames", 32))
 
-    _detector: Optional[YoloDetector | TensorDetector] = PrivateAttr(default=None)
+    _detector: YoloDetector | TensorDetector | None = PrivateAttr(default=None)
 
     def _key(self) -> tuple:
-        return (self.weights, self.device, self.half, self.conf, self.iou, self.imgsz, self.batch_size, self.allow_download,
-                self.engine)
+        return (
+            self.weights,
+            self.device,
+            self.half,
+            self.conf,
+            self.iou,
+            self.imgsz,
+            self.batch_size,
+            self.allow_download,
+            self.engine,
+        )
 
     def get(self) -> YoloDetector | TensorDetector:
         if self._detector is None and self.ray_address:
             from forge.scale.ray_stages import RayPlacement, RemoteDetector
 
-            kwargs = {"weights": self.weights, "device": self.device, "half": self.half, "conf": self.conf, "iou": self.iou,
-                      "imgsz": self.imgsz, "batch_size": self.batch_size, "allow_download": self.allow_download}
-            placement = RayPlacement(self.ray_address, self.ray_actors, self.ray_num_cpus, self.ray_num_gpus,
-                                     self.ray_shard_frames)
+            kwargs = {
+                "weights": self.weights,
+                "device": self.device,
+                "half": self.half,
+                "conf": self.conf,
+                "iou": self.iou,
+                "imgsz": self.imgsz,
+                "batch_size": self.batch_size,
+                "allow_download": self.allow_download,
+            }
+            placement = RayPlacement(
+                self.ray_address, self.ray_actors, self.ray_num_cpus, self.ray_num_gpus, self.ray_shard_frames
+            )
             self._detector = RemoteDetector(kwargs, self.engine, placement)  # type: ignore[assignment]
         if self._detector is None:
             with _LOCK:
                 det = _CACHE.get(self._key())
                 if det is None:
                     det = YoloDetector(
-                        weights=self.weights, device=self.device, half=self.half, conf=self.conf, iou=self.iou,
-                        imgsz=self.imgsz, batch_size=self.batch_size, allow_download=self.allow_download,
+                        weights=self.weights,
+                        device=self.device,
+                        half=self.half,
+                        conf=self.conf,
+                        iou=self.iou,
+                        imgsz=self.imgsz,
+                        batch_size=self.batch_size,
+                        allow_download=self.allow_download,
                     )
                     det = with_engine(det, self.engine)
                     _CACHE[self._key()] = det

@@ -16,7 +16,7 @@ from forge.checks.embeddings import Embedder, load_embedder
 class EmbedderResource(dg.ConfigurableResource):
     """Local sentence-transformers model used by ambiguity / similarity checks."""
 
-    model_path: str | None = None      # None = the bundled all-MiniLM-L6-v2
+    model_path: str | None = None  # None = the bundled all-MiniLM-L6-v2
     device: str = "cpu"
 
     _model: Embedder | None = PrivateAttr(default=None)

@@ -8,7 +8,6 @@ playlist caps. The defaults are the safe ones; the operator widens them here or 
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, List, Optional
 
 import dagster as dg
 from pydantic import Field
@@ -25,18 +24,21 @@ class IngestResource(dg.ConfigurableResource):
     downloader settings. ``variables`` fill ``${NAME}`` placeholders before the environment does."""
 
     sources_path: str = "config/sources.yaml"
-    variables: Dict[str, str] = {}
+    variables: dict[str, str] = {}
     max_height: int = 720
     socket_timeout_s: float = 20.0
     retries: int = 3
-    ffmpeg_path: Optional[str] = None  # imageio-ffmpeg's bundled binary when unset
+    ffmpeg_path: str | None = None  # imageio-ffmpeg's bundled binary when unset
     read_inbox: bool = True  # also list the drop folder <data>/inbox/ (forge/media/inbox.py)
-    allowed_variables: List[str] = Field(
-        default_factory=list, description="environment variables ${NAME} may expand besides non-secret SUBTEXT_*")
-    allowed_roots: List[str] = Field(
-        default_factory=list, description="folders local sources may read besides the data dir (and its inbox)")
-    allowed_hosts: List[str] = Field(
-        default_factory=list, description="hosts, addresses or networks (CIDR) allowed although not public")
+    allowed_variables: list[str] = Field(
+        default_factory=list, description="environment variables ${NAME} may expand besides non-secret SUBTEXT_*"
+    )
+    allowed_roots: list[str] = Field(
+        default_factory=list, description="folders local sources may read besides the data dir (and its inbox)"
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="hosts, addresses or networks (CIDR) allowed although not public"
+    )
     max_download_bytes: int = _DEFAULT.max_download_bytes
     max_duration_s: float = _DEFAULT.max_duration_s
     max_playlist_items: int = _DEFAULT.max_playlist_items
@@ -45,16 +47,24 @@ class IngestResource(dg.ConfigurableResource):
     def policy(self, data_dir: str | os.PathLike[str] | None) -> IngestPolicy:
         """The policy for this data dir (a root, with its inbox) plus configured roots / hosts."""
         return policy_from_settings(
-            Path(data_dir).resolve() if data_dir else None, self.allowed_roots, self.allowed_hosts,
-            self.allowed_variables, max_download_bytes=self.max_download_bytes,
-            max_duration_s=self.max_duration_s, max_playlist_items=self.max_playlist_items,
+            Path(data_dir).resolve() if data_dir else None,
+            self.allowed_roots,
+            self.allowed_hosts,
+            self.allowed_variables,
+            max_download_bytes=self.max_download_bytes,
+            max_duration_s=self.max_duration_s,
+            max_playlist_items=self.max_playlist_items,
             max_text_file_bytes=self.max_text_file_bytes,
         )
 
     def download_settings(self, data_dir: str | os.PathLike[str]) -> DownloadSettings:
-        return DownloadSettings(max_height=self.max_height, socket_timeout_s=self.socket_timeout_s,
-                                retries=self.retries, ffmpeg_location=self.ffmpeg_path,
-                                policy=self.policy(data_dir))
+        return DownloadSettings(
+            max_height=self.max_height,
+            socket_timeout_s=self.socket_timeout_s,
+            retries=self.retries,
+            ffmpeg_location=self.ffmpeg_path,
+            policy=self.policy(data_dir),
+        )
 
     def image_settings(self, base: ImageSettings, data_dir: str | os.PathLike[str]) -> ImageSettings:
         return replace(base, policy=self.policy(data_dir), max_bytes=min(base.max_bytes, self.max_download_bytes))

@@ -36,23 +36,35 @@ DEFAULT_PRICES: dict[str, dict[str, float]] = {
 class LLMResource(dg.ConfigurableResource):
     """OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server) or the offline stub."""
 
-    backend: str = Field(default="auto", description="'openai' | 'stub' | 'auto' (openai when base_url or a key is set)")
-    base_url: str | None = Field(default=None, description="e.g. http://localhost:8000/v1 for vLLM; None = api.openai.com")
+    backend: str = Field(
+        default="auto", description="'openai' | 'stub' | 'auto' (openai when base_url or a key is set)"
+    )
+    base_url: str | None = Field(
+        default=None, description="e.g. http://localhost:8000/v1 for vLLM; None = api.openai.com"
+    )
     api_key: str | None = Field(default=None, description="bind with dg.EnvVar('OPENAI_API_KEY'); never logged")
     model: str = "gpt-4o-mini"
     stage_overrides: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="stage → {model: ..., params: {temperature: ...}}")
-    default_params: dict[str, Any] = Field(default_factory=dict, description="params for every call (prompt params win)")
+        default_factory=dict, description="stage → {model: ..., params: {temperature: ...}}"
+    )
+    default_params: dict[str, Any] = Field(
+        default_factory=dict, description="params for every call (prompt params win)"
+    )
     max_concurrency: int = 16
     rpm: int | None = None
     tpm: int | None = None
-    provider: str | None = Field(default=None, description="endpoint identity for cache keys and the spend ledger "
-                                 "(default: the base URL); two servers with the same model never share replies")
+    provider: str | None = Field(
+        default=None,
+        description="endpoint identity for cache keys and the spend ledger "
+        "(default: the base URL); two servers with the same model never share replies",
+    )
     timeout_s: float = Field(default=60.0, description="total seconds for one request")
     connect_timeout_s: float = 10.0
     first_byte_timeout_s: float | None = Field(default=None, description="None = timeout_s")
-    hedge: bool = Field(default=True, description="send a second copy of a stalled request (first reply wins); "
-                        "False: cancel it and retry at once")
+    hedge: bool = Field(
+        default=True,
+        description="send a second copy of a stalled request (first reply wins); False: cancel it and retry at once",
+    )
     hedge_after_s: float | None = Field(default=None, description="None = adaptive: hedge_factor × p90 latency")
     hedge_factor: float = 2.0
     hedge_min_s: float = 0.5
@@ -60,21 +72,28 @@ class LLMResource(dg.ConfigurableResource):
     hedge_max_share: float = 0.1
     max_retries: int = 6
     retry_budgets: dict[str, int] = Field(
-        default_factory=dict, description="retries per kind: rate_limit, server, timeout, connection, malformed "
-                                          "(default max_retries each)")
+        default_factory=dict,
+        description="retries per kind: rate_limit, server, timeout, connection, malformed (default max_retries each)",
+    )
     repair_budgets: dict[str, int] = Field(
-        default_factory=dict, description="repair turns per invalid reply class: JSONDecodeError, SchemaError, "
-                                          "Truncated, EmptyReply (default 3, 3, 1, 2)")
+        default_factory=dict,
+        description="repair turns per invalid reply class: JSONDecodeError, SchemaError, "
+        "Truncated, EmptyReply (default 3, 3, 1, 2)",
+    )
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0
     structured_output: str = Field(default="auto", description="auto | json_schema | json_object")
     prices: dict[str, dict[str, float]] = Field(
-        default_factory=lambda: dict(DEFAULT_PRICES), description="model (or prefix) → {input, output} $ per 1M tokens")
+        default_factory=lambda: dict(DEFAULT_PRICES), description="model (or prefix) → {input, output} $ per 1M tokens"
+    )
     image_max_side: int = 768
     image_quality: int = 85
     cache_path: str | None = Field(default=None, description="default <data_dir>/cache/llm_cache.sqlite")
-    ledger_path: str | None = Field(default=None, description="spend ledger; default llm_ledger.sqlite beside the "
-                                    "cache file (<data_dir>/cache/llm_ledger.sqlite)")
+    ledger_path: str | None = Field(
+        default=None,
+        description="spend ledger; default llm_ledger.sqlite beside the "
+        "cache file (<data_dir>/cache/llm_ledger.sqlite)",
+    )
     batch_stages: list[str] = Field(default_factory=list, description="stages sent through the OpenAI Batch API")
     batch_poll_s: float = 30.0
     batch_max_wait_s: float = 26 * 3600.0
@@ -97,44 +116,83 @@ class LLMResource(dg.ConfigurableResource):
         return ledger_beside(self.resolved_cache_path()) or ledger_path()
 
     def settings(self) -> EngineSettings:
-        unknown = {f"{st}.{k}" for st, o in self.stage_overrides.items() for k in (o or {})
-                   if k not in ("model", "params", *STAGE_KEYS)}
+        unknown = {
+            f"{st}.{k}"
+            for st, o in self.stage_overrides.items()
+            for k in (o or {})
+            if k not in ("model", "params", *STAGE_KEYS)
+        }
         if unknown:
-            raise ValueError(f"llm.stage_overrides: unknown keys {sorted(unknown)}; allowed: model, params, "
-                             f"{', '.join(STAGE_KEYS)}")
+            raise ValueError(
+                f"llm.stage_overrides: unknown keys {sorted(unknown)}; allowed: model, params, {', '.join(STAGE_KEYS)}"
+            )
         return EngineSettings(
-            model=self.model, stage_overrides=dict(self.stage_overrides), default_params=dict(self.default_params),
-            max_concurrency=self.max_concurrency, rpm=self.rpm, tpm=self.tpm, max_retries=self.max_retries,
-            backoff_base_s=self.backoff_base_s, backoff_max_s=self.backoff_max_s,
-            timeout_s=self.timeout_s, connect_timeout_s=self.connect_timeout_s,
-            first_byte_timeout_s=self.first_byte_timeout_s, hedge=self.hedge, hedge_after_s=self.hedge_after_s,
-            hedge_factor=self.hedge_factor, hedge_min_s=self.hedge_min_s, hedge_initial_s=self.hedge_initial_s,
-            hedge_max_share=self.hedge_max_share, retry_budgets=dict(self.retry_budgets),
-            repair_budgets=dict(self.repair_budgets), provider=self.provider or (self.base_url or None),
-            structured_output=self.structured_output, image_max_side=self.image_max_side,
-            image_quality=self.image_quality, batch_stages=tuple(self.batch_stages),
-            batch_poll_s=self.batch_poll_s, batch_max_wait_s=self.batch_max_wait_s,
+            model=self.model,
+            stage_overrides=dict(self.stage_overrides),
+            default_params=dict(self.default_params),
+            max_concurrency=self.max_concurrency,
+            rpm=self.rpm,
+            tpm=self.tpm,
+            max_retries=self.max_retries,
+            backoff_base_s=self.backoff_base_s,
+            backoff_max_s=self.backoff_max_s,
+            timeout_s=self.timeout_s,
+            connect_timeout_s=self.connect_timeout_s,
+            first_byte_timeout_s=self.first_byte_timeout_s,
+            hedge=self.hedge,
+            hedge_after_s=self.hedge_after_s,
+            hedge_factor=self.hedge_factor,
+            hedge_min_s=self.hedge_min_s,
+            hedge_initial_s=self.hedge_initial_s,
+            hedge_max_share=self.hedge_max_share,
+            retry_budgets=dict(self.retry_budgets),
+            repair_budgets=dict(self.repair_budgets),
+            provider=self.provider or (self.base_url or None),
+            structured_output=self.structured_output,
+            image_max_side=self.image_max_side,
+            image_quality=self.image_quality,
+            batch_stages=tuple(self.batch_stages),
+            batch_poll_s=self.batch_poll_s,
+            batch_max_wait_s=self.batch_max_wait_s,
         )
 
     def engine(self) -> LLMEngine:
         """A fresh engine (own call log); the cache file is shared by every engine and process."""
         kind = self.resolved_backend()
-        backend = (OpenAIBackend(self.base_url, self.api_key, timeout=self.timeout_s) if kind == "openai"
-                   else StubBackend())
-        return LLMEngine(backend, LLMCache(self.resolved_cache_path()), self.settings(), self.prices,
-                         ledger=SpendLedger(self.resolved_ledger_path()))
+        backend = (
+            OpenAIBackend(self.base_url, self.api_key, timeout=self.timeout_s) if kind == "openai" else StubBackend()
+        )
+        return LLMEngine(
+            backend,
+            LLMCache(self.resolved_cache_path()),
+            self.settings(),
+            self.prices,
+            ledger=SpendLedger(self.resolved_ledger_path()),
+        )
 
     def describe(self) -> dict[str, Any]:
         """Safe-to-show configuration (no key)."""
-        return {"backend": self.resolved_backend(), "model": self.model, "base_url": self.base_url or "",
-                "stage_overrides": {k: v.get("model", self.model) for k, v in self.stage_overrides.items()}}
+        return {
+            "backend": self.resolved_backend(),
+            "model": self.model,
+            "base_url": self.base_url or "",
+            "stage_overrides": {k: v.get("model", self.model) for k, v in self.stage_overrides.items()},
+        }
 
 
 # Deadlines and hedging from the environment: SUBTEXT_LLM_<FIELD> (e.g. SUBTEXT_LLM_TIMEOUT_S=30,
 # SUBTEXT_LLM_HEDGE=0), per stage with SUBTEXT_LLM_STAGE_OVERRIDES='{"maia_foils": {"timeout_s": 20}}'.
-ENV_FIELDS = {"provider": str, "timeout_s": float, "connect_timeout_s": float, "first_byte_timeout_s": float,
-              "hedge": lambda v: v.strip().lower() not in ("0", "false", "no", "off", ""),
-              "hedge_after_s": float, "hedge_factor": float, "max_retries": int, "max_concurrency": int}
+ENV_FIELDS = {
+    "provider": str,
+    "timeout_s": float,
+    "connect_timeout_s": float,
+    "first_byte_timeout_s": float,
+    "hedge": lambda v: v.strip().lower() not in ("0", "false", "no", "off", ""),
+    "hedge_after_s": float,
+    "hedge_factor": float,
+    "max_retries": int,
+    "max_concurrency": int,
+}
 
 
 def env_settings(environ: dict[str, str] | None = None) -> dict[str, Any]:

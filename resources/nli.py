@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
-from forge.checks.nli import DEFAULT_PROMPT, CrossEncoderNLI, LLMNLI, NLIBackend, NLIError
+from forge.checks.nli import DEFAULT_PROMPT, LLMNLI, CrossEncoderNLI, NLIBackend, NLIError
 
 
 class NLIResource(dg.ConfigurableResource):
@@ -25,8 +25,9 @@ class NLIResource(dg.ConfigurableResource):
     model_path: str = Field(default="", description="local CrossEncoder folder (cross_encoder backend)")
     device: str = Field(default="", description="torch device; empty = cuda when available, else cpu")
     batch_size: int = 32
-    label_order: list[str] = Field(default_factory=list,
-                                   description="output order when the model config only says LABEL_0..2")
+    label_order: list[str] = Field(
+        default_factory=list, description="output order when the model config only says LABEL_0..2"
+    )
     prompt_path: str = Field(default=str(DEFAULT_PROMPT), description="prompt file for the llm backend")
 
     _cross_encoder: CrossEncoderNLI | None = PrivateAttr(default=None)
@@ -39,15 +40,21 @@ class NLIResource(dg.ConfigurableResource):
         return [Path(self.prompt_path)] if self.backend == "llm" else []
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend,
-                "model": Path(self.resolved_model_path()).name if self.backend == "cross_encoder" else "llm"}
+        return {
+            "backend": self.backend,
+            "model": Path(self.resolved_model_path()).name if self.backend == "cross_encoder" else "llm",
+        }
 
     def classifier(self, engine: Any = None, stage: str = "nli", partition: str = "all") -> NLIBackend:
         """The configured backend; the cross-encoder is loaded on first use and kept."""
         if self.backend == "cross_encoder":
             if self._cross_encoder is None:
-                self._cross_encoder = CrossEncoderNLI(self.resolved_model_path(), device=self.device or None,
-                                                      batch_size=self.batch_size, label_order=self.label_order or None)
+                self._cross_encoder = CrossEncoderNLI(
+                    self.resolved_model_path(),
+                    device=self.device or None,
+                    batch_size=self.batch_size,
+                    label_order=self.label_order or None,
+                )
             return self._cross_encoder
         if self.backend == "llm":
             from forge.llm.prompts import load_prompt
@@ -58,8 +65,9 @@ class NLIResource(dg.ConfigurableResource):
 
 def default_nli() -> NLIResource:
     path = os.environ.get("SUBTEXT_NLI_MODEL", "")
-    return NLIResource(backend=os.environ.get("SUBTEXT_NLI_BACKEND", "cross_encoder" if path else "llm"),
-                       model_path=path)
+    return NLIResource(
+        backend=os.environ.get("SUBTEXT_NLI_BACKEND", "cross_encoder" if path else "llm"), model_path=path
+    )
 
 
 RESOURCES = {"nli": default_nli()}

@@ -11,7 +11,6 @@ EasyOCR appends its ``user_network_directory`` to ``sys.path``; the reader is bu
 private, per-process temporary directory that is taken off ``sys.path`` and removed again.
 """
 
-
 import shutil
 import sys
 import tempfile
@@ -56,8 +55,12 @@ def build_reader(languages: tuple[str, ...], model_dir: str, gpu: bool) -> Any:
             net = tempfile.mkdtemp(prefix="subtext_easyocr_")  # 0700, unique: no shared /tmp path
             try:
                 _READERS[key] = easyocr.Reader(
-                    list(languages), gpu=gpu, user_network_directory=net, verbose=False,
-                    model_storage_directory=folder, download_enabled=False,
+                    list(languages),
+                    gpu=gpu,
+                    user_network_directory=net,
+                    verbose=False,
+                    model_storage_directory=folder,
+                    download_enabled=False,
                 )
             finally:
                 while net in sys.path:  # EasyOCR appended it; the standard networks never import from it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Literal, Optional
+from typing import Literal
 
 import dagster as dg
 from pydantic import PrivateAttr
@@ -29,7 +29,7 @@ class TaggerResource(dg.ConfigurableResource):
     device: str = "auto"
     batch_size: int = 8
 
-    _tagger: Optional[RamTagger] = PrivateAttr(default=None)
+    _tagger: RamTagger | None = PrivateAttr(default=None)
 
     def get_ram(self) -> RamTagger:
         if self.backend != "ram":
@@ -39,8 +39,12 @@ class TaggerResource(dg.ConfigurableResource):
             with _LOCK:
                 if key not in _CACHE:
                     _CACHE[key] = RamTagger(
-                        checkpoint=self.ram_checkpoint, variant=self.ram_variant, vit=self.ram_vit,
-                        image_size=self.image_size, device=self.device, batch_size=self.batch_size,
+                        checkpoint=self.ram_checkpoint,
+                        variant=self.ram_variant,
+                        vit=self.ram_vit,
+                        image_size=self.image_size,
+                        device=self.device,
+                        batch_size=self.batch_size,
                     )
                 self._tagger = _CACHE[key]
         return self._tagger

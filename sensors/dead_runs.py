@@ -18,8 +18,9 @@ from sensors.failures import record_failure
 )
 def sweep_dead_runs_sensor(context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SkipReason:
     store = storage.store
-    failed = sweep_dead_runs(context.instance, record=lambda run, msg, steps: record_failure(store, run, msg, steps),
-                             check_launched=True)
+    failed = sweep_dead_runs(
+        context.instance, record=lambda run, msg, steps: record_failure(store, run, msg, steps), check_launched=True
+    )
     return dg.SkipReason(f"marked {len(failed)} dead runs failed: {', '.join(failed)}" if failed else "no dead runs")
 
 

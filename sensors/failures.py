@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import dagster as dg
 import pandas as pd
@@ -16,13 +16,14 @@ def failure_row(run: dg.DagsterRun, message: str, failed_steps: list[str]) -> di
     tags = run.tags or {}
     partition = tags.get("dagster/partition") or (
         f"{tags['dagster/asset_partition_range_start']}...{tags['dagster/asset_partition_range_end']}"
-        if "dagster/asset_partition_range_start" in tags else None
+        if "dagster/asset_partition_range_start" in tags
+        else None
     )
     assets = sorted(k.to_user_string() for k in (run.asset_selection or []))
     return {
         "run_id": run.run_id,
         "job_name": run.job_name,
-        "failed_at": datetime.now(timezone.utc),
+        "failed_at": datetime.now(UTC),
         "partition": partition,
         "assets": assets or None,
         "failed_steps": failed_steps or None,
@@ -33,8 +34,12 @@ def failure_row(run: dg.DagsterRun, message: str, failed_steps: list[str]) -> di
 def record_failure(store, run: dg.DagsterRun, message: str, failed_steps: list[str]) -> None:
     """One row per failed run (its own partition file, so recording it twice never duplicates)."""
     contract = load_contract("run_failures")
-    store.write("run_failures", contract.conform(pd.DataFrame([failure_row(run, message, failed_steps)])),
-                run.run_id, schema=contract.arrow_schema())
+    store.write(
+        "run_failures",
+        contract.conform(pd.DataFrame([failure_row(run, message, failed_steps)])),
+        run.run_id,
+        schema=contract.arrow_schema(),
+    )
     refresh_catalog(store)
 
 

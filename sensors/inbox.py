@@ -68,23 +68,30 @@ def inbox_sensor(context: dg.SensorEvaluationContext, storage: StorageResource) 
         else:
             path = entry_sources_file(entry)
             context.log.info(f"inbox: {entry.name} ({entry.kind}) → {path.name}")
-        requests.append(dg.RunRequest(
-            run_key=f"inbox:{entry.name}:{entry.mtime}",
-            asset_selection=[SOURCES],
-            tags={"subtext/inbox": entry.name},
-        ))
+        requests.append(
+            dg.RunRequest(
+                run_key=f"inbox:{entry.name}:{entry.mtime}",
+                asset_selection=[SOURCES],
+                tags={"subtext/inbox": entry.name},
+            )
+        )
 
     # Batches registered by earlier `sources` runs that nobody has built yet.
     done = context.instance.get_materialized_partitions(FIRST_BATCH_ASSET)
-    waiting = [b for b in context.instance.get_dynamic_partitions(batches.name)
-               if batch_source(b) in inbox_sources and b not in done]
+    waiting = [
+        b
+        for b in context.instance.get_dynamic_partitions(batches.name)
+        if batch_source(b) in inbox_sources and b not in done
+    ]
     targets = _batch_assets(context)
     for b in sorted(waiting)[:MAX_BATCH_RUNS_PER_TICK]:
-        requests.append(dg.RunRequest(run_key=f"batch:{b}", asset_selection=targets, partition_key=b,
-                                      tags={"subtext/inbox_batch": b}))
+        requests.append(
+            dg.RunRequest(
+                run_key=f"batch:{b}", asset_selection=targets, partition_key=b, tags={"subtext/inbox_batch": b}
+            )
+        )
 
-    cursor = json.dumps({"files": {e.name: e.mtime for e in entries}, "sources": sorted(inbox_sources)},
-                        sort_keys=True)
+    cursor = json.dumps({"files": {e.name: e.mtime for e in entries}, "sources": sorted(inbox_sources)}, sort_keys=True)
     if not requests:
         return dg.SensorResult(skip_reason=dg.SkipReason(f"inbox {inbox}: nothing new"), cursor=cursor)
     return dg.SensorResult(run_requests=requests, cursor=cursor)

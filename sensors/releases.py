@@ -33,10 +33,12 @@ def release_sensor(paper: str) -> dg.SensorDefinition:
     key = release_key(paper)
 
     @dg.sensor(
-        name=f"{paper}_release_sensor", target=dg.AssetSelection.assets(key), minimum_interval_seconds=60,
+        name=f"{paper}_release_sensor",
+        target=dg.AssetSelection.assets(key),
+        minimum_interval_seconds=60,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=f"Registers the {paper} releases of config/releases.yaml and <data>/inbox/_releases/{paper}/<name>/ "
-                    f"as partitions of {key} and imports each once per version of its files.",
+        f"as partitions of {key} and imports each once per version of its files.",
     )
     def _sensor(context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SensorResult:
         return tick(paper, context, storage)
@@ -49,7 +51,9 @@ def tick(paper: str, context: dg.SensorEvaluationContext, storage: StorageResour
     try:
         releases = [r for r in load_releases(data_dir=storage.store.data_dir) if r.paper == paper]
     except Exception as e:  # noqa: BLE001 - a broken releases file is reported, the sensor keeps ticking
-        return dg.SensorResult(skip_reason=dg.SkipReason(f"config/releases.yaml unreadable: {e}"), cursor=context.cursor)
+        return dg.SensorResult(
+            skip_reason=dg.SkipReason(f"config/releases.yaml unreadable: {e}"), cursor=context.cursor
+        )
     have = set(context.instance.get_dynamic_partitions(PARTITIONS[paper].name))
     new = sorted({r.name for r in releases} - have)
     adds = [PARTITIONS[paper].build_add_request(new)] if new else []
@@ -61,8 +65,14 @@ def tick(paper: str, context: dg.SensorEvaluationContext, storage: StorageResour
         fp = fingerprint(r)
         now[r.name] = fp
         if seen.get(r.name) != fp:
-            runs.append(dg.RunRequest(run_key=f"release:{paper}:{r.name}:{fp}", asset_selection=[dg.AssetKey(release_key(paper))],
-                                      partition_key=r.name, tags={"subtext/release": f"{paper}/{r.name}"}))
+            runs.append(
+                dg.RunRequest(
+                    run_key=f"release:{paper}:{r.name}:{fp}",
+                    asset_selection=[dg.AssetKey(release_key(paper))],
+                    partition_key=r.name,
+                    tags={"subtext/release": f"{paper}/{r.name}"},
+                )
+            )
     cursor = json.dumps(now, sort_keys=True)
     if not adds and not runs:
         return dg.SensorResult(skip_reason=dg.SkipReason(f"no new or changed {paper} release"), cursor=cursor)

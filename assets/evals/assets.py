@@ -35,15 +35,21 @@ VERSION = "evals-2"
 NOT_EMPTY_CHECK = "eval_not_empty"
 # Leaderboard: each model's primary metric per benchmark × setting, ranked (stub rows flagged),
 # with the export version it was measured on and the share of items that got a score.
-register_view("leaderboard", """
+register_view(
+    "leaderboard",
+    """
 select benchmark, export_version, setting, metric, model, value, ci_low, ci_high, n, coverage, split, backend,
        rank() over (partition by benchmark, setting order by value desc nulls last) as rank
 from eval_scores where "primary" and slice = 'all'
-order by benchmark, setting, rank""")
+order by benchmark, setting, rank""",
+)
 
 
-def build_defs(models_path: str | Path | None = None, cfg_path: str | Path | None = None,
-               specs: tuple[BenchmarkSpec, ...] | None = None) -> dg.Definitions:
+def build_defs(
+    models_path: str | Path | None = None,
+    cfg_path: str | Path | None = None,
+    specs: tuple[BenchmarkSpec, ...] | None = None,
+) -> dg.Definitions:
     models = load_models(models_path)
     cfg = load_eval_config(cfg_path)
     partitions = dg.StaticPartitionsDefinition([m.name for m in models] or ["none"])
@@ -53,8 +59,11 @@ def build_defs(models_path: str | Path | None = None, cfg_path: str | Path | Non
         files = prompt_files(spec, cfg)
         assets.append(_eval_asset(spec, partitions, by_name, cfg, files))
         assets.append(_report_asset(spec))
-        checks.append(outdated_prompt_check(spec.asset("eval"), "eval_predictions", files,
-                                            name=f"prompt_current_{spec.asset('eval')}"))
+        checks.append(
+            outdated_prompt_check(
+                spec.asset("eval"), "eval_predictions", files, name=f"prompt_current_{spec.asset('eval')}"
+            )
+        )
     return dg.Definitions(assets=assets, asset_checks=checks)
 
 
@@ -63,23 +72,34 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
     bcfg = benchmark_block(cfg, spec)
 
     @dg.asset(
-        name=name, group_name="evals", partitions_def=partitions, backfill_policy=SINGLE_RUN, pool="llm",
+        name=name,
+        group_name="evals",
+        partitions_def=partitions,
+        backfill_policy=SINGLE_RUN,
+        pool="llm",
         kinds={"openai", "python"},
         # What is evaluated is what was published: the gated, exported items.
         deps=[dg.AssetDep(spec.asset("export"))],
-        code_version=content_hash(VERSION, {"cfg": bcfg, "circular": cfg.get("circular"),
-                                            "bootstrap": cfg.get("bootstrap")}, files=files),
-        check_specs=contract_check_specs(name, ["eval_predictions", "eval_scores"]) + [
-            dg.AssetCheckSpec(NOT_EMPTY_CHECK, asset=name,
-                              description="The evaluated split of the export has items and every model partition "
-                                          "scored at least one; fails (warn) otherwise.")],
+        code_version=content_hash(
+            VERSION, {"cfg": bcfg, "circular": cfg.get("circular"), "bootstrap": cfg.get("bootstrap")}, files=files
+        ),
+        check_specs=contract_check_specs(name, ["eval_predictions", "eval_scores"])
+        + [
+            dg.AssetCheckSpec(
+                NOT_EMPTY_CHECK,
+                asset=name,
+                description="The evaluated split of the export has items and every model partition "
+                "scored at least one; fails (warn) otherwise.",
+            )
+        ],
         metadata=table_metadata(["eval_predictions", "eval_scores"]),
         description=f"Evaluate one model (partition) on the exported {spec.title} items (export version "
-                    f"`{bcfg['export_version']}`, split `{bcfg['split']}`) under every setting; predictions with raw "
-                    "replies, scores with cluster-bootstrap CIs.",
+        f"`{bcfg['export_version']}`, split `{bcfg['split']}`) under every setting; predictions with raw "
+        "replies, scores with cluster-bootstrap CIs.",
     )
-    def _asset(context: dg.AssetExecutionContext, llm: LLMResource, storage: StorageResource,
-               embedder: EmbedderResource) -> dg.MaterializeResult:
+    def _asset(
+        context: dg.AssetExecutionContext, llm: LLMResource, storage: StorageResource, embedder: EmbedderResource
+    ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         store = storage.store
         pub = load_export(store.data_dir / "exports", spec.name, bcfg["export_version"])
@@ -105,8 +125,9 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
             if items.empty:
                 preds, scores, meta = pd.DataFrame(), pd.DataFrame(), {"items": 0, "scored_items": 0}
             else:
-                preds, scores, meta = evaluate(spec, model, cfg, items, None, store.data_dir, engine, judge, emb,
-                                               descriptions, context.log)
+                preds, scores, meta = evaluate(
+                    spec, model, cfg, items, None, store.data_dir, engine, judge, emb, descriptions, context.log
+                )
             for frame in (preds, scores):
                 if len(frame):
                     frame["export_version"] = pub.version
@@ -121,15 +142,24 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
             if model.backend == "stub":
                 md[f"{key}/warning"] = "offline stub model: replies are placeholders, scores are meaningless"
             if len(scores):
-                md[f"{key}/scores"] = dg.MetadataValue.md(rp.main_table(scores[scores["primary"] | (scores["metric"] == "success_rate")]))
+                md[f"{key}/scores"] = dg.MetadataValue.md(
+                    rp.main_table(scores[scores["primary"] | (scores["metric"] == "success_rate")])
+                )
             record_llm_calls(store, engine)
         if judge is not None:
             record_llm_calls(store, judge)
             md.update({f"judge_{k}": v for k, v in llm_metadata(judge).items()})
         res = publish(store, {"eval_predictions": preds_parts, "eval_scores": score_parts}, metadata=md, started=t0)
-        check = dg.AssetCheckResult(check_name=NOT_EMPTY_CHECK, passed=not empty, severity=dg.AssetCheckSeverity.WARN,
-                                    metadata={"export_version": pub.version or "none", "split": bcfg["split"],
-                                              "empty_partitions": dg.MetadataValue.json(empty)})
+        check = dg.AssetCheckResult(
+            check_name=NOT_EMPTY_CHECK,
+            passed=not empty,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={
+                "export_version": pub.version or "none",
+                "split": bcfg["split"],
+                "empty_partitions": dg.MetadataValue.json(empty),
+            },
+        )
         return dg.MaterializeResult(metadata=res.metadata, check_results=[*res.check_results, check])
 
     return _asset
@@ -139,13 +169,21 @@ def _report_asset(spec: BenchmarkSpec):
     name = spec.asset("eval_report")
     bench = spec.name
 
-    @dg.asset(name=name, group_name="evals", deps=[dg.AssetDep(spec.asset("eval"))], kinds={"python"},
-              description=f"{spec.title}: leaderboard tables over every evaluated model (with the export version and "
-                          f"coverage) and PNG plots under data/reports/{bench}/.")
+    @dg.asset(
+        name=name,
+        group_name="evals",
+        deps=[dg.AssetDep(spec.asset("eval"))],
+        kinds={"python"},
+        description=f"{spec.title}: leaderboard tables over every evaluated model (with the export version and "
+        f"coverage) and PNG plots under data/reports/{bench}/.",
+    )
     def _asset(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
         store = storage.store
-        scores = (store.read("eval_scores", where="benchmark = ?", params=[bench]) if store.exists("eval_scores")
-                  else pd.DataFrame())
+        scores = (
+            store.read("eval_scores", where="benchmark = ?", params=[bench])
+            if store.exists("eval_scores")
+            else pd.DataFrame()
+        )
         md: dict = {"models": int(scores["model"].nunique()) if len(scores) else 0}
         if scores.empty:
             md["table"] = dg.MetadataValue.md("_no scores yet_")
@@ -160,8 +198,10 @@ def _report_asset(spec: BenchmarkSpec):
             preds = store.read("eval_predictions", where="benchmark = ?", params=[bench], columns=["judge_error"])
             missing = int(preds["judge_error"].fillna("").str.startswith("judge_missing").sum()) if len(preds) else 0
             if missing:
-                md["judge"] = (f"JUDGE MISSING: {missing} open-ended answer(s) were not scored (the judge is the offline "
-                               "stub, or the answers came from the stub model); configure an endpoint for the judge")
+                md["judge"] = (
+                    f"JUDGE MISSING: {missing} open-ended answer(s) were not scored (the judge is the offline "
+                    "stub, or the answers came from the stub model); configure an endpoint for the judge"
+                )
         plots = []
         primary_metric = scores.loc[scores["primary"], "metric"].iloc[0] if scores["primary"].any() else None
         for metric, key in spec.eval.report_slices:
@@ -169,18 +209,21 @@ def _report_asset(spec: BenchmarkSpec):
             if p:
                 plots.append(p)
         for table, metrics in spec.eval.report_tables.items():
-            chosen = list(metrics) or sorted(set(scores["metric"]) - {"success_rate"})   # () = every metric
+            chosen = list(metrics) or sorted(set(scores["metric"]) - {"success_rate"})  # () = every metric
             md[table] = dg.MetadataValue.md(rp.main_table(scores, chosen))
         if spec.eval.report_plots is not None or spec.eval.report_prediction_tables is not None:
             preds = store.read("eval_predictions", where="benchmark = ?", params=[bench])
             if spec.eval.report_plots is not None:
                 plots += spec.eval.report_plots(scores, preds, out_dir)
-            for table, frame in (spec.eval.report_prediction_tables(scores, preds)
-                                 if spec.eval.report_prediction_tables is not None else {}).items():
+            for table, frame in (
+                spec.eval.report_prediction_tables(scores, preds)
+                if spec.eval.report_prediction_tables is not None
+                else {}
+            ).items():
                 md[table] = dg.MetadataValue.md(frame.to_markdown(index=False))
         for p in plots:
             md[f"plot_{p.stem}"] = dg.MetadataValue.path(str(p))
-        if plots and plots[0].stat().st_size < 60_000:   # one small inline preview
+        if plots and plots[0].stat().st_size < 60_000:  # one small inline preview
             b64 = base64.b64encode(plots[0].read_bytes()).decode()
             md["preview"] = dg.MetadataValue.md(f"![{plots[0].stem}](data:image/png;base64,{b64})")
         md["plots"] = len(plots)

@@ -11,11 +11,10 @@
 Logic lives in ``forge.media.{hashing,dedup,ocr}``; these bodies only read, call and publish.
 """
 
-
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import List, Literal, Optional
+from typing import Literal
 
 import dagster as dg
 import pandas as pd
@@ -43,8 +42,21 @@ from resources.storage import StorageResource
 
 VERSION = "filters-1"
 _MEDIA = Path(__file__).resolve().parents[2] / "forge" / "media"
-HASH_COLUMNS = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "frame_index", "width", "height",
-                "phash", "dhash", "phash_int", "dhash_int"]
+HASH_COLUMNS = [
+    "frame_id",
+    "batch",
+    "source",
+    "item_id",
+    "clip_id",
+    "kind",
+    "frame_index",
+    "width",
+    "height",
+    "phash",
+    "dhash",
+    "phash_int",
+    "dhash_int",
+]
 
 
 # -- frame_hashes -------------------------------------------------------------------------
@@ -59,8 +71,14 @@ HASH_VERSION = content_hash(VERSION, files=[_MEDIA / "hashing.py"])
 OCR_VERSION = content_hash(VERSION, files=[_MEDIA / "ocr.py"])
 
 
-def hash_batch(store: TableStore, batch: str, rejects: RejectLog, workers: int = 2,
-               progress: Progress | None = None, cache: StageCache | None = None) -> pd.DataFrame:
+def hash_batch(
+    store: TableStore,
+    batch: str,
+    rejects: RejectLog,
+    workers: int = 2,
+    progress: Progress | None = None,
+    cache: StageCache | None = None,
+) -> pd.DataFrame:
     frames = store.read("frames", parts=[batch])
     if frames.empty:
         return pd.DataFrame(columns=HASH_COLUMNS)
@@ -72,8 +90,9 @@ def hash_batch(store: TableStore, batch: str, rejects: RejectLog, workers: int =
     todo = [i for i, k in enumerate(keys) if k not in known]
     computed = hash_many([paths[i] for i in todo], workers=workers, on_done=progress.step if progress else None)
     if cache:
-        cache.put_many("frame_hashes", {keys[i]: asdict(r) for i, r in zip(todo, computed)
-                                        if keys[i] and isinstance(r, FrameHash)})
+        cache.put_many(
+            "frame_hashes", {keys[i]: asdict(r) for i, r in zip(todo, computed) if keys[i] and isinstance(r, FrameHash)}
+        )
         if progress and len(frames) > len(todo):
             progress.step(len(frames) - len(todo))
     by_index = dict(zip(todo, computed))
@@ -81,12 +100,23 @@ def hash_batch(store: TableStore, batch: str, rejects: RejectLog, workers: int =
     rows = []
     for fr, res in zip(frames.itertuples(index=False), results):
         if isinstance(res, FrameHash):
-            rows.append({
-                "frame_id": fr.frame_id, "batch": batch, "source": fr.source, "item_id": fr.item_id,
-                "clip_id": fr.clip_id, "kind": fr.kind, "frame_index": int(fr.frame_index),
-                "width": res.width, "height": res.height, "phash": res.phash, "dhash": res.dhash,
-                "phash_int": res.phash_int, "dhash_int": res.dhash_int,
-            })
+            rows.append(
+                {
+                    "frame_id": fr.frame_id,
+                    "batch": batch,
+                    "source": fr.source,
+                    "item_id": fr.item_id,
+                    "clip_id": fr.clip_id,
+                    "kind": fr.kind,
+                    "frame_index": int(fr.frame_index),
+                    "width": res.width,
+                    "height": res.height,
+                    "phash": res.phash,
+                    "dhash": res.dhash,
+                    "phash_int": res.phash_int,
+                    "dhash_int": res.dhash_int,
+                }
+            )
         else:
             rejects.add_exception(fr.frame_id, "decode_error", res, related_id=fr.item_id)
     return pd.DataFrame(rows, columns=HASH_COLUMNS)
@@ -104,7 +134,9 @@ def hash_batch(store: TableStore, batch: str, rejects: RejectLog, workers: int =
     description="64-bit pHash and dHash (imagehash) of every frame, as hex and as int64 bits for "
     "vectorised Hamming distances. A frame that fails to decode → rejects (decode_error).",
 )
-def frame_hashes(context: dg.AssetExecutionContext, config: HashConfig, storage: StorageResource) -> dg.MaterializeResult:
+def frame_hashes(
+    context: dg.AssetExecutionContext, config: HashConfig, storage: StorageResource
+) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
     cache = StageCache.for_store(store) if config.reuse else None
@@ -112,13 +144,17 @@ def frame_hashes(context: dg.AssetExecutionContext, config: HashConfig, storage:
     for batch in partition_keys(context):
         log = RejectLog("frame_hashes", batch)
         n = len(store.read("frames", parts=[batch], columns=["frame_id"])) if store.exists("frames") else 0
-        parts[batch] = hash_batch(store, batch, log, config.workers, Progress(context.log, f"hash {batch}", n),
-                                  cache)
+        parts[batch] = hash_batch(store, batch, log, config.workers, Progress(context.log, f"hash {batch}", n), cache)
         logs.append(log)
     total = sum(len(p) for p in parts.values())
     secs = time.perf_counter() - started
-    return publish(store, {"frame_hashes": parts}, rejects=logs, started=started,
-                   metadata={"frames_per_second": round(total / max(secs, 1e-9), 1), **reuse_metadata(cache)})
+    return publish(
+        store,
+        {"frame_hashes": parts},
+        rejects=logs,
+        started=started,
+        metadata={"frames_per_second": round(total / max(secs, 1e-9), 1), **reuse_metadata(cache)},
+    )
 
 
 # -- duplicates ---------------------------------------------------------------------------
@@ -126,16 +162,21 @@ def frame_hashes(context: dg.AssetExecutionContext, config: HashConfig, storage:
 
 class DedupConfig(dg.Config):
     threshold: int = 8  # max pHash Hamming distance (of 64 bits)
-    dhash_threshold: Optional[int] = None  # max dHash distance; None = threshold
+    dhash_threshold: int | None = None  # max dHash distance; None = threshold
     rule: Literal["both", "either", "phash", "dhash"] = "either"
     clip_min_match: float = 0.6  # share of the shorter clip's frames that must align, in order
     clip_same_item: bool = False  # also compare clips cut from the same video
-    source_priority: List[str] = []  # tie-break for the kept copy: earlier sources win
+    source_priority: list[str] = []  # tie-break for the kept copy: earlier sources win
 
     def params(self) -> DedupParams:
-        return DedupParams(threshold=self.threshold, dhash_threshold=self.dhash_threshold, rule=self.rule,
-                           clip_min_match=self.clip_min_match, clip_same_item=self.clip_same_item,
-                           source_priority=tuple(self.source_priority))
+        return DedupParams(
+            threshold=self.threshold,
+            dhash_threshold=self.dhash_threshold,
+            rule=self.rule,
+            clip_min_match=self.clip_min_match,
+            clip_same_item=self.clip_same_item,
+            source_priority=tuple(self.source_priority),
+        )
 
 
 def duplicate_rejects(dups: pd.DataFrame) -> RejectLog:
@@ -143,12 +184,21 @@ def duplicate_rejects(dups: pd.DataFrame) -> RejectLog:
     log = RejectLog("duplicates", UNPARTITIONED)
     gone = dups[~dups["is_kept"].astype(bool)]
     for r in gone.itertuples(index=False):
-        log.add(r.frame_id, "duplicate", detail=f"{r.method} near-duplicate of {r.kept_frame_id} "
-                f"(pHash distance {r.distance}, dHash {r.dhash_distance})", related_id=r.kept_frame_id)
+        log.add(
+            r.frame_id,
+            "duplicate",
+            detail=f"{r.method} near-duplicate of {r.kept_frame_id} "
+            f"(pHash distance {r.distance}, dHash {r.dhash_distance})",
+            related_id=r.kept_frame_id,
+        )
     clips = gone[gone["method"] == "clip"].drop_duplicates("clip_id")
     for r in clips.itertuples(index=False):
-        log.add(r.clip_id, "duplicate", detail=f"clip's frame-hash sequence matches kept clip {r.kept_clip_id}",
-                related_id=r.kept_clip_id)
+        log.add(
+            r.clip_id,
+            "duplicate",
+            detail=f"clip's frame-hash sequence matches kept clip {r.kept_clip_id}",
+            related_id=r.kept_clip_id,
+        )
     return log
 
 
@@ -161,7 +211,11 @@ def dedup_summary(dups: pd.DataFrame) -> dict[str, float | int]:
         "groups_with_duplicates": int((groups > 1).sum()) if n else 0,
         "duplicate_frames": int((~dups["is_kept"].astype(bool)).sum()) if n else 0,
         "duplicate_rate": round(float((~dups["is_kept"].astype(bool)).mean()), 4) if n else 0.0,
-        "duplicate_clips": int(dups.loc[~dups["is_kept"].astype(bool) & (dups["method"] == "clip"), "clip_id"].nunique()) if n else 0,
+        "duplicate_clips": int(
+            dups.loc[~dups["is_kept"].astype(bool) & (dups["method"] == "clip"), "clip_id"].nunique()
+        )
+        if n
+        else 0,
     }
 
 
@@ -177,7 +231,9 @@ def dedup_summary(dups: pd.DataFrame) -> dict[str, float | int]:
     "sequence; one kept per group (most pixels, then source priority, then id), the rest → "
     "rejects (duplicate, related_id = kept twin).",
 )
-def duplicates(context: dg.AssetExecutionContext, config: DedupConfig, storage: StorageResource) -> dg.MaterializeResult:
+def duplicates(
+    context: dg.AssetExecutionContext, config: DedupConfig, storage: StorageResource
+) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
     hashes = store.read("frame_hashes")
@@ -186,10 +242,18 @@ def duplicates(context: dg.AssetExecutionContext, config: DedupConfig, storage: 
     grouping_s = time.perf_counter() - t0
     summary = dedup_summary(dups)
     context.log.info(f"dedup: {summary} in {grouping_s:.2f}s")
-    return publish(store, {"duplicates": {UNPARTITIONED: dups}}, rejects=[duplicate_rejects(dups)], started=started,
-                   metadata={**summary, "grouping_seconds": round(grouping_s, 3),
-                             "rule": f"{config.rule} (pHash<={config.threshold}, dHash<="
-                                     f"{config.threshold if config.dhash_threshold is None else config.dhash_threshold})"})
+    return publish(
+        store,
+        {"duplicates": {UNPARTITIONED: dups}},
+        rejects=[duplicate_rejects(dups)],
+        started=started,
+        metadata={
+            **summary,
+            "grouping_seconds": round(grouping_s, 3),
+            "rule": f"{config.rule} (pHash<={config.threshold}, dHash<="
+            f"{config.threshold if config.dhash_threshold is None else config.dhash_threshold})",
+        },
+    )
 
 
 def group_problems(dups: pd.DataFrame) -> list[str]:
@@ -207,23 +271,31 @@ def group_problems(dups: pd.DataFrame) -> list[str]:
         kept_ids = set(dups.loc[kept, "frame_id"])
         dangling = dups.loc[~kept & ~dups["kept_frame_id"].isin(kept_ids), "frame_id"]
         if len(dangling):
-            problems.append(f"{len(dangling)} duplicate(s) point at a frame that is not kept, e.g. {list(dangling[:3])}")
+            problems.append(
+                f"{len(dangling)} duplicate(s) point at a frame that is not kept, e.g. {list(dangling[:3])}"
+            )
         self_ref = dups.loc[kept & (dups["kept_frame_id"] != dups["frame_id"]), "frame_id"]
         if len(self_ref):
             problems.append(f"{len(self_ref)} kept frame(s) whose kept_frame_id is another frame")
     return problems
 
 
-@dg.asset_check(asset="duplicates", blocking=False,
-                description="Groups are well formed (exactly one kept member, every twin points at a kept "
-                "frame); reports group count and duplicate rate.")
+@dg.asset_check(
+    asset="duplicates",
+    blocking=False,
+    description="Groups are well formed (exactly one kept member, every twin points at a kept "
+    "frame); reports group count and duplicate rate.",
+)
 def duplicates_groups(storage: StorageResource) -> dg.AssetCheckResult:
     dups = storage.store.read("duplicates")
     problems = group_problems(dups)
     return dg.AssetCheckResult(
         passed=not problems,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={**dedup_summary(dups), "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none")},
+        metadata={
+            **dedup_summary(dups),
+            "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none"),
+        },
     )
 
 
@@ -244,10 +316,36 @@ class TextRatioConfig(dg.Config):
     reuse: bool = True  # reuse the OCR of unchanged images read with the same settings and weights
 
 
-TEXT_COLUMNS = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "ratio", "n_boxes", "text", "boxes",
-                "max_ratio", "passes", "clip_passes", "width", "height"]
-CLIP_COLUMNS = ["clip_id", "batch", "source", "item_id", "n_frames", "mean_ratio", "max_frame_ratio",
-                "frames_passing", "rule", "max_ratio", "passes"]
+TEXT_COLUMNS = [
+    "frame_id",
+    "batch",
+    "source",
+    "item_id",
+    "clip_id",
+    "kind",
+    "ratio",
+    "n_boxes",
+    "text",
+    "boxes",
+    "max_ratio",
+    "passes",
+    "clip_passes",
+    "width",
+    "height",
+]
+CLIP_COLUMNS = [
+    "clip_id",
+    "batch",
+    "source",
+    "item_id",
+    "n_frames",
+    "mean_ratio",
+    "max_frame_ratio",
+    "frames_passing",
+    "rule",
+    "max_ratio",
+    "passes",
+]
 
 
 def kept_frames(store: TableStore, batch: str) -> pd.DataFrame:
@@ -259,15 +357,30 @@ def kept_frames(store: TableStore, batch: str) -> pd.DataFrame:
     return frames[frames["frame_id"].isin(set(kept["frame_id"]))].sort_values("frame_id").reset_index(drop=True)
 
 
-def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio: float, clip_rule: str,
-                     rejects: RejectLog, progress: Progress | None = None,
-                     clip_frames: int = 0, method: str = "readtext", recognise: str = "needed",
-                     detect_batch: int = 8, cache: StageCache | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def text_ratio_batch(
+    store: TableStore,
+    batch: str,
+    ocr: OCRResource,
+    max_ratio: float,
+    clip_rule: str,
+    rejects: RejectLog,
+    progress: Progress | None = None,
+    clip_frames: int = 0,
+    method: str = "readtext",
+    recognise: str = "needed",
+    detect_batch: int = 8,
+    cache: StageCache | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     frames = spread_clip_frames(kept_frames(store, batch), clip_frames)
     # OCR of an unchanged image with the same reader settings and weights is reused; the
     # threshold is applied below, so changing it re-reads nothing
-    reader = [OCR_VERSION, list(ocr.languages), ocr.max_side, method,
-              cache.tree_digest(ocr.model_dir) if cache and ocr.model_dir else ""]
+    reader = [
+        OCR_VERSION,
+        list(ocr.languages),
+        ocr.max_side,
+        method,
+        cache.tree_digest(ocr.model_dir) if cache and ocr.model_dir else "",
+    ]
     rows = []
     # A cached result serves when its text was recognised or the frame does not need text now.
     wants = text_needed(recognise, max_ratio) if method == "detect" else (lambda kind, res: True)
@@ -281,48 +394,88 @@ def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio:
             if hit and (hit.get("recognised") or not (wants and wants(fr.kind, OCRResult(**hit["result"])))):
                 known[fr.frame_id] = OCRResult(**hit["result"])
     todo = frames[~frames["frame_id"].isin(set(known))] if len(frames) else frames
-    if len(todo) and hasattr(ocr, "reader"):   # once, up front: missing weights fail the step, not every frame
+    if len(todo) and hasattr(ocr, "reader"):  # once, up front: missing weights fail the step, not every frame
         try:
             ocr.reader()
-        except Exception as exc:  # noqa: BLE001 - whatever EasyOCR raises, the message says what to set
-            raise MissingDependency(f"EasyOCR could not load its weights (model_dir {getattr(ocr, 'model_dir', '')!r}): "
-                                    f"{type(exc).__name__}: {exc} — set SUBTEXT_MODELS_DIR to a folder holding "
-                                    "easyocr/ (see docs/filters.md)") from exc
-    measured = {fr.frame_id: (res, exc) for fr, res, exc in (
-        measure_kept_frames(ocr, todo, store.data_dir, max_ratio, method, recognise, detect_batch) if len(todo) else ())}
+        except Exception as exc:
+            raise MissingDependency(
+                f"EasyOCR could not load its weights (model_dir {getattr(ocr, 'model_dir', '')!r}): "
+                f"{type(exc).__name__}: {exc} — set SUBTEXT_MODELS_DIR to a folder holding "
+                "easyocr/ (see docs/filters.md)"
+            ) from exc
+    measured = {
+        fr.frame_id: (res, exc)
+        for fr, res, exc in (
+            measure_kept_frames(ocr, todo, store.data_dir, max_ratio, method, recognise, detect_batch)
+            if len(todo)
+            else ()
+        )
+    }
     for fr in frames.itertuples(index=False):
         if progress:
             progress.step()
         res, exc = (known[fr.frame_id], None) if fr.frame_id in known else measured[fr.frame_id]
         if exc is None and cache and fr.frame_id in keys and fr.frame_id not in known:
-            cache.put("ocr", keys[fr.frame_id], {"result": asdict(res),
-                                                 "recognised": bool(wants and wants(fr.kind, res))})
+            cache.put(
+                "ocr", keys[fr.frame_id], {"result": asdict(res), "recognised": bool(wants and wants(fr.kind, res))}
+            )
         if exc is not None:  # one unreadable frame is a reject, not a failed run
             rejects.add_exception(fr.frame_id, "ocr_error", exc, related_id=fr.item_id)
             continue
-        rows.append({
-            "frame_id": fr.frame_id, "batch": batch, "source": fr.source, "item_id": fr.item_id,
-            "clip_id": fr.clip_id, "kind": fr.kind, "ratio": res.ratio, "n_boxes": res.n_boxes, "text": res.text,
-            "boxes": res.boxes_json(), "max_ratio": max_ratio, "passes": res.ratio <= max_ratio,
-            "clip_passes": None, "width": res.width, "height": res.height,
-        })
+        rows.append(
+            {
+                "frame_id": fr.frame_id,
+                "batch": batch,
+                "source": fr.source,
+                "item_id": fr.item_id,
+                "clip_id": fr.clip_id,
+                "kind": fr.kind,
+                "ratio": res.ratio,
+                "n_boxes": res.n_boxes,
+                "text": res.text,
+                "boxes": res.boxes_json(),
+                "max_ratio": max_ratio,
+                "passes": res.ratio <= max_ratio,
+                "clip_passes": None,
+                "width": res.width,
+                "height": res.height,
+            }
+        )
     df = pd.DataFrame(rows, columns=TEXT_COLUMNS)
     clips_rows = []
     in_clip = df[(df["kind"] == "clip_frame") & df["clip_id"].notna()]
     for clip_id, g in in_clip.groupby("clip_id", sort=True):
         ok = clip_passes(g["ratio"].tolist(), max_ratio, clip_rule)  # type: ignore[arg-type]
-        clips_rows.append({
-            "clip_id": clip_id, "batch": batch, "source": g["source"].iat[0], "item_id": g["item_id"].iat[0],
-            "n_frames": len(g), "mean_ratio": float(g["ratio"].mean()), "max_frame_ratio": float(g["ratio"].max()),
-            "frames_passing": int(g["passes"].sum()), "rule": clip_rule, "max_ratio": max_ratio, "passes": ok,
-        })
+        clips_rows.append(
+            {
+                "clip_id": clip_id,
+                "batch": batch,
+                "source": g["source"].iat[0],
+                "item_id": g["item_id"].iat[0],
+                "n_frames": len(g),
+                "mean_ratio": float(g["ratio"].mean()),
+                "max_frame_ratio": float(g["ratio"].max()),
+                "frames_passing": int(g["passes"].sum()),
+                "rule": clip_rule,
+                "max_ratio": max_ratio,
+                "passes": ok,
+            }
+        )
         df.loc[g.index, "clip_passes"] = ok
         if not ok:
-            rejects.add(clip_id, "text_heavy", detail=f"clip rule {clip_rule}: mean text ratio "
-                        f"{g['ratio'].mean():.3f}, max {g['ratio'].max():.3f} > {max_ratio}")
+            rejects.add(
+                clip_id,
+                "text_heavy",
+                detail=f"clip rule {clip_rule}: mean text ratio "
+                f"{g['ratio'].mean():.3f}, max {g['ratio'].max():.3f} > {max_ratio}",
+            )
     for r in df[(df["kind"] != "clip_frame") & ~df["passes"].astype(bool)].itertuples(index=False):
-        rejects.add(r.frame_id, "text_heavy", detail=f"text covers {r.ratio:.1%} of the frame (> {max_ratio:.0%})",
-                    related_id=r.item_id)
+        rejects.add(
+            r.frame_id,
+            "text_heavy",
+            detail=f"text covers {r.ratio:.1%} of the frame (> {max_ratio:.0%})",
+            related_id=r.item_id,
+        )
     return df, pd.DataFrame(clips_rows, columns=CLIP_COLUMNS)
 
 
@@ -340,8 +493,9 @@ def text_ratio_batch(store: TableStore, batch: str, ocr: OCRResource, max_ratio:
     "text polygons / image area, recognised text, pass/fail against max_ratio; clips judged by an "
     "any/all/mean rule (clip_text_ratio). Text-heavy frames and clips → rejects (text_heavy).",
 )
-def text_ratio(context: dg.AssetExecutionContext, config: TextRatioConfig, storage: StorageResource,
-               ocr: OCRResource) -> dg.MaterializeResult:
+def text_ratio(
+    context: dg.AssetExecutionContext, config: TextRatioConfig, storage: StorageResource, ocr: OCRResource
+) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
     cache = StageCache.for_store(store) if config.reuse else None
@@ -350,17 +504,36 @@ def text_ratio(context: dg.AssetExecutionContext, config: TextRatioConfig, stora
         log = RejectLog("text_ratio", batch)
         n = len(spread_clip_frames(kept_frames(store, batch), config.clip_frames))
         parts[batch], clip_parts[batch] = text_ratio_batch(
-            store, batch, ocr, config.max_ratio, config.clip_rule, log, Progress(context.log, f"ocr {batch}", n),
-            clip_frames=config.clip_frames, method=config.method, recognise=config.recognise,
-            detect_batch=config.detect_batch, cache=cache)
+            store,
+            batch,
+            ocr,
+            config.max_ratio,
+            config.clip_rule,
+            log,
+            Progress(context.log, f"ocr {batch}", n),
+            clip_frames=config.clip_frames,
+            method=config.method,
+            recognise=config.recognise,
+            detect_batch=config.detect_batch,
+            cache=cache,
+        )
         logs.append(log)
     total = sum(len(p) for p in parts.values())
     passing = sum(int(p["passes"].astype(bool).sum()) for p in parts.values())
     secs = time.perf_counter() - started
-    return publish(store, {"text_ratio": parts, "clip_text_ratio": clip_parts}, rejects=logs, started=started,
-                   metadata={"frames_passing": passing, "frames_text_heavy": total - passing,
-                             "images_per_second": round(total / max(secs, 1e-9), 2), "gpu": ocr.use_gpu(),
-                             **reuse_metadata(cache)})
+    return publish(
+        store,
+        {"text_ratio": parts, "clip_text_ratio": clip_parts},
+        rejects=logs,
+        started=started,
+        metadata={
+            "frames_passing": passing,
+            "frames_text_heavy": total - passing,
+            "images_per_second": round(total / max(secs, 1e-9), 2),
+            "gpu": ocr.use_gpu(),
+            **reuse_metadata(cache),
+        },
+    )
 
 
 defs = dg.Definitions(assets=[frame_hashes, duplicates, text_ratio], asset_checks=[duplicates_groups])

@@ -11,7 +11,6 @@ items are recomputed, the batch's other rows are kept.
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import List, Optional
 
 import dagster as dg
 import pandas as pd
@@ -55,11 +54,11 @@ def _code_version(*modules: str) -> str:
 
 
 class SourcesConfig(dg.Config):
-    sources_path: Optional[str] = None  # overrides the `ingest` resource's sources_path for this run
+    sources_path: str | None = None  # overrides the `ingest` resource's sources_path for this run
 
 
 class ItemsConfig(dg.Config):
-    item_ids: List[str] = []  # re-run only these items of the batch(es); empty = everything
+    item_ids: list[str] = []  # re-run only these items of the batch(es); empty = everything
     reuse: bool = True  # a batch whose inputs, settings and code are unchanged is not redone (item_ids: always redone)
 
 
@@ -98,8 +97,13 @@ class ClipsConfig(ItemsConfig):
     clip_files: str = "reencode"  # reencode | copy | none
 
     def settings(self) -> ClipSettings:
-        return ClipSettings(segment_s=self.segment_s, min_tail_s=self.min_tail_s, engaging=self.engaging,
-                            window_step_s=self.window_step_s, clip_files=self.clip_files)
+        return ClipSettings(
+            segment_s=self.segment_s,
+            min_tail_s=self.min_tail_s,
+            engaging=self.engaging,
+            window_step_s=self.window_step_s,
+            clip_files=self.clip_files,
+        )
 
 
 class FramesConfig(ItemsConfig):
@@ -113,9 +117,14 @@ class FramesConfig(ItemsConfig):
     image_max_side: int = 4096
 
     def frame_settings(self) -> FrameSettings:
-        return FrameSettings(frames_per_clip=self.frames_per_clip, pool=self.pool,
-                             pool_interval_s=self.pool_interval_s, pool_min_gap_s=self.pool_min_gap_s,
-                             pool_max_per_video=self.pool_max_per_video, blur_threshold=self.blur_threshold)
+        return FrameSettings(
+            frames_per_clip=self.frames_per_clip,
+            pool=self.pool,
+            pool_interval_s=self.pool_interval_s,
+            pool_min_gap_s=self.pool_min_gap_s,
+            pool_max_per_video=self.pool_max_per_video,
+            blur_threshold=self.blur_threshold,
+        )
 
     def image_settings(self) -> ImageSettings:
         return ImageSettings(min_side=self.image_min_side, max_side=self.image_max_side)
@@ -131,16 +140,23 @@ class FramesConfig(ItemsConfig):
     "file listings for folders and tables) into `sources` and `source_items`, cuts items into "
     "batches `<source>-<NNNN>` and registers them as `batches` partitions.",
 )
-def sources(context: dg.AssetExecutionContext, config: SourcesConfig, storage: StorageResource,
-            ingest: IngestResource) -> dg.MaterializeResult:
+def sources(
+    context: dg.AssetExecutionContext, config: SourcesConfig, storage: StorageResource, ingest: IngestResource
+) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
     path = config.sources_path or ingest.sources_path
     log = RejectLog("sources", UNPARTITIONED)
     inbox = store.data_dir / "inbox" if ingest.read_inbox else None
     policy = ingest.policy(store.data_dir)
-    listing = list_with_inbox(path, inbox, ingest.variables, log,
-                              ytdlp_lister(ingest.socket_timeout_s, ingest.retries, policy.max_playlist_items), policy)
+    listing = list_with_inbox(
+        path,
+        inbox,
+        ingest.variables,
+        log,
+        ytdlp_lister(ingest.socket_timeout_s, ingest.retries, policy.max_playlist_items),
+        policy,
+    )
     known = set(context.instance.get_dynamic_partitions(batches.name))
     new = [b for b in listing.batches if b not in known]
     if new:
@@ -174,8 +190,9 @@ def sources(context: dg.AssetExecutionContext, config: SourcesConfig, storage: S
     "checked on metadata before download, <=720p, subtitles when available), a copy for local "
     "files; probes it with PyAV and records provenance and sha256. Failures are rejects.",
 )
-def videos(context: dg.AssetExecutionContext, config: ItemsConfig, storage: StorageResource,
-           ingest: IngestResource) -> dg.MaterializeResult:
+def videos(
+    context: dg.AssetExecutionContext, config: ItemsConfig, storage: StorageResource, ingest: IngestResource
+) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
     specs = load_specs(store)
@@ -187,17 +204,37 @@ def videos(context: dg.AssetExecutionContext, config: ItemsConfig, storage: Stor
         todo = batch_rows(store, "source_items", batch, config.item_ids)
         progress = Progress(context.log, f"download {batch}", int((todo["kind"] == "video").sum()) if len(todo) else 0)
         settings = ingest.download_settings(store.data_dir)
-        key = _batch_key(context, cache, batch, asdict(settings), todo, _local_digests(cache, todo),
-                         sorted(s.to_json() for n, s in specs.items() if len(todo) and n in set(todo["source"])))
-        df = reuse_batch(cache, "videos", key, log, lambda batch=batch, log=log, progress=progress, settings=settings:
-                         videos_for_batch(store, batch, specs, settings, log, config.item_ids, progress.step),
-                         store.data_dir, ("path", "subtitle_path"))
+        key = _batch_key(
+            context,
+            cache,
+            batch,
+            asdict(settings),
+            todo,
+            _local_digests(cache, todo),
+            sorted(s.to_json() for n, s in specs.items() if len(todo) and n in set(todo["source"])),
+        )
+        df = reuse_batch(
+            cache,
+            "videos",
+            key,
+            log,
+            lambda batch=batch, log=log, progress=progress, settings=settings: videos_for_batch(
+                store, batch, specs, settings, log, config.item_ids, progress.step
+            ),
+            store.data_dir,
+            ("path", "subtitle_path"),
+        )
         parts[batch] = merge_restricted(store, "videos", batch, df, "video_id", config.item_ids)
         logs.append(log)
         context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
     total_s = sum(float(p["duration_s"].sum()) for p in parts.values() if len(p))
-    return publish(store, {"videos": parts}, rejects=logs,
-                   metadata={"video_seconds": round(total_s, 1), **reuse_metadata(cache)}, started=started)
+    return publish(
+        store,
+        {"videos": parts},
+        rejects=logs,
+        metadata={"video_seconds": round(total_s, 1), **reuse_metadata(cache)},
+        started=started,
+    )
 
 
 @dg.asset(
@@ -213,8 +250,9 @@ def videos(context: dg.AssetExecutionContext, config: ItemsConfig, storage: Stor
     "scored from motion, scene-cut rate and audio energy (docs/ingest.md), cut with ffmpeg; "
     "subtitle text inside each clip's window in `transcript`.",
 )
-def clips(context: dg.AssetExecutionContext, config: ClipsConfig, storage: StorageResource,
-          ingest: IngestResource) -> dg.MaterializeResult:
+def clips(
+    context: dg.AssetExecutionContext, config: ClipsConfig, storage: StorageResource, ingest: IngestResource
+) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
     cache = _reuse(context, config, store)
@@ -222,20 +260,41 @@ def clips(context: dg.AssetExecutionContext, config: ClipsConfig, storage: Stora
     for batch in partition_keys(context):
         log = RejectLog("clips", batch)
         carry_rejects(store, log, config.item_ids)
-        progress = Progress(context.log, f"clip {batch}",
-                            len(batch_rows(store, "videos", batch, config.item_ids, key="video_id")))
+        progress = Progress(
+            context.log, f"clip {batch}", len(batch_rows(store, "videos", batch, config.item_ids, key="video_id"))
+        )
         vids = batch_rows(store, "videos", batch, config.item_ids, key="video_id")
-        key = _batch_key(context, cache, batch, asdict(config.settings()), vids,
-                         _local_digests(cache, vids.assign(path=[str(store.data_dir / p) for p in vids["path"]]))
-                         if len(vids) else [])
-        df = reuse_batch(cache, "clips", key, log, lambda batch=batch, log=log, progress=progress: clips_for_batch(
-            store, batch, ingest.ffmpeg(), config.settings(), log, config.item_ids, progress.step), store.data_dir)
+        key = _batch_key(
+            context,
+            cache,
+            batch,
+            asdict(config.settings()),
+            vids,
+            _local_digests(cache, vids.assign(path=[str(store.data_dir / p) for p in vids["path"]]))
+            if len(vids)
+            else [],
+        )
+        df = reuse_batch(
+            cache,
+            "clips",
+            key,
+            log,
+            lambda batch=batch, log=log, progress=progress: clips_for_batch(
+                store, batch, ingest.ffmpeg(), config.settings(), log, config.item_ids, progress.step
+            ),
+            store.data_dir,
+        )
         parts[batch] = merge_restricted(store, "clips", batch, df, "video_id", config.item_ids)
         logs.append(log)
         context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
     with_transcript = sum(int(p["transcript"].notna().sum()) for p in parts.values() if len(p))
-    return publish(store, {"clips": parts}, rejects=logs,
-                   metadata={"clips_with_transcript": with_transcript, **reuse_metadata(cache)}, started=started)
+    return publish(
+        store,
+        {"clips": parts},
+        rejects=logs,
+        metadata={"clips_with_transcript": with_transcript, **reuse_metadata(cache)},
+        started=started,
+    )
 
 
 @dg.asset(
@@ -251,8 +310,9 @@ def clips(context: dg.AssetExecutionContext, config: ClipsConfig, storage: Stora
     "video, by seeking in one open PyAV container; images from folders and tables as one-frame "
     "items (RGB, bad ones rejected, huge ones downscaled).",
 )
-def frames(context: dg.AssetExecutionContext, config: FramesConfig, storage: StorageResource,
-           ingest: IngestResource) -> dg.MaterializeResult:
+def frames(
+    context: dg.AssetExecutionContext, config: FramesConfig, storage: StorageResource, ingest: IngestResource
+) -> dg.MaterializeResult:
     started = time.perf_counter()
     store = storage.store
     cache = _reuse(context, config, store)
@@ -264,12 +324,27 @@ def frames(context: dg.AssetExecutionContext, config: FramesConfig, storage: Sto
         imgs = batch_rows(store, "source_items", batch, config.item_ids)
         imgs = imgs[imgs["kind"] == "image"] if len(imgs) else imgs
         image_settings = ingest.image_settings(config.image_settings(), store.data_dir)
-        key = _batch_key(context, cache, batch, asdict(config.frame_settings()), asdict(config.image_settings()), vids,
-                         batch_rows(store, "clips", batch, config.item_ids, key="video_id"), imgs,
-                         _local_digests(cache, imgs))
-        df = reuse_batch(cache, "frames", key, log, lambda batch=batch, log=log, image_settings=image_settings:
-                         frames_for_batch(store, batch, config.frame_settings(), image_settings, log, config.item_ids),
-                         store.data_dir)
+        key = _batch_key(
+            context,
+            cache,
+            batch,
+            asdict(config.frame_settings()),
+            asdict(config.image_settings()),
+            vids,
+            batch_rows(store, "clips", batch, config.item_ids, key="video_id"),
+            imgs,
+            _local_digests(cache, imgs),
+        )
+        df = reuse_batch(
+            cache,
+            "frames",
+            key,
+            log,
+            lambda batch=batch, log=log, image_settings=image_settings: frames_for_batch(
+                store, batch, config.frame_settings(), image_settings, log, config.item_ids
+            ),
+            store.data_dir,
+        )
         parts[batch] = merge_restricted(store, "frames", batch, df, "item_id", config.item_ids)
         logs.append(log)
         context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
@@ -277,8 +352,13 @@ def frames(context: dg.AssetExecutionContext, config: FramesConfig, storage: Sto
     for p in parts.values():
         for k, n in p["kind"].value_counts().items():
             kinds[k] = kinds.get(k, 0) + int(n)
-    return publish(store, {"frames": parts}, rejects=logs,
-                   metadata={"frames_by_kind": dg.MetadataValue.json(kinds), **reuse_metadata(cache)}, started=started)
+    return publish(
+        store,
+        {"frames": parts},
+        rejects=logs,
+        metadata={"frames_by_kind": dg.MetadataValue.json(kinds), **reuse_metadata(cache)},
+        started=started,
+    )
 
 
 defs = dg.Definitions(assets=[sources, videos, clips, frames])

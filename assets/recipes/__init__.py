@@ -11,5 +11,6 @@ import dagster as dg
 
 from forge.benchmarks import registry
 
-defs = dg.Definitions.merge(*(importlib.import_module(s.definitions_module).defs
-                              for s in registry.specs() if s.definitions_module))
+defs = dg.Definitions.merge(
+    *(importlib.import_module(s.definitions_module).defs for s in registry.specs() if s.definitions_module)
+)

@@ -26,9 +26,9 @@ from resources.storage import StorageResource
 
 
 def _single_answer_rows(df: pd.DataFrame) -> pd.DataFrame:
-    keep = df["options"].map(lambda o: o is not None and not isinstance(o, str) and hasattr(o, "__len__")
-                             and len(o) > 1) & df["answer"].map(
-        lambda a: isinstance(a, str) and "," not in a and len(a.strip()) == 1)
+    keep = df["options"].map(
+        lambda o: o is not None and not isinstance(o, str) and hasattr(o, "__len__") and len(o) > 1
+    ) & df["answer"].map(lambda a: isinstance(a, str) and "," not in a and len(a.strip()) == 1)
     return df[keep]
 
 
@@ -61,12 +61,21 @@ def mcq_asset_checks(
     key = dg.AssetKey(asset) if isinstance(asset, str) else asset
     table = table or key.path[-1]
     specs = [
-        dg.AssetCheckSpec("mcq_position_balance", asset=key,
-                          description=f"Correct-option position counts; max share deviation from uniform ≤ {max_position_deviation}."),
-        dg.AssetCheckSpec("mcq_length_bias", asset=key,
-                          description=f"Share of items whose correct option is the longest ≤ chance + {max_length_excess}."),
-        dg.AssetCheckSpec("mcq_duplicate_options", asset=key,
-                          description=f"Share of items with (near-)duplicate options (similarity ≥ {duplicate_threshold}) ≤ {max_duplicate_rate}."),
+        dg.AssetCheckSpec(
+            "mcq_position_balance",
+            asset=key,
+            description=f"Correct-option position counts; max share deviation from uniform ≤ {max_position_deviation}.",
+        ),
+        dg.AssetCheckSpec(
+            "mcq_length_bias",
+            asset=key,
+            description=f"Share of items whose correct option is the longest ≤ chance + {max_length_excess}.",
+        ),
+        dg.AssetCheckSpec(
+            "mcq_duplicate_options",
+            asset=key,
+            description=f"Share of items with (near-)duplicate options (similarity ≥ {duplicate_threshold}) ≤ {max_duplicate_rate}.",
+        ),
     ]
 
     @dg.multi_asset_check(specs=specs, name=f"{table}_mcq_checks")
@@ -79,28 +88,58 @@ def mcq_asset_checks(
         warn = dg.AssetCheckSeverity.WARN
         if n == 0:
             for spec in specs:
-                yield dg.AssetCheckResult(check_name=spec.name, asset_key=key, passed=True, severity=warn,
-                                          metadata={"items": 0, "note": "no single-answer MCQ items"})
+                yield dg.AssetCheckResult(
+                    check_name=spec.name,
+                    asset_key=key,
+                    passed=True,
+                    severity=warn,
+                    metadata={"items": 0, "note": "no single-answer MCQ items"},
+                )
             return
         pb, lb, ds = fig["position"], fig["length"], fig["duplicates"]
         yield dg.AssetCheckResult(
-            check_name="mcq_position_balance", asset_key=key, severity=warn,
+            check_name="mcq_position_balance",
+            asset_key=key,
+            severity=warn,
             passed=(not judged) or pb.max_deviation <= max_position_deviation,
-            metadata={"items": n, "counts": dg.MetadataValue.json(pb.counts),
-                      "max_deviation": round(pb.max_deviation, 4), "expected_share": round(pb.expected_share, 4),
-                      "chi2": round(pb.chi2, 4), "p_value": round(pb.p_value, 4), "judged": judged,
-                      "failure_rate": round(pb.max_deviation, 4)})
+            metadata={
+                "items": n,
+                "counts": dg.MetadataValue.json(pb.counts),
+                "max_deviation": round(pb.max_deviation, 4),
+                "expected_share": round(pb.expected_share, 4),
+                "chi2": round(pb.chi2, 4),
+                "p_value": round(pb.p_value, 4),
+                "judged": judged,
+                "failure_rate": round(pb.max_deviation, 4),
+            },
+        )
         yield dg.AssetCheckResult(
-            check_name="mcq_length_bias", asset_key=key, severity=warn,
+            check_name="mcq_length_bias",
+            asset_key=key,
+            severity=warn,
             passed=(not judged) or lb.excess <= max_length_excess,
-            metadata={"items": n, "correct_longest": lb.correct_longest, "share_longest": round(lb.share_longest, 4),
-                      "share_shortest": round(lb.share_shortest, 4), "chance": round(lb.chance, 4),
-                      "excess": round(lb.excess, 4), "judged": judged})
+            metadata={
+                "items": n,
+                "correct_longest": lb.correct_longest,
+                "share_longest": round(lb.share_longest, 4),
+                "share_shortest": round(lb.share_shortest, 4),
+                "chance": round(lb.chance, 4),
+                "excess": round(lb.excess, 4),
+                "judged": judged,
+            },
+        )
         yield dg.AssetCheckResult(
-            check_name="mcq_duplicate_options", asset_key=key, severity=warn,
+            check_name="mcq_duplicate_options",
+            asset_key=key,
+            severity=warn,
             passed=ds.rate <= max_duplicate_rate,
-            metadata={"items": n, "items_with_duplicates": ds.items_with_duplicates,
-                      "items_with_exact_duplicates": ds.items_with_exact, "failure_rate": round(ds.rate, 4),
-                      "examples": dg.MetadataValue.json(ds.examples)})
+            metadata={
+                "items": n,
+                "items_with_duplicates": ds.items_with_duplicates,
+                "items_with_exact_duplicates": ds.items_with_exact,
+                "failure_rate": round(ds.rate, 4),
+                "examples": dg.MetadataValue.json(ds.examples),
+            },
+        )
 
     return [_checks]

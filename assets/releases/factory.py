@@ -12,7 +12,6 @@
   ``<data>/reports/releases/``) in the materialization's metadata.
 """
 
-
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -34,25 +33,37 @@ from forge.storage import RejectLog
 from resources.storage import StorageResource
 
 Parser = Callable[[ReleaseInfo], ParsedRelease]
-Finisher = Callable[[ParsedRelease, Path], object]   # media work after placing files (e.g. MAIA's frames)
+Finisher = Callable[[ParsedRelease, Path], object]  # media work after placing files (e.g. MAIA's frames)
 
 
 class ReleaseRunConfig(dg.Config):
-    releases_config: str | None = None   # another releases file than config/releases.yaml
+    releases_config: str | None = None  # another releases file than config/releases.yaml
 
 
-def release_defs(paper: str, parse: Parser, reference: Callable[[], Mapping[str, float]] | None = None,
-                 built_language: str = "en", finish: Finisher | None = None) -> dg.Definitions:
+def release_defs(
+    paper: str,
+    parse: Parser,
+    reference: Callable[[], Mapping[str, float]] | None = None,
+    built_language: str = "en",
+    finish: Finisher | None = None,
+) -> dg.Definitions:
     table = f"{paper}_items"
     key = release_key(paper)
 
     @dg.asset(
-        name=key, group_name="releases", kinds={"python", "parquet"}, partitions_def=PARTITIONS[paper], backfill_policy=SINGLE_RUN,
-        check_specs=contract_check_specs(key, [table]), metadata=table_metadata([table]),
+        name=key,
+        group_name="releases",
+        kinds={"python", "parquet"},
+        partitions_def=PARTITIONS[paper],
+        backfill_policy=SINGLE_RUN,
+        check_specs=contract_check_specs(key, [table]),
+        metadata=table_metadata([table]),
         description=f"Import a published {paper} release (one partition per release in config/releases.yaml or "
-                    f"<data>/inbox/_releases/{paper}/<name>/) into `{table}` with origin = imported; rejects with reasons.",
+        f"<data>/inbox/_releases/{paper}/<name>/) into `{table}` with origin = imported; rejects with reasons.",
     )
-    def _release(context: dg.AssetExecutionContext, config: ReleaseRunConfig, storage: StorageResource) -> dg.MaterializeResult:
+    def _release(
+        context: dg.AssetExecutionContext, config: ReleaseRunConfig, storage: StorageResource
+    ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         store = storage.store
         parts, logs, md = {}, [], {}
@@ -75,9 +86,12 @@ def release_defs(paper: str, parse: Parser, reference: Callable[[], Mapping[str,
         return publish(store, {table: parts}, rejects=logs, metadata=md, started=t0)
 
     @dg.asset(
-        name=report_key(paper), group_name="releases", kinds={"python"}, deps=[key, table],
+        name=report_key(paper),
+        group_name="releases",
+        kinds={"python"},
+        deps=[key, table],
         description=f"{paper}: the built set next to every imported release — label and category distributions, "
-                    "pool overlap and TTR, option position and length bias, question length — as a table and a plot.",
+        "pool overlap and TTR, option position and length bias, question length — as a table and a plot.",
     )
     def _report(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
         store = storage.store
@@ -92,8 +106,11 @@ def release_defs(paper: str, parse: Parser, reference: Callable[[], Mapping[str,
         table_df.to_csv(out / f"{paper}_side_by_side.csv")
         png = compare.plot(items, out / f"{paper}_side_by_side.png", f"{paper}: built vs published release")
         md_text = compare.markdown(table_df)
-        md: dict = {"side_by_side": dg.MetadataValue.md(md_text), "sides": dg.MetadataValue.json(list(table_df.columns)),
-                    "table_csv": dg.MetadataValue.path(str(out / f"{paper}_side_by_side.csv"))}
+        md: dict = {
+            "side_by_side": dg.MetadataValue.md(md_text),
+            "sides": dg.MetadataValue.json(list(table_df.columns)),
+            "table_csv": dg.MetadataValue.path(str(out / f"{paper}_side_by_side.csv")),
+        }
         drift = compare.drift(table_df)
         if len(drift):
             md["largest_drift"] = dg.MetadataValue.json({k: round(float(v), 4) for k, v in drift.nlargest(5).items()})

@@ -16,7 +16,6 @@
 An empty or missing items table never fails a run: each asset completes with a ``note``.
 """
 
-
 import json
 import time
 from typing import Any
@@ -55,8 +54,13 @@ def as_metadata(md: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_result(c: st.Check, asset_key: dg.AssetKey | None = None) -> dg.AssetCheckResult:
-    return dg.AssetCheckResult(check_name=c.name, passed=bool(c.passed), severity=SEVERITY[c.severity],
-                               metadata=as_metadata(c.metadata), asset_key=asset_key)
+    return dg.AssetCheckResult(
+        check_name=c.name,
+        passed=bool(c.passed),
+        severity=SEVERITY[c.severity],
+        metadata=as_metadata(c.metadata),
+        asset_key=asset_key,
+    )
 
 
 def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
@@ -65,80 +69,134 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
     split_key, gated_key, export_key = spec.asset("splits"), spec.asset("gated"), spec.asset("export")
 
     @dg.asset(
-        name=split_key, group_name="splits", kinds={"python"}, deps=[spec.items_asset, *release_deps(spec.name)],
+        name=split_key,
+        group_name="splits",
+        kinds={"python"},
+        deps=[spec.items_asset, *release_deps(spec.name)],
         code_version=content_hash(st.VERSION, st.split_config_slice(cfg), cfg.get("unit_key")),
-        check_specs=contract_check_specs(split_key, ["splits"]), metadata=table_metadata(["splits"]),
+        check_specs=contract_check_specs(split_key, ["splits"]),
+        metadata=table_metadata(["splits"]),
         description=f"Leakage-free, category-stratified splits of `{spec.items_table}` (table `splits`, file "
-                    f"`{spec.name}`): items sharing a source, channel, near-duplicate image"
-                    + (f" or `{spec.split.unit_key}`" if spec.split.unit_key else "")
-                    + " form one group; groups never span splits.",
+        f"`{spec.name}`): items sharing a source, channel, near-duplicate image"
+        + (f" or `{spec.split.unit_key}`" if spec.split.unit_key else "")
+        + " form one group; groups never span splits.",
     )
     def _splits(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         rows, md = st.compute_splits(storage.store, spec, cfg)
-        return publish(storage.store, {"splits": {spec.name: rows}}, metadata=as_metadata(md),
-                       asset_key=context.asset_key, started=t0)
+        return publish(
+            storage.store,
+            {"splits": {spec.name: rows}},
+            metadata=as_metadata(md),
+            asset_key=context.asset_key,
+            started=t0,
+        )
 
-    @dg.asset_check(asset=split_key, name="no_leakage_across_splits", blocking=True,
-                    description="0 linked item pairs (same source item, channel, duplicates group or pHash within the "
-                                "threshold) across two splits, re-audited from the written `splits` table.")
+    @dg.asset_check(
+        asset=split_key,
+        name="no_leakage_across_splits",
+        blocking=True,
+        description="0 linked item pairs (same source item, channel, duplicates group or pHash within the "
+        "threshold) across two splits, re-audited from the written `splits` table.",
+    )
     def _leak(storage: StorageResource) -> dg.AssetCheckResult:
         return check_result(st.leakage_check(storage.store, spec, cfg))
 
     class GateConfigRun(dg.Config):
-        blind_action: str = str((cfg.get("blind") or {}).get("action", "drop"))   # drop | report | off
+        blind_action: str = str((cfg.get("blind") or {}).get("action", "drop"))  # drop | report | off
 
     gate_specs = contract_check_specs(gated_key, ["gated_items", "gate_results"]) + [
-        dg.AssetCheckSpec(name, asset=gated_key, description=desc) for name, desc in st.GATE_CHECKS.items()]
+        dg.AssetCheckSpec(name, asset=gated_key, description=desc) for name, desc in st.GATE_CHECKS.items()
+    ]
 
     @dg.asset(
-        name=gated_key, group_name="splits", kinds={"openai", "python"}, pool="llm", deps=[split_key],
+        name=gated_key,
+        group_name="splits",
+        kinds={"openai", "python"},
+        pool="llm",
+        deps=[split_key],
         code_version=content_hash(st.VERSION, st.gate_config_slice(cfg), files=[st.BLIND_PROMPT]),
-        check_specs=gate_specs, metadata=table_metadata(["gated_items"]),
+        check_specs=gate_specs,
+        metadata=table_metadata(["gated_items"]),
         description=f"Quality gates on `{spec.items_table}` before export: empty/malformed/duplicate items dropped"
-                    + (f" (whole `{spec.split.unit_key}` units)" if spec.split.unit_key else "")
-                    + f"; blind text-only test: {spec.blind.action}, per {spec.blind.unit}; correct-option positions "
-                    + ("re-balanced per split" if spec.options == "balance" else "never moved (fixed order)")
-                    + ". Tables `gated_items`, `gate_results`.",
+        + (f" (whole `{spec.split.unit_key}` units)" if spec.split.unit_key else "")
+        + f"; blind text-only test: {spec.blind.action}, per {spec.blind.unit}; correct-option positions "
+        + ("re-balanced per split" if spec.options == "balance" else "never moved (fixed order)")
+        + ". Tables `gated_items`, `gate_results`.",
     )
-    def _gated(context: dg.AssetExecutionContext, config: GateConfigRun, storage: StorageResource,
-               llm: LLMResource) -> dg.MaterializeResult:
+    def _gated(
+        context: dg.AssetExecutionContext, config: GateConfigRun, storage: StorageResource, llm: LLMResource
+    ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         run_cfg = json.loads(json.dumps(cfg))
         run_cfg.setdefault("blind", {})["action"] = config.blind_action
         out = st.run_gates(storage.store, spec, run_cfg, llm.engine)
         if out.engine is not None:
             record_llm_calls(storage.store, out.engine, [(st.BLIND_STAGE, spec.name)])
-        res = publish(storage.store, {"gated_items": {spec.name: out.tables["gated_items"]},
-                                      "gate_results": {spec.name: out.tables["gate_results"]}},
-                      rejects=[out.rejects], metadata=as_metadata(out.metadata), asset_key=context.asset_key, started=t0)
-        return dg.MaterializeResult(asset_key=context.asset_key, metadata=res.metadata,
-                                    check_results=[*res.check_results, *(check_result(c) for c in out.checks)])
+        res = publish(
+            storage.store,
+            {
+                "gated_items": {spec.name: out.tables["gated_items"]},
+                "gate_results": {spec.name: out.tables["gate_results"]},
+            },
+            rejects=[out.rejects],
+            metadata=as_metadata(out.metadata),
+            asset_key=context.asset_key,
+            started=t0,
+        )
+        return dg.MaterializeResult(
+            asset_key=context.asset_key,
+            metadata=res.metadata,
+            check_results=[*res.check_results, *(check_result(c) for c in out.checks)],
+        )
 
     class ExportConfigRun(dg.Config):
         force_stub: bool = bool((cfg.get("export") or {}).get("force_stub", False))
 
     @dg.asset(
-        name=export_key, group_name="splits", kinds={"python", "parquet"}, deps=[gated_key],
+        name=export_key,
+        group_name="splits",
+        kinds={"python", "parquet"},
+        deps=[gated_key],
         code_version=content_hash(st.VERSION, cfg.get("export"), files=[st.BLIND_PROMPT]),
-        check_specs=contract_check_specs(export_key, ["exports"]) + [
-            dg.AssetCheckSpec("export_no_stub", asset=export_key,
-                              description="No item made by the stub backend (refused unless force_stub)."),
-            dg.AssetCheckSpec("export_integrity", asset=export_key,
-                              description="Every file of every version still matches its manifest sha256 (immutability).")],
+        check_specs=contract_check_specs(export_key, ["exports"])
+        + [
+            dg.AssetCheckSpec(
+                "export_no_stub",
+                asset=export_key,
+                description="No item made by the stub backend (refused unless force_stub).",
+            ),
+            dg.AssetCheckSpec(
+                "export_integrity",
+                asset=export_key,
+                description="Every file of every version still matches its manifest sha256 (immutability).",
+            ),
+        ],
         metadata=table_metadata(["exports"]),
         description=f"Immutable versioned export of the gated {spec.title} items to data/exports/{spec.name}/v<N>/ "
-                    "(JSONL + Parquet + media + provenance + dataset card), loadable with datasets.load_dataset.",
+        "(JSONL + Parquet + media + provenance + dataset card), loadable with datasets.load_dataset.",
     )
-    def _export(context: dg.AssetExecutionContext, config: ExportConfigRun, storage: StorageResource) -> dg.MaterializeResult:
+    def _export(
+        context: dg.AssetExecutionContext, config: ExportConfigRun, storage: StorageResource
+    ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         frame, md, checks = st.run_export(storage.store, spec, cfg, config.force_stub)
-        if md.get("status") == "refused":   # a refused export is a failed step, not a green run
-            raise dg.Failure(description=str(md.get("note", f"{spec.name} export refused")),
-                             metadata={"stub_items": md.get("stub_items", 0)})
-        res = publish(storage.store, {"exports": {spec.name: frame}}, metadata=as_metadata(md),
-                      asset_key=context.asset_key, started=t0)
-        return dg.MaterializeResult(asset_key=context.asset_key, metadata=res.metadata,
-                                    check_results=[*res.check_results, *(check_result(c) for c in checks)])
+        if md.get("status") == "refused":  # a refused export is a failed step, not a green run
+            raise dg.Failure(
+                description=str(md.get("note", f"{spec.name} export refused")),
+                metadata={"stub_items": md.get("stub_items", 0)},
+            )
+        res = publish(
+            storage.store,
+            {"exports": {spec.name: frame}},
+            metadata=as_metadata(md),
+            asset_key=context.asset_key,
+            started=t0,
+        )
+        return dg.MaterializeResult(
+            asset_key=context.asset_key,
+            metadata=res.metadata,
+            check_results=[*res.check_results, *(check_result(c) for c in checks)],
+        )
 
     return dg.Definitions(assets=[_splits, _gated, _export], asset_checks=[_leak])

@@ -4,10 +4,8 @@ Model stages sit in the ``gpu`` pool and take their model from a resource that l
 per process; frames are decoded in a thread pool ahead of the model.
 """
 
-
 import time
 from pathlib import Path
-from typing import Optional
 
 import dagster as dg
 import pandas as pd
@@ -60,8 +58,9 @@ class DecodeConfig(dg.Config):
 class RichSceneConfig(dg.Config):
     min_persons: int = int(RICH.get("min_persons", 1))
     min_tags: int = int(RICH.get("min_tags", 1))
-    top_n: Optional[int] = RICH.get("top_n")
-    top_fraction: Optional[float] = RICH.get("top_fraction", 0.5)
+    top_n: int | None = RICH.get("top_n")
+    top_fraction: float | None = RICH.get("top_fraction", 0.5)
+
 
 # rich_scenes ranks within a batch partition (so a new batch never rewrites old files); this
 # view ranks every kept frame of a source across all its batches (VAGUE's global top-N).
@@ -100,34 +99,61 @@ def _model_md(det: DetectorResource) -> dict:
     metadata=table_metadata(["detections"]),
     description="Ultralytics YOLO boxes on the kept frames (batched, prefetched decode, GPU + fp16 when present).",
 )
-def detections(context: dg.AssetExecutionContext, config: DecodeConfig, storage: StorageResource, detector: DetectorResource):
+def detections(
+    context: dg.AssetExecutionContext, config: DecodeConfig, storage: StorageResource, detector: DetectorResource
+):
     started, store = time.perf_counter(), storage.store
     opts = config.options()
     opts.workers = detector.decode_workers
     cache = StageCache.for_store(store) if config.reuse else None
     # boxes of an unchanged image from the same weights and settings are reused (stage_cache.py);
     # the model is loaded only when some frame needs it
-    model_key = [VERSION, detector.weights, cache.tree_digest(detector.weights) if cache else "", detector.conf,
-                 detector.iou, detector.imgsz, detector.half, opts.load_kwargs()]
+    model_key = [
+        VERSION,
+        detector.weights,
+        cache.tree_digest(detector.weights) if cache else "",
+        detector.conf,
+        detector.iou,
+        detector.imgsz,
+        detector.half,
+        opts.load_kwargs(),
+    ]
     parts, logs, totals = {}, [], {"frames": 0, "computed": 0, "rejected": 0, "model_s": 0.0, "wall_s": 0.0}
     model = None
     for batch in partition_keys(context):
         frames = select_kept(store.read_batch("frames", batch), store.read_batch("duplicates", batch))
-        keys = {f: content_key(*model_key, cache.file_digest(store.data_dir / p))
-                for f, p in zip(frames["frame_id"], frames["path"]) if cache and (store.data_dir / p).is_file()}
+        keys = {
+            f: content_key(*model_key, cache.file_digest(store.data_dir / p))
+            for f, p in zip(frames["frame_id"], frames["path"])
+            if cache and (store.data_dir / p).is_file()
+        }
         known = cache.get_many("detections", keys.values()) if cache else {}
         todo = frames[[keys.get(f) not in known for f in frames["frame_id"]]]
         log, rejected = RejectLog("detections", batch), set()
         prog = Progress(context.log, f"detections[{batch}]", len(frames))
-        reused = [dict(r, frame_id=f, batch=batch) for f in frames["frame_id"] if keys.get(f) in known for r in known[keys[f]]]
+        reused = [
+            dict(r, frame_id=f, batch=batch) for f in frames["frame_id"] if keys.get(f) in known for r in known[keys[f]]
+        ]
         df = pd.DataFrame(reused, columns=DETECTION_COLUMNS)
         if len(todo):
             model = model or detector.get()
-            new, stats = run_detection(todo, store.data_dir, model,
-                                       lambda f, r, e, d: (rejected.add(f), log.add(f, r, e, d)), opts, prog.step)
+            new, stats = run_detection(
+                todo,
+                store.data_dir,
+                model,
+                lambda f, r, e, d, rejected=rejected, log=log: (rejected.add(f), log.add(f, r, e, d)),
+                opts,
+                prog.step,
+            )
             if cache:
-                cache.put_many("detections", {keys[f]: new[new["frame_id"] == f].to_dict("records")
-                                              for f in todo["frame_id"] if f in keys and f not in rejected})
+                cache.put_many(
+                    "detections",
+                    {
+                        keys[f]: new[new["frame_id"] == f].to_dict("records")
+                        for f in todo["frame_id"]
+                        if f in keys and f not in rejected
+                    },
+                )
             df = pd.concat([df, new], ignore_index=True) if len(df) else new
             totals["rejected"] += stats.rejected
             totals["computed"] += len(todo)
@@ -137,12 +163,22 @@ def detections(context: dg.AssetExecutionContext, config: DecodeConfig, storage:
         logs.append(log)
     if detector.is_random:
         context.log.warning(RANDOM_WARNING)
-    md = {**_model_md(detector), "frames_in": totals["frames"], **reuse_metadata(cache),
-          "frames_per_s": round(totals["computed"] / totals["wall_s"], 2) if totals["wall_s"] else 0.0,
-          "model_seconds": round(totals["model_s"], 3)}
+    md = {
+        **_model_md(detector),
+        "frames_in": totals["frames"],
+        **reuse_metadata(cache),
+        "frames_per_s": round(totals["computed"] / totals["wall_s"], 2) if totals["wall_s"] else 0.0,
+        "model_seconds": round(totals["model_s"], 3),
+    }
     if model is not None:
-        md.update({"device": model.device, "half": bool(model.half), "weights_sha256": model.spec.sha256 or "none",
-                   "load_seconds": round(model.load_seconds, 3)})
+        md.update(
+            {
+                "device": model.device,
+                "half": bool(model.half),
+                "weights_sha256": model.spec.sha256 or "none",
+                "load_seconds": round(model.load_seconds, 3),
+            }
+        )
     return publish(store, {"detections": parts}, rejects=logs, metadata=md, started=started)
 
 
@@ -186,8 +222,13 @@ def person_indicators(context: dg.AssetExecutionContext, config: DecodeConfig, s
     metadata=table_metadata(["tags"]),
     description="Object tags per kept frame: YOLO class names with counts (default) or Recognize-Anything (RAM) tags with scores.",
 )
-def tags(context: dg.AssetExecutionContext, config: DecodeConfig, storage: StorageResource,
-         tagger: TaggerResource, detector: DetectorResource):
+def tags(
+    context: dg.AssetExecutionContext,
+    config: DecodeConfig,
+    storage: StorageResource,
+    tagger: TaggerResource,
+    detector: DetectorResource,
+):
     started, store = time.perf_counter(), storage.store
     parts, logs = {}, []
     if tagger.backend == "ram":
@@ -199,8 +240,7 @@ def tags(context: dg.AssetExecutionContext, config: DecodeConfig, storage: Stora
     for batch in partition_keys(context):
         if tagger.backend == "ram":
             log = RejectLog("tags", batch)
-            parts[batch] = run_ram(vision_frames(store, batch), store.data_dir, ram,
-                                   log.add, config.options())
+            parts[batch] = run_ram(vision_frames(store, batch), store.data_dir, ram, log.add, config.options())
             logs.append(log)
         else:
             det = store.read("detections", parts=[batch])
@@ -228,12 +268,15 @@ def rich_scenes(context: dg.AssetExecutionContext, config: RichSceneConfig, stor
     parts = {}
     for batch in partition_keys(context):
         frames = vision_frames(store, batch)
-        parts[batch] = rank_rich_scenes(frames, store.read("tags", parts=[batch]),
-                                        count_persons(store.read("detections", parts=[batch])), rule)
+        parts[batch] = rank_rich_scenes(
+            frames, store.read("tags", parts=[batch]), count_persons(store.read("detections", parts=[batch])), rule
+        )
     selected = int(sum(p["selected"].sum() for p in parts.values()))
     md = {"rule": dg.MetadataValue.json(rule.__dict__), "selected": selected}
     if selected == 0:
-        context.log.warning("rich_scenes selected no frame: with random weights persons/tags are empty; see config/vision.yaml")
+        context.log.warning(
+            "rich_scenes selected no frame: with random weights persons/tags are empty; see config/vision.yaml"
+        )
     return publish(store, {"rich_scenes": parts}, metadata=md, started=started)
 
 
@@ -254,11 +297,19 @@ def evidence(context: dg.AssetExecutionContext, storage: StorageResource, tagger
     for batch in partition_keys(context):
         clips = store.read_batch("clips", batch) if store.exists("clips") else None
         parts[batch] = build_evidence(
-            vision_frames(store, batch), store.read("tags", parts=[batch]),
-            store.read("person_indicators", parts=[batch]), store.read_batch("text_ratio", batch),
-            clips, store.read("rich_scenes", parts=[batch]), tagger.backend,
+            vision_frames(store, batch),
+            store.read("tags", parts=[batch]),
+            store.read("person_indicators", parts=[batch]),
+            store.read_batch("text_ratio", batch),
+            clips,
+            store.read("rich_scenes", parts=[batch]),
+            tagger.backend,
         )
-    md = {"units": dg.MetadataValue.json({u: int(sum((p["unit"] == u).sum() for p in parts.values())) for u in ("frame", "clip")})}
+    md = {
+        "units": dg.MetadataValue.json(
+            {u: int(sum((p["unit"] == u).sum() for p in parts.values())) for u in ("frame", "clip")}
+        )
+    }
     return publish(store, {"evidence": parts}, metadata=md, started=started)
 
 

@@ -23,29 +23,29 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-PROMPTS_DIR = ROOT / "assets" / "evals" / "prompts"   # built-in benchmarks' evaluation prompts
+PROMPTS_DIR = ROOT / "assets" / "evals" / "prompts"  # built-in benchmarks' evaluation prompts
 
 
 class OptionPolicy(enum.StrEnum):
     """May the gate move the correct option to balance letter positions?"""
 
-    BALANCE = "balance"   # options are an unordered set: re-shuffling them is harmless
-    FIXED = "fixed"       # the letter order carries meaning (a taxonomy A–E, Yes/No): never move
+    BALANCE = "balance"  # options are an unordered set: re-shuffling them is harmless
+    FIXED = "fixed"  # the letter order carries meaning (a taxonomy A–E, Yes/No): never move
 
 
 class BlindAction(enum.StrEnum):
     """What the blind (text-only) solvability test does with a flagged unit."""
 
-    DROP = "drop"         # flagged units are removed before export
-    REPORT = "report"     # flagged units are kept; the figures are a unimodal baseline
-    OFF = "off"           # no blind test (no LLM calls)
+    DROP = "drop"  # flagged units are removed before export
+    REPORT = "report"  # flagged units are kept; the figures are a unimodal baseline
+    OFF = "off"  # no blind test (no LLM calls)
 
 
 class BlindUnit(enum.StrEnum):
     """What one blind verdict is about."""
 
-    ITEM = "item"         # each multiple-choice item on its own (a statement pair is one item)
-    POOL = "pool"         # items sharing ``unit_key``: a trial counts only if every item is right
+    ITEM = "item"  # each multiple-choice item on its own (a statement pair is one item)
+    POOL = "pool"  # items sharing ``unit_key``: a trial counts only if every item is right
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class BlindPolicy:
 
     action: BlindAction = BlindAction.DROP
     unit: BlindUnit = BlindUnit.ITEM
-    trials: int | None = None        # None: the ``config/splits.yaml`` default
+    trials: int | None = None  # None: the ``config/splits.yaml`` default
 
 
 @dataclass(frozen=True)
@@ -94,17 +94,17 @@ class EvalSpec:
     primary_metric: str
     prompts_dir: Path = PROMPTS_DIR
     defaults: Mapping[str, Any] = field(default_factory=dict)
-    judge_prompt: str | None = None              # open-ended answers judged by the `llm` resource's model
-    similarity: bool = False                     # needs the embedder (similarity / overlap scores)
-    text_metrics: bool = False                   # reference-overlap metrics of text replies (no embedder needed)
+    judge_prompt: str | None = None  # open-ended answers judged by the `llm` resource's model
+    similarity: bool = False  # needs the embedder (similarity / overlap scores)
+    text_metrics: bool = False  # reference-overlap metrics of text replies (no embedder needed)
     # (EvalRequest, reply text, scoring options) → Extraction, or None for the generic reading.
     parse_reply: Callable[[Any, str | None, dict[str, Any]], Any] | None = None
-    circular: bool = False                       # letters carry no meaning: circular evaluation allowed
+    circular: bool = False  # letters carry no meaning: circular evaluation allowed
     # A text stand-in for the image (a description-instead-of-image ablation): (items, evidence table) → item_id → text.
     descriptions: Callable[[Any, Any], dict[str, str]] | None = None
-    report_slices: tuple[tuple[str, str], ...] = ()           # (metric, labels key) bar plots
+    report_slices: tuple[tuple[str, str], ...] = ()  # (metric, labels key) bar plots
     report_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # metadata name → metrics
-    report_plots: Callable[[Any, Any, Path], list[Path]] | None = None          # (scores, predictions, dir)
+    report_plots: Callable[[Any, Any, Path], list[Path]] | None = None  # (scores, predictions, dir)
     # Tables that need the predictions (e.g. a comparison on the items every model answered):
     # (scores, predictions) → metadata name → DataFrame.
     report_prediction_tables: Callable[[Any, Any], Mapping[str, Any]] | None = None
@@ -114,19 +114,19 @@ class EvalSpec:
 class BenchmarkSpec:
     """One benchmark = one spec. See the module docstring for who reads what."""
 
-    name: str                                    # table / asset prefix and partition file name
-    title: str                                   # the paper's name, for cards and docs
-    group: str                                   # Dagster group of its recipe assets
-    recipe_assets: tuple[str, ...]               # its recipe assets, last one writes ``items_table``
+    name: str  # table / asset prefix and partition file name
+    title: str  # the paper's name, for cards and docs
+    group: str  # Dagster group of its recipe assets
+    recipe_assets: tuple[str, ...]  # its recipe assets, last one writes ``items_table``
     eval: EvalSpec
     options: OptionPolicy = OptionPolicy.BALANCE
     blind: BlindPolicy = field(default_factory=BlindPolicy)
     split: SplitPolicy = field(default_factory=SplitPolicy)
     owners: tuple[str, ...] = ("team:recipes",)
-    contracts_dir: Path | None = None            # None: data_contracts/ (plug-ins ship their own)
-    recipe_config: Path | None = None            # None: config/recipes/<name>.yaml when it exists
-    doc: str | None = None                       # docs page (relative to the repo root)
-    card_sections: tuple[str, ...] = ()          # extra markdown sections for the dataset card
+    contracts_dir: Path | None = None  # None: data_contracts/ (plug-ins ship their own)
+    recipe_config: Path | None = None  # None: config/recipes/<name>.yaml when it exists
+    doc: str | None = None  # docs page (relative to the repo root)
+    card_sections: tuple[str, ...] = ()  # extra markdown sections for the dataset card
     # Module whose ``defs`` holds the recipe assets, for a benchmark that lives outside
     # ``assets/`` (built-in papers are discovered under assets/recipes/ and leave it None).
     definitions_module: str | None = None

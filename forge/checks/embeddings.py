@@ -37,14 +37,19 @@ class Embedder:
         self.model = SentenceTransformer(str(self.model_path), device=device, local_files_only=True)
         self.batch_size = batch_size
         self.name = self.model_path.name if self.model_path.name != "model" else "all-MiniLM-L6-v2"
-        self._lock = threading.Lock()   # encode is not re-entrant across threads on one model
+        self._lock = threading.Lock()  # encode is not re-entrant across threads on one model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.model.get_sentence_embedding_dimension()), dtype=np.float32)
         with self._lock:
-            return self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=False)
+            return self.model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
 
     def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         """Cosine similarity matrix, shape (len(a), len(b))."""

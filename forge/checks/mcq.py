@@ -52,7 +52,7 @@ def seeded_rng(*seed: object) -> random.Random:
 class ShuffledMCQ:
     options: list[str]
     option_types: list[str]
-    correct_index: int           # position of the (first) option whose type is ``correct_type``
+    correct_index: int  # position of the (first) option whose type is ``correct_type``
 
     @property
     def answer(self) -> str:
@@ -102,13 +102,13 @@ def balanced_positions(item_ids: Sequence[str], n_options: int, seed: object = "
 
 @dataclass(frozen=True)
 class PositionBalance:
-    n: int                       # items counted
-    counts: dict[str, int]       # letter → items whose answer is that letter
+    n: int  # items counted
+    counts: dict[str, int]  # letter → items whose answer is that letter
     shares: dict[str, float]
-    expected_share: float        # 1 / n_options
-    max_deviation: float         # max |share - expected| over letters (0 = perfectly uniform)
+    expected_share: float  # 1 / n_options
+    max_deviation: float  # max |share - expected| over letters (0 = perfectly uniform)
     chi2: float
-    p_value: float               # chi-square goodness of fit against uniform (1.0 when n == 0)
+    p_value: float  # chi-square goodness of fit against uniform (1.0 when n == 0)
 
 
 def position_balance(answers: Iterable[str | int], n_options: int) -> PositionBalance:
@@ -143,12 +143,12 @@ def position_balance(answers: Iterable[str | int], n_options: int) -> PositionBa
 @dataclass(frozen=True)
 class LengthBias:
     n: int
-    correct_longest: int         # items whose correct option is strictly the longest
+    correct_longest: int  # items whose correct option is strictly the longest
     share_longest: float
-    correct_shortest: int        # items whose correct option is strictly the shortest
+    correct_shortest: int  # items whose correct option is strictly the shortest
     share_shortest: float
-    chance: float                # mean of 1/k over items: the share expected without a length cue
-    excess: float                # share_longest - chance
+    chance: float  # mean of 1/k over items: the share expected without a length cue
+    excess: float  # share_longest - chance
 
 
 def length_bias(items: Iterable[tuple[Sequence[str], int]]) -> LengthBias:
@@ -165,7 +165,7 @@ def length_bias(items: Iterable[tuple[Sequence[str], int]]) -> LengthBias:
             continue
         n += 1
         chance += 1.0 / len(lens)
-        others = lens[:ci] + lens[ci + 1:]
+        others = lens[:ci] + lens[ci + 1 :]
         if others and lens[ci] > max(others):
             longest += 1
         if others and lens[ci] < min(others):
@@ -199,7 +199,7 @@ class DuplicatePair:
     i: int
     j: int
     similarity: float
-    exact: bool                  # equal after normalisation
+    exact: bool  # equal after normalisation
 
 
 def duplicate_options(options: Sequence[str], threshold: float = 0.9) -> list[DuplicatePair]:
@@ -209,7 +209,9 @@ def duplicate_options(options: Sequence[str], threshold: float = 0.9) -> list[Du
         for j in range(i + 1, len(options)):
             s = option_similarity(options[i], options[j])
             if s >= threshold:
-                out.append(DuplicatePair(i, j, round(s, 4), normalize_option(options[i]) == normalize_option(options[j])))
+                out.append(
+                    DuplicatePair(i, j, round(s, 4), normalize_option(options[i]) == normalize_option(options[j]))
+                )
     return out
 
 
@@ -222,8 +224,9 @@ class DuplicateStats:
     examples: list[dict] = field(default_factory=list)
 
 
-def duplicate_stats(items: Iterable[tuple[str, Sequence[str]]], threshold: float = 0.9,
-                    max_examples: int = 5) -> DuplicateStats:
+def duplicate_stats(
+    items: Iterable[tuple[str, Sequence[str]]], threshold: float = 0.9, max_examples: int = 5
+) -> DuplicateStats:
     """Share of items (``(item_id, options)``) with at least one (near-)duplicate pair."""
     n = dup = exact = 0
     examples: list[dict] = []

@@ -45,9 +45,9 @@ def canonical_label(raw: Any) -> str | None:
 @dataclass
 class NLIResult:
     item_id: str
-    label: str | None                 # one of LABELS, None when the call failed
-    scores: dict[str, float] | None   # per-label probabilities (cross-encoder only)
-    backend: str                      # "cross_encoder" or the engine backend ("openai" / "stub")
+    label: str | None  # one of LABELS, None when the call failed
+    scores: dict[str, float] | None  # per-label probabilities (cross-encoder only)
+    backend: str  # "cross_encoder" or the engine backend ("openai" / "stub")
     model: str
     prompt_hash: str | None = None
     error: str | None = None
@@ -68,12 +68,19 @@ class CrossEncoderNLI:
 
     name = "cross_encoder"
 
-    def __init__(self, model_path: str | Path, device: str | None = None, batch_size: int = 32,
-                 label_order: Sequence[str] | None = None):
+    def __init__(
+        self,
+        model_path: str | Path,
+        device: str | None = None,
+        batch_size: int = 32,
+        label_order: Sequence[str] | None = None,
+    ):
         path = Path(model_path)
         if not str(model_path) or not path.is_dir():
-            raise NLIError(f"NLI cross-encoder weights not found at {str(model_path)!r} "
-                           "(set SUBTEXT_NLI_MODEL / the nli resource's model_path to a local model folder)")
+            raise NLIError(
+                f"NLI cross-encoder weights not found at {str(model_path)!r} "
+                "(set SUBTEXT_NLI_MODEL / the nli resource's model_path to a local model folder)"
+            )
         from sentence_transformers import CrossEncoder
 
         self.model_path = str(path)
@@ -86,21 +93,34 @@ class CrossEncoderNLI:
             id2label = getattr(self.model.config, "id2label", {}) or {}
             order = [canonical_label(id2label.get(i, id2label.get(str(i)))) for i in range(n)]
         if n != 3 or sorted(x for x in order if x) != sorted(LABELS):
-            raise NLIError(f"{self.model_path}: cannot map outputs {order!r} (num_labels={n}) to {LABELS}; "
-                           "pass label_order")
+            raise NLIError(
+                f"{self.model_path}: cannot map outputs {order!r} (num_labels={n}) to {LABELS}; pass label_order"
+            )
         self.order: list[str] = [x for x in order if x]
 
     def classify(self, pairs: Sequence[tuple[str, str]], item_ids: Sequence[str] | None = None) -> list[NLIResult]:
         ids = list(item_ids) if item_ids is not None else [str(i) for i in range(len(pairs))]
         if not pairs:
             return []
-        probs = self.model.predict([list(p) for p in pairs], batch_size=self.batch_size,
-                                   apply_softmax=True, convert_to_numpy=True, show_progress_bar=False)
+        probs = self.model.predict(
+            [list(p) for p in pairs],
+            batch_size=self.batch_size,
+            apply_softmax=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         out = []
         for iid, row in zip(ids, probs, strict=True):
             scores = {lab: float(row[k]) for k, lab in enumerate(self.order)}
-            out.append(NLIResult(item_id=iid, label=max(scores, key=scores.__getitem__), scores=scores,
-                                 backend=self.name, model=Path(self.model_path).name))
+            out.append(
+                NLIResult(
+                    item_id=iid,
+                    label=max(scores, key=scores.__getitem__),
+                    scores=scores,
+                    backend=self.name,
+                    model=Path(self.model_path).name,
+                )
+            )
         return out
 
 
@@ -117,8 +137,10 @@ class LLMNLI:
     def requests(self, pairs: Sequence[tuple[str, str]], item_ids: Sequence[str]) -> list[Any]:
         from forge.llm.types import LLMRequest
 
-        return [LLMRequest(item_id=iid, prompt=self.prompt, variables={"premise": s1, "hypothesis": s2})
-                for iid, (s1, s2) in zip(item_ids, pairs, strict=True)]
+        return [
+            LLMRequest(item_id=iid, prompt=self.prompt, variables={"premise": s1, "hypothesis": s2})
+            for iid, (s1, s2) in zip(item_ids, pairs, strict=True)
+        ]
 
     def classify(self, pairs: Sequence[tuple[str, str]], item_ids: Sequence[str] | None = None) -> list[NLIResult]:
         ids = list(item_ids) if item_ids is not None else [str(i) for i in range(len(pairs))]
@@ -132,8 +154,15 @@ def parse_llm_result(r: Any) -> NLIResult:
     """An engine ``LLMResult`` → ``NLIResult`` (failed calls and unknown labels carry an error)."""
     label = canonical_label((r.data or {}).get("label")) if r.ok else None
     error = r.error if not r.ok else (None if label else f"unrecognised label {(r.data or {}).get('label')!r}")
-    return NLIResult(item_id=r.item_id, label=label, scores=None, backend=r.backend, model=r.model,
-                     prompt_hash=r.prompt_hash, error=error)
+    return NLIResult(
+        item_id=r.item_id,
+        label=label,
+        scores=None,
+        backend=r.backend,
+        model=r.model,
+        prompt_hash=r.prompt_hash,
+        error=error,
+    )
 
 
 def label_rates(results: Sequence[NLIResult]) -> dict[str, float]:

@@ -125,7 +125,7 @@ def normalise(text: str) -> str:
 
 def _split_elision(token: str) -> list[str]:
     out: list[str] = []
-    while (m := _ELISION.match(token)) is not None:   # "dell'altr'anno" → dell' altr' anno
+    while (m := _ELISION.match(token)) is not None:  # "dell'altr'anno" → dell' altr' anno
         out.append(m.group(1))
         token = m.group(2)
     return out + [token]
@@ -166,7 +166,7 @@ def lexical_overlap(a: str, b: str, content_only: bool = False, method: str = "j
 
 @dataclass
 class PoolOverlap:
-    mean: float                                   # average over all pairs (MAIA's pool figure)
+    mean: float  # average over all pairs (MAIA's pool figure)
     max: float
     pairs: dict[tuple[int, int], float] = field(default_factory=dict)
     above: list[tuple[int, int]] = field(default_factory=list)  # pairs with overlap > threshold
@@ -187,8 +187,9 @@ class PoolOverlap:
         return out
 
 
-def pool_overlap(texts: Sequence[str], threshold: float = 0.5, content_only: bool = False,
-                 method: str = "jaccard", lang: str = "en") -> PoolOverlap:
+def pool_overlap(
+    texts: Sequence[str], threshold: float = 0.5, content_only: bool = False, method: str = "jaccard", lang: str = "en"
+) -> PoolOverlap:
     pairs = {
         (i, j): lexical_overlap(texts[i], texts[j], content_only, method, lang)
         for i, j in itertools.combinations(range(len(texts)), 2)
@@ -204,8 +205,9 @@ def pool_overlap(texts: Sequence[str], threshold: float = 0.5, content_only: boo
     )
 
 
-def overlap_with_others(texts: Sequence[str], index: int, content_only: bool = False,
-                        method: str = "jaccard", lang: str = "en") -> float:
+def overlap_with_others(
+    texts: Sequence[str], index: int, content_only: bool = False, method: str = "jaccard", lang: str = "en"
+) -> float:
     """Highest overlap of ``texts[index]`` with any other member (the rephrase target is ≤ 50 %)."""
     others = [lexical_overlap(texts[index], t, content_only, method, lang) for k, t in enumerate(texts) if k != index]
     return max(others, default=0.0)
@@ -250,8 +252,9 @@ def duplicate_indices(texts: Sequence[str]) -> list[int]:
     return sorted({j for _, j in equal_pairs(texts)})
 
 
-def pool_stats(texts: Sequence[str], threshold: float = 0.5, method: str = "jaccard",
-               lang: str = "en") -> dict[str, float | int]:
+def pool_stats(
+    texts: Sequence[str], threshold: float = 0.5, method: str = "jaccard", lang: str = "en"
+) -> dict[str, float | int]:
     """Every statistic MAIA reports for one pool (Table 7 / Table 8 columns), in ``lang``."""
     ov = pool_overlap(texts, threshold, False, method, lang)
     ov_cw = pool_overlap(texts, threshold, True, method, lang)

@@ -16,14 +16,20 @@ import numpy as np
 
 def cluster_ids(clusters: Sequence[object]) -> np.ndarray:
     """Integer cluster index per row (a missing cluster id is its own cluster)."""
-    keys = [f"\0row{i}" if c is None or (isinstance(c, float) and np.isnan(c)) else str(c)
-            for i, c in enumerate(clusters)]
+    keys = [
+        f"\0row{i}" if c is None or (isinstance(c, float) and np.isnan(c)) else str(c) for i, c in enumerate(clusters)
+    ]
     _, idx = np.unique(np.array(keys, dtype=object).astype(str), return_inverse=True)
     return idx
 
 
-def cluster_bootstrap(stat: Callable[[np.ndarray], float], clusters: Sequence[object], n_boot: int = 1000,
-                      seed: int = 0, alpha: float = 0.05) -> tuple[float, float]:
+def cluster_bootstrap(
+    stat: Callable[[np.ndarray], float],
+    clusters: Sequence[object],
+    n_boot: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> tuple[float, float]:
     """Percentile interval of ``stat(weights)`` over ``n_boot`` cluster resamples.
 
     ``stat`` receives one weight per row (all ones = the point estimate). Replicates where the

@@ -21,12 +21,12 @@ _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 @dataclass(frozen=True)
 class ModelSpec:
-    name: str                       # partition key
-    model: str                      # model id sent to the endpoint
-    backend: str = "openai"         # openai | stub
+    name: str  # partition key
+    model: str  # model id sent to the endpoint
+    backend: str = "openai"  # openai | stub
     base_url: str | None = None
     api_key_env: str | None = None
-    accepts: str = "image"          # text | image | frames
+    accepts: str = "image"  # text | image | frames
     max_frames: int = 1
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -35,16 +35,26 @@ class ModelSpec:
 
     def describe(self) -> dict[str, Any]:
         """Safe to show (no key)."""
-        return {"name": self.name, "model": self.model, "backend": self.backend, "base_url": self.base_url or "",
-                "accepts": self.accepts, "max_frames": self.max_frames}
+        return {
+            "name": self.name,
+            "model": self.model,
+            "backend": self.backend,
+            "base_url": self.base_url or "",
+            "accepts": self.accepts,
+            "max_frames": self.max_frames,
+        }
 
 
 def parse_models(doc: dict[str, Any]) -> list[ModelSpec]:
     out: list[ModelSpec] = []
     for raw in doc.get("models") or []:
         spec = ModelSpec(
-            name=str(raw["name"]), model=str(raw.get("model") or raw["name"]), backend=str(raw.get("backend", "openai")),
-            base_url=raw.get("base_url"), api_key_env=raw.get("api_key_env"), accepts=str(raw.get("accepts", "image")),
+            name=str(raw["name"]),
+            model=str(raw.get("model") or raw["name"]),
+            backend=str(raw.get("backend", "openai")),
+            base_url=raw.get("base_url"),
+            api_key_env=raw.get("api_key_env"),
+            accepts=str(raw.get("accepts", "image")),
             max_frames=int(raw.get("max_frames", 1 if raw.get("accepts", "image") != "frames" else 8)),
             params=dict(raw.get("params") or {}),
         )
@@ -68,9 +78,16 @@ def configured_model() -> ModelSpec | None:
     if os.environ.get("SUBTEXT_LLM_BACKEND") == "stub" or not (base_url or has_key):
         return None
     model = os.environ.get("SUBTEXT_LLM_MODEL", "gpt-4o-mini")
-    return ModelSpec(name=re.sub(r"[^A-Za-z0-9._-]", "-", model)[:64], model=model, backend="openai", base_url=base_url,
-                     api_key_env="OPENAI_API_KEY" if has_key else None, accepts="frames", max_frames=8,
-                     params={"temperature": 0})
+    return ModelSpec(
+        name=re.sub(r"[^A-Za-z0-9._-]", "-", model)[:64],
+        model=model,
+        backend="openai",
+        base_url=base_url,
+        api_key_env="OPENAI_API_KEY" if has_key else None,
+        accepts="frames",
+        max_frames=8,
+        params={"temperature": 0},
+    )
 
 
 def load_models(path: str | Path | None = None) -> list[ModelSpec]:

@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 LETTERS = "ABCDEFGHIJ"
-_MARKER = re.compile(r"(?:final\s+answer|answer\s*(?:is|:)|answer\s*-|\banswer\b(?=\s*[:(\[]?\s*[A-Ja-j]\b))\s*[:\-]?",
-                     re.I)
+_MARKER = re.compile(
+    r"(?:final\s+answer|answer\s*(?:is|:)|answer\s*-|\banswer\b(?=\s*[:(\[]?\s*[A-Ja-j]\b))\s*[:\-]?", re.I
+)
 # "Option A", "Label: B", "the true statement is B": a capital letter named as an option.
 _NAMED = re.compile(r"\b(?i:option|choice|label|letter|statement(?:\s+is)?)\s*[:\-]?\s*[\(\[]?([A-J])\b(?!')")
 _SEP = r"[\s,;/&+]*(?:\b(?:and|or|&)\b)?[\s,;/&+]*"
@@ -40,9 +41,9 @@ _TOKEN = r"[\(\[\*]*([A-Ja-j])[\)\]\.\*:]*"
 class Extraction:
     letters: tuple[str, ...] = ()
     ok: bool = False
-    method: str = ""              # letters_only | delimited | marker_letter | option_text | text
-    reason: str = ""              # why it failed: empty | ambiguous | no_answer | out_of_range ...
-    text: str = ""                # extracted free text (open-ended kinds)
+    method: str = ""  # letters_only | delimited | marker_letter | option_text | text
+    reason: str = ""  # why it failed: empty | ambiguous | no_answer | out_of_range ...
+    text: str = ""  # extracted free text (open-ended kinds)
     values: dict = field(default_factory=dict)
 
     @property
@@ -59,7 +60,7 @@ def answer_region(reply: str) -> tuple[str, bool]:
     matches = list(_MARKER.finditer(reply))
     if not matches:
         return reply, False
-    return reply[matches[-1].end():], True
+    return reply[matches[-1].end() :], True
 
 
 def _norm(text: str) -> str:
@@ -147,8 +148,12 @@ def extract_naming(reply: str | None) -> Extraction:
         m = _NAMING.search(line)
         if m:
             # the model's own copula is kept ("LAWYERS ARE SHARKS"): the similarity is to its words
-            return Extraction(ok=True, method="naming", text=f"{m.group(1).strip()} {m.group(2)} {m.group(3).strip()}".upper(),
-                              values={"target": m.group(1).strip().upper(), "source": m.group(3).strip().upper()})
+            return Extraction(
+                ok=True,
+                method="naming",
+                text=f"{m.group(1).strip()} {m.group(2)} {m.group(3).strip()}".upper(),
+                values={"target": m.group(1).strip().upper(), "source": m.group(3).strip().upper()},
+            )
     return _fail("no_target_is_source")
 
 
@@ -212,7 +217,7 @@ _IIB_WORD = re.compile(r"\b([A-F])\b")
 
 def _most_frequent_last_tied(labels: Sequence[str]) -> str:
     counts: dict[str, int] = {}
-    for x in labels:                      # insertion order = order of first appearance
+    for x in labels:  # insertion order = order of first appearance
         counts[x] = counts.get(x, 0) + 1
     top = max(counts.values())
     return [x for x, c in counts.items() if c == top][-1]
@@ -287,8 +292,9 @@ def _whole_json(text: str) -> object:
         return None
 
 
-def extract_vimu_selection(reply: str | None, valid_keys: Sequence[str], *, options: Sequence[str] | None = None,
-                           prose_fallback: bool = False) -> Extraction:
+def extract_vimu_selection(
+    reply: str | None, valid_keys: Sequence[str], *, options: Sequence[str] | None = None, prose_fallback: bool = False
+) -> Extraction:
     """ViMU EG / RM / SV selection. ``ok`` with an empty ``letters`` tuple is a valid empty
     selection (the official prompt allows "[]"). A reply that is not a JSON object is a failure
     (``not_json``), scored as nothing selected, unless ``prose_fallback`` reads it otherwise. A
@@ -307,7 +313,9 @@ def extract_vimu_selection(reply: str | None, valid_keys: Sequence[str], *, opti
         e = extract_choice(reply, list(options or valid_keys), multi=True)
         if e.ok:
             keys = [k for k in e.letters if k in set(valid_keys)]
-            return Extraction(letters=tuple(keys), ok=True, method=f"prose_{e.method}", values={"selected_options": keys})
+            return Extraction(
+                letters=tuple(keys), ok=True, method=f"prose_{e.method}", values={"selected_options": keys}
+            )
         return e
     return _fail("not_json")
 
@@ -326,8 +334,8 @@ def extract_vague(reply: str | None, options: Sequence[str]) -> Extraction:
     if reply is None or not str(reply).strip():
         return _fail("empty")
     marks = list(_ANSWER2.finditer(str(reply)))
-    if marks and str(reply)[marks[-1].end():].strip():
-        e = extract_choice(str(reply)[marks[-1].end():], options)
+    if marks and str(reply)[marks[-1].end() :].strip():
+        e = extract_choice(str(reply)[marks[-1].end() :], options)
         if e.ok:
             return Extraction(letters=e.letters, ok=True, method=f"answer2_{e.method}")
     return extract_choice(reply, options)

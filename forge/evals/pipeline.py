@@ -39,10 +39,18 @@ TEST_SPLIT = "test"
 DEV_SPLITS = ("dev", "val", "validation")
 
 
-def model_engine(spec: ModelSpec, base: EngineSettings, cache_path: Path, prices: dict[str, Any] | None = None) -> LLMEngine:
+def model_engine(
+    spec: ModelSpec, base: EngineSettings, cache_path: Path, prices: dict[str, Any] | None = None
+) -> LLMEngine:
     """The engine for the model under test: its own endpoint and key, the shared cache."""
-    backend = StubBackend() if spec.backend == "stub" else OpenAIBackend(spec.base_url, spec.api_key(), timeout=base.timeout_s)
-    return LLMEngine(backend, LLMCache(cache_path), dataclasses.replace(base, model=spec.model, stage_overrides={}), prices)
+    backend = (
+        StubBackend()
+        if spec.backend == "stub"
+        else OpenAIBackend(spec.base_url, spec.api_key(), timeout=base.timeout_s)
+    )
+    return LLMEngine(
+        backend, LLMCache(cache_path), dataclasses.replace(base, model=spec.model, stage_overrides={}), prices
+    )
 
 
 def prompt_files(benchmark: str | BenchmarkSpec, cfg: dict[str, Any]) -> list[Path]:
@@ -60,8 +68,8 @@ def prompt_files(benchmark: str | BenchmarkSpec, cfg: dict[str, Any]) -> list[Pa
 class PublishedItems:
     """The items of one export version, as evaluations read them."""
 
-    items: pd.DataFrame              # export rows (with ``split``); media paths point into the export folder
-    version: str                     # "v3"; "" when there is no export
+    items: pd.DataFrame  # export rows (with ``split``); media paths point into the export folder
+    version: str  # "v3"; "" when there is no export
     path: Path | None
     forced_stub: bool = False
     note: str = ""
@@ -73,13 +81,18 @@ def load_export(exports_dir: Path, benchmark: str, version: str = "latest") -> P
     evaluation sees exactly the published files."""
     versions = existing_versions(exports_dir / benchmark)
     if not versions:
-        return PublishedItems(pd.DataFrame(), "", None, note=f"no export of {benchmark} yet: materialize "
-                                                              f"`{benchmark}_export` first")
-    chosen = versions[-1][1] if version in (None, "", "latest") else next(
-        (d for _, d in versions if d.name == version), None)
+        return PublishedItems(
+            pd.DataFrame(), "", None, note=f"no export of {benchmark} yet: materialize `{benchmark}_export` first"
+        )
+    chosen = (
+        versions[-1][1]
+        if version in (None, "", "latest")
+        else next((d for _, d in versions if d.name == version), None)
+    )
     if chosen is None:
-        raise ValueError(f"{benchmark}: export version {version!r} not found (have "
-                         f"{', '.join(d.name for _, d in versions)})")
+        raise ValueError(
+            f"{benchmark}: export version {version!r} not found (have {', '.join(d.name for _, d in versions)})"
+        )
     manifest = read_manifest(chosen)
     parts = sorted((chosen / "parquet").glob("*.parquet"))
     items = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True) if parts else pd.DataFrame()
@@ -92,8 +105,9 @@ def load_export(exports_dir: Path, benchmark: str, version: str = "latest") -> P
     return PublishedItems(items, manifest["version"], chosen, bool(manifest.get("forced_stub")))
 
 
-def select_items(benchmark: str, items: pd.DataFrame, splits: pd.DataFrame | None,
-                 split_name: str = TEST_SPLIT) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+def select_items(
+    benchmark: str, items: pd.DataFrame, splits: pd.DataFrame | None, split_name: str = TEST_SPLIT
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """(evaluation items, dev pool for few-shot, which split). Exported items carry their
     ``split``; otherwise a ``splits`` table assigns them; with neither, every item is
     evaluated (and few-shot examples come from the other items, never the query's own source)."""
@@ -108,15 +122,24 @@ def select_items(benchmark: str, items: pd.DataFrame, splits: pd.DataFrame | Non
     return items, items, "all"
 
 
-def evaluate(benchmark: str | BenchmarkSpec, spec: ModelSpec, cfg: dict[str, Any], items: pd.DataFrame,
-             splits: pd.DataFrame | None, data_dir: Path, engine: LLMEngine, judge: LLMEngine | None,
-             embedder: Any = None, descriptions: dict[str, str] | None = None,
-             log: Any = None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+def evaluate(
+    benchmark: str | BenchmarkSpec,
+    spec: ModelSpec,
+    cfg: dict[str, Any],
+    items: pd.DataFrame,
+    splits: pd.DataFrame | None,
+    data_dir: Path,
+    engine: LLMEngine,
+    judge: LLMEngine | None,
+    embedder: Any = None,
+    descriptions: dict[str, str] | None = None,
+    log: Any = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """Predictions and scores of ``spec`` on ``benchmark`` under all its settings."""
     bench = resolve(benchmark)
     name = bench.name
     bcfg = benchmark_block(cfg, bench)
-    scoring = dict(bcfg.get("scoring") or {})   # named scoring options; all off = the paper's rules
+    scoring = dict(bcfg.get("scoring") or {})  # named scoring options; all off = the paper's rules
     items = items.sort_values("item_id").reset_index(drop=True)
     eval_items, dev, split = select_items(name, items, splits, bcfg["split"])
     if cfg.get("max_items"):
@@ -124,13 +147,18 @@ def evaluate(benchmark: str | BenchmarkSpec, spec: ModelSpec, cfg: dict[str, Any
     records = eval_items.to_dict("records")
     by_id = {r["item_id"]: r for r in items.to_dict("records")}
     split_of = {r["item_id"]: split for r in records}
-    prompts = {p.name: load_prompt(p) for p in prompt_files(bench, cfg)}   # keyed by file name
-    for task, fname in (bcfg.get("prompts") or {}).items():   # per-task prompts: `task:<task>`
+    prompts = {p.name: load_prompt(p) for p in prompt_files(bench, cfg)}  # keyed by file name
+    for task, fname in (bcfg.get("prompts") or {}).items():  # per-task prompts: `task:<task>`
         prompts[f"task:{task}"] = prompts[fname]
     stage = f"{name}_eval"
     rows: list[dict[str, Any]] = []
-    meta: dict[str, Any] = {"split": split, "items": len(records), "settings_run": [], "settings_skipped": {},
-                            "items_skipped": {}}
+    meta: dict[str, Any] = {
+        "split": split,
+        "items": len(records),
+        "settings_run": [],
+        "settings_skipped": {},
+        "items_skipped": {},
+    }
     for setting in settings_for(cfg, bench):
         ok, why = setting.applicable(spec)
         if not ok:
@@ -139,15 +167,25 @@ def evaluate(benchmark: str | BenchmarkSpec, spec: ModelSpec, cfg: dict[str, Any
         part = f"{spec.name}__{setting.name}"
         captions: dict[str, str] = {}
         if setting.input == "self_caption":
-            creqs = rq.caption_requests(records, load_prompt(bench.eval.prompts_dir / setting.caption_prompt), spec,
-                                        data_dir)
+            creqs = rq.caption_requests(
+                records, load_prompt(bench.eval.prompts_dir / setting.caption_prompt), spec, data_dir
+            )
             for res in engine.run(stage, f"{part}__caption", creqs):
                 text = (res.data or {}).get("text") if res.ok else None
                 if text and text.strip():
                     captions[res.item_id] = text.strip()
-        reqs, skipped = rq.build_requests(bench, setting, records, prompts, spec, data_dir,
-                                          circular=bool(cfg.get("circular")), dev_items=dev.to_dict("records"),
-                                          descriptions=descriptions, captions=captions)
+        reqs, skipped = rq.build_requests(
+            bench,
+            setting,
+            records,
+            prompts,
+            spec,
+            data_dir,
+            circular=bool(cfg.get("circular")),
+            dev_items=dev.to_dict("records"),
+            descriptions=descriptions,
+            captions=captions,
+        )
         if log:
             log.info(f"{name} × {spec.name} × {setting.name}: {len(reqs)} requests")
         results = engine.run(stage, part, [r.request for r in reqs])
@@ -156,7 +194,7 @@ def evaluate(benchmark: str | BenchmarkSpec, spec: ModelSpec, cfg: dict[str, Any
         if bench.eval.judge_prompt and judge is not None:
             jp = load_prompt(bench.eval.prompts_dir / bench.eval.judge_prompt)
             pairs = judge_requests(name, srows, by_id, jp)
-            if pairs and advisory(judge):      # the stub never scores: a placeholder verdict is no verdict
+            if pairs and advisory(judge):  # the stub never scores: a placeholder verdict is no verdict
                 judge_unavailable(srows, pairs, "the judge is the offline stub backend (configure an endpoint)")
             elif pairs and spec.backend == "stub":  # a paid judge is never sent placeholder replies
                 judge_unavailable(srows, pairs, f"model {spec.name} is the offline stub: its replies are not judged")

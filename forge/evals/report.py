@@ -58,9 +58,32 @@ def bar_plot(scores: pd.DataFrame, metric: str, prefix: str, path: Path, title: 
     for k, who in enumerate(whos):
         sub = df[df["who"] == who].set_index("cat")
         vals = [sub["value"].get(c, np.nan) for c in cats]
-        err = [[max(0, sub["value"].get(c, np.nan) - (sub["ci_low"].get(c) if sub["ci_low"].get(c) is not None else np.nan)) for c in cats],
-               [max(0, (sub["ci_high"].get(c) if sub["ci_high"].get(c) is not None else np.nan) - sub["value"].get(c, np.nan)) for c in cats]]
-        ax.bar(np.arange(len(cats)) + k * width, vals, width, label=who, yerr=np.nan_to_num(np.array(err, dtype=float)), capsize=2)
+        err = [
+            [
+                max(
+                    0,
+                    sub["value"].get(c, np.nan)
+                    - (sub["ci_low"].get(c) if sub["ci_low"].get(c) is not None else np.nan),
+                )
+                for c in cats
+            ],
+            [
+                max(
+                    0,
+                    (sub["ci_high"].get(c) if sub["ci_high"].get(c) is not None else np.nan)
+                    - sub["value"].get(c, np.nan),
+                )
+                for c in cats
+            ],
+        ]
+        ax.bar(
+            np.arange(len(cats)) + k * width,
+            vals,
+            width,
+            label=who,
+            yerr=np.nan_to_num(np.array(err, dtype=float)),
+            capsize=2,
+        )
     ax.set_xticks(np.arange(len(cats)) + 0.4 - width / 2, cats, rotation=30, ha="right", fontsize=8)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=6)

@@ -125,16 +125,26 @@ class RequestContext:
     seed: str
     extra: dict[str, Any]
     labels: dict[str, Any]
-    context: dict[str, Any] = field(default_factory=dict)   # stored with the prediction (detail.context)
+    context: dict[str, Any] = field(default_factory=dict)  # stored with the prediction (detail.context)
 
     def request(self, prompt: Any, variables: dict[str, Any], images: list[ImageInput] | None = None) -> LLMRequest:
         return _req(self.request_id, prompt, variables, self.images if images is None else images, self.model)
 
 
-def build_requests(benchmark: Any, setting: Setting, items: list[dict[str, Any]], prompts: dict[str, Any],
-                   spec: ModelSpec, data_dir: Path, *, circular: bool = False,
-                   dev_items: list[dict[str, Any]] | None = None, descriptions: dict[str, str] | None = None,
-                   captions: dict[str, str] | None = None, seed: str = "eval") -> tuple[list[EvalRequest], list[tuple[str, str]]]:
+def build_requests(
+    benchmark: Any,
+    setting: Setting,
+    items: list[dict[str, Any]],
+    prompts: dict[str, Any],
+    spec: ModelSpec,
+    data_dir: Path,
+    *,
+    circular: bool = False,
+    dev_items: list[dict[str, Any]] | None = None,
+    descriptions: dict[str, str] | None = None,
+    captions: dict[str, str] | None = None,
+    seed: str = "eval",
+) -> tuple[list[EvalRequest], list[tuple[str, str]]]:
     """Requests for every applicable item, and ``(item_id, reason)`` for items left out.
 
     ``benchmark``: a registered name or a ``BenchmarkSpec``; its ``eval.kinds`` says how each
@@ -151,7 +161,7 @@ def build_requests(benchmark: Any, setting: Setting, items: list[dict[str, Any]]
             continue
         extra, labels = jload(item.get("extra")), jload(item.get("labels"))
         if setting.tasks and item.get("category") not in setting.tasks:
-            continue   # a setting limited to some task categories (e.g. a guided prompt)
+            continue  # a setting limited to some task categories (e.g. a guided prompt)
         options = as_list(item.get("options")) or None
         variants = [(options, item["answer"])]
         # circular evaluation rotates lettered options; a free-form setting shows none
@@ -162,10 +172,23 @@ def build_requests(benchmark: Any, setting: Setting, items: list[dict[str, Any]]
             skipped.append((item["item_id"], "no_media"))
             continue
         for k, (opts, answer) in enumerate(variants):
-            ctx = RequestContext(item=item, setting=setting, options=opts, answer=str(answer),
-                                 request_id=request_id(item["item_id"], k), images=images, prompts=prompts, model=spec,
-                                 data_dir=data_dir, dev_items=dev_items or [], descriptions=descriptions or {},
-                                 captions=captions or {}, seed=seed, extra=extra, labels=labels)
+            ctx = RequestContext(
+                item=item,
+                setting=setting,
+                options=opts,
+                answer=str(answer),
+                request_id=request_id(item["item_id"], k),
+                images=images,
+                prompts=prompts,
+                model=spec,
+                data_dir=data_dir,
+                dev_items=dev_items or [],
+                descriptions=descriptions or {},
+                captions=captions or {},
+                seed=seed,
+                extra=extra,
+                labels=labels,
+            )
             try:
                 req = bench.eval.build_request(ctx)
             except SkipItem as exc:
@@ -173,19 +196,32 @@ def build_requests(benchmark: Any, setting: Setting, items: list[dict[str, Any]]
                 break
             # a setting that asks for words instead of a letter (ctx.context["answer_type"]) is read as text
             rkind = "text" if ctx.context.get("answer_type") == "free_form" else kind
-            out.append(EvalRequest(item=item, kind=rkind, options=opts, answer=str(answer), variant=k, request=req,
-                                   n_images=len(req.images), context=ctx.context))
+            out.append(
+                EvalRequest(
+                    item=item,
+                    kind=rkind,
+                    options=opts,
+                    answer=str(answer),
+                    variant=k,
+                    request=req,
+                    n_images=len(req.images),
+                    context=ctx.context,
+                )
+            )
     return out, skipped
 
 
 def pick_shots(item: dict[str, Any], pool: list[dict[str, Any]], k: int, seed: str) -> list[dict[str, Any]]:
     """``k`` dev examples in a seeded order, never from the query's own source image/video."""
+
     def key(d: dict[str, Any]) -> str:
         return hashlib.sha1(f"{seed}:{d['item_id']}".encode()).hexdigest()
 
     ordered = sorted(pool, key=key)
     src = item.get("source_item_id")
-    return [d for d in ordered if d["item_id"] != item["item_id"] and (src is None or d.get("source_item_id") != src)][:k]
+    return [d for d in ordered if d["item_id"] != item["item_id"] and (src is None or d.get("source_item_id") != src)][
+        :k
+    ]
 
 
 def caption_requests(items: list[dict[str, Any]], prompt: Any, spec: ModelSpec, data_dir: Path) -> list[LLMRequest]:
@@ -198,8 +234,9 @@ def caption_requests(items: list[dict[str, Any]], prompt: Any, spec: ModelSpec, 
     return out
 
 
-def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any] | None = None,
-                benchmark: Any = None) -> ex.Extraction:
+def parse_reply(
+    er: EvalRequest, text: str | None, options: dict[str, Any] | None = None, benchmark: Any = None
+) -> ex.Extraction:
     """The paper's own reading of a reply: the benchmark's ``eval.parse_reply`` hook first
     (``options``: its scoring options, config/evals.yaml ``benchmarks.<name>.scoring``), then
     the generic reading of the reply kind. ``benchmark``: a registered name or a spec (default:
@@ -209,7 +246,7 @@ def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any] | Non
     ref = benchmark if benchmark is not None else er.item.get("benchmark")
     try:
         hook = resolve(ref).eval.parse_reply if ref is not None else None
-    except KeyError:   # an item of no registered benchmark: generic reading only
+    except KeyError:  # an item of no registered benchmark: generic reading only
         hook = None
     if hook is not None:
         e = hook(er, text, dict(options or {}))
@@ -229,14 +266,20 @@ def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any] | Non
         return ex.extract_word(text)
     if er.kind == "highlight":
         return ex.extract_highlight(text)
-    if er.kind == "text_not_question":   # an echo of the question is no answer
+    if er.kind == "text_not_question":  # an echo of the question is no answer
         return ex.extract_text(text, er.item.get("question", ""))
     return ex.extract_text(text, "")
 
 
-def prediction_rows(model: str, benchmark: Any, setting: Setting, split_of: dict[str, str],
-                    reqs: list[EvalRequest], results: list[LLMResult],
-                    scoring: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def prediction_rows(
+    model: str,
+    benchmark: Any,
+    setting: Setting,
+    split_of: dict[str, str],
+    reqs: list[EvalRequest],
+    results: list[LLMResult],
+    scoring: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """One row per request: raw reply, parse, and the item score where no judge is needed.
     ``benchmark``: a registered name or a spec; ``scoring``: its scoring options."""
     from forge.benchmarks.registry import resolve
@@ -247,14 +290,35 @@ def prediction_rows(model: str, benchmark: Any, setting: Setting, split_of: dict
         item = er.item
         raw = (res.data or {}).get("text") if res.ok else res.text
         row: dict[str, Any] = {
-            "model": model, "benchmark": bench.name, "setting": setting.name, "item_id": item["item_id"],
-            "variant": er.variant, "task": item["task"], "category": item.get("category"),
-            "split": split_of.get(item["item_id"], "all"), "source_item_id": item.get("source_item_id"),
-            "raw_reply": raw, "gold": er.answer, "n_images": er.n_images, "prompt_name": res.prompt_name,
-            "prompt_hash": res.prompt_hash, "model_id": res.model, "backend": res.backend, "cached": bool(res.cached),
-            "latency_s": float(res.latency_s), "tokens_in": int(res.tokens_in), "tokens_out": int(res.tokens_out),
-            "parsed": None, "parse_ok": None, "parse_method": None, "status": "ok", "error": None,
-            "correct": None, "score": None, "detail": {}, **{k: None for k in JUDGE_COLUMNS},
+            "model": model,
+            "benchmark": bench.name,
+            "setting": setting.name,
+            "item_id": item["item_id"],
+            "variant": er.variant,
+            "task": item["task"],
+            "category": item.get("category"),
+            "split": split_of.get(item["item_id"], "all"),
+            "source_item_id": item.get("source_item_id"),
+            "raw_reply": raw,
+            "gold": er.answer,
+            "n_images": er.n_images,
+            "prompt_name": res.prompt_name,
+            "prompt_hash": res.prompt_hash,
+            "model_id": res.model,
+            "backend": res.backend,
+            "cached": bool(res.cached),
+            "latency_s": float(res.latency_s),
+            "tokens_in": int(res.tokens_in),
+            "tokens_out": int(res.tokens_out),
+            "parsed": None,
+            "parse_ok": None,
+            "parse_method": None,
+            "status": "ok",
+            "error": None,
+            "correct": None,
+            "score": None,
+            "detail": {},
+            **{k: None for k in JUDGE_COLUMNS},
         }
         if er.context:
             row["detail"]["context"] = er.context
@@ -263,8 +327,12 @@ def prediction_rows(model: str, benchmark: Any, setting: Setting, split_of: dict
             row.update(status="call_failed", error=f"{res.error_class}: {res.error}")
         else:
             e = parse_reply(er, raw, scoring, bench)
-            row.update(parsed=e.answer or None, parse_ok=e.ok, parse_method=e.method or e.reason,
-                       status="ok" if e.ok else "unparseable")
+            row.update(
+                parsed=e.answer or None,
+                parse_ok=e.ok,
+                parse_method=e.method or e.reason,
+                status="ok" if e.ok else "unparseable",
+            )
             if e.values:
                 row["detail"]["parsed"] = e.values
             item_score(row, er, e)
@@ -272,8 +340,16 @@ def prediction_rows(model: str, benchmark: Any, setting: Setting, split_of: dict
     return rows
 
 
-JUDGE_COLUMNS = ("judge_ok", "judge_score", "judge_verdict", "judge_justification", "judge_json", "judge_model",
-                 "judge_prompt_hash", "judge_error")
+JUDGE_COLUMNS = (
+    "judge_ok",
+    "judge_score",
+    "judge_verdict",
+    "judge_justification",
+    "judge_json",
+    "judge_model",
+    "judge_prompt_hash",
+    "judge_error",
+)
 
 
 def item_score(row: dict[str, Any], er: EvalRequest, e: ex.Extraction) -> None:
@@ -292,7 +368,7 @@ def item_score(row: dict[str, Any], er: EvalRequest, e: ex.Extraction) -> None:
                 row["detail"]["chosen_type"] = types[opts0.index(chosen_text)] if chosen_text in opts0 else None
     elif er.kind == "multi":
         gold = [x.strip() for x in er.answer.split(",") if x.strip()]
-        pred = list(e.letters) if e.ok else []       # an unreadable reply selects nothing (official)
+        pred = list(e.letters) if e.ok else []  # an unreadable reply selects nothing (official)
         row["score"] = partial_set_score(pred, gold)
         row["correct"] = bool(e.ok and set(pred) == set(gold))
         row["detail"]["composition"] = error_composition(pred, gold) if e.ok else "unparseable"

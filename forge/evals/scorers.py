@@ -17,10 +17,33 @@ import numpy as np
 from forge.recipes.vimu.items import multi_select_score
 
 __all__ = [
-    "multi_select_score", "partial_set_score", "vimu_set_score", "vimu_oe_total", "vimu_oe_normalised", "VIMU_OE_MIN", "VIMU_OE_MAX",
-    "vimu_oe_intersection", "micro_f1", "selection_conservatism", "error_composition", "weighted_mean", "vimu_judge_total", "vimu_judge_normalised",
-    "option_affinity", "cooccurrence", "frobenius", "chosen_option_type", "all_correct", "f1_per_class",
-    "box_iou", "span_tokens", "span_overlap", "rouge_n", "rouge_l", "rotations", "VIMU_JUDGE_RANGES",
+    "multi_select_score",
+    "partial_set_score",
+    "vimu_set_score",
+    "vimu_oe_total",
+    "vimu_oe_normalised",
+    "VIMU_OE_MIN",
+    "VIMU_OE_MAX",
+    "vimu_oe_intersection",
+    "micro_f1",
+    "selection_conservatism",
+    "error_composition",
+    "weighted_mean",
+    "vimu_judge_total",
+    "vimu_judge_normalised",
+    "option_affinity",
+    "cooccurrence",
+    "frobenius",
+    "chosen_option_type",
+    "all_correct",
+    "f1_per_class",
+    "box_iou",
+    "span_tokens",
+    "span_overlap",
+    "rouge_n",
+    "rouge_l",
+    "rotations",
+    "VIMU_JUDGE_RANGES",
 ]
 
 
@@ -33,6 +56,7 @@ def weighted_mean(values: np.ndarray, weights: np.ndarray | None = None) -> floa
 
 
 # -- ViMU ------------------------------------------------------------------------------------
+
 
 def error_composition(predicted: Iterable[str], gold: Iterable[str]) -> str:
     """ViMU Fig. 6b: exact (P = G), miss_only (P ⊊ G), extra_only (G ⊊ P), mixed (both)."""
@@ -57,7 +81,7 @@ def partial_set_score(predicted: Iterable[str], gold: Iterable[str]) -> float:
     return len(p & g) / len(g)
 
 
-vimu_set_score = partial_set_score   # the name the ViMU parity tests use
+vimu_set_score = partial_set_score  # the name the ViMU parity tests use
 
 
 # Official OE judge (scripts/01-vimu_oe_judge.py): the judge states ``score_total`` in -6..9;
@@ -104,8 +128,9 @@ def vimu_oe_intersection(rows: Sequence[tuple[str, str, float | None]]) -> dict[
     return {m: [by_video[v][m] for v in keep] for m in sorted(models)}
 
 
-def micro_f1(predicted: Sequence[Iterable[str]], gold: Sequence[Iterable[str]],
-             weights: np.ndarray | None = None) -> dict[str, float]:
+def micro_f1(
+    predicted: Sequence[Iterable[str]], gold: Sequence[Iterable[str]], weights: np.ndarray | None = None
+) -> dict[str, float]:
     """Micro-averaged precision / recall / F1 of set predictions (ViMU Fig. 6a, EG): true
     positives, predicted and gold keys pooled over items before dividing."""
     w = np.ones(len(gold)) if weights is None else np.asarray(weights, dtype=float)
@@ -114,12 +139,16 @@ def micro_f1(predicted: Sequence[Iterable[str]], gold: Sequence[Iterable[str]],
     ngold = sum(wi * len(set(g)) for g, wi in zip(gold, w))
     prec = tp / npred if npred else 0.0
     rec = tp / ngold if ngold else 0.0
-    return {"precision": float(prec), "recall": float(rec),
-            "f1": float(2 * prec * rec / (prec + rec)) if prec + rec else 0.0}
+    return {
+        "precision": float(prec),
+        "recall": float(rec),
+        "f1": float(2 * prec * rec / (prec + rec)) if prec + rec else 0.0,
+    }
 
 
-def selection_conservatism(predicted: Sequence[Iterable[str]], gold: Sequence[Iterable[str]],
-                           weights: np.ndarray | None = None) -> float:
+def selection_conservatism(
+    predicted: Sequence[Iterable[str]], gold: Sequence[Iterable[str]], weights: np.ndarray | None = None
+) -> float:
     """Official ``selection_conservatism`` (11-vimu_eg_score.py): mean predicted set size minus
     mean gold set size; negative = under-selects (conservative), positive = over-selects."""
     w = np.ones(len(gold)) if weights is None else np.asarray(weights, dtype=float)
@@ -131,8 +160,13 @@ def selection_conservatism(predicted: Sequence[Iterable[str]], gold: Sequence[It
 
 
 # App. B: score_total = core + implicit + target - hallucination - literal_only.
-VIMU_JUDGE_RANGES = {"core_intent": (0, 5), "implicit_signal": (0, 3), "target_or_social_meaning": (0, 1),
-                     "hallucination_penalty": (0, 3), "literal_only_penalty": (0, 3)}
+VIMU_JUDGE_RANGES = {
+    "core_intent": (0, 5),
+    "implicit_signal": (0, 3),
+    "target_or_social_meaning": (0, 1),
+    "hallucination_penalty": (0, 3),
+    "literal_only_penalty": (0, 3),
+}
 VIMU_JUDGE_MAX = 9.0
 
 
@@ -147,8 +181,13 @@ def vimu_judge_total(breakdown: dict) -> float:
         if not lo <= v <= hi:
             raise ValueError(f"judge {key}={v} outside [{lo}, {hi}]")
         vals[key] = v
-    return (vals["core_intent"] + vals["implicit_signal"] + vals["target_or_social_meaning"]
-            - vals["hallucination_penalty"] - vals["literal_only_penalty"])
+    return (
+        vals["core_intent"]
+        + vals["implicit_signal"]
+        + vals["target_or_social_meaning"]
+        - vals["hallucination_penalty"]
+        - vals["literal_only_penalty"]
+    )
 
 
 def vimu_judge_normalised(judgement: dict, source: str = "stated") -> float:
@@ -157,8 +196,12 @@ def vimu_judge_normalised(judgement: dict, source: str = "stated") -> float:
     return vimu_oe_normalised(vimu_oe_total(judgement, source))
 
 
-def option_affinity(predicted: Sequence[Iterable[str]], gold: Sequence[Iterable[str]], letters: Sequence[str],
-                    weights: np.ndarray | None = None) -> dict[str, float]:
+def option_affinity(
+    predicted: Sequence[Iterable[str]],
+    gold: Sequence[Iterable[str]],
+    letters: Sequence[str],
+    weights: np.ndarray | None = None,
+) -> dict[str, float]:
     """ViMU Fig. 9: per option, predicted prevalence minus gold prevalence (share of items)."""
     w = np.ones(len(gold)) if weights is None else np.asarray(weights, dtype=float)
     out = {}
@@ -191,6 +234,7 @@ def frobenius(a: np.ndarray, b: np.ndarray) -> float:
 
 
 # -- VAGUE / MCQ -----------------------------------------------------------------------------
+
 
 def chosen_option_type(letter: str | None, option_types: Sequence[str]) -> str | None:
     """VAGUE §5.2: the type (correct / FS / SU / NE) of the option a model picked."""
@@ -226,8 +270,10 @@ def all_correct(flags: Iterable[bool | None]) -> bool | None:
 
 # -- Hummus ----------------------------------------------------------------------------------
 
-def f1_per_class(predicted: Sequence[str | None], gold: Sequence[str], classes: Sequence[str],
-                 weights: np.ndarray | None = None) -> dict[str, float]:
+
+def f1_per_class(
+    predicted: Sequence[str | None], gold: Sequence[str], classes: Sequence[str], weights: np.ndarray | None = None
+) -> dict[str, float]:
     """Per-class F1 (Hummus Table 2: Pos / Neg, and their average). A missing prediction
     (unparseable) is wrong for every class: it lowers recall of its gold class."""
     w = np.ones(len(gold)) if weights is None else np.asarray(weights, dtype=float)
@@ -253,8 +299,11 @@ def box_iou(pred_tlhw: Sequence[float], gold_tlhw: Sequence[float]) -> dict[str,
     inter = iw * ih
     pa, ga = max(ph * pw, 0.0), max(gh * gw, 0.0)
     union = pa + ga - inter
-    return {"iou": inter / union if union > 0 else 0.0, "precision": inter / pa if pa > 0 else 0.0,
-            "recall": inter / ga if ga > 0 else 0.0}
+    return {
+        "iou": inter / union if union > 0 else 0.0,
+        "precision": inter / pa if pa > 0 else 0.0,
+        "recall": inter / ga if ga > 0 else 0.0,
+    }
 
 
 _WORD = re.compile(r"\w+(?:'\w+)?")
@@ -271,8 +320,11 @@ def span_overlap(pred_spans: Iterable[str], gold_spans: Iterable[str]) -> dict[s
     g = set().union(*[span_tokens(s) for s in gold_spans]) if gold_spans else set()
     inter = len(p & g)
     union = len(p | g)
-    return {"jaccard": inter / union if union else 0.0, "precision": inter / len(p) if p else 0.0,
-            "recall": inter / len(g) if g else 0.0}
+    return {
+        "jaccard": inter / union if union else 0.0,
+        "precision": inter / len(p) if p else 0.0,
+        "recall": inter / len(g) if g else 0.0,
+    }
 
 
 @lru_cache(maxsize=1)

@@ -54,12 +54,19 @@ def tokens(text: str) -> list[str]:
 def bleu(predictions: Sequence[str | None], references: Sequence[Sequence[str]]) -> np.ndarray:
     import sacrebleu
 
-    return np.array([np.nan if p is None else sacrebleu.sentence_bleu(p, [r for r in refs if r] or [""]).score / 100.0
-                     for p, refs in zip(predictions, references)], dtype=float)
+    return np.array(
+        [
+            np.nan if p is None else sacrebleu.sentence_bleu(p, [r for r in refs if r] or [""]).score / 100.0
+            for p, refs in zip(predictions, references)
+        ],
+        dtype=float,
+    )
 
 
 def rouge_l_best(predictions: Sequence[str | None], references: Sequence[Sequence[str]]) -> np.ndarray:
-    return np.array([np.nan if p is None else rouge_l(p, refs) for p, refs in zip(predictions, references)], dtype=float)
+    return np.array(
+        [np.nan if p is None else rouge_l(p, refs) for p, refs in zip(predictions, references)], dtype=float
+    )
 
 
 @lru_cache(maxsize=2)
@@ -75,18 +82,22 @@ def _wordnet(root: str, cache: str):
 
     src = Path(root)
     if not (src / "data.noun").is_file() or not (src / "index.noun").is_file():
-        raise MetricUnavailable(f"METEOR skipped: no WordNet 3.0 database in {src} (apt-get install wordnet-base, "
-                                "or set SUBTEXT_WORDNET_DIR)")
+        raise MetricUnavailable(
+            f"METEOR skipped: no WordNet 3.0 database in {src} (apt-get install wordnet-base, "
+            "or set SUBTEXT_WORDNET_DIR)"
+        )
     if (src / "lexnames").is_file():
-        nltk.data.path.append(str(src))        # NLTK only reads corpora under its data path
+        nltk.data.path.append(str(src))  # NLTK only reads corpora under its data path
         return WordNetCorpusReader(str(src), None)
     dst = Path(cache)
     dst.mkdir(parents=True, exist_ok=True)
-    for f in src.iterdir():          # copied, not linked: NLTK refuses files resolving outside its root
+    for f in src.iterdir():  # copied, not linked: NLTK refuses files resolving outside its root
         if f.is_file() and not (dst / f.name).exists():
             shutil.copyfile(f, dst / f.name)
     syntactic = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
-    (dst / "lexnames").write_text("".join(f"{i:02d}\t{n}\t{syntactic[n.split('.')[0]]}\n" for i, n in enumerate(_LEXNAMES)))
+    (dst / "lexnames").write_text(
+        "".join(f"{i:02d}\t{n}\t{syntactic[n.split('.')[0]]}\n" for i, n in enumerate(_LEXNAMES))
+    )
     nltk.data.path.extend([str(dst), str(src)])
     return WordNetCorpusReader(str(dst), None)
 
@@ -96,7 +107,9 @@ def wordnet_reader(cache_dir: str | Path | None = None):
     return _wordnet(str(WORDNET_DIR), str(cache))
 
 
-def meteor(predictions: Sequence[str | None], references: Sequence[Sequence[str]], cache_dir: str | Path | None = None) -> np.ndarray:
+def meteor(
+    predictions: Sequence[str | None], references: Sequence[Sequence[str]], cache_dir: str | Path | None = None
+) -> np.ndarray:
     from nltk.translate.meteor_score import meteor_score
 
     wn = wordnet_reader(cache_dir)
@@ -139,7 +152,9 @@ def bertscore_model_path(cfg: dict | None = None) -> tuple[str | None, str]:
     return str(path), ""
 
 
-def bertscore(predictions: Sequence[str | None], references: Sequence[Sequence[str]], cfg: dict | None = None) -> np.ndarray:
+def bertscore(
+    predictions: Sequence[str | None], references: Sequence[Sequence[str]], cfg: dict | None = None
+) -> np.ndarray:
     """BERTScore F1 (max over references) with a locally stored model; never downloads."""
     path, why = bertscore_model_path(cfg)
     if path is None:
@@ -168,8 +183,12 @@ def _default_layers(path: str) -> int:
 METRICS = {"bleu": bleu, "rouge_l": rouge_l_best, "meteor": meteor, "cider": cider, "bertscore_f1": bertscore}
 
 
-def similarity_table(predictions: Sequence[str | None], references: Sequence[Sequence[str]],
-                     bertscore_cfg: dict | None = None, cache_dir: str | Path | None = None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+def similarity_table(
+    predictions: Sequence[str | None],
+    references: Sequence[Sequence[str]],
+    bertscore_cfg: dict | None = None,
+    cache_dir: str | Path | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Every metric's per-item values, and for each metric that could not run, the reason."""
     values: dict[str, np.ndarray] = {}
     skipped: dict[str, str] = {}

@@ -7,7 +7,23 @@ from forge.llm.prompts import Prompt, PromptError, load_prompt, load_prompts, pr
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
 
 __all__ = [
-    "Backend", "BackendError", "CALLS_COLUMNS", "EngineSettings", "ImageInput", "LLMCache", "LLMEngine",
-    "LLMRequest", "LLMResult", "OpenAIBackend", "PARSER_VERSION", "Price", "Prompt", "PromptError", "Reply",
-    "StubBackend", "load_prompt", "load_prompts", "prompt_files_hash",
+    "Backend",
+    "BackendError",
+    "CALLS_COLUMNS",
+    "EngineSettings",
+    "ImageInput",
+    "LLMCache",
+    "LLMEngine",
+    "LLMRequest",
+    "LLMResult",
+    "OpenAIBackend",
+    "PARSER_VERSION",
+    "Price",
+    "Prompt",
+    "PromptError",
+    "Reply",
+    "StubBackend",
+    "load_prompt",
+    "load_prompts",
+    "prompt_files_hash",
 ]

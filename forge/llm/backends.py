@@ -28,13 +28,21 @@ class Reply:
     finish_reason: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     model: str = ""
-    response_id: str | None = None       # the endpoint's id for this completion
-    request_id: str | None = None        # ours (X-Client-Request-Id), the ledger key
+    response_id: str | None = None  # the endpoint's id for this completion
+    request_id: str | None = None  # ours (X-Client-Request-Id), the ledger key
 
 
 class BackendError(Exception):
-    def __init__(self, message: str, *, retryable: bool, status: int | None = None,
-                 retry_after: float | None = None, kind: str = "", headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+        kind: str = "",
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(message)
         self.retryable, self.status, self.retry_after, self.kind = retryable, status, retry_after, kind
         self.headers = headers or {}
@@ -44,9 +52,18 @@ class Backend(Protocol):
     name: str
     endpoint: str
 
-    async def complete(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any],
-                       response_format: dict[str, Any] | None, schema: dict[str, Any] | None, seed: str, *,
-                       timeouts: dict[str, float] | None = None, request_id: str | None = None) -> Reply: ...
+    async def complete(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        params: dict[str, Any],
+        response_format: dict[str, Any] | None,
+        schema: dict[str, Any] | None,
+        seed: str,
+        *,
+        timeouts: dict[str, float] | None = None,
+        request_id: str | None = None,
+    ) -> Reply: ...
 
     async def aclose(self) -> None: ...
 
@@ -70,7 +87,9 @@ def retry_after_seconds(headers: dict[str, str] | Any) -> float | None:
 class OpenAIBackend:
     name = "openai"
 
-    def __init__(self, base_url: str | None, api_key: str | None, timeout: float = 60.0, organization: str | None = None):
+    def __init__(
+        self, base_url: str | None, api_key: str | None, timeout: float = 60.0, organization: str | None = None
+    ):
         self.endpoint = base_url or "https://api.openai.com/v1"
         self._base_url, self._api_key, self._timeout, self._org = base_url, api_key, timeout, organization
         self._client: Any = None
@@ -104,8 +123,9 @@ class OpenAIBackend:
 
         self.client()
 
-    async def complete(self, model, messages, params, response_format, schema, seed, *, timeouts=None,
-                       request_id=None) -> Reply:
+    async def complete(
+        self, model, messages, params, response_format, schema, seed, *, timeouts=None, request_id=None
+    ) -> Reply:
         import httpx2
         import openai
         from openai.types.chat import ChatCompletion
@@ -127,22 +147,33 @@ class OpenAIBackend:
             # connect → aiohttp sock_connect, read → sock_read (for a JSON reply: the first byte),
             # pool → connection acquisition; the engine enforces the total.
             raw = await self.client().post(
-                "/chat/completions", cast_to=ChatCompletion, body=kwargs,
-                options={"headers": headers_out,
-                         "timeout": httpx2.Timeout(float(t.get("total", self._timeout)), connect=connect,
-                                                   read=first_byte, pool=connect)})
+                "/chat/completions",
+                cast_to=ChatCompletion,
+                body=kwargs,
+                options={
+                    "headers": headers_out,
+                    "timeout": httpx2.Timeout(
+                        float(t.get("total", self._timeout)), connect=connect, read=first_byte, pool=connect
+                    ),
+                },
+            )
             resp = raw.parse()
             if inspect.isawaitable(resp):
                 resp = await resp
-            headers = {k.lower(): v for k, v in raw.headers.items() if k.lower().startswith(("x-ratelimit", "retry-after"))}
+            headers = {
+                k.lower(): v for k, v in raw.headers.items() if k.lower().startswith(("x-ratelimit", "retry-after"))
+            }
         except openai.APITimeoutError as exc:
             elapsed = time.perf_counter() - t0
             if isinstance(exc.__cause__, httpx2.ReadTimeout):
-                raise BackendError(f"timeout: no first byte within {first_byte:g}s", retryable=True,
-                                   kind="timeout") from exc
+                raise BackendError(
+                    f"timeout: no first byte within {first_byte:g}s", retryable=True, kind="timeout"
+                ) from exc
             # The aiohttp transport reports a refused connection as a connect timeout too: tell them apart.
             if elapsed < 0.9 * connect:
-                raise BackendError(f"connection error: {exc.__cause__ or exc}", retryable=True, kind="connection") from exc
+                raise BackendError(
+                    f"connection error: {exc.__cause__ or exc}", retryable=True, kind="connection"
+                ) from exc
             raise BackendError(f"timeout: no connection within {connect:g}s", retryable=True, kind="timeout") from exc
         except openai.APIConnectionError as exc:
             raise BackendError(f"connection error: {exc}", retryable=True, kind="connection") from exc
@@ -151,11 +182,23 @@ class OpenAIBackend:
             hdrs = {k.lower(): v for k, v in exc.response.headers.items()}
             body = _short(exc)
             if status == 429:
-                raise BackendError(f"429 rate limited: {body}", retryable=True, status=429,
-                                   retry_after=retry_after_seconds(hdrs), kind="rate_limit", headers=hdrs) from exc
+                raise BackendError(
+                    f"429 rate limited: {body}",
+                    retryable=True,
+                    status=429,
+                    retry_after=retry_after_seconds(hdrs),
+                    kind="rate_limit",
+                    headers=hdrs,
+                ) from exc
             if status >= 500 or status in (408, 409):
-                raise BackendError(f"{status}: {body}", retryable=True, status=status,
-                                   retry_after=retry_after_seconds(hdrs), kind="server", headers=hdrs) from exc
+                raise BackendError(
+                    f"{status}: {body}",
+                    retryable=True,
+                    status=status,
+                    retry_after=retry_after_seconds(hdrs),
+                    kind="server",
+                    headers=hdrs,
+                ) from exc
             kind = "response_format" if status == 400 and "response_format" in body else "client"
             raise BackendError(f"{status}: {body}", retryable=False, status=status, kind=kind) from exc
         except openai.APIResponseValidationError as exc:
@@ -167,8 +210,9 @@ class OpenAIBackend:
         usage = resp.usage
         if text is None:
             refusal = getattr(choice.message, "refusal", None)
-            err = BackendError(f"no content (finish_reason={choice.finish_reason}, refusal={refusal})",
-                               retryable=False, kind="empty")
+            err = BackendError(
+                f"no content (finish_reason={choice.finish_reason}, refusal={refusal})", retryable=False, kind="empty"
+            )
             # a refusal is a delivered (billed) reply: the ledger prices its tokens
             err.tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)  # type: ignore[attr-defined]
             err.tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)  # type: ignore[attr-defined]
@@ -203,12 +247,19 @@ class StubBackend:
     name = "stub"
     endpoint = "stub"
 
-    async def complete(self, model, messages, params, response_format, schema, seed, *, timeouts=None,
-                       request_id=None) -> Reply:
+    async def complete(
+        self, model, messages, params, response_format, schema, seed, *, timeouts=None, request_id=None
+    ) -> Reply:
         value = placeholder(schema, seed)
         text = json.dumps(value, ensure_ascii=False) if (schema or response_format) else f"{STUB_MARK} reply"
-        return Reply(text=text, tokens_in=count_message_tokens(messages), tokens_out=count_tokens(text),
-                     finish_reason="stop", model=model, request_id=request_id)
+        return Reply(
+            text=text,
+            tokens_in=count_message_tokens(messages),
+            tokens_out=count_tokens(text),
+            finish_reason="stop",
+            model=model,
+            request_id=request_id,
+        )
 
     async def aclose(self) -> None:
         return None

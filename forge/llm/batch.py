@@ -83,15 +83,35 @@ async def arun_batch(engine: LLMEngine, stage: str, partition: str, requests: li
             prep = engine.prepare(stage, req)
         except Exception as exc:  # noqa: BLE001 - the item fails alone, as online
             model = engine.model_for(stage)
-            engine._record(stage, partition, None, req, model=model, attempt=0, outcome="failed",
-                           error=f"prepare: {exc}", error_class=type(exc).__name__, mode="batch")
-            results[i] = engine._result(None, req, ok=False, error=f"prepare: {exc}",
-                                        error_class=type(exc).__name__, model=model)
+            engine._record(
+                stage,
+                partition,
+                None,
+                req,
+                model=model,
+                attempt=0,
+                outcome="failed",
+                error=f"prepare: {exc}",
+                error_class=type(exc).__name__,
+                mode="batch",
+            )
+            results[i] = engine._result(
+                None, req, ok=False, error=f"prepare: {exc}", error_class=type(exc).__name__, model=model
+            )
             continue
         hit = engine.cache.get(prep.key)
         if hit is not None:
-            engine._record(stage, partition, prep, req, model=prep.model, attempt=0, outcome="cache_hit",
-                           cache_hit=True, mode="batch")
+            engine._record(
+                stage,
+                partition,
+                prep,
+                req,
+                model=prep.model,
+                attempt=0,
+                outcome="cache_hit",
+                cache_hit=True,
+                mode="batch",
+            )
             results[i] = engine._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
         else:
             preps.setdefault(prep.key, []).append((i, prep))
@@ -108,9 +128,12 @@ async def arun_batch(engine: LLMEngine, stage: str, partition: str, requests: li
     async def submit(keys: list[str]) -> None:
         lines = "\n".join(json.dumps(_line(engine, preps[k][0][1]), ensure_ascii=False) for k in keys)
         f = await client.files.create(file=(f"{safe_name(stage)}.jsonl", lines.encode()), purpose="batch")
-        b = await client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
-                                        completion_window=s.batch_completion_window,
-                                        metadata={"stage": stage[:64], "partition": partition[:64]})
+        b = await client.batches.create(
+            input_file_id=f.id,
+            endpoint="/v1/chat/completions",
+            completion_window=s.batch_completion_window,
+            metadata={"stage": stage[:64], "partition": partition[:64]},
+        )
         state["batches"][b.id] = {"keys": keys, "submitted_at": time.time()}
         _save_state(spath, state)  # the resume point: written before any polling
         for k in keys:
@@ -149,16 +172,20 @@ async def arun_batch(engine: LLMEngine, stage: str, partition: str, requests: li
                     body = resp["body"]
                     choice = body["choices"][0]
                     usage = body.get("usage") or {}
-                    reply = Reply(text=choice["message"].get("content") or "",
-                                  tokens_in=int(usage.get("prompt_tokens", 0)),
-                                  tokens_out=int(usage.get("completion_tokens", 0)),
-                                  finish_reason=choice.get("finish_reason"), model=body.get("model", ""))
+                    reply = Reply(
+                        text=choice["message"].get("content") or "",
+                        tokens_in=int(usage.get("prompt_tokens", 0)),
+                        tokens_out=int(usage.get("completion_tokens", 0)),
+                        finish_reason=choice.get("finish_reason"),
+                        model=body.get("model", ""),
+                    )
                     reply._latency = waited  # type: ignore[attr-defined]
                     answered.add(key)
                     for idx, prep in preps[key]:
                         # Validation, the online repair of an invalid reply, and caching: shared with online.
-                        results[idx] = await engine._call_and_parse(stage, partition, prep, first_reply=reply,
-                                                                    mode="batch")
+                        results[idx] = await engine._call_and_parse(
+                            stage, partition, prep, first_reply=reply, mode="batch"
+                        )
             pending -= answered
             for k in set(keys) - answered:
                 last_error.setdefault(k, f"batch {bid} ended {b.status} without an answer")
@@ -180,8 +207,19 @@ async def arun_batch(engine: LLMEngine, stage: str, partition: str, requests: li
         for idx, prep in items:
             if results[idx] is None:
                 reason = last_error.get(key, "no answer from the batch")
-                engine._record(stage, partition, prep, prep.req, model=prep.model, attempt=submissions[key],
-                               outcome="failed", error=reason, error_class="BatchError", mode="batch")
-                results[idx] = engine._result(prep, prep.req, ok=False, error=reason, error_class="BatchError",
-                                              attempts=submissions[key])
+                engine._record(
+                    stage,
+                    partition,
+                    prep,
+                    prep.req,
+                    model=prep.model,
+                    attempt=submissions[key],
+                    outcome="failed",
+                    error=reason,
+                    error_class="BatchError",
+                    mode="batch",
+                )
+                results[idx] = engine._result(
+                    prep, prep.req, ok=False, error=reason, error_class="BatchError", attempts=submissions[key]
+                )
     return [r for r in results if r is not None]

@@ -38,8 +38,12 @@ class LLMCache:
         self.hits = self.misses = self.writes = 0
 
     def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(str(self.path) if self.path else ":memory:", timeout=self._busy,
-                              check_same_thread=False, isolation_level=None)
+        con = sqlite3.connect(
+            str(self.path) if self.path else ":memory:",
+            timeout=self._busy,
+            check_same_thread=False,
+            isolation_level=None,
+        )
         con.execute(f"pragma busy_timeout={int(self._busy * 1000)}")
         if self.path:
             for attempt in range(50):

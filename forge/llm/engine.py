@@ -41,7 +41,7 @@ import weakref
 from collections import deque
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -62,9 +62,26 @@ _log.setLevel(logging.INFO)  # progress lines; dagster.yaml hands this logger to
 PARSER_VERSION = "1"
 
 CALLS_COLUMNS = [
-    "call_id", "stage", "partition", "item_id", "model", "backend", "prompt_name", "prompt_hash",
-    "request_key", "tokens_in", "tokens_out", "latency_s", "cost_usd", "cache_hit", "attempt",
-    "outcome", "error", "error_class", "mode", "created_at",
+    "call_id",
+    "stage",
+    "partition",
+    "item_id",
+    "model",
+    "backend",
+    "prompt_name",
+    "prompt_hash",
+    "request_key",
+    "tokens_in",
+    "tokens_out",
+    "latency_s",
+    "cost_usd",
+    "cache_hit",
+    "attempt",
+    "outcome",
+    "error",
+    "error_class",
+    "mode",
+    "created_at",
 ]
 # outcome values: ok | cache_hit | invalid (reply failed the schema; repaired or rejected)
 #                 | retry (transient error, retried) | failed (the item's final error)
@@ -79,12 +96,12 @@ class EngineSettings:
     max_concurrency: int = 16
     rpm: int | None = None
     tpm: int | None = None
-    max_retries: int = 6                 # default retry budget of every transient kind (see retry_budgets)
+    max_retries: int = 6  # default retry budget of every transient kind (see retry_budgets)
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0
-    timeout_s: float = 60.0              # total time for one request
+    timeout_s: float = 60.0  # total time for one request
     connect_timeout_s: float = 10.0
-    first_byte_timeout_s: float | None = None   # None = timeout_s (a JSON reply arrives in one piece)
+    first_byte_timeout_s: float | None = None  # None = timeout_s (a JSON reply arrives in one piece)
     # Hedging / adaptive deadline: a request slower than hedge_after_s (None = adaptive:
     # hedge_factor × p90 latency of this endpoint+model, at least hedge_min_s; hedge_initial_s
     # until hedge_min_samples are known) gets a second copy, first reply wins; with hedge off
@@ -95,14 +112,14 @@ class EngineSettings:
     hedge_min_s: float = 0.5
     hedge_initial_s: float = 20.0
     hedge_min_samples: int = 20
-    hedge_max_share: float = 0.1         # at most this share of requests may be hedges
+    hedge_max_share: float = 0.1  # at most this share of requests may be hedges
     # Retry budgets per transient kind: rate_limit, server, timeout, connection, malformed.
     retry_budgets: dict[str, int] = field(default_factory=dict)
     # Repair budgets per invalid-reply class: JSONDecodeError, SchemaError, Truncated, EmptyReply.
     repair_budgets: dict[str, int] = field(default_factory=dict)
     structured_output: str = "auto"  # auto (json_schema, falls back) | json_schema | json_object
-    repair: bool = True                  # False: no repair turns at all
-    provider: str | None = None          # endpoint identity in cache keys and the ledger (default: base URL)
+    repair: bool = True  # False: no repair turns at all
+    provider: str | None = None  # endpoint identity in cache keys and the ledger (default: base URL)
     progress_every_s: float = 10.0
     image_max_side: int = 768
     image_quality: int = 85
@@ -111,7 +128,7 @@ class EngineSettings:
     batch_max_wait_s: float = 26 * 3600.0
     batch_completion_window: str = "24h"
     batch_max_resubmits: int = 2
-    batch_discount: float = 0.5          # batch price = discount × online price
+    batch_discount: float = 0.5  # batch price = discount × online price
 
     def stage(self, stage: str, name: str) -> Any:
         """A setting as seen by one stage: ``stage_overrides[stage][name]`` wins over the global one."""
@@ -124,8 +141,16 @@ MAX_COPIES = 3  # copies of one request in flight at once (original + hedges)
 DEFAULT_REPAIRS = {"JSONDecodeError": 3, "SchemaError": 3, "Truncated": 1, "EmptyReply": 2}
 TRANSIENT_KINDS = ("rate_limit", "server", "timeout", "connection", "malformed")
 # Settings a stage override may carry besides model and params.
-STAGE_KEYS = ("timeout_s", "connect_timeout_s", "first_byte_timeout_s", "hedge", "hedge_after_s", "hedge_factor",
-              "retry_budgets", "repair_budgets")
+STAGE_KEYS = (
+    "timeout_s",
+    "connect_timeout_s",
+    "first_byte_timeout_s",
+    "hedge",
+    "hedge_after_s",
+    "hedge_factor",
+    "retry_budgets",
+    "repair_budgets",
+)
 
 
 @dataclass(frozen=True)
@@ -195,7 +220,7 @@ class _Prepared:
     prompt: Prompt
     model: str
     params: dict[str, Any]
-    base_messages: list[dict[str, Any]]   # text-only rendered prompt + extra messages
+    base_messages: list[dict[str, Any]]  # text-only rendered prompt + extra messages
     key: str
 
 
@@ -240,17 +265,19 @@ class _Progress:
 class _Status:
     """What the engine's requests are doing now (gauges) and have suffered (counters)."""
 
-    in_flight: int = 0                 # HTTP requests sent and not yet answered (hedges included)
-    waiting_retry_after: int = 0       # requests sleeping until an endpoint-announced retry-after
-    backing_off: int = 0               # requests sleeping in exponential backoff
-    timed_out: int = 0                 # attempts that hit a deadline (connect, first byte, total, adaptive)
-    hedged: int = 0                    # hedge copies sent
-    hedge_wins: int = 0                # hedges that answered first
-    lost_s: float = 0.0                # seconds spent on attempts that gave nothing usable
+    in_flight: int = 0  # HTTP requests sent and not yet answered (hedges included)
+    waiting_retry_after: int = 0  # requests sleeping until an endpoint-announced retry-after
+    backing_off: int = 0  # requests sleeping in exponential backoff
+    timed_out: int = 0  # attempts that hit a deadline (connect, first byte, total, adaptive)
+    hedged: int = 0  # hedge copies sent
+    hedge_wins: int = 0  # hedges that answered first
+    lost_s: float = 0.0  # seconds spent on attempts that gave nothing usable
 
     def describe(self) -> str:
-        return (f"in flight {self.in_flight}, waiting on retry-after {self.waiting_retry_after}, "
-                f"backing off {self.backing_off}, timed out {self.timed_out}, hedged {self.hedged}")
+        return (
+            f"in flight {self.in_flight}, waiting on retry-after {self.waiting_retry_after}, "
+            f"backing off {self.backing_off}, timed out {self.timed_out}, hedged {self.hedged}"
+        )
 
 
 class _LoopThread:
@@ -288,8 +315,14 @@ _check_ctx = threading.local()
 
 
 class LLMEngine:
-    def __init__(self, backend: Backend, cache: LLMCache, settings: EngineSettings | None = None,
-                 prices: Mapping[str, Any] | None = None, ledger: SpendLedger | None = None):
+    def __init__(
+        self,
+        backend: Backend,
+        cache: LLMCache,
+        settings: EngineSettings | None = None,
+        prices: Mapping[str, Any] | None = None,
+        ledger: SpendLedger | None = None,
+    ):
         self.backend, self.cache = backend, cache
         self.settings = settings or EngineSettings()
         self.prices = {k: Price.parse(v) for k, v in (prices or {}).items()}
@@ -308,14 +341,15 @@ class LLMEngine:
         self._sem_loop: Any = None
         self._latency: dict[str, deque[float]] = {}
         self._sent = 0
-        self._recent: deque[bool] = deque(maxlen=40)   # recent replies: True = 429
+        self._recent: deque[bool] = deque(maxlen=40)  # recent replies: True = 429
         self._warm_loop: Any = None
-        self._answered_loop: Any = None       # the loop on which a reply has arrived (client warmed up)
+        self._answered_loop: Any = None  # the loop on which a reply has arrived (client warmed up)
         self._answered_at = 0.0
         self._loop: _LoopThread | None = None
         self._loop_lock = threading.Lock()
         self.check_pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=max(4, self.settings.max_concurrency), thread_name_prefix="llm-check")
+            max_workers=max(4, self.settings.max_concurrency), thread_name_prefix="llm-check"
+        )
         self._finalizer = weakref.finalize(self, _shutdown, self.__dict__)
 
     @property
@@ -352,8 +386,9 @@ class LLMEngine:
         keys = list(keys)
         if len(keys) <= 1:
             return [body(k) for k in keys]
-        with concurrent.futures.ThreadPoolExecutor(max_workers=parallel or len(keys),
-                                                   thread_name_prefix="llm-partition") as pool:
+        with concurrent.futures.ThreadPoolExecutor(
+            max_workers=parallel or len(keys), thread_name_prefix="llm-partition"
+        ) as pool:
             futures = [pool.submit(body, k) for k in keys]
             concurrent.futures.wait(futures)
             return [f.result() for f in futures]
@@ -407,8 +442,11 @@ class LLMEngine:
 
     def calls_frame(self, stage: str | None = None, partition: str | None = None) -> pd.DataFrame:
         with self._rows_lock:
-            rows = [r for r in self._rows if (stage is None or r["stage"] == stage)
-                    and (partition is None or r["partition"] == partition)]
+            rows = [
+                r
+                for r in self._rows
+                if (stage is None or r["stage"] == stage) and (partition is None or r["partition"] == partition)
+            ]
         return pd.DataFrame(rows, columns=CALLS_COLUMNS)
 
     def stats(self) -> dict[str, Any]:
@@ -431,7 +469,8 @@ class LLMEngine:
             "cost_usd": round(float(df["cost_usd"].sum()), 6) if len(df) else 0.0,
             # Models the price table does not know: their cost shows as 0, which would mislead.
             "unpriced_models": sorted(m for m in df["model"].unique() if price_for(self.prices, m) is None)
-            if len(df) and self.backend.name != "stub" else [],
+            if len(df) and self.backend.name != "stub"
+            else [],
         }
 
     def reset_calls(self) -> None:
@@ -450,10 +489,18 @@ class LLMEngine:
         if req.images:
             image_keys = [self.images.key(i) for i in req.images]
             key_messages.append({"role": "images", "content": image_keys})
-        key = cache_key({
-            "endpoint": self.endpoint, "backend": self.backend.name, "model": model, "messages": key_messages,
-            "params": params, "schema": prompt.schema, "strict": prompt.strict, "parser": PARSER_VERSION,
-        })
+        key = cache_key(
+            {
+                "endpoint": self.endpoint,
+                "backend": self.backend.name,
+                "model": model,
+                "messages": key_messages,
+                "params": params,
+                "schema": prompt.schema,
+                "strict": prompt.strict,
+                "parser": PARSER_VERSION,
+            }
+        )
         return _Prepared(req=req, prompt=prompt, model=model, params=params, base_messages=messages, key=key)
 
     def _wire_messages(self, prep: _Prepared, tail: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -465,8 +512,9 @@ class LLMEngine:
             parts = text if isinstance(text, list) else [{"type": "text", "text": text}]
             msgs[idx] = {"role": "user", "content": parts + [self.images.part(i) for i in prep.req.images]}
         if prep.prompt.schema is not None and self._mode == "json_object":
-            note = ("Reply with one JSON object only, satisfying this JSON Schema:\n"
-                    + json.dumps(prep.prompt.schema, ensure_ascii=False))
+            note = "Reply with one JSON object only, satisfying this JSON Schema:\n" + json.dumps(
+                prep.prompt.schema, ensure_ascii=False
+            )
             if msgs and msgs[0]["role"] == "system":
                 msgs[0] = {"role": "system", "content": f"{msgs[0]['content']}\n\n{note}"}
             else:
@@ -478,8 +526,10 @@ class LLMEngine:
             return None
         if self._mode == "json_object":
             return {"type": "json_object"}
-        return {"type": "json_schema",
-                "json_schema": {"name": prompt.schema_name, "schema": prompt.schema, "strict": prompt.strict}}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": prompt.schema_name, "schema": prompt.schema, "strict": prompt.strict},
+        }
 
     def _validator(self, prompt: Prompt) -> Any:
         if prompt.schema is None:
@@ -498,75 +548,163 @@ class LLMEngine:
         p = price_for(self.prices, model)
         return 0.0 if p is None else (tin * p.input_per_1m + tout * p.output_per_1m) / 1e6
 
-    def _record(self, stage: str, partition: str, prep: _Prepared | None, req: LLMRequest, *, model: str,
-                attempt: int, outcome: str, tokens_in: int = 0, tokens_out: int = 0, latency_s: float = 0.0,
-                error: str | None = None, error_class: str | None = None, cache_hit: bool = False,
-                mode: str = "online", cost: float | None = None) -> None:
+    def _record(
+        self,
+        stage: str,
+        partition: str,
+        prep: _Prepared | None,
+        req: LLMRequest,
+        *,
+        model: str,
+        attempt: int,
+        outcome: str,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        latency_s: float = 0.0,
+        error: str | None = None,
+        error_class: str | None = None,
+        cache_hit: bool = False,
+        mode: str = "online",
+        cost: float | None = None,
+    ) -> None:
         prompt = req.prompt
         if cost is None and mode == "batch":
             cost = self._cost(model, tokens_in, tokens_out) * self.settings.batch_discount
         row = {
-            "call_id": uuid.uuid4().hex[:16], "stage": stage, "partition": partition, "item_id": str(req.item_id),
-            "model": model, "backend": self.backend.name, "prompt_name": getattr(prompt, "name", ""),
-            "prompt_hash": getattr(prompt, "hash", ""), "request_key": prep.key if prep else "",
-            "tokens_in": int(tokens_in), "tokens_out": int(tokens_out), "latency_s": round(float(latency_s), 4),
+            "call_id": uuid.uuid4().hex[:16],
+            "stage": stage,
+            "partition": partition,
+            "item_id": str(req.item_id),
+            "model": model,
+            "backend": self.backend.name,
+            "prompt_name": getattr(prompt, "name", ""),
+            "prompt_hash": getattr(prompt, "hash", ""),
+            "request_key": prep.key if prep else "",
+            "tokens_in": int(tokens_in),
+            "tokens_out": int(tokens_out),
+            "latency_s": round(float(latency_s), 4),
             "cost_usd": float(self._cost(model, tokens_in, tokens_out) if cost is None else cost),
-            "cache_hit": bool(cache_hit), "attempt": int(attempt), "outcome": outcome,
-            "error": (error or None) and str(error)[:2000], "error_class": error_class, "mode": mode,
-            "created_at": datetime.now(timezone.utc),
+            "cache_hit": bool(cache_hit),
+            "attempt": int(attempt),
+            "outcome": outcome,
+            "error": (error or None) and str(error)[:2000],
+            "error_class": error_class,
+            "mode": mode,
+            "created_at": datetime.now(UTC),
         }
         with self._rows_lock:
             self._rows.append(row)
 
-    def _ledger(self, stage: str, partition: str, prep: _Prepared, *, request_id: str, kind: str, status: str,
-                tokens_in: int = 0, tokens_out: int = 0, latency_s: float = 0.0, response_id: str | None = None,
-                error: str | None = None, model: str | None = None) -> None:
+    def _ledger(
+        self,
+        stage: str,
+        partition: str,
+        prep: _Prepared,
+        *,
+        request_id: str,
+        kind: str,
+        status: str,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        latency_s: float = 0.0,
+        response_id: str | None = None,
+        error: str | None = None,
+        model: str | None = None,
+    ) -> None:
         """One ledger row, committed before the caller looks at the reply."""
         model = model or prep.model
         cost = self._cost(model, tokens_in, tokens_out)
         if kind == "batch":
             cost *= self.settings.batch_discount
-        self.ledger.append({
-            "request_id": request_id, "session_id": self.session_id, "pid": os.getpid(), "stage": stage,
-            "partition": partition, "item_id": str(prep.req.item_id), "endpoint": self.endpoint,
-            "backend": self.backend.name, "model": model, "prompt_name": getattr(prep.prompt, "name", ""),
-            "request_key": prep.key, "kind": kind, "status": status, "tokens_in": tokens_in,
-            "tokens_out": tokens_out, "cost_usd": cost, "latency_s": latency_s, "response_id": response_id,
-            "error": (error or None) and str(error)[:500], "created_at": datetime.now(UTC),
-        })
+        self.ledger.append(
+            {
+                "request_id": request_id,
+                "session_id": self.session_id,
+                "pid": os.getpid(),
+                "stage": stage,
+                "partition": partition,
+                "item_id": str(prep.req.item_id),
+                "endpoint": self.endpoint,
+                "backend": self.backend.name,
+                "model": model,
+                "prompt_name": getattr(prep.prompt, "name", ""),
+                "request_key": prep.key,
+                "kind": kind,
+                "status": status,
+                "tokens_in": tokens_in,
+                "tokens_out": tokens_out,
+                "cost_usd": cost,
+                "latency_s": latency_s,
+                "response_id": response_id,
+                "error": (error or None) and str(error)[:500],
+                "created_at": datetime.now(UTC),
+            }
+        )
 
-    def _result(self, prep: _Prepared | None, req: LLMRequest, *, ok: bool, data: dict[str, Any] | None = None,
-                text: str | None = None, error: str | None = None, error_class: str | None = None,
-                cached: bool = False, attempts: int = 0, tokens_in: int = 0, tokens_out: int = 0,
-                latency_s: float = 0.0, model: str = "") -> LLMResult:
+    def _result(
+        self,
+        prep: _Prepared | None,
+        req: LLMRequest,
+        *,
+        ok: bool,
+        data: dict[str, Any] | None = None,
+        text: str | None = None,
+        error: str | None = None,
+        error_class: str | None = None,
+        cached: bool = False,
+        attempts: int = 0,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        latency_s: float = 0.0,
+        model: str = "",
+    ) -> LLMResult:
         return LLMResult(
-            item_id=str(req.item_id), ok=ok, data=data if ok else None, text=text, error=error,
-            error_class=error_class, prompt_name=getattr(req.prompt, "name", ""),
-            prompt_hash=getattr(req.prompt, "hash", ""), model=model or (prep.model if prep else self.settings.model),
-            backend=self.backend.name, cached=cached, attempts=attempts, tokens_in=tokens_in,
-            tokens_out=tokens_out, cost_usd=self._cost(model or (prep.model if prep else ""), tokens_in, tokens_out),
-            latency_s=latency_s, request_key=prep.key if prep else "",
+            item_id=str(req.item_id),
+            ok=ok,
+            data=data if ok else None,
+            text=text,
+            error=error,
+            error_class=error_class,
+            prompt_name=getattr(req.prompt, "name", ""),
+            prompt_hash=getattr(req.prompt, "hash", ""),
+            model=model or (prep.model if prep else self.settings.model),
+            backend=self.backend.name,
+            cached=cached,
+            attempts=attempts,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=self._cost(model or (prep.model if prep else ""), tokens_in, tokens_out),
+            latency_s=latency_s,
+            request_key=prep.key if prep else "",
         )
 
     # -- budgets and deadlines -----------------------------------------------------------
     def retry_budget(self, stage: str, kind: str) -> int:
-        budgets = {**self.settings.retry_budgets, **(self.settings.stage_overrides.get(stage, {}).get("retry_budgets")
-                                                      or {})}
+        budgets = {
+            **self.settings.retry_budgets,
+            **(self.settings.stage_overrides.get(stage, {}).get("retry_budgets") or {}),
+        }
         return int(budgets.get(kind, self.settings.max_retries))
 
     def repair_budget(self, stage: str, error_class: str) -> int:
         if not self.settings.repair:
             return 0
-        budgets = {**DEFAULT_REPAIRS, **self.settings.repair_budgets,
-                   **(self.settings.stage_overrides.get(stage, {}).get("repair_budgets") or {})}
+        budgets = {
+            **DEFAULT_REPAIRS,
+            **self.settings.repair_budgets,
+            **(self.settings.stage_overrides.get(stage, {}).get("repair_budgets") or {}),
+        }
         return int(budgets.get(error_class, 1))
 
     def timeouts(self, stage: str) -> dict[str, float]:
         s = self.settings
         total = float(s.stage(stage, "timeout_s"))
         first = s.stage(stage, "first_byte_timeout_s")
-        return {"connect": float(s.stage(stage, "connect_timeout_s")),
-                "first_byte": min(total, float(first)) if first else total, "total": total}
+        return {
+            "connect": float(s.stage(stage, "connect_timeout_s")),
+            "first_byte": min(total, float(first)) if first else total,
+            "total": total,
+        }
 
     def _latencies(self, model: str) -> deque[float]:
         d = self._latency.get(model)
@@ -613,10 +751,20 @@ class LLMEngine:
             prep = self.prepare(stage, req)
         except Exception as exc:  # noqa: BLE001 - a bad request (missing variable, unreadable image) fails alone
             model = self.model_for(stage)
-            self._record(stage, partition, None, req, model=model, attempt=0, outcome="failed",
-                         error=f"prepare: {exc}", error_class=type(exc).__name__)
-            return self._result(None, req, ok=False, error=f"prepare: {exc}", error_class=type(exc).__name__,
-                                model=model)
+            self._record(
+                stage,
+                partition,
+                None,
+                req,
+                model=model,
+                attempt=0,
+                outcome="failed",
+                error=f"prepare: {exc}",
+                error_class=type(exc).__name__,
+            )
+            return self._result(
+                None, req, ok=False, error=f"prepare: {exc}", error_class=type(exc).__name__, model=model
+            )
         hit = self.cache.get(prep.key)
         if hit is not None:
             self._record(stage, partition, prep, req, model=prep.model, attempt=0, outcome="cache_hit", cache_hit=True)
@@ -624,8 +772,9 @@ class LLMEngine:
             return self._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
         return await self._call_and_parse(stage, partition, prep)
 
-    async def _call_and_parse(self, stage: str, partition: str, prep: _Prepared, first_reply: Reply | None = None,
-                              mode: str = "online") -> LLMResult:
+    async def _call_and_parse(
+        self, stage: str, partition: str, prep: _Prepared, first_reply: Reply | None = None, mode: str = "online"
+    ) -> LLMResult:
         """Send (or take ``first_reply``, e.g. from a batch), validate, repair within budget, cache."""
         req, prompt = prep.req, prep.prompt
         tail: list[dict[str, Any]] = []
@@ -637,18 +786,35 @@ class LLMEngine:
             try:
                 if first_reply is not None:
                     reply, attempt, first_reply = first_reply, attempt + 1, None
-                    self._ledger(stage, partition, prep, request_id=reply.request_id or f"batch-{uuid.uuid4().hex}",
-                                 kind="batch", status="ok", tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
-                                 latency_s=reply_latency(reply), response_id=reply.response_id,
-                                 model=reply.model or prep.model)
+                    self._ledger(
+                        stage,
+                        partition,
+                        prep,
+                        request_id=reply.request_id or f"batch-{uuid.uuid4().hex}",
+                        kind="batch",
+                        status="ok",
+                        tokens_in=reply.tokens_in,
+                        tokens_out=reply.tokens_out,
+                        latency_s=reply_latency(reply),
+                        response_id=reply.response_id,
+                        model=reply.model or prep.model,
+                    )
                 else:
                     reply, attempt = await self._send(stage, partition, prep, tail, attempt)
                     mode = "online"
             except BackendError as exc:
                 attempt = getattr(exc, "attempt", attempt)
-                return self._result(prep, req, ok=False, error=str(exc), error_class=f"Backend:{exc.kind or 'error'}",
-                                    attempts=attempt, tokens_in=tin, tokens_out=tout,
-                                    latency_s=time.perf_counter() - t_start)
+                return self._result(
+                    prep,
+                    req,
+                    ok=False,
+                    error=str(exc),
+                    error_class=f"Backend:{exc.kind or 'error'}",
+                    attempts=attempt,
+                    tokens_in=tin,
+                    tokens_out=tout,
+                    latency_s=time.perf_counter() - t_start,
+                )
             tin, tout = tin + reply.tokens_in, tout + reply.tokens_out
             try:
                 if reply.finish_reason == "length":
@@ -657,35 +823,88 @@ class LLMEngine:
             except ReplyError as exc:
                 used = repairs.get(exc.error_class, 0)
                 last = used >= self.repair_budget(stage, exc.error_class)
-                self._record(stage, partition, prep, req, model=prep.model, attempt=attempt,
-                             outcome="failed" if last else "invalid", tokens_in=reply.tokens_in,
-                             tokens_out=reply.tokens_out, latency_s=reply_latency(reply),
-                             error=str(exc), error_class=exc.error_class, mode=mode)
+                self._record(
+                    stage,
+                    partition,
+                    prep,
+                    req,
+                    model=prep.model,
+                    attempt=attempt,
+                    outcome="failed" if last else "invalid",
+                    tokens_in=reply.tokens_in,
+                    tokens_out=reply.tokens_out,
+                    latency_s=reply_latency(reply),
+                    error=str(exc),
+                    error_class=exc.error_class,
+                    mode=mode,
+                )
                 if last:
-                    return self._result(prep, req, ok=False, text=reply.text,
-                                        error=f"{exc} (after repair)" if sum(repairs.values()) else str(exc),
-                                        error_class=exc.error_class, attempts=attempt, tokens_in=tin,
-                                        tokens_out=tout, latency_s=time.perf_counter() - t_start)
+                    return self._result(
+                        prep,
+                        req,
+                        ok=False,
+                        text=reply.text,
+                        error=f"{exc} (after repair)" if sum(repairs.values()) else str(exc),
+                        error_class=exc.error_class,
+                        attempts=attempt,
+                        tokens_in=tin,
+                        tokens_out=tout,
+                        latency_s=time.perf_counter() - t_start,
+                    )
                 # Repair: show the model its latest reply and what was wrong with it (earlier failed
                 # turns are dropped, so the context does not grow with each repair).
                 repairs[exc.error_class] = used + 1
                 tail = [
                     {"role": "assistant", "content": reply.text},
-                    {"role": "user", "content": (
-                        f"Your reply could not be used: {exc}. Reply again with only a JSON object that "
-                        "satisfies the required schema, with no other text.")},
+                    {
+                        "role": "user",
+                        "content": (
+                            f"Your reply could not be used: {exc}. Reply again with only a JSON object that "
+                            "satisfies the required schema, with no other text."
+                        ),
+                    },
                 ]
                 continue
-            self._record(stage, partition, prep, req, model=prep.model, attempt=attempt, outcome="ok",
-                         tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply_latency(reply),
-                         mode=mode)
-            self.cache.put(prep.key, {"data": data, "text": reply.text, "tokens_in": tin, "tokens_out": tout,
-                                      "model": reply.model or prep.model}, model=prep.model, prompt_name=prompt.name)
-            return self._result(prep, req, ok=True, data=data, text=reply.text, attempts=attempt, tokens_in=tin,
-                                tokens_out=tout, latency_s=time.perf_counter() - t_start)
+            self._record(
+                stage,
+                partition,
+                prep,
+                req,
+                model=prep.model,
+                attempt=attempt,
+                outcome="ok",
+                tokens_in=reply.tokens_in,
+                tokens_out=reply.tokens_out,
+                latency_s=reply_latency(reply),
+                mode=mode,
+            )
+            self.cache.put(
+                prep.key,
+                {
+                    "data": data,
+                    "text": reply.text,
+                    "tokens_in": tin,
+                    "tokens_out": tout,
+                    "model": reply.model or prep.model,
+                },
+                model=prep.model,
+                prompt_name=prompt.name,
+            )
+            return self._result(
+                prep,
+                req,
+                ok=True,
+                data=data,
+                text=reply.text,
+                attempts=attempt,
+                tokens_in=tin,
+                tokens_out=tout,
+                latency_s=time.perf_counter() - t_start,
+            )
 
-    async def _attempt(self, stage: str, partition: str, prep: _Prepared, messages: list[dict[str, Any]],
-                       kind: str) -> Reply:
+    async def _attempt(
+        self, stage: str, partition: str, prep: _Prepared, messages: list[dict[str, Any]], kind: str
+    ) -> Reply:
         """One HTTP request: sent, awaited within the stage's deadlines, written to the ledger when it ends."""
         t = self.timeouts(stage)
         rid = f"req-{uuid.uuid4().hex}"
@@ -696,14 +915,23 @@ class LLMEngine:
         try:
             async with asyncio.timeout(t["total"]):
                 reply = await self.backend.complete(
-                    prep.model, messages, prep.params, self._response_format(prep.prompt), prep.prompt.schema,
-                    prep.key, timeouts=t, request_id=rid)
+                    prep.model,
+                    messages,
+                    prep.params,
+                    self._response_format(prep.prompt),
+                    prep.prompt.schema,
+                    prep.key,
+                    timeouts=t,
+                    request_id=rid,
+                )
         except TimeoutError as exc:
             latency = time.perf_counter() - t0
-            err = BackendError(f"timeout: no complete reply within {t['total']:g}s (total)", retryable=True,
-                               kind="timeout")
-            self._ledger(stage, partition, prep, request_id=rid, kind=kind, status="timeout", latency_s=latency,
-                         error=str(err))
+            err = BackendError(
+                f"timeout: no complete reply within {t['total']:g}s (total)", retryable=True, kind="timeout"
+            )
+            self._ledger(
+                stage, partition, prep, request_id=rid, kind=kind, status="timeout", latency_s=latency, error=str(err)
+            )
             self.status.timed_out += 1
             self.status.lost_s += latency
             raise err from exc
@@ -711,9 +939,18 @@ class LLMEngine:
             latency = time.perf_counter() - t0
             self._recent.append(exc.status == 429)
             status = f"http_{exc.status}" if exc.status else (exc.kind or "error")
-            self._ledger(stage, partition, prep, request_id=rid, kind=kind, status=status, latency_s=latency,
-                         error=str(exc), tokens_in=getattr(exc, "tokens_in", 0),
-                         tokens_out=getattr(exc, "tokens_out", 0))
+            self._ledger(
+                stage,
+                partition,
+                prep,
+                request_id=rid,
+                kind=kind,
+                status=status,
+                latency_s=latency,
+                error=str(exc),
+                tokens_in=getattr(exc, "tokens_in", 0),
+                tokens_out=getattr(exc, "tokens_out", 0),
+            )
             if exc.kind == "timeout":
                 self.status.timed_out += 1
             self.status.lost_s += latency
@@ -721,8 +958,16 @@ class LLMEngine:
             raise
         except asyncio.CancelledError:
             latency = time.perf_counter() - t0
-            self._ledger(stage, partition, prep, request_id=rid, kind=kind, status="cancelled", latency_s=latency,
-                         error="cancelled (a hedge answered first, or the deadline passed)")
+            self._ledger(
+                stage,
+                partition,
+                prep,
+                request_id=rid,
+                kind=kind,
+                status="cancelled",
+                latency_s=latency,
+                error="cancelled (a hedge answered first, or the deadline passed)",
+            )
             self.status.lost_s += latency
             raise
         finally:
@@ -731,14 +976,31 @@ class LLMEngine:
         self._recent.append(False)
         if self._answered_loop is not asyncio.get_running_loop():
             self._answered_loop, self._answered_at = asyncio.get_running_loop(), asyncio.get_running_loop().time()
-        self._ledger(stage, partition, prep, request_id=rid, kind=kind, status="ok", tokens_in=reply.tokens_in,
-                     tokens_out=reply.tokens_out, latency_s=reply._latency, response_id=reply.response_id,  # type: ignore[attr-defined]
-                     model=prep.model)
+        self._ledger(
+            stage,
+            partition,
+            prep,
+            request_id=rid,
+            kind=kind,
+            status="ok",
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            latency_s=reply._latency,
+            response_id=reply.response_id,  # type: ignore[attr-defined]
+            model=prep.model,
+        )
         self._latencies(prep.model).append(reply._latency)  # type: ignore[attr-defined]
         return reply
 
-    async def _hedged(self, stage: str, partition: str, prep: _Prepared, messages: list[dict[str, Any]],
-                      sem: asyncio.Semaphore, est: int) -> tuple[Reply, str | None]:
+    async def _hedged(
+        self,
+        stage: str,
+        partition: str,
+        prep: _Prepared,
+        messages: list[dict[str, Any]],
+        sem: asyncio.Semaphore,
+        est: int,
+    ) -> tuple[Reply, str | None]:
         """The primary attempt, plus a hedge copy once it is slower than the adaptive deadline.
 
         Returns the first successful reply and, when the primary was abandoned, why (for the call log).
@@ -764,14 +1026,16 @@ class LLMEngine:
             done, _ = await asyncio.wait({primary}, timeout=min(max(remaining, 0.01), 0.5))
             if done:
                 return primary.result(), None
-        allowed = (self.settings.stage(stage, "hedge")
-                   and self.status.hedged < max(1.0, self.settings.hedge_max_share * self._sent))
+        allowed = self.settings.stage(stage, "hedge") and self.status.hedged < max(
+            1.0, self.settings.hedge_max_share * self._sent
+        )
         if not allowed:
             primary.cancel()
             await asyncio.gather(primary, return_exceptions=True)
             self.status.timed_out += 1
-            raise BackendError(f"timeout: no reply within the adaptive deadline {after:.2f}s", retryable=True,
-                               kind="timeout")
+            raise BackendError(
+                f"timeout: no reply within the adaptive deadline {after:.2f}s", retryable=True, kind="timeout"
+            )
 
         async def hedge() -> Reply:
             async with sem:  # the copy takes its own slot: the endpoint never sees more than max_concurrency
@@ -788,16 +1052,19 @@ class LLMEngine:
         errors: list[BaseException] = []
         try:
             while copies:
-                done, _ = await asyncio.wait(copies, timeout=max(next_at - loop.time(), 0.01),
-                                             return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(
+                    copies, timeout=max(next_at - loop.time(), 0.01), return_when=asyncio.FIRST_COMPLETED
+                )
                 for task in done:
                     copies.remove(task)
                     exc = task.exception()
                     if exc is None:
                         if task is not primary:
                             self.status.hedge_wins += 1
-                        note = (f"timeout: slower than the adaptive deadline {after:.2f}s, hedged; "
-                                f"{'a hedge' if task is not primary else 'the original'} answered first")
+                        note = (
+                            f"timeout: slower than the adaptive deadline {after:.2f}s, hedged; "
+                            f"{'a hedge' if task is not primary else 'the original'} answered first"
+                        )
                         return task.result(), note
                     errors.append(exc)
                     stalled = all(loop.time() - started[c] >= after for c in copies if c is not task)
@@ -807,8 +1074,7 @@ class LLMEngine:
                         next_at = min(next_at, loop.time() + max(0.05, exc.retry_after or 0.1))
                 if not copies:
                     break
-                if loop.time() >= next_at and self.status.hedged < max(1.0, self.settings.hedge_max_share
-                                                                        * self._sent):
+                if loop.time() >= next_at and self.status.hedged < max(1.0, self.settings.hedge_max_share * self._sent):
                     if len(copies) >= MAX_COPIES:
                         oldest = copies.pop(0)
                         oldest.cancel()
@@ -825,8 +1091,9 @@ class LLMEngine:
             if copies:
                 await asyncio.gather(*copies, return_exceptions=True)
 
-    async def _send(self, stage: str, partition: str, prep: _Prepared, tail: list[dict[str, Any]],
-                    attempt: int) -> tuple[Reply, int]:
+    async def _send(
+        self, stage: str, partition: str, prep: _Prepared, tail: list[dict[str, Any]], attempt: int
+    ) -> tuple[Reply, int]:
         """One reply, retrying transient errors within their budgets; raises the last BackendError."""
         s = self.settings
         used: dict[str, int] = {}
@@ -843,9 +1110,18 @@ class LLMEngine:
                 try:
                     reply, note = await self._hedged(stage, partition, prep, messages, sem, est)
                     if note:  # the time the stalled copy cost, on the call log
-                        self._record(stage, partition, prep, prep.req, model=prep.model, attempt=attempt,
-                                     outcome="retry", latency_s=time.perf_counter() - t0 - reply_latency(reply),
-                                     error=note, error_class="Backend:timeout")
+                        self._record(
+                            stage,
+                            partition,
+                            prep,
+                            prep.req,
+                            model=prep.model,
+                            attempt=attempt,
+                            outcome="retry",
+                            latency_s=time.perf_counter() - t0 - reply_latency(reply),
+                            error=note,
+                            error_class="Backend:timeout",
+                        )
                         attempt += 1
                     self.limiter.observe(reply.headers)
                     return reply, attempt
@@ -857,19 +1133,49 @@ class LLMEngine:
             if err.kind == "response_format" and sent_mode == "json_schema" and s.structured_output == "auto":
                 # The endpoint has no json_schema response format: JSON mode + our own validation.
                 self._mode = "json_object"
-                self._record(stage, partition, prep, prep.req, model=prep.model, attempt=attempt, outcome="retry",
-                             latency_s=latency, error=f"json_schema unsupported, using json_object: {err}",
-                             error_class="Backend:response_format")
+                self._record(
+                    stage,
+                    partition,
+                    prep,
+                    prep.req,
+                    model=prep.model,
+                    attempt=attempt,
+                    outcome="retry",
+                    latency_s=latency,
+                    error=f"json_schema unsupported, using json_object: {err}",
+                    error_class="Backend:response_format",
+                )
                 continue
             if not err.retryable or used.get(kind, 0) >= self.retry_budget(stage, kind):
-                self._record(stage, partition, prep, prep.req, model=prep.model, attempt=attempt, outcome="failed",
-                             latency_s=latency, error=str(err), error_class=f"Backend:{kind}",
-                             tokens_in=getattr(err, "tokens_in", 0), tokens_out=getattr(err, "tokens_out", 0))
+                self._record(
+                    stage,
+                    partition,
+                    prep,
+                    prep.req,
+                    model=prep.model,
+                    attempt=attempt,
+                    outcome="failed",
+                    latency_s=latency,
+                    error=str(err),
+                    error_class=f"Backend:{kind}",
+                    tokens_in=getattr(err, "tokens_in", 0),
+                    tokens_out=getattr(err, "tokens_out", 0),
+                )
                 err.attempt = attempt  # type: ignore[attr-defined]
                 raise err
             used[kind] = used.get(kind, 0) + 1
-            self._record(stage, partition, prep, prep.req, model=prep.model, attempt=attempt, outcome="retry",
-                         latency_s=latency, error=str(err), error_class=f"Backend:{kind}")
+            self._record(
+                stage,
+                partition,
+                prep,
+                prep.req,
+                model=prep.model,
+                attempt=attempt,
+                outcome="retry",
+                latency_s=latency,
+                error=str(err),
+                error_class=f"Backend:{kind}",
+            )
             if kind == "timeout":
                 continue  # the deadline already cost the time: retry at once
             n = sum(used.values())

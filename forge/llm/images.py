@@ -36,7 +36,13 @@ class ImageEncoder:
     def key(self, img: ImageInput) -> dict[str, Any]:
         """What the cache key sees of an image: its content hash and how it is encoded."""
         digest = hashlib.sha256(image_bytes(img)).hexdigest()
-        return {"type": "image", "sha256": digest, "max_side": self.max_side, "quality": self.quality, "detail": img.detail}
+        return {
+            "type": "image",
+            "sha256": digest,
+            "max_side": self.max_side,
+            "quality": self.quality,
+            "detail": img.detail,
+        }
 
     def encode(self, raw: bytes) -> bytes:
         with Image.open(io.BytesIO(raw)) as im:

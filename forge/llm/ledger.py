@@ -31,24 +31,24 @@ import pandas as pd
 
 LEDGER_TABLE = "llm_ledger"
 COLUMNS: dict[str, str] = {
-    "request_id": "string",     # primary key; sent as X-Client-Request-Id
-    "session_id": "string",     # one engine (asset step) instance
+    "request_id": "string",  # primary key; sent as X-Client-Request-Id
+    "session_id": "string",  # one engine (asset step) instance
     "pid": "int64",
     "stage": "string",
     "partition": "string",
     "item_id": "string",
-    "endpoint": "string",       # provider name or base URL ('stub' for the offline stub)
-    "backend": "string",        # openai | stub
+    "endpoint": "string",  # provider name or base URL ('stub' for the offline stub)
+    "backend": "string",  # openai | stub
     "model": "string",
     "prompt_name": "string",
-    "request_key": "string",    # the cache key (joins llm_calls.request_key)
-    "kind": "string",           # call | hedge | batch | cache_hit
-    "status": "string",         # ok | http_<code> | timeout | connection | cancelled | error
+    "request_key": "string",  # the cache key (joins llm_calls.request_key)
+    "kind": "string",  # call | hedge | batch | cache_hit
+    "status": "string",  # ok | http_<code> | timeout | connection | cancelled | error
     "tokens_in": "int64",
     "tokens_out": "int64",
     "cost_usd": "float64",
     "latency_s": "float64",
-    "response_id": "string",    # the endpoint's id for the reply, when it sent one
+    "response_id": "string",  # the endpoint's id for the reply, when it sent one
     "error": "string",
     "created_at": "datetime64[ns, UTC]",
 }
@@ -90,8 +90,12 @@ class SpendLedger:
         if self.path:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._con = sqlite3.connect(str(self.path) if self.path else ":memory:", timeout=busy_timeout_s,
-                                    check_same_thread=False, isolation_level=None)
+        self._con = sqlite3.connect(
+            str(self.path) if self.path else ":memory:",
+            timeout=busy_timeout_s,
+            check_same_thread=False,
+            isolation_level=None,
+        )
         self._con.execute(f"pragma busy_timeout={int(busy_timeout_s * 1000)}")
         if self.path:
             for attempt in range(50):
@@ -107,8 +111,11 @@ class SpendLedger:
     def append(self, row: dict[str, Any]) -> None:
         """Insert one row and commit before returning (autocommit connection)."""
         values = {c: row.get(c) for c in COLUMNS}
-        values["created_at"] = (values["created_at"] or datetime.now(UTC)).isoformat() \
-            if not isinstance(values["created_at"], str) else values["created_at"]
+        values["created_at"] = (
+            (values["created_at"] or datetime.now(UTC)).isoformat()
+            if not isinstance(values["created_at"], str)
+            else values["created_at"]
+        )
         for c in ("tokens_in", "tokens_out"):
             values[c] = int(values[c] or 0)
         for c in ("cost_usd", "latency_s"):
@@ -127,8 +134,11 @@ class SpendLedger:
 
     def recent_latencies(self, endpoint: str, model: str | None = None, limit: int = 200) -> list[float]:
         """Latencies of the last successful calls to ``endpoint`` (seed for the adaptive deadline)."""
-        sql = (f"select latency_s from {LEDGER_TABLE} where endpoint = ? and status = 'ok' and kind in ('call', 'hedge')"
-               + (" and model = ?" if model else "") + " order by created_at desc limit ?")
+        sql = (
+            f"select latency_s from {LEDGER_TABLE} where endpoint = ? and status = 'ok' and kind in ('call', 'hedge')"
+            + (" and model = ?" if model else "")
+            + " order by created_at desc limit ?"
+        )
         args: list[Any] = [endpoint] + ([model] if model else []) + [limit]
         with self._lock:
             return [float(r[0]) for r in self._con.execute(sql, args).fetchall()]
@@ -170,8 +180,12 @@ def spend_by(path: str | os.PathLike[str] | None = None, by: tuple[str, ...] = (
 
     ledger = read_ledger(path)
     keys = ", ".join(by)
-    return duckdb.query_df(ledger, "ledger", f"""
+    return duckdb.query_df(
+        ledger,
+        "ledger",
+        f"""
         select {keys}, count(*) filter (where kind <> 'cache_hit') as requests,
                count(*) filter (where kind = 'cache_hit') as cache_hits,
                sum(tokens_in) as tokens_in, sum(tokens_out) as tokens_out, sum(cost_usd) as cost_usd
-        from ledger group by all order by cost_usd desc""").df()
+        from ledger group by all order by cost_usd desc""",
+    ).df()

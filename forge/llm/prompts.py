@@ -79,7 +79,7 @@ class Prompt:
     schema: dict[str, Any] | None = None
     params: dict[str, Any] = field(default_factory=dict)
     version: str | None = None
-    strict: bool = False              # OpenAI strict json_schema (schema must be strict-compatible)
+    strict: bool = False  # OpenAI strict json_schema (schema must be strict-compatible)
     hash: str = ""
     path: Path | None = field(default=None, compare=False)
 
@@ -98,7 +98,12 @@ class Prompt:
         if self.system:
             msgs.append({"role": "system", "content": render_template(self.system, variables, f"{self.name}.system")})
         for i, ex in enumerate(self.examples):
-            msgs.append({"role": "user", "content": render_template(_as_text(ex["user"]), variables, f"{self.name}.examples[{i}]")})
+            msgs.append(
+                {
+                    "role": "user",
+                    "content": render_template(_as_text(ex["user"]), variables, f"{self.name}.examples[{i}]"),
+                }
+            )
             msgs.append({"role": "assistant", "content": _as_text(ex["assistant"])})
         user = render_template(self.user, variables, f"{self.name}.user")
         if images:
@@ -127,7 +132,18 @@ def parse_prompt(doc: dict[str, Any], raw: bytes, path: Path | None = None) -> P
     name = str(doc["name"])
     if not _NAME.match(name):
         raise PromptError(f"{where}: name {name!r} must match {_NAME.pattern}")
-    unknown = set(doc) - {"name", "version", "description", "system", "user", "variables", "examples", "schema", "params", "strict"}
+    unknown = set(doc) - {
+        "name",
+        "version",
+        "description",
+        "system",
+        "user",
+        "variables",
+        "examples",
+        "schema",
+        "params",
+        "strict",
+    }
     if unknown:
         raise PromptError(f"{where}: unknown keys {sorted(unknown)}")
     variables = tuple(doc.get("variables") or ())

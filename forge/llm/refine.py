@@ -39,15 +39,32 @@ from forge.llm.types import LLMRequest, LLMResult
 
 LABELS = ("pass", "minor", "major", "reject")
 _RANK = {label: i for i, label in enumerate(LABELS)}
-ATTEMPT_COLUMNS = ["stage", "partition", "item_id", "round", "step", "prompt_name", "prompt_hash", "model",
-                   "backend", "ok", "cached", "verdict", "feedback", "output", "error", "advisory", "final_status"]
+ATTEMPT_COLUMNS = [
+    "stage",
+    "partition",
+    "item_id",
+    "round",
+    "step",
+    "prompt_name",
+    "prompt_hash",
+    "model",
+    "backend",
+    "ok",
+    "cached",
+    "verdict",
+    "feedback",
+    "output",
+    "error",
+    "advisory",
+    "final_status",
+]
 
 
 @dataclass(frozen=True)
 class Verdict:
-    label: str                      # pass | minor | major | reject
+    label: str  # pass | minor | major | reject
     feedback: str = ""
-    source: str = "judge"           # "judge" or the check's name
+    source: str = "judge"  # "judge" or the check's name
 
     def __post_init__(self) -> None:
         if self.label not in _RANK:
@@ -77,10 +94,14 @@ def revise_with_feedback(request: LLMRequest, output: dict[str, Any], verdict: V
     """Next round's request: the same prompt, plus the previous output and the reviewer's feedback."""
     turns = [
         {"role": "assistant", "content": json.dumps(output, ensure_ascii=False)},
-        {"role": "user", "content": (
-            "A reviewer asked for a major revision of your answer. Feedback:\n"
-            f"{verdict.feedback or '(none given)'}\n\nWrite a revised answer that fixes these problems, "
-            "in the same JSON format.")},
+        {
+            "role": "user",
+            "content": (
+                "A reviewer asked for a major revision of your answer. Feedback:\n"
+                f"{verdict.feedback or '(none given)'}\n\nWrite a revised answer that fixes these problems, "
+                "in the same JSON format."
+            ),
+        },
     ]
     return replace(request, extra_messages=list(request.extra_messages) + turns)
 
@@ -93,12 +114,12 @@ Reviser = Callable[[LLMRequest, dict[str, Any], Verdict], LLMRequest]
 @dataclass
 class RefineOutcome:
     item_id: str
-    status: str                     # accepted | rejected
-    data: dict[str, Any] | None     # the accepted output
-    result: LLMResult | None        # the accepted generation's LLMResult (prompt hash, model, backend)
+    status: str  # accepted | rejected
+    data: dict[str, Any] | None  # the accepted output
+    result: LLMResult | None  # the accepted generation's LLMResult (prompt hash, model, backend)
     verdict: Verdict | None
-    rounds: int                     # refinement rounds used (0 = accepted or rejected at first validation)
-    reason: str | None = None       # reject reason code: generation_failed | judge_failed | verdict_reject | max_rounds
+    rounds: int  # refinement rounds used (0 = accepted or rejected at first validation)
+    reason: str | None = None  # reject reason code: generation_failed | judge_failed | verdict_reject | max_rounds
     detail: str | None = None
     attempts: list[dict[str, Any]] = field(default_factory=list)
     # Stub output only: the verdict the item would have had (recorded, not applied; ``pass`` when
@@ -151,8 +172,19 @@ def refine(
     Each item flows on its own: its checks start when its generation returns, its judge call
     when its checks are done, its next round when its verdict is known; no item waits for
     another item's slow call. All items share the engine's concurrency budget."""
-    return engine.wait(arefine(engine, stage, partition, requests, checks=checks, judge=judge,
-                               parse_verdict=parse_verdict, revise=revise, max_rounds=max_rounds))
+    return engine.wait(
+        arefine(
+            engine,
+            stage,
+            partition,
+            requests,
+            checks=checks,
+            judge=judge,
+            parse_verdict=parse_verdict,
+            revise=revise,
+            max_rounds=max_rounds,
+        )
+    )
 
 
 async def arefine(
@@ -179,22 +211,43 @@ async def arefine(
     progress = _Progress(f"{stage} {partition} (refine, items)", n, engine.settings.progress_every_s)
     progress.status = engine.status
 
-    def row(i: int, rnd: int, step: str, res: LLMResult | None, *, ok: bool, verdict: Verdict | None = None,
-            output: Any = None, error: str | None = None, advisory: bool = False) -> dict[str, Any]:
+    def row(
+        i: int,
+        rnd: int,
+        step: str,
+        res: LLMResult | None,
+        *,
+        ok: bool,
+        verdict: Verdict | None = None,
+        output: Any = None,
+        error: str | None = None,
+        advisory: bool = False,
+    ) -> dict[str, Any]:
         return {
-            "stage": stage, "partition": partition, "item_id": str(requests[i].item_id), "round": rnd, "step": step,
-            "prompt_name": res.prompt_name if res else "", "prompt_hash": res.prompt_hash if res else "",
-            "model": res.model if res else "", "backend": res.backend if res else engine.backend_name,
-            "ok": ok, "cached": bool(res.cached) if res else False, "verdict": verdict.label if verdict else None,
+            "stage": stage,
+            "partition": partition,
+            "item_id": str(requests[i].item_id),
+            "round": rnd,
+            "step": step,
+            "prompt_name": res.prompt_name if res else "",
+            "prompt_hash": res.prompt_hash if res else "",
+            "model": res.model if res else "",
+            "backend": res.backend if res else engine.backend_name,
+            "ok": ok,
+            "cached": bool(res.cached) if res else False,
+            "verdict": verdict.label if verdict else None,
             "feedback": verdict.feedback if verdict else None,
-            "output": json.dumps(output, ensure_ascii=False) if output is not None else None, "error": error,
+            "output": json.dumps(output, ensure_ascii=False) if output is not None else None,
+            "error": error,
             "advisory": advisory,
         }
 
-    def finish(i: int, status: str, rnd: int, *, data=None, result=None, verdict=None, reason=None, detail=None,
-               would_be=None):
-        outcomes[i] = RefineOutcome(str(requests[i].item_id), status, data, result, verdict, rnd, reason, detail,
-                                    attempts[i], would_be)
+    def finish(
+        i: int, status: str, rnd: int, *, data=None, result=None, verdict=None, reason=None, detail=None, would_be=None
+    ):
+        outcomes[i] = RefineOutcome(
+            str(requests[i].item_id), status, data, result, verdict, rnd, reason, detail, attempts[i], would_be
+        )
 
     async def run_check(k: int, req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
         check, name = checks[k], getattr(checks[k], "__name__", "check")
@@ -231,8 +284,17 @@ async def arefine(
                 found = await asyncio.gather(*(run_check(k, current, res.data or {}) for k in range(len(checks))))
                 for k, v in enumerate(found):
                     if v is not None:
-                        attempts[i].append(row(i, rnd, f"check:{getattr(checks[k], '__name__', 'check')}",
-                                               None, ok=True, verdict=v, advisory=adv))
+                        attempts[i].append(
+                            row(
+                                i,
+                                rnd,
+                                f"check:{getattr(checks[k], '__name__', 'check')}",
+                                None,
+                                ok=True,
+                                verdict=v,
+                                advisory=adv,
+                            )
+                        )
                     (held if adv else verdicts).append(v)
                 if judge is not None and worst(verdicts).label not in ("major", "reject"):
                     jres = await engine.acall(stage, partition, judge(current, res.data or {}))
@@ -246,12 +308,14 @@ async def arefine(
                         try:
                             v = parse_verdict(jres.data or {})
                         except ValueError as exc:
-                            attempts[i].append(row(i, rnd, "judge", jres, ok=False, output=jres.data, error=str(exc),
-                                                   advisory=jadv))
+                            attempts[i].append(
+                                row(i, rnd, "judge", jres, ok=False, output=jres.data, error=str(exc), advisory=jadv)
+                            )
                             sink.append(Verdict("reject", f"judge verdict unreadable: {exc}", "judge_error"))
                         else:
-                            attempts[i].append(row(i, rnd, "judge", jres, ok=True, verdict=v, output=jres.data,
-                                                   advisory=jadv))
+                            attempts[i].append(
+                                row(i, rnd, "judge", jres, ok=True, verdict=v, output=jres.data, advisory=jadv)
+                            )
                             sink.append(v)
                 v = worst(verdicts)
                 would_be = worst(held) if flagged else None
@@ -262,8 +326,14 @@ async def arefine(
                 elif v.label == "reject":
                     finish(i, "rejected", rnd, verdict=v, reason="verdict_reject", detail=v.feedback)
                 elif rnd >= max_rounds:
-                    finish(i, "rejected", rnd, verdict=v, reason="max_rounds",
-                           detail=f"still major after {max_rounds} refinement rounds: {v.feedback}")
+                    finish(
+                        i,
+                        "rejected",
+                        rnd,
+                        verdict=v,
+                        reason="max_rounds",
+                        detail=f"still major after {max_rounds} refinement rounds: {v.feedback}",
+                    )
                 else:
                     current = revise(current, res.data or {}, v)
                     continue

@@ -182,6 +182,8 @@ def ensure_no_stub(rows: Any, column: str = "backend", what: str = "export") -> 
     records = rows.to_dict("records") if hasattr(rows, "columns") else list(rows)
     n = sum(1 for r in records if stub_made(r, column))
     if n:
-        raise StubOutputError(f"{what} refused: {n} row(s) were made by (or built from the output of) the "
-                              "offline stub LLM backend; "
-                              "configure an endpoint (see docs/llm.md) and re-materialize")
+        raise StubOutputError(
+            f"{what} refused: {n} row(s) were made by (or built from the output of) the "
+            "offline stub LLM backend; "
+            "configure an endpoint (see docs/llm.md) and re-materialize"
+        )

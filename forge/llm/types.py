@@ -24,8 +24,8 @@ class ImageInput:
 
 @dataclass
 class LLMRequest:
-    item_id: str                      # the row this call is for (stable; recorded in llm_calls)
-    prompt: Any                       # forge.llm.prompts.Prompt
+    item_id: str  # the row this call is for (stable; recorded in llm_calls)
+    prompt: Any  # forge.llm.prompts.Prompt
     variables: dict[str, Any] = field(default_factory=dict)
     images: list[ImageInput] = field(default_factory=list)
     # Extra turns appended after the rendered prompt (e.g. refine feedback).
@@ -38,18 +38,18 @@ class LLMRequest:
 class LLMResult:
     item_id: str
     ok: bool
-    data: dict[str, Any] | None       # parsed, schema-valid JSON when ok
-    text: str | None                  # raw reply text (also for failures, when there was one)
-    error: str | None                 # reason when not ok (e.g. "schema: 'answer' is required")
+    data: dict[str, Any] | None  # parsed, schema-valid JSON when ok
+    text: str | None  # raw reply text (also for failures, when there was one)
+    error: str | None  # reason when not ok (e.g. "schema: 'answer' is required")
     error_class: str | None
     prompt_name: str
     prompt_hash: str
     model: str
-    backend: str                      # "openai" or "stub"
+    backend: str  # "openai" or "stub"
     cached: bool
     attempts: int
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
-    request_key: str = ""        # the cache key (joins llm_calls.request_key)
+    request_key: str = ""  # the cache key (joins llm_calls.request_key)

@@ -43,8 +43,13 @@ class Listing:
         return sorted(self.items["batch"].unique().tolist()) if len(self.items) else []
 
 
-def list_sources(sources_path: str | Path, variables: Mapping[str, str], log: RejectLog,
-                 lister: Lister | None = None, policy: IngestPolicy | None = None) -> Listing:
+def list_sources(
+    sources_path: str | Path,
+    variables: Mapping[str, str],
+    log: RejectLog,
+    lister: Lister | None = None,
+    policy: IngestPolicy | None = None,
+) -> Listing:
     specs, bad = load_sources(sources_path, variables, policy)
     for r in bad:
         log.add(r.item_id, r.reason, r.error_class, r.detail)
@@ -56,12 +61,22 @@ def list_sources(sources_path: str | Path, variables: Mapping[str, str], log: Re
             log.add(r.item_id, r.reason, r.error_class, r.detail, related_id=f"source:{spec.name}")
         for it in exp.items:
             item_rows.append({**asdict(it), "listed_at": now})
-        src_rows.append({
-            "source": spec.name, "type": spec.type, "license_policy": spec.license_policy,
-            "max_duration_s": spec.max_duration_s, "max_items": spec.max_items, "batch_size": spec.batch_size,
-            "spec": spec.to_json(), "items": len(exp.items), "rejected": len(exp.rejects),
-            "batches": len({it.batch for it in exp.items}), "sources_file": str(sources_path), "listed_at": now,
-        })
+        src_rows.append(
+            {
+                "source": spec.name,
+                "type": spec.type,
+                "license_policy": spec.license_policy,
+                "max_duration_s": spec.max_duration_s,
+                "max_items": spec.max_items,
+                "batch_size": spec.batch_size,
+                "spec": spec.to_json(),
+                "items": len(exp.items),
+                "rejected": len(exp.rejects),
+                "batches": len({it.batch for it in exp.items}),
+                "sources_file": str(sources_path),
+                "listed_at": now,
+            }
+        )
     return Listing(pd.DataFrame(src_rows), pd.DataFrame(item_rows), specs)
 
 
@@ -77,8 +92,9 @@ def load_specs(store: TableStore) -> dict[str, SourceSpec]:
     return {r.source: spec_from_json(r.spec) for r in df.itertuples()} if len(df) else {}
 
 
-def batch_rows(store: TableStore, table: str, batch: str, item_ids: Iterable[str] | None = None,
-               key: str = "item_id") -> pd.DataFrame:
+def batch_rows(
+    store: TableStore, table: str, batch: str, item_ids: Iterable[str] | None = None, key: str = "item_id"
+) -> pd.DataFrame:
     """Rows of ``batch`` from a per-batch table (its partition file) or from ``source_items``."""
     if table == "source_items":
         df = store.read("source_items", where="batch = ?", params=[batch])
@@ -93,8 +109,9 @@ def batch_rows(store: TableStore, table: str, batch: str, item_ids: Iterable[str
 # -- re-running some items of a batch --------------------------------------------------
 
 
-def merge_restricted(store: TableStore, table: str, batch: str, new: pd.DataFrame, key: str,
-                     item_ids: Iterable[str] | None) -> pd.DataFrame:
+def merge_restricted(
+    store: TableStore, table: str, batch: str, new: pd.DataFrame, key: str, item_ids: Iterable[str] | None
+) -> pd.DataFrame:
     """With ``item_ids``, the batch's previous rows for other items plus ``new``; else ``new``."""
     ids = set(item_ids or [])
     if not ids:
@@ -121,20 +138,54 @@ def carry_rejects(store: TableStore, log: RejectLog, item_ids: Iterable[str] | N
 # -- videos --------------------------------------------------------------------------
 
 VIDEO_COLUMNS = [
-    "video_id", "batch", "source", "origin", "url", "source_path", "extractor", "uploader", "channel",
-    "upload_date", "license", "title", "duration_s", "width", "height", "fps", "has_audio", "video_codec",
-    "path", "bytes", "sha256", "subtitle_path", "subtitle_lang", "subtitle_kind", "fetched_at",
+    "video_id",
+    "batch",
+    "source",
+    "origin",
+    "url",
+    "source_path",
+    "extractor",
+    "uploader",
+    "channel",
+    "upload_date",
+    "license",
+    "title",
+    "duration_s",
+    "width",
+    "height",
+    "fps",
+    "has_audio",
+    "video_codec",
+    "path",
+    "bytes",
+    "sha256",
+    "subtitle_path",
+    "subtitle_lang",
+    "subtitle_kind",
+    "fetched_at",
 ]
 
 
 def _item(row: Mapping) -> SourceItem:
     fields = SourceItem.__dataclass_fields__
-    return SourceItem(**{k: (None if pd.isna(v) else v) if not isinstance(v, (list, tuple)) else v
-                         for k, v in row.items() if k in fields})
+    return SourceItem(
+        **{
+            k: (None if pd.isna(v) else v) if not isinstance(v, (list, tuple)) else v
+            for k, v in row.items()
+            if k in fields
+        }
+    )
 
 
-def videos_for_batch(store: TableStore, batch: str, specs: Mapping[str, SourceSpec], settings: DownloadSettings,
-                     log: RejectLog, item_ids: Iterable[str] | None = None, step: Step | None = None) -> pd.DataFrame:
+def videos_for_batch(
+    store: TableStore,
+    batch: str,
+    specs: Mapping[str, SourceSpec],
+    settings: DownloadSettings,
+    log: RejectLog,
+    item_ids: Iterable[str] | None = None,
+    step: Step | None = None,
+) -> pd.DataFrame:
     items = batch_rows(store, "source_items", batch, item_ids)
     items = items[items["kind"] == "video"] if len(items) else items
     rows = []
@@ -160,8 +211,23 @@ def videos_for_batch(store: TableStore, batch: str, specs: Mapping[str, SourceSp
 # -- clips ---------------------------------------------------------------------------
 
 CLIP_COLUMNS = [
-    "clip_id", "batch", "source", "video_id", "kind", "clip_index", "start_s", "end_s", "duration_s", "is_engaging",
-    "path", "motion", "scene_cuts", "scene_rate_per_min", "audio_rms_db", "engagement_score", "transcript",
+    "clip_id",
+    "batch",
+    "source",
+    "video_id",
+    "kind",
+    "clip_index",
+    "start_s",
+    "end_s",
+    "duration_s",
+    "is_engaging",
+    "path",
+    "motion",
+    "scene_cuts",
+    "scene_rate_per_min",
+    "audio_rms_db",
+    "engagement_score",
+    "transcript",
     "transcript_status",
 ]
 
@@ -184,19 +250,41 @@ def clips_for_video(video: Mapping, data_dir: Path, media_dir: Path, ffmpeg: str
             path = None
             if stage is not None:
                 name = f"{safe_name(p.clip_id)}.mp4"
-                cut_clip(ffmpeg, src, stage / name, p.start_s, p.end_s, has_audio, settings.clip_files, settings.crf,
-                         settings.timeout_s)
+                cut_clip(
+                    ffmpeg,
+                    src,
+                    stage / name,
+                    p.start_s,
+                    p.end_s,
+                    has_audio,
+                    settings.clip_files,
+                    settings.crf,
+                    settings.timeout_s,
+                )
                 path = str((out_dir / name).relative_to(data_dir))
             w = p.window
-            rows.append({
-                "clip_id": p.clip_id, "batch": video["batch"], "source": video["source"], "video_id": p.video_id,
-                "kind": p.kind, "clip_index": p.clip_index, "start_s": round(p.start_s, 3), "end_s": round(p.end_s, 3),
-                "duration_s": round(p.end_s - p.start_s, 3), "is_engaging": p.is_engaging, "path": path,
-                "motion": round(min(max(w.motion, 0.0), 1.0), 6), "scene_cuts": w.scene_cuts,
-                "scene_rate_per_min": round(w.scene_rate_per_min, 3),
-                "audio_rms_db": None if w.audio_rms_db is None else round(w.audio_rms_db, 3),
-                "engagement_score": w.score, "transcript": p.transcript, "transcript_status": p.transcript_status,
-            })
+            rows.append(
+                {
+                    "clip_id": p.clip_id,
+                    "batch": video["batch"],
+                    "source": video["source"],
+                    "video_id": p.video_id,
+                    "kind": p.kind,
+                    "clip_index": p.clip_index,
+                    "start_s": round(p.start_s, 3),
+                    "end_s": round(p.end_s, 3),
+                    "duration_s": round(p.end_s - p.start_s, 3),
+                    "is_engaging": p.is_engaging,
+                    "path": path,
+                    "motion": round(min(max(w.motion, 0.0), 1.0), 6),
+                    "scene_cuts": w.scene_cuts,
+                    "scene_rate_per_min": round(w.scene_rate_per_min, 3),
+                    "audio_rms_db": None if w.audio_rms_db is None else round(w.audio_rms_db, 3),
+                    "engagement_score": w.score,
+                    "transcript": p.transcript,
+                    "transcript_status": p.transcript_status,
+                }
+            )
         if stage is not None:
             replace_dir(stage, out_dir)
         else:
@@ -207,11 +295,18 @@ def clips_for_video(video: Mapping, data_dir: Path, media_dir: Path, ffmpeg: str
     return rows
 
 
-def clips_for_batch(store: TableStore, batch: str, ffmpeg: str, settings: ClipSettings, log: RejectLog,
-                    item_ids: Iterable[str] | None = None, step: Step | None = None) -> pd.DataFrame:
+def clips_for_batch(
+    store: TableStore,
+    batch: str,
+    ffmpeg: str,
+    settings: ClipSettings,
+    log: RejectLog,
+    item_ids: Iterable[str] | None = None,
+    step: Step | None = None,
+) -> pd.DataFrame:
     videos = batch_rows(store, "videos", batch, item_ids, key="video_id")
     rows: list[dict] = []
-    if len(videos):   # checked once: a missing ffmpeg fails the step instead of rejecting every video
+    if len(videos):  # checked once: a missing ffmpeg fails the step instead of rejecting every video
         require_binary(ffmpeg, "ffmpeg", "set the ingest resource's ffmpeg_path or install imageio-ffmpeg")
     for v in videos.to_dict("records"):
         try:
@@ -226,13 +321,33 @@ def clips_for_batch(store: TableStore, batch: str, ffmpeg: str, settings: ClipSe
 # -- frames --------------------------------------------------------------------------
 
 FRAME_COLUMNS = [
-    "frame_id", "batch", "source", "item_id", "clip_id", "kind", "frame_index", "timestamp_s", "path", "width",
-    "height", "blur_var", "caption", "sha256", "transform",
+    "frame_id",
+    "batch",
+    "source",
+    "item_id",
+    "clip_id",
+    "kind",
+    "frame_index",
+    "timestamp_s",
+    "path",
+    "width",
+    "height",
+    "blur_var",
+    "caption",
+    "sha256",
+    "transform",
 ]
 
 
-def frames_for_batch(store: TableStore, batch: str, fsettings: FrameSettings, isettings: ImageSettings,
-                     log: RejectLog, item_ids: Iterable[str] | None = None, step: Step | None = None) -> pd.DataFrame:
+def frames_for_batch(
+    store: TableStore,
+    batch: str,
+    fsettings: FrameSettings,
+    isettings: ImageSettings,
+    log: RejectLog,
+    item_ids: Iterable[str] | None = None,
+    step: Step | None = None,
+) -> pd.DataFrame:
     rows: list[dict] = []
     videos = batch_rows(store, "videos", batch, item_ids, key="video_id")
     clips = batch_rows(store, "clips", batch, item_ids, key="video_id")
@@ -241,8 +356,15 @@ def frames_for_batch(store: TableStore, batch: str, fsettings: FrameSettings, is
         out_dir = store.media_dir / "frames" / safe_name(v["video_id"])
         stage = staging_dir(out_dir)  # re-run: new files swapped in whole, the old ones stay until then
         try:
-            vf = frames_for_video(store.data_dir / v["path"], v["video_id"], float(v["duration_s"]), vclips,
-                                  stage, store.data_dir, fsettings)
+            vf = frames_for_video(
+                store.data_dir / v["path"],
+                v["video_id"],
+                float(v["duration_s"]),
+                vclips,
+                stage,
+                store.data_dir,
+                fsettings,
+            )
             replace_dir(stage, out_dir)
         except Exception as exc:  # noqa: BLE001
             log.add_exception(v["video_id"], "decode_error", exc)
@@ -251,11 +373,22 @@ def frames_for_batch(store: TableStore, batch: str, fsettings: FrameSettings, is
             shutil.rmtree(stage, ignore_errors=True)
         staged, final = os.path.relpath(stage, store.data_dir), os.path.relpath(out_dir, store.data_dir)
         for r in vf.rows:
-            rows.append({**r, "path": os.path.join(final, os.path.relpath(r["path"], staged)),
-                         "batch": batch, "source": v["source"]})
+            rows.append(
+                {
+                    **r,
+                    "path": os.path.join(final, os.path.relpath(r["path"], staged)),
+                    "batch": batch,
+                    "source": v["source"],
+                }
+            )
         for fid, t, var in vf.blurry:
-            log.add(fid, "blurry", "", f"pool candidate at {t:.2f}s: Laplacian variance {var:.1f} < "
-                    f"{fsettings.blur_threshold}", related_id=v["video_id"])
+            log.add(
+                fid,
+                "blurry",
+                "",
+                f"pool candidate at {t:.2f}s: Laplacian variance {var:.1f} < {fsettings.blur_threshold}",
+                related_id=v["video_id"],
+            )
         if step:
             step(1)
     images = batch_rows(store, "source_items", batch, item_ids)

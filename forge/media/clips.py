@@ -103,12 +103,36 @@ def _run(cmd: list[str], timeout: float) -> bytes:
     return res.stdout
 
 
-def measure_signals(path: str | Path, has_audio: bool, ffmpeg: str, step_s: float = 0.5,
-                    cut_threshold: float = 0.35, timeout_s: float = 300.0) -> Signals:
+def measure_signals(
+    path: str | Path,
+    has_audio: bool,
+    ffmpeg: str,
+    step_s: float = 0.5,
+    cut_threshold: float = 0.35,
+    timeout_s: float = 300.0,
+) -> Signals:
     w, h = ANALYSIS_SIZE
-    raw = _run([ffmpeg, "-v", "error", "-nostdin", *INPUT_GUARD, "-i", str(path), "-an", "-sn",
-                "-vf", f"fps=1/{step_s},scale={w}:{h}:flags=area", "-pix_fmt", "rgb24", "-f", "rawvideo", "-"],
-               timeout_s)
+    raw = _run(
+        [
+            ffmpeg,
+            "-v",
+            "error",
+            "-nostdin",
+            *INPUT_GUARD,
+            "-i",
+            str(path),
+            "-an",
+            "-sn",
+            "-vf",
+            f"fps=1/{step_s},scale={w}:{h}:flags=area",
+            "-pix_fmt",
+            "rgb24",
+            "-f",
+            "rawvideo",
+            "-",
+        ],
+        timeout_s,
+    )
     frames = np.frombuffer(raw, np.uint8)
     n = frames.size // (w * h * 3)
     frames = frames[: n * w * h * 3].reshape(n, h, w, 3).astype(np.float32)
@@ -126,8 +150,30 @@ def measure_signals(path: str | Path, has_audio: bool, ffmpeg: str, step_s: floa
 
     audio_db = None
     if has_audio:
-        pcm = np.frombuffer(_run([ffmpeg, "-v", "error", "-nostdin", *INPUT_GUARD, "-i", str(path), "-vn", "-sn", "-ac", "1",
-                                  "-ar", str(AUDIO_RATE), "-f", "s16le", "-"], timeout_s), np.int16)
+        pcm = np.frombuffer(
+            _run(
+                [
+                    ffmpeg,
+                    "-v",
+                    "error",
+                    "-nostdin",
+                    *INPUT_GUARD,
+                    "-i",
+                    str(path),
+                    "-vn",
+                    "-sn",
+                    "-ac",
+                    "1",
+                    "-ar",
+                    str(AUDIO_RATE),
+                    "-f",
+                    "s16le",
+                    "-",
+                ],
+                timeout_s,
+            ),
+            np.int16,
+        )
         per = int(AUDIO_RATE * step_s)
         audio_db = np.full(n, SILENCE_DB)
         x = pcm.astype(np.float64) / 32768.0
@@ -147,8 +193,11 @@ def window_stats(sig: Signals, start_s: float, end_s: float) -> WindowScore:
     cuts = int(sig.cuts[a + 1 : b].sum())
     minutes = max(end_s - start_s, 1e-6) / 60.0
     return WindowScore(
-        start_s=start_s, end_s=end_s, motion=float(sig.motion[a + 1 : b].mean()) if b - a > 1 else 0.0,
-        scene_cuts=cuts, scene_rate_per_min=cuts / minutes,
+        start_s=start_s,
+        end_s=end_s,
+        motion=float(sig.motion[a + 1 : b].mean()) if b - a > 1 else 0.0,
+        scene_cuts=cuts,
+        scene_rate_per_min=cuts / minutes,
         audio_rms_db=float(sig.audio_db[a:b].mean()) if sig.audio_db is not None else None,
     )
 
@@ -190,7 +239,9 @@ def candidate_windows(sig: Signals, duration_s: float, length_s: float, step_s: 
     return [window_stats(sig, float(s), float(s) + length_s) for s in starts]
 
 
-def most_engaging(sig: Signals, duration_s: float, length_s: float, step_s: float = 1.0) -> tuple[WindowScore, list[WindowScore]]:
+def most_engaging(
+    sig: Signals, duration_s: float, length_s: float, step_s: float = 1.0
+) -> tuple[WindowScore, list[WindowScore]]:
     cands = candidate_windows(sig, duration_s, length_s, step_s)
     score_windows(cands)
     best = max(cands, key=lambda w: (w.score, -w.start_s))
@@ -222,25 +273,54 @@ def plan_clips(video_id: str, duration_s: float, sig: Signals, settings: ClipSet
         for i, w in enumerate(segs)
     ]
     if settings.engaging:
-        same = [p for p in plans if abs(p.start_s - best.start_s) < settings.window_step_s / 2
-                and abs(p.end_s - best.end_s) < settings.window_step_s / 2]
+        same = [
+            p
+            for p in plans
+            if abs(p.start_s - best.start_s) < settings.window_step_s / 2
+            and abs(p.end_s - best.end_s) < settings.window_step_s / 2
+        ]
         if same:
             same[0].is_engaging = True
         else:
-            plans.append(ClipPlan(f"{video_id}_eng", video_id, "engaging", len(plans), best.start_s, best.end_s, True, best))
+            plans.append(
+                ClipPlan(f"{video_id}_eng", video_id, "engaging", len(plans), best.start_s, best.end_s, True, best)
+            )
     return plans
 
 
 # -- cutting -------------------------------------------------------------------------
 
 
-def cut_clip(ffmpeg: str, src: str | Path, dst: str | Path, start_s: float, end_s: float, has_audio: bool,
-             mode: str = "reencode", crf: int = 23, timeout_s: float = 300.0) -> None:
+def cut_clip(
+    ffmpeg: str,
+    src: str | Path,
+    dst: str | Path,
+    start_s: float,
+    end_s: float,
+    has_audio: bool,
+    mode: str = "reencode",
+    crf: int = 23,
+    timeout_s: float = 300.0,
+) -> None:
     dst = Path(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
     tmp = dst.with_name(dst.stem + ".tmp" + dst.suffix)
-    cmd = [ffmpeg, "-y", "-v", "error", "-nostdin", *INPUT_GUARD, "-ss", f"{start_s:.3f}", "-i", str(src),
-           "-t", f"{end_s - start_s:.3f}", "-map", "0:v:0"]
+    cmd = [
+        ffmpeg,
+        "-y",
+        "-v",
+        "error",
+        "-nostdin",
+        *INPUT_GUARD,
+        "-ss",
+        f"{start_s:.3f}",
+        "-i",
+        str(src),
+        "-t",
+        f"{end_s - start_s:.3f}",
+        "-map",
+        "0:v:0",
+    ]
     if has_audio:
         cmd += ["-map", "0:a:0"]
     if mode == "copy":

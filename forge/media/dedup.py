@@ -54,8 +54,20 @@ MAX_TABLE_BITS = 22  # direct-address table of 4M int32 slots per block at most
 
 # The duplicates table's columns, in contract order.
 DUPLICATE_COLUMNS = [
-    "frame_id", "batch", "source", "item_id", "clip_id", "kind", "method", "group_id", "group_size",
-    "kept_frame_id", "kept_clip_id", "is_kept", "distance", "dhash_distance",
+    "frame_id",
+    "batch",
+    "source",
+    "item_id",
+    "clip_id",
+    "kind",
+    "method",
+    "group_id",
+    "group_size",
+    "kept_frame_id",
+    "kept_clip_id",
+    "is_kept",
+    "distance",
+    "dhash_distance",
 ]
 
 
@@ -110,7 +122,9 @@ def plan_mih(n: int, threshold: int, max_table_bits: int = MAX_TABLE_BITS) -> Mi
     return MihPlan(tuple((int(s), int(w)) for s, w in zip(shifts, widths)), radius, _flip_masks(max(widths), radius))
 
 
-def _expand(query: np.ndarray, starts: np.ndarray, counts: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _expand(
+    query: np.ndarray, starts: np.ndarray, counts: np.ndarray, order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """For query item q with hits order[starts[q] : starts[q]+counts[q]] → (q, hit) pairs."""
     total = int(counts.sum())
     if total == 0:
@@ -121,7 +135,9 @@ def _expand(query: np.ndarray, starts: np.ndarray, counts: np.ndarray, order: np
     return left, order[pos]
 
 
-def pairs_within(codes: np.ndarray, threshold: int, plan: MihPlan | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pairs_within(
+    codes: np.ndarray, threshold: int, plan: MihPlan | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All index pairs ``(i, j)``, ``i < j``, whose 64-bit codes differ in ≤ ``threshold`` bits.
 
     ``codes`` are uint64 (or int64 with the same bits). Returns ``(i, j, distance)``,
@@ -162,9 +178,7 @@ def pairs_within(codes: np.ndarray, threshold: int, plan: MihPlan | None = None)
     return i, j, hamming(u[i], u[j])
 
 
-def near_duplicate_pairs(
-    phash: np.ndarray, dhash: np.ndarray, params: DedupParams
-) -> tuple[np.ndarray, np.ndarray]:
+def near_duplicate_pairs(phash: np.ndarray, dhash: np.ndarray, params: DedupParams) -> tuple[np.ndarray, np.ndarray]:
     """Pairs ``(i, j)``, ``i < j``, that match under ``params.rule``."""
     ph, dh = np.asarray(phash, dtype=np.int64), np.asarray(dhash, dtype=np.int64)
     n = len(ph)
@@ -291,8 +305,10 @@ def find_duplicates(hashes: pd.DataFrame, params: DedupParams = DedupParams()) -
         return pd.DataFrame(columns=DUPLICATE_COLUMNS)
     h = hashes.sort_values("frame_id", kind="stable").reset_index(drop=True)
     is_clip = (h["kind"] == "clip_frame") & h["clip_id"].notna()
-    parts = [_frame_groups(h[~is_clip].reset_index(drop=True), params),
-             _clip_groups(h[is_clip].reset_index(drop=True), params)]
+    parts = [
+        _frame_groups(h[~is_clip].reset_index(drop=True), params),
+        _clip_groups(h[is_clip].reset_index(drop=True), params),
+    ]
     out = pd.concat([p for p in parts if not p.empty], ignore_index=True)
     return out[DUPLICATE_COLUMNS].sort_values("frame_id", kind="stable").reset_index(drop=True)
 
@@ -304,15 +320,29 @@ def _frame_groups(h: pd.DataFrame, params: DedupParams) -> pd.DataFrame:
     i, j = near_duplicate_pairs(ph, dh, params)
     labels = components(len(h), i, j)
     pixels = (h["width"].astype(np.int64) * h["height"].astype(np.int64)).to_numpy()
-    kept = representatives(labels, pixels, source_ranks(h["source"].tolist(), params.source_priority), h["frame_id"].tolist())
+    kept = representatives(
+        labels, pixels, source_ranks(h["source"].tolist(), params.source_priority), h["frame_id"].tolist()
+    )
     ids = h["frame_id"].to_numpy(object)
     size = np.bincount(labels)[labels]
-    return pd.DataFrame({
-        "frame_id": ids, "batch": h["batch"], "source": h["source"], "item_id": h["item_id"],
-        "clip_id": h["clip_id"], "kind": h["kind"], "method": "frame",
-        "group_id": ids[kept], "group_size": size, "kept_frame_id": ids[kept], "kept_clip_id": None,
-        "is_kept": kept == np.arange(len(h)), "distance": hamming(ph, ph[kept]), "dhash_distance": hamming(dh, dh[kept]),
-    })
+    return pd.DataFrame(
+        {
+            "frame_id": ids,
+            "batch": h["batch"],
+            "source": h["source"],
+            "item_id": h["item_id"],
+            "clip_id": h["clip_id"],
+            "kind": h["kind"],
+            "method": "frame",
+            "group_id": ids[kept],
+            "group_size": size,
+            "kept_frame_id": ids[kept],
+            "kept_clip_id": None,
+            "is_kept": kept == np.arange(len(h)),
+            "distance": hamming(ph, ph[kept]),
+            "dhash_distance": hamming(dh, dh[kept]),
+        }
+    )
 
 
 def _clip_groups(h: pd.DataFrame, params: DedupParams) -> pd.DataFrame:
@@ -336,7 +366,9 @@ def _clip_groups(h: pd.DataFrame, params: DedupParams) -> pd.DataFrame:
     ca = np.asarray([p[0] for p in cpairs], dtype=np.int64)
     cb = np.asarray([p[1] for p in cpairs], dtype=np.int64)
     labels = components(n_clips, ca, cb)
-    kept_clip = representatives(labels, clip_pixels, source_ranks(list(clip_source), params.source_priority), list(clip_codes))
+    kept_clip = representatives(
+        labels, clip_pixels, source_ranks(list(clip_source), params.source_priority), list(clip_codes)
+    )
     clip_size = np.bincount(labels)[labels]
 
     ids = h["frame_id"].to_numpy(object)
@@ -349,11 +381,21 @@ def _clip_groups(h: pd.DataFrame, params: DedupParams) -> pd.DataFrame:
         d = hamming(ph[mine][:, None], ph[theirs][None, :])
         kept_frame[mine] = theirs[np.argmin(d, axis=1)]
     fr_kept_clip = kept_clip[clip_of]
-    return pd.DataFrame({
-        "frame_id": ids, "batch": h["batch"], "source": h["source"], "item_id": h["item_id"],
-        "clip_id": h["clip_id"], "kind": h["kind"], "method": "clip",
-        "group_id": clip_codes[fr_kept_clip], "group_size": clip_size[clip_of],
-        "kept_frame_id": ids[kept_frame], "kept_clip_id": clip_codes[fr_kept_clip],
-        "is_kept": fr_kept_clip == clip_of,
-        "distance": hamming(ph, ph[kept_frame]), "dhash_distance": hamming(dh, dh[kept_frame]),
-    })
+    return pd.DataFrame(
+        {
+            "frame_id": ids,
+            "batch": h["batch"],
+            "source": h["source"],
+            "item_id": h["item_id"],
+            "clip_id": h["clip_id"],
+            "kind": h["kind"],
+            "method": "clip",
+            "group_id": clip_codes[fr_kept_clip],
+            "group_size": clip_size[clip_of],
+            "kept_frame_id": ids[kept_frame],
+            "kept_clip_id": clip_codes[fr_kept_clip],
+            "is_kept": fr_kept_clip == clip_of,
+            "distance": hamming(ph, ph[kept_frame]),
+            "dhash_distance": hamming(dh, dh[kept_frame]),
+        }
+    )

@@ -21,7 +21,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +95,7 @@ class VideoRecord:
     subtitle_path: str | None = None
     subtitle_lang: str | None = None
     subtitle_kind: str | None = None  # subtitles | automatic_captions | sidecar
-    fetched_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
 @dataclass(frozen=True)
@@ -146,9 +146,18 @@ def probe_video(path: str | Path, policy: IngestPolicy | None = None) -> Probe:
                 duration = c.duration / av.time_base
             if policy is not None:  # declared sizes, before a frame is decoded
                 rate0 = vs.average_rate or vs.guessed_rate
-                check_limits(Probe(float(duration or 0.0), int(vs.codec_context.width or 0),
-                                   int(vs.codec_context.height or 0), float(rate0) if rate0 else None, False, None),
-                             policy, path.name)
+                check_limits(
+                    Probe(
+                        float(duration or 0.0),
+                        int(vs.codec_context.width or 0),
+                        int(vs.codec_context.height or 0),
+                        float(rate0) if rate0 else None,
+                        False,
+                        None,
+                    ),
+                    policy,
+                    path.name,
+                )
             first = next(c.decode(vs), None)
             if first is None:
                 raise ProbeError("decode_error", f"{path.name}: no decodable frame")
@@ -269,8 +278,9 @@ def _publish(stage: Path, out_dir: Path, video_id: str) -> dict[Path, Path]:
     return moved
 
 
-def fetch_url(item: SourceItem, spec: SourceSpec, data_dir: Path, media_dir: Path,
-              settings: DownloadSettings) -> VideoRecord | Rejected:
+def fetch_url(
+    item: SourceItem, spec: SourceSpec, data_dir: Path, media_dir: Path, settings: DownloadSettings
+) -> VideoRecord | Rejected:
     """Download into a private staging folder beside the final one; only a file that passed
     every check is renamed into place, so the previous version stays until then."""
     out_dir = videos_dir(media_dir)
@@ -286,8 +296,9 @@ def fetch_url(item: SourceItem, spec: SourceSpec, data_dir: Path, media_dir: Pat
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def _fetch_url_staged(item: SourceItem, spec: SourceSpec, data_dir: Path, out_dir: Path, stage: Path,
-                      settings: DownloadSettings) -> VideoRecord | Rejected:
+def _fetch_url_staged(
+    item: SourceItem, spec: SourceSpec, data_dir: Path, out_dir: Path, stage: Path, settings: DownloadSettings
+) -> VideoRecord | Rejected:
     import yt_dlp
 
     url = item.url or ""
@@ -321,8 +332,12 @@ def _fetch_url_staged(item: SourceItem, spec: SourceSpec, data_dir: Path, out_di
             info = ydl.process_ie_result(info, download=True)
     except Exception as exc:  # noqa: BLE001 - every yt-dlp/network failure is a reject row
         if guard is not None and guard.refused:
-            return Rejected(item.item_id, "address_not_allowed", type(exc).__name__,
-                            f"a request went to {guard.refused[0]}, a non-public address (a redirect?); refused")
+            return Rejected(
+                item.item_id,
+                "address_not_allowed",
+                type(exc).__name__,
+                f"a request went to {guard.refused[0]}, a non-public address (a redirect?); refused",
+            )
         if cap.tripped:
             return Rejected(item.item_id, "too_large", type(exc).__name__, f"download exceeded {cap.cap} bytes")
         reason, detail = classify_error(exc)
@@ -332,7 +347,9 @@ def _fetch_url_staged(item: SourceItem, spec: SourceSpec, data_dir: Path, out_di
     filepath = Path(downloads[0].get("filepath") or "").absolute() if downloads else None
     if not filepath or not filepath.is_file():
         if any("max-filesize" in line for line in capture.lines):
-            return Rejected(item.item_id, "too_large", "", f"server states a size above {policy.max_download_bytes} bytes")
+            return Rejected(
+                item.item_id, "too_large", "", f"server states a size above {policy.max_download_bytes} bytes"
+            )
         return Rejected(item.item_id, "download_failed", "", "yt-dlp reported no file")
     try:
         probe = probe_video(filepath, policy)
@@ -355,13 +372,29 @@ def _fetch_url_staged(item: SourceItem, spec: SourceSpec, data_dir: Path, out_di
             sub_kind = "automatic_captions" if auto else "subtitles"
             break
     return VideoRecord(
-        video_id=item.item_id, batch=item.batch, source=item.source, origin=item.origin,
-        path=_rel(final, data_dir), sha256=digest, bytes=nbytes,
-        duration_s=probe.duration_s, width=probe.width, height=probe.height, fps=probe.fps,
-        has_audio=probe.has_audio, video_codec=probe.codec, url=info.get("webpage_url") or url,
-        extractor=info.get("extractor_key") or info.get("extractor"), uploader=info.get("uploader"),
-        channel=info.get("channel"), upload_date=info.get("upload_date"), license=info.get("license"),
-        title=info.get("title"), subtitle_path=sub_path, subtitle_lang=sub_lang, subtitle_kind=sub_kind,
+        video_id=item.item_id,
+        batch=item.batch,
+        source=item.source,
+        origin=item.origin,
+        path=_rel(final, data_dir),
+        sha256=digest,
+        bytes=nbytes,
+        duration_s=probe.duration_s,
+        width=probe.width,
+        height=probe.height,
+        fps=probe.fps,
+        has_audio=probe.has_audio,
+        video_codec=probe.codec,
+        url=info.get("webpage_url") or url,
+        extractor=info.get("extractor_key") or info.get("extractor"),
+        uploader=info.get("uploader"),
+        channel=info.get("channel"),
+        upload_date=info.get("upload_date"),
+        license=info.get("license"),
+        title=info.get("title"),
+        subtitle_path=sub_path,
+        subtitle_lang=sub_lang,
+        subtitle_kind=sub_kind,
     )
 
 
@@ -389,8 +422,9 @@ def _link_or_copy(src: Path, dst: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def ingest_local(item: SourceItem, spec: SourceSpec, data_dir: Path, media_dir: Path,
-                 policy: IngestPolicy | None = None) -> VideoRecord | Rejected:
+def ingest_local(
+    item: SourceItem, spec: SourceSpec, data_dir: Path, media_dir: Path, policy: IngestPolicy | None = None
+) -> VideoRecord | Rejected:
     policy = policy or IngestPolicy()
     try:
         # Re-checked at fetch time: the file may have been swapped for a link since listing.
@@ -430,17 +464,31 @@ def ingest_local(item: SourceItem, spec: SourceSpec, data_dir: Path, media_dir: 
         _link_or_copy(sub_src, sdst)
         sub_path, sub_lang, sub_kind = _rel(sdst, data_dir), side[1], "sidecar"
     return VideoRecord(
-        video_id=item.item_id, batch=item.batch, source=item.source, origin=item.origin,
-        path=_rel(dst, data_dir), sha256=sha256_file(dst), bytes=dst.stat().st_size,
-        duration_s=probe.duration_s, width=probe.width, height=probe.height, fps=probe.fps,
-        has_audio=probe.has_audio, video_codec=probe.codec, source_path=str(src),
-        license=spec.license, title=item.title or src.stem, subtitle_path=sub_path,
-        subtitle_lang=sub_lang, subtitle_kind=sub_kind,
+        video_id=item.item_id,
+        batch=item.batch,
+        source=item.source,
+        origin=item.origin,
+        path=_rel(dst, data_dir),
+        sha256=sha256_file(dst),
+        bytes=dst.stat().st_size,
+        duration_s=probe.duration_s,
+        width=probe.width,
+        height=probe.height,
+        fps=probe.fps,
+        has_audio=probe.has_audio,
+        video_codec=probe.codec,
+        source_path=str(src),
+        license=spec.license,
+        title=item.title or src.stem,
+        subtitle_path=sub_path,
+        subtitle_lang=sub_lang,
+        subtitle_kind=sub_kind,
     )
 
 
-def fetch_video(item: SourceItem, spec: SourceSpec, data_dir: Path, media_dir: Path,
-                settings: DownloadSettings) -> VideoRecord | Rejected:
+def fetch_video(
+    item: SourceItem, spec: SourceSpec, data_dir: Path, media_dir: Path, settings: DownloadSettings
+) -> VideoRecord | Rejected:
     if item.url:
         return fetch_url(item, spec, data_dir, media_dir, settings)
     return ingest_local(item, spec, data_dir, media_dir, settings.policy)

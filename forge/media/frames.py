@@ -99,8 +99,9 @@ def pool_times(duration_s: float, interval_s: float) -> list[float]:
     return [t for t in np.arange(interval_s / 2, duration_s, interval_s).tolist()]
 
 
-def select_pool(candidates: list[tuple[float, float]], min_gap_s: float, max_n: int, threshold: float
-                ) -> tuple[list[float], list[tuple[float, float]]]:
+def select_pool(
+    candidates: list[tuple[float, float]], min_gap_s: float, max_n: int, threshold: float
+) -> tuple[list[float], list[tuple[float, float]]]:
     """Greedy pick by sharpness: ``candidates`` are (time, blur_var). Returns the kept times
     (sorted) and the blurry (time, blur_var) pairs; candidates too close to a kept frame are
     simply not picked."""
@@ -155,13 +156,24 @@ def staging_dir(final: Path) -> Path:
     return stage
 
 
-def frames_for_video(video_path: Path, video_id: str, duration_s: float, clips: list[ClipPlan] | list[dict],
-                     out_dir: Path, data_dir: Path, settings: FrameSettings) -> VideoFrames:
+def frames_for_video(
+    video_path: Path,
+    video_id: str,
+    duration_s: float,
+    clips: list[ClipPlan] | list[dict],
+    out_dir: Path,
+    data_dir: Path,
+    settings: FrameSettings,
+) -> VideoFrames:
     """K uniform frames per clip plus the pool, from one pass over one open container."""
     wanted: dict[float, None] = {}
     per_clip: list[tuple[str, list[float]]] = []
     for cl in clips:
-        cid, a, b = (cl.clip_id, cl.start_s, cl.end_s) if isinstance(cl, ClipPlan) else (cl["clip_id"], cl["start_s"], cl["end_s"])
+        cid, a, b = (
+            (cl.clip_id, cl.start_s, cl.end_s)
+            if isinstance(cl, ClipPlan)
+            else (cl["clip_id"], cl["start_s"], cl["end_s"])
+        )
         ts = [round(t, 4) for t in uniform_times(float(a), float(b), settings.frames_per_clip)]
         per_clip.append((cid, ts))
         wanted.update(dict.fromkeys(ts))
@@ -184,12 +196,23 @@ def frames_for_video(video_path: Path, video_id: str, duration_s: float, clips: 
         path = out_dir / f"{frame_id}.jpg"
         write_bytes_atomic(path, data)
         h, w = s.image.shape[:2]
-        rows.append({
-            "frame_id": frame_id, "item_id": video_id, "clip_id": clip_id, "kind": kind, "frame_index": idx,
-            "timestamp_s": round(s.timestamp_s, 4), "path": os.path.relpath(path, data_dir), "width": int(w),
-            "height": int(h), "blur_var": round(blur(t), 3), "caption": None, "sha256": sha256_bytes(data),
-            "transform": None,
-        })
+        rows.append(
+            {
+                "frame_id": frame_id,
+                "item_id": video_id,
+                "clip_id": clip_id,
+                "kind": kind,
+                "frame_index": idx,
+                "timestamp_s": round(s.timestamp_s, 4),
+                "path": os.path.relpath(path, data_dir),
+                "width": int(w),
+                "height": int(h),
+                "blur_var": round(blur(t), 3),
+                "caption": None,
+                "sha256": sha256_bytes(data),
+                "transform": None,
+            }
+        )
 
     for cid, ts in per_clip:
         for i, t in enumerate(ts):

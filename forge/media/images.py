@@ -47,8 +47,13 @@ class ImageReject(Exception):
         self.reason, self.error_class = reason, error_class
 
 
-def read_source_bytes(path: str | None, url: str | None, timeout_s: float, max_bytes: int = 256 * 1024**2,
-                      policy: IngestPolicy | None = None) -> bytes:
+def read_source_bytes(
+    path: str | None,
+    url: str | None,
+    timeout_s: float,
+    max_bytes: int = 256 * 1024**2,
+    policy: IngestPolicy | None = None,
+) -> bytes:
     policy = policy or IngestPolicy()
     if path:
         try:
@@ -56,7 +61,9 @@ def read_source_bytes(path: str | None, url: str | None, timeout_s: float, max_b
             size = regular_file(p, "image file").st_size
         except PolicyViolation as exc:
             reason = "missing_file" if exc.reason == "missing_file" else exc.reason
-            raise ImageReject(reason, exc.detail, "FileNotFoundError" if reason == "missing_file" else "PolicyViolation")
+            raise ImageReject(
+                reason, exc.detail, "FileNotFoundError" if reason == "missing_file" else "PolicyViolation"
+            ) from exc
         if size > max_bytes:
             raise ImageReject("too_large", f"{size} bytes > cap {max_bytes}")
         return p.read_bytes()
@@ -67,14 +74,19 @@ def read_source_bytes(path: str | None, url: str | None, timeout_s: float, max_b
             raise ImageReject(exc.reason, exc.detail, "PolicyViolation") from exc
         with network_guard(policy) as guard:
             try:
-                with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - checked by check_url
+                with urllib.request.urlopen(url, timeout=timeout_s) as resp:
                     data = resp.read(max_bytes + 1)
             except urllib.error.HTTPError as exc:
-                raise ImageReject("not_found" if exc.code == 404 else "download_failed", str(exc), type(exc).__name__) from exc
+                raise ImageReject(
+                    "not_found" if exc.code == 404 else "download_failed", str(exc), type(exc).__name__
+                ) from exc
             except (urllib.error.URLError, TimeoutError, OSError) as exc:
                 if guard.refused:
-                    raise ImageReject("address_not_allowed", f"a request went to {guard.refused[0]}, a non-public "
-                                      "address (a redirect?); refused", "PolicyViolation") from exc
+                    raise ImageReject(
+                        "address_not_allowed",
+                        f"a request went to {guard.refused[0]}, a non-public address (a redirect?); refused",
+                        "PolicyViolation",
+                    ) from exc
                 raise ImageReject("download_failed", str(exc), type(exc).__name__) from exc
         if len(data) > max_bytes:
             raise ImageReject("too_large", f"download exceeds {max_bytes} bytes")
@@ -135,16 +147,26 @@ def normalise_image(data: bytes, settings: ImageSettings) -> tuple[np.ndarray, s
 
 def image_frame(item: dict, out_dir: Path, data_dir: Path, settings: ImageSettings) -> dict:
     """One frames-table row for an image item (``item`` is a source_items row)."""
-    data = read_source_bytes(item.get("path"), item.get("url"), settings.fetch_timeout_s, settings.max_bytes,
-                             settings.policy)
+    data = read_source_bytes(
+        item.get("path"), item.get("url"), settings.fetch_timeout_s, settings.max_bytes, settings.policy
+    )
     rgb, note = normalise_image(data, settings)
     jpeg = encode_jpeg(rgb, settings.jpeg_quality)
     path = out_dir / f"{item['item_id']}.jpg"
     write_bytes_atomic(path, jpeg)
     h, w = rgb.shape[:2]
     return {
-        "frame_id": item["item_id"], "item_id": item["item_id"], "clip_id": None, "kind": "image", "frame_index": 0,
-        "timestamp_s": None, "path": os.path.relpath(path, data_dir), "width": int(w), "height": int(h),
-        "blur_var": round(blur_variance(rgb), 3), "caption": item.get("caption"), "sha256": sha256_bytes(jpeg),
+        "frame_id": item["item_id"],
+        "item_id": item["item_id"],
+        "clip_id": None,
+        "kind": "image",
+        "frame_index": 0,
+        "timestamp_s": None,
+        "path": os.path.relpath(path, data_dir),
+        "width": int(w),
+        "height": int(h),
+        "blur_var": round(blur_variance(rgb), 3),
+        "caption": item.get("caption"),
+        "sha256": sha256_bytes(jpeg),
         "transform": note,
     }

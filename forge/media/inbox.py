@@ -124,8 +124,13 @@ def entry_sources_doc(entry: InboxEntry) -> dict:
     if entry.kind == "urls":
         spec = {"name": entry.source_name, "type": "urls", "url_file": str(entry.path.resolve())}
     elif entry.kind == "folder":
-        spec = {"name": entry.source_name, "type": "folder", "path": str(entry.path.resolve()),
-                "media": "auto", "recursive": True}
+        spec = {
+            "name": entry.source_name,
+            "type": "folder",
+            "path": str(entry.path.resolve()),
+            "media": "auto",
+            "recursive": True,
+        }
     else:
         raise ValueError(f"{entry.name}: a {entry.kind} entry is already a sources file")
     return {"sources": [spec]}
@@ -175,8 +180,9 @@ def batch_source(batch: str) -> str:
     return batch.rsplit("-", 1)[0]
 
 
-def list_with_inbox(sources_path: str | Path, inbox: str | Path | None, variables, log, lister=None,
-                    policy: IngestPolicy | None = None):
+def list_with_inbox(
+    sources_path: str | Path, inbox: str | Path | None, variables, log, lister=None, policy: IngestPolicy | None = None
+):
     """The main sources file plus every inbox entry, as one :class:`forge.media.batch.Listing`.
     A source name declared again in a later file is a ``duplicate_source`` reject (first wins);
     a refused inbox entry is a reject with its reason."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
     def parse_request(self) -> bool:
@@ -84,5 +84,7 @@ def loopback_allowances(variables: list[str], env: dict[str, str] | None = None)
         have = [x.strip() for x in env.get(key, "").split(",") if x.strip()]
         return ",".join(dict.fromkeys([*have, *extra]))
 
-    return {"SUBTEXT_ALLOWED_HOSTS": merged("SUBTEXT_ALLOWED_HOSTS", ["127.0.0.1"]),
-            "SUBTEXT_ALLOWED_VARIABLES": merged("SUBTEXT_ALLOWED_VARIABLES", variables)}
+    return {
+        "SUBTEXT_ALLOWED_HOSTS": merged("SUBTEXT_ALLOWED_HOSTS", ["127.0.0.1"]),
+        "SUBTEXT_ALLOWED_VARIABLES": merged("SUBTEXT_ALLOWED_VARIABLES", variables),
+    }

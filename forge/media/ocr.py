@@ -55,7 +55,11 @@ def union_area_ratio(polygons: Sequence[Polygon], width: int, height: int, max_s
     scale = min(1.0, max_side / max(width, height))
     mw, mh = max(1, round(width * scale)), max(1, round(height * scale))
     mask = np.zeros((mh, mw), dtype=np.uint8)
-    pts = [np.round(np.asarray(p, dtype=np.float64) * scale).astype(np.int32).reshape(-1, 1, 2) for p in polygons if len(p) >= 3]
+    pts = [
+        np.round(np.asarray(p, dtype=np.float64) * scale).astype(np.int32).reshape(-1, 1, 2)
+        for p in polygons
+        if len(p) >= 3
+    ]
     for p in pts:
         # One call per polygon: a single fillPoly over several polygons fills by parity,
         # which would leave the overlap of two boxes empty instead of counting it once.

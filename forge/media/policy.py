@@ -39,8 +39,9 @@ from urllib.parse import urlsplit
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "PRIVATE")
 # Names that reach instance metadata services without being an IP literal.
-METADATA_HOSTS = frozenset({"metadata", "metadata.google.internal", "metadata.goog", "instance-data",
-                            "instance-data.ec2.internal"})
+METADATA_HOSTS = frozenset(
+    {"metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal"}
+)
 URL_SCHEMES = ("http", "https")
 # Demuxers a video file may be opened with (FFmpeg's format_whitelist): real containers only,
 # never playlist / concat demuxers (hls, dash, concat, ...) that would make FFmpeg open other
@@ -99,8 +100,10 @@ def environment_variables(allowed: Collection[str] = ()) -> dict[str, str]:
 
 
 def refused_variable_message(name: str) -> str:
-    return (f"placeholder ${{{name}}} is not allowed: only the project's non-secret SUBTEXT_* settings and "
-            "names listed in the ingest resource's allowed_variables (or SUBTEXT_ALLOWED_VARIABLES) expand")
+    return (
+        f"placeholder ${{{name}}} is not allowed: only the project's non-secret SUBTEXT_* settings and "
+        "names listed in the ingest resource's allowed_variables (or SUBTEXT_ALLOWED_VARIABLES) expand"
+    )
 
 
 # -- paths -----------------------------------------------------------------------------
@@ -124,8 +127,11 @@ def confine(path: str | os.PathLike[str], policy: IngestPolicy, what: str = "pat
     lexical = Path(os.path.normpath(p))
     if any(_within(lexical, r) for r in roots):
         raise PolicyViolation("symlink_escape", f"{what} {p.name!r} is a link that leads outside the allowed roots")
-    raise PolicyViolation("path_outside_roots", f"{what} {str(path)!r} is outside the allowed roots "
-                          "(the inbox, the data dir and the ingest resource's allowed_roots)")
+    raise PolicyViolation(
+        "path_outside_roots",
+        f"{what} {str(path)!r} is outside the allowed roots "
+        "(the inbox, the data dir and the ingest resource's allowed_roots)",
+    )
 
 
 def regular_file(path: Path, what: str = "file") -> os.stat_result:
@@ -144,7 +150,9 @@ def read_text_capped(path: Path, policy: IngestPolicy, what: str = "file") -> st
     real = confine(path, policy, what)
     st = regular_file(real, what)
     if st.st_size > policy.max_text_file_bytes:
-        raise PolicyViolation("too_large", f"{what} {path.name!r} has {st.st_size} bytes > {policy.max_text_file_bytes}")
+        raise PolicyViolation(
+            "too_large", f"{what} {path.name!r} has {st.st_size} bytes > {policy.max_text_file_bytes}"
+        )
     with open(real, "rb") as fh:
         data = fh.read(policy.max_text_file_bytes + 1)
     if len(data) > policy.max_text_file_bytes:
@@ -210,8 +218,11 @@ def check_url(url: str, policy: IngestPolicy) -> str:
     for a in addresses:
         ip = _ip(a)
         if ip is None or not address_allowed(ip, policy.allowed_hosts):
-            raise PolicyViolation("address_not_allowed", f"host {host!r} resolves to {a}, a non-public address "
-                                  "(allow it in the ingest resource's allowed_hosts)")
+            raise PolicyViolation(
+                "address_not_allowed",
+                f"host {host!r} resolves to {a}, a non-public address "
+                "(allow it in the ingest resource's allowed_hosts)",
+            )
     return text
 
 

@@ -253,11 +253,26 @@ def build_sample_corpus(dest_dir: str | Path) -> SampleCorpus:
     shutil.copyfile(package_file("ultralytics", "assets", "bus.jpg"), files["bus"])
     files["text_meme"] = render_text_image(
         images / "text_meme.png",
-        ["WHEN THE MEETING", "COULD HAVE BEEN", "AN EMAIL", "", "me: *nods politely*", "also me: writes", "the email anyway"],
+        [
+            "WHEN THE MEETING",
+            "COULD HAVE BEEN",
+            "AN EMAIL",
+            "",
+            "me: *nods politely*",
+            "also me: writes",
+            "the email anyway",
+        ],
     )
     files["text_poster"] = render_text_image(
         images / "text_poster.png",
-        ["SALE SALE SALE", "Everything must go", "(except the prices)", "Open 9-5, closed", "when it rains", "Ask inside!"],
+        [
+            "SALE SALE SALE",
+            "Everything must go",
+            "(except the prices)",
+            "Open 9-5, closed",
+            "when it rains",
+            "Ask inside!",
+        ],
         size=(480, 400),
         bg=200,
     )
@@ -290,6 +305,6 @@ def build_sample_corpus(dest_dir: str | Path) -> SampleCorpus:
         encoding="utf-8",
     )
     files["table"] = table_path
-    return SampleCorpus(root=root, web_dir=web, videos_dir=videos, images_dir=images, table_path=table_path,
-                        broken=broken, files=files)
-
+    return SampleCorpus(
+        root=root, web_dir=web, videos_dir=videos, images_dir=images, table_path=table_path, broken=broken, files=files
+    )

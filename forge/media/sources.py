@@ -35,7 +35,7 @@ import os
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +142,7 @@ def batch_key(source: str, index: int) -> str:
 
 def substitute(value: str, variables: Mapping[str, str], refused: Collection[str] = ()) -> str:
     """Replace ``${NAME}`` from ``variables`` (one pass: values are not expanded again)."""
+
     def repl(m: re.Match[str]) -> str:
         name = m.group(1)
         if name in variables:
@@ -153,8 +154,9 @@ def substitute(value: str, variables: Mapping[str, str], refused: Collection[str
     return _VAR.sub(repl, value)
 
 
-def _subst_tree(value: Any, variables: Mapping[str, str], refused: Collection[str] = (),
-                budget: list[int] | None = None) -> Any:
+def _subst_tree(
+    value: Any, variables: Mapping[str, str], refused: Collection[str] = (), budget: list[int] | None = None
+) -> Any:
     budget = [MAX_YAML_NODES] if budget is None else budget
     budget[0] -= 1
     if budget[0] < 0:
@@ -178,9 +180,14 @@ def source_variables(explicit: Mapping[str, str] | None, policy: IngestPolicy) -
     return {**allowed, **(explicit or {})}, refused
 
 
-def parse_spec(raw: Mapping[str, Any], defaults: Mapping[str, Any], base_dir: Path,
-               variables: Mapping[str, str], policy: IngestPolicy | None = None,
-               refused: Collection[str] = ()) -> SourceSpec:
+def parse_spec(
+    raw: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    base_dir: Path,
+    variables: Mapping[str, str],
+    policy: IngestPolicy | None = None,
+    refused: Collection[str] = (),
+) -> SourceSpec:
     policy = policy or IngestPolicy()
     if not isinstance(raw, Mapping):
         raise ValueError(f"a source must be a mapping, got {type(raw).__name__}")
@@ -211,7 +218,17 @@ def parse_spec(raw: Mapping[str, Any], defaults: Mapping[str, Any], base_dir: Pa
     return SourceSpec(**doc)
 
 
-_STR_KEYS = ("type", "url_file", "query", "path", "media", "image_column", "caption_column", "license_policy", "license")
+_STR_KEYS = (
+    "type",
+    "url_file",
+    "query",
+    "path",
+    "media",
+    "image_column",
+    "caption_column",
+    "license_policy",
+    "license",
+)
 
 
 def _check_types(name: str, doc: Mapping[str, Any]) -> None:
@@ -245,8 +262,9 @@ def _file_reject(path: Path, reason: str, exc: BaseException) -> SourceReject:
     return SourceReject(f"sources_file:{path.name}", name, reason, type(exc).__name__, detail[:500])
 
 
-def load_sources(path: str | Path, variables: Mapping[str, str] | None = None,
-                 policy: IngestPolicy | None = None) -> tuple[list[SourceSpec], list[SourceReject]]:
+def load_sources(
+    path: str | Path, variables: Mapping[str, str] | None = None, policy: IngestPolicy | None = None
+) -> tuple[list[SourceSpec], list[SourceReject]]:
     """Parse a sources file. A source that cannot be parsed (bad keys, unresolved or
     refused placeholder, path outside the policy's roots) is returned as a reject; the
     others load. A file that is not a readable sources document is one reject."""
@@ -260,10 +278,14 @@ def load_sources(path: str | Path, variables: Mapping[str, str] | None = None,
         return [], [_file_reject(path, exc.reason, exc)]
     except yaml.YAMLError as exc:
         return [], [_file_reject(path, "invalid_yaml", exc)]
-    if not isinstance(doc, Mapping) or not isinstance(doc.get("sources") or [], list) \
-            or not isinstance(doc.get("defaults") or {}, Mapping):
-        return [], [_file_reject(path, "invalid_source", ValueError("not a sources document "
-                                 "(a mapping with a `sources` list)"))]
+    if (
+        not isinstance(doc, Mapping)
+        or not isinstance(doc.get("sources") or [], list)
+        or not isinstance(doc.get("defaults") or {}, Mapping)
+    ):
+        return [], [
+            _file_reject(path, "invalid_source", ValueError("not a sources document (a mapping with a `sources` list)"))
+        ]
     env, refused = source_variables(variables, policy)
     defaults = doc.get("defaults") or {}
     specs, rejects, seen = [], [], set()
@@ -350,13 +372,23 @@ def _expand_folder(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> No
         _reject_policy(out, f"source:{spec.name}", exc)
         return
     if not root.is_dir():
-        out.rejects.append(SourceReject(f"source:{spec.name}", spec.name, "missing_path", "FileNotFoundError",
-                                        f"folder {root} does not exist"))
+        out.rejects.append(
+            SourceReject(
+                f"source:{spec.name}", spec.name, "missing_path", "FileNotFoundError", f"folder {root} does not exist"
+            )
+        )
         return
     files = _folder_files(root, spec.recursive, policy.max_folder_files)
     if len(files) > policy.max_folder_files:
-        out.rejects.append(SourceReject(f"source:{spec.name}", spec.name, "too_many_files", "",
-                                        f"more than {policy.max_folder_files} files; the first ones are listed"))
+        out.rejects.append(
+            SourceReject(
+                f"source:{spec.name}",
+                spec.name,
+                "too_many_files",
+                "",
+                f"more than {policy.max_folder_files} files; the first ones are listed",
+            )
+        )
         files = files[: policy.max_folder_files]
     for p in files:
         kind = _classify_media(p, spec.media)
@@ -370,8 +402,7 @@ def _expand_folder(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> No
         except PolicyViolation as exc:
             _reject_policy(out, iid, exc)
             continue
-        out.items.append(SourceItem(iid, spec.name, kind, "folder", path=str(p),
-                                    title=p.stem, license=spec.license))
+        out.items.append(SourceItem(iid, spec.name, kind, "folder", path=str(p), title=p.stem, license=spec.license))
 
 
 def _read_table(path: Path, policy: IngestPolicy) -> list[dict[str, Any]]:
@@ -396,7 +427,9 @@ def _expand_table(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> Non
         _reject_policy(out, f"source:{spec.name}", exc)
         return
     except (OSError, ValueError, csv.Error) as exc:
-        out.rejects.append(SourceReject(f"source:{spec.name}", spec.name, "unreadable_table", type(exc).__name__, str(exc)))
+        out.rejects.append(
+            SourceReject(f"source:{spec.name}", spec.name, "unreadable_table", type(exc).__name__, str(exc))
+        )
         return
     for n, row in enumerate(rows):
         ref = str(row.get(spec.image_column) or "").strip()
@@ -404,7 +437,9 @@ def _expand_table(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> Non
         locator = ref or f"row{n}"
         iid = item_id("image", spec.name, locator)
         if not ref:
-            out.rejects.append(SourceReject(iid, spec.name, "missing_image", "", f"row {n}: empty {spec.image_column!r}"))
+            out.rejects.append(
+                SourceReject(iid, spec.name, "missing_image", "", f"row {n}: empty {spec.image_column!r}")
+            )
             continue
         is_url = bool(_URLISH.match(ref)) and not Path(ref).is_absolute()
         local = None
@@ -417,12 +452,24 @@ def _expand_table(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> Non
             _reject_policy(out, iid, exc)
             continue
         if local is not None and not local.is_file():
-            out.rejects.append(SourceReject(iid, spec.name, "missing_image", "FileNotFoundError",
-                                            f"row {n}: {Path(ref).name} not found"))
+            out.rejects.append(
+                SourceReject(
+                    iid, spec.name, "missing_image", "FileNotFoundError", f"row {n}: {Path(ref).name} not found"
+                )
+            )
             continue
-        out.items.append(SourceItem(iid, spec.name, "image", "table", url=ref if is_url else None,
-                                    path=str(local) if local else None,
-                                    caption=None if caption is None else str(caption), license=spec.license))
+        out.items.append(
+            SourceItem(
+                iid,
+                spec.name,
+                "image",
+                "table",
+                url=ref if is_url else None,
+                path=str(local) if local else None,
+                caption=None if caption is None else str(caption),
+                license=spec.license,
+            )
+        )
 
 
 def _urls_of(spec: SourceSpec, policy: IngestPolicy) -> list[str]:
@@ -437,8 +484,14 @@ def _urls_of(spec: SourceSpec, policy: IngestPolicy) -> list[str]:
 
 def _item_from_info(spec: SourceSpec, url: str, info: Mapping[str, Any], origin: str) -> SourceItem:
     return SourceItem(
-        item_id("video", spec.name, url), spec.name, "video", origin, url=url,
-        title=info.get("title"), duration_s=_float(info.get("duration")), license=info.get("license"),
+        item_id("video", spec.name, url),
+        spec.name,
+        "video",
+        origin,
+        url=url,
+        title=info.get("title"),
+        duration_s=_float(info.get("duration")),
+        license=info.get("license"),
     )
 
 
@@ -464,8 +517,10 @@ def _listed(lister: Lister, target: str, spec: SourceSpec, policy: IngestPolicy)
             return lister(target, spec)
         except Exception as exc:
             if guard.refused:
-                raise PolicyViolation("address_not_allowed", f"a request went to {guard.refused[0]}, a non-public "
-                                      "address (a redirect?); refused") from exc
+                raise PolicyViolation(
+                    "address_not_allowed",
+                    f"a request went to {guard.refused[0]}, a non-public address (a redirect?); refused",
+                ) from exc
             raise
 
 
@@ -476,8 +531,15 @@ def _expand_urls(spec: SourceSpec, out: Expansion, lister: Lister, policy: Inges
         _reject_policy(out, f"source:{spec.name}", exc)
         return
     if len(urls) > policy.max_urls_per_source:
-        out.rejects.append(SourceReject(f"source:{spec.name}", spec.name, "too_many_urls", "",
-                                        f"{len(urls)} URLs > {policy.max_urls_per_source}; the first ones are listed"))
+        out.rejects.append(
+            SourceReject(
+                f"source:{spec.name}",
+                spec.name,
+                "too_many_urls",
+                "",
+                f"{len(urls)} URLs > {policy.max_urls_per_source}; the first ones are listed",
+            )
+        )
         urls = urls[: policy.max_urls_per_source]
     for url in urls:
         iid = item_id("video", spec.name, url)
@@ -566,8 +628,10 @@ def expand_source(spec: SourceSpec, lister: Lister | None = None, policy: Ingest
         seen.add(it.item_id)
         unique.append(it)
     if spec.max_items is not None and len(unique) > spec.max_items:
-        for it in unique[spec.max_items:]:
-            out.rejects.append(SourceReject(it.item_id, spec.name, "max_items", "", f"beyond max_items={spec.max_items}"))
+        for it in unique[spec.max_items :]:
+            out.rejects.append(
+                SourceReject(it.item_id, spec.name, "max_items", "", f"beyond max_items={spec.max_items}")
+            )
         unique = unique[: spec.max_items]
     for n, it in enumerate(unique):
         it.position = n
@@ -629,10 +693,16 @@ _ERROR_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("too_large", re.compile(r"larger than max-filesize|too_large", re.I)),
     ("not_found", re.compile(r"HTTP Error 404|HTTP Error 410|404: not found", re.I)),
     ("private", re.compile(r"private video|sign in|login required|members-only", re.I)),
-    ("geo_blocked", re.compile(r"geo[- ]?(restrict|block)|not available (in|from) your (country|location|region)", re.I)),
+    (
+        "geo_blocked",
+        re.compile(r"geo[- ]?(restrict|block)|not available (in|from) your (country|location|region)", re.I),
+    ),
     ("removed", re.compile(r"removed|terminated|deleted|no longer available|copyright", re.I)),
     ("timeout", re.compile(r"timed? ?out|timeout", re.I)),
-    ("connection_failed", re.compile(r"connection refused|name or service not known|unreachable|connection reset", re.I)),
+    (
+        "connection_failed",
+        re.compile(r"connection refused|name or service not known|unreachable|connection reset", re.I),
+    ),
     ("unsupported_url", re.compile(r"unsupported url", re.I)),
     ("unavailable", re.compile(r"unavailable", re.I)),
     ("not_found", re.compile(r"not found", re.I)),
@@ -663,4 +733,4 @@ def _float(v: Any) -> float | None:
 
 
 def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

@@ -56,8 +56,12 @@ def ratio_result(det: DetectedText, small_w: int, small_h: int) -> OCRResult:
     """Ratio and boxes without text (``text`` = "" and ``conf`` = None: not recognised)."""
     polys = _original_pixels(det.polygons(small_w, small_h), det.scale)
     return OCRResult(
-        ratio=union_area_ratio(polys, det.width, det.height), n_boxes=len(polys), text="",
-        boxes=[{"poly": p, "text": "", "conf": None} for p in polys], width=det.width, height=det.height,
+        ratio=union_area_ratio(polys, det.width, det.height),
+        n_boxes=len(polys),
+        text="",
+        boxes=[{"poly": p, "text": "", "conf": None} for p in polys],
+        width=det.width,
+        height=det.height,
     )
 
 
@@ -77,8 +81,13 @@ def recognise(reader: Any, rgb: np.ndarray, det: DetectedText, max_side: int) ->
     return ocr_frame(_KnownBoxes(reader, det), rgb, max_side=max_side)
 
 
-def detect_batch(reader: Any, smalls: Sequence[np.ndarray], scales: Sequence[float],
-                 sizes: Sequence[tuple[int, int]], **detect_kwargs: Any) -> list[DetectedText]:
+def detect_batch(
+    reader: Any,
+    smalls: Sequence[np.ndarray],
+    scales: Sequence[float],
+    sizes: Sequence[tuple[int, int]],
+    **detect_kwargs: Any,
+) -> list[DetectedText]:
     """One detector forward pass over same-shaped RGB arrays (the shrunk copies)."""
     if not smalls:
         return []
@@ -151,8 +160,14 @@ def measure_frames(
             yield from _measure_window(reader, pending, max_side, batch_size, needs_text, detect_kwargs)
 
 
-def _measure_window(reader: Any, pending: list[tuple[K, Any]], max_side: int, batch_size: int,
-                    needs_text: Callable[[K, OCRResult], bool] | None, detect_kwargs: dict) -> Iterator[Measured[K]]:
+def _measure_window(
+    reader: Any,
+    pending: list[tuple[K, Any]],
+    max_side: int,
+    batch_size: int,
+    needs_text: Callable[[K, OCRResult], bool] | None,
+    detect_kwargs: dict,
+) -> Iterator[Measured[K]]:
     decoded: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
     out: dict[int, Measured[K]] = {}
     for i, (key, fut) in enumerate(pending):
@@ -167,8 +182,13 @@ def _measure_window(reader: Any, pending: list[tuple[K, Any]], max_side: int, ba
         for j in range(0, len(idx), batch_size):
             chunk = idx[j : j + batch_size]
             try:
-                dets = detect_batch(reader, [decoded[i][1] for i in chunk], [decoded[i][2] for i in chunk],
-                                    [(decoded[i][0].shape[1], decoded[i][0].shape[0]) for i in chunk], **detect_kwargs)
+                dets = detect_batch(
+                    reader,
+                    [decoded[i][1] for i in chunk],
+                    [decoded[i][2] for i in chunk],
+                    [(decoded[i][0].shape[1], decoded[i][0].shape[0]) for i in chunk],
+                    **detect_kwargs,
+                )
             except Exception as exc:  # noqa: BLE001 - the whole chunk failed: record each frame
                 out.update({i: Measured(pending[i][0], None, exc) for i in chunk})
                 continue
@@ -185,8 +205,15 @@ def _measure_window(reader: Any, pending: list[tuple[K, Any]], max_side: int, ba
         yield out[i]
 
 
-def measure_kept_frames(ocr: Any, frames: Any, data_dir: Any, max_ratio: float, method: str = "detect",
-                        recognise: str = "needed", batch_size: int = 8) -> Iterator[tuple[Any, OCRResult | None, Exception | None]]:
+def measure_kept_frames(
+    ocr: Any,
+    frames: Any,
+    data_dir: Any,
+    max_ratio: float,
+    method: str = "detect",
+    recognise: str = "needed",
+    batch_size: int = 8,
+) -> Iterator[tuple[Any, OCRResult | None, Exception | None]]:
     """``(frame row, result, error)`` per row of ``frames`` (columns path, kind), in order.
 
     ``ocr``: the ``OCRResource`` (reader, ``max_side``, ``read``). ``method="readtext"``: the
@@ -209,11 +236,17 @@ def measure_kept_frames(ocr: Any, frames: Any, data_dir: Any, max_ratio: float, 
         raise ValueError(f"method must be detect or readtext, not {method!r}")
     placement = configured_placement()
     if placement.enabled:
-        pairs = ocr_on_ray(placement, ocr_reader_args(ocr), frames, Path(data_dir), ocr.max_side, batch_size,
-                           recognise, max_ratio)
+        pairs = ocr_on_ray(
+            placement, ocr_reader_args(ocr), frames, Path(data_dir), ocr.max_side, batch_size, recognise, max_ratio
+        )
         yield from ((fr, res, err) for fr, (res, err) in zip(rows, pairs))
         return
     wants = text_needed(recognise, max_ratio)
-    for m in measure_frames(ocr.reader(), [(fr, Path(data_dir) / fr.path) for fr in rows], ocr.max_side, batch_size,
-                            needs_text=wants and (lambda fr, r: wants(fr.kind, r))):
+    for m in measure_frames(
+        ocr.reader(),
+        [(fr, Path(data_dir) / fr.path) for fr in rows],
+        ocr.max_side,
+        batch_size,
+        needs_text=wants and (lambda fr, r: wants(fr.kind, r)),
+    ):
         yield m.key, m.result, m.error

@@ -65,7 +65,9 @@ def sides(items: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def _language(df: pd.DataFrame, languages: Mapping[str, str], side: str) -> str:
-    return languages.get(side) or next((str(e["language"]) for e in map(_json, df.get("extra", [])) if e.get("language")), "en")
+    return languages.get(side) or next(
+        (str(e["language"]) for e in map(_json, df.get("extra", [])) if e.get("language")), "en"
+    )
 
 
 def side_stats(df: pd.DataFrame, lang: str = "en", threshold: float = 0.5) -> dict[str, float | int | str]:
@@ -98,9 +100,9 @@ def side_stats(df: pd.DataFrame, lang: str = "en", threshold: float = 0.5) -> di
         s["length_bias/excess_over_chance"] = round(lb.excess, 4)
     qlens = [len(tokens(q, lang)) for q in df["question"].fillna("")]
     s["question_tokens/mean"] = round(float(np.mean(qlens)), 2) if qlens else 0.0
-    for task, qs in df.groupby("task")["question"]:   # per task: fixed prompts (MAIA's SV question) stay apart
+    for task, qs in df.groupby("task")["question"]:  # per task: fixed prompts (MAIA's SV question) stay apart
         s[f"question_tokens/{task}"] = round(float(np.mean([len(tokens(q, lang)) for q in qs.fillna("")])), 2)
-    oe = df[df["task"] == "open_ended"]      # answer pools: open-ended references (MAIA's 8 answers)
+    oe = df[df["task"] == "open_ended"]  # answer pools: open-ended references (MAIA's 8 answers)
     pools = [[str(x) for x in _list(r)] for r in oe["references"] if len(_list(r)) >= 2]
     if pools:
         st = [pool_stats(p, threshold, lang=lang) for p in pools]
@@ -126,8 +128,9 @@ def side_stats(df: pd.DataFrame, lang: str = "en", threshold: float = 0.5) -> di
     return s
 
 
-def side_by_side(items: pd.DataFrame, languages: Mapping[str, str] | None = None,
-                 reference: Mapping[str, float] | None = None) -> pd.DataFrame:
+def side_by_side(
+    items: pd.DataFrame, languages: Mapping[str, str] | None = None, reference: Mapping[str, float] | None = None
+) -> pd.DataFrame:
     """One row per figure, one column per side (plus ``paper`` when published figures are given)."""
     cols = {name: side_stats(df, _language(df, languages or {}, name)) for name, df in sides(items).items()}
     table = pd.DataFrame(cols)
@@ -170,11 +173,23 @@ def plot(items: pd.DataFrame, path: Path, title: str) -> Path | None:
     if not parts:
         return None
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    cat = pd.DataFrame({k: v["category"].fillna("(none)").value_counts(normalize=True) for k, v in parts.items()}).fillna(0)
+    cat = pd.DataFrame(
+        {k: v["category"].fillna("(none)").value_counts(normalize=True) for k, v in parts.items()}
+    ).fillna(0)
     cat.plot.bar(ax=axes[0])
     axes[0].set_title("category share")
-    pos = pd.DataFrame({k: v["answer"][v["options"].map(lambda o: len(_list(o)) >= 2)].map(lambda a: str(a)[:1])
-                        .value_counts(normalize=True) for k, v in parts.items()}).fillna(0).sort_index()
+    pos = (
+        pd.DataFrame(
+            {
+                k: v["answer"][v["options"].map(lambda o: len(_list(o)) >= 2)]
+                .map(lambda a: str(a)[:1])
+                .value_counts(normalize=True)
+                for k, v in parts.items()
+            }
+        )
+        .fillna(0)
+        .sort_index()
+    )
     if not pos.empty:
         pos.plot.bar(ax=axes[1])
     axes[1].set_title("correct-option position share")

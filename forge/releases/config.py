@@ -28,20 +28,28 @@ _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 @dataclass(frozen=True)
 class ReleaseInfo:
     paper: str
-    name: str                       # partition key of the paper's release asset
-    path: Path                      # a folder or a single file
+    name: str  # partition key of the paper's release asset
+    path: Path  # a folder or a single file
     version: str = UNSPECIFIED
     licence: str = UNSPECIFIED
     language: str = "en"
     options: dict[str, Any] = field(default_factory=dict)
-    origin: str = "config"          # config | inbox
+    origin: str = "config"  # config | inbox
 
     def option(self, key: str, default: Any = None) -> Any:
         return self.options.get(key, default)
 
     def describe(self) -> dict[str, Any]:
-        return {"paper": self.paper, "name": self.name, "path": str(self.path), "version": self.version,
-                "licence": self.licence, "language": self.language, "options": self.options, "from": self.origin}
+        return {
+            "paper": self.paper,
+            "name": self.name,
+            "path": str(self.path),
+            "version": self.version,
+            "licence": self.licence,
+            "language": self.language,
+            "options": self.options,
+            "from": self.origin,
+        }
 
 
 def config_path() -> Path:
@@ -59,10 +67,16 @@ def _info(paper: str, name: str, path: Path, entry: dict[str, Any], origin: str)
     if not _KEY.match(name):
         raise ValueError(f"release name {name!r}: letters, digits, '.', '_' and '-' only (it is a partition key)")
     merged = {**_manifest(path), **{k: v for k, v in entry.items() if v is not None}}
-    return ReleaseInfo(paper=paper, name=name, path=path, version=str(merged.get("version") or UNSPECIFIED),
-                       licence=str(merged.get("licence") or merged.get("license") or UNSPECIFIED),
-                       language=str(merged.get("language") or "en"), options=dict(merged.get("options") or {}),
-                       origin=origin)
+    return ReleaseInfo(
+        paper=paper,
+        name=name,
+        path=path,
+        version=str(merged.get("version") or UNSPECIFIED),
+        licence=str(merged.get("licence") or merged.get("license") or UNSPECIFIED),
+        language=str(merged.get("language") or "en"),
+        options=dict(merged.get("options") or {}),
+        origin=origin,
+    )
 
 
 def load_releases(path: str | Path | None = None, data_dir: str | Path | None = None) -> list[ReleaseInfo]:
@@ -84,8 +98,9 @@ def load_releases(path: str | Path | None = None, data_dir: str | Path | None = 
     return out
 
 
-def release_info(paper: str, name: str, path: str | Path | None = None,
-                 data_dir: str | Path | None = None) -> ReleaseInfo:
+def release_info(
+    paper: str, name: str, path: str | Path | None = None, data_dir: str | Path | None = None
+) -> ReleaseInfo:
     for r in load_releases(path, data_dir):
         if r.paper == paper and r.name == name:
             return r

@@ -31,8 +31,14 @@ import pandas as pd
 from forge.checks.text import canonical
 
 FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
-    "hummus": {"verdict": ("classification",), "metaphors": ("naming",), "boxes": ("image_box", "image_label"),
-               "spans": ("caption_highlight",), "explanations": ("explanation",), "descriptions": ()},
+    "hummus": {
+        "verdict": ("classification",),
+        "metaphors": ("naming",),
+        "boxes": ("image_box", "image_label"),
+        "spans": ("caption_highlight",),
+        "explanations": ("explanation",),
+        "descriptions": (),
+    },
     "maia": {"pools": ("open_ended",), "statements": ("statement_verification",)},
     "vimu": {"annotations": ("open_ended", "multi_select")},
 }

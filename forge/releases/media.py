@@ -29,7 +29,7 @@ def sample_frames(parsed: ParsedRelease, data_dir: Path, k: int = 32, jpeg_quali
         try:
             probe = probe_video(data_dir / rel)
             shots = sample_at(data_dir / rel, uniform_times(0.0, probe.duration_s, k))
-        except (ProbeError, OSError, ValueError) as e:   # PyAV errors are OSError / ValueError subclasses
+        except (ProbeError, OSError, ValueError) as e:  # PyAV errors are OSError / ValueError subclasses
             bad[rel] = f"{type(e).__name__}: {e}"
             continue
         if not shots:

@@ -25,8 +25,8 @@ VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv", ".mov", ".avi")
 
 @dataclass
 class Reject:
-    record: str          # where in the release: "<file>#<row or key>"
-    reason: str          # stable code
+    record: str  # where in the release: "<file>#<row or key>"
+    reason: str  # stable code
     detail: str
 
 
@@ -36,6 +36,7 @@ class ParsedRelease:
     reasons, and notes — values kept as they are but worth reporting (unknown categories,
     figures outside the taxonomy, repairs). ``media`` maps each item media path (relative to
     the data dir) to the released file it comes from."""
+
     items: pd.DataFrame
     rejects: list[Reject] = field(default_factory=list)
     notes: Counter = field(default_factory=Counter)
@@ -52,9 +53,14 @@ class ParsedRelease:
         self.unknown.setdefault(kind, Counter())[str(value)] += 1
 
     def summary(self) -> dict[str, Any]:
-        return {"records": self.records, "items": len(self.items), "rejects": len(self.rejects),
-                "rejects_by_reason": dict(Counter(r.reason for r in self.rejects)),
-                "notes": dict(self.notes), "unknown_values": {k: dict(v) for k, v in self.unknown.items()}}
+        return {
+            "records": self.records,
+            "items": len(self.items),
+            "rejects": len(self.rejects),
+            "rejects_by_reason": dict(Counter(r.reason for r in self.rejects)),
+            "notes": dict(self.notes),
+            "unknown_values": {k: dict(v) for k, v in self.unknown.items()},
+        }
 
 
 def table_files(path: Path) -> list[Path]:
@@ -63,8 +69,9 @@ def table_files(path: Path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise FileNotFoundError(f"release path not found: {path}")
-    return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES
-                  and not p.name.startswith("."))
+    return sorted(
+        p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES and not p.name.startswith(".")
+    )
 
 
 def file_label(root: Path, f: Path) -> str:
@@ -80,7 +87,7 @@ def read_table(path: Path) -> Any:
         text = path.read_text(encoding="utf-8-sig")
         try:
             return json.loads(text)
-        except json.JSONDecodeError:   # some releases name JSON-lines files .json
+        except json.JSONDecodeError:  # some releases name JSON-lines files .json
             return [json.loads(line) for line in text.splitlines() if line.strip()]
     if suf == ".jsonl":
         out = []
@@ -92,7 +99,9 @@ def read_table(path: Path) -> Any:
                     out.append({"__unparsable__": f"line {k + 1}: {e}"})
         return out
     if suf in (".csv", ".tsv"):
-        return pd.read_csv(path, sep="\t" if suf == ".tsv" else ",", dtype=str, keep_default_na=False).to_dict("records")
+        return pd.read_csv(path, sep="\t" if suf == ".tsv" else ",", dtype=str, keep_default_na=False).to_dict(
+            "records"
+        )
     if suf == ".parquet":
         return pd.read_parquet(path).to_dict("records")
     raise ValueError(f"unsupported release file {path.name}")
@@ -156,10 +165,19 @@ def place_media(media: dict[str, Path], data_dir: Path) -> int:
 
 def provenance(info: ReleaseInfo, release_split: str | None = None) -> dict[str, Any]:
     """The columns that say an item was imported, from which release, under which licence."""
-    return {"origin": "imported", "release": info.name, "release_version": info.version,
-            "licence": info.licence, "release_split": release_split or None,
-            "backend": "human", "model": None, "prompt_hash": None,
-            "source": f"release:{info.name}", "channel": None, "batch": f"release:{info.name}"}
+    return {
+        "origin": "imported",
+        "release": info.name,
+        "release_version": info.version,
+        "licence": info.licence,
+        "release_split": release_split or None,
+        "backend": "human",
+        "model": None,
+        "prompt_hash": None,
+        "source": f"release:{info.name}",
+        "channel": None,
+        "batch": f"release:{info.name}",
+    }
 
 
 def batch_part(name: str) -> str:

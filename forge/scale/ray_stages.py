@@ -26,8 +26,13 @@ import pandas as pd
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Shipped to the workers with the job (runtime_env py_modules): the logic, not the Dagster layer.
 PY_MODULES = [str(PROJECT_ROOT / "forge"), str(PROJECT_ROOT / "resources")]
-WORKER_ENV = {"YOLO_OFFLINE": "1", "YOLO_AUTOINSTALL": "false", "YOLO_VERBOSE": "false",
-              "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+WORKER_ENV = {
+    "YOLO_OFFLINE": "1",
+    "YOLO_AUTOINSTALL": "false",
+    "YOLO_VERBOSE": "false",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
 
 _LOCK = threading.Lock()
 # (node id, pid) of each replica of the last pool per worker class: what ran where (tests, logs).
@@ -62,8 +67,13 @@ def configured_scale() -> dict:
 
 def configured_placement() -> RayPlacement:
     c = configured_scale()
-    return RayPlacement(str(c.get("ray_address") or ""), int(c.get("actors", 2)), float(c.get("num_cpus", 1)),
-                        float(c.get("num_gpus", 0)), int(c.get("shard_frames", 32)))
+    return RayPlacement(
+        str(c.get("ray_address") or ""),
+        int(c.get("actors", 2)),
+        float(c.get("num_cpus", 1)),
+        float(c.get("num_gpus", 0)),
+        int(c.get("shard_frames", 32)),
+    )
 
 
 def connect(address: str) -> None:
@@ -82,8 +92,14 @@ def _init(address: str) -> None:
     env = {k: os.environ[k] for k in ("SUBTEXT_MODELS_DIR",) if k in os.environ}
     runtime_env = {"py_modules": PY_MODULES, "env_vars": {**WORKER_ENV, **env}}
     target = None if address == "local" else address
-    ray.init(address=target, runtime_env=runtime_env, ignore_reinit_error=True, log_to_driver=False,
-             include_dashboard=False, configure_logging=False)
+    ray.init(
+        address=target,
+        runtime_env=runtime_env,
+        ignore_reinit_error=True,
+        log_to_driver=False,
+        include_dashboard=False,
+        configure_logging=False,
+    )
 
 
 class DetectionWorker:
@@ -161,15 +177,17 @@ class RemoteDetector:
         self.kwargs, self.engine, self.placement = detector_kwargs, engine, placement
         self.spec = resolve_weights(detector_kwargs["weights"], detector_kwargs.get("allow_download", False))
         self.device = f"ray[{placement.actors}x cpu={placement.num_cpus} gpu={placement.num_gpus}]"
-        self.half = bool(detector_kwargs.get("half")) if detector_kwargs.get("half") is not None else placement.num_gpus > 0
+        self.half = (
+            bool(detector_kwargs.get("half")) if detector_kwargs.get("half") is not None else placement.num_gpus > 0
+        )
         self.batch_size = int(detector_kwargs.get("batch_size") or 1)
         self.imgsz = int(detector_kwargs.get("imgsz", 640))
         self.load_seconds = 0.0
 
     def run_remote(self, frames: pd.DataFrame, data_dir: Path, reject, opts, progress=None):
-        from forge.vision.pipeline import StageStats
-
         import time
+
+        from forge.vision.pipeline import StageStats
 
         t0 = time.perf_counter()
         stats = StageStats(frames=len(frames))
@@ -178,8 +196,9 @@ class RemoteDetector:
             results = []
         else:
             with actor_pool(self.placement, DetectionWorker, self.kwargs, self.engine) as pool:
-                results = map_shards(pool, frames.reset_index(drop=True), self.placement.shard_frames,
-                                     str(data_dir), asdict(opts))
+                results = map_shards(
+                    pool, frames.reset_index(drop=True), self.placement.shard_frames, str(data_dir), asdict(opts)
+                )
         for df, rejects, st in results:
             parts.append(df)
             for r in rejects:
@@ -210,15 +229,20 @@ class OCRWorker:
 
         return ray.get_runtime_context().get_node_id(), os.getpid()
 
-    def run(self, frames: pd.DataFrame, data_dir: str, max_side: int, batch: int, recognise: str,
-            max_ratio: float) -> list[tuple[Any, Exception | None]]:
+    def run(
+        self, frames: pd.DataFrame, data_dir: str, max_side: int, batch: int, recognise: str, max_ratio: float
+    ) -> list[tuple[Any, Exception | None]]:
         from forge.media.text_boxes import measure_frames, text_needed
 
         wants = text_needed(recognise, max_ratio)
         kinds = list(frames["kind"])
         items = [(i, Path(data_dir) / p) for i, p in enumerate(frames["path"])]
-        return [(m.result, m.error) for m in measure_frames(
-            self.reader, items, max_side, batch, needs_text=wants and (lambda i, r: wants(kinds[i], r)))]
+        return [
+            (m.result, m.error)
+            for m in measure_frames(
+                self.reader, items, max_side, batch, needs_text=wants and (lambda i, r: wants(kinds[i], r))
+            )
+        ]
 
 
 def ocr_reader_args(ocr: Any) -> tuple:
@@ -229,15 +253,31 @@ def ocr_reader_args(ocr: Any) -> tuple:
     return tuple(ocr.languages), ocr.model_dir, bool(ocr.gpu), net
 
 
-def ocr_on_ray(placement: RayPlacement, reader_args: tuple, frames: pd.DataFrame, data_dir: Path, max_side: int,
-               batch: int, recognise: str, max_ratio: float) -> list[tuple[Any, Exception | None]]:
+def ocr_on_ray(
+    placement: RayPlacement,
+    reader_args: tuple,
+    frames: pd.DataFrame,
+    data_dir: Path,
+    max_side: int,
+    batch: int,
+    recognise: str,
+    max_ratio: float,
+) -> list[tuple[Any, Exception | None]]:
     """(OCRResult | None, error | None) per frame, in frame order, measured by OCR actors."""
     if frames.empty:
         return []
     args = (reader_args[0], reader_args[1], placement.num_gpus > 0 or reader_args[2], reader_args[3])
     out: list[tuple[Any, Exception | None]] = []
     with actor_pool(placement, OCRWorker, args) as pool:
-        for part in map_shards(pool, frames.reset_index(drop=True)[["kind", "path"]], placement.shard_frames,
-                               str(data_dir), max_side, batch, recognise, max_ratio):
+        for part in map_shards(
+            pool,
+            frames.reset_index(drop=True)[["kind", "path"]],
+            placement.shard_frames,
+            str(data_dir),
+            max_side,
+            batch,
+            recognise,
+            max_ratio,
+        ):
             out += part
     return out

@@ -65,8 +65,9 @@ def spec_block(spec: BenchmarkSpec) -> dict[str, Any]:
     return out
 
 
-def benchmark_config(benchmark: str | BenchmarkSpec, path: Path = SPLITS_CONFIG,
-                     recipes_dir: Path = RECIPES_CONFIG) -> dict[str, Any]:
+def benchmark_config(
+    benchmark: str | BenchmarkSpec, path: Path = SPLITS_CONFIG, recipes_dir: Path = RECIPES_CONFIG
+) -> dict[str, Any]:
     spec = resolve(benchmark)
     doc = yaml.safe_load(path.read_text()) or {}
     cfg = deep_merge(doc.get("defaults") or {}, spec_block(spec))
@@ -154,7 +155,7 @@ class BlindConfig:
     alpha: float = 0.05
     min_accuracy: float = 0.6
     max_items: int | None = None
-    min_coverage: float = 0.9   # answered trials / trials asked below this → the gate fails (an outage is no pass)
+    min_coverage: float = 0.9  # answered trials / trials asked below this → the gate fails (an outage is no pass)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> BlindConfig:
@@ -183,22 +184,25 @@ class BlindConfig:
             return False
         from scipy.stats import binomtest  # imported on use: scipy.stats is slow to import
 
-        return (correct / trials >= self.min_accuracy
-                and float(binomtest(correct, trials, chance, alternative="greater").pvalue) < self.alpha)
+        return (
+            correct / trials >= self.min_accuracy
+            and float(binomtest(correct, trials, chance, alternative="greater").pvalue) < self.alpha
+        )
 
     def guess_drop_probability(self, chance: float) -> float:
         """Probability that a pure guesser (right with probability ``chance`` per trial) is
         flagged: the false-positive rate of the test for a unit with that chance."""
         from scipy.stats import binom
 
-        return float(sum(binom.pmf(c, self.trials, chance) for c in range(self.trials + 1)
-                         if self.flags(c, self.trials, chance)))
+        return float(
+            sum(binom.pmf(c, self.trials, chance) for c in range(self.trials + 1) if self.flags(c, self.trials, chance))
+        )
 
 
 @dataclass(frozen=True)
 class GateConfig:
     position_tolerance: float = 0.02
-    rebalance_positions: bool = True   # only where the option policy is `balance`
+    rebalance_positions: bool = True  # only where the option policy is `balance`
     max_length_excess: float = 0.15
     duplicate_option_threshold: float = 0.9
     check_media_files: bool = True
@@ -207,8 +211,17 @@ class GateConfig:
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> GateConfig:
         g = cfg.get("gates") or {}
-        kw = {k: g[k] for k in ("position_tolerance", "rebalance_positions", "max_length_excess",
-                                "duplicate_option_threshold", "check_media_files") if k in g}
+        kw = {
+            k: g[k]
+            for k in (
+                "position_tolerance",
+                "rebalance_positions",
+                "max_length_excess",
+                "duplicate_option_threshold",
+                "check_media_files",
+            )
+            if k in g
+        }
         if cfg.get("options") == OptionPolicy.FIXED:
-            kw["rebalance_positions"] = False   # fixed-order options never move, whatever the config says
+            kw["rebalance_positions"] = False  # fixed-order options never move, whatever the config says
         return cls(**kw, blind=BlindConfig.from_dict(cfg.get("blind")))

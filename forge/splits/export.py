@@ -40,9 +40,30 @@ from forge.versioning import content_hash, sha256_file, stable_json
 MANIFEST = "manifest.json"
 _VERSION = re.compile(r"^v(\d+)$")
 # Exported item fields (never null: a column must have one type in every split's metadata file).
-ROW_FIELDS = ["item_id", "benchmark", "split", "task", "category", "question", "options", "option_types", "answer",
-              "references", "file_names", "media_paths", "unit_id", "source_item_id", "source", "channel",
-              "group_id", "labels", "extra", "backend", "model", "prompt_hash"]
+ROW_FIELDS = [
+    "item_id",
+    "benchmark",
+    "split",
+    "task",
+    "category",
+    "question",
+    "options",
+    "option_types",
+    "answer",
+    "references",
+    "file_names",
+    "media_paths",
+    "unit_id",
+    "source_item_id",
+    "source",
+    "channel",
+    "group_id",
+    "labels",
+    "extra",
+    "backend",
+    "model",
+    "prompt_hash",
+]
 _LIST_FIELDS = {"options", "option_types", "references", "file_names", "media_paths"}
 
 
@@ -79,7 +100,11 @@ def export_rows(items: pd.DataFrame) -> list[dict[str, Any]]:
             elif row[f] is None:
                 row[f] = ""
             elif not isinstance(row[f], str):
-                row[f] = json.dumps(row[f], ensure_ascii=False, default=str) if isinstance(row[f], (dict, list)) else str(row[f])
+                row[f] = (
+                    json.dumps(row[f], ensure_ascii=False, default=str)
+                    if isinstance(row[f], (dict, list))
+                    else str(row[f])
+                )
         rows.append(row)
     return sorted(rows, key=lambda x: (x["split"], x["item_id"]))
 
@@ -105,18 +130,31 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
 def diff(prev: dict[str, str] | None, cur: dict[str, str]) -> dict[str, Any]:
     if prev is None:
-        return {"added": len(cur), "removed": 0, "changed": 0, "unchanged": 0, "added_ids": sorted(cur), "removed_ids": []}
+        return {
+            "added": len(cur),
+            "removed": 0,
+            "changed": 0,
+            "unchanged": 0,
+            "added_ids": sorted(cur),
+            "removed_ids": [],
+        }
     added = sorted(set(cur) - set(prev))
     removed = sorted(set(prev) - set(cur))
     changed = sorted(k for k in set(cur) & set(prev) if cur[k] != prev[k])
-    return {"added": len(added), "removed": len(removed), "changed": len(changed),
-            "unchanged": len(set(cur) & set(prev)) - len(changed), "added_ids": added, "removed_ids": removed,
-            "changed_ids": changed}
+    return {
+        "added": len(added),
+        "removed": len(removed),
+        "changed": len(changed),
+        "unchanged": len(set(cur) & set(prev)) - len(changed),
+        "added_ids": added,
+        "removed_ids": removed,
+        "changed_ids": changed,
+    }
 
 
 @dataclass
 class ExportResult:
-    status: str                  # "written" | "unchanged"
+    status: str  # "written" | "unchanged"
     version: str
     path: Path
     content_hash: str
@@ -186,18 +224,37 @@ def write_export(
         created = datetime.now(UTC).isoformat(timespec="seconds")
         n = versions[-1][0] + 1 if versions else 1
         lic = license_summary(provenance)
-        ctx = dict(card_context, benchmark=benchmark, version=f"v{n}", items=items, split_order=present,
-                   licenses=list(lic.index) if not lic.empty else ["unknown"], license_table=lic, plots=plots,
-                   content_hash=chash, created_at=created, forced_stub=forced_stub, stub_items=stub_items,
-                   changes=changes, stage_config=stage_config)
+        ctx = dict(
+            card_context,
+            benchmark=benchmark,
+            version=f"v{n}",
+            items=items,
+            split_order=present,
+            licenses=list(lic.index) if not lic.empty else ["unknown"],
+            license_table=lic,
+            plots=plots,
+            content_hash=chash,
+            created_at=created,
+            forced_stub=forced_stub,
+            stub_items=stub_items,
+            changes=changes,
+            stage_config=stage_config,
+        )
         (tmp / "README.md").write_text(render_card(ctx), encoding="utf-8")
         files = {str(p.relative_to(tmp)): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
         manifest = {
-            "benchmark": benchmark, "content_hash": chash, "created_at": created, "n_items": len(rows),
-            "splits": {s: sum(1 for r in rows if r["split"] == s) for s in present}, "forced_stub": forced_stub,
-            "stub_items": stub_items, "previous_version": changes["previous"],
+            "benchmark": benchmark,
+            "content_hash": chash,
+            "created_at": created,
+            "n_items": len(rows),
+            "splits": {s: sum(1 for r in rows if r["split"] == s) for s in present},
+            "forced_stub": forced_stub,
+            "stub_items": stub_items,
+            "previous_version": changes["previous"],
             "changes": {k: changes[k] for k in ("added", "removed", "changed", "unchanged")},
-            "item_hashes": ihash, "files": files, "config": json.loads(stable_json(stage_config)),
+            "item_hashes": ihash,
+            "files": files,
+            "config": json.loads(stable_json(stage_config)),
         }
         # Take the next free version number; a concurrent build that got there first bumps us.
         while True:
@@ -237,13 +294,38 @@ def exports_frame(exports_dir: Path, benchmark: str) -> pd.DataFrame:
     rows = []
     for n, d in existing_versions(exports_dir / benchmark):
         m = read_manifest(d)
-        rows.append({
-            "benchmark": benchmark, "version": m["version"], "version_number": n, "path": str(d),
-            "content_hash": m["content_hash"], "n_items": m["n_items"], "splits": json.dumps(m.get("splits", {})),
-            "created_at": pd.Timestamp(m["created_at"]), "forced_stub": bool(m.get("forced_stub")),
-            "stub_items": int(m.get("stub_items", 0)), "previous_version": m.get("previous_version"),
-            "added": m["changes"]["added"], "removed": m["changes"]["removed"], "changed": m["changes"]["changed"],
-        })
-    cols = ["benchmark", "version", "version_number", "path", "content_hash", "n_items", "splits", "created_at",
-            "forced_stub", "stub_items", "previous_version", "added", "removed", "changed"]
+        rows.append(
+            {
+                "benchmark": benchmark,
+                "version": m["version"],
+                "version_number": n,
+                "path": str(d),
+                "content_hash": m["content_hash"],
+                "n_items": m["n_items"],
+                "splits": json.dumps(m.get("splits", {})),
+                "created_at": pd.Timestamp(m["created_at"]),
+                "forced_stub": bool(m.get("forced_stub")),
+                "stub_items": int(m.get("stub_items", 0)),
+                "previous_version": m.get("previous_version"),
+                "added": m["changes"]["added"],
+                "removed": m["changes"]["removed"],
+                "changed": m["changes"]["changed"],
+            }
+        )
+    cols = [
+        "benchmark",
+        "version",
+        "version_number",
+        "path",
+        "content_hash",
+        "n_items",
+        "splits",
+        "created_at",
+        "forced_stub",
+        "stub_items",
+        "previous_version",
+        "added",
+        "removed",
+        "changed",
+    ]
     return pd.DataFrame(rows, columns=cols)

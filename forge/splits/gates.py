@@ -34,9 +34,26 @@ from forge.llm.types import LLMRequest, LLMResult
 from forge.splits.config import BlindConfig
 
 COMMON_COLUMNS = [
-    "item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer", "references",
-    "media_paths", "unit_id", "source_item_id", "source", "channel", "batch", "labels", "backend", "model",
-    "prompt_hash", "lineage",
+    "item_id",
+    "benchmark",
+    "task",
+    "category",
+    "question",
+    "options",
+    "option_types",
+    "answer",
+    "references",
+    "media_paths",
+    "unit_id",
+    "source_item_id",
+    "source",
+    "channel",
+    "batch",
+    "labels",
+    "backend",
+    "model",
+    "prompt_hash",
+    "lineage",
 ]
 LIST_COLUMNS = ("options", "option_types", "references", "media_paths")
 
@@ -194,7 +211,11 @@ class PositionFigure:
 
 
 def _single(df: pd.DataFrame) -> pd.Series:
-    return df.apply(lambda r: is_mcq(r) and len(answer_letters(r["answer"]) or []) == 1, axis=1) if len(df) else pd.Series(dtype=bool)
+    return (
+        df.apply(lambda r: is_mcq(r) and len(answer_letters(r["answer"]) or []) == 1, axis=1)
+        if len(df)
+        else pd.Series(dtype=bool)
+    )
 
 
 def position_figures(df: pd.DataFrame, tolerance: float) -> list[PositionFigure]:
@@ -208,8 +229,16 @@ def position_figures(df: pd.DataFrame, tolerance: float) -> list[PositionFigure]
     k_of = rows["options"].map(len)
     for (split, k), g in rows.groupby([rows["split"], k_of], sort=True):
         pb = mcq.position_balance(g["answer"].tolist(), int(k))
-        out.append(PositionFigure(str(split), int(k), pb.n, round(pb.max_deviation, 4),
-                                  round(max(tolerance, achievable_deviation(pb.n, int(k))), 4), pb.counts))
+        out.append(
+            PositionFigure(
+                str(split),
+                int(k),
+                pb.n,
+                round(pb.max_deviation, 4),
+                round(max(tolerance, achievable_deviation(pb.n, int(k))), 4),
+                pb.counts,
+            )
+        )
     return out
 
 
@@ -239,8 +268,13 @@ def rebalance_positions(df: pd.DataFrame, tolerance: float, seed: object) -> tup
             types = _lst(row["option_types"])
             ci = answer_letters(row["answer"])[0]
             # Shuffle option indices so any type labels (or none) stay aligned.
-            sh = mcq.shuffle_options(opts, [str(j) for j in range(k)], seed=(seed, row["item_id"]),
-                                     correct_type=str(ci), correct_position=plan[row["item_id"]])
+            sh = mcq.shuffle_options(
+                opts,
+                [str(j) for j in range(k)],
+                seed=(seed, row["item_id"]),
+                correct_type=str(ci),
+                correct_position=plan[row["item_id"]],
+            )
             order = [int(t) for t in sh.option_types]
             out.at[out.index[i], "options"] = sh.options
             out.at[out.index[i], "option_types"] = [types[j] for j in order] if types is not None else None
@@ -274,10 +308,14 @@ def blind_requests(df: pd.DataFrame, prompt: Any, cfg: BlindConfig) -> list[LLMR
         opts = list(r["options"])
         letters = ", ".join(mcq.letter(i) for i in range(len(opts)))
         for t in range(cfg.trials):
-            reqs.append(LLMRequest(
-                item_id=r["item_id"], prompt=prompt,
-                variables={"question": r["question"], "options": render_options(opts), "letters": letters},
-                params={"temperature": cfg.temperature, "seed": t}))
+            reqs.append(
+                LLMRequest(
+                    item_id=r["item_id"],
+                    prompt=prompt,
+                    variables={"question": r["question"], "options": render_options(opts), "letters": letters},
+                    params={"temperature": cfg.temperature, "seed": t},
+                )
+            )
     return reqs
 
 
@@ -304,7 +342,7 @@ class BlindScore:
     item_id: str
     trials: int
     correct: int
-    failed: int          # calls that returned no answer (not counted as trials)
+    failed: int  # calls that returned no answer (not counted as trials)
     chance: float
     p_value: float
     flagged: bool
@@ -314,8 +352,9 @@ class BlindScore:
         return self.correct / self.trials if self.trials else 0.0
 
 
-def _trial_outcomes(df: pd.DataFrame, requests: Sequence[LLMRequest],
-                    results: Sequence[LLMResult]) -> dict[str, dict[int, bool | None]]:
+def _trial_outcomes(
+    df: pd.DataFrame, requests: Sequence[LLMRequest], results: Sequence[LLMResult]
+) -> dict[str, dict[int, bool | None]]:
     """item_id → trial (seed) → right / wrong / None (the call returned no answer)."""
     rows = {r["item_id"]: r for _, r in df.iterrows()}
     out: dict[str, dict[int, bool | None]] = {}
@@ -334,8 +373,13 @@ def _item_chance(r: Any) -> float:
     return chance_rate(len(r["options"]), len(answer_letters(r["answer"]) or []) > 1)
 
 
-def score_blind(df: pd.DataFrame, requests: Sequence[LLMRequest], results: Sequence[LLMResult], cfg: BlindConfig,
-                units: dict[str, str] | None = None) -> dict[str, BlindScore]:
+def score_blind(
+    df: pd.DataFrame,
+    requests: Sequence[LLMRequest],
+    results: Sequence[LLMResult],
+    cfg: BlindConfig,
+    units: dict[str, str] | None = None,
+) -> dict[str, BlindScore]:
     """Per unit (``units``: item_id → unit id; default every item alone), keyed by item id:
     trials answered, correct, one-sided binomial p against chance, flagged.
 

@@ -43,7 +43,9 @@ def item_frames(items: pd.DataFrame, frames: pd.DataFrame) -> pd.DataFrame:
     Media paths are matched to ``frames.path``; ``unit_id`` also matches a frame id or a
     clip id (then every frame of that clip counts, so two clips of a re-upload are linked).
     """
-    rows = [(r.item_id, p) for r in items[["item_id", "media_paths"]].itertuples(index=False) for p in _paths(r.media_paths)]
+    rows = [
+        (r.item_id, p) for r in items[["item_id", "media_paths"]].itertuples(index=False) for p in _paths(r.media_paths)
+    ]
     media = pd.DataFrame(rows, columns=["item_id", "path"])
     if frames is None or frames.empty:
         media["frame_id"] = None
@@ -53,15 +55,27 @@ def item_frames(items: pd.DataFrame, frames: pd.DataFrame) -> pd.DataFrame:
     out = [by_path]
     if "unit_id" in items:
         units = items[["item_id", "unit_id"]].dropna()
-        out.append(units.merge(fr[["frame_id", "path"]], left_on="unit_id", right_on="frame_id")[["item_id", "frame_id", "path"]])
+        out.append(
+            units.merge(fr[["frame_id", "path"]], left_on="unit_id", right_on="frame_id")[
+                ["item_id", "frame_id", "path"]
+            ]
+        )
         if "clip_id" in fr:
-            out.append(units.merge(fr.dropna(subset=["clip_id"]), left_on="unit_id", right_on="clip_id")[["item_id", "frame_id", "path"]])
+            out.append(
+                units.merge(fr.dropna(subset=["clip_id"]), left_on="unit_id", right_on="clip_id")[
+                    ["item_id", "frame_id", "path"]
+                ]
+            )
     return pd.concat(out, ignore_index=True).drop_duplicates(["item_id", "frame_id", "path"]).reset_index(drop=True)
 
 
 def item_hashes(links: pd.DataFrame, frame_hashes: pd.DataFrame | None, data_dir: Path | None = None) -> pd.DataFrame:
     """(item_id, phash_int) per item image: from ``frame_hashes``, else hashed from the file."""
-    fh = frame_hashes if frame_hashes is not None and not frame_hashes.empty else pd.DataFrame(columns=["frame_id", "phash_int"])
+    fh = (
+        frame_hashes
+        if frame_hashes is not None and not frame_hashes.empty
+        else pd.DataFrame(columns=["frame_id", "phash_int"])
+    )
     known = links.merge(fh[["frame_id", "phash_int"]], on="frame_id", how="left")
     missing = known["phash_int"].isna()
     if data_dir is not None and missing.any():
@@ -78,15 +92,17 @@ def item_hashes(links: pd.DataFrame, frame_hashes: pd.DataFrame | None, data_dir
                     cache[p] = None
             known.at[i, "phash_int"] = cache[p]
     known = known.dropna(subset=["phash_int"])
-    return pd.DataFrame({"item_id": known["item_id"].astype(str), "phash_int": known["phash_int"].astype(np.int64)}).drop_duplicates()
+    return pd.DataFrame(
+        {"item_id": known["item_id"].astype(str), "phash_int": known["phash_int"].astype(np.int64)}
+    ).drop_duplicates()
 
 
 @dataclass
 class ItemLinks:
     """Everything that links items: (item_id, key) memberships and direct pHash pairs."""
 
-    keys: pd.DataFrame                      # item_id, kind, key
-    hashes: pd.DataFrame                    # item_id, phash_int
+    keys: pd.DataFrame  # item_id, kind, key
+    hashes: pd.DataFrame  # item_id, phash_int
     phash_threshold: int = 8
     kinds: tuple[str, ...] = KEY_KINDS
     _pairs: pd.DataFrame | None = field(default=None, init=False, repr=False, compare=False)
@@ -157,7 +173,11 @@ def leakage_groups(item_ids: Sequence[str], links: ItemLinks) -> pd.Series:
         return pd.Series(dtype=object)
     idx = {x: k for k, x in enumerate(ids)}
     keys = links.keys[links.keys["item_id"].isin(idx)]
-    key_codes, key_idx = np.unique(keys["key"].to_numpy(object), return_inverse=True) if len(keys) else (np.array([]), np.array([], dtype=np.int64))
+    key_codes, key_idx = (
+        np.unique(keys["key"].to_numpy(object), return_inverse=True)
+        if len(keys)
+        else (np.array([]), np.array([], dtype=np.int64))
+    )
     n = len(ids) + len(key_codes)
     ei = [keys["item_id"].map(idx).to_numpy(np.int64)]
     ej = [len(ids) + np.asarray(key_idx, dtype=np.int64)]
@@ -174,7 +194,7 @@ def leakage_groups(item_ids: Sequence[str], links: ItemLinks) -> pd.Series:
 
 @dataclass
 class LeakReport:
-    pairs: dict[str, int] = field(default_factory=dict)     # kind → linked item pairs across splits
+    pairs: dict[str, int] = field(default_factory=dict)  # kind → linked item pairs across splits
     examples: list[dict] = field(default_factory=list)
 
     @property
@@ -203,16 +223,28 @@ def cross_split_pairs(assign: pd.DataFrame, links: ItemLinks, max_examples: int 
             rep.pairs[kind] += int(v)
         for kind, key in agg.index[:max_examples]:
             g = keys[(keys["kind"] == kind) & (keys["key"] == key)]
-            rep.examples.append({"kind": kind, "key": key, "splits": g["split"].value_counts().to_dict(),
-                                 "items": sorted(g["item_id"].tolist())[:6]})
+            rep.examples.append(
+                {
+                    "kind": kind,
+                    "key": key,
+                    "splits": g["split"].value_counts().to_dict(),
+                    "items": sorted(g["item_id"].tolist())[:6],
+                }
+            )
     pp = links.phash_item_pairs()
     if len(pp):
         pp = pp[pp["a"].isin(split_of) & pp["b"].isin(split_of)]
         cross = pp[pp["a"].map(split_of) != pp["b"].map(split_of)]
         rep.pairs["phash"] = len(cross)
         for r in cross.head(max(0, max_examples - len(rep.examples))).itertuples(index=False):
-            rep.examples.append({"kind": "phash", "items": [r.a, r.b], "distance": int(r.distance),
-                                 "splits": {split_of[r.a]: 1, split_of[r.b]: 1}})
+            rep.examples.append(
+                {
+                    "kind": "phash",
+                    "items": [r.a, r.b],
+                    "distance": int(r.distance),
+                    "splits": {split_of[r.a]: 1, split_of[r.b]: 1},
+                }
+            )
     return rep
 
 

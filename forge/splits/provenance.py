@@ -24,9 +24,14 @@ def _first(*vals: Any) -> Any:
     return None
 
 
-def provenance(items: pd.DataFrame, source_items: pd.DataFrame | None, videos: pd.DataFrame | None,
-               frames: pd.DataFrame | None) -> pd.DataFrame:
-    si = source_items.drop_duplicates("item_id").set_index("item_id") if source_items is not None and len(source_items) else None
+def provenance(
+    items: pd.DataFrame, source_items: pd.DataFrame | None, videos: pd.DataFrame | None, frames: pd.DataFrame | None
+) -> pd.DataFrame:
+    si = (
+        source_items.drop_duplicates("item_id").set_index("item_id")
+        if source_items is not None and len(source_items)
+        else None
+    )
     vi = videos.drop_duplicates("video_id").set_index("video_id") if videos is not None and len(videos) else None
     fr = frames.drop_duplicates("path").set_index("path") if frames is not None and len(frames) else None
     rows = []
@@ -42,29 +47,69 @@ def provenance(items: pd.DataFrame, source_items: pd.DataFrame | None, videos: p
         media = []
         for p in list(r.get("media_paths") or []):
             f = fr.loc[p].to_dict() if fr is not None and p in fr.index else {}
-            media.append({"path": p, "frame_id": f.get("frame_id"), "kind": f.get("kind"),
-                          "timestamp_s": _first(f.get("timestamp_s")), "frame_item_id": f.get("item_id")})
-        rows.append({
-            "item_id": r["item_id"], "split": r.get("split"), "source": _first(r.get("source"), s.get("source"), v.get("source")),
-            "source_item_id": sid, "url": _first(v.get("url"), s.get("url")),
-            "uploader": _first(v.get("uploader")), "channel": _first(r.get("channel"), v.get("channel"), v.get("uploader")),
-            "license": _first(r.get("licence"), ex.get("licence"), v.get("license"), s.get("license")),
-            "title": _first(v.get("title"), s.get("title"), ex.get("release") and f"{ex.get('release')} {ex.get('release_version') or ''}".strip()),
-            "upload_date": _first(v.get("upload_date")), "origin": _first(v.get("origin"), s.get("origin"), r.get("origin"), ex.get("origin")),
-            "media": media,
-        })
-    cols = ["item_id", "split", "source", "source_item_id", "url", "uploader", "channel", "license", "title",
-            "upload_date", "origin", "media"]
+            media.append(
+                {
+                    "path": p,
+                    "frame_id": f.get("frame_id"),
+                    "kind": f.get("kind"),
+                    "timestamp_s": _first(f.get("timestamp_s")),
+                    "frame_item_id": f.get("item_id"),
+                }
+            )
+        rows.append(
+            {
+                "item_id": r["item_id"],
+                "split": r.get("split"),
+                "source": _first(r.get("source"), s.get("source"), v.get("source")),
+                "source_item_id": sid,
+                "url": _first(v.get("url"), s.get("url")),
+                "uploader": _first(v.get("uploader")),
+                "channel": _first(r.get("channel"), v.get("channel"), v.get("uploader")),
+                "license": _first(r.get("licence"), ex.get("licence"), v.get("license"), s.get("license")),
+                "title": _first(
+                    v.get("title"),
+                    s.get("title"),
+                    ex.get("release") and f"{ex.get('release')} {ex.get('release_version') or ''}".strip(),
+                ),
+                "upload_date": _first(v.get("upload_date")),
+                "origin": _first(v.get("origin"), s.get("origin"), r.get("origin"), ex.get("origin")),
+                "media": media,
+            }
+        )
+    cols = [
+        "item_id",
+        "split",
+        "source",
+        "source_item_id",
+        "url",
+        "uploader",
+        "channel",
+        "license",
+        "title",
+        "upload_date",
+        "origin",
+        "media",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
 def benchmark_cost(calls: pd.DataFrame | None, benchmark: str, n_items: int) -> dict[str, Any]:
-    out = {"cost_usd": 0.0, "calls": 0, "cache_hits": 0, "tokens_in": 0, "tokens_out": 0, "per_item": 0.0,
-           "stages": {}, "unpriced": ""}
+    out = {
+        "cost_usd": 0.0,
+        "calls": 0,
+        "cache_hits": 0,
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "per_item": 0.0,
+        "stages": {},
+        "unpriced": "",
+    }
     if calls is None or calls.empty:
         return out
-    mine = calls[calls["stage"].str.startswith(f"{benchmark}_")
-                 | ((calls["stage"] == "blind_solver") & (calls["partition"] == benchmark))]
+    mine = calls[
+        calls["stage"].str.startswith(f"{benchmark}_")
+        | ((calls["stage"] == "blind_solver") & (calls["partition"] == benchmark))
+    ]
     if mine.empty:
         return out
     # Stub calls are never billed (older llm_calls rows may still carry a price).
@@ -72,8 +117,11 @@ def benchmark_cost(calls: pd.DataFrame | None, benchmark: str, n_items: int) -> 
     real = mine[~mine["cache_hit"].astype(bool)]
     out["billed_calls"] = int((real["backend"] != "stub").sum())
     out.update(
-        cost_usd=float(mine["cost_usd"].sum()), calls=int(len(real)), cache_hits=int(mine["cache_hit"].astype(bool).sum()),
-        tokens_in=int(real["tokens_in"].sum()), tokens_out=int(real["tokens_out"].sum()),
+        cost_usd=float(mine["cost_usd"].sum()),
+        calls=int(len(real)),
+        cache_hits=int(mine["cache_hit"].astype(bool).sum()),
+        tokens_in=int(real["tokens_in"].sum()),
+        tokens_out=int(real["tokens_out"].sum()),
         stages={k: round(float(v), 6) for k, v in mine.groupby("stage")["cost_usd"].sum().items()},
     )
     out["per_item"] = out["cost_usd"] / n_items if n_items else 0.0

@@ -22,9 +22,9 @@ PRIORITY = ("test",)
 
 @dataclass
 class ReleaseSplitReport:
-    kept: int = 0            # items whose release split was kept
-    pulled: int = 0          # items without one that joined a release split with their group
-    conflicts: int = 0       # groups holding two different release splits
+    kept: int = 0  # items whose release split was kept
+    pulled: int = 0  # items without one that joined a release split with their group
+    conflicts: int = 0  # groups holding two different release splits
     unknown: dict[str, int] = field(default_factory=dict)  # release splits not in the config, kept as named
 
 
@@ -32,8 +32,9 @@ def _present(v: object) -> bool:
     return isinstance(v, str) and v.strip() != ""
 
 
-def assign_with_release_splits(items: pd.DataFrame, groups: pd.Series, sizes: SplitSizes,
-                               seed: object) -> tuple[pd.DataFrame, ReleaseSplitReport]:
+def assign_with_release_splits(
+    items: pd.DataFrame, groups: pd.Series, sizes: SplitSizes, seed: object
+) -> tuple[pd.DataFrame, ReleaseSplitReport]:
     rep = ReleaseSplitReport()
     if items.empty or "release_split" not in items or not items["release_split"].map(_present).any():
         return assign_splits(items, groups, sizes, seed), rep
@@ -43,7 +44,9 @@ def assign_with_release_splits(items: pd.DataFrame, groups: pd.Series, sizes: Sp
     order = list(PRIORITY) + [s for s in sizes.names if s not in PRIORITY]
     fixed: dict[str, str] = {}
     for g, sub in df[df["release_split"].map(_present)].groupby("group_id"):
-        names = sorted(set(sub["release_split"].str.strip()), key=lambda s: (order.index(s) if s in order else len(order), s))
+        names = sorted(
+            set(sub["release_split"].str.strip()), key=lambda s: (order.index(s) if s in order else len(order), s)
+        )
         rep.conflicts += len(names) > 1
         fixed[g] = names[0]
     held = df["group_id"].isin(fixed)
@@ -52,8 +55,15 @@ def assign_with_release_splits(items: pd.DataFrame, groups: pd.Series, sizes: Sp
     for s in set(fixed.values()) - set(sizes.names):
         rep.unknown[s] = int((df.loc[held, "group_id"].map(fixed) == s).sum())
     rest = items[~items["item_id"].astype(str).isin(df.loc[held, "item_id"])]
-    parts = [pd.DataFrame({"item_id": df.loc[held, "item_id"], "split": df.loc[held, "group_id"].map(fixed),
-                           "group_id": df.loc[held, "group_id"]})]
+    parts = [
+        pd.DataFrame(
+            {
+                "item_id": df.loc[held, "item_id"],
+                "split": df.loc[held, "group_id"].map(fixed),
+                "group_id": df.loc[held, "group_id"],
+            }
+        )
+    ]
     if len(rest):
         parts.append(assign_splits(rest, groups, sizes, seed))
     out = pd.concat(parts, ignore_index=True).sort_values("item_id").reset_index(drop=True)

@@ -2,5 +2,15 @@ from forge.storage.catalog import open_catalog, refresh_catalog, register_view
 from forge.storage.rejects import RejectLog
 from forge.storage.tables import UNPARTITIONED, TableStore, TableWrite, quote_ident, quote_literal, safe_name
 
-__all__ = ["RejectLog", "TableStore", "TableWrite", "UNPARTITIONED", "open_catalog", "quote_ident", "quote_literal",
-           "refresh_catalog", "register_view", "safe_name"]
+__all__ = [
+    "RejectLog",
+    "TableStore",
+    "TableWrite",
+    "UNPARTITIONED",
+    "open_catalog",
+    "quote_ident",
+    "quote_literal",
+    "refresh_catalog",
+    "register_view",
+    "safe_name",
+]

@@ -88,8 +88,7 @@ def refresh_catalog(store: TableStore) -> list[str]:
     contracts = all_contracts()
     names = sorted(set(contracts) | set(store.table_names()))
     statements = [(n, view_sql(store, n, contracts.get(n))) for n in names]
-    signature = hashlib.sha256(
-        repr((statements, sorted(EXTRA_VIEWS.items()))).encode()).hexdigest()
+    signature = hashlib.sha256(repr((statements, sorted(EXTRA_VIEWS.items()))).encode()).hexdigest()
     store.data_dir.mkdir(parents=True, exist_ok=True)
     sig_path = store.data_dir / _SIGNATURE
     lock = FileLock(str(store.data_dir / ".catalog.lock"))  # writers only: one build at a time

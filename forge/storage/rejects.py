@@ -7,7 +7,7 @@ a stage for a partition replaces its rejects instead of piling up duplicates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pandas as pd
 
@@ -40,7 +40,7 @@ class RejectLog:
                 "error_class": error_class,
                 "detail": detail[:2000],
                 "related_id": related_id,
-                "rejected_at": datetime.now(timezone.utc),
+                "rejected_at": datetime.now(UTC),
             }
         )
 

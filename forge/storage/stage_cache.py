@@ -57,8 +57,12 @@ class StageCache:
         self.hits: Counter[str] = Counter()
         self.misses: Counter[str] = Counter()
         with self._con() as con:
-            con.execute("create table if not exists results (key text primary key, stage text, value text, created real)")
-            con.execute("create table if not exists digests (path text primary key, size integer, mtime_ns integer, sha text)")
+            con.execute(
+                "create table if not exists results (key text primary key, stage text, value text, created real)"
+            )
+            con.execute(
+                "create table if not exists digests (path text primary key, size integer, mtime_ns integer, sha text)"
+            )
 
     @classmethod
     def for_store(cls, store: TableStore) -> StageCache:
@@ -85,10 +89,11 @@ class StageCache:
         found: dict[str, Any] = {}
         con = self._con()
         for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
+            chunk = keys[i : i + 500]
             marks = ",".join("?" * len(chunk))
-            for k, v in con.execute(f"select key, value from results where key in ({marks})",
-                                    [f"{stage}:{k}" for k in chunk]):
+            for k, v in con.execute(
+                f"select key, value from results where key in ({marks})", [f"{stage}:{k}" for k in chunk]
+            ):
                 found[k.split(":", 1)[1]] = json.loads(v)
         self.hits[stage] += len(found)
         self.misses[stage] += len(keys) - len(found)
@@ -104,8 +109,10 @@ class StageCache:
         con = self._con()
         con.execute("begin immediate")
         try:
-            con.executemany("insert or replace into results values (?, ?, ?, ?)",
-                            [(f"{stage}:{k}", stage, json.dumps(v, default=str), now) for k, v in values.items()])
+            con.executemany(
+                "insert or replace into results values (?, ?, ?, ?)",
+                [(f"{stage}:{k}", stage, json.dumps(v, default=str), now) for k, v in values.items()],
+            )
             con.execute("commit")
         except BaseException:
             con.execute("rollback")
@@ -131,8 +138,9 @@ class StageCache:
                     os.unlink(tmp)
         self.put(stage, key, sorted(frames))
 
-    def get_frames(self, stage: str, key: str, data_dir: Path | None = None,
-                   path_columns: Iterable[str] = ()) -> dict[str, pd.DataFrame] | None:
+    def get_frames(
+        self, stage: str, key: str, data_dir: Path | None = None, path_columns: Iterable[str] = ()
+    ) -> dict[str, pd.DataFrame] | None:
         """The stored frames, or None when absent or when a file they name under ``data_dir``
         (in ``path_columns`` of the ``rows`` frame) is gone."""
         names = self.get(stage, key)
@@ -183,7 +191,9 @@ class StageCache:
         return content_key([(str(f.relative_to(p)), self.file_digest(f)) for f in files])
 
     def summary(self) -> dict[str, dict[str, int]]:
-        return {s: {"reused": self.hits[s], "computed": self.misses[s]} for s in sorted(set(self.hits) | set(self.misses))}
+        return {
+            s: {"reused": self.hits[s], "computed": self.misses[s]} for s in sorted(set(self.hits) | set(self.misses))
+        }
 
 
 def frame_digest(frame: pd.DataFrame) -> str:
@@ -193,9 +203,15 @@ def frame_digest(frame: pd.DataFrame) -> str:
     return hashlib.sha256(buf.getvalue()).hexdigest()
 
 
-def reuse_batch(cache: StageCache | None, stage: str, key: str, log: RejectLog,
-                compute: Callable[[], pd.DataFrame], data_dir: Path, path_columns: Iterable[str] = ("path",)
-                ) -> pd.DataFrame:
+def reuse_batch(
+    cache: StageCache | None,
+    stage: str,
+    key: str,
+    log: RejectLog,
+    compute: Callable[[], pd.DataFrame],
+    data_dir: Path,
+    path_columns: Iterable[str] = ("path",),
+) -> pd.DataFrame:
     """A batch's rows (and its rejects, into ``log``) from the cache when ``key`` was computed
     before and its media files are still there; otherwise ``compute()`` and remember it."""
     if cache is not None:

@@ -36,8 +36,23 @@ REFERENCE_WEIGHTS: dict[str, tuple[int, str]] = {
 }
 
 DETECTION_COLUMNS = [
-    "frame_id", "batch", "det_index", "class_id", "class_name", "x1", "y1", "x2", "y2",
-    "nx1", "ny1", "nx2", "ny2", "confidence", "model_name", "weights_kind", "weights_sha256",
+    "frame_id",
+    "batch",
+    "det_index",
+    "class_id",
+    "class_name",
+    "x1",
+    "y1",
+    "x2",
+    "y2",
+    "nx1",
+    "ny1",
+    "nx2",
+    "ny2",
+    "confidence",
+    "model_name",
+    "weights_kind",
+    "weights_sha256",
 ]
 
 
@@ -174,9 +189,17 @@ class YoloDetector:
             for i in range(0, len(images), self.batch_size):
                 chunk = list(images[i : i + self.batch_size])
                 out += self.model.predict(
-                    chunk, conf=self.conf, iou=self.iou, imgsz=self.imgsz, device=self.device,
+                    chunk,
+                    conf=self.conf,
+                    iou=self.iou,
+                    imgsz=self.imgsz,
+                    device=self.device,
                     quantize=16 if self.half else None,
-                    max_det=self.max_det, classes=self.classes, batch=len(chunk), verbose=False, save=False,
+                    max_det=self.max_det,
+                    classes=self.classes,
+                    batch=len(chunk),
+                    verbose=False,
+                    save=False,
                 )
         finally:
             torch.set_num_threads(threads)
@@ -218,13 +241,27 @@ def detection_rows(
     spec = det.spec if isinstance(det, YoloDetector) else det
     rows = []
     for i, d in enumerate(sorted(dets, key=lambda d: (-d.confidence, d.x1, d.y1))):
-        rows.append({
-            "frame_id": frame_id, "batch": batch, "det_index": i, "class_id": d.class_id,
-            "class_name": d.class_name, "x1": d.x1, "y1": d.y1, "x2": d.x2, "y2": d.y2,
-            "nx1": d.x1 / width, "ny1": d.y1 / height, "nx2": d.x2 / width, "ny2": d.y2 / height,
-            "confidence": d.confidence, "model_name": spec.model_name, "weights_kind": spec.kind,
-            "weights_sha256": spec.sha256,
-        })
+        rows.append(
+            {
+                "frame_id": frame_id,
+                "batch": batch,
+                "det_index": i,
+                "class_id": d.class_id,
+                "class_name": d.class_name,
+                "x1": d.x1,
+                "y1": d.y1,
+                "x2": d.x2,
+                "y2": d.y2,
+                "nx1": d.x1 / width,
+                "ny1": d.y1 / height,
+                "nx2": d.x2 / width,
+                "ny2": d.y2 / height,
+                "confidence": d.confidence,
+                "model_name": spec.model_name,
+                "weights_kind": spec.kind,
+                "weights_sha256": spec.sha256,
+            }
+        )
     return rows
 
 

@@ -6,8 +6,21 @@ from __future__ import annotations
 import pandas as pd
 
 EVIDENCE_COLUMNS = [
-    "unit", "unit_id", "batch", "source", "clip_id", "frame_ids", "tags", "persons", "person_labels",
-    "annotated_paths", "ocr_text", "transcript", "transcript_status", "tag_backend", "rich_selected",
+    "unit",
+    "unit_id",
+    "batch",
+    "source",
+    "clip_id",
+    "frame_ids",
+    "tags",
+    "persons",
+    "person_labels",
+    "annotated_paths",
+    "ocr_text",
+    "transcript",
+    "transcript_status",
+    "tag_backend",
+    "rich_selected",
 ]
 
 
@@ -68,15 +81,25 @@ def build_evidence(
     for f in frames.sort_values("frame_id").itertuples(index=False):
         clip_id = f.clip_id if isinstance(getattr(f, "clip_id", None), str) else None
         transcript, status = transcript_for(clip_id)
-        rows.append({
-            "unit": "frame", "unit_id": f.frame_id, "batch": f.batch, "source": f.source, "clip_id": clip_id,
-            "frame_ids": [f.frame_id], "tags": tag_lists.get(f.frame_id, []),
-            "persons": len(labels.get(f.frame_id, [])), "person_labels": labels.get(f.frame_id, []),
-            "annotated_paths": [paths[f.frame_id]] if f.frame_id in paths else [],
-            "ocr_text": ocr.get(f.frame_id, "") if f.frame_id in ocr_known else None,
-            "transcript": transcript, "transcript_status": status, "tag_backend": tag_backend,
-            "rich_selected": bool(selected.get(f.frame_id, False)),
-        })
+        rows.append(
+            {
+                "unit": "frame",
+                "unit_id": f.frame_id,
+                "batch": f.batch,
+                "source": f.source,
+                "clip_id": clip_id,
+                "frame_ids": [f.frame_id],
+                "tags": tag_lists.get(f.frame_id, []),
+                "persons": len(labels.get(f.frame_id, [])),
+                "person_labels": labels.get(f.frame_id, []),
+                "annotated_paths": [paths[f.frame_id]] if f.frame_id in paths else [],
+                "ocr_text": ocr.get(f.frame_id, "") if f.frame_id in ocr_known else None,
+                "transcript": transcript,
+                "transcript_status": status,
+                "tag_backend": tag_backend,
+                "rich_selected": bool(selected.get(f.frame_id, False)),
+            }
+        )
     frame_rows = pd.DataFrame(rows)
     clip_rows = []
     with_clip = frame_rows[frame_rows["clip_id"].notna()]
@@ -89,14 +112,24 @@ def build_evidence(
         best = g.loc[g["persons"].idxmax()]
         texts = list(dict.fromkeys(t for t in g["ocr_text"] if isinstance(t, str) and t))
         transcript, status = transcript_for(clip_id)
-        clip_rows.append({
-            "unit": "clip", "unit_id": clip_id, "batch": g["batch"].iloc[0], "source": g["source"].iloc[0],
-            "clip_id": clip_id, "frame_ids": list(g["unit_id"]),
-            "tags": sorted(counts, key=lambda t: (-counts[t], t)), "persons": int(best["persons"]),
-            "person_labels": list(best["person_labels"]), "annotated_paths": [p for lst in g["annotated_paths"] for p in lst],
-            "ocr_text": "\n".join(texts) if g["ocr_text"].notna().any() else None,
-            "transcript": transcript, "transcript_status": status, "tag_backend": tag_backend,
-            "rich_selected": bool(g["rich_selected"].any()),
-        })
+        clip_rows.append(
+            {
+                "unit": "clip",
+                "unit_id": clip_id,
+                "batch": g["batch"].iloc[0],
+                "source": g["source"].iloc[0],
+                "clip_id": clip_id,
+                "frame_ids": list(g["unit_id"]),
+                "tags": sorted(counts, key=lambda t: (-counts[t], t)),
+                "persons": int(best["persons"]),
+                "person_labels": list(best["person_labels"]),
+                "annotated_paths": [p for lst in g["annotated_paths"] for p in lst],
+                "ocr_text": "\n".join(texts) if g["ocr_text"].notna().any() else None,
+                "transcript": transcript,
+                "transcript_status": status,
+                "tag_backend": tag_backend,
+                "rich_selected": bool(g["rich_selected"].any()),
+            }
+        )
     out = pd.concat([frame_rows, pd.DataFrame(clip_rows, columns=EVIDENCE_COLUMNS)], ignore_index=True)
     return out[EVIDENCE_COLUMNS]

@@ -35,7 +35,9 @@ T = TypeVar("T")
 PAD_VALUE = 114 / 255  # Ultralytics' letterbox grey
 
 
-def letterbox_geometry(h: int, w: int, imgsz: int, stride: int, rect: bool) -> tuple[int, int, int, int, int, int, float]:
+def letterbox_geometry(
+    h: int, w: int, imgsz: int, stride: int, rect: bool
+) -> tuple[int, int, int, int, int, int, float]:
     """(new_h, new_w, top, bottom, left, right, ratio) as Ultralytics' LetterBox computes them."""
     r = min(imgsz / h, imgsz / w)
     nw, nh = max(round(w * r), 1), max(round(h * r), 1)
@@ -105,7 +107,9 @@ class TensorDetector:
 
     # -- 2.-4. forward, batched NMS, one transfer ------------------------------------------------
 
-    def infer(self, batch: Any, meta: list[tuple[float, int, int]], images: Sequence[LoadedImage]) -> list[list[Detection]]:
+    def infer(
+        self, batch: Any, meta: list[tuple[float, int, int]], images: Sequence[LoadedImage]
+    ) -> list[list[Detection]]:
         import torchvision
 
         torch, b = self.torch, self.base
@@ -137,8 +141,9 @@ class TensorDetector:
             m = torch.as_tensor(meta, dtype=torch.float32, device=boxes.device)[img_idx]  # ratio, left, top
             boxes = boxes - torch.stack((m[:, 1], m[:, 2], m[:, 1], m[:, 2]), 1)
             boxes = boxes / m[:, :1]
-            dims = torch.as_tensor([[im.rgb.shape[1], im.rgb.shape[0]] for im in images], dtype=torch.float32,
-                                   device=boxes.device)[img_idx]
+            dims = torch.as_tensor(
+                [[im.rgb.shape[1], im.rgb.shape[0]] for im in images], dtype=torch.float32, device=boxes.device
+            )[img_idx]
             boxes = torch.minimum(boxes.clamp(min=0), torch.cat((dims, dims), 1))
             scale = torch.as_tensor([im.scale for im in images], dtype=torch.float32, device=boxes.device)[img_idx]
             boxes = boxes * scale[:, None]
@@ -146,8 +151,9 @@ class TensorDetector:
         out: list[list[Detection]] = []
         for i, im in enumerate(images):
             rows = packed[packed[:, 0] == i]
-            out.append(parse_boxes(rows[:, 1:5], rows[:, 5], rows[:, 6].astype(int), im.orig_width, im.orig_height,
-                                   b.names))
+            out.append(
+                parse_boxes(rows[:, 1:5], rows[:, 5], rows[:, 6].astype(int), im.orig_width, im.orig_height, b.names)
+            )
         return out
 
     def detect(self, images: Sequence[LoadedImage]) -> list[list[Detection]]:
@@ -158,9 +164,12 @@ class TensorDetector:
             out += self.infer(*self.preprocess(chunk), chunk)
         return out
 
-    def detect_stream(self, chunks: Iterable[tuple[T, Sequence[LoadedImage]]]) -> Iterator[tuple[T, list[list[Detection]]]]:
+    def detect_stream(
+        self, chunks: Iterable[tuple[T, Sequence[LoadedImage]]]
+    ) -> Iterator[tuple[T, list[list[Detection]]]]:
         """``(tag, images)`` in, ``(tag, detections)`` out, in order; batch i+1 is uploaded and
         letterboxed in a thread while batch i runs through the network."""
+
         def prep(item: tuple[T, Sequence[LoadedImage]]):
             tag, ims = item
             return tag, ims, (self.preprocess(ims) if ims else None)

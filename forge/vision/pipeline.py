@@ -54,7 +54,11 @@ def select_kept(frames: pd.DataFrame, duplicates: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_detection(
-    frames: pd.DataFrame, data_dir: Path, detector: YoloDetector, reject: Reject, opts: DecodeOptions,
+    frames: pd.DataFrame,
+    data_dir: Path,
+    detector: YoloDetector,
+    reject: Reject,
+    opts: DecodeOptions,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[pd.DataFrame, StageStats]:
     """``frames``: frame_id, batch, path. Returns the detections rows of this batch."""
@@ -83,7 +87,8 @@ def run_detection(
     # The tensor engine (forge.vision.fast_detect) overlaps the next batch's upload with this
     # batch's forward pass; the library engine runs one batch after the other.
     stream = getattr(detector, "detect_stream", None) or (
-        lambda chunks: (((tag, detector.detect(ims) if ims else [])) for tag, ims in chunks))
+        lambda chunks: (((tag, detector.detect(ims) if ims else [])) for tag, ims in chunks)
+    )
     tm = time.perf_counter()
     for (good, n), dets in stream(good_chunks()):
         for ((fid, batch), im), d in zip(good, dets):
@@ -97,8 +102,13 @@ def run_detection(
 
 
 def run_indicators(
-    frames: pd.DataFrame, detections: pd.DataFrame, data_dir: Path, out_dir: Path, reject: Reject,
-    opts: DecodeOptions, person_class: str = "person",
+    frames: pd.DataFrame,
+    detections: pd.DataFrame,
+    data_dir: Path,
+    out_dir: Path,
+    reject: Reject,
+    opts: DecodeOptions,
+    person_class: str = "person",
 ) -> pd.DataFrame:
     """Annotated copies for frames with people; ``out_dir`` is inside ``data_dir``."""
     persons = detections[detections["class_name"] == person_class]
@@ -120,20 +130,48 @@ def run_indicators(
         batch = g["batch"].iloc[0]
         for ind in inds:
             b = ind.box
-            rows.append({
-                "frame_id": p.key, "batch": batch, "label": ind.label, "person_index": ind.index,
-                "x1": b.x1, "y1": b.y1, "x2": b.x2, "y2": b.y2,
-                "nx1": b.x1 / im.orig_width, "ny1": b.y1 / im.orig_height,
-                "nx2": b.x2 / im.orig_width, "ny2": b.y2 / im.orig_height,
-                "confidence": b.confidence, "font_size": ind.font_size, "annotated_path": rel,
-                "annotated_width": im.rgb.shape[1], "annotated_height": im.rgb.shape[0],
-            })
+            rows.append(
+                {
+                    "frame_id": p.key,
+                    "batch": batch,
+                    "label": ind.label,
+                    "person_index": ind.index,
+                    "x1": b.x1,
+                    "y1": b.y1,
+                    "x2": b.x2,
+                    "y2": b.y2,
+                    "nx1": b.x1 / im.orig_width,
+                    "ny1": b.y1 / im.orig_height,
+                    "nx2": b.x2 / im.orig_width,
+                    "ny2": b.y2 / im.orig_height,
+                    "confidence": b.confidence,
+                    "font_size": ind.font_size,
+                    "annotated_path": rel,
+                    "annotated_width": im.rgb.shape[1],
+                    "annotated_height": im.rgb.shape[0],
+                }
+            )
     return pd.DataFrame(rows, columns=INDICATOR_COLUMNS)
 
 
 INDICATOR_COLUMNS = [
-    "frame_id", "batch", "label", "person_index", "x1", "y1", "x2", "y2", "nx1", "ny1", "nx2", "ny2",
-    "confidence", "font_size", "annotated_path", "annotated_width", "annotated_height",
+    "frame_id",
+    "batch",
+    "label",
+    "person_index",
+    "x1",
+    "y1",
+    "x2",
+    "y2",
+    "nx1",
+    "ny1",
+    "nx2",
+    "ny2",
+    "confidence",
+    "font_size",
+    "annotated_path",
+    "annotated_width",
+    "annotated_height",
 ]
 
 
@@ -142,7 +180,9 @@ def run_ram(frames: pd.DataFrame, data_dir: Path, tagger, reject: Reject, opts: 
 
     rows: list[dict] = []
     items = [((r.frame_id, r.batch), data_dir / r.path) for r in frames.itertuples(index=False)]
-    for chunk in batched(prefetch(items, workers=opts.workers, ahead=opts.ahead, **opts.load_kwargs()), tagger.batch_size):
+    for chunk in batched(
+        prefetch(items, workers=opts.workers, ahead=opts.ahead, **opts.load_kwargs()), tagger.batch_size
+    ):
         good = [(p.key, p.result) for p in chunk if not isinstance(p.result, LoadError)]
         for p in chunk:
             if isinstance(p.result, LoadError):

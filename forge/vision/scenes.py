@@ -40,7 +40,9 @@ def count_persons(detections: pd.DataFrame, person_class: str = "person") -> pd.
     return d.groupby("frame_id").size().rename("n_persons")
 
 
-def rank_rich_scenes(frames: pd.DataFrame, tags: pd.DataFrame, n_persons: pd.Series, rule: RichSceneRule) -> pd.DataFrame:
+def rank_rich_scenes(
+    frames: pd.DataFrame, tags: pd.DataFrame, n_persons: pd.Series, rule: RichSceneRule
+) -> pd.DataFrame:
     """``frames``: frame_id, batch, source (the frames vision actually saw)."""
     if frames.empty:
         return pd.DataFrame(columns=RICH_COLUMNS)

@@ -38,7 +38,9 @@ def tags_from_detections(det: pd.DataFrame, model_version: str) -> pd.DataFrame:
     )
     g["backend"] = "yolo"
     g["model_version"] = model_version
-    return g.sort_values(["frame_id", "count", "tag"], ascending=[True, False, True])[TAG_COLUMNS].reset_index(drop=True)
+    return g.sort_values(["frame_id", "count", "tag"], ascending=[True, False, True])[TAG_COLUMNS].reset_index(
+        drop=True
+    )
 
 
 class RamUnavailable(RuntimeError):
@@ -93,8 +95,11 @@ class RamTagger:
         image_atts = torch.ones(image_embeds.size()[:-1], dtype=torch.long, device=x.device)
         label_embed = label_embed.unsqueeze(0).repeat(image_embeds.shape[0], 1, 1)
         tagging = m.tagging_head(
-            encoder_embeds=label_embed, encoder_hidden_states=image_embeds,
-            encoder_attention_mask=image_atts, return_dict=False, mode="tagging",
+            encoder_embeds=label_embed,
+            encoder_hidden_states=image_embeds,
+            encoder_attention_mask=image_atts,
+            return_dict=False,
+            mode="tagging",
         )
         return m.fc(tagging[0]).squeeze(-1)
 
@@ -121,7 +126,14 @@ class RamTagger:
 
 def ram_rows(frame_id: str, batch: str, tags: list[tuple[str, float]], model_version: str) -> list[dict]:
     return [
-        {"frame_id": frame_id, "batch": batch, "tag": t, "score": s, "count": 1, "backend": "ram",
-         "model_version": model_version}
+        {
+            "frame_id": frame_id,
+            "batch": batch,
+            "tag": t,
+            "score": s,
+            "count": 1,
+            "backend": "ram",
+            "model_version": model_version,
+        }
         for t, s in tags
     ]

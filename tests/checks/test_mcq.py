@@ -52,10 +52,10 @@ def test_position_balance_hand_computed():
 
 def test_length_bias_hand_computed():
     items = [
-        (["a long correct option", "b", "c", "d"], 0),   # correct strictly longest
-        (["aa", "bbbb", "cc", "dd"], 0),                  # correct tied-shortest → neither
-        (["same", "same", "x", "y"], 1),                  # tie for longest → not counted
-        (["x", "yy"], 0),                                 # strictly shortest, 2 options
+        (["a long correct option", "b", "c", "d"], 0),  # correct strictly longest
+        (["aa", "bbbb", "cc", "dd"], 0),  # correct tied-shortest → neither
+        (["same", "same", "x", "y"], 1),  # tie for longest → not counted
+        (["x", "yy"], 0),  # strictly shortest, 2 options
     ]
     lb = mcq.length_bias(items)
     assert lb.n == 4 and lb.correct_longest == 1 and lb.share_longest == 0.25

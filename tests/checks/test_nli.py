@@ -5,11 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from forge.checks.nli import CrossEncoderNLI, LLMNLI, NLIError, canonical_label, label_rates, NLIResult
+from forge.checks.nli import LLMNLI, CrossEncoderNLI, NLIError, NLIResult, canonical_label, label_rates
 from resources.nli import NLIResource
 
-PAIR = ("After being taken out of the oven, the pizza is placed on a plate.",
-        "After being taken out of the oven, the pizza is placed on the table.")
+PAIR = (
+    "After being taken out of the oven, the pizza is placed on a plate.",
+    "After being taken out of the oven, the pizza is placed on the table.",
+)
 
 
 def test_canonical_labels():
@@ -20,8 +22,12 @@ def test_canonical_labels():
 
 
 def test_label_rates():
-    rs = [NLIResult("a", "entailment", None, "x", "m"), NLIResult("b", None, None, "x", "m", error="boom"),
-          NLIResult("c", "contradiction", None, "x", "m"), NLIResult("d", "contradiction", None, "x", "m")]
+    rs = [
+        NLIResult("a", "entailment", None, "x", "m"),
+        NLIResult("b", None, None, "x", "m", error="boom"),
+        NLIResult("c", "contradiction", None, "x", "m"),
+        NLIResult("d", "contradiction", None, "x", "m"),
+    ]
     r = label_rates(rs)
     assert r["entailment"] == 0.25 and r["contradiction"] == 0.5 and r["failed"] == 0.25
 
@@ -47,7 +53,8 @@ def untrained_nli_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("nli_untrained")
     id2label = {0: "contradiction", 1: "entailment", 2: "neutral"}
     model = AutoModelForSequenceClassification.from_pretrained(
-        src, num_labels=3, id2label=id2label, label2id={v: k for k, v in id2label.items()}, local_files_only=True)
+        src, num_labels=3, id2label=id2label, label2id={v: k for k, v in id2label.items()}, local_files_only=True
+    )
     model.save_pretrained(out)
     AutoTokenizer.from_pretrained(src, local_files_only=True).save_pretrained(out)
     return out
@@ -70,9 +77,11 @@ def _real_weights() -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _real_weights() or not Path(_real_weights()).is_dir(),
-                    reason="no NLI cross-encoder weights configured: set SUBTEXT_NLI_MODEL to a local folder "
-                           "(none bundled: config/weights.yaml, nli_cross_encoder)")
+@pytest.mark.skipif(
+    not _real_weights() or not Path(_real_weights()).is_dir(),
+    reason="no NLI cross-encoder weights configured: set SUBTEXT_NLI_MODEL to a local folder "
+    "(none bundled: config/weights.yaml, nli_cross_encoder)",
+)
 def test_real_cross_encoder_detects_contradiction_and_entailment():
     clf = NLIResource(backend="cross_encoder", model_path=_real_weights()).classifier()
     out = clf.classify([PAIR, ("A man is playing a guitar on stage.", "A man is playing an instrument.")])

@@ -68,7 +68,18 @@ def test_pool_stats_has_every_maia_figure():
 
 def test_italian_elisions_split_and_function_words():
     assert T.tokens("L'uomo entra nell'acqua, c'è un po' di sole", "it") == [
-        "l'", "uomo", "entra", "nell'", "acqua", "c'", "è", "un", "po", "di", "sole"]
+        "l'",
+        "uomo",
+        "entra",
+        "nell'",
+        "acqua",
+        "c'",
+        "è",
+        "un",
+        "po",
+        "di",
+        "sole",
+    ]
     assert T.content_tokens("L'uomo entra nell'acqua dell'altra riva", "it") == ["uomo", "entra", "acqua", "riva"]
     # English keeps contractions whole and does not know Italian articles
     assert T.tokens("L'uomo doesn't") == ["l'uomo", "doesn't"]
@@ -84,6 +95,6 @@ def test_italian_pool_statistics_differ_from_english_ones():
     # content words in Italian: {uomo, mangia, pizza}, {donna, mangia, pasta}, {bambino, beve, acqua}
     assert it["overlap_mean_cw"] == pytest.approx((1 / 5 + 0 + 0) / 3)
     assert it["ttr_cw"] == pytest.approx(8 / 9)
-    assert en["ttr_cw"] != it["ttr_cw"]          # English keeps "la", "il", "l'uomo" as content words
+    assert en["ttr_cw"] != it["ttr_cw"]  # English keeps "la", "il", "l'uomo" as content words
     assert T.lexical_overlap("l'uomo", "uomo", lang="it") == pytest.approx(1 / 2)
     assert T.lexical_overlap("l'uomo", "uomo") == 0.0

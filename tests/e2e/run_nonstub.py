@@ -33,24 +33,46 @@ def llm_assets() -> list[str]:
     return sorted(k.to_user_string() for k in graph.materializable_asset_keys if graph.get(k).group_name in LLM_GROUPS)
 
 
-def build(work: Path, double: LLMDouble, port: int, select: list[str] | None = None,
-          timeout: int = int(os.environ.get("SUBTEXT_E2E_TIMEOUT", "1800"))) -> subprocess.CompletedProcess:
+def build(
+    work: Path,
+    double: LLMDouble,
+    port: int,
+    select: list[str] | None = None,
+    timeout: int = int(os.environ.get("SUBTEXT_E2E_TIMEOUT", "1800")),
+) -> subprocess.CompletedProcess:
     home, data = work / "home", work / "data"
     work.mkdir(parents=True, exist_ok=True)
     (work / "sources.yaml").write_text(SOURCES)
     home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").write_text((ROOT / ".dagster_home" / "dagster.yaml").read_text()
-                                       if (ROOT / ".dagster_home" / "dagster.yaml").exists() else "")
+    (home / "dagster.yaml").write_text(
+        (ROOT / ".dagster_home" / "dagster.yaml").read_text()
+        if (ROOT / ".dagster_home" / "dagster.yaml").exists()
+        else ""
+    )
     models = work / "models.yaml"
     models.write_text("models: []   # the configured endpoint's model only (forge.evals.config.configured_model)\n")
-    env = {**os.environ, "DAGSTER_HOME": str(home), "SUBTEXT_DATA_DIR": str(data), "OPENAI_BASE_URL": double.base_url,
-           "OPENAI_API_KEY": "sk-plausible-test", "SUBTEXT_LLM_MODEL": "plausible-1", "SUBTEXT_EVAL_MODELS": str(models),
-           "SUBTEXT_DEMO_PORT": str(port), "PYTHONWARNINGS": "ignore",
-           "SUBTEXT_SOURCES": str(work / "sources.yaml")}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "SUBTEXT_DATA_DIR": str(data),
+        "OPENAI_BASE_URL": double.base_url,
+        "OPENAI_API_KEY": "sk-plausible-test",
+        "SUBTEXT_LLM_MODEL": "plausible-1",
+        "SUBTEXT_EVAL_MODELS": str(models),
+        "SUBTEXT_DEMO_PORT": str(port),
+        "PYTHONWARNINGS": "ignore",
+        "SUBTEXT_SOURCES": str(work / "sources.yaml"),
+    }
     env.pop("SUBTEXT_EXPORT_FORCE_STUB", None)
     args = ["--select", *select] if select else []
-    return subprocess.run([sys.executable, "-m", "jobs.build", "--demo", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "jobs.build", "--demo", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 if __name__ == "__main__":

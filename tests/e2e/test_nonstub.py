@@ -12,8 +12,6 @@ Marked ``e2e``: it runs the media trunk too (yt-dlp on loopback, ffmpeg, EasyOCR
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from forge.storage import TableStore
@@ -46,7 +44,9 @@ def built(tmp_path_factory):
         first = build(work, double, port)
         n_first = len(double.chat_requests)
         calls = TableStore(work / "data").read("llm_calls")
-        model.failed_first = int(((calls["outcome"] != "ok") & ~calls["cache_hit"].astype(bool)).sum()) if len(calls) else 0
+        model.failed_first = (
+            int(((calls["outcome"] != "ok") & ~calls["cache_hit"].astype(bool)).sum()) if len(calls) else 0
+        )
         second = build(work, double, port, select=llm_assets())
         n_second = len(double.chat_requests) - n_first
     return TableStore(work / "data"), first, second, n_first, n_second, model
@@ -75,7 +75,7 @@ def test_no_stub_rows_anywhere(built):
 
 
 def test_scripted_reject_reasons_occur_and_are_counted(built):
-    store, first, *_ , model = built
+    store, first, *_, model = built
     rej = store.read("rejects")
     seen = set(zip(rej["stage"], rej["reason"]))
     assert EXPECTED_REJECTS <= seen, sorted(EXPECTED_REJECTS - seen)

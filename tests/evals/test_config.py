@@ -9,22 +9,37 @@ def test_demo_config_has_the_stub_model_and_all_paper_settings():
     cfg = load_eval_config()
     names = {b: [s.name for s in settings_for(cfg, b)] for b in cfg["benchmarks"]}
     assert names["iibench"] == ["none", "1-shot", "2-shot", "3-shot", "cot", "domain", "emotion", "rhetoric"]
-    assert names["vimu"] == ["unguided", "guided"] and names["vague"] == ["LM", "SM", "VLM", "SM+CoT", "VLM+CoT", "LM-free-form", "SM-free-form", "VLM-free-form"]
+    assert names["vimu"] == ["unguided", "guided"] and names["vague"] == [
+        "LM",
+        "SM",
+        "VLM",
+        "SM+CoT",
+        "VLM+CoT",
+        "LM-free-form",
+        "SM-free-form",
+        "VLM-free-form",
+    ]
     assert names["maia"] == ["black_video", "1_frame", "32_frames"]
     assert names["hummus"] == ["multimodal", "text_description"]
 
 
 def test_applicability_by_what_the_model_accepts():
     cfg = load_eval_config()
-    text, image, frames = parse_models({"models": [
-        {"name": "t", "model": "t", "accepts": "text"}, {"name": "i", "model": "i", "accepts": "image"},
-        {"name": "f", "model": "f", "accepts": "frames", "max_frames": 8}]})
+    text, image, frames = parse_models(
+        {
+            "models": [
+                {"name": "t", "model": "t", "accepts": "text"},
+                {"name": "i", "model": "i", "accepts": "image"},
+                {"name": "f", "model": "f", "accepts": "frames", "max_frames": 8},
+            ]
+        }
+    )
     vague = {s.name: s for s in settings_for(cfg, "vague")}
     assert vague["LM"].applicable(text)[0] and not vague["VLM"].applicable(text)[0]
-    assert not vague["SM"].applicable(text)[0]            # SM needs the model's own caption
+    assert not vague["SM"].applicable(text)[0]  # SM needs the model's own caption
     maia = {s.name: s for s in settings_for(cfg, "maia")}
     assert not maia["32_frames"].applicable(image)[0] and maia["1_frame"].applicable(image)[0]
-    assert maia["32_frames"].n_frames(frames) == 8         # capped by the model's max_frames
+    assert maia["32_frames"].n_frames(frames) == 8  # capped by the model's max_frames
 
 
 def test_bad_model_entries_are_refused():

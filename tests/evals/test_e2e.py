@@ -32,16 +32,46 @@ def _img(data: Path, name: str) -> str:
     return str(p.relative_to(data))
 
 
-def _item(bench, iid, task, category, question, options, answer, src, media, labels=None, extra=None,
-          option_types=None, references=None):
-    return {"item_id": iid, "benchmark": bench, "task": task, "category": category, "question": question,
-            "options": options, "option_types": option_types, "answer": answer, "references": references,
-            "media_paths": media, "unit_id": f"u_{iid}", "source_item_id": src, "source": "fixture",
-            "channel": None, "batch": "fixture-0000", "labels": json.dumps(labels or {}),
-            "backend": "openai", "model": "gen", "prompt_hash": "h", "extra": json.dumps(extra or {})}
+def _item(
+    bench,
+    iid,
+    task,
+    category,
+    question,
+    options,
+    answer,
+    src,
+    media,
+    labels=None,
+    extra=None,
+    option_types=None,
+    references=None,
+):
+    return {
+        "item_id": iid,
+        "benchmark": bench,
+        "task": task,
+        "category": category,
+        "question": question,
+        "options": options,
+        "option_types": option_types,
+        "answer": answer,
+        "references": references,
+        "media_paths": media,
+        "unit_id": f"u_{iid}",
+        "source_item_id": src,
+        "source": "fixture",
+        "channel": None,
+        "batch": "fixture-0000",
+        "labels": json.dumps(labels or {}),
+        "backend": "openai",
+        "model": "gen",
+        "prompt_hash": "h",
+        "extra": json.dumps(extra or {}),
+    }
 
 
-GOLD_TEXT: dict[str, str] = {}     # question marker → gold option text (for the responder)
+GOLD_TEXT: dict[str, str] = {}  # question marker → gold option text (for the responder)
 
 
 def build_items(data: Path) -> dict[str, pd.DataFrame]:
@@ -51,64 +81,203 @@ def build_items(data: Path) -> dict[str, pd.DataFrame]:
         opts = [f"ii{i} option {k}" for k in range(6)]
         gold = i % 6
         GOLD_TEXT[f"Q-ii{i}"] = opts[gold]
-        out["iibench"].append(_item("iibench", f"ii{i}", "mcq", ["life", "art"][i % 2], f"Q-ii{i} what is implied?",
-                                    opts, "ABCDEF"[gold], f"img{i}", m,
-                                    labels={"domain": ["life", "art"][i % 2], "emotion": "negative",
-                                            "image_type": "meme", "difficulty": "easy", "rhetoric": ["metaphor"]},
-                                    option_types=["correct" if k == gold else "distractor" for k in range(6)]))
+        out["iibench"].append(
+            _item(
+                "iibench",
+                f"ii{i}",
+                "mcq",
+                ["life", "art"][i % 2],
+                f"Q-ii{i} what is implied?",
+                opts,
+                "ABCDEF"[gold],
+                f"img{i}",
+                m,
+                labels={
+                    "domain": ["life", "art"][i % 2],
+                    "emotion": "negative",
+                    "image_type": "meme",
+                    "difficulty": "easy",
+                    "rhetoric": ["metaphor"],
+                },
+                option_types=["correct" if k == gold else "distractor" for k in range(6)],
+            )
+        )
     letters = "ABCDE"
     for c in range(3):
         m = [_img(data, f"vm{c}_{k}") for k in range(3)]
         src = f"vid{c}"
         oe_prompt = f"Transcript: hi\n\nQ-vmOE{c} What does the video mean?\n\nOutput rules: prose."
-        out["vimu"].append(_item("vimu", f"vm_oe{c}", "open_ended", "OE", f"Q-vmOE{c} What does the video mean?", None,
-                                 "It mocks X.", src, m, references=["It mocks X."],
-                                 extra={"reference_points": ["mocks X"], "prompts": {"unguided": oe_prompt, "guided": None}}))
+        out["vimu"].append(
+            _item(
+                "vimu",
+                f"vm_oe{c}",
+                "open_ended",
+                "OE",
+                f"Q-vmOE{c} What does the video mean?",
+                None,
+                "It mocks X.",
+                src,
+                m,
+                references=["It mocks X."],
+                extra={"reference_points": ["mocks X"], "prompts": {"unguided": oe_prompt, "guided": None}},
+            )
+        )
         for t, gold in (("EG", "A,C"), ("RM", "B"), ("SV", "D,E")):
             GOLD_TEXT[f"Q-vm{t}{c}"] = gold
             p = f"Q-vm{t}{c}\nOptions:\n" + "\n".join(f"{x}. opt{x}" for x in letters) + "\nOutput rules: letters."
-            out["vimu"].append(_item("vimu", f"vm_{t}{c}", "multi_select", t, f"Q-vm{t}{c}", [f"opt{x}" for x in letters],
-                                     gold, src, m, extra={"prompts": {"unguided": p, "guided": p + "\nDefinitions: ..."}},
-                                     option_types=["correct" if x in gold else "distractor" for x in letters]))
+            out["vimu"].append(
+                _item(
+                    "vimu",
+                    f"vm_{t}{c}",
+                    "multi_select",
+                    t,
+                    f"Q-vm{t}{c}",
+                    [f"opt{x}" for x in letters],
+                    gold,
+                    src,
+                    m,
+                    extra={"prompts": {"unguided": p, "guided": p + "\nDefinitions: ..."}},
+                    option_types=["correct" if x in gold else "distractor" for x in letters],
+                )
+            )
     for i in range(4):
         types = ["FS", "correct", "NE", "SU"]
         opts = [f"vg{i} {t} reading" for t in types]
         GOLD_TEXT[f"Q-vg{i}"] = opts[1]
-        out["vague"].append(_item("vague", f"vg{i}", "mcq", ["sarcasm", "humour"][i % 2], f"Q-vg{i} Utterance: 'nice'",
-                                  opts, "B", f"frame{i}", [_img(data, f"vg{i}")], option_types=types))
+        out["vague"].append(
+            _item(
+                "vague",
+                f"vg{i}",
+                "mcq",
+                ["sarcasm", "humour"][i % 2],
+                f"Q-vg{i} Utterance: 'nice'",
+                opts,
+                "B",
+                f"frame{i}",
+                [_img(data, f"vg{i}")],
+                option_types=types,
+            )
+        )
     for q in range(2):
         m = [_img(data, f"ma{q}_{k}") for k in range(4)]
         for p in range(3):
-            opts = [f"ma{q}{p} true statement", f"ma{q}{p} foil statement"] if p % 2 == 0 else \
-                   [f"ma{q}{p} foil statement", f"ma{q}{p} true statement"]
+            opts = (
+                [f"ma{q}{p} true statement", f"ma{q}{p} foil statement"]
+                if p % 2 == 0
+                else [f"ma{q}{p} foil statement", f"ma{q}{p} true statement"]
+            )
             GOLD_TEXT[opts[0].split()[0] + "-sv"] = f"ma{q}{p} true statement"
-            out["maia"].append(_item("maia", f"ma_sv{q}{p}", "statement_verification", "causal",
-                                     "Which of the two statements is true for the video?", opts, "A" if p % 2 == 0 else "B",
-                                     f"mvid{q}", m, labels={"category": "causal", "question_id": f"mq{q}"},
-                                     option_types=["correct", "foil"] if p % 2 == 0 else ["foil", "correct"]))
-        out["maia"].append(_item("maia", f"ma_oe{q}", "open_ended", "causal", f"Q-maOE{q} why does the man run?", None,
-                                 "to catch the bus", f"mvid{q}", m, labels={"category": "causal", "question_id": f"mq{q}"},
-                                 references=["to catch the bus", "he is late for the bus"]))
+            out["maia"].append(
+                _item(
+                    "maia",
+                    f"ma_sv{q}{p}",
+                    "statement_verification",
+                    "causal",
+                    "Which of the two statements is true for the video?",
+                    opts,
+                    "A" if p % 2 == 0 else "B",
+                    f"mvid{q}",
+                    m,
+                    labels={"category": "causal", "question_id": f"mq{q}"},
+                    option_types=["correct", "foil"] if p % 2 == 0 else ["foil", "correct"],
+                )
+            )
+        out["maia"].append(
+            _item(
+                "maia",
+                f"ma_oe{q}",
+                "open_ended",
+                "causal",
+                f"Q-maOE{q} why does the man run?",
+                None,
+                "to catch the bus",
+                f"mvid{q}",
+                m,
+                labels={"category": "causal", "question_id": f"mq{q}"},
+                references=["to catch the bus", "he is late for the bus"],
+            )
+        )
     for a in range(2):
         m = [_img(data, f"hu{a}")]
         cap = f"Caption-hu{a}: my boss is a shark"
-        base = dict(src=f"himg{a}", media=m, labels={"verdict": "Yes", "boxes": [
-            {"label": "shark", "box_norm_tlhw": [0.1, 0.1, 0.5, 0.5]}]}, extra={"image_description": "A shark in an office."})
+        base = dict(
+            src=f"himg{a}",
+            media=m,
+            labels={"verdict": "Yes", "boxes": [{"label": "shark", "box_norm_tlhw": [0.1, 0.1, 0.5, 0.5]}]},
+            extra={"image_description": "A shark in an office."},
+        )
+
         def hq(task, instr, cap=cap):
             return f"Caption: {cap}\n\n{instr} [task={task}]"
+
         out["hummus"] += [
-            _item("hummus", f"hu_cls{a}", "classification", "Yes", hq("classification", "Yes or No?"), ["Yes", "No"], "A",
-                  references=["Yes"], option_types=["positive", "negative"], **base),
-            _item("hummus", f"hu_nam{a}", "naming", "Yes", hq("naming", "Which metaphor?"), None, "BOSS IS SHARK",
-                  references=["BOSS IS SHARK"], **base),
-            _item("hummus", f"hu_box{a}", "image_box", "Yes", hq("image_box", "Box?"), None, "shark: [0.1, 0.1, 0.5, 0.5]",
-                  references=["shark: [0.1, 0.1, 0.5, 0.5]"], **base),
-            _item("hummus", f"hu_lab{a}", "image_label", "Yes", hq("image_label", "Label?"), None, "shark",
-                  references=["shark"], **base),
-            _item("hummus", f"hu_cap{a}", "caption_highlight", "Yes", hq("caption_highlight", "Highlight?"), None,
-                  "my boss is a <i>shark</i>", references=["my boss is a <i>shark</i>"], **base),
-            _item("hummus", f"hu_exp{a}", "explanation", "Yes", hq("explanation", "Explain?"), None,
-                  "the boss is compared to a predatory shark", references=["the boss is compared to a predatory shark"], **base),
+            _item(
+                "hummus",
+                f"hu_cls{a}",
+                "classification",
+                "Yes",
+                hq("classification", "Yes or No?"),
+                ["Yes", "No"],
+                "A",
+                references=["Yes"],
+                option_types=["positive", "negative"],
+                **base,
+            ),
+            _item(
+                "hummus",
+                f"hu_nam{a}",
+                "naming",
+                "Yes",
+                hq("naming", "Which metaphor?"),
+                None,
+                "BOSS IS SHARK",
+                references=["BOSS IS SHARK"],
+                **base,
+            ),
+            _item(
+                "hummus",
+                f"hu_box{a}",
+                "image_box",
+                "Yes",
+                hq("image_box", "Box?"),
+                None,
+                "shark: [0.1, 0.1, 0.5, 0.5]",
+                references=["shark: [0.1, 0.1, 0.5, 0.5]"],
+                **base,
+            ),
+            _item(
+                "hummus",
+                f"hu_lab{a}",
+                "image_label",
+                "Yes",
+                hq("image_label", "Label?"),
+                None,
+                "shark",
+                references=["shark"],
+                **base,
+            ),
+            _item(
+                "hummus",
+                f"hu_cap{a}",
+                "caption_highlight",
+                "Yes",
+                hq("caption_highlight", "Highlight?"),
+                None,
+                "my boss is a <i>shark</i>",
+                references=["my boss is a <i>shark</i>"],
+                **base,
+            ),
+            _item(
+                "hummus",
+                f"hu_exp{a}",
+                "explanation",
+                "Yes",
+                hq("explanation", "Explain?"),
+                None,
+                "the boss is compared to a predatory shark",
+                references=["the boss is compared to a predatory shark"],
+                **base,
+            ),
         ]
     return {b: pd.DataFrame(rows) for b, rows in out.items()}
 
@@ -120,21 +289,48 @@ def publish_items(data: Path, bench: str, df: pd.DataFrame, dev: pd.DataFrame | 
 
     parts = [df.assign(split="test")] + ([dev.assign(split="dev")] if dev is not None else [])
     items = pd.concat(parts, ignore_index=True).assign(group_id=lambda d: d["item_id"])
-    write_export(exports_dir=data / "exports", data_dir=data, benchmark=bench, items=items,
-                 provenance=pd.DataFrame(columns=["item_id", "source_item_id", "license", "source"]),
-                 split_order=["dev", "test"], stage_config={}, card_context=CARD, copy_media=True)
+    write_export(
+        exports_dir=data / "exports",
+        data_dir=data,
+        benchmark=bench,
+        items=items,
+        provenance=pd.DataFrame(columns=["item_id", "source_item_id", "license", "source"]),
+        split_order=["dev", "test"],
+        stage_config={},
+        card_context=CARD,
+        copy_media=True,
+    )
 
 
-CARD = {"path_hint": "x", "backends": "openai", "models": "gen", "prompt_hashes": [], "recipe_config": "",
-        "recipe_config_hash": "", "cost": {"cost_usd": 0.0, "calls": 0, "tokens_in": 0, "tokens_out": 0,
-                                           "cache_hits": 0, "per_item": 0.0}, "gates": {}}
+CARD = {
+    "path_hint": "x",
+    "backends": "openai",
+    "models": "gen",
+    "prompt_hashes": [],
+    "recipe_config": "",
+    "recipe_config_hash": "",
+    "cost": {"cost_usd": 0.0, "calls": 0, "tokens_in": 0, "tokens_out": 0, "cache_hits": 0, "per_item": 0.0},
+    "gates": {},
+}
 
 
 def dev_items(data: Path) -> pd.DataFrame:
     """Four II-Bench dev examples for the 1/2/3-shot settings (App. C.2)."""
-    rows = [_item("iibench", f"iidev{i}", "mcq", "life", f"Q-dev{i} what is implied?",
-                  [f"dev{i} option {k}" for k in range(6)], "A", f"devimg{i}", [_img(data, f"iidev{i}")],
-                  labels={"domain": "life"}) for i in range(4)]
+    rows = [
+        _item(
+            "iibench",
+            f"iidev{i}",
+            "mcq",
+            "life",
+            f"Q-dev{i} what is implied?",
+            [f"dev{i} option {k}" for k in range(6)],
+            "A",
+            f"devimg{i}",
+            [_img(data, f"iidev{i}")],
+            labels={"domain": "life"},
+        )
+        for i in range(4)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -147,15 +343,26 @@ def _text(body):
 
 
 def _options(text):
-    tail = text[text.rfind("Question:"):] if "Question:" in text else text
+    tail = text[text.rfind("Question:") :] if "Question:" in text else text
     return re.findall(r"^\(?([A-F])(?:[\)\.]|:) (.+)$", tail, re.M)
 
 
-HUMMUS_GOOD = {"classification": "Yes", "naming": "BOSS IS SHARK", "image_box": "shark: [0.1, 0.1, 0.5, 0.5]",
-               "image_label": "shark", "caption_highlight": "my boss is a <i>shark</i>",
-               "explanation": "the boss is compared to a predatory shark"}
-HUMMUS_BAD = {"classification": "No", "naming": "TIME IS MONEY", "image_box": "desk: [0.7, 0.7, 0.2, 0.2]",
-              "image_label": "desk", "caption_highlight": "<i>my boss</i> is a shark", "explanation": "it is funny"}
+HUMMUS_GOOD = {
+    "classification": "Yes",
+    "naming": "BOSS IS SHARK",
+    "image_box": "shark: [0.1, 0.1, 0.5, 0.5]",
+    "image_label": "shark",
+    "caption_highlight": "my boss is a <i>shark</i>",
+    "explanation": "the boss is compared to a predatory shark",
+}
+HUMMUS_BAD = {
+    "classification": "No",
+    "naming": "TIME IS MONEY",
+    "image_box": "desk: [0.7, 0.7, 0.2, 0.2]",
+    "image_label": "desk",
+    "caption_highlight": "<i>my boss</i> is a shark",
+    "explanation": "it is funny",
+}
 
 
 def responder(body):
@@ -164,13 +371,22 @@ def responder(body):
     good = model == "m-good"
     rf = (body.get("response_format") or {}).get("json_schema", {}).get("name")
     if rf == "eval_vimu_oe_judge":
-        if "Q-vmOE2" in text:   # this judge call fails (schema-violating reply, twice: repair fails)
+        if "Q-vmOE2" in text:  # this judge call fails (schema-violating reply, twice: repair fails)
             return Reply.json({"score_total": 12})
         hi = "GOOD" in text.split("Model Prediction:")[-1]
-        bd = {"core_intent": 5 if hi else 1, "implicit_signal": 3 if hi else 0, "target_or_social_meaning": 1 if hi else 0,
-              "hallucination_penalty": 0 if hi else 2, "literal_only_penalty": 0 if hi else 1}
-        return {"score_total": 9 if hi else -2, "score_breakdown": bd, "verdict": "excellent" if hi else "wrong",
-                "reasoning_short": "j"}
+        bd = {
+            "core_intent": 5 if hi else 1,
+            "implicit_signal": 3 if hi else 0,
+            "target_or_social_meaning": 1 if hi else 0,
+            "hallucination_penalty": 0 if hi else 2,
+            "literal_only_penalty": 0 if hi else 1,
+        }
+        return {
+            "score_total": 9 if hi else -2,
+            "score_breakdown": bd,
+            "verdict": "excellent" if hi else "wrong",
+            "reasoning_short": "j",
+        }
     if rf == "eval_maia_oe_judge":
         return {"label": "Correct" if "GOOD" in text.split("A: ")[-1].split("\n")[0] else "Incorrect"}
     if "Describe this image" in text:
@@ -182,11 +398,11 @@ def responder(body):
         return "GOOD: he runs to catch the bus" if good else "a man walks"
     m = re.search(r"Q-vm(EG|RM|SV)\d", text)
     if m:
-        gold = GOLD_TEXT[m.group(0)]   # the official JSON form; prose "A,B,..." is unreadable (officially 0)
+        gold = GOLD_TEXT[m.group(0)]  # the official JSON form; prose "A,B,..." is unreadable (officially 0)
         return json.dumps({"selected_options": gold.split(",")}) if good else "A,B,C,D,E"
     opts = _options(text)
     gold_text = None
-    tail = text[text.rfind("Question:"):] if "Question:" in text else text   # the query, not the few-shot examples
+    tail = text[text.rfind("Question:") :] if "Question:" in text else text  # the query, not the few-shot examples
     for k, v in GOLD_TEXT.items():
         if k in tail and not k.endswith("-sv"):
             gold_text = v
@@ -194,7 +410,7 @@ def responder(body):
         if "true statement" in t:
             gold_text = t.strip()
     if "Q-ii5" in text and not good:
-        return "I cannot tell."           # unparseable
+        return "I cannot tell."  # unparseable
     for letter, t in opts:
         if (t.strip() == gold_text) == good:
             return f"Answer: ({letter})"
@@ -209,10 +425,18 @@ def setup(tmp_path, llm_double, llm_double_resource, monkeypatch):
         publish_items(data, bench, df, dev_items(data) if bench == "iibench" else None)
     monkeypatch.setenv("DOUBLE_KEY", "sk-double")
     models = tmp_path / "models.yaml"
-    spec = {"base_url": llm_double.base_url, "api_key_env": "DOUBLE_KEY", "accepts": "frames", "max_frames": 4,
-            "params": {"temperature": 0}}
-    models.write_text(yaml.safe_dump({"models": [{"name": "m-good", "model": "m-good", **spec},
-                                                 {"name": "m-bad", "model": "m-bad", **spec}]}))
+    spec = {
+        "base_url": llm_double.base_url,
+        "api_key_env": "DOUBLE_KEY",
+        "accepts": "frames",
+        "max_frames": 4,
+        "params": {"temperature": 0},
+    }
+    models.write_text(
+        yaml.safe_dump(
+            {"models": [{"name": "m-good", "model": "m-good", **spec}, {"name": "m-bad", "model": "m-bad", **spec}]}
+        )
+    )
     cfg = yaml.safe_load((ROOT / "config" / "evals.yaml").read_text())
     cfg["bootstrap"]["n"] = 50
     cfg["circular"] = True
@@ -222,8 +446,11 @@ def setup(tmp_path, llm_double, llm_double_resource, monkeypatch):
     from assets.evals.assets import build_defs
 
     defs = build_defs(models, cfg_path)
-    resources = {"llm": llm_double_resource(max_concurrency=16), "storage": StorageResource(data_dir=str(data)),
-                 "embedder": EmbedderResource()}
+    resources = {
+        "llm": llm_double_resource(max_concurrency=16),
+        "storage": StorageResource(data_dir=str(data)),
+        "embedder": EmbedderResource(),
+    }
     return defs, resources, store, llm_double
 
 
@@ -242,9 +469,25 @@ def test_two_models_leaderboard(setup):
     assert set(preds["model"]) == {"m-good", "m-bad"}
     # every setting of every benchmark ran for both models
     assert set(preds.loc[preds.benchmark == "iibench", "setting"]) == {
-        "none", "1-shot", "2-shot", "3-shot", "cot", "domain", "emotion", "rhetoric"}
-    assert set(preds.loc[preds.benchmark == "vague", "setting"]) == {"LM", "SM", "VLM", "SM+CoT", "VLM+CoT", "LM-free-form",
-                                                                     "SM-free-form", "VLM-free-form"}
+        "none",
+        "1-shot",
+        "2-shot",
+        "3-shot",
+        "cot",
+        "domain",
+        "emotion",
+        "rhetoric",
+    }
+    assert set(preds.loc[preds.benchmark == "vague", "setting"]) == {
+        "LM",
+        "SM",
+        "VLM",
+        "SM+CoT",
+        "VLM+CoT",
+        "LM-free-form",
+        "SM-free-form",
+        "VLM-free-form",
+    }
     assert set(preds.loc[preds.benchmark == "maia", "setting"]) == {"black_video", "1_frame", "32_frames"}
     # raw replies stored; garbage is unparseable, not guessed
     bad = preds[(preds.model == "m-bad") & (preds.item_id == "ii5") & (preds.variant == 0)]
@@ -258,12 +501,16 @@ def test_two_models_leaderboard(setup):
     # the leaderboard names the export version it measured and the coverage of each score
     assert set(lb["export_version"]) == {"v1"} and lb["coverage"].notna().all()
     assert set(preds["export_version"]) == {"v1"}
-    assert not (preds["item_id"].str.startswith("iidev")).any()          # dev examples are never evaluated
+    assert not (preds["item_id"].str.startswith("iidev")).any()  # dev examples are never evaluated
     for (_, _), g in lb.groupby(["benchmark", "setting"]):
         top = g.sort_values("rank").iloc[0]
         assert top["model"] == "m-good", g
-    good_ii = scores[(scores.model == "m-good") & (scores.benchmark == "iibench") & (scores.metric == "accuracy")
-                     & (scores.slice == "all")]
+    good_ii = scores[
+        (scores.model == "m-good")
+        & (scores.benchmark == "iibench")
+        & (scores.metric == "accuracy")
+        & (scores.slice == "all")
+    ]
     assert (good_ii["value"] == 1.0).all()
     circ = scores[(scores.benchmark == "iibench") & (scores.metric == "circular_accuracy") & (scores.setting == "none")]
     assert circ.set_index("model")["value"].to_dict() == {"m-good": 1.0, "m-bad": 0.0}
@@ -272,12 +519,21 @@ def test_two_models_leaderboard(setup):
     oe = preds[(preds.benchmark == "vimu") & (preds.category == "OE") & (preds.model == "m-good")]
     failed = oe[oe.item_id == "vm_oe2"].iloc[0]
     assert failed["judge_ok"] == False and pd.isna(failed["score"])  # noqa: E712
-    row = scores[(scores.model == "m-good") & (scores.benchmark == "vimu") & (scores.metric == "OE")
-                 & (scores.setting == "unguided")].iloc[0]
+    row = scores[
+        (scores.model == "m-good")
+        & (scores.benchmark == "vimu")
+        & (scores.metric == "OE")
+        & (scores.setting == "unguided")
+    ].iloc[0]
     assert row["coverage"] == pytest.approx(2 / 3) and row["value"] == pytest.approx(100.0)
     # VAGUE error types counted for the bad model (it always picks a non-correct option)
-    errs = scores[(scores.model == "m-bad") & (scores.benchmark == "vague") & (scores.setting == "VLM")
-                  & scores.metric.str.startswith("errors_") & (scores.slice == "all")]
+    errs = scores[
+        (scores.model == "m-bad")
+        & (scores.benchmark == "vague")
+        & (scores.setting == "VLM")
+        & scores.metric.str.startswith("errors_")
+        & (scores.slice == "all")
+    ]
     assert errs["value"].sum() == 4
     # MAIA pool consistency and aggregate accuracy
     ma = scores[(scores.benchmark == "maia") & (scores.setting == "32_frames") & (scores.slice == "all")]
@@ -310,9 +566,15 @@ def test_stub_model_completes_and_is_labelled(tmp_path):
     (tmp_path / "evals.yaml").write_text(yaml.safe_dump(cfg))
     defs = build_defs(ROOT / "config" / "models.yaml", tmp_path / "evals.yaml")
     sel = [a for a in defs.assets if a.key.to_user_string() in ("iibench_eval", "vimu_eval")]
-    res = dg.materialize(sel, partition_key="stub-offline", resources={
-        "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")),
-        "storage": StorageResource(data_dir=str(data)), "embedder": EmbedderResource()})
+    res = dg.materialize(
+        sel,
+        partition_key="stub-offline",
+        resources={
+            "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")),
+            "storage": StorageResource(data_dir=str(data)),
+            "embedder": EmbedderResource(),
+        },
+    )
     assert res.success
     preds, scores = store.read("eval_predictions"), store.read("eval_scores")
     assert (preds["backend"] == "stub").all() and (scores["backend"] == "stub").all()
@@ -333,17 +595,31 @@ def test_empty_test_split_fails_the_not_empty_check(tmp_path):
     items = build_items(data)
     from forge.splits.export import write_export
 
-    write_export(exports_dir=data / "exports", data_dir=data, benchmark="vague",
-                 items=items["vague"].assign(split="dev", group_id=lambda d: d["item_id"]),
-                 provenance=pd.DataFrame(columns=["item_id", "source_item_id", "license", "source"]),
-                 split_order=["dev", "test"], stage_config={}, card_context=CARD)
+    write_export(
+        exports_dir=data / "exports",
+        data_dir=data,
+        benchmark="vague",
+        items=items["vague"].assign(split="dev", group_id=lambda d: d["item_id"]),
+        provenance=pd.DataFrame(columns=["item_id", "source_item_id", "license", "source"]),
+        split_order=["dev", "test"],
+        stage_config={},
+        card_context=CARD,
+    )
     defs = build_defs(ROOT / "config" / "models.yaml")
     sel = [a for a in defs.assets if a.key.to_user_string() in ("vague_eval", "iibench_eval")]
-    res = dg.materialize(sel, partition_key="stub-offline", resources={
-        "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")),
-        "storage": StorageResource(data_dir=str(data)), "embedder": EmbedderResource()})
+    res = dg.materialize(
+        sel,
+        partition_key="stub-offline",
+        resources={
+            "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")),
+            "storage": StorageResource(data_dir=str(data)),
+            "embedder": EmbedderResource(),
+        },
+    )
     assert res.success
-    evs = {e.asset_key.to_user_string(): e for e in res.get_asset_check_evaluations() if e.check_name == "eval_not_empty"}
+    evs = {
+        e.asset_key.to_user_string(): e for e in res.get_asset_check_evaluations() if e.check_name == "eval_not_empty"
+    }
     assert not evs["vague_eval"].passed and evs["vague_eval"].metadata["export_version"].value == "v1"
     assert "no items" in str(evs["vague_eval"].metadata["empty_partitions"].value)
     assert not evs["iibench_eval"].passed and evs["iibench_eval"].metadata["export_version"].value == "none"
@@ -377,14 +653,24 @@ def test_a_real_judge_is_never_sent_stub_replies(setup, tmp_path):
 
     _, resources, store, double = setup
     models = tmp_path / "stub_models.yaml"
-    models.write_text(yaml.safe_dump({"models": [{"name": "stub-offline", "backend": "stub", "model": "stub",
-                                                  "accepts": "frames", "max_frames": 4}]}))
+    models.write_text(
+        yaml.safe_dump(
+            {
+                "models": [
+                    {"name": "stub-offline", "backend": "stub", "model": "stub", "accepts": "frames", "max_frames": 4}
+                ]
+            }
+        )
+    )
     defs = build_defs(models, tmp_path / "evals.yaml")
     sel = [a for a in defs.assets if a.key.to_user_string() == "vimu_eval"]
     double.reset()
     assert dg.materialize(sel, partition_key="stub-offline", resources=resources, selection=sel).success
-    judged = [b for b in double.chat_requests
-              if (b.get("response_format") or {}).get("json_schema", {}).get("name", "").endswith("_oe_judge")]
+    judged = [
+        b
+        for b in double.chat_requests
+        if (b.get("response_format") or {}).get("json_schema", {}).get("name", "").endswith("_oe_judge")
+    ]
     assert judged == []
     oe = store.read("eval_predictions")
     oe = oe[(oe.task == "open_ended") & oe["judge_error"].notna()]

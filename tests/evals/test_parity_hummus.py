@@ -16,20 +16,37 @@ from forge.recipes.hummus.evaluation import text_variables as hummus_text_variab
 YN = ["Yes", "No"]
 
 CASES = [  # (task, reply, parsed value or None)
-    ("cls", "Yes", "A"), ("cls", "No", "B"), ("cls", "Yes.", "A"), ("cls", "no", "B"), ("cls", "YES", "A"),
-    ("cls", "Yes, the humor relies on a metaphor.", "A"), ("cls", "No, it is literal.", "B"),
-    ("cls", "Answer: Yes", "A"), ("cls", "Yes or No", None), ("cls", "Maybe", None), ("cls", "", None),
-    ("name", "LOVE IS A JOURNEY", "LOVE IS A JOURNEY"), ("name", "\"THE BOSS IS A SHARK\"", "THE BOSS IS A SHARK"),
+    ("cls", "Yes", "A"),
+    ("cls", "No", "B"),
+    ("cls", "Yes.", "A"),
+    ("cls", "no", "B"),
+    ("cls", "YES", "A"),
+    ("cls", "Yes, the humor relies on a metaphor.", "A"),
+    ("cls", "No, it is literal.", "B"),
+    ("cls", "Answer: Yes", "A"),
+    ("cls", "Yes or No", None),
+    ("cls", "Maybe", None),
+    ("cls", "", None),
+    ("name", "LOVE IS A JOURNEY", "LOVE IS A JOURNEY"),
+    ("name", '"THE BOSS IS A SHARK"', "THE BOSS IS A SHARK"),
     ("name", "The metaphor is:\nMARRIAGE IS A PRISON", "MARRIAGE IS A PRISON"),
-    ("name", "lawyers are sharks", "LAWYERS ARE SHARKS"), ("name", "a shark", None), ("name", "", None),
+    ("name", "lawyers are sharks", "LAWYERS ARE SHARKS"),
+    ("name", "a shark", None),
+    ("name", "", None),
     ("box", "shark: [0.1, 0.2, 0.3, 0.4]", ("shark", [0.1, 0.2, 0.3, 0.4])),
     ("box", "The desk: [0, 0, 0.5, 0.5]", ("The desk", [0.0, 0.0, 0.5, 0.5])),
-    ("box", "shark: [0.1, 0.2, 1.3, 0.4]", None), ("box", "shark at top left", None),
+    ("box", "shark: [0.1, 0.2, 1.3, 0.4]", None),
+    ("box", "shark at top left", None),
     ("box", "shark: [0.1, 0.2, 0.0, 0.4]", None),
-    ("label", "Shark", "shark"), ("label", "shark.", "shark"), ("label", "The shark", "the"),
-    ("label", "", None), ("label", "42", None),
-    ("hl", "My <i>boss</i> is a <i>shark</i>", ["boss", "shark"]), ("hl", "My boss is a shark", None),
-    ("hl", "<I>boss</I> again", ["boss"]), ("hl", "<i> </i>", None),
+    ("label", "Shark", "shark"),
+    ("label", "shark.", "shark"),
+    ("label", "The shark", "the"),
+    ("label", "", None),
+    ("label", "42", None),
+    ("hl", "My <i>boss</i> is a <i>shark</i>", ["boss", "shark"]),
+    ("hl", "My boss is a shark", None),
+    ("hl", "<I>boss</I> again", ["boss"]),
+    ("hl", "<i> </i>", None),
 ]
 
 
@@ -60,15 +77,20 @@ def test_table_size():
 
 
 def test_text_only_input_as_monomodal_py():
-    item = {"task": "classification", "question": "Caption: My boss is a shark.\n\nDoes the humor of the given "
-            "image-and-caption combination involve metaphor use? Answer the question with Yes or No."}
+    item = {
+        "task": "classification",
+        "question": "Caption: My boss is a shark.\n\nDoes the humor of the given "
+        "image-and-caption combination involve metaphor use? Answer the question with Yes or No.",
+    }
     v = hummus_text_variables(item, "An office with a shark at the desk.")
     from forge.benchmarks.spec import PROMPTS_DIR
     from forge.llm.prompts import load_prompt
 
     text = load_prompt(PROMPTS_DIR / "hummus_text.yaml").render(v)[0]["content"]
-    assert text == ("Does the humor of the given image-and-caption combination involve metaphor use? Answer the "
-                    "question with No or Yes.\n\nImage: An office with a shark at the desk.\nCaption: My boss is a shark.")
+    assert text == (
+        "Does the humor of the given image-and-caption combination involve metaphor use? Answer the "
+        "question with No or Yes.\n\nImage: An office with a shark at the desk.\nCaption: My boss is a shark."
+    )
 
 
 def test_thresholds_are_the_calibration_for_minilm():

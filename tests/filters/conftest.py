@@ -103,8 +103,12 @@ def media(tmp_path_factory) -> Media:
     (root / "truncated.jpg").write_bytes(good[: len(good) // 3])
     (root / "not_an_image.jpg").write_text("this is a text file, not a JPEG\n")
     (root / "empty.png").write_bytes(b"")
-    files.update({n: root / f for n, f in (("truncated", "truncated.jpg"), ("not_an_image", "not_an_image.jpg"),
-                                             ("empty", "empty.png"))})
+    files.update(
+        {
+            n: root / f
+            for n, f in (("truncated", "truncated.jpg"), ("not_an_image", "not_an_image.jpg"), ("empty", "empty.png"))
+        }
+    )
     return Media(root, files)
 
 
@@ -127,13 +131,24 @@ def frames_table(store: TableStore, rows: list[dict]) -> dict[str, pd.DataFrame]
                 w, h = im.size
         except Exception:  # noqa: BLE001 - a broken fixture file keeps its placeholder size
             w, h = 1, 1
-        out.append({
-            "frame_id": r["frame_id"], "batch": r["batch"], "source": r["source"], "item_id": r["item_id"],
-            "clip_id": r.get("clip_id"), "kind": r.get("kind", "clip_frame" if r.get("clip_id") else "image"),
-            "frame_index": int(r.get("frame_index", 0)), "timestamp_s": r.get("timestamp_s"),
-            "path": rel.as_posix(), "width": w, "height": h, "blur_var": None, "caption": None,
-            "sha256": "0" * 64,
-        })
+        out.append(
+            {
+                "frame_id": r["frame_id"],
+                "batch": r["batch"],
+                "source": r["source"],
+                "item_id": r["item_id"],
+                "clip_id": r.get("clip_id"),
+                "kind": r.get("kind", "clip_frame" if r.get("clip_id") else "image"),
+                "frame_index": int(r.get("frame_index", 0)),
+                "timestamp_s": r.get("timestamp_s"),
+                "path": rel.as_posix(),
+                "width": w,
+                "height": h,
+                "blur_var": None,
+                "caption": None,
+                "sha256": "0" * 64,
+            }
+        )
     df = pd.DataFrame(out)
     parts = {}
     for batch, g in df.groupby("batch"):

@@ -18,23 +18,73 @@ def pipeline(media, tmp_path, ocr_resource):
     clips = tmp_path / "clips"
     clips.mkdir()
     rows = [
-        {"frame_id": "img_astro", "batch": "memes-0000", "source": "memes", "item_id": "img_astro", "file": media["astronaut"]},
-        {"frame_id": "img_coffee", "batch": "memes-0000", "source": "memes", "item_id": "img_coffee", "file": media["coffee"]},
-        {"frame_id": "img_heavy", "batch": "memes-0000", "source": "memes", "item_id": "img_heavy", "file": media["text_heavy"]},
-        {"frame_id": "img_broken", "batch": "memes-0000", "source": "memes", "item_id": "img_broken", "file": media["truncated"]},
-        {"frame_id": "img_repost", "batch": "reposts-0000", "source": "reposts", "item_id": "img_repost",
-         "file": media["astronaut_watermark"]},
-        {"frame_id": "img_coffee_small", "batch": "reposts-0000", "source": "reposts", "item_id": "img_coffee_small",
-         "file": media["coffee_resized"]},
-        {"frame_id": "img_hopper", "batch": "reposts-0000", "source": "reposts", "item_id": "img_hopper", "file": media["hopper"]},
+        {
+            "frame_id": "img_astro",
+            "batch": "memes-0000",
+            "source": "memes",
+            "item_id": "img_astro",
+            "file": media["astronaut"],
+        },
+        {
+            "frame_id": "img_coffee",
+            "batch": "memes-0000",
+            "source": "memes",
+            "item_id": "img_coffee",
+            "file": media["coffee"],
+        },
+        {
+            "frame_id": "img_heavy",
+            "batch": "memes-0000",
+            "source": "memes",
+            "item_id": "img_heavy",
+            "file": media["text_heavy"],
+        },
+        {
+            "frame_id": "img_broken",
+            "batch": "memes-0000",
+            "source": "memes",
+            "item_id": "img_broken",
+            "file": media["truncated"],
+        },
+        {
+            "frame_id": "img_repost",
+            "batch": "reposts-0000",
+            "source": "reposts",
+            "item_id": "img_repost",
+            "file": media["astronaut_watermark"],
+        },
+        {
+            "frame_id": "img_coffee_small",
+            "batch": "reposts-0000",
+            "source": "reposts",
+            "item_id": "img_coffee_small",
+            "file": media["coffee_resized"],
+        },
+        {
+            "frame_id": "img_hopper",
+            "batch": "reposts-0000",
+            "source": "reposts",
+            "item_id": "img_hopper",
+            "file": media["hopper"],
+        },
     ]
     for k, name in enumerate(["bus", "chelsea"]):  # a video and its half-size re-upload
         im = Image.open(media[name]).convert("RGB")
         im.resize((640, 480)).save(clips / f"a{k}.png")
         im.resize((320, 240)).save(clips / f"b{k}.jpg", quality=50)
         for clip, item, f in (("clip_a", "vid_a", clips / f"a{k}.png"), ("clip_b", "vid_b", clips / f"b{k}.jpg")):
-            rows.append({"frame_id": f"{clip}_f{k:03d}", "batch": "vids-0000", "source": "vids", "item_id": item,
-                         "clip_id": clip, "frame_index": k, "timestamp_s": 1.0 + k, "file": f})
+            rows.append(
+                {
+                    "frame_id": f"{clip}_f{k:03d}",
+                    "batch": "vids-0000",
+                    "source": "vids",
+                    "item_id": item,
+                    "clip_id": clip,
+                    "frame_index": k,
+                    "timestamp_s": 1.0 + k,
+                    "file": f,
+                }
+            )
     frames_table(store, rows)
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", BATCHES)

@@ -23,10 +23,21 @@ def hash_rows(media, specs):
     rows = []
     for fid, name, source, extra in specs:
         h = hash_image(media[name])
-        rows.append({"frame_id": fid, "batch": f"{source}-0000", "source": source, "item_id": extra.get("item", fid),
-                     "clip_id": extra.get("clip"), "kind": "clip_frame" if extra.get("clip") else "image",
-                     "frame_index": extra.get("index", 0), "width": h.width, "height": h.height,
-                     "phash_int": h.phash_int, "dhash_int": h.dhash_int})
+        rows.append(
+            {
+                "frame_id": fid,
+                "batch": f"{source}-0000",
+                "source": source,
+                "item_id": extra.get("item", fid),
+                "clip_id": extra.get("clip"),
+                "kind": "clip_frame" if extra.get("clip") else "image",
+                "frame_index": extra.get("index", 0),
+                "width": h.width,
+                "height": h.height,
+                "phash_int": h.phash_int,
+                "dhash_int": h.dhash_int,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -68,8 +79,12 @@ VARIANTS = ["resized", "jpeg", "crop2", "watermark"]
 
 def test_variants_of_one_photo_form_one_group_with_deterministic_representative(media):
     specs = [(f"img_astro_{v}", f"astronaut_{v}", "memes", {}) for v in VARIANTS]
-    specs += [("img_astro_orig", "astronaut", "memes", {}), ("img_coffee", "coffee", "memes", {}),
-              ("img_hopper", "hopper", "memes", {}), ("img_page", "page", "memes", {})]
+    specs += [
+        ("img_astro_orig", "astronaut", "memes", {}),
+        ("img_coffee", "coffee", "memes", {}),
+        ("img_hopper", "hopper", "memes", {}),
+        ("img_page", "page", "memes", {}),
+    ]
     df = hash_rows(media, specs)
     out = find_duplicates(df).set_index("frame_id")
     astro = [f"img_astro_{v}" for v in VARIANTS + ["orig"]]
@@ -88,8 +103,11 @@ def test_variants_of_one_photo_form_one_group_with_deterministic_representative(
 
 
 def test_representative_prefers_resolution_then_source_priority(media):
-    specs = [("a_small", "coffee_resized", "alpha", {}), ("b_big", "coffee", "beta", {}),
-             ("c_big", "coffee_watermark", "gamma", {})]
+    specs = [
+        ("a_small", "coffee_resized", "alpha", {}),
+        ("b_big", "coffee", "beta", {}),
+        ("c_big", "coffee_watermark", "gamma", {}),
+    ]
     df = hash_rows(media, specs)
     out = find_duplicates(df).set_index("frame_id")
     assert set(out["kept_frame_id"]) == {"b_big"}  # tie on pixels with c_big: sources alphabetical
@@ -99,8 +117,12 @@ def test_representative_prefers_resolution_then_source_priority(media):
 
 
 def test_cross_source_repost_is_grouped(media):
-    specs = [("img_orig_rocket", "rocket", "artists", {}), ("img_repost", "rocket_watermark", "reddit", {}),
-             ("img_repost2", "rocket_jpeg", "twitter", {}), ("img_bus", "bus", "reddit", {})]
+    specs = [
+        ("img_orig_rocket", "rocket", "artists", {}),
+        ("img_repost", "rocket_watermark", "reddit", {}),
+        ("img_repost2", "rocket_jpeg", "twitter", {}),
+        ("img_bus", "bus", "reddit", {}),
+    ]
     out = find_duplicates(hash_rows(media, specs)).set_index("frame_id")
     assert out.loc[["img_repost", "img_repost2"], "kept_frame_id"].tolist() == ["img_orig_rocket"] * 2
     assert out.loc[["img_repost", "img_repost2"], "source"].tolist() == ["reddit", "twitter"]
@@ -145,9 +167,21 @@ def clip_frames(media, tmp_path_factory):
     out = []
     for clip, item, k, path in rows:
         h = hash_image(path)
-        out.append({"frame_id": f"{clip}_f{k:03d}", "batch": "vids-0000", "source": "vids", "item_id": item,
-                    "clip_id": clip, "kind": "clip_frame", "frame_index": k, "width": h.width, "height": h.height,
-                    "phash_int": h.phash_int, "dhash_int": h.dhash_int})
+        out.append(
+            {
+                "frame_id": f"{clip}_f{k:03d}",
+                "batch": "vids-0000",
+                "source": "vids",
+                "item_id": item,
+                "clip_id": clip,
+                "kind": "clip_frame",
+                "frame_index": k,
+                "width": h.width,
+                "height": h.height,
+                "phash_int": h.phash_int,
+                "dhash_int": h.dhash_int,
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -216,9 +250,21 @@ def test_grouping_equals_brute_force_reference(rule):
     ri = np.array([p[0] for p in ref]), np.array([p[1] for p in ref])
     assert groups_of(components(n, i, j)) == groups_of(components(n, *ri))
     # and through the table: kept/twin consistent with those groups
-    df = pd.DataFrame({"frame_id": [f"f{k:05d}" for k in range(n)], "batch": "b", "source": "s",
-                       "item_id": [f"i{k}" for k in range(n)], "clip_id": None, "kind": "image", "frame_index": 0,
-                       "width": rng.integers(100, 200, n), "height": 100, "phash_int": ph, "dhash_int": dh})
+    df = pd.DataFrame(
+        {
+            "frame_id": [f"f{k:05d}" for k in range(n)],
+            "batch": "b",
+            "source": "s",
+            "item_id": [f"i{k}" for k in range(n)],
+            "clip_id": None,
+            "kind": "image",
+            "frame_index": 0,
+            "width": rng.integers(100, 200, n),
+            "height": 100,
+            "phash_int": ph,
+            "dhash_int": dh,
+        }
+    )
     out = find_duplicates(df, params)
     want = groups_of(components(n, *ri))
     got = {frozenset(int(f[1:]) for f in g["frame_id"]) for _, g in out.groupby("group_id")}

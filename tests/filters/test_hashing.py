@@ -51,7 +51,7 @@ def test_unrelated_photos_are_far_apart(media):
     names = ["astronaut", "coffee", "page", "text", "hopper", "bus", "chelsea", "rocket"]
     hs = {n: hash_image(media[n]) for n in names}
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             assert _d(hs[a].phash, hs[b].phash) > 16 and _d(hs[a].dhash, hs[b].dhash) > 16, (a, b)
 
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from tests.filters.conftest import text_render
 from forge.media.ocr import clip_passes, load_rgb, union_area_ratio
+from tests.filters.conftest import text_render
 
 
 def test_union_area_counts_overlap_once():
@@ -84,8 +84,10 @@ def test_spread_clip_frames_caps_each_clip_and_keeps_other_frames():
     from forge.media.ocr import spread_clip_frames
 
     clip = [{"frame_id": f"c1_f{i:03d}", "kind": "clip_frame", "clip_id": "c1", "frame_index": i} for i in range(32)]
-    other = [{"frame_id": "img_1", "kind": "image", "clip_id": None, "frame_index": 0},
-             {"frame_id": "pool_1", "kind": "pool_frame", "clip_id": None, "frame_index": 0}]
+    other = [
+        {"frame_id": "img_1", "kind": "image", "clip_id": None, "frame_index": 0},
+        {"frame_id": "pool_1", "kind": "pool_frame", "clip_id": None, "frame_index": 0},
+    ]
     out = spread_clip_frames(pd.DataFrame(clip + other), 8)
     picked = sorted(out[out["kind"] == "clip_frame"]["frame_index"])
     assert len(picked) == 8 and picked[0] == 0 and picked[-1] == 31  # evenly spread, ends included

@@ -28,8 +28,13 @@ def test_detector_ratio_equals_readtext_ratio(ocr_resource, media, tmp_path):
     # Three same-sized renders go through the detector in ONE batch; the photos alone.
     for k, lines in enumerate([("SALE TODAY", "50 PERCENT"), ("NO TEXT HERE?",), ("A", "B C D")]):
         text_render(lines).save(tmp_path / f"same{k}.png")
-    paths = [media["text_render"], media["text_heavy"], media["hopper"], media["bus"],
-             *(tmp_path / f"same{k}.png" for k in range(3))]
+    paths = [
+        media["text_render"],
+        media["text_heavy"],
+        media["hopper"],
+        media["bus"],
+        *(tmp_path / f"same{k}.png" for k in range(3)),
+    ]
     got = {m.key: m for m in measure_frames(reader, [(str(p), p) for p in paths], MAX_SIDE, batch_size=4)}
     assert list(got) == [str(p) for p in paths]  # input order kept
     for p in paths:
@@ -49,8 +54,11 @@ def test_recognition_only_for_frames_that_need_text(ocr_resource, media):
     reader = ocr_resource.reader()
     paths = [media["text_render"], media["text_heavy"], media["truncated"]]
     wanted = str(media["text_render"])
-    out = list(measure_frames(reader, [(str(p), p) for p in paths], MAX_SIDE, batch_size=2,
-                              needs_text=lambda key, res: key == wanted))
+    out = list(
+        measure_frames(
+            reader, [(str(p), p) for p in paths], MAX_SIDE, batch_size=2, needs_text=lambda key, res: key == wanted
+        )
+    )
     assert [m.key for m in out] == [str(p) for p in paths]
     read, skipped, broken = out
     full = ocr_frame(reader, load_rgb(media["text_render"]), max_side=MAX_SIDE)

@@ -56,8 +56,11 @@ def after_broken() -> None:
 
 @dg.asset(check_specs=[dg.AssetCheckSpec("everything_rejected", asset="gated_like")])
 def gated_like() -> dg.MaterializeResult:
-    return dg.MaterializeResult(check_results=[dg.AssetCheckResult(check_name="everything_rejected", passed=False,
-                                                                   severity=dg.AssetCheckSeverity.ERROR)])
+    return dg.MaterializeResult(
+        check_results=[
+            dg.AssetCheckResult(check_name="everything_rejected", passed=False, severity=dg.AssetCheckSeverity.ERROR)
+        ]
+    )
 
 
 @dg.asset(deps=[gated_like], partitions_def=dg.StaticPartitionsDefinition(["p"]))

@@ -69,7 +69,12 @@ def test_graph_matches_snapshot(monkeypatch):
         SNAPSHOT.write_text(current)
     expected = SNAPSHOT.read_text()
     if current != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), current.splitlines(True),
-                                            "graph_snapshot.json", "current graph", n=2))
-        raise AssertionError("the definitions graph changed; if intended, run "
-                             "SNAPSHOT_UPDATE=1 pytest tests/foundation/test_graph_snapshot.py\n" + diff[:8000])
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(True), current.splitlines(True), "graph_snapshot.json", "current graph", n=2
+            )
+        )
+        raise AssertionError(
+            "the definitions graph changed; if intended, run "
+            "SNAPSHOT_UPDATE=1 pytest tests/foundation/test_graph_snapshot.py\n" + diff[:8000]
+        )

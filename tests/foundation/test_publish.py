@@ -16,15 +16,27 @@ def _rej(item="x"):
 
 def test_publish_refuses_contract_violations(tmp_path):
     store = TableStore(tmp_path / "data")
-    good = pd.DataFrame([{"stage": "s", "partition": "p", "item_id": "a", "reason": "r", "error_class": "",
-                          "detail": "", "related_id": None, "rejected_at": pd.Timestamp.now(tz="UTC")}])
+    good = pd.DataFrame(
+        [
+            {
+                "stage": "s",
+                "partition": "p",
+                "item_id": "a",
+                "reason": "r",
+                "error_class": "",
+                "detail": "",
+                "related_id": None,
+                "rejected_at": pd.Timestamp.now(tz="UTC"),
+            }
+        ]
+    )
     publish(store, {"rejects": {"p": good}})
     assert len(store.read("rejects")) == 1
-    bad = good.assign(item_id=[None])          # item_id is not nullable
+    bad = good.assign(item_id=[None])  # item_id is not nullable
     with pytest.raises(ContractViolation) as exc:
         publish(store, {"rejects": {"p": bad}}, rejects=[_rej()])
     assert "item_id" in str(exc.value.description) and exc.value.violations
-    assert list(store.read("rejects")["item_id"]) == ["a"]     # the previous file stays, no reject written either
+    assert list(store.read("rejects")["item_id"]) == ["a"]  # the previous file stays, no reject written either
 
 
 def test_a_violating_asset_fails_its_step(tmp_path):

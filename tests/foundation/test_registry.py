@@ -17,12 +17,23 @@ from forge.contracts import load_contract
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = registry.specs()
 # The shared stages (and the files that used to list the papers): they read the registry.
-SHARED = [*sorted((ROOT / "forge" / "splits").glob("*.py")), *sorted((ROOT / "assets" / "splits").glob("*.py")),
-          ROOT / "forge/evals/config.py", ROOT / "forge/evals/pipeline.py", ROOT / "forge/evals/requests.py",
-          ROOT / "forge/evals/report.py", ROOT / "assets/evals/assets.py", *sorted((ROOT / "jobs").glob("*.py")),
-          ROOT / "definitions.py", ROOT / "forge/benchmarks/spec.py", ROOT / "assets/recipes/__init__.py",
-          *(ROOT / "data_contracts" / f"{t}.yaml" for t in ("splits", "gated_items", "gate_results", "exports",
-                                                          "eval_predictions", "eval_scores"))]
+SHARED = [
+    *sorted((ROOT / "forge" / "splits").glob("*.py")),
+    *sorted((ROOT / "assets" / "splits").glob("*.py")),
+    ROOT / "forge/evals/config.py",
+    ROOT / "forge/evals/pipeline.py",
+    ROOT / "forge/evals/requests.py",
+    ROOT / "forge/evals/report.py",
+    ROOT / "assets/evals/assets.py",
+    *sorted((ROOT / "jobs").glob("*.py")),
+    ROOT / "definitions.py",
+    ROOT / "forge/benchmarks/spec.py",
+    ROOT / "assets/recipes/__init__.py",
+    *(
+        ROOT / "data_contracts" / f"{t}.yaml"
+        for t in ("splits", "gated_items", "gate_results", "exports", "eval_predictions", "eval_scores")
+    ),
+]
 
 
 def test_builtin_benchmarks_are_registered_once():
@@ -61,7 +72,11 @@ def test_recipe_assets_are_in_the_graph_under_the_spec_group():
 def test_paper_policies():
     vimu, maia = registry.get("vimu"), registry.get("maia")
     assert vimu.options == OptionPolicy.FIXED and vimu.blind.action == BlindAction.OFF
-    assert (maia.blind.action, maia.blind.unit, maia.split.unit_key) == (BlindAction.REPORT, BlindUnit.POOL, "question_id")
+    assert (maia.blind.action, maia.blind.unit, maia.split.unit_key) == (
+        BlindAction.REPORT,
+        BlindUnit.POOL,
+        "question_id",
+    )
     from forge.splits.config import GateConfig, benchmark_config
 
     assert not GateConfig.from_config(benchmark_config("vimu")).rebalance_positions
@@ -84,7 +99,9 @@ def test_shared_stages_never_name_a_paper():
     names = {n.lower() for n in registry.names()} | {"ii-bench"}
     hits = {}
     for path in SHARED:
-        found = sorted({w for w in _tokens(path) if w.lower() in names or any(w.lower().startswith(f"{n}_") for n in names)})
+        found = sorted(
+            {w for w in _tokens(path) if w.lower() in names or any(w.lower().startswith(f"{n}_") for n in names)}
+        )
         if found:
             hits[str(path.relative_to(ROOT))] = found
     assert not hits, hits

@@ -24,21 +24,26 @@ def test_write_replaces_partition_and_reads_union(tmp_path):
 def test_failed_write_keeps_previous_file(tmp_path):
     store = TableStore(tmp_path)
     store.write("t", pd.DataFrame({"a": [1]}), "p")
-    contract = parse_contract({"table": "t", "columns": [{"name": "a", "type": "int64"}, {"name": "b", "type": "string", "nullable": False}]})
+    contract = parse_contract(
+        {"table": "t", "columns": [{"name": "a", "type": "int64"}, {"name": "b", "type": "string", "nullable": False}]}
+    )
     with pytest.raises(ValueError):
         store.write("t", pd.DataFrame({"a": [2]}), "p", schema=contract.arrow_schema())
     assert list(store.read("t")["a"]) == [1]
 
 
 def test_contract_validation_reports_each_violation():
-    c = parse_contract({
-        "table": "x", "unique": ["id"],
-        "columns": [
-            {"name": "id", "type": "string", "nullable": False},
-            {"name": "score", "type": "float64", "min": 0, "max": 1},
-            {"name": "kind", "type": "string", "values": ["a", "b"]},
-        ],
-    })
+    c = parse_contract(
+        {
+            "table": "x",
+            "unique": ["id"],
+            "columns": [
+                {"name": "id", "type": "string", "nullable": False},
+                {"name": "score", "type": "float64", "min": 0, "max": 1},
+                {"name": "kind", "type": "string", "values": ["a", "b"]},
+            ],
+        }
+    )
     good = pd.DataFrame({"id": ["1", "2"], "score": [0.1, 1.0], "kind": ["a", "b"]})
     assert c.validate(good) == []
     bad = pd.DataFrame({"id": ["1", "1", None], "score": [-1, 2, 0.5], "kind": ["a", "z", "b"], "extra": [1, 2, 3]})
@@ -65,11 +70,19 @@ def test_catalog_views_track_new_partitions_and_empty_tables(tmp_path):
         assert con.execute("select count(*) from rejects").fetchone()[0] == 0
     log = RejectLog("download", "b-0000")
     log.add("u1", "dead_url", "HTTPError", "404")
-    store.write("rejects", load_contract("rejects").conform(log.frame()), log.part_name(),
-                schema=load_contract("rejects").arrow_schema())
+    store.write(
+        "rejects",
+        load_contract("rejects").conform(log.frame()),
+        log.part_name(),
+        schema=load_contract("rejects").arrow_schema(),
+    )
     refresh_catalog(store)
-    store.write("rejects", load_contract("rejects").conform(log.frame()).assign(item_id="u2"), "x__y",
-                schema=load_contract("rejects").arrow_schema())
+    store.write(
+        "rejects",
+        load_contract("rejects").conform(log.frame()).assign(item_id="u2"),
+        "x__y",
+        schema=load_contract("rejects").arrow_schema(),
+    )
     # no refresh needed: the view globs partition files
     with open_catalog(store) as con:
         rows = con.execute("select item_id, reason from rejects order by item_id").fetchall()
@@ -87,9 +100,15 @@ def test_refresh_swaps_the_file_while_a_reader_holds_it_read_write(tmp_path):
     worst case) neither delays nor blocks the refresh, and the new table gets its view."""
     store = TableStore(tmp_path)
     refresh_catalog(store)
-    holder = subprocess.Popen([sys.executable, "-c",
-        f"import duckdb,time; c=duckdb.connect({str(store.catalog_path)!r}); print('ok', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb,time; c=duckdb.connect({str(store.catalog_path)!r}); print('ok', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "ok"
         store.write("brand_new_table", pd.DataFrame({"a": [1, 2]}), "p1")
@@ -137,7 +156,11 @@ def test_readers_opening_in_a_loop_never_fail_during_publishes(tmp_path):
     store = TableStore(tmp_path)
     store.write("rejects", _reject_frame("u0"), "a__b", schema=load_contract("rejects").arrow_schema())
     refresh_catalog(store)
-    reader = subprocess.Popen([sys.executable, "-c", f"""
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"""
 import sys, time
 sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
 from forge.storage import open_catalog
@@ -152,7 +175,11 @@ while time.time() < t_end:
         fail += 1
         print("FAIL", exc, flush=True)
 print("RESULT", ok, fail, flush=True)
-"""], stdout=subprocess.PIPE, text=True)
+""",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     publishes = 0
     while reader.poll() is None:
         store.write(f"new_{publishes}", pd.DataFrame({"a": [publishes]}), "p")  # a new table: a real rewrite
@@ -173,7 +200,7 @@ def test_copied_data_dir_reads_its_own_tables(tmp_path):
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     copy = TableStore(tmp_path / "b")
     copy.write("t", pd.DataFrame({"a": [7]}), "p")  # the copy diverges from the original
-    shutil.rmtree(tmp_path / "a")                    # and the original is gone
+    shutil.rmtree(tmp_path / "a")  # and the original is gone
     with open_catalog(copy) as con:
         assert con.execute("select a from t").fetchall() == [(7,)]
 
@@ -194,8 +221,9 @@ def test_killed_refresh_leaves_a_working_catalog(tmp_path):
 
 
 def test_empty_frame_conforms_to_an_empty_table_with_every_column(tmp_path):
-    c = parse_contract({"table": "x", "columns": [{"name": "id", "type": "string", "nullable": False},
-                                                   {"name": "n", "type": "int64"}]})
+    c = parse_contract(
+        {"table": "x", "columns": [{"name": "id", "type": "string", "nullable": False}, {"name": "n", "type": "int64"}]}
+    )
     empty = c.conform(pd.DataFrame())
     assert list(empty.columns) == ["id", "n"] and empty.empty
     store = TableStore(tmp_path)

@@ -28,26 +28,46 @@ def built(corpus, server, tmp_path_factory):
     (root / "sources.yaml").write_text(SOURCES_YAML)
     resources = {
         "storage": StorageResource(data_dir=str(root / "data")),
-        "ingest": IngestResource(sources_path=str(root / "sources.yaml"), socket_timeout_s=5, retries=1,
-                                 variables={"SAMPLE_CORPUS": str(corpus.root), "SAMPLE_SERVER": server.url},
-                                 # the corpus lies outside the data dir, the server on loopback (docs/security.md)
-                                 allowed_roots=[str(corpus.root)], allowed_hosts=["127.0.0.1"]),
+        "ingest": IngestResource(
+            sources_path=str(root / "sources.yaml"),
+            socket_timeout_s=5,
+            retries=1,
+            variables={"SAMPLE_CORPUS": str(corpus.root), "SAMPLE_SERVER": server.url},
+            # the corpus lies outside the data dir, the server on loopback (docs/security.md)
+            allowed_roots=[str(corpus.root)],
+            allowed_hosts=["127.0.0.1"],
+        ),
     }
     instance = dg.DagsterInstance.ephemeral()
     assert dg.materialize([sources], instance=instance, resources=resources).success
     keys = instance.get_dynamic_partitions("batches")
     results = {}
     for key in keys:
-        results[key] = dg.materialize([sources, videos, clips, frames], selection=[videos, clips, frames],
-                                      partition_key=key, instance=instance, resources=resources,
-                                      run_config={"ops": FAST})
-    return {"instance": instance, "resources": resources, "keys": keys, "results": results,
-            "store": TableStore(root / "data")}
+        results[key] = dg.materialize(
+            [sources, videos, clips, frames],
+            selection=[videos, clips, frames],
+            partition_key=key,
+            instance=instance,
+            resources=resources,
+            run_config={"ops": FAST},
+        )
+    return {
+        "instance": instance,
+        "resources": resources,
+        "keys": keys,
+        "results": results,
+        "store": TableStore(root / "data"),
+    }
 
 
 def test_batches_registered_as_dynamic_partitions(built):
-    assert sorted(built["keys"]) == ["captioned-0000", "local_images-0000", "local_images-0001",
-                                     "local_videos-0000", "loopback-0000"]
+    assert sorted(built["keys"]) == [
+        "captioned-0000",
+        "local_images-0000",
+        "local_images-0001",
+        "local_videos-0000",
+        "loopback-0000",
+    ]
     assert all(r.success for r in built["results"].values())
 
 
@@ -63,8 +83,10 @@ def test_tables_and_catalog(built):
     assert sorted(v["source"]) == ["local_videos", "local_videos", "loopback", "loopback"]
     c = store.query("select video_id, count(*) filter (where is_engaging) n from clips group by 1")
     assert len(c) == 4 and (c["n"] == 1).all()  # exactly one engaging clip per video
-    subs = store.query("select transcript_status, transcript from clips where video_id in "
-                       "(select video_id from videos where subtitle_kind is not null)")
+    subs = store.query(
+        "select transcript_status, transcript from clips where video_id in "
+        "(select video_id from videos where subtitle_kind is not null)"
+    )
     assert (subs["transcript_status"] == "subtitles").all() and subs["transcript"].str.contains("GOAL").any()
     f = store.read("frames")
     kinds = f["kind"].value_counts().to_dict()
@@ -80,8 +102,14 @@ def test_tables_and_catalog(built):
 def test_every_bad_input_is_a_reject_row(built):
     rej = built["store"].read("rejects")
     got = {(r.stage, r.reason) for r in rej.itertuples()}
-    assert {("sources", "not_found"), ("sources", "missing_image"), ("videos", "empty_file"),
-            ("videos", "decode_error"), ("frames", "decode_error"), ("frames", "too_small")} <= got
+    assert {
+        ("sources", "not_found"),
+        ("sources", "missing_image"),
+        ("videos", "empty_file"),
+        ("videos", "decode_error"),
+        ("frames", "decode_error"),
+        ("frames", "too_small"),
+    } <= got
     assert (rej[rej.stage == "videos"]["reason"] == "decode_error").sum() == 2  # truncated + text file
 
 
@@ -90,13 +118,18 @@ def test_rerun_replaces_rows_and_item_rerun_keeps_others(built):
     before = {t: len(store.read(t, parts=[key])) for t in ("videos", "clips", "frames")}
     rej_before = len(store.read("rejects"))
     args = dict(instance=built["instance"], resources=built["resources"], partition_key=key)
-    assert dg.materialize([sources, videos, clips, frames], selection=[videos, clips, frames],
-                          run_config={"ops": FAST}, **args).success
+    assert dg.materialize(
+        [sources, videos, clips, frames], selection=[videos, clips, frames], run_config={"ops": FAST}, **args
+    ).success
     assert {t: len(store.read(t, parts=[key])) for t in before} == before
     assert len(store.read("rejects")) == rej_before
     one = store.read("videos", parts=[key])["video_id"].iloc[0]
-    cfg = {"ops": {"clips": {"config": {"item_ids": [one], "clip_files": "copy"}},
-                   "frames": {"config": {"item_ids": [one], "frames_per_clip": 3}}}}
+    cfg = {
+        "ops": {
+            "clips": {"config": {"item_ids": [one], "clip_files": "copy"}},
+            "frames": {"config": {"item_ids": [one], "frames_per_clip": 3}},
+        }
+    }
     assert dg.materialize([videos, clips, frames], selection=[clips, frames], run_config=cfg, **args).success
     f = store.read("frames", parts=[key])
     per_video = f[f.kind == "clip_frame"].groupby("item_id").size().to_dict()

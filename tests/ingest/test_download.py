@@ -69,12 +69,19 @@ def test_duration_limit_without_metadata_applies_after_probe(server, tmp_path):
 
 def test_local_folder_good_and_broken_files(corpus, tmp_path):
     spec = SourceSpec(name="lv", type="folder", path=str(corpus.videos_dir), media="video", license="BSD")
-    got = {Path(i.path).name: fetch_video(i, spec, tmp_path, tmp_path / "media", FAST) for i in expand_source(spec).items}
+    got = {
+        Path(i.path).name: fetch_video(i, spec, tmp_path, tmp_path / "media", FAST) for i in expand_source(spec).items
+    }
     assert {k: v.reason for k, v in got.items() if isinstance(v, Rejected)} == {
-        "empty.mp4": "empty_file", "not_a_video.mp4": "decode_error", "truncated.mp4": "decode_error"}
+        "empty.mp4": "empty_file",
+        "not_a_video.mp4": "decode_error",
+        "truncated.mp4": "decode_error",
+    }
     rec = got["bigbuckbunny.mp4"]
     assert isinstance(rec, VideoRecord) and rec.has_audio and rec.license == "BSD"
-    assert rec.source_path == str(corpus.files["bigbuckbunny"]) and rec.sha256 == sha256_file(corpus.files["bigbuckbunny"])
+    assert rec.source_path == str(corpus.files["bigbuckbunny"]) and rec.sha256 == sha256_file(
+        corpus.files["bigbuckbunny"]
+    )
 
 
 def test_local_sidecar_subtitles(corpus, tmp_path):

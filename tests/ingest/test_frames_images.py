@@ -40,7 +40,10 @@ def test_pool_selection_respects_gap_and_blur():
 
 
 def test_frames_for_video_clip_frames_and_pool(corpus, tmp_path):
-    clips = [{"clip_id": "s_seg000", "start_s": 0.0, "end_s": 30.0}, {"clip_id": "s_eng", "start_s": 6.0, "end_s": 36.0}]
+    clips = [
+        {"clip_id": "s_seg000", "start_s": 0.0, "end_s": 30.0},
+        {"clip_id": "s_eng", "start_s": 6.0, "end_s": 36.0},
+    ]
     st = FrameSettings(frames_per_clip=8, pool_interval_s=1.0, pool_min_gap_s=4.0, blur_threshold=20.0)
     vf = frames_for_video(corpus.files["scenes"], "s", 36.0, clips, tmp_path / "f", tmp_path, st)
     clip_rows = [r for r in vf.rows if r["kind"] == "clip_frame"]
@@ -73,7 +76,7 @@ def test_image_normalisation_modes():
     rgba[..., 0] = 255  # red, fully transparent -> white
     arr, note = normalise_image(_png(rgba), ImageSettings())
     assert arr.shape == (40, 40, 3) and (arr == 255).all() and "RGBA" in note
-    grey16 = (np.arange(40 * 40, dtype=np.uint16).reshape(40, 40) * 40)
+    grey16 = np.arange(40 * 40, dtype=np.uint16).reshape(40, 40) * 40
     arr, _ = normalise_image(_png(grey16), ImageSettings())
     assert arr.dtype == np.uint8 and arr.shape == (40, 40, 3) and arr.max() == 255
 
@@ -95,8 +98,12 @@ def test_empty_and_bomb_images(tmp_path):
 
 
 def test_huge_image_is_downscaled_with_a_reason(corpus, tmp_path):
-    row = image_frame({"item_id": "img_h", "path": str(corpus.files["huge"]), "caption": "wide"}, tmp_path, tmp_path,
-                      ImageSettings(max_side=1000))
+    row = image_frame(
+        {"item_id": "img_h", "path": str(corpus.files["huge"]), "caption": "wide"},
+        tmp_path,
+        tmp_path,
+        ImageSettings(max_side=1000),
+    )
     assert (row["width"], row["height"]) == (1000, 300) and row["transform"].startswith("downscaled from 5000x1500")
     assert row["kind"] == "image" and row["caption"] == "wide" and row["timestamp_s"] is None
     assert Image.open(tmp_path / row["path"]).mode == "RGB"

@@ -27,7 +27,10 @@ def test_placeholders_and_invalid_sources_become_rejects(tmp_path, corpus):
     assert [s.name for s in specs] == ["imgs"]
     assert specs[0].batch_size == 3 and specs[0].path == str(corpus.images_dir)
     assert {r.source: r.reason for r in rejects} == {
-        "web": "unresolved_variable", "bad name": "invalid_source", "odd": "invalid_source"}
+        "web": "unresolved_variable",
+        "bad name": "invalid_source",
+        "odd": "invalid_source",
+    }
 
 
 def test_folder_expansion_batches_and_max_items(corpus):
@@ -54,29 +57,35 @@ def test_csv_and_jsonl_tables(corpus, tmp_path):
     assert [r.reason for r in exp.rejects] == ["missing_image"]
     jl = tmp_path / "pairs.jsonl"
     img = corpus.table_path.parent / "images" / "rocket.png"
-    jl.write_text(json.dumps({"img": str(img), "text": "to the moon"}) + "\n" + json.dumps({"img": "", "text": "x"}) + "\n")
+    jl.write_text(
+        json.dumps({"img": str(img), "text": "to the moon"}) + "\n" + json.dumps({"img": "", "text": "x"}) + "\n"
+    )
     exp = expand_source(SourceSpec(name="jl", type="table", path=str(jl), image_column="img", caption_column="text"))
     assert [(it.path, it.caption) for it in exp.items] == [(str(img), "to the moon")]
     assert [r.reason for r in exp.rejects] == ["missing_image"]
 
 
 def test_url_listing_with_ytdlp_and_dead_link(server):
-    spec = SourceSpec(name="lb", type="urls", urls=(f"{server.url}/bikes.mp4", f"{server.url}/nope.mp4",
-                                                     f"{server.url}/bikes.mp4"))
+    spec = SourceSpec(
+        name="lb", type="urls", urls=(f"{server.url}/bikes.mp4", f"{server.url}/nope.mp4", f"{server.url}/bikes.mp4")
+    )
     exp = expand_source(spec, policy=IngestPolicy(allowed_hosts=("127.0.0.1",)))  # loopback is refused by default
     assert [it.url for it in exp.items] == [f"{server.url}/bikes.mp4"]
     assert exp.items[0].title == "bikes" and exp.items[0].batch == batch_key("lb", 0)
     assert sorted(r.reason for r in exp.rejects) == ["listed_twice", "not_found"]
 
 
-@pytest.mark.parametrize(("message", "reason"), [
-    ("ERROR: [youtube] abc: Private video. Sign in if you've been granted access", "private"),
-    ("ERROR: [youtube] abc: Video unavailable. This video has been removed by the uploader", "removed"),
-    ("The uploader has not made this video available in your country; geo restriction", "geo_blocked"),
-    ("Unable to download webpage: HTTP Error 404: Not Found", "not_found"),
-    ("Read timed out.", "timeout"),
-    ("something else entirely", "download_failed"),
-])
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ("ERROR: [youtube] abc: Private video. Sign in if you've been granted access", "private"),
+        ("ERROR: [youtube] abc: Video unavailable. This video has been removed by the uploader", "removed"),
+        ("The uploader has not made this video available in your country; geo restriction", "geo_blocked"),
+        ("Unable to download webpage: HTTP Error 404: Not Found", "not_found"),
+        ("Read timed out.", "timeout"),
+        ("something else entirely", "download_failed"),
+    ],
+)
 def test_error_classification(message, reason):
     assert classify_error(RuntimeError(message))[0] == reason
 

@@ -22,16 +22,23 @@ def test_llm_asset_records_calls_and_check_sees_prompt_edits(tmp_path, prompt_di
     def demo_llm(llm: LLMResource, storage: StorageResource) -> dg.MaterializeResult:
         qa = load_prompt(qa_path)
         engine = llm.engine()
-        res = engine.run("demo_llm", "b-0001", [LLMRequest(item_id=f"i{i}", prompt=qa, variables={"text": str(i)})
-                                                for i in range(3)])
-        df = pd.DataFrame([{"item_id": r.item_id, "prompt_name": r.prompt_name, "prompt_hash": r.prompt_hash,
-                            "backend": r.backend} for r in res])
+        res = engine.run(
+            "demo_llm", "b-0001", [LLMRequest(item_id=f"i{i}", prompt=qa, variables={"text": str(i)}) for i in range(3)]
+        )
+        df = pd.DataFrame(
+            [
+                {"item_id": r.item_id, "prompt_name": r.prompt_name, "prompt_hash": r.prompt_hash, "backend": r.backend}
+                for r in res
+            ]
+        )
         storage.store.write("demo_llm", df)
         return dg.MaterializeResult(metadata=record_llm_calls(storage.store, engine))
 
     check = outdated_prompt_check("demo_llm", "demo_llm", [qa_path])
-    resources = {"llm": LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")),
-                 "storage": StorageResource(data_dir=str(data))}
+    resources = {
+        "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")),
+        "storage": StorageResource(data_dir=str(data)),
+    }
     result = dg.materialize([demo_llm, check], resources=resources)
     assert result.success
     md = result.asset_materializations_for_node("demo_llm")[0].metadata

@@ -7,7 +7,6 @@ import io
 import json
 import time
 
-import pytest
 from PIL import Image
 
 from forge.llm import ImageInput, LLMRequest, load_prompt
@@ -17,7 +16,9 @@ GOOD = {"question": "Is the speaker sincere?", "label": "irony", "n": 2}
 
 
 def reqs(prompt, n, prefix="t"):
-    return [LLMRequest(item_id=f"{prefix}{i}", prompt=prompt, variables={"text": f"{prefix} text {i}"}) for i in range(n)]
+    return [
+        LLMRequest(item_id=f"{prefix}{i}", prompt=prompt, variables={"text": f"{prefix} text {i}"}) for i in range(n)
+    ]
 
 
 def test_success_and_rows(llm_double, llm_double_resource, prompt_dir):
@@ -50,10 +51,14 @@ def test_rerun_is_fully_cached_and_prompt_edit_recalls_only_that_prompt(llm_doub
     assert all(r.cached for r in again) and [r.data for r in again] == [r.data for r in res]
     assert engine.stats()["calls"] == 0 and engine.stats()["cache_hits"] == 9
 
-    (prompt_dir / "judge.yaml").write_text((prompt_dir / "judge.yaml").read_text().replace("You review", "You strictly review"))
+    (prompt_dir / "judge.yaml").write_text(
+        (prompt_dir / "judge.yaml").read_text().replace("You review", "You strictly review")
+    )
     judge2 = load_prompt(prompt_dir / "judge.yaml")
     assert judge2.hash != judge.hash
-    batch2 = reqs(qa, 5) + [LLMRequest(item_id=f"j{i}", prompt=judge2, variables={"question": f"q{i}"}) for i in range(4)]
+    batch2 = reqs(qa, 5) + [
+        LLMRequest(item_id=f"j{i}", prompt=judge2, variables={"question": f"q{i}"}) for i in range(4)
+    ]
     third = llm_double_resource().engine().run("gen", "b", batch2)
     new = llm_double.chat_requests[9:]
     assert len(new) == 4 and all(b["response_format"]["json_schema"]["name"] == "judge" for b in new)
@@ -98,8 +103,11 @@ def test_retries_are_bounded_and_failure_is_isolated(llm_double, llm_double_reso
 
 def test_connection_error_is_retried_then_reported(llm_double_resource, prompt_dir, tmp_path):
     qa = load_prompt(prompt_dir / "qa.yaml")
-    res = llm_double_resource(base_url="http://127.0.0.1:9/v1", backoff_base_s=0.01, max_retries=1).engine().run(
-        "gen", "b", reqs(qa, 1))
+    res = (
+        llm_double_resource(base_url="http://127.0.0.1:9/v1", backoff_base_s=0.01, max_retries=1)
+        .engine()
+        .run("gen", "b", reqs(qa, 1))
+    )
     assert not res[0].ok and res[0].error_class == "Backend:connection" and res[0].attempts == 2
 
 
@@ -115,7 +123,8 @@ def test_malformed_json_is_repaired_with_its_error_shown(llm_double, llm_double_
 
 
 def test_schema_violation_past_its_repair_budget_is_rejected_with_reason_and_not_cached(
-        llm_double, llm_double_resource, prompt_dir):
+    llm_double, llm_double_resource, prompt_dir
+):
     bad = {"question": "Why?", "label": "sarcasm", "n": 2}
     llm_double.script(*[Reply.json(bad)] * 4)  # the first reply + 3 repairs (default SchemaError budget)
     qa = load_prompt(prompt_dir / "qa.yaml")
@@ -186,13 +195,17 @@ def test_images_sent_as_resized_jpeg_data_urls(llm_double, llm_double_resource, 
     assert first.format == "JPEG" and max(first.size) == 512
     # Same image content under another path: same cache key, no new call.
     path.rename(tmp_path / "renamed.png")
-    req2 = LLMRequest(item_id="c1", prompt=vis, images=[ImageInput(path=tmp_path / "renamed.png"), ImageInput(data=buf.getvalue())])
+    req2 = LLMRequest(
+        item_id="c1", prompt=vis, images=[ImageInput(path=tmp_path / "renamed.png"), ImageInput(data=buf.getvalue())]
+    )
     [again] = llm_double_resource(image_max_side=512, image_quality=70).engine().run("cap", "b", [req2])
     assert again.cached and len(llm_double.chat_requests) == 1
 
 
 def test_per_stage_override_of_model_and_params(llm_double, llm_double_resource, prompt_dir):
-    engine = llm_double_resource(stage_overrides={"judge_stage": {"model": "big-model", "params": {"temperature": 0.0}}}).engine()
+    engine = llm_double_resource(
+        stage_overrides={"judge_stage": {"model": "big-model", "params": {"temperature": 0.0}}}
+    ).engine()
     qa = load_prompt(prompt_dir / "qa.yaml")
     engine.run("gen", "b", reqs(qa, 1))
     engine.run("judge_stage", "b", reqs(qa, 1))
@@ -217,7 +230,11 @@ def test_secrets_never_in_calls_frame_or_metadata(llm_double, llm_double_resourc
     assert llm_double.requests[0]["headers"]["authorization"] == "Bearer sk-test-double-secret"
     store = TableStore(tmp_path / "data")
     md = record_llm_calls(store, engine)
-    blob = engine.calls_frame().to_json(date_format="iso") + json.dumps({k: str(v) for k, v in md.items()}) + json.dumps(resource.describe())
+    blob = (
+        engine.calls_frame().to_json(date_format="iso")
+        + json.dumps({k: str(v) for k, v in md.items()})
+        + json.dumps(resource.describe())
+    )
     blob += store.read("llm_calls").to_json(date_format="iso")
     assert "sk-test-double-secret" not in blob
     assert md["llm_calls"] == 2 and md["llm_backend"] == "openai"

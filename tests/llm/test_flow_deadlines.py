@@ -24,8 +24,9 @@ GOOD = {"question": "Is the speaker sincere?", "label": "irony", "n": 2}
 
 
 def reqs(prompt, n, prefix="t"):
-    return [LLMRequest(item_id=f"{prefix}{i}", prompt=prompt, variables={"text": f"{prefix} text {i}"})
-            for i in range(n)]
+    return [
+        LLMRequest(item_id=f"{prefix}{i}", prompt=prompt, variables={"text": f"{prefix} text {i}"}) for i in range(n)
+    ]
 
 
 def warm(engine, prompt, double):
@@ -53,8 +54,9 @@ def test_hung_request_is_hedged_and_the_first_reply_wins(llm_double, llm_double_
     assert llm_double.hung == 1 and len(llm_double.chat_requests) == 2
 
 
-def test_without_hedging_a_stalled_request_is_cancelled_and_retried_at_once(llm_double, llm_double_resource,
-                                                                              prompt_dir):
+def test_without_hedging_a_stalled_request_is_cancelled_and_retried_at_once(
+    llm_double, llm_double_resource, prompt_dir
+):
     engine = llm_double_resource(hedge=False, hedge_after_s=0.3, timeout_s=30, backoff_base_s=5.0).engine()
     warm(engine, load_prompt(prompt_dir / "qa.yaml"), llm_double)
     llm_double.script(Reply.hang(), Reply.json(GOOD))
@@ -70,8 +72,9 @@ def test_without_hedging_a_stalled_request_is_cancelled_and_retried_at_once(llm_
 def test_first_byte_timeout_is_set_per_stage(llm_double, llm_double_resource, prompt_dir):
     qa = load_prompt(prompt_dir / "qa.yaml")
     llm_double.script(Reply.timeout(3.0), Reply.json(GOOD))
-    engine = llm_double_resource(timeout_s=20, hedge=False,
-                                 stage_overrides={"tight": {"first_byte_timeout_s": 0.4}}).engine()
+    engine = llm_double_resource(
+        timeout_s=20, hedge=False, stage_overrides={"tight": {"first_byte_timeout_s": 0.4}}
+    ).engine()
     assert engine.timeouts("tight") == {"connect": 10.0, "first_byte": 0.4, "total": 20.0}
     assert engine.timeouts("other")["first_byte"] == 20.0
     [r] = engine.run("tight", "b", reqs(qa, 1))
@@ -81,9 +84,13 @@ def test_first_byte_timeout_is_set_per_stage(llm_double, llm_double_resource, pr
 
 
 def test_deadlines_come_from_the_environment():
-    env = {"SUBTEXT_LLM_TIMEOUT_S": "7", "SUBTEXT_LLM_CONNECT_TIMEOUT_S": "2", "SUBTEXT_LLM_HEDGE": "off",
-           "SUBTEXT_LLM_FIRST_BYTE_TIMEOUT_S": "5",
-           "SUBTEXT_LLM_STAGE_OVERRIDES": json.dumps({"maia_foils": {"timeout_s": 3, "hedge_after_s": 1.5}})}
+    env = {
+        "SUBTEXT_LLM_TIMEOUT_S": "7",
+        "SUBTEXT_LLM_CONNECT_TIMEOUT_S": "2",
+        "SUBTEXT_LLM_HEDGE": "off",
+        "SUBTEXT_LLM_FIRST_BYTE_TIMEOUT_S": "5",
+        "SUBTEXT_LLM_STAGE_OVERRIDES": json.dumps({"maia_foils": {"timeout_s": 3, "hedge_after_s": 1.5}}),
+    }
     cfg = env_settings(env)
     assert cfg["timeout_s"] == 7.0 and cfg["connect_timeout_s"] == 2.0 and cfg["hedge"] is False
     s = LLMResource(backend="stub", **cfg).settings()
@@ -108,11 +115,15 @@ def test_refine_items_flow_without_waiting_for_each_other(llm_double, llm_double
         return {"verdict": "pass", "feedback": ""}
 
     llm_double.responder = respond
-    items = [LLMRequest(item_id="fast", prompt=qa, variables={"text": "fast text"}),
-             LLMRequest(item_id="slow", prompt=qa, variables={"text": "slow text"})]
+    items = [
+        LLMRequest(item_id="fast", prompt=qa, variables={"text": "fast text"}),
+        LLMRequest(item_id="slow", prompt=qa, variables={"text": "slow text"}),
+    ]
 
     def build(req, out):
-        return LLMRequest(item_id=req.item_id, prompt=judge, variables={"question": f"{req.item_id}: {out['question']}"})
+        return LLMRequest(
+            item_id=req.item_id, prompt=judge, variables={"question": f"{req.item_id}: {out['question']}"}
+        )
 
     engine = llm_double_resource(timeout_s=20).engine()
     run = refine(engine, "s", "b", items, judge=build)
@@ -141,8 +152,9 @@ def test_llm_checks_in_the_refine_loop_run_concurrently(llm_double, llm_double_r
     nli = LLMNLI(engine, load_prompt(NLI_PROMPT), "s_nli", "b")
     labels: dict[str, str] = {}
     check = nli_check(nli, labels)
-    items = [LLMRequest(item_id=f"i{k}", prompt=qa, variables={"text": f"t{k}", "caption": f"caption {k}"})
-             for k in range(4)]
+    items = [
+        LLMRequest(item_id=f"i{k}", prompt=qa, variables={"text": f"t{k}", "caption": f"caption {k}"}) for k in range(4)
+    ]
     run = refine(engine, "s", "b", items, checks=[check])
     assert [o.status for o in run.outcomes] == ["accepted"] * 4 and set(labels.values()) == {"neutral"}
     assert len(nli_arrivals) == 4
@@ -218,8 +230,9 @@ def test_cache_key_includes_the_endpoint(prompt_dir, tmp_path):
         [x] = ra.engine().run("s", "p", reqs(qa, 1))
         [y] = rb.engine().run("s", "p", reqs(qa, 1))
         [z] = ra.engine().run("s", "p", reqs(qa, 1))
-        named = LLMResource(backend="openai", base_url=b.base_url, api_key="k", model="m", cache_path=cache,
-                            provider="team-vllm")
+        named = LLMResource(
+            backend="openai", base_url=b.base_url, api_key="k", model="m", cache_path=cache, provider="team-vllm"
+        )
         [w] = named.engine().run("s", "p", reqs(qa, 1))
     assert x.data["label"] == "irony" and y.data["label"] == "metaphor" and not y.cached
     assert z.cached and z.data["label"] == "irony"

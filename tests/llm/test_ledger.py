@@ -53,9 +53,23 @@ WORKER = textwrap.dedent("""
 
 def _worker(double, tmp_path, prompt_dir, n) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", WORKER, double.base_url, str(tmp_path / "cache.sqlite"),
-                             str(tmp_path / "ledger.sqlite"), str(prompt_dir / "qa.yaml"), str(n)],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            WORKER,
+            double.base_url,
+            str(tmp_path / "cache.sqlite"),
+            str(tmp_path / "ledger.sqlite"),
+            str(prompt_dir / "qa.yaml"),
+            str(n),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_ledger_equals_the_servers_count_after_a_kill_and_a_rerun(llm_double, tmp_path, prompt_dir):
@@ -96,14 +110,17 @@ def test_ledger_equals_the_servers_count_after_a_kill_and_a_rerun(llm_double, tm
     assert int(by_stage["requests"][0]) == 30 and int(by_stage["cache_hits"][0]) == 12
 
 
-def test_every_attempt_is_one_row_and_failed_attempts_cost_nothing(llm_double, llm_double_resource, prompt_dir,
-                                                                   tmp_path):
+def test_every_attempt_is_one_row_and_failed_attempts_cost_nothing(
+    llm_double, llm_double_resource, prompt_dir, tmp_path
+):
     qa = load_prompt(prompt_dir / "qa.yaml")
     llm_double.script(Reply.error(500), Reply.text("{broken"), match="t text 0")
-    engine = llm_double_resource(backoff_base_s=0.01, model="gpt-4o-mini", ledger_path=str(tmp_path / "l.sqlite"),
-                                 prices=DEFAULT_PRICES).engine()
-    res = engine.run("gen", "b", [LLMRequest(item_id=f"t{k}", prompt=qa, variables={"text": f"t text {k}"})
-                                  for k in range(3)])
+    engine = llm_double_resource(
+        backoff_base_s=0.01, model="gpt-4o-mini", ledger_path=str(tmp_path / "l.sqlite"), prices=DEFAULT_PRICES
+    ).engine()
+    res = engine.run(
+        "gen", "b", [LLMRequest(item_id=f"t{k}", prompt=qa, variables={"text": f"t text {k}"}) for k in range(3)]
+    )
     assert all(r.ok for r in res)
     ledger = read_ledger(tmp_path / "l.sqlite")
     assert len(ledger) == len(llm_double.chat_requests) == 5
@@ -132,8 +149,13 @@ def test_ledger_is_append_only(tmp_path):
 
 def test_stub_calls_cost_nothing(prompt_dir, tmp_path):
     qa = load_prompt(prompt_dir / "qa.yaml")
-    engine = LLMEngine(StubBackend(), LLMCache(None), EngineSettings(model="gpt-4o-mini"), DEFAULT_PRICES,
-                       ledger=SpendLedger(tmp_path / "l.sqlite"))
+    engine = LLMEngine(
+        StubBackend(),
+        LLMCache(None),
+        EngineSettings(model="gpt-4o-mini"),
+        DEFAULT_PRICES,
+        ledger=SpendLedger(tmp_path / "l.sqlite"),
+    )
     res = engine.run("s", "b", [LLMRequest(item_id="a", prompt=qa, variables={"text": "x"})])
     assert res[0].ok and res[0].tokens_in > 0 and res[0].cost_usd == 0.0
     assert engine.stats()["cost_usd"] == 0.0
@@ -142,15 +164,27 @@ def test_stub_calls_cost_nothing(prompt_dir, tmp_path):
 
 
 def test_a_refusal_is_a_billed_reply(llm_double, llm_double_resource, prompt_dir, tmp_path):
-    body = {"id": "chatcmpl-r", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."}}],
-            "usage": {"prompt_tokens": 40, "completion_tokens": 7, "total_tokens": 47}}
+    body = {
+        "id": "chatcmpl-r",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "gpt-4o-mini",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+            }
+        ],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 7, "total_tokens": 47},
+    }
     llm_double.script(Reply(raw_body=json.dumps(body)))
-    engine = llm_double_resource(model="gpt-4o-mini", prices=DEFAULT_PRICES,
-                                 ledger_path=str(tmp_path / "l.sqlite")).engine()
-    [r] = engine.run("s", "b", [LLMRequest(item_id="a", prompt=load_prompt(prompt_dir / "qa.yaml"),
-                                           variables={"text": "x"})])
+    engine = llm_double_resource(
+        model="gpt-4o-mini", prices=DEFAULT_PRICES, ledger_path=str(tmp_path / "l.sqlite")
+    ).engine()
+    [r] = engine.run(
+        "s", "b", [LLMRequest(item_id="a", prompt=load_prompt(prompt_dir / "qa.yaml"), variables={"text": "x"})]
+    )
     assert not r.ok and r.error_class == "Backend:empty" and "refusal" in r.error
     [row] = read_ledger(tmp_path / "l.sqlite").to_dict("records")
     cost = (40 * PRICE["input"] + 7 * PRICE["output"]) / 1e6

@@ -3,23 +3,49 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-from pathlib import Path
 
 import jsonschema
 import pandas as pd
 import pytest
 
-from forge.llm import LLMCache, LLMEngine, LLMRequest, EngineSettings, StubBackend, load_prompt, prompt_files_hash
+from forge.llm import EngineSettings, LLMCache, LLMEngine, LLMRequest, StubBackend, load_prompt, prompt_files_hash
 from forge.llm.prompts import PromptError
 from forge.llm.stub import placeholder
 
 SCHEMAS = [
-    {"type": "object", "required": ["a", "b", "c"], "additionalProperties": False, "properties": {
-        "a": {"enum": ["x", "y"]}, "b": {"type": "array", "minItems": 3, "maxItems": 4, "items": {"type": "integer", "minimum": 5, "maximum": 6}},
-        "c": {"type": "string", "minLength": 40}, "d": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 1}}},
-    {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/qa"}, "minItems": 2}},
-     "$defs": {"qa": {"type": "object", "required": ["q", "ok"], "properties": {"q": {"type": "string", "maxLength": 5}, "ok": {"type": "boolean"}}}}},
-    {"type": "object", "required": ["v"], "properties": {"v": {"anyOf": [{"type": "null"}, {"const": 3}]}, "w": {"type": "string", "format": "date"}}},
+    {
+        "type": "object",
+        "required": ["a", "b", "c"],
+        "additionalProperties": False,
+        "properties": {
+            "a": {"enum": ["x", "y"]},
+            "b": {
+                "type": "array",
+                "minItems": 3,
+                "maxItems": 4,
+                "items": {"type": "integer", "minimum": 5, "maximum": 6},
+            },
+            "c": {"type": "string", "minLength": 40},
+            "d": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 1},
+        },
+    },
+    {
+        "type": "object",
+        "required": ["items"],
+        "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/qa"}, "minItems": 2}},
+        "$defs": {
+            "qa": {
+                "type": "object",
+                "required": ["q", "ok"],
+                "properties": {"q": {"type": "string", "maxLength": 5}, "ok": {"type": "boolean"}},
+            }
+        },
+    },
+    {
+        "type": "object",
+        "required": ["v"],
+        "properties": {"v": {"anyOf": [{"type": "null"}, {"const": 3}]}, "w": {"type": "string", "format": "date"}},
+    },
 ]
 
 
@@ -44,7 +70,10 @@ def test_auto_backend_resolution(monkeypatch, tmp_path):
     from resources.llm import LLMResource
 
     assert LLMResource(cache_path=str(tmp_path / "c.sqlite")).engine().backend_name == "stub"
-    assert LLMResource(base_url="http://127.0.0.1:1/v1", cache_path=str(tmp_path / "c.sqlite")).engine().backend_name == "openai"
+    assert (
+        LLMResource(base_url="http://127.0.0.1:1/v1", cache_path=str(tmp_path / "c.sqlite")).engine().backend_name
+        == "openai"
+    )
     assert LLMResource(backend="stub", api_key="k").resolved_backend() == "stub"
 
 
@@ -106,6 +135,8 @@ def test_engine_logs_request_progress(prompt_dir, caplog, monkeypatch):
     qa = load_prompt(prompt_dir / "qa.yaml")
     engine = LLMEngine(StubBackend(), LLMCache(None), EngineSettings(model="m"))
     with caplog.at_level(logging.INFO, logger="subtext_forge.llm"):
-        engine.run("stage_x", "b1", [LLMRequest(item_id=str(i), prompt=qa, variables={"text": str(i)}) for i in range(3)])
+        engine.run(
+            "stage_x", "b1", [LLMRequest(item_id=str(i), prompt=qa, variables={"text": str(i)}) for i in range(3)]
+        )
     lines = [r.getMessage() for r in caplog.records if r.name == "subtext_forge.llm"]
     assert lines and lines[-1].startswith("stage_x b1: 3/3 LLM requests")

@@ -36,12 +36,22 @@ from typing import Any
 
 from tests.llm_double.server import Reply, message_text
 
-WORDS = ("river lantern market window garden bicycle kettle ladder orchard harbor shadow signal "
-         "blanket compass teacup violin meadow chimney whistle pocket ribbon balcony statue puzzle "
-         "candle tunnel feather mirror pillow").split()
+WORDS = (
+    "river lantern market window garden bicycle kettle ladder orchard harbor shadow signal "
+    "blanket compass teacup violin meadow chimney whistle pocket ribbon balcony statue puzzle "
+    "candle tunnel feather mirror pillow"
+).split()
 VERBS = ("carry open watch repair follow paint share hide borrow lift polish wrap count greet").split()
-MOODS = ("calm, focused on the task", "cheerful and relaxed", "tense but determined", "bored, glancing away",
-         "proud of the result", "slightly annoyed", "curious about the noise", "tired after a long day")
+MOODS = (
+    "calm, focused on the task",
+    "cheerful and relaxed",
+    "tense but determined",
+    "bored, glancing away",
+    "proud of the result",
+    "slightly annoyed",
+    "curious about the noise",
+    "tired after a long day",
+)
 
 
 def _rng(*parts: Any) -> random.Random:
@@ -57,7 +67,7 @@ def _schema(body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
 def _field(text: str, prefix: str) -> str:
     for line in reversed(text.splitlines()):
         if line.strip().startswith(prefix):
-            return line.strip()[len(prefix):].strip()
+            return line.strip()[len(prefix) :].strip()
     return ""
 
 
@@ -79,7 +89,9 @@ def _first_user(body: dict[str, Any]) -> str:
     """The prompt's own (last example-free) user turn: refine appends feedback turns after it."""
     users = [m for m in body.get("messages", []) if m.get("role") == "user"]
     turns = [message_text({"messages": [m]}) for m in users]
-    return next((t for t in reversed(turns) if "Feedback" not in t and "A reviewer" not in t), turns[-1] if turns else "")
+    return next(
+        (t for t in reversed(turns) if "Feedback" not in t and "A reviewer" not in t), turns[-1] if turns else ""
+    )
 
 
 def _sentence(rng: random.Random, n: int = 8) -> str:
@@ -128,17 +140,30 @@ class Plausible:
     # -- II-Bench ----------------------------------------------------------------------
     def _iibench_implication(self, text, body, rng, flaw):
         keep = not flaw
-        return {"has_implication": keep, "implication": f"Time spent on {rng.choice(WORDS)}s is quietly wasted."
-                if keep else "", "reason": "the scene turns an everyday object into a comment on modern life"
-                if keep else "a plain photograph with nothing implied beyond what it shows"}
+        return {
+            "has_implication": keep,
+            "implication": f"Time spent on {rng.choice(WORDS)}s is quietly wasted." if keep else "",
+            "reason": "the scene turns an everyday object into a comment on modern life"
+            if keep
+            else "a plain photograph with nothing implied beyond what it shows",
+        }
 
     def _iibench_labels(self, text, body, rng, flaw):
-        expl = ("The image uses a " + rng.choice(WORDS) + " to stand for how people " + rng.choice(VERBS)
-                + " their days away; the contrast between the calm scene and the hidden cost makes the point.")
-        return {"image_type": rng.choice(["meme", "poster", "illustration", "single-panel comic"]),
-                "domain": rng.choice(["life", "society", "psychology"]), "emotion": rng.choice(["negative", "neutral"]),
-                "rhetoric": ["metaphor"] if flaw else ["metaphor", "contrast"], "difficulty": "middle",
-                "explanation": expl}
+        expl = (
+            "The image uses a "
+            + rng.choice(WORDS)
+            + " to stand for how people "
+            + rng.choice(VERBS)
+            + " their days away; the contrast between the calm scene and the hidden cost makes the point."
+        )
+        return {
+            "image_type": rng.choice(["meme", "poster", "illustration", "single-panel comic"]),
+            "domain": rng.choice(["life", "society", "psychology"]),
+            "emotion": rng.choice(["negative", "neutral"]),
+            "rhetoric": ["metaphor"] if flaw else ["metaphor", "contrast"],
+            "difficulty": "middle",
+            "explanation": expl,
+        }
 
     def _iibench_questions(self, text, body, rng, flaw):
         m = re.search(r"Write (\d+) question", text)
@@ -147,38 +172,58 @@ class Plausible:
         for k in range(max(1, min(3, n))):
             w = rng.sample(WORDS, 8)
             correct = f"Modern routines let the {w[0]} quietly consume what matters most."
-            distractors = [f"The {w[1]} is simply decoration for the room.", f"Everyone should buy a new {w[2]}.",
-                           f"The artist dislikes the colour of the {w[3]}.", f"A {w[4]} is more useful than a {w[5]}.",
-                           f"The picture celebrates the craft of making {w[6]}s."]
-            if flaw and k == 0:      # duplicated options: a distractor restating the answer
+            distractors = [
+                f"The {w[1]} is simply decoration for the room.",
+                f"Everyone should buy a new {w[2]}.",
+                f"The artist dislikes the colour of the {w[3]}.",
+                f"A {w[4]} is more useful than a {w[5]}.",
+                f"The picture celebrates the craft of making {w[6]}s.",
+            ]
+            if flaw and k == 0:  # duplicated options: a distractor restating the answer
                 distractors[0] = correct.lower().rstrip(".") + "!"
-            qs.append({"question": f"What does the {w[7]} in the image imply (v{rng.randint(1, 999)})?",
-                       "correct_answer": correct, "distractors": distractors, "nuance": "theme"})
+            qs.append(
+                {
+                    "question": f"What does the {w[7]} in the image imply (v{rng.randint(1, 999)})?",
+                    "correct_answer": correct,
+                    "distractors": distractors,
+                    "nuance": "theme",
+                }
+            )
         return {"questions": qs}
 
     def _iibench_distractor_judge(self, text, body, rng, flaw):
         n = len(re.findall(r"^\s*(?:Question\s*)?\d+[\.\):]", text, re.M)) or 1
         out = []
         for i in range(1, min(3, n) + 1):
-            ds = [{"distractor": d, "plausible": True, "also_correct": flaw and i == 1 and d == 3,
-                   "reason": "a reading the image does not support"} for d in range(1, 6)]
-            out.append({"index": i, "answer_supported": True, "answer_reason": "matches the implication",
-                        "distractors": ds})
+            ds = [
+                {
+                    "distractor": d,
+                    "plausible": True,
+                    "also_correct": flaw and i == 1 and d == 3,
+                    "reason": "a reading the image does not support",
+                }
+                for d in range(1, 6)
+            ]
+            out.append(
+                {"index": i, "answer_supported": True, "answer_reason": "matches the implication", "distractors": ds}
+            )
         return {"questions": out}
 
     # -- MAIA --------------------------------------------------------------------------
     def _maia_questions(self, text, body, rng, flaw):
         a, b = rng.sample(WORDS, 2)
-        if flaw:   # a yes/no question: the recipe rejects it
+        if flaw:  # a yes/no question: the recipe rejects it
             return {"question_a": f"Is the person holding the {a}?", "question_b": f"Where is the {b} placed?"}
-        return {"question_a": f"Where is the {a} relative to the person during the video?",
-                "question_b": f"What happens to the {b} after the person moves?"}
+        return {
+            "question_a": f"Where is the {a} relative to the person during the video?",
+            "question_b": f"What happens to the {b} after the person moves?",
+        }
 
     def _maia_answers(self, text, body, rng, flaw):
         words = rng.sample(WORDS, 8)
         answers = [f"Next to the {w}, {rng.choice(MOODS)}." for w in words]
         if flaw:
-            answers[3] = answers[2]          # an equal pair: rephrased by the recipe
+            answers[3] = answers[2]  # an equal pair: rephrased by the recipe
         return {"answers": answers}
 
     def _maia_consistency(self, text, body, rng, flaw):
@@ -194,13 +239,13 @@ class Plausible:
     _maia_rephrase_overlap = _maia_rephrase_equal
 
     def _maia_statement(self, text, body, rng, flaw):
-        q, a = _field(text, "Q:"), _field(text, "A:")
+        a = _field(text, "A:")
         return {"statement": f"In the video, {a[0].lower() + a[1:] if a else 'the person waits'}".rstrip(".") + "."}
 
     def _maia_foil(self, text, body, rng, flaw):
         cap = _field(_first_user(body), "C:")
         words = cap.rstrip(".").split() or ["something", "happens"]
-        if flaw:       # an entailed "foil": the caption itself, lightly reworded
+        if flaw:  # an entailed "foil": the caption itself, lightly reworded
             return {"foil": cap.replace("In the video, ", "In this video, ") or cap}
         i = rng.randrange(len(words))
         words[i] = rng.choice([w for w in WORDS if w != words[i]])
@@ -222,35 +267,58 @@ class Plausible:
         persons = _list_field(text, "Person labels in the image:") or ["you"]
         obj, who, verb = rng.choice(objects), rng.choice(persons), rng.choice(VERBS)
         if flaw:
-            obj = "unicorn"        # not in the frame's tags: the code check rejects it
-        return {"direct_expression": f"{who.capitalize()}, please {verb} the {obj}.", "subject": who,
-                "action": verb, "object": obj, "intention": f"The speaker wants {who} to {verb} the {obj}."}
+            obj = "unicorn"  # not in the frame's tags: the code check rejects it
+        return {
+            "direct_expression": f"{who.capitalize()}, please {verb} the {obj}.",
+            "subject": who,
+            "action": verb,
+            "object": obj,
+            "intention": f"The speaker wants {who} to {verb} the {obj}.",
+        }
 
     def _vague_rate_direct(self, text, body, rng, flaw):
-        return {"relevance": 2 if flaw else rng.choice([4, 5]), "solvability": rng.choice([4, 5]),
-                "rationale": "clear and grounded in the image" if not flaw else "barely related to the scene"}
+        return {
+            "relevance": 2 if flaw else rng.choice([4, 5]),
+            "solvability": rng.choice([4, 5]),
+            "rationale": "clear and grounded in the image" if not flaw else "barely related to the scene",
+        }
 
     def _vague_indirect(self, text, body, rng, flaw):
         direct = _field(text, "Direct expression:").strip('"') or "Please pass me that."
         obj = re.search(r"object=([^)]*)\)", text)
         obj = obj.group(1) if obj else "it"
+
         def cand(expr, sup):
             return {"expression": expr, "superficial_interpretation": sup}
-        if flaw:   # too literal: every candidate restates the direct expression
-            return {"sarcasm": cand(direct, "a plain request"), "humour": cand(direct, "a plain request"),
-                    "meme_idiom": cand(direct, "a plain request")}
-        return {"sarcasm": cand("Oh sure, I just love standing here doing nothing.", "the speaker enjoys waiting"),
-                "humour": cand("I think the room is starting to miss some teamwork.", "the room has feelings"),
-                "meme_idiom": cand("Many hands make light work, they say.", "a remark about hands")}
+
+        if flaw:  # too literal: every candidate restates the direct expression
+            return {
+                "sarcasm": cand(direct, "a plain request"),
+                "humour": cand(direct, "a plain request"),
+                "meme_idiom": cand(direct, "a plain request"),
+            }
+        return {
+            "sarcasm": cand("Oh sure, I just love standing here doing nothing.", "the speaker enjoys waiting"),
+            "humour": cand("I think the room is starting to miss some teamwork.", "the room has feelings"),
+            "meme_idiom": cand("Many hands make light work, they say.", "a remark about hands"),
+        }
 
     def _vague_select_indirect(self, text, body, rng, flaw):
-        return {"selected": rng.randint(0, 2), "consistency": 4, "ambiguity": 4, "naturalness": 4,
-                "rating": 2 if flaw else rng.choice([4, 5]), "rationale": "natural and indirect"}
+        return {
+            "selected": rng.randint(0, 2),
+            "consistency": 4,
+            "ambiguity": 4,
+            "naturalness": 4,
+            "rating": 2 if flaw else rng.choice([4, 5]),
+            "rationale": "natural and indirect",
+        }
 
     def _vague_fake_scene(self, text, body, rng, flaw):
         w = rng.choice(WORDS)
-        return {"fake_caption": f"Two friends are arguing about a {w} at a bus stop.",
-                "fake_scene_interpretation": f"The speaker wants the friend to stop talking about the {w}."}
+        return {
+            "fake_caption": f"Two friends are arguing about a {w} at a bus stop.",
+            "fake_scene_interpretation": f"The speaker wants the friend to stop talking about the {w}.",
+        }
 
     def _vague_nonexistent(self, text, body, rng, flaw):
         present = [o.lower() for o in _list_field(text, "Objects present in the image")]
@@ -265,9 +333,17 @@ class Plausible:
         cap = _field(_first_user(body), "Caption:")
         words = re.findall(r"[A-Za-z]+", cap)
         verdict = rng.choice(["Yes", "Yes", "WIDLII", "No"])
-        base = {"incongruities": ["the picture takes the caption literally"], "resolution": "the caption is figurative",
-                "verdict": verdict, "metaphors": [], "regions": [], "caption_highlighted": "", "explanation": "",
-                "devices": [], "discard_reason": ""}
+        base = {
+            "incongruities": ["the picture takes the caption literally"],
+            "resolution": "the caption is figurative",
+            "verdict": verdict,
+            "metaphors": [],
+            "regions": [],
+            "caption_highlighted": "",
+            "explanation": "",
+            "devices": [],
+            "discard_reason": "",
+        }
         if verdict == "No" or not words:
             return base
         target = words[-1]
@@ -283,32 +359,51 @@ class Plausible:
             "metaphors": [metaphor or f"{words[0].upper()} IS {target.upper()}"],
             "regions": [{"label": target.lower()[:20], "box": box}],
             "caption_highlighted": highlighted or cap[::-1].replace(target[::-1], f">i/<{target[::-1]}>i<", 1)[::-1],
-            "explanation": f"Seeing a real {target.lower()} makes the figurative caption absurdly literal."}
+            "explanation": f"Seeing a real {target.lower()} makes the figurative caption absurdly literal.",
+        }
 
     # -- ViMU --------------------------------------------------------------------------
     def _vimu_annotate(self, text, body, rng, flaw):
-        return {"literal_content": "A person talks to the camera in an office.",
-                "intended_meaning": "The speaker mocks how meetings waste everyone's time.",
-                "rhetoric_mechanisms": rng.sample(["Irony", "Exaggeration", "Contrast", "Deadpan"], 2),
-                "social_value_signals": ["Fatalism or Cynicism"],
-                "evidence": [{"source": "Visual frames", "cue": "the speaker rolls their eyes"},
-                             {"source": "On-screen text", "cue": "a caption reads MONDAY"}],
-                "target_subjects": [{"target": "office meetings", "kind": "institution_or_organization"}],
-                "requires_external_context": flaw, "ambiguous": False}
+        return {
+            "literal_content": "A person talks to the camera in an office.",
+            "intended_meaning": "The speaker mocks how meetings waste everyone's time.",
+            "rhetoric_mechanisms": rng.sample(["Irony", "Exaggeration", "Contrast", "Deadpan"], 2),
+            "social_value_signals": ["Fatalism or Cynicism"],
+            "evidence": [
+                {"source": "Visual frames", "cue": "the speaker rolls their eyes"},
+                {"source": "On-screen text", "cue": "a caption reads MONDAY"},
+            ],
+            "target_subjects": [{"target": "office meetings", "kind": "institution_or_organization"}],
+            "requires_external_context": flaw,
+            "ambiguous": False,
+        }
 
     def _vimu_generate_qa(self, text, body, rng, flaw):
-        q = ("What is the sarcastic message of the video?" if flaw    # a hint word: the code check catches it
-             else f"What does the speaker really think about the {rng.choice(['meeting', 'schedule', 'office'])}?")
-        return {"question": q, "answer": "That meetings waste time and nobody dares to say so.",
-                "reference_points": ["meetings waste time", "the speaker's eye-roll contradicts the words"]}
+        q = (
+            "What is the sarcastic message of the video?"
+            if flaw  # a hint word: the code check catches it
+            else f"What does the speaker really think about the {rng.choice(['meeting', 'schedule', 'office'])}?"
+        )
+        return {
+            "question": q,
+            "answer": "That meetings waste time and nobody dares to say so.",
+            "reference_points": ["meetings waste time", "the speaker's eye-roll contradicts the words"],
+        }
 
     _vimu_refine_qa = _vimu_generate_qa
 
     def _vimu_validate_qa(self, text, body, rng, flaw):
         verdict = rng.choice(["major", "reject"]) if flaw else rng.choice(["pass", "pass", "minor"])
-        return {"verdict": verdict, "hint_free": True, "requires_inference": True, "aligned": True,
-                "answerable": verdict != "reject", "feedback": "fine" if verdict in ("pass", "minor") else
-                "the question can be answered from the transcript alone; ask about the intent"}
+        return {
+            "verdict": verdict,
+            "hint_free": True,
+            "requires_inference": True,
+            "aligned": True,
+            "answerable": verdict != "reject",
+            "feedback": "fine"
+            if verdict in ("pass", "minor")
+            else "the question can be answered from the transcript alone; ask about the intent",
+        }
 
     # -- gates -------------------------------------------------------------------------
     def _blind_solver(self, text, body, rng, flaw):
@@ -316,8 +411,13 @@ class Plausible:
         return {"answer": rng.choice([x for x in letters if x]) or "A"}
 
 
-def generic(schema: dict[str, Any] | None, rng: random.Random, root: dict[str, Any] | None = None,
-            name: str = "value", depth: int = 0) -> Any:
+def generic(
+    schema: dict[str, Any] | None,
+    rng: random.Random,
+    root: dict[str, Any] | None = None,
+    name: str = "value",
+    depth: int = 0,
+) -> Any:
     """A schema-valid value made of words (no stub marker): for prompts without a handler."""
     if not schema:
         return {"text": _sentence(rng)}

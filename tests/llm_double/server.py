@@ -48,8 +48,8 @@ class Reply:
     delay: float = 0.0
     error_message: str = ""
     finish_reason: str = "stop"
-    raw_body: str | None = None          # send this body verbatim (a broken HTTP response)
-    hangs: bool = False                  # counted in ``hung``; no reply unless the client waits ``delay``
+    raw_body: str | None = None  # send this body verbatim (a broken HTTP response)
+    hangs: bool = False  # counted in ``hung``; no reply unless the client waits ``delay``
 
     @classmethod
     def json(cls, obj: Any, **kw: Any) -> Reply:
@@ -96,21 +96,40 @@ def message_text(body: dict[str, Any]) -> str:
 
 
 def image_urls(body: dict[str, Any]) -> list[str]:
-    return [p["image_url"]["url"] for m in body.get("messages", []) if isinstance(m.get("content"), list)
-            for p in m["content"] if p.get("type") == "image_url"]
+    return [
+        p["image_url"]["url"]
+        for m in body.get("messages", [])
+        if isinstance(m.get("content"), list)
+        for p in m["content"]
+        if p.get("type") == "image_url"
+    ]
 
 
 class LLMDouble:
-    def __init__(self, latency: float = 0.0, supports_json_schema: bool = True,
-                 rate_headers: dict[str, str] | None = None, batch_polls: int = 1, record_bodies: bool = True):
+    def __init__(
+        self,
+        latency: float = 0.0,
+        supports_json_schema: bool = True,
+        rate_headers: dict[str, str] | None = None,
+        batch_polls: int = 1,
+        record_bodies: bool = True,
+    ):
         self.latency = latency
         self.supports_json_schema = supports_json_schema
-        self.rate_headers = rate_headers if rate_headers is not None else {
-            "x-ratelimit-limit-requests": "100000", "x-ratelimit-remaining-requests": "99999",
-            "x-ratelimit-reset-requests": "1ms", "x-ratelimit-limit-tokens": "100000000",
-            "x-ratelimit-remaining-tokens": "99999999", "x-ratelimit-reset-tokens": "1ms"}
-        self.batch_polls = batch_polls           # GETs of a batch before it reports completed
-        self.batch_expire_lines = 0              # the next batch leaves its first N lines unanswered (expired)
+        self.rate_headers = (
+            rate_headers
+            if rate_headers is not None
+            else {
+                "x-ratelimit-limit-requests": "100000",
+                "x-ratelimit-remaining-requests": "99999",
+                "x-ratelimit-reset-requests": "1ms",
+                "x-ratelimit-limit-tokens": "100000000",
+                "x-ratelimit-remaining-tokens": "99999999",
+                "x-ratelimit-reset-tokens": "1ms",
+            }
+        )
+        self.batch_polls = batch_polls  # GETs of a batch before it reports completed
+        self.batch_expire_lines = 0  # the next batch leaves its first N lines unanswered (expired)
         self.record_bodies = record_bodies
         self.responder: Callable[[dict[str, Any]], Any] | None = None
         self.transcript = "[double] transcript"
@@ -227,11 +246,18 @@ class LLMDouble:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         with self._lock:
-            self.requests.append({"path": request.path, "body": body if self.record_bodies else {},
-                                  "headers": {k.lower(): v for k, v in request.headers.items()
-                                              if k.lower() in ("authorization", "content-type",
-                                                               "x-client-request-id")},
-                                  "t": time.time()})
+            self.requests.append(
+                {
+                    "path": request.path,
+                    "body": body if self.record_bodies else {},
+                    "headers": {
+                        k.lower(): v
+                        for k, v in request.headers.items()
+                        if k.lower() in ("authorization", "content-type", "x-client-request-id")
+                    },
+                    "t": time.time(),
+                }
+            )
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -253,8 +279,13 @@ class LLMDouble:
                 return web.Response(text=reply.raw_body, content_type="application/json")
             completion = self._completion(body, reply)
             with self._lock:
-                self.served.append((request.headers.get("x-client-request-id"), completion["usage"]["prompt_tokens"],
-                                    completion["usage"]["completion_tokens"]))
+                self.served.append(
+                    (
+                        request.headers.get("x-client-request-id"),
+                        completion["usage"]["prompt_tokens"],
+                        completion["usage"]["completion_tokens"],
+                    )
+                )
             return web.json_response(completion, headers={**self.rate_headers, **reply.headers})
         finally:
             with self._lock:
@@ -263,19 +294,25 @@ class LLMDouble:
     def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         content = reply.content or ""
         return {
-            "id": f"chatcmpl-{next(self._ids)}", "object": "chat.completion", "created": int(time.time()),
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
             "model": body.get("model", "double"),
-            "choices": [{"index": 0, "finish_reason": reply.finish_reason,
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": max(1, len(message_text(body)) // 4) + 85 * len(image_urls(body)),
-                      "completion_tokens": max(1, len(content) // 4),
-                      "total_tokens": 0},
+            "choices": [
+                {"index": 0, "finish_reason": reply.finish_reason, "message": {"role": "assistant", "content": content}}
+            ],
+            "usage": {
+                "prompt_tokens": max(1, len(message_text(body)) // 4) + 85 * len(image_urls(body)),
+                "completion_tokens": max(1, len(content) // 4),
+                "total_tokens": 0,
+            },
         }
 
     @staticmethod
     def _error(status: int, message: str, headers: dict[str, str]) -> web.Response:
-        return web.json_response({"error": {"message": message, "type": "double_error", "code": status}},
-                                 status=status, headers=headers)
+        return web.json_response(
+            {"error": {"message": message, "type": "double_error", "code": status}}, status=status, headers=headers
+        )
 
     # -- files & batches -----------------------------------------------------------------
     async def _upload(self, request: web.Request) -> web.Response:
@@ -288,8 +325,15 @@ class LLMDouble:
         return web.json_response(self._file_obj(fid, data.get("purpose", "batch")))
 
     def _file_obj(self, fid: str, purpose: str = "batch") -> dict[str, Any]:
-        return {"id": fid, "object": "file", "bytes": len(self._files[fid]), "created_at": int(time.time()),
-                "filename": f"{fid}.jsonl", "purpose": purpose, "status": "processed"}
+        return {
+            "id": fid,
+            "object": "file",
+            "bytes": len(self._files[fid]),
+            "created_at": int(time.time()),
+            "filename": f"{fid}.jsonl",
+            "purpose": purpose,
+            "status": "processed",
+        }
 
     async def _file_meta(self, request: web.Request) -> web.Response:
         fid = request.match_info["fid"]
@@ -309,11 +353,20 @@ class LLMDouble:
         if body.get("input_file_id") not in self._files:
             return self._error(400, "input file not found", {})
         bid = f"batch_{next(self._ids)}"
-        self._batches[bid] = {"id": bid, "object": "batch", "endpoint": body.get("endpoint"),
-                              "input_file_id": body["input_file_id"], "completion_window": body.get("completion_window"),
-                              "status": "validating", "created_at": int(time.time()), "output_file_id": None,
-                              "error_file_id": None, "polls": 0, "expire": self.batch_expire_lines,
-                              "request_counts": {"total": 0, "completed": 0, "failed": 0}}
+        self._batches[bid] = {
+            "id": bid,
+            "object": "batch",
+            "endpoint": body.get("endpoint"),
+            "input_file_id": body["input_file_id"],
+            "completion_window": body.get("completion_window"),
+            "status": "validating",
+            "created_at": int(time.time()),
+            "output_file_id": None,
+            "error_file_id": None,
+            "polls": 0,
+            "expire": self.batch_expire_lines,
+            "request_counts": {"total": 0, "completed": 0, "failed": 0},
+        }
         self.batch_expire_lines = 0
         return web.json_response(self._batch_obj(bid))
 
@@ -348,14 +401,30 @@ class LLMDouble:
                 continue  # left unprocessed: the client must resubmit it
             body = line["body"]
             reply = self._pick(body)
-            reply = Reply.json(reply) if isinstance(reply, dict) else Reply.text(reply) if isinstance(reply, str) else reply
+            reply = (
+                Reply.json(reply) if isinstance(reply, dict) else Reply.text(reply) if isinstance(reply, str) else reply
+            )
             if reply.status != 200:
-                err.append({"id": f"req_{next(self._ids)}", "custom_id": cid, "response": {
-                    "status_code": reply.status, "body": {"error": {"message": reply.error_message}}}, "error": None})
+                err.append(
+                    {
+                        "id": f"req_{next(self._ids)}",
+                        "custom_id": cid,
+                        "response": {"status_code": reply.status, "body": {"error": {"message": reply.error_message}}},
+                        "error": None,
+                    }
+                )
             else:
-                out.append({"id": f"req_{next(self._ids)}", "custom_id": cid, "response": {
-                    "status_code": 200, "request_id": "r", "body": self._completion(body, reply)}, "error": None})
-        self.requests += [{"path": "/v1/batches#line", "body": ln["body"]} for ln in lines if ln["custom_id"] not in skipped]
+                out.append(
+                    {
+                        "id": f"req_{next(self._ids)}",
+                        "custom_id": cid,
+                        "response": {"status_code": 200, "request_id": "r", "body": self._completion(body, reply)},
+                        "error": None,
+                    }
+                )
+        self.requests += [
+            {"path": "/v1/batches#line", "body": ln["body"]} for ln in lines if ln["custom_id"] not in skipped
+        ]
         b["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(err)}
         if out:
             fid = f"file-{next(self._ids)}"
@@ -383,7 +452,13 @@ def double_resource(double: LLMDouble, cache_path: str, **overrides: Any) -> Any
     """An ``LLMResource`` pointing at ``double`` (fast retries, for tests)."""
     from resources.llm import LLMResource
 
-    cfg: dict[str, Any] = {"backend": "openai", "base_url": double.base_url, "api_key": "sk-test-double-secret",
-                           "model": "double-model", "cache_path": str(cache_path), "timeout_s": 5.0}
+    cfg: dict[str, Any] = {
+        "backend": "openai",
+        "base_url": double.base_url,
+        "api_key": "sk-test-double-secret",
+        "model": "double-model",
+        "cache_path": str(cache_path),
+        "timeout_s": 5.0,
+    }
     cfg.update(overrides)
     return LLMResource(**cfg)

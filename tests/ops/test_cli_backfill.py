@@ -42,13 +42,31 @@ def test_backfill_three_partitions_from_the_cli(tmp_path, monkeypatch):
     home, data = tmp_path / "home", tmp_path / "data"
     home.mkdir()
     (home / "dagster.yaml").write_text((ROOT / ".dagster_home" / "dagster.yaml").read_text())
-    env = {**os.environ, "DAGSTER_HOME": str(home), "SUBTEXT_DATA_DIR": str(data), "SUBTEXT_SOURCES": str(sources),
-           "PYTHONWARNINGS": "ignore"}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "SUBTEXT_DATA_DIR": str(data),
+        "SUBTEXT_SOURCES": str(sources),
+        "PYTHONWARNINGS": "ignore",
+    }
 
     _run([str(BIN / "dagster"), "asset", "materialize", "-m", "definitions", "-d", ".", "--select", "sources"], env)
     batches = ["tiny-0000", "tiny-0001", "tiny-0002"]
-    _run([str(BIN / "dg"), "launch", "-m", "definitions", "-d", ".", "--assets", "videos,clips,frames",
-          "--partition-range", f"{batches[0]}...{batches[-1]}"], env)
+    _run(
+        [
+            str(BIN / "dg"),
+            "launch",
+            "-m",
+            "definitions",
+            "-d",
+            ".",
+            "--assets",
+            "videos,clips,frames",
+            "--partition-range",
+            f"{batches[0]}...{batches[-1]}",
+        ],
+        env,
+    )
 
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     with dg.DagsterInstance.get() as instance:

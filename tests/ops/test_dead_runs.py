@@ -33,9 +33,14 @@ class Build:
 
     def __init__(self, env: dict[str, str], **extra: str):
         self.lines: list[str] = []
-        self.proc = subprocess.Popen([sys.executable, "-m", "jobs.build", "--select", "iibench_implication"],
-                                     cwd=ROOT, env={**env, **extra}, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jobs.build", "--select", "iibench_implication"],
+            cwd=ROOT,
+            env={**env, **extra},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         self._reader = threading.Thread(target=lambda: self.lines.extend(self.proc.stdout), daemon=True)
         self._reader.start()
 
@@ -76,9 +81,15 @@ def project(tmp_path, llm_double):
     _frames(store, tmp_path)
     instance = dg.DagsterInstance.from_config(str(home))
     instance.add_dynamic_partitions("batches", [BATCH])
-    env = {**os.environ, "DAGSTER_HOME": str(home), "SUBTEXT_DATA_DIR": str(store.data_dir),
-           "OPENAI_BASE_URL": llm_double.base_url, "OPENAI_API_KEY": "sk-test-double",
-           "SUBTEXT_LLM_MODEL": "double-model", "SUBTEXT_HEARTBEAT_S": "2"}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "SUBTEXT_DATA_DIR": str(store.data_dir),
+        "OPENAI_BASE_URL": llm_double.base_url,
+        "OPENAI_API_KEY": "sk-test-double",
+        "SUBTEXT_LLM_MODEL": "double-model",
+        "SUBTEXT_HEARTBEAT_S": "2",
+    }
     yield instance, store, env
     instance.dispose()
 
@@ -94,8 +105,12 @@ def test_four_kills_during_an_llm_step_then_the_next_run_completes(project, llm_
     instance.event_log_storage.set_concurrency_slots("llm", 4)
     llm_double.responder = lambda body: Reply.timeout(300)  # every request hangs: the steps are mid-call
     builds = [Build(env) for _ in range(4)]
-    until(lambda: len(llm_info(instance).claimed_slots) == 4
-          and len(llm_double.chat_requests) >= 4, 600, "four LLM steps in flight", *builds)
+    until(
+        lambda: len(llm_info(instance).claimed_slots) == 4 and len(llm_double.chat_requests) >= 4,
+        600,
+        "four LLM steps in flight",
+        *builds,
+    )
     for build in builds:
         build.proc.send_signal(signal.SIGKILL)
         build.wait(30)
@@ -126,8 +141,12 @@ def test_four_kills_during_an_llm_step_then_the_next_run_completes(project, llm_
 
 def _live_holder(instance) -> str:
     """A STARTED run of a live process (this test) holding the only llm slot."""
-    run = DagsterRun(job_name="holder", run_id="f" * 8 + "-0000-0000-0000-" + "0" * 12,
-                     status=DagsterRunStatus.STARTED, tags=process_tags())
+    run = DagsterRun(
+        job_name="holder",
+        run_id="f" * 8 + "-0000-0000-0000-" + "0" * 12,
+        status=DagsterRunStatus.STARTED,
+        tags=process_tags(),
+    )
     instance.add_run(run)
     instance.event_log_storage.set_concurrency_slots("llm", 1)
     assert instance.event_log_storage.claim_concurrency_slot("llm", run.run_id, "holder_step").is_claimed
@@ -179,15 +198,16 @@ def test_daemon_sweep_fails_dead_and_silent_runs_only(tmp_path):
     gone.wait()
     now = time.time()
     cases = {
-        "dead": {**process_tags(), PID_TAG: str(gone.pid)},                        # this host, process gone
+        "dead": {**process_tags(), PID_TAG: str(gone.pid)},  # this host, process gone
         "silent": {HOST_TAG: "elsewhere", PID_TAG: "1", HEARTBEAT_TAG: f"{now - 1000:.0f}"},  # no heartbeat
-        "remote": {HOST_TAG: "elsewhere", PID_TAG: "1", HEARTBEAT_TAG: f"{now:.0f}"},         # beating
-        "alive": process_tags(),                                                    # this process
+        "remote": {HOST_TAG: "elsewhere", PID_TAG: "1", HEARTBEAT_TAG: f"{now:.0f}"},  # beating
+        "alive": process_tags(),  # this process
     }
     ids = {}
     for i, (name, tags) in enumerate(cases.items()):
-        run = DagsterRun(job_name=name, run_id=f"{i:08d}-0000-0000-0000-000000000000",
-                         status=DagsterRunStatus.STARTED, tags=tags)
+        run = DagsterRun(
+            job_name=name, run_id=f"{i:08d}-0000-0000-0000-000000000000", status=DagsterRunStatus.STARTED, tags=tags
+        )
         instance.add_run(run)
         instance.event_log_storage.claim_concurrency_slot("llm", run.run_id, f"{name}_step")
         ids[name] = run.run_id
@@ -201,9 +221,14 @@ def test_daemon_sweep_fails_dead_and_silent_runs_only(tmp_path):
     for _ in range(2):  # a second pass changes nothing
         sweep_dead_runs_sensor(dg.build_sensor_context(instance=instance, resources={"storage": storage}))
     status = {name: instance.get_run_by_id(i).status for name, i in ids.items()}
-    assert status == {"dead": DagsterRunStatus.FAILURE, "silent": DagsterRunStatus.FAILURE,
-                      "remote": DagsterRunStatus.STARTED, "alive": DagsterRunStatus.STARTED,
-                      "worker_dead": DagsterRunStatus.FAILURE, "worker_alive": DagsterRunStatus.STARTED}
+    assert status == {
+        "dead": DagsterRunStatus.FAILURE,
+        "silent": DagsterRunStatus.FAILURE,
+        "remote": DagsterRunStatus.STARTED,
+        "alive": DagsterRunStatus.STARTED,
+        "worker_dead": DagsterRunStatus.FAILURE,
+        "worker_alive": DagsterRunStatus.STARTED,
+    }
     assert {s.run_id for s in llm_info(instance).claimed_slots} == {ids["remote"], ids["alive"]}
     failures = storage.store.read("run_failures").sort_values("job_name")
     assert failures["job_name"].tolist() == ["dead", "silent", "worker_dead"]

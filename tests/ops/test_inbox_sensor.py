@@ -32,18 +32,20 @@ def inbox(tmp_path):
     (box / "holiday photos").mkdir(parents=True)
     for i, colour in enumerate(("red", "blue")):
         Image.new("RGB", (64, 48), colour).save(box / "holiday photos" / f"p{i}.png")
-    (box / "links.txt").write_text("# two dead links: listing them is a reject, not a failure\n"
-                                   "http://127.0.0.1:9/a.mp4\nhttp://127.0.0.1:9/b.mp4\n")
+    (box / "links.txt").write_text(
+        "# two dead links: listing them is a reject, not a failure\n"
+        "http://127.0.0.1:9/a.mp4\nhttp://127.0.0.1:9/b.mp4\n"
+    )
     (box / "more.yaml").write_text(
-        f"sources:\n  - {{name: dropped, type: folder, path: '{box / 'holiday photos'}', media: image}}\n")
+        f"sources:\n  - {{name: dropped, type: folder, path: '{box / 'holiday photos'}', media: image}}\n"
+    )
     (box / "notes.md").write_text("ignored: not a supported entry")
     (box / ".partial.txt").write_text("ignored: hidden")
     return box
 
 
 def _tick(defs, instance, storage, cursor=None):
-    ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"storage": storage},
-                                  definitions=defs)
+    ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"storage": storage}, definitions=defs)
     return inbox_sensor(ctx)
 
 
@@ -64,7 +66,10 @@ def test_inbox_registers_once_then_builds_new_batches(defs, inbox, tmp_path):
     # Tick 1: one `sources` run per new entry, keyed by file + mtime.
     first = _tick(defs, instance, storage)
     assert sorted(r.run_key.rsplit(":", 1)[0] for r in first.run_requests) == [
-        "inbox:holiday photos", "inbox:links.txt", "inbox:more.yaml"]
+        "inbox:holiday photos",
+        "inbox:links.txt",
+        "inbox:more.yaml",
+    ]
     assert all(r.asset_selection == [dg.AssetKey("sources")] for r in first.run_requests)
     cursor = json.loads(first.cursor)
     assert set(cursor["files"]) == {"holiday photos", "links.txt", "more.yaml"}
@@ -74,9 +79,9 @@ def test_inbox_registers_once_then_builds_new_batches(defs, inbox, tmp_path):
     main.write_text("sources: []\n")
     instance.add_dynamic_partitions(batches.name, ["configured-0000"])  # a batch not from the inbox
     result = dg.materialize(
-        [sources], instance=instance,
-        resources={"storage": storage, "ingest": IngestResource(sources_path=str(main), retries=0,
-                                                                socket_timeout_s=2)},
+        [sources],
+        instance=instance,
+        resources={"storage": storage, "ingest": IngestResource(sources_path=str(main), retries=0, socket_timeout_s=2)},
     )
     assert result.success
     registered = set(instance.get_dynamic_partitions(batches.name))

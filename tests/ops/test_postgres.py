@@ -30,8 +30,11 @@ CODE = ["-f", str(ROOT / "tests" / "ops" / "pg_job.py")]
 pytestmark = [pytest.mark.slow, pytest.mark.cli]
 
 if not glob.glob("/usr/lib/postgresql/*/bin/initdb"):
-    pytest.skip("PostgreSQL server binaries are not installed (`make test` installs them as root with "
-                "scripts/ensure_postgres.sh; or apt-get install postgresql)", allow_module_level=True)
+    pytest.skip(
+        "PostgreSQL server binaries are not installed (`make test` installs them as root with "
+        "scripts/ensure_postgres.sh; or apt-get install postgresql)",
+        allow_module_level=True,
+    )
 
 
 def _free_port() -> int:
@@ -44,8 +47,9 @@ def _free_port() -> int:
 def pg_url():
     folder = Path(tempfile.mkdtemp(prefix="subtext_pg_"))  # under /tmp: the postgres user must reach it
     os.chmod(folder, 0o755)
-    url = subprocess.run(["bash", str(SCRIPT), "start", str(folder), str(_free_port())], check=True,
-                         capture_output=True, text=True).stdout.strip()
+    url = subprocess.run(
+        ["bash", str(SCRIPT), "start", str(folder), str(_free_port())], check=True, capture_output=True, text=True
+    ).stdout.strip()
     try:
         yield url
     finally:
@@ -64,8 +68,15 @@ def _until(cond, timeout: float, what: str, daemon: subprocess.Popen) -> None:
 
 
 def _cli(args: list[str], env: dict[str, str]) -> None:
-    proc = subprocess.run([str(BIN / "dagster"), *args, *CODE], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+    proc = subprocess.run(
+        [str(BIN / "dagster"), *args, *CODE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
@@ -80,30 +91,57 @@ def test_partitioned_backfill_and_concurrent_runs_on_postgres(pg_url, tmp_path, 
     marks.mkdir()
     subprocess.run(["bash", str(SCRIPT), "render", str(home)], check=True)
     monkeypatch.setenv("DAGSTER_PG_URL", pg_url)
-    env = {**os.environ, "DAGSTER_HOME": str(home), "DAGSTER_PG_URL": pg_url, "PG_TEST_DIR": str(marks),
-           "PYTHONWARNINGS": "ignore"}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "DAGSTER_PG_URL": pg_url,
+        "PG_TEST_DIR": str(marks),
+        "PYTHONWARNINGS": "ignore",
+    }
     instance = dg.DagsterInstance.from_config(str(home))
     assert isinstance(instance.run_storage, PostgresRunStorage)
     assert isinstance(instance.event_log_storage, PostgresEventLogStorage)
     assert isinstance(instance.schedule_storage, PostgresScheduleStorage)
     instance.event_log_storage.set_concurrency_slots("llm", 4)  # pools live in the same database
 
-    daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", *CODE], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    daemon = subprocess.Popen(
+        [str(BIN / "dagster-daemon"), "run", *CODE],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _cli(["job", "backfill", "-j", "letters_job", "--partitions", "a,b,c", "--noprompt"], env)
         [backfill] = instance.get_backfills()
-        letters = lambda: instance.get_runs(filters=dg.RunsFilter(job_name="letters_job"))
+
+        def letters():
+            return instance.get_runs(filters=dg.RunsFilter(job_name="letters_job"))
+
         _until(lambda: len(letters()) == 3 and all(r.is_finished for r in letters()), 500, "the backfill", daemon)
-        assert instance.get_backfill(backfill.backfill_id).status in (BulkActionStatus.COMPLETED,
-                                                                       BulkActionStatus.COMPLETED_SUCCESS)
+        assert instance.get_backfill(backfill.backfill_id).status in (
+            BulkActionStatus.COMPLETED,
+            BulkActionStatus.COMPLETED_SUCCESS,
+        )
         assert sorted(instance.get_materialized_partitions(dg.AssetKey("pg_letters"))) == ["a", "b", "c"]
         assert {r.tags["dagster/partition"] for r in letters()} == {"a", "b", "c"}
 
         for me, other in (("x", "y"), ("y", "x")):  # each run waits for the other: only concurrent runs pass
-            _cli(["job", "launch", "-j", "rendezvous_job", "--config-json",
-                  json.dumps({"ops": {"pg_rendezvous": {"config": {"me": me, "other": other}}}})], env)
-        rendezvous = lambda: instance.get_runs(filters=dg.RunsFilter(job_name="rendezvous_job"))
+            _cli(
+                [
+                    "job",
+                    "launch",
+                    "-j",
+                    "rendezvous_job",
+                    "--config-json",
+                    json.dumps({"ops": {"pg_rendezvous": {"config": {"me": me, "other": other}}}}),
+                ],
+                env,
+            )
+
+        def rendezvous():
+            return instance.get_runs(filters=dg.RunsFilter(job_name="rendezvous_job"))
+
         _until(lambda: len(rendezvous()) == 2 and all(r.is_finished for r in rendezvous()), 500, "the two runs", daemon)
         assert [r.status for r in rendezvous()] == [DagsterRunStatus.SUCCESS] * 2
     finally:

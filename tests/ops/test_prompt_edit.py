@@ -34,8 +34,9 @@ _loads = itertools.count()
 
 def load_recipe_copy(root: Path):
     """Import the recipe module from a copy (PROMPTS and code_version follow the copy's files)."""
-    spec = importlib.util.spec_from_file_location(f"iibench_copy_{next(_loads)}",
-                                                  root / "assets" / "recipes" / "iibench" / "assets.py")
+    spec = importlib.util.spec_from_file_location(
+        f"iibench_copy_{next(_loads)}", root / "assets" / "recipes" / "iibench" / "assets.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -62,16 +63,22 @@ def _graph_and_status(module, instance):
 
 
 def _materialize(module, instance, storage, llm, names):
-    return dg.materialize([getattr(module, a) for a in CHAIN], selection=names, partition_key=BATCH,
-                          instance=instance, resources={"storage": storage, "llm": llm})
+    return dg.materialize(
+        [getattr(module, a) for a in CHAIN],
+        selection=names,
+        partition_key=BATCH,
+        instance=instance,
+        resources={"storage": storage, "llm": llm},
+    )
 
 
 def _schemas(requests) -> list[str]:
     return [(r["body"].get("response_format") or {}).get("json_schema", {}).get("name") for r in requests]
 
 
-def test_prompt_edit_marks_stale_and_reruns_only_that_prompt(recipe_copy, tmp_path, monkeypatch,
-                                                             llm_double, llm_double_resource):
+def test_prompt_edit_marks_stale_and_reruns_only_that_prompt(
+    recipe_copy, tmp_path, monkeypatch, llm_double, llm_double_resource
+):
     from assets.llm_support import outdated_prompt_check
     from forge.storage import TableStore
 
@@ -91,7 +98,8 @@ def test_prompt_edit_marks_stale_and_reruns_only_that_prompt(recipe_copy, tmp_pa
     prompt = recipe_copy / "assets" / "recipes" / "iibench" / "prompts" / "implication.yaml"
     # the recipe's own check (same factory and row filter), pointed at the copied prompt
     implication_prompt_current = outdated_prompt_check(
-        "iibench_implication", "iibench_implication", [prompt], only={"origin": "llm"})
+        "iibench_implication", "iibench_implication", [prompt], only={"origin": "llm"}
+    )
     assert implication_prompt_current(storage).passed
     judged = store.query("select count(*) n from iibench_implication where origin = 'llm'")["n"][0]
     assert judged >= 2

@@ -40,11 +40,11 @@ def _same(a: pd.DataFrame, b: pd.DataFrame, key: str) -> bool:
     return a.sort_values(key).reset_index(drop=True).equals(b.sort_values(key).reset_index(drop=True))
 
 
-def test_hashes_and_ocr_are_reused_and_a_threshold_change_reads_no_image(pipeline):  # noqa: F811
+def test_hashes_and_ocr_are_reused_and_a_threshold_change_reads_no_image(pipeline):
     store, instance, resources = pipeline
     assert _each_batch(frame_hashes, instance, resources) == (0, 11)  # 11 frames (one truncated: retried)
     hashes = store.read("frame_hashes")
-    assert _each_batch(frame_hashes, instance, resources) == (10, 1)   # the undecodable one is not cached
+    assert _each_batch(frame_hashes, instance, resources) == (10, 1)  # the undecodable one is not cached
     assert _same(store.read("frame_hashes"), hashes, "frame_id")
     assert dg.materialize([duplicates], instance=instance, resources=resources).success
 
@@ -63,18 +63,27 @@ def test_hashes_and_ocr_are_reused_and_a_threshold_change_reads_no_image(pipelin
     path = store.data_dir / store.read("frames").set_index("frame_id").at["img_hopper", "path"]
     Image.new("RGB", (200, 120), "white").save(path, format=Image.open(path).format)
     assert _each_batch(text_ratio, instance, resources) == (5, 1)
-    off = dg.materialize([text_ratio], partition_key=BATCHES[1], instance=instance, resources=resources,
-                         run_config={"ops": {"text_ratio": {"config": {"reuse": False}}}})
+    off = dg.materialize(
+        [text_ratio],
+        partition_key=BATCHES[1],
+        instance=instance,
+        resources=resources,
+        run_config={"ops": {"text_ratio": {"config": {"reuse": False}}}},
+    )
     assert off.get_asset_materialization_events()[0].materialization.metadata["reuse"].value == "off"
 
 
-def test_media_trunk_rerun_reuses_every_batch(corpus, server, tmp_path):  # noqa: F811
+def test_media_trunk_rerun_reuses_every_batch(corpus, server, tmp_path):
     (tmp_path / "sources.yaml").write_text(SOURCES_YAML)
     store = TableStore(tmp_path / "data")
     resources = {
         "storage": StorageResource(data_dir=str(store.data_dir)),
-        "ingest": IngestResource(sources_path=str(tmp_path / "sources.yaml"), socket_timeout_s=5, retries=1,
-                                 variables={"SAMPLE_CORPUS": str(corpus.root), "SAMPLE_SERVER": server.url}),
+        "ingest": IngestResource(
+            sources_path=str(tmp_path / "sources.yaml"),
+            socket_timeout_s=5,
+            retries=1,
+            variables={"SAMPLE_CORPUS": str(corpus.root), "SAMPLE_SERVER": server.url},
+        ),
     }
     instance = dg.DagsterInstance.ephemeral()
 
@@ -82,8 +91,14 @@ def test_media_trunk_rerun_reuses_every_batch(corpus, server, tmp_path):  # noqa
         assert dg.materialize([sources], instance=instance, resources=resources).success
         out = {}
         for key in instance.get_dynamic_partitions("batches"):
-            res = dg.materialize([sources, videos, clips, frames], selection=[videos, clips, frames],
-                                 partition_key=key, instance=instance, resources=resources, run_config={"ops": FAST})
+            res = dg.materialize(
+                [sources, videos, clips, frames],
+                selection=[videos, clips, frames],
+                partition_key=key,
+                instance=instance,
+                resources=resources,
+                run_config={"ops": FAST},
+            )
             assert res.success
             for ev in res.get_asset_materialization_events():
                 md = ev.materialization.metadata

@@ -35,7 +35,11 @@ def webserver(tmp_path_factory):
     env = {**os.environ, "DAGSTER_HOME": str(home), "SUBTEXT_DATA_DIR": str(tmp_path_factory.mktemp("data"))}
     proc = subprocess.Popen(
         [sys.executable, "-m", "dagster_webserver", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 180
@@ -62,9 +66,18 @@ def browser():
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = shutil.which("chromium")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--window-size=1600,1000"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1600,1000",
+    ):
         opts.add_argument(flag)
     # An explicit driver path keeps Selenium Manager from trying to download one.
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
@@ -107,8 +120,13 @@ def _dismiss_modals(driver, timeout: float = 20) -> None:
         time.sleep(0.5)
 
 
-ERROR_TEXTS = ("Unexpected GraphQL error", "Something went wrong", "could not be loaded", "Error loading",
-               "failed to load")
+ERROR_TEXTS = (
+    "Unexpected GraphQL error",
+    "Something went wrong",
+    "could not be loaded",
+    "Error loading",
+    "failed to load",
+)
 
 
 def _assert_no_errors(body: str) -> None:

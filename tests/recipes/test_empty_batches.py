@@ -28,29 +28,44 @@ from tests.recipes.vague.test_vague_assets import data as vague_store  # noqa: F
 def _chain(paper: str, monkeypatch) -> tuple[list, str, dict]:
     if paper == "hummus":
         from assets.recipes.hummus import assets as A
+
         return [A.hummus_pairs, A.hummus_annotations, A.hummus_items], "capcon-0000", {}
     if paper == "iibench":
         from assets.recipes.iibench import assets as A
+
         return [A.iibench_implication, A.iibench_labels, A.iibench_items], "imgs-0000", {}
     if paper == "maia":
         from assets.recipes.maia import assets as A
         from resources.nli import NLIResource
-        return ([A.maia_questions, A.maia_answer_pools, A.maia_statements, A.maia_foils, A.maia_items], "b1",
-                {"nli": NLIResource(backend="llm")})
+
+        return (
+            [A.maia_questions, A.maia_answer_pools, A.maia_statements, A.maia_foils, A.maia_items],
+            "b1",
+            {"nli": NLIResource(backend="llm")},
+        )
     if paper == "vague":
         from assets.recipes.vague import assets as A
         from resources.embedder import EmbedderResource
-        monkeypatch.setitem(A.CONFIG, "candidates", dict(A.CONFIG["candidates"], min_persons=0, min_tags=1,
-                                                         object_vocabulary="tags", max_per_batch=10))
-        return ([A.vague_candidates, A.vague_direct, A.vague_indirect, A.vague_options, A.vague_items], "b1",
-                {"embedder": EmbedderResource()})
+
+        monkeypatch.setitem(
+            A.CONFIG,
+            "candidates",
+            dict(A.CONFIG["candidates"], min_persons=0, min_tags=1, object_vocabulary="tags", max_per_batch=10),
+        )
+        return (
+            [A.vague_candidates, A.vague_direct, A.vague_indirect, A.vague_options, A.vague_items],
+            "b1",
+            {"embedder": EmbedderResource()},
+        )
     from assets.recipes.vimu.assets import vimu_annotations, vimu_items, vimu_questions
+
     return [vimu_annotations, vimu_questions, vimu_items], "demo-0000", {}
 
 
 def _seed(paper: str, request, tmp_path) -> TableStore:
     if paper == "vimu":
         from tests.recipes.vimu.test_assets import seed_upstream
+
         store = TableStore(tmp_path / "data")
         seed_upstream(store)
         return store
@@ -62,8 +77,9 @@ PAPERS = ["hummus", "iibench", "maia", "vague", "vimu"]
 
 @pytest.mark.parametrize("mode", ["no_input", "all_failed", "all_rejected"])
 @pytest.mark.parametrize("paper", PAPERS)
-def test_recipe_chain_survives_an_empty_batch(paper, mode, request, tmp_path, monkeypatch, llm_double,
-                                              llm_double_resource):
+def test_recipe_chain_survives_an_empty_batch(
+    paper, mode, request, tmp_path, monkeypatch, llm_double, llm_double_resource
+):
     assets, batch, extra = _chain(paper, monkeypatch)
     store = TableStore(tmp_path / "empty") if mode == "no_input" else _seed(paper, request, tmp_path)
     if mode == "all_failed":
@@ -96,7 +112,7 @@ def test_everything_rejected_fails_the_reject_rate_check(request, llm_double, ll
 
     def short_labels(body):
         name = (body.get("response_format") or {}).get("json_schema", {}).get("name")
-        if name == "iibench_implication":     # every candidate kept, so the labels stage sees 4 images
+        if name == "iibench_implication":  # every candidate kept, so the labels stage sees 4 images
             return {"has_implication": True, "implication": "time is wasted", "reason": "a visual metaphor"}
         out = responder(body)
         return dict(out, explanation="too short") if name == "iibench_labels" else out
@@ -104,10 +120,13 @@ def test_everything_rejected_fails_the_reject_rate_check(request, llm_double, ll
     llm_double.responder = short_labels
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", ["imgs-0000"])
-    res = dg.materialize([A.iibench_implication, A.iibench_labels], partition_key="imgs-0000", instance=instance,
-                         resources={"storage": StorageResource(data_dir=str(store.data_dir)),
-                                    "llm": llm_double_resource()},
-                         run_config={"ops": {"iibench_labels": {"config": {"max_rounds": 1}}}})
+    res = dg.materialize(
+        [A.iibench_implication, A.iibench_labels],
+        partition_key="imgs-0000",
+        instance=instance,
+        resources={"storage": StorageResource(data_dir=str(store.data_dir)), "llm": llm_double_resource()},
+        run_config={"ops": {"iibench_labels": {"config": {"max_rounds": 1}}}},
+    )
     checks = {(e.asset_key.path[-1], e.check_name): e for e in res.get_asset_check_evaluations()}
     labels = checks[("iibench_labels", "reject_rate")]
     assert not labels.passed and labels.severity == dg.AssetCheckSeverity.ERROR

@@ -13,17 +13,25 @@ from forge.lineage import decode, touched_by_stub
 from forge.llm.stub import StubOutputError, ensure_no_stub
 from resources.llm import LLMResource
 from resources.storage import StorageResource
-from tests.recipes.iibench.test_iibench_assets import BATCH, responder
-from tests.recipes.iibench.test_iibench_assets import store  # noqa: F401 (fixture)
+from tests.recipes.iibench.test_iibench_assets import (
+    BATCH,
+    responder,
+    store,  # noqa: F401 (fixture)
+)
 
 
 def _run(store, llm, assets):
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", [BATCH])
-    return dg.materialize(assets, partition_key=BATCH, instance=instance,
-                          resources={"storage": StorageResource(data_dir=str(store.data_dir)), "llm": llm},
-                          run_config={"ops": {"iibench_labels": {"config": {"min_explanation_chars": 10}}}}
-                          if any(a.key.path[-1] == "iibench_labels" for a in assets) else {})
+    return dg.materialize(
+        assets,
+        partition_key=BATCH,
+        instance=instance,
+        resources={"storage": StorageResource(data_dir=str(store.data_dir)), "llm": llm},
+        run_config={"ops": {"iibench_labels": {"config": {"min_explanation_chars": 10}}}}
+        if any(a.key.path[-1] == "iibench_labels" for a in assets)
+        else {},
+    )
 
 
 def test_rerunning_the_last_stage_does_not_launder_stub_content(store, tmp_path, llm_double, llm_double_resource):
@@ -44,7 +52,7 @@ def test_rerunning_the_last_stage_does_not_launder_stub_content(store, tmp_path,
         lin = decode(value)
         assert set(lin["backends"]) == {"openai", "stub"} and "double-model" in lin["models"]
     with pytest.raises(StubOutputError, match="built from"):
-        ensure_no_stub(items.assign(labels=json.dumps({})))      # even with the [stub] text stripped
+        ensure_no_stub(items.assign(labels=json.dumps({})))  # even with the [stub] text stripped
 
     # re-running every stage on the real backend clears it
     assert _run(store, real, [A.iibench_implication, A.iibench_labels, A.iibench_items]).success

@@ -9,13 +9,13 @@ import pytest
 
 from resources.storage import StorageResource
 from tests.llm_double.plausible import Plausible
-from tests.recipes.test_empty_batches import PAPERS, _chain, _seed
-from tests.recipes.test_empty_batches import hummus_store, iibench_store, maia_store, vague_store  # noqa: F401
+from tests.recipes.test_empty_batches import PAPERS, _chain, _seed, hummus_store, iibench_store, maia_store, vague_store  # noqa: F401
 
 
 @pytest.mark.parametrize("paper", PAPERS)
-def test_recipe_chain_against_the_plausible_model(paper, request, tmp_path, monkeypatch, llm_double,
-                                                  llm_double_resource):
+def test_recipe_chain_against_the_plausible_model(
+    paper, request, tmp_path, monkeypatch, llm_double, llm_double_resource
+):
     assets, batch, extra = _chain(paper, monkeypatch)
     store = _seed(paper, request, tmp_path)
     model = Plausible(seed=11, p_flaw=0.3)

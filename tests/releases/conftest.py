@@ -36,8 +36,11 @@ def maia_dir(tmp_path, _video) -> Path:
 def hummus_dir(tmp_path) -> Path:
     d = tmp_path / "releases" / "humorous-multimodal-metaphor-use"
     shutil.copytree(FIXTURES / "hummus", d)
-    for contest, size, colour in (("1", (160, 120), (200, 220, 240)), ("2", (100, 100), (40, 90, 160)),
-                                  ("3", (200, 150), (230, 200, 120))):
+    for contest, size, colour in (
+        ("1", (160, 120), (200, 220, 240)),
+        ("2", (100, 100), (40, 90, 160)),
+        ("3", (200, 150), (230, 200, 120)),
+    ):
         im = Image.new("RGB", size, colour)
         ImageDraw.Draw(im).ellipse((10, 10, size[0] // 2, size[1] // 2), fill=(int(contest) * 70 % 255, 30, 30))
         im.save(d / "images" / f"{contest}.jpeg")
@@ -48,8 +51,12 @@ def hummus_dir(tmp_path) -> Path:
 def iibench_dir(tmp_path) -> Path:
     d = tmp_path / "releases" / "II-Bench"
     shutil.copytree(FIXTURES / "iibench", d)
-    for name, colour in (("dev/dev-1.jpg", (250, 240, 200)), ("dev/dev-2.jpg", (90, 160, 90)),
-                         ("test/test-1.jpg", (30, 30, 60)), ("test/test-2.jpg", (200, 120, 60))):   # test-3: missing
+    for name, colour in (
+        ("dev/dev-1.jpg", (250, 240, 200)),
+        ("dev/dev-2.jpg", (90, 160, 90)),
+        ("test/test-1.jpg", (30, 30, 60)),
+        ("test/test-2.jpg", (200, 120, 60)),
+    ):  # test-3: missing
         (d / "images" / name).parent.mkdir(parents=True, exist_ok=True)
         Image.new("RGB", (96, 64), colour).save(d / "images" / name)
     return d
@@ -60,8 +67,14 @@ def vague_dir(tmp_path) -> Path:
     d = tmp_path / "releases" / "vague-bench"
     shutil.copytree(FIXTURES / "vague", d)
     (d / "images").mkdir()
-    for k, name in enumerate(("0001_Cooking_00.01.02.100-00.01.04.200@0", "ego_3f2a", "0002_Party_00.00.10.000-00.00.12.000@1",
-                              "0003_Office_00.00.01.000-00.00.03.000@0")):
+    for k, name in enumerate(
+        (
+            "0001_Cooking_00.01.02.100-00.01.04.200@0",
+            "ego_3f2a",
+            "0002_Party_00.00.10.000-00.00.12.000@1",
+            "0003_Office_00.00.01.000-00.00.03.000@0",
+        )
+    ):
         Image.new("RGB", (96, 64), (40 * k, 100, 200 - 40 * k)).save(d / "images" / f"{name}.jpg")
     return d
 
@@ -71,7 +84,7 @@ def vimu_dir(tmp_path, _video) -> Path:
     d = tmp_path / "releases" / "ViMU"
     shutil.copytree(FIXTURES / "vimu", d)
     (d / "videos").mkdir()
-    for v in ("clip01", "clip02"):                 # clip99: missing
+    for v in ("clip01", "clip02"):  # clip99: missing
         shutil.copy(_video, d / "videos" / f"{v}.mp4")
     return d
 
@@ -89,10 +102,28 @@ def hummus_info(hummus_dir) -> ReleaseInfo:
 @pytest.fixture
 def releases_yaml(tmp_path, maia_dir, hummus_dir, monkeypatch) -> Path:
     p = tmp_path / "releases.yaml"
-    p.write_text(yaml.safe_dump({"releases": [
-        {"paper": "maia", "name": "maia-dev-ita", "path": str(maia_dir), "version": "dev-20pct",
-         "licence": "CC BY-NC-SA 4.0", "language": "it"},
-        {"paper": "hummus", "name": "hummus-v1", "path": str(hummus_dir), "version": "e08a44f", "licence": "CC BY 4.0"},
-    ]}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "releases": [
+                    {
+                        "paper": "maia",
+                        "name": "maia-dev-ita",
+                        "path": str(maia_dir),
+                        "version": "dev-20pct",
+                        "licence": "CC BY-NC-SA 4.0",
+                        "language": "it",
+                    },
+                    {
+                        "paper": "hummus",
+                        "name": "hummus-v1",
+                        "path": str(hummus_dir),
+                        "version": "e08a44f",
+                        "licence": "CC BY 4.0",
+                    },
+                ]
+            }
+        )
+    )
     monkeypatch.setenv("SUBTEXT_RELEASES_CONFIG", str(p))
     return p

@@ -16,19 +16,47 @@ from forge.releases.gold import apply_gold, with_gold
 
 def _built_hummus(caption: str) -> pd.DataFrame:
     """What the recipe would build for the same cartoon and caption, with LLM annotations."""
-    ann = {"verdict": "Yes", "metaphors": ["SHARKS ARE BOSSES"], "devices": [], "caption_origin": "source", "width": 100,
-           "height": 100, "path": "media/images/x.png", "frame_id": "fr1", "item_id": "img1", "source": "contest",
-           "channel": None, "batch": "contest-0000", "backend": "openai", "model": "gpt", "prompt_hash": "ph",
-           "annotation_id": "a1", "caption": caption, "caption_highlighted": "<i>The quarterly review</i> is in the tank.",
-           "explanation": "llm words"}
-    regions = [{"label": "fish", "region_index": 0, "box_norm_top": 0.1, "box_norm_left": 0.1, "box_norm_height": 0.2,
-                "box_norm_width": 0.2, "box_px_x0": 10, "box_px_y0": 10, "box_px_x1": 30, "box_px_y1": 30}]
+    ann = {
+        "verdict": "Yes",
+        "metaphors": ["SHARKS ARE BOSSES"],
+        "devices": [],
+        "caption_origin": "source",
+        "width": 100,
+        "height": 100,
+        "path": "media/images/x.png",
+        "frame_id": "fr1",
+        "item_id": "img1",
+        "source": "contest",
+        "channel": None,
+        "batch": "contest-0000",
+        "backend": "openai",
+        "model": "gpt",
+        "prompt_hash": "ph",
+        "annotation_id": "a1",
+        "caption": caption,
+        "caption_highlighted": "<i>The quarterly review</i> is in the tank.",
+        "explanation": "llm words",
+    }
+    regions = [
+        {
+            "label": "fish",
+            "region_index": 0,
+            "box_norm_top": 0.1,
+            "box_norm_left": 0.1,
+            "box_norm_height": 0.2,
+            "box_norm_width": 0.2,
+            "box_px_x0": 10,
+            "box_px_y0": 10,
+            "box_px_x1": 30,
+            "box_px_y1": 30,
+        }
+    ]
     return pd.DataFrame(build_items(ann, regions))
 
 
 def test_hummus_gold_fields_and_provenance(hummus_dir):
     imported = parse_hummus(ReleaseInfo("hummus", "hummus-v1", hummus_dir, "e08a44f", "CC BY 4.0")).items
-    built = _built_hummus("The quarterly review is in the tank")     # final punctuation differs: still a match
+    built = _built_hummus("The quarterly review is in the tank")  # final punctuation differs: still a match
     items = pd.concat([built, imported], ignore_index=True)
     out, counts = apply_gold("hummus", items, ["boxes", "spans", "descriptions"])
     b = out[out["origin"].isna()].set_index("task")
@@ -36,7 +64,7 @@ def test_hummus_gold_fields_and_provenance(hummus_dir):
     assert b.loc["image_box", "answer"] == "shark: [0.500, 0.400, 0.500, 0.300]"
     assert b.loc["image_label", "answer"] == "shark"
     assert b.loc["caption_highlight", "answer"] == "<i>The quarterly review is in the tank.</i>"
-    assert b.loc["naming", "answer"] == "SHARKS ARE BOSSES"                  # metaphors not switched on: LLM kept
+    assert b.loc["naming", "answer"] == "SHARKS ARE BOSSES"  # metaphors not switched on: LLM kept
     prov = json.loads(b.loc["naming", "extra"])["provenance"]
     assert prov == {"boxes": "llm", "spans": "llm", "descriptions": "release:hummus-v1@e08a44f"}
     assert json.loads(b.loc["image_box", "extra"])["provenance"]["boxes"] == "release:hummus-v1@e08a44f"
@@ -52,9 +80,21 @@ def test_hummus_gold_fields_and_provenance(hummus_dir):
 def test_maia_pools_and_config_switch(maia_info, tmp_path):
     imported = parse_maia(with_options(maia_info, require_media=False)).items
     q = imported[imported.task == "open_ended"].iloc[0]
-    built = pd.DataFrame([{"item_id": "b1", "benchmark": "maia", "task": "open_ended", "category": q["category"],
-                           "question": q["question"].upper(), "answer": "llm", "references": ["llm", "made"],
-                           "extra": json.dumps({"origin": "generated"}), "origin": None}])
+    built = pd.DataFrame(
+        [
+            {
+                "item_id": "b1",
+                "benchmark": "maia",
+                "task": "open_ended",
+                "category": q["category"],
+                "question": q["question"].upper(),
+                "answer": "llm",
+                "references": ["llm", "made"],
+                "extra": json.dumps({"origin": "generated"}),
+                "origin": None,
+            }
+        ]
+    )
     items = pd.concat([built, imported], ignore_index=True)
     cfg = tmp_path / "releases.yaml"
     cfg.write_text("releases: []\ngold:\n  maia: {enabled: false, fields: [pools]}\n")
@@ -67,15 +107,29 @@ def test_maia_pools_and_config_switch(maia_info, tmp_path):
 
 def test_maia_statement_pairs_by_pool_position(maia_info):
     imported = parse_maia(with_options(maia_info, require_media=False)).items
-    sv = imported[(imported.task == "statement_verification")
-                  & imported["labels"].map(lambda x: json.loads(x)["question_id"] == "1")]
+    sv = imported[
+        (imported.task == "statement_verification")
+        & imported["labels"].map(lambda x: json.loads(x)["question_id"] == "1")
+    ]
     pos3 = sv[sv["labels"].map(lambda x: json.loads(x)["pool_index"] == 3)].iloc[0]
     question = json.loads(pos3["extra"])["maia_question"]
-    built = pd.DataFrame([{"item_id": "b-sv", "benchmark": "maia", "task": "statement_verification", "category": "spatial_partial",
-                           "question": "Which of the two statements is true for the video?", "options": ["llm true", "llm foil"],
-                           "option_types": ["correct", "foil"], "answer": "A",
-                           "labels": json.dumps({"question_id": "q_x", "pool_index": 2}),     # the recipe's 0-based third
-                           "extra": json.dumps({"maia_question": question}), "origin": None}])
+    built = pd.DataFrame(
+        [
+            {
+                "item_id": "b-sv",
+                "benchmark": "maia",
+                "task": "statement_verification",
+                "category": "spatial_partial",
+                "question": "Which of the two statements is true for the video?",
+                "options": ["llm true", "llm foil"],
+                "option_types": ["correct", "foil"],
+                "answer": "A",
+                "labels": json.dumps({"question_id": "q_x", "pool_index": 2}),  # the recipe's 0-based third
+                "extra": json.dumps({"maia_question": question}),
+                "origin": None,
+            }
+        ]
+    )
     out, counts = apply_gold("maia", pd.concat([built, imported], ignore_index=True), ["statements"])
     assert counts == {"statements": 1}
     assert list(out.loc[0, "options"]) == list(pos3["options"]) and out.loc[0, "answer"] == pos3["answer"]

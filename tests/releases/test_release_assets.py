@@ -32,21 +32,26 @@ def world(tmp_path, releases_yaml, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_cache"))
     monkeypatch.delenv("SUBTEXT_EXPORT_FORCE_STUB", raising=False)
     store = TableStore(tmp_path / "data")
-    resources = {"storage": StorageResource(data_dir=str(store.data_dir)),
-                 "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")),
-                 "embedder": EmbedderResource()}
+    resources = {
+        "storage": StorageResource(data_dir=str(store.data_dir)),
+        "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")),
+        "embedder": EmbedderResource(),
+    }
     return store, resources, dg.DagsterInstance.ephemeral()
 
 
 def _md(result, key):
-    return [m for m in result.get_asset_materialization_events() if m.asset_key.path[-1] == key][-1].materialization.metadata
+    return [m for m in result.get_asset_materialization_events() if m.asset_key.path[-1] == key][
+        -1
+    ].materialization.metadata
 
 
 def _import(defs, paper, name, resources, instance):
     instance.add_dynamic_partitions(f"{paper}_releases", [name])
     asset = next(a for a in defs.assets if a.key.path[-1] == f"{paper}_release")
-    return dg.materialize([asset], partition_key=name, resources=resources, instance=instance,
-                          selection=[asset.key], raise_on_error=True)
+    return dg.materialize(
+        [asset], partition_key=name, resources=resources, instance=instance, selection=[asset.key], raise_on_error=True
+    )
 
 
 def test_sensor_registers_each_release_once(world, releases_yaml):
@@ -57,14 +62,28 @@ def test_sensor_registers_each_release_once(world, releases_yaml):
     assert [r.partition_key for r in res.run_requests] == ["maia-dev-ita"]
     assert res.dynamic_partitions_requests[0].partition_keys == ["maia-dev-ita"]
     instance.add_dynamic_partitions("maia_releases", ["maia-dev-ita"])
-    again = sensor(dg.build_sensor_context(instance=instance, cursor=res.cursor, resources={"storage": resources["storage"]}))
+    again = sensor(
+        dg.build_sensor_context(instance=instance, cursor=res.cursor, resources={"storage": resources["storage"]})
+    )
     assert not again.run_requests and not again.dynamic_partitions_requests
     # a release dropped into the inbox (not the media inbox: its name starts with "_") is picked up too
     drop = store.data_dir / "inbox" / "_releases" / "maia" / "maia-drop"
     drop.mkdir(parents=True)
-    (drop / "gen.jsonl").write_text(json.dumps({"id": 1, "video_id": "v9", "question_category": "Sentiment_A",
-                                                "question": "Come si sente?", "answer1": "Bene."}) + "\n")
-    third = sensor(dg.build_sensor_context(instance=instance, cursor=again.cursor, resources={"storage": resources["storage"]}))
+    (drop / "gen.jsonl").write_text(
+        json.dumps(
+            {
+                "id": 1,
+                "video_id": "v9",
+                "question_category": "Sentiment_A",
+                "question": "Come si sente?",
+                "answer1": "Bene.",
+            }
+        )
+        + "\n"
+    )
+    third = sensor(
+        dg.build_sensor_context(instance=instance, cursor=again.cursor, resources={"storage": resources["storage"]})
+    )
     assert [r.partition_key for r in third.run_requests] == ["maia-drop"]
 
 
@@ -75,7 +94,11 @@ def test_imported_releases_reach_export_evaluation_and_report(world, tmp_path):
     md = _md(res, "maia_release")
     summary = md["maia-dev-ita/summary"].value
     assert summary["items"] == 16 and summary["rejects_by_reason"] == {
-        "missing_question": 1, "missing_video_id": 1, "bad_target": 1, "identical_statements": 1}
+        "missing_question": 1,
+        "missing_video_id": 1,
+        "bad_target": 1,
+        "identical_statements": 1,
+    }
     rej = store.read("rejects", where="stage = 'maia_release'")
     assert len(rej) == 4 and set(rej["partition"]) == {"maia-dev-ita"}
     assert (store.data_dir / "media" / "releases" / "maia" / "maia-dev-ita" / "v01.mp4").is_file()
@@ -88,29 +111,56 @@ def test_imported_releases_reach_export_evaluation_and_report(world, tmp_path):
 
     # a built MAIA set beside the imported one (what the recipe writes, origin left null)
     built = load_contract("maia_items")
-    rows = [{"item_id": f"b{i}", "benchmark": "maia", "task": "open_ended", "category": "sentiment",
-             "question": "How does the man feel at the end of the video?", "answer": "He is happy.",
-             "references": ["He is happy.", "The man is glad.", "Cheerful.", "He smiles, pleased."],
-             "media_paths": ["media/releases/maia/maia-dev-ita/v01_frames/f000.jpg"], "unit_id": f"clip{i}",
-             "source_item_id": f"vid{i}", "source": "demo", "batch": "demo-0000", "backend": "openai",
-             "model": "m", "prompt_hash": "p", "labels": json.dumps({"category": "sentiment"})} for i in range(3)]
+    rows = [
+        {
+            "item_id": f"b{i}",
+            "benchmark": "maia",
+            "task": "open_ended",
+            "category": "sentiment",
+            "question": "How does the man feel at the end of the video?",
+            "answer": "He is happy.",
+            "references": ["He is happy.", "The man is glad.", "Cheerful.", "He smiles, pleased."],
+            "media_paths": ["media/releases/maia/maia-dev-ita/v01_frames/f000.jpg"],
+            "unit_id": f"clip{i}",
+            "source_item_id": f"vid{i}",
+            "source": "demo",
+            "batch": "demo-0000",
+            "backend": "openai",
+            "model": "m",
+            "prompt_hash": "p",
+            "labels": json.dumps({"category": "sentiment"}),
+        }
+        for i in range(3)
+    ]
     store.write("maia_items", built.conform(pd.DataFrame(rows)), "demo-0000", schema=built.arrow_schema())
 
     for paper in ("maia", "hummus"):
         defs = benchmark_defs(paper)
         sel = [a for a in defs.assets if a.key.path[-1].split("_")[-1] in ("splits", "gated", "export")]
-        r = dg.materialize([*sel, *defs.asset_checks], resources=resources, selection=[a.key for a in sel],
-                           raise_on_error=True)
+        r = dg.materialize(
+            [*sel, *defs.asset_checks], resources=resources, selection=[a.key for a in sel], raise_on_error=True
+        )
         assert next(e for e in r.get_asset_check_evaluations() if e.check_name == "no_leakage_across_splits").passed
         assert _md(r, f"{paper}_export")["status"].value == "written"
         # the project's own checks pass on the imported items: none dropped for empty fields or missing media
         assert next(e for e in r.get_asset_check_evaluations() if e.check_name == "gate_empty_fields").passed
         res_ = store.read("gate_results", where=f"benchmark = '{paper}'")
         imported_ids = set(store.read(f"{paper}_items", where="origin = 'imported'")["item_id"])
-        assert imported_ids and not set(res_.loc[res_["reason"].isin(["media_missing", "empty_field", "contract_violation"]), "item_id"]) & imported_ids
-    sp = store.read("splits", parts=["hummus"]).merge(store.read("hummus_items")[["item_id", "release_split"]], on="item_id")
-    assert (sp.loc[sp["release_split"] == "test", "split"] == "test").all()     # the published test set stays test
-    prov = [json.loads(x) for x in (store.data_dir / "exports" / "hummus" / "v1" / "provenance.jsonl").read_text().splitlines()]
+        assert (
+            imported_ids
+            and not set(
+                res_.loc[res_["reason"].isin(["media_missing", "empty_field", "contract_violation"]), "item_id"]
+            )
+            & imported_ids
+        )
+    sp = store.read("splits", parts=["hummus"]).merge(
+        store.read("hummus_items")[["item_id", "release_split"]], on="item_id"
+    )
+    assert (sp.loc[sp["release_split"] == "test", "split"] == "test").all()  # the published test set stays test
+    prov = [
+        json.loads(x)
+        for x in (store.data_dir / "exports" / "hummus" / "v1" / "provenance.jsonl").read_text().splitlines()
+    ]
     assert {p["license"] for p in prov} == {"CC BY 4.0"}
 
     from assets.evals.assets import build_defs
@@ -120,8 +170,9 @@ def test_imported_releases_reach_export_evaluation_and_report(world, tmp_path):
     (tmp_path / "evals.yaml").write_text(yaml.safe_dump(cfg))
     edefs = build_defs(ROOT / "config" / "models.yaml", tmp_path / "evals.yaml")
     sel = [a for a in edefs.assets if a.key.path[-1] in ("maia_eval", "hummus_eval")]
-    r = dg.materialize(sel, partition_key="stub-offline", resources=resources, selection=[a.key for a in sel],
-                       raise_on_error=True)
+    r = dg.materialize(
+        sel, partition_key="stub-offline", resources=resources, selection=[a.key for a in sel], raise_on_error=True
+    )
     preds = store.read("eval_predictions")
     imported = set(store.read("maia_items", where="origin = 'imported'")["item_id"]) | set(hum["item_id"])
     assert set(preds["item_id"]) & imported
@@ -138,23 +189,36 @@ def test_imported_releases_reach_export_evaluation_and_report(world, tmp_path):
     csv = pd.read_csv(store.data_dir / "reports" / "releases" / "maia_side_by_side.csv", index_col=0)
     assert csv.loc["language", "release:maia-dev-ita"] == "it" and csv.loc["language", "built"] == "en"
     rep = next(a for a in hummus_defs.assets if a.key.path[-1] == "hummus_release_report")
-    md = _md(dg.materialize([rep], resources=resources, selection=[rep.key], raise_on_error=True), "hummus_release_report")
+    md = _md(
+        dg.materialize([rep], resources=resources, selection=[rep.key], raise_on_error=True), "hummus_release_report"
+    )
     assert "label/WIDLII" in md["side_by_side"].value and "plot" in md
 
 
-@pytest.mark.parametrize("paper, name, fixture, n_items", [("iibench", "ii-bench", "iibench_dir", 2),
-                                                            ("vague", "vague-2", "vague_dir", 2), ("vimu", "vimu-v1", "vimu_dir", 4)])
+@pytest.mark.parametrize(
+    "paper, name, fixture, n_items",
+    [
+        ("iibench", "ii-bench", "iibench_dir", 2),
+        ("vague", "vague-2", "vague_dir", 2),
+        ("vimu", "vimu-v1", "vimu_dir", 4),
+    ],
+)
 def test_other_importers_write_contract_valid_items(paper, name, fixture, n_items, request, tmp_path, monkeypatch):
     import importlib
 
     d = request.getfixturevalue(fixture)
     cfg = tmp_path / f"{paper}.yaml"
-    cfg.write_text(yaml.safe_dump({"releases": [{"paper": paper, "name": name, "path": str(d), "version": "1",
-                                                "licence": "CC BY 4.0"}]}))
+    cfg.write_text(
+        yaml.safe_dump(
+            {"releases": [{"paper": paper, "name": name, "path": str(d), "version": "1", "licence": "CC BY 4.0"}]}
+        )
+    )
     monkeypatch.setenv("SUBTEXT_RELEASES_CONFIG", str(cfg))
     store = TableStore(tmp_path / "data")
     defs = importlib.import_module(f"assets.recipes.{paper}.release").defs
-    res = _import(defs, paper, name, {"storage": StorageResource(data_dir=str(store.data_dir))}, dg.DagsterInstance.ephemeral())
+    res = _import(
+        defs, paper, name, {"storage": StorageResource(data_dir=str(store.data_dir))}, dg.DagsterInstance.ephemeral()
+    )
     assert all(c.passed for c in res.get_asset_check_evaluations())
     items = store.read(f"{paper}_items")
     assert len(items) == n_items and set(items["origin"]) == {"imported"} and set(items["licence"]) == {"CC BY 4.0"}

@@ -49,9 +49,23 @@ def ray_cluster():
     tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths have a length limit
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     common = ["--block", "--disable-usage-stats", "--num-gpus=0"]
-    head = subprocess.Popen([RAY, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=1",
-                             "--include-dashboard=false", f"--temp-dir={tmp}", *common],
-                            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    head = subprocess.Popen(
+        [
+            RAY,
+            "start",
+            "--head",
+            "--node-ip-address=127.0.0.1",
+            f"--port={port}",
+            "--num-cpus=1",
+            "--include-dashboard=false",
+            f"--temp-dir={tmp}",
+            *common,
+        ],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     procs = [head]
     address = f"127.0.0.1:{port}"
     try:
@@ -63,9 +77,15 @@ def ray_cluster():
             time.sleep(2)
         else:
             pytest.fail("Ray head did not come up")
-        procs.append(subprocess.Popen([RAY, "start", f"--address={address}", "--node-ip-address=127.0.0.1",
-                                       "--num-cpus=1", *common], env=env, start_new_session=True,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                [RAY, "start", f"--address={address}", "--node-ip-address=127.0.0.1", "--num-cpus=1", *common],
+                env=env,
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         while time.time() < deadline:
             r = subprocess.run([RAY, "status", f"--address={address}"], env=env, capture_output=True, text=True)
             if r.stdout.count("node_") >= 2:
@@ -98,39 +118,82 @@ def _corpus(root: Path, photos: dict[str, Path]) -> Path:
             fid = f"{batch}_{name}"
             dst = media / f"{fid}{src.suffix}"
             shutil.copy(src, dst)
-            rows.append({"frame_id": fid, "batch": batch, "source": "demo", "item_id": fid, "clip_id": None,
-                         "kind": "image", "frame_index": 0, "timestamp_s": None,
-                         "path": str(dst.relative_to(store.data_dir)), "width": 0, "height": 0, "blur_var": 1.0,
-                         "caption": None, "sha256": f"{k}{j}"})
+            rows.append(
+                {
+                    "frame_id": fid,
+                    "batch": batch,
+                    "source": "demo",
+                    "item_id": fid,
+                    "clip_id": None,
+                    "kind": "image",
+                    "frame_index": 0,
+                    "timestamp_s": None,
+                    "path": str(dst.relative_to(store.data_dir)),
+                    "width": 0,
+                    "height": 0,
+                    "blur_var": 1.0,
+                    "caption": None,
+                    "sha256": f"{k}{j}",
+                }
+            )
         (media / "broken.jpg").write_bytes(b"\xff\xd8 not a jpeg")
-        rows.append({**rows[0], "frame_id": f"{batch}_broken", "item_id": f"{batch}_broken",
-                     "path": str((media / "broken.jpg").relative_to(store.data_dir))})
+        rows.append(
+            {
+                **rows[0],
+                "frame_id": f"{batch}_broken",
+                "item_id": f"{batch}_broken",
+                "path": str((media / "broken.jpg").relative_to(store.data_dir)),
+            }
+        )
         store.write("frames", fc.conform(pd.DataFrame(rows)), batch, schema=fc.arrow_schema())
         ids = [r["frame_id"] for r in rows]
-        store.write("duplicates", pd.DataFrame({"frame_id": ids, "batch": batch, "group_id": ids, "kept_frame_id": ids,
-                                                "is_kept": True, "distance": 0}), batch)
+        store.write(
+            "duplicates",
+            pd.DataFrame(
+                {"frame_id": ids, "batch": batch, "group_id": ids, "kept_frame_id": ids, "is_kept": True, "distance": 0}
+            ),
+            batch,
+        )
     return store.data_dir
 
 
 def _backfill(data_dir: Path, user_net: Path, **detector) -> dict[str, pd.DataFrame]:
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", BATCHES)
-    assets = [a for a in vision_defs.assets if a.key.to_user_string() in ("detections", "tags", "person_indicators",
-                                                                          "rich_scenes")]
+    assets = [
+        a
+        for a in vision_defs.assets
+        if a.key.to_user_string() in ("detections", "tags", "person_indicators", "rich_scenes")
+    ]
     res = dg.materialize(
-        [text_ratio, *assets], instance=instance, selection=[a.key for a in assets] + [text_ratio.key],
+        [text_ratio, *assets],
+        instance=instance,
+        selection=[a.key for a in assets] + [text_ratio.key],
         tags={"dagster/asset_partition_range_start": BATCHES[0], "dagster/asset_partition_range_end": BATCHES[-1]},
-        resources={"storage": StorageResource(data_dir=str(data_dir)), "tagger": TaggerResource(backend="yolo"),
-                   "ocr": OCRResource(model_dir=str(MODELS), gpu=False, max_side=320, user_network_dir=str(user_net)),
-                   "detector": DetectorResource(weights="yolo11n.yaml", conf=1e-5, imgsz=320, batch_size=2,
-                                                decode_workers=1, **detector)},
+        resources={
+            "storage": StorageResource(data_dir=str(data_dir)),
+            "tagger": TaggerResource(backend="yolo"),
+            "ocr": OCRResource(model_dir=str(MODELS), gpu=False, max_side=320, user_network_dir=str(user_net)),
+            "detector": DetectorResource(
+                weights="yolo11n.yaml", conf=1e-5, imgsz=320, batch_size=2, decode_workers=1, **detector
+            ),
+        },
     )
     assert res.success
     store = TableStore(data_dir)
-    out = {t: store.read(t, parts=BATCHES).sort_values(list(store.read(t, parts=BATCHES).columns[:4]))
-           .reset_index(drop=True) for t in TABLES}
-    out["rejects"] = store.read("rejects", parts=[f"{s}__{b}" for s in ("text_ratio", "detections") for b in BATCHES])[
-        ["stage", "item_id", "reason"]].sort_values(["stage", "item_id"]).reset_index(drop=True)
+    out = {
+        t: store.read(t, parts=BATCHES)
+        .sort_values(list(store.read(t, parts=BATCHES).columns[:4]))
+        .reset_index(drop=True)
+        for t in TABLES
+    }
+    out["rejects"] = (
+        store.read("rejects", parts=[f"{s}__{b}" for s in ("text_ratio", "detections") for b in BATCHES])[
+            ["stage", "item_id", "reason"]
+        ]
+        .sort_values(["stage", "item_id"])
+        .reset_index(drop=True)
+    )
     return out
 
 
@@ -142,8 +205,14 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
     local = _backfill(_corpus(tmp_path / "local", photos), net, ray_address="")
     monkeypatch.setenv("SUBTEXT_RAY_ADDRESS", ray_cluster)  # text_ratio reads the placement from config/env
     t0 = time.perf_counter()
-    on_ray = _backfill(_corpus(tmp_path / "ray", photos), net, ray_address=ray_cluster, ray_actors=2,
-                       ray_num_cpus=1, ray_shard_frames=2)
+    on_ray = _backfill(
+        _corpus(tmp_path / "ray", photos),
+        net,
+        ray_address=ray_cluster,
+        ray_actors=2,
+        ray_num_cpus=1,
+        ray_shard_frames=2,
+    )
     print(f"ray backfill: {time.perf_counter() - t0:.1f}s")
     assert len(local["detections"]) > 0 and set(local["detections"]["batch"]) == set(BATCHES)
     assert len(local["text_ratio"]) == 2 * len(photos)
@@ -160,4 +229,6 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
 
     assert set(ray_stages.LAST_PLACEMENT) == {"DetectionWorker", "OCRWorker"}
     for where in ray_stages.LAST_PLACEMENT.values():
-        assert len(where) == 2 and len({node for node, _ in where}) == 2 and os.getpid() not in {pid for _, pid in where}
+        assert (
+            len(where) == 2 and len({node for node, _ in where}) == 2 and os.getpid() not in {pid for _, pid in where}
+        )

@@ -56,10 +56,11 @@ def run_sources(site: Site, main: str = "sources: []\n", **ingest) -> dg.Execute
 
     main_file = site.root.parent / "main_sources.yaml"
     main_file.write_text(main)
-    resources = {"storage": StorageResource(data_dir=str(site.root)),
-                 "ingest": IngestResource(sources_path=str(main_file), retries=0, socket_timeout_s=3, **ingest)}
-    return dg.materialize([sources], instance=dg.DagsterInstance.ephemeral(), resources=resources,
-                          raise_on_error=True)
+    resources = {
+        "storage": StorageResource(data_dir=str(site.root)),
+        "ingest": IngestResource(sources_path=str(main_file), retries=0, socket_timeout_s=3, **ingest),
+    }
+    return dg.materialize([sources], instance=dg.DagsterInstance.ephemeral(), resources=resources, raise_on_error=True)
 
 
 def rejects(site: Site) -> dict[str, tuple[str, str]]:
@@ -100,10 +101,11 @@ class _Scripted(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+    def do_GET(self) -> None:
         self.server.requests.append(self.path)  # type: ignore[attr-defined]
         status, headers, body, send_length = self.server.routes.get(  # type: ignore[attr-defined]
-            self.path.split("?")[0], (404, {}, b"", True))
+            self.path.split("?")[0], (404, {}, b"", True)
+        )
         self.send_response(status)
         for k, v in headers.items():
             self.send_header(k, v)
@@ -114,7 +116,7 @@ class _Scripted(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for i in range(0, len(body), 65536):
-                self.wfile.write(body[i:i + 65536])
+                self.wfile.write(body[i : i + 65536])
         except (BrokenPipeError, ConnectionResetError):
             pass
         if not send_length:
@@ -137,8 +139,9 @@ class Scripted:
     def requests(self) -> list[str]:
         return self.httpd.requests  # type: ignore[attr-defined]
 
-    def route(self, path: str, status: int = 200, headers: dict | None = None, body: bytes = b"",
-              send_length: bool = True) -> None:
+    def route(
+        self, path: str, status: int = 200, headers: dict | None = None, body: bytes = b"", send_length: bool = True
+    ) -> None:
         self.httpd.routes[path] = (status, headers or {}, body, send_length)  # type: ignore[attr-defined]
 
 

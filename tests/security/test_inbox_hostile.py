@@ -52,8 +52,10 @@ def test_subtext_setting_and_explicitly_allowed_variable_expand(site, monkeypatc
     monkeypatch.setenv("SUBTEXT_MEDIA_ROOT", str(site.inbox))
     monkeypatch.setenv("TEAM_FOLDER", str(site.inbox))
     f = site.inbox / "ok.yaml"
-    f.write_text("sources:\n  - {name: a, type: folder, path: '${SUBTEXT_MEDIA_ROOT}'}\n"
-                 "  - {name: b, type: folder, path: '${TEAM_FOLDER}'}\n")
+    f.write_text(
+        "sources:\n  - {name: a, type: folder, path: '${SUBTEXT_MEDIA_ROOT}'}\n"
+        "  - {name: b, type: folder, path: '${TEAM_FOLDER}'}\n"
+    )
     specs, bad = load_sources(f, policy=IngestPolicy(roots=(str(site.root),), allowed_variables=("TEAM_FOLDER",)))
     assert [s.name for s in specs] == ["a", "b"] and bad == []
 
@@ -62,7 +64,8 @@ def test_relative_escape_from_a_table_is_refused_before_reading(site):
     # The row names a real image outside the data dir: the old code ingested it.
     (site.inbox / "t").mkdir()
     (site.inbox / "t" / "captions.csv").write_text(
-        "image,caption\n../../../outside/private.png,steal\n../../../../../../../../etc/passwd,host\n")
+        "image,caption\n../../../outside/private.png,steal\n../../../../../../../../etc/passwd,host\n"
+    )
     (site.inbox / "table.yaml").write_text("sources:\n  - {name: tbl, type: table, path: t/captions.csv}\n")
     run_sources(site)
     reasons = sorted(r for r, _ in rejects(site).values())
@@ -118,23 +121,30 @@ def test_inbox_sensor_tick_with_hostile_entries_only_lists_them(site, secret_env
     os.mkfifo(site.inbox / "pipe.txt")
     (site.inbox / "escape").symlink_to(site.outside, target_is_directory=True)
     (site.inbox / "exfil.txt").write_text(f"{counting_server.url}/bikes.mp4?k=${{OPENAI_API_KEY}}\n")
-    ctx = dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(),
-                                  resources={"storage": StorageResource(data_dir=str(site.root))})
+    ctx = dg.build_sensor_context(
+        instance=dg.DagsterInstance.ephemeral(), resources={"storage": StorageResource(data_dir=str(site.root))}
+    )
     result = inbox_sensor(ctx)
     assert sorted(r.run_key.rsplit(":", 1)[0] for r in result.run_requests) == [
-        "inbox:escape", "inbox:exfil.txt", "inbox:pipe.txt"]
+        "inbox:escape",
+        "inbox:exfil.txt",
+        "inbox:pipe.txt",
+    ]
     assert counting_server.requests == []
     assert not (site.inbox / ".sources" / "inbox_escape.yaml").exists()
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("- just\n- a list\n", "invalid_source"),
-    ("root:x:0:0:root:/root:/bin/bash\n", "invalid_source"),
-    ("sources: {not: a list}\n", "invalid_source"),
-    ("sources:\n  - 42\n  - [a, b]\n", "invalid_source"),
-    ("sources: [\n", "invalid_yaml"),
-    ("\x00\xff\xfe garbage", "invalid_yaml"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("- just\n- a list\n", "invalid_source"),
+        ("root:x:0:0:root:/root:/bin/bash\n", "invalid_source"),
+        ("sources: {not: a list}\n", "invalid_source"),
+        ("sources:\n  - 42\n  - [a, b]\n", "invalid_source"),
+        ("sources: [\n", "invalid_yaml"),
+        ("\x00\xff\xfe garbage", "invalid_yaml"),
+    ],
+)
 def test_malformed_sources_files_are_rejects_not_crashes(site, text, reason):
     (site.inbox / "bad.yaml").write_text(text, encoding="utf-8", errors="surrogateescape")
     run_sources(site)  # raise_on_error: the asset must not fail
@@ -177,15 +187,18 @@ def test_demo_config_passes_the_policy_through_its_allowances(tmp_path, monkeypa
     assert sorted(r["reason"] for r in log.rows) == ["missing_image", "not_found"]
 
 
-@pytest.mark.parametrize("entry", [
-    "{name: a, type: urls, urls: 'http://example.org/a.mp4'}",  # a string, not a list
-    "{name: a, type: folder, path: x, batch_size: lots}",
-    "{name: a, type: folder, path: x, batch_size: 0}",
-    "{name: a, type: folder, path: [x, y]}",
-    "{name: a, type: folder, path: x, max_items: -1}",
-    "{name: a, type: folder, path: x, media: everything}",
-    "{name: " + "a" * 200 + ", type: folder, path: x}",
-])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "{name: a, type: urls, urls: 'http://example.org/a.mp4'}",  # a string, not a list
+        "{name: a, type: folder, path: x, batch_size: lots}",
+        "{name: a, type: folder, path: x, batch_size: 0}",
+        "{name: a, type: folder, path: [x, y]}",
+        "{name: a, type: folder, path: x, max_items: -1}",
+        "{name: a, type: folder, path: x, media: everything}",
+        "{name: " + "a" * 200 + ", type: folder, path: x}",
+    ],
+)
 def test_wrongly_typed_fields_are_invalid_sources(site, entry):
     (site.inbox / "typed.yaml").write_text(f"sources:\n  - {entry}\n")
     run_sources(site)

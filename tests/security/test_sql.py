@@ -19,8 +19,7 @@ HOSTILE = [
 @pytest.fixture
 def store(tmp_path) -> TableStore:
     s = TableStore(tmp_path / "data")
-    rows = pd.DataFrame({"item_id": ["i1", "i2", "i3"], "batch": ["a-0000", "a-0000", "b-0000"],
-                         "kind": ["image"] * 3})
+    rows = pd.DataFrame({"item_id": ["i1", "i2", "i3"], "batch": ["a-0000", "a-0000", "b-0000"], "kind": ["image"] * 3})
     s.write("source_items", rows, "all")
     return s
 
@@ -42,14 +41,16 @@ def test_hostile_value_through_read_params(store):
 def test_quoting_helpers_round_trip(tmp_path):
     import duckdb
 
-    name = 'we"ird\'s col'
+    name = "we\"ird's col"
     view = 'v"; drop'
     path = tmp_path / "o'brien" / "x.parquet"
     path.parent.mkdir()
     pd.DataFrame({name: [1, 2]}).to_parquet(path)
     with duckdb.connect() as con:
-        con.execute(f"create view {quote_ident(view)} as select {quote_ident(name)} from "
-                    f"read_parquet({quote_literal(str(path))})")
+        con.execute(
+            f"create view {quote_ident(view)} as select {quote_ident(name)} from "
+            f"read_parquet({quote_literal(str(path))})"
+        )
         assert con.execute(f"select count(*) from {quote_ident(view)}").fetchone()[0] == 2
     s = TableStore(tmp_path / "o'brien data")
     s.write("t", pd.DataFrame({name: [1]}), "all")

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from forge.weights import (
-    EASYOCR_FILES, STATUSES, WeightsMismatch, easyocr_model_dir, load_manifest, verify_file, weights_in_use,
+    EASYOCR_FILES,
+    STATUSES,
+    WeightsMismatch,
+    easyocr_model_dir,
+    load_manifest,
+    verify_file,
+    weights_in_use,
     weights_summary_lines,
 )
 
@@ -19,8 +25,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_manifest_lists_every_model_with_status_source_licence():
     m = load_manifest()
-    for name in ("easyocr_craft", "easyocr_english_g2", "all_minilm_l6_v2", "yolo11n", "yolov8n",
-                 "yolo11n_architecture", "ram_swin_large_14m", "nli_cross_encoder"):
+    for name in (
+        "easyocr_craft",
+        "easyocr_english_g2",
+        "all_minilm_l6_v2",
+        "yolo11n",
+        "yolov8n",
+        "yolo11n_architecture",
+        "ram_swin_large_14m",
+        "nli_cross_encoder",
+    ):
         assert name in m, name
     for e in m.values():
         assert e.status in STATUSES and e.source and e.licence, e
@@ -105,7 +119,9 @@ def test_nothing_refers_to_a_folder_outside_the_repository():
     import subprocess
 
     files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
-    pattern = re.compile(r"\.\./shared|shared[/](models|papers|guides)|/work[/](shared|main|wt)\b")  # [/]: no self-match
+    pattern = re.compile(
+        r"\.\./shared|shared[/](models|papers|guides)|/work[/](shared|main|wt)\b"
+    )  # [/]: no self-match
     hits = []
     for name in files:
         if name.endswith((".py", ".md", ".yaml", ".yml", ".sh", ".toml", ".cfg")) or name in ("Makefile", ".ci/run"):

@@ -15,8 +15,12 @@ from forge.storage import TableStore
 
 BATCH = "demo-0000"
 # Required paper-specific columns of each items contract (values do not matter here).
-PAPER_COLUMNS = {"vague": {"direct_expression": "pass the salt", "indirect_expression": "this soup is bland"},
-                 "vimu": {"question_id": "q", "extra": "{}"}, "iibench": {"extra": "{}"}, "hummus": {"extra": "{}"}}
+PAPER_COLUMNS = {
+    "vague": {"direct_expression": "pass the salt", "indirect_expression": "this soup is bland"},
+    "vimu": {"question_id": "q", "extra": "{}"},
+    "iibench": {"extra": "{}"},
+    "hummus": {"extra": "{}"},
+}
 
 
 def noise_image(path: Path, seed: int, brighten: int = 0) -> None:
@@ -45,32 +49,103 @@ def make_world(store: TableStore, specs: list[dict], benchmark: str = "maia", wi
         rel = f"media/images/{fid}.png"
         noise_image(store.data_dir / rel, s["img"], s.get("brighten", 0))
         h = hash_image(store.data_dir / rel)
-        frames.append({"frame_id": fid, "batch": BATCH, "source": "demo", "item_id": s["source_item_id"],
-                       "clip_id": None, "kind": "image", "frame_index": 0, "timestamp_s": None, "path": rel,
-                       "width": 64, "height": 64, "blur_var": 1.0, "caption": None, "sha256": fid})
-        hashes.append({"frame_id": fid, "batch": BATCH, "source": "demo", "item_id": s["source_item_id"], "clip_id": None,
-                       "kind": "image", "frame_index": 0, "width": 64, "height": 64, "phash": h.phash, "dhash": h.dhash,
-                       "phash_int": h.phash_int, "dhash_int": h.dhash_int})
+        frames.append(
+            {
+                "frame_id": fid,
+                "batch": BATCH,
+                "source": "demo",
+                "item_id": s["source_item_id"],
+                "clip_id": None,
+                "kind": "image",
+                "frame_index": 0,
+                "timestamp_s": None,
+                "path": rel,
+                "width": 64,
+                "height": 64,
+                "blur_var": 1.0,
+                "caption": None,
+                "sha256": fid,
+            }
+        )
+        hashes.append(
+            {
+                "frame_id": fid,
+                "batch": BATCH,
+                "source": "demo",
+                "item_id": s["source_item_id"],
+                "clip_id": None,
+                "kind": "image",
+                "frame_index": 0,
+                "width": 64,
+                "height": 64,
+                "phash": h.phash,
+                "dhash": h.dhash,
+                "phash_int": h.phash_int,
+                "dhash_int": h.dhash_int,
+            }
+        )
         vid = s["source_item_id"]
-        videos[vid] = {"video_id": vid, "batch": BATCH, "source": "demo", "origin": "url", "url": f"http://x/{vid}",
-                       "uploader": s.get("uploader"), "channel": s.get("video_channel"), "license": s.get("license"),
-                       "title": f"title {vid}", "duration_s": 1.0, "width": 64, "height": 64, "has_audio": False,
-                       "path": f"media/videos/{vid}.mp4", "bytes": 1, "sha256": vid,
-                       "fetched_at": pd.Timestamp("2025-01-01", tz="UTC")}
-        sources[vid] = {"item_id": vid, "source": "demo", "batch": BATCH, "position": len(sources), "kind": "video",
-                        "origin": "url", "url": f"http://x/{vid}", "license": s.get("license"),
-                        "listed_at": pd.Timestamp("2025-01-01", tz="UTC")}
+        videos[vid] = {
+            "video_id": vid,
+            "batch": BATCH,
+            "source": "demo",
+            "origin": "url",
+            "url": f"http://x/{vid}",
+            "uploader": s.get("uploader"),
+            "channel": s.get("video_channel"),
+            "license": s.get("license"),
+            "title": f"title {vid}",
+            "duration_s": 1.0,
+            "width": 64,
+            "height": 64,
+            "has_audio": False,
+            "path": f"media/videos/{vid}.mp4",
+            "bytes": 1,
+            "sha256": vid,
+            "fetched_at": pd.Timestamp("2025-01-01", tz="UTC"),
+        }
+        sources[vid] = {
+            "item_id": vid,
+            "source": "demo",
+            "batch": BATCH,
+            "position": len(sources),
+            "kind": "video",
+            "origin": "url",
+            "url": f"http://x/{vid}",
+            "license": s.get("license"),
+            "listed_at": pd.Timestamp("2025-01-01", tz="UTC"),
+        }
         opts = s.get("options", [f"right {s['item_id']}", "wrong one", "wrong two", "wrong three"])
-        items.append({
-            "item_id": s["item_id"], "benchmark": benchmark, "task": s.get("task", "mcq"), "category": s["category"],
-            "question": s.get("question", f"What does image {s['item_id']} imply?"), "options": opts,
-            "option_types": s["option_types"] if "option_types" in s else ["correct"] + ["distractor"] * (len(opts) - 1),
-            "answer": s.get("answer", "A"), "references": None, "media_paths": [rel], "unit_id": fid,
-            "source_item_id": vid, "source": "demo", "channel": s.get("channel"), "batch": BATCH,
-            "labels": json.dumps(s.get("labels", {"domain": s["category"], "explanation": "because it shows a thing"})),
-            "backend": s.get("backend", "openai"), "model": "double-model", "prompt_hash": "ph1", "extra": None,
-            **PAPER_COLUMNS.get(benchmark, {}), **s.get("columns", {}),
-        })
+        items.append(
+            {
+                "item_id": s["item_id"],
+                "benchmark": benchmark,
+                "task": s.get("task", "mcq"),
+                "category": s["category"],
+                "question": s.get("question", f"What does image {s['item_id']} imply?"),
+                "options": opts,
+                "option_types": s["option_types"]
+                if "option_types" in s
+                else ["correct"] + ["distractor"] * (len(opts) - 1),
+                "answer": s.get("answer", "A"),
+                "references": None,
+                "media_paths": [rel],
+                "unit_id": fid,
+                "source_item_id": vid,
+                "source": "demo",
+                "channel": s.get("channel"),
+                "batch": BATCH,
+                "labels": json.dumps(
+                    s.get("labels", {"domain": s["category"], "explanation": "because it shows a thing"})
+                ),
+                "backend": s.get("backend", "openai"),
+                "model": "double-model",
+                "prompt_hash": "ph1",
+                "extra": None,
+                **PAPER_COLUMNS.get(benchmark, {}),
+                **s.get("columns", {}),
+            }
+        )
     write(store, "frames", frames)
     write(store, "frame_hashes", hashes)
     if with_dedup:

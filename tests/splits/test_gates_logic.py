@@ -11,10 +11,19 @@ from forge.splits.config import BlindConfig
 def _items(n=60, split="test"):
     rows = []
     for i in range(n):
-        rows.append({"item_id": f"i{i:03d}", "split": split, "question": f"q{i}", "category": "c",
-                     "options": [f"right {i}", f"w1 {i}", f"w2 {i}", f"w3 {i}"],
-                     "option_types": ["correct", "FS", "SU", "NE"], "answer": "A", "references": None,
-                     "media_paths": None})
+        rows.append(
+            {
+                "item_id": f"i{i:03d}",
+                "split": split,
+                "question": f"q{i}",
+                "category": "c",
+                "options": [f"right {i}", f"w1 {i}", f"w2 {i}", f"w3 {i}"],
+                "option_types": ["correct", "FS", "SU", "NE"],
+                "answer": "A",
+                "references": None,
+                "media_paths": None,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -49,8 +58,16 @@ def test_small_split_tolerance_is_what_the_size_allows():
 def test_field_problems_and_duplicates(tmp_path):
     (tmp_path / "media").mkdir()
     (tmp_path / "media/x.png").write_bytes(b"x")
-    base = {"item_id": "a", "question": "q", "category": "c", "options": ["x", "y"], "option_types": ["correct", "d"],
-            "answer": "A", "references": None, "media_paths": ["media/x.png"]}
+    base = {
+        "item_id": "a",
+        "question": "q",
+        "category": "c",
+        "options": ["x", "y"],
+        "option_types": ["correct", "d"],
+        "answer": "A",
+        "references": None,
+        "media_paths": ["media/x.png"],
+    }
     assert sg.field_problem(pd.Series(base), tmp_path) is None
     cases = {
         "empty_field": [dict(base, question="  "), dict(base, options=["x", ""]), dict(base, category=None)],
@@ -60,14 +77,27 @@ def test_field_problems_and_duplicates(tmp_path):
     for reason, rows in cases.items():
         for r in rows:
             assert sg.field_problem(pd.Series(r), tmp_path)[0] == reason, r
-    df = pd.DataFrame([dict(base, item_id="b"), dict(base, item_id="a", question="Q!"), dict(base, item_id="c", question="other")])
+    df = pd.DataFrame(
+        [dict(base, item_id="b"), dict(base, item_id="a", question="Q!"), dict(base, item_id="c", question="other")]
+    )
     assert sg.duplicate_items(df) == {"b": "a"}
 
 
 def _res(item_id, answer, ok=True):
-    return LLMResult(item_id=item_id, ok=ok, data={"answer": answer} if ok else None, text=None, error=None if ok else "x",
-                     error_class=None, prompt_name="blind_solver", prompt_hash="h", model="m", backend="openai",
-                     cached=False, attempts=1)
+    return LLMResult(
+        item_id=item_id,
+        ok=ok,
+        data={"answer": answer} if ok else None,
+        text=None,
+        error=None if ok else "x",
+        error_class=None,
+        prompt_name="blind_solver",
+        prompt_hash="h",
+        model="m",
+        backend="openai",
+        cached=False,
+        attempts=1,
+    )
 
 
 def test_blind_scoring_flags_items_far_above_chance():
@@ -78,8 +108,13 @@ def test_blind_scoring_flags_items_far_above_chance():
     reqs = sg.blind_requests(df, prompt=object(), cfg=cfg)
     assert len(reqs) == 15 and not any(r.images for r in reqs)
     assert {r.params["seed"] for r in reqs} == set(range(5))
-    results = ([_res("i000", "A")] * 5 + [_res("i001", "B")] * 4 + [_res("i001", "a)")]
-               + [_res("i002", "C, A")] * 3 + [_res("i002", "A", ok=False)] * 2)
+    results = (
+        [_res("i000", "A")] * 5
+        + [_res("i001", "B")] * 4
+        + [_res("i001", "a)")]
+        + [_res("i002", "C, A")] * 3
+        + [_res("i002", "A", ok=False)] * 2
+    )
     s = sg.score_blind(df, reqs, results, cfg)
     assert s["i000"].flagged and s["i000"].accuracy == 1.0
     assert not s["i001"].flagged and s["i001"].correct == 1
@@ -93,8 +128,19 @@ def test_blind_scoring_flags_items_far_above_chance():
 
 
 def test_paper_specific_columns_fold_into_extra():
-    df = pd.DataFrame([{"item_id": 1, "question": "q", "options": ["a", "b"], "answer": "A", "category": "c",
-                        "direct_expression": "the cat", "extra": '{"k": 1}'}])
+    df = pd.DataFrame(
+        [
+            {
+                "item_id": 1,
+                "question": "q",
+                "options": ["a", "b"],
+                "answer": "A",
+                "category": "c",
+                "direct_expression": "the cat",
+                "extra": '{"k": 1}',
+            }
+        ]
+    )
     out = sg.normalise_items(df, "vague")
     assert list(out.columns) == sg.COMMON_COLUMNS + ["extra"]
     assert out.loc[0, "benchmark"] == "vague" and out.loc[0, "item_id"] == "1"
@@ -105,14 +151,14 @@ def test_paper_specific_columns_fold_into_extra():
 
 def test_pool_blind_counts_a_trial_only_when_every_pair_is_right():
     df = _items(6).assign(options=[["ts", "fs"]] * 6, option_types=None)
-    units = {f"i00{k}": f"question_id=q{k // 3}" for k in range(6)}       # two pools of 3 pairs
+    units = {f"i00{k}": f"question_id=q{k // 3}" for k in range(6)}  # two pools of 3 pairs
     cfg = BlindConfig(trials=5, alpha=0.05, min_accuracy=0.6)
     reqs = sg.blind_requests(df, prompt=object(), cfg=cfg)
     # pool q0: every pair right in every trial; pool q1: pair i005 wrong in trials 0, 1 and 2
     results = [_res(r.item_id, "B" if r.item_id == "i005" and r.params["seed"] < 3 else "A") for r in reqs]
     s = sg.score_blind(df, reqs, results, cfg, units)
     assert {s[f"i00{k}"].flagged for k in range(3)} == {True}
-    assert s["i000"].chance == round(0.5 ** 3, 6) and s["i000"].correct == 5
+    assert s["i000"].chance == round(0.5**3, 6) and s["i000"].correct == 5
     assert {(s[f"i00{k}"].correct, s[f"i00{k}"].flagged) for k in range(3, 6)} == {(2, False)}
     # the same replies judged per item flag i003 and i004 (5/5) but not i005 (2/5)
     per_item = sg.score_blind(df, reqs, results, cfg)
@@ -123,14 +169,18 @@ def test_dropping_one_member_drops_its_whole_unit():
     units = {"a": "question_id=q1", "b": "question_id=q1", "c": "question_id=q2"}
     added = sg.whole_units({"a": ("empty_field", "question is empty")}, units)
     assert added == {"b": ("unit_member_dropped", "question_id=q1: member a was dropped (empty_field)")}
-    df = pd.DataFrame({"item_id": ["a", "b", "c", "d"],
-                       "labels": ['{"question_id": "q1"}', '{"question_id": "q1"}', '{"question_id": "q2"}', None]})
+    df = pd.DataFrame(
+        {
+            "item_id": ["a", "b", "c", "d"],
+            "labels": ['{"question_id": "q1"}', '{"question_id": "q1"}', '{"question_id": "q2"}', None],
+        }
+    )
     assert sg.unit_of(df, "question_id") == units and sg.unit_of(df, None) == {}
 
 
 def test_guess_drop_probability_is_the_tests_false_positive_rate():
     cfg = BlindConfig(trials=5, alpha=0.05, min_accuracy=0.6)
-    assert cfg.guess_drop_probability(0.5) == 1 / 32            # only 5/5 is flagged for two options
+    assert cfg.guess_drop_probability(0.5) == 1 / 32  # only 5/5 is flagged for two options
     assert cfg.guess_drop_probability(0.25) < cfg.alpha
     assert BlindConfig(trials=5, alpha=0.01).guess_drop_probability(0.5) == 0.0
     df = _items(2).assign(options=[["a", "b"], ["a", "b", "c", "d"]])
@@ -149,10 +199,15 @@ def test_blind_prompt_never_states_the_number_of_correct_options():
 
 def test_duplicates_are_judged_per_unit_when_items_come_in_pools():
     base = {"question": "Which is true?", "media_paths": ["m.png"], "split": "test"}
-    rows = [dict(base, item_id="a1", options=["x", "y"]), dict(base, item_id="a2", options=["x", "y"]),   # pool a
-            dict(base, item_id="b1", options=["x", "y"]), dict(base, item_id="b2", options=["x", "y"]),   # pool b = a
-            dict(base, item_id="c1", options=["x", "y"]), dict(base, item_id="c2", options=["u", "v"])]   # pool c differs
+    rows = [
+        dict(base, item_id="a1", options=["x", "y"]),
+        dict(base, item_id="a2", options=["x", "y"]),  # pool a
+        dict(base, item_id="b1", options=["x", "y"]),
+        dict(base, item_id="b2", options=["x", "y"]),  # pool b = a
+        dict(base, item_id="c1", options=["x", "y"]),
+        dict(base, item_id="c2", options=["u", "v"]),
+    ]  # pool c differs
     df = pd.DataFrame(rows)
     units = {i: f"question_id={i[0]}" for i in df["item_id"]}
-    assert sg.duplicate_units(df, units) == {"b1": "a1", "b2": "a1"}     # the whole equal pool goes, no pool is cut
-    assert len(sg.duplicate_items(df)) == 4                               # item by item, pools would be split
+    assert sg.duplicate_units(df, units) == {"b1": "a1", "b2": "a1"}  # the whole equal pool goes, no pool is cut
+    assert len(sg.duplicate_items(df)) == 4  # item by item, pools would be split

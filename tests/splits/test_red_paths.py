@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from tests.llm_double import Reply
 from tests.splits.helpers import make_world
-from tests.splits.test_splits_assets import PAPER, _check, _md, _run, _specs, solver
-from tests.splits.test_splits_assets import store  # noqa: F401 (fixture)
+from tests.splits.test_splits_assets import (
+    PAPER,
+    _check,
+    _md,
+    _run,
+    _specs,
+    solver,
+    store,  # noqa: F401 (fixture)
+)
 
 
 def test_blind_solver_outage_fails_the_gate(store, llm_double, llm_double_resource):

@@ -18,17 +18,25 @@ from resources.storage import StorageResource
 from tests.llm_double.server import message_text
 from tests.splits.helpers import make_world
 
-PAPER = "vague"      # blind policy drop, per item; options may be balanced
+PAPER = "vague"  # blind policy drop, per item; options may be balanced
 
 
 def _specs(n=24, backend="openai"):
     out = []
     for i in range(n):
         easy = i % 4 == 0
-        out.append({"item_id": f"it{i:02d}", "category": ["irony", "metaphor", "humour"][i % 3],
-                    "source_item_id": f"v{i // 2:02d}", "img": 100 + i, "backend": backend,
-                    "uploader": "up" if i < 4 else None, "license": "CC BY 4.0" if (i // 2) % 2 else None,
-                    "question": f"{'EASY ' if easy else ''}What does picture {i} imply?"})
+        out.append(
+            {
+                "item_id": f"it{i:02d}",
+                "category": ["irony", "metaphor", "humour"][i % 3],
+                "source_item_id": f"v{i // 2:02d}",
+                "img": 100 + i,
+                "backend": backend,
+                "uploader": "up" if i < 4 else None,
+                "license": "CC BY 4.0" if (i // 2) % 2 else None,
+                "question": f"{'EASY ' if easy else ''}What does picture {i} imply?",
+            }
+        )
     return out
 
 
@@ -37,17 +45,20 @@ def solver(body):
     if (body.get("response_format") or {}).get("json_schema", {}).get("name") != "blind_solver":
         return None
     text = message_text(body)
-    assert "image_url" not in json.dumps(body["messages"])      # no image is ever sent
+    assert "image_url" not in json.dumps(body["messages"])  # no image is ever sent
     return {"answer": "A" if "EASY" in text else "D"}
 
 
 def _run(store, llm, run_config=None, select=("splits", "gated", "export"), paper=PAPER, raise_on_error=True):
     defs = benchmark_defs(paper)
     assets = [a for a in defs.assets if any(a.key.path[-1].endswith(s) for s in select)]
-    return dg.materialize([*assets, *defs.asset_checks], resources={"storage": StorageResource(data_dir=str(store.data_dir)),
-                                                                      "llm": llm},
-                          run_config=run_config or {}, raise_on_error=raise_on_error,
-                          selection=[a.key for a in assets])
+    return dg.materialize(
+        [*assets, *defs.asset_checks],
+        resources={"storage": StorageResource(data_dir=str(store.data_dir)), "llm": llm},
+        run_config=run_config or {},
+        raise_on_error=raise_on_error,
+        selection=[a.key for a in assets],
+    )
 
 
 def _check(result, name):
@@ -95,7 +106,7 @@ def test_blind_filter_export_roundtrip_and_versioning(store, llm_double, llm_dou
     assert md["blind_accuracy_before"].value == 0.25 and md["blind_accuracy_after"].value == 0.0
     blind = _check(res, "gate_blind_solvability")
     assert blind.passed and blind.metadata["dropped"].value == 6
-    cost = blind.metadata["cost"].value                       # what the blind test cost, stated
+    cost = blind.metadata["cost"].value  # what the blind test cost, stated
     assert cost["requests"] == cost["paid_calls"] == 24 * 5 and cost["share_of_benchmark_requests"] == 1.0
     assert blind.metadata["guess_drop_probability"].value == {"k=4": 0.015625}
     # every answer was A: the position gate re-shuffled and balanced each split
@@ -110,8 +121,13 @@ def test_blind_filter_export_roundtrip_and_versioning(store, llm_double, llm_dou
     ex = store.read("exports")
     assert len(ex) == 1 and ex.iloc[0]["version"] == "v1" and ex.iloc[0]["n_items"] == 18
     v1 = store.data_dir / "exports" / PAPER / "v1"
-    for f in ["README.md", "provenance.jsonl", "manifest.json", "plots/category_distribution.png",
-              "plots/answer_positions.png"]:
+    for f in [
+        "README.md",
+        "provenance.jsonl",
+        "manifest.json",
+        "plots/category_distribution.png",
+        "plots/answer_positions.png",
+    ]:
         assert (v1 / f).is_file(), f
     import datasets
 
@@ -120,10 +136,11 @@ def test_blind_filter_export_roundtrip_and_versioning(store, llm_double, llm_dou
     assert sorted(ds.keys()) == sorted(json.loads(ex.iloc[0]["splits"]))
     assert sum(len(ds[s]) for s in ds) == 18
     row = ds["test"][0]
-    assert row["images"][0].size == (64, 64)          # decoded PIL image from the copied media
+    assert row["images"][0].size == (64, 64)  # decoded PIL image from the copied media
     assert row["question"] and len(row["options"]) == 4 and row["answer"] in "ABCD"
-    tab = datasets.load_dataset("parquet", data_files={s: str(v1 / "parquet" / f"{s}.parquet") for s in ds},
-                                cache_dir=cache)
+    tab = datasets.load_dataset(
+        "parquet", data_files={s: str(v1 / "parquet" / f"{s}.parquet") for s in ds}, cache_dir=cache
+    )
     assert sum(len(tab[s]) for s in tab) == 18 and (v1 / tab["test"][0]["file_names"][0]).is_file()
     prov = [json.loads(x) for x in (v1 / "provenance.jsonl").read_text().splitlines()]
     assert {p["license"] for p in prov} == {"CC BY 4.0", None} and prov[0]["url"].startswith("http://x/")
@@ -145,7 +162,7 @@ def test_blind_filter_export_roundtrip_and_versioning(store, llm_double, llm_dou
     card2 = (store.data_dir / "exports" / PAPER / "v2" / "README.md").read_text()
     assert "Since v1: 0 added, 1 removed" in card2 and "it01" in card2
     assert {p: p.read_bytes() for p in v1.rglob("*") if p.is_file()} == before
-    assert len(llm_double.chat_requests) == 24 * 5           # blind answers came from the cache
+    assert len(llm_double.chat_requests) == 24 * 5  # blind answers came from the cache
     assert _check(res3, "export_integrity").passed
     # catalog views over the new tables
     import duckdb
@@ -165,7 +182,7 @@ def test_stub_items_refused_unless_forced(store, tmp_path):
     make_world(store, _specs(8, backend="stub"), benchmark=PAPER)
     llm = LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite"))
     res = _run(store, llm, raise_on_error=False)
-    assert not res.success                      # a refused export fails the step (and so the run)
+    assert not res.success  # a refused export fails the step (and so the run)
     failure = next(e for e in res.all_events if e.is_step_failure)
     assert failure.step_key == f"{PAPER}_export" and "stub" in failure.event_specific_data.error.message
     assert not (store.data_dir / "exports" / PAPER).exists()
@@ -178,7 +195,7 @@ def test_stub_items_refused_unless_forced(store, tmp_path):
     assert md["status"].value == "written"
     card = (store.data_dir / "exports" / PAPER / "v1" / "README.md").read_text()
     assert "FORCED STUB EXPORT" in card
-    assert "Nothing was billed" in card and "per accepted item" not in card      # stub calls cost $0
+    assert "Nothing was billed" in card and "per accepted item" not in card  # stub calls cost $0
     assert bool(store.read("exports").iloc[0]["forced_stub"])
 
 
@@ -192,14 +209,27 @@ def test_empty_or_missing_items_complete_with_a_note(store, tmp_path):
 
 
 def test_leak_check_fails_on_hand_made_leaking_split(store):
-    make_world(store, [
-        {"item_id": "a", "category": "x", "source_item_id": "v1", "img": 1},
-        {"item_id": "b", "category": "x", "source_item_id": "v1", "img": 2},
-        {"item_id": "c", "category": "x", "source_item_id": "v2", "img": 3},
-        {"item_id": "d", "category": "x", "source_item_id": "v3", "img": 3, "brighten": 5},
-    ], benchmark=PAPER)
-    rows = pd.DataFrame({"benchmark": PAPER, "item_id": list("abcd"), "split": ["dev", "test", "dev", "test"],
-                         "group_id": list("abcd"), "group_size": 1, "seed": 0, "version": "hand"})
+    make_world(
+        store,
+        [
+            {"item_id": "a", "category": "x", "source_item_id": "v1", "img": 1},
+            {"item_id": "b", "category": "x", "source_item_id": "v1", "img": 2},
+            {"item_id": "c", "category": "x", "source_item_id": "v2", "img": 3},
+            {"item_id": "d", "category": "x", "source_item_id": "v3", "img": 3, "brighten": 5},
+        ],
+        benchmark=PAPER,
+    )
+    rows = pd.DataFrame(
+        {
+            "benchmark": PAPER,
+            "item_id": list("abcd"),
+            "split": ["dev", "test", "dev", "test"],
+            "group_id": list("abcd"),
+            "group_size": 1,
+            "seed": 0,
+            "version": "hand",
+        }
+    )
     from forge.contracts import load_contract
 
     c = load_contract("splits")
@@ -240,13 +270,33 @@ def test_maia_pools_are_never_split_and_blind_reports_per_pool(store, llm_double
     for q, vid in (("q1", "v1"), ("q2", "v2")):
         for p in range(4):
             opts = [f"true {q}{p}", "" if (q == "q2" and p == 1) else f"false {q}{p}"]
-            specs.append({"item_id": f"{q}_sv{p}", "category": "causal", "source_item_id": vid, "img": 10 + p,
-                          "task": "statement_verification", "options": opts, "option_types": ["correct", "foil"],
-                          "question": f"{'EASY ' if q == 'q1' else ''}Which statement is true?",
-                          "labels": {"category": "causal", "question_id": q}})
-        specs.append({"item_id": f"{q}_oe", "category": "causal", "source_item_id": vid, "img": 30, "task": "open_ended",
-                      "options": None, "option_types": None, "answer": "to catch the bus",
-                      "question": f"Why does the man run ({q})?", "labels": {"category": "causal", "question_id": q}})
+            specs.append(
+                {
+                    "item_id": f"{q}_sv{p}",
+                    "category": "causal",
+                    "source_item_id": vid,
+                    "img": 10 + p,
+                    "task": "statement_verification",
+                    "options": opts,
+                    "option_types": ["correct", "foil"],
+                    "question": f"{'EASY ' if q == 'q1' else ''}Which statement is true?",
+                    "labels": {"category": "causal", "question_id": q},
+                }
+            )
+        specs.append(
+            {
+                "item_id": f"{q}_oe",
+                "category": "causal",
+                "source_item_id": vid,
+                "img": 30,
+                "task": "open_ended",
+                "options": None,
+                "option_types": None,
+                "answer": "to catch the bus",
+                "question": f"Why does the man run ({q})?",
+                "labels": {"category": "causal", "question_id": q},
+            }
+        )
     make_world(store, specs, benchmark="maia")
 
     def pool_solver(body):
@@ -257,37 +307,50 @@ def test_maia_pools_are_never_split_and_blind_reports_per_pool(store, llm_double
     assert res.success
     sp = store.read("splits")
     for q in ("q1", "q2"):
-        assert sp[sp["item_id"].str.startswith(q)]["split"].nunique() == 1      # a split never cuts a pool
+        assert sp[sp["item_id"].str.startswith(q)]["split"].nunique() == 1  # a split never cuts a pool
     gr = store.read("gate_results").set_index("item_id")
     q2 = [i for i in gr.index if i.startswith("q2")]
     assert gr.loc["q2_sv1", "reason"] == "empty_field"
     assert set(gr.loc[[i for i in q2 if i != "q2_sv1"], "reason"]) == {"unit_member_dropped"}
     q1 = [i for i in gr.index if i.startswith("q1")]
-    assert (gr.loc[q1, "status"] == "kept").all()                          # report: nothing dropped for blindness
-    assert gr.loc["q1_sv0", "blind_flagged"] and gr.loc["q1_sv0", "blind_chance"] == round(0.5 ** 4, 6)
+    assert (gr.loc[q1, "status"] == "kept").all()  # report: nothing dropped for blindness
+    assert gr.loc["q1_sv0", "blind_flagged"] and gr.loc["q1_sv0", "blind_chance"] == round(0.5**4, 6)
     assert set(gr.loc[q1, "unit_id"]) == {"question_id=q1"}
-    for _, g in gr.groupby("unit_id"):                                      # a gate never splits a pool
+    for _, g in gr.groupby("unit_id"):  # a gate never splits a pool
         assert g["status"].nunique() == 1
     check = _check(res, "gate_blind_solvability")
     assert check.passed and check.metadata["flagged_units"].value == 1 and check.metadata["unit"].value == "pool"
-    assert check.metadata["cost"].value["requests"] == 4 * 5              # only q1's pairs were sent
+    assert check.metadata["cost"].value["requests"] == 4 * 5  # only q1's pairs were sent
     assert "pool of 4" in check.metadata["guess_drop_probability"].value
 
 
 def test_vimu_options_keep_their_order_through_gates_and_export(store, llm_double, llm_double_resource):
     letters = "ABCDE"
-    specs = [{"item_id": f"rm{i:02d}", "category": ["RM", "SV", "EG"][i % 3], "source_item_id": f"v{i:02d}",
-              "img": 200 + i, "task": "multi_select", "options": [f"taxonomy group {x}" for x in letters],
-              "option_types": ["correct" if x == "A" else "distractor" for x in letters],
-              "answer": "A" if i % 3 else "A,C"} for i in range(18)]
+    specs = [
+        {
+            "item_id": f"rm{i:02d}",
+            "category": ["RM", "SV", "EG"][i % 3],
+            "source_item_id": f"v{i:02d}",
+            "img": 200 + i,
+            "task": "multi_select",
+            "options": [f"taxonomy group {x}" for x in letters],
+            "option_types": ["correct" if x == "A" else "distractor" for x in letters],
+            "answer": "A" if i % 3 else "A,C",
+        }
+        for i in range(18)
+    ]
     make_world(store, specs, benchmark="vimu")
-    res = _run(store, llm_double_resource(), paper="vimu", run_config={
-        "ops": {"vimu_export": {"config": {"force_stub": False}}}})
+    res = _run(
+        store,
+        llm_double_resource(),
+        paper="vimu",
+        run_config={"ops": {"vimu_export": {"config": {"force_stub": False}}}},
+    )
     assert res.success
-    assert llm_double.chat_requests == []                                 # blind test off: no LLM call
+    assert llm_double.chat_requests == []  # blind test off: no LLM call
     gi = store.read("gated_items")
-    assert len(gi) == 18 and set(gi["answer"]) == {"A", "A,C"}            # every single answer still A
-    assert (store.read("gate_results")["reshuffled"] == False).all()      # noqa: E712
+    assert len(gi) == 18 and set(gi["answer"]) == {"A", "A,C"}  # every single answer still A
+    assert (store.read("gate_results")["reshuffled"] == False).all()  # noqa: E712
     assert _check(res, "gate_position_balance").metadata["reshuffled"].value == 0
     rows = _export_rows(store, "vimu")
     assert len(rows) == 18

@@ -16,20 +16,30 @@ def store(tmp_path):
 
 
 def _links(store, items, **kw):
-    return lk.build_links(items, store.read("frames"), store.read("duplicates"), store.read("frame_hashes"),
-                          store.data_dir, **kw)
+    return lk.build_links(
+        items, store.read("frames"), store.read("duplicates"), store.read("frame_hashes"), store.data_dir, **kw
+    )
 
 
 def test_groups_by_source_channel_and_near_duplicate(store):
-    items = make_world(store, [
-        {"item_id": "a1", "category": "x", "source_item_id": "v1", "img": 1},
-        {"item_id": "a2", "category": "x", "source_item_id": "v1", "img": 2},           # same video as a1
-        {"item_id": "b1", "category": "y", "source_item_id": "v2", "img": 3, "channel": "chan"},
-        {"item_id": "c1", "category": "y", "source_item_id": "v3", "img": 4, "channel": "chan"},  # same channel as b1
-        {"item_id": "d1", "category": "x", "source_item_id": "v4", "img": 5},
-        {"item_id": "e1", "category": "x", "source_item_id": "v5", "img": 5, "brighten": 6},  # near-dup of d1
-        {"item_id": "f1", "category": "y", "source_item_id": "v6", "img": 7},           # alone
-    ])
+    items = make_world(
+        store,
+        [
+            {"item_id": "a1", "category": "x", "source_item_id": "v1", "img": 1},
+            {"item_id": "a2", "category": "x", "source_item_id": "v1", "img": 2},  # same video as a1
+            {"item_id": "b1", "category": "y", "source_item_id": "v2", "img": 3, "channel": "chan"},
+            {
+                "item_id": "c1",
+                "category": "y",
+                "source_item_id": "v3",
+                "img": 4,
+                "channel": "chan",
+            },  # same channel as b1
+            {"item_id": "d1", "category": "x", "source_item_id": "v4", "img": 5},
+            {"item_id": "e1", "category": "x", "source_item_id": "v5", "img": 5, "brighten": 6},  # near-dup of d1
+            {"item_id": "f1", "category": "y", "source_item_id": "v6", "img": 7},  # alone
+        ],
+    )
     links = _links(store, items)
     g = lk.leakage_groups(items["item_id"], links)
     assert g["a1"] == g["a2"] == "g_a1"
@@ -45,8 +55,12 @@ def test_groups_by_source_channel_and_near_duplicate(store):
     assert lk.leakage_groups(items["item_id"], links2)["e1"] == "g_d1"
 
     # A hand-made split that separates every linked pair is caught, kind by kind.
-    leaky = pd.DataFrame({"item_id": ["a1", "a2", "b1", "c1", "d1", "e1", "f1"],
-                          "split": ["dev", "test", "dev", "test", "dev", "test", "test"]})
+    leaky = pd.DataFrame(
+        {
+            "item_id": ["a1", "a2", "b1", "c1", "d1", "e1", "f1"],
+            "split": ["dev", "test", "dev", "test", "dev", "test", "test"],
+        }
+    )
     rep = lk.cross_split_pairs(leaky, links)
     assert rep.pairs["source_item_id"] == 1 and rep.pairs["channel"] == 1
     assert rep.pairs["near_duplicate"] == 1 and rep.pairs["phash"] == 1
@@ -58,11 +72,15 @@ def test_groups_by_source_channel_and_near_duplicate(store):
 
 
 def test_media_not_in_frames_is_hashed_from_the_file(store):
-    items = make_world(store, [
-        {"item_id": "a", "category": "x", "source_item_id": "v1", "img": 11},
-        {"item_id": "b", "category": "x", "source_item_id": "v2", "img": 11, "brighten": 4},
-    ], with_dedup=False)
-    links = lk.build_links(items, None, None, None, store.data_dir)   # no trunk tables at all
+    items = make_world(
+        store,
+        [
+            {"item_id": "a", "category": "x", "source_item_id": "v1", "img": 11},
+            {"item_id": "b", "category": "x", "source_item_id": "v2", "img": 11, "brighten": 4},
+        ],
+        with_dedup=False,
+    )
+    links = lk.build_links(items, None, None, None, store.data_dir)  # no trunk tables at all
     assert lk.leakage_groups(items["item_id"], links)["b"] == "g_a"
 
 
@@ -71,7 +89,7 @@ def _synthetic(n_groups=120, seed=0):
 
     rnd = random.Random(seed)
     rows = []
-    cats = ["irony"] * 5 + ["metaphor"] * 3 + ["humour"] * 2   # skewed: 50 / 30 / 20 %
+    cats = ["irony"] * 5 + ["metaphor"] * 3 + ["humour"] * 2  # skewed: 50 / 30 / 20 %
     for g in range(n_groups):
         for k in range(rnd.choice([1, 1, 2, 3])):
             rows.append({"item_id": f"i{g:03d}_{k}", "category": rnd.choice(cats), "group": f"g{g:03d}"})
@@ -84,9 +102,9 @@ def test_stratified_and_deterministic():
     sizes = SplitSizes.parse({"train": 0.6, "validation": 0.2, "test": "rest"})
     a = sa.assign_splits(items, groups, sizes, seed=1)
     b = sa.assign_splits(items.sample(frac=1, random_state=5), groups, sizes, seed=1)
-    assert a.equals(b)                                       # input order does not matter
+    assert a.equals(b)  # input order does not matter
     c = sa.assign_splits(items, groups, sizes, seed=2)
-    assert not a["split"].equals(c["split"])                 # the seed does
+    assert not a["split"].equals(c["split"])  # the seed does
     counts = a["split"].value_counts()
     n = len(items)
     assert abs(counts["train"] - 0.6 * n) <= 3 and abs(counts["validation"] - 0.2 * n) <= 3
@@ -135,15 +153,20 @@ def test_bad_sizes_rejected():
 
 def test_phash_links_are_a_spanning_set_that_still_catches_every_leak():
     # 3 images, each shown by 40 items (the questions of one clip), two of the images near-duplicates.
-    rows = [{"item_id": f"q{k}_{n:02d}", "phash_int": h} for k, h in enumerate([0b0, 0b11, 1 << 40 | 0xFFFF0000]) for n in range(40)]
-    links = lk.ItemLinks(keys=pd.DataFrame(columns=["item_id", "kind", "key"]), hashes=pd.DataFrame(rows),
-                         phash_threshold=8)
+    rows = [
+        {"item_id": f"q{k}_{n:02d}", "phash_int": h}
+        for k, h in enumerate([0b0, 0b11, 1 << 40 | 0xFFFF0000])
+        for n in range(40)
+    ]
+    links = lk.ItemLinks(
+        keys=pd.DataFrame(columns=["item_id", "kind", "key"]), hashes=pd.DataFrame(rows), phash_threshold=8
+    )
     pairs = links.phash_item_pairs()
     assert len(pairs) < 3 * 40  # linear, not the 7,000+ all-pairs of the same components
     ids = pd.Series([r["item_id"] for r in rows])
     g = lk.leakage_groups(ids, links)
-    assert g["q0_00"] == g["q0_39"] == g["q1_17"]   # same image, and near images, are one group
-    assert g["q2_00"] != g["q0_00"]                 # the far image is its own group
+    assert g["q0_00"] == g["q0_39"] == g["q1_17"]  # same image, and near images, are one group
+    assert g["q2_00"] != g["q0_00"]  # the far image is its own group
     # moving any single item of a linked component to another split is caught
     for moved in ("q0_39", "q1_00", "q1_39"):
         split = pd.DataFrame({"item_id": ids, "split": ["test"] * len(ids)})

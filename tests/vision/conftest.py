@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-OFFLINE = {"YOLO_OFFLINE": "1", "YOLO_AUTOINSTALL": "false", "YOLO_VERBOSE": "false",
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+OFFLINE = {
+    "YOLO_OFFLINE": "1",
+    "YOLO_AUTOINSTALL": "false",
+    "YOLO_VERBOSE": "false",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -25,9 +25,22 @@ BATCH = "demo-0000"
 
 
 def _frame(fid, path, w, h, kind="image", clip=None, idx=0):
-    return {"frame_id": fid, "batch": BATCH, "source": "demo", "item_id": fid, "clip_id": clip, "kind": kind,
-            "frame_index": idx, "timestamp_s": float(idx) if clip else None, "path": path, "width": w, "height": h,
-            "blur_var": 100.0, "caption": None, "sha256": hashlib.sha256(path.encode()).hexdigest()}
+    return {
+        "frame_id": fid,
+        "batch": BATCH,
+        "source": "demo",
+        "item_id": fid,
+        "clip_id": clip,
+        "kind": kind,
+        "frame_index": idx,
+        "timestamp_s": float(idx) if clip else None,
+        "path": path,
+        "width": w,
+        "height": h,
+        "blur_var": 100.0,
+        "caption": None,
+        "sha256": hashlib.sha256(path.encode()).hexdigest(),
+    }
 
 
 @pytest.fixture
@@ -43,25 +56,54 @@ def data_dir(tmp_path, photos):
     Image.open(photos["astronaut"]).convert("CMYK").save(media / "img_cmyk.jpg")
     (media / "img_broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
     rel = f"media/frames/{BATCH}"
-    frames = pd.DataFrame([
-        _frame("clipA_f000", f"{rel}/clipA_f000.jpg", 810, 1080, "clip_frame", "clipA", 0),
-        _frame("clipA_f001", f"{rel}/clipA_f001.jpg", 810, 1080, "clip_frame", "clipA", 1),
-        _frame("clipA_f002", f"{rel}/clipA_f002.png", 512, 512, "clip_frame", "clipA", 2),
-        _frame("img_coffee", f"{rel}/img_coffee.png", 600, 400),
-        _frame("img_gray", f"{rel}/img_gray.png", 600, 400),
-        _frame("img_cmyk", f"{rel}/img_cmyk.jpg", 512, 512),
-        _frame("img_broken", f"{rel}/img_broken.jpg", 10, 10),
-    ])
+    frames = pd.DataFrame(
+        [
+            _frame("clipA_f000", f"{rel}/clipA_f000.jpg", 810, 1080, "clip_frame", "clipA", 0),
+            _frame("clipA_f001", f"{rel}/clipA_f001.jpg", 810, 1080, "clip_frame", "clipA", 1),
+            _frame("clipA_f002", f"{rel}/clipA_f002.png", 512, 512, "clip_frame", "clipA", 2),
+            _frame("img_coffee", f"{rel}/img_coffee.png", 600, 400),
+            _frame("img_gray", f"{rel}/img_gray.png", 600, 400),
+            _frame("img_cmyk", f"{rel}/img_cmyk.jpg", 512, 512),
+            _frame("img_broken", f"{rel}/img_broken.jpg", 10, 10),
+        ]
+    )
     fc = load_contract("frames")
     store.write("frames", fc.conform(frames), BATCH, schema=fc.arrow_schema())
-    store.write("duplicates", pd.DataFrame({
-        "frame_id": ["clipA_f000", "clipA_f001"], "batch": [BATCH] * 2, "group_id": ["g1", "g1"],
-        "kept_frame_id": ["clipA_f000"] * 2, "is_kept": [True, False], "distance": [0, 0]}), BATCH)
-    store.write("text_ratio", pd.DataFrame({
-        "frame_id": ["clipA_f000", "img_coffee"], "batch": [BATCH] * 2, "ratio": [0.1, 0.0], "n_boxes": [2, 0],
-        "text": ["NO 1 LINE", ""], "passes": [True, True]}), BATCH)
-    store.write("clips", pd.DataFrame({"clip_id": ["clipA"], "batch": [BATCH], "transcript": [None],
-                                       "transcript_status": ["no_subtitles"]}), BATCH)
+    store.write(
+        "duplicates",
+        pd.DataFrame(
+            {
+                "frame_id": ["clipA_f000", "clipA_f001"],
+                "batch": [BATCH] * 2,
+                "group_id": ["g1", "g1"],
+                "kept_frame_id": ["clipA_f000"] * 2,
+                "is_kept": [True, False],
+                "distance": [0, 0],
+            }
+        ),
+        BATCH,
+    )
+    store.write(
+        "text_ratio",
+        pd.DataFrame(
+            {
+                "frame_id": ["clipA_f000", "img_coffee"],
+                "batch": [BATCH] * 2,
+                "ratio": [0.1, 0.0],
+                "n_boxes": [2, 0],
+                "text": ["NO 1 LINE", ""],
+                "passes": [True, True],
+            }
+        ),
+        BATCH,
+    )
+    store.write(
+        "clips",
+        pd.DataFrame(
+            {"clip_id": ["clipA"], "batch": [BATCH], "transcript": [None], "transcript_status": ["no_subtitles"]}
+        ),
+        BATCH,
+    )
     return store.data_dir
 
 
@@ -70,7 +112,9 @@ def test_vision_group_materializes(data_dir):
     instance.add_dynamic_partitions("batches", [BATCH])
     assets = list(vision_defs.assets)
     res = dg.materialize(
-        assets, instance=instance, partition_key=BATCH,
+        assets,
+        instance=instance,
+        partition_key=BATCH,
         resources={
             "storage": StorageResource(data_dir=str(data_dir)),
             "detector": DetectorResource(weights="yolo11n.yaml", conf=1e-5, imgsz=320, batch_size=4, decode_workers=2),
@@ -79,7 +123,9 @@ def test_vision_group_materializes(data_dir):
     )
     assert res.success
     checks = res.get_asset_check_evaluations()
-    assert len(checks) == 5 and all(c.passed for c in checks), [(c.check_name, c.metadata) for c in checks if not c.passed]
+    assert len(checks) == 5 and all(c.passed for c in checks), [
+        (c.check_name, c.metadata) for c in checks if not c.passed
+    ]
 
     store = TableStore(data_dir)
     det = store.read("detections", parts=[BATCH])

@@ -12,7 +12,12 @@ import pytest
 import torch
 
 from forge.vision.detector import (
-    REFERENCE_WEIGHTS, WeightsError, detection_rows, parse_boxes, parse_result, resolve_weights,
+    REFERENCE_WEIGHTS,
+    WeightsError,
+    detection_rows,
+    parse_boxes,
+    parse_result,
+    resolve_weights,
 )
 from forge.vision.images import load_image
 
@@ -54,8 +59,10 @@ def test_checkpoint_pinned_in_the_user_manifest_is_hashed_and_accepted(tmp_path,
     f.write_bytes(b"abc")
     sha = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     manifest = tmp_path / "weights.yaml"
-    manifest.write_text(f"weights:\n  mine:\n    file: custom-people.pt\n    status: optional\n"
-                        f"    source: my lab\n    licence: internal\n    sha256: {sha}\n")
+    manifest.write_text(
+        f"weights:\n  mine:\n    file: custom-people.pt\n    status: optional\n"
+        f"    source: my lab\n    licence: internal\n    sha256: {sha}\n"
+    )
     monkeypatch.setenv("SUBTEXT_WEIGHTS_MANIFEST", str(manifest))
     spec = resolve_weights(str(f))
     assert spec.kind == "file" and spec.sha256 == sha
@@ -90,15 +97,19 @@ def test_parse_result_maps_boxes_back_to_original_pixels():
     from ultralytics.engine.results import Results
 
     orig = np.zeros((50, 100, 3), dtype=np.uint8)  # the decoded (half-size) image
-    boxes = torch.tensor([
-        [10.0, 5.0, 30.0, 45.0, 0.9, 0.0],   # person
-        [60.0, -3.0, 120.0, 20.0, 0.5, 5.0],  # bus, spills over the right and top edges
-        [40.0, 40.0, 40.2, 49.0, 0.7, 0.0],   # degenerate (0.4 px wide at full size)
-    ])
+    boxes = torch.tensor(
+        [
+            [10.0, 5.0, 30.0, 45.0, 0.9, 0.0],  # person
+            [60.0, -3.0, 120.0, 20.0, 0.5, 5.0],  # bus, spills over the right and top edges
+            [40.0, 40.0, 40.2, 49.0, 0.7, 0.0],  # degenerate (0.4 px wide at full size)
+        ]
+    )
     res = Results(orig, path="x.jpg", names={0: "person", 5: "bus"}, boxes=boxes)
     dets = parse_result(res, scale=2.0, width=200, height=100, names={0: "person", 5: "bus"})
     assert [(d.class_name, round(d.x1), round(d.y1), round(d.x2), round(d.y2)) for d in dets] == [
-        ("person", 20, 10, 60, 90), ("bus", 120, 0, 200, 40)]
+        ("person", 20, 10, 60, 90),
+        ("bus", 120, 0, 200, 40),
+    ]
     rows = detection_rows("f1", "b-0000", dets, 200, 100, resolve_weights("yolo11n.yaml"))
     assert [r["det_index"] for r in rows] == [0, 1]
     assert rows[1]["nx2"] == 1.0 and rows[0]["nx1"] == pytest.approx(0.1) and rows[0]["ny2"] == pytest.approx(0.9)
@@ -155,9 +166,8 @@ def test_reference_table_comes_from_the_weights_manifest():
 
 
 def test_prediction_leaves_torch_threads_as_they_were(random_detector, photos):
-    import torch
-
     import cv2
+    import torch
 
     torch.set_num_threads(2)  # ultralytics would drop it to cpu_count-1 (1 on CI's 2 cores)
     random_detector.predict_arrays([cv2.imread(str(photos["bus"]))])

@@ -93,7 +93,8 @@ def test_stream_keeps_order_and_tags(seeded_detector, photos):
     direct = [fast.detect([im])[0] for im in ims]
     streamed = list(fast.detect_stream([(k, [im]) for k, im in enumerate(ims)] + [("empty", [])]))
     assert [t for t, _ in streamed] == [0, 1, 2, "empty"]
-    for (tag, dets), ref in zip(streamed, direct):
-        assert [(d.class_id, round(d.x1, 3), round(d.confidence, 5)) for d in dets[0]] == \
-               [(d.class_id, round(d.x1, 3), round(d.confidence, 5)) for d in ref]
+    for (_tag, dets), ref in zip(streamed, direct):
+        assert [(d.class_id, round(d.x1, 3), round(d.confidence, 5)) for d in dets[0]] == [
+            (d.class_id, round(d.x1, 3), round(d.confidence, 5)) for d in ref
+        ]
     assert streamed[-1] == ("empty", [])

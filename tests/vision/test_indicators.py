@@ -22,7 +22,12 @@ def test_left_to_right_then_top_to_bottom():
 
 @pytest.mark.parametrize("w,h", [(640, 480), (120, 90), (3840, 2160)])
 def test_labels_stay_inside_the_image(w, h):
-    boxes = [Box(0, 0, w * 0.3, h), Box(w * 0.7, h * 0.9, w, h), Box(w - 2, 0, w, 3), Box(w * 0.4, h * 0.4, w * 0.6, h * 0.6)]
+    boxes = [
+        Box(0, 0, w * 0.3, h),
+        Box(w * 0.7, h * 0.9, w, h),
+        Box(w - 2, 0, w, 3),
+        Box(w * 0.4, h * 0.4, w * 0.6, h * 0.6),
+    ]
     for ind in layout_labels(boxes, w, h):
         x1, y1, x2, y2 = ind.label_box
         assert 0 <= x1 < x2 <= w and 0 <= y1 < y2 <= h, (ind.label, ind.label_box)

@@ -15,7 +15,13 @@ def test_import_keeps_all_cpu_threads_in_every_thread():
     )
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env.update(YOLO_OFFLINE="1", YOLO_AUTOINSTALL="false")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
-                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+    )
     main, worker = map(int, out.stdout.strip().splitlines()[-1].split())
     assert main == worker == (os.cpu_count() or 1)

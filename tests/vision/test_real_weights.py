@@ -19,7 +19,10 @@ from forge.vision.images import load_image
 def _verified_weights() -> tuple[Path | None, str]:
     raw = os.environ.get("SUBTEXT_YOLO_WEIGHTS", "")
     if not raw:
-        return None, "SUBTEXT_YOLO_WEIGHTS is not set: no real YOLO weights on this machine (config/weights.yaml: optional)"
+        return (
+            None,
+            "SUBTEXT_YOLO_WEIGHTS is not set: no real YOLO weights on this machine (config/weights.yaml: optional)",
+        )
     p = Path(raw)
     if not p.is_file():
         return None, f"SUBTEXT_YOLO_WEIGHTS={raw} does not exist"

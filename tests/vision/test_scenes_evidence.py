@@ -10,19 +10,23 @@ from forge.vision.tagger import tags_from_detections
 
 
 def _frames():
-    return pd.DataFrame({
-        "frame_id": ["c1_f000", "c1_f001", "c2_f000", "img_a"],
-        "batch": ["s-0000"] * 4,
-        "source": ["s"] * 4,
-        "clip_id": ["c1", "c1", "c2", None],
-        "kind": ["clip_frame", "clip_frame", "clip_frame", "image"],
-    })
+    return pd.DataFrame(
+        {
+            "frame_id": ["c1_f000", "c1_f001", "c2_f000", "img_a"],
+            "batch": ["s-0000"] * 4,
+            "source": ["s"] * 4,
+            "clip_id": ["c1", "c1", "c2", None],
+            "kind": ["clip_frame", "clip_frame", "clip_frame", "image"],
+        }
+    )
 
 
 def _dets():
     rows = []
+
     def add(f, cls, conf):
         rows.append({"frame_id": f, "batch": "s-0000", "class_name": cls, "confidence": conf})
+
     for c in (0.9, 0.8):
         add("c1_f000", "person", c)
     add("c1_f000", "cup", 0.5)
@@ -60,24 +64,41 @@ def test_rich_scenes_rank_and_rules():
 
 
 def test_permissive_rule_gives_candidates_without_any_detection():
-    r = rank_rich_scenes(_frames(), pd.DataFrame(columns=["frame_id", "tag"]), pd.Series(dtype="int64"),
-                         RichSceneRule(min_persons=0, min_tags=0, top_n=None, top_fraction=1.0))
+    r = rank_rich_scenes(
+        _frames(),
+        pd.DataFrame(columns=["frame_id", "tag"]),
+        pd.Series(dtype="int64"),
+        RichSceneRule(min_persons=0, min_tags=0, top_n=None, top_fraction=1.0),
+    )
     assert r["selected"].all() and (r["n_persons"] == 0).all()
-    strict = rank_rich_scenes(_frames(), pd.DataFrame(columns=["frame_id", "tag"]), pd.Series(dtype="int64"), RichSceneRule())
+    strict = rank_rich_scenes(
+        _frames(), pd.DataFrame(columns=["frame_id", "tag"]), pd.Series(dtype="int64"), RichSceneRule()
+    )
     assert not strict["selected"].any()
 
 
 def test_evidence_bundles_frames_and_clips():
     frames, det = _frames(), _dets()
     tags = tags_from_detections(det, "v")
-    ind = pd.DataFrame({
-        "frame_id": ["c1_f000", "c1_f000", "c1_f001"], "label": ["person1", "person2", "person1"],
-        "person_index": [1, 2, 1], "annotated_path": ["media/indicators/s-0000/c1_f000.jpg"] * 2 + ["media/indicators/s-0000/c1_f001.jpg"],
-    })
+    ind = pd.DataFrame(
+        {
+            "frame_id": ["c1_f000", "c1_f000", "c1_f001"],
+            "label": ["person1", "person2", "person1"],
+            "person_index": [1, 2, 1],
+            "annotated_path": ["media/indicators/s-0000/c1_f000.jpg"] * 2 + ["media/indicators/s-0000/c1_f001.jpg"],
+        }
+    )
     ocr = pd.DataFrame({"frame_id": ["c1_f000", "c1_f001", "img_a"], "text": ["SALE 50%", "SALE 50%", ""]})
-    clips = pd.DataFrame({"clip_id": ["c1", "c2"], "transcript": ["well, that went great", None],
-                          "transcript_status": ["ok", "no_subtitles"]})
-    rich = rank_rich_scenes(frames, tags, count_persons(det), RichSceneRule(min_persons=1, min_tags=1, top_fraction=None))
+    clips = pd.DataFrame(
+        {
+            "clip_id": ["c1", "c2"],
+            "transcript": ["well, that went great", None],
+            "transcript_status": ["ok", "no_subtitles"],
+        }
+    )
+    rich = rank_rich_scenes(
+        frames, tags, count_persons(det), RichSceneRule(min_persons=1, min_tags=1, top_fraction=None)
+    )
     ev = build_evidence(frames, tags, ind, ocr, clips, rich, "yolo").set_index(["unit", "unit_id"])
     f = ev.loc[("frame", "c1_f000")]
     assert f["persons"] == 2 and f["person_labels"] == ["person1", "person2"] and f["tags"][0] == "person"
@@ -85,7 +106,10 @@ def test_evidence_bundles_frames_and_clips():
     assert pd.isna(ev.loc[("frame", "c2_f000"), "ocr_text"])  # OCR did not run on it
     c1 = ev.loc[("clip", "c1")]
     assert c1["frame_ids"] == ["c1_f000", "c1_f001"] and c1["persons"] == 2 and c1["tags"][0] == "person"
-    assert c1["ocr_text"] == "SALE 50%" and c1["annotated_paths"] == ["media/indicators/s-0000/c1_f000.jpg", "media/indicators/s-0000/c1_f001.jpg"]
+    assert c1["ocr_text"] == "SALE 50%" and c1["annotated_paths"] == [
+        "media/indicators/s-0000/c1_f000.jpg",
+        "media/indicators/s-0000/c1_f001.jpg",
+    ]
     c2 = ev.loc[("clip", "c2")]
     assert pd.isna(c2["transcript"]) and c2["transcript_status"] == "no_subtitles"
     img = ev.loc[("frame", "img_a")]
@@ -93,5 +117,6 @@ def test_evidence_bundles_frames_and_clips():
     missing = build_evidence(frames, tags, ind, ocr, None, rich, "yolo").set_index(["unit", "unit_id"])
     assert missing.loc[("clip", "c1"), "transcript_status"] == "clips_table_missing"
     from forge.contracts import load_contract
+
     c = load_contract("evidence")
     assert c.validate(c.conform(ev.reset_index())) == []

@@ -36,8 +36,20 @@ PROMPTS = Path(__file__).with_name("prompts")
 CFG: dict[str, Any] = yaml.safe_load((ROOT / "config" / "recipes" / "hummus.yaml").read_text())
 P_CAPTION = PROMPTS / "caption.yaml"
 P_ANNOTATE = PROMPTS / "annotate.yaml"
-PAIR_COLS = ["frame_id", "batch", "item_id", "source", "path", "width", "height", "caption", "caption_origin",
-             "prompt_hash", "model", "backend"]
+PAIR_COLS = [
+    "frame_id",
+    "batch",
+    "item_id",
+    "source",
+    "path",
+    "width",
+    "height",
+    "caption",
+    "caption_origin",
+    "prompt_hash",
+    "model",
+    "backend",
+]
 
 
 class PairsConfig(dg.Config):
@@ -51,16 +63,21 @@ class AnnotationsConfig(dg.Config):
 
 
 @dg.asset(
-    group_name="hummus", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    group_name="hummus",
+    kinds={"openai"},
+    pool="llm",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
     deps=["frames"],
     code_version=content_hash(VERSION, CFG["pairs"], files=[P_CAPTION]),
     check_specs=stage_check_specs("hummus_pairs", ["hummus_pairs"]),
     metadata=table_metadata(["hummus_pairs"]),
     description="Hummus inputs: image frames with their table-source caption; images without one get an LLM "
-                "caption when generate_captions is on (caption_origin = llm), else are rejected (no_caption).",
+    "caption when generate_captions is on (caption_origin = llm), else are rejected (no_caption).",
 )
-def hummus_pairs(context: dg.AssetExecutionContext, config: PairsConfig, storage: StorageResource,
-                 llm: LLMResource) -> dg.MaterializeResult:
+def hummus_pairs(
+    context: dg.AssetExecutionContext, config: PairsConfig, storage: StorageResource, llm: LLMResource
+) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm)
     store, engine = run.store, run.engine
     prompt = load_prompt(P_CAPTION)
@@ -75,10 +92,20 @@ def hummus_pairs(context: dg.AssetExecutionContext, config: PairsConfig, storage
             base = {k: r[k] for k in PAIR_COLS[:7]}
             cap = r.get("caption")
             if isinstance(cap, str) and cap.strip():
-                rows.append(base | {"caption": cap.strip(), "caption_origin": "source", "prompt_hash": None,
-                                    "model": None, "backend": None})
+                rows.append(
+                    base
+                    | {
+                        "caption": cap.strip(),
+                        "caption_origin": "source",
+                        "prompt_hash": None,
+                        "model": None,
+                        "backend": None,
+                    }
+                )
             elif config.generate_captions:
-                ask.append((base, LLMRequest(r["frame_id"], prompt, {}, images=[ImageInput(path=store.data_dir / r["path"])])))
+                ask.append(
+                    (base, LLMRequest(r["frame_id"], prompt, {}, images=[ImageInput(path=store.data_dir / r["path"])]))
+                )
             else:
                 rej.add(r["frame_id"], "no_caption", detail="image has no caption and generate_captions is off")
         for (base, _), res in zip(ask, engine.run("hummus_pairs", part, [q for _, q in ask])):
@@ -87,8 +114,16 @@ def hummus_pairs(context: dg.AssetExecutionContext, config: PairsConfig, storage
                 rej.add(base["frame_id"], "caption_failed", res.error_class or "", res.error or "empty caption")
                 continue
             n_llm += 1
-            rows.append(base | {"caption": cap, "caption_origin": "llm", "prompt_hash": res.prompt_hash,
-                                "model": res.model, "backend": res.backend})
+            rows.append(
+                base
+                | {
+                    "caption": cap,
+                    "caption_origin": "llm",
+                    "prompt_hash": res.prompt_hash,
+                    "model": res.model,
+                    "backend": res.backend,
+                }
+            )
         run.put(part, rows)
     return run.publish({"llm_captions": n_llm})
 
@@ -102,22 +137,28 @@ def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int):
         p = pairs[req.item_id]
         _, problems = A.validate_annotation(data, p["caption"], int(p["width"]), int(p["height"]), max_words)
         return Verdict("major", problems.feedback(), "annotation_valid") if problems else None
+
     return annotation_valid
 
 
 @dg.asset(
-    group_name="hummus", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    group_name="hummus",
+    kinds={"openai"},
+    pool="llm",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
     deps=["hummus_pairs"],
     code_version=content_hash(VERSION, CFG["annotations"], files=[P_ANNOTATE, TAXONOMY_PATH]),
     check_specs=stage_check_specs("hummus_annotations", ["hummus_annotations", "hummus_regions"]),
     metadata=table_metadata(["hummus_annotations", "hummus_regions"]),
     description="Hummus §4 annotation: Yes / No / WIDLII / Discard with incongruities; for Yes / WIDLII "
-                "TARGET IS SOURCE metaphors, boxes (pixel + normalised, in hummus_regions), the caption span in "
-                "<i></i> (exact substring), explanation ≤ 30 words; other figurative devices. Checked in code, "
-                "regenerated with feedback, else rejected with the failing check as reason.",
+    "TARGET IS SOURCE metaphors, boxes (pixel + normalised, in hummus_regions), the caption span in "
+    "<i></i> (exact substring), explanation ≤ 30 words; other figurative devices. Checked in code, "
+    "regenerated with feedback, else rejected with the failing check as reason.",
 )
-def hummus_annotations(context: dg.AssetExecutionContext, config: AnnotationsConfig, storage: StorageResource,
-                       llm: LLMResource) -> dg.MaterializeResult:
+def hummus_annotations(
+    context: dg.AssetExecutionContext, config: AnnotationsConfig, storage: StorageResource, llm: LLMResource
+) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm, tables=["hummus_annotations", "hummus_regions"])
     store, engine = run.store, run.engine
     prompt = load_prompt(P_ANNOTATE)
@@ -126,50 +167,106 @@ def hummus_annotations(context: dg.AssetExecutionContext, config: AnnotationsCon
     for part, rej in run.partitions():
         pairs = {r["frame_id"]: r for r in store.read("hummus_pairs", parts=[part]).to_dict("records")}
         counts["pairs"] += len(pairs)
-        reqs = [LLMRequest(fid, prompt, {"caption": p["caption"], "width": int(p["width"]), "height": int(p["height"]),
-                                         "devices": ", ".join(devices())},
-                           images=[ImageInput(path=store.data_dir / p["path"])]) for fid, p in pairs.items()]
-        loop = refine(engine, "hummus_annotations", part, reqs,
-                      checks=[annotation_check(pairs, config.explanation_max_words)], max_rounds=config.max_rounds)
+        reqs = [
+            LLMRequest(
+                fid,
+                prompt,
+                {
+                    "caption": p["caption"],
+                    "width": int(p["width"]),
+                    "height": int(p["height"]),
+                    "devices": ", ".join(devices()),
+                },
+                images=[ImageInput(path=store.data_dir / p["path"])],
+            )
+            for fid, p in pairs.items()
+        ]
+        loop = refine(
+            engine,
+            "hummus_annotations",
+            part,
+            reqs,
+            checks=[annotation_check(pairs, config.explanation_max_words)],
+            max_rounds=config.max_rounds,
+        )
         rows, regions = [], []
         for o in loop.outcomes:
             p = pairs[o.item_id]
             if not o.accepted:
                 reason = o.reason
-                if o.reason == "max_rounds":   # the failing check's own code (invalid_span, box_out_of_bounds...)
+                if o.reason == "max_rounds":  # the failing check's own code (invalid_span, box_out_of_bounds...)
                     last = [a for a in o.attempts if a["step"] == "generate" and a.get("output")][-1]
-                    _, probs = A.validate_annotation(json.loads(last["output"]), p["caption"], int(p["width"]),
-                                                     int(p["height"]), config.explanation_max_words)
+                    _, probs = A.validate_annotation(
+                        json.loads(last["output"]),
+                        p["caption"],
+                        int(p["width"]),
+                        int(p["height"]),
+                        config.explanation_max_words,
+                    )
                     reason = probs.primary() or reason
                 rej.add(o.item_id, reason, "RefineReject", o.detail or "")
                 reasons[reason] = reasons.get(reason, 0) + 1
                 continue
-            stub = o.advisory is not None      # placeholder text: checks recorded, not applied
-            ann, probs = A.validate_annotation(o.data or {}, p["caption"], int(p["width"]), int(p["height"]),
-                                               config.explanation_max_words, lenient=stub)
-            if ann is None:                    # no readable verdict even leniently
+            stub = o.advisory is not None  # placeholder text: checks recorded, not applied
+            ann, probs = A.validate_annotation(
+                o.data or {},
+                p["caption"],
+                int(p["width"]),
+                int(p["height"]),
+                config.explanation_max_words,
+                lenient=stub,
+            )
+            if ann is None:  # no readable verdict even leniently
                 rej.add(o.item_id, probs.primary() or "invalid_annotation", "AnnotationError", probs.feedback())
                 continue
             aid = annotation_id(o.item_id, p["caption"])
             hl = ann.highlight
-            rows.append({
-                "annotation_id": aid, **{k: p[k] for k in PAIR_COLS[:9]}, "verdict": ann.verdict,
-                "incongruities": ann.incongruities, "resolution": ann.resolution, "metaphors": ann.metaphors,
-                "caption_highlighted": hl.highlighted if hl else None, "span_texts": hl.spans if hl else [],
-                "span_starts": [a for a, _ in hl.offsets] if hl else [], "span_ends": [b for _, b in hl.offsets] if hl else [],
-                "explanation": ann.explanation or None, "explanation_words": A.word_count(ann.explanation),
-                "devices": ann.devices, "discard_reason": ann.discard_reason or None, "n_regions": len(ann.regions),
-                "repairs": probs.repairs, "rounds": o.rounds, "prompt_hash": o.result.prompt_hash,
-                "model": o.result.model, "backend": o.result.backend,
-                "advisory": json.dumps([f"{c}: {m}" for c, m in probs.items]) if stub and probs else None,
-            })
+            rows.append(
+                {
+                    "annotation_id": aid,
+                    **{k: p[k] for k in PAIR_COLS[:9]},
+                    "verdict": ann.verdict,
+                    "incongruities": ann.incongruities,
+                    "resolution": ann.resolution,
+                    "metaphors": ann.metaphors,
+                    "caption_highlighted": hl.highlighted if hl else None,
+                    "span_texts": hl.spans if hl else [],
+                    "span_starts": [a for a, _ in hl.offsets] if hl else [],
+                    "span_ends": [b for _, b in hl.offsets] if hl else [],
+                    "explanation": ann.explanation or None,
+                    "explanation_words": A.word_count(ann.explanation),
+                    "devices": ann.devices,
+                    "discard_reason": ann.discard_reason or None,
+                    "n_regions": len(ann.regions),
+                    "repairs": probs.repairs,
+                    "rounds": o.rounds,
+                    "prompt_hash": o.result.prompt_hash,
+                    "model": o.result.model,
+                    "backend": o.result.backend,
+                    "advisory": json.dumps([f"{c}: {m}" for c, m in probs.items]) if stub and probs else None,
+                }
+            )
             counts["advisory"] = counts.get("advisory", 0) + bool(stub and probs)
             for k, rg in enumerate(ann.regions):
-                regions.append({"annotation_id": aid, "region_index": k, "frame_id": o.item_id, "batch": part,
-                                "label": rg.label, "box_px_x0": rg.x0, "box_px_y0": rg.y0, "box_px_x1": rg.x1,
-                                "box_px_y1": rg.y1, "box_norm_top": rg.top, "box_norm_left": rg.left,
-                                "box_norm_height": rg.height, "box_norm_width": rg.width,
-                                "image_width": int(p["width"]), "image_height": int(p["height"])})
+                regions.append(
+                    {
+                        "annotation_id": aid,
+                        "region_index": k,
+                        "frame_id": o.item_id,
+                        "batch": part,
+                        "label": rg.label,
+                        "box_px_x0": rg.x0,
+                        "box_px_y0": rg.y0,
+                        "box_px_x1": rg.x1,
+                        "box_px_y1": rg.y1,
+                        "box_norm_top": rg.top,
+                        "box_norm_left": rg.left,
+                        "box_norm_height": rg.height,
+                        "box_norm_width": rg.width,
+                        "image_width": int(p["width"]),
+                        "image_height": int(p["height"]),
+                    }
+                )
             counts[ann.verdict] = counts.get(ann.verdict, 0) + 1
         run.put(part, rows, "hummus_annotations")
         run.put(part, regions, "hummus_regions")
@@ -187,13 +284,16 @@ def hummus_annotations(context: dg.AssetExecutionContext, config: AnnotationsCon
 
 
 @dg.asset(
-    group_name="hummus", kinds={"python"}, partitions_def=batches, backfill_policy=SINGLE_RUN,
+    group_name="hummus",
+    kinds={"python"},
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
     deps=["hummus_annotations"],
     code_version=content_hash(VERSION, H.INSTRUCTIONS),
     check_specs=stage_check_specs("hummus_items", ["hummus_items"]),
     metadata=table_metadata(["hummus_items"]),
     description="The six Hummus tasks of Table 1 (classification, naming, image_box, image_label, "
-                "caption_highlight, explanation) built from the annotations; Discard items are not tested.",
+    "caption_highlight, explanation) built from the annotations; Discard items are not tested.",
 )
 def hummus_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
     run = StageRun(context, storage)

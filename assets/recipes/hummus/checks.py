@@ -8,30 +8,52 @@ from assets.recipes.hummus.assets import P_ANNOTATE, P_CAPTION
 from forge.recipes.hummus import annotations as A
 from resources.storage import StorageResource
 
-FAILURE_CODES = (A.INVALID_SPAN, A.BOX_OUT_OF_BOUNDS, A.BAD_METAPHOR, A.EXPLANATION_TOO_LONG, A.MISSING_FIELD,
-                 A.UNKNOWN_DEVICE, A.BAD_VERDICT)
+FAILURE_CODES = (
+    A.INVALID_SPAN,
+    A.BOX_OUT_OF_BOUNDS,
+    A.BAD_METAPHOR,
+    A.EXPLANATION_TOO_LONG,
+    A.MISSING_FIELD,
+    A.UNKNOWN_DEVICE,
+    A.BAD_VERDICT,
+)
 
 
-@dg.asset_check(asset="hummus_annotations", name="annotation_failure_rates", blocking=False,
-                description="Pairs rejected by the code checks (invalid span, box out of bounds, bad metaphor "
-                            "format, explanation too long...) as shares of all annotated pairs; warns above 30 %.")
+@dg.asset_check(
+    asset="hummus_annotations",
+    name="annotation_failure_rates",
+    blocking=False,
+    description="Pairs rejected by the code checks (invalid span, box out of bounds, bad metaphor "
+    "format, explanation too long...) as shares of all annotated pairs; warns above 30 %.",
+)
 def annotation_failure_rates(storage: StorageResource) -> dg.AssetCheckResult:
     store = storage.store
-    rej = store.read("rejects", where="stage = 'hummus_annotations'") if store.exists("rejects") else pd.DataFrame(
-        columns=["reason"])
+    rej = (
+        store.read("rejects", where="stage = 'hummus_annotations'")
+        if store.exists("rejects")
+        else pd.DataFrame(columns=["reason"])
+    )
     n_ok = len(store.read("hummus_annotations", columns=["annotation_id"])) if store.exists("hummus_annotations") else 0
     total = n_ok + len(rej)
     by = {c: int((rej["reason"] == c).sum()) for c in FAILURE_CODES} if len(rej) else {c: 0 for c in FAILURE_CODES}
     rates = {c: round(v / total, 4) if total else 0.0 for c, v in by.items()}
     failed = sum(by.values())
-    return dg.AssetCheckResult(passed=not total or failed / total <= 0.3, severity=dg.AssetCheckSeverity.WARN,
-                               metadata={"pairs": total, "annotated": n_ok, "failure_rate": round(failed / total, 4) if total else 0.0,
-                                         "rates": dg.MetadataValue.json(rates)})
+    return dg.AssetCheckResult(
+        passed=not total or failed / total <= 0.3,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "pairs": total,
+            "annotated": n_ok,
+            "failure_rate": round(failed / total, 4) if total else 0.0,
+            "rates": dg.MetadataValue.json(rates),
+        },
+    )
 
 
 # Table captions have no prompt and never count; only LLM-written ones can be outdated.
 caption_prompt_current = outdated_prompt_check(
-    "hummus_pairs", "hummus_pairs", [P_CAPTION], name="prompt_current_hummus_pairs", only={"caption_origin": "llm"})
+    "hummus_pairs", "hummus_pairs", [P_CAPTION], name="prompt_current_hummus_pairs", only={"caption_origin": "llm"}
+)
 
 
 CHECKS = [

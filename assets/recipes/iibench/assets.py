@@ -9,7 +9,6 @@ options and the distractor judge on placeholder text are recorded (``advisory`` 
 ``extra.advisory``, ``llm_attempts``) but never drop an image or a question.
 """
 
-
 import json
 from pathlib import Path
 from typing import Any
@@ -91,30 +90,41 @@ def candidate_images(store: TableStore, batch: str, rejects: RejectLog) -> pd.Da
         if fid not in dup.index:
             rejects.add(fid, "not_deduplicated", detail="no row in `duplicates` (run dedup first)")
         elif not bool(dup.at[fid, "is_kept"]):
-            rejects.add(fid, "duplicate", detail="dedup kept another copy", related_id=str(dup.at[fid, "kept_frame_id"]))
+            rejects.add(
+                fid, "duplicate", detail="dedup kept another copy", related_id=str(dup.at[fid, "kept_frame_id"])
+            )
         elif fid not in txt.index:
             rejects.add(fid, "no_text_ratio", detail="no row in `text_ratio` (run the OCR filter first)")
         elif not bool(txt.at[fid, "passes"]):
-            rejects.add(fid, "text_ratio_exceeded", detail=f"text covers {float(txt.at[fid, 'ratio']):.1%} of the image")
+            rejects.add(
+                fid, "text_ratio_exceeded", detail=f"text covers {float(txt.at[fid, 'ratio']):.1%} of the image"
+            )
         else:
             keep.append(fid)
     out = frames[frames["frame_id"].isin(keep)].copy()
-    out["ocr_text"] = out["frame_id"].map(lambda f: str(txt.at[f, "text"]) if "text" in txt.columns and pd.notna(txt.at[f, "text"]) else "")
+    out["ocr_text"] = out["frame_id"].map(
+        lambda f: str(txt.at[f, "text"]) if "text" in txt.columns and pd.notna(txt.at[f, "text"]) else ""
+    )
     return out
 
 
 # -- 5. implication filter --------------------------------------------------------------
 @dg.asset(
-    group_name="iibench", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    group_name="iibench",
+    kinds={"openai"},
+    pool="llm",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
     deps=["frames", "duplicates", "text_ratio"],
     code_version=content_hash(VERSION, CFG["implication"], files=[P_IMPLICATION]),
     check_specs=stage_check_specs("iibench_implication", ["iibench_implication"]),
     metadata=table_metadata(["iibench_implication"]),
     description="II-Bench Stage 3: keep images with a metaphorical or suggestive implication (LLM judge with "
-                "reasons; a human verdict table overrides it). Dropped images → rejects (no_implication).",
+    "reasons; a human verdict table overrides it). Dropped images → rejects (no_implication).",
 )
-def iibench_implication(context: dg.AssetExecutionContext, config: ImplicationConfig, storage: StorageResource,
-                        llm: LLMResource) -> dg.MaterializeResult:
+def iibench_implication(
+    context: dg.AssetExecutionContext, config: ImplicationConfig, storage: StorageResource, llm: LLMResource
+) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm)
     store, engine = run.store, run.engine
     prompt = load_prompt(P_IMPLICATION)
@@ -132,12 +142,29 @@ def iibench_implication(context: dg.AssetExecutionContext, config: ImplicationCo
             base = {k: r[k] for k in ("frame_id", "batch", "item_id", "source", "path")} | {"ocr_text": r["ocr_text"]}
             hv = imp.human_verdict_for(human, r["frame_id"], r["item_id"])
             if hv is not None:
-                rows.append(base | {"keep": hv.keep, "origin": "human", "implication": None, "reason": hv.note,
-                                    "prompt_name": None, "prompt_hash": None, "model": "human", "backend": "human",
-                                    "advisory": None})
+                rows.append(
+                    base
+                    | {
+                        "keep": hv.keep,
+                        "origin": "human",
+                        "implication": None,
+                        "reason": hv.note,
+                        "prompt_name": None,
+                        "prompt_hash": None,
+                        "model": "human",
+                        "backend": "human",
+                        "advisory": None,
+                    }
+                )
             else:
-                ask.append((base, LLMRequest(r["frame_id"], prompt, {"ocr_text": r["ocr_text"] or "(none)"},
-                                             images=[_image(store, r)])))
+                ask.append(
+                    (
+                        base,
+                        LLMRequest(
+                            r["frame_id"], prompt, {"ocr_text": r["ocr_text"] or "(none)"}, images=[_image(store, r)]
+                        ),
+                    )
+                )
         results = engine.run("iibench_implication", part, [q for _, q in ask])
         for (base, _), res in zip(ask, results):
             if not res.ok:
@@ -146,12 +173,23 @@ def iibench_implication(context: dg.AssetExecutionContext, config: ImplicationCo
                 continue
             keep, implication, reason = imp.parse_judge(res.data or {})
             note = None
-            if not keep and advisory(res):   # a placeholder verdict: recorded, the image stays
+            if not keep and advisory(res):  # a placeholder verdict: recorded, the image stays
                 keep, note = True, json.dumps([f"no_implication: {reason}"])
                 counts["advisory"] += 1
-            rows.append(base | {"keep": keep, "origin": "llm", "implication": implication, "reason": reason,
-                                "prompt_name": res.prompt_name, "prompt_hash": res.prompt_hash, "model": res.model,
-                                "backend": res.backend, "advisory": note})
+            rows.append(
+                base
+                | {
+                    "keep": keep,
+                    "origin": "llm",
+                    "implication": implication,
+                    "reason": reason,
+                    "prompt_name": res.prompt_name,
+                    "prompt_hash": res.prompt_hash,
+                    "model": res.model,
+                    "backend": res.backend,
+                    "advisory": note,
+                }
+            )
         for row in rows:
             if not row["keep"]:
                 rej.add(row["frame_id"], "no_implication", detail=f"[{row['origin']}] {row['reason'] or ''}".strip())
@@ -175,26 +213,36 @@ def labels_check(min_chars: int):
         if n < min_chars:
             problems.append(f"explanation: {n} characters; explain the implication in at least {min_chars}")
         return Verdict("major", "\n".join(problems), "labels_valid") if problems else None
+
     return labels_valid
 
 
 @dg.asset(
-    group_name="iibench", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    group_name="iibench",
+    kinds={"openai"},
+    pool="llm",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
     deps=["iibench_implication"],
     code_version=content_hash(VERSION, CFG["labels"], files=[P_LABELS, tax.TAXONOMY_PATH]),
     check_specs=stage_check_specs("iibench_labels", ["iibench_labels"]),
     metadata=table_metadata(["iibench_labels"]),
     description="II-Bench App. B.2 labels per kept image: image type, domain, emotion, rhetoric (multi), "
-                "difficulty and the explanation of the implication; label sets validated in code, refined.",
+    "difficulty and the explanation of the implication; label sets validated in code, refined.",
 )
-def iibench_labels(context: dg.AssetExecutionContext, config: LabelsConfig, storage: StorageResource,
-                   llm: LLMResource) -> dg.MaterializeResult:
+def iibench_labels(
+    context: dg.AssetExecutionContext, config: LabelsConfig, storage: StorageResource, llm: LLMResource
+) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm)
     store, engine = run.store, run.engine
     prompt = load_prompt(P_LABELS)
-    label_vars = {"image_types": tax.values("image_type"), "domains": tax.values("domain"),
-                  "emotions": tax.values("emotion"), "rhetorics": tax.values("rhetoric"),
-                  "difficulties": tax.values("difficulty")}
+    label_vars = {
+        "image_types": tax.values("image_type"),
+        "domains": tax.values("domain"),
+        "emotions": tax.values("emotion"),
+        "rhetorics": tax.values("rhetoric"),
+        "difficulties": tax.values("difficulty"),
+    }
     label_vars = {k: ", ".join(v) for k, v in label_vars.items()}
     n_in = 0
     for part, rej in run.partitions():
@@ -202,10 +250,23 @@ def iibench_labels(context: dg.AssetExecutionContext, config: LabelsConfig, stor
         kept = kept[kept["keep"].astype(bool)] if len(kept) else kept
         n_in += len(kept)
         by_id = {r["frame_id"]: r for r in kept.to_dict("records")}
-        reqs = [LLMRequest(fid, prompt, label_vars | {"implication": r["implication"] or r["reason"] or "(not stated)"},
-                           images=[_image(store, r)]) for fid, r in by_id.items()]
-        loop = refine(engine, "iibench_labels", part, reqs, checks=[labels_check(config.min_explanation_chars)],
-                      max_rounds=config.max_rounds)
+        reqs = [
+            LLMRequest(
+                fid,
+                prompt,
+                label_vars | {"implication": r["implication"] or r["reason"] or "(not stated)"},
+                images=[_image(store, r)],
+            )
+            for fid, r in by_id.items()
+        ]
+        loop = refine(
+            engine,
+            "iibench_labels",
+            part,
+            reqs,
+            checks=[labels_check(config.min_explanation_chars)],
+            max_rounds=config.max_rounds,
+        )
         rows = []
         for o in loop.outcomes:
             if not o.accepted:
@@ -214,15 +275,28 @@ def iibench_labels(context: dg.AssetExecutionContext, config: LabelsConfig, stor
                 continue
             r, data = by_id[o.item_id], o.data or {}
             labels, _ = tax.validate_labels(data)
-            rows.append({k: r[k] for k in ("frame_id", "batch", "item_id", "source", "path")} | labels | {
-                "explanation": " ".join(str(data["explanation"]).split()), "implication": r["implication"],
-                "rounds": o.rounds, "prompt_name": o.result.prompt_name, "prompt_hash": o.result.prompt_hash,
-                "model": o.result.model, "backend": o.result.backend})
+            rows.append(
+                {k: r[k] for k in ("frame_id", "batch", "item_id", "source", "path")}
+                | labels
+                | {
+                    "explanation": " ".join(str(data["explanation"]).split()),
+                    "implication": r["implication"],
+                    "rounds": o.rounds,
+                    "prompt_name": o.result.prompt_name,
+                    "prompt_hash": o.result.prompt_hash,
+                    "model": o.result.model,
+                    "backend": o.result.backend,
+                }
+            )
         run.put(part, rows)
         run.add_attempts(loop.attempts_frame())
     allrows = run.frame()
     n_out = len(allrows)
-    md: dict[str, Any] = {"images_in": n_in, "labelled": n_out, "label_reject_rate": round(1 - n_out / n_in, 4) if n_in else 0.0}
+    md: dict[str, Any] = {
+        "images_in": n_in,
+        "labelled": n_out,
+        "label_reject_rate": round(1 - n_out / n_in, 4) if n_in else 0.0,
+    }
     if n_out:
         md["by_domain"] = dg.MetadataValue.json(allrows["domain"].value_counts().to_dict())
         md["by_image_type"] = dg.MetadataValue.json(allrows["image_type"].value_counts().to_dict())
@@ -236,14 +310,20 @@ def questions_check(threshold: float):
         if any(q.problems for q in qs):
             return Verdict("major", it.set_feedback(qs), "options_distinct")
         return None
+
     return options_distinct
 
 
 def judge_builder(prompt, explanations: dict[str, str]):
     def build(req: LLMRequest, data: dict[str, Any]) -> LLMRequest:
         qs = it.parse_questions(data)
-        return LLMRequest(req.item_id, prompt, {"explanation": explanations[req.item_id],
-                                                "questions": it.questions_text(qs)}, images=list(req.images))
+        return LLMRequest(
+            req.item_id,
+            prompt,
+            {"explanation": explanations[req.item_id], "questions": it.questions_text(qs)},
+            images=list(req.images),
+        )
+
     return build
 
 
@@ -264,23 +344,27 @@ def judge_verdict(data: dict[str, Any]) -> Verdict:
 
 
 @dg.asset(
-    group_name="iibench", kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
+    group_name="iibench",
+    kinds={"openai"},
+    pool="llm",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
     deps=["iibench_labels"],
     code_version=content_hash(VERSION, CFG["items"], files=[P_QUESTIONS, P_JUDGE]),
     check_specs=stage_check_specs("iibench_items", ["iibench_items"]),
     metadata=table_metadata(["iibench_items"]),
     description="II-Bench items: 1-3 single-answer questions per image with six options (one correct, five "
-                "distractors about the implication's nuances), code-checked for duplicates and judged (each "
-                "distractor plausible, none also correct), regenerated with feedback up to K rounds; seeded order.",
+    "distractors about the implication's nuances), code-checked for duplicates and judged (each "
+    "distractor plausible, none also correct), regenerated with feedback up to K rounds; seeded order.",
 )
-def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storage: StorageResource,
-                  llm: LLMResource) -> dg.MaterializeResult:
+def iibench_items(
+    context: dg.AssetExecutionContext, config: ItemsConfig, storage: StorageResource, llm: LLMResource
+) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm)
     store, engine = run.store, run.engine
     p_q, p_j = load_prompt(P_QUESTIONS), load_prompt(P_JUDGE)
     n_q = max(1, min(3, config.questions_per_image))
-    stats = {"images": 0, "questions_accepted": 0, "questions_rejected": 0, "images_rejected": 0,
-             "refine_rounds": 0}
+    stats = {"images": 0, "questions_accepted": 0, "questions_rejected": 0, "images_rejected": 0, "refine_rounds": 0}
     reasons: dict[str, int] = {}
     for part, rej in run.partitions():
         lab = store.read("iibench_labels", parts=[part])
@@ -289,11 +373,24 @@ def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storag
         reqs = []
         for fid, r in recs.items():
             labels_txt = json.dumps({k: (list(r[k]) if k == "rhetoric" else r[k]) for k in tax.AXES})
-            reqs.append(LLMRequest(fid, p_q, {"explanation": r["explanation"], "labels": labels_txt,
-                                              "n_questions": n_q}, images=[_image(store, r)]))
-        loop = refine(engine, "iibench_items", part, reqs, checks=[questions_check(config.near_duplicate_threshold)],
-                      judge=judge_builder(p_j, {f: r["explanation"] for f, r in recs.items()}),
-                      parse_verdict=judge_verdict, max_rounds=config.max_rounds)
+            reqs.append(
+                LLMRequest(
+                    fid,
+                    p_q,
+                    {"explanation": r["explanation"], "labels": labels_txt, "n_questions": n_q},
+                    images=[_image(store, r)],
+                )
+            )
+        loop = refine(
+            engine,
+            "iibench_items",
+            part,
+            reqs,
+            checks=[questions_check(config.near_duplicate_threshold)],
+            judge=judge_builder(p_j, {f: r["explanation"] for f, r in recs.items()}),
+            parse_verdict=judge_verdict,
+            max_rounds=config.max_rounds,
+        )
         rows = []
         for o in loop.outcomes:
             r = recs[o.item_id]
@@ -303,12 +400,18 @@ def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storag
                 stats["images_rejected"] += 1
                 reasons[o.reason] = reasons.get(o.reason, 0) + 1
                 continue
-            accepted, failed = it.resolve_set(o.attempts, config.near_duplicate_threshold,
-                                              advisory=o.advisory is not None)
+            accepted, failed = it.resolve_set(
+                o.attempts, config.near_duplicate_threshold, advisory=o.advisory is not None
+            )
             for q in failed:
                 code = it.primary_reason(q)
-                rej.add(it.item_id(o.item_id, q.question), code, "QuestionReject",
-                        f"{q.question} — " + "; ".join(q.feedback), related_id=o.item_id)
+                rej.add(
+                    it.item_id(o.item_id, q.question),
+                    code,
+                    "QuestionReject",
+                    f"{q.question} — " + "; ".join(q.feedback),
+                    related_id=o.item_id,
+                )
                 reasons[code] = reasons.get(code, 0) + 1
             if not accepted:
                 stats["images_rejected"] += 1
@@ -316,15 +419,19 @@ def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storag
             last_gen = [a for a in o.attempts if a["step"] == "generate" and a.get("output")][-1:] or [{}]
             judge_hash = next((a["prompt_hash"] for a in reversed(o.attempts) if a["step"] == "judge"), "")
             for q in accepted:
-                labels = {k: (list(r[k]) if k == "rhetoric" else r[k]) for k in tax.AXES} | {"explanation": r["explanation"]}
+                labels = {k: (list(r[k]) if k == "rhetoric" else r[k]) for k in tax.AXES} | {
+                    "explanation": r["explanation"]
+                }
                 row = it.build_item(q, r, labels, config.seed)
                 extra = json.loads(row["extra"]) | {"judge_prompt_hash": judge_hash}
-                if q.problems:   # stub only: what the checks and the judge would have rejected it for
+                if q.problems:  # stub only: what the checks and the judge would have rejected it for
                     extra["advisory"] = [f"{c}: {f}" for c, f in zip(q.problems, q.feedback)] or q.problems
-                row |= {"extra": json.dumps(extra),
-                        "backend": gen.backend if gen else last_gen[0].get("backend"),
-                        "model": gen.model if gen else last_gen[0].get("model"),
-                        "prompt_hash": gen.prompt_hash if gen else last_gen[0].get("prompt_hash")}
+                row |= {
+                    "extra": json.dumps(extra),
+                    "backend": gen.backend if gen else last_gen[0].get("backend"),
+                    "model": gen.model if gen else last_gen[0].get("model"),
+                    "prompt_hash": gen.prompt_hash if gen else last_gen[0].get("prompt_hash"),
+                }
                 if all(x["item_id"] != row["item_id"] for x in rows):
                     rows.append(row)
         stats["questions_accepted"] += len(rows)
@@ -333,8 +440,9 @@ def iibench_items(context: dg.AssetExecutionContext, config: ItemsConfig, storag
         run.add_attempts(loop.attempts_frame())
     total_q = stats["questions_accepted"] + stats["questions_rejected"]
     md: dict[str, Any] = dict(stats)
-    md["distractor_failure_rate"] = round(sum(reasons.get(c, 0) for c in (it.ALSO_CORRECT, it.IMPLAUSIBLE))
-                                          / total_q, 4) if total_q else 0.0
+    md["distractor_failure_rate"] = (
+        round(sum(reasons.get(c, 0) for c in (it.ALSO_CORRECT, it.IMPLAUSIBLE)) / total_q, 4) if total_q else 0.0
+    )
     md["duplicate_option_rate"] = round(reasons.get(it.DUPLICATE_OPTIONS, 0) / total_q, 4) if total_q else 0.0
     md["reject_reasons"] = dg.MetadataValue.json(reasons)
     if any(advisory(b) for b in run.frame()["backend"]):

@@ -2,8 +2,7 @@
 
 import dagster as dg
 
-from assets.recipes.maia.assets import (maia_answer_pools, maia_foils, maia_items, maia_questions,
-                                        maia_statements)
+from assets.recipes.maia.assets import maia_answer_pools, maia_foils, maia_items, maia_questions, maia_statements
 from assets.recipes.maia.checks import CHECKS
 
 defs = dg.Definitions(

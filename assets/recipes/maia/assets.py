@@ -11,7 +11,6 @@ placeholder text (question form/pair focus, equal strings, overlap) are recorded
 but never filter anything, so the demo keeps items flowing and says what it did.
 """
 
-
 import json
 from pathlib import Path
 from typing import Any
@@ -40,9 +39,19 @@ from resources.storage import StorageResource
 VERSION = "maia-1"
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 CFG = load_config()
-P = {name: PROMPTS / f"{name}.yaml" for name in
-     ("questions", "answers", "consistency", "contradiction", "rephrase_equal", "rephrase_overlap", "statement",
-      "foil_structural")}
+P = {
+    name: PROMPTS / f"{name}.yaml"
+    for name in (
+        "questions",
+        "answers",
+        "consistency",
+        "contradiction",
+        "rephrase_equal",
+        "rephrase_overlap",
+        "statement",
+        "foil_structural",
+    )
+}
 FOIL_PROMPTS = [F.foil_prompt_file(PROMPTS, c) for c in CATEGORY_NAMES]
 COMMON = dict(group_name="maia", partitions_def=batches, backfill_policy=SINGLE_RUN)
 
@@ -68,9 +77,16 @@ def clip_units(store: TableStore, batch: str) -> list[dict[str, Any]]:
     for c in clips.sort_values("clip_id").to_dict("records"):
         fr = frames[frames["clip_id"] == c["clip_id"]].sort_values("frame_index") if len(frames) else frames
         vid = c.get("video_id") or c.get("item_id")
-        out.append({"clip_id": c["clip_id"], "item_id": vid, "source": c.get("source"),
-                    "channel": channel.get(vid), "media_paths": [str(p) for p in fr["path"]] if len(fr) else [],
-                    "evidence": ev.get(c["clip_id"])})
+        out.append(
+            {
+                "clip_id": c["clip_id"],
+                "item_id": vid,
+                "source": c.get("source"),
+                "channel": channel.get(vid),
+                "media_paths": [str(p) for p in fr["path"]] if len(fr) else [],
+                "evidence": ev.get(c["clip_id"]),
+            }
+        )
     return out
 
 
@@ -80,14 +96,19 @@ def images(store: TableStore, paths: list[str], k: int) -> list[ImageInput]:
 
 # -- 1. questions ----------------------------------------------------------------------------
 @dg.asset(
-    **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["clips", "frames", "evidence"],
+    **COMMON,
+    pool="llm",
+    kinds={"openai", "parquet"},
+    deps=["clips", "frames", "evidence"],
     code_version=content_hash(VERSION, CFG.get("questions"), files=[P["questions"], CATEGORIES_FILE]),
     check_specs=stage_check_specs("maia_questions", ["maia_questions"]),
     metadata=table_metadata(["maia_questions"]),
     description="MAIA questions (App. A.3): 2 open-ended, audio-free questions per reasoning category per clip, the "
-                "second about other entities/events; generated from frames + evidence, or imported (human).",
+    "second about other entities/events; generated from frames + evidence, or imported (human).",
 )
-def maia_questions(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource) -> dg.MaterializeResult:
+def maia_questions(
+    context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource
+) -> dg.MaterializeResult:
     run, cfg = StageRun(context, storage, llm), CFG["questions"]
     store, engine = run.store, run.engine
     cats = CATEGORY_NAMES if cfg.get("categories", "all") == "all" else tuple(cfg["categories"])
@@ -107,10 +128,12 @@ def maia_questions(context: dg.AssetExecutionContext, storage: StorageResource, 
         imp_here = [iq for iq in imported if iq.clip_id in by_clip]
         for iq in imp_here:
             u = by_clip[iq.clip_id]
-            rows.append(_question_row(batch, u, iq.category, iq.slot, iq.question, "imported", None,
-                                      answers=iq.answers))
-        gen_units = [] if cfg.get("import_only") else [u for u in units if u["clip_id"] not in
-                                                        {iq.clip_id for iq in imp_here}]
+            rows.append(
+                _question_row(batch, u, iq.category, iq.slot, iq.question, "imported", None, answers=iq.answers)
+            )
+        gen_units = (
+            [] if cfg.get("import_only") else [u for u in units if u["clip_id"] not in {iq.clip_id for iq in imp_here}]
+        )
         if cap is not None:
             for u in gen_units[cap:]:
                 log.add(u["clip_id"], "over_batch_cap", detail=f"max_clips_per_batch={cap}")
@@ -123,8 +146,18 @@ def maia_questions(context: dg.AssetExecutionContext, storage: StorageResource, 
             imgs = images(store, u["media_paths"], int(cfg.get("max_images", 8)))
             for cat in cats:
                 jobs.append((u, cat))
-                reqs.append(LLMRequest(item_id=f"{u['clip_id']}:{cat}", prompt=prompt, images=imgs, variables={
-                    **Q.category_variables(cat), "evidence": Q.evidence_text(u["evidence"]), "n_frames": len(imgs)}))
+                reqs.append(
+                    LLMRequest(
+                        item_id=f"{u['clip_id']}:{cat}",
+                        prompt=prompt,
+                        images=imgs,
+                        variables={
+                            **Q.category_variables(cat),
+                            "evidence": Q.evidence_text(u["evidence"]),
+                            "n_frames": len(imgs),
+                        },
+                    )
+                )
         progress = Progress(context.log, f"maia_questions[{batch}]", len(reqs))
         for (u, cat), res in zip(jobs, engine.run("maia_questions", batch, reqs)):
             progress.step()
@@ -136,18 +169,42 @@ def maia_questions(context: dg.AssetExecutionContext, storage: StorageResource, 
             rows.append(_question_row(batch, u, cat, "b", qb, "generated", res))
         run.put(batch, _check_questions(rows, log, float(cfg.get("pair_max_overlap", 0.5))))
     all_q = run.frame()
-    return run.publish({"questions_by_category": dg.MetadataValue.json(all_q["category"].value_counts().to_dict()),
-                        "imported_questions": int((all_q["origin"] == "imported").sum())})
+    return run.publish(
+        {
+            "questions_by_category": dg.MetadataValue.json(all_q["category"].value_counts().to_dict()),
+            "imported_questions": int((all_q["origin"] == "imported").sum()),
+        }
+    )
 
 
-def _question_row(batch: str, u: dict[str, Any], cat: str, slot: str, text: str, origin: str, res: Any,
-                  answers: list[str] | None = None) -> dict[str, Any]:
-    return {"question_id": Q.question_id(u["clip_id"], cat, slot), "batch": batch, "clip_id": u["clip_id"],
-            "source_item_id": u["item_id"], "source": u["source"], "category": cat,
-            "macro_category": categories()[cat].macro, "slot": slot, "question": text, "pair_overlap": None,
-            "origin": origin, "imported_answers": answers if answers else None, "media_paths": u["media_paths"],
-            "prompt_hash": res.prompt_hash if res else None, "model": res.model if res else "human",
-            "backend": res.backend if res else "human"}
+def _question_row(
+    batch: str,
+    u: dict[str, Any],
+    cat: str,
+    slot: str,
+    text: str,
+    origin: str,
+    res: Any,
+    answers: list[str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "question_id": Q.question_id(u["clip_id"], cat, slot),
+        "batch": batch,
+        "clip_id": u["clip_id"],
+        "source_item_id": u["item_id"],
+        "source": u["source"],
+        "category": cat,
+        "macro_category": categories()[cat].macro,
+        "slot": slot,
+        "question": text,
+        "pair_overlap": None,
+        "origin": origin,
+        "imported_answers": answers if answers else None,
+        "media_paths": u["media_paths"],
+        "prompt_hash": res.prompt_hash if res else None,
+        "model": res.model if res else "human",
+        "backend": res.backend if res else "human",
+    }
 
 
 def _check_questions(rows: list[dict[str, Any]], log: RejectLog, max_overlap: float) -> pd.DataFrame:
@@ -176,15 +233,35 @@ def _check_questions(rows: list[dict[str, Any]], log: RejectLog, max_overlap: fl
                 if advisory(b):
                     b["advisory"].append(f"pair_same_focus: overlap {ov:.2f}")
                 else:
-                    log.add(b["question_id"], "pair_same_focus", detail=f"overlap {ov:.2f} with: {a['question']}",
-                            related_id=a["question_id"])
+                    log.add(
+                        b["question_id"],
+                        "pair_same_focus",
+                        detail=f"overlap {ov:.2f} with: {a['question']}",
+                        related_id=a["question_id"],
+                    )
                     pair.pop("b")
         out.extend(pair.values())
     for r in out:
         r["advisory"] = json.dumps(r["advisory"]) if r["advisory"] else None
-    cols = ["question_id", "batch", "clip_id", "source_item_id", "source", "category", "macro_category", "slot",
-            "question", "pair_overlap", "origin", "imported_answers", "media_paths", "prompt_hash", "model", "backend",
-            "advisory"]
+    cols = [
+        "question_id",
+        "batch",
+        "clip_id",
+        "source_item_id",
+        "source",
+        "category",
+        "macro_category",
+        "slot",
+        "question",
+        "pair_overlap",
+        "origin",
+        "imported_answers",
+        "media_paths",
+        "prompt_hash",
+        "model",
+        "backend",
+        "advisory",
+    ]
     return pd.DataFrame(out, columns=cols)
 
 
@@ -197,12 +274,28 @@ def rephraser(engine: Any, stage: str, batch: str, attempts: list[dict[str, Any]
         reqs = []
         for t in tasks:
             if t.kind == "equal":
-                reqs.append(LLMRequest(item_id=t.member_id, prompt=equal_p,
-                                       variables={"question": t.context["question"], "text": t.text}))
+                reqs.append(
+                    LLMRequest(
+                        item_id=t.member_id,
+                        prompt=equal_p,
+                        variables={"question": t.context["question"], "text": t.text},
+                    )
+                )
             else:
                 others = "\n".join(f"A{k + 1}: {o}" for k, o in enumerate(t.others))
-                reqs.append(LLMRequest(item_id=t.member_id, prompt=overlap_p, params={"seed": t.round}, variables={
-                    "question": t.context["question"], "others": others, "text": t.text, "n_last": len(t.others) + 1}))
+                reqs.append(
+                    LLMRequest(
+                        item_id=t.member_id,
+                        prompt=overlap_p,
+                        params={"seed": t.round},
+                        variables={
+                            "question": t.context["question"],
+                            "others": others,
+                            "text": t.text,
+                            "n_last": len(t.others) + 1,
+                        },
+                    )
+                )
         res = engine.run(stage, batch, reqs)
         for t, r in zip(tasks, res):
             results[id(t)] = r
@@ -210,15 +303,27 @@ def rephraser(engine: Any, stage: str, batch: str, attempts: list[dict[str, Any]
 
     def on_result(task: RephraseTask, new: str | None, accepted: bool) -> None:
         r = results.get(id(task))
-        attempts.append({"stage": stage, "partition": batch, "item_id": task.member_id, "round": task.round,
-                         "step": f"rephrase:{task.kind}", "prompt_name": r.prompt_name if r else "",
-                         "prompt_hash": r.prompt_hash if r else "", "model": r.model if r else "",
-                         "backend": r.backend if r else engine.backend_name, "ok": bool(r and r.ok),
-                         "cached": bool(r and r.cached), "verdict": "pass" if accepted else "major",
-                         "feedback": None if accepted else f"still equal or > threshold overlap: {task.kind}",
-                         "output": json.dumps({"text": new}) if new is not None else None,
-                         "error": r.error if r and not r.ok else None, "advisory": advisory(engine),
-                         "final_status": "accepted"})
+        attempts.append(
+            {
+                "stage": stage,
+                "partition": batch,
+                "item_id": task.member_id,
+                "round": task.round,
+                "step": f"rephrase:{task.kind}",
+                "prompt_name": r.prompt_name if r else "",
+                "prompt_hash": r.prompt_hash if r else "",
+                "model": r.model if r else "",
+                "backend": r.backend if r else engine.backend_name,
+                "ok": bool(r and r.ok),
+                "cached": bool(r and r.cached),
+                "verdict": "pass" if accepted else "major",
+                "feedback": None if accepted else f"still equal or > threshold overlap: {task.kind}",
+                "output": json.dumps({"text": new}) if new is not None else None,
+                "error": r.error if r and not r.ok else None,
+                "advisory": advisory(engine),
+                "final_status": "accepted",
+            }
+        )
 
     return rephrase, on_result
 
@@ -233,15 +338,26 @@ def finalise_attempts(attempts: list[dict[str, Any]], pools: list[Pool]) -> pd.D
     return df
 
 
-def stats_row(kind: str, p: Pool, q: dict[str, Any], status: str, reason: str | None, n_initial: int,
-              extra: dict[str, Any]) -> dict[str, Any]:
+def stats_row(
+    kind: str, p: Pool, q: dict[str, Any], status: str, reason: str | None, n_initial: int, extra: dict[str, Any]
+) -> dict[str, Any]:
     b, a = p.stats_before or pool_stats([]), p.stats_after or pool_stats([])
-    row = {"kind": kind, "question_id": q["question_id"], "batch": q["batch"], "category": q["category"],
-           "status": status, "reason": reason, "n_initial": n_initial, "n_final": len(p.kept_texts()),
-           "equal_pairs_before": b["equal_pairs"], "equal_pairs_after": a["equal_pairs"],
-           "pairs_over_threshold_before": b["pairs_over_threshold"],
-           "pairs_over_threshold_after": a["pairs_over_threshold"],
-           "rephrased": sum(p.rephrased.values()), "rephrase_rounds": p.rounds}
+    row = {
+        "kind": kind,
+        "question_id": q["question_id"],
+        "batch": q["batch"],
+        "category": q["category"],
+        "status": status,
+        "reason": reason,
+        "n_initial": n_initial,
+        "n_final": len(p.kept_texts()),
+        "equal_pairs_before": b["equal_pairs"],
+        "equal_pairs_after": a["equal_pairs"],
+        "pairs_over_threshold_before": b["pairs_over_threshold"],
+        "pairs_over_threshold_after": a["pairs_over_threshold"],
+        "rephrased": sum(p.rephrased.values()),
+        "rephrase_rounds": p.rounds,
+    }
     for k in ("overlap_mean", "overlap_max", "overlap_mean_cw", "ttr", "ttr_cw"):
         row[f"{k}_before"], row[f"{k}_after"] = float(b[k]), float(a[k])
     row.update(extra)
@@ -252,7 +368,8 @@ def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
     kept = stats[stats["status"] == "kept"] if len(stats) else stats
     ref = CFG.get("reference", {})
     ours = {
-        "pools": int(len(stats)), "pools_kept": int(len(kept)),
+        "pools": int(len(stats)),
+        "pools_kept": int(len(kept)),
         "pool_reject_rate": round(1 - len(kept) / len(stats), 4) if len(stats) else 0.0,
         "overlap_mean_after": round(float(kept["overlap_mean_after"].mean()), 4) if len(kept) else None,
         "overlap_mean_cw_after": round(float(kept["overlap_mean_cw_after"].mean()), 4) if len(kept) else None,
@@ -260,24 +377,34 @@ def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
         "ttr_cw_after": round(float(kept["ttr_cw_after"].mean()), 4) if len(kept) else None,
         "pools_ttr_cw_below_0_5": int((kept["ttr_cw_after"] < 0.5).sum()) if len(kept) else 0,
     }
-    return {f"{ref_prefix}_stats": dg.MetadataValue.json(ours),
-            f"{ref_prefix}_maia_reference": dg.MetadataValue.json({k: v for k, v in ref.items()
-                                                                   if k.startswith(ref_prefix)})}
+    return {
+        f"{ref_prefix}_stats": dg.MetadataValue.json(ours),
+        f"{ref_prefix}_maia_reference": dg.MetadataValue.json(
+            {k: v for k, v in ref.items() if k.startswith(ref_prefix)}
+        ),
+    }
 
 
 # -- 2. answer pools ---------------------------------------------------------------------------
 @dg.asset(
-    **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["maia_questions"],
-    code_version=content_hash(VERSION, CFG.get("answers"), CFG.get("pools"),
-                              files=[P["answers"], P["consistency"], P["contradiction"], P["rephrase_equal"],
-                                     P["rephrase_overlap"]]),
+    **COMMON,
+    pool="llm",
+    kinds={"openai", "parquet"},
+    deps=["maia_questions"],
+    code_version=content_hash(
+        VERSION,
+        CFG.get("answers"),
+        CFG.get("pools"),
+        files=[P["answers"], P["consistency"], P["contradiction"], P["rephrase_equal"], P["rephrase_overlap"]],
+    ),
     check_specs=stage_check_specs("maia_answer_pools", ["maia_answer_pools", "maia_pool_stats"]),
     metadata=table_metadata(["maia_answer_pools"]),
     description="MAIA 8-answer pools (App. A.3–A.4): generated with diversity (or imported), consistency 0/1/2, "
-                "contradiction inside the pool, equal strings and >50 % lexical overlap rephrased, TTR per pool.",
+    "contradiction inside the pool, equal strings and >50 % lexical overlap rephrased, TTR per pool.",
 )
-def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResource,
-                      llm: LLMResource) -> dg.MaterializeResult:
+def maia_answer_pools(
+    context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource
+) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm, tables=["maia_answer_pools", "maia_pool_stats"])
     store, engine, stage = run.store, run.engine, run.stage
     acfg, pcfg = CFG["answers"], CFG["pools"]
@@ -288,12 +415,21 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
         qrecs = qs.to_dict("records") if len(qs) else []
         # 1. pools: imported answers as they are, else one generation per question
         need = [q for q in qrecs if q.get("imported_answers") is None or len(q["imported_answers"]) == 0]
-        reqs = [LLMRequest(item_id=q["question_id"], prompt=gen_p,
-                           images=images(store, list(q["media_paths"]), int(acfg.get("max_images", 8))),
-                           variables={"question": q["question"], "category": categories()[q["category"]].label,
-                                      "definition": categories()[q["category"]].definition,
-                                      "evidence": "(see frames)", "n_answers": int(acfg["pool_size"])})
-                for q in need]
+        reqs = [
+            LLMRequest(
+                item_id=q["question_id"],
+                prompt=gen_p,
+                images=images(store, list(q["media_paths"]), int(acfg.get("max_images", 8))),
+                variables={
+                    "question": q["question"],
+                    "category": categories()[q["category"]].label,
+                    "definition": categories()[q["category"]].definition,
+                    "evidence": "(see frames)",
+                    "n_answers": int(acfg["pool_size"]),
+                },
+            )
+            for q in need
+        ]
         gen = {r.item_id: r for r in engine.run(stage, batch, reqs)}
         pools: list[tuple[dict[str, Any], list[str], Any]] = []
         for q in qrecs:
@@ -306,13 +442,25 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
             else:
                 pools.append((q, [str(a) for a in q["imported_answers"]], None))
         # 2. consistency of every answer (Fig. 9A) and contradiction inside each pool (Fig. 9B)
-        cons_reqs = [LLMRequest(item_id=f"{q['question_id']}_a{i}", prompt=cons_p,
-                                variables={"question": q["question"], "answer": a})
-                     for q, ans, _ in pools for i, a in enumerate(ans)]
+        cons_reqs = [
+            LLMRequest(
+                item_id=f"{q['question_id']}_a{i}", prompt=cons_p, variables={"question": q["question"], "answer": a}
+            )
+            for q, ans, _ in pools
+            for i, a in enumerate(ans)
+        ]
         cons = {r.item_id: r for r in engine.run(stage, batch, cons_reqs)}
-        contra_reqs = [LLMRequest(item_id=q["question_id"], prompt=contra_p, variables={
-            "question": q["question"], "answers": "\n".join(f"A{i + 1}: {a}" for i, a in enumerate(ans))})
-            for q, ans, _ in pools]
+        contra_reqs = [
+            LLMRequest(
+                item_id=q["question_id"],
+                prompt=contra_p,
+                variables={
+                    "question": q["question"],
+                    "answers": "\n".join(f"A{i + 1}: {a}" for i, a in enumerate(ans)),
+                },
+            )
+            for q, ans, _ in pools
+        ]
         contra = {r.item_id: r for r in engine.run(stage, batch, contra_reqs)}
         pool_objs, meta, check_errors = [], {}, {}
         for q, ans, gres in pools:
@@ -323,7 +471,7 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
             for i, mid in enumerate(ids):
                 r = cons[mid]
                 scores[i] = int(r.data["score"]) if r.ok else None
-                if not r.ok:   # fail closed: an answer whose check did not run is never kept as passed
+                if not r.ok:  # fail closed: an answer whose check did not run is never kept as passed
                     p.dropped[i] = "consistency_check_failed"
                     check_errors[mid] = f"{r.error_class or ''}: {r.error or ''}".strip(": ")
                 elif scores[i] == 0 and not advisory(r):
@@ -331,9 +479,13 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
             cr = contra[qid]
             contradiction = bool(cr.data["contradiction"]) if cr.ok else None
             # the pool's reject reason, or None; a failed contradiction check rejects the pool (fail closed)
-            pool_reject = ("contradiction_check_failed" if not cr.ok else "pool_contradiction"
-                           if contradiction and not advisory(cr) and bool(acfg.get("drop_contradicting_pools", True))
-                           else None)
+            pool_reject = (
+                "contradiction_check_failed"
+                if not cr.ok
+                else "pool_contradiction"
+                if contradiction and not advisory(cr) and bool(acfg.get("drop_contradicting_pools", True))
+                else None
+            )
             if not cr.ok:
                 check_errors[qid] = f"{cr.error_class or ''}: {cr.error or ''}".strip(": ")
             meta[qid] = (q, gres, scores, contradiction, len(ans), pool_reject)
@@ -342,9 +494,15 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
         attempts: list[dict[str, Any]] = []
         rephrase, on_result = rephraser(engine, stage, batch, attempts)
         live = [p for p in pool_objs if not meta[p.key][5]]
-        postprocess_pools(live, rephrase, threshold=float(pcfg["overlap_threshold"]),
-                          max_rounds=int(pcfg["max_rephrase_rounds"]), method=pcfg.get("overlap_method", "jaccard"),
-                          on_result=on_result, drop_unresolved=not advisory(engine))
+        postprocess_pools(
+            live,
+            rephrase,
+            threshold=float(pcfg["overlap_threshold"]),
+            max_rounds=int(pcfg["max_rephrase_rounds"]),
+            method=pcfg.get("overlap_method", "jaccard"),
+            on_result=on_result,
+            drop_unresolved=not advisory(engine),
+        )
         attempt_frames.append(finalise_attempts(attempts, live))
         rows, stats = [], []
         for p in pool_objs:
@@ -362,20 +520,42 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
                 status, reason = "rejected", "pool_too_small"
             if status == "rejected":
                 log.add(p.key, reason, detail=check_errors.get(p.key) or f"{len(p.alive())}/{n0} answers kept")
-            stats.append(stats_row("answers", p, q, status, reason, n0, {
-                "n_inconsistent": sum(1 for s in scores.values() if s == 0),
-                "n_partially_consistent": sum(1 for s in scores.values() if s == 2),
-                "contradiction": contradiction}))
+            stats.append(
+                stats_row(
+                    "answers",
+                    p,
+                    q,
+                    status,
+                    reason,
+                    n0,
+                    {
+                        "n_inconsistent": sum(1 for s in scores.values() if s == 0),
+                        "n_partially_consistent": sum(1 for s in scores.values() if s == 2),
+                        "contradiction": contradiction,
+                    },
+                )
+            )
             if status != "kept":
                 continue
             for i in p.alive():
-                rows.append({"answer_id": p.member_ids[i], "batch": batch, "question_id": p.key,
-                             "clip_id": q["clip_id"], "category": q["category"], "idx": i, "answer": p.texts[i],
-                             "original_answer": p.originals[i], "consistency": scores.get(i),
-                             "rephrased": p.rephrased.get(i, 0),
-                             "origin": "generated" if gres is not None else "imported",
-                             "prompt_hash": gres.prompt_hash if gres else None,
-                             "model": gres.model if gres else "human", "backend": gres.backend if gres else "human"})
+                rows.append(
+                    {
+                        "answer_id": p.member_ids[i],
+                        "batch": batch,
+                        "question_id": p.key,
+                        "clip_id": q["clip_id"],
+                        "category": q["category"],
+                        "idx": i,
+                        "answer": p.texts[i],
+                        "original_answer": p.originals[i],
+                        "consistency": scores.get(i),
+                        "rephrased": p.rephrased.get(i, 0),
+                        "origin": "generated" if gres is not None else "imported",
+                        "prompt_hash": gres.prompt_hash if gres else None,
+                        "model": gres.model if gres else "human",
+                        "backend": gres.backend if gres else "human",
+                    }
+                )
         run.put(batch, rows)
         run.put(f"answers__{batch}", stats, "maia_pool_stats")
     allstats = run.frame("maia_pool_stats")
@@ -385,16 +565,24 @@ def maia_answer_pools(context: dg.AssetExecutionContext, storage: StorageResourc
 
 # -- 3. true statements ------------------------------------------------------------------------
 @dg.asset(
-    **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["maia_answer_pools", "maia_questions"],
-    code_version=content_hash(VERSION, CFG.get("statements"), CFG.get("pools"),
-                              files=[P["statement"], P["rephrase_equal"], P["rephrase_overlap"]]),
+    **COMMON,
+    pool="llm",
+    kinds={"openai", "parquet"},
+    deps=["maia_answer_pools", "maia_questions"],
+    code_version=content_hash(
+        VERSION,
+        CFG.get("statements"),
+        CFG.get("pools"),
+        files=[P["statement"], P["rephrase_equal"], P["rephrase_overlap"]],
+    ),
     check_specs=stage_check_specs("maia_statements", ["maia_statements", "maia_pool_stats"]),
     metadata=table_metadata(["maia_statements"]),
     description="MAIA true statements (App. A.5–A.6): one declarative statement per answer (question + answer), "
-                "then the same equal-string / lexical-overlap processing of each pool and TTR.",
+    "then the same equal-string / lexical-overlap processing of each pool and TTR.",
 )
-def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
-                    llm: LLMResource) -> dg.MaterializeResult:
+def maia_statements(
+    context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource
+) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm, tables=["maia_statements", "maia_pool_stats"])
     store, engine, stage, attempt_frames = run.store, run.engine, run.stage, run.attempts
     scfg, pcfg = CFG["statements"], CFG["pools"]
@@ -403,24 +591,49 @@ def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
         ans = store.read_batch("maia_answer_pools", batch)
         qs = store.read_batch("maia_questions", batch)
         qmap = qs.set_index("question_id").to_dict("index") if len(qs) else {}
-        arecs = [a for a in (ans.sort_values(["question_id", "idx"]).to_dict("records") if len(ans) else [])
-                 if a["question_id"] in qmap]
-        res = engine.run(stage, batch, [LLMRequest(item_id=a["answer_id"], prompt=prompt, variables={
-            "question": qmap[a["question_id"]]["question"], "answer": a["answer"]}) for a in arecs])
+        arecs = [
+            a
+            for a in (ans.sort_values(["question_id", "idx"]).to_dict("records") if len(ans) else [])
+            if a["question_id"] in qmap
+        ]
+        res = engine.run(
+            stage,
+            batch,
+            [
+                LLMRequest(
+                    item_id=a["answer_id"],
+                    prompt=prompt,
+                    variables={"question": qmap[a["question_id"]]["question"], "answer": a["answer"]},
+                )
+                for a in arecs
+            ],
+        )
         by_q: dict[str, list[tuple[dict[str, Any], Any]]] = {}
         for a, r in zip(arecs, res):
             if not r.ok:
                 log.add(a["answer_id"], "llm_failed", r.error_class or "", r.error or "")
                 continue
             by_q.setdefault(a["question_id"], []).append((a, r))
-        pools = [Pool(key=qid, member_ids=[f"{qid}_s{int(a['idx'])}" for a, _ in members],
-                      texts=[str(r.data["statement"]).strip() for _, r in members],
-                      context={"question": qmap[qid]["question"]}) for qid, members in by_q.items()]
+        pools = [
+            Pool(
+                key=qid,
+                member_ids=[f"{qid}_s{int(a['idx'])}" for a, _ in members],
+                texts=[str(r.data["statement"]).strip() for _, r in members],
+                context={"question": qmap[qid]["question"]},
+            )
+            for qid, members in by_q.items()
+        ]
         attempts: list[dict[str, Any]] = []
         rephrase, on_result = rephraser(engine, stage, batch, attempts)
-        postprocess_pools(pools, rephrase, threshold=float(pcfg["overlap_threshold"]),
-                          max_rounds=int(pcfg["max_rephrase_rounds"]), method=pcfg.get("overlap_method", "jaccard"),
-                          on_result=on_result, drop_unresolved=not advisory(engine))
+        postprocess_pools(
+            pools,
+            rephrase,
+            threshold=float(pcfg["overlap_threshold"]),
+            max_rounds=int(pcfg["max_rephrase_rounds"]),
+            method=pcfg.get("overlap_method", "jaccard"),
+            on_result=on_result,
+            drop_unresolved=not advisory(engine),
+        )
         attempt_frames.append(finalise_attempts(attempts, pools))
         rows, stats = [], []
         for p in pools:
@@ -437,11 +650,23 @@ def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
                 continue
             for i in p.alive():
                 a, r = members[i]
-                rows.append({"statement_id": p.member_ids[i], "batch": batch, "question_id": p.key,
-                             "answer_id": a["answer_id"], "clip_id": a["clip_id"], "category": a["category"],
-                             "idx": int(a["idx"]), "statement": p.texts[i], "original_statement": p.originals[i],
-                             "rephrased": p.rephrased.get(i, 0), "prompt_hash": r.prompt_hash, "model": r.model,
-                             "backend": r.backend})
+                rows.append(
+                    {
+                        "statement_id": p.member_ids[i],
+                        "batch": batch,
+                        "question_id": p.key,
+                        "answer_id": a["answer_id"],
+                        "clip_id": a["clip_id"],
+                        "category": a["category"],
+                        "idx": int(a["idx"]),
+                        "statement": p.texts[i],
+                        "original_statement": p.originals[i],
+                        "rephrased": p.rephrased.get(i, 0),
+                        "prompt_hash": r.prompt_hash,
+                        "model": r.model,
+                        "backend": r.backend,
+                    }
+                )
         run.put(batch, rows)
         run.put(f"statements__{batch}", stats, "maia_pool_stats")
     allstats = run.frame("maia_pool_stats")
@@ -451,15 +676,19 @@ def maia_statements(context: dg.AssetExecutionContext, storage: StorageResource,
 
 # -- 4. foils ------------------------------------------------------------------------------------
 @dg.asset(
-    **COMMON, pool="llm", kinds={"openai", "parquet"}, deps=["maia_statements"],
+    **COMMON,
+    pool="llm",
+    kinds={"openai", "parquet"},
+    deps=["maia_statements"],
     code_version=content_hash(VERSION, CFG.get("foils"), files=[*FOIL_PROMPTS, P["foil_structural"], CATEGORIES_FILE]),
     check_specs=stage_check_specs("maia_foils", ["maia_foils"]),
     metadata=table_metadata(["maia_foils"]),
     description="MAIA foils (App. A.7–A.8): a minimal category-specific edit of each true statement (one prompt per "
-                "category), structural check + NLI contradiction test; entailed / invalid foils are regenerated.",
+    "category), structural check + NLI contradiction test; entailed / invalid foils are regenerated.",
 )
-def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource,
-               nli: NLIResource) -> dg.MaterializeResult:
+def maia_foils(
+    context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource, nli: NLIResource
+) -> dg.MaterializeResult:
     stage_run, fcfg = StageRun(context, storage, llm), CFG["foils"]
     store, engine, stage = stage_run.store, stage_run.engine, stage_run.stage
     foil_prompts = {c: load_prompt(F.foil_prompt_file(PROMPTS, c)) for c in CATEGORY_NAMES}
@@ -471,8 +700,14 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
         recs = st.sort_values("statement_id").to_dict("records") if len(st) else []
         cap = int(fcfg.get("max_statements_per_question", 8))
         recs = [r for r in recs if int(r["idx"]) < cap] if cap else recs
-        reqs = [LLMRequest(item_id=r["statement_id"], prompt=foil_prompts[r["category"]],
-                           variables={"caption": r["statement"], "category_key": r["category"]}) for r in recs]
+        reqs = [
+            LLMRequest(
+                item_id=r["statement_id"],
+                prompt=foil_prompts[r["category"]],
+                variables={"caption": r["statement"], "category_key": r["category"]},
+            )
+            for r in recs
+        ]
         labels: dict[str, str] = {}
         first_labels: dict[str, str] = {}
         nli_clf = nli.classifier(engine=engine, stage=f"{stage}_nli", partition=batch)
@@ -480,16 +715,24 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
 
         # on stub output the loop records NLI and structural verdicts as advisory attempts, never applies them
         def nli_contradiction(req: LLMRequest, data: dict[str, Any]):
-            v = nli_inner(req, data)
-            first_labels.setdefault(req.item_id, labels.get(req.item_id, ""))
+            # the closures run inside this batch's refine call, never after the loop moves on
+            v = nli_inner(req, data)  # noqa: B023
+            first_labels.setdefault(req.item_id, labels.get(req.item_id, ""))  # noqa: B023
             return v
 
         def judge(req: LLMRequest, data: dict[str, Any]) -> LLMRequest:
             return F.structural_request(req, data, struct_p)
 
-        run = refine(engine, stage, batch, reqs, checks=[F.minimal_edit_check(float(fcfg["max_edit_ratio"])),
-                                                          nli_contradiction],
-                     judge=judge, parse_verdict=F.structural_verdict, max_rounds=int(fcfg["max_rounds"]))
+        run = refine(
+            engine,
+            stage,
+            batch,
+            reqs,
+            checks=[F.minimal_edit_check(float(fcfg["max_edit_ratio"])), nli_contradiction],
+            judge=judge,
+            parse_verdict=F.structural_verdict,
+            max_rounds=int(fcfg["max_rounds"]),
+        )
         stage_run.add_attempts(run.attempts_frame())
         run.add_rejects(log)
         by_id = {r["statement_id"]: r for r in recs}
@@ -498,33 +741,52 @@ def maia_foils(context: dg.AssetExecutionContext, storage: StorageResource, llm:
             r, foil = by_id[o.item_id], str(o.data["foil"]).strip()
             dist, ratio = F.edit_size(r["statement"], foil)
             structural = next((a for a in reversed(o.attempts) if a["step"] == "judge"), None)
-            rows.append({"foil_id": f"{r['question_id']}_f{int(r['idx'])}", "batch": batch,
-                         "statement_id": o.item_id, "question_id": r["question_id"], "clip_id": r["clip_id"],
-                         "category": r["category"], "statement": r["statement"], "foil": foil,
-                         "edit_distance": dist, "edit_ratio": ratio,
-                         "structural_valid": bool(json.loads(structural["output"]).get("valid"))
-                         if structural and structural["output"] else False,
-                         "nli_label": labels.get(o.item_id) or None, "nli_backend": nli.backend,
-                         "rounds": o.rounds, "prompt_hash": o.result.prompt_hash, "model": o.result.model,
-                         "backend": o.result.backend})
+            rows.append(
+                {
+                    "foil_id": f"{r['question_id']}_f{int(r['idx'])}",
+                    "batch": batch,
+                    "statement_id": o.item_id,
+                    "question_id": r["question_id"],
+                    "clip_id": r["clip_id"],
+                    "category": r["category"],
+                    "statement": r["statement"],
+                    "foil": foil,
+                    "edit_distance": dist,
+                    "edit_ratio": ratio,
+                    "structural_valid": bool(json.loads(structural["output"]).get("valid"))
+                    if structural and structural["output"]
+                    else False,
+                    "nli_label": labels.get(o.item_id) or None,
+                    "nli_backend": nli.backend,
+                    "rounds": o.rounds,
+                    "prompt_hash": o.result.prompt_hash,
+                    "model": o.result.model,
+                    "backend": o.result.backend,
+                }
+            )
         for lab in labels.values():
             nli_counts[lab] = nli_counts.get(lab, 0) + 1
         total_first += len(first_labels)
         first_round_entailed += sum(1 for v in first_labels.values() if v == "entailment")
         stage_run.put(batch, rows)
-    md = {"nli_backend": nli.backend, "nli_final_labels": dg.MetadataValue.json(nli_counts),
-          "first_foil_entailment_rate": round(first_round_entailed / total_first, 4) if total_first else 0.0}
+    md = {
+        "nli_backend": nli.backend,
+        "nli_final_labels": dg.MetadataValue.json(nli_counts),
+        "first_foil_entailment_rate": round(first_round_entailed / total_first, 4) if total_first else 0.0,
+    }
     return stage_run.publish(md, call_stages=[f"{stage}_nli"], attempts_key="refine_attempts", record_attempts=True)
 
 
 # -- 5. items ------------------------------------------------------------------------------------
 @dg.asset(
-    **COMMON, kinds={"python", "parquet"}, deps=["maia_foils", "maia_answer_pools", "maia_questions", "maia_statements"],
+    **COMMON,
+    kinds={"python", "parquet"},
+    deps=["maia_foils", "maia_answer_pools", "maia_questions", "maia_statements"],
     code_version=content_hash(VERSION, CFG.get("items")),
     check_specs=stage_check_specs("maia_items", ["maia_items"]),
     metadata=table_metadata(["maia_items"]),
     description="MAIA items (§4): statement_verification (true vs foil, A/B by a seeded shuffle) and open_ended "
-                "(question + its pool of references), in the common benchmark-item columns.",
+    "(question + its pool of references), in the common benchmark-item columns.",
 )
 def maia_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
     run = StageRun(context, storage)
@@ -532,12 +794,22 @@ def maia_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
     for batch, _ in run.partitions():
         units = {u["clip_id"]: u for u in clip_units(store, batch)}
         qs = store.read_batch("maia_questions", batch)
-        for q in (qs.to_dict("records") if len(qs) else []):  # clips gone from the trunk keep their frames
-            units.setdefault(q["clip_id"], {"item_id": q["source_item_id"], "source": q["source"],
-                                            "media_paths": list(q["media_paths"])})
-        run.put(batch, build_items(qs, store.read_batch("maia_answer_pools", batch),
-                                   store.read_batch("maia_statements", batch), store.read_batch("maia_foils", batch),
-                                   units, seed=str(CFG.get("items", {}).get("seed", "maia"))))
+        for q in qs.to_dict("records") if len(qs) else []:  # clips gone from the trunk keep their frames
+            units.setdefault(
+                q["clip_id"],
+                {"item_id": q["source_item_id"], "source": q["source"], "media_paths": list(q["media_paths"])},
+            )
+        run.put(
+            batch,
+            build_items(
+                qs,
+                store.read_batch("maia_answer_pools", batch),
+                store.read_batch("maia_statements", batch),
+                store.read_batch("maia_foils", batch),
+                units,
+                seed=str(CFG.get("items", {}).get("seed", "maia")),
+            ),
+        )
     allitems = run.frame()
     md: dict[str, Any] = {}
     if len(allitems):

@@ -20,9 +20,12 @@ def _read(storage: StorageResource, table: str, where: str | None = None, params
     return store.read(table, where=where, params=params) if store.exists(table) else pd.DataFrame()
 
 
-@dg.asset_check(asset="maia_questions", blocking=False,
-                description="Questions are open-ended (no yes/no), audio-free, and the B question of a pair is about "
-                            "other entities/events (content-word overlap with A ≤ pair_max_overlap).")
+@dg.asset_check(
+    asset="maia_questions",
+    blocking=False,
+    description="Questions are open-ended (no yes/no), audio-free, and the B question of a pair is about "
+    "other entities/events (content-word overlap with A ≤ pair_max_overlap).",
+)
 def maia_questions_open_ended(storage: StorageResource) -> dg.AssetCheckResult:
     df = _read(storage, "maia_questions")
     n = len(df)
@@ -30,46 +33,71 @@ def maia_questions_open_ended(storage: StorageResource) -> dg.AssetCheckResult:
     audio = int(df["question"].map(Q.mentions_audio).sum()) if n else 0
     lim = float(CFG["questions"].get("pair_max_overlap", 0.5))
     same = int((df["pair_overlap"].fillna(0) > lim).sum() // 2) if n else 0
-    return dg.AssetCheckResult(passed=yes_no == 0 and audio == 0 and same == 0, severity=dg.AssetCheckSeverity.WARN,
-                               metadata={"questions": n, "yes_no": yes_no, "audio_based": audio,
-                                         "pairs_same_focus": same,
-                                         "mean_pair_overlap": float(df["pair_overlap"].mean()) if n else 0.0})
+    return dg.AssetCheckResult(
+        passed=yes_no == 0 and audio == 0 and same == 0,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "questions": n,
+            "yes_no": yes_no,
+            "audio_based": audio,
+            "pairs_same_focus": same,
+            "mean_pair_overlap": float(df["pair_overlap"].mean()) if n else 0.0,
+        },
+    )
 
 
 def _pool_check(kind: str) -> dg.AssetChecksDefinition:
     asset = "maia_answer_pools" if kind == "answers" else "maia_statements"
 
-    @dg.asset_check(asset=asset, name=f"maia_{kind}_lexical_diversity", blocking=False,
-                    description=f"Kept {kind} pools: no equal strings, no pair above the overlap threshold; mean "
-                                "overlap and TTR (all tokens and content words) next to MAIA's figures.")
+    @dg.asset_check(
+        asset=asset,
+        name=f"maia_{kind}_lexical_diversity",
+        blocking=False,
+        description=f"Kept {kind} pools: no equal strings, no pair above the overlap threshold; mean "
+        "overlap and TTR (all tokens and content words) next to MAIA's figures.",
+    )
     def _check(storage: StorageResource) -> dg.AssetCheckResult:
         st = _read(storage, "maia_pool_stats", where="kind = ?", params=[kind])
         kept = st[st["status"] == "kept"] if len(st) else st
-        bad = int(((kept["pairs_over_threshold_after"] > 0) | (kept["equal_pairs_after"] > 0)).sum()) if len(kept) else 0
-        md: dict[str, Any] = {"pools": len(st), "pools_kept": len(kept),
-                              "pool_reject_rate": round(1 - len(kept) / len(st), 4) if len(st) else 0.0,
-                              "pools_violating": bad}
+        bad = (
+            int(((kept["pairs_over_threshold_after"] > 0) | (kept["equal_pairs_after"] > 0)).sum()) if len(kept) else 0
+        )
+        md: dict[str, Any] = {
+            "pools": len(st),
+            "pools_kept": len(kept),
+            "pool_reject_rate": round(1 - len(kept) / len(st), 4) if len(st) else 0.0,
+            "pools_violating": bad,
+        }
         if len(st):
             md["reject_reasons"] = dg.MetadataValue.json(st["reason"].dropna().value_counts().to_dict())
         if len(kept):
-            for col in ("overlap_mean_before", "overlap_mean_after", "overlap_mean_cw_after", "ttr_after",
-                        "ttr_cw_after"):
+            for col in (
+                "overlap_mean_before",
+                "overlap_mean_after",
+                "overlap_mean_cw_after",
+                "ttr_after",
+                "ttr_cw_after",
+            ):
                 md[col] = round(float(kept[col].mean()), 4)
             md["pools_ttr_cw_below_0_5"] = int((kept["ttr_cw_after"] < 0.5).sum())
             md["rephrased_members"] = int(kept["rephrased"].sum())
             if kind == "answers":
                 md["inconsistent_rate"] = round(float(st["n_inconsistent"].sum() / max(st["n_initial"].sum(), 1)), 4)
                 md["contradiction_rate"] = round(float(st["contradiction"].fillna(False).astype(bool).mean()), 4)
-        md["maia_reference"] = dg.MetadataValue.json({k: v for k, v in CFG.get("reference", {}).items()
-                                                      if k.startswith(kind)})
+        md["maia_reference"] = dg.MetadataValue.json(
+            {k: v for k, v in CFG.get("reference", {}).items() if k.startswith(kind)}
+        )
         return dg.AssetCheckResult(passed=bad == 0, severity=dg.AssetCheckSeverity.WARN, metadata=md)
 
     return _check
 
 
-@dg.asset_check(asset="maia_foils", blocking=False,
-                description="NLI contradiction test (App. A.8): share of foils entailed by their statement — at the "
-                            "first generation and among the accepted foils (should be 0) — plus edit size.")
+@dg.asset_check(
+    asset="maia_foils",
+    blocking=False,
+    description="NLI contradiction test (App. A.8): share of foils entailed by their statement — at the "
+    "first generation and among the accepted foils (should be 0) — plus edit size.",
+)
 def maia_foil_entailment_rate(storage: StorageResource) -> dg.AssetCheckResult:
     foils = _read(storage, "maia_foils")
     att = _read(storage, "llm_attempts", where="stage = 'maia_foils'")
@@ -80,13 +108,16 @@ def maia_foil_entailment_rate(storage: StorageResource) -> dg.AssetCheckResult:
     n = len(foils)
     final_ent = int((foils["nli_label"] == "entailment").sum()) if n else 0
     stub = bool(n and foils["backend"].map(advisory).all())
-    md = {"foils": n, "entailment_rate_first_generation": round(first_rate, 4),
-          "entailment_rate_accepted": round(final_ent / n, 4) if n else 0.0,
-          "nli_labels": dg.MetadataValue.json(foils["nli_label"].fillna("none").value_counts().to_dict() if n else {}),
-          "structural_invalid_accepted": int((~foils["structural_valid"].astype(bool)).sum()) if n else 0,
-          "mean_edit_distance": round(float(foils["edit_distance"].mean()), 3) if n else 0.0,
-          "mean_edit_ratio": round(float(foils["edit_ratio"].mean()), 4) if n else 0.0,
-          "maia_reference_entailment_rate": CFG.get("reference", {}).get("foil_entailment_rate")}
+    md = {
+        "foils": n,
+        "entailment_rate_first_generation": round(first_rate, 4),
+        "entailment_rate_accepted": round(final_ent / n, 4) if n else 0.0,
+        "nli_labels": dg.MetadataValue.json(foils["nli_label"].fillna("none").value_counts().to_dict() if n else {}),
+        "structural_invalid_accepted": int((~foils["structural_valid"].astype(bool)).sum()) if n else 0,
+        "mean_edit_distance": round(float(foils["edit_distance"].mean()), 3) if n else 0.0,
+        "mean_edit_ratio": round(float(foils["edit_ratio"].mean()), 4) if n else 0.0,
+        "maia_reference_entailment_rate": CFG.get("reference", {}).get("foil_entailment_rate"),
+    }
     if stub:
         md["note"] = ADVISORY_NOTE
     return dg.AssetCheckResult(passed=stub or final_ent == 0, severity=dg.AssetCheckSeverity.WARN, metadata=md)

@@ -6,9 +6,14 @@ from forge.recipes.maia.release import parse_release
 from forge.releases.media import sample_frames
 
 # MAIA's published pool figures (config/recipes/maia.yaml `reference`), as rows of the report
-REFERENCE_ROWS = {"answers_overlap_mean": "answer_pool/overlap_mean", "answers_overlap_mean_cw": "answer_pool/overlap_mean_cw",
-                  "answers_ttr": "answer_pool/ttr", "answers_ttr_cw": "answer_pool/ttr_cw",
-                  "statements_overlap_mean": "statement_pool/overlap_mean", "statements_ttr_cw": "statement_pool/ttr_cw"}
+REFERENCE_ROWS = {
+    "answers_overlap_mean": "answer_pool/overlap_mean",
+    "answers_overlap_mean_cw": "answer_pool/overlap_mean_cw",
+    "answers_ttr": "answer_pool/ttr",
+    "answers_ttr_cw": "answer_pool/ttr_cw",
+    "statements_overlap_mean": "statement_pool/overlap_mean",
+    "statements_ttr_cw": "statement_pool/ttr_cw",
+}
 
 
 def reference() -> dict[str, float]:
@@ -16,5 +21,9 @@ def reference() -> dict[str, float]:
     return {row: float(ref[k]) for k, row in REFERENCE_ROWS.items() if k in ref}
 
 
-defs = release_defs("maia", parse_release, reference,
-                    finish=lambda parsed, data_dir: sample_frames(parsed, data_dir, int(load_config().get("release_frames", 32))))
+defs = release_defs(
+    "maia",
+    parse_release,
+    reference,
+    finish=lambda parsed, data_dir: sample_frames(parsed, data_dir, int(load_config().get("release_frames", 32))),
+)

@@ -9,7 +9,6 @@ and duplicate options on placeholder text are recorded (the row's ``advisory`` c
 items' ``extra.advisory``, ``llm_attempts``) but never reject, so the demo yields items.
 """
 
-
 import json
 from pathlib import Path
 from typing import Any
@@ -80,61 +79,93 @@ def _gen_cols(res: LLMResult, base_hash: str) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- candidates
 
+
 @dg.asset(
-    group_name=GROUP, kinds={"python"}, partitions_def=batches, backfill_policy=SINGLE_RUN,
+    group_name=GROUP,
+    kinds={"python"},
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
     deps=["rich_scenes", "frames", "person_indicators", "tags", "detections"],
     code_version=_version("candidates"),
     check_specs=stage_check_specs("vague_candidates", ["vague_candidates"]),
     metadata=table_metadata(["vague_candidates"]),
     description="VAGUE §4.1: candidate frames from the selected rich scenes (kind, blur, persons, tags, "
-                "no neighbouring frames, per-batch cap) with the image the model sees (person indicators).",
+    "no neighbouring frames, per-batch cap) with the image the model sees (person indicators).",
 )
 def vague_candidates(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
     run, cfg = StageRun(context, storage), CONFIG["candidates"]
     store = run.store
     for part, log in run.partitions():
         df, rejects = logic.select_candidates(
-            _read(store, "frames", part), _read(store, "rich_scenes", part), _read(store, "person_indicators", part),
-            _read(store, "tags", part), _read(store, "detections", part),
-            kinds=cfg["kinds"], min_persons=cfg["min_persons"], min_tags=cfg["min_tags"],
-            min_blur_var=cfg["min_blur_var"], min_gap_s=cfg["min_gap_s"], max_per_batch=cfg["max_per_batch"],
-            object_vocabulary=cfg["object_vocabulary"])
+            _read(store, "frames", part),
+            _read(store, "rich_scenes", part),
+            _read(store, "person_indicators", part),
+            _read(store, "tags", part),
+            _read(store, "detections", part),
+            kinds=cfg["kinds"],
+            min_persons=cfg["min_persons"],
+            min_tags=cfg["min_tags"],
+            min_blur_var=cfg["min_blur_var"],
+            min_gap_s=cfg["min_gap_s"],
+            max_per_batch=cfg["max_per_batch"],
+            object_vocabulary=cfg["object_vocabulary"],
+        )
         for r in rejects:
             log.add(r["frame_id"], r["reason"], "CandidateFilter", r["detail"], r.get("related_id"))
         run.put(part, df)
     allc = run.frame()
-    md = {"plain_image_fallbacks": int((allc.get("image_kind", pd.Series(dtype=str)) == "plain").sum()),
-          "caption_vocabulary": int((allc.get("object_source", pd.Series(dtype=str)) == "caption").sum())}
+    md = {
+        "plain_image_fallbacks": int((allc.get("image_kind", pd.Series(dtype=str)) == "plain").sum()),
+        "caption_vocabulary": int((allc.get("object_source", pd.Series(dtype=str)) == "caption").sum()),
+    }
     return run.publish(md)
 
 
 # ----------------------------------------------------------------------------- direct (§4.2.1)
 
-def run_direct(engine, store: TableStore, part: str, cands: pd.DataFrame, cfg: dict[str, Any],
-               log: RejectLog) -> pd.DataFrame:
+
+def run_direct(
+    engine, store: TableStore, part: str, cands: pd.DataFrame, cfg: dict[str, Any], log: RejectLog
+) -> pd.DataFrame:
     gen_p, rate_p = load_prompt(PROMPT_FILES["direct"]), load_prompt(PROMPT_FILES["rate_direct"])
     cands = cands.reset_index(drop=True)
     reqs = []
     for c in cands.itertuples(index=False):
         labels, objects = _lst(c.person_labels), _lst(c.objects)
         prompt = logic.specialise(gen_p, {"subject": labels or [logic.NO_LABEL_SUBJECT], "object": objects})
-        reqs.append(LLMRequest(c.frame_id, prompt, {"person_labels": labels or [logic.NO_LABEL_SUBJECT],
-                                                    "objects": objects}, _image(store, c.image_path)))
+        reqs.append(
+            LLMRequest(
+                c.frame_id,
+                prompt,
+                {"person_labels": labels or [logic.NO_LABEL_SUBJECT], "objects": objects},
+                _image(store, c.image_path),
+            )
+        )
     gens = engine.run("vague_direct", part, reqs)
     passed: list[tuple[Any, dict, LLMResult]] = []
     for c, res in zip(cands.itertuples(index=False), gens):
         data = res.data if res.ok else logic.reply_json(res.text)
         problems = logic.triple_problems(data, _lst(c.person_labels), _lst(c.objects)) if data else []
-        if problems:   # diagnose even schema-rejected replies: the reason is what the paper's rule says
+        if problems:  # diagnose even schema-rejected replies: the reason is what the paper's rule says
             log.add(c.frame_id, problems[0][0], "TripleCheck", "; ".join(p[1] for p in problems))
         elif not res.ok:
             log.add(c.frame_id, "direct_generation_failed", res.error_class or "LLMError", res.error or "")
         else:
             data = dict(data, object=logic.match_object(data["object"], _lst(c.objects)))
             passed.append((c, data, res))
-    judge = engine.run("vague_direct", part, [
-        LLMRequest(c.frame_id, rate_p, {k: d[k] for k in ("direct_expression", "subject", "action", "object")},
-                   _image(store, c.image_path)) for c, d, _ in passed])
+    judge = engine.run(
+        "vague_direct",
+        part,
+        [
+            LLMRequest(
+                c.frame_id,
+                rate_p,
+                {k: d[k] for k in ("direct_expression", "subject", "action", "object")},
+                _image(store, c.image_path),
+            )
+            for c, d, _ in passed
+        ],
+    )
     rows = []
     mins = {"relevance": cfg["min_relevance"], "solvability": cfg["min_solvability"]}
     for (c, d, res), jr in zip(passed, judge):
@@ -146,43 +177,81 @@ def run_direct(engine, store: TableStore, part: str, cands: pd.DataFrame, cfg: d
         if low and advisory(jr):
             notes.append(f"low_direct_rating: {', '.join(low)}")
         elif low:
-            log.add(c.frame_id, "low_direct_rating", "RatingBelowMinimum",
-                    f"{', '.join(low)}: {jr.data.get('rationale', '')}")
+            log.add(
+                c.frame_id,
+                "low_direct_rating",
+                "RatingBelowMinimum",
+                f"{', '.join(low)}: {jr.data.get('rationale', '')}",
+            )
             continue
-        rows.append({"frame_id": c.frame_id, "batch": part, **{k: d[k] for k in (
-            "direct_expression", "subject", "action", "object", "intention")},
-            "relevance": int(jr.data["relevance"]), "solvability": int(jr.data["solvability"]),
-            "judge_rationale": jr.data.get("rationale"), **_gen_cols(res, gen_p.hash), "judge_prompt_hash": rate_p.hash,
-            "advisory": _advisory_col(notes)})
+        rows.append(
+            {
+                "frame_id": c.frame_id,
+                "batch": part,
+                **{k: d[k] for k in ("direct_expression", "subject", "action", "object", "intention")},
+                "relevance": int(jr.data["relevance"]),
+                "solvability": int(jr.data["solvability"]),
+                "judge_rationale": jr.data.get("rationale"),
+                **_gen_cols(res, gen_p.hash),
+                "judge_prompt_hash": rate_p.hash,
+                "advisory": _advisory_col(notes),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 @dg.asset(
-    group_name=GROUP, kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
-    deps=["vague_candidates"], code_version=_version("direct", ["direct", "rate_direct"]),
-    check_specs=stage_check_specs("vague_direct", ["vague_direct"]), metadata=table_metadata(["vague_direct"]),
+    group_name=GROUP,
+    kinds={"openai"},
+    pool="llm",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    deps=["vague_candidates"],
+    code_version=_version("direct", ["direct", "rate_direct"]),
+    check_specs=stage_check_specs("vague_direct", ["vague_direct"]),
+    metadata=table_metadata(["vague_direct"]),
     description="VAGUE §4.2.1: direct expression + (subject, action, object) with object ∈ the frame's tags "
-                "(enforced in code), rated 1-5 for relevance and solvability by an LLM judge; keep ≥ the minimum.",
+    "(enforced in code), rated 1-5 for relevance and solvability by an LLM judge; keep ≥ the minimum.",
 )
 def vague_direct(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm)
     for part, log in run.partitions():
-        run.put(part, run_direct(run.engine, run.store, part, _read(run.store, "vague_candidates", part),
-                                 CONFIG["direct"], log))
+        run.put(
+            part,
+            run_direct(run.engine, run.store, part, _read(run.store, "vague_candidates", part), CONFIG["direct"], log),
+        )
     return run.publish({"advisory_rows": int(run.frame()["advisory"].notna().sum())})
 
 
 # ----------------------------------------------------------------------------- indirect (§4.2.2)
 
-def run_indirect(engine, embedder, store: TableStore, part: str, direct: pd.DataFrame, cands: pd.DataFrame,
-                 cfg: dict[str, Any], log: RejectLog) -> pd.DataFrame:
+
+def run_indirect(
+    engine,
+    embedder,
+    store: TableStore,
+    part: str,
+    direct: pd.DataFrame,
+    cands: pd.DataFrame,
+    cfg: dict[str, Any],
+    log: RejectLog,
+) -> pd.DataFrame:
     gen_p, sel_p = load_prompt(PROMPT_FILES["indirect"]), load_prompt(PROMPT_FILES["select_indirect"])
     images = dict(zip(cands["frame_id"], cands["image_path"])) if len(cands) else {}
     direct = direct[direct["frame_id"].isin(images)].reset_index(drop=True) if len(direct) else direct
-    gens = engine.run("vague_indirect", part, [
-        LLMRequest(d.frame_id, gen_p, {k: getattr(d, k) for k in (
-            "direct_expression", "subject", "action", "object", "intention")}, _image(store, images[d.frame_id]))
-        for d in direct.itertuples(index=False)])
+    gens = engine.run(
+        "vague_indirect",
+        part,
+        [
+            LLMRequest(
+                d.frame_id,
+                gen_p,
+                {k: getattr(d, k) for k in ("direct_expression", "subject", "action", "object", "intention")},
+                _image(store, images[d.frame_id]),
+            )
+            for d in direct.itertuples(index=False)
+        ],
+    )
     pending = []
     for d, res in zip(direct.itertuples(index=False), gens):
         if not res.ok:
@@ -191,9 +260,15 @@ def run_indirect(engine, embedder, store: TableStore, part: str, direct: pd.Data
         cands_all = []
         for strategy in logic.STRATEGIES:
             c = res.data[strategy]
-            rep = logic.ambiguity_check(c["expression"], d.action, d.object, d.direct_expression, embedder,
-                                        word_threshold=cfg["word_similarity_threshold"],
-                                        sentence_threshold=cfg["sentence_similarity_threshold"])
+            rep = logic.ambiguity_check(
+                c["expression"],
+                d.action,
+                d.object,
+                d.direct_expression,
+                embedder,
+                word_threshold=cfg["word_similarity_threshold"],
+                sentence_threshold=cfg["sentence_similarity_threshold"],
+            )
             cands_all.append({"strategy": strategy, **c, "ambiguity": rep.as_dict()})
         ok = [c for c in cands_all if c["ambiguity"]["ok"]]
         notes = []
@@ -202,16 +277,21 @@ def run_indirect(engine, embedder, store: TableStore, part: str, direct: pd.Data
             if not advisory(res):
                 log.add(d.frame_id, "indirect_not_ambiguous", "AmbiguityCheck", why)
                 continue
-            ok, notes = cands_all, [f"indirect_not_ambiguous: {why}"]   # placeholder text: recorded only
+            ok, notes = cands_all, [f"indirect_not_ambiguous: {why}"]  # placeholder text: recorded only
         pending.append((d, res, cands_all, ok, notes))
     # Selection + rating (§4.2.2 step 2) among the candidates that passed the code check.
     sel_reqs = []
     for d, _, _, ok, _ in pending:
         listing = [{"id": i, "strategy": c["strategy"], "expression": c["expression"]} for i, c in enumerate(ok)]
         prompt = logic.specialise(sel_p, {"selected": list(range(len(ok)))})
-        sel_reqs.append(LLMRequest(d.frame_id, prompt, {"direct_expression": d.direct_expression,
-                                                        "intention": d.intention, "candidates": listing},
-                                   _image(store, images[d.frame_id])))
+        sel_reqs.append(
+            LLMRequest(
+                d.frame_id,
+                prompt,
+                {"direct_expression": d.direct_expression, "intention": d.intention, "candidates": listing},
+                _image(store, images[d.frame_id]),
+            )
+        )
     sels = engine.run("vague_indirect", part, sel_reqs)
     rows = []
     for (d, res, cands_all, ok, notes), sr in zip(pending, sels):
@@ -223,68 +303,141 @@ def run_indirect(engine, embedder, store: TableStore, part: str, direct: pd.Data
             if advisory(sr):
                 notes = notes + [f"low_indirect_rating: rating={sr.data['rating']}<{cfg['min_rating']}"]
             else:
-                log.add(d.frame_id, "low_indirect_rating", "RatingBelowMinimum",
-                        f"rating={sr.data['rating']}<{cfg['min_rating']} ({chosen['strategy']}): "
-                        f"{sr.data.get('rationale', '')}")
+                log.add(
+                    d.frame_id,
+                    "low_indirect_rating",
+                    "RatingBelowMinimum",
+                    f"rating={sr.data['rating']}<{cfg['min_rating']} ({chosen['strategy']}): "
+                    f"{sr.data.get('rationale', '')}",
+                )
                 continue
-        rows.append({"frame_id": d.frame_id, "batch": part, "strategy": chosen["strategy"],
-                     "indirect_expression": chosen["expression"],
-                     "superficial_interpretation": chosen["superficial_interpretation"],
-                     **{k: int(sr.data[k]) for k in ("consistency", "ambiguity", "naturalness", "rating")},
-                     "judge_rationale": sr.data.get("rationale"), "n_candidates_ambiguous": len(ok),
-                     "candidates": json.dumps(cands_all), "ambiguity_report": json.dumps(chosen["ambiguity"]),
-                     **_gen_cols(res, gen_p.hash), "select_prompt_hash": sel_p.hash,
-                     "advisory": _advisory_col(notes)})
+        rows.append(
+            {
+                "frame_id": d.frame_id,
+                "batch": part,
+                "strategy": chosen["strategy"],
+                "indirect_expression": chosen["expression"],
+                "superficial_interpretation": chosen["superficial_interpretation"],
+                **{k: int(sr.data[k]) for k in ("consistency", "ambiguity", "naturalness", "rating")},
+                "judge_rationale": sr.data.get("rationale"),
+                "n_candidates_ambiguous": len(ok),
+                "candidates": json.dumps(cands_all),
+                "ambiguity_report": json.dumps(chosen["ambiguity"]),
+                **_gen_cols(res, gen_p.hash),
+                "select_prompt_hash": sel_p.hash,
+                "advisory": _advisory_col(notes),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 @dg.asset(
-    group_name=GROUP, kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
-    deps=["vague_direct"], code_version=_version("indirect", ["indirect", "select_indirect"]),
-    check_specs=stage_check_specs("vague_indirect", ["vague_indirect"]), metadata=table_metadata(["vague_indirect"]),
+    group_name=GROUP,
+    kinds={"openai"},
+    pool="llm",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    deps=["vague_direct"],
+    code_version=_version("indirect", ["indirect", "select_indirect"]),
+    check_specs=stage_check_specs("vague_indirect", ["vague_indirect"]),
+    metadata=table_metadata(["vague_indirect"]),
     description="VAGUE §4.2.2: three indirect candidates (sarcasm, humour, meme/idiom) + superficial readings; "
-                "ambiguity checked in code (lemmas + MiniLM similarity); one selected and rated, keep ≥ the minimum.",
+    "ambiguity checked in code (lemmas + MiniLM similarity); one selected and rated, keep ≥ the minimum.",
 )
-def vague_indirect(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource,
-                   embedder: EmbedderResource) -> dg.MaterializeResult:
+def vague_indirect(
+    context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource, embedder: EmbedderResource
+) -> dg.MaterializeResult:
     run, emb = StageRun(context, storage, llm), embedder.embedder()
     store = run.store
     for part, log in run.partitions():
-        run.put(part, run_indirect(run.engine, emb, store, part, _read(store, "vague_direct", part),
-                                   _read(store, "vague_candidates", part), CONFIG["indirect"], log))
+        run.put(
+            part,
+            run_indirect(
+                run.engine,
+                emb,
+                store,
+                part,
+                _read(store, "vague_direct", part),
+                _read(store, "vague_candidates", part),
+                CONFIG["indirect"],
+                log,
+            ),
+        )
     return run.publish({"embedder": emb.name, "advisory_rows": int(run.frame()["advisory"].notna().sum())})
 
 
 # ----------------------------------------------------------------------------- options (§4.2.3)
 
-def run_options(engine, embedder, store: TableStore, part: str, direct: pd.DataFrame, indirect: pd.DataFrame,
-                cands: pd.DataFrame, cfg: dict[str, Any], log: RejectLog) -> tuple[pd.DataFrame, pd.DataFrame]:
+
+def run_options(
+    engine,
+    embedder,
+    store: TableStore,
+    part: str,
+    direct: pd.DataFrame,
+    indirect: pd.DataFrame,
+    cands: pd.DataFrame,
+    cfg: dict[str, Any],
+    log: RejectLog,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     fs_p, ne_p = load_prompt(PROMPT_FILES["fake_scene"]), load_prompt(PROMPT_FILES["nonexistent"])
     if indirect.empty:
         return pd.DataFrame(), pd.DataFrame()
     d_by = direct.set_index("frame_id")
     c_by = cands.set_index("frame_id")
     ind = indirect[indirect["frame_id"].isin(d_by.index) & indirect["frame_id"].isin(c_by.index)].reset_index(drop=True)
-    fs = engine.run("vague_options", part, [
-        LLMRequest(i.frame_id, fs_p, {"indirect_expression": i.indirect_expression,
-                                      "subject": d_by.loc[i.frame_id, "subject"],
-                                      "intention": d_by.loc[i.frame_id, "intention"]})
-        for i in ind.itertuples(index=False)])
+    fs = engine.run(
+        "vague_options",
+        part,
+        [
+            LLMRequest(
+                i.frame_id,
+                fs_p,
+                {
+                    "indirect_expression": i.indirect_expression,
+                    "subject": d_by.loc[i.frame_id, "subject"],
+                    "intention": d_by.loc[i.frame_id, "intention"],
+                },
+            )
+            for i in ind.itertuples(index=False)
+        ],
+    )
     present = {f: _lst(c_by.loc[f, "present_objects"]) for f in ind["frame_id"]}
 
     def ne_absent(req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
         d = d_by.loc[req.item_id]
-        probs = logic.ne_problems(data["substitute_object"], data["ne_interpretation"], d["object"],
-                                  present[req.item_id], embedder, cfg["ne_similarity_threshold"])
+        probs = logic.ne_problems(
+            data["substitute_object"],
+            data["ne_interpretation"],
+            d["object"],
+            present[req.item_id],
+            embedder,
+            cfg["ne_similarity_threshold"],
+        )
         if not probs:
             return None
-        return Verdict("major", "; ".join(p[1] for p in probs) + ". Choose an object that is NOT in the image "
-                       "and do not name the original object.", probs[0][0])
+        return Verdict(
+            "major",
+            "; ".join(p[1] for p in probs) + ". Choose an object that is NOT in the image "
+            "and do not name the original object.",
+            probs[0][0],
+        )
 
-    ne_reqs = [LLMRequest(f, ne_p, {"intention": d_by.loc[f, "intention"], "subject": d_by.loc[f, "subject"],
-                                    "action": d_by.loc[f, "action"], "object": d_by.loc[f, "object"],
-                                    "present_objects": present[f]}, _image(store, c_by.loc[f, "image_path"]))
-               for f in ind["frame_id"]]
+    ne_reqs = [
+        LLMRequest(
+            f,
+            ne_p,
+            {
+                "intention": d_by.loc[f, "intention"],
+                "subject": d_by.loc[f, "subject"],
+                "action": d_by.loc[f, "action"],
+                "object": d_by.loc[f, "object"],
+                "present_objects": present[f],
+            },
+            _image(store, c_by.loc[f, "image_path"]),
+        )
+        for f in ind["frame_id"]
+    ]
     ne_run = refine(engine, "vague_options", part, ne_reqs, checks=[ne_absent], max_rounds=cfg["ne_max_rounds"])
     ne_by = {o.item_id: o for o in ne_run.outcomes}
     rows = []
@@ -295,40 +448,83 @@ def run_options(engine, embedder, store: TableStore, part: str, direct: pd.DataF
             continue
         ne = ne_by[f]
         if not ne.accepted:
-            reason = ne.verdict.source if ne.verdict is not None and ne.verdict.source.startswith("ne_") else \
-                f"ne_{ne.reason}"
+            reason = (
+                ne.verdict.source
+                if ne.verdict is not None and ne.verdict.source.startswith("ne_")
+                else f"ne_{ne.reason}"
+            )
             log.add(f, reason, "NonexistentEntity", ne.detail or "")
             continue
         common = {"frame_id": f, "batch": part}
         rows += [
-            {**common, "option_type": "correct", "text": d["intention"], "prompt_name": d["prompt_name"],
-             "prompt_hash": d["prompt_hash"], "model": d["model"], "backend": d["backend"]},
-            {**common, "option_type": "SU", "text": i.superficial_interpretation, "prompt_name": i.prompt_name,
-             "prompt_hash": i.prompt_hash, "model": i.model, "backend": i.backend},
-            {**common, "option_type": "FS", "text": fres.data["fake_scene_interpretation"],
-             "fake_caption": fres.data["fake_caption"], **_gen_cols(fres, fs_p.hash)},
-            {**common, "option_type": "NE", "text": ne.data["ne_interpretation"],
-             "substitute_object": ne.data["substitute_object"], "rounds": ne.rounds, **_gen_cols(ne.result, ne_p.hash)},
+            {
+                **common,
+                "option_type": "correct",
+                "text": d["intention"],
+                "prompt_name": d["prompt_name"],
+                "prompt_hash": d["prompt_hash"],
+                "model": d["model"],
+                "backend": d["backend"],
+            },
+            {
+                **common,
+                "option_type": "SU",
+                "text": i.superficial_interpretation,
+                "prompt_name": i.prompt_name,
+                "prompt_hash": i.prompt_hash,
+                "model": i.model,
+                "backend": i.backend,
+            },
+            {
+                **common,
+                "option_type": "FS",
+                "text": fres.data["fake_scene_interpretation"],
+                "fake_caption": fres.data["fake_caption"],
+                **_gen_cols(fres, fs_p.hash),
+            },
+            {
+                **common,
+                "option_type": "NE",
+                "text": ne.data["ne_interpretation"],
+                "substitute_object": ne.data["substitute_object"],
+                "rounds": ne.rounds,
+                **_gen_cols(ne.result, ne_p.hash),
+            },
         ]
     return pd.DataFrame(rows), ne_run.attempts_frame()
 
 
 @dg.asset(
-    group_name=GROUP, kinds={"openai"}, pool="llm", partitions_def=batches, backfill_policy=SINGLE_RUN,
-    deps=["vague_indirect"], code_version=_version("options", ["fake_scene", "nonexistent"]),
-    check_specs=stage_check_specs("vague_options", ["vague_options"]), metadata=table_metadata(["vague_options"]),
+    group_name=GROUP,
+    kinds={"openai"},
+    pool="llm",
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    deps=["vague_indirect"],
+    code_version=_version("options", ["fake_scene", "nonexistent"]),
+    check_specs=stage_check_specs("vague_options", ["vague_options"]),
+    metadata=table_metadata(["vague_options"]),
     description="VAGUE §4.2.3: counterfactual options FS (fake caption → interpretation), SU (superficial "
-                "reading), NE (object replaced by an absent, expected one; absence verified, regenerated with "
-                "feedback up to K rounds) plus the correct one.",
+    "reading), NE (object replaced by an absent, expected one; absence verified, regenerated with "
+    "feedback up to K rounds) plus the correct one.",
 )
-def vague_options(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource,
-                  embedder: EmbedderResource) -> dg.MaterializeResult:
+def vague_options(
+    context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource, embedder: EmbedderResource
+) -> dg.MaterializeResult:
     run, emb = StageRun(context, storage, llm), embedder.embedder()
     store = run.store
     for part, log in run.partitions():
-        df, att = run_options(run.engine, emb, store, part, _read(store, "vague_direct", part),
-                              _read(store, "vague_indirect", part), _read(store, "vague_candidates", part),
-                              CONFIG["options"], log)
+        df, att = run_options(
+            run.engine,
+            emb,
+            store,
+            part,
+            _read(store, "vague_direct", part),
+            _read(store, "vague_indirect", part),
+            _read(store, "vague_candidates", part),
+            CONFIG["options"],
+            log,
+        )
         run.put(part, df)
         run.add_attempts(att)
     return run.publish(attempts_key="ne_attempts", record_attempts=True)
@@ -336,9 +532,10 @@ def vague_options(context: dg.AssetExecutionContext, storage: StorageResource, l
 
 # ----------------------------------------------------------------------------- items (§3.1)
 
+
 def channels(store: TableStore) -> dict[str, str]:
     v = store.read("videos") if store.exists("videos") else pd.DataFrame()
-    if "item_id" not in v and "video_id" in v:   # the videos contract names it video_id
+    if "item_id" not in v and "video_id" in v:  # the videos contract names it video_id
         v = v.rename(columns={"video_id": "item_id"})
     if v.empty or "item_id" not in v:
         return {}
@@ -348,13 +545,23 @@ def channels(store: TableStore) -> dict[str, str]:
     return {str(i): c for i, c in zip(v["item_id"], ch) if isinstance(c, str) and c}
 
 
-def build_items(part: str, cands: pd.DataFrame, direct: pd.DataFrame, indirect: pd.DataFrame,
-                options: pd.DataFrame, cfg: dict[str, Any], seed: str, chan: dict[str, str],
-                log: RejectLog) -> pd.DataFrame:
+def build_items(
+    part: str,
+    cands: pd.DataFrame,
+    direct: pd.DataFrame,
+    indirect: pd.DataFrame,
+    options: pd.DataFrame,
+    cfg: dict[str, Any],
+    seed: str,
+    chan: dict[str, str],
+    log: RejectLog,
+) -> pd.DataFrame:
     if options.empty:
         return pd.DataFrame()
     c_by, d_by, i_by = (x.set_index("frame_id") for x in (cands, direct, indirect))
-    frames = [f for f in sorted(options["frame_id"].unique()) if f in c_by.index and f in d_by.index and f in i_by.index]
+    frames = [
+        f for f in sorted(options["frame_id"].unique()) if f in c_by.index and f in d_by.index and f in i_by.index
+    ]
     opts_by = {f: {r["option_type"]: r for r in g.to_dict("records")} for f, g in options.groupby("frame_id")}
     notes: dict[str, list[str]] = {f: [] for f in frames}
     good = []
@@ -371,15 +578,22 @@ def build_items(part: str, cands: pd.DataFrame, direct: pd.DataFrame, indirect: 
             if not any(advisory(o[t]) for t in logic.OPTION_TYPES):
                 log.add(f, "duplicate_options", "ItemBuild", why)
                 continue
-            notes[f].append(f"duplicate_options: {why}")   # placeholder options: recorded, kept
+            notes[f].append(f"duplicate_options: {why}")  # placeholder options: recorded, kept
         good.append(f)
     # Correct positions balanced within the batch (counts differ by ≤ 1), order of the rest seeded.
     plan = mcq.balanced_positions([logic.item_id(f) for f in good], len(logic.OPTION_TYPES), seed=(seed, part))
     rows = []
     for f in good:
         cand = dict(c_by.loc[f], frame_id=f)
-        row = logic.build_item(cand, dict(d_by.loc[f]), dict(i_by.loc[f]), opts_by[f],
-                               plan[logic.item_id(f)], seed, chan.get(cand["item_id"]))
+        row = logic.build_item(
+            cand,
+            dict(d_by.loc[f]),
+            dict(i_by.loc[f]),
+            opts_by[f],
+            plan[logic.item_id(f)],
+            seed,
+            chan.get(cand["item_id"]),
+        )
         adv = [n for src in (d_by, i_by) for n in _notes(src.loc[f].get("advisory"))] + notes[f]
         if adv:
             row["extra"] = json.dumps(dict(json.loads(row["extra"]), advisory=adv))
@@ -392,20 +606,36 @@ def _notes(value: Any) -> list[str]:
 
 
 @dg.asset(
-    group_name=GROUP, kinds={"python"}, partitions_def=batches, backfill_policy=SINGLE_RUN,
-    deps=["vague_options", "vague_candidates", "vague_direct", "vague_indirect"], code_version=_version("options"),
-    check_specs=stage_check_specs("vague_items", ["vague_items"]), metadata=table_metadata(["vague_items"]),
+    group_name=GROUP,
+    kinds={"python"},
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    deps=["vague_options", "vague_candidates", "vague_direct", "vague_indirect"],
+    code_version=_version("options"),
+    check_specs=stage_check_specs("vague_items", ["vague_items"]),
+    metadata=table_metadata(["vague_items"]),
     description="VAGUE benchmark items: 4-option MCQ (correct, FS, SU, NE) with option types kept, correct "
-                "positions balanced per batch, duplicate options rejected. Common benchmark-item columns.",
+    "positions balanced per batch, duplicate options rejected. Common benchmark-item columns.",
 )
 def vague_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
     run = StageRun(context, storage)
     store = run.store
     chan = channels(store)
     for part, log in run.partitions():
-        run.put(part, build_items(part, _read(store, "vague_candidates", part), _read(store, "vague_direct", part),
-                                _read(store, "vague_indirect", part), _read(store, "vague_options", part),
-                                CONFIG["options"], CONFIG["seed"], chan, log))
+        run.put(
+            part,
+            build_items(
+                part,
+                _read(store, "vague_candidates", part),
+                _read(store, "vague_direct", part),
+                _read(store, "vague_indirect", part),
+                _read(store, "vague_options", part),
+                CONFIG["options"],
+                CONFIG["seed"],
+                chan,
+                log,
+            ),
+        )
     allr = run.frame()
     md: dict[str, Any] = {}
     if len(allr) and allr["backend"].map(advisory).any():

@@ -31,14 +31,19 @@ def failure_rates(store: TableStore, stage: str, kept: int) -> dict[str, object]
     n_rej = len(rej)
     attempted = kept + n_rej
     by = rej["reason"].value_counts().to_dict() if n_rej else {}
-    return {"attempted": attempted, "kept": kept, "rejected": n_rej,
-            "failure_rate": round(n_rej / attempted, 4) if attempted else 0.0,
-            "failure_rate_by_reason": dg.MetadataValue.json({k: round(v / attempted, 4) for k, v in by.items()}),
-            "rejects_by_reason": dg.MetadataValue.json(by)}
+    return {
+        "attempted": attempted,
+        "kept": kept,
+        "rejected": n_rej,
+        "failure_rate": round(n_rej / attempted, 4) if attempted else 0.0,
+        "failure_rate_by_reason": dg.MetadataValue.json({k: round(v / attempted, 4) for k, v in by.items()}),
+        "rejects_by_reason": dg.MetadataValue.json(by),
+    }
 
 
-def _rules_check(asset: str, description: str,
-                 violations: Callable[[TableStore, pd.DataFrame], list[str]]) -> dg.AssetChecksDefinition:
+def _rules_check(
+    asset: str, description: str, violations: Callable[[TableStore, pd.DataFrame], list[str]]
+) -> dg.AssetChecksDefinition:
     @dg.asset_check(asset=dg.AssetKey(asset), name=f"{asset}_rules", blocking=False, description=description)
     def _check(storage: StorageResource) -> dg.AssetCheckResult:
         store = storage.store
@@ -47,9 +52,15 @@ def _rules_check(asset: str, description: str,
         stub = df["backend"].map(advisory) if len(df) and "backend" in df else pd.Series(False, index=df.index)
         bad = violations(store, df[~stub]) if len(df[~stub]) else []
         return dg.AssetCheckResult(
-            passed=not bad, severity=dg.AssetCheckSeverity.WARN,
-            metadata={"violations": len(bad), "examples": dg.MetadataValue.json(bad[:10]),
-                      "stub_rows_not_checked": int(stub.sum()), **failure_rates(store, asset, len(df))})
+            passed=not bad,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={
+                "violations": len(bad),
+                "examples": dg.MetadataValue.json(bad[:10]),
+                "stub_rows_not_checked": int(stub.sum()),
+                **failure_rates(store, asset, len(df)),
+            },
+        )
 
     return _check
 
@@ -75,8 +86,9 @@ def indirect_violations(store: TableStore, df: pd.DataFrame) -> list[str]:
     out = []
     for r in df.itertuples(index=False):
         if r.frame_id in d.index:
-            named = lexicon.mentions(r.indirect_expression, d.loc[r.frame_id, "action"]) + \
-                lexicon.mentions(r.indirect_expression, d.loc[r.frame_id, "object"])
+            named = lexicon.mentions(r.indirect_expression, d.loc[r.frame_id, "action"]) + lexicon.mentions(
+                r.indirect_expression, d.loc[r.frame_id, "object"]
+            )
             if named:
                 out.append(f"{r.frame_id}: indirect expression names {named}")
         if not json.loads(r.ambiguity_report).get("ok", False):
@@ -89,7 +101,11 @@ def options_violations(store: TableStore, df: pd.DataFrame) -> list[str]:
     out = []
     for r in df[df["option_type"] == "NE"].itertuples(index=False):
         present = list(c.loc[r.frame_id, "present_objects"]) if r.frame_id in c.index else []
-        hits = [p for p in present if set(lexicon.content_lemmas(p)) & set(lexicon.content_lemmas(r.substitute_object or ""))]
+        hits = [
+            p
+            for p in present
+            if set(lexicon.content_lemmas(p)) & set(lexicon.content_lemmas(r.substitute_object or ""))
+        ]
         if hits:
             out.append(f"{r.frame_id}: NE object {r.substitute_object!r} is present ({hits})")
     counts = df.groupby("frame_id")["option_type"].nunique()
@@ -98,19 +114,36 @@ def options_violations(store: TableStore, df: pd.DataFrame) -> list[str]:
 
 
 def _hash_check(asset: str, column: str, prompt_key: str) -> dg.AssetChecksDefinition:
-    return outdated_prompt_check(asset, asset, [PROMPT_FILES[prompt_key]], name=f"prompt_current_{asset}_{column}",
-                                 column=column)
+    return outdated_prompt_check(
+        asset, asset, [PROMPT_FILES[prompt_key]], name=f"prompt_current_{asset}_{column}", column=column
+    )
 
 
 CHECKS = [
-    _rules_check("vague_candidates", "Candidate selection: failure rates per reason (too few persons/tags, "
-                 "neighbouring frame, blurry, no vocabulary, batch cap).", lambda s, d: []),
-    _rules_check("vague_direct", "Object of every kept triple is one of the frame's extracted objects; "
-                 "failure rates (object_not_in_tags, low_direct_rating, ...).", direct_violations),
-    _rules_check("vague_indirect", "Kept indirect expressions name neither the action nor the key object; "
-                 "failure rates (indirect_not_ambiguous, low_indirect_rating, ...).", indirect_violations),
-    _rules_check("vague_options", "NE objects are absent from the frame's tags and detections, 4 option types "
-                 "per frame; failure rates (ne_object_present, ...).", options_violations),
+    _rules_check(
+        "vague_candidates",
+        "Candidate selection: failure rates per reason (too few persons/tags, "
+        "neighbouring frame, blurry, no vocabulary, batch cap).",
+        lambda s, d: [],
+    ),
+    _rules_check(
+        "vague_direct",
+        "Object of every kept triple is one of the frame's extracted objects; "
+        "failure rates (object_not_in_tags, low_direct_rating, ...).",
+        direct_violations,
+    ),
+    _rules_check(
+        "vague_indirect",
+        "Kept indirect expressions name neither the action nor the key object; "
+        "failure rates (indirect_not_ambiguous, low_indirect_rating, ...).",
+        indirect_violations,
+    ),
+    _rules_check(
+        "vague_options",
+        "NE objects are absent from the frame's tags and detections, 4 option types "
+        "per frame; failure rates (ne_object_present, ...).",
+        options_violations,
+    ),
     _rules_check("vague_items", "Item build failure rates (duplicate_options, missing_options).", lambda s, d: []),
     outdated_prompt_check("vague_direct", "vague_direct", [PROMPT_FILES["direct"]]),
     _hash_check("vague_direct", "judge_prompt_hash", "rate_direct"),

@@ -10,7 +10,6 @@ the hint-leak check and the validator's verdict on placeholder text are recorded
 columns, ``llm_attempts`` rows marked advisory) but never filter, so the demo yields items.
 """
 
-
 from pathlib import Path
 from typing import Any
 
@@ -82,18 +81,24 @@ def _videos(store: TableStore, batch: str) -> "pd.DataFrame | None":
     check_specs=stage_check_specs("vimu_annotations", ["vimu_annotations"]),
     metadata=table_metadata(["vimu_annotations"]),
     description="ViMU Stage 1-2: taxonomy annotation per clip (literal vs intended meaning, rhetoric mechanisms, "
-                "social value signals, evidence sources, targets) from uniformly sampled frames + transcript.",
+    "social value signals, evidence sources, targets) from uniformly sampled frames + transcript.",
 )
-def vimu_annotations(context: dg.AssetExecutionContext, config: AnnotateConfig, storage: StorageResource,
-                     llm: LLMResource) -> dg.MaterializeResult:
+def vimu_annotations(
+    context: dg.AssetExecutionContext, config: AnnotateConfig, storage: StorageResource, llm: LLMResource
+) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm)
     store, engine = run.store, run.engine
     tax, prompt = load_taxonomy(), load_prompt(ANNOTATE_PROMPT)
     notes = 0
     for batch, log in run.partitions():
-        bundles = ann.clip_bundles(store.read_batch("evidence", batch), store.read_batch("frames", batch),
-                                   store.read_batch("clips", batch), _videos(store, batch), config.max_frames)
-        for b in bundles[config.max_clips_per_batch:]:
+        bundles = ann.clip_bundles(
+            store.read_batch("evidence", batch),
+            store.read_batch("frames", batch),
+            store.read_batch("clips", batch),
+            _videos(store, batch),
+            config.max_frames,
+        )
+        for b in bundles[config.max_clips_per_batch :]:
             log.add(b.clip_id, "over_batch_cap", detail=f"max_clips_per_batch={config.max_clips_per_batch}")
         bundles = bundles[: config.max_clips_per_batch]
         usable = []
@@ -103,8 +108,9 @@ def vimu_annotations(context: dg.AssetExecutionContext, config: AnnotateConfig, 
             else:
                 log.add(b.clip_id, "no_frames", detail="the clip has no clip_frame frames")
         progress = Progress(context.log, f"vimu_annotations[{batch}]", len(usable))
-        results = engine.run("vimu_annotations", batch, [ann.annotation_request(prompt, tax, b, store.data_dir)
-                                                         for b in usable])
+        results = engine.run(
+            "vimu_annotations", batch, [ann.annotation_request(prompt, tax, b, store.data_dir) for b in usable]
+        )
         rows = []
         for b, res in zip(usable, results):
             progress.step()
@@ -154,17 +160,23 @@ def _explode_counts(df: pd.DataFrame, col: str) -> dict[str, int]:
     kinds={"openai", "parquet"},
     deps=["vimu_annotations"],
     code_version=content_hash(VERSION, QUESTIONS, files=[*QA_PROMPTS, TAXONOMY_PATH]),
-    check_specs=[*stage_check_specs("vimu_questions", ["vimu_questions"]),
-                 dg.AssetCheckSpec("refine_outcomes", asset="vimu_questions",
-                                   description="Validate-and-refine outcomes with rates: accepted after round 0..K, "
-                                               "rejected by the validator, exhausted (still major after K), failed.")],
+    check_specs=[
+        *stage_check_specs("vimu_questions", ["vimu_questions"]),
+        dg.AssetCheckSpec(
+            "refine_outcomes",
+            asset="vimu_questions",
+            description="Validate-and-refine outcomes with rates: accepted after round 0..K, "
+            "rejected by the validator, exhausted (still major after K), failed.",
+        ),
+    ],
     metadata=table_metadata(["vimu_questions"]),
     description="ViMU Stage 3-4: hint-free open question + reference answer + points per clip, validated and "
-                "refined (pass/minor accept, major regenerate with feedback, reject discard, K rounds); the code "
-                "hint-leak check counts as a major verdict.",
+    "refined (pass/minor accept, major regenerate with feedback, reject discard, K rounds); the code "
+    "hint-leak check counts as a major verdict.",
 )
-def vimu_questions(context: dg.AssetExecutionContext, config: QuestionsConfig, storage: StorageResource,
-                   llm: LLMResource) -> dg.MaterializeResult:
+def vimu_questions(
+    context: dg.AssetExecutionContext, config: QuestionsConfig, storage: StorageResource, llm: LLMResource
+) -> dg.MaterializeResult:
     stage = StageRun(context, storage, llm)
     store, engine = stage.store, stage.engine
     tax = load_taxonomy()
@@ -174,9 +186,17 @@ def vimu_questions(context: dg.AssetExecutionContext, config: QuestionsConfig, s
     for batch, log in stage.partitions():
         annotations = {r["clip_id"]: r for r in store.read("vimu_annotations", parts=[batch]).to_dict("records")}
         requests = [qs.generation_request(gen_p, a, terms) for a in annotations.values()]
-        run = refine(engine, "vimu_questions", batch, requests, checks=[qs.hint_check(terms)],
-                     judge=qs.judge_builder(val_p), parse_verdict=qs.verdict_from_validation,
-                     revise=qs.reviser(ref_p), max_rounds=config.max_rounds)
+        run = refine(
+            engine,
+            "vimu_questions",
+            batch,
+            requests,
+            checks=[qs.hint_check(terms)],
+            judge=qs.judge_builder(val_p),
+            parse_verdict=qs.verdict_from_validation,
+            revise=qs.reviser(ref_p),
+            max_rounds=config.max_rounds,
+        )
         run.add_rejects(log)
         runs.append(run)
         stage.add_attempts(run.attempts_frame())
@@ -187,7 +207,8 @@ def vimu_questions(context: dg.AssetExecutionContext, config: QuestionsConfig, s
     result = stage.publish(md, record_attempts=True)
     lost = stats["exhausted_rate"] + stats["failed_rate"]
     outcome_check = dg.AssetCheckResult(
-        check_name="refine_outcomes", passed=lost <= config.warn_loss_rate,
+        check_name="refine_outcomes",
+        passed=lost <= config.warn_loss_rate,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={k: (dg.MetadataValue.float(float(v)) if isinstance(v, float) else v) for k, v in stats.items()},
     )
@@ -205,8 +226,8 @@ def vimu_questions(context: dg.AssetExecutionContext, config: QuestionsConfig, s
     check_specs=stage_check_specs("vimu_items", ["vimu_items"]),
     metadata=table_metadata(["vimu_items"]),
     description="ViMU Stage 5: four items per clip with an accepted question: open-ended (OE) and multi-select "
-                "evidence grounding (EG), rhetoric mechanism (RM), social value (SV) over the 5 macro options; "
-                "App. G guided / unguided prompt variants in extra.",
+    "evidence grounding (EG), rhetoric mechanism (RM), social value (SV) over the 5 macro options; "
+    "App. G guided / unguided prompt variants in extra.",
 )
 def vimu_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
     run = StageRun(context, storage)

@@ -4,6 +4,6 @@ from assets.releases.factory import release_defs
 from forge.recipes.vimu.release import parse_release
 from forge.releases.media import sample_frames
 
-FRAMES = 16   # the evaluation's ViMU setting (config/evals.yaml)
+FRAMES = 16  # the evaluation's ViMU setting (config/evals.yaml)
 
 defs = release_defs("vimu", parse_release, finish=lambda parsed, data_dir: sample_frames(parsed, data_dir, FRAMES))

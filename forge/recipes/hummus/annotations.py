@@ -31,8 +31,15 @@ UNKNOWN_DEVICE = "unknown_device"
 BAD_VERDICT = "bad_verdict"
 
 # Order in which a failed annotation's reject reason is chosen (most specific first).
-REASON_ORDER = (BAD_VERDICT, MISSING_FIELD, BAD_METAPHOR, BOX_OUT_OF_BOUNDS, INVALID_SPAN,
-                EXPLANATION_TOO_LONG, UNKNOWN_DEVICE)
+REASON_ORDER = (
+    BAD_VERDICT,
+    MISSING_FIELD,
+    BAD_METAPHOR,
+    BOX_OUT_OF_BOUNDS,
+    INVALID_SPAN,
+    EXPLANATION_TOO_LONG,
+    UNKNOWN_DEVICE,
+)
 
 # "TARGET IS SOURCE" (§4.2; "LOVE IS A JOURNEY", "HUMANS ARE ANIMALS", "ANIMALS/HUMANS ARE
 # HUMANS/ANIMALS"): two short noun phrases joined by one IS / ARE.
@@ -40,14 +47,14 @@ _COPULA = re.compile(r"\s+(IS|ARE)\s+")
 _DOMAIN = re.compile(r"^[A-Z0-9][A-Z0-9 '&/\-]*$")
 MAX_DOMAIN_WORDS = 6
 _TAG = re.compile(r"</?i>", re.IGNORECASE)
-_HUMAN_TAG = re.compile(r"<(/?)(?:u|i|b|em)>", re.IGNORECASE)   # span markup seen in human highlights
+_HUMAN_TAG = re.compile(r"<(/?)(?:u|i|b|em)>", re.IGNORECASE)  # span markup seen in human highlights
 
 
 @dataclass
 class Problems:
     items: list[tuple[str, str]] = field(default_factory=list)
     repairs: list[str] = field(default_factory=list)
-    kept: list[tuple[str, str]] = field(default_factory=list)   # (kind, value) kept as written (human data)
+    kept: list[tuple[str, str]] = field(default_factory=list)  # (kind, value) kept as written (human data)
 
     def add(self, code: str, message: str) -> None:
         self.items.append((code, message))
@@ -79,8 +86,7 @@ def metaphor_problem(raw: str) -> str | None:
     parts = _COPULA.split(t)
     if len(parts) != 3:
         n = (len(parts) - 1) // 2
-        return (f"{raw!r} must be 'TARGET IS SOURCE' with exactly one IS/ARE joining two domains "
-                f"(found {n})")
+        return f"{raw!r} must be 'TARGET IS SOURCE' with exactly one IS/ARE joining two domains (found {n})"
     target, _, source = parts
     for side, name in ((target, "target"), (source, "source")):
         if not side or not _DOMAIN.match(side):
@@ -137,11 +143,11 @@ def split_metaphor(m: str) -> tuple[str, str]:
 @dataclass(frozen=True)
 class Region:
     label: str
-    top: float        # normalised to the image height, 0..1
-    left: float       # normalised to the image width, 0..1
+    top: float  # normalised to the image height, 0..1
+    left: float  # normalised to the image width, 0..1
     height: float
     width: float
-    x0: int           # pixels, x right, y down; x1/y1 exclusive
+    x0: int  # pixels, x right, y down; x1/y1 exclusive
     y0: int
     x1: int
     y1: int
@@ -155,7 +161,9 @@ class Region:
         return f"{self.label}: [" + ", ".join(f"{v:.3f}" for v in self.norm_tlhw) + "]"
 
 
-def region_from_norm(label: str, box: Any, width: int, height: int, eps: float = 1e-3) -> tuple[Region | None, str | None]:
+def region_from_norm(
+    label: str, box: Any, width: int, height: int, eps: float = 1e-3
+) -> tuple[Region | None, str | None]:
     """A region from a normalised ``[top, left, height, width]`` box, or why it is invalid."""
     label = " ".join(str(label or "").split())
     if not label:
@@ -167,23 +175,27 @@ def region_from_norm(label: str, box: Any, width: int, height: int, eps: float =
     except (TypeError, ValueError):
         return None, f"region {label!r}: box values must be numbers, got {box!r}"
     if min(top, left) < -eps or h <= 0 or w <= 0 or top + h > 1 + eps or left + w > 1 + eps:
-        return None, (f"region {label!r}: box {list(box)} is outside the image; coordinates are fractions "
-                      "of the image size (0..1) with top+height ≤ 1 and left+width ≤ 1")
+        return None, (
+            f"region {label!r}: box {list(box)} is outside the image; coordinates are fractions "
+            "of the image size (0..1) with top+height ≤ 1 and left+width ≤ 1"
+        )
     top, left = max(top, 0.0), max(left, 0.0)
     h, w = min(h, 1.0 - top), min(w, 1.0 - left)
     x0, y0 = int(round(left * width)), int(round(top * height))
     x1, y1 = int(round((left + w) * width)), int(round((top + h) * height))
     if x1 - x0 < 1 or y1 - y0 < 1:
         return None, f"region {label!r}: box {list(box)} is smaller than one pixel on a {width}x{height} image"
-    return Region(label, round(top, 6), round(left, 6), round(h, 6), round(w, 6), x0, y0, min(x1, width), min(y1, height)), None
+    return Region(
+        label, round(top, 6), round(left, 6), round(h, 6), round(w, 6), x0, y0, min(x1, width), min(y1, height)
+    ), None
 
 
 # -- caption highlight -------------------------------------------------------------------
 @dataclass(frozen=True)
 class Highlight:
-    highlighted: str                    # the original caption with <i></i> around each span
+    highlighted: str  # the original caption with <i></i> around each span
     spans: list[str]
-    offsets: list[tuple[int, int]]      # character [start, end) in the caption
+    offsets: list[tuple[int, int]]  # character [start, end) in the caption
 
 
 def parse_highlight(caption: str, highlighted: str) -> tuple[Highlight | None, str | None, bool]:
@@ -274,11 +286,16 @@ def human_highlight(caption: str, highlighted: str) -> tuple[Highlight | None, s
     return Highlight(marked, [s for s in spans if s.strip()], []), why, underlined
 
 
-def _validate_human(data: dict[str, Any], caption: str, width: int, height: int, verdict: str) -> tuple[Annotation, Problems]:
+def _validate_human(
+    data: dict[str, Any], caption: str, width: int, height: int, verdict: str
+) -> tuple[Annotation, Problems]:
     p = Problems()
-    ann = Annotation(verdict=verdict, incongruities=[str(x).strip() for x in data.get("incongruities") or [] if str(x).strip()],
-                     resolution=str(data.get("resolution") or "").strip(),
-                     discard_reason=str(data.get("discard_reason") or "").strip())
+    ann = Annotation(
+        verdict=verdict,
+        incongruities=[str(x).strip() for x in data.get("incongruities") or [] if str(x).strip()],
+        resolution=str(data.get("resolution") or "").strip(),
+        discard_reason=str(data.get("discard_reason") or "").strip(),
+    )
     for raw in data.get("devices") or []:
         d = normalise_device(raw)
         if d is None:
@@ -304,16 +321,26 @@ def _validate_human(data: dict[str, Any], caption: str, width: int, height: int,
             for u in underlined:
                 p.kept.append(("underlined_span", u))
         ann.explanation = " ".join(str(data.get("explanation") or "").split())
-        for part, present in (("metaphor", ann.metaphors), ("box", ann.regions), ("caption_highlight", ann.highlight),
-                              ("explanation", ann.explanation)):
+        for part, present in (
+            ("metaphor", ann.metaphors),
+            ("box", ann.regions),
+            ("caption_highlight", ann.highlight),
+            ("explanation", ann.explanation),
+        ):
             if not present:
                 p.kept.append(("missing", part))
     return ann, p
 
 
-def validate_annotation(data: dict[str, Any], caption: str, width: int, height: int,
-                        max_words: int | None = None, lenient: bool = False,
-                        human: bool = False) -> tuple[Annotation | None, Problems]:
+def validate_annotation(
+    data: dict[str, Any],
+    caption: str,
+    width: int,
+    height: int,
+    max_words: int | None = None,
+    lenient: bool = False,
+    human: bool = False,
+) -> tuple[Annotation | None, Problems]:
     """Check a reply against §4 and return the normalised annotation (None when invalid).
 
     ``lenient`` (stub output only, see ``forge.llm.stub.advisory``): the problems are still all

@@ -13,7 +13,7 @@ from forge.llm.types import LLMRequest
 
 def build_request(c: RequestContext) -> LLMRequest:
     if c.setting.input == "description":
-        if c.item["task"] == "image_box":   # the official monomodal tasks have no ImageBbox
+        if c.item["task"] == "image_box":  # the official monomodal tasks have no ImageBbox
             raise SkipItem("no_text_only_image_box_task")
         desc = c.descriptions.get(c.item["item_id"])
         if not desc:
@@ -55,7 +55,7 @@ def descriptions(items: pd.DataFrame, evidence: pd.DataFrame) -> dict[str, str]:
             if int(e.get("persons") or 0):
                 parts.append(f"{int(e['persons'])} person(s) are visible.")
             if e.get("ocr_text"):
-                parts.append(f"Text in the image: \"{str(e['ocr_text'])[:200]}\".")
+                parts.append(f'Text in the image: "{str(e["ocr_text"])[:200]}".')
             desc = " ".join(parts)
         if desc:
             out[r["item_id"]] = desc

@@ -13,18 +13,28 @@ from typing import Any
 
 PREFIX = "The humor of the given image-and-caption combination involves metaphor use."
 INSTRUCTIONS = {
-    "classification": ("Does the humor of the given image-and-caption combination involve metaphor use? "
-                       "Answer the question with Yes or No."),
-    "naming": (PREFIX + " Which conceptual metaphor is used? Answer the question in \"TARGET DOMAIN IS "
-               "SOURCE DOMAIN\" format (e.g., \"LOVE IS A JOURNEY\")."),
-    "image_box": (PREFIX + " Which object in the image is related to the metaphor? Answer with its label and "
-                  "normalized bounding box coordinates in \"label: [top, left, height, width]\" format."),
-    "image_label": (PREFIX + " Which object in the image is related to the metaphor? "
-                    "Answer the question with a single word."),
-    "caption_highlight": (PREFIX + " Which part of the caption is related to the metaphor? "
-                          "Surround it with a pair of <i></i> tag."),
-    "explanation": ("How does metaphor use contribute to the humor of the given image-and-caption combination? "
-                    "Explain in no more than 30 words."),
+    "classification": (
+        "Does the humor of the given image-and-caption combination involve metaphor use? "
+        "Answer the question with Yes or No."
+    ),
+    "naming": (
+        PREFIX + ' Which conceptual metaphor is used? Answer the question in "TARGET DOMAIN IS '
+        'SOURCE DOMAIN" format (e.g., "LOVE IS A JOURNEY").'
+    ),
+    "image_box": (
+        PREFIX + " Which object in the image is related to the metaphor? Answer with its label and "
+        'normalized bounding box coordinates in "label: [top, left, height, width]" format.'
+    ),
+    "image_label": (
+        PREFIX + " Which object in the image is related to the metaphor? Answer the question with a single word."
+    ),
+    "caption_highlight": (
+        PREFIX + " Which part of the caption is related to the metaphor? Surround it with a pair of <i></i> tag."
+    ),
+    "explanation": (
+        "How does metaphor use contribute to the humor of the given image-and-caption combination? "
+        "Explain in no more than 30 words."
+    ),
 }
 TASKS = tuple(INSTRUCTIONS)
 POSITIVE = ("Yes", "WIDLII")
@@ -46,11 +56,15 @@ def build_items(ann: dict[str, Any], regions: list[dict[str, Any]]) -> list[dict
     positive = verdict in POSITIVE
     regions = sorted(regions, key=lambda r: r["region_index"])
     boxes = [
-        {"label": r["label"], "box_norm_tlhw": [float(r[f"box_norm_{k}"]) for k in ("top", "left", "height", "width")],
-         "box_px_xyxy": [int(r["box_px_x0"]), int(r["box_px_y0"]), int(r["box_px_x1"]), int(r["box_px_y1"])]}
+        {
+            "label": r["label"],
+            "box_norm_tlhw": [float(r[f"box_norm_{k}"]) for k in ("top", "left", "height", "width")],
+            "box_px_xyxy": [int(r["box_px_x0"]), int(r["box_px_y0"]), int(r["box_px_x1"]), int(r["box_px_y1"])],
+        }
         for r in regions
     ]
-    def as_list(v: Any) -> list:   # parquet hands lists back as numpy arrays
+
+    def as_list(v: Any) -> list:  # parquet hands lists back as numpy arrays
         return [] if v is None else [x.item() if hasattr(x, "item") else x for x in v]
 
     labels = {
@@ -75,19 +89,38 @@ def build_items(ann: dict[str, Any], regions: list[dict[str, Any]]) -> list[dict
         "backend": ann["backend"],
         "model": ann["model"],
         "prompt_hash": ann["prompt_hash"],
-        "extra": json.dumps({"annotation_id": ann["annotation_id"], "caption": ann["caption"],
-                             "caption_origin": ann.get("caption_origin"),
-                             **({"advisory": json.loads(ann["advisory"])} if isinstance(ann.get("advisory"), str) else {})}),
+        "extra": json.dumps(
+            {
+                "annotation_id": ann["annotation_id"],
+                "caption": ann["caption"],
+                "caption_origin": ann.get("caption_origin"),
+                **({"advisory": json.loads(ann["advisory"])} if isinstance(ann.get("advisory"), str) else {}),
+            }
+        ),
     }
 
     def row(task: str, answer: str, references: list[str] | None, options=None, option_types=None) -> dict[str, Any]:
-        return {"item_id": item_id(ann["annotation_id"], task), "task": task,
-                "question": question(task, ann["caption"]), "options": options, "option_types": option_types,
-                "answer": answer, "references": references, **common}
+        return {
+            "item_id": item_id(ann["annotation_id"], task),
+            "task": task,
+            "question": question(task, ann["caption"]),
+            "options": options,
+            "option_types": option_types,
+            "answer": answer,
+            "references": references,
+            **common,
+        }
 
     # Fixed Yes/No order, as in the paper's main prompt (randomised order is an eval setting).
-    out = [row("classification", "A" if positive else "B", ["Yes" if positive else "No"],
-               ["Yes", "No"], ["positive", "negative"])]
+    out = [
+        row(
+            "classification",
+            "A" if positive else "B",
+            ["Yes" if positive else "No"],
+            ["Yes", "No"],
+            ["positive", "negative"],
+        )
+    ]
     if not positive:
         return out
     metaphors = labels["metaphors"]
@@ -96,8 +129,10 @@ def build_items(ann: dict[str, Any], regions: list[dict[str, Any]]) -> list[dict
     if metaphors:
         out.append(row("naming", metaphors[0], metaphors))
     if boxes:
-        out += [row("image_box", box_answers[0], box_answers),
-                row("image_label", boxes[0]["label"], [b["label"] for b in boxes])]
+        out += [
+            row("image_box", box_answers[0], box_answers),
+            row("image_label", boxes[0]["label"], [b["label"] for b in boxes]),
+        ]
     if ann.get("caption_highlighted"):
         out.append(row("caption_highlight", ann["caption_highlighted"], [ann["caption_highlighted"]]))
     if ann.get("explanation"):

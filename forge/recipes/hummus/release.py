@@ -35,22 +35,57 @@ from forge.releases.config import ReleaseInfo
 from forge.releases.records import (
     IMAGE_SUFFIXES,
     ParsedRelease,
+    file_label,
     media_index,
     media_path,
     provenance,
-    file_label,
     read_table,
     rows_of,
     table_files,
     text,
 )
 
-ITEM_COLUMNS = ["item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer",
-                "references", "media_paths", "unit_id", "source_item_id", "source", "channel", "batch", "labels",
-                "backend", "model", "prompt_hash", "extra", "origin", "release", "release_version", "licence",
-                "release_split"]
-KNOWN_FIELDS = {"combi_id", "caption", "contest_number", "met_class", "is_met", "image_attributes", "bboxes",
-                "bbox_labels", "caption_hl", "conceptual_metaphor", "figures", "explanation"}
+ITEM_COLUMNS = [
+    "item_id",
+    "benchmark",
+    "task",
+    "category",
+    "question",
+    "options",
+    "option_types",
+    "answer",
+    "references",
+    "media_paths",
+    "unit_id",
+    "source_item_id",
+    "source",
+    "channel",
+    "batch",
+    "labels",
+    "backend",
+    "model",
+    "prompt_hash",
+    "extra",
+    "origin",
+    "release",
+    "release_version",
+    "licence",
+    "release_split",
+]
+KNOWN_FIELDS = {
+    "combi_id",
+    "caption",
+    "contest_number",
+    "met_class",
+    "is_met",
+    "image_attributes",
+    "bboxes",
+    "bbox_labels",
+    "caption_hl",
+    "conceptual_metaphor",
+    "figures",
+    "explanation",
+}
 
 
 def _split_list(v: Any) -> list[str]:
@@ -71,7 +106,12 @@ def _classify_file(data: Any) -> str:
     rows = [r for _, r in rows_of(data) if isinstance(r, dict)]
     if rows and all("image_description" in r for r in rows[:5]):
         return "descriptions"
-    if isinstance(data, list) and rows and any("is_met" in r for r in rows[:5]) and not any("met_class" in r for r in rows[:5]):
+    if (
+        isinstance(data, list)
+        and rows
+        and any("is_met" in r for r in rows[:5])
+        and not any("met_class" in r for r in rows[:5])
+    ):
         return "test_set"
     return "dataset"
 
@@ -86,8 +126,8 @@ def _regions(rec: dict[str, Any], width: int, height: int, out: ParsedRelease, w
     for k, b in enumerate(boxes if isinstance(boxes, list) else []):
         label = labels[k] if k < len(labels) else (labels[0] if len(labels) == 1 else "")
         try:
-            t, l, h, w = (float(b[key]) for key in ("top", "left", "height", "width"))
-            box = [t / height, l / width, h / height, w / width]
+            top, left, h, w = (float(b[key]) for key in ("top", "left", "height", "width"))
+            box = [top / height, left / width, h / height, w / width]
         except (KeyError, TypeError, ValueError, ZeroDivisionError):
             box = b
         # a human box a few pixels past the border is clipped, not lost
@@ -101,9 +141,21 @@ def _regions(rec: dict[str, Any], width: int, height: int, out: ParsedRelease, w
 
 
 def _region_rows(ann: Annotation, width: int, height: int) -> list[dict[str, Any]]:
-    return [{"label": r.label, "region_index": k, "box_norm_top": r.top, "box_norm_left": r.left,
-             "box_norm_height": r.height, "box_norm_width": r.width, "box_px_x0": r.x0, "box_px_y0": r.y0,
-             "box_px_x1": r.x1, "box_px_y1": r.y1} for k, r in enumerate(ann.regions)]
+    return [
+        {
+            "label": r.label,
+            "region_index": k,
+            "box_norm_top": r.top,
+            "box_norm_left": r.left,
+            "box_norm_height": r.height,
+            "box_norm_width": r.width,
+            "box_px_x0": r.x0,
+            "box_px_y0": r.y0,
+            "box_px_x1": r.x1,
+            "box_px_y1": r.y1,
+        }
+        for k, r in enumerate(ann.regions)
+    ]
 
 
 def parse_release(info: ReleaseInfo) -> ParsedRelease:
@@ -139,7 +191,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 out.reject(where, "duplicate_id", f"pair {cid!r} appears twice")
             else:
                 dataset[cid] = (where, r)
-    for cid, r in test.items():   # a test pair the dataset file lacks is still a classification item
+    for cid, r in test.items():  # a test pair the dataset file lacks is still a classification item
         if cid not in dataset:
             dataset[cid] = (f"test_set#{cid}", {**r, "met_class": r.get("is_met")})
     out.records = len(dataset)
@@ -170,9 +222,14 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 with Image.open(src) as im:
                     width, height = im.size
         regions = _regions(r, width, height, out, where) if width and height else []
-        data = {"verdict": verdict, "metaphors": r.get("conceptual_metaphor"), "regions": regions,
-                "caption_highlighted": r.get("caption_hl"), "explanation": r.get("explanation"),
-                "devices": _split_list(r.get("figures"))}
+        data = {
+            "verdict": verdict,
+            "metaphors": r.get("conceptual_metaphor"),
+            "regions": regions,
+            "caption_highlighted": r.get("caption_hl"),
+            "explanation": r.get("explanation"),
+            "devices": _split_list(r.get("figures")),
+        }
         ann, probs = validate_annotation(data, caption, width or 1, height or 1, human=True)
         if ann is None:
             out.reject(where, probs.primary(), probs.feedback().lstrip("- "))
@@ -184,18 +241,32 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             else:
                 out.notes[kind] += 1
         if ann.verdict == "Discard":
-            out.notes["discard_not_tested"] += 1   # the paper tests Yes / No / WIDLII only
+            out.notes["discard_not_tested"] += 1  # the paper tests Yes / No / WIDLII only
             continue
         rel = media_path(info, src) if src is not None else None
         if rel:
             out.media[rel] = src
-        row = {"verdict": ann.verdict, "metaphors": ann.metaphors, "devices": ann.devices, "caption_origin": "release",
-               "width": width or None, "height": height or None, "path": rel, "frame_id": f"{info.name}:{contest}",
-               "item_id": f"{info.name}:{contest}", "source": f"release:{info.name}", "channel": None,
-               "batch": f"release:{info.name}", "backend": "human", "model": None, "prompt_hash": None,
-               "annotation_id": f"{info.name}:{cid}", "caption": caption,
-               "caption_highlighted": ann.highlight.highlighted if ann.highlight else None,
-               "explanation": ann.explanation or None}
+        row = {
+            "verdict": ann.verdict,
+            "metaphors": ann.metaphors,
+            "devices": ann.devices,
+            "caption_origin": "release",
+            "width": width or None,
+            "height": height or None,
+            "path": rel,
+            "frame_id": f"{info.name}:{contest}",
+            "item_id": f"{info.name}:{contest}",
+            "source": f"release:{info.name}",
+            "channel": None,
+            "batch": f"release:{info.name}",
+            "backend": "human",
+            "model": None,
+            "prompt_hash": None,
+            "annotation_id": f"{info.name}:{cid}",
+            "caption": caption,
+            "caption_highlighted": ann.highlight.highlighted if ann.highlight else None,
+            "explanation": ann.explanation or None,
+        }
         split = "test" if cid in test else (text(r.get("split")) or None)
         extra_fields = {k: r[k] for k in r if k not in KNOWN_FIELDS}
         for it in build_items(row, _region_rows(ann, width, height)):
@@ -206,7 +277,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 extra["release_fields"] = extra_fields
             if underlined:
                 extra["underlined_spans"] = underlined
-            if it["task"] == "naming":   # human names keep their own wording (Title Case)
+            if it["task"] == "naming":  # human names keep their own wording (Title Case)
                 it["answer"] = ann.metaphors[0]
             if rel is None:
                 it["media_paths"] = []

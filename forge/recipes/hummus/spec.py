@@ -20,7 +20,7 @@ from forge.recipes.hummus.release import parse_release
 
 SPEC = BenchmarkSpec(
     name="hummus",
-    importer=parse_release,   # the published release (docs/releases.md)
+    importer=parse_release,  # the published release (docs/releases.md)
     title="Hummus",
     group="hummus",
     recipe_assets=("hummus_pairs", "hummus_annotations", "hummus_items"),
@@ -28,8 +28,14 @@ SPEC = BenchmarkSpec(
     blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.ITEM),
     doc="docs/recipes/hummus.md",
     eval=EvalSpec(
-        kinds={"classification": "yesno", "naming": "naming", "image_box": "box", "image_label": "word",
-               "caption_highlight": "highlight", "explanation": "text_not_question"},
+        kinds={
+            "classification": "yesno",
+            "naming": "naming",
+            "image_box": "box",
+            "image_label": "word",
+            "caption_highlight": "highlight",
+            "explanation": "text_not_question",
+        },
         build_request=build_request,
         score_setting=_score_hummus,
         primary_metric="f1_avg",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,7 @@ import yaml
 TAXONOMY_PATH = Path(__file__).with_name("taxonomy.yaml")
 
 
-@lru_cache(maxsize=None)
+@cache
 def taxonomy() -> dict[str, Any]:
     return yaml.safe_load(TAXONOMY_PATH.read_text())
 

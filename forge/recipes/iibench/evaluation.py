@@ -25,8 +25,12 @@ def build_request(c: RequestContext) -> LLMRequest:
         shots = pick_shots(item, c.dev_items, setting.shots, c.seed)
         if len(shots) < setting.shots:
             raise SkipItem("not_enough_dev_examples")
-        v = {**v, "instruction": FEWSHOT_INSTRUCTION[0 if setting.shots == 1 else 1],
-             "examples": shot_blocks(shots), "picture": len(shots) + 1}
+        v = {
+            **v,
+            "instruction": FEWSHOT_INSTRUCTION[0 if setting.shots == 1 else 1],
+            "examples": shot_blocks(shots),
+            "picture": len(shots) + 1,
+        }
         imgs = [ImageInput(path=c.data_dir / as_list(s["media_paths"])[0]) for s in shots] + c.images
         c.context["shots"] = [s["item_id"] for s in shots]
     if setting.keywords:
@@ -42,8 +46,11 @@ def shot_blocks(shots: list[dict[str, Any]]) -> str:
     """The dev examples of II-Bench's few-shot prompt, byte for byte as the official
     data_loader joins them: each "Question / Picture: <Picture k> / options / Answer: (X)"
     block ends with a newline and blocks are joined by one more newline (a blank line)."""
-    return "\n".join(f"Question: {s['question']}\nPicture: <Picture {i}>\n{letter_options(as_list(s['options']))}\n"
-                     f"Answer: ({s['answer']})\n" for i, s in enumerate(shots, start=1))
+    return "\n".join(
+        f"Question: {s['question']}\nPicture: <Picture {i}>\n{letter_options(as_list(s['options']))}\n"
+        f"Answer: ({s['answer']})\n"
+        for i, s in enumerate(shots, start=1)
+    )
 
 
 def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any]) -> ex.Extraction | None:

@@ -33,8 +33,8 @@ class Question:
     distractors: list[str]
     nuance: str = ""
     round: int = 1
-    problems: list[str] = field(default_factory=list)   # reason codes
-    feedback: list[str] = field(default_factory=list)   # human-readable, sent back on regeneration
+    problems: list[str] = field(default_factory=list)  # reason codes
+    feedback: list[str] = field(default_factory=list)  # human-readable, sent back on regeneration
 
     @property
     def options(self) -> list[str]:
@@ -92,8 +92,12 @@ def apply_judge(q: Question, data: dict[str, Any]) -> Question:
     """Turn the distractor judge's reply into reason codes and feedback on ``q``."""
     if not data.get("answer_supported", False):
         q.problems.append(ANSWER_UNSUPPORTED)
-        q.feedback.append(f"the intended answer is not supported by the implication: {data.get('answer_reason', '')}".strip())
-    by_index = {int(v.get("distractor", 0)): v for v in data.get("distractors") or [] if str(v.get("distractor", "")).isdigit()}
+        q.feedback.append(
+            f"the intended answer is not supported by the implication: {data.get('answer_reason', '')}".strip()
+        )
+    by_index = {
+        int(v.get("distractor", 0)): v for v in data.get("distractors") or [] if str(v.get("distractor", "")).isdigit()
+    }
     for i in range(1, len(q.distractors) + 1):
         v = by_index.get(i)
         if v is None:
@@ -119,10 +123,12 @@ def primary_reason(q: Question) -> str:
 
 def feedback_text(failed: list[Question]) -> str:
     """The user turn sent with a regeneration round: what was wrong with each question."""
-    lines = [f"{len(failed)} of your questions failed review. Write {len(failed)} new question(s) "
-             "for this image that avoid these problems (do not repeat the failed wording):"]
+    lines = [
+        f"{len(failed)} of your questions failed review. Write {len(failed)} new question(s) "
+        "for this image that avoid these problems (do not repeat the failed wording):"
+    ]
     for k, q in enumerate(failed, 1):
-        lines.append(f"{k}. \"{q.question}\" — " + "; ".join(q.feedback))
+        lines.append(f'{k}. "{q.question}" — ' + "; ".join(q.feedback))
     return "\n".join(lines)
 
 
@@ -182,14 +188,15 @@ def set_feedback(questions: list[Question]) -> str:
     """Refine feedback for a set: what is wrong with which question; passing ones stay."""
     failed = [(k, q) for k, q in enumerate(questions, 1) if q.problems]
     keep = [k for k, q in enumerate(questions, 1) if not q.problems]
-    lines = [f"Question {k} (\"{q.question}\"): " + "; ".join(q.feedback) for k, q in failed]
+    lines = [f'Question {k} ("{q.question}"): ' + "; ".join(q.feedback) for k, q in failed]
     if keep:
         lines.append("Keep question(s) " + ", ".join(map(str, keep)) + " exactly as they are; rewrite only the others.")
     return "\n".join(lines)
 
 
-def resolve_set(attempts: list[dict[str, Any]], dup_threshold: float = 0.9,
-                advisory: bool = False) -> tuple[list[Question], list[Question]]:
+def resolve_set(
+    attempts: list[dict[str, Any]], dup_threshold: float = 0.9, advisory: bool = False
+) -> tuple[list[Question], list[Question]]:
     """(accepted, failed) questions of an image from its refine attempts' last round.
 
     The refine loop judges a whole set; when K rounds run out with some questions still

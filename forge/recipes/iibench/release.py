@@ -29,24 +29,51 @@ from forge.releases.config import ReleaseInfo
 from forge.releases.records import (
     IMAGE_SUFFIXES,
     ParsedRelease,
+    file_label,
     media_index,
     media_path,
     provenance,
-    file_label,
     read_table,
     rows_of,
     table_files,
     text,
 )
 
-COLUMNS = ["item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer",
-           "references", "media_paths", "unit_id", "source_item_id", "source", "channel", "batch", "labels",
-           "backend", "model", "prompt_hash", "extra", "origin", "release", "release_version", "licence", "release_split"]
+COLUMNS = [
+    "item_id",
+    "benchmark",
+    "task",
+    "category",
+    "question",
+    "options",
+    "option_types",
+    "answer",
+    "references",
+    "media_paths",
+    "unit_id",
+    "source_item_id",
+    "source",
+    "channel",
+    "batch",
+    "labels",
+    "backend",
+    "model",
+    "prompt_hash",
+    "extra",
+    "origin",
+    "release",
+    "release_version",
+    "licence",
+    "release_split",
+]
 
 
 def _split_of(name: str) -> str | None:
     stem = name.lower().rsplit(".", 1)[0]
-    return next((s for s in ("dev", "test", "val", "train") if stem == s or stem.endswith(f"_{s}") or stem.startswith(f"{s}")), None)
+    return next(
+        (s for s in ("dev", "test", "val", "train") if stem == s or stem.endswith(f"_{s}") or stem.startswith(f"{s}")),
+        None,
+    )
 
 
 def _labels(meta: dict[str, Any], out: ParsedRelease) -> dict[str, Any]:
@@ -124,14 +151,32 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 seen.add(iid)
                 types = ["correct" if i == letter_index(ans) else "distractor" for i in range(len(options))]
                 domain = labels.get("domain")
-                rows.append({
-                    "item_id": iid, "benchmark": "iibench", "task": "mcq",
-                    "category": domain if normalise_label("domain", domain or "") else "other",
-                    "question": question, "options": options, "option_types": types, "answer": ans,
-                    "references": None, "media_paths": [rel] if rel else [], "unit_id": f"{info.name}:{path}",
-                    "source_item_id": f"{info.name}:{path}", "labels": json.dumps(labels, ensure_ascii=False),
-                    "extra": json.dumps({"explanation": text(meta.get("explanation")), "release_id": qid,
-                                         "origin": "imported", "local_path": path}, ensure_ascii=False),
-                    **provenance(info, split)})
+                rows.append(
+                    {
+                        "item_id": iid,
+                        "benchmark": "iibench",
+                        "task": "mcq",
+                        "category": domain if normalise_label("domain", domain or "") else "other",
+                        "question": question,
+                        "options": options,
+                        "option_types": types,
+                        "answer": ans,
+                        "references": None,
+                        "media_paths": [rel] if rel else [],
+                        "unit_id": f"{info.name}:{path}",
+                        "source_item_id": f"{info.name}:{path}",
+                        "labels": json.dumps(labels, ensure_ascii=False),
+                        "extra": json.dumps(
+                            {
+                                "explanation": text(meta.get("explanation")),
+                                "release_id": qid,
+                                "origin": "imported",
+                                "local_path": path,
+                            },
+                            ensure_ascii=False,
+                        ),
+                        **provenance(info, split),
+                    }
+                )
     out.items = pd.DataFrame(rows, columns=COLUMNS)
     return out

@@ -21,7 +21,7 @@ from forge.recipes.iibench.release import parse_release
 
 SPEC = BenchmarkSpec(
     name="iibench",
-    importer=parse_release,   # the published release (docs/releases.md)
+    importer=parse_release,  # the published release (docs/releases.md)
     title="II-Bench",
     group="iibench",
     recipe_assets=("iibench_implication", "iibench_labels", "iibench_items"),

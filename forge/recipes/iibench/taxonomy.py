@@ -6,7 +6,7 @@ exactly what is allowed; this module normalises spellings and says what is wrong
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ MULTI_AXES = ("rhetoric",)
 AXES = SINGLE_AXES + MULTI_AXES
 
 
-@lru_cache(maxsize=None)
+@cache
 def taxonomy(path: str = str(TAXONOMY_PATH)) -> dict[str, dict[str, Any]]:
     doc = yaml.safe_load(Path(path).read_text())
     missing = [a for a in AXES if a not in doc]

@@ -7,7 +7,7 @@ from forge.llm.types import LLMRequest
 
 
 def build_request(c: RequestContext) -> LLMRequest:
-    prompt = c.prompts[f"task:{c.item['task']}"]   # config/evals.yaml `prompts:` task → file
+    prompt = c.prompts[f"task:{c.item['task']}"]  # config/evals.yaml `prompts:` task → file
     if c.item["task"] == "statement_verification":
         return c.request(prompt, {"options": letter_options(c.options, "dot")})
     return c.request(prompt, {"question": c.item["question"]})

@@ -35,32 +35,46 @@ def minimal_edit_check(max_edit_ratio: float) -> Callable[[LLMRequest, dict[str,
             return Verdict("major", "The foil is identical to the caption: change the category-specific block.")
         _, ratio = edit_size(caption, foil)
         if ratio > max_edit_ratio:
-            return Verdict("major", f"The edit is not minimal ({ratio:.0%} of the words changed): keep the sentence "
-                                    "structure and change only the category-specific block.")
+            return Verdict(
+                "major",
+                f"The edit is not minimal ({ratio:.0%} of the words changed): keep the sentence "
+                "structure and change only the category-specific block.",
+            )
         return None
+
     return minimal_edit
 
 
 def nli_check(nli: NLIBackend, labels: dict[str, str]) -> Callable[[LLMRequest, dict[str, Any]], Verdict | None]:
     """Contradiction test: an entailed foil is regenerated (MAIA acts on entailment only;
     neutral foils were valid on inspection). ``labels`` receives item_id → last label."""
+
     def nli_contradiction(req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
         res = nli.classify([(req.variables["caption"], str(data.get("foil", "")))], [req.item_id])[0]
         if not res.ok:
             return Verdict("reject", f"NLI failed: {res.error}")
         labels[req.item_id] = res.label
         if res.label == "entailment":
-            return Verdict("major", "The foil is entailed by the caption (it is still true): it must make the "
-                                    "caption false.")
+            return Verdict(
+                "major", "The foil is entailed by the caption (it is still true): it must make the caption false."
+            )
         return None
+
     return nli_contradiction
 
 
 def structural_request(req: LLMRequest, data: dict[str, Any], prompt: Any) -> LLMRequest:
     cat = categories()[req.variables["category_key"]]
-    return LLMRequest(item_id=req.item_id, prompt=prompt,
-                      variables={"category": cat.label, "criterion": cat.structural,
-                                 "caption": req.variables["caption"], "foil": str(data.get("foil", ""))})
+    return LLMRequest(
+        item_id=req.item_id,
+        prompt=prompt,
+        variables={
+            "category": cat.label,
+            "criterion": cat.structural,
+            "caption": req.variables["caption"],
+            "foil": str(data.get("foil", "")),
+        },
+    )
 
 
 def structural_verdict(data: dict[str, Any]) -> Verdict:

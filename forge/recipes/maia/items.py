@@ -12,9 +12,28 @@ from forge.checks.mcq import shuffle_options
 from forge.recipes.maia.questions import stable_id
 
 SV_QUESTION = "Which of the two statements is true for the video?"
-ITEM_COLUMNS = ["item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer",
-                "references", "media_paths", "unit_id", "source_item_id", "source", "channel", "batch", "labels",
-                "backend", "model", "prompt_hash", "extra"]
+ITEM_COLUMNS = [
+    "item_id",
+    "benchmark",
+    "task",
+    "category",
+    "question",
+    "options",
+    "option_types",
+    "answer",
+    "references",
+    "media_paths",
+    "unit_id",
+    "source_item_id",
+    "source",
+    "channel",
+    "batch",
+    "labels",
+    "backend",
+    "model",
+    "prompt_hash",
+    "extra",
+]
 
 
 def _backend(*values: Any) -> str:
@@ -24,8 +43,14 @@ def _backend(*values: Any) -> str:
     return "openai" if any(v == "openai" for v in values) else "human"
 
 
-def build_items(questions: pd.DataFrame, answers: pd.DataFrame, statements: pd.DataFrame, foils: pd.DataFrame,
-                clip_info: dict[str, dict[str, Any]], seed: str = "maia") -> pd.DataFrame:
+def build_items(
+    questions: pd.DataFrame,
+    answers: pd.DataFrame,
+    statements: pd.DataFrame,
+    foils: pd.DataFrame,
+    clip_info: dict[str, dict[str, Any]],
+    seed: str = "maia",
+) -> pd.DataFrame:
     """One ``statement_verification`` item per accepted foil, one ``open_ended`` item per
     question whose answer pool survived."""
     rows: list[dict[str, Any]] = []
@@ -38,20 +63,46 @@ def build_items(questions: pd.DataFrame, answers: pd.DataFrame, statements: pd.D
         info = clip_info.get(q["clip_id"], {})
         iid = f"maia_sv_{stable_id(f['foil_id'])}"
         mcq = shuffle_options([st["statement"], f["foil"]], ["correct", "foil"], seed=(seed, iid))
-        rows.append({
-            "item_id": iid, "benchmark": "maia", "task": "statement_verification", "category": q["category"],
-            "question": SV_QUESTION, "options": mcq.options, "option_types": mcq.option_types,
-            "answer": mcq.answer, "references": None, "media_paths": list(info.get("media_paths", [])),
-            "unit_id": q["clip_id"], "source_item_id": info.get("item_id"), "source": info.get("source"),
-            "channel": info.get("channel"), "batch": q["batch"],
-            "labels": json.dumps({"category": q["category"], "macro_category": q["macro_category"],
-                                  "question_id": q["question_id"], "pool_index": int(st["idx"])}),
-            "backend": _backend(q["backend"], st["backend"], f["backend"]), "model": f["model"],
-            "prompt_hash": f["prompt_hash"],
-            "extra": json.dumps({"maia_question": q["question"], "statement_id": st["statement_id"],
-                                 "foil_id": f["foil_id"], "edit_distance": int(f["edit_distance"]),
-                                 "nli_label": f["nli_label"], "origin": q["origin"]}),
-        })
+        rows.append(
+            {
+                "item_id": iid,
+                "benchmark": "maia",
+                "task": "statement_verification",
+                "category": q["category"],
+                "question": SV_QUESTION,
+                "options": mcq.options,
+                "option_types": mcq.option_types,
+                "answer": mcq.answer,
+                "references": None,
+                "media_paths": list(info.get("media_paths", [])),
+                "unit_id": q["clip_id"],
+                "source_item_id": info.get("item_id"),
+                "source": info.get("source"),
+                "channel": info.get("channel"),
+                "batch": q["batch"],
+                "labels": json.dumps(
+                    {
+                        "category": q["category"],
+                        "macro_category": q["macro_category"],
+                        "question_id": q["question_id"],
+                        "pool_index": int(st["idx"]),
+                    }
+                ),
+                "backend": _backend(q["backend"], st["backend"], f["backend"]),
+                "model": f["model"],
+                "prompt_hash": f["prompt_hash"],
+                "extra": json.dumps(
+                    {
+                        "maia_question": q["question"],
+                        "statement_id": st["statement_id"],
+                        "foil_id": f["foil_id"],
+                        "edit_distance": int(f["edit_distance"]),
+                        "nli_label": f["nli_label"],
+                        "origin": q["origin"],
+                    }
+                ),
+            }
+        )
     if len(answers):
         for qid, grp in answers.sort_values("idx").groupby("question_id", sort=True):
             q = q_by_id.get(qid)
@@ -59,16 +110,30 @@ def build_items(questions: pd.DataFrame, answers: pd.DataFrame, statements: pd.D
                 continue
             info = clip_info.get(q["clip_id"], {})
             refs = [str(a) for a in grp["answer"]]
-            rows.append({
-                "item_id": f"maia_oe_{stable_id(qid)}", "benchmark": "maia", "task": "open_ended",
-                "category": q["category"], "question": q["question"], "options": None, "option_types": None,
-                "answer": refs[0], "references": refs, "media_paths": list(info.get("media_paths", [])),
-                "unit_id": q["clip_id"], "source_item_id": info.get("item_id"), "source": info.get("source"),
-                "channel": info.get("channel"), "batch": q["batch"],
-                "labels": json.dumps({"category": q["category"], "macro_category": q["macro_category"],
-                                      "question_id": qid}),
-                "backend": _backend(q["backend"], *grp["backend"]), "model": str(grp["model"].iloc[0]),
-                "prompt_hash": str(grp["prompt_hash"].iloc[0]),
-                "extra": json.dumps({"origin": q["origin"], "n_references": len(refs)}),
-            })
+            rows.append(
+                {
+                    "item_id": f"maia_oe_{stable_id(qid)}",
+                    "benchmark": "maia",
+                    "task": "open_ended",
+                    "category": q["category"],
+                    "question": q["question"],
+                    "options": None,
+                    "option_types": None,
+                    "answer": refs[0],
+                    "references": refs,
+                    "media_paths": list(info.get("media_paths", [])),
+                    "unit_id": q["clip_id"],
+                    "source_item_id": info.get("item_id"),
+                    "source": info.get("source"),
+                    "channel": info.get("channel"),
+                    "batch": q["batch"],
+                    "labels": json.dumps(
+                        {"category": q["category"], "macro_category": q["macro_category"], "question_id": qid}
+                    ),
+                    "backend": _backend(q["backend"], *grp["backend"]),
+                    "model": str(grp["model"].iloc[0]),
+                    "prompt_hash": str(grp["prompt_hash"].iloc[0]),
+                    "extra": json.dumps({"origin": q["origin"], "n_references": len(refs)}),
+                }
+            )
     return pd.DataFrame(rows, columns=ITEM_COLUMNS)

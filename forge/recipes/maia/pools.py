@@ -22,11 +22,11 @@ from forge.checks.text import canonical, overlap_with_others, pool_overlap, pool
 class RephraseTask:
     pool_key: str
     member_id: str
-    kind: str                 # "equal" | "overlap"
+    kind: str  # "equal" | "overlap"
     text: str
-    others: list[str]         # the other members of the pool as they are now
+    others: list[str]  # the other members of the pool as they are now
     round: int
-    context: dict[str, Any]   # e.g. the question
+    context: dict[str, Any]  # e.g. the question
 
 
 @dataclass
@@ -36,8 +36,8 @@ class Pool:
     texts: list[str]
     context: dict[str, Any] = field(default_factory=dict)
     originals: list[str] = field(default_factory=list)
-    rephrased: dict[int, int] = field(default_factory=dict)   # index → times rephrased
-    dropped: dict[int, str] = field(default_factory=dict)     # index → reason
+    rephrased: dict[int, int] = field(default_factory=dict)  # index → times rephrased
+    dropped: dict[int, str] = field(default_factory=dict)  # index → reason
     stats_before: dict[str, Any] = field(default_factory=dict)
     stats_after: dict[str, Any] = field(default_factory=dict)
     rounds: int = 0
@@ -116,8 +116,10 @@ def postprocess_pools(
                 alive = p.alive()
                 k = alive.index(i)
                 texts = [trial[j] for j in alive]
-                accepted = (canonical(new) not in {canonical(t) for j, t in enumerate(texts) if j != k}
-                            and overlap_with_others(texts, k, method=method, lang=lang) <= threshold)
+                accepted = (
+                    canonical(new) not in {canonical(t) for j, t in enumerate(texts) if j != k}
+                    and overlap_with_others(texts, k, method=method, lang=lang) <= threshold
+                )
                 # keep even a partial improvement: the next round starts from it
                 p.texts[i] = new.strip()
                 p.rephrased[i] = p.rephrased.get(i, 0) + 1
@@ -125,6 +127,6 @@ def postprocess_pools(
             if on_result:
                 on_result(task, new, accepted)
     for p in pools:
-        for i, kind in (pending(p, threshold, method, lang) if drop_unresolved else []):
+        for i, kind in pending(p, threshold, method, lang) if drop_unresolved else []:
             p.dropped[i] = "equal_unresolved" if kind == "equal" else "overlap_unresolved"
         p.stats_after = pool_stats(p.kept_texts(), threshold, method, lang)

@@ -21,11 +21,13 @@ from forge.versioning import sha256_bytes
 _YES_NO_OPENERS = frozenset(
     "is are was were am do does did can could will would shall should may might must has have had "
     "isn't aren't wasn't weren't don't doesn't didn't can't cannot couldn't won't wouldn't shouldn't hasn't "
-    "haven't hadn't".split())
+    "haven't hadn't".split()
+)
 _AUDIO_WORDS = frozenset(
     "hear hears heard hearing sound sounds audio listen listens listening voice voices say says said saying "
     "song songs music musical sing sings sang singing shout shouts shouted speech speaks spoke noise noises "
-    "lyrics narrator".split())
+    "lyrics narrator".split()
+)
 
 
 def stable_id(*parts: object, n: int = 12) -> str:
@@ -106,6 +108,7 @@ def category_variables(category: str) -> dict[str, str]:
 
 # -- import ------------------------------------------------------------------------------
 
+
 @dataclass
 class ImportedQuestion:
     clip_id: str
@@ -117,10 +120,17 @@ class ImportedQuestion:
 
 def _norm_category(raw: str) -> str:
     s = re.sub(r"[\s\-]+", "_", str(raw).strip().lower())
-    aliases = {"partial_implicit": "implicit_partial", "total_implicit": "implicit_total",
-               "partial_spatial": "spatial_partial", "total_spatial": "spatial_total",
-               "duration": "temporal_duration", "duration_temporal": "temporal_duration",
-               "partial_temporal": "temporal_partial", "out_of_scope": "out_of_scope", "outofscope": "out_of_scope"}
+    aliases = {
+        "partial_implicit": "implicit_partial",
+        "total_implicit": "implicit_total",
+        "partial_spatial": "spatial_partial",
+        "total_spatial": "spatial_total",
+        "duration": "temporal_duration",
+        "duration_temporal": "temporal_duration",
+        "partial_temporal": "temporal_partial",
+        "out_of_scope": "out_of_scope",
+        "outofscope": "out_of_scope",
+    }
     return aliases.get(s, s)
 
 

@@ -40,10 +40,10 @@ from forge.releases.config import ReleaseInfo
 from forge.releases.records import (
     VIDEO_SUFFIXES,
     ParsedRelease,
+    file_label,
     media_index,
     media_path,
     provenance,
-    file_label,
     read_table,
     table_files,
     text,
@@ -55,31 +55,64 @@ COLUMNS = ITEM_COLUMNS + PROVENANCE_COLUMNS
 # Compact spelling (letters only, lower case) → category. Italian names as released, English
 # names as the paper writes them, and ours.
 _ALIASES = {
-    "causale": "causal", "causaleesplicita": "causal", "causaleimplicita": "causal", "causal": "causal",
-    "explicitcausal": "causal", "implicitcausal": "causal",
-    "controfattuale": "counterfactual", "counterfactual": "counterfactual",
-    "implicitoparziale": "implicit_partial", "partialimplicit": "implicit_partial", "implicitpartial": "implicit_partial",
-    "implicitotot": "implicit_total", "implicitototale": "implicit_total", "totalimplicit": "implicit_total",
+    "causale": "causal",
+    "causaleesplicita": "causal",
+    "causaleimplicita": "causal",
+    "causal": "causal",
+    "explicitcausal": "causal",
+    "implicitcausal": "causal",
+    "controfattuale": "counterfactual",
+    "counterfactual": "counterfactual",
+    "implicitoparziale": "implicit_partial",
+    "partialimplicit": "implicit_partial",
+    "implicitpartial": "implicit_partial",
+    "implicitotot": "implicit_total",
+    "implicitototale": "implicit_total",
+    "totalimplicit": "implicit_total",
     "implicittotal": "implicit_total",
-    "incertezza": "uncertainty", "uncertainty": "uncertainty",
-    "outofscope": "out_of_scope", "fuoriambito": "out_of_scope",
-    "pianificazione": "planning", "planning": "planning",
-    "sentiment": "sentiment", "sentimento": "sentiment",
-    "spazialeparziale": "spatial_partial", "partialspatial": "spatial_partial", "spatialpartial": "spatial_partial",
-    "spazialetotale": "spatial_total", "spazialetot": "spatial_total", "totalspatial": "spatial_total",
+    "incertezza": "uncertainty",
+    "uncertainty": "uncertainty",
+    "outofscope": "out_of_scope",
+    "fuoriambito": "out_of_scope",
+    "pianificazione": "planning",
+    "planning": "planning",
+    "sentiment": "sentiment",
+    "sentimento": "sentiment",
+    "spazialeparziale": "spatial_partial",
+    "partialspatial": "spatial_partial",
+    "spatialpartial": "spatial_partial",
+    "spazialetotale": "spatial_total",
+    "spazialetot": "spatial_total",
+    "totalspatial": "spatial_total",
     "spatialtotal": "spatial_total",
-    "temporaledurata": "temporal_duration", "durata": "temporal_duration", "duration": "temporal_duration",
-    "temporalduration": "temporal_duration", "durationtemporal": "temporal_duration",
-    "temporaleparziale": "temporal_partial", "partialtemporal": "temporal_partial", "temporalpartial": "temporal_partial",
+    "temporaledurata": "temporal_duration",
+    "durata": "temporal_duration",
+    "duration": "temporal_duration",
+    "temporalduration": "temporal_duration",
+    "durationtemporal": "temporal_duration",
+    "temporaleparziale": "temporal_partial",
+    "partialtemporal": "temporal_partial",
+    "temporalpartial": "temporal_partial",
 }
 _SLOT = re.compile(r"^(.*?)[\s_\-.]+([A-Za-z]|\d)$")
 _ANSWER_COL = re.compile(r"^answer[_ ]?(\d+)$", re.IGNORECASE)
 
 
 # The release's class-label order (a Parquet / ``datasets`` ClassLabel stores the index).
-CLASS_LABELS = ("CausaleEsplicita", "Controfattuale", "ImplicitoParziale", "ImplicitoTot", "Incertezza", "OutofScope",
-                "Pianificazione", "Sentiment", "SpazialeParziale", "SpazialeTotale", "TemporaleDurata",
-                "TemporaleParziale")
+CLASS_LABELS = (
+    "CausaleEsplicita",
+    "Controfattuale",
+    "ImplicitoParziale",
+    "ImplicitoTot",
+    "Incertezza",
+    "OutofScope",
+    "Pianificazione",
+    "Sentiment",
+    "SpazialeParziale",
+    "SpazialeTotale",
+    "TemporaleDurata",
+    "TemporaleParziale",
+)
 
 
 def parse_category(raw: Any) -> tuple[str, str, bool]:
@@ -168,7 +201,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
     out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
     videos = media_index(info.path, VIDEO_SUFFIXES)
     require_media = bool(info.option("require_media", True))
-    sv_question = str(info.option("sv_question", SV_QUESTION))   # the recipe's (English) wording unless set
+    sv_question = str(info.option("sv_question", SV_QUESTION))  # the recipe's (English) wording unless set
     records: list[tuple[str, dict[str, Any], int]] = []
     for f in table_files(info.path):
         try:
@@ -180,7 +213,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         records += [(w, r, base) for w, r in flat]
     out.records = len(records)
 
-    questions: dict[str, dict[str, Any]] = {}      # release question key → question row
+    questions: dict[str, dict[str, Any]] = {}  # release question key → question row
     pair_rows: list[tuple[str, dict[str, Any], str, str, int]] = []  # where, context, ts, fs, pool_pos
     for where, r, base in records:
         if "__unparsable__" in r:
@@ -208,7 +241,9 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             pair_rows.append((where, r, ts, fs, int(float(text(r.get("pool_pos")) or 0))))
             continue
         if "foil" in r and "question" not in r:
-            pair_rows.append((where, r, text(r.get("caption")), text(r.get("foil")), int(float(text(r.get("pool_pos")) or 0))))
+            pair_rows.append(
+                (where, r, text(r.get("caption")), text(r.get("foil")), int(float(text(r.get("pool_pos")) or 0)))
+            )
             continue
         q = text(r.get("question"))
         if not q:
@@ -224,8 +259,14 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         if key in questions:
             out.reject(where, "duplicate_question_id", f"question id {key!r} appears twice")
             continue
-        questions[key] = {"where": where, "rec": r, "video": video, "question": q,
-                          "answers": [a for a in answers if a], "cat_raw": text(cat_raw)}
+        questions[key] = {
+            "where": where,
+            "rec": r,
+            "video": video,
+            "question": q,
+            "answers": [a for a in answers if a],
+            "cat_raw": text(cat_raw),
+        }
         for k, (ts, fs) in enumerate(_pairs(r), start=1):
             pair_rows.append((where, {**r, "id": key}, ts, fs, k))
 
@@ -251,10 +292,21 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         else:
             out.notes["media_missing_kept"] += 1
         macro = categories()[cat].macro if known else cat
-        return {"benchmark": "maia", "category": cat, "media_paths": media, "unit_id": f"{info.name}:{video}",
-                "source_item_id": f"{info.name}:{video}", **provenance(info, text(r.get("split")) or None),
-                "_labels": {"category": cat, "macro_category": macro, "release_category": cat_raw, "slot": slot,
-                            "known_category": known}}
+        return {
+            "benchmark": "maia",
+            "category": cat,
+            "media_paths": media,
+            "unit_id": f"{info.name}:{video}",
+            "source_item_id": f"{info.name}:{video}",
+            **provenance(info, text(r.get("split")) or None),
+            "_labels": {
+                "category": cat,
+                "macro_category": macro,
+                "release_category": cat_raw,
+                "slot": slot,
+                "known_category": known,
+            },
+        }
 
     for key, q in questions.items():
         c = common(q["where"], q["rec"], q["video"], q["cat_raw"])
@@ -262,11 +314,23 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             continue
         labels = c.pop("_labels") | {"question_id": key}
         refs = q["answers"]
-        rows.append({**c, "item_id": f"maia_rel_oe_{stable_id(info.name, key)}", "task": "open_ended",
-                     "question": q["question"], "options": None, "option_types": None, "answer": refs[0],
-                     "references": refs, "labels": json.dumps(labels, ensure_ascii=False),
-                     "extra": json.dumps({"origin": "imported", "n_references": len(refs), "release_id": key,
-                                          "language": info.language}, ensure_ascii=False)})
+        rows.append(
+            {
+                **c,
+                "item_id": f"maia_rel_oe_{stable_id(info.name, key)}",
+                "task": "open_ended",
+                "question": q["question"],
+                "options": None,
+                "option_types": None,
+                "answer": refs[0],
+                "references": refs,
+                "labels": json.dumps(labels, ensure_ascii=False),
+                "extra": json.dumps(
+                    {"origin": "imported", "n_references": len(refs), "release_id": key, "language": info.language},
+                    ensure_ascii=False,
+                ),
+            }
+        )
 
     seen: set[str] = set()
     for where, r, ts, fs, pos in pair_rows:
@@ -281,7 +345,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         cat_raw = text(r.get("question_category") or r.get("category"))
         q = questions.get(qkey)
         if q is not None and (q["video"], q["cat_raw"]) != (video, cat_raw):
-            q, qkey = None, ""            # an id that is a row number, not the question's: link by video + category
+            q, qkey = None, ""  # an id that is a row number, not the question's: link by video + category
         if q is None and len(by_cat_video.get((video, cat_raw), [])) == 1:
             q = questions[by_cat_video[(video, cat_raw)][0]]
             qkey = by_cat_video[(video, cat_raw)][0]
@@ -295,17 +359,33 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         c = common(where, r, video, cat_raw)
         if c is None:
             continue
-        if text(r.get("answer1")):       # the release's own order (HF ``mc``: answer1 / answer2)
+        if text(r.get("answer1")):  # the release's own order (HF ``mc``: answer1 / answer2)
             t_index = 0 if text(r.get("answer1")) == ts else 1
-        else:                             # true / false pairs without an order: seeded, like the recipe
+        else:  # true / false pairs without an order: seeded, like the recipe
             t_index = shuffle_options([ts, fs], ["correct", "foil"], seed=("maia", iid)).correct_index
         options = [ts, fs] if t_index == 0 else [fs, ts]
         labels = c.pop("_labels") | {"question_id": qkey or None, "pool_index": pos}
-        rows.append({**c, "item_id": iid, "task": "statement_verification", "question": sv_question,
-                     "options": options, "option_types": ["correct", "foil"] if t_index == 0 else ["foil", "correct"],
-                     "answer": letter(t_index), "references": None, "labels": json.dumps(labels, ensure_ascii=False),
-                     "extra": json.dumps({"origin": "imported", "maia_question": q["question"] if q else None,
-                                          "release_id": qkey or None, "language": info.language}, ensure_ascii=False)})
+        rows.append(
+            {
+                **c,
+                "item_id": iid,
+                "task": "statement_verification",
+                "question": sv_question,
+                "options": options,
+                "option_types": ["correct", "foil"] if t_index == 0 else ["foil", "correct"],
+                "answer": letter(t_index),
+                "references": None,
+                "labels": json.dumps(labels, ensure_ascii=False),
+                "extra": json.dumps(
+                    {
+                        "origin": "imported",
+                        "maia_question": q["question"] if q else None,
+                        "release_id": qkey or None,
+                        "language": info.language,
+                    },
+                    ensure_ascii=False,
+                ),
+            }
+        )
     out.items = pd.DataFrame(rows, columns=COLUMNS)
     return out
-

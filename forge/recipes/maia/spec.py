@@ -31,7 +31,7 @@ from forge.recipes.maia.release import parse_release
 
 SPEC = BenchmarkSpec(
     name="maia",
-    importer=parse_release,   # the published release (docs/releases.md)
+    importer=parse_release,  # the published release (docs/releases.md)
     title="MAIA",
     group="maia",
     recipe_assets=("maia_questions", "maia_answer_pools", "maia_statements", "maia_foils", "maia_items"),
@@ -49,7 +49,19 @@ SPEC = BenchmarkSpec(
         circular=True,
         report_slices=(("sv_accuracy", "category"), ("oe_accuracy", "category")),
         # §6 / Table 4: every metric, the reference-overlap ones included
-        report_tables={"all_metrics": ("sv_accuracy", "pool_consistency", "oe_accuracy", "rouge_l", "bleu", "meteor",
-                                       "cider", "bertscore_f1", "embedding_similarity", "agg_accuracy")},
+        report_tables={
+            "all_metrics": (
+                "sv_accuracy",
+                "pool_consistency",
+                "oe_accuracy",
+                "rouge_l",
+                "bleu",
+                "meteor",
+                "cider",
+                "bertscore_f1",
+                "embedding_similarity",
+                "agg_accuracy",
+            )
+        },
     ),
 )

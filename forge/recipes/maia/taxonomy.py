@@ -13,12 +13,12 @@ CATEGORIES_FILE = Path(__file__).resolve().parent / "categories.yaml"
 
 @dataclass(frozen=True)
 class Category:
-    name: str                 # e.g. spatial_partial
-    macro: str                # e.g. spatial (MAIA's 9 macro-categories)
+    name: str  # e.g. spatial_partial
+    macro: str  # e.g. spatial (MAIA's 9 macro-categories)
     definition: str
     example: dict[str, str]
-    foil_edit: str            # the block of the sentence a foil may change
-    structural: str           # what makes a foil valid for the category
+    foil_edit: str  # the block of the sentence a foil may change
+    structural: str  # what makes a foil valid for the category
 
     @property
     def label(self) -> str:

@@ -12,9 +12,11 @@ from forge.llm.types import LLMRequest
 
 def build_request(c: RequestContext) -> LLMRequest:
     # official utils/util.py: the indirect utterance, options "A: text" sorted by letter
-    v = {"utterance": c.item.get("indirect_expression") or c.item["question"],
-         "choices": "\n".join(f"{chr(65 + i)}: {o}" for i, o in enumerate(c.options or []))}
-    if c.setting.variant == "free_form":   # App. I: answer in words, scored against the correct option
+    v = {
+        "utterance": c.item.get("indirect_expression") or c.item["question"],
+        "choices": "\n".join(f"{chr(65 + i)}: {o}" for i, o in enumerate(c.options or [])),
+    }
+    if c.setting.variant == "free_form":  # App. I: answer in words, scored against the correct option
         v = {"utterance": v["utterance"], "subject": c.labels.get("subject") or "the listener"}
         c.context["answer_type"] = "free_form"
     if c.setting.input == "self_caption":

@@ -24,18 +24,59 @@ import re
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 IRREGULAR = {
-    "took": "take", "taken": "take", "gave": "give", "given": "give", "went": "go", "gone": "go",
-    "made": "make", "brought": "bring", "bought": "buy", "caught": "catch", "held": "hold",
-    "kept": "keep", "left": "leave", "put": "put", "ran": "run", "sat": "sit", "stood": "stand",
-    "threw": "throw", "thrown": "throw", "wore": "wear", "worn": "wear", "ate": "eat", "eaten": "eat",
-    "drank": "drink", "drunk": "drink", "shut": "shut", "turned": "turn", "children": "child",
-    "men": "man", "women": "woman", "people": "person", "feet": "foot", "teeth": "tooth",
-    "mice": "mouse", "knives": "knife", "leaves": "leaf", "shelves": "shelf", "glasses": "glass",
-    "dishes": "dish", "boxes": "box", "clothes": "cloth", "tv": "television", "phones": "phone",
-    "cellphone": "phone", "laptop": "laptop", "is": "be", "are": "be", "was": "be", "were": "be",
+    "took": "take",
+    "taken": "take",
+    "gave": "give",
+    "given": "give",
+    "went": "go",
+    "gone": "go",
+    "made": "make",
+    "brought": "bring",
+    "bought": "buy",
+    "caught": "catch",
+    "held": "hold",
+    "kept": "keep",
+    "left": "leave",
+    "put": "put",
+    "ran": "run",
+    "sat": "sit",
+    "stood": "stand",
+    "threw": "throw",
+    "thrown": "throw",
+    "wore": "wear",
+    "worn": "wear",
+    "ate": "eat",
+    "eaten": "eat",
+    "drank": "drink",
+    "drunk": "drink",
+    "shut": "shut",
+    "turned": "turn",
+    "children": "child",
+    "men": "man",
+    "women": "woman",
+    "people": "person",
+    "feet": "foot",
+    "teeth": "tooth",
+    "mice": "mouse",
+    "knives": "knife",
+    "leaves": "leaf",
+    "shelves": "shelf",
+    "glasses": "glass",
+    "dishes": "dish",
+    "boxes": "box",
+    "clothes": "cloth",
+    "tv": "television",
+    "phones": "phone",
+    "cellphone": "phone",
+    "laptop": "laptop",
+    "is": "be",
+    "are": "be",
+    "was": "be",
+    "were": "be",
 }
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an the this that these those it its it's i me my mine we us our you your yours he him his she her
 they them their there here what which who whom whose when where why how all any both each few more most
 other some such no nor not only own same so than too very s t can will just don should now and but or
@@ -47,7 +88,8 @@ weren't hasn't haven't hadn't doesn't don't didn't won't wouldn't shan't shouldn
 couldn't mustn't let's that's who's what's here's there's when's where's why's how's hey oh wow
 please just really maybe well yeah okay ok gonna wanna lot bit like
 person1 person2 person3 person4 person5 person6 person7 person8 person9 speaker listener someone
-""".split())
+""".split()
+)
 
 
 def tokens(text: str) -> list[str]:

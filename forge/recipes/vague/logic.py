@@ -21,14 +21,14 @@ from forge.checks import mcq
 from forge.recipes.vague import lexicon
 from forge.versioning import content_hash
 
-QUESTION = ("Select the option that best explains the underlying intention of the utterance "
-            "based on the given image.")
+QUESTION = "Select the option that best explains the underlying intention of the utterance based on the given image."
 STRATEGIES = ("sarcasm", "humour", "meme_idiom")
 OPTION_TYPES = ("correct", "FS", "SU", "NE")
-NO_LABEL_SUBJECT = "someone"     # addressee when the frame has no person indicator (demo relaxation)
+NO_LABEL_SUBJECT = "someone"  # addressee when the frame has no person indicator (demo relaxation)
 
 
 # --------------------------------------------------------------------------- candidates (§4.1)
+
 
 def _labels_by_frame(indicators: pd.DataFrame) -> dict[str, tuple[list[str], str | None]]:
     out: dict[str, tuple[list[str], str | None]] = {}
@@ -64,7 +64,7 @@ def _detected_by_frame(detections: pd.DataFrame) -> dict[str, list[str]]:
 def caption_objects(caption: str | None) -> list[str]:
     """Content words of a caption, in order, deduplicated (the ``caption`` vocabulary fallback)."""
     out: list[str] = []
-    if not isinstance(caption, str):   # None or NaN from a frame without a caption
+    if not isinstance(caption, str):  # None or NaN from a frame without a caption
         return out
     for w in lexicon.content_words(caption):
         if len(w) > 2 and w not in out:
@@ -95,9 +95,27 @@ def select_candidates(
     has no object vocabulary, or falls beyond ``max_per_batch``.
     """
     rejects: list[dict[str, str]] = []
-    cols = ["frame_id", "batch", "source", "item_id", "clip_id", "kind", "timestamp_s", "frame_path", "image_path",
-            "image_kind", "image_note", "person_labels", "objects", "object_source", "present_objects", "n_tags",
-            "n_persons", "rank", "caption"]
+    cols = [
+        "frame_id",
+        "batch",
+        "source",
+        "item_id",
+        "clip_id",
+        "kind",
+        "timestamp_s",
+        "frame_path",
+        "image_path",
+        "image_kind",
+        "image_note",
+        "person_labels",
+        "objects",
+        "object_source",
+        "present_objects",
+        "n_tags",
+        "n_persons",
+        "rank",
+        "caption",
+    ]
     if scenes is None or scenes.empty:
         return pd.DataFrame(columns=cols), rejects
     sel = scenes[scenes["selected"].astype(bool)]
@@ -138,16 +156,22 @@ def select_candidates(
         elif object_vocabulary == "tags_or_caption" and caption_objects(f.get("caption")):
             objects, source = caption_objects(f.get("caption")), "caption"
         else:
-            reject(fid, "no_object_vocabulary", "frame has no extracted tags" +
-                   ("" if object_vocabulary == "tags" else " and no caption words"))
+            reject(
+                fid,
+                "no_object_vocabulary",
+                "frame has no extracted tags" + ("" if object_vocabulary == "tags" else " and no caption words"),
+            )
             continue
         item = str(f["item_id"])
         ts = f.get("timestamp_s")
         if ts is not None and not pd.isna(ts) and f["kind"] != "image":
             near = [t for t in kept_times.get(item, []) if abs(t - float(ts)) < min_gap_s]
             if near:
-                reject(fid, "neighbouring_frame", f"{float(ts):.2f}s is within {min_gap_s}s of a kept frame at "
-                       f"{near[0]:.2f}s of the same video")
+                reject(
+                    fid,
+                    "neighbouring_frame",
+                    f"{float(ts):.2f}s is within {min_gap_s}s of a kept frame at {near[0]:.2f}s of the same video",
+                )
                 continue
         if max_per_batch is not None and len(rows) >= max_per_batch:
             reject(fid, "batch_cap", f"batch already has {max_per_batch} candidates")
@@ -155,21 +179,36 @@ def select_candidates(
         if ts is not None and not pd.isna(ts):
             kept_times.setdefault(item, []).append(float(ts))
         present = sorted(set(frame_tags) | set(det_map.get(fid, [])))
-        rows.append({
-            "frame_id": fid, "batch": str(s.batch), "source": str(f["source"]), "item_id": item,
-            "clip_id": None if pd.isna(f.get("clip_id")) else str(f.get("clip_id")), "kind": str(f["kind"]),
-            "timestamp_s": None if ts is None or pd.isna(ts) else float(ts), "frame_path": str(f["path"]),
-            "image_path": annotated or str(f["path"]), "image_kind": "indicators" if annotated else "plain",
-            "image_note": None if annotated else "no person indicator image for this frame (no persons detected); "
-                                                 "the plain frame is shown",
-            "person_labels": person_labels, "objects": objects, "object_source": source, "present_objects": present,
-            "n_tags": len(frame_tags), "n_persons": n_persons, "rank": int(s.rank),
-            "caption": None if pd.isna(f.get("caption")) else f.get("caption"),
-        })
+        rows.append(
+            {
+                "frame_id": fid,
+                "batch": str(s.batch),
+                "source": str(f["source"]),
+                "item_id": item,
+                "clip_id": None if pd.isna(f.get("clip_id")) else str(f.get("clip_id")),
+                "kind": str(f["kind"]),
+                "timestamp_s": None if ts is None or pd.isna(ts) else float(ts),
+                "frame_path": str(f["path"]),
+                "image_path": annotated or str(f["path"]),
+                "image_kind": "indicators" if annotated else "plain",
+                "image_note": None
+                if annotated
+                else "no person indicator image for this frame (no persons detected); the plain frame is shown",
+                "person_labels": person_labels,
+                "objects": objects,
+                "object_source": source,
+                "present_objects": present,
+                "n_tags": len(frame_tags),
+                "n_persons": n_persons,
+                "rank": int(s.rank),
+                "caption": None if pd.isna(f.get("caption")) else f.get("caption"),
+            }
+        )
     return pd.DataFrame(rows, columns=cols), rejects
 
 
 # --------------------------------------------------------------------------- prompts with per-frame enums
+
 
 def specialise(prompt: Any, enums: dict[str, list[Any]]) -> Any:
     """``prompt`` whose reply schema restricts some properties to this frame's values.
@@ -200,15 +239,21 @@ def match_object(obj: str, vocabulary: Sequence[str]) -> str | None:
     return None
 
 
-def triple_problems(data: dict[str, Any], person_labels: Sequence[str], objects: Sequence[str]) -> list[tuple[str, str]]:
+def triple_problems(
+    data: dict[str, Any], person_labels: Sequence[str], objects: Sequence[str]
+) -> list[tuple[str, str]]:
     """Reasons a direct-expression reply breaks §4.2.1 (empty = valid)."""
     problems: list[tuple[str, str]] = []
     subjects = list(person_labels) or [NO_LABEL_SUBJECT]
     if str(data.get("subject", "")).strip().lower() not in {s.lower() for s in subjects}:
         problems.append(("subject_not_a_person_label", f"subject {data.get('subject')!r} not in {subjects}"))
     if match_object(str(data.get("object", "")), objects) is None:
-        problems.append(("object_not_in_tags", f"object {data.get('object')!r} is not one of the frame's "
-                                               f"extracted objects {list(objects)[:30]}"))
+        problems.append(
+            (
+                "object_not_in_tags",
+                f"object {data.get('object')!r} is not one of the frame's extracted objects {list(objects)[:30]}",
+            )
+        )
     if not lexicon.content_lemmas(str(data.get("action", ""))):
         problems.append(("empty_action", f"action {data.get('action')!r} has no content word"))
     for key in ("direct_expression", "intention"):
@@ -226,7 +271,7 @@ def reply_json(text: str | None) -> dict[str, Any] | None:
         t = t.strip("`").split("\n", 1)[-1]
     start, end = t.find("{"), t.rfind("}")
     try:
-        value = json.loads(t[start:end + 1]) if start >= 0 else None
+        value = json.loads(t[start : end + 1]) if start >= 0 else None
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -238,6 +283,7 @@ def rating_verdict(scores: dict[str, Any], minimums: dict[str, int]) -> list[str
 
 
 # --------------------------------------------------------------------------- ambiguity (§3.2.2)
+
 
 @dataclasses.dataclass
 class AmbiguityReport:
@@ -255,8 +301,16 @@ class AmbiguityReport:
         return dataclasses.asdict(self)
 
 
-def ambiguity_check(expression: str, action: str, obj: str, direct: str | None = None, embedder: Any = None, *,
-                    word_threshold: float = 0.7, sentence_threshold: float = 0.85) -> AmbiguityReport:
+def ambiguity_check(
+    expression: str,
+    action: str,
+    obj: str,
+    direct: str | None = None,
+    embedder: Any = None,
+    *,
+    word_threshold: float = 0.7,
+    sentence_threshold: float = 0.85,
+) -> AmbiguityReport:
     """Does the indirect ``expression`` conceal the action and the key object?
 
     Lexical: no content lemma of ``action`` or ``obj`` may occur in it. Embedding (when an
@@ -290,14 +344,30 @@ def ambiguity_check(expression: str, action: str, obj: str, direct: str | None =
             d_sim = float(embedder.similarity([expression], [direct])[0, 0])
             if d_sim >= sentence_threshold:
                 reasons.append("too_close_to_direct")
-    return AmbiguityReport(not reasons, reasons, lex_act, lex_obj, round(o_sim, 4), o_word, round(a_sim, 4), a_word,
-                           None if d_sim is None else round(d_sim, 4))
+    return AmbiguityReport(
+        not reasons,
+        reasons,
+        lex_act,
+        lex_obj,
+        round(o_sim, 4),
+        o_word,
+        round(a_sim, 4),
+        a_word,
+        None if d_sim is None else round(d_sim, 4),
+    )
 
 
 # --------------------------------------------------------------------------- nonexistent entity (§4.2.3)
 
-def ne_problems(substitute: str, interpretation: str, original: str, present: Sequence[str], embedder: Any = None,
-                similarity_threshold: float = 0.7) -> list[tuple[str, str]]:
+
+def ne_problems(
+    substitute: str,
+    interpretation: str,
+    original: str,
+    present: Sequence[str],
+    embedder: Any = None,
+    similarity_threshold: float = 0.7,
+) -> list[tuple[str, str]]:
     """Reasons an NE option is invalid: its object is (a synonym of) something in the frame,
     it equals the original object, or the option still names the original object."""
     problems: list[tuple[str, str]] = []
@@ -313,14 +383,19 @@ def ne_problems(substitute: str, interpretation: str, original: str, present: Se
         sims = embedder.similarity([sub], list(present))[0]
         j = int(sims.argmax())
         if float(sims[j]) >= similarity_threshold:
-            problems.append(("ne_object_present", f"{sub!r} is a near-synonym (cos {float(sims[j]):.2f}) of "
-                                                  f"{present[j]!r}, which is in the frame"))
+            problems.append(
+                (
+                    "ne_object_present",
+                    f"{sub!r} is a near-synonym (cos {float(sims[j]):.2f}) of {present[j]!r}, which is in the frame",
+                )
+            )
     if lexicon.mentions(interpretation, original):
         problems.append(("ne_mentions_original", f"the NE option still names the original object {original!r}"))
     return problems
 
 
 # --------------------------------------------------------------------------- items (§3.1)
+
 
 def _plain(value: Any) -> Any:
     """numpy scalars / arrays (as read back from Parquet) → JSON-able Python values."""
@@ -346,29 +421,67 @@ def build_item(
     iid = item_id(cand["frame_id"])
     texts = [options[t]["text"] for t in OPTION_TYPES]
     shuffled = mcq.shuffle_options(texts, list(OPTION_TYPES), seed=(seed, iid), correct_position=correct_position)
-    hashes = sorted({h for h in [direct.get("prompt_hash"), direct.get("judge_prompt_hash"), indirect.get("prompt_hash"),
-                                 indirect.get("select_prompt_hash")] + [o.get("prompt_hash") for o in options.values()] if h})
+    hashes = sorted(
+        {
+            h
+            for h in [
+                direct.get("prompt_hash"),
+                direct.get("judge_prompt_hash"),
+                indirect.get("prompt_hash"),
+                indirect.get("select_prompt_hash"),
+            ]
+            + [o.get("prompt_hash") for o in options.values()]
+            if h
+        }
+    )
     backends = {direct.get("backend"), indirect.get("backend")} | {o.get("backend") for o in options.values()}
     backends.discard(None)
     return {
-        "item_id": iid, "benchmark": "vague", "task": "mcq", "category": indirect["strategy"],
-        "question": f"{QUESTION}\nUtterance: \"{indirect['indirect_expression']}\"",
-        "options": shuffled.options, "option_types": shuffled.option_types, "answer": shuffled.answer,
-        "references": [direct["intention"]], "media_paths": [cand["image_path"]], "unit_id": cand["frame_id"],
-        "source_item_id": cand["item_id"], "source": cand["source"], "channel": channel, "batch": cand["batch"],
-        "labels": json.dumps({
-            "strategy": indirect["strategy"], "subject": direct["subject"], "action": direct["action"],
-            "object": direct["object"], "object_source": cand.get("object_source"),
-            "image_kind": cand.get("image_kind"),
-        }, default=_plain),
-        "backend": "stub" if "stub" in backends else (backends.pop() if len(backends) == 1 else ",".join(sorted(backends))),
+        "item_id": iid,
+        "benchmark": "vague",
+        "task": "mcq",
+        "category": indirect["strategy"],
+        "question": f'{QUESTION}\nUtterance: "{indirect["indirect_expression"]}"',
+        "options": shuffled.options,
+        "option_types": shuffled.option_types,
+        "answer": shuffled.answer,
+        "references": [direct["intention"]],
+        "media_paths": [cand["image_path"]],
+        "unit_id": cand["frame_id"],
+        "source_item_id": cand["item_id"],
+        "source": cand["source"],
+        "channel": channel,
+        "batch": cand["batch"],
+        "labels": json.dumps(
+            {
+                "strategy": indirect["strategy"],
+                "subject": direct["subject"],
+                "action": direct["action"],
+                "object": direct["object"],
+                "object_source": cand.get("object_source"),
+                "image_kind": cand.get("image_kind"),
+            },
+            default=_plain,
+        ),
+        "backend": "stub"
+        if "stub" in backends
+        else (backends.pop() if len(backends) == 1 else ",".join(sorted(backends))),
         "model": direct.get("model"),
         "prompt_hash": content_hash(hashes, length=16),
-        "direct_expression": direct["direct_expression"], "indirect_expression": indirect["indirect_expression"],
-        "extra": json.dumps({
-            "ratings": {"relevance": direct.get("relevance"), "solvability": direct.get("solvability"),
-                        "indirect": indirect.get("rating")},
-            "fake_caption": options["FS"].get("fake_caption"), "substitute_object": options["NE"].get("substitute_object"),
-            "prompt_hashes": hashes, "frame_path": cand.get("frame_path"),
-        }, default=_plain),
+        "direct_expression": direct["direct_expression"],
+        "indirect_expression": indirect["indirect_expression"],
+        "extra": json.dumps(
+            {
+                "ratings": {
+                    "relevance": direct.get("relevance"),
+                    "solvability": direct.get("solvability"),
+                    "indirect": indirect.get("rating"),
+                },
+                "fake_caption": options["FS"].get("fake_caption"),
+                "substitute_object": options["NE"].get("substitute_object"),
+                "prompt_hashes": hashes,
+                "frame_path": cand.get("frame_path"),
+            },
+            default=_plain,
+        ),
     }

@@ -25,10 +25,10 @@ from forge.releases.config import ReleaseInfo
 from forge.releases.records import (
     IMAGE_SUFFIXES,
     ParsedRelease,
+    file_label,
     media_index,
     media_path,
     provenance,
-    file_label,
     read_table,
     rows_of,
     table_files,
@@ -36,10 +36,35 @@ from forge.releases.records import (
 )
 from forge.versioning import content_hash
 
-COLUMNS = ["item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer",
-           "references", "media_paths", "unit_id", "source_item_id", "source", "channel", "batch", "labels",
-           "backend", "model", "prompt_hash", "direct_expression", "indirect_expression", "extra",
-           "origin", "release", "release_version", "licence", "release_split"]
+COLUMNS = [
+    "item_id",
+    "benchmark",
+    "task",
+    "category",
+    "question",
+    "options",
+    "option_types",
+    "answer",
+    "references",
+    "media_paths",
+    "unit_id",
+    "source_item_id",
+    "source",
+    "channel",
+    "batch",
+    "labels",
+    "backend",
+    "model",
+    "prompt_hash",
+    "direct_expression",
+    "indirect_expression",
+    "extra",
+    "origin",
+    "release",
+    "release_version",
+    "licence",
+    "release_split",
+]
 OPTION_KEYS = {"correct": "correct", "fake_scene": "FS", "surface_understanding": "SU", "wrong_entity": "NE"}
 UNSPECIFIED = "unspecified"
 _KEY = re.compile(r"^(\d+)_(.+)$")
@@ -87,7 +112,11 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             for k in unknown:
                 out.keep_unknown("mcq_key", k)
             if sorted(t for _, t, _ in opts) != sorted(OPTION_KEYS.values()) or any(not t for _, _, t in opts):
-                out.reject(where, "incomplete_options", f"needs the four options {sorted(OPTION_KEYS)}, got {[t for _, t, _ in opts]}")
+                out.reject(
+                    where,
+                    "incomplete_options",
+                    f"needs the four options {sorted(OPTION_KEYS)}, got {[t for _, t, _ in opts]}",
+                )
                 continue
             order = [text(x).upper() for x in r["mcq"].get("ordering") or []]
             if sorted(order) != ["A", "B", "C", "D"]:
@@ -111,19 +140,43 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             seen.add(iid)
             meta = r.get("meta") if isinstance(r.get("meta"), dict) else {}
             rating = meta.get("rating") if isinstance(meta.get("rating"), dict) else {}
-            rows.append({
-                "item_id": iid, "benchmark": "vague", "task": "mcq", "category": UNSPECIFIED,
-                "question": f"{QUESTION}\nUtterance: \"{indirect}\"", "options": options, "option_types": types,
-                "answer": "ABCD"[types.index("correct")], "references": [next(t for _, ty, t in opts if ty == "correct")],
-                "media_paths": [rel] if rel else [], "unit_id": f"{info.name}:{name}", "source_item_id": f"{info.name}:{name}",
-                "labels": json.dumps(_solution(text(r.get("solution"))) | {"ram_entity": meta.get("ram_entity")},
-                                     ensure_ascii=False, default=str),
-                "direct_expression": text(r.get("direct")), "indirect_expression": indirect,
-                "extra": json.dumps({"ratings": rating, "caption": meta.get("caption"), "fake_caption": meta.get("fake_caption"),
-                                     "person_bbox": meta.get("person_bbox"), "img_size": meta.get("img_size"),
-                                     "image_name": name, "origin": "imported",
-                                     **({"release_mcq": {k: r["mcq"][k] for k in unknown}} if unknown else {})},
-                                    ensure_ascii=False, default=str),
-                **provenance(info, text(r.get("split")) or None)})
+            rows.append(
+                {
+                    "item_id": iid,
+                    "benchmark": "vague",
+                    "task": "mcq",
+                    "category": UNSPECIFIED,
+                    "question": f'{QUESTION}\nUtterance: "{indirect}"',
+                    "options": options,
+                    "option_types": types,
+                    "answer": "ABCD"[types.index("correct")],
+                    "references": [next(t for _, ty, t in opts if ty == "correct")],
+                    "media_paths": [rel] if rel else [],
+                    "unit_id": f"{info.name}:{name}",
+                    "source_item_id": f"{info.name}:{name}",
+                    "labels": json.dumps(
+                        _solution(text(r.get("solution"))) | {"ram_entity": meta.get("ram_entity")},
+                        ensure_ascii=False,
+                        default=str,
+                    ),
+                    "direct_expression": text(r.get("direct")),
+                    "indirect_expression": indirect,
+                    "extra": json.dumps(
+                        {
+                            "ratings": rating,
+                            "caption": meta.get("caption"),
+                            "fake_caption": meta.get("fake_caption"),
+                            "person_bbox": meta.get("person_bbox"),
+                            "img_size": meta.get("img_size"),
+                            "image_name": name,
+                            "origin": "imported",
+                            **({"release_mcq": {k: r["mcq"][k] for k in unknown}} if unknown else {}),
+                        },
+                        ensure_ascii=False,
+                        default=str,
+                    ),
+                    **provenance(info, text(r.get("split")) or None),
+                }
+            )
     out.items = pd.DataFrame(rows, columns=COLUMNS)
     return out

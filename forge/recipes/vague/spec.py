@@ -19,7 +19,7 @@ from forge.recipes.vague.release import parse_release
 
 SPEC = BenchmarkSpec(
     name="vague",
-    importer=parse_release,   # the published release (docs/releases.md)
+    importer=parse_release,  # the published release (docs/releases.md)
     title="VAGUE",
     group="vague",
     recipe_assets=("vague_candidates", "vague_direct", "vague_indirect", "vague_options", "vague_items"),
@@ -33,7 +33,7 @@ SPEC = BenchmarkSpec(
         score_setting=_score_vague,
         primary_metric="accuracy",
         circular=True,
-        text_metrics=True,   # App. I free-form answers: BLEU / METEOR / ROUGE-L / BERTScore vs the correct option
+        text_metrics=True,  # App. I free-form answers: BLEU / METEOR / ROUGE-L / BERTScore vs the correct option
         report_slices=(("accuracy", "category"),),
         report_tables={"errors": ("correct_count", "errors_FS", "errors_SU", "errors_NE")},
     ),

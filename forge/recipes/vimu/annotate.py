@@ -27,10 +27,10 @@ class ClipEvidence:
     clip_id: str
     batch: str
     source: str
-    item_id: str                    # the video
+    item_id: str  # the video
     channel: str | None
     frame_ids: list[str]
-    frame_paths: list[str]          # relative to the data dir, temporal order
+    frame_paths: list[str]  # relative to the data dir, temporal order
     transcript: str
     transcript_status: str
     ocr_text: str
@@ -64,8 +64,13 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-def clip_bundles(evidence: pd.DataFrame, frames: pd.DataFrame, clips: pd.DataFrame | None = None,
-                 videos: pd.DataFrame | None = None, max_frames: int = 8) -> list[ClipEvidence]:
+def clip_bundles(
+    evidence: pd.DataFrame,
+    frames: pd.DataFrame,
+    clips: pd.DataFrame | None = None,
+    videos: pd.DataFrame | None = None,
+    max_frames: int = 8,
+) -> list[ClipEvidence]:
     """One bundle per clip-level evidence row, with its uniformly sampled clip frames.
 
     A clip without frames still gets a bundle (``frame_paths`` empty); the asset rejects it.
@@ -74,10 +79,13 @@ def clip_bundles(evidence: pd.DataFrame, frames: pd.DataFrame, clips: pd.DataFra
     fr = frames[frames["kind"] == "clip_frame"] if len(frames) else frames
     by_clip = {cid: g.sort_values("frame_index") for cid, g in fr.groupby("clip_id")} if len(fr) else {}
     clip_rows = {r["clip_id"]: r for r in clips.to_dict("records")} if clips is not None and len(clips) else {}
-    chan_col = next((c for c in ("channel", "uploader", "uploader_id") if videos is not None and c in videos.columns), None)
-    id_col = "item_id" if videos is not None and "item_id" in videos.columns else "video_id"  # videos contract: video_id
-    channels = (dict(zip(videos[id_col], videos[chan_col])) if chan_col and videos is not None and len(videos)
-                else {})
+    chan_col = next(
+        (c for c in ("channel", "uploader", "uploader_id") if videos is not None and c in videos.columns), None
+    )
+    id_col = (
+        "item_id" if videos is not None and "item_id" in videos.columns else "video_id"
+    )  # videos contract: video_id
+    channels = dict(zip(videos[id_col], videos[chan_col])) if chan_col and videos is not None and len(videos) else {}
     out: list[ClipEvidence] = []
     for row in ev.sort_values("unit_id").to_dict("records") if len(ev) else []:
         cid = row["unit_id"]
@@ -95,13 +103,23 @@ def clip_bundles(evidence: pd.DataFrame, frames: pd.DataFrame, clips: pd.DataFra
         if c.get("start_s") is not None and c.get("end_s") is not None:
             dur = round(float(c["end_s"]) - float(c["start_s"]), 2)
         chan = channels.get(item_id)
-        out.append(ClipEvidence(
-            clip_id=cid, batch=row["batch"], source=row["source"], item_id=item_id,
-            channel=None if chan is None or (isinstance(chan, float) and pd.isna(chan)) else str(chan),
-            frame_ids=frame_ids, frame_paths=paths, transcript=_text(row.get("transcript")),
-            transcript_status=_text(row.get("transcript_status")) or "unknown", ocr_text=_text(row.get("ocr_text")),
-            tags=[str(t) for t in _list(row.get("tags"))], persons=int(row.get("persons") or 0), duration_s=dur,
-        ))
+        out.append(
+            ClipEvidence(
+                clip_id=cid,
+                batch=row["batch"],
+                source=row["source"],
+                item_id=item_id,
+                channel=None if chan is None or (isinstance(chan, float) and pd.isna(chan)) else str(chan),
+                frame_ids=frame_ids,
+                frame_paths=paths,
+                transcript=_text(row.get("transcript")),
+                transcript_status=_text(row.get("transcript_status")) or "unknown",
+                ocr_text=_text(row.get("ocr_text")),
+                tags=[str(t) for t in _list(row.get("tags"))],
+                persons=int(row.get("persons") or 0),
+                duration_s=dur,
+            )
+        )
     return out
 
 
@@ -112,14 +130,14 @@ def _bullets(items: list[str]) -> str:
 def label_menu(tax: Taxonomy, axis: str) -> str:
     """The fine labels of one axis with their App. E / F definitions, as a prompt list."""
     ax = tax.axis(axis)
-    return "\n".join(f"  - {lab.name}: {lab.definition}" if lab.definition else f"  - {lab.name}"
-                     for lab in ax.labels)
+    return "\n".join(f"  - {lab.name}: {lab.definition}" if lab.definition else f"  - {lab.name}" for lab in ax.labels)
 
 
 def evidence_menu(tax: Taxonomy) -> str:
     ax = tax.axis("evidence")
-    return "\n".join(f"  - {ax.macro(lab.macro).name}: {ax.macro(lab.macro).definition}" for lab in ax.labels
-                     if lab.macro)
+    return "\n".join(
+        f"  - {ax.macro(lab.macro).name}: {ax.macro(lab.macro).definition}" for lab in ax.labels if lab.macro
+    )
 
 
 def annotation_request(prompt: Any, tax: Taxonomy, ev: ClipEvidence, data_dir: Path) -> LLMRequest:
@@ -207,15 +225,20 @@ def parse_annotation(tax: Taxonomy, ev: ClipEvidence, res: LLMResult) -> dict[st
 
 def annotation_for_prompt(row: dict[str, Any]) -> str:
     """The annotation as the QA prompts see it (no ids, no provenance)."""
+
     def load(v: Any) -> Any:
         return json.loads(v) if isinstance(v, str) else v
 
-    return json.dumps({
-        "literal_content": row["literal_content"],
-        "intended_meaning": row["intended_meaning"],
-        "rhetoric_mechanisms": list(row["rhetoric_mechanisms"]),
-        "social_value_signals": list(row["social_value_signals"]),
-        "evidence": load(row["evidence"]),
-        "target_subjects": load(row["target_subjects"]),
-        "transcript": row.get("transcript") or "",
-    }, ensure_ascii=False, indent=1)
+    return json.dumps(
+        {
+            "literal_content": row["literal_content"],
+            "intended_meaning": row["intended_meaning"],
+            "rhetoric_mechanisms": list(row["rhetoric_mechanisms"]),
+            "social_value_signals": list(row["social_value_signals"]),
+            "evidence": load(row["evidence"]),
+            "target_subjects": load(row["target_subjects"]),
+            "transcript": row.get("transcript") or "",
+        },
+        ensure_ascii=False,
+        indent=1,
+    )

@@ -14,7 +14,7 @@ from forge.llm.types import LLMRequest
 # config/evals.yaml `prompts:` keys (the pipeline registers each as `task:<key>`)
 PROMPT_KEYS = ("OE", "EG", "SS", "SS_guided")
 INSTRUCTION = "Select all correct options. Return only the option letters exactly as given. Do not add explanations."
-TASK_NAMES = {"RM": "rhetoric_mechanisms", "SV": "social_value_signals"}   # official keys not published
+TASK_NAMES = {"RM": "rhetoric_mechanisms", "SV": "social_value_signals"}  # official keys not published
 
 
 @lru_cache(maxsize=1)
@@ -44,10 +44,10 @@ def official_prompt(item: dict[str, Any], extra: dict[str, Any], variant: str) -
 
 def build_request(c: RequestContext) -> LLMRequest:
     variant = c.setting.variant or "unguided"
-    if "task:OE" in c.prompts:     # the official prompts (config prompts:)
+    if "task:OE" in c.prompts:  # the official prompts (config prompts:)
         key, v = official_prompt(c.item, c.extra, variant)
         return c.request(c.prompts[f"task:{key}"], v)
-    text = (c.extra.get("prompts") or {}).get(variant)   # the recipe's own rendered prompts
+    text = (c.extra.get("prompts") or {}).get(variant)  # the recipe's own rendered prompts
     if not text:
         raise SkipItem(f"no_{c.setting.variant}_prompt")
     return c.request(c.prompts[c.setting.prompt], {"prompt": text})
@@ -59,5 +59,6 @@ def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any]) -> e
     if er.kind != "multi":
         return None
     keys = [chr(65 + i) for i in range(len(er.options or []))]
-    return ex.extract_vimu_selection(text, keys, options=er.options,
-                                     prose_fallback=bool(options.get("vimu_lenient_parse")))
+    return ex.extract_vimu_selection(
+        text, keys, options=er.options, prose_fallback=bool(options.get("vimu_lenient_parse"))
+    )

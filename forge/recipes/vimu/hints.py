@@ -42,8 +42,8 @@ def term_pattern(term: str) -> re.Pattern[str]:
 
 @dataclass(frozen=True)
 class HintLeak:
-    term: str        # the taxonomy term that leaked
-    matched: str     # the text found in the question
+    term: str  # the taxonomy term that leaked
+    matched: str  # the text found in the question
 
 
 def find_hint_leaks(text: str, terms: list[str] | tuple[str, ...]) -> list[HintLeak]:

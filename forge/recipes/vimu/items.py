@@ -66,12 +66,20 @@ def render_variants(task: str, variables: dict[str, Any], prompts: dict[str, Any
     out: dict[str, str | None] = {}
     for variant in ("unguided", "guided"):
         tpl = spec.get(variant)
-        out[variant] = render_template(tpl, {**variables, "rules": rules}, f"vimu.{task}.{variant}").strip() if tpl else None
+        out[variant] = (
+            render_template(tpl, {**variables, "rules": rules}, f"vimu.{task}.{variant}").strip() if tpl else None
+        )
     return out
 
 
-def build_items(tax: Taxonomy, annotation: dict[str, Any], question: dict[str, Any], *,
-                prompt_hash: str, prompts: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]]]:
+def build_items(
+    tax: Taxonomy,
+    annotation: dict[str, Any],
+    question: dict[str, Any],
+    *,
+    prompt_hash: str,
+    prompts: dict[str, Any] | None = None,
+) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]]]:
     """The four items of one clip, and ``(item_id, reason, detail)`` for tasks that cannot be built.
 
     A multi-select task whose gold set is empty (e.g. the only rhetoric label is Other, which
@@ -112,36 +120,66 @@ def build_items(tax: Taxonomy, annotation: dict[str, Any], question: dict[str, A
     items: list[dict[str, Any]] = []
     skipped: list[tuple[str, str, str]] = []
     oe_variants = render_variants("OE", {"question": question["question"], "transcript": transcript}, prompts)
-    items.append({
-        "item_id": item_id(cid, "OE"), "task": TASK_KIND["OE"], "category": "OE",
-        "question": question["question"], "options": None, "option_types": None,
-        "answer": question["answer"], "references": [question["answer"]],
-        **common,
-        "extra": json.dumps({"reference_points": list(question["reference_points"]), "transcript": transcript,
-                             "intended_meaning": annotation["intended_meaning"], "prompts": oe_variants},
-                            ensure_ascii=False),
-    })
+    items.append(
+        {
+            "item_id": item_id(cid, "OE"),
+            "task": TASK_KIND["OE"],
+            "category": "OE",
+            "question": question["question"],
+            "options": None,
+            "option_types": None,
+            "answer": question["answer"],
+            "references": [question["answer"]],
+            **common,
+            "extra": json.dumps(
+                {
+                    "reference_points": list(question["reference_points"]),
+                    "transcript": transcript,
+                    "intended_meaning": annotation["intended_meaning"],
+                    "prompts": oe_variants,
+                },
+                ensure_ascii=False,
+            ),
+        }
+    )
     for task, axis in MCQ_TASKS.items():
         gold = macro_sets[axis]
         iid = item_id(cid, task)
         if not gold:
-            skipped.append((iid, f"{task.lower()}_no_macro",
-                            f"{axis} labels {labels[_fine_key(axis)]} map to no macro category"))
+            skipped.append(
+                (iid, f"{task.lower()}_no_macro", f"{axis} labels {labels[_fine_key(axis)]} map to no macro category")
+            )
             continue
         ax = tax.axis(axis)
         options = [m.name for m in ax.macros]
         opt_text = "\n".join(f"{m.letter}. {m.name}" for m in ax.macros)
-        variants = render_variants(task, {"question": ax.question, "transcript": transcript, "options": opt_text,
-                                          "guidance": tax.guidance(axis)}, prompts)
-        items.append({
-            "item_id": iid, "task": TASK_KIND[task], "category": task,
-            "question": ax.question, "options": options,
-            "option_types": ["correct" if m.letter in gold else "distractor" for m in ax.macros],
-            "answer": answer_letters(gold), "references": None,
-            **common,
-            "extra": json.dumps({"gold_names": tax.macro_names(axis, gold), "fine_labels": labels[_fine_key(axis)],
-                                 "transcript": transcript, "prompts": variants}, ensure_ascii=False),
-        })
+        variants = render_variants(
+            task,
+            {"question": ax.question, "transcript": transcript, "options": opt_text, "guidance": tax.guidance(axis)},
+            prompts,
+        )
+        items.append(
+            {
+                "item_id": iid,
+                "task": TASK_KIND[task],
+                "category": task,
+                "question": ax.question,
+                "options": options,
+                "option_types": ["correct" if m.letter in gold else "distractor" for m in ax.macros],
+                "answer": answer_letters(gold),
+                "references": None,
+                **common,
+                "extra": json.dumps(
+                    {
+                        "gold_names": tax.macro_names(axis, gold),
+                        "fine_labels": labels[_fine_key(axis)],
+                        "transcript": transcript,
+                        "prompts": variants,
+                    },
+                    ensure_ascii=False,
+                ),
+            }
+        )
     return items, skipped
 
 
@@ -151,5 +189,6 @@ def _as_list(v: Any) -> list:
 
 
 def _fine_key(axis: str) -> str:
-    return {"rhetoric": "rhetoric_mechanisms", "social_value": "social_value_signals",
-            "evidence": "evidence_sources"}[axis]
+    return {"rhetoric": "rhetoric_mechanisms", "social_value": "social_value_signals", "evidence": "evidence_sources"}[
+        axis
+    ]

@@ -54,8 +54,12 @@ def judge_builder(prompt: Any) -> Callable[[LLMRequest, dict[str, Any]], LLMRequ
         return LLMRequest(
             item_id=req.item_id,
             prompt=prompt,
-            variables={"annotation": req.variables["annotation"], "question": str(output.get("question", "")),
-                       "answer": str(output.get("answer", "")), "reference_points": _points(output)},
+            variables={
+                "annotation": req.variables["annotation"],
+                "question": str(output.get("question", "")),
+                "answer": str(output.get("answer", "")),
+                "reference_points": _points(output),
+            },
         )
 
     return judge
@@ -65,11 +69,20 @@ def reviser(prompt: Any) -> Callable[[LLMRequest, dict[str, Any], Verdict], LLMR
     """Q^(k+1) = g(T, feedback^(k)): the refine prompt with the previous pair and the feedback."""
 
     def revise(req: LLMRequest, output: dict[str, Any], verdict: Verdict) -> LLMRequest:
-        previous = json.dumps({k: output.get(k) for k in ("question", "answer", "reference_points")},
-                              ensure_ascii=False, indent=1)
-        return replace(req, prompt=prompt, extra_messages=[], variables={
-            "annotation": req.variables["annotation"], "forbidden_terms": req.variables["forbidden_terms"],
-            "previous": previous, "feedback": verdict.feedback or "(no feedback given)"})
+        previous = json.dumps(
+            {k: output.get(k) for k in ("question", "answer", "reference_points")}, ensure_ascii=False, indent=1
+        )
+        return replace(
+            req,
+            prompt=prompt,
+            extra_messages=[],
+            variables={
+                "annotation": req.variables["annotation"],
+                "forbidden_terms": req.variables["forbidden_terms"],
+                "previous": previous,
+                "feedback": verdict.feedback or "(no feedback given)",
+            },
+        )
 
     return revise
 

@@ -27,24 +27,71 @@ from forge.releases.config import ReleaseInfo
 from forge.releases.records import (
     VIDEO_SUFFIXES,
     ParsedRelease,
+    file_label,
     media_index,
     media_path,
     provenance,
-    file_label,
     read_table,
     rows_of,
     table_files,
     text,
 )
 
-COLUMNS = ["item_id", "benchmark", "task", "category", "question", "options", "option_types", "answer",
-           "references", "media_paths", "unit_id", "source_item_id", "source", "channel", "batch", "labels",
-           "backend", "model", "prompt_hash", "question_id", "extra", "origin", "release", "release_version", "licence", "release_split"]
+COLUMNS = [
+    "item_id",
+    "benchmark",
+    "task",
+    "category",
+    "question",
+    "options",
+    "option_types",
+    "answer",
+    "references",
+    "media_paths",
+    "unit_id",
+    "source_item_id",
+    "source",
+    "channel",
+    "batch",
+    "labels",
+    "backend",
+    "model",
+    "prompt_hash",
+    "question_id",
+    "extra",
+    "origin",
+    "release",
+    "release_version",
+    "licence",
+    "release_split",
+]
 FILE_TASKS = (("open_ended", "OE"), ("evidence", "EG"), ("rhetoric", "RM"), ("social", "SV"))
-TASK_ALIASES = {"oe": "OE", "open_ended": "OE", "eg": "EG", "evidence_grounding": "EG", "rm": "RM",
-                "rhetoric_mechanism": "RM", "sv": "SV", "social_value_signal": "SV", "social_value": "SV"}
-KNOWN = {"video_id", "video", "clip_id", "question", "answer", "answers", "options", "reference_points", "key_points",
-         "task", "id", "question_id", "split"}
+TASK_ALIASES = {
+    "oe": "OE",
+    "open_ended": "OE",
+    "eg": "EG",
+    "evidence_grounding": "EG",
+    "rm": "RM",
+    "rhetoric_mechanism": "RM",
+    "sv": "SV",
+    "social_value_signal": "SV",
+    "social_value": "SV",
+}
+KNOWN = {
+    "video_id",
+    "video",
+    "clip_id",
+    "question",
+    "answer",
+    "answers",
+    "options",
+    "reference_points",
+    "key_points",
+    "task",
+    "id",
+    "question_id",
+    "split",
+}
 _LETTERS = re.compile(r"^[A-Z](\s*,\s*[A-Z])*$")
 
 
@@ -121,30 +168,65 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 continue
             seen.add(iid)
             labels = {k: v for k, v in r.items() if k not in KNOWN}
-            common = {"item_id": iid, "benchmark": "vimu", "category": task, "task": TASK_KIND[task], "question": question,
-                      "media_paths": [rel] if rel else [], "unit_id": f"{info.name}:{video}",
-                      "source_item_id": f"{info.name}:{video}", "question_id": f"{info.name}:{video}", "labels": json.dumps(labels, ensure_ascii=False, default=str),
-                      **provenance(info, text(r.get("split")) or None)}
+            common = {
+                "item_id": iid,
+                "benchmark": "vimu",
+                "category": task,
+                "task": TASK_KIND[task],
+                "question": question,
+                "media_paths": [rel] if rel else [],
+                "unit_id": f"{info.name}:{video}",
+                "source_item_id": f"{info.name}:{video}",
+                "question_id": f"{info.name}:{video}",
+                "labels": json.dumps(labels, ensure_ascii=False, default=str),
+                **provenance(info, text(r.get("split")) or None),
+            }
             if task == "OE":
                 points = r.get("reference_points") or r.get("key_points") or []
-                rows.append({**common, "options": None, "option_types": None, "answer": text(raw_answer),
-                             "references": [text(raw_answer)],
-                             "extra": json.dumps({"reference_points": [text(p) for p in points], "origin": "imported",
-                                                  "release_id": text(r.get("id") or r.get("question_id")) or None},
-                                                 ensure_ascii=False)})
+                rows.append(
+                    {
+                        **common,
+                        "options": None,
+                        "option_types": None,
+                        "answer": text(raw_answer),
+                        "references": [text(raw_answer)],
+                        "extra": json.dumps(
+                            {
+                                "reference_points": [text(p) for p in points],
+                                "origin": "imported",
+                                "release_id": text(r.get("id") or r.get("question_id")) or None,
+                            },
+                            ensure_ascii=False,
+                        ),
+                    }
+                )
                 continue
             options = _options(r, task)
             gold = _gold_letters(raw_answer, options)
             if gold is None:
-                out.reject(where, "bad_answer", f"answer {raw_answer!r} is not letters or option texts of {len(options)} options")
+                out.reject(
+                    where,
+                    "bad_answer",
+                    f"answer {raw_answer!r} is not letters or option texts of {len(options)} options",
+                )
                 continue
             letters = "ABCDEFGHIJ"[: len(options)]
-            rows.append({**common, "options": options,
-                         "option_types": ["correct" if x in gold else "distractor" for x in letters],
-                         "answer": ",".join(sorted(set(gold))), "references": None,
-                         "extra": json.dumps({"gold_names": [options[letters.index(x)] for x in sorted(set(gold))],
-                                              "origin": "imported",
-                                              "release_id": text(r.get("id") or r.get("question_id")) or None},
-                                             ensure_ascii=False)})
+            rows.append(
+                {
+                    **common,
+                    "options": options,
+                    "option_types": ["correct" if x in gold else "distractor" for x in letters],
+                    "answer": ",".join(sorted(set(gold))),
+                    "references": None,
+                    "extra": json.dumps(
+                        {
+                            "gold_names": [options[letters.index(x)] for x in sorted(set(gold))],
+                            "origin": "imported",
+                            "release_id": text(r.get("id") or r.get("question_id")) or None,
+                        },
+                        ensure_ascii=False,
+                    ),
+                }
+            )
     out.items = pd.DataFrame(rows, columns=COLUMNS)
     return out

@@ -26,8 +26,15 @@ def plots(scores: pd.DataFrame, preds: pd.DataFrame, out_dir: Path) -> list[Path
             continue
         sub = sub.assign(opt=sub["slice"].str.rsplit("=", n=1).str[1], who=sub["model"] + " / " + sub["setting"])
         piv = sub.pivot_table(index="who", columns="opt", values="value").reindex(columns=letters)
-        paths.append(heatmap(piv.to_numpy(dtype=float), list(piv.index), letters, out_dir / f"affinity_{task}.png",
-                             f"ViMU {task}: option affinity (pred − gold prevalence)"))
+        paths.append(
+            heatmap(
+                piv.to_numpy(dtype=float),
+                list(piv.index),
+                letters,
+                out_dir / f"affinity_{task}.png",
+                f"ViMU {task}: option affinity (pred − gold prevalence)",
+            )
+        )
     ok = preds[(preds["status"] == "ok") & preds["category"].isin(["EG", "RM", "SV"])] if len(preds) else preds
     for task in ("RM", "SV", "EG"):
         t = ok[ok["category"] == task] if len(ok) else ok
@@ -37,13 +44,29 @@ def plots(scores: pd.DataFrame, preds: pd.DataFrame, out_dir: Path) -> list[Path
         gold = [d.get("gold_set", []) for d in details]
         first = t.drop_duplicates("item_id").index
         gold_once = [d.get("gold_set", []) for d, keep in zip(details, t.index.isin(first)) if keep]
-        paths.append(heatmap(cooccurrence(gold_once, letters), letters, letters, out_dir / f"cooc_{task}_gold.png",
-                             f"ViMU {task}: gold co-occurrence", center=False))
+        paths.append(
+            heatmap(
+                cooccurrence(gold_once, letters),
+                letters,
+                letters,
+                out_dir / f"cooc_{task}_gold.png",
+                f"ViMU {task}: gold co-occurrence",
+                center=False,
+            )
+        )
         for (model, setting), g in t.assign(_d=details).groupby(["model", "setting"]):
             pred = [d.get("pred_set", []) for d in g["_d"]]
             name = f"cooc_{task}_{model}_{setting}".replace("/", "_")
-            paths.append(heatmap(cooccurrence(pred, letters), letters, letters, out_dir / f"{name}.png",
-                                 f"ViMU {task}: {model} / {setting}", center=False))
+            paths.append(
+                heatmap(
+                    cooccurrence(pred, letters),
+                    letters,
+                    letters,
+                    out_dir / f"{name}.png",
+                    f"ViMU {task}: {model} / {setting}",
+                    center=False,
+                )
+            )
         del gold
     return paths
 
@@ -55,12 +78,21 @@ def oe_cross_model(preds: pd.DataFrame) -> pd.DataFrame:
     out = []
     oe = preds[(preds["benchmark"] == "vimu") & (preds["category"] == "OE")]
     for setting, g in oe.groupby("setting"):
-        rows = [(m, v, (jload(d) or {}).get("oe_total")) for m, v, d in zip(g["model"], g["source_item_id"], g["detail"])]
+        rows = [
+            (m, v, (jload(d) or {}).get("oe_total")) for m, v, d in zip(g["model"], g["source_item_id"], g["detail"])
+        ]
         common = vimu_oe_intersection(rows)
         for model, totals in common.items():
             raw = float(np.mean(totals)) if totals else float("nan")
-            out.append({"setting": setting, "model": model, "n_videos": len(totals), "avg_raw_score": raw,
-                        "OE": vimu_oe_normalised(raw) * 100.0 if totals else float("nan")})
+            out.append(
+                {
+                    "setting": setting,
+                    "model": model,
+                    "n_videos": len(totals),
+                    "avg_raw_score": raw,
+                    "OE": vimu_oe_normalised(raw) * 100.0 if totals else float("nan"),
+                }
+            )
     return pd.DataFrame(out, columns=["setting", "model", "n_videos", "avg_raw_score", "OE"])
 
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, EvalSpec, OptionPolicy
 from forge.evals.scoring import _score_vimu
 from forge.recipes.vimu.evaluation import build_request, parse_reply
-from forge.recipes.vimu.report import plots, prediction_tables
 from forge.recipes.vimu.release import parse_release
+from forge.recipes.vimu.report import plots, prediction_tables
 
 SPEC = BenchmarkSpec(
     name="vimu",
-    importer=parse_release,   # the published release (docs/releases.md)
+    importer=parse_release,  # the published release (docs/releases.md)
     title="ViMU",
     group="vimu",
     recipe_assets=("vimu_annotations", "vimu_questions", "vimu_items"),

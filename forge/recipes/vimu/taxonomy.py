@@ -149,8 +149,12 @@ class Taxonomy:
         macro option, its definition, then the fine patterns it groups with their definitions."""
         ax = self.axes[axis]
         kind = "rhetorical categories" if axis == "rhetoric" else "social value signals"
-        out = ["Additional guidance on taxonomy categories:", "",
-               f"The options correspond to high-level {kind}; each summarises several finer-grained patterns.", ""]
+        out = [
+            "Additional guidance on taxonomy categories:",
+            "",
+            f"The options correspond to high-level {kind}; each summarises several finer-grained patterns.",
+            "",
+        ]
         for m in ax.macros:
             out += [f"{m.letter}. {m.name}", m.definition, "Typical patterns include:"]
             out += [f"- {lab.name}: {lab.definition}" for lab in ax.labels if lab.macro == m.letter]

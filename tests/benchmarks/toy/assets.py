@@ -21,9 +21,14 @@ from tests.benchmarks.toy.spec import HERE, SPEC
 PROMPT = HERE / "prompts" / "generate.yaml"
 
 
-@dg.asset(name="toy_items", group_name=SPEC.group, kinds={"openai"},
-          check_specs=contract_check_specs("toy_items", ["toy_items"]), metadata=table_metadata(["toy_items"]),
-          description="Toy items: one LLM-written question per image of the toy inbox.")
+@dg.asset(
+    name="toy_items",
+    group_name=SPEC.group,
+    kinds={"openai"},
+    check_specs=contract_check_specs("toy_items", ["toy_items"]),
+    metadata=table_metadata(["toy_items"]),
+    description="Toy items: one LLM-written question per image of the toy inbox.",
+)
 def toy_items(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource) -> dg.MaterializeResult:
     t0 = time.perf_counter()
     store = storage.store
@@ -31,8 +36,10 @@ def toy_items(context: dg.AssetExecutionContext, storage: StorageResource, llm: 
     images = sorted((store.data_dir / cfg["images_dir"]).glob("*.png"))
     prompt = load_prompt(PROMPT)
     engine = llm.engine()
-    reqs = [LLMRequest(item_id=p.stem, prompt=prompt, variables={"name": p.stem}, images=[ImageInput(path=p)])
-            for p in images]
+    reqs = [
+        LLMRequest(item_id=p.stem, prompt=prompt, variables={"name": p.stem}, images=[ImageInput(path=p)])
+        for p in images
+    ]
     rej = RejectLog("toy_items", "all")
     rows = []
     for p, res in zip(images, engine.run("toy_items", "all", reqs), strict=True):
@@ -40,11 +47,30 @@ def toy_items(context: dg.AssetExecutionContext, storage: StorageResource, llm: 
             rej.add(p.stem, "llm_failed", res.error_class or "Error", res.error or "")
             continue
         rel = str(Path(p).relative_to(store.data_dir))
-        rows.append({"item_id": f"toy_{p.stem}", "benchmark": "toy", "task": "mcq", "category": res.data["category"],
-                     "question": res.data["question"], "options": res.data["options"], "option_types": None,
-                     "answer": res.data["answer"], "references": None, "media_paths": [rel], "unit_id": p.stem,
-                     "source_item_id": p.stem, "source": "toy", "channel": None, "batch": "all", "labels": None,
-                     "backend": res.backend, "model": res.model, "prompt_hash": res.prompt_hash, "extra": None})
+        rows.append(
+            {
+                "item_id": f"toy_{p.stem}",
+                "benchmark": "toy",
+                "task": "mcq",
+                "category": res.data["category"],
+                "question": res.data["question"],
+                "options": res.data["options"],
+                "option_types": None,
+                "answer": res.data["answer"],
+                "references": None,
+                "media_paths": [rel],
+                "unit_id": p.stem,
+                "source_item_id": p.stem,
+                "source": "toy",
+                "channel": None,
+                "batch": "all",
+                "labels": None,
+                "backend": res.backend,
+                "model": res.model,
+                "prompt_hash": res.prompt_hash,
+                "extra": None,
+            }
+        )
     record_llm_calls(store, engine)
     frame = load_contract("toy_items").conform(pd.DataFrame(rows))
     return publish(store, {"toy_items": {"all": frame}}, rejects=[rej], asset_key=context.asset_key, started=t0)

@@ -10,7 +10,9 @@ from forge.llm.types import LLMRequest
 
 
 def build_request(c: RequestContext) -> LLMRequest:
-    return c.request(c.prompts[c.setting.prompt], {"question": c.item["question"], "options": letter_options(c.options)})
+    return c.request(
+        c.prompts[c.setting.prompt], {"question": c.item["question"], "options": letter_options(c.options)}
+    )
 
 
 def score_setting(setting: str, g: pd.DataFrame, sc: Scorer, primary: str, options: dict | None = None) -> None:

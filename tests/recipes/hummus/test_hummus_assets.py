@@ -16,8 +16,13 @@ from resources.storage import StorageResource
 from tests.llm_double.server import message_text
 
 BATCH = "capcon-0000"
-CAPTIONS = {"p1": "Our sex life is a train wreck.", "p2": "He thinks the pub is a coal mine.",
-            "p3": "Nice weather today.", "p4": "Lunch is on me.", "p5": None}
+CAPTIONS = {
+    "p1": "Our sex life is a train wreck.",
+    "p2": "He thinks the pub is a coal mine.",
+    "p3": "Nice weather today.",
+    "p4": "Lunch is on me.",
+    "p5": None,
+}
 
 
 @pytest.fixture
@@ -28,17 +33,41 @@ def store(tmp_path):
     for k, (name, cap) in enumerate(CAPTIONS.items()):
         rel = f"media/images/{name}.png"
         Image.new("RGB", (200, 100), (50 * k, 80, 120)).save(s.data_dir / rel)
-        rows.append({"frame_id": f"img_{name}", "batch": BATCH, "source": "capcon", "item_id": f"it_{name}",
-                     "clip_id": None, "kind": "image", "frame_index": 0, "timestamp_s": None, "path": rel,
-                     "width": 200, "height": 100, "blur_var": 5.0, "caption": cap, "sha256": name * 8})
+        rows.append(
+            {
+                "frame_id": f"img_{name}",
+                "batch": BATCH,
+                "source": "capcon",
+                "item_id": f"it_{name}",
+                "clip_id": None,
+                "kind": "image",
+                "frame_index": 0,
+                "timestamp_s": None,
+                "path": rel,
+                "width": 200,
+                "height": 100,
+                "blur_var": 5.0,
+                "caption": cap,
+                "sha256": name * 8,
+            }
+        )
     c = load_contract("frames")
     s.write("frames", c.conform(pd.DataFrame(rows)), BATCH, schema=c.arrow_schema())
     return s
 
 
 def _ann(verdict="Yes", **kw):
-    base = {"incongruities": ["something odd"], "resolution": "the caption explains it", "verdict": verdict,
-            "metaphors": [], "regions": [], "caption_highlighted": "", "explanation": "", "devices": [], "discard_reason": ""}
+    base = {
+        "incongruities": ["something odd"],
+        "resolution": "the caption explains it",
+        "verdict": verdict,
+        "metaphors": [],
+        "regions": [],
+        "caption_highlighted": "",
+        "explanation": "",
+        "devices": [],
+        "discard_reason": "",
+    }
     return base | kw
 
 
@@ -51,19 +80,33 @@ def responder(body):
     if name != "hummus_annotate":
         return None
     if "train wreck" in text:
-        box = [0.8, 0.1, 0.5, 0.3] if rounds == 0 else [0.2, 0.1, 0.5, 0.3]     # first box leaves the image
-        return _ann("Yes", metaphors=["love is a journey"], regions=[{"label": "car", "box": box}],
-                    caption_highlighted="Our sex life is a <i>train wreck</i>.", devices=["hyperbole"],
-                    explanation="The crashed car literalises the train wreck of their love life.")
+        box = [0.8, 0.1, 0.5, 0.3] if rounds == 0 else [0.2, 0.1, 0.5, 0.3]  # first box leaves the image
+        return _ann(
+            "Yes",
+            metaphors=["love is a journey"],
+            regions=[{"label": "car", "box": box}],
+            caption_highlighted="Our sex life is a <i>train wreck</i>.",
+            devices=["hyperbole"],
+            explanation="The crashed car literalises the train wreck of their love life.",
+        )
     if "coal mine" in text:
-        return _ann("WIDLII", metaphors=["PUB IS A COAL MINE"], regions=[{"label": "suit", "box": [0.1, 0.1, 0.2, 0.2]}],
-                    caption_highlighted="He thinks the <i>bar</i> is a coal mine.", explanation="Short enough.")
+        return _ann(
+            "WIDLII",
+            metaphors=["PUB IS A COAL MINE"],
+            regions=[{"label": "suit", "box": [0.1, 0.1, 0.2, 0.2]}],
+            caption_highlighted="He thinks the <i>bar</i> is a coal mine.",
+            explanation="Short enough.",
+        )
     if "Nice weather" in text:
         return _ann("No", devices=["irony"])
     if "Lunch is on me" in text:
-        return _ann("Yes", metaphors=["lunch on me"] if rounds == 0 else ["PAYING IS CARRYING"],
-                    regions=[{"label": "tray", "box": [0.0, 0.0, 1.0, 1.0]}],
-                    caption_highlighted="Lunch is <i>on me</i>.", explanation=" ".join(["word"] * 40))
+        return _ann(
+            "Yes",
+            metaphors=["lunch on me"] if rounds == 0 else ["PAYING IS CARRYING"],
+            regions=[{"label": "tray", "box": [0.0, 0.0, 1.0, 1.0]}],
+            caption_highlighted="Lunch is <i>on me</i>.",
+            explanation=" ".join(["word"] * 40),
+        )
     if "made up" in text:
         return _ann("Discard", discard_reason="the hat stays unexplained")
     return None
@@ -78,8 +121,13 @@ def _run(store, llm, generate=True, max_rounds=1, select=None):
     ops = {"hummus_pairs": {"config": {"generate_captions": generate}}}
     if len(assets) > 1:
         ops["hummus_annotations"] = {"config": {"max_rounds": max_rounds}}
-    return dg.materialize(assets, partition_key=BATCH, instance=instance, run_config={"ops": ops},
-                          resources={"storage": StorageResource(data_dir=str(store.data_dir)), "llm": llm})
+    return dg.materialize(
+        assets,
+        partition_key=BATCH,
+        instance=instance,
+        run_config={"ops": ops},
+        resources={"storage": StorageResource(data_dir=str(store.data_dir)), "llm": llm},
+    )
 
 
 def test_hummus_end_to_end_every_branch(store, llm_double, llm_double_resource):
@@ -97,7 +145,10 @@ def test_hummus_end_to_end_every_branch(store, llm_double, llm_double_resource):
     assert sorted(ann.index) == ["img_p1", "img_p3", "img_p5"]
     p1 = ann.loc["img_p1"]
     assert p1["verdict"] == "Yes" and p1["rounds"] == 1 and list(p1["metaphors"]) == ["LOVE IS A JOURNEY"]
-    assert list(p1["span_texts"]) == ["train wreck"] and p1["caption"][p1["span_starts"][0]:p1["span_ends"][0]] == "train wreck"
+    assert (
+        list(p1["span_texts"]) == ["train wreck"]
+        and p1["caption"][p1["span_starts"][0] : p1["span_ends"][0]] == "train wreck"
+    )
     assert any("LOVE IS A JOURNEY" in r for r in p1["repairs"])
     assert ann.loc["img_p3", "verdict"] == "No" and list(ann.loc["img_p3", "devices"]) == ["irony"]
     assert ann.loc["img_p5", "verdict"] == "Discard" and ann.loc["img_p5", "caption_origin"] == "llm"
@@ -120,8 +171,9 @@ def test_hummus_end_to_end_every_branch(store, llm_double, llm_double_resource):
 
     items = store.read("hummus_items")
     by = {(r.unit_id, r.task): r for r in items.itertuples()}
-    assert sorted(t for u, t in by if u == "img_p1") == sorted(["classification", "naming", "image_box", "image_label",
-                                                                "caption_highlight", "explanation"])
+    assert sorted(t for u, t in by if u == "img_p1") == sorted(
+        ["classification", "naming", "image_box", "image_label", "caption_highlight", "explanation"]
+    )
     assert [t for u, t in by if u == "img_p3"] == ["classification"] and not [t for u, t in by if u == "img_p5"]
     assert by[("img_p1", "classification")].answer == "A" and by[("img_p3", "classification")].answer == "B"
     assert by[("img_p1", "image_box")].answer == "car: [0.200, 0.100, 0.500, 0.300]"
@@ -134,6 +186,7 @@ def test_hummus_end_to_end_every_branch(store, llm_double, llm_double_resource):
     assert md["invalid_span_rate"].value == pytest.approx(1 / 5) and md["verdict_Yes"].value == 1
 
     from assets.recipes.hummus.checks import annotation_failure_rates
+
     chk = annotation_failure_rates(StorageResource(data_dir=str(store.data_dir)))
     assert chk.metadata["pairs"].value == 5 and chk.metadata["rates"].value["explanation_too_long"] == 0.2
 

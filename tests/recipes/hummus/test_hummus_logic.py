@@ -8,7 +8,7 @@ from forge.recipes.hummus import items
 
 def test_metaphor_format():
     assert A.metaphor_problem("LOVE IS A JOURNEY") is None
-    assert A.metaphor_problem("humans are animals") is None           # case is repaired, not rejected
+    assert A.metaphor_problem("humans are animals") is None  # case is repaired, not rejected
     assert A.metaphor_problem("ANIMALS/HUMANS ARE HUMANS/ANIMALS") is None
     assert "exactly one" in A.metaphor_problem("love, journey")
     assert "exactly one" in A.metaphor_problem("LIFE IS WHAT IS LEFT")
@@ -23,7 +23,7 @@ def test_region_pixels_and_bounds():
     assert (r.x0, r.y0, r.x1, r.y1) == (0, 150, 320, 450)
     assert r.as_answer() == "car: [0.250, 0.000, 0.500, 0.400]"
     assert A.region_from_norm("car", [0.7, 0.1, 0.5, 0.2], 800, 600)[1].startswith("region 'car': box")
-    assert A.region_from_norm("car", [120, 40, 200, 100], 800, 600)[1] is not None   # pixels, not fractions
+    assert A.region_from_norm("car", [120, 40, 200, 100], 800, 600)[1] is not None  # pixels, not fractions
     assert A.region_from_norm("", [0.1, 0.1, 0.2, 0.2], 800, 600)[1].startswith("a region has no label")
 
 
@@ -31,7 +31,7 @@ def test_caption_highlight_exact_and_reanchored():
     cap = "Our sex life is a train wreck."
     hl, why, rep = A.parse_highlight(cap, "Our sex life is a <i>train wreck</i>.")
     assert why is None and not rep and hl.spans == ["train wreck"] and cap[slice(*hl.offsets[0])] == "train wreck"
-    hl, why, rep = A.parse_highlight(cap, "our sex life is a <i>train wreck</i>")   # model changed the case
+    hl, why, rep = A.parse_highlight(cap, "our sex life is a <i>train wreck</i>")  # model changed the case
     assert rep and hl.highlighted == "Our sex life is a <i>train wreck</i>."
     assert "not an exact substring" in A.parse_highlight(cap, "a <i>car crash</i>")[1]
     assert "no <i></i>" in A.parse_highlight(cap, cap)[1]
@@ -39,11 +39,17 @@ def test_caption_highlight_exact_and_reanchored():
 
 
 def _reply(**kw):
-    base = {"verdict": "Yes", "incongruities": ["a car in the bedroom"], "resolution": "the caption compares sex life to a wreck",
-            "metaphors": ["love is a journey"], "regions": [{"label": "car", "box": [0.3, 0.0, 0.5, 0.4]}],
-            "caption_highlighted": "Our sex life is a <i>train wreck</i>.",
-            "explanation": "The car crash literalises the train wreck of their love life.",
-            "devices": ["Hyperbole"], "discard_reason": ""}
+    base = {
+        "verdict": "Yes",
+        "incongruities": ["a car in the bedroom"],
+        "resolution": "the caption compares sex life to a wreck",
+        "metaphors": ["love is a journey"],
+        "regions": [{"label": "car", "box": [0.3, 0.0, 0.5, 0.4]}],
+        "caption_highlighted": "Our sex life is a <i>train wreck</i>.",
+        "explanation": "The car crash literalises the train wreck of their love life.",
+        "devices": ["Hyperbole"],
+        "discard_reason": "",
+    }
     base.update(kw)
     return base
 
@@ -69,16 +75,41 @@ def test_validate_annotation_branches():
 
 
 def _ann_row(verdict):
-    return {"annotation_id": "a1", "frame_id": "img_1", "item_id": "it", "source": "capcon", "batch": "capcon-0000",
-            "path": "media/images/x.png", "caption": "Our sex life is a train wreck.", "caption_origin": "source",
-            "verdict": verdict, "metaphors": ["LOVE IS A JOURNEY"], "devices": [], "width": 800, "height": 600,
-            "caption_highlighted": "Our sex life is a <i>train wreck</i>.", "explanation": "Short.",
-            "backend": "openai", "model": "m", "prompt_hash": "h"}
+    return {
+        "annotation_id": "a1",
+        "frame_id": "img_1",
+        "item_id": "it",
+        "source": "capcon",
+        "batch": "capcon-0000",
+        "path": "media/images/x.png",
+        "caption": "Our sex life is a train wreck.",
+        "caption_origin": "source",
+        "verdict": verdict,
+        "metaphors": ["LOVE IS A JOURNEY"],
+        "devices": [],
+        "width": 800,
+        "height": 600,
+        "caption_highlighted": "Our sex life is a <i>train wreck</i>.",
+        "explanation": "Short.",
+        "backend": "openai",
+        "model": "m",
+        "prompt_hash": "h",
+    }
 
 
 def test_items_six_tasks_for_positive_one_for_negative():
-    region = {"region_index": 0, "label": "car", "box_norm_top": 0.3, "box_norm_left": 0.0, "box_norm_height": 0.5,
-              "box_norm_width": 0.4, "box_px_x0": 0, "box_px_y0": 180, "box_px_x1": 320, "box_px_y1": 480}
+    region = {
+        "region_index": 0,
+        "label": "car",
+        "box_norm_top": 0.3,
+        "box_norm_left": 0.0,
+        "box_norm_height": 0.5,
+        "box_norm_width": 0.4,
+        "box_px_x0": 0,
+        "box_px_y0": 180,
+        "box_px_x1": 320,
+        "box_px_y1": 480,
+    }
     pos = items.build_items(_ann_row("WIDLII"), [region])
     assert [r["task"] for r in pos] == list(items.TASKS)
     by = {r["task"]: r for r in pos}

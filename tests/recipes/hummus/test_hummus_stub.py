@@ -8,11 +8,11 @@ from resources.llm import LLMResource
 from tests.recipes.hummus.test_hummus_assets import CAPTIONS, _run, store  # noqa: F401 - fixture
 
 
-def test_hummus_stub_run_yields_items(store, tmp_path):  # noqa: F811
+def test_hummus_stub_run_yields_items(store, tmp_path):
     res = _run(store, LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")), max_rounds=2)
     assert res.success
     ann = store.read("hummus_annotations")
-    assert len(ann) == len(CAPTIONS) and (ann["backend"] == "stub").all()   # nothing rejected
+    assert len(ann) == len(CAPTIONS) and (ann["backend"] == "stub").all()  # nothing rejected
     assert store.read("rejects", where="stage = 'hummus_annotations'").empty
     positive = ann[ann["verdict"].isin(["Yes", "WIDLII"])]
     assert len(positive) >= 1

@@ -14,13 +14,25 @@ def test_label_sets_match_the_paper():
 
 def test_validate_labels_normalises_aliases_and_reports_unknowns():
     labels, problems = taxonomy.validate_labels(
-        {"image_type": "Multi-panel Comic", "domain": "Others", "emotion": "NEGATIVE",
-         "difficulty": "medium", "rhetoric": ["Metaphor", "exaggeration", "metaphor"]})
+        {
+            "image_type": "Multi-panel Comic",
+            "domain": "Others",
+            "emotion": "NEGATIVE",
+            "difficulty": "medium",
+            "rhetoric": ["Metaphor", "exaggeration", "metaphor"],
+        }
+    )
     assert problems == []
-    assert labels == {"image_type": "multi-panel comic", "domain": "other", "emotion": "negative",
-                      "difficulty": "middle", "rhetoric": ["metaphor", "exaggerate"]}
-    _, problems = taxonomy.validate_labels({"image_type": "photo", "domain": "life", "emotion": "positive",
-                                            "difficulty": "easy", "rhetoric": []})
+    assert labels == {
+        "image_type": "multi-panel comic",
+        "domain": "other",
+        "emotion": "negative",
+        "difficulty": "middle",
+        "rhetoric": ["metaphor", "exaggerate"],
+    }
+    _, problems = taxonomy.validate_labels(
+        {"image_type": "photo", "domain": "life", "emotion": "positive", "difficulty": "easy", "rhetoric": []}
+    )
     assert any(p.startswith("image_type") for p in problems)
     assert any(p.startswith("rhetoric") for p in problems)
 
@@ -44,26 +56,44 @@ def test_human_verdicts_csv_and_jsonl(tmp_path):
 
 
 def _q(**kw):
-    base = dict(question="What does the melting clock suggest?", correct="Time slips away unnoticed.",
-                distractors=["Clocks are fragile objects.", "Summer heat damages furniture.",
-                             "Art should be decorative.", "Punctuality is overrated at work.",
-                             "Dreams predict the future."])
+    base = dict(
+        question="What does the melting clock suggest?",
+        correct="Time slips away unnoticed.",
+        distractors=[
+            "Clocks are fragile objects.",
+            "Summer heat damages furniture.",
+            "Art should be decorative.",
+            "Punctuality is overrated at work.",
+            "Dreams predict the future.",
+        ],
+    )
     base.update(kw)
     return items.Question(base["question"], base["correct"], base["distractors"])
 
 
 def test_code_check_duplicates_and_counts():
     assert items.code_check(_q()).problems == []
-    dup = items.code_check(_q(distractors=["Time slips away unnoticed!", "b option here", "c option there",
-                                           "d quite different", "e something else"]))
+    dup = items.code_check(
+        _q(
+            distractors=[
+                "Time slips away unnoticed!",
+                "b option here",
+                "c option there",
+                "d quite different",
+                "e something else",
+            ]
+        )
+    )
     assert items.DUPLICATE_OPTIONS in dup.problems and "correct answer" in dup.feedback[0]
     short = items.code_check(_q(distractors=["only one"]))
     assert items.primary_reason(short) == items.BAD_OPTIONS
 
 
 def test_apply_judge_also_correct_and_implausible():
-    ok = {"answer_supported": True, "distractors": [{"distractor": i, "plausible": True, "also_correct": False,
-                                                      "reason": ""} for i in range(1, 6)]}
+    ok = {
+        "answer_supported": True,
+        "distractors": [{"distractor": i, "plausible": True, "also_correct": False, "reason": ""} for i in range(1, 6)],
+    }
     assert items.apply_judge(_q(), ok).problems == []
     bad = json.loads(json.dumps(ok))
     bad["distractors"][1]["also_correct"] = True
@@ -77,8 +107,14 @@ def test_apply_judge_also_correct_and_implausible():
 
 def test_build_item_seeded_and_common_columns():
     image = {"frame_id": "img_1", "item_id": "it1", "path": "media/images/a.png", "source": "s", "batch": "s-0000"}
-    labels = {"image_type": "meme", "domain": "life", "emotion": "neutral", "rhetoric": ["contrast"],
-              "difficulty": "easy", "explanation": "x"}
+    labels = {
+        "image_type": "meme",
+        "domain": "life",
+        "emotion": "neutral",
+        "rhetoric": ["contrast"],
+        "difficulty": "easy",
+        "explanation": "x",
+    }
     a = items.build_item(_q(), image, labels, seed=7)
     b = items.build_item(_q(), image, labels, seed=7)
     assert a["options"] == b["options"] and len(a["options"]) == 6

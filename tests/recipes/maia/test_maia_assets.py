@@ -23,12 +23,38 @@ Q_CHEF = "Where is the chef standing during the video?"
 Q_BIKE = "Where is the bicycle parked in the scene?"
 Q_MOOD = "What mood does the chef show while cooking?"
 Q_YESNO = "Is the chef happy with the pizza?"
-BASE = ["The chef stands beside the oven.", "He waits near a wooden counter.",
-        "Behind the marble table, close to customers.", "Right next to the hot brick furnace.",
-        "I think he is in the kitchen area.", "At his workstation by the window.",
-        "Close to the entrance of the pizzeria.", "Inside the restaurant, opposite the door."]
-_WORDS = ("apple", "brick", "cloud", "delta", "ember", "fjord", "glade", "harbor", "igloo", "jungle", "kettle",
-          "lagoon", "meadow", "nectar", "orchard", "prairie", "quarry", "riverbank", "savanna", "tundra")
+BASE = [
+    "The chef stands beside the oven.",
+    "He waits near a wooden counter.",
+    "Behind the marble table, close to customers.",
+    "Right next to the hot brick furnace.",
+    "I think he is in the kitchen area.",
+    "At his workstation by the window.",
+    "Close to the entrance of the pizzeria.",
+    "Inside the restaurant, opposite the door.",
+]
+_WORDS = (
+    "apple",
+    "brick",
+    "cloud",
+    "delta",
+    "ember",
+    "fjord",
+    "glade",
+    "harbor",
+    "igloo",
+    "jungle",
+    "kettle",
+    "lagoon",
+    "meadow",
+    "nectar",
+    "orchard",
+    "prairie",
+    "quarry",
+    "riverbank",
+    "savanna",
+    "tundra",
+)
 # every rephrase is new wording that shares no word with anything else in the pool
 FRESH = iter(f"{a} {b}" for a, b in itertools.combinations(_WORDS, 2) if True)
 _USED: set[str] = set()
@@ -57,7 +83,7 @@ def field(body, prefix):
     for msg in [m for m in body["messages"] if m["role"] == "user"][::-1]:
         for line in text_of(msg).splitlines():
             if line.startswith(prefix):
-                return line[len(prefix):].strip()
+                return line[len(prefix) :].strip()
     return ""
 
 
@@ -73,13 +99,25 @@ def responder(body):
         if q == Q_CHEF:  # one equal pair (4/5) and one overlapping pair (0/7)
             return Reply.json({"answers": BASE[:5] + [BASE[4], BASE[6], "The chef stands beside the oven today."]})
         if q == Q_MOOD:  # answer 3 does not answer the question
-            moods = ["He looks focused.", "Calm and concentrated on the dough.", "BANANA split tastes great.",
-                     "Quite cheerful, smiling often.", "Relaxed while kneading.", "Serious but content.",
-                     "Happy with his work.", "Attentive, almost proud."]
+            moods = [
+                "He looks focused.",
+                "Calm and concentrated on the dough.",
+                "BANANA split tastes great.",
+                "Quite cheerful, smiling often.",
+                "Relaxed while kneading.",
+                "Serious but content.",
+                "Happy with his work.",
+                "Attentive, almost proud.",
+            ]
             return Reply.json({"answers": moods})
-        return Reply.json({"answers": [f"Bicycle spot {w} alpha" if i == 0 else f"{w} bicycle leaning idea{i}"
-                                       for i, w in enumerate(["red", "blue", "green", "gray", "pink", "teal",
-                                                              "gold", "navy"])]})
+        return Reply.json(
+            {
+                "answers": [
+                    f"Bicycle spot {w} alpha" if i == 0 else f"{w} bicycle leaning idea{i}"
+                    for i, w in enumerate(["red", "blue", "green", "gray", "pink", "teal", "gold", "navy"])
+                ]
+            }
+        )
     if name == "maia_consistency":
         return Reply.json({"score": 0 if "BANANA" in field(body, "A:") else 1})
     if name == "maia_pool_contradiction":
@@ -113,14 +151,55 @@ def corpus(tmp_path, monkeypatch):
     for i in range(4):
         rel = f"media/frames/{CLIP}_f{i:03d}.jpg"
         Image.new("RGB", (64, 48), (40 * i, 80, 120)).save(data / rel)
-        frames.append({"frame_id": f"{CLIP}_f{i:03d}", "batch": "b1", "source": "s", "item_id": "vid1",
-                       "clip_id": CLIP, "kind": "clip_frame", "frame_index": i, "timestamp_s": float(i), "path": rel,
-                       "width": 64, "height": 48})
+        frames.append(
+            {
+                "frame_id": f"{CLIP}_f{i:03d}",
+                "batch": "b1",
+                "source": "s",
+                "item_id": "vid1",
+                "clip_id": CLIP,
+                "kind": "clip_frame",
+                "frame_index": i,
+                "timestamp_s": float(i),
+                "path": rel,
+                "width": 64,
+                "height": 48,
+            }
+        )
     store.write("frames", pd.DataFrame(frames), "b1")
-    store.write("clips", pd.DataFrame([{"clip_id": CLIP, "batch": "b1", "source": "s", "video_id": "vid1",
-                                        "is_engaging": True, "start_s": 0.0, "end_s": 30.0}]), "b1")
-    store.write("evidence", pd.DataFrame([{"unit": "clip", "unit_id": CLIP, "batch": "b1", "tags": ["oven", "pizza"],
-                                           "persons": 1, "ocr_text": None}]), "b1")
+    store.write(
+        "clips",
+        pd.DataFrame(
+            [
+                {
+                    "clip_id": CLIP,
+                    "batch": "b1",
+                    "source": "s",
+                    "video_id": "vid1",
+                    "is_engaging": True,
+                    "start_s": 0.0,
+                    "end_s": 30.0,
+                }
+            ]
+        ),
+        "b1",
+    )
+    store.write(
+        "evidence",
+        pd.DataFrame(
+            [
+                {
+                    "unit": "clip",
+                    "unit_id": CLIP,
+                    "batch": "b1",
+                    "tags": ["oven", "pizza"],
+                    "persons": 1,
+                    "ocr_text": None,
+                }
+            ]
+        ),
+        "b1",
+    )
     store.write("videos", pd.DataFrame([{"video_id": "vid1", "batch": "b1", "channel": "PizzaChan"}]), "b1")
     monkeypatch.setitem(A.CFG["questions"], "categories", ["spatial_total", "sentiment"])
     monkeypatch.setitem(A.CFG["foils"], "max_rounds", 1)
@@ -130,8 +209,16 @@ def corpus(tmp_path, monkeypatch):
 def materialize(store, resource, selection):
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", ["b1"])
-    res = dg.materialize(selection, partition_key="b1", instance=instance, resources={
-        "storage": StorageResource(data_dir=str(store.data_dir)), "llm": resource, "nli": NLIResource(backend="llm")})
+    res = dg.materialize(
+        selection,
+        partition_key="b1",
+        instance=instance,
+        resources={
+            "storage": StorageResource(data_dir=str(store.data_dir)),
+            "llm": resource,
+            "nli": NLIResource(backend="llm"),
+        },
+    )
     assert res.success
     return res
 
@@ -197,11 +284,14 @@ def test_generated_path_every_branch(corpus, llm_double, llm_double_resource):
     assert (items["channel"] == "PizzaChan").all() and (items["source_item_id"] == "vid1").all()
     assert all(len(p) == 4 for p in items["media_paths"])
     calls = store.read("llm_calls")
-    assert {"maia_questions", "maia_answer_pools", "maia_statements", "maia_foils", "maia_foils_nli"} <= set(calls["stage"])
+    assert {"maia_questions", "maia_answer_pools", "maia_statements", "maia_foils", "maia_foils_nli"} <= set(
+        calls["stage"]
+    )
 
 
 def test_overlap_unresolved_is_rejected(corpus, llm_double, llm_double_resource):
     """A rephrase that keeps overlapping for every round drops the answer (bounded rounds)."""
+
     def stubborn(body):
         name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
         if name == "maia_rephrase_overlap":
@@ -224,8 +314,9 @@ def test_overlap_unresolved_is_rejected(corpus, llm_double, llm_double_resource)
 
 def test_import_path(corpus, llm_double, llm_double_resource, tmp_path, monkeypatch):
     path = tmp_path / "human.jsonl"
-    path.write_text(json.dumps({"clip_id": CLIP, "category": "Total Spatial", "question": Q_CHEF,
-                                "answers": BASE}) + "\n")
+    path.write_text(
+        json.dumps({"clip_id": CLIP, "category": "Total Spatial", "question": Q_CHEF, "answers": BASE}) + "\n"
+    )
     monkeypatch.setitem(A.CFG["questions"], "import_path", str(path))
     monkeypatch.setitem(A.CFG["questions"], "import_only", True)
     llm_double.responder = responder
@@ -275,13 +366,14 @@ def test_stub_backend_keeps_items_flowing(corpus, tmp_path):
     notes = [n for a in qs["advisory"].dropna() for n in json.loads(a)]
     assert any(n.startswith("pair_same_focus") for n in notes)
     att = corpus.read("llm_attempts")
-    assert att.loc[att["step"] != "generate", "advisory"].all()   # NLI / structural / rephrase verdicts
+    assert att.loc[att["step"] != "generate", "advisory"].all()  # NLI / structural / rephrase verdicts
     print(f"stub run: {len(items)} items in {time.perf_counter() - t0:.1f}s")
 
 
 def test_checks_fail_closed(corpus, llm_double, llm_double_resource):
     """When the LLM call behind a check fails, the content is rejected with the reason, never kept
     as if it had passed: one answer's consistency call and the bicycle pool's contradiction call fail."""
+
     def faulty(body):
         name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
         if name == "maia_consistency" and "Relaxed while kneading" in field(body, "A:"):

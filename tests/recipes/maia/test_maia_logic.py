@@ -14,8 +14,17 @@ from forge.recipes.maia.taxonomy import CATEGORY_NAMES, categories
 
 def test_twelve_categories_with_definitions():
     assert len(CATEGORY_NAMES) == 12
-    assert {c.macro for c in categories().values()} == {"causal", "counterfactual", "implicit", "out_of_scope",
-                                                         "planning", "sentiment", "spatial", "temporal", "uncertainty"}
+    assert {c.macro for c in categories().values()} == {
+        "causal",
+        "counterfactual",
+        "implicit",
+        "out_of_scope",
+        "planning",
+        "sentiment",
+        "spatial",
+        "temporal",
+        "uncertainty",
+    }
     assert all(c.definition and c.structural and c.foil_edit for c in categories().values())
 
 
@@ -37,26 +46,47 @@ def test_uniform_subsample():
 
 def test_import_jsonl_and_csv(tmp_path):
     j = tmp_path / "q.jsonl"
-    j.write_text("\n".join(json.dumps(r) for r in [
-        {"clip_id": "c1", "category": "Partial Spatial", "question": "Where is the ball at the end?",
-         "answers": ["On the grass.", "Near the jack."]},
-        {"clip_id": "c1", "category": "partial spatial", "question": "Where is the referee at the start?"},
-        {"clip_id": "c1", "category": "astrology", "question": "What sign?"},
-    ]))
+    j.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "clip_id": "c1",
+                    "category": "Partial Spatial",
+                    "question": "Where is the ball at the end?",
+                    "answers": ["On the grass.", "Near the jack."],
+                },
+                {"clip_id": "c1", "category": "partial spatial", "question": "Where is the referee at the start?"},
+                {"clip_id": "c1", "category": "astrology", "question": "What sign?"},
+            ]
+        )
+    )
     qs, bad = Q.load_import(j)
-    assert [(q.category, q.slot, len(q.answers)) for q in qs] == [("spatial_partial", "a", 2), ("spatial_partial", "b", 0)]
+    assert [(q.category, q.slot, len(q.answers)) for q in qs] == [
+        ("spatial_partial", "a", 2),
+        ("spatial_partial", "b", 0),
+    ]
     assert bad == [("row2", "import_unknown_category")]
     c = tmp_path / "q.csv"
-    pd.DataFrame([{"clip_id": "c2", "category": "sentiment", "question": "What mood?", "answer": f"a{i}"}
-                  for i in range(3)]).to_csv(c, index=False)
+    pd.DataFrame(
+        [{"clip_id": "c2", "category": "sentiment", "question": "What mood?", "answer": f"a{i}"} for i in range(3)]
+    ).to_csv(c, index=False)
     qs, bad = Q.load_import(c)
     assert len(qs) == 1 and qs[0].answers == ["a0", "a1", "a2"] and not bad
 
 
 def test_pool_postprocess_rephrases_equal_and_overlapping_then_drops():
-    pool = Pool("q1", ["m0", "m1", "m2", "m3"],
-                ["The chef stands beside the oven.", "The chef stands beside the oven.",
-                 "A tired cook yawns loudly.", "The chef stands beside the oven today."], context={"question": "Q?"})
+    pool = Pool(
+        "q1",
+        ["m0", "m1", "m2", "m3"],
+        [
+            "The chef stands beside the oven.",
+            "The chef stands beside the oven.",
+            "A tired cook yawns loudly.",
+            "The chef stands beside the oven today.",
+        ],
+        context={"question": "Q?"},
+    )
     fresh = iter(["He waits near a wooden counter.", "Close to the pizzeria entrance."])
     seen = []
 
@@ -76,8 +106,11 @@ def test_pool_postprocess_rephrases_equal_and_overlapping_then_drops():
 
 
 def test_foil_checks():
-    req = LLMRequest("s1", None, variables={"caption": "After baking, the pizza is placed on a plate.",
-                                            "category_key": "spatial_partial"})
+    req = LLMRequest(
+        "s1",
+        None,
+        variables={"caption": "After baking, the pizza is placed on a plate.", "category_key": "spatial_partial"},
+    )
     check = F.minimal_edit_check(0.6)
     assert check(req, {"foil": "After baking, the pizza is placed on a table."}) is None
     assert check(req, {"foil": "after baking, the pizza is placed on a plate"}).label == "major"
@@ -88,16 +121,48 @@ def test_foil_checks():
 
 
 def test_items_seeded_ab_and_open_ended():
-    qs = pd.DataFrame([{"question_id": "q1", "batch": "b", "clip_id": "c", "category": "sentiment",
-                        "macro_category": "sentiment", "question": "What mood?", "origin": "generated",
-                        "backend": "openai", "source_item_id": "v", "source": "s", "media_paths": ["f.jpg"]}])
-    ans = pd.DataFrame([{"question_id": "q1", "idx": i, "answer": f"ans {i}", "backend": "openai", "model": "m",
-                         "prompt_hash": "h"} for i in range(8)])
-    st = pd.DataFrame([{"statement_id": f"q1_s{i}", "idx": i, "statement": f"true {i}", "backend": "openai"}
-                       for i in range(8)])
-    fo = pd.DataFrame([{"foil_id": f"q1_f{i}", "statement_id": f"q1_s{i}", "question_id": "q1", "foil": f"false {i}",
-                        "backend": "openai", "model": "m", "prompt_hash": "h", "edit_distance": 1,
-                        "nli_label": "contradiction"} for i in range(8)])
+    qs = pd.DataFrame(
+        [
+            {
+                "question_id": "q1",
+                "batch": "b",
+                "clip_id": "c",
+                "category": "sentiment",
+                "macro_category": "sentiment",
+                "question": "What mood?",
+                "origin": "generated",
+                "backend": "openai",
+                "source_item_id": "v",
+                "source": "s",
+                "media_paths": ["f.jpg"],
+            }
+        ]
+    )
+    ans = pd.DataFrame(
+        [
+            {"question_id": "q1", "idx": i, "answer": f"ans {i}", "backend": "openai", "model": "m", "prompt_hash": "h"}
+            for i in range(8)
+        ]
+    )
+    st = pd.DataFrame(
+        [{"statement_id": f"q1_s{i}", "idx": i, "statement": f"true {i}", "backend": "openai"} for i in range(8)]
+    )
+    fo = pd.DataFrame(
+        [
+            {
+                "foil_id": f"q1_f{i}",
+                "statement_id": f"q1_s{i}",
+                "question_id": "q1",
+                "foil": f"false {i}",
+                "backend": "openai",
+                "model": "m",
+                "prompt_hash": "h",
+                "edit_distance": 1,
+                "nli_label": "contradiction",
+            }
+            for i in range(8)
+        ]
+    )
     info = {"c": {"item_id": "v", "source": "s", "channel": "ch", "media_paths": ["f.jpg"]}}
     items = build_items(qs, ans, st, fo, info, seed="x")
     sv = items[items["task"] == "statement_verification"]

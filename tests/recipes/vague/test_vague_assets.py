@@ -7,8 +7,6 @@ object; bicycle's first NE object is present (regenerated, then accepted); umbre
 object stays present (rejected after K rounds).
 """
 
-import json
-
 import dagster as dg
 import pandas as pd
 import pytest
@@ -24,7 +22,7 @@ FRAMES = {  # frame → (tags, person labels)
     "lamp": (["lamp", "sofa"], ["person1"]),
     "guitar": (["guitar", "amplifier"], ["person1"]),
     "laptop": (["laptop", "desk"], ["person1"]),
-    "bicycle": (["bicycle", "helmet"], []),            # no person indicator → plain frame, subject 'someone'
+    "bicycle": (["bicycle", "helmet"], []),  # no person indicator → plain frame, subject 'someone'
     "umbrella": (["umbrella", "raincoat"], ["person1"]),
 }
 
@@ -43,21 +41,71 @@ def data(tmp_path):
     for i, (name, (ftags, labels)) in enumerate(FRAMES.items()):
         fid = f"fr_{name}"
         Image.new("RGB", (32, 24), (i * 30, 80, 120)).save(store.data_dir / "media" / f"{fid}.jpg")
-        frames.append({"frame_id": fid, "batch": BATCH, "source": "s", "item_id": f"vid_{name}", "clip_id": None,
-                       "kind": "pool_frame", "frame_index": 0, "timestamp_s": 3.0, "path": f"media/{fid}.jpg",
-                       "width": 32, "height": 24, "blur_var": 500.0, "sha256": fid})
-        scenes.append({"frame_id": fid, "batch": BATCH, "source": "s", "n_tags": len(ftags), "n_persons": len(labels),
-                       "rank": i + 1, "selected": True, "reason": "selected"})
+        frames.append(
+            {
+                "frame_id": fid,
+                "batch": BATCH,
+                "source": "s",
+                "item_id": f"vid_{name}",
+                "clip_id": None,
+                "kind": "pool_frame",
+                "frame_index": 0,
+                "timestamp_s": 3.0,
+                "path": f"media/{fid}.jpg",
+                "width": 32,
+                "height": 24,
+                "blur_var": 500.0,
+                "sha256": fid,
+            }
+        )
+        scenes.append(
+            {
+                "frame_id": fid,
+                "batch": BATCH,
+                "source": "s",
+                "n_tags": len(ftags),
+                "n_persons": len(labels),
+                "rank": i + 1,
+                "selected": True,
+                "reason": "selected",
+            }
+        )
         if labels:
             Image.new("RGB", (32, 24)).save(store.data_dir / "media" / f"{fid}_ann.jpg")
         for k, lab in enumerate(labels):
-            inds.append({"frame_id": fid, "batch": BATCH, "label": lab, "person_index": k + 1, "x1": 0.0, "y1": 0.0,
-                         "x2": 5.0, "y2": 5.0, "nx1": 0.0, "ny1": 0.0, "nx2": 0.1, "ny2": 0.1, "confidence": 0.9,
-                         "font_size": 12, "annotated_path": f"media/{fid}_ann.jpg", "annotated_width": 32,
-                         "annotated_height": 24})
+            inds.append(
+                {
+                    "frame_id": fid,
+                    "batch": BATCH,
+                    "label": lab,
+                    "person_index": k + 1,
+                    "x1": 0.0,
+                    "y1": 0.0,
+                    "x2": 5.0,
+                    "y2": 5.0,
+                    "nx1": 0.0,
+                    "ny1": 0.0,
+                    "nx2": 0.1,
+                    "ny2": 0.1,
+                    "confidence": 0.9,
+                    "font_size": 12,
+                    "annotated_path": f"media/{fid}_ann.jpg",
+                    "annotated_width": 32,
+                    "annotated_height": 24,
+                }
+            )
         for t in ftags:
-            tags.append({"frame_id": fid, "batch": BATCH, "tag": t, "score": 0.8, "count": 1, "backend": "yolo",
-                         "model_version": "test"})
+            tags.append(
+                {
+                    "frame_id": fid,
+                    "batch": BATCH,
+                    "tag": t,
+                    "score": 0.8,
+                    "count": 1,
+                    "backend": "yolo",
+                    "model_version": "test",
+                }
+            )
     _write(store, "frames", frames)
     _write(store, "rich_scenes", scenes)
     _write(store, "person_indicators", inds)
@@ -78,30 +126,56 @@ def responder(body: dict) -> Reply:
     intention = f"The speaker wants {subj} to put away the {f}."
     if name == "vague_direct":
         obj = "piano" if f == "guitar" else f
-        return Reply.json({"direct_expression": f"Hey {subj}, please put away the {f}.", "subject": subj,
-                           "action": "put away", "object": obj, "intention": intention})
+        return Reply.json(
+            {
+                "direct_expression": f"Hey {subj}, please put away the {f}.",
+                "subject": subj,
+                "action": "put away",
+                "object": obj,
+                "intention": intention,
+            }
+        )
     if name == "vague_rate_direct":
         return Reply.json({"relevance": 2 if f == "lamp" else 5, "solvability": 5, "rationale": "r"})
     if name == "vague_indirect":
         if f == "laptop":
-            c = [{"expression": f"Hey person1, that laptop {w}.", "superficial_interpretation": f"su {w}"}
-                 for w in ("is so lovely", "again", "sure is busy")]
+            c = [
+                {"expression": f"Hey person1, that laptop {w}.", "superficial_interpretation": f"su {w}"}
+                for w in ("is so lovely", "again", "sure is busy")
+            ]
         else:
-            c = [{"expression": e, "superficial_interpretation": s} for e, s in (
-                ("Hey there, I see we're decorating with clutter today.", "The speaker wants them to decorate more."),
-                ("Hey there, this room could win an obstacle course award.", "The speaker wants them to enter a contest."),
-                ("Hey there, Marie Kondo would like a word.", "The speaker wants them to call Marie Kondo."))]
+            c = [
+                {"expression": e, "superficial_interpretation": s}
+                for e, s in (
+                    (
+                        "Hey there, I see we're decorating with clutter today.",
+                        "The speaker wants them to decorate more.",
+                    ),
+                    (
+                        "Hey there, this room could win an obstacle course award.",
+                        "The speaker wants them to enter a contest.",
+                    ),
+                    ("Hey there, Marie Kondo would like a word.", "The speaker wants them to call Marie Kondo."),
+                )
+            ]
         return Reply.json(dict(zip(("sarcasm", "humour", "meme_idiom"), c)))
     if name == "vague_select_indirect":
-        return Reply.json({"selected": 1, "consistency": 4, "ambiguity": 4, "naturalness": 4, "rating": 4,
-                           "rationale": "r"})
+        return Reply.json(
+            {"selected": 1, "consistency": 4, "ambiguity": 4, "naturalness": 4, "rating": 4, "rationale": "r"}
+        )
     if name == "vague_fake_scene":
-        return Reply.json({"fake_caption": f"A talent show stage where a {f} is a prop.",
-                           "fake_scene_interpretation": f"The speaker wants {subj} to start the talent show act."})
+        return Reply.json(
+            {
+                "fake_caption": f"A talent show stage where a {f} is a prop.",
+                "fake_scene_interpretation": f"The speaker wants {subj} to start the talent show act.",
+            }
+        )
     if name == "vague_nonexistent":
         revised = "A reviewer asked" in text
         sub = {"bicycle": "scooter" if revised else "helmet", "umbrella": "raincoat"}.get(f, "shelf")
-        return Reply.json({"substitute_object": sub, "ne_interpretation": f"The speaker wants {subj} to put away the {sub}."})
+        return Reply.json(
+            {"substitute_object": sub, "ne_interpretation": f"The speaker wants {subj} to put away the {sub}."}
+        )
     raise AssertionError(name)
 
 
@@ -111,18 +185,29 @@ def test_vague_recipe_through_the_double(data, llm_double, llm_double_resource, 
     from resources.embedder import EmbedderResource
     from resources.storage import StorageResource
 
-    monkeypatch.setitem(va.CONFIG, "candidates", dict(va.CONFIG["candidates"], min_persons=0, min_tags=1,
-                                                       object_vocabulary="tags", max_per_batch=10))
+    monkeypatch.setitem(
+        va.CONFIG,
+        "candidates",
+        dict(va.CONFIG["candidates"], min_persons=0, min_tags=1, object_vocabulary="tags", max_per_batch=10),
+    )
     monkeypatch.setitem(va.CONFIG, "options", dict(va.CONFIG["options"], ne_max_rounds=2))
     llm_double.responder = responder
     store = data
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", [BATCH])
-    resources = {"storage": StorageResource(data_dir=str(store.data_dir)), "llm": llm_double_resource(),
-                 "embedder": EmbedderResource()}
+    resources = {
+        "storage": StorageResource(data_dir=str(store.data_dir)),
+        "llm": llm_double_resource(),
+        "embedder": EmbedderResource(),
+    }
     assets = [va.vague_candidates, va.vague_direct, va.vague_indirect, va.vague_options, va.vague_items]
-    res = dg.materialize(assets + list(pkg.CHECKS), partition_key=BATCH, resources=resources, instance=instance,
-                         selection=[a.key for a in assets])
+    res = dg.materialize(
+        assets + list(pkg.CHECKS),
+        partition_key=BATCH,
+        resources=resources,
+        instance=instance,
+        selection=[a.key for a in assets],
+    )
     assert res.success
 
     cands = store.read("vague_candidates")
@@ -145,7 +230,7 @@ def test_vague_recipe_through_the_double(data, llm_double, llm_double_resource, 
 
     opts = store.read("vague_options")
     ne = opts[(opts["frame_id"] == "fr_bicycle") & (opts["option_type"] == "NE")].iloc[0]
-    assert ne["substitute_object"] == "scooter" and ne["rounds"] == 1      # regenerated once with feedback
+    assert ne["substitute_object"] == "scooter" and ne["rounds"] == 1  # regenerated once with feedback
 
     items = store.read("vague_items")
     assert sorted(items["unit_id"]) == ["fr_bicycle", "fr_kettle"]
@@ -156,7 +241,7 @@ def test_vague_recipe_through_the_double(data, llm_double, llm_double_resource, 
         assert list(it.options)[types.index("correct")].startswith("The speaker wants")
         assert it.category == "humour" and "obstacle course" in it.question
         assert it.benchmark == "vague" and it.backend == "openai" and it.model == "double-model"
-    assert items["answer"].nunique() == 2                                   # balanced positions within the batch
+    assert items["answer"].nunique() == 2  # balanced positions within the batch
 
     calls = store.read("llm_calls")
     assert set(calls["stage"]) == {"vague_direct", "vague_indirect", "vague_options"}
@@ -169,10 +254,12 @@ def test_vague_recipe_through_the_double(data, llm_double, llm_double_resource, 
     assert checks[("vague_items", "contract_vague_items")].passed
     for asset in ("vague_direct", "vague_indirect", "vague_options"):
         ev = checks[(asset, f"{asset}_rules")]
-        assert ev.passed, ev.metadata                                    # kept rows satisfy the paper's rules
+        assert ev.passed, ev.metadata  # kept rows satisfy the paper's rules
     rates = checks[("vague_direct", "vague_direct_rules")].metadata
     assert rates["attempted"].value == 6 and rates["rejected"].value == 2
-    assert rates["failure_rate_by_reason"].value == {"object_not_in_tags": round(1 / 6, 4),
-                                                     "low_direct_rating": round(1 / 6, 4)}
+    assert rates["failure_rate_by_reason"].value == {
+        "object_not_in_tags": round(1 / 6, 4),
+        "low_direct_rating": round(1 / 6, 4),
+    }
     assert checks[("vague_direct", "prompt_current_vague_direct")].passed
     assert checks[("vague_items", "mcq_duplicate_options")].passed

@@ -43,23 +43,76 @@ def seed_upstream(store: TableStore) -> None:
                 rel = f"media/frames/{cid}_{i}.jpg"
                 (store.data_dir / rel).parent.mkdir(parents=True, exist_ok=True)
                 Image.new("RGB", (32, 24), (i * 40, 10, 200)).save(store.data_dir / rel)
-                frames.append({"frame_id": f"{cid}_f{i}", "batch": BATCH, "source": "demo", "item_id": f"vid_{s}",
-                               "clip_id": cid, "kind": "clip_frame", "frame_index": i, "timestamp_s": float(i),
-                               "path": rel, "width": 32, "height": 24})
-        evidence.append({"unit": "clip", "unit_id": cid, "batch": BATCH, "source": "demo", "clip_id": cid,
-                         "frame_ids": [], "tags": ["person", "tie"], "persons": 1, "person_labels": ["person1"],
-                         "annotated_paths": [], "ocr_text": "MONDAY", "transcript": f"SCENARIO:{s} I love meetings.",
-                         "transcript_status": "ok", "tag_backend": "yolo", "rich_selected": True})
-    evidence.append({"unit": "frame", "unit_id": "x", "batch": BATCH, "source": "demo", "clip_id": "clip_pass",
-                     "frame_ids": ["x"], "tags": [], "persons": 0, "person_labels": [], "annotated_paths": [],
-                     "ocr_text": None, "transcript": None, "transcript_status": "ok", "tag_backend": "yolo",
-                     "rich_selected": False})
+                frames.append(
+                    {
+                        "frame_id": f"{cid}_f{i}",
+                        "batch": BATCH,
+                        "source": "demo",
+                        "item_id": f"vid_{s}",
+                        "clip_id": cid,
+                        "kind": "clip_frame",
+                        "frame_index": i,
+                        "timestamp_s": float(i),
+                        "path": rel,
+                        "width": 32,
+                        "height": 24,
+                    }
+                )
+        evidence.append(
+            {
+                "unit": "clip",
+                "unit_id": cid,
+                "batch": BATCH,
+                "source": "demo",
+                "clip_id": cid,
+                "frame_ids": [],
+                "tags": ["person", "tie"],
+                "persons": 1,
+                "person_labels": ["person1"],
+                "annotated_paths": [],
+                "ocr_text": "MONDAY",
+                "transcript": f"SCENARIO:{s} I love meetings.",
+                "transcript_status": "ok",
+                "tag_backend": "yolo",
+                "rich_selected": True,
+            }
+        )
+    evidence.append(
+        {
+            "unit": "frame",
+            "unit_id": "x",
+            "batch": BATCH,
+            "source": "demo",
+            "clip_id": "clip_pass",
+            "frame_ids": ["x"],
+            "tags": [],
+            "persons": 0,
+            "person_labels": [],
+            "annotated_paths": [],
+            "ocr_text": None,
+            "transcript": None,
+            "transcript_status": "ok",
+            "tag_backend": "yolo",
+            "rich_selected": False,
+        }
+    )
     store.write("frames", pd.DataFrame(frames), BATCH)
     store.write("evidence", pd.DataFrame(evidence), BATCH)
-    store.write("clips", pd.DataFrame([{"clip_id": f"clip_{s}", "batch": BATCH, "item_id": f"vid_{s}", "start_s": 0.0,
-                                        "end_s": 12.5} for s in SCENARIOS]), BATCH)
-    store.write("videos", pd.DataFrame([{"item_id": f"vid_{s}", "batch": BATCH, "channel": f"chan_{s}"}
-                                        for s in SCENARIOS]), BATCH)
+    store.write(
+        "clips",
+        pd.DataFrame(
+            [
+                {"clip_id": f"clip_{s}", "batch": BATCH, "item_id": f"vid_{s}", "start_s": 0.0, "end_s": 12.5}
+                for s in SCENARIOS
+            ]
+        ),
+        BATCH,
+    )
+    store.write(
+        "videos",
+        pd.DataFrame([{"item_id": f"vid_{s}", "batch": BATCH, "channel": f"chan_{s}"} for s in SCENARIOS]),
+        BATCH,
+    )
 
 
 def annotation_reply(s: str) -> dict:
@@ -82,24 +135,48 @@ class Script:
 
     def __call__(self, body):
         name = body["response_format"]["json_schema"]["name"]
-        text = "\n".join(m["content"] if isinstance(m["content"], str) else
-                         " ".join(p.get("text", "") for p in m["content"]) for m in body["messages"])
+        text = "\n".join(
+            m["content"] if isinstance(m["content"], str) else " ".join(p.get("text", "") for p in m["content"])
+            for m in body["messages"]
+        )
         s = re.search(r"SCENARIO:(\w+)", text).group(1)
         if name == "vimu_annotate":
             return Reply.json(annotation_reply(s))
         if name in ("vimu_generate_qa", "vimu_refine_qa"):
             n = self.generations[s] = self.generations.get(s, 0) + 1
-            q = f"Why is the man so sarcastic in take v{n}?" if (s == "leak" and n == 1) else \
-                f"What is the creator really getting at in take v{n}?"
-            return Reply.json({"question": q, "answer": "Meetings waste everyone's time.",
-                               "reference_points": ["meetings are useless", "the praise is insincere"]})
+            q = (
+                f"Why is the man so sarcastic in take v{n}?"
+                if (s == "leak" and n == 1)
+                else f"What is the creator really getting at in take v{n}?"
+            )
+            return Reply.json(
+                {
+                    "question": q,
+                    "answer": "Meetings waste everyone's time.",
+                    "reference_points": ["meetings are useless", "the praise is insincere"],
+                }
+            )
         if name == "vimu_validate_qa":
             v = int(re.search(r"Question: .*take v(\d+)", text).group(1))
             self.judged.append(f"{s}:v{v}")
-            verdict = {"pass": "pass", "minor": "minor", "reject": "reject", "forever": "major",
-                       "majorfix": "major" if v == 1 else "pass", "leak": "pass"}[s]
-            return Reply.json({"verdict": verdict, "hint_free": True, "requires_inference": True, "aligned": True,
-                               "answerable": True, "feedback": f"judge feedback {s} v{v}"})
+            verdict = {
+                "pass": "pass",
+                "minor": "minor",
+                "reject": "reject",
+                "forever": "major",
+                "majorfix": "major" if v == 1 else "pass",
+                "leak": "pass",
+            }[s]
+            return Reply.json(
+                {
+                    "verdict": verdict,
+                    "hint_free": True,
+                    "requires_inference": True,
+                    "aligned": True,
+                    "answerable": True,
+                    "feedback": f"judge feedback {s} v{v}",
+                }
+            )
         raise AssertionError(name)
 
 
@@ -123,8 +200,9 @@ def built(tmp_path_factory, llm_double_module):
     resources = {"storage": StorageResource(data_dir=str(store.data_dir)), "llm": llm}
     results = []
     for asset in (vimu_annotations, vimu_questions, vimu_items):
-        res = dg.materialize([asset, *CHECKS], partition_key=BATCH, instance=instance, resources=resources,
-                             selection=[asset.key])
+        res = dg.materialize(
+            [asset, *CHECKS], partition_key=BATCH, instance=instance, resources=resources, selection=[asset.key]
+        )
         assert res.success
         results.append(res)
     return store, script, results, llm_double
@@ -135,7 +213,7 @@ def test_annotations_validated_and_filtered(built):
     ann = store.read("vimu_annotations").set_index("clip_id")
     assert set(ann.index) == {f"clip_{s}" for s in SCENARIOS if s != "external"}
     row = ann.loc["clip_pass"]
-    assert list(row["rhetoric_mechanisms"]) == ["Sarcasm", "Exaggeration"]        # Literal Only dropped
+    assert list(row["rhetoric_mechanisms"]) == ["Sarcasm", "Exaggeration"]  # Literal Only dropped
     assert "Literal Only" in row["label_notes"]
     assert list(row["rhetoric_macros"]) == ["C", "D"] and list(row["social_value_macros"]) == ["B", "C"]
     assert list(row["evidence_macros"]) == ["B", "E"]
@@ -153,11 +231,12 @@ def test_refine_loop_branches(built):
     assert q.loc["clip_majorfix", "rounds"] == 1 and "take v2" in q.loc["clip_majorfix", "question"]
     assert q.loc["clip_majorfix", "prompt_name"] == "vimu_refine_qa"
     assert q.loc["clip_leak", "rounds"] == 1 and "sarcastic" not in q.loc["clip_leak", "question"]
-    assert script.generations["forever"] == 4                  # round 0 + K = 3 refinements
+    assert script.generations["forever"] == 4  # round 0 + K = 3 refinements
     assert "leak:v1" not in script.judged and "leak:v2" in script.judged
     # the refinement saw the judge's feedback / the code check's feedback
-    refine_bodies = [json.dumps(b) for b in double.chat_requests
-                     if b["response_format"]["json_schema"]["name"] == "vimu_refine_qa"]
+    refine_bodies = [
+        json.dumps(b) for b in double.chat_requests if b["response_format"]["json_schema"]["name"] == "vimu_refine_qa"
+    ]
     assert any("judge feedback majorfix v1" in b for b in refine_bodies)
     assert any("not hint-free" in b and "SCENARIO:leak" in b for b in refine_bodies)
     rej = store.read("rejects", parts=[f"vimu_questions__{BATCH}"]).set_index("item_id")["reason"].to_dict()
@@ -178,7 +257,11 @@ def test_items_built_with_gold_and_provenance(built):
     store, _, results, _ = built
     items = store.read("vimu_items")
     assert items.groupby("unit_id")["category"].apply(lambda c: "".join(sorted(c))).to_dict() == {
-        "clip_pass": "EGOERMSV", "clip_majorfix": "EGOERMSV", "clip_leak": "EGOERMSV", "clip_minor": "EGOESV"}
+        "clip_pass": "EGOERMSV",
+        "clip_majorfix": "EGOERMSV",
+        "clip_leak": "EGOERMSV",
+        "clip_minor": "EGOESV",
+    }
     rm = items[(items.unit_id == "clip_pass") & (items.category == "RM")].iloc[0]
     assert rm["answer"] == "C,D" and rm["task"] == "multi_select" and rm["source_item_id"] == "vid_pass"
     assert set(items["prompt_hash"]) == {items_prompt_hash()} and set(items["backend"]) == {"openai"}
@@ -190,6 +273,7 @@ def test_items_built_with_gold_and_provenance(built):
 def test_standalone_checks_pass_and_detect(built):  # runs last: it edits the questions table
     store, _, _, _ = built
     from assets.recipes.vimu.checks import hint_free_questions, items_consistent, items_prompt_current
+
     storage = StorageResource(data_dir=str(store.data_dir))
     assert hint_free_questions(storage=storage).passed
     assert items_consistent(storage=storage).passed

@@ -14,19 +14,33 @@ TAX = load_taxonomy()
 
 def annotation(rhetoric=("Sarcasm", "Parody"), social=("Contempt",), evidence=("Visual frames", "Vocal tone")):
     return {
-        "clip_id": "c1", "batch": "b1", "source": "s", "item_id": "v1", "channel": "ch",
-        "media_paths": ["media/f0.jpg", "media/f1.jpg"], "transcript": "hello there",
+        "clip_id": "c1",
+        "batch": "b1",
+        "source": "s",
+        "item_id": "v1",
+        "channel": "ch",
+        "media_paths": ["media/f0.jpg", "media/f1.jpg"],
+        "transcript": "hello there",
         "intended_meaning": "It ridicules the boss.",
-        "rhetoric_mechanisms": list(rhetoric), "social_value_signals": list(social), "evidence_sources": list(evidence),
+        "rhetoric_mechanisms": list(rhetoric),
+        "social_value_signals": list(social),
+        "evidence_sources": list(evidence),
         "rhetoric_macros": TAX.macro_letters("rhetoric", list(rhetoric)),
         "social_value_macros": TAX.macro_letters("social_value", list(social)),
         "evidence_macros": TAX.macro_letters("evidence", list(evidence)),
-        "target_kinds": ["person_in_video"], "backend": "openai",
+        "target_kinds": ["person_in_video"],
+        "backend": "openai",
     }
 
 
-QUESTION = {"question_id": "vq1", "question": "What is the creator's point?", "answer": "The boss is a fool.",
-            "reference_points": ["boss", "fool"], "backend": "openai", "model": "m"}
+QUESTION = {
+    "question_id": "vq1",
+    "question": "What is the creator's point?",
+    "answer": "The boss is a fool.",
+    "reference_points": ["boss", "fool"],
+    "backend": "openai",
+    "model": "m",
+}
 
 
 def test_four_items_with_gold_sets():

@@ -17,11 +17,14 @@ def test_stub_chain_completes(tmp_path):
     seed_upstream(store)
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", [BATCH])
-    resources = {"storage": StorageResource(data_dir=str(store.data_dir)),
-                 "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "cache.sqlite"))}
+    resources = {
+        "storage": StorageResource(data_dir=str(store.data_dir)),
+        "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "cache.sqlite")),
+    }
     for asset in (vimu_annotations, vimu_questions, vimu_items):
-        assert dg.materialize([asset, *CHECKS], partition_key=BATCH, instance=instance, resources=resources,
-                              selection=[asset.key]).success
+        assert dg.materialize(
+            [asset, *CHECKS], partition_key=BATCH, instance=instance, resources=resources, selection=[asset.key]
+        ).success
     ann = store.read("vimu_annotations")
     # stub placeholders never filter a clip (external context / ambiguity flags are not judgments)
     assert len(ann) == len(SCENARIOS) and set(ann["backend"]) == {"stub"}
@@ -40,9 +43,12 @@ def test_empty_batch_publishes_empty_tables(tmp_path):
     store = TableStore(tmp_path / "data")
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", ["images-0000"])
-    resources = {"storage": StorageResource(data_dir=str(store.data_dir)),
-                 "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "cache.sqlite"))}
+    resources = {
+        "storage": StorageResource(data_dir=str(store.data_dir)),
+        "llm": LLMResource(backend="stub", cache_path=str(tmp_path / "cache.sqlite")),
+    }
     for asset in (vimu_annotations, vimu_questions, vimu_items):
-        assert dg.materialize([asset, *CHECKS], partition_key="images-0000", instance=instance, resources=resources,
-                              selection=[asset.key]).success
+        assert dg.materialize(
+            [asset, *CHECKS], partition_key="images-0000", instance=instance, resources=resources, selection=[asset.key]
+        ).success
         assert store.read(asset.key.path[-1]).empty

@@ -8,15 +8,41 @@ import pytest
 import yaml
 
 from forge.contracts import load_contract
-from forge.recipes.vimu.taxonomy import LETTERS, load_taxonomy, parse_taxonomy, TAXONOMY_PATH
+from forge.recipes.vimu.taxonomy import LETTERS, TAXONOMY_PATH, load_taxonomy, parse_taxonomy
 
 ROOT = Path(__file__).resolve().parents[3]
-RHETORIC_APP_E = ["Literal Only", "Sarcasm", "Irony", "Mockery", "Stereotype Invocation", "Exaggeration", "Contrast",
-                  "Innuendo", "Absurdism", "Role Reversal", "Dog Whistle or Code", "Bait and Switch", "Deadpan",
-                  "Parody", "Other"]
-SOCIAL_APP_F = ["None", "Negative Affect", "Contempt", "Exclusion", "Discrimination or Prejudice", "Norm Violation",
-                "Anti-Mainstream Value", "Fatalism or Cynicism", "Sexual Implication", "Political or Identity Signal",
-                "Aggression or Hostility", "Humiliation", "Other"]
+RHETORIC_APP_E = [
+    "Literal Only",
+    "Sarcasm",
+    "Irony",
+    "Mockery",
+    "Stereotype Invocation",
+    "Exaggeration",
+    "Contrast",
+    "Innuendo",
+    "Absurdism",
+    "Role Reversal",
+    "Dog Whistle or Code",
+    "Bait and Switch",
+    "Deadpan",
+    "Parody",
+    "Other",
+]
+SOCIAL_APP_F = [
+    "None",
+    "Negative Affect",
+    "Contempt",
+    "Exclusion",
+    "Discrimination or Prejudice",
+    "Norm Violation",
+    "Anti-Mainstream Value",
+    "Fatalism or Cynicism",
+    "Sexual Implication",
+    "Political or Identity Signal",
+    "Aggression or Hostility",
+    "Humiliation",
+    "Other",
+]
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +53,13 @@ def tax():
 def test_labels_are_the_papers(tax):
     assert tax.axis("rhetoric").label_names == RHETORIC_APP_E
     assert tax.axis("social_value").label_names == SOCIAL_APP_F
-    assert tax.axis("evidence").label_names == ["Visual frames", "On-screen text", "Editing pattern", "Audio content",
-                                                "Vocal tone"]
+    assert tax.axis("evidence").label_names == [
+        "Visual frames",
+        "On-screen text",
+        "Editing pattern",
+        "Audio content",
+        "Vocal tone",
+    ]
     assert all(lab.definition for ax in ("rhetoric", "social_value") for lab in tax.axis(ax).labels)
 
 
@@ -48,19 +79,38 @@ def test_macro_names_stated_in_the_paper(tax):
 
 
 # The official grouping (scripts/20-vimu_ss.py, guided prompt of the ViMU repository).
-@pytest.mark.parametrize("axis,label,macro", [
-    ("rhetoric", "Literal Only", "A"), ("rhetoric", "Contrast", "B"), ("rhetoric", "Bait and Switch", "B"),
-    ("rhetoric", "Role Reversal", "B"), ("rhetoric", "Absurdism", "B"), ("rhetoric", "Sarcasm", "C"),
-    ("rhetoric", "Irony", "C"), ("rhetoric", "Deadpan", "C"), ("rhetoric", "Mockery", "C"),
-    ("rhetoric", "Exaggeration", "D"), ("rhetoric", "Parody", "D"), ("rhetoric", "Innuendo", "E"),
-    ("rhetoric", "Dog Whistle or Code", "E"), ("rhetoric", "Stereotype Invocation", "E"),
-    ("social_value", "None", "A"), ("social_value", "Negative Affect", "B"), ("social_value", "Fatalism or Cynicism", "B"),
-    ("social_value", "Contempt", "C"), ("social_value", "Aggression or Hostility", "C"), ("social_value", "Humiliation", "C"),
-    ("social_value", "Exclusion", "C"), ("social_value", "Discrimination or Prejudice", "C"),
-    ("social_value", "Norm Violation", "D"), ("social_value", "Anti-Mainstream Value", "D"),
-    ("social_value", "Political or Identity Signal", "E"), ("social_value", "Sexual Implication", "E"),
-    ("social_value", "Other", "E"),
-])
+@pytest.mark.parametrize(
+    "axis,label,macro",
+    [
+        ("rhetoric", "Literal Only", "A"),
+        ("rhetoric", "Contrast", "B"),
+        ("rhetoric", "Bait and Switch", "B"),
+        ("rhetoric", "Role Reversal", "B"),
+        ("rhetoric", "Absurdism", "B"),
+        ("rhetoric", "Sarcasm", "C"),
+        ("rhetoric", "Irony", "C"),
+        ("rhetoric", "Deadpan", "C"),
+        ("rhetoric", "Mockery", "C"),
+        ("rhetoric", "Exaggeration", "D"),
+        ("rhetoric", "Parody", "D"),
+        ("rhetoric", "Innuendo", "E"),
+        ("rhetoric", "Dog Whistle or Code", "E"),
+        ("rhetoric", "Stereotype Invocation", "E"),
+        ("social_value", "None", "A"),
+        ("social_value", "Negative Affect", "B"),
+        ("social_value", "Fatalism or Cynicism", "B"),
+        ("social_value", "Contempt", "C"),
+        ("social_value", "Aggression or Hostility", "C"),
+        ("social_value", "Humiliation", "C"),
+        ("social_value", "Exclusion", "C"),
+        ("social_value", "Discrimination or Prejudice", "C"),
+        ("social_value", "Norm Violation", "D"),
+        ("social_value", "Anti-Mainstream Value", "D"),
+        ("social_value", "Political or Identity Signal", "E"),
+        ("social_value", "Sexual Implication", "E"),
+        ("social_value", "Other", "E"),
+    ],
+)
 def test_fine_to_macro_mapping(tax, axis, label, macro):
     assert tax.macro_letters(axis, [label]) == [macro]
 
