@@ -16,6 +16,9 @@ from typing import Any
 
 import yaml
 
+from forge.media.policy import environment_variables
+from forge.media.sources import substitute
+
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "releases.yaml"
 MANIFEST = "release.yaml"
 # inside the media inbox, which skips names starting with "_" (a release is not a media drop)
@@ -85,7 +88,8 @@ def load_releases(path: str | Path | None = None, data_dir: str | Path | None = 
     doc = yaml.safe_load(cfg_file.read_text()) if cfg_file.is_file() else {}
     out: list[ReleaseInfo] = []
     for entry in (doc or {}).get("releases") or []:
-        p = Path(os.path.expandvars(str(entry["path"])))
+        # the same ${VAR} rule as sources: only non-secret SUBTEXT_* (and allow-listed) names expand
+        p = Path(substitute(str(entry["path"]), environment_variables(), set(os.environ)))
         p = p if p.is_absolute() else (cfg_file.parent / p).resolve()
         out.append(_info(str(entry["paper"]), str(entry["name"]), p, entry, "config"))
     if data_dir is not None:
