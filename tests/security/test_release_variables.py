@@ -1,4 +1,5 @@
-import os, pytest
+import pytest
+
 from forge.media.sources import RefusedVariable
 from forge.releases.config import load_releases
 
