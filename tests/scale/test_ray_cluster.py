@@ -1,7 +1,7 @@
 """The per-frame stages on a real local Ray cluster (a head and a worker process started with
 ``ray start``) give the same tables as the in-process run, for a partitioned (two-batch, one run)
 backfill of the media OCR stage (``text_ratio``) and the vision group. Random-weight YOLO11n at
-conf=1e-5, so the detections tables are not empty; EasyOCR from $SUBTEXT_MODELS_DIR at a small
+conf=1e-5, so the detections tables are not empty; EasyOCR from the pinned weights at a small
 ``max_side`` to keep the test short."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from assets.ingest.filters import text_ratio
 from assets.vision.assets import defs as vision_defs
 from forge.contracts import load_contract
 from forge.storage import TableStore
+from forge.weights import easyocr_model_dir
 from resources.detector import DetectorResource
 from resources.ocr import OCRResource
 from resources.storage import StorageResource
@@ -33,7 +34,7 @@ ray = pytest.importorskip("ray")
 BATCHES = ["b-0000", "b-0001"]
 RAY = str(Path(sys.executable).parent / "ray")
 TABLES = ["text_ratio", "detections", "tags", "person_indicators", "rich_scenes"]
-MODELS = Path(os.environ.get("SUBTEXT_MODELS_DIR", "/nonexistent")) / "easyocr"
+MODELS = Path(easyocr_model_dir(verify=False))  # $SUBTEXT_MODELS_DIR/easyocr or the pinned registry package
 
 
 def _free_port() -> int:
@@ -173,7 +174,7 @@ def _backfill(data_dir: Path, user_net: Path, **detector) -> dict[str, pd.DataFr
         resources={
             "storage": StorageResource(data_dir=str(data_dir)),
             "tagger": TaggerResource(backend="yolo"),
-            "ocr": OCRResource(model_dir=str(MODELS), gpu=False, max_side=320, user_network_dir=str(user_net)),
+            "ocr": OCRResource(model_dir=str(MODELS), gpu=False, max_side=320),
             "detector": DetectorResource(
                 weights="yolo11n.yaml", conf=1e-5, imgsz=320, batch_size=2, decode_workers=1, **detector
             ),
