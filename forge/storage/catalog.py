@@ -115,17 +115,41 @@ def refresh_catalog(store: TableStore) -> list[str]:
                         extra.append(name)
                     except duckdb.Error as exc:  # a derived view over a table not built yet
                         log.debug("view %s skipped: %s", name, exc)
+                # derived views another process registered (it imported the stage that owns them)
+                # survive a rebuild by a process that did not
+                for name, create_sql in _derived_views(store, set(names) | set(EXTRA_VIEWS)).items():
+                    try:
+                        con.execute(create_sql)
+                    except duckdb.Error as exc:
+                        log.debug("view %s not carried over: %s", name, exc)
                 con.execute("checkpoint")
             # a WAL left by someone who opened the old file read-write belongs to the old file
             Path(str(store.catalog_path) + ".wal").unlink(missing_ok=True)
             os.replace(tmp, store.catalog_path)
-            sig_path.write_text(signature)
+            # a derived view that could not be made yet (its table not built) is retried by the next publish
+            if len(extra) == len(EXTRA_VIEWS):
+                sig_path.write_text(signature)
+            else:
+                sig_path.unlink(missing_ok=True)
         finally:
             tmp.unlink(missing_ok=True)
             Path(str(tmp) + ".wal").unlink(missing_ok=True)
     finally:
         lock.release()
     return names + sorted(extra)
+
+
+def _derived_views(store: TableStore, known: set[str]) -> dict[str, str]:
+    """``name → CREATE VIEW ...`` of views in the current catalog that are neither a table's
+    view nor registered in this process."""
+    if not store.catalog_path.exists():
+        return {}
+    try:
+        with duckdb.connect(str(store.catalog_path), read_only=True) as old:
+            rows = old.execute("select view_name, sql from duckdb_views() where not internal").fetchall()
+    except duckdb.Error:
+        return {}
+    return {name: sql for name, sql in rows if name not in known and sql}
 
 
 def _read(path: Path) -> str | None:

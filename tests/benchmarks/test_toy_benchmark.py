@@ -12,13 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import yaml
 from PIL import Image
 
 from forge.benchmarks import registry
-from forge.storage import TableStore, refresh_catalog
+from forge.storage import TableStore, open_catalog, refresh_catalog
 from tests.benchmarks.toy.spec import SPEC
 from tests.llm_double.server import message_text
 
@@ -130,7 +129,7 @@ def test_toy_benchmark_runs_end_to_end_from_tests_only(tmp_path, llm_double):
     assert (top["benchmark"], top["metric"], top["value"], top["export_version"]) == ("toy", "accuracy", 1.0, "v1")
     assert top["n"] == manifest["splits"]["test"]  # exactly the exported test split was evaluated
     refresh_catalog(store)
-    with duckdb.connect(str(store.catalog_path), read_only=True) as con:
+    with open_catalog(store) as con:
         lb = con.sql("select * from leaderboard where benchmark = 'toy'").df()
     assert list(lb["model"]) == ["m-double"] and lb.iloc[0]["export_version"] == "v1" and lb.iloc[0]["coverage"] == 1.0
     assert (data / "reports" / "toy" / "accuracy_by_category.png").is_file()
