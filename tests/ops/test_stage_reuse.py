@@ -83,6 +83,8 @@ def test_media_trunk_rerun_reuses_every_batch(corpus, server, tmp_path):
             socket_timeout_s=5,
             retries=1,
             variables={"SAMPLE_CORPUS": str(corpus.root), "SAMPLE_SERVER": server.url},
+            allowed_roots=[str(corpus.root)],  # the ingest policy confines local paths and refuses loopback
+            allowed_hosts=["127.0.0.1"],
         ),
     }
     instance = dg.DagsterInstance.ephemeral()

@@ -12,7 +12,7 @@ from assets.splits.factory import benchmark_defs
 from forge.benchmarks import registry
 from forge.splits.config import benchmark_config
 from forge.splits.stages import leakage_check
-from forge.storage import TableStore
+from forge.storage import TableStore, open_catalog
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 from tests.llm_double.server import message_text
@@ -165,9 +165,8 @@ def test_blind_filter_export_roundtrip_and_versioning(store, llm_double, llm_dou
     assert len(llm_double.chat_requests) == 24 * 5  # blind answers came from the cache
     assert _check(res3, "export_integrity").passed
     # catalog views over the new tables
-    import duckdb
 
-    with duckdb.connect(str(store.catalog_path), read_only=True) as con:
+    with open_catalog(store) as con:
         assert con.execute("select sum(items) from split_summary where benchmark = 'vague'").fetchone()[0] == 23
         assert con.execute("select version from latest_exports where benchmark = 'vague'").fetchone()[0] == "v2"
         assert con.execute("select sum(items) from gate_summary where reason = 'blind_solvable'").fetchone()[0] >= 5
