@@ -183,3 +183,11 @@ def provenance(info: ReleaseInfo, release_split: str | None = None) -> dict[str,
 def batch_part(name: str) -> str:
     """The ``<paper>_items`` partition file of a release (beside the recipe's batch files)."""
     return f"release__{safe_name(name)}"
+
+
+def item_columns(table: str) -> list[str]:
+    """The columns an importer writes: the items contract's, less ``lineage`` (the LLM
+    backends behind a recipe-made row; an imported row has none)."""
+    from forge.contracts import load_contract
+
+    return [c for c in load_contract(table).column_names if c != "lineage"]

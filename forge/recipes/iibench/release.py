@@ -30,6 +30,7 @@ from forge.releases.records import (
     IMAGE_SUFFIXES,
     ParsedRelease,
     file_label,
+    item_columns,
     media_index,
     media_path,
     provenance,
@@ -39,33 +40,7 @@ from forge.releases.records import (
     text,
 )
 
-COLUMNS = [
-    "item_id",
-    "benchmark",
-    "task",
-    "category",
-    "question",
-    "options",
-    "option_types",
-    "answer",
-    "references",
-    "media_paths",
-    "unit_id",
-    "source_item_id",
-    "source",
-    "channel",
-    "batch",
-    "labels",
-    "backend",
-    "model",
-    "prompt_hash",
-    "extra",
-    "origin",
-    "release",
-    "release_version",
-    "licence",
-    "release_split",
-]
+COLUMNS = item_columns("iibench_items")
 
 
 def _split_of(name: str) -> str | None:

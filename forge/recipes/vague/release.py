@@ -26,6 +26,7 @@ from forge.releases.records import (
     IMAGE_SUFFIXES,
     ParsedRelease,
     file_label,
+    item_columns,
     media_index,
     media_path,
     provenance,
@@ -36,35 +37,7 @@ from forge.releases.records import (
 )
 from forge.versioning import content_hash
 
-COLUMNS = [
-    "item_id",
-    "benchmark",
-    "task",
-    "category",
-    "question",
-    "options",
-    "option_types",
-    "answer",
-    "references",
-    "media_paths",
-    "unit_id",
-    "source_item_id",
-    "source",
-    "channel",
-    "batch",
-    "labels",
-    "backend",
-    "model",
-    "prompt_hash",
-    "direct_expression",
-    "indirect_expression",
-    "extra",
-    "origin",
-    "release",
-    "release_version",
-    "licence",
-    "release_split",
-]
+COLUMNS = item_columns("vague_items")
 OPTION_KEYS = {"correct": "correct", "fake_scene": "FS", "surface_understanding": "SU", "wrong_entity": "NE"}
 UNSPECIFIED = "unspecified"
 _KEY = re.compile(r"^(\d+)_(.+)$")

@@ -28,6 +28,7 @@ from forge.releases.records import (
     VIDEO_SUFFIXES,
     ParsedRelease,
     file_label,
+    item_columns,
     media_index,
     media_path,
     provenance,
@@ -37,34 +38,7 @@ from forge.releases.records import (
     text,
 )
 
-COLUMNS = [
-    "item_id",
-    "benchmark",
-    "task",
-    "category",
-    "question",
-    "options",
-    "option_types",
-    "answer",
-    "references",
-    "media_paths",
-    "unit_id",
-    "source_item_id",
-    "source",
-    "channel",
-    "batch",
-    "labels",
-    "backend",
-    "model",
-    "prompt_hash",
-    "question_id",
-    "extra",
-    "origin",
-    "release",
-    "release_version",
-    "licence",
-    "release_split",
-]
+COLUMNS = item_columns("vimu_items")
 FILE_TASKS = (("open_ended", "OE"), ("evidence", "EG"), ("rhetoric", "RM"), ("social", "SV"))
 TASK_ALIASES = {
     "oe": "OE",
