@@ -89,6 +89,7 @@ def project(tmp_path, llm_double):
         "OPENAI_API_KEY": "sk-test-double",
         "SUBTEXT_LLM_MODEL": "double-model",
         "SUBTEXT_HEARTBEAT_S": "2",
+        "SUBTEXT_LLM_TIMEOUT_S": "20",  # a request the double leaves hanging is retried sooner
     }
     yield instance, store, env
     instance.dispose()
@@ -119,8 +120,14 @@ def test_four_kills_during_an_llm_step_then_the_next_run_completes(project, llm_
     assert {s.run_id for s in llm_info(instance).claimed_slots} == set(killed)  # and a full pool
 
     llm_double.responder = responder
+    seen = len(llm_double.requests)
     build = Build(env)
-    assert build.wait(300) == 0, build.output
+    try:
+        rc = build.wait(300)
+    except AssertionError as exc:  # say what the double saw from the re-run
+        after = [(r["path"], round(r["t"] - time.time())) for r in llm_double.requests[seen:]]
+        raise AssertionError(f"{exc}\nre-run requests (path, s ago): {after}; in flight {llm_double.in_flight}") from None
+    assert rc == 0, build.output
     assert build.output.count("marked dead run") == 4, build.output
 
     for run_id in killed:
