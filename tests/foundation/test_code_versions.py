@@ -23,7 +23,8 @@ DUMP = (
 
 
 def code_versions(**env: str) -> dict[str, str | None]:
-    base = {k: v for k, v in os.environ.items() if k not in ("SUBTEXT_YOLO_WEIGHTS", "SUBTEXT_EXPORT_FORCE_STUB")}
+    pinned = ("SUBTEXT_YOLO_WEIGHTS", "SUBTEXT_EXPORT_FORCE_STUB", "SUBTEXT_RAM_CHECKPOINT")
+    base = {k: v for k, v in os.environ.items() if k not in pinned and not k.startswith(("OPENAI_", "SUBTEXT_LLM_"))}
     out = subprocess.run(
         [sys.executable, "-c", DUMP], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, check=True
     ).stdout
@@ -48,3 +49,18 @@ def test_real_detector_weights_change_exactly_the_assets_that_run_the_detector(b
     weights = tmp_path / "my_yolo.pt"
     weights.write_bytes(b"not really weights; only its identity is read at load time")
     assert changed(baseline, code_versions(SUBTEXT_YOLO_WEIGHTS=str(weights))) == {"detections", "tags"}
+
+
+def test_another_endpoint_or_model_changes_exactly_the_llm_stages(baseline):
+    import definitions
+
+    llm_assets = {
+        k.to_user_string()
+        for a in definitions.build_defs().assets or []
+        if "llm" in getattr(a, "required_resource_keys", ())
+        for k in a.keys
+    }
+    assert {"iibench_implication", "maia_questions", "vague_direct"} <= llm_assets
+    assert "detections" not in llm_assets
+    endpoint = code_versions(OPENAI_BASE_URL="http://127.0.0.1:9/v1", SUBTEXT_LLM_MODEL="another-model")
+    assert changed(baseline, endpoint) == llm_assets
