@@ -49,7 +49,21 @@ def apply_policy(spec: dg.AssetSpec) -> dg.AssetSpec:
         "query it with `make query`."
     )
     tags = {k: v for k, v in spec.tags.items() if not k.startswith("dagster/kind/")}  # kinds travel separately
+    bench = benchmark_of(spec.key.to_user_string(), group)
+    if bench:  # `tag:benchmark=<name>` selects one paper's assets, from its recipe to its report
+        tags["benchmark"] = bench
     return spec.replace_attributes(owners=owners, kinds=kinds, description=description, tags={**tags, "stage": group})
+
+
+def benchmark_of(key: str, group: str) -> str | None:
+    """The benchmark an asset belongs to: its recipe group, else the ``<name>_`` prefix of the
+    shared per-benchmark stages (splits, gates, exports, releases, evaluations)."""
+    from forge.benchmarks.registry import by_group, names
+
+    spec = by_group().get(group)
+    if spec is not None:
+        return spec.name
+    return next((n for n in sorted(names(), key=len, reverse=True) if key.startswith(f"{n}_")), None)
 
 
 def _with_llm_version(defs: dg.Definitions, policy):
