@@ -49,7 +49,45 @@ def apply_policy(spec: dg.AssetSpec) -> dg.AssetSpec:
         "query it with `make query`."
     )
     tags = {k: v for k, v in spec.tags.items() if not k.startswith("dagster/kind/")}  # kinds travel separately
+    bench = benchmark_of(spec.key.to_user_string(), group)
+    if bench:  # `tag:benchmark=<name>` selects one paper's assets, from its recipe to its report
+        tags["benchmark"] = bench
     return spec.replace_attributes(owners=owners, kinds=kinds, description=description, tags={**tags, "stage": group})
+
+
+def benchmark_of(key: str, group: str) -> str | None:
+    """The benchmark an asset belongs to: its recipe group, else the ``<name>_`` prefix of the
+    shared per-benchmark stages (splits, gates, exports, releases, evaluations)."""
+    from forge.benchmarks.registry import by_group, names
+
+    spec = by_group().get(group)
+    if spec is not None:
+        return spec.name
+    return next((n for n in sorted(names(), key=len, reverse=True) if key.startswith(f"{n}_")), None)
+
+
+def _with_llm_version(defs: dg.Definitions, policy):
+    """The policy, plus: every asset that calls the ``llm`` resource gets the configured backend,
+    endpoint and model (never the key) in its code version, so pointing the project at a real
+    endpoint or another model marks exactly the LLM stages and their descendants changed."""
+    from forge.versioning import content_hash
+    from resources.llm import default_llm
+
+    llm_keys = {
+        key
+        for a in defs.assets or []
+        if isinstance(a, dg.AssetsDefinition) and "llm" in a.required_resource_keys
+        for key in a.keys
+    }
+    identity = default_llm().describe()
+
+    def apply(spec: dg.AssetSpec) -> dg.AssetSpec:
+        spec = policy(spec)
+        if spec.key in llm_keys:
+            spec = spec.replace_attributes(code_version=content_hash(spec.code_version, identity))
+        return spec
+
+    return apply
 
 
 def collect_defs(package: ModuleType) -> Iterator[dg.Definitions]:
@@ -81,7 +119,8 @@ def build_defs() -> dg.Definitions:
         parts.extend(collect_defs(package))
     with warnings.catch_warnings():  # map_asset_specs is "preview" in 1.13; its behaviour is what we need
         warnings.simplefilter("ignore", dg.PreviewWarning)
-        merged = dg.Definitions.merge(*parts).map_asset_specs(func=apply_policy)
+        merged = dg.Definitions.merge(*parts)
+        merged = merged.map_asset_specs(func=_with_llm_version(merged, apply_policy))
     # Policy applied once, here: owners/kinds/descriptions above, and every stage group gets its job(s).
     return dg.Definitions.merge(merged, dg.Definitions(jobs=stage_jobs(merged.resolve_asset_graph())))
 

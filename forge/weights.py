@@ -184,3 +184,18 @@ def weights_summary_lines(used: list[dict[str, Any]] | None = None) -> list[str]
         + (f", sha256 {u['sha256'][:12]}…" if u.get("sha256") else "")
         for u in rows
     ]
+
+
+def weights_identity(path_or_name: str) -> str:
+    """What a model's outputs depend on, for code versions: the pinned sha256 when the file is
+    in the manifest, else the file's name, size and mtime (hashing a multi-GB checkpoint on every
+    definitions load would be too slow), else the bare name (an architecture file or a hub name)."""
+    name = Path(str(path_or_name).strip()).name
+    entry = entry_for_file(name)
+    if entry is not None and entry.sha256:
+        return f"{name}:sha256:{entry.sha256}"
+    p = Path(str(path_or_name).strip())
+    if p.is_file():
+        st = p.stat()
+        return f"{name}:{st.st_size}:{st.st_mtime_ns}"
+    return name

@@ -19,6 +19,7 @@ from pydantic import PrivateAttr
 from forge.scale.ray_stages import configured_scale
 from forge.vision.detector import YoloDetector
 from forge.vision.fast_detect import TensorDetector, with_engine
+from forge.weights import weights_identity
 
 # One model per distinct configuration per process: several assets (and runs, with the
 # in-process executor) share it instead of re-loading weights.
@@ -35,15 +36,20 @@ def configured_engine() -> str:
     return str(_vision_settings().get("detection", {}).get("engine", "ultralytics"))
 
 
+def _detection(key: str, default: float) -> float:
+    """A detector threshold from config/vision.yaml ``detection:`` (so editing it changes code versions)."""
+    return float((_vision_settings().get("detection") or {}).get(key, default))
+
+
 class DetectorResource(dg.ConfigurableResource):
     """Ultralytics YOLO for persons and objects (batched; CUDA + fp16 when present)."""
 
     weights: str = "yolo11n.yaml"
     device: str = "auto"
     half: bool | None = None
-    conf: float = 0.25
-    iou: float = 0.45
-    imgsz: int = 640
+    conf: float = _detection("conf", 0.25)
+    iou: float = _detection("iou", 0.45)
+    imgsz: int = int(_detection("imgsz", 640))
     batch_size: int = 0  # 0 = auto (16 on CUDA, 1 on CPU)
     allow_download: bool = False
     decode_workers: int = 4
@@ -111,6 +117,16 @@ class DetectorResource(dg.ConfigurableResource):
                     _CACHE[self._key()] = det
             self._detector = det
         return self._detector
+
+    def model_version(self) -> dict[str, object]:
+        """What decides the boxes (weights, thresholds, input size): part of the code version of
+        the assets that run this detector, so swapping weights or ``conf`` marks them changed."""
+        return {
+            "weights": weights_identity(self.weights),
+            "conf": self.conf,
+            "iou": self.iou,
+            "imgsz": self.imgsz,
+        }
 
     @property
     def is_random(self) -> bool:

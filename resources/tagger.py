@@ -15,6 +15,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from forge.vision.tagger import RamTagger
+from forge.weights import weights_identity
 
 _CACHE: dict[tuple, RamTagger] = {}
 _LOCK = threading.Lock()
@@ -48,6 +49,13 @@ class TaggerResource(dg.ConfigurableResource):
                     )
                 self._tagger = _CACHE[key]
         return self._tagger
+
+
+def tagger_version(tagger: TaggerResource) -> dict[str, object]:
+    """What decides the tags: the backend and, for RAM, its checkpoint (see ``model_version``)."""
+    if tagger.backend != "ram":
+        return {"backend": tagger.backend}
+    return {"backend": "ram", "checkpoint": weights_identity(tagger.ram_checkpoint), "variant": tagger.ram_variant}
 
 
 def default_tagger() -> TaggerResource:

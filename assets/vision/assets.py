@@ -29,14 +29,19 @@ from forge.vision.evidence import build_evidence
 from forge.vision.pipeline import DecodeOptions, run_detection, run_indicators, run_ram, select_kept
 from forge.vision.scenes import RichSceneRule, count_persons, rank_rich_scenes
 from forge.vision.tagger import TAG_COLUMNS, tags_from_detections
-from resources.detector import DetectorResource
+from resources.detector import DetectorResource, default_detector
 from resources.storage import StorageResource
-from resources.tagger import TaggerResource
+from resources.tagger import TaggerResource, default_tagger, tagger_version
 
 VERSION = "vision-1"
 CONFIG_PATH = Path(__file__).resolve().parents[2] / "config" / "vision.yaml"
 SETTINGS = yaml.safe_load(CONFIG_PATH.read_text()) if CONFIG_PATH.exists() else {}
 RICH = SETTINGS.get("rich_scenes", {})
+# The configured models are part of the code versions of the assets they run (weights hash,
+# thresholds, tagger backend): swapping random for real weights marks exactly these and their
+# descendants changed in the UI.
+DETECTOR_VERSION = content_hash(VERSION, default_detector().model_version())
+TAGGER_VERSION = content_hash(VERSION, default_detector().model_version(), tagger_version(default_tagger()))
 DECODE = SETTINGS.get("decode", {})
 RANDOM_WARNING = (
     "RANDOM WEIGHTS: the detector was built from an architecture yaml; detections, tags and person "
@@ -94,7 +99,7 @@ def _model_md(det: DetectorResource) -> dict:
     pool="gpu",
     kinds={"pytorch", "parquet"},
     deps=["frames", "duplicates"],
-    code_version=VERSION,
+    code_version=DETECTOR_VERSION,
     check_specs=contract_check_specs("detections", ["detections"]),
     metadata=table_metadata(["detections"]),
     description="Ultralytics YOLO boxes on the kept frames (batched, prefetched decode, GPU + fp16 when present).",
@@ -217,7 +222,7 @@ def person_indicators(context: dg.AssetExecutionContext, config: DecodeConfig, s
     pool="gpu",
     kinds={"pytorch", "parquet"},
     deps=["detections", "frames", "duplicates"],
-    code_version=VERSION,
+    code_version=TAGGER_VERSION,
     check_specs=contract_check_specs("tags", ["tags"]),
     metadata=table_metadata(["tags"]),
     description="Object tags per kept frame: YOLO class names with counts (default) or Recognize-Anything (RAM) tags with scores.",

@@ -18,6 +18,15 @@ STUB_BACKEND = "stub"
 ADVISORY_NOTE = "stub backend: verdicts recorded, not applied"
 
 
+_FILLER = (
+    "amber", "basin", "cedar", "delta", "ember", "fable", "grove", "harbor", "island", "jasper",
+    "kernel", "lantern", "meadow", "nectar", "orbit", "pebble", "quartz", "ripple", "saddle", "timber",
+    "umber", "velvet", "willow", "xenon", "yonder", "zephyr", "anchor", "bramble", "canyon", "dune",
+    "echo", "fjord", "glacier", "hollow", "ivory", "jungle", "kestrel", "lagoon", "marble", "nomad",
+    "oasis", "prairie", "quiver", "summit", "tundra", "upland", "valley", "walnut", "yarrow", "zenith",
+)  # fmt: skip
+
+
 def _rng(seed: str) -> random.Random:
     return random.Random(int(hashlib.sha256(seed.encode()).hexdigest()[:16], 16))
 
@@ -91,7 +100,9 @@ def _gen(schema: Any, rng: random.Random, root: dict[str, Any], name: str, depth
             return "2000-01-01T00:00:00Z"
         if fmt == "date":
             return "2000-01-01"
-        s = f"{STUB_MARK} {name}"
+        # Seeded filler words: two requests get different texts (so the demo's items survive
+        # dedup) while the same request always gets the same one.
+        s = f"{STUB_MARK} {name} " + " ".join(rng.choice(_FILLER) for _ in range(3))
         lo, hi = int(schema.get("minLength", 0)), schema.get("maxLength")
         if len(s) < lo:
             s = s + "x" * (lo - len(s))

@@ -116,3 +116,18 @@ def test_runtime_registration_is_scoped():
     assert "vague_copy" not in registry.names()
     with pytest.raises(KeyError):
         registry.get("vague_copy")
+
+
+def test_tag_benchmark_selects_one_papers_assets_from_recipe_to_report():
+    import dagster as dg
+
+    import definitions
+
+    defs = definitions.build_defs()
+    graph = defs.resolve_asset_graph()
+    maia = {k.to_user_string() for k in dg.AssetSelection.tag("benchmark", "maia").resolve(graph)}
+    assert {"maia_questions", "maia_items", "maia_export", "maia_eval", "maia_release"} <= maia
+    assert all(k.startswith("maia_") for k in maia)
+    assert not {"frames", "detections"} & {
+        k.to_user_string() for k in dg.AssetSelection.tag("benchmark", "vimu").resolve(graph)
+    }

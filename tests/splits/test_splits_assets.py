@@ -355,3 +355,20 @@ def test_vimu_options_keep_their_order_through_gates_and_export(store, llm_doubl
     assert len(rows) == 18
     for r in rows.itertuples():
         assert list(r.options) == [f"taxonomy group {x}" for x in letters], r.item_id
+
+
+def test_the_force_stub_run_flag_is_not_part_of_the_export_code_version(monkeypatch):
+    """The demo sets SUBTEXT_EXPORT_FORCE_STUB; the UI process does not. A run flag in the
+    code version would leave every export Unsynced right after the demo."""
+    from assets.splits.factory import benchmark_defs
+
+    def export_version(bench: str) -> str | None:
+        key = dg.AssetKey(f"{bench}_export")
+        [a] = [a for a in benchmark_defs(bench).assets if isinstance(a, dg.AssetsDefinition) and key in a.keys]
+        return a.code_versions_by_key[key]
+
+    monkeypatch.delenv("SUBTEXT_EXPORT_FORCE_STUB", raising=False)
+    plain = export_version("vague")
+    monkeypatch.setenv("SUBTEXT_EXPORT_FORCE_STUB", "1")
+    assert export_version("vague") == plain
+    assert plain is not None
