@@ -60,8 +60,13 @@ def build_defs(
         assets.append(_eval_asset(spec, partitions, by_name, cfg, files))
         assets.append(_report_asset(spec))
         checks.append(
+            # eval_predictions holds every benchmark's rows: only this one's count against its prompts
             outdated_prompt_check(
-                spec.asset("eval"), "eval_predictions", files, name=f"prompt_current_{spec.asset('eval')}"
+                spec.asset("eval"),
+                "eval_predictions",
+                files,
+                name=f"prompt_current_{spec.asset('eval')}",
+                only={"benchmark": spec.name},
             )
         )
     return dg.Definitions(assets=assets, asset_checks=checks)
