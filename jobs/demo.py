@@ -35,6 +35,9 @@ def prepare_demo(data_dir: str | None = None) -> Iterator[dict[str, str]]:
         # every such export's card opens with a warning that its items are placeholders.
         values["SUBTEXT_EXPORT_FORCE_STUB"] = os.environ.get("SUBTEXT_EXPORT_FORCE_STUB", "1")
         print("No LLM endpoint configured: LLM stages use the offline stub; demo exports are forced and labelled.")
+    # The demo's relaxed recipe settings (config/recipes/*.yaml `profiles: demo:`) unless the user chose a profile.
+    values["SUBTEXT_RECIPE_PROFILE"] = os.environ.get("SUBTEXT_RECIPE_PROFILE") or "demo"
+    print(f"Recipe settings profile: {values['SUBTEXT_RECIPE_PROFILE']}", flush=True)
     old = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
     try:

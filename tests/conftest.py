@@ -22,3 +22,23 @@ def llm_double_resource(llm_double, tmp_path):
         return double_resource(llm_double, **overrides)
 
     return make
+
+
+# --- Recipe settings (config/recipes/<paper>.yaml through forge.recipes.settings) ----------
+@_pytest_llm.fixture
+def recipe_overrides(monkeypatch, tmp_path):
+    """Factory: ``recipe_overrides("vague", {"candidates": {"min_persons": 0}})`` writes the
+    recipe's paper settings with these overrides deep-merged to a file under tmp_path and points
+    ``SUBTEXT_<NAME>_CONFIG`` at it, so the recipe reads them through its ordinary loader."""
+    import yaml
+
+    from forge.recipes.settings import merge, recipe_settings
+
+    def apply(name: str, overrides: dict) -> dict:
+        doc = merge(recipe_settings(name, "paper"), overrides)
+        path = tmp_path / f"recipe_{name}.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        monkeypatch.setenv(f"SUBTEXT_{name.upper()}_CONFIG", str(path))
+        return doc
+
+    return apply

@@ -142,7 +142,9 @@ class BenchmarkSpec:
         return self.recipe_assets[-1]
 
     def recipe_config_path(self) -> Path:
-        return self.recipe_config or ROOT / "config" / "recipes" / f"{self.name}.yaml"
+        from forge.recipes.settings import config_path
+
+        return self.recipe_config or config_path(self.name)
 
     def asset(self, stage: str) -> str:
         """``<name>_<stage>``: the shared stages' asset names (splits, gated, export, eval ...)."""

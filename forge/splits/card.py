@@ -276,6 +276,16 @@ def render_card(ctx: dict[str, Any]) -> str:
         ctx["recipe_config"].rstrip(),
         "```",
         "",
+        "- recipe settings profile(s) that made the items (`paper` = the file's top level, the paper's "
+        "settings): "
+        + (
+            ", ".join(
+                f"`{p}`" + (f" (effective settings sha256 {h})" if h else "")
+                for p, h in (ctx.get("recipe_profiles") or {}).items()
+            )
+            or "unrecorded"
+        ),
+        "",
         "- split / gate / export config:",
         "",
         "```yaml",

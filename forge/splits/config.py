@@ -10,7 +10,6 @@ and the blind unit (item or pool).
 
 from __future__ import annotations
 
-import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ import yaml
 
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindUnit, OptionPolicy
+from forge.recipes.settings import active_profile, effective, merge
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLITS_CONFIG = ROOT / "config" / "splits.yaml"
@@ -30,20 +30,16 @@ _NON_SIZE_KEYS = {"unit", "group_by", "seed", "sizes", "leakage_keys", "near_dup
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for k, v in (over or {}).items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict) and k != "sizes":
-            out[k] = deep_merge(out[k], v)
-        else:
-            out[k] = copy.deepcopy(v)
-    return out
+    # split sizes replace as a whole: a benchmark's sizes never inherit another's keys
+    return merge(base, over, replace=("sizes",))
 
 
 def _recipe_block(spec: BenchmarkSpec, recipes_dir: Path) -> dict[str, Any]:
     path = recipes_dir / f"{spec.name}.yaml" if recipes_dir != RECIPES_CONFIG else spec.recipe_config_path()
     if not path.exists():
         return {}
-    block = (yaml.safe_load(path.read_text()) or {}).get("splits") or {}
+    doc = effective(yaml.safe_load(path.read_text()) or {}, active_profile(spec.name), str(path))
+    block = doc.get("splits") or {}
     out = {k: v for k, v in block.items() if k in _NON_SIZE_KEYS - {"unit", "group_by"}}
     sizes = {k: v for k, v in block.items() if k not in _NON_SIZE_KEYS}
     if sizes:

@@ -26,6 +26,7 @@ from forge.contracts import load_contract
 from forge.lineage import union as lineage_union
 from forge.llm.prompts import load_prompt
 from forge.llm.stub import StubOutputError, ensure_no_stub, stub_made
+from forge.recipes.settings import profiles_of, settings_hash
 from forge.releases.gold import with_gold
 from forge.splits import assign as sa
 from forge.splits import gates as sg
@@ -616,6 +617,11 @@ def run_export(
                 "recipe_config": recipe_text,
                 "recipe_config_hash": sha256_bytes(recipe_text.encode())[:12],
                 "recipe_config_name": _display_path(recipe_path),
+                # which settings profile made the items (paper = the file's top level), with the
+                # hash of the settings in effect under it
+                "recipe_profiles": {
+                    p: settings_hash(recipe_path, p) for p in profiles_of(gated.get("extra", pd.Series(dtype=str)))
+                },
                 "cost": cost,
                 "gates": gates_fig,
                 "failed_gates": failed,

@@ -1,6 +1,9 @@
 """The build runner cuts the graph into segments and runs each over all its partitions."""
 
+import os
+
 import dagster as dg
+import pytest
 
 from jobs.build import plan_segments, run_segment
 
@@ -81,3 +84,22 @@ def test_build_stops_at_a_failed_segment(monkeypatch, capsys):
         assert ran_after_failure == []
     out = capsys.readouterr().out
     assert "Stopped: a segment failed" in out and "gated_like:everything_rejected (ERROR)" in out
+
+
+@pytest.mark.parametrize("user_choice", [None, "paper"])
+def test_demo_runs_the_demo_settings_profile_unless_the_user_chose_one(tmp_path, monkeypatch, user_choice):
+    """`make demo` / `jobs.build --demo`: recipes read their `demo` profile; a profile the user
+    set is kept; leaving the demo restores the environment."""
+    from forge.recipes.settings import PROFILE_ENV, recipe_settings
+    from jobs.demo import prepare_demo
+
+    monkeypatch.setenv("SUBTEXT_DEMO_PORT", "0")
+    if user_choice:
+        monkeypatch.setenv(PROFILE_ENV, user_choice)
+    else:
+        monkeypatch.delenv(PROFILE_ENV, raising=False)
+    with prepare_demo(str(tmp_path / "data")):
+        assert os.environ[PROFILE_ENV] == (user_choice or "demo")
+        got = recipe_settings("vague")["candidates"]["min_persons"]
+    assert got == (2 if user_choice == "paper" else 0)
+    assert os.environ.get(PROFILE_ENV) == user_choice

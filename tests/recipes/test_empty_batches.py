@@ -25,7 +25,7 @@ from tests.recipes.maia.test_maia_assets import corpus as maia_store  # noqa: F4
 from tests.recipes.vague.test_vague_assets import data as vague_store  # noqa: F401 (fixture)
 
 
-def _chain(paper: str, monkeypatch) -> tuple[list, str, dict]:
+def _chain(paper: str, recipe_overrides) -> tuple[list, str, dict]:
     if paper == "hummus":
         from assets.recipes.hummus import assets as A
 
@@ -47,11 +47,8 @@ def _chain(paper: str, monkeypatch) -> tuple[list, str, dict]:
         from assets.recipes.vague import assets as A
         from resources.embedder import EmbedderResource
 
-        monkeypatch.setitem(
-            A.CONFIG,
-            "candidates",
-            dict(A.CONFIG["candidates"], min_persons=0, min_tags=1, object_vocabulary="tags", max_per_batch=10),
-        )
+        # the fixture frames have tags but no detected persons
+        recipe_overrides("vague", {"candidates": {"min_persons": 0, "max_per_batch": 10}})
         return (
             [A.vague_candidates, A.vague_direct, A.vague_indirect, A.vague_options, A.vague_items],
             "b1",
@@ -78,9 +75,9 @@ PAPERS = ["hummus", "iibench", "maia", "vague", "vimu"]
 @pytest.mark.parametrize("mode", ["no_input", "all_failed", "all_rejected"])
 @pytest.mark.parametrize("paper", PAPERS)
 def test_recipe_chain_survives_an_empty_batch(
-    paper, mode, request, tmp_path, monkeypatch, llm_double, llm_double_resource
+    paper, mode, request, tmp_path, monkeypatch, recipe_overrides, llm_double, llm_double_resource
 ):
-    assets, batch, extra = _chain(paper, monkeypatch)
+    assets, batch, extra = _chain(paper, recipe_overrides)
     store = TableStore(tmp_path / "empty") if mode == "no_input" else _seed(paper, request, tmp_path)
     if mode == "all_failed":
         llm_double.responder = lambda body: Reply.error(400, "scripted: request refused")

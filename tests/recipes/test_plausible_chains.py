@@ -14,9 +14,9 @@ from tests.recipes.test_empty_batches import PAPERS, _chain, _seed, hummus_store
 
 @pytest.mark.parametrize("paper", PAPERS)
 def test_recipe_chain_against_the_plausible_model(
-    paper, request, tmp_path, monkeypatch, llm_double, llm_double_resource
+    paper, request, tmp_path, recipe_overrides, llm_double, llm_double_resource
 ):
-    assets, batch, extra = _chain(paper, monkeypatch)
+    assets, batch, extra = _chain(paper, recipe_overrides)
     store = _seed(paper, request, tmp_path)
     model = Plausible(seed=11, p_flaw=0.3)
     llm_double.responder = model
@@ -28,5 +28,6 @@ def test_recipe_chain_against_the_plausible_model(
     items = store.read(assets[-1].key.path[-1])
     assert len(items) > 0, store.read("rejects")[["stage", "reason"]].value_counts()
     assert not (items["backend"] == "stub").any()
+    assert (items["profile"] == "paper").all()  # no profile named: the rows say the paper's settings made them
     assert not items["lineage"].fillna("").str.contains('"stub"').any()
     assert any(mode == "flaw" for (_, mode) in model.counts)

@@ -82,7 +82,10 @@ def store(tmp_path, monkeypatch):
 
 
 def test_blind_filter_export_roundtrip_and_versioning(store, llm_double, llm_double_resource):
-    make_world(store, _specs(), benchmark=PAPER)
+    specs = _specs()
+    for s in specs:  # items made by the demo profile: the card must say so
+        s["columns"] = {"profile": "demo"}
+    make_world(store, specs, benchmark=PAPER)
     llm_double.responder = solver
     llm = llm_double_resource()
     res = _run(store, llm)
@@ -147,6 +150,10 @@ def test_blind_filter_export_roundtrip_and_versioning(store, llm_double, llm_dou
     card = (v1 / "README.md").read_text()
     assert "CC BY 4.0" in card and "unknown" in card and "FORCED STUB" not in card
     assert "per accepted item" in card and "First version." in card and "| irony |" in card
+    from forge.recipes.settings import config_path, settings_hash
+
+    assert f"`demo` (effective settings sha256 {settings_hash(config_path(PAPER), 'demo')})" in card
+    assert all(json.loads(e)["profile"] == "demo" for e in store.read("gated_items")["extra"])
 
     # unchanged rebuild → no new version; v1 stays byte-identical
     before = {p: p.read_bytes() for p in v1.rglob("*") if p.is_file()}

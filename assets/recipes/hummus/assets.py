@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import yaml
+import pandas as pd
 
 from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
 from forge.llm.prompts import load_prompt
@@ -26,14 +26,13 @@ from forge.llm.types import ImageInput, LLMRequest
 from forge.recipes.hummus import annotations as A
 from forge.recipes.hummus import items as H
 from forge.recipes.hummus.taxonomy import TAXONOMY_PATH, devices
+from forge.recipes.settings import config_default, recipe_settings, with_profile
 from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 
 VERSION = "1"
-ROOT = Path(__file__).resolve().parents[3]
 PROMPTS = Path(__file__).with_name("prompts")
-CFG: dict[str, Any] = yaml.safe_load((ROOT / "config" / "recipes" / "hummus.yaml").read_text())
 P_CAPTION = PROMPTS / "caption.yaml"
 P_ANNOTATE = PROMPTS / "annotate.yaml"
 PAIR_COLS = [
@@ -53,13 +52,13 @@ PAIR_COLS = [
 
 
 class PairsConfig(dg.Config):
-    generate_captions: bool = CFG["pairs"]["generate_captions"]
-    max_pairs_per_batch: int | None = CFG["pairs"].get("max_pairs_per_batch")
+    generate_captions: bool = config_default("hummus", "pairs", "generate_captions")
+    max_pairs_per_batch: int | None = config_default("hummus", "pairs", "max_pairs_per_batch")  # None = all
 
 
 class AnnotationsConfig(dg.Config):
-    max_rounds: int = CFG["annotations"]["max_rounds"]
-    explanation_max_words: int = CFG["annotations"]["explanation_max_words"]
+    max_rounds: int = config_default("hummus", "annotations", "max_rounds")
+    explanation_max_words: int = config_default("hummus", "annotations", "explanation_max_words")
 
 
 @dg.asset(
@@ -69,7 +68,7 @@ class AnnotationsConfig(dg.Config):
     partitions_def=batches,
     backfill_policy=SINGLE_RUN,
     deps=["frames"],
-    code_version=content_hash(VERSION, CFG["pairs"], files=[P_CAPTION]),
+    code_version=content_hash(VERSION, recipe_settings("hummus")["pairs"], files=[P_CAPTION]),
     check_specs=stage_check_specs("hummus_pairs", ["hummus_pairs"]),
     metadata=table_metadata(["hummus_pairs"]),
     description="Hummus inputs: image frames with their table-source caption; images without one get an LLM "
@@ -148,7 +147,7 @@ def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int):
     partitions_def=batches,
     backfill_policy=SINGLE_RUN,
     deps=["hummus_pairs"],
-    code_version=content_hash(VERSION, CFG["annotations"], files=[P_ANNOTATE, TAXONOMY_PATH]),
+    code_version=content_hash(VERSION, recipe_settings("hummus")["annotations"], files=[P_ANNOTATE, TAXONOMY_PATH]),
     check_specs=stage_check_specs("hummus_annotations", ["hummus_annotations", "hummus_regions"]),
     metadata=table_metadata(["hummus_annotations", "hummus_regions"]),
     description="Hummus §4 annotation: Yes / No / WIDLII / Discard with incongruities; for Yes / WIDLII "
@@ -303,5 +302,5 @@ def hummus_items(context: dg.AssetExecutionContext, storage: StorageResource) ->
         regs = store.read("hummus_regions", parts=[part])
         by_ann = {k: g.to_dict("records") for k, g in regs.groupby("annotation_id")} if len(regs) else {}
         rows = [row for a in anns.to_dict("records") for row in H.build_items(a, by_ann.get(a["annotation_id"], []))]
-        run.put(part, rows)
+        run.put(part, with_profile(pd.DataFrame(rows), "hummus"))
     return run.publish({"by_task": dg.MetadataValue.json(run.frame()["task"].value_counts().to_dict())})

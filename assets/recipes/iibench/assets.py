@@ -15,7 +15,6 @@ from typing import Any
 
 import dagster as dg
 import pandas as pd
-import yaml
 
 from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
 from forge.llm.prompts import load_prompt
@@ -25,6 +24,7 @@ from forge.llm.types import ImageInput, LLMRequest
 from forge.recipes.iibench import implication as imp
 from forge.recipes.iibench import items as it
 from forge.recipes.iibench import taxonomy as tax
+from forge.recipes.settings import config_default, recipe_settings, with_profile
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.llm import LLMResource
@@ -33,29 +33,32 @@ from resources.storage import StorageResource
 VERSION = "1"
 ROOT = Path(__file__).resolve().parents[3]
 PROMPTS = Path(__file__).with_name("prompts")
-CONFIG_PATH = ROOT / "config" / "recipes" / "iibench.yaml"
-CFG: dict[str, Any] = yaml.safe_load(CONFIG_PATH.read_text())
 P_IMPLICATION = PROMPTS / "implication.yaml"
 P_LABELS = PROMPTS / "labels.yaml"
 P_QUESTIONS = PROMPTS / "questions.yaml"
 P_JUDGE = PROMPTS / "distractor_judge.yaml"
 
 
+def settings() -> dict[str, Any]:
+    """config/recipes/iibench.yaml under the active profile (read per use: a profile change applies)."""
+    return recipe_settings("iibench")
+
+
 class ImplicationConfig(dg.Config):
-    human_verdicts: str | None = CFG["implication"].get("human_verdicts")
-    max_images_per_batch: int | None = CFG["implication"].get("max_images_per_batch")
+    human_verdicts: str | None = config_default("iibench", "implication", "human_verdicts")
+    max_images_per_batch: int | None = config_default("iibench", "implication", "max_images_per_batch")
 
 
 class LabelsConfig(dg.Config):
-    max_rounds: int = CFG["labels"]["max_rounds"]
-    min_explanation_chars: int = CFG["labels"]["min_explanation_chars"]
+    max_rounds: int = config_default("iibench", "labels", "max_rounds")
+    min_explanation_chars: int = config_default("iibench", "labels", "min_explanation_chars")
 
 
 class ItemsConfig(dg.Config):
-    questions_per_image: int = CFG["items"]["questions_per_image"]
-    max_rounds: int = CFG["items"]["max_rounds"]
-    near_duplicate_threshold: float = CFG["items"]["near_duplicate_threshold"]
-    seed: int = CFG["items"]["seed"]
+    questions_per_image: int = config_default("iibench", "items", "questions_per_image")
+    max_rounds: int = config_default("iibench", "items", "max_rounds")
+    near_duplicate_threshold: float = config_default("iibench", "items", "near_duplicate_threshold")
+    seed: int = config_default("iibench", "items", "seed")
 
 
 def _image(store: TableStore, row: Any) -> ImageInput:
@@ -116,7 +119,7 @@ def candidate_images(store: TableStore, batch: str, rejects: RejectLog) -> pd.Da
     partitions_def=batches,
     backfill_policy=SINGLE_RUN,
     deps=["frames", "duplicates", "text_ratio"],
-    code_version=content_hash(VERSION, CFG["implication"], files=[P_IMPLICATION]),
+    code_version=content_hash(VERSION, settings()["implication"], files=[P_IMPLICATION]),
     check_specs=stage_check_specs("iibench_implication", ["iibench_implication"]),
     metadata=table_metadata(["iibench_implication"]),
     description="II-Bench Stage 3: keep images with a metaphorical or suggestive implication (LLM judge with "
@@ -224,7 +227,7 @@ def labels_check(min_chars: int):
     partitions_def=batches,
     backfill_policy=SINGLE_RUN,
     deps=["iibench_implication"],
-    code_version=content_hash(VERSION, CFG["labels"], files=[P_LABELS, tax.TAXONOMY_PATH]),
+    code_version=content_hash(VERSION, settings()["labels"], files=[P_LABELS, tax.TAXONOMY_PATH]),
     check_specs=stage_check_specs("iibench_labels", ["iibench_labels"]),
     metadata=table_metadata(["iibench_labels"]),
     description="II-Bench App. B.2 labels per kept image: image type, domain, emotion, rhetoric (multi), "
@@ -288,7 +291,7 @@ def iibench_labels(
                     "backend": o.result.backend,
                 }
             )
-        run.put(part, rows)
+        run.put(part, with_profile(pd.DataFrame(rows), "iibench"))
         run.add_attempts(loop.attempts_frame())
     allrows = run.frame()
     n_out = len(allrows)
@@ -350,7 +353,7 @@ def judge_verdict(data: dict[str, Any]) -> Verdict:
     partitions_def=batches,
     backfill_policy=SINGLE_RUN,
     deps=["iibench_labels"],
-    code_version=content_hash(VERSION, CFG["items"], files=[P_QUESTIONS, P_JUDGE]),
+    code_version=content_hash(VERSION, settings()["items"], files=[P_QUESTIONS, P_JUDGE]),
     check_specs=stage_check_specs("iibench_items", ["iibench_items"]),
     metadata=table_metadata(["iibench_items"]),
     description="II-Bench items: 1-3 single-answer questions per image with six options (one correct, five "
@@ -436,7 +439,7 @@ def iibench_items(
                     rows.append(row)
         stats["questions_accepted"] += len(rows)
         stats["questions_rejected"] += sum(1 for x in rej.rows if x["error_class"] == "QuestionReject")
-        run.put(part, rows)
+        run.put(part, with_profile(pd.DataFrame(rows), "iibench"))
         run.add_attempts(loop.attempts_frame())
     total_q = stats["questions_accepted"] + stats["questions_rejected"]
     md: dict[str, Any] = dict(stats)

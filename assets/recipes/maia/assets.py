@@ -26,10 +26,10 @@ from forge.llm.stub import advisory
 from forge.llm.types import ImageInput, LLMRequest
 from forge.recipes.maia import foils as F
 from forge.recipes.maia import questions as Q
-from forge.recipes.maia.config import load_config
 from forge.recipes.maia.items import build_items
 from forge.recipes.maia.pools import Pool, RephraseTask, postprocess_pools
 from forge.recipes.maia.taxonomy import CATEGORIES_FILE, CATEGORY_NAMES, categories
+from forge.recipes.settings import recipe_settings, with_profile
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.llm import LLMResource
@@ -37,8 +37,14 @@ from resources.nli import NLIResource
 from resources.storage import StorageResource
 
 VERSION = "maia-1"
+
+
+def settings() -> dict[str, Any]:
+    """config/recipes/maia.yaml under the active profile (read per use: a profile change applies)."""
+    return recipe_settings("maia")
+
+
 PROMPTS = Path(__file__).resolve().parent / "prompts"
-CFG = load_config()
 P = {
     name: PROMPTS / f"{name}.yaml"
     for name in (
@@ -100,7 +106,7 @@ def images(store: TableStore, paths: list[str], k: int) -> list[ImageInput]:
     pool="llm",
     kinds={"openai", "parquet"},
     deps=["clips", "frames", "evidence"],
-    code_version=content_hash(VERSION, CFG.get("questions"), files=[P["questions"], CATEGORIES_FILE]),
+    code_version=content_hash(VERSION, settings().get("questions"), files=[P["questions"], CATEGORIES_FILE]),
     check_specs=stage_check_specs("maia_questions", ["maia_questions"]),
     metadata=table_metadata(["maia_questions"]),
     description="MAIA questions (App. A.3): 2 open-ended, audio-free questions per reasoning category per clip, the "
@@ -109,7 +115,7 @@ def images(store: TableStore, paths: list[str], k: int) -> list[ImageInput]:
 def maia_questions(
     context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource
 ) -> dg.MaterializeResult:
-    run, cfg = StageRun(context, storage, llm), CFG["questions"]
+    run, cfg = StageRun(context, storage, llm), settings()["questions"]
     store, engine = run.store, run.engine
     cats = CATEGORY_NAMES if cfg.get("categories", "all") == "all" else tuple(cfg["categories"])
     prompt = load_prompt(P["questions"])
@@ -366,7 +372,7 @@ def stats_row(
 
 def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
     kept = stats[stats["status"] == "kept"] if len(stats) else stats
-    ref = CFG.get("reference", {})
+    ref = settings().get("reference", {})
     ours = {
         "pools": int(len(stats)),
         "pools_kept": int(len(kept)),
@@ -393,8 +399,8 @@ def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
     deps=["maia_questions"],
     code_version=content_hash(
         VERSION,
-        CFG.get("answers"),
-        CFG.get("pools"),
+        settings().get("answers"),
+        settings().get("pools"),
         files=[P["answers"], P["consistency"], P["contradiction"], P["rephrase_equal"], P["rephrase_overlap"]],
     ),
     check_specs=stage_check_specs("maia_answer_pools", ["maia_answer_pools", "maia_pool_stats"]),
@@ -407,7 +413,7 @@ def maia_answer_pools(
 ) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm, tables=["maia_answer_pools", "maia_pool_stats"])
     store, engine, stage = run.store, run.engine, run.stage
-    acfg, pcfg = CFG["answers"], CFG["pools"]
+    acfg, pcfg = settings()["answers"], settings()["pools"]
     gen_p, cons_p, contra_p = load_prompt(P["answers"]), load_prompt(P["consistency"]), load_prompt(P["contradiction"])
     attempt_frames = run.attempts
     for batch, log in run.partitions():
@@ -571,8 +577,8 @@ def maia_answer_pools(
     deps=["maia_answer_pools", "maia_questions"],
     code_version=content_hash(
         VERSION,
-        CFG.get("statements"),
-        CFG.get("pools"),
+        settings().get("statements"),
+        settings().get("pools"),
         files=[P["statement"], P["rephrase_equal"], P["rephrase_overlap"]],
     ),
     check_specs=stage_check_specs("maia_statements", ["maia_statements", "maia_pool_stats"]),
@@ -585,7 +591,7 @@ def maia_statements(
 ) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm, tables=["maia_statements", "maia_pool_stats"])
     store, engine, stage, attempt_frames = run.store, run.engine, run.stage, run.attempts
-    scfg, pcfg = CFG["statements"], CFG["pools"]
+    scfg, pcfg = settings()["statements"], settings()["pools"]
     prompt = load_prompt(P["statement"])
     for batch, log in run.partitions():
         ans = store.read_batch("maia_answer_pools", batch)
@@ -680,7 +686,9 @@ def maia_statements(
     pool="llm",
     kinds={"openai", "parquet"},
     deps=["maia_statements"],
-    code_version=content_hash(VERSION, CFG.get("foils"), files=[*FOIL_PROMPTS, P["foil_structural"], CATEGORIES_FILE]),
+    code_version=content_hash(
+        VERSION, settings().get("foils"), files=[*FOIL_PROMPTS, P["foil_structural"], CATEGORIES_FILE]
+    ),
     check_specs=stage_check_specs("maia_foils", ["maia_foils"]),
     metadata=table_metadata(["maia_foils"]),
     description="MAIA foils (App. A.7–A.8): a minimal category-specific edit of each true statement (one prompt per "
@@ -689,7 +697,7 @@ def maia_statements(
 def maia_foils(
     context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource, nli: NLIResource
 ) -> dg.MaterializeResult:
-    stage_run, fcfg = StageRun(context, storage, llm), CFG["foils"]
+    stage_run, fcfg = StageRun(context, storage, llm), settings()["foils"]
     store, engine, stage = stage_run.store, stage_run.engine, stage_run.stage
     foil_prompts = {c: load_prompt(F.foil_prompt_file(PROMPTS, c)) for c in CATEGORY_NAMES}
     struct_p = load_prompt(P["foil_structural"])
@@ -782,7 +790,7 @@ def maia_foils(
     **COMMON,
     kinds={"python", "parquet"},
     deps=["maia_foils", "maia_answer_pools", "maia_questions", "maia_statements"],
-    code_version=content_hash(VERSION, CFG.get("items")),
+    code_version=content_hash(VERSION, settings().get("items")),
     check_specs=stage_check_specs("maia_items", ["maia_items"]),
     metadata=table_metadata(["maia_items"]),
     description="MAIA items (§4): statement_verification (true vs foil, A/B by a seeded shuffle) and open_ended "
@@ -799,17 +807,15 @@ def maia_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
                 q["clip_id"],
                 {"item_id": q["source_item_id"], "source": q["source"], "media_paths": list(q["media_paths"])},
             )
-        run.put(
-            batch,
-            build_items(
-                qs,
-                store.read_batch("maia_answer_pools", batch),
-                store.read_batch("maia_statements", batch),
-                store.read_batch("maia_foils", batch),
-                units,
-                seed=str(CFG.get("items", {}).get("seed", "maia")),
-            ),
+        items = build_items(
+            qs,
+            store.read_batch("maia_answer_pools", batch),
+            store.read_batch("maia_statements", batch),
+            store.read_batch("maia_foils", batch),
+            units,
+            seed=str(settings().get("items", {}).get("seed", "maia")),
         )
+        run.put(batch, with_profile(items, "maia"))
     allitems = run.frame()
     md: dict[str, Any] = {}
     if len(allitems):

@@ -8,7 +8,7 @@ import dagster as dg
 import pandas as pd
 
 from assets.llm_support import outdated_prompt_check
-from assets.recipes.maia.assets import CFG, FOIL_PROMPTS, P
+from assets.recipes.maia.assets import FOIL_PROMPTS, P, settings
 from assets.recipes.mcq_checks import mcq_asset_checks
 from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.recipes.maia import questions as Q
@@ -31,7 +31,7 @@ def maia_questions_open_ended(storage: StorageResource) -> dg.AssetCheckResult:
     n = len(df)
     yes_no = int(df["question"].map(Q.is_yes_no).sum()) if n else 0
     audio = int(df["question"].map(Q.mentions_audio).sum()) if n else 0
-    lim = float(CFG["questions"].get("pair_max_overlap", 0.5))
+    lim = float(settings()["questions"].get("pair_max_overlap", 0.5))
     same = int((df["pair_overlap"].fillna(0) > lim).sum() // 2) if n else 0
     return dg.AssetCheckResult(
         passed=yes_no == 0 and audio == 0 and same == 0,
@@ -85,7 +85,7 @@ def _pool_check(kind: str) -> dg.AssetChecksDefinition:
                 md["inconsistent_rate"] = round(float(st["n_inconsistent"].sum() / max(st["n_initial"].sum(), 1)), 4)
                 md["contradiction_rate"] = round(float(st["contradiction"].fillna(False).astype(bool).mean()), 4)
         md["maia_reference"] = dg.MetadataValue.json(
-            {k: v for k, v in CFG.get("reference", {}).items() if k.startswith(kind)}
+            {k: v for k, v in settings().get("reference", {}).items() if k.startswith(kind)}
         )
         return dg.AssetCheckResult(passed=bad == 0, severity=dg.AssetCheckSeverity.WARN, metadata=md)
 
@@ -116,7 +116,7 @@ def maia_foil_entailment_rate(storage: StorageResource) -> dg.AssetCheckResult:
         "structural_invalid_accepted": int((~foils["structural_valid"].astype(bool)).sum()) if n else 0,
         "mean_edit_distance": round(float(foils["edit_distance"].mean()), 3) if n else 0.0,
         "mean_edit_ratio": round(float(foils["edit_ratio"].mean()), 4) if n else 0.0,
-        "maia_reference_entailment_rate": CFG.get("reference", {}).get("foil_entailment_rate"),
+        "maia_reference_entailment_rate": settings().get("reference", {}).get("foil_entailment_rate"),
     }
     if stub:
         md["note"] = ADVISORY_NOTE

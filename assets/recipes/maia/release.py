@@ -1,8 +1,8 @@
 """MAIA's public release (Italian questions, 8-answer pools, true/false statement pairs)."""
 
 from assets.releases.factory import release_defs
-from forge.recipes.maia.config import load_config
 from forge.recipes.maia.release import parse_release
+from forge.recipes.settings import recipe_settings
 from forge.releases.media import sample_frames
 
 # MAIA's published pool figures (config/recipes/maia.yaml `reference`), as rows of the report
@@ -17,7 +17,7 @@ REFERENCE_ROWS = {
 
 
 def reference() -> dict[str, float]:
-    ref = load_config().get("reference") or {}
+    ref = recipe_settings("maia").get("reference") or {}
     return {row: float(ref[k]) for k, row in REFERENCE_ROWS.items() if k in ref}
 
 
@@ -25,5 +25,7 @@ defs = release_defs(
     "maia",
     parse_release,
     reference,
-    finish=lambda parsed, data_dir: sample_frames(parsed, data_dir, int(load_config().get("release_frames", 32))),
+    finish=lambda parsed, data_dir: sample_frames(
+        parsed, data_dir, int(recipe_settings("maia").get("release_frames", 32))
+    ),
 )

@@ -15,7 +15,6 @@ from typing import Any
 
 import dagster as dg
 import pandas as pd
-import yaml
 
 from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
 from forge.checks import mcq
@@ -23,6 +22,7 @@ from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
+from forge.recipes.settings import recipe_settings, with_profile
 from forge.recipes.vague import logic
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
@@ -32,8 +32,6 @@ from resources.storage import StorageResource
 
 VERSION = "1"
 GROUP = "vague"
-ROOT = Path(__file__).resolve().parents[3]
-CONFIG_PATH = ROOT / "config" / "recipes" / "vague.yaml"
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 PROMPT_FILES = {
     "direct": PROMPTS_DIR / "direct.yaml",
@@ -45,15 +43,14 @@ PROMPT_FILES = {
 }
 
 
-def load_config(path: Path = CONFIG_PATH) -> dict[str, Any]:
-    return yaml.safe_load(path.read_text()) or {}
-
-
-CONFIG = load_config()
+def settings() -> dict[str, Any]:
+    """config/recipes/vague.yaml under the active profile (read per use: a profile change applies)."""
+    return recipe_settings("vague")
 
 
 def _version(section: str, prompts: list[str] = ()) -> str:
-    return content_hash(VERSION, CONFIG.get(section), CONFIG.get("seed"), files=[PROMPT_FILES[p] for p in prompts])
+    cfg = settings()
+    return content_hash(VERSION, cfg.get(section), cfg.get("seed"), files=[PROMPT_FILES[p] for p in prompts])
 
 
 def _lst(v: Any) -> list:
@@ -93,7 +90,7 @@ def _gen_cols(res: LLMResult, base_hash: str) -> dict[str, Any]:
     "no neighbouring frames, per-batch cap) with the image the model sees (person indicators).",
 )
 def vague_candidates(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
-    run, cfg = StageRun(context, storage), CONFIG["candidates"]
+    run, cfg = StageRun(context, storage), settings()["candidates"]
     store = run.store
     for part, log in run.partitions():
         df, rejects = logic.select_candidates(
@@ -117,6 +114,10 @@ def vague_candidates(context: dg.AssetExecutionContext, storage: StorageResource
     md = {
         "plain_image_fallbacks": int((allc.get("image_kind", pd.Series(dtype=str)) == "plain").sum()),
         "caption_vocabulary": int((allc.get("object_source", pd.Series(dtype=str)) == "caption").sum()),
+        # RAM's open tags (§4.1.2) or the YOLO class-name fallback: the NE check is only as good as this vocabulary
+        "tagger_backends": dg.MetadataValue.json(
+            allc.get("tagger_backend", pd.Series(dtype=str)).fillna("none").value_counts().to_dict()
+        ),
     }
     return run.publish(md)
 
@@ -218,7 +219,9 @@ def vague_direct(context: dg.AssetExecutionContext, storage: StorageResource, ll
     for part, log in run.partitions():
         run.put(
             part,
-            run_direct(run.engine, run.store, part, _read(run.store, "vague_candidates", part), CONFIG["direct"], log),
+            run_direct(
+                run.engine, run.store, part, _read(run.store, "vague_candidates", part), settings()["direct"], log
+            ),
         )
     return run.publish({"advisory_rows": int(run.frame()["advisory"].notna().sum())})
 
@@ -359,7 +362,7 @@ def vague_indirect(
                 part,
                 _read(store, "vague_direct", part),
                 _read(store, "vague_candidates", part),
-                CONFIG["indirect"],
+                settings()["indirect"],
                 log,
             ),
         )
@@ -522,7 +525,7 @@ def vague_options(
             _read(store, "vague_direct", part),
             _read(store, "vague_indirect", part),
             _read(store, "vague_candidates", part),
-            CONFIG["options"],
+            settings()["options"],
             log,
         )
         run.put(part, df)
@@ -622,20 +625,19 @@ def vague_items(context: dg.AssetExecutionContext, storage: StorageResource) -> 
     store = run.store
     chan = channels(store)
     for part, log in run.partitions():
-        run.put(
+        cfg = settings()
+        items = build_items(
             part,
-            build_items(
-                part,
-                _read(store, "vague_candidates", part),
-                _read(store, "vague_direct", part),
-                _read(store, "vague_indirect", part),
-                _read(store, "vague_options", part),
-                CONFIG["options"],
-                CONFIG["seed"],
-                chan,
-                log,
-            ),
+            _read(store, "vague_candidates", part),
+            _read(store, "vague_direct", part),
+            _read(store, "vague_indirect", part),
+            _read(store, "vague_options", part),
+            cfg["options"],
+            cfg["seed"],
+            chan,
+            log,
         )
+        run.put(part, with_profile(items, "vague"))
     allr = run.frame()
     md: dict[str, Any] = {}
     if len(allr) and allr["backend"].map(advisory).any():

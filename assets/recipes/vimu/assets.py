@@ -15,12 +15,12 @@ from typing import Any
 
 import dagster as dg
 import pandas as pd
-import yaml
 
 from assets.common import SINGLE_RUN, Progress, StageRun, batches, stage_check_specs, table_metadata
 from forge.llm.prompts import load_prompt, prompt_files_hash
 from forge.llm.refine import refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
+from forge.recipes.settings import config_default, recipe_settings, with_profile
 from forge.recipes.vimu import annotate as ann
 from forge.recipes.vimu import items as itm
 from forge.recipes.vimu import questions as qs
@@ -31,12 +31,13 @@ from resources.llm import LLMResource
 from resources.storage import StorageResource
 
 VERSION = "vimu-1"
-ROOT = Path(__file__).resolve().parents[3]
 PROMPTS = Path(__file__).resolve().parent / "prompts"
-CONFIG_PATH = ROOT / "config" / "recipes" / "vimu.yaml"
-SETTINGS: dict[str, Any] = yaml.safe_load(CONFIG_PATH.read_text()) if CONFIG_PATH.exists() else {}
-ANNOTATE = SETTINGS.get("annotate", {})
-QUESTIONS = SETTINGS.get("questions", {})
+
+
+def settings() -> dict[str, Any]:
+    """config/recipes/vimu.yaml under the active profile (read per use: a profile change applies)."""
+    return recipe_settings("vimu")
+
 
 ANNOTATE_PROMPT = PROMPTS / "annotate.yaml"
 GENERATE_PROMPT = PROMPTS / "generate_qa.yaml"
@@ -52,16 +53,18 @@ def items_prompt_hash() -> str:
 
 
 class AnnotateConfig(dg.Config):
-    max_clips_per_batch: int = int(ANNOTATE.get("max_clips_per_batch", 25))
-    max_frames: int = int(ANNOTATE.get("max_frames", 8))
-    drop_requires_external_context: bool = bool(ANNOTATE.get("drop_requires_external_context", True))
-    drop_ambiguous: bool = bool(ANNOTATE.get("drop_ambiguous", True))
+    max_clips_per_batch: int | None = config_default("vimu", "annotate", "max_clips_per_batch")  # None = every clip
+    max_frames: int = config_default("vimu", "annotate", "max_frames", 8)
+    drop_requires_external_context: bool = config_default("vimu", "annotate", "drop_requires_external_context", True)
+    drop_ambiguous: bool = config_default("vimu", "annotate", "drop_ambiguous", True)
 
 
 class QuestionsConfig(dg.Config):
-    max_rounds: int = int(QUESTIONS.get("max_rounds", 3))
-    hint_axes: list[str] = list(QUESTIONS.get("hint_axes", ["dimension", "rhetoric", "social_value", "evidence"]))
-    warn_loss_rate: float = float(QUESTIONS.get("warn_loss_rate", 0.5))
+    max_rounds: int = config_default("vimu", "questions", "max_rounds", 3)
+    hint_axes: list[str] = config_default(
+        "vimu", "questions", "hint_axes", ["dimension", "rhetoric", "social_value", "evidence"]
+    )
+    warn_loss_rate: float = config_default("vimu", "questions", "warn_loss_rate", 0.5)
 
 
 def _videos(store: TableStore, batch: str) -> "pd.DataFrame | None":
@@ -77,7 +80,7 @@ def _videos(store: TableStore, batch: str) -> "pd.DataFrame | None":
     pool="llm",
     kinds={"openai", "parquet"},
     deps=["evidence", "frames", "clips"],
-    code_version=content_hash(VERSION, ANNOTATE, files=[ANNOTATE_PROMPT, TAXONOMY_PATH]),
+    code_version=content_hash(VERSION, settings().get("annotate"), files=[ANNOTATE_PROMPT, TAXONOMY_PATH]),
     check_specs=stage_check_specs("vimu_annotations", ["vimu_annotations"]),
     metadata=table_metadata(["vimu_annotations"]),
     description="ViMU Stage 1-2: taxonomy annotation per clip (literal vs intended meaning, rhetoric mechanisms, "
@@ -98,9 +101,10 @@ def vimu_annotations(
             _videos(store, batch),
             config.max_frames,
         )
-        for b in bundles[config.max_clips_per_batch :]:
-            log.add(b.clip_id, "over_batch_cap", detail=f"max_clips_per_batch={config.max_clips_per_batch}")
-        bundles = bundles[: config.max_clips_per_batch]
+        cap = len(bundles) if config.max_clips_per_batch is None else config.max_clips_per_batch
+        for b in bundles[cap:]:
+            log.add(b.clip_id, "over_batch_cap", detail=f"max_clips_per_batch={cap}")
+        bundles = bundles[:cap]
         usable = []
         for b in bundles:
             if b.frame_paths:
@@ -159,7 +163,7 @@ def _explode_counts(df: pd.DataFrame, col: str) -> dict[str, int]:
     pool="llm",
     kinds={"openai", "parquet"},
     deps=["vimu_annotations"],
-    code_version=content_hash(VERSION, QUESTIONS, files=[*QA_PROMPTS, TAXONOMY_PATH]),
+    code_version=content_hash(VERSION, settings().get("questions"), files=[*QA_PROMPTS, TAXONOMY_PATH]),
     check_specs=[
         *stage_check_specs("vimu_questions", ["vimu_questions"]),
         dg.AssetCheckSpec(
@@ -245,7 +249,7 @@ def vimu_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
             rows += built
             for iid, reason, detail in skipped:
                 log.add(iid, reason, detail=detail, related_id=q["clip_id"])
-        run.put(batch, rows)
+        run.put(batch, with_profile(pd.DataFrame(rows), "vimu"))
     allrows = run.frame()
     md: dict[str, Any] = {"prompt_hash": phash}
     if len(allrows):

@@ -19,9 +19,9 @@ from assets.recipes.vimu.assets import (
     ALL_PROMPTS,
     ANNOTATE_PROMPT,
     GENERATE_PROMPT,
-    QUESTIONS,
     REFINE_PROMPT,
     items_prompt_hash,
+    settings,
 )
 from forge.recipes.vimu.hints import find_hint_leaks
 from forge.recipes.vimu.items import parse_letters
@@ -69,7 +69,7 @@ def items_prompt_current(storage: StorageResource) -> dg.AssetCheckResult:
 def hint_free_questions(storage: StorageResource) -> dg.AssetCheckResult:
     store = storage.store
     terms = load_taxonomy().hint_terms(
-        tuple(QUESTIONS.get("hint_axes", ["dimension", "rhetoric", "social_value", "evidence"]))
+        tuple(settings().get("questions", {}).get("hint_axes", ["dimension", "rhetoric", "social_value", "evidence"]))
     )
     q = (
         store.read("vimu_questions")

@@ -55,6 +55,14 @@ def _tags_by_frame(tags: pd.DataFrame) -> dict[str, list[str]]:
     return out
 
 
+def _tagger_by_frame(tags: pd.DataFrame) -> dict[str, str]:
+    """The tagger backend behind each frame's tags: ``ram`` (open tags) or ``yolo`` (the
+    detector's class names, the fallback when no RAM checkpoint is configured)."""
+    if tags is None or tags.empty or "backend" not in tags:
+        return {}
+    return {str(f): ",".join(sorted({str(b) for b in g["backend"].dropna()})) for f, g in tags.groupby("frame_id")}
+
+
 def _detected_by_frame(detections: pd.DataFrame) -> dict[str, list[str]]:
     if detections is None or detections.empty:
         return {}
@@ -110,6 +118,7 @@ def select_candidates(
         "person_labels",
         "objects",
         "object_source",
+        "tagger_backend",
         "present_objects",
         "n_tags",
         "n_persons",
@@ -122,6 +131,7 @@ def select_candidates(
     fr = frames.set_index("frame_id")
     labels = _labels_by_frame(indicators)
     tag_map = _tags_by_frame(tags)
+    tagger_map = _tagger_by_frame(tags)
     det_map = _detected_by_frame(detections)
     kept_times: dict[str, list[float]] = {}
     rows: list[dict[str, Any]] = []
@@ -197,6 +207,7 @@ def select_candidates(
                 "person_labels": person_labels,
                 "objects": objects,
                 "object_source": source,
+                "tagger_backend": tagger_map.get(fid),
                 "present_objects": present,
                 "n_tags": len(frame_tags),
                 "n_persons": n_persons,
@@ -408,6 +419,13 @@ def item_id(frame_id: str) -> str:
     return "vague-" + content_hash("vague", frame_id, length=16)
 
 
+def _tagger_label(backend: Any) -> str | None:
+    """How items name the tagger: RAM's open tags, or YOLO's classes as the labelled fallback."""
+    if not isinstance(backend, str) or not backend:
+        return None
+    return {"ram": "ram", "yolo": "yolo_classes_fallback"}.get(backend, backend)
+
+
 def build_item(
     cand: dict[str, Any],
     direct: dict[str, Any],
@@ -459,6 +477,7 @@ def build_item(
                 "action": direct["action"],
                 "object": direct["object"],
                 "object_source": cand.get("object_source"),
+                "tagger_backend": _tagger_label(cand.get("tagger_backend")),
                 "image_kind": cand.get("image_kind"),
             },
             default=_plain,

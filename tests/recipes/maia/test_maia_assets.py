@@ -142,7 +142,7 @@ def responder(body):
 
 
 @pytest.fixture
-def corpus(tmp_path, monkeypatch):
+def corpus(tmp_path, monkeypatch, recipe_overrides):
     """One clip with 4 real frames, its evidence and video row, in a fresh data dir."""
     data = tmp_path / "data"
     store = TableStore(data)
@@ -201,8 +201,7 @@ def corpus(tmp_path, monkeypatch):
         "b1",
     )
     store.write("videos", pd.DataFrame([{"video_id": "vid1", "batch": "b1", "channel": "PizzaChan"}]), "b1")
-    monkeypatch.setitem(A.CFG["questions"], "categories", ["spatial_total", "sentiment"])
-    monkeypatch.setitem(A.CFG["foils"], "max_rounds", 1)
+    recipe_overrides("maia", {"questions": {"categories": ["spatial_total", "sentiment"]}, "foils": {"max_rounds": 1}})
     return store
 
 
@@ -289,7 +288,7 @@ def test_generated_path_every_branch(corpus, llm_double, llm_double_resource):
     )
 
 
-def test_overlap_unresolved_is_rejected(corpus, llm_double, llm_double_resource):
+def test_overlap_unresolved_is_rejected(corpus, llm_double, llm_double_resource, recipe_overrides):
     """A rephrase that keeps overlapping for every round drops the answer (bounded rounds)."""
 
     def stubborn(body):
@@ -299,12 +298,8 @@ def test_overlap_unresolved_is_rejected(corpus, llm_double, llm_double_resource)
         return responder(body)
 
     llm_double.responder = stubborn
-    monkeypatch_rounds = A.CFG["pools"]["max_rephrase_rounds"]
-    A.CFG["pools"]["max_rephrase_rounds"] = 2
-    try:
-        materialize(corpus, llm_double_resource(), [A.maia_questions, A.maia_answer_pools])
-    finally:
-        A.CFG["pools"]["max_rephrase_rounds"] = monkeypatch_rounds
+    recipe_overrides("maia", {"pools": {"max_rephrase_rounds": 2}})
+    materialize(corpus, llm_double_resource(), [A.maia_questions, A.maia_answer_pools])
     rj = rejects(corpus)
     assert "overlap_unresolved" in set(rj["reason"])
     att = corpus.read("llm_attempts")
@@ -312,13 +307,12 @@ def test_overlap_unresolved_is_rejected(corpus, llm_double, llm_double_resource)
     assert over["round"].max() == 2 and (over["verdict"] == "major").all()
 
 
-def test_import_path(corpus, llm_double, llm_double_resource, tmp_path, monkeypatch):
+def test_import_path(corpus, llm_double, llm_double_resource, tmp_path, recipe_overrides):
     path = tmp_path / "human.jsonl"
     path.write_text(
         json.dumps({"clip_id": CLIP, "category": "Total Spatial", "question": Q_CHEF, "answers": BASE}) + "\n"
     )
-    monkeypatch.setitem(A.CFG["questions"], "import_path", str(path))
-    monkeypatch.setitem(A.CFG["questions"], "import_only", True)
+    recipe_overrides("maia", {"questions": {"import_path": str(path), "import_only": True}})
     llm_double.responder = responder
     materialize(corpus, llm_double_resource(), ALL)
     qs = corpus.read("maia_questions")

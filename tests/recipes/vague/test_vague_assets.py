@@ -179,18 +179,15 @@ def responder(body: dict) -> Reply:
     raise AssertionError(name)
 
 
-def test_vague_recipe_through_the_double(data, llm_double, llm_double_resource, monkeypatch):
+def test_vague_recipe_through_the_double(data, llm_double, llm_double_resource, recipe_overrides):
     from assets.recipes import vague as pkg
     from assets.recipes.vague import assets as va
     from resources.embedder import EmbedderResource
     from resources.storage import StorageResource
 
-    monkeypatch.setitem(
-        va.CONFIG,
-        "candidates",
-        dict(va.CONFIG["candidates"], min_persons=0, min_tags=1, object_vocabulary="tags", max_per_batch=10),
-    )
-    monkeypatch.setitem(va.CONFIG, "options", dict(va.CONFIG["options"], ne_max_rounds=2))
+    # the fixture frames have tags but no detected persons
+    recipe_overrides("vague", {"candidates": {"min_persons": 0, "max_per_batch": 10}})
+    recipe_overrides("vague", {"options": {"ne_max_rounds": 2}})
     llm_double.responder = responder
     store = data
     instance = dg.DagsterInstance.ephemeral()

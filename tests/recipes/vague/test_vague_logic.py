@@ -258,3 +258,76 @@ def test_mcq_figures_from_items_frame():
     assert fig["position"].counts == {"A": 1, "B": 0, "C": 1, "D": 0}
     assert fig["length"].correct_longest == 1
     assert fig["duplicates"].items_with_duplicates == 1 and fig["duplicates"].examples[0]["item_id"] == "b"
+
+
+def test_paper_defaults_reject_a_one_person_scene_and_record_the_tagger(monkeypatch):
+    """With no profile named, candidate selection uses the paper's criteria (§4.1: ≥ 2 persons,
+    objects from the tagger only); a kept frame says which tagger its objects came from."""
+    from forge.recipes.settings import recipe_settings
+
+    monkeypatch.delenv("SUBTEXT_RECIPE_PROFILE", raising=False)
+    monkeypatch.delenv("SUBTEXT_VAGUE_CONFIG", raising=False)
+    cfg = recipe_settings("vague")["candidates"]
+    frames = _frames(
+        [
+            {"frame_id": "two", "item_id": "v1", "kind": "pool_frame", "timestamp_s": 1.0, "path": "two.jpg"},
+            {"frame_id": "one", "item_id": "v2", "kind": "pool_frame", "timestamp_s": 1.0, "path": "one.jpg"},
+            {
+                "frame_id": "cap",
+                "item_id": "i3",
+                "kind": "image",
+                "timestamp_s": None,
+                "path": "cap.jpg",
+                "caption": "Two men argue over a teapot",
+            },
+        ]
+    )
+    scenes = pd.DataFrame(
+        {
+            "frame_id": ["two", "one", "cap"],
+            "batch": "b1",
+            "source": "s",
+            "n_tags": [2, 2, 0],
+            "n_persons": [2, 1, 2],
+            "rank": [1, 2, 3],
+            "selected": True,
+            "reason": "selected",
+        }
+    )
+    tags = pd.DataFrame(
+        {
+            "frame_id": ["two", "two", "one"],
+            "tag": ["cup", "table", "lamp"],
+            "score": [0.9, 0.8, 0.7],
+            "backend": ["yolo", "yolo", "yolo"],
+        }
+    )
+    df, rej = logic.select_candidates(frames, scenes, pd.DataFrame(), tags, pd.DataFrame(), **cfg)
+    assert df["frame_id"].tolist() == ["two"]
+    assert df.iloc[0]["object_source"] == "tags" and df.iloc[0]["tagger_backend"] == "yolo"
+    reasons = {r["frame_id"]: (r["reason"], r["detail"]) for r in rej}
+    assert reasons["one"] == ("too_few_persons", "1 < 2")
+    assert reasons["cap"][0] == "too_few_tags"  # a caption is no object source under the paper's settings
+    # the demo profile relaxes exactly these criteria: the 1-person scene and the caption image pass
+    demo = recipe_settings("vague", "demo")["candidates"]
+    df_demo, _ = logic.select_candidates(frames, scenes, pd.DataFrame(), tags, pd.DataFrame(), **demo)
+    assert df_demo["frame_id"].tolist() == ["two", "one", "cap"]
+    assert df_demo.set_index("frame_id")["object_source"].to_dict() == {"two": "tags", "one": "tags", "cap": "caption"}
+
+
+def test_item_labels_name_the_tagger_backend():
+    cand = {"frame_id": "f1", "item_id": "v1", "source": "s", "batch": "b1", "image_path": "p.jpg"}
+    common = {"prompt_hash": "h", "backend": "openai", "model": "m"}
+    direct = {"direct_expression": "d", "subject": "person1", "action": "a", "object": "cup", "intention": "i"}
+    indirect = {"strategy": "humour", "indirect_expression": "x"}
+    options = {t: {"text": f"opt {t}", **common} for t in logic.OPTION_TYPES}
+    for backend, label in (("ram", "ram"), ("yolo", "yolo_classes_fallback"), (None, None)):
+        row = logic.build_item(
+            {**cand, "object_source": "tags", "tagger_backend": backend},
+            {**direct, **common},
+            {**indirect, **common},
+            options,
+            0,
+            "seed",
+        )
+        assert json.loads(row["labels"])["tagger_backend"] == label

@@ -8,18 +8,15 @@ from forge.llm.stub import ADVISORY_NOTE
 from tests.recipes.vague.test_vague_assets import BATCH, FRAMES, data  # noqa: F401 - fixture
 
 
-def test_vague_stub_run_yields_items(data, tmp_path, monkeypatch):
+def test_vague_stub_run_yields_items(data, tmp_path, recipe_overrides):
     from assets.recipes import vague as pkg
     from assets.recipes.vague import assets as va
     from resources.embedder import EmbedderResource
     from resources.llm import LLMResource
     from resources.storage import StorageResource
 
-    monkeypatch.setitem(
-        va.CONFIG,
-        "candidates",
-        dict(va.CONFIG["candidates"], min_persons=0, min_tags=1, object_vocabulary="tags", max_per_batch=10),
-    )
+    # the fixture frames have tags but no detected persons
+    recipe_overrides("vague", {"candidates": {"min_persons": 0, "max_per_batch": 10}})
     store = data
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", [BATCH])
@@ -39,6 +36,10 @@ def test_vague_stub_run_yields_items(data, tmp_path, monkeypatch):
     assert res.success
     items = store.read("vague_items")
     assert len(items) >= 1 and (items["backend"] == "stub").all()
+    # every row says which settings profile made it: none named → the paper's
+    assert items["profile"].tolist() == ["paper"] * len(items)
+    labels = [json.loads(x) for x in items["labels"]]
+    assert {x["object_source"] for x in labels} == {"tags"}
     # nothing was rejected for a verdict or a placeholder check
     rej = store.read("rejects")
     judged = {"low_direct_rating", "low_indirect_rating", "indirect_not_ambiguous", "duplicate_options"}
