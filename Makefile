@@ -65,6 +65,8 @@ test: setup
 	$(VENV)/bin/ruff format --check .
 	bash scripts/fresh_clone_check.sh
 
+# The UI loads the recipe profile the data dir was built with (jobs/demo.py records it), unless set.
+ui: export SUBTEXT_RECIPE_PROFILE ?= $(shell cat $(SUBTEXT_DATA_DIR)/recipe_profile 2>/dev/null)
 ui: setup
 	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 

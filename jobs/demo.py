@@ -13,6 +13,7 @@ from pathlib import Path
 
 from forge.media.loopback import LoopbackServer, loopback_allowances
 from forge.media.sample_corpus import build_sample_corpus
+from forge.recipes.settings import record_profile
 
 
 @contextmanager
@@ -37,6 +38,7 @@ def prepare_demo(data_dir: str | None = None) -> Iterator[dict[str, str]]:
         print("No LLM endpoint configured: LLM stages use the offline stub; demo exports are forced and labelled.")
     # The demo's relaxed recipe settings (config/recipes/*.yaml `profiles: demo:`) unless the user chose a profile.
     values["SUBTEXT_RECIPE_PROFILE"] = os.environ.get("SUBTEXT_RECIPE_PROFILE") or "demo"
+    record_profile(values["SUBTEXT_RECIPE_PROFILE"], data)  # `make ui` on this data dir loads the same settings
     print(f"Recipe settings profile: {values['SUBTEXT_RECIPE_PROFILE']}", flush=True)
     old = {k: os.environ.get(k) for k in values}
     os.environ.update(values)

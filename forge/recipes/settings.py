@@ -32,8 +32,21 @@ def config_path(name: str) -> Path:
     return Path(os.environ.get(f"SUBTEXT_{name.upper()}_CONFIG") or RECIPES_DIR / f"{name}.yaml")
 
 
+PROFILE_FILE = "recipe_profile"  # in the data dir: the profile its tables were built with
+
+
+def record_profile(profile: str, data_dir: str | os.PathLike[str] | None = None) -> None:
+    """Remember the profile a data dir is built with: ``make ui`` on that data dir loads the same
+    settings, so no stage shows Unsynced only because the UI was started without the demo's
+    variable (for ``dg launch``: ``export SUBTEXT_RECIPE_PROFILE=$(cat data/recipe_profile)``)."""
+    path = Path(data_dir or os.environ.get("SUBTEXT_DATA_DIR", "data"))
+    path.mkdir(parents=True, exist_ok=True)
+    (path / PROFILE_FILE).write_text(profile + "\n")
+
+
 def active_profile(name: str, profile: str | None = None) -> str:
-    """The profile a recipe's settings come from: ``profile``, the env, else ``paper``."""
+    """The profile a recipe's settings come from: ``profile``, the env, else ``paper``.
+    (``make ui`` sets the env from the data dir's recorded profile.)"""
     del name  # one env var for every recipe: a run uses one profile throughout
     return (profile or os.environ.get(PROFILE_ENV, "").strip() or PAPER).strip()
 

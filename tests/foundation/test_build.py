@@ -103,3 +103,5 @@ def test_demo_runs_the_demo_settings_profile_unless_the_user_chose_one(tmp_path,
         got = recipe_settings("vague")["candidates"]["min_persons"]
     assert got == (2 if user_choice == "paper" else 0)
     assert os.environ.get(PROFILE_ENV) == user_choice
+    # recorded in the data dir: `make ui` on it loads the same profile (no false Unsynced)
+    assert (tmp_path / "data" / "recipe_profile").read_text().strip() == (user_choice or "demo")
