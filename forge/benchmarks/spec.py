@@ -73,6 +73,13 @@ class SplitPolicy:
     unit_key: str | None = None
 
 
+class TextReference(enum.StrEnum):
+    """What a free-text reply is compared with by the reference-overlap metrics."""
+
+    REFERENCES = "references"  # the item's ``references`` (a pool of reference answers)
+    CORRECT_OPTION = "correct_option"  # the text of the gold option (a free-form run of a choice item)
+
+
 @dataclass(frozen=True)
 class EvalSpec:
     """How the evaluation stage runs and scores this benchmark.
@@ -86,6 +93,12 @@ class EvalSpec:
     tried before the generic reading of its kind; it returns ``None`` to leave a reply to it.
     ``defaults``: the ``config/evals.yaml`` block used when that file has none for this
     benchmark (the file wins key by key). ``prompts_dir``: where setting prompt files live.
+
+    Open-ended judging (``judge_prompt`` set; rows of task ``open_ended``): by default a reply
+    that could not be read scores 0 without a judge, a parsed answer is judged with the
+    variables ``question`` / ``answer`` / ``references`` and the judge's ``label`` (correct /
+    incorrect) is the score, and a failed call stays unscored. ``judge_unparseable``,
+    ``judge_variables``, ``read_judgement`` and ``judge_failed_call`` replace those steps.
     """
 
     kinds: Mapping[str, str]
@@ -97,6 +110,17 @@ class EvalSpec:
     judge_prompt: str | None = None  # open-ended answers judged by the `llm` resource's model
     similarity: bool = False  # needs the embedder (similarity / overlap scores)
     text_metrics: bool = False  # reference-overlap metrics of text replies (no embedder needed)
+    text_reference: TextReference = TextReference.REFERENCES  # what those metrics compare a reply with
+    judge_unparseable: bool = False  # an empty / unreadable reply is judged too (its raw text), not scored 0
+    # (prediction row, item) → the judge prompt's variables; None: question / answer / references.
+    judge_variables: Callable[[dict[str, Any], dict[str, Any]], dict[str, str]] | None = None
+    # (prediction row, judge JSON, scoring options) → fills the row's judge and score columns;
+    # raises ValueError / TypeError on a judgement it cannot use (the row is then unscored).
+    # None: the judge's ``label`` correct / incorrect is the score.
+    read_judgement: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], None] | None = None
+    # (prediction row) → the verdict of an open-ended reply whose call failed, without a judge
+    # call; None: the row stays unscored.
+    judge_failed_call: Callable[[dict[str, Any]], None] | None = None
     # (EvalRequest, reply text, scoring options) → Extraction, or None for the generic reading.
     parse_reply: Callable[[Any, str | None, dict[str, Any]], Any] | None = None
     circular: bool = False  # letters carry no meaning: circular evaluation allowed

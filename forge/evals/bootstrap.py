@@ -1,6 +1,6 @@
 """Cluster bootstrap: confidence intervals that resample source videos, not questions.
 
-Questions built from the same video are correlated (ViMU has four per clip, MAIA up to 8
+Questions built from the same video are correlated (several tasks per clip, or a pool of
 statement pairs per question); treating them as independent would make intervals too
 narrow. Each replicate draws clusters (``source_item_id``) with replacement and turns the
 draw into row weights (how often each row's cluster was drawn); the statistic is a function

@@ -190,18 +190,18 @@ def evaluate(
             log.info(f"{name} × {spec.name} × {setting.name}: {len(reqs)} requests")
         results = engine.run(stage, part, [r.request for r in reqs])
         srows = rq.prediction_rows(spec.name, bench, setting, split_of, reqs, results, scoring)
-        unparseable_open_ended(srows)
+        unparseable_open_ended(bench, srows)
         if bench.eval.judge_prompt and judge is not None:
             jp = load_prompt(bench.eval.prompts_dir / bench.eval.judge_prompt)
-            pairs = judge_requests(name, srows, by_id, jp)
+            pairs = judge_requests(bench, srows, by_id, jp)
             if pairs and advisory(judge):  # the stub never scores: a placeholder verdict is no verdict
                 judge_unavailable(srows, pairs, "the judge is the offline stub backend (configure an endpoint)")
             elif pairs and spec.backend == "stub":  # a paid judge is never sent placeholder replies
                 judge_unavailable(srows, pairs, f"model {spec.name} is the offline stub: its replies are not judged")
             elif pairs:
-                apply_judge(name, srows, pairs, judge.run(f"{name}_eval_judge", part, [p for _, p in pairs]), scoring)
+                apply_judge(bench, srows, pairs, judge.run(f"{name}_eval_judge", part, [p for _, p in pairs]), scoring)
         if bench.eval.similarity or bench.eval.text_metrics:
-            similarity_scores(srows, by_id, embedder, bcfg.get("thresholds") or {}, bcfg)
+            similarity_scores(bench, srows, by_id, embedder, bcfg.get("thresholds") or {}, bcfg)
         rows += srows
         meta["settings_run"].append(setting.name)
         if skipped:

@@ -1,4 +1,6 @@
-"""Scorers, one plain function per paper metric (docs/evals.md lists the paper sources).
+"""Scorers: generic item and set formulas the benchmarks' scoring rules are built from
+(docs/evals.md lists which paper uses which; a benchmark's own rules live in
+``forge/recipes/<name>/scoring.py``).
 
 Item-level functions return numbers for one prediction; aggregate functions take arrays and
 optional row ``weights`` (the cluster bootstrap in ``forge.evals.bootstrap`` resamples by
@@ -13,24 +15,12 @@ from functools import lru_cache
 
 import numpy as np
 
-# ViMU App. I: the set score is the recipe's own helper, reused here (one definition).
-from forge.recipes.vimu.items import multi_select_score
-
 __all__ = [
-    "multi_select_score",
     "partial_set_score",
-    "vimu_set_score",
-    "vimu_oe_total",
-    "vimu_oe_normalised",
-    "VIMU_OE_MIN",
-    "VIMU_OE_MAX",
-    "vimu_oe_intersection",
     "micro_f1",
     "selection_conservatism",
     "error_composition",
     "weighted_mean",
-    "vimu_judge_total",
-    "vimu_judge_normalised",
     "option_affinity",
     "cooccurrence",
     "frobenius",
@@ -43,7 +33,6 @@ __all__ = [
     "rouge_n",
     "rouge_l",
     "rotations",
-    "VIMU_JUDGE_RANGES",
 ]
 
 
@@ -55,11 +44,12 @@ def weighted_mean(values: np.ndarray, weights: np.ndarray | None = None) -> floa
     return float((v[m] * w[m]).sum() / w[m].sum()) if m.any() else float("nan")
 
 
-# -- ViMU ------------------------------------------------------------------------------------
+# -- set predictions (multi-select) ---------------------------------------------------------
 
 
 def error_composition(predicted: Iterable[str], gold: Iterable[str]) -> str:
-    """ViMU Fig. 6b: exact (P = G), miss_only (P ⊊ G), extra_only (G ⊊ P), mixed (both)."""
+    """Error composition of a set prediction: exact (P = G), miss_only (P ⊊ G), extra_only
+    (G ⊊ P), mixed (both)."""
     p, g = set(predicted), set(gold)
     if p == g:
         return "exact"
@@ -72,67 +62,19 @@ def error_composition(predicted: Iterable[str], gold: Iterable[str]) -> str:
 
 
 def partial_set_score(predicted: Iterable[str], gold: Iterable[str]) -> float:
-    """A multi-select reply's score, the ViMU official set score (scripts/11-vimu_eg_score.py,
-    21-vimu_ss_score.py): 0 when any predicted key is outside the gold set, 0 when the gold set is empty, else |P ∩ G| / |G|.
-    An empty prediction therefore scores 0."""
+    """A multi-select reply's score: 0 when any predicted key is outside the gold set, 0 when
+    the gold set is empty, else |P ∩ G| / |G|. An empty prediction therefore scores 0."""
     p, g = set(predicted), set(gold)
     if p - g or not g:
         return 0.0
     return len(p & g) / len(g)
 
 
-vimu_set_score = partial_set_score  # the name the ViMU parity tests use
-
-
-# Official OE judge (scripts/01-vimu_oe_judge.py): the judge states ``score_total`` in -6..9;
-# an inference error is given -1 without a judge call; 02-vimu_oe_score.py maps the mean raw
-# total to (mean + 6) / 15 × 100.
-VIMU_OE_MIN, VIMU_OE_MAX = -6.0, 9.0
-VIMU_OE_INFERENCE_ERROR = -1.0
-
-
-def vimu_oe_normalised(total: float) -> float:
-    """(total − min) / (max − min): −6 → 0, 9 → 1 (×100 by the caller). Linear, so the mean of
-    normalised item scores equals the official normalised mean total."""
-    return (float(total) - VIMU_OE_MIN) / (VIMU_OE_MAX - VIMU_OE_MIN)
-
-
-def vimu_oe_total(judgement: dict, source: str = "stated") -> float:
-    """The raw OE total of one judgement. ``stated`` (paper default): the judge's own
-    ``score_total``, which must be an integer in −6..9. ``breakdown`` (named option): Eq. 1
-    recomputed from the validated components, ignoring the stated total. Raises ``ValueError``
-    when the chosen source is missing or invalid (the row is then unscored)."""
-    if source == "breakdown":
-        return vimu_judge_total(judgement.get("score_breakdown") or judgement)
-    v = judgement.get("score_total")
-    if v is None or isinstance(v, bool):
-        raise ValueError("judgement lacks score_total")
-    f = float(v)
-    if f != int(f) or not VIMU_OE_MIN <= f <= VIMU_OE_MAX:
-        raise ValueError(f"score_total {v!r} outside the integers -6..9")
-    return f
-
-
-def vimu_oe_intersection(rows: Sequence[tuple[str, str, float | None]]) -> dict[str, list[float]]:
-    """Official cross-model comparison (02-vimu_oe_score.py): rows are (model, video, raw
-    total or None); rows without a total are dropped, then only videos with a total for *every*
-    model seen are kept. Returns each model's totals on that common set."""
-    by_video: dict[str, dict[str, float]] = {}
-    models: set[str] = set()
-    for model, video, total in rows:
-        if total is None or (isinstance(total, float) and np.isnan(total)):
-            continue
-        by_video.setdefault(video, {})[model] = float(total)
-        models.add(model)
-    keep = sorted(v for v, m in by_video.items() if len(m) == len(models))
-    return {m: [by_video[v][m] for v in keep] for m in sorted(models)}
-
-
 def micro_f1(
     predicted: Sequence[Iterable[str]], gold: Sequence[Iterable[str]], weights: np.ndarray | None = None
 ) -> dict[str, float]:
-    """Micro-averaged precision / recall / F1 of set predictions (ViMU Fig. 6a, EG): true
-    positives, predicted and gold keys pooled over items before dividing."""
+    """Micro-averaged precision / recall / F1 of set predictions: true positives, predicted
+    and gold keys pooled over items before dividing."""
     w = np.ones(len(gold)) if weights is None else np.asarray(weights, dtype=float)
     tp = sum(wi * len(set(p) & set(g)) for p, g, wi in zip(predicted, gold, w))
     npred = sum(wi * len(set(p)) for p, wi in zip(predicted, w))
@@ -149,8 +91,8 @@ def micro_f1(
 def selection_conservatism(
     predicted: Sequence[Iterable[str]], gold: Sequence[Iterable[str]], weights: np.ndarray | None = None
 ) -> float:
-    """Official ``selection_conservatism`` (11-vimu_eg_score.py): mean predicted set size minus
-    mean gold set size; negative = under-selects (conservative), positive = over-selects."""
+    """Mean predicted set size minus mean gold set size; negative = under-selects
+    (conservative), positive = over-selects."""
     w = np.ones(len(gold)) if weights is None else np.asarray(weights, dtype=float)
     if not w.sum():
         return float("nan")
@@ -159,50 +101,13 @@ def selection_conservatism(
     return float(((p - g) * w).sum() / w.sum())
 
 
-# App. B: score_total = core + implicit + target - hallucination - literal_only.
-VIMU_JUDGE_RANGES = {
-    "core_intent": (0, 5),
-    "implicit_signal": (0, 3),
-    "target_or_social_meaning": (0, 1),
-    "hallucination_penalty": (0, 3),
-    "literal_only_penalty": (0, 3),
-}
-VIMU_JUDGE_MAX = 9.0
-
-
-def vimu_judge_total(breakdown: dict) -> float:
-    """Eq. (1) of App. B; raises ``ValueError`` on a missing or out-of-range component
-    (a judge reply we cannot trust is a judge failure, never a clipped guess)."""
-    vals = {}
-    for key, (lo, hi) in VIMU_JUDGE_RANGES.items():
-        if key not in breakdown or breakdown[key] is None:
-            raise ValueError(f"judge breakdown lacks {key}")
-        v = float(breakdown[key])
-        if not lo <= v <= hi:
-            raise ValueError(f"judge {key}={v} outside [{lo}, {hi}]")
-        vals[key] = v
-    return (
-        vals["core_intent"]
-        + vals["implicit_signal"]
-        + vals["target_or_social_meaning"]
-        - vals["hallucination_penalty"]
-        - vals["literal_only_penalty"]
-    )
-
-
-def vimu_judge_normalised(judgement: dict, source: str = "stated") -> float:
-    """The OE item score in [0, 1]: the raw total (``vimu_oe_total``) normalised as the
-    official script does, (total + 6) / 15."""
-    return vimu_oe_normalised(vimu_oe_total(judgement, source))
-
-
 def option_affinity(
     predicted: Sequence[Iterable[str]],
     gold: Sequence[Iterable[str]],
     letters: Sequence[str],
     weights: np.ndarray | None = None,
 ) -> dict[str, float]:
-    """ViMU Fig. 9: per option, predicted prevalence minus gold prevalence (share of items)."""
+    """Per option, predicted prevalence minus gold prevalence (share of items)."""
     w = np.ones(len(gold)) if weights is None else np.asarray(weights, dtype=float)
     out = {}
     for x in letters:
@@ -213,8 +118,8 @@ def option_affinity(
 
 
 def cooccurrence(sets: Sequence[Iterable[str]], letters: Sequence[str]) -> np.ndarray:
-    """ViMU Fig. 8: normalised k×k co-occurrence; entry (i, j) = share of items selecting both
-    i and j (the diagonal is each label's prevalence)."""
+    """Normalised k×k co-occurrence; entry (i, j) = share of items selecting both i and j (the
+    diagonal is each label's prevalence)."""
     k = len(letters)
     idx = {x: i for i, x in enumerate(letters)}
     m = np.zeros((k, k))
@@ -229,15 +134,16 @@ def cooccurrence(sets: Sequence[Iterable[str]], letters: Sequence[str]) -> np.nd
 
 
 def frobenius(a: np.ndarray, b: np.ndarray) -> float:
-    """ViMU Fig. 8d: geometry distortion = ‖A − B‖_F."""
+    """Distortion between two co-occurrence geometries: ‖A − B‖_F."""
     return float(np.linalg.norm(np.asarray(a) - np.asarray(b)))
 
 
-# -- VAGUE / MCQ -----------------------------------------------------------------------------
+# -- multiple choice -------------------------------------------------------------------------
 
 
 def chosen_option_type(letter: str | None, option_types: Sequence[str]) -> str | None:
-    """VAGUE §5.2: the type (correct / FS / SU / NE) of the option a model picked."""
+    """The type of the option a model picked (an item's ``option_types``, e.g. correct or a
+    kind of distractor)."""
     if not letter:
         return None
     i = ord(letter.upper()) - ord("A")
@@ -258,8 +164,8 @@ def rotations(options: Sequence[str], answer: str) -> list[tuple[list[str], str]
 
 
 def all_correct(flags: Iterable[bool | None]) -> bool | None:
-    """MAIA pool consistency / circular evaluation: True iff every flag is True; None if any
-    flag is unknown (a failed call) and none is False."""
+    """Pool consistency / circular evaluation: True iff every flag is True; None if any flag
+    is unknown (a failed call) and none is False."""
     flags = list(flags)
     if any(f is False for f in flags):
         return False
@@ -340,5 +246,5 @@ def rouge_n(prediction: str, reference: str, n: int) -> float:
 
 
 def rouge_l(prediction: str, references: Sequence[str]) -> float:
-    """ROUGE-L F-measure against the best-matching reference (MAIA Table 4's pool of 8)."""
+    """ROUGE-L F-measure against the best-matching reference of a pool."""
     return max((float(_rouge().score(r, prediction)["rougeL"].fmeasure) for r in references if r), default=0.0)

@@ -1,5 +1,5 @@
-"""Similarity metrics of generated answers against a pool of references (MAIA §4.2, Table 4;
-VAGUE free-form answers), each through its maintained library.
+"""Similarity metrics of generated answers against a pool of references (for a benchmark whose
+``EvalSpec`` sets ``text_metrics``: docs/evals.md names them), each through its maintained library.
 
 * BLEU: ``sacrebleu.sentence_bleu`` (all references at once, default exp smoothing), /100.
 * ROUGE-L: ``rouge-score`` F-measure against the best reference (``scorers.rouge_l``).

@@ -13,9 +13,10 @@ import pytest
 from forge.benchmarks.spec import PROMPTS_DIR
 from forge.evals import requests as rq
 from forge.evals.config import ModelSpec, load_eval_config, settings_for
-from forge.evals.extract import extract_iibench
-from forge.evals.scoring import Scorer, iibench_accuracy_values, score_benchmark
+from forge.evals.scoring import Scorer, score_benchmark
 from forge.llm.prompts import load_prompt
+from forge.recipes.iibench.evaluation import extract_iibench
+from forge.recipes.iibench.scoring import iibench_accuracy_values
 
 OPTS = ["A cat sleeps.", "A dog barks.", "Birds fly south.", "Fish swim.", "Cows graze.", "Pigs oink."]
 

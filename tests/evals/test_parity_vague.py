@@ -13,9 +13,9 @@ import pytest
 from forge.benchmarks.spec import PROMPTS_DIR
 from forge.evals import requests as rq
 from forge.evals.config import ModelSpec, load_eval_config, settings_for
-from forge.evals.extract import extract_vague
 from forge.evals.scoring import Scorer, score_benchmark
 from forge.llm.prompts import load_prompt
+from forge.recipes.vague.evaluation import extract_vague
 
 OPTS = [
     "The speaker wants person1 to admire the motorcycle.",

@@ -10,17 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forge.evals.extract import clean_option_keys, extract_vimu_selection
-from forge.evals.scorers import (
-    micro_f1,
-    selection_conservatism,
-    vimu_oe_intersection,
-    vimu_oe_normalised,
-    vimu_oe_total,
-    vimu_set_score,
-)
+from forge.evals.scorers import micro_f1, selection_conservatism
 from forge.evals.scoring import Scorer, score_benchmark
+from forge.recipes.vimu.evaluation import clean_option_keys, extract_vimu_selection
 from forge.recipes.vimu.report import oe_cross_model as vimu_oe_cross_model
+from forge.recipes.vimu.scoring import vimu_oe_intersection, vimu_oe_normalised, vimu_oe_total, vimu_set_score
 
 KEYS = ["A", "B", "C", "D", "E"]
 SEL = json.dumps

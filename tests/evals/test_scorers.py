@@ -12,16 +12,15 @@ from forge.evals.scorers import (
     error_composition,
     f1_per_class,
     frobenius,
-    multi_select_score,
     option_affinity,
     rotations,
     rouge_l,
     rouge_n,
     span_overlap,
-    vimu_judge_normalised,
-    vimu_judge_total,
     weighted_mean,
 )
+from forge.recipes.vimu.items import multi_select_score
+from forge.recipes.vimu.scoring import vimu_judge_normalised, vimu_judge_total
 
 
 def test_multi_select_and_composition():

@@ -3,6 +3,8 @@ data_loader builds them, few-shot from the dev split, and the official eval.py r
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from forge.evals import extract as ex
@@ -58,4 +60,43 @@ def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any]) -> e
     ``iibench_strict_extraction`` leaves it to the project's stricter generic reader."""
     if er.kind != "mcq" or options.get("iibench_strict_extraction"):
         return None
-    return ex.extract_iibench(text, er.options or [])
+    return extract_iibench(text, er.options or [])
+
+
+# -- the official eval.py rule (docs/evals.md, "II-Bench rules") ----------------------------------
+#
+# Re-implemented from the rule, not the code: (1) letters A–F written "(X)"; if there is none,
+# (2) capital letters A–F standing alone as words anywhere in the reply; the label is the most
+# frequent one, ties going to the tied letter that *first* appears last. Only when neither form
+# is present: (3) option texts: an option counts when its stripped text occurs in the reply, or
+# the whole reply occurs in the option; the last counted option wins. Nothing → a miss.
+# Letters are never restricted to the item's option count, case is never folded, and a reply
+# that is exactly "" is not parsed (the official loop skips it, the item still counts as wrong).
+
+_IIB_PAREN = re.compile(r"\(([A-F])\)")
+_IIB_WORD = re.compile(r"\b([A-F])\b")
+
+
+def _most_frequent_last_tied(labels: Sequence[str]) -> str:
+    counts: dict[str, int] = {}
+    for x in labels:  # insertion order = order of first appearance
+        counts[x] = counts.get(x, 0) + 1
+    top = max(counts.values())
+    return [x for x, c in counts.items() if c == top][-1]
+
+
+def extract_iibench(reply: str | None, options: Sequence[str] | None = None) -> ex.Extraction:
+    """II-Bench label of ``reply`` exactly as the official ``eval.py`` gives it."""
+    if reply is None or reply == "":
+        return ex.Extraction(ok=False, reason="empty")
+    text = str(reply)
+    found = _IIB_PAREN.findall(text)
+    method = "iib_paren"
+    if not found:
+        found, method = _IIB_WORD.findall(text), "iib_word"
+    if found:
+        return ex.Extraction(letters=(_most_frequent_last_tied(found),), ok=True, method=method)
+    hits = [chr(65 + i) for i, o in enumerate(options or []) if str(o).strip() in text or text in str(o)]
+    if hits:
+        return ex.Extraction(letters=(hits[-1],), ok=True, method="iib_option_text")
+    return ex.Extraction(ok=False, reason="miss")

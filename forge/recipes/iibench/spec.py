@@ -15,9 +15,9 @@
 from __future__ import annotations
 
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy
-from forge.evals.scoring import _score_iibench
 from forge.recipes.iibench.evaluation import build_request, parse_reply
 from forge.recipes.iibench.release import parse_release
+from forge.recipes.iibench.scoring import score_setting
 
 SPEC = BenchmarkSpec(
     name="iibench",
@@ -32,7 +32,7 @@ SPEC = BenchmarkSpec(
         kinds={"mcq": "mcq"},
         build_request=build_request,
         parse_reply=parse_reply,
-        score_setting=_score_iibench,
+        score_setting=score_setting,
         primary_metric="accuracy",
         circular=True,
         report_slices=tuple(("accuracy", k) for k in ("domain", "emotion", "image_type", "difficulty", "rhetoric")),

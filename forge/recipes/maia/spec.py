@@ -25,9 +25,9 @@ from forge.benchmarks.spec import (
     OptionPolicy,
     SplitPolicy,
 )
-from forge.evals.scoring import _score_maia
 from forge.recipes.maia.evaluation import build_request
 from forge.recipes.maia.release import parse_release
+from forge.recipes.maia.scoring import score_setting
 
 SPEC = BenchmarkSpec(
     name="maia",
@@ -42,10 +42,11 @@ SPEC = BenchmarkSpec(
     eval=EvalSpec(
         kinds={"statement_verification": "mcq", "open_ended": "text"},
         build_request=build_request,
-        score_setting=_score_maia,
+        score_setting=score_setting,
         primary_metric="agg_accuracy",
         judge_prompt="maia_oe_judge.yaml",
         similarity=True,
+        text_metrics=True,  # Table 4: BLEU / ROUGE-L / METEOR / CIDEr / BERTScore vs the pool of 8 references
         circular=True,
         report_slices=(("sv_accuracy", "category"), ("oe_accuracy", "category")),
         # §6 / Table 4: every metric, the reference-overlap ones included

@@ -3,6 +3,8 @@ utils/util.py renders them, and the official reading of a multiple-choice reply.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from forge.evals import extract as ex
@@ -33,4 +35,25 @@ def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any]) -> e
     """A multiple-choice reply as the official evaluation reads it (free-form replies are text)."""
     if er.kind != "mcq":
         return None
-    return ex.extract_vague(text, er.options or [])
+    return extract_vague(text, er.options or [])
+
+
+# -- the official reading of a multiple-choice reply ----------------------------------------------
+#
+# The official repository publishes no answer parser (outputs are stored raw). Its prompts ask
+# for "only the letter among A,B,C and D"; the CoT prompts for "Your answer1 (reasoning) : ..."
+# then "Your answer2 (intention) : X". We read the text after the last "answer2 ... :" marker when
+# there is one, then apply the general multiple-choice rules (``extract_choice``).
+
+_ANSWER2 = re.compile(r"answer\s*2[^:\n]*:", re.I)
+
+
+def extract_vague(reply: str | None, options: Sequence[str]) -> ex.Extraction:
+    if reply is None or not str(reply).strip():
+        return ex.Extraction(ok=False, reason="empty")
+    marks = list(_ANSWER2.finditer(str(reply)))
+    if marks and str(reply)[marks[-1].end() :].strip():
+        e = ex.extract_choice(str(reply)[marks[-1].end() :], options)
+        if e.ok:
+            return ex.Extraction(letters=e.letters, ok=True, method=f"answer2_{e.method}")
+    return ex.extract_choice(reply, options)

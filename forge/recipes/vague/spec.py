@@ -12,10 +12,18 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy
-from forge.evals.scoring import _score_vague
+from forge.benchmarks.spec import (
+    BenchmarkSpec,
+    BlindAction,
+    BlindPolicy,
+    BlindUnit,
+    EvalSpec,
+    OptionPolicy,
+    TextReference,
+)
 from forge.recipes.vague.evaluation import build_request, parse_reply
 from forge.recipes.vague.release import parse_release
+from forge.recipes.vague.scoring import score_setting
 
 SPEC = BenchmarkSpec(
     name="vague",
@@ -30,10 +38,11 @@ SPEC = BenchmarkSpec(
         kinds={"mcq": "mcq"},
         build_request=build_request,
         parse_reply=parse_reply,
-        score_setting=_score_vague,
+        score_setting=score_setting,
         primary_metric="accuracy",
         circular=True,
         text_metrics=True,  # App. I free-form answers: BLEU / METEOR / ROUGE-L / BERTScore vs the correct option
+        text_reference=TextReference.CORRECT_OPTION,
         report_slices=(("accuracy", "category"),),
         report_tables={"errors": ("correct_count", "errors_FS", "errors_SU", "errors_NE")},
     ),

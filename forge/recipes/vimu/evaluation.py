@@ -4,6 +4,9 @@ recipe's own rendered guided/unguided prompt; and the official reading of a sele
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -59,6 +62,84 @@ def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any]) -> e
     if er.kind != "multi":
         return None
     keys = [chr(65 + i) for i in range(len(er.options or []))]
-    return ex.extract_vimu_selection(
+    return extract_vimu_selection(
         text, keys, options=er.options, prose_fallback=bool(options.get("vimu_lenient_parse"))
     )
+
+
+# -- selected option keys (scripts/10-vimu_eg.py, 20-vimu_ss.py) ------------------------------
+#
+# The official prompt asks for JSON ``{"selected_options": [...]}`` and allows an empty list. The
+# official run loads the whole reply as JSON; a reply that does not load (prose, a code fence) or
+# is not an object is an inference error stored as an empty selection, and so scores 0. The keys
+# are then cleaned: a non-list is empty; each key stringified and stripped, kept only if it is one
+# of the item's option keys, de-duplicated in order. That is the default here. The named option
+# ``vimu_lenient_parse`` (``prose_fallback=True``) also reads JSON inside a code fence or text and,
+# failing that, prose letters through the multi-select rules of ``extract_choice``.
+
+_JSON_BLOCK = re.compile(r"\{.*\}", re.S)
+
+
+def _json_object(text: str) -> dict | None:
+    t = text.strip()
+    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", t, re.S)
+    if fence:
+        t = fence.group(1)
+    for cand in (t, *(m.group(0) for m in [_JSON_BLOCK.search(t)] if m)):
+        try:
+            obj = json.loads(cand)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+def clean_option_keys(values: object, valid: Sequence[str]) -> list[str]:
+    """Official cleaning: a non-list is empty; keys stripped, only valid ones, first occurrence kept."""
+    if not isinstance(values, list):
+        return []
+    ok = set(valid)
+    out: list[str] = []
+    for v in values:
+        k = str(v).strip()
+        if k in ok and k not in out:
+            out.append(k)
+    return out
+
+
+def _whole_json(text: str) -> object:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def extract_vimu_selection(
+    reply: str | None, valid_keys: Sequence[str], *, options: Sequence[str] | None = None, prose_fallback: bool = False
+) -> ex.Extraction:
+    """ViMU EG / RM / SV selection. ``ok`` with an empty ``letters`` tuple is a valid empty
+    selection (the official prompt allows "[]"). A reply that is not a JSON object is a failure
+    (``not_json``), scored as nothing selected, unless ``prose_fallback`` reads it otherwise. A
+    JSON object without ``selected_options`` selects nothing (as officially: ``.get`` → [])."""
+    if reply is None or not str(reply).strip():
+        return ex.Extraction(ok=False, reason="empty")
+    obj = _whole_json(str(reply))
+    if isinstance(obj, dict):
+        keys = clean_option_keys(obj.get("selected_options", []), valid_keys)
+        return ex.Extraction(letters=tuple(keys), ok=True, method="json", values={"selected_options": keys})
+    if prose_fallback:
+        obj = _json_object(str(reply))
+        if obj is not None:
+            keys = clean_option_keys(obj.get("selected_options", []), valid_keys)
+            return ex.Extraction(
+                letters=tuple(keys), ok=True, method="json_embedded", values={"selected_options": keys}
+            )
+        e = ex.extract_choice(reply, list(options or valid_keys), multi=True)
+        if e.ok:
+            keys = [k for k in e.letters if k in set(valid_keys)]
+            return ex.Extraction(
+                letters=tuple(keys), ok=True, method=f"prose_{e.method}", values={"selected_options": keys}
+            )
+        return e
+    return ex.Extraction(ok=False, reason="not_json")

@@ -11,7 +11,8 @@ import pandas as pd
 
 from forge.evals.report import heatmap
 from forge.evals.requests import jload
-from forge.evals.scorers import cooccurrence, vimu_oe_intersection, vimu_oe_normalised
+from forge.evals.scorers import cooccurrence
+from forge.recipes.vimu.scoring import vimu_oe_intersection, vimu_oe_normalised
 
 
 def plots(scores: pd.DataFrame, preds: pd.DataFrame, out_dir: Path) -> list[Path]:

@@ -13,10 +13,10 @@
 from __future__ import annotations
 
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, EvalSpec, OptionPolicy
-from forge.evals.scoring import _score_vimu
 from forge.recipes.vimu.evaluation import build_request, parse_reply
 from forge.recipes.vimu.release import parse_release
 from forge.recipes.vimu.report import plots, prediction_tables
+from forge.recipes.vimu.scoring import judge_failed_call, judge_variables, read_judgement, score_setting
 
 SPEC = BenchmarkSpec(
     name="vimu",
@@ -31,9 +31,15 @@ SPEC = BenchmarkSpec(
         kinds={"open_ended": "text", "multi_select": "multi"},
         build_request=build_request,
         parse_reply=parse_reply,
-        score_setting=_score_vimu,
+        score_setting=score_setting,
         primary_metric="All-Avg",
         judge_prompt="vimu_oe_judge.yaml",
+        # 01-vimu_oe_judge.py: every reply that came back is judged (an empty one too), the judge
+        # states a raw total −6..9, and an inference error gets −1 without a judge call.
+        judge_unparseable=True,
+        judge_variables=judge_variables,
+        read_judgement=read_judgement,
+        judge_failed_call=judge_failed_call,
         report_tables={"tasks": ("OE", "EG", "RM", "SV", "SSU-Avg", "All-Avg")},
         report_plots=plots,
         report_prediction_tables=prediction_tables,
