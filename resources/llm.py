@@ -30,6 +30,10 @@ DEFAULT_PRICES: dict[str, dict[str, float]] = {
     "gpt-4.1": {"input": 2.00, "output": 8.00},
     "gpt-5-mini": {"input": 0.25, "output": 2.00},
     "gpt-5": {"input": 1.25, "output": 10.00},
+    # transcription: whisper-1 by audio minute; the gpt-4o transcribe models by (audio) tokens
+    "whisper-1": {"audio_minute": 0.006},
+    "gpt-4o-transcribe": {"input": 6.00, "output": 10.00},
+    "gpt-4o-mini-transcribe": {"input": 3.00, "output": 5.00},
 }
 
 
@@ -44,6 +48,10 @@ class LLMResource(dg.ConfigurableResource):
     )
     api_key: str | None = Field(default=None, description="bind with dg.EnvVar('OPENAI_API_KEY'); never logged")
     model: str = "gpt-4o-mini"
+    transcription_model: str = Field(
+        default="whisper-1",
+        description="model for audio.transcriptions (the `transcripts` stage); a stage override's model wins",
+    )
     stage_overrides: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="stage → {model: ..., params: {temperature: ...}}"
     )
@@ -128,6 +136,7 @@ class LLMResource(dg.ConfigurableResource):
             )
         return EngineSettings(
             model=self.model,
+            transcription_model=self.transcription_model,
             stage_overrides=dict(self.stage_overrides),
             default_params=dict(self.default_params),
             max_concurrency=self.max_concurrency,
@@ -175,6 +184,7 @@ class LLMResource(dg.ConfigurableResource):
         return {
             "backend": self.resolved_backend(),
             "model": self.model,
+            "transcription_model": self.transcription_model,
             "base_url": self.base_url or "",
             "stage_overrides": {k: v.get("model", self.model) for k, v in self.stage_overrides.items()},
         }
@@ -221,6 +231,7 @@ def default_llm() -> LLMResource:
         base_url=os.environ.get("OPENAI_BASE_URL") or None,
         api_key=dg.EnvVar("OPENAI_API_KEY") if has_key else None,
         model=os.environ.get("SUBTEXT_LLM_MODEL", "gpt-4o-mini"),
+        transcription_model=os.environ.get("SUBTEXT_LLM_TRANSCRIPTION_MODEL", "whisper-1"),
         **env_settings(),
     )
 

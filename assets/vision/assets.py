@@ -290,11 +290,11 @@ def rich_scenes(context: dg.AssetExecutionContext, config: RichSceneConfig, stor
     partitions_def=batches,
     backfill_policy=SINGLE_RUN,
     kinds={"parquet"},
-    deps=["tags", "person_indicators", "rich_scenes", "text_ratio", "clips", "frames", "duplicates"],
+    deps=["tags", "person_indicators", "rich_scenes", "text_ratio", "clips", "transcripts", "frames", "duplicates"],
     code_version=VERSION,
     check_specs=contract_check_specs("evidence", ["evidence"]),
     metadata=table_metadata(["evidence"]),
-    description="Evidence bundle per frame and per clip (tags, persons + labels, OCR text, transcript with its status): what recipes read.",
+    description="Evidence bundle per frame and per clip (tags, persons + labels, OCR text, transcript with its source and status): what recipes read.",
 )
 def evidence(context: dg.AssetExecutionContext, storage: StorageResource, tagger: TaggerResource):
     started, store = time.perf_counter(), storage.store
@@ -309,6 +309,7 @@ def evidence(context: dg.AssetExecutionContext, storage: StorageResource, tagger
             clips,
             store.read("rich_scenes", parts=[batch]),
             tagger.backend,
+            transcripts=store.read_batch("transcripts", batch) if store.exists("transcripts") else None,
         )
     md = {
         "units": dg.MetadataValue.json(

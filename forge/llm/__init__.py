@@ -4,9 +4,10 @@ from forge.llm.backends import Backend, BackendError, OpenAIBackend, Reply, Stub
 from forge.llm.cache import LLMCache
 from forge.llm.engine import CALLS_COLUMNS, PARSER_VERSION, EngineSettings, LLMEngine, Price
 from forge.llm.prompts import Prompt, PromptError, load_prompt, load_prompts, prompt_files_hash
-from forge.llm.types import ImageInput, LLMRequest, LLMResult
+from forge.llm.types import AudioRequest, ImageInput, LLMRequest, LLMResult
 
 __all__ = [
+    "AudioRequest",
     "Backend",
     "BackendError",
     "CALLS_COLUMNS",

@@ -6,6 +6,8 @@ retries are disabled: the engine retries, so it can honour retry-after and rate-
 headers across all in-flight requests and record every attempt. ``StubBackend`` answers
 offline with schema-valid placeholders. Both translate failures into ``BackendError``
 with ``retryable`` set, so the engine's retry logic does not depend on the client.
+``transcribe`` is the audio entry point (``audio.transcriptions.create``); the stub's
+transcript says it is one.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Reply:
     model: str = ""
     response_id: str | None = None  # the endpoint's id for this completion
     request_id: str | None = None  # ours (X-Client-Request-Id), the ledger key
+    audio_s: float = 0.0  # seconds of audio billed (transcription models priced per minute)
 
 
 class BackendError(Exception):
@@ -60,6 +63,17 @@ class Backend(Protocol):
         response_format: dict[str, Any] | None,
         schema: dict[str, Any] | None,
         seed: str,
+        *,
+        timeouts: dict[str, float] | None = None,
+        request_id: str | None = None,
+    ) -> Reply: ...
+
+    async def transcribe(
+        self,
+        model: str,
+        audio: bytes,
+        filename: str,
+        params: dict[str, Any],
         *,
         timeouts: dict[str, float] | None = None,
         request_id: str | None = None,
@@ -127,7 +141,6 @@ class OpenAIBackend:
         self, model, messages, params, response_format, schema, seed, *, timeouts=None, request_id=None
     ) -> Reply:
         import httpx2
-        import openai
         from openai.types.chat import ChatCompletion
 
         kwargs: dict[str, Any] = {"model": model, "messages": messages, **params}
@@ -157,52 +170,9 @@ class OpenAIBackend:
                     ),
                 },
             )
-            resp = raw.parse()
-            if inspect.isawaitable(resp):
-                resp = await resp
-            headers = {
-                k.lower(): v for k, v in raw.headers.items() if k.lower().startswith(("x-ratelimit", "retry-after"))
-            }
-        except openai.APITimeoutError as exc:
-            elapsed = time.perf_counter() - t0
-            if isinstance(exc.__cause__, httpx2.ReadTimeout):
-                raise BackendError(
-                    f"timeout: no first byte within {first_byte:g}s", retryable=True, kind="timeout"
-                ) from exc
-            # The aiohttp transport reports a refused connection as a connect timeout too: tell them apart.
-            if elapsed < 0.9 * connect:
-                raise BackendError(
-                    f"connection error: {exc.__cause__ or exc}", retryable=True, kind="connection"
-                ) from exc
-            raise BackendError(f"timeout: no connection within {connect:g}s", retryable=True, kind="timeout") from exc
-        except openai.APIConnectionError as exc:
-            raise BackendError(f"connection error: {exc}", retryable=True, kind="connection") from exc
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            hdrs = {k.lower(): v for k, v in exc.response.headers.items()}
-            body = _short(exc)
-            if status == 429:
-                raise BackendError(
-                    f"429 rate limited: {body}",
-                    retryable=True,
-                    status=429,
-                    retry_after=retry_after_seconds(hdrs),
-                    kind="rate_limit",
-                    headers=hdrs,
-                ) from exc
-            if status >= 500 or status in (408, 409):
-                raise BackendError(
-                    f"{status}: {body}",
-                    retryable=True,
-                    status=status,
-                    retry_after=retry_after_seconds(hdrs),
-                    kind="server",
-                    headers=hdrs,
-                ) from exc
-            kind = "response_format" if status == 400 and "response_format" in body else "client"
-            raise BackendError(f"{status}: {body}", retryable=False, status=status, kind=kind) from exc
-        except openai.APIResponseValidationError as exc:
-            raise BackendError(f"malformed response: {exc}", retryable=True, kind="malformed") from exc
+            resp, headers = await _parsed(raw)
+        except _client_errors() as exc:
+            raise _backend_error(exc, time.perf_counter() - t0, connect, first_byte) from exc
         if not resp.choices:
             raise BackendError("response has no choices", retryable=True, kind="malformed")
         choice = resp.choices[0]
@@ -228,12 +198,111 @@ class OpenAIBackend:
             request_id=request_id,
         )
 
+    async def transcribe(self, model, audio, filename, params, *, timeouts=None, request_id=None) -> Reply:
+        """One ``audio.transcriptions.create`` call (JSON reply), errors mapped like chat's."""
+        import httpx2
+
+        t = timeouts or {}
+        connect = float(t.get("connect", self._timeout))
+        total = float(t.get("total", self._timeout))
+        # The upload and the recognition both happen before the first byte: read = total.
+        headers_out = {"X-Client-Request-Id": request_id} if request_id else {}
+        t0 = time.perf_counter()
+        try:
+            raw = await self.client().audio.transcriptions.with_raw_response.create(
+                file=(filename, audio),
+                model=model,
+                response_format="json",
+                extra_headers=headers_out,
+                timeout=httpx2.Timeout(total, connect=connect, read=total, pool=connect),
+                **params,
+            )
+            resp, headers = await _parsed(raw)
+        except _client_errors() as exc:
+            raise _backend_error(exc, time.perf_counter() - t0, connect, total) from exc
+        text = getattr(resp, "text", None)
+        if text is None:
+            raise BackendError("transcription reply has no text", retryable=True, kind="malformed")
+        usage = getattr(resp, "usage", None)
+        kind = getattr(usage, "type", None)
+        return Reply(
+            text=text,
+            tokens_in=int(getattr(usage, "input_tokens", 0) or 0) if kind == "tokens" else 0,
+            tokens_out=int(getattr(usage, "output_tokens", 0) or 0) if kind == "tokens" else 0,
+            finish_reason="stop",
+            headers=headers,
+            model=model,
+            request_id=request_id,
+            audio_s=float(getattr(usage, "seconds", 0.0) or 0.0) if kind == "duration" else 0.0,
+        )
+
     async def aclose(self) -> None:
         if self._client is not None:
             try:
                 await self._client.close()
             finally:
                 self._client = None
+
+
+async def _parsed(raw: Any) -> tuple[Any, dict[str, str]]:
+    """A raw response's parsed body and its rate-limit / retry-after headers."""
+    resp = raw.parse()
+    if inspect.isawaitable(resp):
+        resp = await resp
+    headers = {k.lower(): v for k, v in raw.headers.items() if k.lower().startswith(("x-ratelimit", "retry-after"))}
+    return resp, headers
+
+
+def _client_errors() -> tuple[type[Exception], ...]:
+    import openai
+
+    return (
+        openai.APITimeoutError,
+        openai.APIConnectionError,
+        openai.APIStatusError,
+        openai.APIResponseValidationError,
+    )
+
+
+def _backend_error(exc: Exception, elapsed: float, connect: float, first_byte: float) -> BackendError:
+    """The client's exception as a ``BackendError`` (retryable or not, with its kind), for chat and audio alike."""
+    import httpx2
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc.__cause__, httpx2.ReadTimeout):
+            return BackendError(f"timeout: no first byte within {first_byte:g}s", retryable=True, kind="timeout")
+        # The aiohttp transport reports a refused connection as a connect timeout too: tell them apart.
+        if elapsed < 0.9 * connect:
+            return BackendError(f"connection error: {exc.__cause__ or exc}", retryable=True, kind="connection")
+        return BackendError(f"timeout: no connection within {connect:g}s", retryable=True, kind="timeout")
+    if isinstance(exc, openai.APIConnectionError):
+        return BackendError(f"connection error: {exc}", retryable=True, kind="connection")
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        hdrs = {k.lower(): v for k, v in exc.response.headers.items()}
+        body = _short(exc)
+        if status == 429:
+            return BackendError(
+                f"429 rate limited: {body}",
+                retryable=True,
+                status=429,
+                retry_after=retry_after_seconds(hdrs),
+                kind="rate_limit",
+                headers=hdrs,
+            )
+        if status >= 500 or status in (408, 409):
+            return BackendError(
+                f"{status}: {body}",
+                retryable=True,
+                status=status,
+                retry_after=retry_after_seconds(hdrs),
+                kind="server",
+                headers=hdrs,
+            )
+        kind = "response_format" if status == 400 and "response_format" in body else "client"
+        return BackendError(f"{status}: {body}", retryable=False, status=status, kind=kind)
+    return BackendError(f"malformed response: {exc}", retryable=True, kind="malformed")
 
 
 def _short(exc: Exception, n: int = 300) -> str:
@@ -260,6 +329,11 @@ class StubBackend:
             model=model,
             request_id=request_id,
         )
+
+    async def transcribe(self, model, audio, filename, params, *, timeouts=None, request_id=None) -> Reply:
+        # Marked so it can never pass for speech: the stub heard nothing.
+        text = f"{STUB_MARK} transcript: {len(audio)} bytes of audio, not transcribed (offline stub backend)"
+        return Reply(text=text, tokens_in=0, tokens_out=count_tokens(text), model=model, request_id=request_id)
 
     async def aclose(self) -> None:
         return None

@@ -23,6 +23,10 @@ and retried at once. Timeouts are retried at once (no backoff) within their budg
 The cache key is the request's content and where it goes: endpoint identity (provider name
 or base URL), backend, model, rendered messages (images by content hash and encoding
 settings), generation parameters, the response schema and the parser version.
+
+``transcribe(stage, partition, audio_requests)`` is the audio entry point
+(``audio.transcriptions``): same send path (retries, hedging, limits, ledger), cache keyed by
+the audio's content hash, model and endpoint.
 """
 
 from __future__ import annotations
@@ -53,7 +57,8 @@ from forge.llm.ledger import SpendLedger, ledger_beside
 from forge.llm.limits import RateLimiter
 from forge.llm.prompts import Prompt
 from forge.llm.tokens import count_message_tokens
-from forge.llm.types import LLMRequest, LLMResult
+from forge.llm.types import AudioRequest, LLMRequest, LLMResult
+from forge.versioning import sha256_bytes
 
 _log = logging.getLogger("subtext_forge.llm")
 _log.setLevel(logging.INFO)  # progress lines; dagster.yaml hands this logger to Dagster
@@ -91,6 +96,7 @@ OUTCOMES = ("ok", "cache_hit", "invalid", "retry", "failed")
 @dataclass
 class EngineSettings:
     model: str = "gpt-4o-mini"
+    transcription_model: str = "whisper-1"  # audio.transcriptions (a stage override's model wins)
     stage_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # stage → {model, params}
     default_params: dict[str, Any] = field(default_factory=dict)
     max_concurrency: int = 16
@@ -157,15 +163,18 @@ STAGE_KEYS = (
 class Price:
     input_per_1m: float
     output_per_1m: float
+    audio_minute: float = 0.0  # transcription models billed by audio duration
 
     @classmethod
     def parse(cls, value: Any) -> Price:
         if isinstance(value, Price):
             return value
         if isinstance(value, Mapping):
-            return cls(float(value.get("input", 0.0)), float(value.get("output", 0.0)))
-        a, b = value
-        return cls(float(a), float(b))
+            return cls(
+                float(value.get("input", 0.0)), float(value.get("output", 0.0)), float(value.get("audio_minute", 0.0))
+            )
+        a, b, *c = value
+        return cls(float(a), float(b), float(c[0]) if c else 0.0)
 
 
 def price_for(prices: Mapping[str, Price], model: str) -> Price | None:
@@ -222,6 +231,20 @@ class _Prepared:
     params: dict[str, Any]
     base_messages: list[dict[str, Any]]  # text-only rendered prompt + extra messages
     key: str
+    audio: AudioRequest | None = None  # set: an audio.transcriptions request, not a chat completion
+
+
+@dataclass(frozen=True)
+class _TranscriptionPrompt:
+    """What the call log and ledger read of a prompt, for transcription requests (no template)."""
+
+    name: str = "audio_transcription"
+    hash: str = ""
+    schema: None = None
+    strict: bool = False
+
+
+TRANSCRIPTION = _TranscriptionPrompt()
 
 
 class _Progress:
@@ -440,6 +463,111 @@ class LLMEngine:
         when mixed with ``run`` (the refine loop does)."""
         return await self._process(stage, partition, req)
 
+    # -- audio ---------------------------------------------------------------------------
+    def transcribe(self, stage: str, partition: str, requests: list[AudioRequest]) -> list[LLMResult]:
+        """Transcripts through the endpoint's ``audio.transcriptions``: one result per request, in
+        order (``data = {"text": ...}``), with the chat calls' cache, retries, hedging, rate limits,
+        call log and ledger. The stub backend answers a ``[stub]``-marked text, never speech."""
+        return self.wait(self.atranscribe(stage, partition, requests))
+
+    async def atranscribe(self, stage: str, partition: str, requests: list[AudioRequest]) -> list[LLMResult]:
+        progress = _Progress(f"{stage} {partition}", len(requests))
+        progress.status = self.status
+
+        async def one(r: AudioRequest) -> LLMResult:
+            res = await self._process_audio(stage, partition, r)
+            progress.step()
+            return res
+
+        return list(await asyncio.gather(*(one(r) for r in requests)))
+
+    def transcription_model(self, stage: str) -> str:
+        return str(self.settings.stage_overrides.get(stage, {}).get("model") or self.settings.transcription_model)
+
+    def prepare_audio(self, stage: str, audio: AudioRequest) -> _Prepared:
+        """Model, params and cache key (audio content hash + model + endpoint + params)."""
+        model = self.transcription_model(stage)
+        # Chat defaults (max_tokens, response_format...) are not transcription arguments.
+        params = {**((self.settings.stage_overrides.get(stage) or {}).get("params") or {}), **audio.params}
+        key = cache_key(
+            {
+                "kind": "audio_transcription",
+                "endpoint": self.endpoint,
+                "backend": self.backend.name,
+                "model": model,
+                "audio": sha256_bytes(audio.data),
+                "params": params,
+                "parser": PARSER_VERSION,
+            }
+        )
+        req = LLMRequest(item_id=audio.item_id, prompt=TRANSCRIPTION)
+        return _Prepared(
+            req=req, prompt=TRANSCRIPTION, model=model, params=params, base_messages=[], key=key, audio=audio
+        )  # type: ignore[arg-type]
+
+    async def _process_audio(self, stage: str, partition: str, audio: AudioRequest) -> LLMResult:
+        prep = self.prepare_audio(stage, audio)
+        req = prep.req
+        hit = self.cache.get(prep.key)
+        if hit is not None:
+            self._record(stage, partition, prep, req, model=prep.model, attempt=0, outcome="cache_hit", cache_hit=True)
+            self._ledger(stage, partition, prep, request_id=f"hit-{uuid.uuid4().hex}", kind="cache_hit", status="ok")
+            return self._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
+        t_start = time.perf_counter()
+        try:
+            reply, attempt = await self._send(stage, partition, prep, [], 0)
+        except BackendError as exc:
+            return self._result(
+                prep,
+                req,
+                ok=False,
+                error=str(exc),
+                error_class=f"Backend:{exc.kind or 'error'}",
+                attempts=getattr(exc, "attempt", 0),
+                latency_s=time.perf_counter() - t_start,
+            )
+        cost = self._cost(prep.model, reply.tokens_in, reply.tokens_out, reply.audio_s)
+        self._record(
+            stage,
+            partition,
+            prep,
+            req,
+            model=prep.model,
+            attempt=attempt,
+            outcome="ok",
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            latency_s=reply_latency(reply),
+            cost=cost,
+        )
+        data = {"text": reply.text.strip()}  # an empty text is an answer (no speech), cached like any
+        self.cache.put(
+            prep.key,
+            {
+                "data": data,
+                "text": reply.text,
+                "tokens_in": reply.tokens_in,
+                "tokens_out": reply.tokens_out,
+                "model": reply.model or prep.model,
+                "audio_s": reply.audio_s,
+            },
+            model=prep.model,
+            prompt_name=TRANSCRIPTION.name,
+        )
+        result = self._result(
+            prep,
+            req,
+            ok=True,
+            data=data,
+            text=reply.text,
+            attempts=attempt,
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            latency_s=time.perf_counter() - t_start,
+        )
+        result.cost_usd = cost
+        return result
+
     def calls_frame(self, stage: str | None = None, partition: str | None = None) -> pd.DataFrame:
         with self._rows_lock:
             rows = [
@@ -542,11 +670,13 @@ class LLMEngine:
         return v
 
     # -- accounting --------------------------------------------------------------------
-    def _cost(self, model: str, tin: int, tout: int) -> float:
+    def _cost(self, model: str, tin: int, tout: int, audio_s: float = 0.0) -> float:
         if self.backend.name == "stub":
             return 0.0  # nothing was billed
         p = price_for(self.prices, model)
-        return 0.0 if p is None else (tin * p.input_per_1m + tout * p.output_per_1m) / 1e6
+        if p is None:
+            return 0.0
+        return (tin * p.input_per_1m + tout * p.output_per_1m) / 1e6 + audio_s / 60.0 * p.audio_minute
 
     def _record(
         self,
@@ -610,10 +740,11 @@ class LLMEngine:
         response_id: str | None = None,
         error: str | None = None,
         model: str | None = None,
+        audio_s: float = 0.0,
     ) -> None:
         """One ledger row, committed before the caller looks at the reply."""
         model = model or prep.model
-        cost = self._cost(model, tokens_in, tokens_out)
+        cost = self._cost(model, tokens_in, tokens_out, audio_s)
         if kind == "batch":
             cost *= self.settings.batch_discount
         self.ledger.append(
@@ -914,16 +1045,23 @@ class LLMEngine:
         self._sent += 1
         try:
             async with asyncio.timeout(t["total"]):
-                reply = await self.backend.complete(
-                    prep.model,
-                    messages,
-                    prep.params,
-                    self._response_format(prep.prompt),
-                    prep.prompt.schema,
-                    prep.key,
-                    timeouts=t,
-                    request_id=rid,
-                )
+                if prep.audio is not None:
+                    reply = await self.backend.transcribe(
+                        prep.model, prep.audio.data, prep.audio.filename, prep.params, timeouts=t, request_id=rid
+                    )
+                    # billed by duration: what the endpoint reports, else the audio's own length
+                    reply.audio_s = reply.audio_s or prep.audio.duration_s
+                else:
+                    reply = await self.backend.complete(
+                        prep.model,
+                        messages,
+                        prep.params,
+                        self._response_format(prep.prompt),
+                        prep.prompt.schema,
+                        prep.key,
+                        timeouts=t,
+                        request_id=rid,
+                    )
         except TimeoutError as exc:
             latency = time.perf_counter() - t0
             err = BackendError(
@@ -988,6 +1126,7 @@ class LLMEngine:
             latency_s=reply._latency,
             response_id=reply.response_id,  # type: ignore[attr-defined]
             model=prep.model,
+            audio_s=reply.audio_s,
         )
         self._latencies(prep.model).append(reply._latency)  # type: ignore[attr-defined]
         return reply

@@ -35,6 +35,18 @@ class LLMRequest:
 
 
 @dataclass
+class AudioRequest:
+    """Audio to transcribe (``LLMEngine.transcribe``): encoded bytes, cached by their hash."""
+
+    item_id: str
+    data: bytes
+    filename: str = "audio.flac"  # the extension tells the endpoint the format
+    duration_s: float = 0.0  # billed length when the endpoint reports no usage
+    # language (ISO-639-1), prompt, temperature: sent as audio.transcriptions.create arguments
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class LLMResult:
     item_id: str
     ok: bool

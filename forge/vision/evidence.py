@@ -1,5 +1,8 @@
 """The evidence bundle recipes read: per frame and per clip, who and what is visible, the
-text on screen and what is said. One row per unit; every empty field says why."""
+text on screen and what is said. One row per unit; every empty field says why.
+
+What is said comes from the ``transcripts`` table (subtitles or recognised speech, with its
+``transcript_source``) when it exists, else from the clips' subtitles."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ EVIDENCE_COLUMNS = [
     "ocr_text",
     "transcript",
     "transcript_status",
+    "transcript_source",
     "tag_backend",
     "rich_selected",
 ]
@@ -30,15 +34,21 @@ def _ocr_by_frame(text_ratio: pd.DataFrame) -> dict[str, str]:
     return {f: (t or "").strip() for f, t in zip(text_ratio["frame_id"], text_ratio["text"]) if isinstance(t, str)}
 
 
-def _clip_transcripts(clips: pd.DataFrame | None) -> dict[str, tuple[str | None, str]]:
-    if clips is None or clips.empty:
-        return {}
-    out = {}
-    for row in clips.itertuples(index=False):
-        t = getattr(row, "transcript", None)
-        status = getattr(row, "transcript_status", None)
-        t = t if isinstance(t, str) and t.strip() else None
-        out[str(row.clip_id)] = (t, str(status) if isinstance(status, str) and status else ("ok" if t else "empty"))
+def _clip_transcripts(
+    clips: pd.DataFrame | None, transcripts: pd.DataFrame | None = None
+) -> dict[str, tuple[str | None, str, str]]:
+    """clip_id → (transcript, status, source): the transcripts table wins over the clips' subtitles."""
+    out: dict[str, tuple[str | None, str, str]] = {}
+    for df, from_table in ((clips, False), (transcripts, True)):
+        if df is None or df.empty:
+            continue
+        for row in df.itertuples(index=False):
+            t = getattr(row, "transcript", None)
+            status = getattr(row, "transcript_status", None)
+            t = t if isinstance(t, str) and t.strip() else None
+            status = str(status) if isinstance(status, str) and status else ("ok" if t else "empty")
+            source = getattr(row, "transcript_source", None) if from_table else ("subtitles" if t else "none")
+            out[str(row.clip_id)] = (t, status, str(source or "none"))
     return out
 
 
@@ -51,8 +61,10 @@ def build_evidence(
     rich: pd.DataFrame,
     tag_backend: str,
     clips_status_if_missing: str = "clips_table_missing",
+    transcripts: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """``frames``: frame_id, batch, source, clip_id, kind (the frames vision saw)."""
+    """``frames``: frame_id, batch, source, clip_id, kind (the frames vision saw); ``transcripts``:
+    the ``transcripts`` table's rows (None: the clips' subtitles only)."""
     if frames.empty:
         return pd.DataFrame(columns=EVIDENCE_COLUMNS)
     tag_lists: dict[str, list[str]] = {}
@@ -67,20 +79,20 @@ def build_evidence(
         paths = {f: g["annotated_path"].iloc[0] for f, g in ind.groupby("frame_id", sort=False)}
     ocr = _ocr_by_frame(text_ratio)
     ocr_known = set(text_ratio["frame_id"]) if not text_ratio.empty else set()
-    transcripts = _clip_transcripts(clips)
+    said = _clip_transcripts(clips, transcripts)
     selected = dict(zip(rich["frame_id"], rich["selected"])) if not rich.empty else {}
 
-    def transcript_for(clip_id: object) -> tuple[str | None, str]:
+    def transcript_for(clip_id: object) -> tuple[str | None, str, str]:
         if not isinstance(clip_id, str) or not clip_id:
-            return None, "no_audio_image"
-        if clips is None:
-            return None, clips_status_if_missing
-        return transcripts.get(clip_id, (None, "clip_not_found"))
+            return None, "no_audio_image", "none"
+        if clips is None and transcripts is None:
+            return None, clips_status_if_missing, "none"
+        return said.get(clip_id, (None, "clip_not_found", "none"))
 
     rows = []
     for f in frames.sort_values("frame_id").itertuples(index=False):
         clip_id = f.clip_id if isinstance(getattr(f, "clip_id", None), str) else None
-        transcript, status = transcript_for(clip_id)
+        transcript, status, said_by = transcript_for(clip_id)
         rows.append(
             {
                 "unit": "frame",
@@ -96,6 +108,7 @@ def build_evidence(
                 "ocr_text": ocr.get(f.frame_id, "") if f.frame_id in ocr_known else None,
                 "transcript": transcript,
                 "transcript_status": status,
+                "transcript_source": said_by,
                 "tag_backend": tag_backend,
                 "rich_selected": bool(selected.get(f.frame_id, False)),
             }
@@ -111,7 +124,7 @@ def build_evidence(
                 counts[t] = counts.get(t, 0) + 1
         best = g.loc[g["persons"].idxmax()]
         texts = list(dict.fromkeys(t for t in g["ocr_text"] if isinstance(t, str) and t))
-        transcript, status = transcript_for(clip_id)
+        transcript, status, said_by = transcript_for(clip_id)
         clip_rows.append(
             {
                 "unit": "clip",
@@ -127,6 +140,7 @@ def build_evidence(
                 "ocr_text": "\n".join(texts) if g["ocr_text"].notna().any() else None,
                 "transcript": transcript,
                 "transcript_status": status,
+                "transcript_source": said_by,
                 "tag_backend": tag_backend,
                 "rich_selected": bool(g["rich_selected"].any()),
             }

@@ -3,7 +3,9 @@
 It speaks the real protocol, so tests drive the real ``openai`` client through it:
 ``/v1/chat/completions`` (text and image parts, ``response_format`` json_schema /
 json_object, ``usage``, ``x-ratelimit-*`` headers), ``/v1/files`` + ``/v1/batches`` (the
-Batch API), ``/v1/audio/transcriptions`` and ``/v1/models``.
+Batch API), ``/v1/audio/transcriptions`` (answers ``double.transcript``, where ``{bytes}``
+becomes the uploaded file's size; ``double.audio_replies`` queues ``Reply`` faults or texts)
+and ``/v1/models``.
 
 Scripting, in priority order for each chat request:
 
@@ -132,7 +134,8 @@ class LLMDouble:
         self.batch_expire_lines = 0  # the next batch leaves its first N lines unanswered (expired)
         self.record_bodies = record_bodies
         self.responder: Callable[[dict[str, Any]], Any] | None = None
-        self.transcript = "[double] transcript"
+        self.transcript = "[double] transcript"  # "{bytes}" is replaced by the uploaded file's size
+        self.audio_replies: deque[Reply] = deque()  # queued transcription replies (faults, texts)
         self.requests: list[dict[str, Any]] = []
         # Chat replies actually sent with status 200: (x-client-request-id, prompt_tokens, completion_tokens);
         # what a paid endpoint bills. ``hung``: requests that got Reply.hang.
@@ -168,8 +171,13 @@ class LLMDouble:
             self.requests.clear()
             self.served.clear()
             self._scripts.clear()
+            self.audio_replies.clear()
             self.max_in_flight = self.hung = 0
         self.responder = None
+
+    @property
+    def transcription_requests(self) -> list[dict[str, Any]]:
+        return [r["body"] for r in self.requests if r["path"].endswith("/audio/transcriptions")]
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -440,9 +448,32 @@ class LLMDouble:
     async def _transcribe(self, request: web.Request) -> web.Response:
         data = await request.post()
         f = data.get("file")
-        size = len(f.file.read()) if hasattr(f, "file") else 0
-        self.requests.append({"path": request.path, "body": {"model": data.get("model"), "bytes": size}})
-        return web.json_response({"text": self.transcript})
+        content = f.file.read() if hasattr(f, "file") else b""
+        with self._lock:
+            self.requests.append(
+                {
+                    "path": request.path,
+                    "body": {
+                        "model": data.get("model"),
+                        "bytes": len(content),
+                        "filename": getattr(f, "filename", None),
+                        "language": data.get("language"),
+                        "response_format": data.get("response_format"),
+                    },
+                    "headers": {
+                        k.lower(): v for k, v in request.headers.items() if k.lower() in ("x-client-request-id",)
+                    },
+                    "t": time.time(),
+                }
+            )
+            reply = self.audio_replies.popleft() if self.audio_replies else None
+        if reply is not None:
+            await asyncio.sleep(reply.delay)
+            if reply.status != 200:
+                return self._error(reply.status, reply.error_message, reply.headers)
+        text = reply.content if reply is not None and reply.content is not None else self.transcript
+        # "{bytes}" in the text echoes the uploaded file's size (tests see what was sent)
+        return web.json_response({"text": text.replace("{bytes}", str(len(content)))}, headers=self.rate_headers)
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "double", "object": "model", "owned_by": "test"}]})

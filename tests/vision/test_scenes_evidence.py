@@ -114,6 +114,20 @@ def test_evidence_bundles_frames_and_clips():
     assert pd.isna(c2["transcript"]) and c2["transcript_status"] == "no_subtitles"
     img = ev.loc[("frame", "img_a")]
     assert img["transcript_status"] == "no_audio_image" and pd.isna(img["clip_id"])
+    assert c1["transcript_source"] == "subtitles" and c2["transcript_source"] == "none"
+    # the transcripts table (recognised speech) wins over the clips' subtitles
+    said = pd.DataFrame(
+        {
+            "clip_id": ["c2"],
+            "transcript": ["spoken aloud"],
+            "transcript_status": ["ok"],
+            "transcript_source": ["openai:whisper-1"],
+        }
+    )
+    heard = build_evidence(frames, tags, ind, ocr, clips, rich, "yolo", transcripts=said).set_index(["unit", "unit_id"])
+    assert heard.loc[("clip", "c2"), "transcript"] == "spoken aloud"
+    assert heard.loc[("frame", "c2_f000"), "transcript_source"] == "openai:whisper-1"
+    assert heard.loc[("clip", "c1"), "transcript_source"] == "subtitles"
     missing = build_evidence(frames, tags, ind, ocr, None, rich, "yolo").set_index(["unit", "unit_id"])
     assert missing.loc[("clip", "c1"), "transcript_status"] == "clips_table_missing"
     from forge.contracts import load_contract

@@ -35,6 +35,7 @@ class ClipEvidence:
     transcript_status: str
     ocr_text: str
     tags: list[str] = field(default_factory=list)
+    transcript_source: str = "none"  # subtitles | openai:<model> | faster-whisper | stub | none
     persons: int = 0
     duration_s: float | None = None
 
@@ -114,6 +115,8 @@ def clip_bundles(
                 frame_paths=paths,
                 transcript=_text(row.get("transcript")),
                 transcript_status=_text(row.get("transcript_status")) or "unknown",
+                transcript_source=_text(row.get("transcript_source"))
+                or ("subtitles" if row.get("transcript") else "none"),
                 ocr_text=_text(row.get("ocr_text")),
                 tags=[str(t) for t in _list(row.get("tags"))],
                 persons=int(row.get("persons") or 0),
@@ -140,6 +143,17 @@ def evidence_menu(tax: Taxonomy) -> str:
     )
 
 
+def transcript_origin(source: str) -> str:
+    """How the annotator is told where the transcript came from (recognised speech can mishear)."""
+    if source == "subtitles":
+        return "from the video's subtitles"
+    if source in ("none", ""):
+        return "none available"
+    if source == "stub":
+        return "offline stub placeholder, not real speech"
+    return f"automatic speech recognition, {source}"
+
+
 def annotation_request(prompt: Any, tax: Taxonomy, ev: ClipEvidence, data_dir: Path) -> LLMRequest:
     transcript = ev.transcript.strip() or f"(none: {ev.transcript_status})"
     return LLMRequest(
@@ -149,6 +163,7 @@ def annotation_request(prompt: Any, tax: Taxonomy, ev: ClipEvidence, data_dir: P
             "n_frames": len(ev.frame_paths),
             "duration_s": ev.duration_s if ev.duration_s is not None else "unknown",
             "transcript": transcript,
+            "transcript_source": transcript_origin(ev.transcript_source),
             "ocr_text": ev.ocr_text.strip() or "(none detected)",
             "visual_tags": ", ".join(ev.tags[:30]) or "(none)",
             "persons": ev.persons,
@@ -201,6 +216,7 @@ def parse_annotation(tax: Taxonomy, ev: ClipEvidence, res: LLMResult) -> dict[st
         "media_paths": list(ev.frame_paths),
         "transcript": ev.transcript,
         "transcript_status": ev.transcript_status,
+        "transcript_source": ev.transcript_source,
         "literal_content": literal,
         "intended_meaning": intended,
         "rhetoric_mechanisms": rm.labels,

@@ -1,0 +1,123 @@
+"""The `transcripts` asset: what is said in each clip (subtitles, else speech recognition).
+
+Logic in forge/media/transcripts.py; the recogniser is the LLM resource's endpoint
+(``audio.transcriptions``, cached and on the spend ledger like every call) or a local
+faster-whisper model (optional extra). See docs/ingest.md, "Transcripts".
+"""
+
+import os
+import time
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from assets.common import SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish, table_metadata
+from assets.llm_support import record_llm_calls
+from forge.llm.cache import LLMCache
+from forge.media.transcripts import (
+    STAGE,
+    TRANSCRIBERS,
+    EngineTranscriber,
+    Transcriber,
+    WhisperTranscriber,
+    transcribe_clips,
+)
+from forge.storage import RejectLog
+from forge.versioning import content_hash
+from resources.ingest import IngestResource
+from resources.llm import LLMResource
+from resources.storage import StorageResource
+
+_MEDIA = Path(__file__).resolve().parents[2] / "forge" / "media"
+
+
+class TranscriptsConfig(dg.Config):
+    transcriber: str = Field(
+        default=os.environ.get("SUBTEXT_TRANSCRIBER", "llm"),
+        description="llm (the LLM resource's audio.transcriptions) | faster-whisper (local model, "
+        "optional extra) | off (subtitles only); env SUBTEXT_TRANSCRIBER",
+    )
+    use_subtitles: bool = Field(default=True, description="a clip's subtitles win over recognised speech")
+    language: str | None = Field(default=None, description="ISO-639-1 hint for the recogniser; None = detect")
+    whisper_model_path: str | None = Field(
+        default=os.environ.get("SUBTEXT_WHISPER_MODEL") or None,
+        description="faster-whisper: a local CTranslate2 model directory (env SUBTEXT_WHISPER_MODEL); never downloaded",
+    )
+    whisper_device: str = "auto"
+    whisper_compute_type: str = "default"
+
+
+def make_transcriber(config: TranscriptsConfig, llm: LLMResource) -> tuple[Transcriber | None, object | None]:
+    """The configured recogniser, and the LLM engine behind it (for the call log), if any."""
+    if config.transcriber not in TRANSCRIBERS:
+        raise ValueError(f"transcripts.transcriber must be one of {TRANSCRIBERS}, not {config.transcriber!r}")
+    if config.transcriber == "off":
+        return None, None
+    if config.transcriber == "faster-whisper":
+        cache = LLMCache(llm.resolved_cache_path())
+        return (
+            WhisperTranscriber(
+                config.whisper_model_path,
+                config.whisper_device,
+                config.whisper_compute_type,
+                config.language,
+                cache,
+            ),
+            None,
+        )
+    engine = llm.engine()
+    return EngineTranscriber(engine), engine
+
+
+@dg.asset(
+    group_name="ingest",
+    kinds={"ffmpeg", "openai"},
+    deps=["clips", "videos"],
+    partitions_def=batches,
+    backfill_policy=SINGLE_RUN,
+    code_version=content_hash("transcripts-1", files=[_MEDIA / "transcripts.py", _MEDIA / "audio.py"]),
+    check_specs=contract_check_specs("transcripts", ["transcripts"]),
+    metadata=table_metadata(["transcripts"]),
+    description="What is said in each clip (ViMU Stage 1): its subtitles, else its audio (mono 16 kHz) "
+    "transcribed by the LLM endpoint's audio.transcriptions (cached, on the ledger) or a local "
+    "faster-whisper model; `transcript_source` says which, `transcript_status` why a text is empty.",
+)
+def transcripts(
+    context: dg.AssetExecutionContext,
+    config: TranscriptsConfig,
+    storage: StorageResource,
+    ingest: IngestResource,
+    llm: LLMResource,
+) -> dg.MaterializeResult:
+    started, store = time.perf_counter(), storage.store
+    transcriber, engine = make_transcriber(config, llm)
+    parts, logs = {}, []
+    keys = partition_keys(context)
+    for batch in keys:
+        log = RejectLog(STAGE, batch)
+        clips = store.read_batch("clips", batch)
+        progress = Progress(context.log, f"transcribe {batch}", len(clips))
+        parts[batch] = transcribe_clips(
+            clips,
+            store.read_batch("videos", batch),
+            store.data_dir,
+            ingest.ffmpeg(),
+            transcriber,
+            log,
+            use_subtitles=config.use_subtitles,
+            language=config.language,
+            step=progress.step,
+        )
+        logs.append(log)
+    counts: dict[str, int] = {}
+    for p in parts.values():
+        for src, n in p["transcript_source"].value_counts().items():
+            counts[str(src)] = counts.get(str(src), 0) + int(n)
+    md: dict[str, object] = {"transcript_sources": dg.MetadataValue.json(counts), "transcriber": config.transcriber}
+    if engine is not None:
+        md.update(record_llm_calls(store, engine, [(STAGE, b) for b in keys]))
+    return publish(store, {"transcripts": parts}, rejects=logs, metadata=md, started=started)
+
+
+defs = dg.Definitions(assets=[transcripts])
