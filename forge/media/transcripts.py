@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,12 @@ class Heard:
     error: str = ""
     model: str = ""
     request_key: str = ""
+    unsupported: bool = False  # the endpoint serves no transcriptions at all (a chat-only server)
+
+
+# 404/405/501 on the audio route: the endpoint has no audio.transcriptions, which says nothing
+# about the clip. Such clips get no transcript (like recognition off), not a reject each.
+_UNSUPPORTED = re.compile(r"^(404|405|501)\b")
 
 
 class Transcriber(Protocol):
@@ -76,8 +83,16 @@ class EngineTranscriber:
         out = []
         for r in self.engine.transcribe(STAGE, partition, audio):
             text = (r.data or {}).get("text", "") if r.ok else ""
+            unsupported = not r.ok and bool(_UNSUPPORTED.match(str(r.error or "")))
             out.append(
-                Heard(r.ok, str(text or ""), "" if r.ok else f"{r.error_class}: {r.error}", r.model, r.request_key)
+                Heard(
+                    r.ok,
+                    str(text or ""),
+                    "" if r.ok else f"{r.error_class}: {r.error}",
+                    r.model,
+                    r.request_key,
+                    unsupported=unsupported,
+                )
             )
         return out
 
@@ -213,12 +228,20 @@ def transcribe_clips(
                     pending.append((cid, AudioRequest(cid, audio.data, audio.filename, dur, params)))
         if step and not (pending and pending[-1][0] == cid):
             step(1)  # done here; a queued clip counts when it is heard
+    unsupported = 0
     if pending and transcriber is not None:
         heard = transcriber.hear(str(log.partition), [a for _, a in pending])
         for (cid, _), h in zip(pending, heard):
             row = rows[cid]
             row.update(model=h.model or None, request_key=h.request_key or None)
-            if not h.ok:
+            if not h.ok and h.unsupported:
+                row.update(
+                    transcript_source="none",
+                    transcript_status="none: the endpoint serves no audio.transcriptions "
+                    "(set SUBTEXT_TRANSCRIBER=off, or point the llm resource at one that does)",
+                )
+                unsupported += 1
+            elif not h.ok:
                 row.update(transcript_source="none", transcript_status="error: transcription failed")
                 log.add(cid, "transcription_failed", "TranscriptionError", h.error)
             elif h.text.strip():
@@ -227,6 +250,10 @@ def transcribe_clips(
                 row.update(transcript_source=transcriber.label, transcript_status="none: no speech recognised")
             if step:
                 step(1)
+    if unsupported:
+        _log.warning(
+            "transcripts: the endpoint serves no audio.transcriptions; %d clip(s) without a transcript", unsupported
+        )
     return pd.DataFrame(list(rows.values()), columns=TRANSCRIPT_COLUMNS)
 
 

@@ -236,3 +236,17 @@ def test_transcript_reaches_the_vimu_annotation_prompt(corpus, llm_double, llm_d
     assert len(bodies) == 1
     assert "Oh great, another Monday meeting." in bodies[0]
     assert "automatic speech recognition, openai:whisper-1" in bodies[0]
+
+
+def test_an_endpoint_without_transcriptions_leaves_clips_without_a_transcript_not_rejected(
+    corpus, llm_double, llm_double_resource
+):
+    """A chat-only server answers 404 on the audio route: that says nothing about the clip."""
+    data, ff, clips, videos = corpus
+    tone = clips[clips.clip_id == "c_tone"]
+    llm_double.audio_replies.append(Reply.error(404, "Not Found"))
+    log = RejectLog("transcripts", BATCH)
+    out = transcribe_clips(tone, videos, data, ff, EngineTranscriber(llm_double_resource().engine()), log)
+    assert out["transcript_source"].iloc[0] == "none"
+    assert "serves no audio.transcriptions" in out["transcript_status"].iloc[0]
+    assert log.rows == []
