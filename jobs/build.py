@@ -117,7 +117,7 @@ def run_segment(
     ok = result.success and not errors
     status = "ok" if ok else "FAILED"
     print(f"  {status} in {time.perf_counter() - t0:.1f}s", flush=True)
-    for f in failed:
+    for f in errors:  # WARN-severity failures are listed once, grouped, at the end of the build
         print(f"  check failed: {f}", flush=True)
     if summary is not None:
         summary += failed
@@ -160,10 +160,17 @@ def build(
 
 
 def _print_summary(failed: list[str]) -> None:
-    if failed:
-        print("\nFailed asset checks (a failed gate is also stated on its dataset card):", flush=True)
-        for f in failed:
-            print(f"  - {f}", flush=True)
+    """Failed checks grouped by check and severity: one line per check, its assets after it."""
+    if not failed:
+        return
+    groups: dict[str, list[str]] = {}
+    for f in failed:  # "asset:check (SEVERITY)"
+        target, _, severity = f.rpartition(" ")
+        asset, _, check = target.partition(":")
+        groups.setdefault(f"{check} {severity}", []).append(asset)
+    print("\nFailed asset checks (a failed gate is also stated on its dataset card):", flush=True)
+    for check, assets in groups.items():
+        print(f"  - {check}: {', '.join(assets)}", flush=True)
 
 
 def print_build_summary() -> None:
