@@ -54,7 +54,7 @@ pools: setup
 	$(VENV)/bin/dagster instance concurrency get --all
 
 demo: setup
-	$(PY) -m jobs.build --demo $(if $(SELECT),--select $(SELECT))
+	$(PY) -m jobs.build --demo $(if $(SELECT),--select $(SELECT)) $(if $(VERBOSE),--verbose)
 
 test: setup
 	bash scripts/ensure_chromium.sh
@@ -73,8 +73,9 @@ ui: setup
 validate: setup
 	$(PY) -m dagster definitions validate -w workspace.yaml
 
+# make query Q="select ..." (Q=tables lists every table); no DuckDB CLI needed (forge/query.py)
 query: setup
-	@$(PY) -c 'import sys; from forge.storage import open_catalog; print(open_catalog(sys.argv[1]).sql(sys.argv[2]))' "$(SUBTEXT_DATA_DIR)" "$(Q)"
+	@$(PY) -m forge.query query "$(Q)"
 
 bench: setup
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

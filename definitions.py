@@ -17,6 +17,12 @@ from types import ModuleType
 
 import dagster as dg
 
+from jobs.console import quiet_dagster_warnings
+
+# The UI's code server, `dagster definitions validate` and jobs.build all load this file: Dagster's
+# beta / preview warnings (30+ identical lines per load, for APIs used on purpose) are hidden there.
+quiet_dagster_warnings()
+
 _ROOT = str(Path(__file__).resolve().parent)
 
 # Who answers for each stage group (Dagster shows owners on every asset and filters by them).

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -112,19 +113,33 @@ def table_metadata(tables: Iterable[str]) -> dict[str, Any]:
     return md
 
 
-def markdown_preview(df: pd.DataFrame, rows: int = 8, max_chars: int = 60) -> str:
-    if df.empty:
-        return "_no rows_"
-    head = df.head(rows).copy()
-    cols = list(head.columns)
+def preview_cell(v: Any, digits: int = 4, max_chars: int = 60) -> str | int | float | bool | None:
+    """A value a typed metadata table can hold: floats rounded (a preview is read, not computed
+    on), numbers and booleans kept, lists / JSON / timestamps as text clipped to ``max_chars``."""
+    if v is None or (pd.api.types.is_scalar(v) and pd.isna(v)):
+        return None
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    if isinstance(v, int | np.integer):
+        return int(v)
+    if isinstance(v, float | np.floating):
+        return round(float(v), digits)
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    s = str(v).replace("\n", " ")
+    return s if len(s) <= max_chars else s[: max_chars - 1] + "…"
 
-    def cell(v: Any) -> str:
-        s = str(v).replace("|", "\\|").replace("\n", " ")
-        return s if len(s) <= max_chars else s[: max_chars - 1] + "…"
 
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in head.itertuples(index=False)]
-    return "\n".join(lines)
+def table_preview(df: pd.DataFrame, contract: Contract, rows: int = 8) -> dg.TableMetadataValue:
+    """The first rows as typed table metadata with the contract's column schema (the UI renders
+    it as a scrollable table, so a wide table is not clipped)."""
+    cols = [c for c in contract.column_names if c in df.columns]
+    records = [
+        dg.TableRecord({c: preview_cell(v) for c, v in zip(cols, row)})
+        for row in df[cols].head(rows).itertuples(index=False)
+    ]
+    schema = dg.TableSchema(columns=[c for c in column_schema(contract).columns if c.name in cols])
+    return dg.MetadataValue.table(records=records, schema=schema)
 
 
 class ContractViolation(dg.Failure):
@@ -198,7 +213,7 @@ def publish(
         else:
             md[f"{table}/rows"] = total
         sample = next((f for f in frames if not f.empty), frames[0] if frames else pd.DataFrame())
-        md[f"{prefix}preview"] = dg.MetadataValue.md(markdown_preview(sample))
+        md[f"{prefix}preview"] = table_preview(sample, contract)
         first = False
     reject_total = 0
     for log in rejects:

@@ -8,12 +8,15 @@ maximal sets of ready assets that share a partitions definition. A partitioned s
 runs once over all its partitions as a single-run backfill (the assets loop over
 ``context.partition_keys``); the partition keys are read after the previous segment ran,
 because the ``sources`` asset registers the batches.
+
+The console is INFO (``--verbose``: Dagster's DEBUG run events), one progress line per long
+stage (``jobs/console.py``), and ends with a summary read from the catalog
+(``forge/build_summary.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Iterable
@@ -24,7 +27,8 @@ import dagster as dg
 from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from forge.weights import weights_summary_lines
+from forge.build_summary import summarize, weights_caveats
+from jobs.console import quiet_dagster_warnings, quiet_run
 from jobs.run_health import BuildHealth as Health
 from jobs.run_health import Terminated
 
@@ -81,12 +85,13 @@ def run_segment(
     seg: Segment,
     summary: list[str] | None = None,
     health: Health | None = None,
+    verbose: bool = False,
 ) -> bool:
     """Run one segment; ``summary`` collects its failed asset checks (WARN ones too) for the
     run summary. False when the run failed or an ERROR-severity check failed."""
     tags: dict[str, str] = {"subtext/launched_by": "jobs.build"}
     health = health or Health(instance)
-    label = ", ".join(k.to_user_string() for k in seg.keys)
+    label = segment_label(seg)
     if seg.partitions_def is not None:
         keys = seg.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
         if not keys:
@@ -98,23 +103,37 @@ def run_segment(
     print(f"→ {label}", flush=True)
     t0 = time.perf_counter()
     job = defs.resolve_implicit_job_def_def_for_assets(seg.keys)  # type: ignore[attr-defined]
+    job, run_config = quiet_run(job, verbose)
     with health.signals, health.watch() as watch:
         result = job.execute_in_process(
-            instance=instance, asset_selection=seg.keys, tags={**tags, **watch.tags()}, raise_on_error=False
+            run_config=run_config,
+            instance=instance,
+            asset_selection=seg.keys,
+            tags={**tags, **watch.tags()},
+            raise_on_error=False,
         )
     failed = failed_checks(result)
     errors = [f for f in failed if f.endswith("(ERROR)")]
     ok = result.success and not errors
     status = "ok" if ok else "FAILED"
     print(f"  {status} in {time.perf_counter() - t0:.1f}s", flush=True)
-    for f in failed:
+    for f in errors:  # WARN-severity failures are listed once, grouped, at the end of the build
         print(f"  check failed: {f}", flush=True)
     if summary is not None:
         summary += failed
     return ok
 
 
-def build(selection: list[str] | None = None, instance: dg.DagsterInstance | None = None) -> bool:
+def segment_label(seg: Segment, shown: int = 4) -> str:
+    """One short line: the first few assets, then how many more."""
+    names = [k.to_user_string() for k in seg.keys]
+    more = f" (+{len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def build(
+    selection: list[str] | None = None, instance: dg.DagsterInstance | None = None, verbose: bool = False
+) -> bool:
     from definitions import build_defs
 
     defs = build_defs()
@@ -129,7 +148,7 @@ def build(selection: list[str] | None = None, instance: dg.DagsterInstance | Non
     with health.signals:
         for seg in plan_segments(graph, keys):
             # A failed segment stops the build: later segments would read what it did not write.
-            ok = run_segment(defs, instance, seg, summary, health)
+            ok = run_segment(defs, instance, seg, summary, health, verbose)
             if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop here
                 raise Terminated(f"{health.signals.signalled} received")
             if not ok:
@@ -141,10 +160,28 @@ def build(selection: list[str] | None = None, instance: dg.DagsterInstance | Non
 
 
 def _print_summary(failed: list[str]) -> None:
-    if failed:
-        print("\nFailed asset checks (a failed gate is also stated on its dataset card):", flush=True)
-        for f in failed:
-            print(f"  - {f}", flush=True)
+    """Failed checks grouped by check and severity: one line per check, its assets after it."""
+    if not failed:
+        return
+    groups: dict[str, list[str]] = {}
+    for f in failed:  # "asset:check (SEVERITY)"
+        target, _, severity = f.rpartition(" ")
+        asset, _, check = target.partition(":")
+        groups.setdefault(f"{check} {severity}", []).append(asset)
+    print("\nFailed asset checks (a failed gate is also stated on its dataset card):", flush=True)
+    for check, assets in groups.items():
+        print(f"  - {check}: {', '.join(assets)}", flush=True)
+
+
+def print_build_summary() -> None:
+    """The closing table: items per benchmark and stage, rejects, exports, caveats, next commands."""
+    from forge.benchmarks import registry
+    from resources.detector import default_detector
+    from resources.storage import default_storage
+
+    det = default_detector()
+    caveats = weights_caveats(det.weights, det.is_random)
+    print("\n".join(summarize(default_storage().store, registry.specs(), caveats).lines()), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,27 +190,21 @@ def main(argv: list[str] | None = None) -> int:
         "--demo", action="store_true", help="build the sample corpus, serve it on 127.0.0.1, build everything"
     )
     parser.add_argument("--select", nargs="*", help="asset selection strings (default: everything)")
+    parser.add_argument("--verbose", action="store_true", help="every Dagster run event (DEBUG) on the console")
     args = parser.parse_args(argv)
+    quiet_dagster_warnings()
     with ExitStack() as stack:
         if args.demo:
             from jobs.demo import prepare_demo
 
             stack.enter_context(prepare_demo())
         try:
-            ok = build(args.select)
+            ok = build(args.select, verbose=args.verbose)
         except DagsterExecutionInterruptedError as exc:  # a signal between runs
             print(f"\nStopped: {exc}", flush=True)
             return 143
-    data = os.environ.get("SUBTEXT_DATA_DIR", "data")
-    print(
-        "\nDone." if ok else "\nFinished with failed steps (see above and the Dagster UI).",
-        f"\n  tables:   {data}/tables/<table>/*.parquet"
-        f'\n  catalog:  duckdb {data}/catalog.duckdb -c "select stage, reason, count(*) from rejects group by all"'
-        f'\n            (or: make query Q="select * from frames limit 5")'
-        f"\n  exports:  {data}/exports/"
-        f"\n  UI:       make ui   → http://127.0.0.1:3000",
-        "\n  weights (config/weights.yaml):" + "".join(f"\n    {line}" for line in weights_summary_lines()),
-    )
+    print("\nDone." if ok else "\nFinished with failed steps (see above and the Dagster UI).", flush=True)
+    print_build_summary()
     return 0 if ok else 1
 
 

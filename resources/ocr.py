@@ -15,6 +15,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,12 @@ from pydantic import PrivateAttr
 
 from forge.media.ocr import OCRResult, ocr_frame
 from forge.weights import EASYOCR_FILES, easyocr_model_dir, verify_file
+
+# EasyOCR on CPU: torch warns on every recognition batch that pin_memory has no accelerator, and
+# that the quantized recogniser uses a deprecated API: library noise, not about the data, two
+# lines per OCR call on the build console. Only these two messages are filtered.
+warnings.filterwarnings("ignore", message=r"'pin_memory' argument is set as true", category=UserWarning)
+warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor", category=UserWarning)
 
 _READERS: dict[tuple, Any] = {}
 _LOCK = threading.Lock()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -29,6 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from forge.evals.scorers import rouge_l
+
+# The reader built below warns that Open Multilingual WordNet is absent: METEOR uses English
+# WordNet only, so the warning is noise on the build console (filtered by its message only).
+warnings.filterwarnings("ignore", message="The multilingual functions are not available", category=UserWarning)
 
 WORDNET_DIR = Path(os.environ.get("SUBTEXT_WORDNET_DIR", "/usr/share/wordnet"))
 # WordNet 3.0 lexicographer files, in id order (lexnames(5WN)); NLTK reads them from "lexnames".

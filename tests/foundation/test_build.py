@@ -84,6 +84,7 @@ def test_build_stops_at_a_failed_segment(monkeypatch, capsys):
         assert ran_after_failure == []
     out = capsys.readouterr().out
     assert "Stopped: a segment failed" in out and "gated_like:everything_rejected (ERROR)" in out
+    assert "everything_rejected (ERROR): gated_like" in out  # the closing list, grouped by check
 
 
 @pytest.mark.parametrize("user_choice", [None, "paper"])

@@ -1,0 +1,157 @@
+"""The table ``jobs.build`` prints at the end: what the build made, read back from the catalog.
+
+Items per benchmark and stage (rows of each recipe table, the items, the gated items and the
+latest export), the most common reject reasons, every benchmark's latest export with its
+version, the caveats that make the numbers not what a user might think (random detector
+weights, the stub LLM backend, missing OCR weights), and commands that work on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from forge.benchmarks.spec import BenchmarkSpec
+from forge.storage import TableStore, open_catalog, quote_ident, quote_literal
+from forge.weights import WeightsMismatch, easyocr_model_dir
+
+TOP_REJECTS = 8
+
+
+@dataclass
+class BuildSummary:
+    data_dir: Path
+    stages: dict[str, list[tuple[str, int | None]]] = field(default_factory=dict)  # benchmark → (table, rows)
+    rejects_total: int = 0
+    top_rejects: list[tuple[str, str, int]] = field(default_factory=list)  # stage, reason, n
+    exports: list[dict] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = ["", "Summary"]
+        if not self.stages and not self.exports:
+            out.append("  nothing built yet (no catalog): run `make demo`")
+        if self.stages:
+            out.append("  items per benchmark and stage (rows; - = table not built):")
+            width = max(len(b) for b in self.stages)
+            for bench, rows in self.stages.items():
+                chain = " → ".join(f"{_short(t, bench)} {'-' if n is None else n}" for t, n in rows)
+                out.append(f"    {bench:<{width}}  {chain}")
+        out.append(f"  rejects: {self.rejects_total}" + (" (top reasons)" if self.top_rejects else ""))
+        if self.top_rejects:
+            w = max(len(f"{s}: {r}") for s, r, _ in self.top_rejects)
+            out += [f"    {f'{s}: {r}':<{w}}  {n}" for s, r, n in self.top_rejects]
+        out.append("  exports:" + ("" if self.exports else " none"))
+        for e in self.exports:
+            splits = ", ".join(f"{k} {v}" for k, v in e["splits"].items())
+            stub = f", {e['stub_items']} stub items" if e["stub_items"] else ""
+            out.append(f"    {e['benchmark']} {e['version']}: {e['n_items']} items ({splits}){stub}  {e['path']}")
+        if self.caveats:
+            out.append("  caveats:")
+            out += [f"    ! {c}" for c in self.caveats]
+        out += ["", "Next", *[f"  {c}" for c in next_commands(self.data_dir)]]
+        return out
+
+
+def _short(table: str, bench: str) -> str:
+    return table.removeprefix(f"{bench}_")
+
+
+def next_commands(data_dir: Path) -> list[str]:
+    """Commands that work here (no DuckDB CLI needed)."""
+    return [
+        "make ui                                  # the Dagster UI on http://127.0.0.1:3000",
+        "make query Q=tables                      # every table and view, with row counts",
+        'make query Q="select stage, reason, count(*) n from rejects group by all order by n desc"',
+        f"ls {data_dir / 'exports'}/<benchmark>/   # the exported datasets (cards, items, media)",
+    ]
+
+
+def summarize(
+    store: TableStore,
+    specs: Sequence[BenchmarkSpec],
+    caveats: Sequence[str] = (),
+    top: int = TOP_REJECTS,
+) -> BuildSummary:
+    """Read the build's outcome through the catalog (``open_catalog``); ``caveats`` are the
+    environment's (weights), the stub backend is found in the spend ledger and the exports."""
+    out = BuildSummary(data_dir=store.data_dir, caveats=list(caveats))
+    if not store.catalog_path.exists():
+        return out
+    con = open_catalog(store)
+    try:
+        for spec in specs:
+            tables = [*dict.fromkeys([*spec.recipe_assets, spec.items_table])]
+            rows = [(t, _count(con, t)) for t in tables]
+            rows.append(("gated", _count(con, "gated_items", f"benchmark = {quote_literal(spec.name)}")))
+            out.stages[spec.name] = rows
+        out.rejects_total = _count(con, "rejects") or 0
+        out.top_rejects = _rows(
+            con,
+            "select stage, reason, count(*) as n from rejects group by all order by n desc, stage, reason "
+            f"limit {int(top)}",
+        )
+        for bench, version, n, splits, path, stub in _rows(
+            con,
+            "select benchmark, version, n_items, splits, path, stub_items from exports "
+            "qualify row_number() over (partition by benchmark order by version_number desc) = 1 order by benchmark",
+        ):
+            out.exports.append(
+                {
+                    "benchmark": bench,
+                    "version": version,
+                    "n_items": n,
+                    "splits": json.loads(splits) if splits else {},
+                    "path": path,
+                    "stub_items": stub or 0,
+                }
+            )
+        stub_requests = _count(con, "llm_ledger", "backend = 'stub' and kind <> 'cache_hit'") or 0
+    finally:
+        con.close()
+    stub_items = sum(e["stub_items"] for e in out.exports)
+    if stub_requests or stub_items:
+        out.caveats.append(
+            f"LLM stages ran on the offline stub backend ({stub_requests} requests, {stub_items} exported "
+            "stub items): texts are placeholders, not benchmark items; set OPENAI_BASE_URL / OPENAI_API_KEY "
+            "(docs/llm.md)"
+        )
+    return out
+
+
+def weights_caveats(detector_weights: str, detector_random: bool) -> list[str]:
+    """Caveats about the model files this machine uses: a detector built from an architecture
+    file (random weights) and EasyOCR weights that are missing or not the pinned ones."""
+    out = []
+    if detector_random:
+        out.append(
+            f"the YOLO detector has RANDOM weights ({Path(detector_weights).name}): detections, tags and "
+            "person counts are meaningless; set SUBTEXT_YOLO_WEIGHTS to a real yolo11n.pt (docs/vision.md)"
+        )
+    try:
+        easyocr_model_dir(verify=True)
+    except WeightsMismatch as exc:
+        out.append(f"OCR weights unusable, text_ratio cannot run: {exc}")
+    return out
+
+
+def _count(con: duckdb.DuckDBPyConnection, table: str, where: str = "") -> int | None:
+    """Rows of a catalog view (None when the view is missing or unreadable)."""
+    try:
+        row = con.execute(
+            f"select count(*) from {quote_ident(table)}" + (f" where {where}" if where else "")
+        ).fetchone()
+    except duckdb.Error:
+        return None
+    return int(row[0]) if row else None
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
+    try:
+        return [tuple(r) for r in con.execute(sql).fetchall()]
+    except duckdb.Error:
+        return []

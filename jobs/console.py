@@ -1,0 +1,129 @@
+"""What ``python -m jobs.build`` prints: INFO and up from the assets, one line each, and the
+stages' progress lines (``done/total (rate/s, ETA …)`` from ``assets.common.Progress`` and the
+LLM engine) as one line per long stage instead of a line every few seconds.
+
+Dagster's own console logger prints every run event at DEBUG (a build's console was ~1,000
+lines); ``--verbose`` keeps it. Dagster's beta / preview warnings about APIs this project
+chose deliberately are filtered by class, so every other warning still shows.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import time
+import warnings
+from typing import Any, TextIO
+
+import dagster as dg
+
+LOGGER_KEY = "build_console"
+# "ocr local-0000: 12/68 (1.3/s, ETA 43s)" and "maia_foils b-0000: 3/40 LLM requests (0.5/s, ETA 74s); ..."
+PROGRESS = re.compile(r"^(?P<what>.+?): (?P<done>\d+)/(?P<total>\d+)\b.*\(\S+/s, ETA [^)]*\)")
+
+
+def quiet_dagster_warnings() -> None:
+    """Ignore Dagster's BetaWarning / PreviewWarning (the APIs are used on purpose; 30+ lines per
+    definitions load); every other warning category is untouched."""
+    for category in (dg.BetaWarning, dg.PreviewWarning):
+        warnings.filterwarnings("ignore", category=category)
+
+
+class ConsoleHandler(logging.Handler):
+    """Compact build console: ``  <step>: <message>``.
+
+    A progress line is held back and shown as one line per stage: on a terminal it is redrawn
+    in place and kept when the stage ran at least ``long_s``; elsewhere (a pipe, a CI log) the
+    last state is printed at most every ``every_s`` and once at the end of a long stage.
+    """
+
+    def __init__(self, stream: TextIO | None = None, long_s: float = 10.0, every_s: float = 30.0):
+        super().__init__()
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.long_s, self.every_s = long_s, every_s
+        self._started: dict[str, float] = {}
+        self._printed: dict[str, float] = {}
+        self._open = False  # a progress line is drawn without its newline (terminal only)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._emit(record)
+        except Exception:  # noqa: BLE001 - logging must never break a run; the stdlib reports it
+            self.handleError(record)
+
+    def _emit(self, record: logging.LogRecord) -> None:
+        meta: dict[str, Any] = getattr(record, "dagster_meta", None) or {}
+        message = str(meta.get("orig_message") or record.getMessage())
+        source = meta.get("step_key") or meta.get("resource_name") or ""
+        prefix = f"  {source}: " if source else "  "
+        if record.levelno >= logging.WARNING:
+            prefix += f"{record.levelname}: "
+        match = PROGRESS.match(message) if record.levelno < logging.WARNING else None
+        if match:
+            self._progress(f"{source}|{match['what']}", prefix + message, match["done"] == match["total"])
+            return
+        self._close()
+        error = getattr(meta.get("dagster_event"), "event_specific_data", None)
+        error = getattr(error, "error", None)
+        text = prefix + message
+        if error is not None:  # a step failure: the error and where, not Dagster's header
+            text += "\n" + "\n".join("    " + line for line in error.to_string().rstrip().splitlines())
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def _progress(self, key: str, line: str, finished: bool) -> None:
+        now = time.monotonic()
+        started = self._started.setdefault(key, now)
+        long = now - started >= self.long_s
+        if self.tty:
+            self.stream.write("\r\033[K" + line)
+            self._open = True
+            if finished:
+                self.stream.write("\n" if long else "\r\033[K")
+                self._open = False
+        elif (finished and long) or (not finished and now - self._printed.get(key, started) >= self.every_s):
+            self._printed[key] = now
+            self.stream.write(line + "\n")
+        if finished:
+            self._started.pop(key, None)
+            self._printed.pop(key, None)
+        self.stream.flush()
+
+    def _close(self) -> None:
+        if self._open:
+            self.stream.write("\n")
+            self._open = False
+
+
+_HANDLER: ConsoleHandler | None = None
+
+
+def console_handler() -> ConsoleHandler:
+    """One handler per process, so a progress line left open by one run is closed by the next."""
+    global _HANDLER
+    if _HANDLER is None or _HANDLER.stream is not sys.stderr:
+        _HANDLER = ConsoleHandler(sys.stderr)
+    return _HANDLER
+
+
+@dg.logger(
+    {"log_level": dg.Field(str, is_required=False, default_value="INFO")},
+    description="jobs.build's compact console: INFO and up, one progress line per long stage.",
+)
+def build_console_logger(init_context: dg.InitLoggerContext) -> logging.Logger:
+    log = logging.getLogger("subtext_forge.build")
+    log.setLevel(init_context.logger_config["log_level"])
+    log.propagate = False
+    log.handlers = [console_handler()]
+    return log
+
+
+def quiet_run(job: dg.JobDefinition, verbose: bool) -> tuple[dg.JobDefinition, dict[str, Any] | None]:
+    """The job and run config ``jobs.build`` executes: the compact console, or with ``verbose``
+    Dagster's own console logger at DEBUG (every run event)."""
+    if verbose:
+        return job, None
+    job = job.with_logger_defs({**job.loggers, LOGGER_KEY: build_console_logger})
+    return job, {"loggers": {LOGGER_KEY: {"config": {"log_level": "INFO"}}}}
