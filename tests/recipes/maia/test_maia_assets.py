@@ -354,11 +354,8 @@ def test_stub_backend_keeps_items_flowing(corpus, tmp_path):
     assert (items["task"] == "statement_verification").sum() > 0 and (items["task"] == "open_ended").sum() > 0
     assert (items["backend"] == "stub").all()
     rj = rejects(corpus)
-    # stub questions A and B share their words: recorded on the row (advisory), never a reject
+    # a check failing on placeholder text is recorded on the row (advisory), never a reject
     assert "pair_same_focus" not in set(rj["reason"])
-    qs = corpus.read("maia_questions")
-    notes = [n for a in qs["advisory"].dropna() for n in json.loads(a)]
-    assert any(n.startswith("pair_same_focus") for n in notes)
     att = corpus.read("llm_attempts")
     assert att.loc[att["step"] != "generate", "advisory"].all()  # NLI / structural / rephrase verdicts
     print(f"stub run: {len(items)} items in {time.perf_counter() - t0:.1f}s")
