@@ -28,7 +28,7 @@ from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from forge.build_summary import summarize, weights_caveats
-from jobs.console import quiet_dagster_warnings, quiet_run
+from jobs.console import project_logs_through_dagster_only, quiet_dagster_warnings, quiet_run
 from jobs.run_health import BuildHealth as Health
 from jobs.run_health import Terminated
 
@@ -193,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="every Dagster run event (DEBUG) on the console")
     args = parser.parse_args(argv)
     quiet_dagster_warnings()
+    project_logs_through_dagster_only()
     with ExitStack() as stack:
         if args.demo:
             from jobs.demo import prepare_demo

@@ -30,6 +30,14 @@ def quiet_dagster_warnings() -> None:
         warnings.filterwarnings("ignore", category=category)
 
 
+def project_logs_through_dagster_only() -> None:
+    """The project's stdlib loggers (``subtext_forge.*``, e.g. the LLM engine's progress) reach the
+    console through Dagster's managed-logger capture (dagster.yaml). A library that configures the
+    root logger mid-build (absl, used by rouge-score, calls ``basicConfig``) would print each of
+    their lines a second time; stopping propagation below ``subtext_forge`` prevents that."""
+    logging.getLogger("subtext_forge").propagate = False
+
+
 class ConsoleHandler(logging.Handler):
     """Compact build console: ``  <step>: <message>``.
 

@@ -79,3 +79,34 @@ def test_quiet_segment_prints_info_not_dagster_debug_events(capfd):
     assert run_segment(defs, dg.DagsterInstance.ephemeral(), seg, verbose=True)
     loud = capfd.readouterr()
     assert "STEP_START" in loud.out + loud.err and "debug line from the asset" in loud.out + loud.err
+
+
+@dg.asset
+def engine_like() -> None:
+    logging.getLogger("subtext_forge.llm").info("stage b: 5/5 LLM requests (9.0/s, ETA 0s); 0 in flight")
+    logging.getLogger("subtext_forge.llm").info("engine says hello")
+
+
+def test_project_logger_lines_print_once_even_when_a_library_configured_the_root_logger(capfd, tmp_path):
+    """absl (via rouge-score) calls logging.basicConfig mid-build: the engine's lines must still
+    print once, through Dagster's managed-logger capture, not a second time from the root logger."""
+    from jobs.build import Segment
+    from jobs.console import project_logs_through_dagster_only
+
+    root = logging.getLogger()
+    added = logging.StreamHandler(sys.stderr)
+    root.addHandler(added)
+    parent = logging.getLogger("subtext_forge")
+    before = parent.propagate
+    try:
+        project_logs_through_dagster_only()
+        instance = dg.DagsterInstance.local_temp(
+            str(tmp_path), overrides={"python_logs": {"managed_python_loggers": ["subtext_forge.llm"]}}
+        )
+        assert run_segment(dg.Definitions(assets=[engine_like]), instance, Segment(None, [engine_like.key]))
+    finally:
+        root.removeHandler(added)
+        parent.propagate = before
+    text = "".join(capfd.readouterr())
+    assert text.count("engine says hello") == 1
+    assert "  engine_like: engine says hello" in text
