@@ -126,7 +126,9 @@ def test_four_kills_during_an_llm_step_then_the_next_run_completes(project, llm_
         rc = build.wait(300)
     except AssertionError as exc:  # say what the double saw from the re-run
         after = [(r["path"], round(r["t"] - time.time())) for r in llm_double.requests[seen:]]
-        raise AssertionError(f"{exc}\nre-run requests (path, s ago): {after}; in flight {llm_double.in_flight}") from None
+        raise AssertionError(
+            f"{exc}\nre-run requests (path, s ago): {after}; in flight {llm_double.in_flight}"
+        ) from None
     assert rc == 0, build.output
     assert build.output.count("marked dead run") == 4, build.output
 
