@@ -19,7 +19,7 @@ from typing import Any, TextIO
 import dagster as dg
 
 LOGGER_KEY = "build_console"
-# "ocr local-0000: 12/68 (1.3/s, ETA 43s)" and "maia_foils b-0000: 3/40 LLM requests (0.5/s, ETA 74s); ..."
+# "ocr local-0000: 12/68 (1.3/s, ETA 43s)" and "<stage> b-0000: 3/40 LLM requests (0.5/s, ETA 74s); ..."
 PROGRESS = re.compile(r"^(?P<what>.+?): (?P<done>\d+)/(?P<total>\d+)\b.*\(\S+/s, ETA [^)]*\)")
 
 

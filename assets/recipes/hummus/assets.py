@@ -31,7 +31,7 @@ from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 
-VERSION = "1"
+VERSION = "2"  # 2: verdict-only rows keep Classification when the detail fails
 PROMPTS = Path(__file__).with_name("prompts")
 P_CAPTION = PROMPTS / "caption.yaml"
 P_ANNOTATE = PROMPTS / "annotate.yaml"
@@ -54,6 +54,10 @@ PAIR_COLS = [
 class PairsConfig(dg.Config):
     generate_captions: bool = config_default("hummus", "pairs", "generate_captions")
     max_pairs_per_batch: int | None = config_default("hummus", "pairs", "max_pairs_per_batch")  # None = all
+
+
+class ItemsConfig(dg.Config):
+    on_detail_failure: str = config_default("hummus", "items", "on_detail_failure", H.KEEP_CLASSIFICATION)
 
 
 class AnnotationsConfig(dg.Config):
@@ -191,33 +195,41 @@ def hummus_annotations(
         rows, regions = [], []
         for o in loop.outcomes:
             p = pairs[o.item_id]
+            detail: tuple[str, list[str]] | None = None  # (code, problems) when only the verdict is kept
             if not o.accepted:
                 reason = o.reason
-                if o.reason == "max_rounds":  # the failing check's own code (invalid_span, box_out_of_bounds...)
-                    last = [a for a in o.attempts if a["step"] == "generate" and a.get("output")][-1]
+                gens = [a for a in o.attempts if a["step"] == "generate" and a.get("output")]
+                last = json.loads(gens[-1]["output"]) if gens else None
+                probs = None
+                if o.reason == "max_rounds" and last is not None:  # the failing check's own code
                     _, probs = A.validate_annotation(
-                        json.loads(last["output"]),
-                        p["caption"],
-                        int(p["width"]),
-                        int(p["height"]),
-                        config.explanation_max_words,
+                        last, p["caption"], int(p["width"]), int(p["height"]), config.explanation_max_words
                     )
                     reason = probs.primary() or reason
-                rej.add(o.item_id, reason, "RefineReject", o.detail or "")
                 reasons[reason] = reasons.get(reason, 0) + 1
-                continue
-            stub = o.advisory is not None  # placeholder text: checks recorded, not applied
-            ann, probs = A.validate_annotation(
-                o.data or {},
-                p["caption"],
-                int(p["width"]),
-                int(p["height"]),
-                config.explanation_max_words,
-                lenient=stub,
-            )
-            if ann is None:  # no readable verdict even leniently
-                rej.add(o.item_id, probs.primary() or "invalid_annotation", "AnnotationError", probs.feedback())
-                continue
+                ann = A.verdict_only(last) if probs is not None and reason != A.BAD_VERDICT else None
+                if ann is None:  # no readable verdict: nothing of the pair can be used
+                    rej.add(o.item_id, reason, "RefineReject", o.detail or "")
+                    continue
+                # Only the detailed annotation failed: the verdict stays for Classification
+                # (hummus_items drops the detail tasks, or rebalances, per items.on_detail_failure).
+                detail = (reason, [f"{c}: {m}" for c, m in probs.items])
+                stub, result = False, gens[-1]
+                meta = {k: result[k] for k in ("prompt_hash", "model", "backend")}
+            else:
+                stub = o.advisory is not None  # placeholder text: checks recorded, not applied
+                ann, probs = A.validate_annotation(
+                    o.data or {},
+                    p["caption"],
+                    int(p["width"]),
+                    int(p["height"]),
+                    config.explanation_max_words,
+                    lenient=stub,
+                )
+                if ann is None:  # no readable verdict even leniently
+                    rej.add(o.item_id, probs.primary() or "invalid_annotation", "AnnotationError", probs.feedback())
+                    continue
+                meta = {"prompt_hash": o.result.prompt_hash, "model": o.result.model, "backend": o.result.backend}
             aid = annotation_id(o.item_id, p["caption"])
             hl = ann.highlight
             rows.append(
@@ -237,15 +249,16 @@ def hummus_annotations(
                     "devices": ann.devices,
                     "discard_reason": ann.discard_reason or None,
                     "n_regions": len(ann.regions),
-                    "repairs": probs.repairs,
+                    "repairs": [] if detail else probs.repairs,
                     "rounds": o.rounds,
-                    "prompt_hash": o.result.prompt_hash,
-                    "model": o.result.model,
-                    "backend": o.result.backend,
+                    **meta,
                     "advisory": json.dumps([f"{c}: {m}" for c, m in probs.items]) if stub and probs else None,
+                    "detail_reject": detail[0] if detail else None,
+                    "detail_problems": detail[1] if detail else [],
                 }
             )
             counts["advisory"] = counts.get("advisory", 0) + bool(stub and probs)
+            counts["verdict_only"] = counts.get("verdict_only", 0) + bool(detail)
             for k, rg in enumerate(ann.regions):
                 regions.append(
                     {
@@ -272,6 +285,7 @@ def hummus_annotations(
         run.add_attempts(loop.attempts_frame())
     n = counts["pairs"]
     n_adv = counts.pop("advisory", 0)
+    n_verdict_only = counts.pop("verdict_only", 0)
     md: dict[str, Any] = {f"verdict_{k}": v for k, v in counts.items() if k != "pairs"} | {"pairs": n}
     if n_adv:
         md["stub_verdicts"] = ADVISORY_NOTE
@@ -279,6 +293,7 @@ def hummus_annotations(
     for code in (A.INVALID_SPAN, A.BOX_OUT_OF_BOUNDS, A.BAD_METAPHOR, A.EXPLANATION_TOO_LONG):
         md[f"{code}_rate"] = round(reasons.get(code, 0) / n, 4) if n else 0.0
     md["reject_reasons"] = dg.MetadataValue.json(reasons)
+    md["verdict_only"] = n_verdict_only  # detail failed, verdict kept for Classification
     return run.publish(md, record_attempts=True)
 
 
@@ -288,19 +303,33 @@ def hummus_annotations(
     partitions_def=batches,
     backfill_policy=SINGLE_RUN,
     deps=["hummus_annotations"],
-    code_version=content_hash(VERSION, H.INSTRUCTIONS),
+    code_version=content_hash(VERSION, H.INSTRUCTIONS, recipe_settings("hummus").get("items")),
     check_specs=stage_check_specs("hummus_items", ["hummus_items"]),
     metadata=table_metadata(["hummus_items"]),
     description="The six Hummus tasks of Table 1 (classification, naming, image_box, image_label, "
-    "caption_highlight, explanation) built from the annotations; Discard items are not tested.",
+    "caption_highlight, explanation) built from the annotations; Discard items are not tested. A pair "
+    "whose detailed annotation failed keeps its classification item (items.on_detail_failure: "
+    "keep_classification) or is dropped with Yes/No-balancing partners (drop_balanced).",
 )
-def hummus_items(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+def hummus_items(
+    context: dg.AssetExecutionContext, config: ItemsConfig, storage: StorageResource
+) -> dg.MaterializeResult:
     run = StageRun(context, storage)
     store = run.store
-    for part, _ in run.partitions():
+    for part, rej in run.partitions():
         anns = store.read("hummus_annotations", parts=[part])
         regs = store.read("hummus_regions", parts=[part])
         by_ann = {k: g.to_dict("records") for k, g in regs.groupby("annotation_id")} if len(regs) else {}
-        rows = [row for a in anns.to_dict("records") for row in H.build_items(a, by_ann.get(a["annotation_id"], []))]
+        sel = H.select_annotations(anns.to_dict("records"), config.on_detail_failure)
+        for r in sel.rejects:
+            rej.add(r["item_id"], r["reason"], "AnnotationDetail", r.get("detail", ""), r.get("related_id"))
+        rows = [row for a in sel.kept for row in H.build_items(a, by_ann.get(a["annotation_id"], []))]
         run.put(part, with_profile(pd.DataFrame(rows), "hummus"))
-    return run.publish({"by_task": dg.MetadataValue.json(run.frame()["task"].value_counts().to_dict())})
+    items = run.frame()
+    cls = items[items["task"] == "classification"]
+    return run.publish(
+        {
+            "by_task": dg.MetadataValue.json(items["task"].value_counts().to_dict()),
+            "classification_positive_share": round(float(cls["answer"].eq("A").mean()), 4) if len(cls) else 0.0,
+        }
+    )

@@ -23,8 +23,8 @@ FAILURE_CODES = (
     asset="hummus_annotations",
     name="annotation_failure_rates",
     blocking=False,
-    description="Pairs rejected by the code checks (invalid span, box out of bounds, bad metaphor "
-    "format, explanation too long...) as shares of all annotated pairs; warns above 30 %.",
+    description="Pairs rejected, or kept verdict-only, by the code checks (invalid span, box out of bounds, "
+    "bad metaphor format, explanation too long...) as shares of all annotated pairs; warns above 30 %.",
 )
 def annotation_failure_rates(storage: StorageResource) -> dg.AssetCheckResult:
     store = storage.store
@@ -33,9 +33,16 @@ def annotation_failure_rates(storage: StorageResource) -> dg.AssetCheckResult:
         if store.exists("rejects")
         else pd.DataFrame(columns=["reason"])
     )
-    n_ok = len(store.read("hummus_annotations", columns=["annotation_id"])) if store.exists("hummus_annotations") else 0
+    ann = (
+        store.read("hummus_annotations", columns=["annotation_id", "detail_reject"])
+        if store.exists("hummus_annotations")
+        else pd.DataFrame(columns=["annotation_id", "detail_reject"])
+    )
+    n_ok = len(ann)
     total = n_ok + len(rej)
-    by = {c: int((rej["reason"] == c).sum()) for c in FAILURE_CODES} if len(rej) else {c: 0 for c in FAILURE_CODES}
+    # a failure is a rejected pair or a verdict-only row (its detailed annotation failed)
+    codes = pd.concat([rej["reason"].astype(object), ann["detail_reject"].dropna().astype(object)])
+    by = {c: int((codes == c).sum()) for c in FAILURE_CODES}
     rates = {c: round(v / total, 4) if total else 0.0 for c, v in by.items()}
     failed = sum(by.values())
     return dg.AssetCheckResult(
@@ -44,6 +51,7 @@ def annotation_failure_rates(storage: StorageResource) -> dg.AssetCheckResult:
         metadata={
             "pairs": total,
             "annotated": n_ok,
+            "verdict_only": int(ann["detail_reject"].notna().sum()),
             "failure_rate": round(failed / total, 4) if total else 0.0,
             "rates": dg.MetadataValue.json(rates),
         },

@@ -419,3 +419,22 @@ def validate_annotation(
         elif n > max_words:
             p.add(EXPLANATION_TOO_LONG, f"the explanation has {n} words; use at most {max_words}")
     return (ann if lenient or not p else None), p
+
+
+def verdict_only(data: dict[str, Any]) -> Annotation | None:
+    """The stage-1 part of a reply whose detailed annotation failed its checks (§4.1 then §4.2):
+    the verdict, incongruities, resolution, discard reason and the devices on the list. The
+    Yes/No label of Classification rests on the verdict alone, so it is kept; metaphors,
+    regions, span and explanation are left out (None when the verdict itself is unreadable)."""
+    canon = {v.lower(): v for v in verdicts()}
+    verdict = str(data.get("verdict") or "").strip().lower()
+    if verdict not in canon:
+        return None
+    found = [normalise_device(d) for d in data.get("devices") or []]
+    return Annotation(
+        verdict=canon[verdict],
+        incongruities=[str(x).strip() for x in data.get("incongruities") or [] if str(x).strip()],
+        resolution=str(data.get("resolution") or "").strip(),
+        discard_reason=str(data.get("discard_reason") or "").strip(),
+        devices=list(dict.fromkeys(d for d in found if d)),
+    )

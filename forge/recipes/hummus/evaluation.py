@@ -7,8 +7,10 @@ from typing import Any
 
 import pandas as pd
 
-from forge.evals.requests import RequestContext, SkipItem, as_list, jload
+from forge.evals import extract as ex
+from forge.evals.requests import EvalRequest, RequestContext, SkipItem, as_list, jload
 from forge.llm.types import LLMRequest
+from forge.recipes.hummus.boxes import BoxError, parse_box
 
 
 def build_request(c: RequestContext) -> LLMRequest:
@@ -60,3 +62,24 @@ def descriptions(items: pd.DataFrame, evidence: pd.DataFrame) -> dict[str, str]:
         if desc:
             out[r["item_id"]] = desc
     return out
+
+
+def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any]) -> ex.Extraction | None:
+    """ImageBbox replies in any common box convention, converted to the requested normalised
+    [top, left, height, width] with the convention recorded (forge/recipes/hummus/boxes.py).
+    Scoring options: ``hummus_box_order`` / ``hummus_box_scale`` (rules for what the reply does
+    not say), ``hummus_box_strict: true`` (only the literal Table 1 format is read)."""
+    if er.kind != "box" or options.get("hummus_box_strict"):
+        return None
+    labels = jload(er.item.get("labels"))
+    w, h = labels.get("image_width"), labels.get("image_height")
+    try:
+        b = parse_box(
+            text,
+            (int(w), int(h)) if w and h else None,
+            order_rule=str(options.get("hummus_box_order", "requested")),
+            scale_rule=str(options.get("hummus_box_scale", "thousand")),
+        )
+    except BoxError as e:
+        return ex.Extraction(ok=False, reason=e.reason, values={"error": str(e)})
+    return ex.Extraction(ok=True, method="box", text=f"{b.label}: {b.box}", values=b.values())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 PREFIX = "The humor of the given image-and-caption combination involves metaphor use."
@@ -38,6 +39,12 @@ INSTRUCTIONS = {
 }
 TASKS = tuple(INSTRUCTIONS)
 POSITIVE = ("Yes", "WIDLII")
+DETAIL_TASKS = TASKS[1:]  # the tasks built from the detailed annotation (positives only)
+# items.on_detail_failure (config/recipes/hummus.yaml)
+KEEP_CLASSIFICATION = "keep_classification"  # paper: every Yes / No / WIDLII pair is classified
+DROP_BALANCED = "drop_balanced"  # drop the pair and keep the positive share with matching drops
+ON_DETAIL_FAILURE = (KEEP_CLASSIFICATION, DROP_BALANCED)
+BALANCE_PARTNER_DROPPED = "balance_partner_dropped"
 
 
 def question(task: str, caption: str) -> str:
@@ -121,7 +128,7 @@ def build_items(ann: dict[str, Any], regions: list[dict[str, Any]]) -> list[dict
             ["positive", "negative"],
         )
     ]
-    if not positive:
+    if not positive or detail_reject(ann):  # verdict-only row: Classification only
         return out
     metaphors = labels["metaphors"]
     box_answers = [f"{b['label']}: [" + ", ".join(f"{v:.3f}" for v in b["box_norm_tlhw"]) + "]" for b in boxes]
@@ -137,4 +144,82 @@ def build_items(ann: dict[str, Any], regions: list[dict[str, Any]]) -> list[dict
         out.append(row("caption_highlight", ann["caption_highlighted"], [ann["caption_highlighted"]]))
     if ann.get("explanation"):
         out.append(row("explanation", ann["explanation"], [ann["explanation"]]))
+    return out
+
+
+@dataclass
+class Selection:
+    """The annotation rows that make items, and the item rejects of the others."""
+
+    kept: list[dict[str, Any]]
+    rejects: list[dict[str, Any]] = field(default_factory=list)  # item_id, reason, detail, related_id
+
+
+def detail_reject(ann: dict[str, Any]) -> str | None:
+    """The failing check of a verdict-only annotation row (parquet hands nulls back as NaN)."""
+    v = ann.get("detail_reject")
+    return v if isinstance(v, str) and v else None
+
+
+def _order(ann: dict[str, Any]) -> str:  # a fixed, content-free order for choosing partners
+    return hashlib.sha1(str(ann["annotation_id"]).encode()).hexdigest()
+
+
+def select_annotations(anns: list[dict[str, Any]], policy: str = KEEP_CLASSIFICATION) -> Selection:
+    """Which annotation rows of one batch make items, given verdict-only rows (``detail_reject``).
+
+    ``keep_classification`` (the paper's construction, §6: Classification covers every Yes / No /
+    WIDLII pair, its label is the verdict): a verdict-only pair keeps its classification item;
+    its detail tasks are rejected with the failing check as reason. ``drop_balanced``: a
+    verdict-only pair is dropped whole, then pairs of the other class are dropped (reason
+    ``balance_partner_dropped``, ``related_id`` a dropped pair's item) until the positive share
+    among the classified pairs is what it was before the drops, so the Yes/No balance does not
+    move. Splits are stratified by category downstream, so each split keeps the share too."""
+    if policy not in ON_DETAIL_FAILURE:
+        raise ValueError(f"items.on_detail_failure must be one of {ON_DETAIL_FAILURE}, got {policy!r}")
+    out = Selection(kept=[])
+    classified = [a for a in anns if a["verdict"] in ("Yes", "No", "WIDLII")]
+    failed = [a for a in classified if detail_reject(a)]
+    for a in failed:
+        positive = a["verdict"] in POSITIVE
+        if policy == KEEP_CLASSIFICATION:
+            tasks = DETAIL_TASKS if positive else ()  # a No has no detail tasks to lose
+        else:
+            tasks = TASKS if positive else ("classification",)
+        why = "; ".join(list(a.get("detail_problems") if a.get("detail_problems") is not None else []))
+        out.rejects += [
+            {"item_id": item_id(a["annotation_id"], t), "reason": detail_reject(a), "detail": why} for t in tasks
+        ]
+    if policy == KEEP_CLASSIFICATION:
+        out.kept = list(anns)
+        return out
+    dropped = {a["annotation_id"] for a in failed}
+    n_pos = sum(a["verdict"] in POSITIVE for a in classified)
+    n_neg = len(classified) - n_pos
+    left = [a for a in classified if a["annotation_id"] not in dropped]
+    pos = sorted((a for a in left if a["verdict"] in POSITIVE), key=_order)
+    neg = sorted((a for a in left if a["verdict"] not in POSITIVE), key=_order)
+    lost_pos = [a for a in failed if a["verdict"] in POSITIVE]
+    lost_neg = [a for a in failed if a["verdict"] not in POSITIVE]
+    # as many pairs as are left, at the positive share the batch had before the drops (rounded)
+    keep_pos, keep_neg = len(pos), len(neg)
+    if n_pos and n_neg:
+        if round(keep_pos * n_neg / n_pos) <= len(neg):
+            keep_neg = round(keep_pos * n_neg / n_pos)
+        else:  # too few negatives left: they set the size
+            keep_pos = min(len(pos), round(keep_neg * n_pos / n_neg))
+    for extra, partners in ((pos[keep_pos:], lost_neg), (neg[keep_neg:], lost_pos)):
+        for j, a in enumerate(extra):
+            dropped.add(a["annotation_id"])
+            rel = item_id(partners[j % len(partners)]["annotation_id"], "classification") if partners else None
+            for t in TASKS if a["verdict"] in POSITIVE else ("classification",):
+                out.rejects.append(
+                    {
+                        "item_id": item_id(a["annotation_id"], t),
+                        "reason": BALANCE_PARTNER_DROPPED,
+                        "detail": "dropped to keep the batch's Yes/No share after annotation failures",
+                        "related_id": rel,
+                    }
+                )
+    out.kept = [a for a in anns if a["annotation_id"] not in dropped]
     return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy
 from forge.evals.scoring import _score_hummus
-from forge.recipes.hummus.evaluation import build_request, descriptions
+from forge.recipes.hummus.evaluation import build_request, descriptions, parse_reply
 from forge.recipes.hummus.release import parse_release
 
 SPEC = BenchmarkSpec(
@@ -37,6 +37,7 @@ SPEC = BenchmarkSpec(
             "explanation": "text_not_question",
         },
         build_request=build_request,
+        parse_reply=parse_reply,
         score_setting=_score_hummus,
         primary_metric="f1_avg",
         similarity=True,

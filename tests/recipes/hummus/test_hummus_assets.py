@@ -25,18 +25,18 @@ CAPTIONS = {
 }
 
 
-@pytest.fixture
-def store(tmp_path):
+def image_store(tmp_path, captions: dict, batch: str) -> TableStore:
+    """A store whose ``frames`` hold one 200x100 image per caption (None = no caption)."""
     s = TableStore(tmp_path / "data")
     (s.data_dir / "media/images").mkdir(parents=True)
     rows = []
-    for k, (name, cap) in enumerate(CAPTIONS.items()):
+    for k, (name, cap) in enumerate(captions.items()):
         rel = f"media/images/{name}.png"
-        Image.new("RGB", (200, 100), (50 * k, 80, 120)).save(s.data_dir / rel)
+        Image.new("RGB", (200, 100), ((50 * k) % 256, 80, 120)).save(s.data_dir / rel)
         rows.append(
             {
                 "frame_id": f"img_{name}",
-                "batch": BATCH,
+                "batch": batch,
                 "source": "capcon",
                 "item_id": f"it_{name}",
                 "clip_id": None,
@@ -52,8 +52,13 @@ def store(tmp_path):
             }
         )
     c = load_contract("frames")
-    s.write("frames", c.conform(pd.DataFrame(rows)), BATCH, schema=c.arrow_schema())
+    s.write("frames", c.conform(pd.DataFrame(rows)), batch, schema=c.arrow_schema())
     return s
+
+
+@pytest.fixture
+def store(tmp_path):
+    return image_store(tmp_path, CAPTIONS, BATCH)
 
 
 def _ann(verdict="Yes", **kw):
@@ -142,9 +147,10 @@ def test_hummus_end_to_end_every_branch(store, llm_double, llm_double_resource):
     assert pairs.loc["img_p5", "prompt_hash"]
 
     ann = store.read("hummus_annotations").set_index("frame_id")
-    assert sorted(ann.index) == ["img_p1", "img_p3", "img_p5"]
+    assert sorted(ann.index) == ["img_p1", "img_p2", "img_p3", "img_p4", "img_p5"]
     p1 = ann.loc["img_p1"]
     assert p1["verdict"] == "Yes" and p1["rounds"] == 1 and list(p1["metaphors"]) == ["LOVE IS A JOURNEY"]
+    assert pd.isna(p1["detail_reject"])
     assert (
         list(p1["span_texts"]) == ["train wreck"]
         and p1["caption"][p1["span_starts"][0] : p1["span_ends"][0]] == "train wreck"
@@ -152,6 +158,11 @@ def test_hummus_end_to_end_every_branch(store, llm_double, llm_double_resource):
     assert any("LOVE IS A JOURNEY" in r for r in p1["repairs"])
     assert ann.loc["img_p3", "verdict"] == "No" and list(ann.loc["img_p3", "devices"]) == ["irony"]
     assert ann.loc["img_p5", "verdict"] == "Discard" and ann.loc["img_p5", "caption_origin"] == "llm"
+    # detail failed after K rounds, verdict readable: kept verdict-only for Classification
+    p2, p4 = ann.loc["img_p2"], ann.loc["img_p4"]
+    assert p2["verdict"] == "WIDLII" and p2["detail_reject"] == "invalid_span" and not len(p2["metaphors"])
+    assert any("not an exact substring" in x for x in p2["detail_problems"]) and p2["n_regions"] == 0
+    assert p4["verdict"] == "Yes" and p4["detail_reject"] == "explanation_too_long" and p4["prompt_hash"]
 
     reg = store.read("hummus_regions")
     assert len(reg) == 1
@@ -160,9 +171,10 @@ def test_hummus_end_to_end_every_branch(store, llm_double, llm_double_resource):
     assert (r.box_norm_top, r.box_norm_left, r.box_norm_height, r.box_norm_width) == (0.2, 0.1, 0.5, 0.3)
 
     rej = store.read("rejects")
-    rej = rej[rej["stage"] == "hummus_annotations"].set_index("item_id")
-    assert rej.loc["img_p2", "reason"] == "invalid_span" and "not an exact substring" in rej.loc["img_p2", "detail"]
-    assert rej.loc["img_p4", "reason"] == "explanation_too_long"
+    assert not len(rej[rej["stage"] == "hummus_annotations"])
+    rej = rej[rej["stage"] == "hummus_items"]
+    assert sorted(rej["reason"]) == ["explanation_too_long"] * 5 + ["invalid_span"] * 5
+    assert rej[rej["reason"] == "invalid_span"]["detail"].str.contains("not an exact substring").all()
     att = store.read("llm_attempts")
     fb = att[(att["item_id"] == "img_p1") & att["step"].str.startswith("check")]["feedback"].dropna().tolist()
     assert any("outside the image" in f for f in fb)
@@ -175,6 +187,8 @@ def test_hummus_end_to_end_every_branch(store, llm_double, llm_double_resource):
         ["classification", "naming", "image_box", "image_label", "caption_highlight", "explanation"]
     )
     assert [t for u, t in by if u == "img_p3"] == ["classification"] and not [t for u, t in by if u == "img_p5"]
+    for u in ("img_p2", "img_p4"):  # verdict-only pairs: the classification item only, positive
+        assert [t for v, t in by if v == u] == ["classification"] and by[(u, "classification")].answer == "A"
     assert by[("img_p1", "classification")].answer == "A" and by[("img_p3", "classification")].answer == "B"
     assert by[("img_p1", "image_box")].answer == "car: [0.200, 0.100, 0.500, 0.300]"
     assert by[("img_p1", "naming")].answer == "LOVE IS A JOURNEY"
@@ -183,12 +197,14 @@ def test_hummus_end_to_end_every_branch(store, llm_double, llm_double_resource):
     assert all(r.backend == "openai" and r.prompt_hash for r in items.itertuples())
 
     md = res.asset_materializations_for_node("hummus_annotations")[0].metadata
-    assert md["invalid_span_rate"].value == pytest.approx(1 / 5) and md["verdict_Yes"].value == 1
+    assert md["invalid_span_rate"].value == pytest.approx(1 / 5) and md["verdict_Yes"].value == 2
+    assert md["verdict_only"].value == 2
 
     from assets.recipes.hummus.checks import annotation_failure_rates
 
     chk = annotation_failure_rates(StorageResource(data_dir=str(store.data_dir)))
     assert chk.metadata["pairs"].value == 5 and chk.metadata["rates"].value["explanation_too_long"] == 0.2
+    assert chk.metadata["verdict_only"].value == 2
 
 
 def test_no_caption_rejected_without_generation(store, llm_double, llm_double_resource):
