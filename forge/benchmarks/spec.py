@@ -112,6 +112,16 @@ class EvalSpec:
     text_metrics: bool = False  # reference-overlap metrics of text replies (no embedder needed)
     text_reference: TextReference = TextReference.REFERENCES  # what those metrics compare a reply with
     judge_unparseable: bool = False  # an empty / unreadable reply is judged too (its raw text), not scored 0
+    # Similarity-scored specs: an unreadable reply counts as wrong (score 0) instead of unscored.
+    unparseable_is_wrong: bool = False
+    # Similarity-scored specs: the embedding similarity is the reply's score, correct at
+    # ``thresholds[task]`` (default 0.6); off: it is recorded in ``detail`` only.
+    similarity_is_score: bool = False
+    # Scores a parsed reply of a structured task in place: (row, item, references, thresholds) →
+    # the references to embed the reply against (similarity-scored tasks), or None.
+    score_structured: (
+        Callable[[dict[str, Any], dict[str, Any], list[str], dict[str, float]], list[str] | None] | None
+    ) = None
     # (prediction row, item) → the judge prompt's variables; None: question / answer / references.
     judge_variables: Callable[[dict[str, Any], dict[str, Any]], dict[str, str]] | None = None
     # (prediction row, judge JSON, scoring options) → fills the row's judge and score columns;

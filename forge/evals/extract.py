@@ -141,7 +141,7 @@ _NAMING = re.compile(r"([A-Za-z][A-Za-z \-'’]*?)\s+(IS|is|ARE|are)\s+([A-Za-z]
 
 
 def extract_naming(reply: str | None) -> Extraction:
-    """Hummus Naming: a "TARGET IS SOURCE" line (the first line with IS/ARE)."""
+    """A metaphor naming reply: a "TARGET IS SOURCE" line (the first line with IS/ARE)."""
     if reply is None or not str(reply).strip():
         return _fail("empty")
     for line in str(reply).strip().splitlines():
@@ -162,7 +162,7 @@ _BOX = re.compile(r"([^\n:\[\]]+?)\s*:\s*\[\s*([-\d.eE]+)\s*,\s*([-\d.eE]+)\s*,\
 
 
 def extract_box(reply: str | None) -> Extraction:
-    """Hummus ImageBbox: ``label: [top, left, height, width]`` normalised to 0..1."""
+    """A labelled box: ``label: [top, left, height, width]`` normalised to 0..1."""
     if reply is None or not str(reply).strip():
         return _fail("empty")
     m = _BOX.search(str(reply))
@@ -179,7 +179,7 @@ def extract_box(reply: str | None) -> Extraction:
 
 
 def extract_word(reply: str | None) -> Extraction:
-    """Hummus ImageLabel: the first word (punctuation stripped)."""
+    """A one-word label: the first word (punctuation stripped)."""
     if reply is None or not str(reply).strip():
         return _fail("empty")
     region, _ = answer_region(str(reply))
@@ -193,7 +193,7 @@ _ITAG = re.compile(r"<i>(.*?)</i>", re.I | re.S)
 
 
 def extract_highlight(reply: str | None) -> Extraction:
-    """Hummus CaptionHL: the caption parts inside ``<i></i>`` (one or more spans)."""
+    """Highlighted spans: the caption parts inside ``<i></i>`` (one or more spans)."""
     if reply is None or not str(reply).strip():
         return _fail("empty")
     spans = [s.strip() for s in _ITAG.findall(str(reply)) if s.strip()]

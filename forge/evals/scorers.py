@@ -174,13 +174,13 @@ def all_correct(flags: Iterable[bool | None]) -> bool | None:
     return True
 
 
-# -- Hummus ----------------------------------------------------------------------------------
+# -- classification F1, boxes --------------------------------------------------------------
 
 
 def f1_per_class(
     predicted: Sequence[str | None], gold: Sequence[str], classes: Sequence[str], weights: np.ndarray | None = None
 ) -> dict[str, float]:
-    """Per-class F1 (Hummus Table 2: Pos / Neg, and their average). A missing prediction
+    """Per-class F1 (e.g. Pos / Neg) and their unweighted average. A missing prediction
     (unparseable) is wrong for every class: it lowers recall of its gold class."""
     w = np.ones(len(gold)) if weights is None else np.asarray(weights, dtype=float)
     p = np.array([x if x is not None else "\0none" for x in predicted], dtype=object)
@@ -196,7 +196,7 @@ def f1_per_class(
 
 
 def box_iou(pred_tlhw: Sequence[float], gold_tlhw: Sequence[float]) -> dict[str, float]:
-    """Boxes as normalised [top, left, height, width] (Hummus Table 1). Returns IoU, precision
+    """Boxes as normalised [top, left, height, width]. Returns IoU, precision
     (intersection / predicted area) and recall (intersection / gold area)."""
     pt, pl, ph, pw = map(float, pred_tlhw)
     gt, gl, gh, gw = map(float, gold_tlhw)

@@ -21,16 +21,11 @@ import numpy as np
 import pandas as pd
 
 from forge.benchmarks.spec import BenchmarkSpec, TextReference
-from forge.evals import extract as ex
 from forge.evals import textmetrics
 from forge.evals.bootstrap import cluster_bootstrap
 from forge.evals.requests import as_list, jload
 from forge.evals.scorers import (
     all_correct,
-    box_iou,
-    f1_per_class,
-    rouge_n,
-    span_overlap,
     weighted_mean,
 )
 from forge.llm.types import LLMRequest, LLMResult
@@ -199,34 +194,17 @@ def similarity_scores(
     pairs: list[tuple[int, list[str]]] = []
     for i, r in enumerate(rows):
         if r["status"] != "ok":
-            if r["status"] == "unparseable" and r["benchmark"] == "hummus":
+            if r["status"] == "unparseable" and bench.eval.unparseable_is_wrong:
                 r.update(score=0.0, correct=False)
             continue
         item = items[r["item_id"]]
         refs = [str(x) for x in as_list(item.get("references")) or [item["answer"]]]
-        task = r["task"]
         if reply_kind(bench, r) == "text":
             pairs.append((i, refs))
-        elif task in ("naming", "image_label"):
-            pairs.append((i, refs))
-        elif task == "image_box":
-            pred = r["detail"]["parsed"]["box"]
-            golds = [b["box_norm_tlhw"] for b in jload(item.get("labels")).get("boxes", [])]
-            best = max((box_iou(pred, g) for g in golds), key=lambda d: d["iou"], default=None)
-            if best is None:
-                r.update(status="no_gold", score=None)
-                continue
-            r["detail"].update(best)
-            r.update(score=best["iou"], correct=best["iou"] > thresholds.get("iou", 0.5))
-        elif task == "caption_highlight":
-            gold = ex.extract_highlight(item["answer"]).values.get("spans", [])
-            o = span_overlap(r["detail"]["parsed"]["spans"], gold)
-            r["detail"].update(o)
-            r.update(score=o["jaccard"])
-        elif task == "explanation":
-            r1, r2 = rouge_n(r["parsed"], item["answer"], 1), rouge_n(r["parsed"], item["answer"], 2)
-            r["detail"].update(rouge1=r1, rouge2=r2)
-            r.update(score=r1, correct=r1 >= thresholds.get("rouge1", 0.35) and r2 >= thresholds.get("rouge2", 0.087))
+        elif bench.eval.score_structured is not None:
+            embed = bench.eval.score_structured(r, item, refs, thresholds)
+            if embed:
+                pairs.append((i, embed))
     if pairs and embedder is not None:
         preds = [rows[i]["parsed"] for i, _ in pairs]
         flat = sorted({t for _, refs in pairs for t in refs})
@@ -236,7 +214,7 @@ def similarity_scores(
             s = float(max(sim[n, pos[t]] for t in refs))
             r = rows[i]
             r["detail"]["similarity"] = s
-            if r["benchmark"] == "hummus":
+            if bench.eval.similarity_is_score:
                 r.update(score=s, correct=s >= thresholds.get(r["task"], 0.6))
 
 
@@ -336,9 +314,6 @@ def as_flags(s: pd.Series) -> np.ndarray:
     return np.array([np.nan if v is None or (isinstance(v, float) and np.isnan(v)) else float(bool(v)) for v in s])
 
 
-_bool = as_flags  # the name the hummus scorer below uses (it moves with the hummus box work)
-
-
 def answered_share(g: pd.DataFrame) -> float:
     """Coverage: share of items whose call returned a reply (API errors excluded)."""
     return float((g["status"] != "call_failed").mean()) if len(g) else float("nan")
@@ -377,57 +352,3 @@ def score_benchmark(
             sc.add(setting, "circular_accuracy", g, values=as_flags(g["circular_correct"]))
         bench.eval.score_setting(setting, g, sc, bench.eval.primary_metric, dict(options or {}))
     return sc.rows
-
-
-# Hummus §6.1 thresholds, calibrated for all-MiniLM-L6-v2 (docs/evals.md "Hummus thresholds").
-def _score_hummus(setting: str, g: pd.DataFrame, sc: Scorer, primary: str, options: dict[str, Any]) -> None:
-    cls = g[g["task"] == "classification"].reset_index(drop=True)
-    if len(cls):
-        pred = [None if s != "ok" else ("pos" if p == "A" else "neg") for s, p in zip(cls["status"], cls["parsed"])]
-        gold = ["pos" if a == "A" else "neg" for a in cls["gold"]]
-        for name, key in (("f1_pos", "pos"), ("f1_neg", "neg"), ("f1_avg", "avg")):
-            sc.add(
-                setting,
-                name,
-                cls,
-                stat=lambda w, k=key: f1_per_class(pred, gold, ["pos", "neg"], w)[k],
-                primary=name == "f1_avg",
-                coverage=float((cls["status"] != "call_failed").mean()),
-            )
-    for task, metrics in (
-        ("naming", [("naming_similarity", "similarity"), ("naming_match_rate", "@correct")]),
-        ("image_label", [("label_similarity", "similarity"), ("label_match_rate", "@correct")]),
-        (
-            "image_box",
-            [
-                ("box_iou", "iou"),
-                ("box_precision", "precision"),
-                ("box_recall", "recall"),
-                ("box_match_rate", "@correct"),
-            ],
-        ),
-        (
-            "caption_highlight",
-            [("caption_jaccard", "jaccard"), ("caption_precision", "precision"), ("caption_recall", "recall")],
-        ),
-        (
-            "explanation",
-            [
-                ("explanation_rouge1", "rouge1"),
-                ("explanation_rouge2", "rouge2"),
-                ("explanation_acceptable_rate", "@correct"),
-            ],
-        ),
-    ):
-        sub = g[g["task"] == task].reset_index(drop=True)
-        if not len(sub):
-            continue
-        sc.success(setting, sub, slice_=f"task={task}")
-        # Hummus reports means over the answers that could be evaluated, with the success rate.
-        ok = sub[sub["status"] == "ok"].reset_index(drop=True)
-        for metric, key in metrics:
-            if key == "@correct":
-                vals = _bool(ok["correct"])
-            else:
-                vals = np.array([(d or {}).get(key, np.nan) for d in ok["detail"]], dtype=float)
-            sc.add(setting, metric, ok if len(ok) else sub.iloc[:0], values=vals)

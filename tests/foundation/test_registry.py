@@ -101,26 +101,12 @@ def _tokens(path: Path) -> list[str]:
     return out
 
 
-# Temporary: the Hummus scorer, box/naming/highlight readers and their similarity branches still
-# sit in the shared evaluation modules; these words move with the hummus box work.
-ALLOWED = {
-    "forge/evals/scoring.py": {"hummus", "Hummus"},
-    "forge/evals/scorers.py": {"Hummus"},
-    "forge/evals/extract.py": {"Hummus"},
-}
-
-
 def test_shared_stages_never_name_a_paper():
     names = {n.lower() for n in registry.names()} | {"ii-bench"}
     hits = {}
     for path in SHARED:
-        allowed = ALLOWED.get(str(path.relative_to(ROOT)), set())
         found = sorted(
-            {
-                w
-                for w in _tokens(path)
-                if w not in allowed and (w.lower() in names or any(w.lower().startswith(f"{n}_") for n in names))
-            }
+            {w for w in _tokens(path) if w.lower() in names or any(w.lower().startswith(f"{n}_") for n in names)}
         )
         if found:
             hits[str(path.relative_to(ROOT))] = found

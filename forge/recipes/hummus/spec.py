@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy
-from forge.evals.scoring import _score_hummus
+from forge.recipes.hummus import scoring
 from forge.recipes.hummus.evaluation import build_request, descriptions, parse_reply
 from forge.recipes.hummus.release import parse_release
 
@@ -38,7 +38,10 @@ SPEC = BenchmarkSpec(
         },
         build_request=build_request,
         parse_reply=parse_reply,
-        score_setting=_score_hummus,
+        score_setting=scoring.score_setting,
+        score_structured=scoring.score_structured,
+        unparseable_is_wrong=True,
+        similarity_is_score=True,
         primary_metric="f1_avg",
         similarity=True,
         descriptions=descriptions,
