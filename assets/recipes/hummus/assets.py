@@ -304,4 +304,5 @@ def hummus_items(context: dg.AssetExecutionContext, storage: StorageResource) ->
         by_ann = {k: g.to_dict("records") for k, g in regs.groupby("annotation_id")} if len(regs) else {}
         rows = [row for a in anns.to_dict("records") for row in H.build_items(a, by_ann.get(a["annotation_id"], []))]
         run.put(part, rows)
-    return run.publish({"by_task": dg.MetadataValue.json(run.frame()["task"].value_counts().to_dict())})
+    run.show_items()
+    return run.publish(run.describe(lambda df: {"by_task": dg.MetadataValue.json(df["task"].value_counts().to_dict())}))
