@@ -4,13 +4,14 @@ An asset computes plain DataFrames with functions from ``forge``; ``publish`` th
 validates each frame against its data contract, writes it atomically as one Parquet file
 per partition, writes the stage's rejects, refreshes the DuckDB catalog and returns a
 ``MaterializeResult`` with row counts, column schema, a preview and one blocking
-``AssetCheckResult`` per table (``contract_<table>``).
+``AssetCheckResult`` per table (``contract_<table>``). Given the context, it puts each
+partition's own numbers on that partition's materialization (see ``publish``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,20 @@ def preview_cell(v: Any, digits: int = 4, max_chars: int = 60) -> str | int | fl
     return s if len(s) <= max_chars else s[: max_chars - 1] + "…"
 
 
+def contact_sheet(tiles: Iterable[Any], alt: str, **kw: Any) -> dg.MetadataValue:
+    """Thumbnails with captions, inline in the UI (forge/media/contact_sheet.py)."""
+    from forge.media.contact_sheet import markdown
+
+    return dg.MetadataValue.md(markdown(list(tiles), alt=alt, **kw))
+
+
+def item_sheet(items: pd.DataFrame, data_dir: Path, alt: str) -> dg.MetadataValue:
+    """Benchmark items as pictures: image or frame strip, question, options (answer starred)."""
+    from forge.media.sheets import item_tiles
+
+    return contact_sheet(item_tiles(items, data_dir), alt, caption_lines=8, thumb=200, columns=3)
+
+
 def table_preview(df: pd.DataFrame, contract: Contract, rows: int = 8) -> dg.TableMetadataValue:
     """The first rows as typed table metadata with the contract's column schema (the UI renders
     it as a scrollable table, so a wide table is not clipped)."""
@@ -153,6 +168,40 @@ class ContractViolation(dg.Failure):
         )
 
 
+def _partitioned(context: dg.AssetExecutionContext | None) -> bool:
+    return context is not None and (context.has_partition_key or context.has_partition_key_range)
+
+
+def partition_metadata(
+    tables: Mapping[str, Mapping[str, pd.DataFrame]], rejects: Iterable[RejectLog], part: str
+) -> dict[str, Any]:
+    """What one partition holds: rows per table, a preview, its rejects by reason."""
+    md: dict[str, Any] = {}
+    for i, (table, parts) in enumerate(tables.items()):
+        df = parts.get(part)
+        rows = 0 if df is None else len(df)
+        md["dagster/row_count" if i == 0 else f"{table}/rows"] = rows
+        md["preview" if i == 0 else f"{table}/preview"] = table_preview(
+            df if df is not None else pd.DataFrame(), load_contract(table)
+        )
+    logs = [r for r in rejects if r.partition == part]
+    md["rejects"] = sum(len(r) for r in logs)
+    md["rejects_by_reason"] = dg.MetadataValue.json(_reasons(logs))
+    return md
+
+
+def _reasons(logs: Iterable[RejectLog]) -> dict[str, int]:
+    frames = [r.frame() for r in logs if len(r)]
+    return pd.concat(frames, ignore_index=True)["reason"].value_counts().to_dict() if frames else {}
+
+
+def _is_count(v: Any) -> bool:
+    """A number or a distribution: true of the run, not of each partition it covered."""
+    if isinstance(v, dg.MetadataValue):
+        return isinstance(v, (dg.IntMetadataValue, dg.FloatMetadataValue, dg.JsonMetadataValue))
+    return isinstance(v, (int, float, dict, list)) and not isinstance(v, bool)
+
+
 def publish(
     store: TableStore,
     tables: Mapping[str, Mapping[str, pd.DataFrame]],
@@ -160,6 +209,8 @@ def publish(
     metadata: Mapping[str, Any] | None = None,
     asset_key: dg.AssetKey | None = None,
     started: float | None = None,
+    context: dg.AssetExecutionContext | None = None,
+    part_metadata: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dg.MaterializeResult:
     """Validate, write and describe what one asset produced.
 
@@ -167,8 +218,16 @@ def publish(
     contract and validated *before* anything is written: rows that break their contract
     are refused (``ContractViolation``, the step fails with every violation listed) and
     the previous files stay in place, so no descendant ever reads them.
+
+    With ``context`` on a partitioned asset, each partition's materialization gets its own
+    ``dagster/row_count``, preview, rejects and ``part_metadata[part]`` (Dagster copies a
+    run's result metadata onto every partition it covers, so a backfill run would otherwise
+    give each batch the whole run's numbers). The result keeps the run's totals as
+    ``run_total_rows``/``run_rejects``/``run_partitions``; in a run over several partitions
+    the caller's numbers that are not given per partition are renamed ``run_<key>``.
     """
-    md: dict[str, Any] = dict(metadata or {})
+    rejects = list(rejects)
+    per_part = {k: dict(v) for k, v in (part_metadata or {}).items()}
     checks: list[dg.AssetCheckResult] = []
     conformed: dict[str, dict[str, pd.DataFrame]] = {}
     violations: list[str] = []
@@ -185,6 +244,13 @@ def publish(
             conformed[table][part] = df
     if violations:
         raise ContractViolation(violations)
+    keys = partition_keys(context) if _partitioned(context) else []
+    multi = len(keys) > 1
+    per_part_keys = {k for v in per_part.values() for k in v}
+    md: dict[str, Any] = {
+        (f"run_{k}" if multi and k not in per_part_keys and _is_count(v) else k): v for k, v in (metadata or {}).items()
+    }
+    md["run_partitions"] = len(keys) if keys else 1
     first = True
     for table, parts in conformed.items():
         contract = load_contract(table)
@@ -206,14 +272,15 @@ def publish(
                 },
             )
         )
-        prefix = "" if first else f"{table}/"
         if first:
-            md["dagster/row_count"] = total
             md["dagster/column_schema"] = column_schema(contract)
+            md["run_total_rows"] = total
         else:
-            md[f"{table}/rows"] = total
-        sample = next((f for f in frames if not f.empty), frames[0] if frames else pd.DataFrame())
-        md[f"{prefix}preview"] = table_preview(sample, contract)
+            md[f"run_total_rows/{table}"] = total
+        if not multi:  # one partition (or none): the run's numbers are that partition's
+            md["dagster/row_count" if first else f"{table}/rows"] = total
+            sample = next((f for f in frames if not f.empty), frames[0] if frames else pd.DataFrame())
+            md["preview" if first else f"{table}/preview"] = table_preview(sample, contract)
         first = False
     reject_total = 0
     for log in rejects:
@@ -224,12 +291,22 @@ def publish(
             log.part_name(),
             schema=load_contract(REJECTS_TABLE).arrow_schema(),
         )
-    md["rejects"] = reject_total
-    if reject_total:
-        allrej = pd.concat([r.frame() for r in rejects if len(r)], ignore_index=True)
-        md["rejects_by_reason"] = dg.MetadataValue.json(allrej["reason"].value_counts().to_dict())
+    md["run_rejects"] = reject_total
+    if not multi:
+        md["rejects"] = reject_total
+        if reject_total:
+            md["rejects_by_reason"] = dg.MetadataValue.json(_reasons(rejects))
+    elif reject_total:
+        md["run_rejects_by_reason"] = dg.MetadataValue.json(_reasons(rejects))
     if started is not None:
         md["seconds"] = round(time.perf_counter() - started, 3)
+    for part in keys:
+        assert context is not None
+        context.add_asset_metadata(
+            {**partition_metadata(conformed, rejects, part), **per_part.get(part, {})},
+            asset_key=asset_key,
+            partition_key=part,
+        )
     refresh_catalog(store)
     return dg.MaterializeResult(asset_key=asset_key, metadata=md, check_results=checks)
 
@@ -244,7 +321,8 @@ class StageRun:
             rows = ...                                        # the stage's logic
             run.put(part, rows)                               # conformed to the contract at once
             run.add_attempts(refine_run.attempts_frame())
-        return run.publish({"my_metric": ...})                # llm_attempts, llm_calls, tables, rejects
+        run.show_items()                                      # benchmark items: a contact sheet per part
+        return run.publish(run.describe(lambda df: {"my_metric": ...}))  # per partition and run-wide
 
     ``put`` conforms at once, so an empty batch (nothing in, everything rejected, every call
     failed) is a frame with the contract's columns and code after it never meets a missing
@@ -268,6 +346,7 @@ class StageRun:
         self.logs: list[RejectLog] = []
         self.attempts: list[pd.DataFrame] = []
         self.parts: list[str] = []
+        self.part_md: dict[str, dict[str, Any]] = {}
 
     def partitions(self) -> Iterator[tuple[str, RejectLog]]:
         for part in partition_keys(self.context):
@@ -309,6 +388,27 @@ class StageRun:
         frames = [f for f in self.tables.get(table, {}).values() if len(f)]
         return pd.concat(frames, ignore_index=True) if frames else load_contract(table).conform(pd.DataFrame())
 
+    def note(self, part: str, **values: Any) -> None:
+        """Metadata true of one partition (a counter, a picture): shown on that partition's
+        materialization only."""
+        self.part_md.setdefault(part, {}).update(values)
+
+    def describe(self, fn: Callable[[pd.DataFrame], Mapping[str, Any]], table: str | None = None) -> dict[str, Any]:
+        """``fn`` of each partition's frame on that partition; returns ``fn`` of the whole run."""
+        table = table or next(iter(self.tables))
+        empty = load_contract(table).conform(pd.DataFrame())
+        for part in self.parts:
+            self.note(part, **fn(self.tables.get(table, {}).get(part, empty)))
+        return dict(fn(self.frame(table)))
+
+    def show_items(self, table: str | None = None) -> None:
+        """Each partition's benchmark items as a contact sheet (image or frames, question, options)."""
+        table = table or next(iter(self.tables))
+        for part in self.parts:
+            df = self.tables.get(table, {}).get(part)
+            if df is not None:
+                self.note(part, contact_sheet=item_sheet(df, self.store.data_dir, f"{table} {part}"))
+
     def add_attempts(self, attempts: pd.DataFrame | Iterable[Mapping[str, Any]]) -> None:
         self.attempts.append(attempts if isinstance(attempts, pd.DataFrame) else pd.DataFrame(list(attempts)))
 
@@ -324,7 +424,7 @@ class StageRun:
     ) -> dg.MaterializeResult:
         """Write attempts (when the stage made any, or ``record_attempts``), the LLM call log
         (for this stage and ``call_stages``), then the tables and rejects."""
-        from assets.llm_support import record_llm_attempts, record_llm_calls
+        from assets.llm_support import llm_partition_metadata, record_llm_attempts, record_llm_calls
 
         md: dict[str, Any] = {}
         if record_attempts or (record_attempts is None and self.attempts):
@@ -334,9 +434,19 @@ class StageRun:
         if self.engine is not None:
             stages = [self.stage, *call_stages]
             md |= record_llm_calls(self.store, self.engine, [(s, p) for s in stages for p in self.parts])
+            calls = self.engine.calls_frame()
+            for part in self.parts:
+                self.note(part, **llm_partition_metadata(calls, part, stages))
         md |= dict(metadata or {})
         result = publish(
-            self.store, self.tables, rejects=self.logs, metadata=md, asset_key=self.context.asset_key, started=self.t0
+            self.store,
+            self.tables,
+            rejects=self.logs,
+            metadata=md,
+            asset_key=self.context.asset_key,
+            started=self.t0,
+            context=self.context,
+            part_metadata=self.part_md,
         )
         if not any(s.name == "reject_rate" for s in self.context.assets_def.check_specs):
             return result

@@ -7,7 +7,7 @@ In an LLM asset::
         results = engine.run("vimu_qa", part, requests)         # stage = asset name
         ...
     md = record_llm_calls(storage.store, engine)                  # writes llm_calls partitions
-    return publish(store, {...}, rejects=[...], metadata={**md, ...})
+    return publish(store, {...}, rejects=[...], metadata={**md, ...}, context=context)
 
 and next to it ``outdated_prompt_check("vimu_qa", "vimu_qa", [PROMPTS / "generate.yaml"])``
 in the module's ``defs``: it counts rows whose ``prompt_hash`` is not the prompt file's
@@ -74,6 +74,21 @@ def llm_metadata(engine: LLMEngine) -> dict[str, Any]:
         md["llm_warning"] = "made by the offline stub backend: placeholders, not exportable"
         md["stub_verdicts"] = ADVISORY_NOTE
     return md
+
+
+def llm_partition_metadata(calls: pd.DataFrame, part: str, stages: Iterable[str]) -> dict[str, Any]:
+    """One partition's share of the run's LLM calls (``llm_metadata`` holds the run's)."""
+    if len(calls):
+        calls = calls[(calls["partition"] == part) & calls["stage"].isin(list(stages))]
+    hit = calls["cache_hit"].astype(bool) if len(calls) else pd.Series(dtype=bool)
+    return {
+        "llm_calls": int(((~hit) & (calls["attempt"] > 0)).sum()) if len(calls) else 0,  # as engine.stats()
+        "llm_cache_hits": int(hit.sum()),
+        "llm_failures": int((calls["outcome"] == "failed").sum()) if len(calls) else 0,
+        "llm_tokens_in": int(calls["tokens_in"].sum()) if len(calls) else 0,
+        "llm_tokens_out": int(calls["tokens_out"].sum()) if len(calls) else 0,
+        "llm_cost_usd": dg.MetadataValue.float(round(float(calls["cost_usd"].sum()), 6) if len(calls) else 0.0),
+    }
 
 
 def record_llm_calls(

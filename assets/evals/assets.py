@@ -18,10 +18,18 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from assets.common import SINGLE_RUN, contract_check_specs, partition_keys, publish, table_metadata
+from assets.common import (
+    SINGLE_RUN,
+    contract_check_specs,
+    partition_keys,
+    publish,
+    table_metadata,
+    table_preview,
+)
 from assets.llm_support import llm_metadata, outdated_prompt_check, record_llm_calls
 from forge.benchmarks import registry
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.contracts import load_contract
 from forge.evals import report as rp
 from forge.evals.config import benchmark_block, load_eval_config, load_models
 from forge.evals.pipeline import evaluate, load_export, model_engine, prompt_files
@@ -124,6 +132,7 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
         if pub.forced_stub:
             md["export_warning"] = "this export was forced with stub items: scores are meaningless"
         empty: dict[str, str] = {}
+        per_model: dict[str, dict] = {}
         for key in partition_keys(context):
             model = by_name[key]
             engine = model_engine(model, llm.settings(), llm.resolved_cache_path(), llm.prices)
@@ -138,6 +147,14 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
                     frame["export_version"] = pub.version
             part = f"{key}__{spec.name}"
             preds_parts[part], score_parts[part] = preds, scores
+            # the table's part is not the partition key: say per model what it holds
+            per_model[key] = {
+                "dagster/row_count": len(preds),
+                "eval_scores/rows": len(scores),
+                "preview": table_preview(preds, load_contract("eval_predictions")),
+                "eval_scores/preview": table_preview(scores, load_contract("eval_scores")),
+                "run": dg.MetadataValue.json(meta),
+            }
             md[f"{key}/model"] = dg.MetadataValue.json(model.describe())
             md[f"{key}/run"] = dg.MetadataValue.json(meta)
             if not meta.get("items"):
@@ -154,7 +171,14 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
         if judge is not None:
             record_llm_calls(store, judge)
             md.update({f"judge_{k}": v for k, v in llm_metadata(judge).items()})
-        res = publish(store, {"eval_predictions": preds_parts, "eval_scores": score_parts}, metadata=md, started=t0)
+        res = publish(
+            store,
+            {"eval_predictions": preds_parts, "eval_scores": score_parts},
+            metadata=md,
+            started=t0,
+            context=context,
+            part_metadata=per_model,
+        )
         check = dg.AssetCheckResult(
             check_name=NOT_EMPTY_CHECK,
             passed=not empty,

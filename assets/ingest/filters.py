@@ -23,6 +23,7 @@ from assets.common import (
     SINGLE_RUN,
     Progress,
     batches,
+    contact_sheet,
     contract_check_specs,
     partition_keys,
     publish,
@@ -33,6 +34,7 @@ from forge.dependencies import MissingDependency
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
 from forge.media.hashing import FrameHash, hash_many
 from forge.media.ocr import OCRResult, clip_passes, spread_clip_frames
+from forge.media.sheets import ocr_tiles
 from forge.media.text_boxes import measure_kept_frames, text_needed
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
 from forge.storage.stage_cache import StageCache, content_key
@@ -154,6 +156,7 @@ def frame_hashes(
         rejects=logs,
         started=started,
         metadata={"frames_per_second": round(total / max(secs, 1e-9), 1), **reuse_metadata(cache)},
+        context=context,
     )
 
 
@@ -533,7 +536,20 @@ def text_ratio(
             "gpu": ocr.use_gpu(),
             **reuse_metadata(cache),
         },
+        context=context,
+        part_metadata={b: text_ratio_partition_md(store, b, p) for b, p in parts.items()},
     )
+
+
+def text_ratio_partition_md(store: TableStore, batch: str, df: pd.DataFrame) -> dict:
+    """One batch's pass/fail counts and its frames with the OCR boxes drawn."""
+    passing = int(df["passes"].astype(bool).sum())
+    frames = store.read("frames", parts=[batch], columns=["frame_id", "path"]) if len(df) else pd.DataFrame()
+    return {
+        "frames_passing": passing,
+        "frames_text_heavy": len(df) - passing,
+        "contact_sheet": contact_sheet(ocr_tiles(df, frames, store.data_dir), f"OCR boxes in {batch}"),
+    }
 
 
 defs = dg.Definitions(assets=[frame_hashes, duplicates, text_ratio], asset_checks=[duplicates_groups])

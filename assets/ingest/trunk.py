@@ -19,6 +19,7 @@ from assets.common import (
     SINGLE_RUN,
     Progress,
     batches,
+    contact_sheet,
     contract_check_specs,
     partition_keys,
     publish,
@@ -38,6 +39,7 @@ from forge.media.clips import ClipSettings
 from forge.media.frames import FrameSettings
 from forge.media.images import ImageSettings
 from forge.media.inbox import list_with_inbox
+from forge.media.sheets import frame_tiles
 from forge.media.sources import ytdlp_lister
 from forge.storage import UNPARTITIONED, RejectLog
 from forge.storage.stage_cache import StageCache, content_key, frame_digest, reuse_batch
@@ -234,6 +236,8 @@ def videos(
         rejects=logs,
         metadata={"video_seconds": round(total_s, 1), **reuse_metadata(cache)},
         started=started,
+        context=context,
+        part_metadata={b: {"video_seconds": round(float(p["duration_s"].sum()), 1)} for b, p in parts.items()},
     )
 
 
@@ -294,6 +298,8 @@ def clips(
         rejects=logs,
         metadata={"clips_with_transcript": with_transcript, **reuse_metadata(cache)},
         started=started,
+        context=context,
+        part_metadata={b: {"clips_with_transcript": int(p["transcript"].notna().sum())} for b, p in parts.items()},
     )
 
 
@@ -358,6 +364,14 @@ def frames(
         rejects=logs,
         metadata={"frames_by_kind": dg.MetadataValue.json(kinds), **reuse_metadata(cache)},
         started=started,
+        context=context,
+        part_metadata={
+            b: {
+                "frames_by_kind": dg.MetadataValue.json({k: int(n) for k, n in p["kind"].value_counts().items()}),
+                "contact_sheet": contact_sheet(frame_tiles(p, store.data_dir), f"frames of {b}"),
+            }
+            for b, p in parts.items()
+        },
     )
 
 

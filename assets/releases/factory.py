@@ -21,11 +21,14 @@ import dagster as dg
 from assets.common import (
     SINGLE_RUN,
     contract_check_specs,
+    item_sheet,
     partition_keys,
     publish,
     table_metadata,
+    table_preview,
 )
 from assets.releases.keys import PARTITIONS, release_key, report_key
+from forge.contracts import load_contract
 from forge.releases import compare
 from forge.releases.config import ReleaseInfo, release_info
 from forge.releases.records import ParsedRelease, batch_part, place_media
@@ -66,7 +69,7 @@ def release_defs(
     ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         store = storage.store
-        parts, logs, md = {}, [], {}
+        parts, logs, md, per_release = {}, [], {}, {}
         for name in partition_keys(context):
             info = release_info(paper, name, config.releases_config, store.data_dir)
             parsed = parse(info)
@@ -82,8 +85,23 @@ def release_defs(
                 log.add(r.record, r.reason, detail=r.detail)
             logs.append(log)
             parts[batch_part(name)] = parsed.items
+            # the table's part is not the partition key: say per release what it holds
+            per_release[name] = {
+                "dagster/row_count": len(parsed.items),
+                "preview": table_preview(parsed.items, load_contract(table)),
+                "summary": md[f"{name}/summary"],
+                "contact_sheet": item_sheet(parsed.items, store.data_dir, f"{paper} release {name}"),
+            }
             context.log.info(f"{paper} release {name}: {len(parsed.items)} items, {len(parsed.rejects)} rejects")
-        return publish(store, {table: parts}, rejects=logs, metadata=md, started=t0)
+        return publish(
+            store,
+            {table: parts},
+            rejects=logs,
+            metadata=md,
+            started=t0,
+            context=context,
+            part_metadata=per_release,
+        )
 
     @dg.asset(
         name=report_key(paper),

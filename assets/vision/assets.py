@@ -15,12 +15,14 @@ from assets.common import (
     SINGLE_RUN,
     Progress,
     batches,
+    contact_sheet,
     contract_check_specs,
     partition_keys,
     publish,
     reuse_metadata,
     table_metadata,
 )
+from forge.media.sheets import indicator_tiles
 from forge.storage import RejectLog, TableStore, register_view
 from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash
@@ -124,7 +126,7 @@ def detections(
         opts.load_kwargs(),
     ]
     parts, logs, totals = {}, [], {"frames": 0, "computed": 0, "rejected": 0, "model_s": 0.0, "wall_s": 0.0}
-    model = None
+    model, seen = None, {}
     for batch in partition_keys(context):
         frames = select_kept(store.read_batch("frames", batch), store.read_batch("duplicates", batch))
         keys = {
@@ -165,6 +167,7 @@ def detections(
             totals["model_s"] += stats.model_seconds
             totals["wall_s"] += stats.wall_seconds
         parts[batch], totals["frames"] = df, totals["frames"] + len(frames)
+        seen[batch] = {"frames_in": len(frames)}
         logs.append(log)
     if detector.is_random:
         context.log.warning(RANDOM_WARNING)
@@ -184,7 +187,9 @@ def detections(
                 "load_seconds": round(model.load_seconds, 3),
             }
         )
-    return publish(store, {"detections": parts}, rejects=logs, metadata=md, started=started)
+    return publish(
+        store, {"detections": parts}, rejects=logs, metadata=md, started=started, context=context, part_metadata=seen
+    )
 
 
 @dg.asset(
@@ -212,7 +217,22 @@ def person_indicators(context: dg.AssetExecutionContext, config: DecodeConfig, s
     sample = next((p for p in parts.values() if not p.empty), None)
     if sample is not None:
         md["example"] = dg.MetadataValue.path(str(store.data_dir / sample["annotated_path"].iloc[0]))
-    return publish(store, {"person_indicators": parts}, rejects=logs, metadata=md, started=started)
+    per_batch = {
+        b: {
+            "frames_annotated": int(p["frame_id"].nunique()),
+            "contact_sheet": contact_sheet(indicator_tiles(p, store.data_dir), f"person indicators in {b}"),
+        }
+        for b, p in parts.items()
+    }
+    return publish(
+        store,
+        {"person_indicators": parts},
+        rejects=logs,
+        metadata=md,
+        started=started,
+        context=context,
+        part_metadata=per_batch,
+    )
 
 
 @dg.asset(
@@ -253,7 +273,10 @@ def tags(
                 version = f"{det['model_name'].iloc[0]}@{str(det['weights_sha256'].dropna().iloc[0])[:12]}"
             parts[batch] = tags_from_detections(det, version) if not det.empty else pd.DataFrame(columns=TAG_COLUMNS)
     md["distinct_tags"] = int(pd.concat(list(parts.values()))["tag"].nunique()) if parts else 0
-    return publish(store, {"tags": parts}, rejects=logs, metadata=md, started=started)
+    per_batch = {b: {"distinct_tags": int(p["tag"].nunique())} for b, p in parts.items()}
+    return publish(
+        store, {"tags": parts}, rejects=logs, metadata=md, started=started, context=context, part_metadata=per_batch
+    )
 
 
 @dg.asset(
@@ -282,7 +305,10 @@ def rich_scenes(context: dg.AssetExecutionContext, config: RichSceneConfig, stor
         context.log.warning(
             "rich_scenes selected no frame: with random weights persons/tags are empty; see config/vision.yaml"
         )
-    return publish(store, {"rich_scenes": parts}, metadata=md, started=started)
+    per_batch = {b: {"selected": int(p["selected"].sum())} for b, p in parts.items()}
+    return publish(
+        store, {"rich_scenes": parts}, metadata=md, started=started, context=context, part_metadata=per_batch
+    )
 
 
 @dg.asset(
@@ -311,12 +337,18 @@ def evidence(context: dg.AssetExecutionContext, storage: StorageResource, tagger
             tagger.backend,
             transcripts=store.read_batch("transcripts", batch) if store.exists("transcripts") else None,
         )
-    md = {
-        "units": dg.MetadataValue.json(
-            {u: int(sum((p["unit"] == u).sum() for p in parts.values())) for u in ("frame", "clip")}
-        )
-    }
-    return publish(store, {"evidence": parts}, metadata=md, started=started)
+
+    def units(frames: list[pd.DataFrame]) -> dg.MetadataValue:
+        return dg.MetadataValue.json({u: int(sum((p["unit"] == u).sum() for p in frames)) for u in ("frame", "clip")})
+
+    return publish(
+        store,
+        {"evidence": parts},
+        metadata={"units": units(list(parts.values()))},
+        started=started,
+        context=context,
+        part_metadata={b: {"units": units([p])} for b, p in parts.items()},
+    )
 
 
 defs = dg.Definitions(assets=[detections, person_indicators, tags, rich_scenes, evidence])

@@ -325,11 +325,13 @@ def hummus_items(
             rej.add(r["item_id"], r["reason"], "AnnotationDetail", r.get("detail", ""), r.get("related_id"))
         rows = [row for a in sel.kept for row in H.build_items(a, by_ann.get(a["annotation_id"], []))]
         run.put(part, with_profile(pd.DataFrame(rows), "hummus"))
-    items = run.frame()
-    cls = items[items["task"] == "classification"]
-    return run.publish(
-        {
-            "by_task": dg.MetadataValue.json(items["task"].value_counts().to_dict()),
+    run.show_items()
+
+    def describe(df: pd.DataFrame) -> dict[str, Any]:
+        cls = df[df["task"] == "classification"]
+        return {
+            "by_task": dg.MetadataValue.json(df["task"].value_counts().to_dict()),
             "classification_positive_share": round(float(cls["answer"].eq("A").mean()), 4) if len(cls) else 0.0,
         }
-    )
+
+    return run.publish(run.describe(describe))

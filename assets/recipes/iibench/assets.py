@@ -440,7 +440,9 @@ def iibench_items(
         stats["questions_accepted"] += len(rows)
         stats["questions_rejected"] += sum(1 for x in rej.rows if x["error_class"] == "QuestionReject")
         run.put(part, with_profile(pd.DataFrame(rows), "iibench"))
+        run.note(part, images=len(recs), questions_accepted=len(rows))
         run.add_attempts(loop.attempts_frame())
+    run.show_items()
     total_q = stats["questions_accepted"] + stats["questions_rejected"]
     md: dict[str, Any] = dict(stats)
     md["distractor_failure_rate"] = (

@@ -816,9 +816,12 @@ def maia_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
             seed=str(settings().get("items", {}).get("seed", "maia")),
         )
         run.put(batch, with_profile(items, "maia"))
-    allitems = run.frame()
-    md: dict[str, Any] = {}
-    if len(allitems):
-        md["items_by_task"] = dg.MetadataValue.json(allitems["task"].value_counts().to_dict())
-        md["items_by_category"] = dg.MetadataValue.json(allitems["category"].value_counts().to_dict())
-    return run.publish(md)
+    run.show_items()
+    return run.publish(
+        run.describe(
+            lambda df: {
+                "items_by_task": dg.MetadataValue.json(df["task"].value_counts().to_dict()),
+                "items_by_category": dg.MetadataValue.json(df["category"].value_counts().to_dict()),
+            }
+        )
+    )

@@ -642,7 +642,11 @@ def vague_items(context: dg.AssetExecutionContext, storage: StorageResource) -> 
     md: dict[str, Any] = {}
     if len(allr) and allr["backend"].map(advisory).any():
         md["stub_verdicts"] = ADVISORY_NOTE
-    if len(allr):
-        md["by_category"] = dg.MetadataValue.json(allr["category"].value_counts().to_dict())
-        md["answers"] = dg.MetadataValue.json(allr["answer"].value_counts().sort_index().to_dict())
+    run.show_items()
+    md |= run.describe(
+        lambda df: {
+            "by_category": dg.MetadataValue.json(df["category"].value_counts().to_dict()),
+            "answers": dg.MetadataValue.json(df["answer"].value_counts().sort_index().to_dict()),
+        }
+    )
     return run.publish(md)

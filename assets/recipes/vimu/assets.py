@@ -253,8 +253,11 @@ def vimu_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
     allrows = run.frame()
     md: dict[str, Any] = {"prompt_hash": phash}
     if len(allrows):
-        md["items_by_category"] = dg.MetadataValue.json(allrows["category"].value_counts().sort_index().to_dict())
         md["backend"] = ", ".join(sorted(allrows["backend"].unique()))
         if allrows["backend"].map(advisory).any():
             md["stub_verdicts"] = ADVISORY_NOTE
-    return run.publish(md)
+    run.show_items()
+    by_category = run.describe(
+        lambda df: {"items_by_category": dg.MetadataValue.json(df["category"].value_counts().sort_index().to_dict())}
+    )
+    return run.publish({**md, **by_category})
