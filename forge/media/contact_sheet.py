@@ -67,7 +67,7 @@ def _draw_shapes(im: Image.Image, shapes: Sequence[Shape]) -> Image.Image:
         draw.line([*pts, pts[0]], fill=colour, width=width)
         if s.label:
             x, y = min(p[0] for p in pts), min(p[1] for p in pts)
-            font = _font(max(10, round(max(im.size) / 30)))
+            font = _font(max(10, round(max(im.size) / 16)))  # still legible once thumbnailed
             box = draw.textbbox((x, y), s.label, font=font)
             draw.rectangle(box, fill=colour)
             draw.text((x, y), s.label, fill=BG, font=font)

@@ -66,7 +66,7 @@ def frame_tiles(frames: pd.DataFrame, data_dir: Path, n: int = MAX_TILES) -> lis
             images=load_media(data_dir, r.path),
             caption=f"{r.item_id}\n{r.kind}"
             + (f" @ {r.timestamp_s:.1f}s" if pd.notna(r.timestamp_s) else "")
-            + f" · {r.width}×{r.height}",
+            + f" · {r.width}x{r.height}",
         )
         for r in spread(frames, n).itertuples(index=False)
     ]
