@@ -3,6 +3,8 @@ LLM captions, no caption, Yes after a box-out-of-bounds regeneration, WIDLII wit
 is never a substring (rejected), No, bad metaphor then too-long explanation (rejected after
 K rounds), Discard; regions in pixel and normalised coordinates; the six task items."""
 
+import base64
+import io
 import json
 
 import dagster as dg
@@ -195,6 +197,9 @@ def test_hummus_end_to_end_every_branch(store, llm_double, llm_double_resource):
     assert by[("img_p1", "caption_highlight")].answer == "Our sex life is a <i>train wreck</i>."
     assert json.loads(by[("img_p1", "image_label")].labels)["boxes"][0]["box_px_xyxy"] == [20, 20, 80, 70]
     assert all(r.backend == "openai" and r.prompt_hash for r in items.itertuples())
+    sheet = res.asset_materializations_for_node("hummus_items")[0].metadata["contact_sheet"].value
+    png = base64.b64decode(sheet.split("base64,", 1)[1].rstrip(")"))  # the items as a picture in the UI
+    assert sheet.startswith(f"![hummus_items {BATCH}](data:image/png;") and Image.open(io.BytesIO(png)).width > 200
 
     md = res.asset_materializations_for_node("hummus_annotations")[0].metadata
     assert md["invalid_span_rate"].value == pytest.approx(1 / 5) and md["verdict_Yes"].value == 2
