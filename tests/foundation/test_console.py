@@ -81,32 +81,37 @@ def test_quiet_segment_prints_info_not_dagster_debug_events(capfd):
     assert "STEP_START" in loud.out + loud.err and "debug line from the asset" in loud.out + loud.err
 
 
+ENGINE_LIKE_BUILD = """
+import logging, sys, dagster as dg
+from jobs.build import Segment, run_segment
+from jobs.console import project_logs_through_dagster_only
+
 @dg.asset
 def engine_like() -> None:
     logging.getLogger("subtext_forge.llm").info("stage b: 5/5 LLM requests (9.0/s, ETA 0s); 0 in flight")
     logging.getLogger("subtext_forge.llm").info("engine says hello")
 
+logging.basicConfig(stream=sys.stderr)  # what absl (via rouge-score) does mid-build
+project_logs_through_dagster_only()
+instance = dg.DagsterInstance.local_temp(
+    sys.argv[1], overrides={"python_logs": {"managed_python_loggers": ["subtext_forge.llm"]}}
+)
+assert run_segment(dg.Definitions(assets=[engine_like]), instance, Segment(None, [engine_like.key]))
+"""
 
-def test_project_logger_lines_print_once_even_when_a_library_configured_the_root_logger(capfd, tmp_path):
+
+def test_project_logger_lines_print_once_even_when_a_library_configured_the_root_logger(tmp_path):
     """absl (via rouge-score) calls logging.basicConfig mid-build: the engine's lines must still
-    print once, through Dagster's managed-logger capture, not a second time from the root logger."""
-    from jobs.build import Segment
-    from jobs.console import project_logs_through_dagster_only
-
-    root = logging.getLogger()
-    added = logging.StreamHandler(sys.stderr)
-    root.addHandler(added)
-    parent = logging.getLogger("subtext_forge")
-    before = parent.propagate
-    try:
-        project_logs_through_dagster_only()
-        instance = dg.DagsterInstance.local_temp(
-            str(tmp_path), overrides={"python_logs": {"managed_python_loggers": ["subtext_forge.llm"]}}
-        )
-        assert run_segment(dg.Definitions(assets=[engine_like]), instance, Segment(None, [engine_like.key]))
-    finally:
-        root.removeHandler(added)
-        parent.propagate = before
-    text = "".join(capfd.readouterr())
-    assert text.count("engine says hello") == 1
+    print once, through Dagster's managed-logger capture, not a second time from the root logger.
+    In its own process: a build swaps process-wide logging and stdio state."""
+    proc = subprocess.run(
+        [sys.executable, "-c", ENGINE_LIKE_BUILD, str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout + proc.stderr
+    assert text.count("engine says hello") == 1, text
     assert "  engine_like: engine says hello" in text
