@@ -32,6 +32,19 @@ def test_paper_values_of_the_vague_scene_criteria():
     assert (c["min_persons"], c["min_tags"], c["object_vocabulary"]) == (2, 1, "tags")
 
 
+def test_paper_values_of_the_iibench_question_count(monkeypatch):
+    """§3.2 / App. B.2: 1-3 questions per image, as many as the writer finds (no fixed count)."""
+    from assets.recipes.iibench.assets import ItemsConfig
+    from forge.recipes.iibench.items import questions_wanted
+
+    assert S.recipe_settings("iibench")["items"]["questions_per_image"] is None
+    assert ItemsConfig().questions_per_image is None
+    assert questions_wanted(ItemsConfig().questions_per_image) == "1 to 3"
+    assert S.recipe_settings("iibench", "demo")["items"]["questions_per_image"] == 2
+    monkeypatch.setenv(S.PROFILE_ENV, "demo")
+    assert questions_wanted(ItemsConfig().questions_per_image) == "2"
+
+
 def test_demo_profile_overrides_by_argument_and_by_env(monkeypatch):
     paper, demo = S.recipe_settings("vague"), S.recipe_settings("vague", "demo")
     assert demo["candidates"]["min_persons"] == 0 and demo["candidates"]["object_vocabulary"] == "tags_or_caption"

@@ -55,7 +55,7 @@ class LabelsConfig(dg.Config):
 
 
 class ItemsConfig(dg.Config):
-    questions_per_image: int = config_default("iibench", "items", "questions_per_image")
+    questions_per_image: int | None = config_default("iibench", "items", "questions_per_image")  # None = 1-3
     max_rounds: int = config_default("iibench", "items", "max_rounds")
     near_duplicate_threshold: float = config_default("iibench", "items", "near_duplicate_threshold")
     seed: int = config_default("iibench", "items", "seed")
@@ -366,7 +366,7 @@ def iibench_items(
     run = StageRun(context, storage, llm)
     store, engine = run.store, run.engine
     p_q, p_j = load_prompt(P_QUESTIONS), load_prompt(P_JUDGE)
-    n_q = max(1, min(3, config.questions_per_image))
+    n_q = it.questions_wanted(config.questions_per_image)
     stats = {"images": 0, "questions_accepted": 0, "questions_rejected": 0, "images_rejected": 0, "refine_rounds": 0}
     reasons: dict[str, int] = {}
     for part, rej in run.partitions():

@@ -17,6 +17,15 @@ from typing import Any
 from forge.checks.mcq import duplicate_options, shuffle_options
 
 N_DISTRACTORS = 5
+MAX_QUESTIONS = 3  # App. B.2: 1-3 questions per image
+
+
+def questions_wanted(n: int | None) -> str:
+    """How many questions the prompt asks for. ``None`` (the paper, §3.2 / App. B.2): "1 to 3",
+    the count left to the writer as the paper's annotators chose it (1,434 questions for 1,222
+    images); an int asks for exactly that many, clamped to 1-3."""
+    return f"1 to {MAX_QUESTIONS}" if n is None else str(max(1, min(MAX_QUESTIONS, int(n))))
+
 
 # Reject reasons (stable codes, also used in check metadata).
 DUPLICATE_OPTIONS = "duplicate_options"

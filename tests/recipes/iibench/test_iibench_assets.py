@@ -193,6 +193,12 @@ def test_iibench_end_to_end_every_branch(store, tmp_path, llm_double, llm_double
         if r["body"].get("response_format", {}).get("json_schema", {}).get("name") == "iibench_implication"
     ]
     assert len(judged) == 2 and not any("OCR-img_c" in t or "OCR-img_f" in t for t in judged)  # human wins, no call
+    asked = [
+        message_text(r["body"])
+        for r in llm_double.requests
+        if r["body"].get("response_format", {}).get("json_schema", {}).get("name") == "iibench_questions"
+    ]
+    assert asked and all("Write 1 to 3 question(s)" in t for t in asked)  # the paper's count: the writer's choice
 
     rej = store.read("rejects")
     by = {(r.stage, r.item_id): r for r in rej.itertuples()}

@@ -37,6 +37,11 @@ def test_validate_labels_normalises_aliases_and_reports_unknowns():
     assert any(p.startswith("rhetoric") for p in problems)
 
 
+@pytest.mark.parametrize("n, asked", [(None, "1 to 3"), (1, "1"), (2, "2"), (5, "3"), (0, "1")])
+def test_question_count_asked_of_the_writer(n, asked):
+    assert items.questions_wanted(n) == asked
+
+
 def test_human_verdicts_csv_and_jsonl(tmp_path):
     csv_path = tmp_path / "v.csv"
     csv_path.write_text("frame_id,verdict,note\nimg_a,keep,clear satire\nimg_b,DROP,plain photo\n")
