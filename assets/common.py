@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import dagster as dg
 import numpy as np
@@ -30,6 +30,7 @@ from forge.storage.rejects import REJECTS_TABLE
 # at 100k+ videos (see README, "Partitions").
 batches = dg.DynamicPartitionsDefinition(name="batches")
 SINGLE_RUN = dg.BackfillPolicy.single_run()
+T = TypeVar("T")
 
 
 def partition_keys(context: dg.AssetExecutionContext) -> list[str]:
@@ -355,6 +356,18 @@ class StageRun:
             self.parts.append(part)
             yield part, log
 
+    def map_partitions(self, body: Callable[[str, RejectLog], T]) -> list[T]:
+        """``body(part, rejects)`` for every partition at once, results in partition order.
+
+        With an engine the bodies run in threads on its one concurrency budget
+        (``LLMEngine.map_partitions``), so a slow request in one batch never holds up the
+        others. A body writes only its own partition (``put``/``note``/``add_attempts``/its
+        ``RejectLog`` are per partition) and returns what the run sums up afterwards."""
+        pairs = dict(self.partitions())
+        if self.engine is None:
+            return [body(p, log) for p, log in pairs.items()]
+        return self.engine.map_partitions(list(pairs), lambda p: body(p, pairs[p]))
+
     def put(
         self,
         part: str,
@@ -475,6 +488,15 @@ class StageRun:
                 "note": f"fewer than {min_seen} items: not judged" if seen < min_seen else "",
             },
         )
+
+
+def sum_counts(parts: Iterable[Mapping[str, int]], start: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Per-partition counters (what ``StageRun.map_partitions`` bodies return) added up."""
+    out = dict(start or {})
+    for part in parts:
+        for k, v in part.items():
+            out[k] = out.get(k, 0) + v
+    return out
 
 
 def reuse_metadata(cache: Any) -> dict[str, Any]:

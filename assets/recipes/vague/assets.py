@@ -215,14 +215,12 @@ def run_direct(
     "(enforced in code), rated 1-5 for relevance and solvability by an LLM judge; keep ≥ the minimum.",
 )
 def vague_direct(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource) -> dg.MaterializeResult:
-    run = StageRun(context, storage, llm)
-    for part, log in run.partitions():
-        run.put(
-            part,
-            run_direct(
-                run.engine, run.store, part, _read(run.store, "vague_candidates", part), settings()["direct"], log
-            ),
+    run, cfg = StageRun(context, storage, llm), settings()["direct"]
+    run.map_partitions(  # batches at once on the engine's one budget
+        lambda part, log: run.put(
+            part, run_direct(run.engine, run.store, part, _read(run.store, "vague_candidates", part), cfg, log)
         )
+    )
     return run.publish({"advisory_rows": int(run.frame()["advisory"].notna().sum())})
 
 
@@ -350,22 +348,14 @@ def run_indirect(
 def vague_indirect(
     context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource, embedder: EmbedderResource
 ) -> dg.MaterializeResult:
-    run, emb = StageRun(context, storage, llm), embedder.embedder()
-    store = run.store
-    for part, log in run.partitions():
-        run.put(
-            part,
-            run_indirect(
-                run.engine,
-                emb,
-                store,
-                part,
-                _read(store, "vague_direct", part),
-                _read(store, "vague_candidates", part),
-                settings()["indirect"],
-                log,
-            ),
-        )
+    run, emb = StageRun(context, storage, llm), embedder.embedder()  # the embedder serializes its own calls
+    store, cfg = run.store, settings()["indirect"]
+
+    def indirect(part: str, log: RejectLog) -> None:  # batches at once on the engine's one budget
+        direct, cands = _read(store, "vague_direct", part), _read(store, "vague_candidates", part)
+        run.put(part, run_indirect(run.engine, emb, store, part, direct, cands, cfg, log))
+
+    run.map_partitions(indirect)
     return run.publish({"embedder": emb.name, "advisory_rows": int(run.frame()["advisory"].notna().sum())})
 
 
@@ -514,22 +504,18 @@ def run_options(
 def vague_options(
     context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource, embedder: EmbedderResource
 ) -> dg.MaterializeResult:
-    run, emb = StageRun(context, storage, llm), embedder.embedder()
-    store = run.store
-    for part, log in run.partitions():
+    run, emb = StageRun(context, storage, llm), embedder.embedder()  # the embedder serializes its own calls
+    store, cfg = run.store, settings()["options"]
+
+    def options(part: str, log: RejectLog) -> None:  # batches at once on the engine's one budget
+        direct, indirect = _read(store, "vague_direct", part), _read(store, "vague_indirect", part)
         df, att = run_options(
-            run.engine,
-            emb,
-            store,
-            part,
-            _read(store, "vague_direct", part),
-            _read(store, "vague_indirect", part),
-            _read(store, "vague_candidates", part),
-            settings()["options"],
-            log,
+            run.engine, emb, store, part, direct, indirect, _read(store, "vague_candidates", part), cfg, log
         )
         run.put(part, df)
         run.add_attempts(att)
+
+    run.map_partitions(options)
     return run.publish(attempts_key="ne_attempts", record_attempts=True)
 
 
