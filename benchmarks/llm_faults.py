@@ -220,7 +220,7 @@ def faulty(inner, faults: dict[str, float], seed: str):
     return respond
 
 
-def run_demo(work: Path, groups: tuple[str, ...]) -> None:
+def run_demo(work: Path, groups: tuple[str, ...], latency: float = 0.2) -> None:
     from definitions import build_defs
     from forge.storage import TableStore
     from tests.e2e.run_nonstub import build
@@ -251,14 +251,14 @@ def run_demo(work: Path, groups: tuple[str, ...]) -> None:
         ("5% hang + 429/5xx mix", {"hang": 0.05, **MIX}),
         ("fault-free again", {}),
     ]
-    print(f"demo LLM stages: {len(llm)} assets of {', '.join(groups)}; client timeout 60 s; {work}")
+    print(f"demo LLM stages: {len(llm)} assets of {', '.join(groups)}; latency {latency}s; client timeout 60 s; {work}")
     rows: list[tuple[str, float, int, int, int, int, int, int]] = []
     base_rows: int | None = None
     for name, faults in scenarios:
         for f in ("llm_cache.sqlite", "llm_ledger.sqlite"):  # cold: every call is sent again
             for p in (data / "cache").glob(f + "*"):
                 p.unlink()
-        with LLMDouble(record_bodies=False) as double:
+        with LLMDouble(latency=latency, record_bodies=False) as double:
             double.responder = faulty(Plausible(seed=7), faults, name)
             load = Path("/proc/loadavg").read_text().split()[0]
             t0 = time.perf_counter()

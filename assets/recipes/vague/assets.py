@@ -9,6 +9,7 @@ and duplicate options on placeholder text are recorded (the row's ``advisory`` c
 items' ``extra.advisory``, ``llm_attempts``) but never reject, so the demo yields items.
 """
 
+import concurrent.futures
 import json
 from pathlib import Path
 from typing import Any
@@ -379,7 +380,11 @@ def run_options(
     d_by = direct.set_index("frame_id")
     c_by = cands.set_index("frame_id")
     ind = indirect[indirect["frame_id"].isin(d_by.index) & indirect["frame_id"].isin(c_by.index)].reset_index(drop=True)
-    fs = engine.run(
+    # The fake-scene calls and the NE refine loop are independent: sent at once (a thread for
+    # the former keeps `engine.run`, so a `batch_stages` entry still goes through the Batch API).
+    fs_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="vague-fs")
+    fs_future = fs_pool.submit(
+        engine.run,
         "vague_options",
         part,
         [
@@ -431,7 +436,11 @@ def run_options(
         )
         for f in ind["frame_id"]
     ]
-    ne_run = refine(engine, "vague_options", part, ne_reqs, checks=[ne_absent], max_rounds=cfg["ne_max_rounds"])
+    try:
+        ne_run = refine(engine, "vague_options", part, ne_reqs, checks=[ne_absent], max_rounds=cfg["ne_max_rounds"])
+        fs = fs_future.result()
+    finally:
+        fs_pool.shutdown(wait=True)
     ne_by = {o.item_id: o for o in ne_run.outcomes}
     rows = []
     for i, fres in zip(ind.itertuples(index=False), fs):
