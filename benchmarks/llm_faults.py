@@ -220,7 +220,7 @@ def faulty(inner, faults: dict[str, float], seed: str):
     return respond
 
 
-def run_demo(work: Path, groups: tuple[str, ...], latency: float = 0.2) -> None:
+def run_demo(work: Path, groups: tuple[str, ...], latency: float = 0.0) -> None:
     from definitions import build_defs
     from forge.storage import TableStore
     from tests.e2e.run_nonstub import build
