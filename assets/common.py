@@ -10,10 +10,11 @@ partition's own numbers on that partition's materialization (see ``publish``).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import dagster as dg
 import numpy as np
@@ -30,6 +31,7 @@ from forge.storage.rejects import REJECTS_TABLE
 # at 100k+ videos (see README, "Partitions").
 batches = dg.DynamicPartitionsDefinition(name="batches")
 SINGLE_RUN = dg.BackfillPolicy.single_run()
+T = TypeVar("T")
 
 
 def partition_keys(context: dg.AssetExecutionContext) -> list[str]:
@@ -327,7 +329,9 @@ class StageRun:
     ``put`` conforms at once, so an empty batch (nothing in, everything rejected, every call
     failed) is a frame with the contract's columns and code after it never meets a missing
     column. ``publish`` rewrites ``llm_calls``/``llm_attempts`` for every partition the run
-    covered, so a re-run that makes no call leaves no stale rows.
+    covered, so a re-run that makes no call leaves no stale rows. An LLM stage uses
+    ``run.map_partitions(body)`` instead of the loop (the loop body becomes ``body(part,
+    rejects)``, returning its counters), so its partitions share the engine's budget at once.
     """
 
     def __init__(
@@ -347,6 +351,7 @@ class StageRun:
         self.attempts: list[pd.DataFrame] = []
         self.parts: list[str] = []
         self.part_md: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()  # map_partitions bodies write their partitions from threads
 
     def partitions(self) -> Iterator[tuple[str, RejectLog]]:
         for part in partition_keys(self.context):
@@ -354,6 +359,18 @@ class StageRun:
             self.logs.append(log)
             self.parts.append(part)
             yield part, log
+
+    def map_partitions(self, body: Callable[[str, RejectLog], T]) -> list[T]:
+        """``body(part, rejects)`` for every partition at once, results in partition order.
+
+        With an engine the bodies run in threads on its one concurrency budget
+        (``LLMEngine.map_partitions``), so a slow request in one batch never holds up the
+        others. A body writes only its own partition (``put``/``note``/``add_attempts``/its
+        ``RejectLog`` are per partition) and returns what the run sums up afterwards."""
+        pairs = dict(self.partitions())
+        if self.engine is None:
+            return [body(p, log) for p, log in pairs.items()]
+        return self.engine.map_partitions(list(pairs), lambda p: body(p, pairs[p]))
 
     def put(
         self,
@@ -368,7 +385,8 @@ class StageRun:
         if "lineage" in contract.column_names and len(df):
             df = with_lineage(df, *self.batch_lineage(part))
         df = contract.conform(df)
-        self.tables.setdefault(table, {})[part] = df
+        with self._lock:
+            self.tables.setdefault(table, {})[part] = df
         return df
 
     def batch_lineage(self, part: str) -> tuple[set[str], set[str]]:
@@ -391,7 +409,8 @@ class StageRun:
     def note(self, part: str, **values: Any) -> None:
         """Metadata true of one partition (a counter, a picture): shown on that partition's
         materialization only."""
-        self.part_md.setdefault(part, {}).update(values)
+        with self._lock:
+            self.part_md.setdefault(part, {}).update(values)
 
     def describe(self, fn: Callable[[pd.DataFrame], Mapping[str, Any]], table: str | None = None) -> dict[str, Any]:
         """``fn`` of each partition's frame on that partition; returns ``fn`` of the whole run."""
@@ -410,7 +429,9 @@ class StageRun:
                 self.note(part, contact_sheet=item_sheet(df, self.store.data_dir, f"{table} {part}"))
 
     def add_attempts(self, attempts: pd.DataFrame | Iterable[Mapping[str, Any]]) -> None:
-        self.attempts.append(attempts if isinstance(attempts, pd.DataFrame) else pd.DataFrame(list(attempts)))
+        frame = attempts if isinstance(attempts, pd.DataFrame) else pd.DataFrame(list(attempts))
+        with self._lock:
+            self.attempts.append(frame)
 
     def rejected(self) -> int:
         return sum(len(log) for log in self.logs)
@@ -475,6 +496,15 @@ class StageRun:
                 "note": f"fewer than {min_seen} items: not judged" if seen < min_seen else "",
             },
         )
+
+
+def sum_counts(parts: Iterable[Mapping[str, int]], start: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Per-partition counters (what ``StageRun.map_partitions`` bodies return) added up."""
+    out = dict(start or {})
+    for part in parts:
+        for k, v in part.items():
+            out[k] = out.get(k, 0) + v
+    return out
 
 
 def reuse_metadata(cache: Any) -> dict[str, Any]:

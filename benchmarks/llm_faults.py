@@ -10,8 +10,16 @@ count, so a run repeats.
 Part ``transient`` (issue 14 point 8): 2,000 requests with 10 % 500s, 5 % malformed JSON and
 5 % schema-invalid replies vs fault-free: items lost and throughput side by side.
 
+Part ``demo`` (issue 23's acceptance): the LLM stages of the demo graph (``python -m jobs.build
+--demo`` over the sources of tests/e2e/run_nonstub.py, against the plausible double on
+127.0.0.1) at 0 %, 2 % and 5 % of requests hanging past the client timeout, each plus the
+429/5xx mix: the wall time of the build of those stages as a ratio to fault-free, and items
+lost (rows of the recipe tables missing against fault-free, and items rejected because a call
+failed). The upstream stages (ingest, vision) are built once, fault-free, into WORK and reused.
+
 Every scenario uses a fresh cache and ledger (a cold start: no latency history).
 Usage: .venv/bin/python benchmarks/llm_faults.py [hang|transient|all] [ITEMS] [LATENCY_S]
+       .venv/bin/python benchmarks/llm_faults.py demo WORK [GROUP ...]   (default: every recipe group)
 """
 
 from __future__ import annotations
@@ -191,8 +199,98 @@ def run_transient(n: int, latency: float, conc: int = 64) -> None:
             engine.close()
 
 
+RECIPE_GROUPS = ("hummus", "iibench", "maia", "vague", "vimu")
+
+
+def faulty(inner, faults: dict[str, float], seed: str):
+    """``inner`` (the plausible model) behind the same seeded per-request faults as ``responder``."""
+    seen: dict[str, int] = {}
+    fault_reply = {"hang": Reply.hang, "429": lambda: Reply.rate_limited(0.2), "500": lambda: Reply.error(500)}
+
+    def respond(body):
+        digest = hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()
+        seen[digest] = seen.get(digest, 0) + 1
+        x = random.Random(f"{seed}:{digest}:{seen[digest]}").random()
+        for kind, p in faults.items():
+            if x < p:
+                return fault_reply[kind]()
+            x -= p
+        return inner(body)
+
+    return respond
+
+
+def run_demo(work: Path, groups: tuple[str, ...], latency: float = 0.0) -> None:
+    from definitions import build_defs
+    from forge.storage import TableStore
+    from tests.e2e.run_nonstub import build
+    from tests.llm_double.plausible import Plausible
+    from tests.llm_double.server import _free_port
+
+    graph = build_defs().resolve_asset_graph()
+    keys = {k.to_user_string(): graph.get(k).group_name for k in graph.materializable_asset_keys}
+    llm = sorted(k for k, g in keys.items() if g in groups)
+    # splits/evals read the exports: not LLM stages of the recipes, left out of both builds
+    upstream = sorted(k for k, g in keys.items() if g not in (*RECIPE_GROUPS, "splits", "evals", "releases"))
+    data = work / "data"
+    port = _free_port()
+    if not (work / "upstream.done").exists():
+        with LLMDouble(record_bodies=False) as double:
+            double.responder = Plausible(seed=7)
+            t0 = time.perf_counter()
+            proc = build(work, double, port, select=upstream, timeout=3600)
+            print(f"upstream ({len(upstream)} assets): rc={proc.returncode} in {time.perf_counter() - t0:.0f} s")
+            if proc.returncode:
+                sys.exit(proc.stdout[-4000:] + proc.stderr[-4000:])
+        (work / "upstream.done").write_text("ok\n")
+    tables = [k.split("/")[-1] for k in llm]  # an asset's main table has its name
+    scenarios = [
+        ("fault-free", {}),
+        ("0% hang + 429/5xx mix", dict(MIX)),
+        ("2% hang + 429/5xx mix", {"hang": 0.02, **MIX}),
+        ("5% hang + 429/5xx mix", {"hang": 0.05, **MIX}),
+        ("fault-free again", {}),
+    ]
+    print(f"demo LLM stages: {len(llm)} assets of {', '.join(groups)}; latency {latency}s; client timeout 60 s; {work}")
+    rows: list[tuple[str, float, int, int, int, int, int, int]] = []
+    base_rows: int | None = None
+    for name, faults in scenarios:
+        for f in ("llm_cache.sqlite", "llm_ledger.sqlite"):  # cold: every call is sent again
+            for p in (data / "cache").glob(f + "*"):
+                p.unlink()
+        with LLMDouble(latency=latency, record_bodies=False) as double:
+            double.responder = faulty(Plausible(seed=7), faults, name)
+            load = Path("/proc/loadavg").read_text().split()[0]
+            t0 = time.perf_counter()
+            proc = build(work, double, port, select=llm, timeout=7200)
+            wall = time.perf_counter() - t0
+            n_req, hung = len(double.requests), double.hung
+        if proc.returncode:
+            print(proc.stdout[-3000:], proc.stderr[-3000:])
+        store = TableStore(data)
+        n_rows = sum(len(store.read(t)) for t in tables if store.exists(t))
+        rej = store.read("rejects") if store.exists("rejects") else None
+        rej = rej[rej["stage"].isin(tables)] if rej is not None and len(rej) else None
+        failed = 0 if rej is None else int(rej["error_class"].fillna("").str.startswith("Backend").sum())
+        base_rows = n_rows if base_rows is None else base_rows
+        rows.append((name, wall, proc.returncode, n_rows, base_rows - n_rows, failed, n_req, hung))
+        print(f"  ... {name}: {wall:.0f} s (load {load} at start), rc={proc.returncode}", flush=True)
+    base = (rows[0][1] + rows[-1][1]) / 2
+    print(
+        f"{'scenario':24s} {'wall s':>7s} {'x fault-free':>13s} {'rc':>3s} {'rows':>6s} {'lost':>5s} "
+        f"{'call-failed':>12s} {'requests':>9s} {'hung':>5s}"
+    )
+    for name, wall, rc, n_rows, lost, failed, n_req, hung in rows:
+        print(
+            f"{name:24s} {wall:7.0f} {wall / base:13.2f} {rc:3d} {n_rows:6d} {lost:5d} {failed:12d} {n_req:9d} {hung:5d}"
+        )
+
+
 def main() -> None:
     what = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if what == "demo":
+        run_demo(Path(sys.argv[2]).resolve(), tuple(sys.argv[3:]) or RECIPE_GROUPS)
+        return
     latency = float(sys.argv[3]) if len(sys.argv) > 3 else 0.2
     if what in ("hang", "all"):
         run_hang(int(sys.argv[2]) if len(sys.argv) > 2 else 800, latency)

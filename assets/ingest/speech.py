@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pandas as pd
 from pydantic import Field
 
 from assets.common import SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish, table_metadata
@@ -92,13 +93,13 @@ def transcripts(
 ) -> dg.MaterializeResult:
     started, store = time.perf_counter(), storage.store
     transcriber, engine = make_transcriber(config, llm)
-    parts, logs = {}, []
     keys = partition_keys(context)
-    for batch in keys:
-        log = RejectLog(STAGE, batch)
+    logs = [RejectLog(STAGE, batch) for batch in keys]
+
+    def transcribe(batch: str, log: RejectLog) -> pd.DataFrame:
         clips = store.read_batch("clips", batch)
         progress = Progress(context.log, f"transcribe {batch}", len(clips))
-        parts[batch] = transcribe_clips(
+        return transcribe_clips(
             clips,
             store.read_batch("videos", batch),
             store.data_dir,
@@ -109,7 +110,15 @@ def transcripts(
             language=config.language,
             step=progress.step,
         )
-        logs.append(log)
+
+    # Through the endpoint, batches run at once on the engine's one budget; a local whisper
+    # model is not shared across threads, so its batches stay one after another.
+    done = (
+        engine.map_partitions(keys, lambda b: transcribe(b, logs[keys.index(b)]))
+        if engine is not None
+        else [transcribe(b, log) for b, log in zip(keys, logs)]
+    )
+    parts = dict(zip(keys, done))
     counts: dict[str, int] = {}
     for p in parts.values():
         for src, n in p["transcript_source"].value_counts().items():

@@ -18,7 +18,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
+from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, sum_counts, table_metadata
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE
@@ -27,6 +27,7 @@ from forge.recipes.hummus import annotations as A
 from forge.recipes.hummus import items as H
 from forge.recipes.hummus.taxonomy import TAXONOMY_PATH, devices
 from forge.recipes.settings import config_default, recipe_settings, with_profile
+from forge.storage import RejectLog
 from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
@@ -84,8 +85,9 @@ def hummus_pairs(
     run = StageRun(context, storage, llm)
     store, engine = run.store, run.engine
     prompt = load_prompt(P_CAPTION)
-    n_llm = 0
-    for part, rej in run.partitions():
+
+    def pair(part: str, rej: RejectLog) -> int:  # batches at once on the engine's one budget
+        n_llm = 0
         frames = store.read("frames", parts=[part])
         frames = frames[frames["kind"] == "image"].sort_values("frame_id") if len(frames) else frames
         if config.max_pairs_per_batch is not None:
@@ -128,7 +130,9 @@ def hummus_pairs(
                 }
             )
         run.put(part, rows)
-    return run.publish({"llm_captions": n_llm})
+        return n_llm
+
+    return run.publish({"llm_captions": sum(run.map_partitions(pair))})
 
 
 def annotation_id(frame_id: str, caption: str) -> str:
@@ -165,11 +169,11 @@ def hummus_annotations(
     run = StageRun(context, storage, llm, tables=["hummus_annotations", "hummus_regions"])
     store, engine = run.store, run.engine
     prompt = load_prompt(P_ANNOTATE)
-    counts: dict[str, int] = {"pairs": 0}
-    reasons: dict[str, int] = {}
-    for part, rej in run.partitions():
+
+    def annotate(part: str, rej: RejectLog) -> tuple[dict[str, int], dict[str, int]]:  # batches at once, one budget
         pairs = {r["frame_id"]: r for r in store.read("hummus_pairs", parts=[part]).to_dict("records")}
-        counts["pairs"] += len(pairs)
+        counts: dict[str, int] = {"pairs": len(pairs)}
+        reasons: dict[str, int] = {}
         reqs = [
             LLMRequest(
                 fid,
@@ -283,6 +287,10 @@ def hummus_annotations(
         run.put(part, rows, "hummus_annotations")
         run.put(part, regions, "hummus_regions")
         run.add_attempts(loop.attempts_frame())
+        return counts, reasons
+
+    done = run.map_partitions(annotate)
+    counts, reasons = sum_counts((c for c, _ in done), {"pairs": 0}), sum_counts(r for _, r in done)
     n = counts["pairs"]
     n_adv = counts.pop("advisory", 0)
     n_verdict_only = counts.pop("verdict_only", 0)

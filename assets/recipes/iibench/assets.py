@@ -16,7 +16,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
+from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, sum_counts, table_metadata
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
@@ -135,8 +135,10 @@ def iibench_implication(
     if verdict_path and not Path(verdict_path).is_absolute():
         verdict_path = str(ROOT / verdict_path)
     human = imp.load_human_verdicts(verdict_path)
-    counts = {"candidates": 0, "kept": 0, "dropped": 0, "human": 0, "judge_failed": 0, "advisory": 0}
-    for part, rej in run.partitions():
+    zero = {"candidates": 0, "kept": 0, "dropped": 0, "human": 0, "judge_failed": 0, "advisory": 0}
+
+    def judge(part: str, rej: RejectLog) -> dict[str, int]:  # batches at once on the engine's one budget
+        counts = dict(zero)
         cands = candidate_images(store, part, rej)
         if config.max_images_per_batch is not None:
             cands = cands.head(config.max_images_per_batch)
@@ -201,6 +203,9 @@ def iibench_implication(
         counts["kept"] += int(df["keep"].sum()) if len(df) else 0
         counts["dropped"] += int((~df["keep"].astype(bool)).sum()) if len(df) else 0
         counts["human"] += int((df["origin"] == "human").sum()) if len(df) else 0
+        return counts
+
+    counts = sum_counts(run.map_partitions(judge), zero)
     judged = counts["kept"] + counts["dropped"]
     md = {f"images_{k}": v for k, v in counts.items()}
     md["keep_rate"] = round(counts["kept"] / judged, 4) if judged else 0.0
@@ -247,11 +252,10 @@ def iibench_labels(
         "difficulties": tax.values("difficulty"),
     }
     label_vars = {k: ", ".join(v) for k, v in label_vars.items()}
-    n_in = 0
-    for part, rej in run.partitions():
+
+    def label(part: str, rej: RejectLog) -> int:  # batches at once on the engine's one budget
         kept = store.read("iibench_implication", parts=[part])
         kept = kept[kept["keep"].astype(bool)] if len(kept) else kept
-        n_in += len(kept)
         by_id = {r["frame_id"]: r for r in kept.to_dict("records")}
         reqs = [
             LLMRequest(
@@ -293,6 +297,9 @@ def iibench_labels(
             )
         run.put(part, with_profile(pd.DataFrame(rows), "iibench"))
         run.add_attempts(loop.attempts_frame())
+        return len(kept)
+
+    n_in = sum(run.map_partitions(label))
     allrows = run.frame()
     n_out = len(allrows)
     md: dict[str, Any] = {
@@ -367,9 +374,10 @@ def iibench_items(
     store, engine = run.store, run.engine
     p_q, p_j = load_prompt(P_QUESTIONS), load_prompt(P_JUDGE)
     n_q = it.questions_wanted(config.questions_per_image)
-    stats = {"images": 0, "questions_accepted": 0, "questions_rejected": 0, "images_rejected": 0, "refine_rounds": 0}
-    reasons: dict[str, int] = {}
-    for part, rej in run.partitions():
+    zero = {"images": 0, "questions_accepted": 0, "questions_rejected": 0, "images_rejected": 0, "refine_rounds": 0}
+
+    def generate(part: str, rej: RejectLog) -> tuple[dict[str, int], dict[str, int]]:  # batches at once, one budget
+        stats, reasons = dict(zero), {}
         lab = store.read("iibench_labels", parts=[part])
         recs = {r["frame_id"]: r for r in lab.to_dict("records")}
         stats["images"] += len(recs)
@@ -442,6 +450,10 @@ def iibench_items(
         run.put(part, with_profile(pd.DataFrame(rows), "iibench"))
         run.note(part, images=len(recs), questions_accepted=len(rows))
         run.add_attempts(loop.attempts_frame())
+        return stats, reasons
+
+    done = run.map_partitions(generate)
+    stats, reasons = sum_counts((s for s, _ in done), zero), sum_counts(r for _, r in done)
     run.show_items()
     total_q = stats["questions_accepted"] + stats["questions_rejected"]
     md: dict[str, Any] = dict(stats)

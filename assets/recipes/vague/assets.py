@@ -9,6 +9,7 @@ and duplicate options on placeholder text are recorded (the row's ``advisory`` c
 items' ``extra.advisory``, ``llm_attempts``) but never reject, so the demo yields items.
 """
 
+import concurrent.futures
 import json
 from pathlib import Path
 from typing import Any
@@ -215,14 +216,12 @@ def run_direct(
     "(enforced in code), rated 1-5 for relevance and solvability by an LLM judge; keep ≥ the minimum.",
 )
 def vague_direct(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource) -> dg.MaterializeResult:
-    run = StageRun(context, storage, llm)
-    for part, log in run.partitions():
-        run.put(
-            part,
-            run_direct(
-                run.engine, run.store, part, _read(run.store, "vague_candidates", part), settings()["direct"], log
-            ),
+    run, cfg = StageRun(context, storage, llm), settings()["direct"]
+    run.map_partitions(  # batches at once on the engine's one budget
+        lambda part, log: run.put(
+            part, run_direct(run.engine, run.store, part, _read(run.store, "vague_candidates", part), cfg, log)
         )
+    )
     return run.publish({"advisory_rows": int(run.frame()["advisory"].notna().sum())})
 
 
@@ -350,22 +349,14 @@ def run_indirect(
 def vague_indirect(
     context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource, embedder: EmbedderResource
 ) -> dg.MaterializeResult:
-    run, emb = StageRun(context, storage, llm), embedder.embedder()
-    store = run.store
-    for part, log in run.partitions():
-        run.put(
-            part,
-            run_indirect(
-                run.engine,
-                emb,
-                store,
-                part,
-                _read(store, "vague_direct", part),
-                _read(store, "vague_candidates", part),
-                settings()["indirect"],
-                log,
-            ),
-        )
+    run, emb = StageRun(context, storage, llm), embedder.embedder()  # the embedder serializes its own calls
+    store, cfg = run.store, settings()["indirect"]
+
+    def indirect(part: str, log: RejectLog) -> None:  # batches at once on the engine's one budget
+        direct, cands = _read(store, "vague_direct", part), _read(store, "vague_candidates", part)
+        run.put(part, run_indirect(run.engine, emb, store, part, direct, cands, cfg, log))
+
+    run.map_partitions(indirect)
     return run.publish({"embedder": emb.name, "advisory_rows": int(run.frame()["advisory"].notna().sum())})
 
 
@@ -389,7 +380,11 @@ def run_options(
     d_by = direct.set_index("frame_id")
     c_by = cands.set_index("frame_id")
     ind = indirect[indirect["frame_id"].isin(d_by.index) & indirect["frame_id"].isin(c_by.index)].reset_index(drop=True)
-    fs = engine.run(
+    # The fake-scene calls and the NE refine loop are independent: sent at once (a thread for
+    # the former keeps `engine.run`, so a `batch_stages` entry still goes through the Batch API).
+    fs_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="vague-fs")
+    fs_future = fs_pool.submit(
+        engine.run,
         "vague_options",
         part,
         [
@@ -441,7 +436,11 @@ def run_options(
         )
         for f in ind["frame_id"]
     ]
-    ne_run = refine(engine, "vague_options", part, ne_reqs, checks=[ne_absent], max_rounds=cfg["ne_max_rounds"])
+    try:
+        ne_run = refine(engine, "vague_options", part, ne_reqs, checks=[ne_absent], max_rounds=cfg["ne_max_rounds"])
+        fs = fs_future.result()
+    finally:
+        fs_pool.shutdown(wait=True)
     ne_by = {o.item_id: o for o in ne_run.outcomes}
     rows = []
     for i, fres in zip(ind.itertuples(index=False), fs):
@@ -514,22 +513,18 @@ def run_options(
 def vague_options(
     context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource, embedder: EmbedderResource
 ) -> dg.MaterializeResult:
-    run, emb = StageRun(context, storage, llm), embedder.embedder()
-    store = run.store
-    for part, log in run.partitions():
+    run, emb = StageRun(context, storage, llm), embedder.embedder()  # the embedder serializes its own calls
+    store, cfg = run.store, settings()["options"]
+
+    def options(part: str, log: RejectLog) -> None:  # batches at once on the engine's one budget
+        direct, indirect = _read(store, "vague_direct", part), _read(store, "vague_indirect", part)
         df, att = run_options(
-            run.engine,
-            emb,
-            store,
-            part,
-            _read(store, "vague_direct", part),
-            _read(store, "vague_indirect", part),
-            _read(store, "vague_candidates", part),
-            settings()["options"],
-            log,
+            run.engine, emb, store, part, direct, indirect, _read(store, "vague_candidates", part), cfg, log
         )
         run.put(part, df)
         run.add_attempts(att)
+
+    run.map_partitions(options)
     return run.publish(attempts_key="ne_attempts", record_attempts=True)
 
 

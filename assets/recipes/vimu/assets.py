@@ -25,7 +25,7 @@ from forge.recipes.vimu import annotate as ann
 from forge.recipes.vimu import items as itm
 from forge.recipes.vimu import questions as qs
 from forge.recipes.vimu.taxonomy import TAXONOMY_PATH, load_taxonomy
-from forge.storage import TableStore
+from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
@@ -92,8 +92,8 @@ def vimu_annotations(
     run = StageRun(context, storage, llm)
     store, engine = run.store, run.engine
     tax, prompt = load_taxonomy(), load_prompt(ANNOTATE_PROMPT)
-    notes = 0
-    for batch, log in run.partitions():
+
+    def annotate(batch: str, log: RejectLog) -> int:  # batches run at once on the engine's one budget
         bundles = ann.clip_bundles(
             store.read_batch("evidence", batch),
             store.read_batch("frames", batch),
@@ -115,7 +115,7 @@ def vimu_annotations(
         results = engine.run(
             "vimu_annotations", batch, [ann.annotation_request(prompt, tax, b, store.data_dir) for b in usable]
         )
-        rows = []
+        rows, notes = [], 0
         for b, res in zip(usable, results):
             progress.step()
             if not res.ok:
@@ -137,6 +137,9 @@ def vimu_annotations(
             notes += bool(row["label_notes"])
             rows.append(row)
         run.put(batch, rows)
+        return notes
+
+    notes = sum(run.map_partitions(annotate))
     all_rows = run.frame()
     md = {
         "annotated": len(all_rows),
@@ -186,8 +189,8 @@ def vimu_questions(
     tax = load_taxonomy()
     gen_p, ref_p, val_p = (load_prompt(p) for p in QA_PROMPTS)
     terms = tax.hint_terms(tuple(config.hint_axes))
-    runs = []
-    for batch, log in stage.partitions():
+
+    def generate(batch: str, log: RejectLog):  # batches run at once on the engine's one budget
         annotations = {r["clip_id"]: r for r in store.read("vimu_annotations", parts=[batch]).to_dict("records")}
         requests = [qs.generation_request(gen_p, a, terms) for a in annotations.values()]
         run = refine(
@@ -202,9 +205,11 @@ def vimu_questions(
             max_rounds=config.max_rounds,
         )
         run.add_rejects(log)
-        runs.append(run)
         stage.add_attempts(run.attempts_frame())
         stage.put(batch, [qs.question_row(o, annotations[o.item_id], val_p.hash) for o in run.accepted()])
+        return run
+
+    runs = stage.map_partitions(generate)
     stats = qs.outcome_stats(runs, config.max_rounds)
     md: dict[str, Any] = {"refine_" + k: v for k, v in stats.items()}
     md["hint_terms"] = len(terms)

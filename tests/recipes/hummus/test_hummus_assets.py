@@ -15,7 +15,7 @@ from PIL import Image
 from forge.contracts import load_contract
 from forge.storage import TableStore
 from resources.storage import StorageResource
-from tests.llm_double.server import message_text
+from tests.llm_double.server import Reply, message_text
 
 BATCH = "capcon-0000"
 CAPTIONS = {
@@ -30,7 +30,7 @@ CAPTIONS = {
 def image_store(tmp_path, captions: dict, batch: str) -> TableStore:
     """A store whose ``frames`` hold one 200x100 image per caption (None = no caption)."""
     s = TableStore(tmp_path / "data")
-    (s.data_dir / "media/images").mkdir(parents=True)
+    (s.data_dir / "media/images").mkdir(parents=True, exist_ok=True)
     rows = []
     for k, (name, cap) in enumerate(captions.items()):
         rel = f"media/images/{name}.png"
@@ -236,3 +236,55 @@ def test_caption_prompt_check_counts_only_llm_captions(store, llm_double, llm_do
     df.loc[df["caption_origin"] == "llm", "prompt_hash"] = "old"
     store.write("hummus_pairs", df, BATCH)
     assert caption_prompt_current(st).metadata["outdated_rows"].value == 1
+
+
+def _red(body) -> int:
+    """Red channel of the first image attached to a chat request (the test images differ by colour)."""
+    parts = [p for m in body["messages"] if isinstance(m["content"], list) for p in m["content"]]
+    url = next(p["image_url"]["url"] for p in parts if p.get("type") == "image_url")
+    return Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB").getpixel((0, 0))[0]
+
+
+def test_partitions_of_a_stage_run_at_once_with_their_own_rejects(tmp_path, llm_double, llm_double_resource):
+    """A backfill over two batches: batch a's caption request is held by the endpoint, batch b's
+    goes out meanwhile (run one after another, b would wait for a); rejects and metadata stay
+    per batch; a re-run sends nothing."""
+    from assets.recipes.hummus import assets as A
+
+    image_store(tmp_path, {"slow": None}, "a-0000")  # red 0
+    store = image_store(tmp_path, {"src": "A caption from the table.", "fast": None}, "b-0000")  # fast: red 50
+    slow = Reply.json({"caption": "A slow but fine caption."}, delay=3.0)
+    # b's uncaptioned image gets a blank caption: rejected (caption_failed) in batch b only
+    llm_double.responder = lambda body: slow if _red(body) < 25 else {"caption": "  "}
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", ["a-0000", "b-0000"])
+
+    def run():
+        return dg.materialize(
+            [A.hummus_pairs],
+            instance=instance,
+            run_config={"ops": {"hummus_pairs": {"config": {"generate_captions": True}}}},
+            resources={"storage": StorageResource(data_dir=str(store.data_dir)), "llm": llm_double_resource()},
+            tags={"dagster/asset_partition_range_start": "a-0000", "dagster/asset_partition_range_end": "b-0000"},
+        )
+
+    assert run().success
+    assert len(llm_double.chat_requests) == 2
+    assert llm_double.max_in_flight == 2  # b's request was sent while a's was held
+    pairs = store.read("hummus_pairs").set_index("frame_id")
+    assert sorted(pairs.index) == ["img_slow", "img_src"]
+    assert pairs.loc["img_slow", "caption"] == "A slow but fine caption." and pairs.loc["img_slow", "batch"] == "a-0000"
+    rej = store.read("rejects")
+    rej = rej[rej["stage"] == "hummus_pairs"]
+    assert rej[["partition", "item_id", "reason"]].values.tolist() == [["b-0000", "img_fast", "caption_failed"]]
+    records = instance.fetch_materializations(dg.AssetKey("hummus_pairs"), limit=10).records
+    md = {r.asset_materialization.partition: r.asset_materialization.metadata for r in records}
+    assert {k: (m["dagster/row_count"].value, m["rejects"].value, m["llm_calls"].value) for k, m in md.items()} == {
+        "a-0000": (1, 0, 1),
+        "b-0000": (1, 1, 1),
+    }
+    assert md["a-0000"]["run_llm_captions"].value == 1
+
+    before = len(llm_double.chat_requests)
+    assert run().success
+    assert len(llm_double.chat_requests) == before  # every reply came from the cache
