@@ -272,7 +272,7 @@ def build_statement_pool(
             reason = "llm_failed" if o.reason == "generation_failed" else "statement_invalid"
             out.member_rejects.append((o.item_id, reason, o.detail or ""))
     out.pool.texts = [t or "" for t in texts]
-    if len(answers) < size or (missing := _missing(texts)):
+    if len(answers) < size or _missing(texts):
         return out.reject("pool_too_small", _short(out, _missing(texts), "statements", have=len(answers), size=size))
     out.pool = Pool(key=qid, member_ids=ids, texts=[str(t) for t in texts], context={"question": q["question"]})
     return _rephrase_and_close(engine, stage, batch, out, prompts, pcfg, size, "statements")
@@ -405,3 +405,22 @@ def replace_status(df: pd.DataFrame, status: str) -> pd.DataFrame:
         df["final_status"] = status
     return df
 
+
+
+# -- foils ---------------------------------------------------------------------------------------
+def short_pools(statements: list[dict[str, Any]], accepted: set[str], size: int) -> dict[str, str]:
+    """question id → why its pool is rejected whole: fewer than ``size`` statements with a valid foil.
+
+    ``statements`` are the rows of ``maia_statements`` (``statement_id``, ``question_id``);
+    ``accepted`` the statement ids whose foil passed every check."""
+    by_q: dict[str, list[str]] = {}
+    for r in statements:
+        by_q.setdefault(str(r["question_id"]), []).append(str(r["statement_id"]))
+    out = {}
+    for qid, ids in by_q.items():
+        failed = [i for i in ids if i not in accepted]
+        if len(ids) - len(failed) < size:
+            out[qid] = f"{len(ids) - len(failed)}/{size} valid foils" + (
+                f" (no valid foil for {', '.join(sorted(failed))})" if failed else ""
+            )
+    return out
