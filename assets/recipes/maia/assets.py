@@ -2,7 +2,9 @@
 
 maia_questions → maia_answer_pools (+ maia_pool_stats) → maia_statements (+ maia_pool_stats)
 → maia_foils (+ llm_attempts) → maia_items. Logic lives in forge/recipes/maia; these bodies
-read inputs, batch the LLM calls of a partition into one engine run per step, and publish.
+read inputs, run each question's pool on its own thread (``pool_flow.each_pool``: answers and
+statements; foils flow per item through refine), and publish whole pools only (8 members, or the
+pool is a reject with its reason).
 
 Stub output (``forge.llm.stub.advisory``, the one policy every recipe uses): judge verdicts
 (consistency, pool contradiction, structural check, NLI) and the checks that fail only on
@@ -374,7 +376,9 @@ def maia_answer_pools(
         def body(qid: str) -> PF.PoolOutcome:
             q = qmap[qid]  # noqa: B023 - the pools run inside this batch's each_pool call
             if q.get("imported_answers") is not None and len(q["imported_answers"]):
-                return PF.build_answer_pool(engine, stage, batch, q, prompts, acfg, pcfg, imported=list(q["imported_answers"]))  # noqa: B023
+                return PF.build_answer_pool(
+                    engine, stage, batch, q, prompts, acfg, pcfg, imported=list(q["imported_answers"])
+                )  # noqa: B023
             cat = categories()[q["category"]]
             reqs = PF.annotator_requests(
                 q,
@@ -496,6 +500,7 @@ def maia_statements(
     allstats = run.frame("maia_pool_stats")
     md = pool_metadata(allstats, "statements") if len(allstats) else {}
     return run.publish(md, attempts_key="pool_attempts", record_attempts=True)
+
 
 # -- 4. foils ------------------------------------------------------------------------------------
 @dg.asset(
