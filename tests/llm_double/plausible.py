@@ -15,11 +15,13 @@ new draw. Per request, in order:
 * ``flaw`` (``p_flaw``): a schema-valid reply with the prompt's realistic defect — duplicated
   options (II-Bench), an indirect expression that repeats the direct one (VAGUE), an entailed
   foil (MAIA), a box in the wrong convention (Hummus), a non ``TARGET IS SOURCE`` metaphor, a
-  hint word in a ViMU question, an inconsistent MAIA answer, a "too literal" or low rating...
+  hint word in a ViMU question, an inconsistent MAIA answer (and, for some questions, an annotator
+  who keeps misreading the question after feedback), a "too literal" or low rating...
 * otherwise a good reply built from the request's own variables (the tags it names, the
   caption it quotes, the statement it edits), so the recipe's code checks pass.
 
-Judges answer from what they are shown: the NLI judge says ``contradiction`` unless the two
+Judges answer from what they are shown: the MAIA consistency judge scores an off-topic answer 0,
+the NLI judge says ``contradiction`` unless the two
 sentences are equal, the foil structural check passes a foil that differs from its caption,
 the blind solver guesses. Prompts it does not know get a schema-driven value made of words
 (never the ``[stub]`` marker). ``counts`` records how many replies of each (prompt, mode).
@@ -52,6 +54,16 @@ MOODS = (
     "curious about the noise",
     "tired after a long day",
 )
+# varied wording, as different annotators would write (few shared function words)
+ANSWER_FORMS = (
+    "Next to the {w}, {m}.",
+    "He stays by a {w} and seems {m}.",
+    "Close to that {w}; {m}.",
+    "Somewhere near one {w} — {m}.",
+    "Beside some {w}, mostly {m}.",
+)
+OFF_TOPIC = "The weather outside looks nice, with a"
+MISREAD = "I could not tell what the question is about."
 
 
 def _rng(*parts: Any) -> random.Random:
@@ -100,8 +112,16 @@ def _sentence(rng: random.Random, n: int = 8) -> str:
 
 
 class Plausible:
-    def __init__(self, seed: int = 0, p_flaw: float = 0.12, p_unparseable: float = 0.02, p_refusal: float = 0.01):
+    def __init__(
+        self,
+        seed: int = 0,
+        p_flaw: float = 0.12,
+        p_unparseable: float = 0.02,
+        p_refusal: float = 0.01,
+        p_misread: float = 0.125,
+    ):
         self.seed, self.p_flaw, self.p_unparseable, self.p_refusal = seed, p_flaw, p_unparseable, p_refusal
+        self.p_misread = p_misread  # share of MAIA questions one annotator keeps misreading
         self.counts: Counter[tuple[str, str]] = Counter()
 
     # -- entry point -------------------------------------------------------------------
@@ -113,7 +133,7 @@ class Plausible:
         if name is None and not (body.get("response_format") or {}).get("type"):
             return self._count(name or "text", "good", Reply.text(self._free_text(text, rng)))
         roll = rng.random()
-        judge = name in ("nli", "blind_solver") or (name or "").startswith("eval_")
+        judge = name in ("nli", "blind_solver", "maia_consistency") or (name or "").startswith("eval_")
         if not judge and roll < self.p_unparseable:
             return self._count(name, "unparseable", Reply.text("Sure! Here is the JSON you asked for: {answer: "))
         if not judge and roll < self.p_unparseable + self.p_refusal:
@@ -220,21 +240,28 @@ class Plausible:
         }
 
     def _maia_answers(self, text, body, rng, flaw):
-        words = rng.sample(WORDS, 8)
-        answers = [f"Next to the {w}, {rng.choice(MOODS)}." for w in words]
-        if flaw:
-            answers[3] = answers[2]  # an equal pair: rephrased by the recipe
-        return {"answers": answers}
+        # one annotator per request (its persona and seed in the request): one answer, never the pool.
+        # For a share p_misread of the questions the last annotator misread the question and keeps
+        # answering off topic after feedback: the recipe drops the answer and rejects the pool whole.
+        q = _field(_first_user(body), "Question:")
+        if body.get("seed") == 7 and _rng(self.seed, "misread", q).random() < self.p_misread:
+            return {"answer": MISREAD}
+        if flaw and rng.random() < 0.5:  # the stock phrase several annotators fall back on: equal strings
+            return {"answer": "Next to the table, calm."}
+        if flaw:  # an answer to another question: the consistency judge scores it 0, it is regenerated
+            return {"answer": f"{OFF_TOPIC} {rng.choice(WORDS)}."}
+        w, m = rng.choice(WORDS), rng.choice(MOODS)
+        return {"answer": rng.choice(ANSWER_FORMS).format(w=w, m=m)}
 
     def _maia_consistency(self, text, body, rng, flaw):
-        return {"score": 0 if flaw else rng.choice([1, 1, 1, 2])}
+        a = _field(text, "A:")
+        return {"score": 0 if MISREAD in a or a.startswith(OFF_TOPIC) else rng.choice([1, 1, 1, 2])}
 
     def _maia_pool_contradiction(self, text, body, rng, flaw):
         return {"contradiction": flaw, "conflicting": [1, 2] if flaw else []}
 
     def _maia_rephrase_equal(self, text, body, rng, flaw):
-        a, b = rng.sample(WORDS, 2)
-        return {"text": f"Beside a {a} and a {b}."}
+        return {"text": " ".join(rng.sample(WORDS + VERBS, 4)).capitalize() + "."}
 
     _maia_rephrase_overlap = _maia_rephrase_equal
 

@@ -18,6 +18,8 @@ def test_recipe_chain_against_the_plausible_model(
 ):
     assets, batch, extra = _chain(paper, recipe_overrides)
     store = _seed(paper, request, tmp_path)
+    if paper == "maia":  # the paper's foil rounds, not the fixture's 1: one bad foil costs its whole pool
+        recipe_overrides("maia", {"foils": {"max_rounds": 3}})
     model = Plausible(seed=11, p_flaw=0.3)
     llm_double.responder = model
     instance = dg.DagsterInstance.ephemeral()
@@ -26,7 +28,7 @@ def test_recipe_chain_against_the_plausible_model(
     res = dg.materialize(assets, partition_key=batch, instance=instance, resources=resources, raise_on_error=False)
     assert res.success, [e.event_specific_data.error.message for e in res.all_events if e.is_step_failure]
     items = store.read(assets[-1].key.path[-1])
-    assert len(items) > 0, store.read("rejects")[["stage", "reason"]].value_counts()
+    assert len(items) > 0, store.read("rejects")[["stage", "reason", "detail"]].to_string()
     assert not (items["backend"] == "stub").any()
     assert (items["profile"] == "paper").all()  # no profile named: the rows say the paper's settings made them
     assert not items["lineage"].fillna("").str.contains('"stub"').any()

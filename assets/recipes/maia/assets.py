@@ -2,7 +2,9 @@
 
 maia_questions → maia_answer_pools (+ maia_pool_stats) → maia_statements (+ maia_pool_stats)
 → maia_foils (+ llm_attempts) → maia_items. Logic lives in forge/recipes/maia; these bodies
-read inputs, batch the LLM calls of a partition into one engine run per step, and publish.
+read inputs, run each question's pool on its own thread (``pool_flow.each_pool``: answers and
+statements; foils flow per item through refine), and publish whole pools only (8 members, or the
+pool is a reject with its reason).
 
 Stub output (``forge.llm.stub.advisory``, the one policy every recipe uses): judge verdicts
 (consistency, pool contradiction, structural check, NLI) and the checks that fail only on
@@ -21,13 +23,14 @@ import pandas as pd
 from assets.common import SINGLE_RUN, Progress, StageRun, batches, stage_check_specs, table_metadata
 from forge.checks.text import pool_stats
 from forge.llm.prompts import load_prompt
-from forge.llm.refine import ATTEMPT_COLUMNS, refine
+from forge.llm.refine import refine
 from forge.llm.stub import advisory
 from forge.llm.types import ImageInput, LLMRequest
 from forge.recipes.maia import foils as F
+from forge.recipes.maia import pool_flow as PF
 from forge.recipes.maia import questions as Q
 from forge.recipes.maia.items import build_items
-from forge.recipes.maia.pools import Pool, RephraseTask, postprocess_pools
+from forge.recipes.maia.pools import Pool
 from forge.recipes.maia.taxonomy import CATEGORIES_FILE, CATEGORY_NAMES, categories
 from forge.recipes.settings import recipe_settings, with_profile
 from forge.storage import RejectLog, TableStore
@@ -271,79 +274,7 @@ def _check_questions(rows: list[dict[str, Any]], log: RejectLog, max_overlap: fl
     return pd.DataFrame(out, columns=cols)
 
 
-# -- shared: pool rephrasing -------------------------------------------------------------------
-def rephraser(engine: Any, stage: str, batch: str, attempts: list[dict[str, Any]]):
-    equal_p, overlap_p = load_prompt(P["rephrase_equal"]), load_prompt(P["rephrase_overlap"])
-    results: dict[int, Any] = {}
-
-    def rephrase(tasks: list[RephraseTask]) -> list[str | None]:
-        reqs = []
-        for t in tasks:
-            if t.kind == "equal":
-                reqs.append(
-                    LLMRequest(
-                        item_id=t.member_id,
-                        prompt=equal_p,
-                        variables={"question": t.context["question"], "text": t.text},
-                    )
-                )
-            else:
-                others = "\n".join(f"A{k + 1}: {o}" for k, o in enumerate(t.others))
-                reqs.append(
-                    LLMRequest(
-                        item_id=t.member_id,
-                        prompt=overlap_p,
-                        params={"seed": t.round},
-                        variables={
-                            "question": t.context["question"],
-                            "others": others,
-                            "text": t.text,
-                            "n_last": len(t.others) + 1,
-                        },
-                    )
-                )
-        res = engine.run(stage, batch, reqs)
-        for t, r in zip(tasks, res):
-            results[id(t)] = r
-        return [str(r.data["text"]) if r.ok else None for r in res]
-
-    def on_result(task: RephraseTask, new: str | None, accepted: bool) -> None:
-        r = results.get(id(task))
-        attempts.append(
-            {
-                "stage": stage,
-                "partition": batch,
-                "item_id": task.member_id,
-                "round": task.round,
-                "step": f"rephrase:{task.kind}",
-                "prompt_name": r.prompt_name if r else "",
-                "prompt_hash": r.prompt_hash if r else "",
-                "model": r.model if r else "",
-                "backend": r.backend if r else engine.backend_name,
-                "ok": bool(r and r.ok),
-                "cached": bool(r and r.cached),
-                "verdict": "pass" if accepted else "major",
-                "feedback": None if accepted else f"still equal or > threshold overlap: {task.kind}",
-                "output": json.dumps({"text": new}) if new is not None else None,
-                "error": r.error if r and not r.ok else None,
-                "advisory": advisory(engine),
-                "final_status": "accepted",
-            }
-        )
-
-    return rephrase, on_result
-
-
-def finalise_attempts(attempts: list[dict[str, Any]], pools: list[Pool]) -> pd.DataFrame:
-    """One row per (member, round, step); final_status says whether the member survived."""
-    dropped = {p.member_ids[i] for p in pools for i in p.dropped}
-    df = pd.DataFrame(attempts, columns=ATTEMPT_COLUMNS)
-    if len(df):
-        df["final_status"] = df["item_id"].map(lambda m: "rejected" if m in dropped else "accepted")
-        df = df.drop_duplicates(subset=["stage", "partition", "item_id", "round", "step"], keep="last")
-    return df
-
-
+# -- shared: pool outcomes -----------------------------------------------------------------------
 def stats_row(
     kind: str, p: Pool, q: dict[str, Any], status: str, reason: str | None, n_initial: int, extra: dict[str, Any]
 ) -> dict[str, Any]:
@@ -356,7 +287,7 @@ def stats_row(
         "status": status,
         "reason": reason,
         "n_initial": n_initial,
-        "n_final": len(p.kept_texts()),
+        "n_final": len(p.kept_texts()) if status == "kept" else 0,
         "equal_pairs_before": b["equal_pairs"],
         "equal_pairs_after": a["equal_pairs"],
         "pairs_over_threshold_before": b["pairs_over_threshold"],
@@ -370,6 +301,17 @@ def stats_row(
     return row
 
 
+def record_pool(run: StageRun, log: RejectLog, out: PF.PoolOutcome) -> None:
+    """A pool's attempt rows and rejects: every failing member with its reason, and a rejected pool
+    once more as a whole (its question id, the reason and each member's own reason)."""
+    for df in PF.pool_final_status(out).attempts:
+        run.add_attempts(df)
+    for mid, reason, detail in out.member_rejects:
+        log.add(mid, reason, detail=detail, related_id=out.key)
+    if out.status == "rejected":
+        log.add(out.key, out.reason or "pool_rejected", detail=out.detail or "")
+
+
 def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
     kept = stats[stats["status"] == "kept"] if len(stats) else stats
     ref = settings().get("reference", {})
@@ -377,6 +319,7 @@ def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
         "pools": int(len(stats)),
         "pools_kept": int(len(kept)),
         "pool_reject_rate": round(1 - len(kept) / len(stats), 4) if len(stats) else 0.0,
+        "pool_reject_reasons": stats["reason"].dropna().value_counts().to_dict() if len(stats) else {},
         "overlap_mean_after": round(float(kept["overlap_mean_after"].mean()), 4) if len(kept) else None,
         "overlap_mean_cw_after": round(float(kept["overlap_mean_cw_after"].mean()), 4) if len(kept) else None,
         "ttr_after": round(float(kept["ttr_after"].mean()), 4) if len(kept) else None,
@@ -389,6 +332,16 @@ def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
             {k: v for k, v in ref.items() if k.startswith(ref_prefix)}
         ),
     }
+
+
+def pool_prompts(generate: str) -> PF.PoolPrompts:
+    return PF.PoolPrompts(
+        generate=load_prompt(P[generate]),
+        rephrase_equal=load_prompt(P["rephrase_equal"]),
+        rephrase_overlap=load_prompt(P["rephrase_overlap"]),
+        consistency=load_prompt(P["consistency"]),
+        contradiction=load_prompt(P["contradiction"]),
+    )
 
 
 # -- 2. answer pools ---------------------------------------------------------------------------
@@ -405,8 +358,9 @@ def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
     ),
     check_specs=stage_check_specs("maia_answer_pools", ["maia_answer_pools", "maia_pool_stats"]),
     metadata=table_metadata(["maia_answer_pools"]),
-    description="MAIA 8-answer pools (App. A.3–A.4): generated with diversity (or imported), consistency 0/1/2, "
-    "contradiction inside the pool, equal strings and >50 % lexical overlap rephrased, TTR per pool.",
+    description="MAIA 8-answer pools (App. A.3–A.4): 8 independent annotator requests (persona i, seed i) or the "
+    "imported answers, consistency 0/1/2 and contradiction inside the pool (failing answers regenerated with "
+    "feedback), equal strings and >50 % lexical overlap rephrased; a pool short of 8 is rejected whole.",
 )
 def maia_answer_pools(
     context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource
@@ -414,136 +368,42 @@ def maia_answer_pools(
     run = StageRun(context, storage, llm, tables=["maia_answer_pools", "maia_pool_stats"])
     store, engine, stage = run.store, run.engine, run.stage
     acfg, pcfg = settings()["answers"], settings()["pools"]
-    gen_p, cons_p, contra_p = load_prompt(P["answers"]), load_prompt(P["consistency"]), load_prompt(P["contradiction"])
-    attempt_frames = run.attempts
+    prompts, size = pool_prompts("answers"), int(acfg["pool_size"])
     for batch, log in run.partitions():
         qs = store.read_batch("maia_questions", batch)
-        qrecs = qs.to_dict("records") if len(qs) else []
-        # 1. pools: imported answers as they are, else one generation per question
-        need = [q for q in qrecs if q.get("imported_answers") is None or len(q["imported_answers"]) == 0]
-        reqs = [
-            LLMRequest(
-                item_id=q["question_id"],
-                prompt=gen_p,
-                images=images(store, list(q["media_paths"]), int(acfg.get("max_images", 8))),
-                variables={
-                    "question": q["question"],
-                    "category": categories()[q["category"]].label,
-                    "definition": categories()[q["category"]].definition,
-                    "evidence": "(see frames)",
-                    "n_answers": int(acfg["pool_size"]),
-                },
+        qmap = {q["question_id"]: q for q in (qs.to_dict("records") if len(qs) else [])}
+
+        def body(qid: str) -> PF.PoolOutcome:
+            q = qmap[qid]  # noqa: B023 - the pools run inside this batch's each_pool call
+            if q.get("imported_answers") is not None and len(q["imported_answers"]):
+                return PF.build_answer_pool(
+                    engine, stage, batch, q, prompts, acfg, pcfg, imported=list(q["imported_answers"])
+                )  # noqa: B023
+            cat = categories()[q["category"]]
+            reqs = PF.annotator_requests(
+                q,
+                prompts.generate,
+                images(store, list(q["media_paths"]), int(acfg.get("max_images", 8))),
+                {"category": cat.label, "definition": cat.definition, "evidence": "(see frames)"},
+                list(acfg["personas"]),
+                size,
             )
-            for q in need
-        ]
-        gen = {r.item_id: r for r in engine.run(stage, batch, reqs)}
-        pools: list[tuple[dict[str, Any], list[str], Any]] = []
-        for q in qrecs:
-            if q["question_id"] in gen:
-                r = gen[q["question_id"]]
-                if not r.ok:
-                    log.add(q["question_id"], "llm_failed", r.error_class or "", r.error or "")
-                    continue
-                pools.append((q, [str(a).strip() for a in r.data["answers"]], r))
-            else:
-                pools.append((q, [str(a) for a in q["imported_answers"]], None))
-        # 2. consistency of every answer (Fig. 9A) and contradiction inside each pool (Fig. 9B)
-        cons_reqs = [
-            LLMRequest(
-                item_id=f"{q['question_id']}_a{i}", prompt=cons_p, variables={"question": q["question"], "answer": a}
-            )
-            for q, ans, _ in pools
-            for i, a in enumerate(ans)
-        ]
-        cons = {r.item_id: r for r in engine.run(stage, batch, cons_reqs)}
-        contra_reqs = [
-            LLMRequest(
-                item_id=q["question_id"],
-                prompt=contra_p,
-                variables={
-                    "question": q["question"],
-                    "answers": "\n".join(f"A{i + 1}: {a}" for i, a in enumerate(ans)),
-                },
-            )
-            for q, ans, _ in pools
-        ]
-        contra = {r.item_id: r for r in engine.run(stage, batch, contra_reqs)}
-        pool_objs, meta, check_errors = [], {}, {}
-        for q, ans, gres in pools:
-            qid = q["question_id"]
-            ids = [f"{qid}_a{i}" for i in range(len(ans))]
-            p = Pool(key=qid, member_ids=ids, texts=ans, context={"question": q["question"]})
-            scores = {}
-            for i, mid in enumerate(ids):
-                r = cons[mid]
-                scores[i] = int(r.data["score"]) if r.ok else None
-                if not r.ok:  # fail closed: an answer whose check did not run is never kept as passed
-                    p.dropped[i] = "consistency_check_failed"
-                    check_errors[mid] = f"{r.error_class or ''}: {r.error or ''}".strip(": ")
-                elif scores[i] == 0 and not advisory(r):
-                    p.dropped[i] = "inconsistent_answer"
-            cr = contra[qid]
-            contradiction = bool(cr.data["contradiction"]) if cr.ok else None
-            # the pool's reject reason, or None; a failed contradiction check rejects the pool (fail closed)
-            pool_reject = (
-                "contradiction_check_failed"
-                if not cr.ok
-                else "pool_contradiction"
-                if contradiction and not advisory(cr) and bool(acfg.get("drop_contradicting_pools", True))
-                else None
-            )
-            if not cr.ok:
-                check_errors[qid] = f"{cr.error_class or ''}: {cr.error or ''}".strip(": ")
-            meta[qid] = (q, gres, scores, contradiction, len(ans), pool_reject)
-            pool_objs.append(p)
-        # 3. equal strings / lexical overlap → rephrase, bounded rounds
-        attempts: list[dict[str, Any]] = []
-        rephrase, on_result = rephraser(engine, stage, batch, attempts)
-        live = [p for p in pool_objs if not meta[p.key][5]]
-        postprocess_pools(
-            live,
-            rephrase,
-            threshold=float(pcfg["overlap_threshold"]),
-            max_rounds=int(pcfg["max_rephrase_rounds"]),
-            method=pcfg.get("overlap_method", "jaccard"),
-            on_result=on_result,
-            drop_unresolved=not advisory(engine),
-        )
-        attempt_frames.append(finalise_attempts(attempts, live))
+            return PF.build_answer_pool(engine, stage, batch, q, prompts, acfg, pcfg, requests=reqs)  # noqa: B023
+
         rows, stats = [], []
-        for p in pool_objs:
-            q, gres, scores, contradiction, n0, drop_pool = meta[p.key]
-            for i, why in sorted(p.dropped.items()):
-                mid = p.member_ids[i]
-                detail = f"{check_errors[mid]} — {p.texts[i]}" if mid in check_errors else p.texts[i]
-                log.add(mid, why, detail=detail, related_id=p.key)
-            status, reason = "kept", None
-            if drop_pool:
-                status, reason = "rejected", drop_pool
-                p.stats_before = p.stats_before or pool_stats(p.kept_texts())
-                p.stats_after = p.stats_after or p.stats_before
-            elif len(p.alive()) < int(acfg["min_pool_size"]):
-                status, reason = "rejected", "pool_too_small"
-            if status == "rejected":
-                log.add(p.key, reason, detail=check_errors.get(p.key) or f"{len(p.alive())}/{n0} answers kept")
-            stats.append(
-                stats_row(
-                    "answers",
-                    p,
-                    q,
-                    status,
-                    reason,
-                    n0,
-                    {
-                        "n_inconsistent": sum(1 for s in scores.values() if s == 0),
-                        "n_partially_consistent": sum(1 for s in scores.values() if s == 2),
-                        "contradiction": contradiction,
-                    },
-                )
-            )
-            if status != "kept":
+        for out in PF.each_pool(engine, list(qmap), body):
+            q, p = qmap[out.key], out.pool
+            record_pool(run, log, out)
+            extra = {
+                "n_inconsistent": out.n_inconsistent,
+                "n_partially_consistent": out.n_partially_consistent,
+                "contradiction": out.contradiction,
+            }
+            stats.append(stats_row("answers", p, q, out.status, out.reason, size, extra))
+            if out.status != "kept":
                 continue
             for i in p.alive():
+                res = out.results.get(i)
                 rows.append(
                     {
                         "answer_id": p.member_ids[i],
@@ -554,19 +414,20 @@ def maia_answer_pools(
                         "idx": i,
                         "answer": p.texts[i],
                         "original_answer": p.originals[i],
-                        "consistency": scores.get(i),
+                        "consistency": out.scores.get(i),
                         "rephrased": p.rephrased.get(i, 0),
-                        "origin": "generated" if gres is not None else "imported",
-                        "prompt_hash": gres.prompt_hash if gres else None,
-                        "model": gres.model if gres else "human",
-                        "backend": gres.backend if gres else "human",
+                        "regenerated": out.regenerated.get(i, 0),
+                        "origin": "generated" if res is not None else "imported",
+                        "prompt_hash": res.prompt_hash if res else None,
+                        "model": res.model if res else "human",
+                        "backend": res.backend if res else "human",
                     }
                 )
         run.put(batch, rows)
         run.put(f"answers__{batch}", stats, "maia_pool_stats")
     allstats = run.frame("maia_pool_stats")
     md = pool_metadata(allstats, "answers") if len(allstats) else {}
-    return run.publish(md, attempts_key="rephrase_attempts", record_attempts=True)
+    return run.publish(md, attempts_key="pool_attempts", record_attempts=True)
 
 
 # -- 3. true statements ------------------------------------------------------------------------
@@ -579,83 +440,43 @@ def maia_answer_pools(
         VERSION,
         settings().get("statements"),
         settings().get("pools"),
+        settings().get("answers", {}).get("pool_size"),
         files=[P["statement"], P["rephrase_equal"], P["rephrase_overlap"]],
     ),
     check_specs=stage_check_specs("maia_statements", ["maia_statements", "maia_pool_stats"]),
     metadata=table_metadata(["maia_statements"]),
-    description="MAIA true statements (App. A.5–A.6): one declarative statement per answer (question + answer), "
-    "then the same equal-string / lexical-overlap processing of each pool and TTR.",
+    description="MAIA true statements (App. A.5–A.6): one declarative statement per answer (question + answer; "
+    "a non-declarative one regenerated with feedback), the same equal-string / lexical-overlap processing of "
+    "each pool; a pool short of 8 statements is rejected whole.",
 )
 def maia_statements(
     context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource
 ) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm, tables=["maia_statements", "maia_pool_stats"])
-    store, engine, stage, attempt_frames = run.store, run.engine, run.stage, run.attempts
+    store, engine, stage = run.store, run.engine, run.stage
     scfg, pcfg = settings()["statements"], settings()["pools"]
-    prompt = load_prompt(P["statement"])
+    prompts, size = pool_prompts("statement"), int(settings()["answers"]["pool_size"])
     for batch, log in run.partitions():
         ans = store.read_batch("maia_answer_pools", batch)
         qs = store.read_batch("maia_questions", batch)
-        qmap = qs.set_index("question_id").to_dict("index") if len(qs) else {}
-        arecs = [
-            a
-            for a in (ans.sort_values(["question_id", "idx"]).to_dict("records") if len(ans) else [])
-            if a["question_id"] in qmap
-        ]
-        res = engine.run(
-            stage,
-            batch,
-            [
-                LLMRequest(
-                    item_id=a["answer_id"],
-                    prompt=prompt,
-                    variables={"question": qmap[a["question_id"]]["question"], "answer": a["answer"]},
-                )
-                for a in arecs
-            ],
-        )
-        by_q: dict[str, list[tuple[dict[str, Any], Any]]] = {}
-        for a, r in zip(arecs, res):
-            if not r.ok:
-                log.add(a["answer_id"], "llm_failed", r.error_class or "", r.error or "")
-                continue
-            by_q.setdefault(a["question_id"], []).append((a, r))
-        pools = [
-            Pool(
-                key=qid,
-                member_ids=[f"{qid}_s{int(a['idx'])}" for a, _ in members],
-                texts=[str(r.data["statement"]).strip() for _, r in members],
-                context={"question": qmap[qid]["question"]},
-            )
-            for qid, members in by_q.items()
-        ]
-        attempts: list[dict[str, Any]] = []
-        rephrase, on_result = rephraser(engine, stage, batch, attempts)
-        postprocess_pools(
-            pools,
-            rephrase,
-            threshold=float(pcfg["overlap_threshold"]),
-            max_rounds=int(pcfg["max_rephrase_rounds"]),
-            method=pcfg.get("overlap_method", "jaccard"),
-            on_result=on_result,
-            drop_unresolved=not advisory(engine),
-        )
-        attempt_frames.append(finalise_attempts(attempts, pools))
+        qmap = {q["question_id"]: q for q in (qs.to_dict("records") if len(qs) else [])}
+        by_q: dict[str, list[dict[str, Any]]] = {}
+        for a in ans.sort_values(["question_id", "idx"]).to_dict("records") if len(ans) else []:
+            if a["question_id"] in qmap:
+                by_q.setdefault(a["question_id"], []).append(a)
+
+        def body(qid: str) -> PF.PoolOutcome:
+            return PF.build_statement_pool(engine, stage, batch, qmap[qid], by_q[qid], prompts, scfg, pcfg, size)  # noqa: B023
+
         rows, stats = [], []
-        for p in pools:
-            q = {"question_id": p.key, **qmap[p.key]}
-            members = by_q[p.key]
-            for i, why in sorted(p.dropped.items()):
-                log.add(p.member_ids[i], why, detail=p.texts[i], related_id=p.key)
-            status, reason = "kept", None
-            if len(p.alive()) < int(scfg["min_pool_size"]):
-                status, reason = "rejected", "pool_too_small"
-                log.add(p.key, reason, detail=f"{len(p.alive())}/{len(members)} statements kept")
-            stats.append(stats_row("statements", p, q, status, reason, len(members), {}))
-            if status != "kept":
+        for out in PF.each_pool(engine, sorted(by_q), body):
+            q, p, members = qmap[out.key], out.pool, by_q[out.key]
+            record_pool(run, log, out)
+            stats.append(stats_row("statements", p, q, out.status, out.reason, len(members), {}))
+            if out.status != "kept":
                 continue
             for i in p.alive():
-                a, r = members[i]
+                a, res = members[i], out.results[i]
                 rows.append(
                     {
                         "statement_id": p.member_ids[i],
@@ -668,16 +489,17 @@ def maia_statements(
                         "statement": p.texts[i],
                         "original_statement": p.originals[i],
                         "rephrased": p.rephrased.get(i, 0),
-                        "prompt_hash": r.prompt_hash,
-                        "model": r.model,
-                        "backend": r.backend,
+                        "regenerated": out.regenerated.get(i, 0),
+                        "prompt_hash": res.prompt_hash,
+                        "model": res.model,
+                        "backend": res.backend,
                     }
                 )
         run.put(batch, rows)
         run.put(f"statements__{batch}", stats, "maia_pool_stats")
     allstats = run.frame("maia_pool_stats")
     md = pool_metadata(allstats, "statements") if len(allstats) else {}
-    return run.publish(md, attempts_key="rephrase_attempts", record_attempts=True)
+    return run.publish(md, attempts_key="pool_attempts", record_attempts=True)
 
 
 # -- 4. foils ------------------------------------------------------------------------------------
@@ -687,17 +509,22 @@ def maia_statements(
     kinds={"openai", "parquet"},
     deps=["maia_statements"],
     code_version=content_hash(
-        VERSION, settings().get("foils"), files=[*FOIL_PROMPTS, P["foil_structural"], CATEGORIES_FILE]
+        VERSION,
+        settings().get("foils"),
+        settings().get("answers", {}).get("pool_size"),
+        files=[*FOIL_PROMPTS, P["foil_structural"], CATEGORIES_FILE],
     ),
     check_specs=stage_check_specs("maia_foils", ["maia_foils"]),
     metadata=table_metadata(["maia_foils"]),
     description="MAIA foils (App. A.7–A.8): a minimal category-specific edit of each true statement (one prompt per "
-    "category), structural check + NLI contradiction test; entailed / invalid foils are regenerated.",
+    "category), structural check + NLI contradiction test; entailed / invalid foils are regenerated; a question whose 8 "
+    "statements do not all get a valid foil is rejected whole.",
 )
 def maia_foils(
     context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource, nli: NLIResource
 ) -> dg.MaterializeResult:
     stage_run, fcfg = StageRun(context, storage, llm), settings()["foils"]
+    size = int(settings()["answers"]["pool_size"])
     store, engine, stage = stage_run.store, stage_run.engine, stage_run.stage
     foil_prompts = {c: load_prompt(F.foil_prompt_file(PROMPTS, c)) for c in CATEGORY_NAMES}
     struct_p = load_prompt(P["foil_structural"])
@@ -706,8 +533,6 @@ def maia_foils(
     for batch, log in stage_run.partitions():
         st = store.read_batch("maia_statements", batch)
         recs = st.sort_values("statement_id").to_dict("records") if len(st) else []
-        cap = int(fcfg.get("max_statements_per_question", 8))
-        recs = [r for r in recs if int(r["idx"]) < cap] if cap else recs
         reqs = [
             LLMRequest(
                 item_id=r["statement_id"],
@@ -741,11 +566,21 @@ def maia_foils(
             parse_verdict=F.structural_verdict,
             max_rounds=int(fcfg["max_rounds"]),
         )
-        stage_run.add_attempts(run.attempts_frame())
         run.add_rejects(log)
+        # the pool is a unit: a question whose 8 statements did not all get a valid foil loses them all
+        short = PF.short_pools(recs, {o.item_id for o in run.accepted()}, size)
+        for qid, detail in short.items():
+            log.add(qid, "pool_too_small", detail=detail)
+        lost = {r["statement_id"] for r in recs if r["question_id"] in short}
+        att = run.attempts_frame()
+        if len(att):
+            att.loc[att["item_id"].isin(lost), "final_status"] = "rejected"
+        stage_run.add_attempts(att)
         by_id = {r["statement_id"]: r for r in recs}
         rows = []
         for o in run.accepted():
+            if o.item_id in lost:
+                continue
             r, foil = by_id[o.item_id], str(o.data["foil"]).strip()
             dist, ratio = F.edit_size(r["statement"], foil)
             structural = next((a for a in reversed(o.attempts) if a["step"] == "judge"), None)
@@ -790,7 +625,7 @@ def maia_foils(
     **COMMON,
     kinds={"python", "parquet"},
     deps=["maia_foils", "maia_answer_pools", "maia_questions", "maia_statements"],
-    code_version=content_hash(VERSION, settings().get("items")),
+    code_version=content_hash(VERSION, settings().get("items"), settings().get("answers", {}).get("pool_size")),
     check_specs=stage_check_specs("maia_items", ["maia_items"]),
     metadata=table_metadata(["maia_items"]),
     description="MAIA items (§4): statement_verification (true vs foil, A/B by a seeded shuffle) and open_ended "
@@ -814,6 +649,7 @@ def maia_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
             store.read_batch("maia_foils", batch),
             units,
             seed=str(settings().get("items", {}).get("seed", "maia")),
+            pool_size=int(settings()["answers"]["pool_size"]),
         )
         run.put(batch, with_profile(items, "maia"))
     run.show_items()

@@ -53,14 +53,24 @@ def _pool_check(kind: str) -> dg.AssetChecksDefinition:
         asset=asset,
         name=f"maia_{kind}_lexical_diversity",
         blocking=False,
-        description=f"Kept {kind} pools: no equal strings, no pair above the overlap threshold; mean "
-        "overlap and TTR (all tokens and content words) next to MAIA's figures.",
+        description=f"Kept {kind} pools: exactly pool_size members, no equal strings, no pair above the overlap "
+        "threshold; mean overlap and TTR (all tokens and content words) next to MAIA's figures.",
     )
     def _check(storage: StorageResource) -> dg.AssetCheckResult:
         st = _read(storage, "maia_pool_stats", where="kind = ?", params=[kind])
         kept = st[st["status"] == "kept"] if len(st) else st
+        size = int(settings()["answers"]["pool_size"])
+        # a kept pool is whole (exactly pool_size members) and diverse
         bad = (
-            int(((kept["pairs_over_threshold_after"] > 0) | (kept["equal_pairs_after"] > 0)).sum()) if len(kept) else 0
+            int(
+                (
+                    (kept["pairs_over_threshold_after"] > 0)
+                    | (kept["equal_pairs_after"] > 0)
+                    | (kept["n_final"] != size)
+                ).sum()
+            )
+            if len(kept)
+            else 0
         )
         md: dict[str, Any] = {
             "pools": len(st),

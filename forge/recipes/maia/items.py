@@ -43,6 +43,20 @@ def _backend(*values: Any) -> str:
     return "openai" if any(v == "openai" for v in values) else "human"
 
 
+def complete_pools(answers: pd.DataFrame, statements: pd.DataFrame, foils: pd.DataFrame, size: int) -> set[str]:
+    """Question ids with exactly ``size`` answers, statements and foils, on the same pool indices."""
+
+    def members(df: pd.DataFrame, col: str) -> dict[str, frozenset[str]]:
+        if not len(df):
+            return {}
+        return {
+            str(q): frozenset(str(v).rsplit("_", 1)[-1][1:] for v in g[col]) for q, g in df.groupby("question_id")
+        }
+
+    a, s, f = members(answers, "answer_id"), members(statements, "statement_id"), members(foils, "foil_id")
+    return {q for q, idx in a.items() if len(idx) == size and s.get(q) == idx and f.get(q) == idx}
+
+
 def build_items(
     questions: pd.DataFrame,
     answers: pd.DataFrame,
@@ -50,10 +64,15 @@ def build_items(
     foils: pd.DataFrame,
     clip_info: dict[str, dict[str, Any]],
     seed: str = "maia",
+    pool_size: int = 8,
 ) -> pd.DataFrame:
-    """One ``statement_verification`` item per accepted foil, one ``open_ended`` item per
-    question whose answer pool survived."""
+    """One ``statement_verification`` item per foil and one ``open_ended`` item per question, only
+    for questions whose pool is whole: ``pool_size`` answer/statement/foil triples on the same
+    indices (the stages reject short pools whole; this keeps a partial pool from ever reaching an
+    export, e.g. after a re-run of one stage)."""
     rows: list[dict[str, Any]] = []
+    whole = complete_pools(answers, statements, foils, pool_size)
+    questions = questions[questions["question_id"].isin(whole)] if len(questions) else questions
     q_by_id = {r["question_id"]: r for r in questions.to_dict("records")} if len(questions) else {}
     st_by_id = {r["statement_id"]: r for r in statements.to_dict("records")} if len(statements) else {}
     for f in foils.to_dict("records"):

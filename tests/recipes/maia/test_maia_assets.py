@@ -33,6 +33,17 @@ BASE = [
     "Close to the entrance of the pizzeria.",
     "Inside the restaurant, opposite the door.",
 ]
+CHEF = BASE[:5] + [BASE[4], BASE[6], "The chef stands beside the oven today."]
+MOODS = [
+    "He looks focused.",
+    "Calm and concentrated on the dough.",
+    "BANANA split tastes great.",
+    "Quite cheerful, smiling often.",
+    "Relaxed while kneading.",
+    "Serious but content.",
+    "Happy with his work.",
+    "Attentive, almost proud.",
+]
 _WORDS = (
     "apple",
     "brick",
@@ -94,30 +105,14 @@ def responder(body):
         if "Category: spatial total" in full:
             return Reply.json({"question_a": Q_CHEF, "question_b": Q_BIKE})
         return Reply.json({"question_a": Q_MOOD, "question_b": Q_YESNO})
-    if name == "maia_answers":
-        q = field(body, "Question:")
+    if name == "maia_answers":  # one annotator per request: its seed is its index in the pool
+        q, i = field(body, "Question:"), int(body["seed"])
         if q == Q_CHEF:  # one equal pair (4/5) and one overlapping pair (0/7)
-            return Reply.json({"answers": BASE[:5] + [BASE[4], BASE[6], "The chef stands beside the oven today."]})
-        if q == Q_MOOD:  # answer 3 does not answer the question
-            moods = [
-                "He looks focused.",
-                "Calm and concentrated on the dough.",
-                "BANANA split tastes great.",
-                "Quite cheerful, smiling often.",
-                "Relaxed while kneading.",
-                "Serious but content.",
-                "Happy with his work.",
-                "Attentive, almost proud.",
-            ]
-            return Reply.json({"answers": moods})
-        return Reply.json(
-            {
-                "answers": [
-                    f"Bicycle spot {w} alpha" if i == 0 else f"{w} bicycle leaning idea{i}"
-                    for i, w in enumerate(["red", "blue", "green", "gray", "pink", "teal", "gold", "navy"])
-                ]
-            }
-        )
+            return Reply.json({"answer": CHEF[i]})
+        if q == Q_MOOD:  # answer 3 does not answer the question, until told so
+            return Reply.json({"answer": "Focused on the dough." if i == 2 and "Feedback" in full else MOODS[i]})
+        colors = ["red", "blue", "green", "gray", "pink", "teal", "gold", "navy"]
+        return Reply.json({"answer": f"Bicycle spot {colors[i]} alpha" if i == 0 else f"{colors[i]} bicycle leaning idea{i}"})
     if name == "maia_consistency":
         return Reply.json({"score": 0 if "BANANA" in field(body, "A:") else 1})
     if name == "maia_pool_contradiction":
@@ -125,7 +120,7 @@ def responder(body):
     if name in ("maia_rephrase_equal", "maia_rephrase_overlap"):
         return Reply.json({"text": fresh()})
     if name == "maia_statement":
-        return Reply.json({"statement": field(body, "A:")})
+        return Reply.json({"statement": field(body, "A:").replace("I think ", "")})
     if name and name.startswith("maia_foil_") and name != "maia_foil_structural":
         caption = field(body, "C:")
         words = caption.rstrip(".").split()
@@ -243,15 +238,18 @@ def test_generated_path_every_branch(corpus, llm_double, llm_double_resource):
     assert (qs["origin"] == "generated").all() and (qs["backend"] == "openai").all()
     assert qs.loc[qs["question"] == Q_CHEF, "pair_overlap"].iloc[0] == 0.0
 
-    # answers: the inconsistent one is dropped; the equal and overlapping ones are rephrased
+    # answers: the inconsistent one is regenerated with feedback; the equal and overlapping ones are rephrased
     ans = store.read("maia_answer_pools")
     chef = ans[ans["question_id"] == qs.loc[qs["question"] == Q_CHEF, "question_id"].iloc[0]]
     assert len(chef) == 8 and chef["rephrased"].sum() == 2
     assert set(chef.loc[chef["rephrased"] > 0, "idx"]) == {5, 7}
     mood = ans[ans["question_id"] == qs.loc[qs["question"] == Q_MOOD, "question_id"].iloc[0]]
-    assert len(mood) == 7 and not mood["answer"].str.contains("BANANA").any()
-    assert ("maia_answer_pools", "inconsistent_answer") in reasons
+    assert len(mood) == 8 and not mood["answer"].str.contains("BANANA").any()
+    assert mood.set_index("idx").loc[2, ["answer", "regenerated"]].tolist() == ["Focused on the dough.", 1]
+    assert mood.loc[mood["idx"] != 2, "regenerated"].eq(0).all()
+    assert ("maia_answer_pools", "inconsistent_answer") not in reasons  # regenerated, not dropped
     stats = store.read("maia_pool_stats")
+    assert stats.set_index(["kind", "question_id"]).loc[("answers", mood["question_id"].iloc[0]), "n_inconsistent"] == 1
     a_chef = stats[(stats["kind"] == "answers") & (stats["question_id"] == chef["question_id"].iloc[0])].iloc[0]
     assert a_chef["equal_pairs_before"] == 1 and a_chef["equal_pairs_after"] == 0
     assert a_chef["pairs_over_threshold_before"] >= 2 and a_chef["pairs_over_threshold_after"] == 0
@@ -271,6 +269,11 @@ def test_generated_path_every_branch(corpus, llm_double, llm_double_resource):
     assert k_att.loc[k_att["step"] == "check:nli_contradiction", "verdict"].tolist() == ["major"]
     assert not fo["statement"].str.lower().str.contains("bicycle").any()
     assert ("maia_foils", "refine_max_rounds") in reasons
+    # the bicycle pool lost its foils: rejected whole, recorded with its reason, nothing of it downstream
+    bike = qs.loc[qs["question"] == Q_BIKE, "question_id"].iloc[0]
+    pool_rj = rj[(rj["stage"] == "maia_foils") & (rj["reason"] == "pool_too_small")]
+    assert pool_rj["item_id"].tolist() == [bike] and "0/8 valid foils" in pool_rj["detail"].iloc[0]
+    assert fo.groupby("question_id").size().eq(8).all() and bike not in set(fo["question_id"])
     assert (fo["edit_distance"] == 1).all() and fo["structural_valid"].all()
     assert (fo["nli_label"] != "entailment").all()
     assert set(att["stage"]) >= {"maia_answer_pools", "maia_foils"}
@@ -278,8 +281,10 @@ def test_generated_path_every_branch(corpus, llm_double, llm_double_resource):
     # items: one SV pair per foil, open-ended per kept question with its references
     items = store.read("maia_items")
     sv, oe = items[items["task"] == "statement_verification"], items[items["task"] == "open_ended"]
-    assert len(sv) == len(fo) and set(sv["answer"]) <= {"A", "B"}
-    assert len(oe) == ans["question_id"].nunique()
+    assert len(sv) == len(fo) == 16 and set(sv["answer"]) <= {"A", "B"}
+    per_q = sv["labels"].map(lambda s: json.loads(s)["question_id"]).value_counts()
+    assert per_q.eq(8).all() and bike not in per_q.index  # whole pools only
+    assert len(oe) == 2 and ans["question_id"].nunique() == 3 and all(len(r) == 8 for r in oe["references"])
     assert (items["channel"] == "PizzaChan").all() and (items["source_item_id"] == "vid1").all()
     assert all(len(p) == 4 for p in items["media_paths"])
     calls = store.read("llm_calls")

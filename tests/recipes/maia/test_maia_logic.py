@@ -140,12 +140,23 @@ def test_items_seeded_ab_and_open_ended():
     )
     ans = pd.DataFrame(
         [
-            {"question_id": "q1", "idx": i, "answer": f"ans {i}", "backend": "openai", "model": "m", "prompt_hash": "h"}
+            {
+                "answer_id": f"q1_a{i}",
+                "question_id": "q1",
+                "idx": i,
+                "answer": f"ans {i}",
+                "backend": "openai",
+                "model": "m",
+                "prompt_hash": "h",
+            }
             for i in range(8)
         ]
     )
     st = pd.DataFrame(
-        [{"statement_id": f"q1_s{i}", "idx": i, "statement": f"true {i}", "backend": "openai"} for i in range(8)]
+        [
+            {"statement_id": f"q1_s{i}", "question_id": "q1", "idx": i, "statement": f"true {i}", "backend": "openai"}
+            for i in range(8)
+        ]
     )
     fo = pd.DataFrame(
         [
@@ -174,3 +185,7 @@ def test_items_seeded_ab_and_open_ended():
     assert set(sv["answer"]) == {"A", "B"}  # the shuffle uses both positions
     again = build_items(qs, ans, st, fo, info, seed="x")
     assert again["answer"].tolist() == items["answer"].tolist()
+    # a pool short of one foil (or one statement) yields no item at all: no partial pool downstream
+    assert build_items(qs, ans, st, fo.iloc[:7], info, seed="x").empty
+    assert build_items(qs, ans, st.iloc[1:], fo.iloc[1:], info, seed="x").empty
+    assert build_items(qs, ans, st, fo, info, seed="x", pool_size=9).empty
