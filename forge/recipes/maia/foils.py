@@ -13,27 +13,30 @@ from forge.checks.nli import NLIBackend
 from forge.checks.text import canonical, token_edit_distance, tokens
 from forge.llm.refine import Verdict
 from forge.llm.types import LLMRequest
-from forge.recipes.maia.taxonomy import categories
+from forge.recipes.maia.taxonomy import category
 
 
 def foil_prompt_file(prompts_dir: Path, category: str) -> Path:
     return prompts_dir / f"foil_{category}.yaml"
 
 
-def edit_size(statement: str, foil: str) -> tuple[int, float]:
-    """Token edit distance and its ratio to the statement's length."""
-    d = token_edit_distance(statement, foil)
-    return d, d / max(len(tokens(statement)), 1)
+def edit_size(statement: str, foil: str, lang: str = "en") -> tuple[int, float]:
+    """Token edit distance and its ratio to the statement's length (``lang``'s tokenisation:
+    in Italian ``dell'auto`` → ``dell'`` + ``auto``, so swapping the noun is one edit)."""
+    d = token_edit_distance(statement, foil, lang)
+    return d, d / max(len(tokens(statement, lang)), 1)
 
 
-def minimal_edit_check(max_edit_ratio: float) -> Callable[[LLMRequest, dict[str, Any]], Verdict | None]:
+def minimal_edit_check(
+    max_edit_ratio: float, lang: str = "en"
+) -> Callable[[LLMRequest, dict[str, Any]], Verdict | None]:
     def minimal_edit(req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
         caption, foil = req.variables["caption"], str(data.get("foil", ""))
         if not foil.strip():
             return Verdict("major", "The foil is empty.")
         if canonical(foil) == canonical(caption):
             return Verdict("major", "The foil is identical to the caption: change the category-specific block.")
-        _, ratio = edit_size(caption, foil)
+        _, ratio = edit_size(caption, foil, lang)
         if ratio > max_edit_ratio:
             return Verdict(
                 "major",
@@ -63,8 +66,8 @@ def nli_check(nli: NLIBackend, labels: dict[str, str]) -> Callable[[LLMRequest, 
     return nli_contradiction
 
 
-def structural_request(req: LLMRequest, data: dict[str, Any], prompt: Any) -> LLMRequest:
-    cat = categories()[req.variables["category_key"]]
+def structural_request(req: LLMRequest, data: dict[str, Any], prompt: Any, lang: str = "en") -> LLMRequest:
+    cat = category(req.variables["category_key"], lang)
     return LLMRequest(
         item_id=req.item_id,
         prompt=prompt,
