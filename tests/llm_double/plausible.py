@@ -34,6 +34,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from forge.checks.text import guess_language
 from tests.llm_double.server import Reply, message_text
 
 WORDS = (
@@ -52,6 +53,30 @@ MOODS = (
     "curious about the noise",
     "tired after a long day",
 )
+
+
+# Italian prompts (MAIA's ``language: it``) get Italian replies: nouns with their article (elided
+# "l'ombra" included, so the recipe's Italian tokenisation is exercised), moods, sentence frames.
+WORDS_IT = (
+    "il fiume|la lanterna|il mercato|la finestra|il giardino|la bicicletta|il bollitore|la scala|il frutteto|"
+    "il porto|l'ombra|il segnale|la coperta|la bussola|la tazza|il violino|il prato|il camino|il fischietto|"
+    "la tasca|il nastro|il balcone|la statua|l'orologio|la candela|la galleria|la piuma|lo specchio|il cuscino"
+).split("|")
+MOODS_IT = (
+    "calmo, concentrato sul lavoro",
+    "allegro e rilassato",
+    "teso ma deciso",
+    "annoiato, con lo sguardo altrove",
+    "orgoglioso del risultato",
+    "un po' infastidito",
+    "curioso di quello che succede",
+    "stanco dopo una lunga giornata",
+)
+
+
+def _italian(text: str) -> bool:
+    """The request's prompt is Italian (the same coarse test the offline stub uses)."""
+    return guess_language(text) == "it"
 
 
 def _rng(*parts: Any) -> random.Random:
@@ -211,6 +236,14 @@ class Plausible:
 
     # -- MAIA --------------------------------------------------------------------------
     def _maia_questions(self, text, body, rng, flaw):
+        if _italian(text):
+            a, b = rng.sample(WORDS_IT, 2)
+            if flaw:  # a yes/no question (no interrogative word): the recipe rejects it
+                return {"question_a": f"La persona tiene in mano {a}?", "question_b": f"Dove si trova {b}?"}
+            return {
+                "question_a": f"Dove si trova {a} rispetto alla persona durante il video?",
+                "question_b": f"Che cosa succede a {b} dopo che qualcuno si sposta?",
+            }
         a, b = rng.sample(WORDS, 2)
         if flaw:  # a yes/no question: the recipe rejects it
             return {"question_a": f"Is the person holding the {a}?", "question_b": f"Where is the {b} placed?"}
@@ -220,10 +253,15 @@ class Plausible:
         }
 
     def _maia_answers(self, text, body, rng, flaw):
-        words = rng.sample(WORDS, 8)
-        answers = [f"Next to the {w}, {rng.choice(MOODS)}." for w in words]
+        if _italian(text):
+            answers = [f"Si vede {w} lì vicino, {rng.choice(MOODS_IT)}." for w in rng.sample(WORDS_IT, 8)]
+        else:
+            answers = [f"Next to the {w}, {rng.choice(MOODS)}." for w in rng.sample(WORDS, 8)]
         if flaw:
             answers[3] = answers[2]  # an equal pair: rephrased by the recipe
+        _, schema = _schema(body)
+        if "answer" in ((schema or {}).get("properties") or {}):  # one annotator per request
+            return {"answer": answers[3] if flaw else answers[0]}
         return {"answers": answers}
 
     def _maia_consistency(self, text, body, rng, flaw):
@@ -233,6 +271,9 @@ class Plausible:
         return {"contradiction": flaw, "conflicting": [1, 2] if flaw else []}
 
     def _maia_rephrase_equal(self, text, body, rng, flaw):
+        if _italian(text):
+            a, b = rng.sample(WORDS_IT, 2)
+            return {"text": f"Compaiono {a} e {b}."}
         a, b = rng.sample(WORDS, 2)
         return {"text": f"Beside a {a} and a {b}."}
 
@@ -240,15 +281,21 @@ class Plausible:
 
     def _maia_statement(self, text, body, rng, flaw):
         a = _field(text, "A:")
+        if _italian(text):
+            return {"statement": f"Nel video, {a[0].lower() + a[1:] if a else 'la persona aspetta'}".rstrip(".") + "."}
         return {"statement": f"In the video, {a[0].lower() + a[1:] if a else 'the person waits'}".rstrip(".") + "."}
 
     def _maia_foil(self, text, body, rng, flaw):
         cap = _field(_first_user(body), "C:")
+        italian = _italian(text)
         words = cap.rstrip(".").split() or ["something", "happens"]
         if flaw:  # an entailed "foil": the caption itself, lightly reworded
+            if italian:
+                return {"foil": cap.replace("Nel video, ", "In questo video, ") or cap}
             return {"foil": cap.replace("In the video, ", "In this video, ") or cap}
         i = rng.randrange(len(words))
-        words[i] = rng.choice([w for w in WORDS if w != words[i]])
+        pool = [w.split("'")[-1].split()[-1] for w in WORDS_IT] if italian else WORDS
+        words[i] = rng.choice([w for w in pool if w != words[i]])
         return {"foil": " ".join(words) + "."}
 
     def _maia_foil_structural(self, text, body, rng, flaw):
@@ -258,7 +305,14 @@ class Plausible:
 
     def _nli(self, text, body, rng, flaw):
         s1, s2 = _field(text, "S1:"), _field(text, "S2:")
-        norm = [re.sub(r"\W+", " ", s).lower().replace("this video", "the video").strip() for s in (s1, s2)]
+        norm = [
+            re.sub(r"\W+", " ", s)
+            .lower()
+            .replace("this video", "the video")
+            .replace("in questo video", "nel video")
+            .strip()
+            for s in (s1, s2)
+        ]
         return {"label": "entailment" if norm[0] == norm[1] else "contradiction"}
 
     # -- VAGUE -------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import pandas as pd
 
 from forge.checks.mcq import shuffle_options
 from forge.recipes.maia.questions import stable_id
+from forge.recipes.maia.taxonomy import CAUSAL
 
 SV_QUESTION = "Which of the two statements is true for the video?"
 ITEM_COLUMNS = [
@@ -41,6 +42,12 @@ def _backend(*values: Any) -> str:
     if any(v == "stub" for v in values):
         return "stub"
     return "openai" if any(v == "openai" for v in values) else "human"
+
+
+def _causal(q: dict[str, Any]) -> dict[str, str]:
+    """``causal_type`` label of a causal question (explicit / implicit; Tables 10 and 13 report them apart)."""
+    t = q.get("causal_type")
+    return {"causal_type": str(t)} if q.get("category") == CAUSAL and isinstance(t, str) and t else {}
 
 
 def build_items(
@@ -86,6 +93,7 @@ def build_items(
                         "macro_category": q["macro_category"],
                         "question_id": q["question_id"],
                         "pool_index": int(st["idx"]),
+                        **_causal(q),
                     }
                 ),
                 "backend": _backend(q["backend"], st["backend"], f["backend"]),
@@ -128,7 +136,12 @@ def build_items(
                     "channel": info.get("channel"),
                     "batch": q["batch"],
                     "labels": json.dumps(
-                        {"category": q["category"], "macro_category": q["macro_category"], "question_id": qid}
+                        {
+                            "category": q["category"],
+                            "macro_category": q["macro_category"],
+                            "question_id": qid,
+                            **_causal(q),
+                        }
                     ),
                     "backend": _backend(q["backend"], *grp["backend"]),
                     "model": str(grp["model"].iloc[0]),

@@ -162,8 +162,14 @@ def _causal_split(cat: str, raw_type: Any) -> tuple[str, str | None]:
     )
     parts = set(cat.split("_"))
     if parts & {"causal", "causale"}:
-        found = [t for t, words in (("explicit", {"explicit", "esplicito", "esplicita"}),
-                                    ("implicit", {"implicit", "implicito", "implicita"})) if parts & words]
+        found = [
+            t
+            for t, words in (
+                ("explicit", {"explicit", "esplicito", "esplicita"}),
+                ("implicit", {"implicit", "implicito", "implicita"}),
+            )
+            if parts & words
+        ]
         return CAUSAL, typ if typ in CAUSAL_TYPES else (found[0] if found else None)
     return cat, None
 

@@ -201,7 +201,11 @@ def corpus(tmp_path, monkeypatch, recipe_overrides):
         "b1",
     )
     store.write("videos", pd.DataFrame([{"video_id": "vid1", "batch": "b1", "channel": "PizzaChan"}]), "b1")
-    recipe_overrides("maia", {"questions": {"categories": ["spatial_total", "sentiment"]}, "foils": {"max_rounds": 1}})
+    # English scripted replies: the `en` option (the paper default `it` has its own tests)
+    recipe_overrides(
+        "maia",
+        {"language": "en", "questions": {"categories": ["spatial_total", "sentiment"]}, "foils": {"max_rounds": 1}},
+    )
     return store
 
 
