@@ -295,7 +295,8 @@ class Plausible:
             return {"foil": cap.replace("In the video, ", "In this video, ") or cap}
         i = rng.randrange(len(words))
         pool = [w.split("'")[-1].split()[-1] for w in WORDS_IT] if italian else WORDS
-        words[i] = rng.choice([w for w in pool if w != words[i]])
+        elided = words[i].rsplit("'", 1)[0] + "'" if italian and "'" in words[i] else ""  # keep "l'" / "dell'"
+        words[i] = elided + rng.choice([w for w in pool if w != words[i]])
         return {"foil": " ".join(words) + "."}
 
     def _maia_foil_structural(self, text, body, rng, flaw):
