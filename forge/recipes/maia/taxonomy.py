@@ -55,9 +55,10 @@ class Category:
             label_text=tr.get("label"),
         )
 
-    def of_type(self, causal_type: str | None) -> Category:
-        """The causal type's own label, definition and example (other fields unchanged)."""
-        if not causal_type:
+    def of_type(self, causal_type: Any) -> Category:
+        """The causal type's own label, definition and example (other fields unchanged); no type
+        (None, or a table's null / NaN) is the category itself."""
+        if not isinstance(causal_type, str) or not causal_type:
             return self
         if causal_type not in self.types:
             raise ValueError(f"category {self.name!r} has no type {causal_type!r}; known: {sorted(self.types)}")

@@ -25,6 +25,7 @@ from forge.recipes.maia.release import causal_type_of_record
 from forge.recipes.maia.taxonomy import CATEGORY_NAMES, CAUSAL_TYPES, category
 from forge.recipes.settings import recipe_settings
 from tests.llm_double.plausible import Plausible
+from tests.recipes.maia.test_maia_assets import corpus  # noqa: F401 (fixture)
 
 ROOT = A.PROMPTS
 EN, IT = prompts_dir(ROOT, "en"), prompts_dir(ROOT, "it")
@@ -303,3 +304,66 @@ def test_plausible_double_italian_statement_and_foil():
     assert any(f["foil"].startswith("In questo video, ") for f in foils)
     edited = [f["foil"] for f in foils if not f["foil"].startswith("In questo video, ")]
     assert all(F.edit_size(cap, f, "it")[0] == 1 for f in edited)
+
+
+# -- the chain in Italian: over HTTP against the plausible model, and on the offline stub -------
+def _run_chain(store, llm):
+    import dagster as dg
+
+    from resources.nli import NLIResource
+    from resources.storage import StorageResource
+
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", ["b1"])
+    chain = [A.maia_questions, A.maia_answer_pools, A.maia_statements, A.maia_foils, A.maia_items]
+    res = dg.materialize(
+        chain,
+        partition_key="b1",
+        instance=instance,
+        resources={
+            "storage": StorageResource(data_dir=str(store.data_dir)),
+            "llm": llm,
+            "nli": NLIResource(backend="llm"),
+        },
+        raise_on_error=False,
+    )
+    assert res.success, [e.event_specific_data.error.message for e in res.all_events if e.is_step_failure]
+    items = store.read("maia_items")
+    assert len(items) > 0, store.read("rejects")[["stage", "reason"]].value_counts()
+    return items
+
+
+ITALIAN = {"language": "it", "questions": {"categories": ["causal", "spatial_total"]}, "foils": {"max_rounds": 1}}
+
+
+def test_italian_chain_against_the_plausible_model(corpus, recipe_overrides, llm_double, llm_double_resource):
+    recipe_overrides("maia", ITALIAN)
+    llm_double.responder = Plausible(seed=5, p_flaw=0.2)
+    items = _run_chain(corpus, llm_double_resource())
+    qs, st, fo = (corpus.read(t) for t in ("maia_questions", "maia_statements", "maia_foils"))
+    # Italian text throughout, judged by Italian rules
+    for text in [*qs["question"], *st["statement"], *fo["foil"]]:
+        assert guess_language(text) == "it", text
+    assert all(not Q.question_problems(q, lang="it") for q in qs["question"])
+    # the Italian prompt set was sent (hashes of the it/ files)
+    assert set(qs["prompt_hash"].dropna()) == {load_prompt(IT / "questions.yaml").hash}
+    # one clip: the first half of the clips → explicit causal questions, labelled on their items
+    assert set(qs.loc[qs["category"] == "causal", "causal_type"]) == {"explicit"}
+    assert set(qs.loc[qs["category"] != "causal", "causal_type"].dropna()) == set()
+    causal_labels = [json.loads(x) for x, c in zip(items["labels"], items["category"]) if c == "causal"]
+    assert causal_labels and {d["causal_type"] for d in causal_labels} == {"explicit"}
+
+
+def test_italian_chain_on_the_offline_stub(corpus, recipe_overrides, tmp_path):
+    from resources.llm import LLMResource
+
+    recipe_overrides("maia", ITALIAN)
+    items = _run_chain(corpus, LLMResource(backend="stub", cache_path=str(tmp_path / "c.sqlite")))
+    assert (items["backend"] == "stub").all()
+    qs = corpus.read("maia_questions")
+    # placeholders, marked as such, with Italian filler words (the prompts were Italian)
+    from forge.llm.stub import FILLERS
+
+    for q in qs["question"]:
+        mark, _field, *words = q.split()
+        assert mark == "[stub]" and words and set(words) <= set(FILLERS["it"]), q
