@@ -143,9 +143,7 @@ def maia_questions(
         for iq in imp_here:
             u = by_clip[iq.clip_id]
             rows.append(
-                _question_row(
-                    batch, u, iq.category, iq.slot, iq.question, "imported", None, iq.answers, iq.causal_type
-                )
+                _question_row(batch, u, iq.category, iq.slot, iq.question, "imported", None, iq.answers, iq.causal_type)
             )
         gen_units = (
             [] if cfg.get("import_only") else [u for u in units if u["clip_id"] not in {iq.clip_id for iq in imp_here}]
@@ -738,7 +736,7 @@ def maia_foils(
         labels: dict[str, str] = {}
         first_labels: dict[str, str] = {}
         nli_clf = nli.classifier(engine=engine, stage=f"{stage}_nli", partition=batch)
-        nli_inner = F.nli_check(nli_clf, labels)
+        nli_inner = F.nli_check(nli_clf, labels, lang)
 
         # on stub output the loop records NLI and structural verdicts as advisory attempts, never applies them
         def nli_contradiction(req: LLMRequest, data: dict[str, Any]):
@@ -757,7 +755,7 @@ def maia_foils(
             reqs,
             checks=[F.minimal_edit_check(float(fcfg["max_edit_ratio"]), lang), nli_contradiction],
             judge=judge,
-            parse_verdict=F.structural_verdict,
+            parse_verdict=lambda data: F.structural_verdict(data, lang),
             max_rounds=int(fcfg["max_rounds"]),
         )
         stage_run.add_attempts(run.attempts_frame())

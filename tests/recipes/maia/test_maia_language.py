@@ -134,7 +134,9 @@ def test_italian_minimal_edit_counts_elided_words():
     req = LLMRequest(item_id="s", prompt=None, variables={"caption": st})
     assert check(req, {"foil": "Il pizzaiolo mette la pizza nell'acqua."}) is None
     v = check(req, {"foil": "Una donna prende il caffè al bar."})
-    assert v is not None and v.label == "major"
+    assert v is not None and v.label == "major" and "non è minima" in v.feedback  # Italian feedback turn
+    assert F.structural_verdict({"valid": False, "reason": "stesso luogo"}, "it").feedback.startswith("Controllo")
+    assert set(F.FEEDBACK["it"]) == set(F.FEEDBACK["en"])
 
 
 # -- causal explicit / implicit ----------------------------------------------------------------
