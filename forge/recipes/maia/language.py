@@ -49,11 +49,6 @@ def prompt_file(root: Path, lang: str, name: str) -> Path:
     return path
 
 
-def prompt_names(root: Path, lang: str) -> list[str]:
-    """The prompt file names (stems) of the ``lang`` set."""
-    return sorted(p.stem for p in prompts_dir(root, lang).glob("*.yaml"))
-
-
 class LanguagePrompts(Mapping[str, Path]):
     """``P[name]`` → the prompt file of the *current* language (read per use, like the settings)."""
 

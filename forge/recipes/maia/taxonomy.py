@@ -82,12 +82,4 @@ def category(name: str, lang: str = "en", causal_type: str | None = None) -> Cat
     return categories()[name].localized(lang).of_type(causal_type)
 
 
-def causal_type_of(category_name: str, labels: dict[str, Any] | None) -> str | None:
-    """A row's causal type (``explicit`` / ``implicit``), None outside the causal category."""
-    if category_name != CAUSAL:
-        return None
-    t = (labels or {}).get("causal_type")
-    return t if t in CAUSAL_TYPES else None
-
-
 CATEGORY_NAMES: tuple[str, ...] = tuple(sorted(categories()))
