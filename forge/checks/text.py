@@ -118,6 +118,18 @@ def check_language(lang: str) -> str:
     return code
 
 
+def guess_language(text: str) -> str:
+    """The known language whose function words cover most of ``text``'s tokens (``en`` on a tie
+    or an empty text). Coarse on purpose: it tells an Italian prompt from an English one."""
+    best, best_share = "en", 0.0
+    for lang in LANGUAGES:
+        toks = tokens(text, lang)
+        share = sum(t in FUNCTION_WORDS_BY_LANG[lang] for t in toks) / len(toks) if toks else 0.0
+        if share > best_share:
+            best, best_share = lang, share
+    return best
+
+
 def normalise(text: str) -> str:
     t = unicodedata.normalize("NFKC", text or "").replace("\u2019", "'").replace("\u2018", "'")
     return t.casefold()

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from forge.checks.text import guess_language
 from forge.llm.stub import STUB_MARK, placeholder
 from forge.llm.tokens import count_message_tokens, count_tokens
 
@@ -310,6 +311,15 @@ def _short(exc: Exception, n: int = 300) -> str:
     return msg[:n]
 
 
+def _prompt_text(messages: list[dict[str, Any]]) -> str:
+    """The text parts of chat messages (what the stub reads to answer in the prompt's language)."""
+    out = []
+    for m in messages:
+        c = m.get("content")
+        out += [c] if isinstance(c, str) else [p.get("text", "") for p in c or [] if isinstance(p, dict)]
+    return "\n".join(out)
+
+
 class StubBackend:
     """Offline: a schema-valid placeholder per request, deterministic, no network."""
 
@@ -319,7 +329,7 @@ class StubBackend:
     async def complete(
         self, model, messages, params, response_format, schema, seed, *, timeouts=None, request_id=None
     ) -> Reply:
-        value = placeholder(schema, seed)
+        value = placeholder(schema, seed, guess_language(_prompt_text(messages)))
         text = json.dumps(value, ensure_ascii=False) if (schema or response_format) else f"{STUB_MARK} reply"
         return Reply(
             text=text,

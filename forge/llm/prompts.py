@@ -18,6 +18,8 @@ File format::
       required: [question, answer]
       properties: {question: {type: string}, answer: {type: string}}
     params: {temperature: 0.2}        # optional generation parameters
+    language: it                      # optional ISO 639-1 code of the prompt's text (the offline
+                                      # stub answers in it); absent = English
 
 ``prompt.hash`` is the content hash of the file plus the parser version, so editing a
 prompt (or changing how prompts are parsed) changes every hash derived from it. Rendering
@@ -80,6 +82,7 @@ class Prompt:
     params: dict[str, Any] = field(default_factory=dict)
     version: str | None = None
     strict: bool = False  # OpenAI strict json_schema (schema must be strict-compatible)
+    language: str = "en"  # ISO 639-1 code of the prompt's text
     hash: str = ""
     path: Path | None = field(default=None, compare=False)
 
@@ -143,6 +146,7 @@ def parse_prompt(doc: dict[str, Any], raw: bytes, path: Path | None = None) -> P
         "schema",
         "params",
         "strict",
+        "language",
     }
     if unknown:
         raise PromptError(f"{where}: unknown keys {sorted(unknown)}")
@@ -174,6 +178,7 @@ def parse_prompt(doc: dict[str, Any], raw: bytes, path: Path | None = None) -> P
         params=dict(doc.get("params") or {}),
         version=None if doc.get("version") is None else str(doc["version"]),
         strict=bool(doc.get("strict", False)),
+        language=str(doc.get("language") or "en"),
         hash=digest,
         path=path,
     )

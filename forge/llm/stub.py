@@ -27,15 +27,28 @@ _FILLER = (
 )  # fmt: skip
 
 
+# Italian prompts (MAIA's ``language: it``) get Italian filler, so placeholder text reads as the
+# language the recipe's checks tokenise.
+_FILLER_IT = (
+    "ambra", "bacino", "cedro", "delta", "brace", "favola", "bosco", "porto", "isola", "diaspro",
+    "nucleo", "lanterna", "prato", "nettare", "orbita", "ciottolo", "quarzo", "onda", "sella", "legname",
+    "velluto", "salice", "ancora", "rovo", "canyon", "duna", "eco", "fiordo", "ghiacciaio", "conca",
+    "avorio", "giungla", "gheppio", "laguna", "marmo", "nomade", "oasi", "prateria", "faretra", "vetta",
+    "tundra", "altopiano", "valle", "noce", "achillea", "zenit", "collina", "fontana", "lucciola", "mulino",
+)  # fmt: skip
+FILLERS: dict[str, tuple[str, ...]] = {"en": _FILLER, "it": _FILLER_IT}
+
+
 def _rng(seed: str) -> random.Random:
     return random.Random(int(hashlib.sha256(seed.encode()).hexdigest()[:16], 16))
 
 
-def placeholder(schema: dict[str, Any] | None, seed: str = "") -> Any:
-    """A value valid against ``schema`` (``{"text": ...}`` object when there is none)."""
+def placeholder(schema: dict[str, Any] | None, seed: str = "", lang: str = "en") -> Any:
+    """A value valid against ``schema`` (``{"text": ...}`` object when there is none); its filler
+    words are in ``lang`` (``FILLERS``; English for a language without a list)."""
     if not schema:
         return {"text": f"{STUB_MARK} placeholder"}
-    return _gen(schema, _rng(seed), schema, "value", 0)
+    return _gen(schema, _rng(seed), schema, "value", 0, FILLERS.get(lang, _FILLER))
 
 
 def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
@@ -48,7 +61,9 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _gen(schema: Any, rng: random.Random, root: dict[str, Any], name: str, depth: int) -> Any:
+def _gen(
+    schema: Any, rng: random.Random, root: dict[str, Any], name: str, depth: int, filler: tuple[str, ...] = _FILLER
+) -> Any:
     if schema is True or schema == {}:
         return f"{STUB_MARK} {name}"
     schema = _resolve(schema, root)
@@ -59,12 +74,12 @@ def _gen(schema: Any, rng: random.Random, root: dict[str, Any], name: str, depth
     for key in ("anyOf", "oneOf"):
         if key in schema:
             options = [s for s in schema[key] if _resolve(s, root).get("type") != "null"] or schema[key]
-            return _gen(options[0], rng, root, name, depth + 1)
+            return _gen(options[0], rng, root, name, depth + 1, filler)
     if "allOf" in schema:
         merged: dict[str, Any] = {}
         for s in schema["allOf"]:
             merged.update(_resolve(s, root))
-        return _gen(merged, rng, root, name, depth + 1)
+        return _gen(merged, rng, root, name, depth + 1, filler)
     typ = schema.get("type")
     if isinstance(typ, list):
         typ = next((t for t in typ if t != "null"), "null")
@@ -77,7 +92,7 @@ def _gen(schema: Any, rng: random.Random, root: dict[str, Any], name: str, depth
         for key, sub in props.items():
             if depth > 8 and key not in schema.get("required", ()):
                 continue
-            out[key] = _gen(sub, rng, root, key, depth + 1)
+            out[key] = _gen(sub, rng, root, key, depth + 1, filler)
         for key in schema.get("required", ()):
             if key not in out:
                 out[key] = f"{STUB_MARK} {key}"
@@ -89,7 +104,7 @@ def _gen(schema: Any, rng: random.Random, root: dict[str, Any], name: str, depth
         if hi is not None:
             n = min(n, int(hi))
         items = schema.get("items", {})
-        vals = [_gen(items, rng, root, f"{name}_{i}", depth + 1) for i in range(n)]
+        vals = [_gen(items, rng, root, f"{name}_{i}", depth + 1, filler) for i in range(n)]
         if schema.get("uniqueItems") and isinstance(items, dict) and "enum" in _resolve(items, root):
             pool = list(_resolve(items, root)["enum"])
             vals = pool[:n]
@@ -102,7 +117,7 @@ def _gen(schema: Any, rng: random.Random, root: dict[str, Any], name: str, depth
             return "2000-01-01"
         # Seeded filler words: two requests get different texts (so the demo's items survive
         # dedup) while the same request always gets the same one.
-        s = f"{STUB_MARK} {name} " + " ".join(rng.choice(_FILLER) for _ in range(3))
+        s = f"{STUB_MARK} {name} " + " ".join(rng.choice(filler) for _ in range(3))
         lo, hi = int(schema.get("minLength", 0)), schema.get("maxLength")
         if len(s) < lo:
             s = s + "x" * (lo - len(s))

@@ -36,6 +36,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from forge.checks.text import guess_language
 from tests.llm_double.server import Reply, message_text
 
 WORDS = (
@@ -64,6 +65,39 @@ ANSWER_FORMS = (
 )
 OFF_TOPIC = "The weather outside looks nice, with a"
 MISREAD = "I could not tell what the question is about."
+ANSWER_FORMS_IT = (
+    "Vicino a {w}, {m}.",
+    "Resta accanto a {w} e sembra {m}.",
+    "Proprio presso {w}; {m}.",
+    "Da qualche parte dietro {w}: {m}.",
+    "Di fianco a {w}, quasi sempre {m}.",
+)
+OFF_TOPIC_IT = "Il tempo fuori sembra bello, con"
+MISREAD_IT = "Non ho capito di che cosa parla la domanda."
+
+
+# Italian prompts (MAIA's ``language: it``) get Italian replies: nouns with their article (elided
+# "l'ombra" included, so the recipe's Italian tokenisation is exercised), moods, sentence frames.
+WORDS_IT = (
+    "il fiume|la lanterna|il mercato|la finestra|il giardino|la bicicletta|il bollitore|la scala|il frutteto|"
+    "il porto|l'ombra|il segnale|la coperta|la bussola|la tazza|il violino|il prato|il camino|il fischietto|"
+    "la tasca|il nastro|il balcone|la statua|l'orologio|la candela|la galleria|la piuma|lo specchio|il cuscino"
+).split("|")
+MOODS_IT = (
+    "calmo, concentrato sul lavoro",
+    "allegro e rilassato",
+    "teso ma deciso",
+    "annoiato, con lo sguardo altrove",
+    "orgoglioso del risultato",
+    "un po' infastidito",
+    "curioso di quello che succede",
+    "stanco dopo una lunga giornata",
+)
+
+
+def _italian(text: str) -> bool:
+    """The request's prompt is Italian (the same coarse test the offline stub uses)."""
+    return guess_language(text) == "it"
 
 
 def _rng(*parts: Any) -> random.Random:
@@ -231,6 +265,14 @@ class Plausible:
 
     # -- MAIA --------------------------------------------------------------------------
     def _maia_questions(self, text, body, rng, flaw):
+        if _italian(text):
+            a, b = rng.sample(WORDS_IT, 2)
+            if flaw:  # a yes/no question (no interrogative word): the recipe rejects it
+                return {"question_a": f"La persona tiene in mano {a}?", "question_b": f"Dove si trova {b}?"}
+            return {
+                "question_a": f"Dove si trova {a} rispetto alla persona durante il video?",
+                "question_b": f"Che cosa succede a {b} dopo che qualcuno si sposta?",
+            }
         a, b = rng.sample(WORDS, 2)
         if flaw:  # a yes/no question: the recipe rejects it
             return {"question_a": f"Is the person holding the {a}?", "question_b": f"Where is the {b} placed?"}
@@ -243,39 +285,54 @@ class Plausible:
         # one annotator per request (its persona and seed in the request): one answer, never the pool.
         # For a share p_misread of the questions the last annotator misread the question and keeps
         # answering off topic after feedback: the recipe drops the answer and rejects the pool whole.
-        q = _field(_first_user(body), "Question:")
+        it = _italian(text)
+        words, moods = (WORDS_IT, MOODS_IT) if it else (WORDS, MOODS)
+        q = _field(_first_user(body), "Domanda:" if it else "Question:")
         if body.get("seed") == 7 and _rng(self.seed, "misread", q).random() < self.p_misread:
-            return {"answer": MISREAD}
+            return {"answer": MISREAD_IT if it else MISREAD}
         if flaw and rng.random() < 0.5:  # the stock phrase several annotators fall back on: equal strings
-            return {"answer": "Next to the table, calm."}
+            return {"answer": "Vicino al tavolo, calmo." if it else "Next to the table, calm."}
         if flaw:  # an answer to another question: the consistency judge scores it 0, it is regenerated
-            return {"answer": f"{OFF_TOPIC} {rng.choice(WORDS)}."}
-        w, m = rng.choice(WORDS), rng.choice(MOODS)
-        return {"answer": rng.choice(ANSWER_FORMS).format(w=w, m=m)}
+            return {"answer": f"{OFF_TOPIC_IT if it else OFF_TOPIC} {rng.choice(words)}."}
+        return {
+            "answer": rng.choice(ANSWER_FORMS_IT if it else ANSWER_FORMS).format(
+                w=rng.choice(words), m=rng.choice(moods)
+            )
+        }
 
     def _maia_consistency(self, text, body, rng, flaw):
         a = _field(text, "A:")
-        return {"score": 0 if MISREAD in a or a.startswith(OFF_TOPIC) else rng.choice([1, 1, 1, 2])}
+        off = MISREAD in a or MISREAD_IT in a or a.startswith((OFF_TOPIC, OFF_TOPIC_IT))
+        return {"score": 0 if off else rng.choice([1, 1, 1, 2])}
 
     def _maia_pool_contradiction(self, text, body, rng, flaw):
         return {"contradiction": flaw, "conflicting": [1, 2] if flaw else []}
 
     def _maia_rephrase_equal(self, text, body, rng, flaw):
+        if _italian(text):
+            return {"text": " ".join(rng.sample(WORDS_IT, 2)).capitalize() + " compaiono insieme."}
         return {"text": " ".join(rng.sample(WORDS + VERBS, 4)).capitalize() + "."}
 
     _maia_rephrase_overlap = _maia_rephrase_equal
 
     def _maia_statement(self, text, body, rng, flaw):
         a = _field(text, "A:")
+        if _italian(text):
+            return {"statement": f"Nel video, {a[0].lower() + a[1:] if a else 'la persona aspetta'}".rstrip(".") + "."}
         return {"statement": f"In the video, {a[0].lower() + a[1:] if a else 'the person waits'}".rstrip(".") + "."}
 
     def _maia_foil(self, text, body, rng, flaw):
         cap = _field(_first_user(body), "C:")
+        italian = _italian(text)
         words = cap.rstrip(".").split() or ["something", "happens"]
         if flaw:  # an entailed "foil": the caption itself, lightly reworded
+            if italian:
+                return {"foil": cap.replace("Nel video, ", "In questo video, ") or cap}
             return {"foil": cap.replace("In the video, ", "In this video, ") or cap}
         i = rng.randrange(len(words))
-        words[i] = rng.choice([w for w in WORDS if w != words[i]])
+        pool = [w.split("'")[-1].split()[-1] for w in WORDS_IT] if italian else WORDS
+        elided = words[i].rsplit("'", 1)[0] + "'" if italian and "'" in words[i] else ""  # keep "l'" / "dell'"
+        words[i] = elided + rng.choice([w for w in pool if w != words[i]])
         return {"foil": " ".join(words) + "."}
 
     def _maia_foil_structural(self, text, body, rng, flaw):
@@ -285,7 +342,14 @@ class Plausible:
 
     def _nli(self, text, body, rng, flaw):
         s1, s2 = _field(text, "S1:"), _field(text, "S2:")
-        norm = [re.sub(r"\W+", " ", s).lower().replace("this video", "the video").strip() for s in (s1, s2)]
+        norm = [
+            re.sub(r"\W+", " ", s)
+            .lower()
+            .replace("this video", "the video")
+            .replace("in questo video", "nel video")
+            .strip()
+            for s in (s1, s2)
+        ]
         return {"label": "entailment" if norm[0] == norm[1] else "contradiction"}
 
     # -- VAGUE -------------------------------------------------------------------------

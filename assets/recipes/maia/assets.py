@@ -30,8 +30,9 @@ from forge.recipes.maia import foils as F
 from forge.recipes.maia import pool_flow as PF
 from forge.recipes.maia import questions as Q
 from forge.recipes.maia.items import build_items
+from forge.recipes.maia.language import LanguagePrompts, recipe_language
 from forge.recipes.maia.pools import Pool
-from forge.recipes.maia.taxonomy import CATEGORIES_FILE, CATEGORY_NAMES, categories
+from forge.recipes.maia.taxonomy import CATEGORIES_FILE, CATEGORY_NAMES, CAUSAL, categories, category
 from forge.recipes.settings import recipe_settings, with_profile
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
@@ -47,10 +48,15 @@ def settings() -> dict[str, Any]:
     return recipe_settings("maia")
 
 
-PROMPTS = Path(__file__).resolve().parent / "prompts"
-P = {
-    name: PROMPTS / f"{name}.yaml"
-    for name in (
+def language() -> str:
+    """The recipe's ``language`` (paper: ``it``): its prompt set and the tokenisation of its checks."""
+    return recipe_language(settings())
+
+
+PROMPTS = Path(__file__).resolve().parent / "prompts"  # English; prompts/it/ the Italian set
+P = LanguagePrompts(
+    PROMPTS,
+    (
         "questions",
         "answers",
         "consistency",
@@ -59,9 +65,11 @@ P = {
         "rephrase_overlap",
         "statement",
         "foil_structural",
-    )
-}
-FOIL_PROMPTS = [F.foil_prompt_file(PROMPTS, c) for c in CATEGORY_NAMES]
+        *(F.foil_prompt_file(Path(), c).stem for c in CATEGORY_NAMES),
+    ),
+    language,
+)
+FOIL_PROMPTS = [P[F.foil_prompt_file(Path(), c).stem] for c in CATEGORY_NAMES]
 COMMON = dict(group_name="maia", partitions_def=batches, backfill_policy=SINGLE_RUN)
 
 
@@ -138,7 +146,7 @@ def maia_questions(
         for iq in imp_here:
             u = by_clip[iq.clip_id]
             rows.append(
-                _question_row(batch, u, iq.category, iq.slot, iq.question, "imported", None, answers=iq.answers)
+                _question_row(batch, u, iq.category, iq.slot, iq.question, "imported", None, iq.answers, iq.causal_type)
             )
         gen_units = (
             [] if cfg.get("import_only") else [u for u in units if u["clip_id"] not in {iq.clip_id for iq in imp_here}]
@@ -148,6 +156,7 @@ def maia_questions(
                 log.add(u["clip_id"], "over_batch_cap", detail=f"max_clips_per_batch={cap}")
             gen_units = gen_units[:cap]
         jobs, reqs = [], []
+        ctypes = Q.causal_types([u["clip_id"] for u in gen_units])  # App. A.3 fn. 11
         for u in gen_units:
             if not u["media_paths"]:
                 log.add(u["clip_id"], "no_frames", detail="the clip has no clip_frame frames")
@@ -155,13 +164,14 @@ def maia_questions(
             imgs = images(store, u["media_paths"], int(cfg.get("max_images", 8)))
             for cat in cats:
                 jobs.append((u, cat))
+                ctype = ctypes[u["clip_id"]] if cat == CAUSAL else None
                 reqs.append(
                     LLMRequest(
                         item_id=f"{u['clip_id']}:{cat}",
                         prompt=prompt,
                         images=imgs,
                         variables={
-                            **Q.category_variables(cat),
+                            **Q.category_variables(cat, language(), ctype),
                             "evidence": Q.evidence_text(u["evidence"]),
                             "n_frames": len(imgs),
                         },
@@ -174,9 +184,10 @@ def maia_questions(
                 log.add(f"{u['clip_id']}:{cat}", "llm_failed", res.error_class or "", res.error or "")
                 continue
             qa, qb = str(res.data["question_a"]).strip(), str(res.data["question_b"]).strip()
-            rows.append(_question_row(batch, u, cat, "a", qa, "generated", res))
-            rows.append(_question_row(batch, u, cat, "b", qb, "generated", res))
-        run.put(batch, _check_questions(rows, log, float(cfg.get("pair_max_overlap", 0.5))))
+            ctype = ctypes[u["clip_id"]] if cat == CAUSAL else None
+            rows.append(_question_row(batch, u, cat, "a", qa, "generated", res, causal_type=ctype))
+            rows.append(_question_row(batch, u, cat, "b", qb, "generated", res, causal_type=ctype))
+        run.put(batch, _check_questions(rows, log, float(cfg.get("pair_max_overlap", 0.5)), language()))
     all_q = run.frame()
     return run.publish(
         {
@@ -195,6 +206,7 @@ def _question_row(
     origin: str,
     res: Any,
     answers: list[str] | None = None,
+    causal_type: str | None = None,
 ) -> dict[str, Any]:
     return {
         "question_id": Q.question_id(u["clip_id"], cat, slot),
@@ -204,6 +216,7 @@ def _question_row(
         "source": u["source"],
         "category": cat,
         "macro_category": categories()[cat].macro,
+        "causal_type": causal_type,  # causal only: explicit / implicit (App. A.2 fn. 10)
         "slot": slot,
         "question": text,
         "pair_overlap": None,
@@ -216,14 +229,14 @@ def _question_row(
     }
 
 
-def _check_questions(rows: list[dict[str, Any]], log: RejectLog, max_overlap: float) -> pd.DataFrame:
+def _check_questions(rows: list[dict[str, Any]], log: RejectLog, max_overlap: float, lang: str = "en") -> pd.DataFrame:
     """Drop yes/no, audio-based and too-short questions, and a B question that repeats A's focus.
 
     Stub questions are placeholders: their problems go to the ``advisory`` column, not to rejects.
     """
     kept = []
     for r in rows:
-        problems = Q.question_problems(r["question"])
+        problems = Q.question_problems(r["question"], lang=lang)
         r["advisory"] = problems if problems and advisory(r) else []
         if problems and not advisory(r):
             log.add(r["question_id"], problems[0], detail=r["question"])
@@ -236,9 +249,9 @@ def _check_questions(rows: list[dict[str, Any]], log: RejectLog, max_overlap: fl
     for pair in by_pair.values():
         a, b = pair.get("a"), pair.get("b")
         if a is not None and b is not None:
-            ov = Q.pair_overlap(a["question"], b["question"])
+            ov = Q.pair_overlap(a["question"], b["question"], lang)
             a["pair_overlap"] = b["pair_overlap"] = ov
-            if Q.same_focus(a["question"], b["question"], max_overlap):
+            if Q.same_focus(a["question"], b["question"], max_overlap, lang):
                 if advisory(b):
                     b["advisory"].append(f"pair_same_focus: overlap {ov:.2f}")
                 else:
@@ -260,6 +273,7 @@ def _check_questions(rows: list[dict[str, Any]], log: RejectLog, max_overlap: fl
         "source",
         "category",
         "macro_category",
+        "causal_type",
         "slot",
         "question",
         "pair_overlap",
@@ -341,6 +355,7 @@ def pool_prompts(generate: str) -> PF.PoolPrompts:
         rephrase_overlap=load_prompt(P["rephrase_overlap"]),
         consistency=load_prompt(P["consistency"]),
         contradiction=load_prompt(P["contradiction"]),
+        lang=language(),
     )
 
 
@@ -377,15 +392,22 @@ def maia_answer_pools(
             q = qmap[qid]  # noqa: B023 - the pools run inside this batch's each_pool call
             if q.get("imported_answers") is not None and len(q["imported_answers"]):
                 return PF.build_answer_pool(
-                    engine, stage, batch, q, prompts, acfg, pcfg, imported=list(q["imported_answers"])
-                )  # noqa: B023
-            cat = categories()[q["category"]]
+                    engine,
+                    stage,
+                    batch,
+                    q,
+                    prompts,
+                    acfg,
+                    pcfg,
+                    imported=list(q["imported_answers"]),  # noqa: B023
+                )
+            cat = category(q["category"], language(), q.get("causal_type"))
             reqs = PF.annotator_requests(
                 q,
                 prompts.generate,
                 images(store, list(q["media_paths"]), int(acfg.get("max_images", 8))),
                 {"category": cat.label, "definition": cat.definition, "evidence": "(see frames)"},
-                list(acfg["personas"]),
+                PF.personas_for(acfg["personas"], language()),
                 size,
             )
             return PF.build_answer_pool(engine, stage, batch, q, prompts, acfg, pcfg, requests=reqs)  # noqa: B023
@@ -526,7 +548,8 @@ def maia_foils(
     stage_run, fcfg = StageRun(context, storage, llm), settings()["foils"]
     size = int(settings()["answers"]["pool_size"])
     store, engine, stage = stage_run.store, stage_run.engine, stage_run.stage
-    foil_prompts = {c: load_prompt(F.foil_prompt_file(PROMPTS, c)) for c in CATEGORY_NAMES}
+    lang = language()
+    foil_prompts = {c: load_prompt(P[F.foil_prompt_file(Path(), c).stem]) for c in CATEGORY_NAMES}
     struct_p = load_prompt(P["foil_structural"])
     nli_counts = {"entailment": 0, "neutral": 0, "contradiction": 0}
     first_round_entailed = total_first = 0
@@ -544,7 +567,7 @@ def maia_foils(
         labels: dict[str, str] = {}
         first_labels: dict[str, str] = {}
         nli_clf = nli.classifier(engine=engine, stage=f"{stage}_nli", partition=batch)
-        nli_inner = F.nli_check(nli_clf, labels)
+        nli_inner = F.nli_check(nli_clf, labels, lang)
 
         # on stub output the loop records NLI and structural verdicts as advisory attempts, never applies them
         def nli_contradiction(req: LLMRequest, data: dict[str, Any]):
@@ -554,16 +577,16 @@ def maia_foils(
             return v
 
         def judge(req: LLMRequest, data: dict[str, Any]) -> LLMRequest:
-            return F.structural_request(req, data, struct_p)
+            return F.structural_request(req, data, struct_p, lang)
 
         run = refine(
             engine,
             stage,
             batch,
             reqs,
-            checks=[F.minimal_edit_check(float(fcfg["max_edit_ratio"])), nli_contradiction],
+            checks=[F.minimal_edit_check(float(fcfg["max_edit_ratio"]), lang), nli_contradiction],
             judge=judge,
-            parse_verdict=F.structural_verdict,
+            parse_verdict=lambda data: F.structural_verdict(data, lang),
             max_rounds=int(fcfg["max_rounds"]),
         )
         run.add_rejects(log)
@@ -582,7 +605,7 @@ def maia_foils(
             if o.item_id in lost:
                 continue
             r, foil = by_id[o.item_id], str(o.data["foil"]).strip()
-            dist, ratio = F.edit_size(r["statement"], foil)
+            dist, ratio = F.edit_size(r["statement"], foil, lang)
             structural = next((a for a in reversed(o.attempts) if a["step"] == "judge"), None)
             rows.append(
                 {

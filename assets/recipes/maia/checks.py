@@ -8,7 +8,7 @@ import dagster as dg
 import pandas as pd
 
 from assets.llm_support import outdated_prompt_check
-from assets.recipes.maia.assets import FOIL_PROMPTS, P, settings
+from assets.recipes.maia.assets import FOIL_PROMPTS, P, language, settings
 from assets.recipes.mcq_checks import mcq_asset_checks
 from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.recipes.maia import questions as Q
@@ -29,8 +29,9 @@ def _read(storage: StorageResource, table: str, where: str | None = None, params
 def maia_questions_open_ended(storage: StorageResource) -> dg.AssetCheckResult:
     df = _read(storage, "maia_questions")
     n = len(df)
-    yes_no = int(df["question"].map(Q.is_yes_no).sum()) if n else 0
-    audio = int(df["question"].map(Q.mentions_audio).sum()) if n else 0
+    lang = language()
+    yes_no = int(df["question"].map(lambda q: Q.is_yes_no(q, lang)).sum()) if n else 0
+    audio = int(df["question"].map(lambda q: Q.mentions_audio(q, lang)).sum()) if n else 0
     lim = float(settings()["questions"].get("pair_max_overlap", 0.5))
     same = int((df["pair_overlap"].fillna(0) > lim).sum() // 2) if n else 0
     return dg.AssetCheckResult(

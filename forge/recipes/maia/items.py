@@ -10,6 +10,7 @@ import pandas as pd
 
 from forge.checks.mcq import shuffle_options
 from forge.recipes.maia.questions import stable_id
+from forge.recipes.maia.taxonomy import CAUSAL
 
 SV_QUESTION = "Which of the two statements is true for the video?"
 ITEM_COLUMNS = [
@@ -49,12 +50,16 @@ def complete_pools(answers: pd.DataFrame, statements: pd.DataFrame, foils: pd.Da
     def members(df: pd.DataFrame, col: str) -> dict[str, frozenset[str]]:
         if not len(df):
             return {}
-        return {
-            str(q): frozenset(str(v).rsplit("_", 1)[-1][1:] for v in g[col]) for q, g in df.groupby("question_id")
-        }
+        return {str(q): frozenset(str(v).rsplit("_", 1)[-1][1:] for v in g[col]) for q, g in df.groupby("question_id")}
 
     a, s, f = members(answers, "answer_id"), members(statements, "statement_id"), members(foils, "foil_id")
     return {q for q, idx in a.items() if len(idx) == size and s.get(q) == idx and f.get(q) == idx}
+
+
+def _causal(q: dict[str, Any]) -> dict[str, str]:
+    """``causal_type`` label of a causal question (explicit / implicit; Tables 10 and 13 report them apart)."""
+    t = q.get("causal_type")
+    return {"causal_type": str(t)} if q.get("category") == CAUSAL and isinstance(t, str) and t else {}
 
 
 def build_items(
@@ -105,6 +110,7 @@ def build_items(
                         "macro_category": q["macro_category"],
                         "question_id": q["question_id"],
                         "pool_index": int(st["idx"]),
+                        **_causal(q),
                     }
                 ),
                 "backend": _backend(q["backend"], st["backend"], f["backend"]),
@@ -147,7 +153,12 @@ def build_items(
                     "channel": info.get("channel"),
                     "batch": q["batch"],
                     "labels": json.dumps(
-                        {"category": q["category"], "macro_category": q["macro_category"], "question_id": qid}
+                        {
+                            "category": q["category"],
+                            "macro_category": q["macro_category"],
+                            "question_id": qid,
+                            **_causal(q),
+                        }
                     ),
                     "backend": _backend(q["backend"], *grp["backend"]),
                     "model": str(grp["model"].iloc[0]),

@@ -40,6 +40,7 @@ class PoolPrompts:
     rephrase_overlap: Any
     consistency: Any = None
     contradiction: Any = None
+    lang: str = "en"  # tokenisation, function words and first-person forms of the checks
 
 
 @dataclass
@@ -71,6 +72,15 @@ def each_pool(engine: Any, keys: list[str], body: Callable[[str], Any]) -> list[
 
 
 # -- answers -------------------------------------------------------------------------------------
+def personas_for(personas: list[str] | dict[str, list[str]], lang: str) -> list[str]:
+    """The annotator personas in the prompt's language (a plain list serves every language)."""
+    if isinstance(personas, dict):
+        if lang not in personas:
+            raise ValueError(f"answers.personas has no list for language {lang!r} (has {sorted(personas)})")
+        return list(personas[lang])
+    return list(personas)
+
+
 def annotator_requests(
     q: dict[str, Any], prompt: Any, images: list[Any], variables: dict[str, Any], personas: list[str], size: int
 ) -> list[LLMRequest]:
@@ -173,11 +183,15 @@ def build_answer_pool(
     if imported is not None:
         given = [str(a).strip() for a in imported][:size]
         res = engine.run(
-            stage, batch, [consistency_request(prompts.consistency, q["question"], ids[i], a) for i, a in enumerate(given)]
+            stage,
+            batch,
+            [consistency_request(prompts.consistency, q["question"], ids[i], a) for i, a in enumerate(given)],
         )
         for i, (a, r) in enumerate(zip(given, res)):
             if not r.ok:  # fail closed: an answer whose check did not run is never kept as passed
-                out.member_rejects.append((ids[i], "consistency_check_failed", f"{r.error_class or ''}: {r.error or ''}"))
+                out.member_rejects.append(
+                    (ids[i], "consistency_check_failed", f"{r.error_class or ''}: {r.error or ''}")
+                )
                 continue
             out.scores[i] = int(r.data["score"])
             if out.scores[i] == 0 and not advisory(r):  # a human answer cannot be regenerated
@@ -199,7 +213,11 @@ def build_answer_pool(
         cr = engine.run(
             stage,
             batch,
-            [LLMRequest(item_id=qid, prompt=prompts.contradiction, variables={"question": q["question"], "answers": listing})],
+            [
+                LLMRequest(
+                    item_id=qid, prompt=prompts.contradiction, variables={"question": q["question"], "answers": listing}
+                )
+            ],
         )[0]
         if not cr.ok:
             return out.reject("contradiction_check_failed", f"{cr.error_class or ''}: {cr.error or ''}".strip(": "))
@@ -225,18 +243,35 @@ def build_answer_pool(
 
 
 # -- statements ----------------------------------------------------------------------------------
-_FIRST_PERSON = re.compile(r"\bI\b|\b[Mm]y\b|\bme\b|\bmyself\b")
+_FIRST_PERSON = {
+    "en": re.compile(r"\bI\b|\b[Mm]y\b|\bme\b|\bmyself\b"),
+    # subject/object pronouns and possessives; first-person verb endings are left to the judge
+    "it": re.compile(r"\b(?:[Ii]o|[Mm]io|[Mm]ia|[Mm]iei|[Mm]ie|me|mi)\b"),
+}
+_FEEDBACK = {
+    "en": (
+        "The statement is empty.",
+        "S is a question: write a declarative sentence.",
+        "S speaks in the first person: make it impersonal.",
+    ),
+    "it": (
+        "L'affermazione è vuota.",
+        "S è una domanda: scrivi una frase dichiarativa.",
+        "S è in prima persona: rendila impersonale.",
+    ),
+}
 
 
-def declarative_statement(req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
-    """Fig. 12A: S is a concise declarative, impersonal sentence."""
+def declarative_statement(req: LLMRequest, data: dict[str, Any], lang: str = "en") -> Verdict | None:
+    """Fig. 12A: S is a concise declarative, impersonal sentence (feedback in the recipe's language)."""
+    empty, question, personal = _FEEDBACK.get(lang, _FEEDBACK["en"])
     s = str(data.get("statement", "")).strip()
     if not s:
-        return Verdict("major", "The statement is empty.")
+        return Verdict("major", empty)
     if s.endswith("?"):
-        return Verdict("major", "S is a question: write a declarative sentence.")
-    if _FIRST_PERSON.search(s):
-        return Verdict("major", "S speaks in the first person: make it impersonal.")
+        return Verdict("major", question)
+    if _FIRST_PERSON.get(lang, _FIRST_PERSON["en"]).search(s):
+        return Verdict("major", personal)
     return None
 
 
@@ -261,7 +296,14 @@ def build_statement_pool(
         )
         for k, a in enumerate(answers)
     ]
-    run = refine(engine, stage, batch, reqs, checks=[declarative_statement], max_rounds=int(cfg.get("regenerate_rounds", 2)))
+    run = refine(
+        engine,
+        stage,
+        batch,
+        reqs,
+        checks=[lambda req, data: declarative_statement(req, data, prompts.lang)],
+        max_rounds=int(cfg.get("regenerate_rounds", 2)),
+    )
     out.attempts.append(run.attempts_frame())
     texts: list[str | None] = [None] * len(ids)
     for k, o in enumerate(run.outcomes):
@@ -311,6 +353,7 @@ def _rephrase_and_close(
         method=pcfg.get("overlap_method", "jaccard"),
         on_result=on_result,
         drop_unresolved=not advisory(engine),
+        lang=prompts.lang,
     )
     out.attempts.append(finalise_attempts(attempts, [out.pool]))
     for i, why in sorted(out.pool.dropped.items()):
@@ -404,7 +447,6 @@ def replace_status(df: pd.DataFrame, status: str) -> pd.DataFrame:
         df = df.copy()
         df["final_status"] = status
     return df
-
 
 
 # -- foils ---------------------------------------------------------------------------------------

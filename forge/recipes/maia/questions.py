@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from forge.checks.text import content_tokens, lexical_overlap, tokens
-from forge.recipes.maia.taxonomy import categories
+from forge.checks.text import check_language, content_tokens, lexical_overlap, tokens
+from forge.recipes.maia.taxonomy import CAUSAL, CAUSAL_TYPES, categories, category
 from forge.versioning import sha256_bytes
 
 # A question opening with an auxiliary or modal verb asks for yes/no ("Is there a car?").
@@ -38,38 +38,63 @@ def question_id(clip_id: str, category: str, slot: str) -> str:
     return f"q_{stable_id(clip_id, category, slot)}"
 
 
-def is_yes_no(question: str) -> bool:
-    """Yes/no (polar) question: opens with an auxiliary/modal and offers no alternative ("... or ...")."""
-    toks = tokens(question)
-    return bool(toks) and toks[0] in _YES_NO_OPENERS and " or " not in f" {' '.join(toks)} "
+# Italian has no auxiliary inversion: a polar question is a statement with a question mark ("C'è
+# una macchina nel video?"). An open question carries an interrogative word (App. A.3, Fig. 7:
+# "Perché ...", "Dov'è ...", "Quand'è che ...", "In quanto tempo ...", "Che cosa ...").
+_IT_INTERROGATIVES = frozenset(
+    "chi che cosa cos' come com' dove dov' quando quand' perché perchè quanto quanta quanti quante "
+    "quale quali qual".split()
+)
+_IT_AUDIO_WORDS = frozenset(
+    "sentire sente sentono senti sentito sentita suono suoni sonoro audio ascoltare ascolta ascoltano "
+    "ascoltato voce voci dice dicono detto dicendo pronuncia canzone canzoni musica musicale cantare canta "
+    "cantano cantando cantato grida gridano urla urlano rumore rumori parla parlano parlando parole testo "
+    "narratore".split()
+)
 
 
-def mentions_audio(question: str) -> bool:
-    return any(t in _AUDIO_WORDS for t in tokens(question))
+def is_yes_no(question: str, lang: str = "en") -> bool:
+    """Yes/no (polar) question. English: opens with an auxiliary/modal and offers no alternative
+    ("... or ..."). Italian: no interrogative word at all ("Il cane corre?", "C'è una torta?"), or
+    only "che" after "è vero" ("È vero che piove?"), and no alternative ("... o ...")."""
+    toks = tokens(question, lang)
+    if not toks:
+        return False
+    if check_language(lang) == "it":
+        if " o " in f" {' '.join(toks)} ":
+            return False
+        asks = [i for i, t in enumerate(toks) if t in _IT_INTERROGATIVES]
+        return not [i for i in asks if not (toks[i] == "che" and i > 0 and toks[i - 1] == "vero")]
+    return toks[0] in _YES_NO_OPENERS and " or " not in f" {' '.join(toks)} "
 
 
-def question_problems(question: str, min_tokens: int = 3) -> list[str]:
-    """Reason codes for a single question (empty = fine)."""
+def mentions_audio(question: str, lang: str = "en") -> bool:
+    words = _IT_AUDIO_WORDS if check_language(lang) == "it" else _AUDIO_WORDS
+    return any(t in words for t in tokens(question, lang))
+
+
+def question_problems(question: str, min_tokens: int = 3, lang: str = "en") -> list[str]:
+    """Reason codes for a single question (empty = fine), in ``lang``."""
     out = []
-    if len(tokens(question)) < min_tokens:
+    if len(tokens(question, lang)) < min_tokens:
         out.append("question_too_short")
-    if is_yes_no(question):
+    if is_yes_no(question, lang):
         out.append("yes_no_question")
-    if mentions_audio(question):
+    if mentions_audio(question, lang):
         out.append("audio_based_question")
     return out
 
 
-def pair_overlap(q_a: str, q_b: str) -> float:
+def pair_overlap(q_a: str, q_b: str, lang: str = "en") -> float:
     """Content-word overlap of the two questions of a pair (low = other entities/events)."""
-    return lexical_overlap(q_a, q_b, content_only=True)
+    return lexical_overlap(q_a, q_b, content_only=True, lang=lang)
 
 
-def same_focus(q_a: str, q_b: str, max_overlap: float) -> bool:
+def same_focus(q_a: str, q_b: str, max_overlap: float, lang: str = "en") -> bool:
     """The second question repeats the first one's entities/events (App. A.3: it should change them)."""
-    if not content_tokens(q_a) or not content_tokens(q_b):
+    if not content_tokens(q_a, lang) or not content_tokens(q_b, lang):
         return False
-    return pair_overlap(q_a, q_b) > max_overlap
+    return pair_overlap(q_a, q_b, lang) > max_overlap
 
 
 def evidence_text(ev: dict[str, Any] | None, max_tags: int = 25) -> str:
@@ -96,14 +121,24 @@ def uniform_subsample(items: Sequence[Any], k: int) -> list[Any]:
     return [items[round(i * (n - 1) / (k - 1))] if k > 1 else items[n // 2] for i in range(k)]
 
 
-def category_variables(category: str) -> dict[str, str]:
-    c = categories()[category]
+def category_variables(category_name: str, lang: str = "en", causal_type: str | None = None) -> dict[str, str]:
+    """The question prompt's category texts in ``lang`` (a causal type's own definition and example)."""
+    c = category(category_name, lang, causal_type)
     ex = c.example
     return {
         "category": c.label,
         "definition": c.definition,
         "example": f"Video: {ex['setting']}. Q: {ex['question']} A: {ex['answer']}",
     }
+
+
+def causal_types(clip_ids: Sequence[str]) -> dict[str, str]:
+    """Causal type per clip (App. A.3 fn. 11: the annotator wrote explicit causal questions for the
+    first half of the videos and implicit ones for the second half, so the two are balanced):
+    the clips in order, the first half (the middle one too, on an odd count) explicit."""
+    ordered = sorted(clip_ids)
+    half = (len(ordered) + 1) // 2
+    return {c: CAUSAL_TYPES[0] if i < half else CAUSAL_TYPES[1] for i, c in enumerate(ordered)}
 
 
 # -- import ------------------------------------------------------------------------------
@@ -116,6 +151,27 @@ class ImportedQuestion:
     slot: str
     question: str
     answers: list[str]
+    causal_type: str | None = None  # causal questions: explicit / implicit when the file says
+
+
+def _causal_split(cat: str, raw_type: Any) -> tuple[str, str | None]:
+    """``explicit_causal`` / ``causale_implicito`` ... → (causal, type); a ``causal_type`` column wins."""
+    typ = str(raw_type or "").strip().lower()
+    typ = {"esplicito": "explicit", "esplicita": "explicit", "implicito": "implicit", "implicita": "implicit"}.get(
+        typ, typ
+    )
+    parts = set(cat.split("_"))
+    if parts & {"causal", "causale"}:
+        found = [
+            t
+            for t, words in (
+                ("explicit", {"explicit", "esplicito", "esplicita"}),
+                ("implicit", {"implicit", "implicito", "implicita"}),
+            )
+            if parts & words
+        ]
+        return CAUSAL, typ if typ in CAUSAL_TYPES else (found[0] if found else None)
+    return cat, None
 
 
 def _norm_category(raw: str) -> str:
@@ -152,7 +208,7 @@ def load_import(path: str | Path) -> tuple[list[ImportedQuestion], list[tuple[st
     seen_slots: dict[tuple[str, str], list[str]] = {}
     for k, r in enumerate(rows):
         clip, q = str(r.get("clip_id") or "").strip(), str(r.get("question") or "").strip()
-        cat = _norm_category(r.get("category") or "")
+        cat, ctype = _causal_split(_norm_category(r.get("category") or ""), r.get("causal_type"))
         if not clip or not q:
             bad.append((f"row{k}", "import_missing_field"))
             continue
@@ -175,5 +231,7 @@ def load_import(path: str | Path) -> tuple[list[ImportedQuestion], list[tuple[st
         if not slot:
             slot = "ab"[len(slots)] if len(slots) < 2 else f"x{len(slots)}"
         slots.append(slot)
-        grouped[key_q] = ImportedQuestion(clip, cat, slot, q, [a.strip() for a in answers if str(a).strip()])
+        grouped[key_q] = ImportedQuestion(
+            clip, cat, slot, q, [a.strip() for a in answers if str(a).strip()], causal_type=ctype
+        )
     return list(grouped.values()), bad

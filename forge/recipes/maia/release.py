@@ -132,6 +132,23 @@ def parse_category(raw: Any) -> tuple[str, str, bool]:
     return (cat, slot, True) if cat else (text(raw), "", False)
 
 
+# Names that say which causal type a record is (App. A.2 fn. 10). The release's one causal class
+# label, ``CausaleEsplicita``, names the whole merged category (App. A.3 fn. 11), so it says nothing.
+_CAUSAL_TYPE_NAMES = {"explicitcausal": "explicit", "implicitcausal": "implicit", "causaleimplicita": "implicit"}
+
+
+def causal_type_of_record(cat_raw: Any, rec: dict[str, Any]) -> str | None:
+    """explicit / implicit from a ``causal_type`` field, or a category name that says it; else None."""
+    field = _compact(text(rec.get("causal_type")))
+    field = {"esplicito": "explicit", "esplicita": "explicit", "implicito": "implicit", "implicita": "implicit"}.get(
+        field, field
+    )
+    if field in ("explicit", "implicit"):
+        return field
+    name = _compact(_SLOT.sub(r"\1", text(cat_raw)))
+    return _CAUSAL_TYPE_NAMES.get(name)
+
+
 def _compact(s: str) -> str:
     return re.sub(r"[^a-z]", "", s.lower())
 
@@ -305,6 +322,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 "release_category": cat_raw,
                 "slot": slot,
                 "known_category": known,
+                **({"causal_type": ct} if cat == "causal" and (ct := causal_type_of_record(cat_raw, r)) else {}),
             },
         }
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from forge.evals.scorers import all_correct
 from forge.evals.scoring import Scorer, answered_share, as_flags, as_float, skipped_reason
+from forge.recipes.maia.taxonomy import CAUSAL
 
 TEXT_METRICS = ("rouge_l", "bertscore_f1", "bleu", "meteor", "cider")
 
@@ -34,7 +35,8 @@ def maia_pool_flags(sv: pd.DataFrame, options: dict[str, Any]) -> pd.DataFrame:
             return bool(c)
         return None if lenient else False
 
-    sv = sv.assign(_ok=sv.apply(flag, axis=1), _answered=sv["status"] != "call_failed")
+    types = sv["labels_d"].map(lambda d: (d or {}).get("causal_type")) if "labels_d" in sv else None
+    sv = sv.assign(_ok=sv.apply(flag, axis=1), _answered=sv["status"] != "call_failed", _causal_type=types)
     return (
         sv.groupby("question_id")
         .agg(
@@ -44,9 +46,22 @@ def maia_pool_flags(sv: pd.DataFrame, options: dict[str, Any]) -> pd.DataFrame:
             answered=("_answered", "mean"),
             source_item_id=("source_item_id", "first"),
             category=("category", "first"),
+            causal_type=("_causal_type", "first"),
         )
         .reset_index()
     )
+
+
+def causal_groups(df: pd.DataFrame, labels: pd.Series | None = None) -> list[tuple[str, pd.DataFrame]]:
+    """(type, rows) of the causal rows by ``causal_type`` (explicit / implicit): Tables 10 and 13
+    split the causal column; the main tables keep it whole (App. A.2 fn. 10)."""
+    if not len(df) or "category" not in df:
+        return []
+    types = (labels if labels is not None else df["labels_d"]).map(lambda d: (d or {}).get("causal_type"))
+    causal = df[(df["category"] == CAUSAL).to_numpy() & types.notna().to_numpy()]
+    if not len(causal):
+        return []
+    return [(str(t), sub) for t, sub in causal.groupby(types[causal.index].to_numpy())]
 
 
 def maia_agg_flags(oe: pd.DataFrame, pools: pd.DataFrame, options: dict[str, Any]) -> pd.DataFrame:
@@ -79,6 +94,8 @@ def score_setting(setting: str, g: pd.DataFrame, sc: Scorer, primary: str, optio
         sc.mean(setting, "sv_accuracy", sv, "score", coverage=answered_share(sv))
         for cat, sub in sv.groupby("category"):
             sc.mean(setting, "sv_accuracy", sub, "score", slice_=f"category={cat}", coverage=answered_share(sub))
+        for typ, sub in causal_groups(sv):  # Table 10
+            sc.mean(setting, "sv_accuracy", sub, "score", slice_=f"causal_type={typ}", coverage=answered_share(sub))
         sv = sv.assign(question_id=sv["labels_d"].map(qid))
         pools = maia_pool_flags(sv, options)
         cov = float(pools["answered"].mean())
@@ -90,6 +107,15 @@ def score_setting(setting: str, g: pd.DataFrame, sc: Scorer, primary: str, optio
                 sub,
                 values=as_flags(sub["pool_ok"]),
                 slice_=f"category={cat}",
+                coverage=float(sub["answered"].mean()),
+            )
+        for typ, sub in causal_groups(pools, pools["causal_type"].map(lambda t: {"causal_type": t})):
+            sc.add(
+                setting,
+                "pool_consistency",
+                sub,
+                values=as_flags(sub["pool_ok"]),
+                slice_=f"causal_type={typ}",
                 coverage=float(sub["answered"].mean()),
             )
         # Table 12: total (8/8) and majority (4–7 of 8) agreement with the true statements.
@@ -105,6 +131,8 @@ def score_setting(setting: str, g: pd.DataFrame, sc: Scorer, primary: str, optio
         sc.mean(setting, "oe_accuracy", oe, "score", coverage=cov)
         for cat, sub in oe.groupby("category"):
             sc.mean(setting, "oe_accuracy", sub, "score", slice_=f"category={cat}")
+        for typ, sub in causal_groups(oe):  # Table 13
+            sc.mean(setting, "oe_accuracy", sub, "score", slice_=f"causal_type={typ}")
         for metric in TEXT_METRICS:  # Table 4
             skipped = skipped_reason(oe, metric)
             if skipped:
@@ -131,3 +159,5 @@ def score_setting(setting: str, g: pd.DataFrame, sc: Scorer, primary: str, optio
         )
         for cat, sub in m.groupby("category"):
             sc.add(setting, "agg_accuracy", sub, values=sub["agg"].to_numpy(dtype=float), slice_=f"category={cat}")
+        for typ, sub in causal_groups(m):
+            sc.add(setting, "agg_accuracy", sub, values=sub["agg"].to_numpy(dtype=float), slice_=f"causal_type={typ}")

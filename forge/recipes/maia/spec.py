@@ -48,7 +48,13 @@ SPEC = BenchmarkSpec(
         similarity=True,
         text_metrics=True,  # Table 4: BLEU / ROUGE-L / METEOR / CIDEr / BERTScore vs the pool of 8 references
         circular=True,
-        report_slices=(("sv_accuracy", "category"), ("oe_accuracy", "category")),
+        # Tables 10 / 13: the causal column split into explicit and implicit
+        report_slices=(
+            ("sv_accuracy", "category"),
+            ("oe_accuracy", "category"),
+            ("sv_accuracy", "causal_type"),
+            ("oe_accuracy", "causal_type"),
+        ),
         # §6 / Table 4: every metric, the reference-overlap ones included
         report_tables={
             "all_metrics": (

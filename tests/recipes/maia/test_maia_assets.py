@@ -112,7 +112,9 @@ def responder(body):
         if q == Q_MOOD:  # answer 3 does not answer the question, until told so
             return Reply.json({"answer": "Focused on the dough." if i == 2 and "Feedback" in full else MOODS[i]})
         colors = ["red", "blue", "green", "gray", "pink", "teal", "gold", "navy"]
-        return Reply.json({"answer": f"Bicycle spot {colors[i]} alpha" if i == 0 else f"{colors[i]} bicycle leaning idea{i}"})
+        return Reply.json(
+            {"answer": f"Bicycle spot {colors[i]} alpha" if i == 0 else f"{colors[i]} bicycle leaning idea{i}"}
+        )
     if name == "maia_consistency":
         return Reply.json({"score": 0 if "BANANA" in field(body, "A:") else 1})
     if name == "maia_pool_contradiction":
@@ -196,7 +198,11 @@ def corpus(tmp_path, monkeypatch, recipe_overrides):
         "b1",
     )
     store.write("videos", pd.DataFrame([{"video_id": "vid1", "batch": "b1", "channel": "PizzaChan"}]), "b1")
-    recipe_overrides("maia", {"questions": {"categories": ["spatial_total", "sentiment"]}, "foils": {"max_rounds": 1}})
+    # English scripted replies: the `en` option (the paper default `it` has its own tests)
+    recipe_overrides(
+        "maia",
+        {"language": "en", "questions": {"categories": ["spatial_total", "sentiment"]}, "foils": {"max_rounds": 1}},
+    )
     return store
 
 

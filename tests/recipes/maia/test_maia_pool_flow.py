@@ -87,7 +87,9 @@ def flow(llm_double, llm_double_resource):
 def build(flow):
     engine, prompts, acfg, pcfg = flow
     variables = {"category": "spatial total", "definition": "Where things are.", "evidence": "(see frames)"}
-    reqs = PF.annotator_requests(Q, prompts.generate, [], variables, list(acfg["personas"]), int(acfg["pool_size"]))
+    reqs = PF.annotator_requests(
+        Q, prompts.generate, [], variables, PF.personas_for(acfg["personas"], "en"), int(acfg["pool_size"])
+    )
     return PF.build_answer_pool(engine, "maia_answer_pools", "b1", Q, prompts, acfg, pcfg, requests=reqs)
 
 
@@ -98,7 +100,7 @@ def test_eight_independent_requests(flow, llm_double):
     gen = [b for b in sent(llm_double) if name_of(b) == "maia_answers"]
     assert len(gen) == 8  # one request per annotator, never one request for the pool
     assert sorted(int(b["seed"]) for b in gen) == list(range(8))
-    personas = recipe_settings("maia", "paper")["answers"]["personas"]
+    personas = PF.personas_for(recipe_settings("maia", "paper")["answers"]["personas"], "en")
     for b in gen:
         text, i = message_text(b), int(b["seed"])
         assert personas[i] in text and sum(p in text for p in personas) == 1
@@ -169,3 +171,19 @@ def test_foil_prompt_example_passes_foil_checks(path):
     assert verdict is None, f"{path.name}: {verdict}"
     # the example caption is itself a valid true statement (declarative, impersonal)
     assert PF.declarative_statement(req, {"statement": cs[0]}) is None
+
+
+def test_personas_follow_the_prompt_language():
+    personas = recipe_settings("maia", "paper")["answers"]["personas"]
+    it, en = PF.personas_for(personas, "it"), PF.personas_for(personas, "en")
+    assert len(it) == len(en) == 8 and set(it).isdisjoint(en)
+    assert PF.personas_for(["x"], "it") == ["x"]
+    with pytest.raises(ValueError, match="no list for language 'fr'"):
+        PF.personas_for(personas, "fr")
+
+
+def test_statement_check_speaks_the_recipe_language():
+    req = None
+    assert PF.declarative_statement(req, {"statement": "Io vedo un cane."}, "it") is not None
+    assert PF.declarative_statement(req, {"statement": "Il cane corre nel parco."}, "it") is None
+    assert "domanda" in PF.declarative_statement(req, {"statement": "Il cane corre?"}, "it").feedback
