@@ -19,6 +19,14 @@ new draw. Per request, in order:
 * otherwise a good reply built from the request's own variables (the tags it names, the
   caption it quotes, the statement it edits), so the recipe's code checks pass.
 
+Scripted per item (``doomed`` / ``stubborn``: a count for every prompt or per prompt name, off
+by default): the first N items
+a prompt is asked about (an item = the prompt's own user turn, images included; repair and
+feedback turns do not change it) are *doomed* — every request about them is refused, so the call
+fails after its repairs and the stage rejects the item with its ``*_failed`` reason — and the
+next M are *stubborn* — every reply about them carries the prompt's flaw, so a refine loop runs
+out of rounds. Which items come first depends on request order; how many does not.
+
 Judges answer from what they are shown: the NLI judge says ``contradiction`` unless the two
 sentences are equal, the foil structural check passes a foil that differs from its caption,
 the blind solver guesses. Prompts it does not know get a schema-driven value made of words
@@ -31,6 +39,7 @@ import hashlib
 import json
 import random
 import re
+import threading
 from collections import Counter
 from typing import Any
 
@@ -89,9 +98,29 @@ def _first_user(body: dict[str, Any]) -> str:
     """The prompt's own (last example-free) user turn: refine appends feedback turns after it."""
     users = [m for m in body.get("messages", []) if m.get("role") == "user"]
     turns = [message_text({"messages": [m]}) for m in users]
-    return next(
-        (t for t in reversed(turns) if "Feedback" not in t and "A reviewer" not in t), turns[-1] if turns else ""
-    )
+    return next((t for t in reversed(turns) if _own_turn(t)), turns[-1] if turns else "")
+
+
+def _own_turn(text: str) -> bool:
+    """Not a turn the project appends after the prompt's own: refine feedback or a repair request."""
+    return "Feedback" not in text and "A reviewer" not in text and not text.startswith("Your reply could not be used")
+
+
+def _anchor(body: dict[str, Any]) -> str:
+    """The item a request is about: its prompt's own user turn, images included."""
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    own = next((m for m in reversed(users) if _own_turn(message_text({"messages": [m]}))), users[-1] if users else {})
+    return hashlib.sha256(json.dumps(own, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _budget(want: int | dict[str, int], name: str) -> tuple[str, int]:
+    """(budget key, how many items get the fate) for prompt ``name``: an int for every prompt, or
+    per name; a key ending in ``*`` is a prefix whose prompts share one budget (``"maia_foil_*"``)."""
+    if isinstance(want, int):
+        return name, want
+    if name in want:
+        return name, want[name]
+    return next(((k, v) for k, v in want.items() if k.endswith("*") and name.startswith(k[:-1])), (name, 0))
 
 
 def _sentence(rng: random.Random, n: int = 8) -> str:
@@ -100,9 +129,35 @@ def _sentence(rng: random.Random, n: int = 8) -> str:
 
 
 class Plausible:
-    def __init__(self, seed: int = 0, p_flaw: float = 0.12, p_unparseable: float = 0.02, p_refusal: float = 0.01):
+    def __init__(
+        self,
+        seed: int = 0,
+        p_flaw: float = 0.12,
+        p_unparseable: float = 0.02,
+        p_refusal: float = 0.01,
+        doomed: int | dict[str, int] = 0,
+        stubborn: int | dict[str, int] = 0,
+    ):
         self.seed, self.p_flaw, self.p_unparseable, self.p_refusal = seed, p_flaw, p_unparseable, p_refusal
+        self.doomed, self.stubborn = doomed, stubborn
         self.counts: Counter[tuple[str, str]] = Counter()
+        self._fates: dict[tuple[str, str], dict[str, str]] = {}  # (fate, budget key) -> item anchors
+        self._lock = threading.Lock()
+
+    def _fate(self, name: str, body: dict[str, Any]) -> str | None:
+        """``doomed`` / ``stubborn`` when this request's item is one of the scripted ones of its prompt."""
+        anchor = _anchor(body)
+        with self._lock:
+            for kind, want in (("doomed", self.doomed), ("stubborn", self.stubborn)):
+                key, n = _budget(want, name)
+                fates = self._fates.setdefault((kind, key), {})
+                if anchor in fates:
+                    return kind
+                if len(fates) < n and not any(anchor in f for f in self._fates.values()):
+                    fates[anchor] = kind
+                    return kind
+            self._fates.setdefault(("", name), {})[anchor] = ""
+            return None
 
     # -- entry point -------------------------------------------------------------------
     def __call__(self, body: dict[str, Any]) -> Any:
@@ -114,11 +169,14 @@ class Plausible:
             return self._count(name or "text", "good", Reply.text(self._free_text(text, rng)))
         roll = rng.random()
         judge = name in ("nli", "blind_solver") or (name or "").startswith("eval_")
-        if not judge and roll < self.p_unparseable:
+        fate = None if judge or name is None else self._fate(name, body)
+        if fate == "doomed":
+            return self._count(name, "doomed", Reply.text("I'm sorry, but I can't help with that request."))
+        if not judge and not fate and roll < self.p_unparseable:
             return self._count(name, "unparseable", Reply.text("Sure! Here is the JSON you asked for: {answer: "))
-        if not judge and roll < self.p_unparseable + self.p_refusal:
+        if not judge and not fate and roll < self.p_unparseable + self.p_refusal:
             return self._count(name, "refusal", Reply.text("I'm sorry, but I can't help with that request."))
-        flaw = not judge and rng.random() < self.p_flaw
+        flaw = fate == "stubborn" or (not judge and rng.random() < self.p_flaw)
         handler = getattr(self, "_" + (name or "").replace("-", "_"), None)
         if name and name.startswith("maia_foil_") and name != "maia_foil_structural":
             handler = self._maia_foil
@@ -193,27 +251,42 @@ class Plausible:
 
     def _iibench_distractor_judge(self, text, body, rng, flaw):
         n = len(re.findall(r"^\s*(?:Question\s*)?\d+[\.\):]", text, re.M)) or 1
+        kind = rng.choice(["also_correct", "implausible", "unsupported"]) if flaw else ""
         out = []
         for i in range(1, min(3, n) + 1):
             ds = [
                 {
                     "distractor": d,
-                    "plausible": True,
-                    "also_correct": flaw and i == 1 and d == 3,
+                    "plausible": not (kind == "implausible" and i == 1 and d == 2),
+                    "also_correct": kind == "also_correct" and i == 1 and d == 3,
                     "reason": "a reading the image does not support",
                 }
                 for d in range(1, 6)
             ]
+            supported = not (kind == "unsupported" and i == 1)
             out.append(
-                {"index": i, "answer_supported": True, "answer_reason": "matches the implication", "distractors": ds}
+                {
+                    "index": i,
+                    "answer_supported": supported,
+                    "answer_reason": "matches the implication" if supported else "the image implies something else",
+                    "distractors": ds,
+                }
             )
         return {"questions": out}
 
     # -- MAIA --------------------------------------------------------------------------
     def _maia_questions(self, text, body, rng, flaw):
         a, b = rng.sample(WORDS, 2)
-        if flaw:  # a yes/no question: the recipe rejects it
+        kind = rng.choice(["yes_no", "short", "audio", "same_focus"]) if flaw else ""
+        if kind == "yes_no":  # the recipe rejects each of these
             return {"question_a": f"Is the person holding the {a}?", "question_b": f"Where is the {b} placed?"}
+        if kind == "short":
+            return {"question_a": "Why?", "question_b": f"What happens to the {b} after the person moves?"}
+        if kind == "audio":
+            return {"question_a": f"What does the person say about the {a}?", "question_b": f"Where is the {b} placed?"}
+        if kind == "same_focus":  # the second question asks about the first one's entities again
+            q = f"Where is the {a} relative to the person during the video?"
+            return {"question_a": q, "question_b": f"Where is the {a} relative to the person during the whole video?"}
         return {
             "question_a": f"Where is the {a} relative to the person during the video?",
             "question_b": f"What happens to the {b} after the person moves?",
@@ -322,8 +395,18 @@ class Plausible:
 
     def _vague_nonexistent(self, text, body, rng, flaw):
         present = [o.lower() for o in _list_field(text, "Objects present in the image")]
-        sub = present[0] if flaw and present and present[0] else rng.choice([w for w in WORDS if w not in present])
-        return {"substitute_object": sub, "ne_interpretation": f"The speaker wants someone to bring the {sub}."}
+        original = re.search(r"object=([^)]*)\)", text)
+        original = original.group(1).strip() if original else ""
+        sub = rng.choice([w for w in WORDS if w not in present])
+        kind = rng.choice(["present", "same", "mentions"]) if flaw else ""
+        if kind == "present" and present and present[0]:
+            sub = present[0]
+        elif kind == "same" and original:
+            sub = original
+        interp = f"The speaker wants someone to bring the {sub}."
+        if kind == "mentions" and original:
+            interp = f"The speaker wants someone to bring the {sub} instead of the {original}."
+        return {"substitute_object": sub, "ne_interpretation": interp}
 
     # -- Hummus ------------------------------------------------------------------------
     def _hummus_caption(self, text, body, rng, flaw):
@@ -364,6 +447,7 @@ class Plausible:
 
     # -- ViMU --------------------------------------------------------------------------
     def _vimu_annotate(self, text, body, rng, flaw):
+        kind = rng.choice(["external", "ambiguous"]) if flaw else ""  # the recipe rejects either
         return {
             "literal_content": "A person talks to the camera in an office.",
             "intended_meaning": "The speaker mocks how meetings waste everyone's time.",
@@ -374,8 +458,8 @@ class Plausible:
                 {"source": "On-screen text", "cue": "a caption reads MONDAY"},
             ],
             "target_subjects": [{"target": "office meetings", "kind": "institution_or_organization"}],
-            "requires_external_context": flaw,
-            "ambiguous": False,
+            "requires_external_context": kind == "external",
+            "ambiguous": kind == "ambiguous",
         }
 
     def _vimu_generate_qa(self, text, body, rng, flaw):
