@@ -87,7 +87,8 @@ REFINE_OUTCOMES = ("generation_failed", "judge_failed", "verdict_reject", "max_r
 # Codes built by an f-string: its source -> the values it can take.
 COMPOSED: dict[str, tuple[str, ...]] = {
     "f'refine_{o.reason}'": tuple(f"refine_{r}" for r in REFINE_OUTCOMES),
-    "f'ne_{ne.reason}'": tuple(f"ne_{r}" for r in REFINE_OUTCOMES),
+    # vague_options' NE loop has checks and no judge; a failing check names itself (ne_object_present...)
+    "f'ne_{ne.reason}'": ("ne_generation_failed", "ne_max_rounds"),
     "f'empty_{key}'": ("empty_direct_expression", "empty_intention"),  # vague.logic.triple_problems
     "f'{task.lower()}_no_macro'": ("eg_no_macro", "rm_no_macro", "sv_no_macro"),  # vimu.items.MCQ_TASKS
 }
@@ -180,9 +181,10 @@ def _minted(fn: ast.AST, consts: dict[str, str], tables: dict[str, list[ast.AST]
     return {c for c in out if c.replace("_", "").isalnum() and c.islower()}
 
 
-def scan() -> tuple[dict[str, set[str]], list[str]]:
-    """(code -> files where it is emitted or minted, unknown computed sites as 'file: expr')."""
-    trees = _files()
+def scan(sources: dict[str, str] | None = None) -> tuple[dict[str, set[str]], list[str]]:
+    """(code -> files where it is emitted or minted, unknown computed sites as 'file: expr').
+    ``sources`` (path -> text) replaces the project's files (the scan's own tests)."""
+    trees = {k: ast.parse(v) for k, v in sources.items()} if sources is not None else _files()
     consts, tables = _constants(trees), _tables(trees)
     emitted: dict[str, set[str]] = defaultdict(set)
     unknown: list[str] = []
@@ -220,6 +222,8 @@ def scan() -> tuple[dict[str, set[str]], list[str]]:
                         emitted[code].add(path)
                     continue
                 minters = FORWARDED.get((path, ast.unparse(a)))
+                for code in _codes(a, consts):  # literals inside it: ``x or 'fallback'``, ``'a' if c else 'b'``
+                    emitted[code].add(path)
                 if minters is None:
                     unknown.append(f"{path}: {ast.unparse(a)}")
                 elif minters != FORWARDS:
