@@ -45,6 +45,9 @@ DOOMED = {
     "vimu_validate_qa": 1,
 }
 STUBBORN = {"maia_foil_*": 1}
+# Prompts whose flaw kinds (taking turns) are each a reason of their own: flawed more often, so the
+# demo's few requests show every kind.
+FLAW_RATES = {"maia_questions": 0.35, "iibench_distractor_judge": 0.5, "iibench_questions": 0.3}
 
 
 def _rejects_by_reason(home) -> Counter:
@@ -64,7 +67,7 @@ def _rejects_by_reason(home) -> Counter:
 def built(tmp_path_factory):
     work = tmp_path_factory.mktemp("nonstub")
     with LLMDouble() as double:
-        model = Plausible(seed=7, doomed=DOOMED, stubborn=STUBBORN)
+        model = Plausible(seed=7, doomed=DOOMED, stubborn=STUBBORN, flaw_rates=FLAW_RATES)
         double.responder = model
         port = _free_port()
         first = build(work, double, port)

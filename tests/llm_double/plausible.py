@@ -137,12 +137,14 @@ class Plausible:
         p_refusal: float = 0.01,
         doomed: int | dict[str, int] = 0,
         stubborn: int | dict[str, int] = 0,
+        flaw_rates: dict[str, float] | None = None,
     ):
         self.seed, self.p_flaw, self.p_unparseable, self.p_refusal = seed, p_flaw, p_unparseable, p_refusal
-        self.doomed, self.stubborn = doomed, stubborn
+        self.doomed, self.stubborn, self.flaw_rates = doomed, stubborn, flaw_rates or {}
         self.counts: Counter[tuple[str, str]] = Counter()
         self._fates: dict[tuple[str, str], dict[str, str]] = {}  # (fate, budget key) -> item anchors
         self._lock = threading.Lock()
+        self._turns: Counter[str] = Counter()
 
     def _fate(self, name: str, body: dict[str, Any]) -> str | None:
         """``doomed`` / ``stubborn`` when this request's item is one of the scripted ones of its prompt."""
@@ -176,7 +178,7 @@ class Plausible:
             return self._count(name, "unparseable", Reply.text("Sure! Here is the JSON you asked for: {answer: "))
         if not judge and not fate and roll < self.p_unparseable + self.p_refusal:
             return self._count(name, "refusal", Reply.text("I'm sorry, but I can't help with that request."))
-        flaw = fate == "stubborn" or (not judge and rng.random() < self.p_flaw)
+        flaw = fate == "stubborn" or (not judge and rng.random() < self.flaw_rates.get(name, self.p_flaw))
         handler = getattr(self, "_" + (name or "").replace("-", "_"), None)
         if name and name.startswith("maia_foil_") and name != "maia_foil_structural":
             handler = self._maia_foil
@@ -184,6 +186,12 @@ class Plausible:
             return self._count(name, "generic", generic(schema, rng))
         out = handler(text, body, rng, flaw)
         return self._count(name, "flaw" if flaw else "good", out)
+
+    def _kind(self, name: str, kinds: list[str]) -> str:
+        """A prompt's flaw kinds take turns, so a few flaws already show every kind."""
+        with self._lock:
+            self._turns[name] += 1
+            return kinds[(self._turns[name] - 1) % len(kinds)]
 
     def _count(self, name: str | None, mode: str, reply: Any) -> Any:
         self.counts[(name or "?", mode)] += 1
@@ -251,7 +259,7 @@ class Plausible:
 
     def _iibench_distractor_judge(self, text, body, rng, flaw):
         n = len(re.findall(r"^\s*(?:Question\s*)?\d+[\.\):]", text, re.M)) or 1
-        kind = rng.choice(["also_correct", "implausible", "unsupported"]) if flaw else ""
+        kind = self._kind("iibench_distractor_judge", ["also_correct", "implausible", "unsupported"]) if flaw else ""
         out = []
         for i in range(1, min(3, n) + 1):
             ds = [
@@ -277,7 +285,7 @@ class Plausible:
     # -- MAIA --------------------------------------------------------------------------
     def _maia_questions(self, text, body, rng, flaw):
         a, b = rng.sample(WORDS, 2)
-        kind = rng.choice(["yes_no", "short", "audio", "same_focus"]) if flaw else ""
+        kind = self._kind("maia_questions", ["yes_no", "short", "audio", "same_focus"]) if flaw else ""
         if kind == "yes_no":  # the recipe rejects each of these
             return {"question_a": f"Is the person holding the {a}?", "question_b": f"Where is the {b} placed?"}
         if kind == "short":
@@ -398,7 +406,7 @@ class Plausible:
         original = re.search(r"object=([^)]*)\)", text)
         original = original.group(1).strip() if original else ""
         sub = rng.choice([w for w in WORDS if w not in present])
-        kind = rng.choice(["present", "same", "mentions"]) if flaw else ""
+        kind = self._kind("vague_nonexistent", ["present", "same", "mentions"]) if flaw else ""
         if kind == "present" and present and present[0]:
             sub = present[0]
         elif kind == "same" and original:
@@ -432,7 +440,7 @@ class Plausible:
         target = words[-1]
         box = [0.1, 0.2, 0.5, 0.4]
         if flaw:
-            kind = rng.choice(["box", "metaphor", "span"])
+            kind = self._kind("hummus_annotate", ["box", "metaphor", "span"])
             box = [0.2, 0.4, 0.9, 0.8] if kind == "box" else box  # corner convention: leaves the image
             metaphor = f"{words[0].lower()} like {target.lower()}" if kind == "metaphor" else None
             highlighted = cap.replace(target, f"<i>{target.upper()}</i>", 1) if kind == "span" else None
@@ -447,7 +455,7 @@ class Plausible:
 
     # -- ViMU --------------------------------------------------------------------------
     def _vimu_annotate(self, text, body, rng, flaw):
-        kind = rng.choice(["external", "ambiguous"]) if flaw else ""  # the recipe rejects either
+        kind = self._kind("vimu_annotate", ["external", "ambiguous"]) if flaw else ""  # the recipe rejects either
         return {
             "literal_content": "A person talks to the camera in an office.",
             "intended_meaning": "The speaker mocks how meetings waste everyone's time.",
