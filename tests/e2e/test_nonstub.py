@@ -19,7 +19,7 @@ import pytest
 
 from forge.rejects_registry import e2e_reasons
 from forge.storage import TableStore
-from tests.e2e.run_nonstub import build, llm_assets
+from tests.e2e.run_nonstub import DOOMED, FLAW_RATES, STUBBORN, build, llm_assets
 from tests.llm_double import LLMDouble
 from tests.llm_double.plausible import Plausible
 from tests.llm_double.server import _free_port
@@ -27,27 +27,6 @@ from tests.llm_double.server import _free_port
 pytestmark = pytest.mark.e2e
 
 BENCHMARKS = ("iibench", "vimu", "vague", "maia", "hummus")
-# Items the server scripts to fail, per prompt: every request about a *doomed* item is refused (the
-# stage's ``*_failed`` reason), every reply about a *stubborn* one keeps its flaw (refine runs out of
-# rounds). Only prompts of stages with items to spare (MAIA, II-Bench, Hummus, ViMU's judge).
-DOOMED = {
-    "maia_questions": 1,
-    "maia_answers": 1,
-    "maia_consistency": 1,
-    "maia_pool_contradiction": 1,
-    "maia_statement": 1,
-    "maia_foil_structural": 1,
-    "maia_foil_*": 1,
-    "iibench_implication": 1,
-    "iibench_labels": 1,
-    "iibench_distractor_judge": 1,
-    "hummus_annotate": 1,
-    "vimu_validate_qa": 1,
-}
-STUBBORN = {"maia_foil_*": 1}
-# Prompts whose flaw kinds (taking turns) are each a reason of their own: flawed more often, so the
-# demo's few requests show every kind.
-FLAW_RATES = {"maia_questions": 0.35, "iibench_distractor_judge": 0.5, "iibench_questions": 0.3}
 
 
 def _rejects_by_reason(home) -> Counter:

@@ -16,6 +16,8 @@ new draw. Per request, in order:
   options (II-Bench), an indirect expression that repeats the direct one (VAGUE), an entailed
   foil (MAIA), a box in the wrong convention (Hummus), a non ``TARGET IS SOURCE`` metaphor, a
   hint word in a ViMU question, an inconsistent MAIA answer, a "too literal" or low rating...
+  Where a prompt has several kinds of flaw, each a reject reason of its own, they take turns
+  (``flaw_rates`` raises the rate per prompt);
 * otherwise a good reply built from the request's own variables (the tags it names, the
   caption it quotes, the statement it edits), so the recipe's code checks pass.
 
