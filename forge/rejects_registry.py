@@ -56,9 +56,9 @@ RECIPE_STAGES: dict[str, dict[str, str]] = {
         "judge_failed": E2E,
         "verdict_reject": UNTESTED,
         "bad_options": UNTESTED,
-        "duplicate_options": E2E,
+        "duplicate_options": _IIBENCH_STUB,  # scripted too, but not seen in the measured e2e run
         "answer_not_supported": E2E,
-        "distractor_also_correct": E2E,
+        "distractor_also_correct": _IIBENCH,  # scripted too, but not seen in the measured e2e run
         "distractor_implausible": E2E,
         "unknown": UNTESTED,  # primary_reason's fallback: a failed question without a code
     },

@@ -84,5 +84,8 @@ def test_doomed_and_stubborn_items_keep_their_fate_across_repairs_and_feedback()
             out["question_a"].split()[:4] == out["question_b"].split()[:4]
         )
     assert not isinstance(model(free), Reply)
+    # the same user turn under another system message (MAIA: one clip, another category) is another item
+    other = {"role": "system", "content": "Category: spatial"}
+    assert not isinstance(model(doomed | {"messages": [other] + doomed["messages"]}), Reply)
     assert model.counts[("maia_questions", "doomed")] == 2
-    assert model.counts[("maia_questions", "flaw")] == 2 and model.counts[("maia_questions", "good")] == 1
+    assert model.counts[("maia_questions", "flaw")] == 2 and model.counts[("maia_questions", "good")] == 2

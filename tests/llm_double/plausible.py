@@ -23,8 +23,8 @@ new draw. Per request, in order:
 
 Scripted per item (``doomed`` / ``stubborn``: a count for every prompt or per prompt name, off
 by default): the first N items
-a prompt is asked about (an item = the prompt's own user turn, images included; repair and
-feedback turns do not change it) are *doomed* — every request about them is refused, so the call
+a prompt is asked about (an item = the messages up to the prompt's own user turn: system text and images
+included; repair and feedback turns do not change it) are *doomed* — every request about them is refused, so the call
 fails after its repairs and the stage rejects the item with its ``*_failed`` reason — and the
 next M are *stubborn* — every reply about them carries the prompt's flaw, so a refine loop runs
 out of rounds. Which items come first depends on request order; how many does not.
@@ -109,10 +109,14 @@ def _own_turn(text: str) -> bool:
 
 
 def _anchor(body: dict[str, Any]) -> str:
-    """The item a request is about: its prompt's own user turn, images included."""
-    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
-    own = next((m for m in reversed(users) if _own_turn(message_text({"messages": [m]}))), users[-1] if users else {})
-    return hashlib.sha256(json.dumps(own, sort_keys=True, default=str).encode()).hexdigest()
+    """The item a request is about: every message up to the prompt's own user turn (system text,
+    examples, images included), so the appended repair and feedback turns do not change it."""
+    msgs = body.get("messages", [])
+    own = max(
+        (i for i, m in enumerate(msgs) if m.get("role") == "user" and _own_turn(message_text({"messages": [m]}))),
+        default=len(msgs) - 1,
+    )
+    return hashlib.sha256(json.dumps(msgs[: own + 1], sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _budget(want: int | dict[str, int], name: str) -> tuple[str, int]:
