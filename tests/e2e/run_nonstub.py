@@ -101,7 +101,11 @@ if __name__ == "__main__":
     work = Path(sys.argv[1])
     with LLMDouble() as double:
         double.responder = Plausible(
-            seed=int(os.environ.get("SEED", "7")), doomed=DOOMED, stubborn=STUBBORN, flaw_rates=FLAW_RATES
+            seed=int(os.environ.get("SEED", "7")),
+            doomed=DOOMED,
+            stubborn=STUBBORN,
+            flaw_rates=FLAW_RATES,
+            rotate_flaws=True,
         )
         t0 = time.perf_counter()
         from tests.llm_double.server import _free_port

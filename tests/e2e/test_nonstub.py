@@ -46,7 +46,7 @@ def _rejects_by_reason(home) -> Counter:
 def built(tmp_path_factory):
     work = tmp_path_factory.mktemp("nonstub")
     with LLMDouble() as double:
-        model = Plausible(seed=7, doomed=DOOMED, stubborn=STUBBORN, flaw_rates=FLAW_RATES)
+        model = Plausible(seed=7, doomed=DOOMED, stubborn=STUBBORN, flaw_rates=FLAW_RATES, rotate_flaws=True)
         double.responder = model
         port = _free_port()
         first = build(work, double, port)

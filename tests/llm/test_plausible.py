@@ -80,7 +80,7 @@ def test_doomed_and_stubborn_items_keep_their_fate_across_repairs_and_feedback()
     assert isinstance(model(doomed | {"messages": doomed["messages"] + repair}), Reply)  # still refused
     for body in (stubborn, stubborn | {"messages": stubborn["messages"] + repair}):
         out = model(body)
-        assert out["question_a"].startswith(("Is ", "Why?", "What does the person say")) or (
+        assert out["question_a"].startswith(("Is ", "Why, though?", "What does the person say")) or (
             out["question_a"].split()[:4] == out["question_b"].split()[:4]
         )
     assert not isinstance(model(free), Reply)

@@ -16,8 +16,8 @@ new draw. Per request, in order:
   options (II-Bench), an indirect expression that repeats the direct one (VAGUE), an entailed
   foil (MAIA), a box in the wrong convention (Hummus), a non ``TARGET IS SOURCE`` metaphor, a
   hint word in a ViMU question, an inconsistent MAIA answer, a "too literal" or low rating...
-  Where a prompt has several kinds of flaw, each a reject reason of its own, they take turns
-  (``flaw_rates`` raises the rate per prompt);
+  Where a prompt has several kinds of flaw, each a reject reason of its own, one is drawn, or
+  with ``rotate_flaws`` they take turns (``flaw_rates`` raises the rate per prompt);
 * otherwise a good reply built from the request's own variables (the tags it names, the
   caption it quotes, the statement it edits), so the recipe's code checks pass.
 
@@ -144,9 +144,11 @@ class Plausible:
         doomed: int | dict[str, int] = 0,
         stubborn: int | dict[str, int] = 0,
         flaw_rates: dict[str, float] | None = None,
+        rotate_flaws: bool = False,
     ):
         self.seed, self.p_flaw, self.p_unparseable, self.p_refusal = seed, p_flaw, p_unparseable, p_refusal
         self.doomed, self.stubborn, self.flaw_rates = doomed, stubborn, flaw_rates or {}
+        self.rotate_flaws = rotate_flaws
         self.counts: Counter[tuple[str, str]] = Counter()
         self._fates: dict[tuple[str, str], dict[str, str]] = {}  # (fate, budget key) -> item anchors
         self._lock = threading.Lock()
@@ -193,8 +195,11 @@ class Plausible:
         out = handler(text, body, rng, flaw)
         return self._count(name, "flaw" if flaw else "good", out)
 
-    def _kind(self, name: str, kinds: list[str]) -> str:
-        """A prompt's flaw kinds take turns, so a few flaws already show every kind."""
+    def _kind(self, name: str, kinds: list[str], rng: random.Random) -> str:
+        """Which of a prompt's flaw kinds: seeded per request, or (``rotate_flaws``) taking turns,
+        so a few flaws already show every kind (then the reply depends on the order of requests)."""
+        if not self.rotate_flaws:
+            return rng.choice(kinds)
         with self._lock:
             self._turns[name] += 1
             return kinds[(self._turns[name] - 1) % len(kinds)]
@@ -265,7 +270,9 @@ class Plausible:
 
     def _iibench_distractor_judge(self, text, body, rng, flaw):
         n = len(re.findall(r"^\s*(?:Question\s*)?\d+[\.\):]", text, re.M)) or 1
-        kind = self._kind("iibench_distractor_judge", ["also_correct", "implausible", "unsupported"]) if flaw else ""
+        kind = (
+            self._kind("iibench_distractor_judge", ["also_correct", "implausible", "unsupported"], rng) if flaw else ""
+        )
         out = []
         for i in range(1, min(3, n) + 1):
             ds = [
@@ -291,11 +298,11 @@ class Plausible:
     # -- MAIA --------------------------------------------------------------------------
     def _maia_questions(self, text, body, rng, flaw):
         a, b = rng.sample(WORDS, 2)
-        kind = self._kind("maia_questions", ["yes_no", "short", "audio", "same_focus"]) if flaw else ""
+        kind = self._kind("maia_questions", ["yes_no", "short", "audio", "same_focus"], rng) if flaw else ""
         if kind == "yes_no":  # the recipe rejects each of these
             return {"question_a": f"Is the person holding the {a}?", "question_b": f"Where is the {b} placed?"}
         if kind == "short":
-            return {"question_a": "Why?", "question_b": f"What happens to the {b} after the person moves?"}
+            return {"question_a": "Why, though?", "question_b": f"What happens to the {b} after the person moves?"}
         if kind == "audio":
             return {"question_a": f"What does the person say about the {a}?", "question_b": f"Where is the {b} placed?"}
         if kind == "same_focus":  # the second question asks about the first one's entities again
@@ -412,7 +419,7 @@ class Plausible:
         original = re.search(r"object=([^)]*)\)", text)
         original = original.group(1).strip() if original else ""
         sub = rng.choice([w for w in WORDS if w not in present])
-        kind = self._kind("vague_nonexistent", ["present", "same", "mentions"]) if flaw else ""
+        kind = self._kind("vague_nonexistent", ["present", "same", "mentions"], rng) if flaw else ""
         if kind == "present" and present and present[0]:
             sub = present[0]
         elif kind == "same" and original:
@@ -446,7 +453,7 @@ class Plausible:
         target = words[-1]
         box = [0.1, 0.2, 0.5, 0.4]
         if flaw:
-            kind = self._kind("hummus_annotate", ["box", "metaphor", "span"])
+            kind = self._kind("hummus_annotate", ["box", "metaphor", "span"], rng)
             box = [0.2, 0.4, 0.9, 0.8] if kind == "box" else box  # corner convention: leaves the image
             metaphor = f"{words[0].lower()} like {target.lower()}" if kind == "metaphor" else None
             highlighted = cap.replace(target, f"<i>{target.upper()}</i>", 1) if kind == "span" else None
@@ -461,7 +468,7 @@ class Plausible:
 
     # -- ViMU --------------------------------------------------------------------------
     def _vimu_annotate(self, text, body, rng, flaw):
-        kind = self._kind("vimu_annotate", ["external", "ambiguous"]) if flaw else ""  # the recipe rejects either
+        kind = self._kind("vimu_annotate", ["external", "ambiguous"], rng) if flaw else ""  # the recipe rejects either
         return {
             "literal_content": "A person talks to the camera in an office.",
             "intended_meaning": "The speaker mocks how meetings waste everyone's time.",
