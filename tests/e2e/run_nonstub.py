@@ -22,6 +22,28 @@ sources:
   - {name: captioned, type: table, path: "${SAMPLE_CORPUS}/table/captions.csv", image_column: image,
      caption_column: caption}
 """
+# Items the server scripts to fail, per prompt: every request about a *doomed* item is refused (the
+# stage's ``*_failed`` reason), every reply about a *stubborn* one keeps its flaw (refine runs out of
+# rounds). Only prompts of stages with items to spare (MAIA, II-Bench, Hummus, ViMU's judge).
+DOOMED = {
+    "maia_questions": 1,
+    "maia_answers": 1,
+    "maia_consistency": 1,
+    "maia_pool_contradiction": 1,
+    "maia_statement": 1,
+    "maia_foil_structural": 1,
+    "maia_foil_*": 1,
+    "iibench_implication": 1,
+    "iibench_labels": 1,
+    "iibench_distractor_judge": 1,
+    "hummus_annotate": 1,
+    "vimu_validate_qa": 1,
+}
+STUBBORN = {"maia_foil_*": 1}
+# Prompts whose flaw kinds (taking turns) are each a reason of their own: flawed more often, so the
+# demo's few requests show every kind.
+FLAW_RATES = {"maia_questions": 0.35, "iibench_distractor_judge": 0.5, "iibench_questions": 0.3}
+
 # The LLM part of the graph: what a second, unchanged run re-materializes (all from the cache).
 LLM_GROUPS = ("hummus", "iibench", "maia", "vague", "vimu", "splits", "evals")
 
@@ -78,7 +100,13 @@ def build(
 if __name__ == "__main__":
     work = Path(sys.argv[1])
     with LLMDouble() as double:
-        double.responder = Plausible(seed=int(os.environ.get("SEED", "7")))
+        double.responder = Plausible(
+            seed=int(os.environ.get("SEED", "7")),
+            doomed=DOOMED,
+            stubborn=STUBBORN,
+            flaw_rates=FLAW_RATES,
+            rotate_flaws=True,
+        )
         t0 = time.perf_counter()
         from tests.llm_double.server import _free_port
 

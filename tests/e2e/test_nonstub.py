@@ -3,8 +3,8 @@
 
 * the run exits 0 and every benchmark exports items;
 * no stub row anywhere (no `stub` backend, lineage or `[stub]` text in any table);
-* the recipes' reject reasons that the server's scripted flaws provoke all occur and are counted
-  (rejects table and each asset's `rejects_by_reason`);
+* every reject reason the registry (forge/rejects_registry.py) marks ``E2E`` occurs at least once
+  and is counted: in the rejects table and, equally, in its stage's ``rejects_by_reason`` metadata;
 * a second, unchanged run makes no LLM request.
 
 Marked ``e2e``: it runs the media trunk too (yt-dlp on loopback, ffmpeg, EasyOCR, YOLO).
@@ -12,10 +12,14 @@ Marked ``e2e``: it runs the media trunk too (yt-dlp on loopback, ffmpeg, EasyOCR
 
 from __future__ import annotations
 
+from collections import Counter
+
+import dagster as dg
 import pytest
 
+from forge.rejects_registry import e2e_reasons
 from forge.storage import TableStore
-from tests.e2e.run_nonstub import build, llm_assets
+from tests.e2e.run_nonstub import DOOMED, FLAW_RATES, STUBBORN, build, llm_assets
 from tests.llm_double import LLMDouble
 from tests.llm_double.plausible import Plausible
 from tests.llm_double.server import _free_port
@@ -23,32 +27,39 @@ from tests.llm_double.server import _free_port
 pytestmark = pytest.mark.e2e
 
 BENCHMARKS = ("iibench", "vimu", "vague", "maia", "hummus")
-# Reasons the plausible server's flaws provoke (stage, reason); each must occur at least once.
-EXPECTED_REJECTS = {
-    ("iibench_implication", "no_implication"),
-    ("iibench_implication", "duplicate"),
-    ("maia_questions", "yes_no_question"),
-    ("maia_answer_pools", "inconsistent_answer"),
-    ("maia_answer_pools", "pool_too_small"),  # a pool is kept whole (8 answers) or rejected
-    ("vague_candidates", "frame_kind"),
-}
+
+
+def _rejects_by_reason(home) -> Counter:
+    """(stage, reason) -> count summed over every materialization's ``rejects_by_reason``."""
+    out: Counter = Counter()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        for key in instance.get_asset_keys():
+            for rec in instance.fetch_materializations(key, limit=10_000).records:
+                md = rec.asset_materialization.metadata if rec.asset_materialization else {}
+                v = md.get("rejects_by_reason")
+                for reason, n in ((v.value if v is not None else None) or {}).items():
+                    out[(key.to_user_string(), reason)] += int(n)
+    return out
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     work = tmp_path_factory.mktemp("nonstub")
     with LLMDouble() as double:
-        model = Plausible(seed=7)
+        model = Plausible(seed=7, doomed=DOOMED, stubborn=STUBBORN, flaw_rates=FLAW_RATES, rotate_flaws=True)
         double.responder = model
         port = _free_port()
         first = build(work, double, port)
         n_first = len(double.chat_requests)
+        rejects_first = TableStore(work / "data").read("rejects")
+        counted_first = _rejects_by_reason(work / "home")
         calls = TableStore(work / "data").read("llm_calls")
         model.failed_first = (
             int(((calls["outcome"] != "ok") & ~calls["cache_hit"].astype(bool)).sum()) if len(calls) else 0
         )
         second = build(work, double, port, select=llm_assets())
         n_second = len(double.chat_requests) - n_first
+    model.rejects_first, model.counted_first = rejects_first, counted_first
     return TableStore(work / "data"), first, second, n_first, n_second, model
 
 
@@ -74,12 +85,18 @@ def test_no_stub_rows_anywhere(built):
         assert not text.apply(lambda c: c.str.contains("[stub]", regex=False)).any().any(), table
 
 
-def test_scripted_reject_reasons_occur_and_are_counted(built):
-    store, first, *_, model = built
-    rej = store.read("rejects")
-    seen = set(zip(rej["stage"], rej["reason"]))
-    assert EXPECTED_REJECTS <= seen, sorted(EXPECTED_REJECTS - seen)
+def test_every_e2e_reject_reason_occurs_and_is_counted(built):
+    """Each reason the registry marks E2E occurs in the first run's rejects table, and its stage's
+    materializations count exactly as many in ``rejects_by_reason``."""
+    *_, model = built
+    rej, counted = model.rejects_first, model.counted_first
+    in_table = Counter(zip(rej["stage"], rej["reason"]))
+    missing = sorted(r for r in e2e_reasons() if in_table[r] == 0)
+    assert not missing, (missing, sorted(in_table.items()))
+    miscounted = {r: (in_table[r], counted[r]) for r in e2e_reasons() if counted[r] != in_table[r]}
+    assert not miscounted, miscounted  # (rejects rows, rejects_by_reason in the stage's metadata)
     assert any(mode == "flaw" for (_, mode) in model.counts) and any(m == "unparseable" for (_, m) in model.counts)
+    assert any(mode == "doomed" for (_, mode) in model.counts)
     # every item is either kept or rejected with a reason: no reject row lacks one
     assert rej["reason"].fillna("").str.len().min() > 0
 

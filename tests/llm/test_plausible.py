@@ -64,3 +64,28 @@ def test_every_prompt_gets_schema_valid_varied_replies(path):
     if prompt.schema and len(json.dumps(prompt.schema)) > 200:  # rich schemas: replies vary
         assert len(set(replies)) > 1, prompt.name
     assert model(_body(prompt, 0)) == Plausible(seed=3)(_body(prompt, 0))  # seeded per request
+
+
+def test_doomed_and_stubborn_items_keep_their_fate_across_repairs_and_feedback():
+    """The first item of a prompt is refused on every request (repair turns included), the next one
+    always gets the flaw; a third item is answered normally; another prompt has its own budget."""
+    prompt = load_prompt(ROOT / "assets/recipes/maia/prompts/questions.yaml")
+    model = Plausible(seed=3, p_flaw=0.0, p_unparseable=0.0, p_refusal=0.0, doomed={"maia_*": 1}, stubborn=1)
+    doomed, stubborn, free = (_body(prompt, k) for k in (1, 2, 3))
+    repair = [
+        {"role": "assistant", "content": "{broken"},
+        {"role": "user", "content": "Your reply could not be used: invalid JSON. Reply again with only a JSON object."},
+    ]
+    assert isinstance(model(doomed), Reply)
+    assert isinstance(model(doomed | {"messages": doomed["messages"] + repair}), Reply)  # still refused
+    for body in (stubborn, stubborn | {"messages": stubborn["messages"] + repair}):
+        out = model(body)
+        assert out["question_a"].startswith(("Is ", "Why, though?", "What does the person say")) or (
+            out["question_a"].split()[:4] == out["question_b"].split()[:4]
+        )
+    assert not isinstance(model(free), Reply)
+    # the same user turn under another system message (MAIA: one clip, another category) is another item
+    other = {"role": "system", "content": "Category: spatial"}
+    assert not isinstance(model(doomed | {"messages": [other] + doomed["messages"]}), Reply)
+    assert model.counts[("maia_questions", "doomed")] == 2
+    assert model.counts[("maia_questions", "flaw")] == 2 and model.counts[("maia_questions", "good")] == 2

@@ -17,8 +17,18 @@ new draw. Per request, in order:
   foil (MAIA), a box in the wrong convention (Hummus), a non ``TARGET IS SOURCE`` metaphor, a
   hint word in a ViMU question, an inconsistent MAIA answer (and, for some questions, an annotator
   who keeps misreading the question after feedback), a "too literal" or low rating...
+  Where a prompt has several kinds of flaw, each a reject reason of its own, one is drawn, or
+  with ``rotate_flaws`` they take turns (``flaw_rates`` raises the rate per prompt);
 * otherwise a good reply built from the request's own variables (the tags it names, the
   caption it quotes, the statement it edits), so the recipe's code checks pass.
+
+Scripted per item (``doomed`` / ``stubborn``: a count for every prompt or per prompt name, off
+by default): the first N items
+a prompt is asked about (an item = the messages up to the prompt's own user turn: system text and images
+included; repair and feedback turns do not change it) are *doomed* — every request about them is refused, so the call
+fails after its repairs and the stage rejects the item with its ``*_failed`` reason — and the
+next M are *stubborn* — every reply about them carries the prompt's flaw, so a refine loop runs
+out of rounds. Which items come first depends on request order; how many does not.
 
 Judges answer from what they are shown: the MAIA consistency judge scores an off-topic answer 0,
 the NLI judge says ``contradiction`` unless the two
@@ -33,6 +43,7 @@ import hashlib
 import json
 import random
 import re
+import threading
 from collections import Counter
 from typing import Any
 
@@ -135,9 +146,33 @@ def _first_user(body: dict[str, Any]) -> str:
     """The prompt's own (last example-free) user turn: refine appends feedback turns after it."""
     users = [m for m in body.get("messages", []) if m.get("role") == "user"]
     turns = [message_text({"messages": [m]}) for m in users]
-    return next(
-        (t for t in reversed(turns) if "Feedback" not in t and "A reviewer" not in t), turns[-1] if turns else ""
+    return next((t for t in reversed(turns) if _own_turn(t)), turns[-1] if turns else "")
+
+
+def _own_turn(text: str) -> bool:
+    """Not a turn the project appends after the prompt's own: refine feedback or a repair request."""
+    return "Feedback" not in text and "A reviewer" not in text and not text.startswith("Your reply could not be used")
+
+
+def _anchor(body: dict[str, Any]) -> str:
+    """The item a request is about: every message up to the prompt's own user turn (system text,
+    examples, images included), so the appended repair and feedback turns do not change it."""
+    msgs = body.get("messages", [])
+    own = max(
+        (i for i, m in enumerate(msgs) if m.get("role") == "user" and _own_turn(message_text({"messages": [m]}))),
+        default=len(msgs) - 1,
     )
+    return hashlib.sha256(json.dumps(msgs[: own + 1], sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _budget(want: int | dict[str, int], name: str) -> tuple[str, int]:
+    """(budget key, how many items get the fate) for prompt ``name``: an int for every prompt, or
+    per name; a key ending in ``*`` is a prefix whose prompts share one budget (``"maia_foil_*"``)."""
+    if isinstance(want, int):
+        return name, want
+    if name in want:
+        return name, want[name]
+    return next(((k, v) for k, v in want.items() if k.endswith("*") and name.startswith(k[:-1])), (name, 0))
 
 
 def _sentence(rng: random.Random, n: int = 8) -> str:
@@ -153,10 +188,34 @@ class Plausible:
         p_unparseable: float = 0.02,
         p_refusal: float = 0.01,
         p_misread: float = 0.125,
+        doomed: int | dict[str, int] = 0,
+        stubborn: int | dict[str, int] = 0,
+        flaw_rates: dict[str, float] | None = None,
+        rotate_flaws: bool = False,
     ):
         self.seed, self.p_flaw, self.p_unparseable, self.p_refusal = seed, p_flaw, p_unparseable, p_refusal
         self.p_misread = p_misread  # share of MAIA questions one annotator keeps misreading
+        self.doomed, self.stubborn, self.flaw_rates = doomed, stubborn, flaw_rates or {}
+        self.rotate_flaws = rotate_flaws
         self.counts: Counter[tuple[str, str]] = Counter()
+        self._fates: dict[tuple[str, str], dict[str, str]] = {}  # (fate, budget key) -> item anchors
+        self._lock = threading.Lock()
+        self._turns: Counter[str] = Counter()
+
+    def _fate(self, name: str, body: dict[str, Any]) -> str | None:
+        """``doomed`` / ``stubborn`` when this request's item is one of the scripted ones of its prompt."""
+        anchor = _anchor(body)
+        with self._lock:
+            for kind, want in (("doomed", self.doomed), ("stubborn", self.stubborn)):
+                key, n = _budget(want, name)
+                fates = self._fates.setdefault((kind, key), {})
+                if anchor in fates:
+                    return kind
+                if len(fates) < n and not any(anchor in f for f in self._fates.values()):
+                    fates[anchor] = kind
+                    return kind
+            self._fates.setdefault(("", name), {})[anchor] = ""
+            return None
 
     # -- entry point -------------------------------------------------------------------
     def __call__(self, body: dict[str, Any]) -> Any:
@@ -168,11 +227,15 @@ class Plausible:
             return self._count(name or "text", "good", Reply.text(self._free_text(text, rng)))
         roll = rng.random()
         judge = name in ("nli", "blind_solver", "maia_consistency") or (name or "").startswith("eval_")
-        if not judge and roll < self.p_unparseable:
+        # scripted fates apply to any prompt they name (judges included: a doomed check call fails closed)
+        fate = None if name is None else self._fate(name, body)
+        if fate == "doomed":
+            return self._count(name, "doomed", Reply.text("I'm sorry, but I can't help with that request."))
+        if not judge and not fate and roll < self.p_unparseable:
             return self._count(name, "unparseable", Reply.text("Sure! Here is the JSON you asked for: {answer: "))
-        if not judge and roll < self.p_unparseable + self.p_refusal:
+        if not judge and not fate and roll < self.p_unparseable + self.p_refusal:
             return self._count(name, "refusal", Reply.text("I'm sorry, but I can't help with that request."))
-        flaw = not judge and rng.random() < self.p_flaw
+        flaw = fate == "stubborn" or (not judge and rng.random() < self.flaw_rates.get(name, self.p_flaw))
         handler = getattr(self, "_" + (name or "").replace("-", "_"), None)
         if name and name.startswith("maia_foil_") and name != "maia_foil_structural":
             handler = self._maia_foil
@@ -180,6 +243,15 @@ class Plausible:
             return self._count(name, "generic", generic(schema, rng))
         out = handler(text, body, rng, flaw)
         return self._count(name, "flaw" if flaw else "good", out)
+
+    def _kind(self, name: str, kinds: list[str], rng: random.Random) -> str:
+        """Which of a prompt's flaw kinds: seeded per request, or (``rotate_flaws``) taking turns,
+        so a few flaws already show every kind (then the reply depends on the order of requests)."""
+        if not self.rotate_flaws:
+            return rng.choice(kinds)
+        with self._lock:
+            self._turns[name] += 1
+            return kinds[(self._turns[name] - 1) % len(kinds)]
 
     def _count(self, name: str | None, mode: str, reply: Any) -> Any:
         self.counts[(name or "?", mode)] += 1
@@ -247,19 +319,28 @@ class Plausible:
 
     def _iibench_distractor_judge(self, text, body, rng, flaw):
         n = len(re.findall(r"^\s*(?:Question\s*)?\d+[\.\):]", text, re.M)) or 1
+        kind = (
+            self._kind("iibench_distractor_judge", ["also_correct", "implausible", "unsupported"], rng) if flaw else ""
+        )
         out = []
         for i in range(1, min(3, n) + 1):
             ds = [
                 {
                     "distractor": d,
-                    "plausible": True,
-                    "also_correct": flaw and i == 1 and d == 3,
+                    "plausible": not (kind == "implausible" and i == 1 and d == 2),
+                    "also_correct": kind == "also_correct" and i == 1 and d == 3,
                     "reason": "a reading the image does not support",
                 }
                 for d in range(1, 6)
             ]
+            supported = not (kind == "unsupported" and i == 1)
             out.append(
-                {"index": i, "answer_supported": True, "answer_reason": "matches the implication", "distractors": ds}
+                {
+                    "index": i,
+                    "answer_supported": supported,
+                    "answer_reason": "matches the implication" if supported else "the image implies something else",
+                    "distractors": ds,
+                }
             )
         return {"questions": out}
 
@@ -267,15 +348,31 @@ class Plausible:
     def _maia_questions(self, text, body, rng, flaw):
         if _italian(text):
             a, b = rng.sample(WORDS_IT, 2)
-            if flaw:  # a yes/no question (no interrogative word): the recipe rejects it
+            kind = self._kind("maia_questions", ["yes_no", "short", "audio", "same_focus"], rng) if flaw else ""
+            if kind == "yes_no":  # no interrogative word: the recipe rejects each of these
                 return {"question_a": f"La persona tiene in mano {a}?", "question_b": f"Dove si trova {b}?"}
+            if kind == "short":
+                return {"question_a": "Perché, poi?", "question_b": f"Che cosa succede a {b} dopo lo spostamento?"}
+            if kind == "audio":
+                return {"question_a": f"Che cosa dice la persona di {a}?", "question_b": f"Dove si trova {b}?"}
+            if kind == "same_focus":
+                q = f"Dove si trova {a} rispetto alla persona durante il video?"
+                return {"question_a": q, "question_b": f"Dove si trova {a} rispetto alla persona in tutto il video?"}
             return {
                 "question_a": f"Dove si trova {a} rispetto alla persona durante il video?",
                 "question_b": f"Che cosa succede a {b} dopo che qualcuno si sposta?",
             }
         a, b = rng.sample(WORDS, 2)
-        if flaw:  # a yes/no question: the recipe rejects it
+        kind = self._kind("maia_questions", ["yes_no", "short", "audio", "same_focus"], rng) if flaw else ""
+        if kind == "yes_no":  # the recipe rejects each of these
             return {"question_a": f"Is the person holding the {a}?", "question_b": f"Where is the {b} placed?"}
+        if kind == "short":
+            return {"question_a": "Why, though?", "question_b": f"What happens to the {b} after the person moves?"}
+        if kind == "audio":
+            return {"question_a": f"What does the person say about the {a}?", "question_b": f"Where is the {b} placed?"}
+        if kind == "same_focus":  # the second question asks about the first one's entities again
+            q = f"Where is the {a} relative to the person during the video?"
+            return {"question_a": q, "question_b": f"Where is the {a} relative to the person during the whole video?"}
         return {
             "question_a": f"Where is the {a} relative to the person during the video?",
             "question_b": f"What happens to the {b} after the person moves?",
@@ -413,8 +510,18 @@ class Plausible:
 
     def _vague_nonexistent(self, text, body, rng, flaw):
         present = [o.lower() for o in _list_field(text, "Objects present in the image")]
-        sub = present[0] if flaw and present and present[0] else rng.choice([w for w in WORDS if w not in present])
-        return {"substitute_object": sub, "ne_interpretation": f"The speaker wants someone to bring the {sub}."}
+        original = re.search(r"object=([^)]*)\)", text)
+        original = original.group(1).strip() if original else ""
+        sub = rng.choice([w for w in WORDS if w not in present])
+        kind = self._kind("vague_nonexistent", ["present", "same", "mentions"], rng) if flaw else ""
+        if kind == "present" and present and present[0]:
+            sub = present[0]
+        elif kind == "same" and original:
+            sub = original
+        interp = f"The speaker wants someone to bring the {sub}."
+        if kind == "mentions" and original:
+            interp = f"The speaker wants someone to bring the {sub} instead of the {original}."
+        return {"substitute_object": sub, "ne_interpretation": interp}
 
     # -- Hummus ------------------------------------------------------------------------
     def _hummus_caption(self, text, body, rng, flaw):
@@ -440,7 +547,7 @@ class Plausible:
         target = words[-1]
         box = [0.1, 0.2, 0.5, 0.4]
         if flaw:
-            kind = rng.choice(["box", "metaphor", "span"])
+            kind = self._kind("hummus_annotate", ["box", "metaphor", "span"], rng)
             box = [0.2, 0.4, 0.9, 0.8] if kind == "box" else box  # corner convention: leaves the image
             metaphor = f"{words[0].lower()} like {target.lower()}" if kind == "metaphor" else None
             highlighted = cap.replace(target, f"<i>{target.upper()}</i>", 1) if kind == "span" else None
@@ -455,6 +562,7 @@ class Plausible:
 
     # -- ViMU --------------------------------------------------------------------------
     def _vimu_annotate(self, text, body, rng, flaw):
+        kind = self._kind("vimu_annotate", ["external", "ambiguous"], rng) if flaw else ""  # the recipe rejects either
         return {
             "literal_content": "A person talks to the camera in an office.",
             "intended_meaning": "The speaker mocks how meetings waste everyone's time.",
@@ -465,8 +573,8 @@ class Plausible:
                 {"source": "On-screen text", "cue": "a caption reads MONDAY"},
             ],
             "target_subjects": [{"target": "office meetings", "kind": "institution_or_organization"}],
-            "requires_external_context": flaw,
-            "ambiguous": False,
+            "requires_external_context": kind == "external",
+            "ambiguous": kind == "ambiguous",
         }
 
     def _vimu_generate_qa(self, text, body, rng, flaw):
