@@ -32,7 +32,7 @@ from assets.common import (
 )
 from forge.dependencies import MissingDependency
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
-from forge.media.hashing import FrameHash, hash_many
+from forge.media.hashing import FrameHash, hash_paths
 from forge.media.ocr import OCRResult, clip_passes, spread_clip_frames
 from forge.media.sheets import ocr_tiles
 from forge.media.text_boxes import measure_kept_frames, text_needed
@@ -90,7 +90,7 @@ def hash_batch(
     keys = [content_key(HASH_VERSION, cache.file_digest(p)) if cache and p.is_file() else "" for p in paths]
     known = cache.get_many("frame_hashes", [k for k in keys if k]) if cache else {}
     todo = [i for i, k in enumerate(keys) if k not in known]
-    computed = hash_many([paths[i] for i in todo], workers=workers, on_done=progress.step if progress else None)
+    computed = hash_paths([paths[i] for i in todo], workers, progress.step if progress else None)
     if cache:
         cache.put_many(
             "frame_hashes", {keys[i]: asdict(r) for i, r in zip(todo, computed) if keys[i] and isinstance(r, FrameHash)}

@@ -23,6 +23,7 @@ from forge.media.transcripts import (
     WhisperTranscriber,
     transcribe_clips,
 )
+from forge.scale.ray_stages import configured_placement
 from forge.storage import RejectLog
 from forge.versioning import content_hash
 from resources.ingest import IngestResource
@@ -63,6 +64,7 @@ def make_transcriber(config: TranscriptsConfig, llm: LLMResource) -> tuple[Trans
                 config.whisper_compute_type,
                 config.language,
                 cache,
+                configured_placement("transcripts"),
             ),
             None,
         )
