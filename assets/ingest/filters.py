@@ -36,6 +36,7 @@ from forge.media.hashing import FrameHash, hash_paths
 from forge.media.ocr import OCRResult, clip_passes, spread_clip_frames
 from forge.media.sheets import ocr_tiles
 from forge.media.text_boxes import measure_kept_frames, text_needed
+from forge.scale.ray_stages import step_pools
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
 from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash
@@ -503,24 +504,25 @@ def text_ratio(
     store = storage.store
     cache = StageCache.for_store(store) if config.reuse else None
     parts, clip_parts, logs = {}, {}, []
-    for batch in partition_keys(context):
-        log = RejectLog("text_ratio", batch)
-        n = len(spread_clip_frames(kept_frames(store, batch), config.clip_frames))
-        parts[batch], clip_parts[batch] = text_ratio_batch(
-            store,
-            batch,
-            ocr,
-            config.max_ratio,
-            config.clip_rule,
-            log,
-            Progress(context.log, f"ocr {batch}", n),
-            clip_frames=config.clip_frames,
-            method=config.method,
-            recognise=config.recognise,
-            detect_batch=config.detect_batch,
-            cache=cache,
-        )
-        logs.append(log)
+    with step_pools():  # Ray replicas (if any) load once for all partitions of the step
+        for batch in partition_keys(context):
+            log = RejectLog("text_ratio", batch)
+            n = len(spread_clip_frames(kept_frames(store, batch), config.clip_frames))
+            parts[batch], clip_parts[batch] = text_ratio_batch(
+                store,
+                batch,
+                ocr,
+                config.max_ratio,
+                config.clip_rule,
+                log,
+                Progress(context.log, f"ocr {batch}", n),
+                clip_frames=config.clip_frames,
+                method=config.method,
+                recognise=config.recognise,
+                detect_batch=config.detect_batch,
+                cache=cache,
+            )
+            logs.append(log)
     total = sum(len(p) for p in parts.values())
     passing = sum(int(p["passes"].astype(bool).sum()) for p in parts.values())
     secs = time.perf_counter() - started

@@ -23,7 +23,7 @@ from forge.media.transcripts import (
     WhisperTranscriber,
     transcribe_clips,
 )
-from forge.scale.ray_stages import configured_placement
+from forge.scale.ray_stages import configured_placement, step_pools
 from forge.storage import RejectLog
 from forge.versioning import content_hash
 from resources.ingest import IngestResource
@@ -96,22 +96,23 @@ def transcripts(
     transcriber, engine = make_transcriber(config, llm)
     parts, logs = {}, []
     keys = partition_keys(context)
-    for batch in keys:
-        log = RejectLog(STAGE, batch)
-        clips = store.read_batch("clips", batch)
-        progress = Progress(context.log, f"transcribe {batch}", len(clips))
-        parts[batch] = transcribe_clips(
-            clips,
-            store.read_batch("videos", batch),
-            store.data_dir,
-            ingest.ffmpeg(),
-            transcriber,
-            log,
-            use_subtitles=config.use_subtitles,
-            language=config.language,
-            step=progress.step,
-        )
-        logs.append(log)
+    with step_pools():  # Ray replicas (if any) load once for all partitions of the step
+        for batch in keys:
+            log = RejectLog(STAGE, batch)
+            clips = store.read_batch("clips", batch)
+            progress = Progress(context.log, f"transcribe {batch}", len(clips))
+            parts[batch] = transcribe_clips(
+                clips,
+                store.read_batch("videos", batch),
+                store.data_dir,
+                ingest.ffmpeg(),
+                transcriber,
+                log,
+                use_subtitles=config.use_subtitles,
+                language=config.language,
+                step=progress.step,
+            )
+            logs.append(log)
     counts: dict[str, int] = {}
     for p in parts.values():
         for src, n in p["transcript_source"].value_counts().items():

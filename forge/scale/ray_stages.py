@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ _LOCK = threading.Lock()
 # What ran where (tests, logs): (node id, pid) of each replica of the last pool per worker class,
 # and of each task of the last map_calls per function.
 LAST_PLACEMENT: dict[str, list[tuple[str, int]]] = {}
+POOLS_STARTED: Counter[str] = Counter()  # actor pools started per worker class (model loads = this x actors)
 
 
 @dataclass(frozen=True)
@@ -132,20 +135,59 @@ class DetectionWorker:
         return df, rejects, {"processed": stats.processed, "rejected": stats.rejected, "model_s": stats.model_seconds}
 
 
+# Pools kept for the whole Dagster step (``step_pools``): key -> replicas. None outside a step scope.
+_STEP_POOLS: ContextVar[dict[tuple, list[Any]] | None] = ContextVar("ray_step_pools", default=None)
+
+
+@contextmanager
+def step_pools() -> Iterator[None]:
+    """Within it, ``actor_pool`` keeps each pool for the rest of the step: a partitioned backfill
+    (one step, many partitions) loads each replica's model once, not once per partition. The
+    replicas are killed when the step ends, so the next stage's replicas can be placed."""
+    kept: dict[tuple, list[Any]] = {}
+    token = _STEP_POOLS.set(kept)
+    try:
+        yield
+    finally:
+        _STEP_POOLS.reset(token)
+        if kept:
+            import ray
+
+            for pool in kept.values():
+                for a in pool:
+                    ray.kill(a)
+
+
 @contextmanager
 def actor_pool(placement: RayPlacement, worker_cls: type, *args: Any) -> Iterator[list[Any]]:
     """``placement.actors`` replicas of ``worker_cls(*args)``, spread over the nodes, for one stage.
 
-    The replicas are killed when the stage ends: a pool kept alive would hold its CPUs/GPUs and
-    the next stage's replicas could never be placed on a small cluster.
+    The replicas are killed when the stage ends (when the ``step_pools`` scope ends, inside one):
+    a pool kept alive would hold its CPUs/GPUs and the next stage's replicas could never be
+    placed on a small cluster.
     """
     import ray
 
+    kept = _STEP_POOLS.get()
+    key = (worker_cls.__name__, placement, repr(args))
+    if kept is not None and key in kept:
+        yield kept[key]
+        return
     connect(placement.address)
     remote = ray.remote(num_cpus=placement.num_cpus, num_gpus=placement.num_gpus)(worker_cls)
     pool = [remote.options(scheduling_strategy="SPREAD").remote(*args) for _ in range(max(1, placement.actors))]
+    POOLS_STARTED[worker_cls.__name__] += 1
     try:
         LAST_PLACEMENT[worker_cls.__name__] = ray.get([a.where.remote() for a in pool])
+    except BaseException:
+        for a in pool:
+            ray.kill(a)
+        raise
+    if kept is not None:
+        kept[key] = pool
+        yield pool
+        return
+    try:
         yield pool
     finally:
         for a in pool:

@@ -291,6 +291,7 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
     from forge.scale import ray_stages
 
     media_where = dict(ray_stages.LAST_PLACEMENT)
+    ray_stages.POOLS_STARTED.clear()
     t0 = time.perf_counter()
     on_ray = _backfill(
         _corpus(tmp_path / "ray", photos),
@@ -330,6 +331,8 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
     # The replicas really ran on the cluster: each declares 1 CPU and each node has 1, so Ray
     # had to place one on the head and one on the worker node (and free them between stages).
     models = {k: v for k, v in ray_stages.LAST_PLACEMENT.items() if k.endswith("Worker")}
+    # One pool per stage for both partitions (step_pools): each replica loaded its model once.
+    assert ray_stages.POOLS_STARTED == {"DetectionWorker": 1, "OCRWorker": 1}
     assert set(models) == {"DetectionWorker", "OCRWorker"}
     for where in models.values():
         assert (
