@@ -123,44 +123,46 @@ def main() -> None:
             return
         import ray
 
-        if a.address == "local":
-            ray.init(
-                num_cpus=a.workers,
-                include_dashboard=False,
-                log_to_driver=False,
-                runtime_env={"py_modules": ray_stages.PY_MODULES, "env_vars": ray_stages.WORKER_ENV},
-            )
-        # Warm --workers worker processes at once (each holds its CPU 2 s, so Ray must start them
-        # all) with the stage modules imported: a long-running cluster has them; without this the
-        # N-worker run would pay a cold worker's start-up that the 1-worker run does not.
-        warm = ray_stages.RayPlacement(a.address, 1, 1.0)
-        list(ray_stages.map_calls(warm, frames_unit, [(time.sleep, (2.0,))] * a.workers))
-        list(ray_stages.map_calls(warm, hash_many, [([paths[0]], 1)] * a.workers))
-        print(f"Ray ({a.address}, {a.workers} CPUs): 1 worker = tasks declare {a.workers} CPUs, N = 1 CPU each")
-        for stage in ("hash", "frames"):
-            best: dict[int, float] = {}
-            # 1 and N alternate, --repeat rounds, best of each: a shared box's load swings between
-            # seconds, and a first round may still start Ray worker processes.
-            for rnd in range(a.repeat):
-                for k in sorted({1, a.workers}):
-                    p = ray_stages.RayPlacement(
-                        a.address, k, float(a.workers // k), 0.0, max(1, a.n // (4 * a.workers))
-                    )
+        def run_stage(stage: str, p, tag: str) -> int:
+            if stage == "hash":
+                hash_paths(paths, 1, placement=p)
+                return a.n
+            calls = [
+                (video_frames_unit, ({"video_id": f"{tag}_{i}", "path": v.name, "duration_s": d, "source": "bench",
+                                      "clips": clips(d)}, "b", root, root / "ray", settings))
+                for i, (v, d) in enumerate(videos)
+            ]  # fmt: skip
+            return sum(len(r) for r, _ in ray_stages.map_calls(p, frames_unit, calls))
+
+        # 1 vs N workers = a local Ray of 1 vs N CPUs, every task declaring 1 CPU (as the stages'
+        # default). Switching the CPUs a task declares on one cluster made Ray start a fresh worker
+        # process mid-run (seconds on a loaded box), which measured start-up, not the stage.
+        sizes = sorted({1, a.workers}) if a.address == "local" else [a.workers]
+        best: dict[tuple[str, int], float] = {}
+        for k in sizes:
+            if a.address == "local":
+                ray.init(
+                    num_cpus=k,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    runtime_env={"py_modules": ray_stages.PY_MODULES, "env_vars": ray_stages.WORKER_ENV},
+                )
+            p = ray_stages.RayPlacement(a.address, k, 1.0, 0.0, max(1, a.n // (4 * a.workers)))
+            # Start k worker processes with the stage modules imported (each task holds its CPU 2 s,
+            # so Ray must start them all): a long-running cluster has them.
+            list(ray_stages.map_calls(p, frames_unit, [(time.sleep, (2.0,))] * k))
+            print(f"Ray ({a.address}, {k} worker(s) of 1 CPU):")
+            for stage in ("hash", "frames"):
+                for rnd in range(a.repeat):  # best of: a shared box's load swings between seconds
                     with StageMonitor() as m:
-                        if stage == "hash":
-                            hash_paths(paths, 1, placement=p)
-                            n = a.n
-                        else:
-                            calls = [
-                                (video_frames_unit, ({"video_id": f"r{rnd}{k}_{i}", "path": v.name, "duration_s": d,
-                                                      "source": "bench", "clips": clips(d)}, "b", root, root / "ray",
-                                                     settings))
-                                for i, (v, d) in enumerate(videos)
-                            ]  # fmt: skip
-                            n = sum(len(r) for r, _ in ray_stages.map_calls(p, frames_unit, calls))
-                    best[k] = max(best.get(k, 0.0), rate(f"{stage}, {k} worker(s), round {rnd + 1}", n, m))
-            print(f"  {stage}: best {a.workers} workers / best 1 worker: x{best[a.workers] / best[1]:.2f}")
-        ray_stages.shutdown()
+                        n = run_stage(stage, p, f"r{k}{rnd}")
+                    best[stage, k] = max(best.get((stage, k), 0.0), rate(f"{stage}, round {rnd + 1}", n, m))
+            ray_stages.shutdown()
+        if len(sizes) > 1:
+            for stage in ("hash", "frames"):
+                print(
+                    f"  {stage}: {a.workers} workers / 1 worker (best rounds): x{best[stage, a.workers] / best[stage, 1]:.2f}"
+                )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
