@@ -32,10 +32,11 @@ from assets.common import (
 )
 from forge.dependencies import MissingDependency
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
-from forge.media.hashing import FrameHash, hash_many
+from forge.media.hashing import FrameHash, hash_paths
 from forge.media.ocr import OCRResult, clip_passes, spread_clip_frames
 from forge.media.sheets import ocr_tiles
 from forge.media.text_boxes import measure_kept_frames, text_needed
+from forge.scale.ray_stages import step_pools
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
 from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash
@@ -90,7 +91,7 @@ def hash_batch(
     keys = [content_key(HASH_VERSION, cache.file_digest(p)) if cache and p.is_file() else "" for p in paths]
     known = cache.get_many("frame_hashes", [k for k in keys if k]) if cache else {}
     todo = [i for i, k in enumerate(keys) if k not in known]
-    computed = hash_many([paths[i] for i in todo], workers=workers, on_done=progress.step if progress else None)
+    computed = hash_paths([paths[i] for i in todo], workers, progress.step if progress else None)
     if cache:
         cache.put_many(
             "frame_hashes", {keys[i]: asdict(r) for i, r in zip(todo, computed) if keys[i] and isinstance(r, FrameHash)}
@@ -503,24 +504,25 @@ def text_ratio(
     store = storage.store
     cache = StageCache.for_store(store) if config.reuse else None
     parts, clip_parts, logs = {}, {}, []
-    for batch in partition_keys(context):
-        log = RejectLog("text_ratio", batch)
-        n = len(spread_clip_frames(kept_frames(store, batch), config.clip_frames))
-        parts[batch], clip_parts[batch] = text_ratio_batch(
-            store,
-            batch,
-            ocr,
-            config.max_ratio,
-            config.clip_rule,
-            log,
-            Progress(context.log, f"ocr {batch}", n),
-            clip_frames=config.clip_frames,
-            method=config.method,
-            recognise=config.recognise,
-            detect_batch=config.detect_batch,
-            cache=cache,
-        )
-        logs.append(log)
+    with step_pools():  # Ray replicas (if any) load once for all partitions of the step
+        for batch in partition_keys(context):
+            log = RejectLog("text_ratio", batch)
+            n = len(spread_clip_frames(kept_frames(store, batch), config.clip_frames))
+            parts[batch], clip_parts[batch] = text_ratio_batch(
+                store,
+                batch,
+                ocr,
+                config.max_ratio,
+                config.clip_rule,
+                log,
+                Progress(context.log, f"ocr {batch}", n),
+                clip_frames=config.clip_frames,
+                method=config.method,
+                recognise=config.recognise,
+                detect_batch=config.detect_batch,
+                cache=cache,
+            )
+            logs.append(log)
     total = sum(len(p) for p in parts.values())
     passing = sum(int(p["passes"].astype(bool).sum()) for p in parts.values())
     secs = time.perf_counter() - started

@@ -24,6 +24,7 @@ from forge.media.transcripts import (
     WhisperTranscriber,
     transcribe_clips,
 )
+from forge.scale.ray_stages import configured_placement, step_pools
 from forge.storage import RejectLog
 from forge.versioning import content_hash
 from resources.ingest import IngestResource
@@ -64,6 +65,7 @@ def make_transcriber(config: TranscriptsConfig, llm: LLMResource) -> tuple[Trans
                 config.whisper_compute_type,
                 config.language,
                 cache,
+                configured_placement("transcripts"),
             ),
             None,
         )
@@ -113,11 +115,12 @@ def transcripts(
 
     # Through the endpoint, batches run at once on the engine's one budget; a local whisper
     # model is not shared across threads, so its batches stay one after another.
-    done = (
-        engine.map_partitions(keys, lambda b: transcribe(b, logs[keys.index(b)]))
-        if engine is not None
-        else [transcribe(b, log) for b, log in zip(keys, logs)]
-    )
+    with step_pools():  # Ray replicas (if any) load once for all partitions of the step
+        done = (
+            engine.map_partitions(keys, lambda b: transcribe(b, logs[keys.index(b)]))
+            if engine is not None
+            else [transcribe(b, log) for b, log in zip(keys, logs)]
+        )
     parts = dict(zip(keys, done))
     counts: dict[str, int] = {}
     for p in parts.values():

@@ -23,6 +23,7 @@ from assets.common import (
     table_metadata,
 )
 from forge.media.sheets import indicator_tiles
+from forge.scale.ray_stages import step_pools
 from forge.storage import RejectLog, TableStore, register_view
 from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash
@@ -127,48 +128,52 @@ def detections(
     ]
     parts, logs, totals = {}, [], {"frames": 0, "computed": 0, "rejected": 0, "model_s": 0.0, "wall_s": 0.0}
     model, seen = None, {}
-    for batch in partition_keys(context):
-        frames = select_kept(store.read_batch("frames", batch), store.read_batch("duplicates", batch))
-        keys = {
-            f: content_key(*model_key, cache.file_digest(store.data_dir / p))
-            for f, p in zip(frames["frame_id"], frames["path"])
-            if cache and (store.data_dir / p).is_file()
-        }
-        known = cache.get_many("detections", keys.values()) if cache else {}
-        todo = frames[[keys.get(f) not in known for f in frames["frame_id"]]]
-        log, rejected = RejectLog("detections", batch), set()
-        prog = Progress(context.log, f"detections[{batch}]", len(frames))
-        reused = [
-            dict(r, frame_id=f, batch=batch) for f in frames["frame_id"] if keys.get(f) in known for r in known[keys[f]]
-        ]
-        df = pd.DataFrame(reused, columns=DETECTION_COLUMNS)
-        if len(todo):
-            model = model or detector.get()
-            new, stats = run_detection(
-                todo,
-                store.data_dir,
-                model,
-                lambda f, r, e, d, rejected=rejected, log=log: (rejected.add(f), log.add(f, r, e, d)),
-                opts,
-                prog.step,
-            )
-            if cache:
-                cache.put_many(
-                    "detections",
-                    {
-                        keys[f]: new[new["frame_id"] == f].to_dict("records")
-                        for f in todo["frame_id"]
-                        if f in keys and f not in rejected
-                    },
+    with step_pools():  # Ray replicas (if any) load once for all partitions of the step
+        for batch in partition_keys(context):
+            frames = select_kept(store.read_batch("frames", batch), store.read_batch("duplicates", batch))
+            keys = {
+                f: content_key(*model_key, cache.file_digest(store.data_dir / p))
+                for f, p in zip(frames["frame_id"], frames["path"])
+                if cache and (store.data_dir / p).is_file()
+            }
+            known = cache.get_many("detections", keys.values()) if cache else {}
+            todo = frames[[keys.get(f) not in known for f in frames["frame_id"]]]
+            log, rejected = RejectLog("detections", batch), set()
+            prog = Progress(context.log, f"detections[{batch}]", len(frames))
+            reused = [
+                dict(r, frame_id=f, batch=batch)
+                for f in frames["frame_id"]
+                if keys.get(f) in known
+                for r in known[keys[f]]
+            ]
+            df = pd.DataFrame(reused, columns=DETECTION_COLUMNS)
+            if len(todo):
+                model = model or detector.get()
+                new, stats = run_detection(
+                    todo,
+                    store.data_dir,
+                    model,
+                    lambda f, r, e, d, rejected=rejected, log=log: (rejected.add(f), log.add(f, r, e, d)),
+                    opts,
+                    prog.step,
                 )
-            df = pd.concat([df, new], ignore_index=True) if len(df) else new
-            totals["rejected"] += stats.rejected
-            totals["computed"] += len(todo)
-            totals["model_s"] += stats.model_seconds
-            totals["wall_s"] += stats.wall_seconds
-        parts[batch], totals["frames"] = df, totals["frames"] + len(frames)
-        seen[batch] = {"frames_in": len(frames)}
-        logs.append(log)
+                if cache:
+                    cache.put_many(
+                        "detections",
+                        {
+                            keys[f]: new[new["frame_id"] == f].to_dict("records")
+                            for f in todo["frame_id"]
+                            if f in keys and f not in rejected
+                        },
+                    )
+                df = pd.concat([df, new], ignore_index=True) if len(df) else new
+                totals["rejected"] += stats.rejected
+                totals["computed"] += len(todo)
+                totals["model_s"] += stats.model_seconds
+                totals["wall_s"] += stats.wall_seconds
+            parts[batch], totals["frames"] = df, totals["frames"] + len(frames)
+            seen[batch] = {"frames_in": len(frames)}
+            logs.append(log)
     if detector.is_random:
         context.log.warning(RANDOM_WARNING)
     md = {

@@ -24,6 +24,7 @@ from forge.media.frames import FrameSettings, frames_for_video, replace_dir, sta
 from forge.media.images import ImageReject, ImageSettings, image_frame
 from forge.media.policy import IngestPolicy
 from forge.media.sources import Lister, SourceItem, SourceSpec, expand_source, load_sources, now_utc
+from forge.scale.ray_stages import RayPlacement, configured_placement, map_calls, shards_of
 from forge.storage import RejectLog, TableStore, safe_name
 
 Step = Callable[[int], None]
@@ -339,6 +340,64 @@ FRAME_COLUMNS = [
 ]
 
 
+# A reject as ``RejectLog.add`` arguments: (item_id, reason, error_class, detail, related_id).
+# Plain tuples, so a unit run in a Ray task sends its rejects back without pickling exceptions.
+RejectArgs = tuple[str, str, str, str, str | None]
+
+
+def _exc_reject(item_id: str, reason: str, exc: BaseException, related_id: str | None = None) -> RejectArgs:
+    return (str(item_id), reason, type(exc).__name__, str(exc) or repr(exc), related_id)  # = add_exception
+
+
+def video_frames_unit(
+    v: Mapping, batch: str, data_dir: Path, media_dir: Path, fsettings: FrameSettings
+) -> tuple[list[dict], list[RejectArgs]]:
+    """Frames rows and rejects of one video (one unit of work: in-process or a Ray task)."""
+    out_dir = media_dir / "frames" / safe_name(v["video_id"])
+    stage = staging_dir(out_dir)  # re-run: new files swapped in whole, the old ones stay until then
+    try:
+        vf = frames_for_video(
+            data_dir / v["path"], v["video_id"], float(v["duration_s"]), list(v["clips"]), stage, data_dir, fsettings
+        )
+        replace_dir(stage, out_dir)
+    except Exception as exc:  # noqa: BLE001
+        return [], [_exc_reject(v["video_id"], "decode_error", exc)]
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    staged, final = os.path.relpath(stage, data_dir), os.path.relpath(out_dir, data_dir)
+    rows = [
+        {**r, "path": os.path.join(final, os.path.relpath(r["path"], staged)), "batch": batch, "source": v["source"]}
+        for r in vf.rows
+    ]
+    rejects: list[RejectArgs] = [
+        (
+            fid,
+            "blurry",
+            "",
+            f"pool candidate at {t:.2f}s: Laplacian variance {var:.1f} < {fsettings.blur_threshold}",
+            v["video_id"],
+        )
+        for fid, t, var in vf.blurry
+    ]
+    return rows, rejects
+
+
+def image_frames_unit(
+    items: list[dict], batch: str, data_dir: Path, img_dir: Path, isettings: ImageSettings
+) -> tuple[list[dict], list[RejectArgs]]:
+    """Frames rows and rejects of a run of image items (decode, normalise, re-encode each)."""
+    rows: list[dict] = []
+    rejects: list[RejectArgs] = []
+    for it in items:
+        try:
+            rows.append({**image_frame(it, img_dir, data_dir, isettings), "batch": batch, "source": it["source"]})
+        except ImageReject as exc:
+            rejects.append((it["item_id"], exc.reason, exc.error_class or "ImageReject", str(exc), None))
+        except Exception as exc:  # noqa: BLE001
+            rejects.append(_exc_reject(it["item_id"], "decode_error", exc))
+    return rows, rejects
+
+
 def frames_for_batch(
     store: TableStore,
     batch: str,
@@ -347,61 +406,43 @@ def frames_for_batch(
     log: RejectLog,
     item_ids: Iterable[str] | None = None,
     step: Step | None = None,
+    placement: RayPlacement | None = None,
 ) -> pd.DataFrame:
-    rows: list[dict] = []
+    """Frames of the batch's videos (one unit per video) and images (units of ``shard_frames``).
+
+    ``placement`` (default: config's ``scale.stages.frames``) runs the units as Ray tasks; the
+    rows and rejects are the in-process ones, in the same order (videos, then images).
+    """
+    placement = placement if placement is not None else configured_placement("frames")
     videos = batch_rows(store, "videos", batch, item_ids, key="video_id")
     clips = batch_rows(store, "clips", batch, item_ids, key="video_id")
+    calls: list[tuple[Callable, tuple, int]] = []  # (unit, its arguments, items it covers)
     for v in videos.to_dict("records"):
-        vclips = clips[clips["video_id"] == v["video_id"]].to_dict("records") if len(clips) else []
-        out_dir = store.media_dir / "frames" / safe_name(v["video_id"])
-        stage = staging_dir(out_dir)  # re-run: new files swapped in whole, the old ones stay until then
-        try:
-            vf = frames_for_video(
-                store.data_dir / v["path"],
-                v["video_id"],
-                float(v["duration_s"]),
-                vclips,
-                stage,
-                store.data_dir,
-                fsettings,
-            )
-            replace_dir(stage, out_dir)
-        except Exception as exc:  # noqa: BLE001
-            log.add_exception(v["video_id"], "decode_error", exc)
-            continue
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
-        staged, final = os.path.relpath(stage, store.data_dir), os.path.relpath(out_dir, store.data_dir)
-        for r in vf.rows:
-            rows.append(
-                {
-                    **r,
-                    "path": os.path.join(final, os.path.relpath(r["path"], staged)),
-                    "batch": batch,
-                    "source": v["source"],
-                }
-            )
-        for fid, t, var in vf.blurry:
-            log.add(
-                fid,
-                "blurry",
-                "",
-                f"pool candidate at {t:.2f}s: Laplacian variance {var:.1f} < {fsettings.blur_threshold}",
-                related_id=v["video_id"],
-            )
-        if step:
-            step(1)
+        vclips = clips[clips["video_id"] == v["video_id"]] if len(clips) else clips
+        vclips = vclips[["clip_id", "start_s", "end_s"]].to_dict("records") if len(vclips) else []
+        unit = {k: v[k] for k in ("video_id", "path", "duration_s", "source")} | {"clips": vclips}
+        calls.append((video_frames_unit, (unit, batch, store.data_dir, store.media_dir, fsettings), 1))
     images = batch_rows(store, "source_items", batch, item_ids)
     images = images[images["kind"] == "image"] if len(images) else images
-    img_dir = store.media_dir / "images"
-    for it in images.to_dict("records"):
-        it = {k: (None if not isinstance(v, (list, tuple)) and pd.isna(v) else v) for k, v in it.items()}
-        try:
-            rows.append({**image_frame(it, img_dir, store.data_dir, isettings), "batch": batch, "source": it["source"]})
-        except ImageReject as exc:
-            log.add(it["item_id"], exc.reason, exc.error_class or "ImageReject", str(exc))
-        except Exception as exc:  # noqa: BLE001
-            log.add_exception(it["item_id"], "decode_error", exc)
+    items = [
+        {k: (None if not isinstance(v, (list, tuple)) and pd.isna(v) else v) for k, v in it.items()}
+        for it in images.to_dict("records")
+    ]
+    for part in shards_of(items, placement.shard_frames):
+        calls.append(
+            (image_frames_unit, (part, batch, store.data_dir, store.media_dir / "images", isettings), len(part))
+        )
+    rows: list[dict] = []
+    results = map_calls(placement, frames_unit, [(fn, args) for fn, args, _ in calls])
+    for (_, _, n), (unit_rows, rejects) in zip(calls, results):
+        rows += unit_rows
+        for r in rejects:
+            log.add(*r)
         if step:
-            step(1)
+            step(n)
     return pd.DataFrame(rows, columns=FRAME_COLUMNS)
+
+
+def frames_unit(fn: Callable, args: tuple) -> tuple[list[dict], list[RejectArgs]]:
+    """One unit of the frames stage (what ``map_calls`` runs: videos and images in one submit)."""
+    return fn(*args)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import imagehash
 import numpy as np
@@ -77,7 +78,7 @@ def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return popcount64(a ^ b)
 
 
-def open_image(path: str | os.PathLike[str]) -> Image.Image:
+def open_image(path: str | os.PathLike[str] | BinaryIO) -> Image.Image:
     """``PIL.Image.open`` without Ultralytics' monkey-patch.
 
     Importing ``ultralytics`` (the vision stage, same code location) replaces
@@ -139,4 +140,26 @@ def hash_many(
             out.append(r)
             if on_done:
                 on_done(1)
+    return out
+
+
+def hash_paths(
+    paths: list[Path],
+    workers: int = 2,
+    on_done: Callable[[int], None] | None = None,
+    placement: Any = None,
+) -> list[FrameHash | BaseException]:
+    """``hash_many`` here, or on Ray tasks of ``shard_frames`` paths each when ``placement`` (default:
+    config's ``scale.stages.frame_hashes``) names a cluster; results in path order either way."""
+    from forge.scale.ray_stages import configured_placement, map_calls, shards_of
+
+    placement = placement if placement is not None else configured_placement("frame_hashes")
+    if not placement.enabled:
+        return hash_many(paths, workers, on_done)
+    out: list[FrameHash | BaseException] = []
+    shards = shards_of(paths, placement.shard_frames)
+    for shard, part in zip(shards, map_calls(placement, hash_many, [(s, workers) for s in shards])):
+        out += part
+        if on_done:
+            on_done(len(shard))
     return out

@@ -26,6 +26,7 @@ import numpy as np
 from PIL import Image, ImageOps
 
 from forge.media.frames import blur_variance, encode_jpeg, write_bytes_atomic
+from forge.media.hashing import open_image
 from forge.media.policy import IngestPolicy, PolicyViolation, check_url, confine, network_guard, regular_file
 from forge.versioning import sha256_bytes
 
@@ -119,7 +120,7 @@ def normalise_image(data: bytes, settings: ImageSettings) -> tuple[np.ndarray, s
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            im = Image.open(io.BytesIO(data))
+            im = open_image(io.BytesIO(data))  # not Ultralytics' patched Image.open (forge/media/hashing.py)
             w, h = im.size  # from the header: nothing is decoded yet
             if w * h > settings.max_pixels:
                 raise ImageReject("too_large", f"{w}x{h} exceeds {settings.max_pixels} pixels")
@@ -129,7 +130,10 @@ def normalise_image(data: bytes, settings: ImageSettings) -> tuple[np.ndarray, s
             im = ImageOps.exif_transpose(im) or im
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ImageReject("too_large", str(exc), type(exc).__name__) from exc
-    except (OSError, ValueError, SyntaxError) as exc:  # PIL's UnidentifiedImageError is an OSError
+    except Image.UnidentifiedImageError as exc:
+        # PIL's message names the in-memory buffer's address: a different detail on every run.
+        raise ImageReject("decode_error", "cannot identify image file", type(exc).__name__) from exc
+    except (OSError, ValueError, SyntaxError) as exc:
         raise ImageReject("decode_error", str(exc), type(exc).__name__) from exc
     finally:
         Image.MAX_IMAGE_PIXELS = old_limit

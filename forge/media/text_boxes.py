@@ -234,7 +234,7 @@ def measure_kept_frames(
         return
     if method != "detect":
         raise ValueError(f"method must be detect or readtext, not {method!r}")
-    placement = configured_placement()
+    placement = configured_placement("text_ratio")
     if placement.enabled:
         pairs = ocr_on_ray(
             placement, ocr_reader_args(ocr), frames, Path(data_dir), ocr.max_side, batch_size, recognise, max_ratio

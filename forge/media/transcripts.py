@@ -101,7 +101,9 @@ class WhisperTranscriber:
     """A local faster-whisper (CTranslate2) model from a directory: no network, no cost.
 
     Replies are cached in the LLM cache (key: audio hash + model directory name + settings),
-    so a re-run does not decode again."""
+    so a re-run does not decode again. With a Ray ``placement`` the model is loaded in Ray actors
+    (``forge.scale.ray_stages.WhisperWorker``, one per replica, declaring the placement's CPUs /
+    GPUs) which run ``decode`` on shards of the uncached clips; the cache stays here."""
 
     label = "faster-whisper"
 
@@ -112,18 +114,32 @@ class WhisperTranscriber:
         compute_type: str = "default",
         language: str | None = None,
         cache: Any = None,
+        placement: Any = None,
     ):
-        self.model = load_whisper(model_path, device, compute_type)
+        self.placement = placement
+        self.remote = placement is not None and placement.enabled
+        self.args = (model_path, device, compute_type, language)
+        self.model = None if self.remote else load_whisper(model_path, device, compute_type)
         self.name = Path(str(model_path)).name
         self.settings = {"device": device, "compute_type": compute_type, "language": language}
         self.cache = cache
 
+    def decode(self, audio: list[AudioRequest]) -> list[tuple[str | None, str]]:
+        """``(text, "")`` or ``(None, error)`` per request, by the model in this process."""
+        out: list[tuple[str | None, str]] = []
+        for a in audio:
+            try:
+                segments, _info = self.model.transcribe(io.BytesIO(a.data), language=self.settings["language"])
+                out.append((" ".join(s.text.strip() for s in segments).strip(), ""))
+            except Exception as exc:  # noqa: BLE001 - one clip's failure is that clip's reject
+                out.append((None, f"{type(exc).__name__}: {exc}"))
+        return out
+
     def hear(self, partition: str, audio: list[AudioRequest]) -> list[Heard]:
         from forge.llm.cache import cache_key
 
-        out = []
-        for a in audio:
-            key = cache_key(
+        keys = [
+            cache_key(
                 {
                     "kind": "audio_transcription",
                     "backend": self.label,
@@ -132,15 +148,24 @@ class WhisperTranscriber:
                     "settings": self.settings,
                 }
             )
-            hit = self.cache.get(key) if self.cache is not None else None
+            for a in audio
+        ]
+        hits = [self.cache.get(k) if self.cache is not None else None for k in keys]
+        todo = [a for a, h in zip(audio, hits) if h is None]
+        if self.remote:
+            from forge.scale.ray_stages import whisper_on_ray
+
+            decoded = iter(whisper_on_ray(self.placement, self.args, todo))
+        else:
+            decoded = iter(self.decode(todo))
+        out = []
+        for key, hit in zip(keys, hits):
             if hit is not None:
                 out.append(Heard(True, hit["data"]["text"], model=self.name, request_key=key))
                 continue
-            try:
-                segments, _info = self.model.transcribe(io.BytesIO(a.data), language=self.settings["language"])
-                text = " ".join(s.text.strip() for s in segments).strip()
-            except Exception as exc:  # noqa: BLE001 - one clip's failure is that clip's reject
-                out.append(Heard(False, error=f"{type(exc).__name__}: {exc}", model=self.name))
+            text, error = next(decoded)
+            if text is None:
+                out.append(Heard(False, error=error, model=self.name))
                 continue
             if self.cache is not None:
                 self.cache.put(key, {"data": {"text": text}, "text": text}, model=self.name, prompt_name=STAGE)

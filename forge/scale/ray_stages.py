@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +37,10 @@ WORKER_ENV = {
 }
 
 _LOCK = threading.Lock()
-# (node id, pid) of each replica of the last pool per worker class: what ran where (tests, logs).
+# What ran where (tests, logs): (node id, pid) of each replica of the last pool per worker class,
+# and of each task of the last map_calls per function.
 LAST_PLACEMENT: dict[str, list[tuple[str, int]]] = {}
+POOLS_STARTED: Counter[str] = Counter()  # actor pools started per worker class (model loads = this x actors)
 
 
 @dataclass(frozen=True)
@@ -65,8 +69,14 @@ def configured_scale() -> dict:
     return scale
 
 
-def configured_placement() -> RayPlacement:
-    c = configured_scale()
+def configured_placement(stage: str | None = None, scale: dict | None = None) -> RayPlacement:
+    """The ``scale:`` placement (``scale`` or config's), with ``scale.stages.<stage>`` overriding
+    its fields for one stage (``ray: false`` there keeps that stage in-process)."""
+    c = configured_scale() if scale is None else scale
+    over = dict((c.get("stages") or {}).get(stage) or {}) if stage else {}
+    if over.pop("ray", True) is False:
+        return RayPlacement()
+    c = {**c, **over}
     return RayPlacement(
         str(c.get("ray_address") or ""),
         int(c.get("actors", 2)),
@@ -125,33 +135,110 @@ class DetectionWorker:
         return df, rejects, {"processed": stats.processed, "rejected": stats.rejected, "model_s": stats.model_seconds}
 
 
+# Pools kept for the whole Dagster step (``step_pools``): key -> replicas. None outside a step scope.
+_STEP_POOLS: ContextVar[dict[tuple, list[Any]] | None] = ContextVar("ray_step_pools", default=None)
+
+
+@contextmanager
+def step_pools() -> Iterator[None]:
+    """Within it, ``actor_pool`` keeps each pool for the rest of the step: a partitioned backfill
+    (one step, many partitions) loads each replica's model once, not once per partition. The
+    replicas are killed when the step ends, so the next stage's replicas can be placed."""
+    kept: dict[tuple, list[Any]] = {}
+    token = _STEP_POOLS.set(kept)
+    try:
+        yield
+    finally:
+        _STEP_POOLS.reset(token)
+        if kept:
+            import ray
+
+            for pool in kept.values():
+                for a in pool:
+                    ray.kill(a)
+
+
 @contextmanager
 def actor_pool(placement: RayPlacement, worker_cls: type, *args: Any) -> Iterator[list[Any]]:
     """``placement.actors`` replicas of ``worker_cls(*args)``, spread over the nodes, for one stage.
 
-    The replicas are killed when the stage ends: a pool kept alive would hold its CPUs/GPUs and
-    the next stage's replicas could never be placed on a small cluster.
+    The replicas are killed when the stage ends (when the ``step_pools`` scope ends, inside one):
+    a pool kept alive would hold its CPUs/GPUs and the next stage's replicas could never be
+    placed on a small cluster.
     """
     import ray
 
+    kept = _STEP_POOLS.get()
+    key = (worker_cls.__name__, placement, repr(args))
+    if kept is not None and key in kept:
+        yield kept[key]
+        return
     connect(placement.address)
     remote = ray.remote(num_cpus=placement.num_cpus, num_gpus=placement.num_gpus)(worker_cls)
     pool = [remote.options(scheduling_strategy="SPREAD").remote(*args) for _ in range(max(1, placement.actors))]
+    POOLS_STARTED[worker_cls.__name__] += 1
     try:
         LAST_PLACEMENT[worker_cls.__name__] = ray.get([a.where.remote() for a in pool])
+    except BaseException:
+        for a in pool:
+            ray.kill(a)
+        raise
+    if kept is not None:
+        kept[key] = pool
+        yield pool
+        return
+    try:
         yield pool
     finally:
         for a in pool:
             ray.kill(a)
 
 
-def map_shards(pool: list[Any], frames: pd.DataFrame, shard: int, *args: Any) -> list[Any]:
+def shards_of(items: Any, shard: int) -> list[Any]:
+    """Consecutive slices of ``shard`` items (DataFrame rows or a list)."""
+    take = items.iloc if isinstance(items, pd.DataFrame) else items
+    return [take[i : i + shard] for i in range(0, len(items), max(1, shard))]
+
+
+def map_shards(pool: list[Any], frames: Any, shard: int, *args: Any) -> list[Any]:
     """Run ``actor.run(shard_frames, *args)`` over the shards, round robin; results in shard order."""
     import ray
 
-    shards = [frames.iloc[i : i + shard] for i in range(0, len(frames), max(1, shard))]
-    refs = [pool[k % len(pool)].run.remote(s, *args) for k, s in enumerate(shards)]
+    refs = [pool[k % len(pool)].run.remote(s, *args) for k, s in enumerate(shards_of(frames, shard))]
     return ray.get(refs)
+
+
+def map_calls(placement: RayPlacement, fn: Any, calls: list[tuple]) -> Iterator[Any]:
+    """``fn(*args)`` for each ``args`` of ``calls``, results yielded in call order.
+
+    In-process when ``placement`` is not enabled; otherwise one Ray task per call, each declaring
+    the placement's CPUs/GPUs, all submitted at once (Ray runs as many as the cluster has slots
+    for). For stages without a model to keep loaded (frame extraction, hashing): a task is
+    cheaper than an actor and lets Ray balance uneven calls (a long video next to a short one).
+    ``fn`` must be importable by the workers (a module-level function under ``forge``).
+    """
+    if not placement.enabled:
+        yield from (fn(*c) for c in calls)
+        return
+    if not calls:
+        return
+    import ray
+
+    connect(placement.address)
+    remote = ray.remote(num_cpus=placement.num_cpus, num_gpus=placement.num_gpus)(_traced)
+    refs = [remote.options(scheduling_strategy="SPREAD").remote(fn, c) for c in calls]
+    where = LAST_PLACEMENT[getattr(fn, "__name__", str(fn))] = []
+    for r in refs:
+        at, result = ray.get(r)
+        where.append(at)
+        yield result
+
+
+def _traced(fn: Any, args: tuple) -> tuple[tuple[str, int], Any]:
+    """``fn(*args)`` in a Ray task, with the (node id, pid) it ran on."""
+    import ray
+
+    return (ray.get_runtime_context().get_node_id(), os.getpid()), fn(*args)
 
 
 def shutdown() -> None:
@@ -277,5 +364,33 @@ def ocr_on_ray(
             recognise,
             max_ratio,
         ):
+            out += part
+    return out
+
+
+class WhisperWorker:
+    """One faster-whisper replica; ``run`` = ``WhisperTranscriber.decode`` on a shard of audio."""
+
+    def __init__(self, model_path: str | None, device: str, compute_type: str, language: str | None) -> None:
+        from forge.media.transcripts import WhisperTranscriber
+
+        self.t = WhisperTranscriber(model_path, device, compute_type, language)
+
+    def where(self) -> tuple[str, int]:
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    def run(self, audio: list) -> list:
+        return self.t.decode(audio)
+
+
+def whisper_on_ray(placement: RayPlacement, args: tuple, audio: list) -> list:
+    """``WhisperTranscriber.decode`` results per audio request, in order, from Whisper actors."""
+    if not audio:
+        return []
+    out: list = []
+    with actor_pool(placement, WhisperWorker, *args) as pool:
+        for part in map_shards(pool, audio, placement.shard_frames):
             out += part
     return out

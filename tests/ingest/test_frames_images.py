@@ -107,3 +107,18 @@ def test_huge_image_is_downscaled_with_a_reason(corpus, tmp_path):
     assert (row["width"], row["height"]) == (1000, 300) and row["transform"].startswith("downscaled from 5000x1500")
     assert row["kind"] == "image" and row["caption"] == "wide" and row["timestamp_s"] is None
     assert Image.open(tmp_path / row["path"]).mode == "RGB"
+
+
+def test_unreadable_image_reject_is_the_same_with_ultralytics_loaded():
+    """Ultralytics patches ``Image.open`` on import (a HEIF plug-in install offline →
+    ModuleNotFoundError); the vision stage shares the process, a Ray task may not. The reject must
+    not depend on it, nor on the buffer's address (re-runs write the same reject)."""
+    import ultralytics.utils.patches  # noqa: F401 - applies the patch
+
+    details = set()
+    for _ in range(2):
+        with pytest.raises(ImageReject) as err:
+            normalise_image(b"\xff\xd8 not a jpeg", ImageSettings())
+        assert (err.value.reason, err.value.error_class) == ("decode_error", "UnidentifiedImageError")
+        details.add(str(err.value))
+    assert details == {"cannot identify image file"}

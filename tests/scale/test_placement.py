@@ -1,0 +1,36 @@
+"""Where a stage runs: the ``scale:`` config with per-stage overrides, and the in-process default."""
+
+from forge.scale.ray_stages import RayPlacement, configured_placement, map_calls, shards_of
+
+SCALE = {
+    "ray_address": "ray://head:10001",
+    "actors": 2,
+    "num_cpus": 1,
+    "num_gpus": 0,
+    "shard_frames": 32,
+    "stages": {
+        "frame_hashes": {"shard_frames": 256},
+        "transcripts": {"num_gpus": 1, "actors": 1},
+        "frames": {"ray": False},
+    },
+}
+
+
+def test_stage_overrides_only_its_own_fields():
+    assert configured_placement("frame_hashes", SCALE) == RayPlacement("ray://head:10001", 2, 1.0, 0.0, 256)
+    assert configured_placement("transcripts", SCALE) == RayPlacement("ray://head:10001", 1, 1.0, 1.0, 32)
+    assert configured_placement("detections", SCALE) == RayPlacement("ray://head:10001", 2, 1.0, 0.0, 32)
+    assert not configured_placement("frames", SCALE).enabled  # ray: false keeps it in the step
+
+
+def test_env_address_wins_and_empty_means_in_process(monkeypatch):
+    monkeypatch.delenv("SUBTEXT_RAY_ADDRESS", raising=False)
+    assert not configured_placement("frames").enabled  # the shipped default is in-process
+    monkeypatch.setenv("SUBTEXT_RAY_ADDRESS", "auto")
+    assert configured_placement("frame_hashes").address == "auto"
+
+
+def test_in_process_map_calls_runs_in_order_without_ray():
+    calls = [(i, 10) for i in range(5)]
+    assert list(map_calls(RayPlacement(), divmod, calls)) == [divmod(i, 10) for i in range(5)]
+    assert shards_of(list(range(5)), 2) == [[0, 1], [2, 3], [4]]
