@@ -29,8 +29,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 import dagster as dg
-from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from forge.build_summary import summarize, weights_caveats
@@ -122,7 +122,9 @@ def _order_pieces(graph, pieces: dict[str | None, list[dg.AssetKey]]):
             job
             for job in pieces
             if job not in done
-            and all(owner[p] in done or owner[p] == job for k in pieces[job] for p in graph.get(k).parent_keys if p in owner)
+            and all(
+                owner[p] in done or owner[p] == job for k in pieces[job] for p in graph.get(k).parent_keys if p in owner
+            )
         ]
         if not ready:
             return None
