@@ -53,7 +53,7 @@ class BuildSummary:
         if self.caveats:
             out.append("  caveats:")
             out += [f"    ! {c}" for c in self.caveats]
-        out += ["", "Next", *[f"  {c}" for c in next_commands(self.data_dir)]]
+        out += ["", "Next", *[f"  {c}" for c in next_commands(self.data_dir, self.exports)]]
         return out
 
 
@@ -61,14 +61,18 @@ def _short(table: str, bench: str) -> str:
     return table.removeprefix(f"{bench}_")
 
 
-def next_commands(data_dir: Path) -> list[str]:
-    """Commands that work here (no DuckDB CLI needed)."""
-    return [
+def next_commands(data_dir: Path, exports: Sequence[dict] = ()) -> list[str]:
+    """Commands that work here as printed (no DuckDB CLI, no placeholders to fill in)."""
+    out = [
         "make ui                                  # the Dagster UI on http://127.0.0.1:3000",
         "make query Q=tables                      # every table and view, with row counts",
         'make query Q="select stage, reason, count(*) n from rejects group by all order by n desc"',
-        f"ls {data_dir / 'exports'}/<benchmark>/   # the exported datasets (cards, items, media)",
     ]
+    if exports:  # a real export folder: its dataset card (README.md), items and media
+        out.append(f"ls {exports[0]['path']}   # an exported dataset: card (README.md), items, media")
+    else:
+        out.append(f"ls {data_dir}   # the data dir: tables, media, exports once a build exported")
+    return out
 
 
 def summarize(

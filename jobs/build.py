@@ -9,6 +9,11 @@ runs once over all its partitions as a single-run backfill (the assets loop over
 ``context.partition_keys``); the partition keys are read after the previous segment ran,
 because the ``sources`` asset registers the batches.
 
+Each segment runs as one of the project's *named* jobs (``jobs/stages.py``: the stage-group
+jobs and ``batch_pipeline_job``), restricted to the segment's assets, so a build leaves its
+history on those jobs in the UI's Jobs page. A segment no single named job covers is split
+into pieces, one per smallest covering job, run in dependency order.
+
 The console is INFO (``--verbose``: Dagster's DEBUG run events), one progress line per long
 stage (``jobs/console.py``), and ends with a summary read from the catalog
 (``forge/build_summary.py``).
@@ -24,6 +29,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 import dagster as dg
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
@@ -37,6 +43,7 @@ from jobs.run_health import Terminated
 class Segment:
     partitions_def: dg.PartitionsDefinition | None
     keys: list[dg.AssetKey]
+    job: str | None = None  # the named job that runs it (None: Dagster's implicit asset job)
 
 
 def plan_segments(graph, selection: Iterable[dg.AssetKey]) -> list[Segment]:
@@ -70,6 +77,63 @@ def plan_segments(graph, selection: Iterable[dg.AssetKey]) -> list[Segment]:
     return segments
 
 
+def named_job_selections(defs: dg.Definitions, graph) -> dict[str, set[dg.AssetKey]]:
+    """The asset keys each named asset job of ``defs`` selects."""
+    out = {}
+    for job in defs.jobs or []:
+        if isinstance(job, UnresolvedAssetJobDefinition):
+            out[job.name] = set(job.selection.resolve(graph))
+    return out
+
+
+def assign_jobs(graph, segments: list[Segment], jobs: dict[str, set[dg.AssetKey]]) -> list[Segment]:
+    """Each segment with the named job that runs it: the smallest job selecting all its assets,
+    else one piece per smallest job covering each asset, pieces in dependency order. An asset
+    no named job selects (or pieces that would depend on each other both ways) keeps the
+    implicit asset job, so every selected asset still runs."""
+
+    def smallest(keys: set[dg.AssetKey]) -> str | None:
+        covering = [(len(sel), name) for name, sel in jobs.items() if keys <= sel]
+        return min(covering)[1] if covering else None
+
+    out: list[Segment] = []
+    for seg in segments:
+        whole = smallest(set(seg.keys))
+        if whole is not None:
+            out.append(Segment(seg.partitions_def, seg.keys, whole))
+            continue
+        pieces: dict[str | None, list[dg.AssetKey]] = {}
+        for k in seg.keys:
+            pieces.setdefault(smallest({k}), []).append(k)
+        ordered = _order_pieces(graph, pieces)
+        if ordered is None:  # the pieces depend on each other both ways: one implicit run
+            out.append(Segment(seg.partitions_def, seg.keys, None))
+        else:
+            out += [Segment(seg.partitions_def, keys, job) for job, keys in ordered]
+    return out
+
+
+def _order_pieces(graph, pieces: dict[str | None, list[dg.AssetKey]]):
+    owner = {k: job for job, keys in pieces.items() for k in keys}
+    done: set[str | None] = set()
+    ordered = []
+    while len(done) < len(pieces):
+        ready = [
+            job
+            for job in pieces
+            if job not in done
+            and all(
+                owner[p] in done or owner[p] == job for k in pieces[job] for p in graph.get(k).parent_keys if p in owner
+            )
+        ]
+        if not ready:
+            return None
+        job = min(ready, key=lambda j: (j is None, j or ""))
+        ordered.append((job, pieces[job]))
+        done.add(job)
+    return ordered
+
+
 def failed_checks(result: dg.ExecuteInJobResult) -> list[str]:
     """``asset:check`` of every asset check that failed in the run, with its severity."""
     out = []
@@ -91,7 +155,7 @@ def run_segment(
     run summary. False when the run failed or an ERROR-severity check failed."""
     tags: dict[str, str] = {"subtext/launched_by": "jobs.build"}
     health = health or Health(instance)
-    label = segment_label(seg)
+    label = (f"{seg.job}: " if seg.job else "") + segment_label(seg)
     if seg.partitions_def is not None:
         keys = seg.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
         if not keys:
@@ -102,7 +166,10 @@ def run_segment(
         label += f"  [{len(keys)} partitions: {keys[0]} … {keys[-1]}]"
     print(f"→ {label}", flush=True)
     t0 = time.perf_counter()
-    job = defs.resolve_implicit_job_def_def_for_assets(seg.keys)  # type: ignore[attr-defined]
+    if seg.job:  # a named job: the run is listed under it on the Jobs page
+        job = defs.resolve_job_def(seg.job)
+    else:
+        job = defs.resolve_implicit_job_def_def_for_assets(seg.keys)  # type: ignore[attr-defined]
     job, run_config = quiet_run(job, verbose)
     with health.signals, health.watch() as watch:
         result = job.execute_in_process(
@@ -146,7 +213,7 @@ def build(
     health.sweep()  # runs a killed build left STARTED: failed, slots freed, recorded
     summary: list[str] = []
     with health.signals:
-        for seg in plan_segments(graph, keys):
+        for seg in assign_jobs(graph, plan_segments(graph, keys), named_job_selections(defs, graph)):
             # A failed segment stops the build: later segments would read what it did not write.
             ok = run_segment(defs, instance, seg, summary, health, verbose)
             if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop here

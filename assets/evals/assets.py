@@ -18,6 +18,7 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
+from assets.automation import REPORT
 from assets.common import (
     SINGLE_RUN,
     contract_check_specs,
@@ -202,6 +203,7 @@ def _report_asset(spec: BenchmarkSpec):
         name=name,
         group_name="evals",
         deps=[dg.AssetDep(spec.asset("eval"))],
+        automation_condition=REPORT,
         kinds={"python"},
         description=f"{spec.title}: leaderboard tables over every evaluated model (with the export version and "
         f"coverage) and PNG plots under data/reports/{bench}/.",

@@ -19,6 +19,7 @@ from typing import Literal
 import dagster as dg
 import pandas as pd
 
+from assets.automation import FAN_IN
 from assets.common import (
     SINGLE_RUN,
     Progress,
@@ -227,6 +228,7 @@ def dedup_summary(dups: pd.DataFrame) -> dict[str, float | int]:
     group_name="ingest",
     kinds={"python", "numpy"},
     deps=["frame_hashes"],
+    automation_condition=FAN_IN,
     code_version=content_hash(VERSION, files=[_MEDIA / "dedup.py", _MEDIA / "hashing.py"]),
     check_specs=contract_check_specs("duplicates", ["duplicates"]),
     metadata=table_metadata(["duplicates"]),

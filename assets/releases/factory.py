@@ -18,6 +18,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from assets.automation import REPORT
 from assets.common import (
     SINGLE_RUN,
     contract_check_specs,
@@ -108,6 +109,7 @@ def release_defs(
         group_name="releases",
         kinds={"python"},
         deps=[key, table],
+        automation_condition=REPORT,
         description=f"{paper}: the built set next to every imported release — label and category distributions, "
         "pool overlap and TTR, option position and length bias, question length — as a table and a plot.",
     )

@@ -22,6 +22,7 @@ from typing import Any
 
 import dagster as dg
 
+from assets.automation import FAN_IN
 from assets.common import contract_check_specs, publish, table_metadata
 from assets.llm_support import record_llm_calls
 from assets.releases.keys import release_deps
@@ -73,6 +74,7 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         group_name="splits",
         kinds={"python"},
         deps=[spec.items_asset, *release_deps(spec.name)],
+        automation_condition=FAN_IN,
         code_version=content_hash(st.VERSION, st.split_config_slice(cfg), cfg.get("unit_key")),
         check_specs=contract_check_specs(split_key, ["splits"]),
         metadata=table_metadata(["splits"]),

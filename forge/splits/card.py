@@ -8,8 +8,10 @@ matplotlib's Agg backend. Licences are listed as found in the source metadata, w
 
 from __future__ import annotations
 
+import base64
 import json
 import math
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -69,18 +71,30 @@ def overall_stats(df: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _is_id_key(key: str) -> bool:
+    k = key.lower()
+    return k == "id" or k.endswith(("_id", "_ids", "_hash", "_key", "_url", "_path"))
+
+
 def label_distributions(df: pd.DataFrame, top: int = 12) -> dict[str, dict[str, int]]:
-    """Counts of every scalar (or list-of-scalars) label the recipe stored in ``labels``."""
+    """Counts of every scalar (or list-of-scalars) label the recipe stored in ``labels``.
+
+    Identifiers are not labels: keys named like one (``*_id``, ``*_hash``, ...) and keys whose
+    every value is distinct (more than ``top`` of them) are left out."""
     counts: dict[str, Counter] = {}
     for v in df["labels"]:
         for k, x in _labels(v).items():
-            if k in ("explanation", "rationale", "reasoning"):
+            if k in ("explanation", "rationale", "reasoning") or _is_id_key(k):
                 continue
             vals = x if isinstance(x, list) else [x]
             for y in vals:
                 if isinstance(y, (str, bool, int)) and len(str(y)) <= 60:
                     counts.setdefault(k, Counter())[str(y)] += 1
-    return {k: dict(c.most_common(top)) for k, c in sorted(counts.items()) if 1 < len(c) or sum(c.values()) > 0}
+    return {
+        k: dict(c.most_common(top))
+        for k, c in sorted(counts.items())
+        if not (len(c) > top and len(c) == sum(c.values()))  # all distinct: an identifier, not a label
+    }
 
 
 def md_table(df: pd.DataFrame) -> str:
@@ -193,6 +207,7 @@ def render_card(ctx: dict[str, Any]) -> str:
     """The README body from the pieces ``forge.splits.export`` gathered."""
     df: pd.DataFrame = ctx["items"]
     b, v = ctx["benchmark"], ctx["version"]
+    path = ctx["path_hint"].replace("<version>", v)  # the loading snippet names this very version
     lines = [front_matter(b, v, ctx["split_order"], ctx["licenses"]), f"# {b} — Subtext Forge export {v}", ""]
     if ctx.get("forced_stub"):
         lines += [
@@ -212,9 +227,9 @@ def render_card(ctx: dict[str, Any]) -> str:
         "",
         "```python",
         "from datasets import load_dataset",
-        f'ds = load_dataset("{ctx["path_hint"]}")            # images decoded (imagefolder + metadata.jsonl)',
+        f'ds = load_dataset("{path}")            # images decoded (imagefolder + metadata.jsonl)',
         "# the same rows as a plain table (one builder per folder, so Parquet is loaded explicitly):",
-        f'tab = load_dataset("parquet", data_files={{"test": "{ctx["path_hint"]}/parquet/test.parquet"}})',
+        f'tab = load_dataset("parquet", data_files={{"test": "{path}/parquet/test.parquet"}})',
         "```",
         "",
         "Files: `data/<split>/metadata.jsonl` + `data/<split>/media/*` (JSONL; `file_names` are relative to "
@@ -298,7 +313,8 @@ def render_card(ctx: dict[str, Any]) -> str:
         lines += [
             "## Cost",
             "",
-            f"Nothing was billed: all {c['calls']} LLM calls ran on the offline `stub` backend ($0).",
+            f"$0 — estimated, nothing billed: all {c['calls']} LLM calls ran on the offline `stub` backend "
+            f"(token counts estimated: {c['tokens_in']} in, {c['tokens_out']} out).",
             "",
         ]
     else:
@@ -329,3 +345,20 @@ def render_card(ctx: dict[str, Any]) -> str:
     else:
         lines += ["First version.", ""]
     return "\n".join(lines)
+
+
+def card_for_ui(card: str, export_dir: Path, limit: int = 8000) -> str:
+    """The card as Dagster shows it (``MetadataValue.md``): front matter dropped, text cut at a
+    line near ``limit`` characters, and the plots inlined as ``data:`` URIs: the card's relative
+    ``plots/…`` paths would resolve against the UI's own address and 404 there."""
+    body = card.split("---\n", 2)[-1] if card.startswith("---\n") else card
+    if len(body) > limit:
+        body = body[: body.rfind("\n", 0, limit)] + "\n\n_… the full card is README.md in the export._"
+
+    def inline(m: re.Match) -> str:
+        f = export_dir / "plots" / m.group(2)
+        if not f.is_file():
+            return m.group(0)
+        return f"![{m.group(1)}](data:image/png;base64,{base64.b64encode(f.read_bytes()).decode()})"
+
+    return re.sub(r"!\[([^\]]*)\]\(plots/([^)\s]+\.png)\)", inline, body)

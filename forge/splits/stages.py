@@ -31,7 +31,7 @@ from forge.releases.gold import with_gold
 from forge.splits import assign as sa
 from forge.splits import gates as sg
 from forge.splits import leakage as lk
-from forge.splits.card import md_table
+from forge.splits.card import card_for_ui, md_table
 from forge.splits.config import GateConfig, SplitSizes
 from forge.splits.export import existing_versions, exports_frame, read_manifest, write_export
 from forge.splits.provenance import benchmark_cost, provenance
@@ -661,7 +661,7 @@ def run_export(
             if out.status == "unchanged":
                 md["note"] = f"content unchanged since {out.version}: no new version written"
             card = (out.path / "README.md").read_text()
-            md["card"] = Markdown(card.split("---\n", 2)[-1][:6000])
+            md["card"] = Markdown(card_for_ui(card, out.path))
             if failed:
                 md["failed_gates"] = failed
     md["status"] = status

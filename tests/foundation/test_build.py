@@ -106,3 +106,56 @@ def test_demo_runs_the_demo_settings_profile_unless_the_user_chose_one(tmp_path,
     assert os.environ.get(PROFILE_ENV) == user_choice
     # recorded in the data dir: `make ui` on it loads the same profile (no false Unsynced)
     assert (tmp_path / "data" / "recipe_profile").read_text().strip() == (user_choice or "demo")
+
+
+@dg.asset(group_name="left")
+def left_root() -> None:
+    pass
+
+
+@dg.asset(group_name="right", deps=[left_root])
+def right_leaf() -> None:
+    pass
+
+
+@dg.asset(group_name="right")
+def unjobbed() -> None:
+    pass
+
+
+def test_segments_run_as_named_jobs_split_where_no_job_covers_them():
+    """A build records its runs under the project's named jobs (the Jobs page history): a
+    segment no single job covers runs as one piece per job, in dependency order; an asset no
+    named job selects still runs (implicit asset job)."""
+    from jobs.build import assign_jobs, build, named_job_selections
+
+    defs = dg.Definitions(
+        assets=[registry, child, grandchild, fan_in, left_root, right_leaf, unjobbed],
+        jobs=[
+            dg.define_asset_job("batch_job", selection=[child, grandchild]),
+            dg.define_asset_job("everything_job", selection=[registry, child, grandchild, right_leaf]),
+            dg.define_asset_job("left_job", selection=[left_root, registry, fan_in]),
+            dg.define_asset_job("right_job", selection=[right_leaf]),
+        ],
+    )
+    graph = defs.resolve_asset_graph()
+    segs = assign_jobs(graph, plan_segments(graph, graph.materializable_asset_keys), named_job_selections(defs, graph))
+    got = [(s.job, sorted(k.to_user_string() for k in s.keys)) for s in segs]
+    # smallest covering job wins; the unpartitioned segment is split by job, right_job after left_job
+    assert ("batch_job", ["child", "grandchild"]) in got
+    names = [j for j, _ in got]
+    assert names.index("left_job") < names.index("right_job")
+    assert (None, ["unjobbed"]) in got
+
+    import definitions
+
+    instance = dg.DagsterInstance.ephemeral()
+    mp = pytest.MonkeyPatch()
+    mp.setattr(definitions, "build_defs", lambda: defs)
+    try:
+        assert build(instance=instance) is True
+    finally:
+        mp.undo()
+    runs = {r.job_name for r in instance.get_runs()}
+    assert {"batch_job", "left_job", "right_job"} <= runs
+    assert not any(n.startswith("everything") for n in runs)

@@ -66,12 +66,14 @@ def test_summary_reports_stages_rejects_exports_and_caveats(tmp_path):
     assert "maia v2: 1 items (dev 0, test 1), 1 stub items  /x/exports/maia/v2" in text
     assert "! weights caveat" in text
     assert 'make query Q="select stage, reason' in text and "duckdb " not in text
+    assert "ls /x/exports/maia/v2" in text and "<" not in text.split("Next")[1]  # no placeholder to fill in
 
 
 def test_summary_without_a_catalog_says_so(tmp_path):
     s = summarize(TableStore(tmp_path), [registry.get("maia")])
     assert not s.stages and not s.caveats
     assert any("nothing built yet" in line for line in s.lines())
+    assert f"ls {tmp_path}" in "\n".join(s.lines())
 
 
 def test_random_detector_weights_are_a_caveat():

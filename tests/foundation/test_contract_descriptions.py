@@ -9,7 +9,9 @@ from assets.common import column_schema, table_preview
 from forge.benchmarks import registry
 from forge.contracts import load_contract
 
-DESCRIBED = sorted({s.items_table for s in registry.specs()} | {"gated_items", "exports"})
+# the tables a user reads: each benchmark's items, the gated items, their splits, the exports
+# and the scores behind the leaderboards
+DESCRIBED = sorted({s.items_table for s in registry.specs()} | {"gated_items", "splits", "exports", "eval_scores"})
 
 
 @pytest.mark.parametrize("table", DESCRIBED)

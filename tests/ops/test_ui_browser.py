@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def webserver(tmp_path_factory):
+@contextmanager
+def _serve(home: Path, data: Path):
+    """``dagster-webserver`` on 127.0.0.1 over the instance in ``home``; yields its URL."""
     if not (shutil.which("chromium") and shutil.which("chromedriver")):
         if os.environ.get("SUBTEXT_SKIP_BROWSER_TESTS") == "1":
             pytest.skip("SUBTEXT_SKIP_BROWSER_TESTS=1: browser tests skipped on purpose")
@@ -34,10 +36,9 @@ def webserver(tmp_path_factory):
             "Debian chromium/chromedriver not installed: `make test` installs them as root "
             "(scripts/ensure_chromium.sh); set SUBTEXT_SKIP_BROWSER_TESTS=1 to skip on purpose"
         )
-    home = tmp_path_factory.mktemp("dagster_home")
     (home / "dagster.yaml").write_text((ROOT / ".dagster_home" / "dagster.yaml").read_text())
     port = _free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "SUBTEXT_DATA_DIR": str(tmp_path_factory.mktemp("data"))}
+    env = {**os.environ, "DAGSTER_HOME": str(home), "SUBTEXT_DATA_DIR": str(data)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "dagster_webserver", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         cwd=ROOT,
@@ -59,9 +60,17 @@ def webserver(tmp_path_factory):
     else:
         proc.kill()
         pytest.fail("webserver did not come up in 180 s")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def webserver(tmp_path_factory):
+    with _serve(tmp_path_factory.mktemp("dagster_home"), tmp_path_factory.mktemp("data")) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -173,3 +182,149 @@ def test_asset_graph_shows_every_group_and_checks(webserver, browser):
     _assert_no_errors(body)
     browser.save_screenshot(str(ARTIFACTS / "ui_asset_checks.png"))
     assert checks  # the project defines asset checks at all
+
+
+# --- A small build in the UI (tests/ops/ui_world.py): per-partition numbers, pictures, card, leaderboard
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A persistent instance holding a small real build: the image trunk + OCR over three batches,
+    a VAGUE export (dataset card) and the II-Bench leaderboard; the true per-batch frame counts."""
+    from forge.media.sample_corpus import build_sample_corpus
+    from forge.storage import TableStore
+    from forge.weights import easyocr_model_dir
+    from resources.ocr import OCRResource
+    from tests.ops.ui_world import build_export, build_ingest, build_leaderboard, open_instance
+
+    root = tmp_path_factory.mktemp("ui_world")
+    home = root / "dagster_home"
+    instance = open_instance(home)
+    corpus = build_sample_corpus(root / "corpus")
+    ocr = OCRResource(model_dir=easyocr_model_dir(), gpu=False, max_side=640)
+    keys = build_ingest(instance, root / "ingest", corpus.root, ocr)
+    store = TableStore(root / "ingest" / "data")
+    frames = {k: len(store.read("frames", parts=[k])) for k in keys}
+    ocred = {k: len(store.read("text_ratio", parts=[k])) for k in keys}
+    export = build_export(instance, root / "export")
+    report = build_leaderboard(instance, root / "evals")
+    instance.dispose()
+    return {"home": home, "frames": frames, "text_ratio": ocred, "export": export, "report": report}
+
+
+@pytest.fixture(scope="module")
+def built_ui(built, tmp_path_factory):
+    with _serve(built["home"], tmp_path_factory.mktemp("ui_data")) as url:
+        yield url
+
+
+def _metadata_row(driver, key: str, timeout: float = 90):
+    """The row of the metadata table whose key is ``key`` (the page loads it asynchronously)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        rows = driver.find_elements("xpath", f"//tr[td[1][normalize-space(.)='{key}']]")
+        if rows:
+            return rows[0]
+        time.sleep(1)
+    body = driver.find_element("tag name", "body").text
+    raise AssertionError(f"no metadata row {key!r} after {timeout}s\n--- page text ---\n{body[:3000]}")
+
+
+def _open_markdown(driver, row):
+    """Click the row's "Show Markdown" and return the dialog it opens."""
+    row.find_element("xpath", ".//*[contains(text(), 'Show Markdown')]").click()
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        dialogs = driver.find_elements("css selector", "[role=dialog]")
+        if dialogs:
+            return dialogs[-1]
+        time.sleep(0.5)
+    raise AssertionError("the markdown dialog did not open")
+
+
+def _loaded_images(driver, scope) -> list[tuple[str, int]]:
+    """(src prefix, natural width) of each image in ``scope`` once loaded; width 0 = broken (a 404)."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        state = driver.execute_script(
+            "return Array.from(arguments[0].querySelectorAll('img')).map(i => [i.complete, i.src.slice(0, 30), "
+            "i.naturalWidth])",
+            scope,
+        )
+        if state and all(done for done, _, _ in state):
+            return [(src, w) for _, src, w in state]
+        time.sleep(0.5)
+    return []
+
+
+def _close_dialog(driver):
+    for button in driver.find_elements("xpath", "//*[@role='dialog']//button[normalize-space()='Close']"):
+        button.click()
+    time.sleep(0.5)
+
+
+def test_partitions_show_their_own_row_counts(built, built_ui, browser):
+    frames = built["frames"]
+    assert len(set(frames.values())) > 1, "the sample corpus must give batches different sizes"
+    ARTIFACTS.mkdir(exist_ok=True)
+    shown = {}
+    for key in frames:
+        browser.get(f"{built_ui}/assets/frames?view=partitions&partition={key}")
+        row = _metadata_row(browser, "dagster/row_count")
+        _dismiss_modals(browser)  # the community dialog shows up a few seconds after the page
+        _assert_no_errors(browser.find_element("tag name", "body").text)
+        shown[key] = int(row.find_elements("tag name", "td")[1].text.strip().replace(",", ""))
+        if key == next(iter(frames)):
+            browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
+            time.sleep(0.5)
+            browser.save_screenshot(str(ARTIFACTS / "ui_partition_row_count.png"))
+    # each partition shows its own count (a run-wide copy would show the same number everywhere)
+    assert shown == frames
+
+
+def test_text_ratio_partition_shows_a_contact_sheet_with_ocr_boxes(built, built_ui, browser):
+    key = max(built["text_ratio"], key=built["text_ratio"].get)  # the batch with the most OCRed frames
+    browser.get(f"{built_ui}/assets/text_ratio?view=partitions&partition={key}")
+    _dismiss_modals(browser)
+    dialog = _open_markdown(browser, _metadata_row(browser, "contact_sheet"))
+    images = _loaded_images(browser, dialog)
+    assert len(images) == 1, images  # one sheet: thumbnails and captions in one PNG
+    src, width = images[0]
+    assert src.startswith("data:image/png") and width > 100
+    browser.save_screenshot(str(ARTIFACTS / "ui_contact_sheet_text_ratio.png"))
+    _close_dialog(browser)
+
+
+def test_dataset_card_renders_with_its_plots(built, built_ui, browser):
+    browser.get(f"{built_ui}/assets/{built['export']}")
+    _dismiss_modals(browser)
+    dialog = _open_markdown(browser, _metadata_row(browser, "card"))
+    text = dialog.text
+    for needle in ("Cost", "estimated, nothing billed", "exports/vague/v1"):
+        assert needle in text, f"{needle!r} not on the card\n{text[:2000]}"
+    assert "<version>" not in text
+    images = _loaded_images(browser, dialog)
+    assert len(images) >= 1, "the card shows no plot"
+    # every plot is inlined and decodes: a relative path would 404 in the UI (naturalWidth 0)
+    assert all(src.startswith("data:image/png") and width > 0 for src, width in images), images
+    first = dialog.find_elements("tag name", "img")[0]
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", first)
+    time.sleep(0.5)
+    browser.save_screenshot(str(ARTIFACTS / "ui_dataset_card.png"))
+    _close_dialog(browser)
+
+
+def test_eval_report_shows_the_leaderboard_table(built, built_ui, browser):
+    browser.get(f"{built_ui}/assets/{built['report']}")
+    _dismiss_modals(browser)
+    row = _metadata_row(browser, "primary")
+    tables = row.find_elements("tag name", "table")
+    if not tables:  # a long table is behind "Show Markdown"
+        row = _open_markdown(browser, row)
+        tables = row.find_elements("tag name", "table")
+    assert tables, "the leaderboard is not rendered as a table"
+    text = tables[0].text
+    assert "model" in text and "stub-offline" in text and "accuracy" in text, text
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", tables[0])
+    time.sleep(0.5)
+    browser.save_screenshot(str(ARTIFACTS / "ui_leaderboard.png"))

@@ -201,7 +201,12 @@ def test_stub_items_refused_unless_forced(store, tmp_path):
     assert md["status"].value == "written"
     card = (store.data_dir / "exports" / PAPER / "v1" / "README.md").read_text()
     assert "FORCED STUB EXPORT" in card
-    assert "Nothing was billed" in card and "per accepted item" not in card  # stub calls cost $0
+    assert "estimated, nothing billed" in card and "per accepted item" not in card  # stub calls cost $0
+    # the card as the UI shows it: plots inlined (a relative path 404s there), the version filled in
+    ui = md["card"].value
+    assert "](plots/" not in ui and ui.count("](data:image/png;base64,") >= 1
+    assert "<version>" not in card and "<version>" not in ui and f"exports/{PAPER}/v1" in ui
+    assert "estimated, nothing billed" in ui
     assert bool(store.read("exports").iloc[0]["forced_stub"])
 
 
