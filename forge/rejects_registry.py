@@ -25,6 +25,7 @@ UNTESTED = "untested"
 
 _MAIA = "tests/recipes/maia/test_maia_assets.py"
 _MAIA_LOGIC = "tests/recipes/maia/test_maia_logic.py"
+_MAIA_POOLS = "tests/recipes/maia/test_maia_pool_flow.py"
 _VAGUE = "tests/recipes/vague/test_vague_assets.py"
 _VAGUE_LOGIC = "tests/recipes/vague/test_vague_logic.py"
 _VAGUE_STUB = "tests/recipes/vague/test_vague_stub.py"
@@ -81,19 +82,21 @@ RECIPE_STAGES: dict[str, dict[str, str]] = {
         "pool_contradiction": E2E,
         "equal_unresolved": _MAIA_LOGIC,
         "overlap_unresolved": _MAIA,
-        "pool_too_small": UNTESTED,
+        "pool_too_small": E2E,  # a pool short of 8 valid answers, rejected whole
     },
     "maia_statements": {
         "llm_failed": E2E,
+        "statement_invalid": _MAIA_POOLS,
         "equal_unresolved": _MAIA_LOGIC,
         "overlap_unresolved": _MAIA,
-        "pool_too_small": UNTESTED,
+        "pool_too_small": _MAIA_POOLS,
     },
     "maia_foils": {
         "refine_generation_failed": E2E,
         "refine_judge_failed": E2E,
         "refine_verdict_reject": "tests/llm/test_refine.py",
         "refine_max_rounds": E2E,
+        "pool_too_small": _MAIA,  # a question whose 8 statements did not all get a foil
     },
     "vague_candidates": {
         "frame_missing": UNTESTED,

@@ -21,6 +21,8 @@ SCANNED = ("assets", "forge", "jobs", "resources")
 REASON_ARG = {
     "add_exception": 1,
     "reject": 1,
+    "reject_pool": 0,  # MAIA's PoolOutcome (forge/recipes/maia/pool_flow.py)
+    "member_reject": 1,
     "_file_reject": 1,
     "SourceReject": 2,
     "Rejected": 1,
@@ -44,6 +46,13 @@ FORWARDED: dict[tuple[str, str], list[str] | str] = {
         "forge/recipes/maia/pools.py:postprocess_pools",
         "assets/recipes/maia/assets.py:maia_answer_pools",
     ],
+    ("assets/recipes/maia/assets.py", "code"): FORWARDS,  # PoolOutcome.member_reject sites
+    ("assets/recipes/maia/assets.py", "str(out.reason)"): FORWARDS,  # PoolOutcome.reject_pool sites
+    ("forge/recipes/maia/pool_flow.py", "reason"): [
+        "forge/recipes/maia/pool_flow.py:build_answer_pool",
+        "forge/recipes/maia/pool_flow.py:build_statement_pool",
+    ],
+    ("forge/recipes/maia/pool_flow.py", "why"): ["forge/recipes/maia/pools.py:postprocess_pools"],
     ("assets/recipes/iibench/assets.py", "reason"): FORWARDS,  # invalid_labels or a refine outcome
     ("assets/recipes/iibench/assets.py", "o.reason"): FORWARDS,  # refine outcomes
     ("assets/recipes/iibench/assets.py", "code"): ["forge/recipes/iibench/items.py:primary_reason"],

@@ -320,10 +320,10 @@ def record_pool(run: StageRun, log: RejectLog, out: PF.PoolOutcome) -> None:
     once more as a whole (its question id, the reason and each member's own reason)."""
     for df in PF.pool_final_status(out).attempts:
         run.add_attempts(df)
-    for mid, reason, detail in out.member_rejects:
-        log.add(mid, reason, detail=detail, related_id=out.key)
+    for mid, code, detail in out.member_rejects:
+        log.add(mid, code, detail=detail, related_id=out.key)
     if out.status == "rejected":
-        log.add(out.key, out.reason or "pool_rejected", detail=out.detail or "")
+        log.add(out.key, str(out.reason), detail=out.detail or "")
 
 
 def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
@@ -394,12 +394,12 @@ def maia_answer_pools(
                 return PF.build_answer_pool(
                     engine,
                     stage,
-                    batch,
+                    batch,  # noqa: B023
                     q,
                     prompts,
                     acfg,
                     pcfg,
-                    imported=list(q["imported_answers"]),  # noqa: B023
+                    imported=list(q["imported_answers"]),
                 )
             cat = category(q["category"], language(), q.get("causal_type"))
             reqs = PF.annotator_requests(

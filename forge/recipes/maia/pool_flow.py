@@ -61,9 +61,12 @@ class PoolOutcome:
     contradiction: bool | None = None
     attempts: list[pd.DataFrame] = field(default_factory=list)
 
-    def reject(self, reason: str, detail: str) -> PoolOutcome:
+    def reject_pool(self, reason: str, detail: str) -> PoolOutcome:
         self.status, self.reason, self.detail = "rejected", reason, detail
         return self
+
+    def member_reject(self, member_id: str, reason: str, detail: str) -> None:
+        self.member_rejects.append((member_id, reason, detail))
 
 
 def each_pool(engine: Any, keys: list[str], body: Callable[[str], Any]) -> list[Any]:
@@ -177,8 +180,14 @@ def build_answer_pool(
                 out.scores[i] = seen[-1] if seen else None
             else:
                 texts[i] = None
-                why = {"max_rounds": "inconsistent_answer", "judge_failed": "consistency_check_failed"}
-                out.member_rejects.append((o.item_id, why.get(o.reason or "", "llm_failed"), o.detail or ""))
+                reason = (
+                    "inconsistent_answer"
+                    if o.reason == "max_rounds"
+                    else "consistency_check_failed"
+                    if o.reason == "judge_failed"
+                    else "llm_failed"
+                )
+                out.member_reject(o.item_id, reason, o.detail or "")
 
     if imported is not None:
         given = [str(a).strip() for a in imported][:size]
@@ -189,14 +198,12 @@ def build_answer_pool(
         )
         for i, (a, r) in enumerate(zip(given, res)):
             if not r.ok:  # fail closed: an answer whose check did not run is never kept as passed
-                out.member_rejects.append(
-                    (ids[i], "consistency_check_failed", f"{r.error_class or ''}: {r.error or ''}")
-                )
+                out.member_reject(ids[i], "consistency_check_failed", f"{r.error_class or ''}: {r.error or ''}")
                 continue
             out.scores[i] = int(r.data["score"])
             if out.scores[i] == 0 and not advisory(r):  # a human answer cannot be regenerated
                 out.n_inconsistent += 1
-                out.member_rejects.append((ids[i], "inconsistent_answer", a))
+                out.member_reject(ids[i], "inconsistent_answer", a)
                 continue
             texts[i], out.results[i] = a, None
     else:
@@ -204,7 +211,7 @@ def build_answer_pool(
     out.n_partially_consistent = sum(1 for s in out.scores.values() if s == 2)
     out.pool.texts = [t or "" for t in texts]
     if missing := _missing(texts):
-        return out.reject("pool_too_small", _short(out, missing, "answers"))
+        return out.reject_pool("pool_too_small", _short(out, missing, "answers"))
 
     # contradiction inside the pool (Fig. 9B): the named answers are regenerated with feedback
     current = {i: r for i, r in enumerate(requests or [])}
@@ -220,13 +227,15 @@ def build_answer_pool(
             ],
         )[0]
         if not cr.ok:
-            return out.reject("contradiction_check_failed", f"{cr.error_class or ''}: {cr.error or ''}".strip(": "))
+            return out.reject_pool(
+                "contradiction_check_failed", f"{cr.error_class or ''}: {cr.error or ''}".strip(": ")
+            )
         out.contradiction = bool(cr.data["contradiction"])
         if not out.contradiction or advisory(cr) or not bool(cfg.get("drop_contradicting_pools", True)):
             break
         named = sorted({int(k) - 1 for k in cr.data.get("conflicting") or [] if 1 <= int(k) <= size})
         if imported is not None or not named or rnd == rounds:
-            return out.reject("pool_contradiction", f"answers {[k + 1 for k in named]} contradict the others")
+            return out.reject_pool("pool_contradiction", f"answers {[k + 1 for k in named]} contradict the others")
         reqs = [
             revise_with_feedback(current[i], {"answer": texts[i]}, Verdict("major", CONTRADICTS, "contradiction"))
             for i in named
@@ -236,7 +245,7 @@ def build_answer_pool(
         generate(reqs, offset=(rnd + 1) * (rounds + 1))
         out.pool.texts = [t or "" for t in texts]
         if missing := _missing(texts):
-            return out.reject("pool_too_small", _short(out, missing, "answers"))
+            return out.reject_pool("pool_too_small", _short(out, missing, "answers"))
 
     out.pool = Pool(key=qid, member_ids=ids, texts=[str(t) for t in texts], context={"question": q["question"]})
     return _rephrase_and_close(engine, stage, batch, out, prompts, pcfg, size, "answers")
@@ -312,10 +321,12 @@ def build_statement_pool(
             texts[k], out.results[k] = str(o.data["statement"]).strip(), o.result
         else:
             reason = "llm_failed" if o.reason == "generation_failed" else "statement_invalid"
-            out.member_rejects.append((o.item_id, reason, o.detail or ""))
+            out.member_reject(o.item_id, reason, o.detail or "")
     out.pool.texts = [t or "" for t in texts]
     if len(answers) < size or _missing(texts):
-        return out.reject("pool_too_small", _short(out, _missing(texts), "statements", have=len(answers), size=size))
+        return out.reject_pool(
+            "pool_too_small", _short(out, _missing(texts), "statements", have=len(answers), size=size)
+        )
     out.pool = Pool(key=qid, member_ids=ids, texts=[str(t) for t in texts], context={"question": q["question"]})
     return _rephrase_and_close(engine, stage, batch, out, prompts, pcfg, size, "statements")
 
@@ -357,9 +368,9 @@ def _rephrase_and_close(
     )
     out.attempts.append(finalise_attempts(attempts, [out.pool]))
     for i, why in sorted(out.pool.dropped.items()):
-        out.member_rejects.append((out.pool.member_ids[i], why, out.pool.texts[i]))
+        out.member_reject(out.pool.member_ids[i], why, out.pool.texts[i])
     if len(out.pool.alive()) < size:
-        out.reject("pool_too_small", _short(out, sorted(out.pool.dropped), what))
+        out.reject_pool("pool_too_small", _short(out, sorted(out.pool.dropped), what))
     return out
 
 

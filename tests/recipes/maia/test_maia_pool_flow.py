@@ -187,3 +187,27 @@ def test_statement_check_speaks_the_recipe_language():
     assert PF.declarative_statement(req, {"statement": "Io vedo un cane."}, "it") is not None
     assert PF.declarative_statement(req, {"statement": "Il cane corre nel parco."}, "it") is None
     assert "domanda" in PF.declarative_statement(req, {"statement": "Il cane corre?"}, "it").feedback
+
+
+def test_statement_pool_rejected_whole_when_a_statement_stays_a_question(flow, llm_double):
+    engine, prompts, _, pcfg = flow
+    prompts = PF.PoolPrompts(
+        generate=load_prompt(PROMPTS / "statement.yaml"),
+        rephrase_equal=prompts.rephrase_equal,
+        rephrase_overlap=prompts.rephrase_overlap,
+    )
+    answers = [{"idx": i, "answer": a} for i, a in enumerate(ANSWERS)]
+
+    def reply(body):
+        if name_of(body) == "maia_statement":
+            a = field(body, "A:") or message_text(body)
+            # the statement of answer 2 comes back as a question every time, feedback or not
+            return Reply.json({"statement": "Where is he?" if ANSWERS[2] in a else f"The chef is {a.lower()}"})
+        return None
+
+    llm_double.responder = reply
+    scfg = {"regenerate_rounds": 1}
+    out = PF.build_statement_pool(engine, "maia_statements", "b1", Q, answers, prompts, scfg, pcfg, 8)
+    assert out.status == "rejected" and out.reason == "pool_too_small"
+    assert [m[:2] for m in out.member_rejects] == [("q1_s2", "statement_invalid")]
+    assert out.detail.startswith("7/8 valid statements")
