@@ -42,7 +42,15 @@ DOOMED = {
 STUBBORN = {"maia_foil_*": 1}
 # Prompts whose flaw kinds (taking turns) are each a reason of their own: flawed more often, so the
 # demo's few requests show every kind.
-FLAW_RATES = {"maia_questions": 0.35, "iibench_distractor_judge": 0.5, "iibench_questions": 0.3}
+FLAW_RATES = {
+    "iibench_implication": 0.5,
+    "maia_questions": 0.35,
+    "iibench_distractor_judge": 0.5,
+    "iibench_questions": 0.3,
+}
+
+# Share of MAIA questions with an annotator who keeps contradicting the pool (pool_contradiction)
+P_CONTRARY = 0.25
 
 # The LLM part of the graph: what a second, unchanged run re-materializes (all from the cache).
 LLM_GROUPS = ("hummus", "iibench", "maia", "vague", "vimu", "splits", "evals")
@@ -106,6 +114,7 @@ if __name__ == "__main__":
             stubborn=STUBBORN,
             flaw_rates=FLAW_RATES,
             rotate_flaws=True,
+            p_contrary=P_CONTRARY,
         )
         t0 = time.perf_counter()
         from tests.llm_double.server import _free_port

@@ -19,7 +19,7 @@ import pytest
 
 from forge.rejects_registry import e2e_reasons
 from forge.storage import TableStore
-from tests.e2e.run_nonstub import DOOMED, FLAW_RATES, STUBBORN, build, llm_assets
+from tests.e2e.run_nonstub import DOOMED, FLAW_RATES, P_CONTRARY, STUBBORN, build, llm_assets
 from tests.llm_double import LLMDouble
 from tests.llm_double.plausible import Plausible
 from tests.llm_double.server import _free_port
@@ -46,7 +46,9 @@ def _rejects_by_reason(home) -> Counter:
 def built(tmp_path_factory):
     work = tmp_path_factory.mktemp("nonstub")
     with LLMDouble() as double:
-        model = Plausible(seed=7, doomed=DOOMED, stubborn=STUBBORN, flaw_rates=FLAW_RATES, rotate_flaws=True)
+        model = Plausible(
+            seed=7, doomed=DOOMED, stubborn=STUBBORN, flaw_rates=FLAW_RATES, rotate_flaws=True, p_contrary=P_CONTRARY
+        )
         double.responder = model
         port = _free_port()
         first = build(work, double, port)
@@ -111,3 +113,23 @@ def test_second_unchanged_run_makes_no_requests(built):
         assert n_second == 0
     else:
         assert n_second < n_first / 10, (n_second, n_first, model.failed_first)
+
+
+def test_maia_exported_pools_are_whole(built):
+    """Issue 17: every MAIA pool in the export has its 8 statement pairs and its 8 references."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    store = built[0]
+    ex = store.read("exports")
+    path = ex[ex["benchmark"] == "maia"].sort_values("version_number")["path"].iloc[-1]
+    files = sorted((Path(path) if Path(path).is_absolute() else store.data_dir / path).glob("parquet/*.parquet"))
+    items = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    items["question_id"] = items["labels"].map(lambda s: json.loads(s)["question_id"])
+    pairs = items[items["task"] == "statement_verification"]["question_id"].value_counts()
+    assert len(pairs) > 0 and (pairs == 8).all(), pairs[pairs != 8]
+    oe = items[items["task"] == "open_ended"]
+    assert oe["references"].map(len).eq(8).all()
+    assert set(oe["question_id"]) == set(pairs.index)

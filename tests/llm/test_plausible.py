@@ -89,3 +89,32 @@ def test_doomed_and_stubborn_items_keep_their_fate_across_repairs_and_feedback()
     assert not isinstance(model(doomed | {"messages": [other] + doomed["messages"]}), Reply)
     assert model.counts[("maia_questions", "doomed")] == 2
     assert model.counts[("maia_questions", "flaw")] == 2 and model.counts[("maia_questions", "good")] == 2
+
+
+def test_a_contrary_annotator_keeps_contradicting_its_pool():
+    """p_contrary: annotator 6 of such a question gives the opposite reading, also after feedback,
+    and the contradiction judge names it every time (the recipe then rejects the pool whole)."""
+    from tests.llm_double.plausible import CONTRARY, Plausible
+
+    model = Plausible(seed=1, p_contrary=1.0, p_flaw=0.0, p_unparseable=0.0, p_refusal=0.0)
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    body = {
+        "seed": 6,
+        "messages": [
+            {"role": "system", "content": "You are a nurse."},
+            {"role": "user", "content": "Question: Where is he?"},
+        ],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "maia_answers", "schema": schema}},
+    }
+    assert model(body)["answer"] == CONTRARY  # a good reply is the JSON object itself
+    listing = f"Question: Where is he?\nA1: Next to the oven.\nA2: {CONTRARY}"
+    verdict_schema = {"type": "object", "properties": {"contradiction": {"type": "boolean"}}}
+    cbody = {
+        "messages": [{"role": "user", "content": listing}],
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "maia_pool_contradiction", "schema": verdict_schema},
+        },
+    }
+    got = model(cbody)
+    assert got == {"contradiction": True, "conflicting": [2]}

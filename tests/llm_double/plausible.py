@@ -85,6 +85,10 @@ ANSWER_FORMS_IT = (
 )
 OFF_TOPIC_IT = "Il tempo fuori sembra bello, con"
 MISREAD_IT = "Non ho capito di che cosa parla la domanda."
+# an annotator who reads the scene the opposite way and keeps that reading after feedback: an
+# answer consistent with the question that contradicts the rest of the pool
+CONTRARY = "Nobody is there at all; the scene is completely empty."
+CONTRARY_IT = "Non c'è nessuno; la scena è completamente vuota."
 
 
 # Italian prompts (MAIA's ``language: it``) get Italian replies: nouns with their article (elided
@@ -188,6 +192,7 @@ class Plausible:
         p_unparseable: float = 0.02,
         p_refusal: float = 0.01,
         p_misread: float = 0.125,
+        p_contrary: float = 0.1,
         doomed: int | dict[str, int] = 0,
         stubborn: int | dict[str, int] = 0,
         flaw_rates: dict[str, float] | None = None,
@@ -195,6 +200,7 @@ class Plausible:
     ):
         self.seed, self.p_flaw, self.p_unparseable, self.p_refusal = seed, p_flaw, p_unparseable, p_refusal
         self.p_misread = p_misread  # share of MAIA questions one annotator keeps misreading
+        self.p_contrary = p_contrary  # share of MAIA questions one annotator keeps contradicting the pool
         self.doomed, self.stubborn, self.flaw_rates = doomed, stubborn, flaw_rates or {}
         self.rotate_flaws = rotate_flaws
         self.counts: Counter[tuple[str, str]] = Counter()
@@ -387,6 +393,8 @@ class Plausible:
         q = _field(_first_user(body), "Domanda:" if it else "Question:")
         if body.get("seed") == 7 and _rng(self.seed, "misread", q).random() < self.p_misread:
             return {"answer": MISREAD_IT if it else MISREAD}
+        if body.get("seed") == 6 and _rng(self.seed, "contrary", q).random() < self.p_contrary:
+            return {"answer": CONTRARY_IT if it else CONTRARY}
         if flaw and rng.random() < 0.5:  # the stock phrase several annotators fall back on: equal strings
             return {"answer": "Vicino al tavolo, calmo." if it else "Next to the table, calm."}
         if flaw:  # an answer to another question: the consistency judge scores it 0, it is regenerated
@@ -403,6 +411,15 @@ class Plausible:
         return {"score": 0 if off else rng.choice([1, 1, 1, 2])}
 
     def _maia_pool_contradiction(self, text, body, rng, flaw):
+        # a contrary answer in the listing is named every time (its annotator keeps it: the pool is
+        # rejected); otherwise a flawed verdict names two answers, which regeneration resolves
+        contrary = [
+            int(m.group(1))
+            for m in re.finditer(r"^A(\d+):\s*(.*)$", text, re.M)
+            if m.group(2).strip() in (CONTRARY, CONTRARY_IT)
+        ]
+        if contrary:
+            return {"contradiction": True, "conflicting": contrary}
         return {"contradiction": flaw, "conflicting": [1, 2] if flaw else []}
 
     def _maia_rephrase_equal(self, text, body, rng, flaw):
