@@ -43,7 +43,6 @@ STUBBORN = {"maia_foil_*": 1}
 # Prompts whose flaw kinds (taking turns) are each a reason of their own: flawed more often, so the
 # demo's few requests show every kind.
 FLAW_RATES = {
-    "iibench_implication": 0.5,
     "maia_questions": 0.35,
     "iibench_distractor_judge": 0.5,
     "iibench_questions": 0.3,
