@@ -290,9 +290,17 @@ def test_plausible_double_writes_italian_questions_that_pass_italian_checks():
         out = Plausible(seed=seed, p_unparseable=0, p_refusal=0)(body)
         data = out if isinstance(out, dict) else json.loads(out.content)
         probs = Q.question_problems(data["question_a"], lang="it")
+        if Q.same_focus(data["question_a"], data["question_b"], 0.5, "it"):
+            probs.append("pair_same_focus")
         assert guess_language(data["question_a"]) == "it"
         good += not probs
-        flawed += probs == ["yes_no_question"]
+        # every scripted flaw is one the Italian checks catch (the same kinds as in English)
+        flawed += bool(probs) and set(probs) <= {
+            "yes_no_question",
+            "question_too_short",
+            "audio_based_question",
+            "pair_same_focus",
+        }
     assert good > 0 and flawed > 0 and good + flawed == 40
 
 
