@@ -236,10 +236,10 @@ def _open_markdown(driver, row):
     deadline = time.time() + 30
     while time.time() < deadline:
         dialogs = driver.find_elements("css selector", "[role=dialog]")
-        if dialogs:
+        if dialogs and dialogs[-1].text.strip():  # opened and its markdown rendered
             return dialogs[-1]
         time.sleep(0.5)
-    raise AssertionError("the markdown dialog did not open")
+    raise AssertionError("the markdown dialog did not open (or stayed empty)")
 
 
 def _loaded_images(driver, scope) -> list[tuple[str, int]]:
