@@ -75,6 +75,21 @@ def test_run_exits_zero_and_every_benchmark_exports(built):
     assert not ex["forced_stub"].astype(bool).any()
 
 
+def test_console_is_quiet_and_ends_with_the_summary(built):
+    """Issue 21: INFO by default, under 150 lines, the closing summary table and next commands last."""
+    first = built[1]
+    console = (first.stdout + first.stderr).splitlines()
+    assert len(console) < 150, "\n".join(console[:200])
+    out = [line.rstrip() for line in first.stdout.splitlines()]
+    assert "Summary" in out and "Next" in out, first.stdout[-3000:]
+    summary, nxt = out.index("Summary"), len(out) - 1 - out[::-1].index("Next")
+    assert summary < nxt
+    tail = [line for line in out[summary:] if line]
+    assert any(line.strip().startswith("exports:") for line in tail)
+    assert tail[-1].strip().startswith("ls "), tail[-5:]  # nothing printed after the next commands
+    assert "DEBUG" not in first.stdout + first.stderr and "BetaWarning" not in first.stderr
+
+
 def test_no_stub_rows_anywhere(built):
     store = built[0]
     for table in sorted(p.name for p in (store.data_dir / "tables").iterdir() if p.is_dir()):

@@ -134,7 +134,8 @@ def maia_questions(
     import_bad: list[tuple[str, str]] = []
     if cfg.get("import_path"):
         imported, import_bad = Q.load_import(cfg["import_path"])
-    for batch, log in run.partitions():
+
+    def partition(batch: str, log: RejectLog) -> None:
         for rid, reason in import_bad:
             log.add(rid, reason, detail=str(cfg["import_path"]))
         units = clip_units(store, batch)
@@ -188,6 +189,8 @@ def maia_questions(
             rows.append(_question_row(batch, u, cat, "a", qa, "generated", res, causal_type=ctype))
             rows.append(_question_row(batch, u, cat, "b", qb, "generated", res, causal_type=ctype))
         run.put(batch, _check_questions(rows, log, float(cfg.get("pair_max_overlap", 0.5)), language()))
+
+    run.map_partitions(partition)  # batches at once on the engine's one budget
     all_q = run.frame()
     return run.publish(
         {
@@ -384,17 +387,18 @@ def maia_answer_pools(
     store, engine, stage = run.store, run.engine, run.stage
     acfg, pcfg = settings()["answers"], settings()["pools"]
     prompts, size = pool_prompts("answers"), int(acfg["pool_size"])
-    for batch, log in run.partitions():
+
+    def partition(batch: str, log: RejectLog) -> None:
         qs = store.read_batch("maia_questions", batch)
         qmap = {q["question_id"]: q for q in (qs.to_dict("records") if len(qs) else [])}
 
         def body(qid: str) -> PF.PoolOutcome:
-            q = qmap[qid]  # noqa: B023 - the pools run inside this batch's each_pool call
+            q = qmap[qid]
             if q.get("imported_answers") is not None and len(q["imported_answers"]):
                 return PF.build_answer_pool(
                     engine,
                     stage,
-                    batch,  # noqa: B023
+                    batch,
                     q,
                     prompts,
                     acfg,
@@ -410,7 +414,7 @@ def maia_answer_pools(
                 PF.personas_for(acfg["personas"], language()),
                 size,
             )
-            return PF.build_answer_pool(engine, stage, batch, q, prompts, acfg, pcfg, requests=reqs)  # noqa: B023
+            return PF.build_answer_pool(engine, stage, batch, q, prompts, acfg, pcfg, requests=reqs)
 
         rows, stats = [], []
         for out in PF.each_pool(engine, list(qmap), body):
@@ -447,6 +451,8 @@ def maia_answer_pools(
                 )
         run.put(batch, rows)
         run.put(f"answers__{batch}", stats, "maia_pool_stats")
+
+    run.map_partitions(partition)  # batches at once on the engine's one budget
     allstats = run.frame("maia_pool_stats")
     md = pool_metadata(allstats, "answers") if len(allstats) else {}
     return run.publish(md, attempts_key="pool_attempts", record_attempts=True)
@@ -478,7 +484,8 @@ def maia_statements(
     store, engine, stage = run.store, run.engine, run.stage
     scfg, pcfg = settings()["statements"], settings()["pools"]
     prompts, size = pool_prompts("statement"), int(settings()["answers"]["pool_size"])
-    for batch, log in run.partitions():
+
+    def partition(batch: str, log: RejectLog) -> None:
         ans = store.read_batch("maia_answer_pools", batch)
         qs = store.read_batch("maia_questions", batch)
         qmap = {q["question_id"]: q for q in (qs.to_dict("records") if len(qs) else [])}
@@ -488,7 +495,7 @@ def maia_statements(
                 by_q.setdefault(a["question_id"], []).append(a)
 
         def body(qid: str) -> PF.PoolOutcome:
-            return PF.build_statement_pool(engine, stage, batch, qmap[qid], by_q[qid], prompts, scfg, pcfg, size)  # noqa: B023
+            return PF.build_statement_pool(engine, stage, batch, qmap[qid], by_q[qid], prompts, scfg, pcfg, size)
 
         rows, stats = [], []
         for out in PF.each_pool(engine, sorted(by_q), body):
@@ -519,6 +526,8 @@ def maia_statements(
                 )
         run.put(batch, rows)
         run.put(f"statements__{batch}", stats, "maia_pool_stats")
+
+    run.map_partitions(partition)  # batches at once on the engine's one budget
     allstats = run.frame("maia_pool_stats")
     md = pool_metadata(allstats, "statements") if len(allstats) else {}
     return run.publish(md, attempts_key="pool_attempts", record_attempts=True)
@@ -551,9 +560,10 @@ def maia_foils(
     lang = language()
     foil_prompts = {c: load_prompt(P[F.foil_prompt_file(Path(), c).stem]) for c in CATEGORY_NAMES}
     struct_p = load_prompt(P["foil_structural"])
-    nli_counts = {"entailment": 0, "neutral": 0, "contradiction": 0}
-    first_round_entailed = total_first = 0
-    for batch, log in stage_run.partitions():
+    if nli.backend == "cross_encoder":
+        nli.classifier()  # loaded once here, not by each partition's thread
+
+    def partition(batch: str, log: RejectLog) -> tuple[dict[str, str], dict[str, str]]:
         st = store.read_batch("maia_statements", batch)
         recs = st.sort_values("statement_id").to_dict("records") if len(st) else []
         reqs = [
@@ -571,9 +581,8 @@ def maia_foils(
 
         # on stub output the loop records NLI and structural verdicts as advisory attempts, never applies them
         def nli_contradiction(req: LLMRequest, data: dict[str, Any]):
-            # the closures run inside this batch's refine call, never after the loop moves on
-            v = nli_inner(req, data)  # noqa: B023
-            first_labels.setdefault(req.item_id, labels.get(req.item_id, ""))  # noqa: B023
+            v = nli_inner(req, data)
+            first_labels.setdefault(req.item_id, labels.get(req.item_id, ""))
             return v
 
         def judge(req: LLMRequest, data: dict[str, Any]) -> LLMRequest:
@@ -630,11 +639,16 @@ def maia_foils(
                     "backend": o.result.backend,
                 }
             )
+        stage_run.put(batch, rows)
+        return labels, first_labels
+
+    nli_counts = {"entailment": 0, "neutral": 0, "contradiction": 0}
+    first_round_entailed = total_first = 0
+    for labels, first_labels in stage_run.map_partitions(partition):  # batches at once on one budget
         for lab in labels.values():
             nli_counts[lab] = nli_counts.get(lab, 0) + 1
         total_first += len(first_labels)
         first_round_entailed += sum(1 for v in first_labels.values() if v == "entailment")
-        stage_run.put(batch, rows)
     md = {
         "nli_backend": nli.backend,
         "nli_final_labels": dg.MetadataValue.json(nli_counts),

@@ -396,3 +396,41 @@ def test_checks_fail_closed(corpus, llm_double, llm_double_resource):
     assert bike not in set(answers["question_id"])
     stats = corpus.read("maia_pool_stats").set_index("question_id")
     assert stats.loc[bike, "reason"] == "contradiction_check_failed"
+
+
+def test_batches_of_a_stage_run_at_once(corpus, llm_double, llm_double_resource, recipe_overrides):
+    """A backfill over two batches: b1's question request is held by the endpoint, b2's goes out
+    meanwhile (one batch after another, b2 would wait for b1); each batch keeps its own rows."""
+    for table in ("frames", "clips", "evidence", "videos"):
+        df = corpus.read(table)
+        for col in ("frame_id", "clip_id", "unit_id", "path"):
+            if col in df:
+                df[col] = df[col].str.replace(CLIP, "vid2_eng")
+        df["batch"] = "b2"
+        if table == "evidence":
+            df["tags"] = [["bicycle", "street"]]
+        corpus.write(table, df, "b2")
+    for p in (corpus.data_dir / "media" / "frames").glob(f"{CLIP}_*.jpg"):
+        p.with_name(p.name.replace(CLIP, "vid2_eng")).write_bytes(p.read_bytes())
+    recipe_overrides("maia", {"language": "en", "questions": {"categories": ["sentiment"]}})
+
+    def held(body):
+        if "oven" in message_text(body):  # b1's evidence
+            return Reply.json({"question_a": Q_MOOD, "question_b": Q_YESNO}, delay=2.0)
+        return Reply.json({"question_a": Q_BIKE, "question_b": Q_CHEF})
+
+    llm_double.responder = held
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", ["b1", "b2"])
+    res = dg.materialize(
+        [A.maia_questions],
+        instance=instance,
+        resources={"storage": StorageResource(data_dir=str(corpus.data_dir)), "llm": llm_double_resource()},
+        tags={"dagster/asset_partition_range_start": "b1", "dagster/asset_partition_range_end": "b2"},
+    )
+    assert res.success
+    assert len(llm_double.chat_requests) == 2
+    assert llm_double.max_in_flight == 2  # b2's request was sent while b1's was held
+    qs = corpus.read("maia_questions")
+    got = dict(zip(qs["question"], qs["batch"]))  # (the yes/no question is rejected by its check)
+    assert got == {Q_MOOD: "b1", Q_BIKE: "b2", Q_CHEF: "b2"}
