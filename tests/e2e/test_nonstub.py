@@ -98,7 +98,7 @@ def test_no_stub_rows_anywhere(built):
             assert not (df["backend"] == "stub").any(), table
         if "lineage" in df:
             assert not df["lineage"].fillna("").str.contains('"stub"').any(), table
-        text = df.select_dtypes(include="object").astype(str)
+        text = df.select_dtypes(include=["object", "string"]).astype(str)
         assert not text.apply(lambda c: c.str.contains("[stub]", regex=False)).any().any(), table
 
 
