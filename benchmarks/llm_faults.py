@@ -19,13 +19,15 @@ failed). The upstream stages (ingest, vision) are built once, fault-free, into W
 
 Every scenario uses a fresh cache and ledger (a cold start: no latency history).
 Usage: .venv/bin/python benchmarks/llm_faults.py [hang|transient|all] [ITEMS] [LATENCY_S]
-       .venv/bin/python benchmarks/llm_faults.py demo WORK [GROUP ...]   (default: every recipe group)
+       .venv/bin/python benchmarks/llm_faults.py demo WORK [--tail MEDIAN_S] [GROUP ...]
+       (default: every recipe group; --tail adds a seeded log-normal latency to every reply)
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import sys
 import tempfile
@@ -202,25 +204,36 @@ def run_transient(n: int, latency: float, conc: int = 64) -> None:
 RECIPE_GROUPS = ("hummus", "iibench", "maia", "vague", "vimu")
 
 
-def faulty(inner, faults: dict[str, float], seed: str):
-    """``inner`` (the plausible model) behind the same seeded per-request faults as ``responder``."""
+def faulty(inner, faults: dict[str, float], seed: str, tail: float = 0.0):
+    """``inner`` (the plausible model) behind the same seeded per-request faults as ``responder``.
+
+    ``tail`` > 0: every answered request also takes a seeded log-normal time (median ``tail``
+    seconds, sigma 1, capped at 30 s: about 1 % of requests take over 10× the median), the
+    long tail a hosted API has even when nothing hangs."""
     seen: dict[str, int] = {}
     fault_reply = {"hang": Reply.hang, "429": lambda: Reply.rate_limited(0.2), "500": lambda: Reply.error(500)}
 
     def respond(body):
         digest = hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()
         seen[digest] = seen.get(digest, 0) + 1
-        x = random.Random(f"{seed}:{digest}:{seen[digest]}").random()
+        rng = random.Random(f"{seed}:{digest}:{seen[digest]}")
+        x = rng.random()
         for kind, p in faults.items():
             if x < p:
                 return fault_reply[kind]()
             x -= p
-        return inner(body)
+        reply = inner(body)
+        if tail > 0:
+            reply = (
+                Reply.json(reply) if isinstance(reply, dict) else Reply.text(reply) if isinstance(reply, str) else reply
+            )
+            reply.delay += min(30.0, rng.lognormvariate(math.log(tail), 1.0))
+        return reply
 
     return respond
 
 
-def run_demo(work: Path, groups: tuple[str, ...], latency: float = 0.0) -> None:
+def run_demo(work: Path, groups: tuple[str, ...], latency: float = 0.0, tail: float = 0.0) -> None:
     from definitions import build_defs
     from forge.storage import TableStore
     from tests.e2e.run_nonstub import build
@@ -251,7 +264,10 @@ def run_demo(work: Path, groups: tuple[str, ...], latency: float = 0.0) -> None:
         ("5% hang + 429/5xx mix", {"hang": 0.05, **MIX}),
         ("fault-free again", {}),
     ]
-    print(f"demo LLM stages: {len(llm)} assets of {', '.join(groups)}; latency {latency}s; client timeout 60 s; {work}")
+    print(
+        f"demo LLM stages: {len(llm)} assets of {', '.join(groups)}; latency {latency}s; "
+        f"long tail {f'log-normal, median {tail}s' if tail else 'none'}; client timeout 60 s; {work}"
+    )
     rows: list[tuple[str, float, int, int, int, int, int, int]] = []
     base_rows: int | None = None
     for name, faults in scenarios:
@@ -259,7 +275,7 @@ def run_demo(work: Path, groups: tuple[str, ...], latency: float = 0.0) -> None:
             for p in (data / "cache").glob(f + "*"):
                 p.unlink()
         with LLMDouble(latency=latency, record_bodies=False) as double:
-            double.responder = faulty(Plausible(seed=7), faults, name)
+            double.responder = faulty(Plausible(seed=7), faults, name, tail)
             load = Path("/proc/loadavg").read_text().split()[0]
             t0 = time.perf_counter()
             proc = build(work, double, port, select=llm, timeout=7200)
@@ -289,7 +305,12 @@ def run_demo(work: Path, groups: tuple[str, ...], latency: float = 0.0) -> None:
 def main() -> None:
     what = sys.argv[1] if len(sys.argv) > 1 else "all"
     if what == "demo":
-        run_demo(Path(sys.argv[2]).resolve(), tuple(sys.argv[3:]) or RECIPE_GROUPS)
+        args = sys.argv[3:]
+        tail = 0.0
+        if "--tail" in args:  # --tail MEDIAN_S: the long-tail latency of a hosted API
+            i = args.index("--tail")
+            tail, args = float(args[i + 1]), args[:i] + args[i + 2 :]
+        run_demo(Path(sys.argv[2]).resolve(), tuple(args) or RECIPE_GROUPS, tail=tail)
         return
     latency = float(sys.argv[3]) if len(sys.argv) > 3 else 0.2
     if what in ("hang", "all"):

@@ -1144,12 +1144,15 @@ class LLMEngine:
 
         Returns the first successful reply and, when the primary was abandoned, why (for the call log).
         With hedging off, a stalled primary is cancelled and reported as a timeout (retried at once)."""
-        warm = getattr(self.backend, "warm", None)
-        if warm is not None and self._warm_loop is not asyncio.get_running_loop():
-            warm()
-            self._warm_loop = asyncio.get_running_loop()
         loop = asyncio.get_running_loop()
+        # The caller holds a slot for the primary; its task gives it back when the attempt ends
+        # (done callback: it also runs for a task cancelled before it started).
         primary = asyncio.ensure_future(self._attempt(stage, partition, prep, messages, "call"))
+        primary.add_done_callback(lambda _t: sem.release())
+        warm = getattr(self.backend, "warm", None)
+        if warm is not None and self._warm_loop is not loop:
+            warm()  # before the primary's first step: the task has not run yet
+            self._warm_loop = loop
         t0 = loop.time()
         # The deadline is re-read while waiting: it tightens as latency samples arrive. Until this
         # loop has received a reply, a slow request may be the client's first-use cost (imports,
@@ -1177,7 +1180,10 @@ class LLMEngine:
             )
 
         async def hedge() -> Reply:
-            async with sem:  # the copy takes its own slot: the endpoint never sees more than max_concurrency
+            # The copy takes its own slot: the endpoint never sees more than max_concurrency. No
+            # slot is held while a copy waits for one (each attempt holds only its own), so copies
+            # waiting on a full budget cannot deadlock against the requests that hold it.
+            async with sem:
                 await self.limiter.acquire(est)
                 self.status.hedged += 1
                 return await self._attempt(stage, partition, prep, messages, "hedge")
@@ -1241,31 +1247,37 @@ class LLMEngine:
             messages = self._wire_messages(prep, tail)
             est = count_message_tokens(messages) + int(prep.params.get("max_tokens") or 0)
             t0 = time.perf_counter()
-            async with sem:
+            # One slot per HTTP attempt, not per request: the primary's task gives it back when its
+            # attempt ends (see _hedged), so no request holds a slot while it waits on a hedge's.
+            await sem.acquire()
+            try:
                 # Inside the slot, so a pause announced by a reply in flight stops the next send.
                 await self.limiter.acquire(est)
-                attempt += 1
-                sent_mode = self._mode
-                try:
-                    reply, note = await self._hedged(stage, partition, prep, messages, sem, est)
-                    if note:  # the time the stalled copy cost, on the call log
-                        self._record(
-                            stage,
-                            partition,
-                            prep,
-                            prep.req,
-                            model=prep.model,
-                            attempt=attempt,
-                            outcome="retry",
-                            latency_s=time.perf_counter() - t0 - reply_latency(reply),
-                            error=note,
-                            error_class="Backend:timeout",
-                        )
-                        attempt += 1
-                    self.limiter.observe(reply.headers)
-                    return reply, attempt
-                except BackendError as exc:
-                    err = exc
+            except BaseException:
+                sem.release()
+                raise
+            attempt += 1
+            sent_mode = self._mode
+            try:
+                reply, note = await self._hedged(stage, partition, prep, messages, sem, est)
+                if note:  # the time the stalled copy cost, on the call log
+                    self._record(
+                        stage,
+                        partition,
+                        prep,
+                        prep.req,
+                        model=prep.model,
+                        attempt=attempt,
+                        outcome="retry",
+                        latency_s=time.perf_counter() - t0 - reply_latency(reply),
+                        error=note,
+                        error_class="Backend:timeout",
+                    )
+                    attempt += 1
+                self.limiter.observe(reply.headers)
+                return reply, attempt
+            except BackendError as exc:
+                err = exc
             latency = time.perf_counter() - t0
             self.limiter.observe(err.headers)
             kind = err.kind or "error"

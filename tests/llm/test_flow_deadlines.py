@@ -266,3 +266,32 @@ def test_partitions_share_one_budget_and_do_not_wait_for_each_other(llm_double, 
     assert [[r.ok for r in rs] for rs in out] == [[True], [True]]
     assert llm_double.max_in_flight == 2  # b's request went out while a's was still unanswered
     assert set(engine.calls_frame()["partition"]) == {"a", "b"}
+
+
+def _finishes(fn, within_s: float):
+    """``fn()``'s value, or a test failure if it has not returned after ``within_s`` (a deadlock)."""
+    import threading
+
+    box: dict[str, object] = {}
+    t = threading.Thread(target=lambda: box.setdefault("v", fn()), daemon=True)
+    t.start()
+    t.join(within_s)
+    assert not t.is_alive(), f"still waiting after {within_s} s: requests deadlocked on the concurrency budget"
+    return box["v"]
+
+
+@pytest.mark.parametrize("first", ["slow 5xx", "hang"])
+def test_hedges_on_a_full_budget_never_deadlock(llm_double, llm_double_resource, prompt_dir, first):
+    """Every slot is held by a stalled request that wants a hedge: the slots are per HTTP attempt, so
+    when a stalled copy ends (an error, the total timeout) its slot goes to a waiting hedge."""
+    qa = load_prompt(prompt_dir / "qa.yaml")
+    engine = llm_double_resource(max_concurrency=2, hedge_after_s=0.2, timeout_s=1.0, backoff_base_s=0.05).engine()
+    warm(engine, qa, llm_double)
+    stall = Reply(status=500, error_message="upstream died", delay=0.6) if first == "slow 5xx" else Reply.hang()
+    llm_double.script(stall, stall, Reply.json(GOOD), Reply.json(GOOD))
+    out = _finishes(lambda: engine.run("gen", "b", reqs(qa, 2)), within_s=20)
+    assert [r.ok for r in out] == [True, True]
+    # the budget still bounds what is sent (the double's own count also holds copies the client
+    # already gave up on, so the engine's gauge is the one to read)
+    assert engine.max_in_flight <= 2 and engine.status.in_flight == 0
+    assert engine.status.hedged >= 1

@@ -199,13 +199,18 @@ class LLMDouble:
             app.router.add_post("/v1/batches/{bid}/cancel", self._batch_cancel)
             app.router.add_post("/v1/audio/transcriptions", self._transcribe)
             app.router.add_get("/v1/models", self._models)
-            self._runner = web.AppRunner(app, access_log=None)
+            # a hung request never finishes: don't wait for it at shutdown
+            self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
             self._loop.run_until_complete(self._runner.setup())
             site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024)
             self._loop.run_until_complete(site.start())
             ready.set()
             self._loop.run_forever()
             self._loop.run_until_complete(self._runner.cleanup())
+            left = asyncio.all_tasks(self._loop)  # handlers of hung requests: cancelled, not destroyed
+            for task in left:
+                task.cancel()
+            self._loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
             self._loop.close()
 
         self._thread = threading.Thread(target=serve, daemon=True, name="llm-double")
