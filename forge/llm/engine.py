@@ -247,6 +247,11 @@ class _TranscriptionPrompt:
 TRANSCRIPTION = _TranscriptionPrompt()
 
 
+_SHARED_LAST: dict[str, float] = {}  # progress name → when a line of that name was last logged
+_SHARED_LIVE: dict[str, int] = {}  # progress name → runs of that name now running
+_SHARED_LOCK = threading.Lock()
+
+
 class _Progress:
     """Logs requests done / total, rate, ETA and what the rest are doing — in flight, waiting on a
     retry-after, timed out so far — every ``every_s`` (also while nothing completes, so a stall
@@ -267,11 +272,42 @@ class _Progress:
             text += "; " + self.status.describe()
         return text
 
+    def _turn(self, now: float, every: float, final: bool = False) -> bool:
+        """Whether this run may log now: at its own pace (a final line always), and, while other
+        runs of the same name are live, one line per name per ``every`` among them (MAIA's pools
+        of a batch are ~100 refine runs of one name; stalled together they would each log)."""
+        if not final and now - self.last < every:
+            return False
+        with _SHARED_LOCK:
+            if _SHARED_LIVE.get(self.what, 0) > 1 and now - _SHARED_LAST.get(self.what, -1e18) < every:
+                return False
+            _SHARED_LAST[self.what] = now
+        self.last = now
+        return True
+
+    def start(self) -> asyncio.Future[None]:
+        """The background ticker, counted live under its name until the task ends (also when it
+        is cancelled before its first step, hence a done callback, not a ``finally``)."""
+        with _SHARED_LOCK:
+            _SHARED_LIVE[self.what] = _SHARED_LIVE.get(self.what, 0) + 1
+        task = asyncio.ensure_future(self.tick())
+        task.add_done_callback(lambda _t: self.close())
+        return task
+
+    def close(self) -> None:
+        with _SHARED_LOCK:
+            left = _SHARED_LIVE.get(self.what, 1) - 1
+            if left > 0:
+                _SHARED_LIVE[self.what] = left
+            else:
+                _SHARED_LIVE.pop(self.what, None)
+                _SHARED_LAST.pop(self.what, None)
+
     def step(self) -> None:
         self.done += 1
         now = time.perf_counter()
-        if now - self.last >= self.every_s or (self.done == self.total and now - self.t0 >= self.every_s):
-            self.last = now
+        final = self.done == self.total and now - self.t0 >= self.every_s
+        if self._turn(now, self.every_s, final):
             _log.info("%s", self.line())
 
     async def tick(self) -> None:
@@ -279,8 +315,7 @@ class _Progress:
         every = max(self.every_s, 0.5)
         while self.done < self.total:
             await asyncio.sleep(every)
-            if time.perf_counter() - self.last >= every and self.done < self.total:
-                self.last = time.perf_counter()
+            if self.done < self.total and self._turn(time.perf_counter(), every):
                 _log.info("%s", self.line())
 
 
@@ -445,7 +480,7 @@ class LLMEngine:
     async def arun(self, stage: str, partition: str, requests: list[LLMRequest]) -> list[LLMResult]:
         progress = _Progress(f"{stage} {partition}", len(requests))
         progress.status = self.status
-        ticker = asyncio.ensure_future(progress.tick()) if requests else None
+        ticker = progress.start() if requests else None
 
         async def one(r: LLMRequest) -> LLMResult:
             res = await self.acall(stage, partition, r)

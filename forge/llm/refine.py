@@ -341,7 +341,7 @@ async def arefine(
         finally:
             progress.step()
 
-    ticker = asyncio.ensure_future(progress.tick()) if n else None
+    ticker = progress.start() if n else None
     try:
         await asyncio.gather(*(one(i) for i in range(n)))
     finally:

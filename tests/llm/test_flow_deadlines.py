@@ -295,3 +295,23 @@ def test_hedges_on_a_full_budget_never_deadlock(llm_double, llm_double_resource,
     # already gave up on, so the engine's gauge is the one to read)
     assert engine.max_in_flight <= 2 and engine.status.in_flight == 0
     assert engine.status.hedged >= 1
+
+
+def test_stalled_runs_of_one_name_share_one_progress_line(llm_double, llm_double_resource, prompt_dir, caplog):
+    """MAIA refines each pool of a batch as its own run under one name: 12 of them stalled for
+    ~2 s log about one line per second between them, not one each (the 2-hour stall of a
+    long-tail fault run wrote 16,000 such lines)."""
+    qa = load_prompt(prompt_dir / "qa.yaml")
+    llm_double.script(*[Reply.json(GOOD, delay=2.2) for _ in range(12)])
+    engine = llm_double_resource(max_concurrency=16, hedge=False, timeout_s=30).engine()
+    engine.settings.progress_every_s = 1.0
+    with caplog.at_level(logging.INFO, logger="subtext_forge.llm"):
+        engine.map_partitions(
+            [f"p{i}" for i in range(12)], lambda k: refine(engine, "pools", "batch-0", reqs(qa, 1, prefix=k))
+        )
+    lines = [r.getMessage() for r in caplog.records if "pools batch-0 (refine, items)" in r.getMessage()]
+    ticks = [ln for ln in lines if "0/1 LLM" in ln]
+    assert 1 <= len(ticks) <= 4, lines  # ~2 ticks of one shared line, not 12 per tick
+    import forge.llm.engine as eng
+
+    assert "pools batch-0 (refine, items)" not in eng._SHARED_LIVE  # every run let go of its name
