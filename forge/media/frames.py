@@ -56,6 +56,16 @@ def blur_variance(rgb: np.ndarray) -> float:
     return float(cv2.Laplacian(grey, cv2.CV_64F).var())
 
 
+def decode_threads() -> int:
+    """Decoder threads: the CPUs this process was given, as ``OMP_NUM_THREADS`` says (a Ray worker
+    sets it to the task's ``num_cpus``, so a 1-CPU task does not decode on every core of its
+    node); 0, the codec's own choice (all cores), when it is unset or unreadable."""
+    try:
+        return max(0, int(os.environ.get("OMP_NUM_THREADS", "0")))
+    except ValueError:
+        return 0
+
+
 def sample_at(path: str | Path, times: list[float], seek_threshold_s: float = 1.0) -> list[Sampled]:
     """Frames at ``times`` (seconds from the start of the video stream), in time order."""
     out: list[Sampled] = []
@@ -64,6 +74,7 @@ def sample_at(path: str | Path, times: list[float], seek_threshold_s: float = 1.
     with av.open(str(path), options={"format_whitelist": VIDEO_DEMUXERS}) as c:
         vs = c.streams.video[0]
         vs.thread_type = "AUTO"
+        vs.codec_context.thread_count = decode_threads()
         tb = vs.time_base
         start = float(vs.start_time * tb) if vs.start_time is not None else 0.0
         rate = float(vs.average_rate or vs.guessed_rate or 25)

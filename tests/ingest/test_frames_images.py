@@ -24,6 +24,33 @@ def test_seeking_returns_the_same_frames_as_decoding_everything(corpus):
         assert np.array_equal(s.image, img)
 
 
+def test_decoder_threads_follow_the_cpus_the_process_was_given(corpus, monkeypatch):
+    """A Ray worker sets OMP_NUM_THREADS to its task's num_cpus: decoding then uses that many
+    threads (not every core of the node), with the same frames."""
+    import forge.media.frames as frames_mod
+
+    seen = []
+    real_open = av.open
+
+    def spy(*a, **kw):
+        c = real_open(*a, **kw)
+        seen.append(c.streams.video[0].codec_context)
+        return c
+
+    path = corpus.files["bikes"]
+    times = uniform_times(0.0, 4.0, 6)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    auto = sample_at(path, times)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr(frames_mod.av, "open", spy)
+    one = sample_at(path, times)
+    assert seen and seen[-1].thread_count == 1
+    assert [s.timestamp_s for s in one] == [s.timestamp_s for s in auto]
+    assert all(np.array_equal(a.image, b.image) for a, b in zip(one, auto))
+    monkeypatch.setenv("OMP_NUM_THREADS", "not a number")
+    assert frames_mod.decode_threads() == 0
+
+
 def test_blur_variance_orders_sharp_and_blurred(corpus):
     img = np.asarray(Image.open(corpus.files["grace_hopper"]).convert("RGB"))
     import cv2
