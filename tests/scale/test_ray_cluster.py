@@ -52,6 +52,10 @@ def ray_cluster():
     """Head (1 CPU) + one worker node (1 CPU) on 127.0.0.1; both stopped by process group."""
     port = _free_port()
     tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths have a length limit
+    # hermetic: a ~/.ray/auth_token left by another cluster must not switch this one (or the
+    # driver's ray.init, in this process) to token auth
+    saved_mode = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     common = ["--block", "--disable-usage-stats", "--num-gpus=0"]
     head = subprocess.Popen(
@@ -110,6 +114,10 @@ def ray_cluster():
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 os.killpg(p.pid, signal.SIGKILL)
         shutil.rmtree(tmp, ignore_errors=True)
+        if saved_mode is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = saved_mode
 
 
 def _corpus(root: Path, photos: dict[str, Path]) -> Path:
