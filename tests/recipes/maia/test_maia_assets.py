@@ -432,7 +432,7 @@ def test_batches_of_a_stage_run_at_once(corpus, llm_double, llm_double_resource,
     assert len(llm_double.chat_requests) == 2
     t = sorted(q["t"] for q in llm_double.requests if q["path"].endswith("/chat/completions"))
     # b2's request went out before b1's held reply came back (whichever reached the double first)
-    assert t[1] - t[0] < 1.5, f"the second batch's request waited {t[1] - t[0]:.2f} s for the first's reply"
+    assert t[1] - t[0] < 2.0, f"the second batch's request waited {t[1] - t[0]:.2f} s for the first's reply"
     qs = corpus.read("maia_questions")
     got = dict(zip(qs["question"], qs["batch"]))  # (the yes/no question is rejected by its check)
     assert got == {Q_MOOD: "b1", Q_BIKE: "b2", Q_CHEF: "b2"}
