@@ -116,6 +116,7 @@ class DetectionWorker:
     """One YOLO replica; ``run`` = forge.vision.pipeline.run_detection on a shard."""
 
     def __init__(self, detector_kwargs: dict, engine: str) -> None:
+        keep_to_declared_cpus()
         from forge.vision.detector import YoloDetector
         from forge.vision.fast_detect import with_engine
 
@@ -234,10 +235,27 @@ def map_calls(placement: RayPlacement, fn: Any, calls: list[tuple]) -> Iterator[
         yield result
 
 
+def keep_to_declared_cpus() -> int | None:
+    """Inside a Ray worker, keep OpenCV's thread pool to the CPUs the task or actor declared.
+
+    Ray sets ``OMP_NUM_THREADS`` to the declared ``num_cpus`` (the video decoder follows it, see
+    ``forge.media.frames.decode_threads``); OpenCV's own pool ignores it and would spread
+    resize/Laplacian/JPEG encoding over every core of the node, so a 1-CPU task would compete
+    with its neighbours. Returns the thread count set (None outside Ray or when unset)."""
+    n = os.environ.get("OMP_NUM_THREADS", "")
+    if not n.isdigit() or int(n) < 1:
+        return None
+    import cv2
+
+    cv2.setNumThreads(int(n))
+    return int(n)
+
+
 def _traced(fn: Any, args: tuple) -> tuple[tuple[str, int], Any]:
     """``fn(*args)`` in a Ray task, with the (node id, pid) it ran on."""
     import ray
 
+    keep_to_declared_cpus()
     return (ray.get_runtime_context().get_node_id(), os.getpid()), fn(*args)
 
 
@@ -307,6 +325,7 @@ class OCRWorker:
     """One EasyOCR reader; ``run`` = forge.media.text_boxes.measure_frames on a shard."""
 
     def __init__(self, reader_args: tuple) -> None:
+        keep_to_declared_cpus()
         from resources.ocr import build_reader
 
         self.reader = build_reader(*reader_args)

@@ -34,3 +34,22 @@ def test_in_process_map_calls_runs_in_order_without_ray():
     calls = [(i, 10) for i in range(5)]
     assert list(map_calls(RayPlacement(), divmod, calls)) == [divmod(i, 10) for i in range(5)]
     assert shards_of(list(range(5)), 2) == [[0, 1], [2, 3], [4]]
+
+
+def test_ray_work_keeps_opencv_to_the_cpus_it_declared(monkeypatch):
+    """Ray sets OMP_NUM_THREADS to a task's num_cpus; OpenCV's pool is held to it too (it ignores
+    that variable), so a 1-CPU frame task does not resize and encode on every core of its node."""
+    import cv2
+
+    from forge.scale.ray_stages import keep_to_declared_cpus
+
+    before = cv2.getNumThreads()
+    try:
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        assert keep_to_declared_cpus() == 1 and cv2.getNumThreads() == 1
+        cv2.setNumThreads(before)
+        for unset in ("", "0", "auto"):
+            monkeypatch.setenv("OMP_NUM_THREADS", unset)
+            assert keep_to_declared_cpus() is None and cv2.getNumThreads() == before
+    finally:
+        cv2.setNumThreads(before)
