@@ -1278,6 +1278,23 @@ class LLMEngine:
         s = self.settings
         used: dict[str, int] = {}
         sem = self._semaphore()
+
+        def note_row(outcome: str, latency: float, error: str, error_class: str, **tokens: int) -> None:
+            """This request's call-log row for an attempt that gave no usable reply."""
+            self._record(
+                stage,
+                partition,
+                prep,
+                prep.req,
+                model=prep.model,
+                attempt=attempt,
+                outcome=outcome,
+                latency_s=latency,
+                error=error,
+                error_class=error_class,
+                **tokens,
+            )
+
         while True:
             messages = self._wire_messages(prep, tail)
             est = count_message_tokens(messages) + int(prep.params.get("max_tokens") or 0)
@@ -1296,18 +1313,7 @@ class LLMEngine:
             try:
                 reply, note = await self._hedged(stage, partition, prep, messages, sem, est)
                 if note:  # the time the stalled copy cost, on the call log
-                    self._record(
-                        stage,
-                        partition,
-                        prep,
-                        prep.req,
-                        model=prep.model,
-                        attempt=attempt,
-                        outcome="retry",
-                        latency_s=time.perf_counter() - t0 - reply_latency(reply),
-                        error=note,
-                        error_class="Backend:timeout",
-                    )
+                    note_row("retry", time.perf_counter() - t0 - reply_latency(reply), note, "Backend:timeout")
                     attempt += 1
                 self.limiter.observe(reply.headers)
                 return reply, attempt
@@ -1319,49 +1325,23 @@ class LLMEngine:
             if err.kind == "response_format" and sent_mode == "json_schema" and s.structured_output == "auto":
                 # The endpoint has no json_schema response format: JSON mode + our own validation.
                 self._mode = "json_object"
-                self._record(
-                    stage,
-                    partition,
-                    prep,
-                    prep.req,
-                    model=prep.model,
-                    attempt=attempt,
-                    outcome="retry",
-                    latency_s=latency,
-                    error=f"json_schema unsupported, using json_object: {err}",
-                    error_class="Backend:response_format",
+                note_row(
+                    "retry", latency, f"json_schema unsupported, using json_object: {err}", "Backend:response_format"
                 )
                 continue
             if not err.retryable or used.get(kind, 0) >= self.retry_budget(stage, kind):
-                self._record(
-                    stage,
-                    partition,
-                    prep,
-                    prep.req,
-                    model=prep.model,
-                    attempt=attempt,
-                    outcome="failed",
-                    latency_s=latency,
-                    error=str(err),
-                    error_class=f"Backend:{kind}",
+                note_row(
+                    "failed",
+                    latency,
+                    str(err),
+                    f"Backend:{kind}",
                     tokens_in=getattr(err, "tokens_in", 0),
                     tokens_out=getattr(err, "tokens_out", 0),
                 )
                 err.attempt = attempt  # type: ignore[attr-defined]
                 raise err
             used[kind] = used.get(kind, 0) + 1
-            self._record(
-                stage,
-                partition,
-                prep,
-                prep.req,
-                model=prep.model,
-                attempt=attempt,
-                outcome="retry",
-                latency_s=latency,
-                error=str(err),
-                error_class=f"Backend:{kind}",
-            )
+            note_row("retry", latency, str(err), f"Backend:{kind}")
             if kind == "timeout":
                 continue  # the deadline already cost the time: retry at once
             n = sum(used.values())

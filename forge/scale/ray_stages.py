@@ -242,13 +242,15 @@ def keep_to_declared_cpus() -> int | None:
     ``forge.media.frames.decode_threads``); OpenCV's own pool ignores it and would spread
     resize/Laplacian/JPEG encoding over every core of the node, so a 1-CPU task would compete
     with its neighbours. Returns the thread count set (None outside Ray or when unset)."""
-    n = os.environ.get("OMP_NUM_THREADS", "")
-    if not n.isdigit() or int(n) < 1:
-        return None
     import cv2
 
-    cv2.setNumThreads(int(n))
-    return int(n)
+    from forge.media.frames import decode_threads
+
+    n = decode_threads()
+    if n < 1:
+        return None
+    cv2.setNumThreads(n)
+    return n
 
 
 def _traced(fn: Any, args: tuple) -> tuple[tuple[str, int], Any]:
