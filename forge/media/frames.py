@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,13 +51,19 @@ class Sampled:
     image: np.ndarray  # RGB uint8
 
 
-def blur_variance(rgb: np.ndarray) -> float:
-    grey = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+def blur_variance(rgb: np.ndarray, bgr: bool = False) -> float:
+    grey = cv2.cvtColor(rgb, cv2.COLOR_BGR2GRAY if bgr else cv2.COLOR_RGB2GRAY)
     h, w = grey.shape
     scale = BLUR_REFERENCE_SIDE / max(h, w)
     if scale < 1.0:
         grey = cv2.resize(grey, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
     return float(cv2.Laplacian(grey, cv2.CV_64F).var())
+
+
+def frame_workers() -> int:
+    """Threads that convert, measure and encode frames while the decoder runs on: the CPUs this
+    process was given (``OMP_NUM_THREADS``, else every core); 1 = all in the decoding thread."""
+    return decode_threads() or os.cpu_count() or 1
 
 
 def decode_threads() -> int:
@@ -66,11 +76,15 @@ def decode_threads() -> int:
         return 0
 
 
-def sample_at(path: str | Path, times: list[float], seek_threshold_s: float = 1.0) -> list[Sampled]:
-    """Frames at ``times`` (seconds from the start of the video stream), in time order."""
-    out: list[Sampled] = []
+def frames_at(
+    path: str | Path, times: list[float], seek_threshold_s: float = 1.0
+) -> Iterator[tuple[float, float, av.VideoFrame]]:
+    """Decoded frames at ``times`` (seconds from the start of the video stream), in time order,
+    as ``(requested_s, timestamp_s, frame)``; a time past the last decodable frame yields nothing.
+    Frames come out as the decoder reaches them, so a caller can convert and encode one while the
+    next is being decoded."""
     if not times:
-        return out
+        return
     with av.open(str(path), options={"format_whitelist": VIDEO_DEMUXERS}) as c:
         vs = c.streams.video[0]
         vs.thread_type = "AUTO"
@@ -96,8 +110,12 @@ def sample_at(path: str | Path, times: list[float], seek_threshold_s: float = 1.
                         break
             if cur is None:  # past the end: nothing decodable from this keyframe on
                 continue
-            out.append(Sampled(t, max(0.0, cur_t), cur.to_ndarray(format="rgb24")))
-    return out
+            yield t, max(0.0, cur_t), cur
+
+
+def sample_at(path: str | Path, times: list[float], seek_threshold_s: float = 1.0) -> list[Sampled]:
+    """Frames at ``times`` as RGB arrays (see :func:`frames_at`)."""
+    return [Sampled(t, ts, f.to_ndarray(format="rgb24")) for t, ts, f in frames_at(path, times, seek_threshold_s)]
 
 
 def uniform_times(start_s: float, end_s: float, k: int) -> list[float]:
@@ -127,8 +145,11 @@ def select_pool(
     return sorted(kept), blurry
 
 
-def encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
-    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
+def encode_jpeg(rgb: np.ndarray, quality: int, bgr: bool = False) -> bytes:
+    """JPEG bytes of an RGB array (``bgr=True``: of a BGR one, OpenCV's own order, no copy)."""
+    ok, buf = cv2.imencode(
+        ".jpg", rgb if bgr else cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality]
+    )
     if not ok:
         raise RuntimeError("JPEG encoding failed")
     return buf.tobytes()
@@ -167,6 +188,19 @@ def staging_dir(final: Path) -> Path:
     return stage
 
 
+@dataclass
+class _Done:
+    """One decoded time after its per-frame work: what the rows need, the JPEG when a clip frame
+    asked for it, and the BGR array while the time is still a pool candidate."""
+
+    timestamp_s: float
+    width: int
+    height: int
+    blur_var: float
+    jpeg: bytes | None
+    bgr: np.ndarray | None
+
+
 def frames_for_video(
     video_path: Path,
     video_id: str,
@@ -175,8 +209,14 @@ def frames_for_video(
     out_dir: Path,
     data_dir: Path,
     settings: FrameSettings,
+    workers: int | None = None,
 ) -> VideoFrames:
-    """K uniform frames per clip plus the pool, from one pass over one open container."""
+    """K uniform frames per clip plus the pool, from one pass over one open container.
+
+    Each decoded frame's colour conversion, blur, JPEG encoding and write run on ``workers``
+    threads (default :func:`frame_workers`) while the decoder goes on (PyAV and OpenCV release the
+    GIL there); the output does not depend on ``workers``. A clip frame is kept as its JPEG
+    bytes, not as an array; only pool candidates stay decoded until the pool is chosen."""
     wanted: dict[float, None] = {}
     per_clip: list[tuple[str, list[float]]] = []
     for cl in clips:
@@ -188,52 +228,90 @@ def frames_for_video(
         ts = [round(t, 4) for t in uniform_times(float(a), float(b), settings.frames_per_clip)]
         per_clip.append((cid, ts))
         wanted.update(dict.fromkeys(ts))
+    clip_times = set(wanted)
     ptimes = [round(t, 4) for t in pool_times(duration_s, settings.pool_interval_s)] if settings.pool else []
+    pool_set = set(ptimes)
     wanted.update(dict.fromkeys(ptimes))
-    got = {s.requested_s: s for s in sample_at(video_path, sorted(wanted), settings.seek_threshold_s)}
-
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows: list[dict] = []
-    blur_cache: dict[float, float] = {}
+    quality = settings.jpeg_quality
 
-    def blur(t: float) -> float:
-        if t not in blur_cache:
-            blur_cache[t] = blur_variance(got[t].image)
-        return blur_cache[t]
+    def work(times: list[float], ts: float, frame: av.VideoFrame) -> _Done:
+        bgr = frame.to_ndarray(format="bgr24")
+        h, w = bgr.shape[:2]
+        jpeg = encode_jpeg(bgr, quality, bgr=True) if any(t in clip_times for t in times) else None
+        keep = any(t in pool_set for t in times)
+        return _Done(ts, int(w), int(h), blur_variance(bgr, bgr=True), jpeg, bgr if keep else None)
 
-    def emit(frame_id: str, t: float, kind: str, clip_id: str | None, idx: int) -> None:
-        s = got[t]
-        data = encode_jpeg(s.image, settings.jpeg_quality)
-        path = out_dir / f"{frame_id}.jpg"
-        write_bytes_atomic(path, data)
-        h, w = s.image.shape[:2]
-        rows.append(
-            {
+    def by_frame() -> Iterator[tuple[list[float], float, av.VideoFrame]]:
+        """Requested times that land on one decoded frame, together: a frame is converted once
+        (and never by two threads at once: PyAV keeps one scaler per frame)."""
+        group: tuple[list[float], float, av.VideoFrame] | None = None
+        for t, ts, f in frames_at(video_path, sorted(wanted), settings.seek_threshold_s):
+            if group is not None and f is group[2]:
+                group[0].append(t)
+                continue
+            if group is not None:
+                yield group
+            group = ([t], ts, f)
+        if group is not None:
+            yield group
+
+    n = workers if workers is not None else frame_workers()
+    done: dict[float, _Done] = {}
+    with ThreadPoolExecutor(max_workers=n) if n > 1 else nullcontext() as pool:
+        if pool is None:
+            for times, ts, f in by_frame():
+                done.update(dict.fromkeys(times, work(times, ts, f)))
+        else:
+            # a bounded window of frames in flight: the decoder stays ahead without holding the video
+            window: deque[tuple[list[float], Future[_Done]]] = deque()
+            for times, ts, f in by_frame():
+                window.append((times, pool.submit(work, times, ts, f)))
+                if len(window) > 2 * n:
+                    tt, fut = window.popleft()
+                    done.update(dict.fromkeys(tt, fut.result()))
+            for tt, fut in window:
+                done.update(dict.fromkeys(tt, fut.result()))
+
+        blurry: list[tuple[str, float, float]] = []
+        kept: list[float] = []
+        if settings.pool:
+            cands = [(t, done[t].blur_var) for t in ptimes if t in done]
+            kept, bl = select_pool(cands, settings.pool_min_gap_s, settings.pool_max_per_video, settings.blur_threshold)
+            blurry = [(f"{video_id}_t{round(t * 1000):08d}", t, v) for t, v in bl]
+        # a kept pool frame that no clip asked for is encoded now; every other candidate is let go
+        need = [t for t in kept if done[t].jpeg is None]
+        encoded = (pool.map if pool is not None else map)(lambda t: encode_jpeg(done[t].bgr, quality, bgr=True), need)
+        for t, data in zip(need, encoded):
+            done[t].jpeg = data
+        for d in done.values():
+            d.bgr = None
+
+        emits: list[tuple[str, float, str, str | None, int]] = [
+            (f"{cid}_f{i:03d}", t, "clip_frame", cid, i) for cid, ts in per_clip for i, t in enumerate(ts) if t in done
+        ]
+        emits += [(f"{video_id}_t{round(t * 1000):08d}", t, "pool_frame", None, i) for i, t in enumerate(kept)]
+
+        def write(e: tuple[str, float, str, str | None, int]) -> dict:
+            frame_id, t, kind, clip_id, idx = e
+            d = done[t]
+            path = out_dir / f"{frame_id}.jpg"
+            write_bytes_atomic(path, d.jpeg)
+            return {
                 "frame_id": frame_id,
                 "item_id": video_id,
                 "clip_id": clip_id,
                 "kind": kind,
                 "frame_index": idx,
-                "timestamp_s": round(s.timestamp_s, 4),
+                "timestamp_s": round(d.timestamp_s, 4),
                 "path": os.path.relpath(path, data_dir),
-                "width": int(w),
-                "height": int(h),
-                "blur_var": round(blur(t), 3),
+                "width": d.width,
+                "height": d.height,
+                "blur_var": round(d.blur_var, 3),
                 "caption": None,
-                "sha256": sha256_bytes(data),
+                "sha256": sha256_bytes(d.jpeg),
                 "transform": None,
             }
-        )
 
-    for cid, ts in per_clip:
-        for i, t in enumerate(ts):
-            if t in got:
-                emit(f"{cid}_f{i:03d}", t, "clip_frame", cid, i)
-    blurry: list[tuple[str, float, float]] = []
-    if settings.pool:
-        cands = [(t, blur(t)) for t in ptimes if t in got]
-        kept, bl = select_pool(cands, settings.pool_min_gap_s, settings.pool_max_per_video, settings.blur_threshold)
-        for i, t in enumerate(kept):
-            emit(f"{video_id}_t{round(t * 1000):08d}", t, "pool_frame", None, i)
-        blurry = [(f"{video_id}_t{round(t * 1000):08d}", t, v) for t, v in bl]
+        rows = list((pool.map if pool is not None else map)(write, emits))
     return VideoFrames(rows, blurry)

@@ -149,3 +149,45 @@ def test_unreadable_image_reject_is_the_same_with_ultralytics_loaded():
         assert (err.value.reason, err.value.error_class) == ("decode_error", "UnidentifiedImageError")
         details.add(str(err.value))
     assert details == {"cannot identify image file"}
+
+
+def test_frame_threads_do_not_change_the_output(corpus, tmp_path):
+    """Per-frame work on threads writes the same rows and bytes as in the decoding thread, also
+    when several requested times land on one decoded frame (overlapping dense clips: that frame is
+    converted once, not by two threads at once, which hung PyAV's shared per-frame scaler)."""
+    import threading
+
+    clips = [{"clip_id": "a", "start_s": 0.0, "end_s": 3.0}, {"clip_id": "b", "start_s": 1.0, "end_s": 5.0}]
+    st = FrameSettings(frames_per_clip=48, pool_interval_s=0.5, pool_min_gap_s=1.0, blur_threshold=1.0)
+    out: dict[int, object] = {}
+
+    def run(workers: int) -> None:
+        out[workers] = frames_for_video(
+            corpus.files["bikes"],
+            "b",
+            10.0,
+            clips,
+            tmp_path / f"w{workers}",
+            tmp_path / f"w{workers}",
+            st,
+            workers=workers,
+        )
+
+    for workers in (1, 3):
+        t = threading.Thread(target=run, args=(workers,), daemon=True)
+        t.start()
+        t.join(120)
+        assert not t.is_alive(), f"frames_for_video(workers={workers}) did not finish"
+    one, three = out[1], out[3]
+    clip_ts = [r["timestamp_s"] for r in one.rows if r["kind"] == "clip_frame"]
+    assert len(set(clip_ts)) < len(clip_ts)  # the case above does occur
+    assert one.rows == three.rows and one.blurry == three.blurry
+    assert any(r["kind"] == "pool_frame" for r in one.rows)
+    for r in one.rows:
+        assert (tmp_path / "w1" / r["path"]).read_bytes() == (tmp_path / "w3" / r["path"]).read_bytes()
+    # the JPEG is the one the RGB path encodes (the BGR conversion only skips a copy)
+    from forge.media.frames import encode_jpeg
+
+    first = next(r for r in one.rows if r["kind"] == "clip_frame")
+    rgb = sample_at(corpus.files["bikes"], [uniform_times(0.0, 3.0, 48)[0]])[0].image
+    assert (tmp_path / "w1" / first["path"]).read_bytes() == encode_jpeg(rgb, st.jpeg_quality)
