@@ -32,21 +32,27 @@ class TaggerResource(dg.ConfigurableResource):
 
     _tagger: RamTagger | None = PrivateAttr(default=None)
 
+    def ram_kwargs(self) -> dict:
+        """``RamTagger`` arguments (what a Ray replica builds its model from)."""
+        return {
+            "checkpoint": self.ram_checkpoint,
+            "variant": self.ram_variant,
+            "vit": self.ram_vit,
+            "image_size": self.image_size,
+            "device": self.device,
+            "batch_size": self.batch_size,
+        }
+
     def get_ram(self) -> RamTagger:
+        """The in-process model (loaded once per process)."""
         if self.backend != "ram":
             raise ValueError("get_ram() needs backend='ram'")
         if self._tagger is None:
-            key = (self.ram_checkpoint, self.ram_variant, self.ram_vit, self.image_size, self.device, self.batch_size)
+            kwargs = self.ram_kwargs()
+            key = tuple(kwargs.values())
             with _LOCK:
                 if key not in _CACHE:
-                    _CACHE[key] = RamTagger(
-                        checkpoint=self.ram_checkpoint,
-                        variant=self.ram_variant,
-                        vit=self.ram_vit,
-                        image_size=self.image_size,
-                        device=self.device,
-                        batch_size=self.batch_size,
-                    )
+                    _CACHE[key] = RamTagger(**kwargs)
                 self._tagger = _CACHE[key]
         return self._tagger
 

@@ -23,7 +23,7 @@ from assets.common import (
     table_metadata,
 )
 from forge.media.sheets import indicator_tiles
-from forge.scale.ray_stages import step_pools
+from forge.scale.ray_stages import configured_placement, placement_dict, ram_on_ray, step_pools
 from forge.storage import RejectLog, TableStore, register_view
 from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash
@@ -261,22 +261,41 @@ def tags(
 ):
     started, store = time.perf_counter(), storage.store
     parts, logs = {}, []
-    if tagger.backend == "ram":
-        ram = tagger.get_ram()
+    # RAM runs in the step or, with a `scale` address (scale.stages.tags), on Ray tagging actors
+    placement = configured_placement("tags") if tagger.backend == "ram" else None
+    ram = tagger.get_ram() if placement is not None and not placement.enabled else None
+    if ram is not None:
         md = {"backend": "ram", "model_version": ram.model_version, "verified_on_real_weights": False}
+    elif placement is not None:
+        md = {"backend": "ram", "verified_on_real_weights": False, "placement": placement_dict(placement)}
     else:
         md = {"backend": "yolo", **_model_md(detector)}
         version = f"{Path(detector.weights).name}" + ("@random-init" if detector.is_random else "")
-    for batch in partition_keys(context):
-        if tagger.backend == "ram":
-            log = RejectLog("tags", batch)
-            parts[batch] = run_ram(vision_frames(store, batch), store.data_dir, ram, log.add, config.options())
-            logs.append(log)
-        else:
-            det = store.read("detections", parts=[batch])
-            if not det.empty and det["weights_sha256"].notna().any():
-                version = f"{det['model_name'].iloc[0]}@{str(det['weights_sha256'].dropna().iloc[0])[:12]}"
-            parts[batch] = tags_from_detections(det, version) if not det.empty else pd.DataFrame(columns=TAG_COLUMNS)
+    with step_pools():  # Ray replicas (if any) load once for all partitions of the step
+        for batch in partition_keys(context):
+            if placement is not None:
+                log = RejectLog("tags", batch)
+                if ram is not None:
+                    parts[batch] = run_ram(vision_frames(store, batch), store.data_dir, ram, log.add, config.options())
+                else:
+                    parts[batch], remote_version = ram_on_ray(
+                        placement,
+                        tagger.ram_kwargs(),
+                        vision_frames(store, batch),
+                        store.data_dir,
+                        log.add,
+                        config.options(),
+                    )
+                    if remote_version:
+                        md["model_version"] = remote_version
+                logs.append(log)
+            else:
+                det = store.read("detections", parts=[batch])
+                if not det.empty and det["weights_sha256"].notna().any():
+                    version = f"{det['model_name'].iloc[0]}@{str(det['weights_sha256'].dropna().iloc[0])[:12]}"
+                parts[batch] = (
+                    tags_from_detections(det, version) if not det.empty else pd.DataFrame(columns=TAG_COLUMNS)
+                )
     md["distinct_tags"] = int(pd.concat(list(parts.values()))["tag"].nunique()) if parts else 0
     per_batch = {b: {"distinct_tags": int(p["tag"].nunique())} for b, p in parts.items()}
     return publish(

@@ -6,7 +6,8 @@
 * ``ram``: Recognize-Anything (RAM, ``ram.models.ram``; RAM++, ``ram.models.ram_plus``),
   an optional extra (``pip install git+https://github.com/xinyu1205/recognize-anything``)
   loaded once per process from a configured checkpoint. Tags are the classes whose
-  sigmoid score passes RAM's own per-class thresholds, with that score.
+  sigmoid score passes RAM's own per-class thresholds, with that score. On Ray (``scale``),
+  each tagging actor loads it once (``forge.scale.ray_stages.TaggingWorker``).
   NOT verified on real weights here: no RAM checkpoint can be obtained on these machines.
 """
 

@@ -1,1 +1,1 @@
-from tests.vision.conftest import _offline_ultralytics, photo_dir, photos  # noqa: F401
+from tests.vision.conftest import RAM_DOUBLE, _offline_ultralytics, photo_dir, photos, ram_double  # noqa: F401

@@ -33,6 +33,7 @@ from resources.ingest import IngestResource
 from resources.ocr import OCRResource
 from resources.storage import StorageResource
 from resources.tagger import TaggerResource
+from tests.vision.conftest import RAM_DOUBLE
 
 ray = pytest.importorskip("ray")
 BATCHES = ["b-0000", "b-0001"]
@@ -57,6 +58,8 @@ def ray_cluster():
     saved_mode = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "disabled"
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    # the tagging replicas import the `ram` test double (the real package cannot be installed here)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(RAM_DOUBLE), env.get("PYTHONPATH", "")) if p)
     common = ["--block", "--disable-usage-stats", "--num-gpus=0"]
     head = subprocess.Popen(
         [
@@ -361,3 +364,47 @@ def test_whisper_on_ray_reports_the_replicas_setup_error(ray_cluster, tmp_path):
     with pytest.raises(Exception, match="transcriber='faster-whisper'"):
         t.hear("b-0000", [AudioRequest("c1", b"RIFF", "audio.flac", 1.0, {})])
     assert t.hear("b-0000", []) == []  # nothing to hear: no replica started
+
+
+def _ram_tags(data_dir: Path, tagger: TaggerResource) -> dict[str, pd.DataFrame]:
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", BATCHES)
+    tags = next(a for a in vision_defs.assets if a.key.to_user_string() == "tags")
+    res = dg.materialize(
+        [tags],
+        instance=instance,
+        tags={"dagster/asset_partition_range_start": BATCHES[0], "dagster/asset_partition_range_end": BATCHES[-1]},
+        resources={
+            "storage": StorageResource(data_dir=str(data_dir)),
+            "tagger": tagger,
+            "detector": DetectorResource(),
+        },
+    )
+    assert res.success
+    store = TableStore(data_dir)
+    rejects = store.read("rejects", parts=[f"tags__{b}" for b in BATCHES])[["stage", "item_id", "reason"]]
+    return {
+        "tags": store.read("tags", parts=BATCHES).sort_values(["frame_id", "tag"]).reset_index(drop=True),
+        "rejects": rejects.sort_values("item_id").reset_index(drop=True),
+    }
+
+
+def test_ram_tags_on_ray_equal_in_process(ray_cluster, photos, ram_double, tmp_path, monkeypatch):
+    """``tagger: ram`` on tagging actors (one pool for both partitions, a replica per node) writes
+    the rows and rejects of the in-process run."""
+    from forge.scale import ray_stages
+
+    tagger = TaggerResource(backend="ram", ram_checkpoint=str(ram_double), image_size=32, batch_size=2, device="cpu")
+    monkeypatch.delenv("SUBTEXT_RAY_ADDRESS", raising=False)
+    local = _ram_tags(_corpus(tmp_path / "local", photos), tagger)
+    monkeypatch.setenv("SUBTEXT_RAY_ADDRESS", ray_cluster)
+    ray_stages.POOLS_STARTED.clear()
+    on_ray = _ram_tags(_corpus(tmp_path / "ray", photos), tagger)
+    assert len(local["tags"]) > 0 and set(local["tags"]["batch"]) == set(BATCHES)
+    assert (local["tags"]["backend"] == "ram").all()
+    pd.testing.assert_frame_equal(local["tags"], on_ray["tags"], check_dtype=False, obj="tags")
+    pd.testing.assert_frame_equal(local["rejects"], on_ray["rejects"], obj="rejects")
+    assert list(on_ray["rejects"]["item_id"]) == [f"{b}_broken" for b in BATCHES]
+    assert ray_stages.POOLS_STARTED == {"TaggingWorker": 1}
+    where = ray_stages.LAST_PLACEMENT["TaggingWorker"]
+    assert len(where) == 2 and len({node for node, _ in where}) == 2 and os.getpid() not in {pid for _, pid in where}

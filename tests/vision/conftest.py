@@ -66,3 +66,20 @@ def random_detector():
 
 def gray_rgb(size=(64, 48), value=128) -> np.ndarray:
     return np.full((size[1], size[0], 3), value, dtype=np.uint8)
+
+
+RAM_DOUBLE = Path(__file__).parent / "ram_double"
+
+
+@pytest.fixture
+def ram_double(monkeypatch, tmp_path):
+    """The ``ram`` test double importable (tests/vision/ram_double) and a checkpoint file to name;
+    the double is unloaded afterwards, so later tests see the package missing again."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(RAM_DOUBLE))
+    ckpt = tmp_path / "ram_swin_large_14m.pth"
+    ckpt.write_bytes(b"double checkpoint")
+    yield ckpt
+    for name in [m for m in sys.modules if m == "ram" or m.startswith("ram.")]:
+        del sys.modules[name]
