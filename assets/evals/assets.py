@@ -13,6 +13,7 @@ PNG plots (data/reports/<name>/) in its metadata.
 # No `from __future__ import annotations`: Dagster reads the `context` annotation at definition time.
 import base64
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import dagster as dg
@@ -42,6 +43,7 @@ from resources.storage import StorageResource
 
 VERSION = "evals-2"
 NOT_EMPTY_CHECK = "eval_not_empty"
+MODELS_AT_ONCE = 8  # model partitions of one run evaluated concurrently
 # Leaderboard: each model's primary metric per benchmark × setting, ranked (stub rows flagged),
 # with the export version it was measured on and the share of items that got a score.
 register_view(
@@ -134,15 +136,23 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
             md["export_warning"] = "this export was forced with stub items: scores are meaningless"
         empty: dict[str, str] = {}
         per_model: dict[str, dict] = {}
-        for key in partition_keys(context):
+
+        def run_model(key: str):
             model = by_name[key]
             engine = model_engine(model, llm.settings(), llm.resolved_cache_path(), llm.prices)
             if items.empty:
-                preds, scores, meta = pd.DataFrame(), pd.DataFrame(), {"items": 0, "scored_items": 0}
-            else:
-                preds, scores, meta = evaluate(
-                    spec, model, cfg, items, None, store.data_dir, engine, judge, emb, descriptions, context.log
-                )
+                return model, engine, pd.DataFrame(), pd.DataFrame(), {"items": 0, "scored_items": 0}
+            preds, scores, meta = evaluate(
+                spec, model, cfg, items, None, store.data_dir, engine, judge, emb, descriptions, context.log
+            )
+            return model, engine, preds, scores, meta
+
+        keys = partition_keys(context)
+        # The models of one run are evaluated at once: each has its own endpoint and engine budget,
+        # so one model's slow replies (a long tail, a stalled server) never hold up the others.
+        with ThreadPoolExecutor(max_workers=max(1, min(len(keys), MODELS_AT_ONCE)), thread_name_prefix="eval") as ex:
+            done = list(ex.map(run_model, keys))
+        for key, (model, engine, preds, scores, meta) in zip(keys, done):
             for frame in (preds, scores):
                 if len(frame):
                     frame["export_version"] = pub.version

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
 import warnings
 from collections.abc import Sequence
 from functools import lru_cache
@@ -107,6 +108,12 @@ def _wordnet(root: str, cache: str):
     return WordNetCorpusReader(str(dst), None)
 
 
+# One scorer at a time on the shared readers: NLTK's WordNet reader seeks and reads shared file
+# handles (concurrent lookups can misread a line: nltk/nltk#2335) and a BERTScorer is one model;
+# the eval assets score several models from threads.
+_READERS_LOCK = threading.RLock()
+
+
 def wordnet_reader(cache_dir: str | Path | None = None):
     cache = Path(cache_dir or os.environ.get("SUBTEXT_DATA_DIR", "data")) / "cache" / "wordnet"
     return _wordnet(str(WORDNET_DIR), str(cache))
@@ -117,11 +124,12 @@ def meteor(
 ) -> np.ndarray:
     from nltk.translate.meteor_score import meteor_score
 
-    wn = wordnet_reader(cache_dir)
     out = []
-    for p, refs in zip(predictions, references):
-        refs_t = [tokens(r) for r in refs if r]
-        out.append(np.nan if p is None else (meteor_score(refs_t, tokens(p), wordnet=wn) if refs_t else 0.0))
+    with _READERS_LOCK:
+        wn = wordnet_reader(cache_dir)
+        for p, refs in zip(predictions, references):
+            refs_t = [tokens(r) for r in refs if r]
+            out.append(np.nan if p is None else (meteor_score(refs_t, tokens(p), wordnet=wn) if refs_t else 0.0))
     return np.array(out, dtype=float)
 
 
@@ -165,11 +173,12 @@ def bertscore(
     if path is None:
         raise MetricUnavailable(why)
     layers = (cfg or {}).get("num_layers")
-    scorer = _bert_scorer(path, int(layers) if layers else _default_layers(path), (cfg or {}).get("lang"))
     idx = [i for i, p in enumerate(predictions) if p is not None and any(references[i])]
     out = np.full(len(predictions), np.nan)
     if idx:
-        _, _, f1 = scorer.score([predictions[i] for i in idx], [[r for r in references[i] if r] for i in idx])
+        with _READERS_LOCK:
+            scorer = _bert_scorer(path, int(layers) if layers else _default_layers(path), (cfg or {}).get("lang"))
+            _, _, f1 = scorer.score([predictions[i] for i in idx], [[r for r in references[i] if r] for i in idx])
         out[idx] = f1.numpy().astype(float)
     return out
 

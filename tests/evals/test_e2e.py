@@ -7,6 +7,7 @@ The judge (the ``llm`` resource's model) rates answers containing GOOD high and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -549,6 +550,46 @@ def test_two_models_leaderboard(setup):
     assert (reports_dir / "vimu" / "affinity_RM.png").exists()
     assert (reports_dir / "vimu" / "cooc_RM_gold.png").exists()
     assert (reports_dir / "iibench" / "accuracy_by_domain.png").exists()
+
+
+def test_models_of_one_run_are_evaluated_at_once(setup):
+    """A run over two model partitions: every reply of m-good is held 1.5 s, and m-bad's requests
+    go out meanwhile (one model after the other, m-bad would wait for all of m-good's rounds);
+    each model keeps its own predictions."""
+    defs, resources, store, double = setup
+    hold = 1.5
+
+    def slow_good(body):
+        r = responder(body)
+        if body["model"] != "m-good":
+            return r
+        if isinstance(r, Reply):
+            return dataclasses.replace(r, delay=hold)
+        return Reply.text(r, delay=hold) if isinstance(r, str) else Reply.json(r, delay=hold)
+
+    double.responder = slow_good
+    iib = [a for a in defs.assets if a.key.to_user_string() == "iibench_eval"]
+    res = dg.materialize(
+        iib,
+        resources=resources,
+        selection=iib,
+        tags={"dagster/asset_partition_range_start": "m-good", "dagster/asset_partition_range_end": "m-bad"},
+    )
+    assert res.success
+    sent = {
+        m: min(q["t"] for q in double.requests if q["path"].endswith("/chat/completions") and q["body"]["model"] == m)
+        for m in ("m-good", "m-bad")
+    }
+    assert abs(sent["m-bad"] - sent["m-good"]) < hold, (
+        f"m-bad's first request waited {sent['m-bad'] - sent['m-good']:.2f} s"
+    )
+    preds = store.read("eval_predictions")
+    counts = preds.groupby("model").size()
+    assert set(counts.index) == {"m-good", "m-bad"} and counts["m-good"] == counts["m-bad"]
+    scores = store.read("eval_scores")
+    top = scores[scores["primary"] & (scores["slice"] == "all") & (scores["setting"] == "none")]
+    value = dict(zip(top["model"], top["value"]))
+    assert value["m-good"] > value["m-bad"]  # each model's replies scored as its own
 
 
 def test_stub_model_completes_and_is_labelled(tmp_path):
