@@ -12,6 +12,8 @@ longer side to 512 px so one threshold fits every resolution.
 
 from __future__ import annotations
 
+import heapq
+import math
 import os
 import shutil
 from collections import deque
@@ -145,6 +147,15 @@ def select_pool(
     return sorted(kept), blurry
 
 
+def pool_keep_bound(min_gap_s: float, max_n: int, interval_s: float) -> int:
+    """How many of the sharpest candidates :func:`select_pool` can ever reach, on a grid of
+    candidates ``interval_s`` apart: each candidate it passes over lies within ``min_gap_s`` of one
+    of the (fewer than ``max_n``) frames already kept, and at most ``2 * ceil(gap / interval) + 1``
+    grid times do. Only these need to stay decoded until the pool is chosen."""
+    per_kept = 2 * math.ceil(max(0.0, min_gap_s) / interval_s) + 1
+    return max(0, max_n) * per_kept
+
+
 def encode_jpeg(rgb: np.ndarray, quality: int, bgr: bool = False) -> bytes:
     """JPEG bytes of an RGB array (``bgr=True``: of a BGR one, OpenCV's own order, no copy)."""
     ok, buf = cv2.imencode(
@@ -258,10 +269,32 @@ def frames_for_video(
 
     n = workers if workers is not None else frame_workers()
     done: dict[float, _Done] = {}
+    # Pool candidates stay decoded only while they are among the sharpest few that the selection
+    # can reach (pool_keep_bound): memory stays flat on a long video (600 candidates -> <= 56 here).
+    bound = pool_keep_bound(settings.pool_min_gap_s, settings.pool_max_per_video, settings.pool_interval_s)
+    held: list[tuple[float, float, int]] = []  # min-heap of (blur, -time, id): the least sharp on top
+    holders: dict[int, int] = {}  # id(_Done) -> entries in ``held`` (one frame may serve two times)
+
+    def collect(times: list[float], d: _Done) -> None:
+        done.update(dict.fromkeys(times, d))
+        if d.bgr is None:
+            return
+        for t in times:
+            if t in pool_set and d.blur_var >= settings.blur_threshold:
+                heapq.heappush(held, (d.blur_var, -t, id(d)))
+                holders[id(d)] = holders.get(id(d), 0) + 1
+        while len(held) > bound:
+            _, neg_t, key = heapq.heappop(held)
+            holders[key] -= 1
+            if not holders[key]:
+                done[-neg_t].bgr = None
+        if not holders.get(id(d)):
+            d.bgr = None  # blurry, or not sharp enough to be reached
+
     with ThreadPoolExecutor(max_workers=n) if n > 1 else nullcontext() as pool:
         if pool is None:
             for times, ts, f in by_frame():
-                done.update(dict.fromkeys(times, work(times, ts, f)))
+                collect(times, work(times, ts, f))
         else:
             # a bounded window of frames in flight: the decoder stays ahead without holding the video
             window: deque[tuple[list[float], Future[_Done]]] = deque()
@@ -269,9 +302,9 @@ def frames_for_video(
                 window.append((times, pool.submit(work, times, ts, f)))
                 if len(window) > 2 * n:
                     tt, fut = window.popleft()
-                    done.update(dict.fromkeys(tt, fut.result()))
+                    collect(tt, fut.result())
             for tt, fut in window:
-                done.update(dict.fromkeys(tt, fut.result()))
+                collect(tt, fut.result())
 
         blurry: list[tuple[str, float, float]] = []
         kept: list[float] = []

@@ -191,3 +191,49 @@ def test_frame_threads_do_not_change_the_output(corpus, tmp_path):
     first = next(r for r in one.rows if r["kind"] == "clip_frame")
     rgb = sample_at(corpus.files["bikes"], [uniform_times(0.0, 3.0, 48)[0]])[0].image
     assert (tmp_path / "w1" / first["path"]).read_bytes() == encode_jpeg(rgb, st.jpeg_quality)
+
+
+def test_pool_selection_needs_only_the_sharpest_few():
+    """select_pool on every candidate = select_pool on the pool_keep_bound sharpest (and the
+    blurry ones): what lets frames_for_video drop the other candidates' images as it decodes."""
+    import random
+
+    from forge.media.frames import pool_keep_bound
+
+    rng = random.Random(7)
+    for _ in range(400):
+        interval = rng.choice([0.5, 1.0, 2.0])
+        gap, max_n, thr = rng.choice([0.0, 1.0, 3.0, 4.5]), rng.randint(1, 8), 60.0
+        times = [round(interval / 2 + i * interval, 4) for i in range(rng.randint(1, 120))]
+        cands = [(t, float(rng.choice([rng.randint(0, 400), 100, 200]))) for t in times]  # ties too
+        order = sorted((c for c in cands if c[1] >= thr), key=lambda c: (-c[1], c[0]))
+        few = order[: pool_keep_bound(gap, max_n, interval)] + [c for c in cands if c[1] < thr]
+        assert select_pool(few, gap, max_n, thr) == select_pool(cands, gap, max_n, thr)
+
+
+def test_long_video_keeps_few_pool_candidates_decoded(corpus, tmp_path, monkeypatch):
+    """Candidates out of the selection's reach are let go while decoding (few images held, not
+    one per second of video); the rows are those of keeping every candidate."""
+    import forge.media.frames as fm
+
+    live = {"now": 0, "peak": 0}
+
+    class Counted(fm._Done):
+        def __setattr__(self, name, value):
+            if name == "bgr":
+                live["now"] += (value is not None) - (getattr(self, "bgr", None) is not None)
+                live["peak"] = max(live["peak"], live["now"])
+            super().__setattr__(name, value)
+
+    monkeypatch.setattr(fm, "_Done", Counted)
+    st = FrameSettings(frames_per_clip=2, pool_interval_s=0.25, pool_min_gap_s=0.5, pool_max_per_video=2)
+    assert fm.pool_keep_bound(st.pool_min_gap_s, st.pool_max_per_video, st.pool_interval_s) == 10  # of 40
+    bounded = fm.frames_for_video(corpus.files["bikes"], "b", 10.0, [], tmp_path / "a", tmp_path, st, workers=1)
+    peak_bounded, live["peak"] = live["peak"], 0
+    monkeypatch.setattr(fm, "pool_keep_bound", lambda *a: 10**9)
+    unbounded = fm.frames_for_video(corpus.files["bikes"], "b", 10.0, [], tmp_path / "b", tmp_path, st, workers=1)
+    assert peak_bounded <= 10 + 1 < live["peak"]  # + the frame being looked at
+    assert len(bounded.rows) == 2
+    assert [(r["frame_id"], r["sha256"]) for r in bounded.rows] == [
+        (r["frame_id"], r["sha256"]) for r in unbounded.rows
+    ]
