@@ -43,10 +43,10 @@ import time
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -60,6 +60,7 @@ from forge.llm.tokens import count_message_tokens
 from forge.llm.types import AudioRequest, LLMRequest, LLMResult
 from forge.versioning import sha256_bytes
 
+T = TypeVar("T")
 _log = logging.getLogger("subtext_forge.llm")
 _log.setLevel(logging.INFO)  # progress lines; dagster.yaml hands this logger to Dagster
 
@@ -429,11 +430,40 @@ class LLMEngine:
 
         Thread-safe: concurrent calls (partitions in threads, refine checks) share the engine's
         loop, client, concurrency budget and rate limits."""
-        if stage in self.settings.batch_stages and self.backend.name == "openai":
+        if self.uses_batch_api(stage):
             from forge.llm.batch import arun_batch
 
             return self.wait(arun_batch(self, stage, partition, requests))
         return self.wait(self.arun(stage, partition, requests))
+
+    def uses_batch_api(self, stage: str) -> bool:
+        """Whether ``run`` sends this stage's requests as one Batch API job (``batch_stages``)."""
+        return stage in self.settings.batch_stages and self.backend.name == "openai"
+
+    def flow(self, label: str, items: list[Any], chain: Callable[[Any], Awaitable[T]]) -> list[T]:
+        """``await chain(item)`` for every item at once on the engine's loop, results in item order.
+
+        For multi-step work per item (generate → check → rate): each item moves on as soon as its
+        own reply is in, so one slow reply holds up only its own item, not a stage-wide round.
+        ``chain`` uses ``acall``; one progress line per ``label`` counts finished items."""
+
+        async def all_items() -> list[T]:
+            progress = _Progress(label, len(items))
+            progress.status = self.status
+            ticker = progress.start() if items else None
+
+            async def one(item: Any) -> T:
+                out = await chain(item)
+                progress.step()
+                return out
+
+            try:
+                return list(await asyncio.gather(*(one(x) for x in items)))
+            finally:
+                if ticker is not None:
+                    ticker.cancel()
+
+        return self.wait(all_items())
 
     def map_partitions(self, keys: list[str], body: Any, parallel: int | None = None) -> list[Any]:
         """``body(key)`` for every partition key at once, in threads, results in key order.

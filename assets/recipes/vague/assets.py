@@ -9,6 +9,7 @@ and duplicate options on placeholder text are recorded (the row's ``advisory`` c
 items' ``extra.advisory``, ``llm_attempts``) but never reject, so the demo yields items.
 """
 
+import asyncio
 import concurrent.futures
 import json
 from pathlib import Path
@@ -143,31 +144,51 @@ def run_direct(
                 _image(store, c.image_path),
             )
         )
-    gens = engine.run("vague_direct", part, reqs)
-    passed: list[tuple[Any, dict, LLMResult]] = []
-    for c, res in zip(cands.itertuples(index=False), gens):
+
+    def checked(c: Any, res: LLMResult) -> tuple[dict | None, tuple | None]:
+        """(the triple, with its object matched to the frame's tags) or the reject to record."""
         data = res.data if res.ok else logic.reply_json(res.text)
         problems = logic.triple_problems(data, _lst(c.person_labels), _lst(c.objects)) if data else []
         if problems:  # diagnose even schema-rejected replies: the reason is what the paper's rule says
-            log.add(c.frame_id, problems[0][0], "TripleCheck", "; ".join(p[1] for p in problems))
-        elif not res.ok:
-            log.add(c.frame_id, "direct_generation_failed", res.error_class or "LLMError", res.error or "")
-        else:
-            data = dict(data, object=logic.match_object(data["object"], _lst(c.objects)))
-            passed.append((c, data, res))
-    judge = engine.run(
-        "vague_direct",
-        part,
-        [
-            LLMRequest(
-                c.frame_id,
-                rate_p,
-                {k: d[k] for k in ("direct_expression", "subject", "action", "object")},
-                _image(store, c.image_path),
-            )
-            for c, d, _ in passed
-        ],
-    )
+            return None, (c.frame_id, problems[0][0], "TripleCheck", "; ".join(p[1] for p in problems))
+        if not res.ok:
+            return None, (c.frame_id, "direct_generation_failed", res.error_class or "LLMError", res.error or "")
+        return dict(data, object=logic.match_object(data["object"], _lst(c.objects))), None
+
+    def rating(c: Any, d: dict) -> LLMRequest:
+        return LLMRequest(
+            c.frame_id,
+            rate_p,
+            {k: d[k] for k in ("direct_expression", "subject", "action", "object")},
+            _image(store, c.image_path),
+        )
+
+    # (candidate, generation, triple or None, reject or None, rating or None), in candidate order
+    done: list[tuple[Any, LLMResult, dict | None, tuple | None, LLMResult | None]] = []
+    pairs = list(zip(cands.itertuples(index=False), reqs))
+    if engine.uses_batch_api("vague_direct"):  # one Batch API job per step: stage-wide rounds
+        gens = engine.run("vague_direct", part, reqs)
+        first = [(c, res, *checked(c, res)) for (c, _), res in zip(pairs, gens)]
+        rates = iter(engine.run("vague_direct", part, [rating(c, d) for c, _, d, _ in first if d is not None]))
+        done = [(c, res, d, rej, next(rates) if d is not None else None) for c, res, d, rej in first]
+    else:  # each candidate rated as soon as its own triple is in
+
+        async def chain(pair: tuple[Any, LLMRequest]):
+            c, req = pair
+            res = await engine.acall("vague_direct", part, req)
+            d, rej = checked(c, res)
+            jr = await engine.acall("vague_direct", part, rating(c, d)) if d is not None else None
+            return c, res, d, rej, jr
+
+        done = engine.flow(f"vague_direct {part}", pairs, chain)
+    passed: list[tuple[Any, dict, LLMResult]] = []
+    judge: list[LLMResult] = []
+    for c, res, d, rej, jr in done:
+        if rej is not None:
+            log.add(*rej)
+        elif d is not None and jr is not None:
+            passed.append((c, d, res))
+            judge.append(jr)
     rows = []
     mins = {"relevance": cfg["min_relevance"], "solvability": cfg["min_solvability"]}
     for (c, d, res), jr in zip(passed, judge):
@@ -241,24 +262,19 @@ def run_indirect(
     gen_p, sel_p = load_prompt(PROMPT_FILES["indirect"]), load_prompt(PROMPT_FILES["select_indirect"])
     images = dict(zip(cands["frame_id"], cands["image_path"])) if len(cands) else {}
     direct = direct[direct["frame_id"].isin(images)].reset_index(drop=True) if len(direct) else direct
-    gens = engine.run(
-        "vague_indirect",
-        part,
-        [
-            LLMRequest(
-                d.frame_id,
-                gen_p,
-                {k: getattr(d, k) for k in ("direct_expression", "subject", "action", "object", "intention")},
-                _image(store, images[d.frame_id]),
-            )
-            for d in direct.itertuples(index=False)
-        ],
-    )
-    pending = []
-    for d, res in zip(direct.itertuples(index=False), gens):
+
+    def generation(d: Any) -> LLMRequest:
+        return LLMRequest(
+            d.frame_id,
+            gen_p,
+            {k: getattr(d, k) for k in ("direct_expression", "subject", "action", "object", "intention")},
+            _image(store, images[d.frame_id]),
+        )
+
+    def checked(d: Any, res: LLMResult) -> tuple[tuple | None, tuple | None]:
+        """(the candidates, those that passed the code's ambiguity check, notes) or the reject."""
         if not res.ok:
-            log.add(d.frame_id, "indirect_generation_failed", res.error_class or "LLMError", res.error or "")
-            continue
+            return None, (d.frame_id, "indirect_generation_failed", res.error_class or "LLMError", res.error or "")
         cands_all = []
         for strategy in logic.STRATEGIES:
             c = res.data[strategy]
@@ -273,28 +289,48 @@ def run_indirect(
             )
             cands_all.append({"strategy": strategy, **c, "ambiguity": rep.as_dict()})
         ok = [c for c in cands_all if c["ambiguity"]["ok"]]
-        notes = []
+        notes: list[str] = []
         if not ok:
             why = "; ".join(f"{c['strategy']}: {','.join(c['ambiguity']['reasons'])}" for c in cands_all)
             if not advisory(res):
-                log.add(d.frame_id, "indirect_not_ambiguous", "AmbiguityCheck", why)
-                continue
+                return None, (d.frame_id, "indirect_not_ambiguous", "AmbiguityCheck", why)
             ok, notes = cands_all, [f"indirect_not_ambiguous: {why}"]  # placeholder text: recorded only
-        pending.append((d, res, cands_all, ok, notes))
-    # Selection + rating (§4.2.2 step 2) among the candidates that passed the code check.
-    sel_reqs = []
-    for d, _, _, ok, _ in pending:
+        return (cands_all, ok, notes), None
+
+    def selection(d: Any, ok: list[dict]) -> LLMRequest:
+        """Selection + rating (§4.2.2 step 2) among the candidates that passed the code check."""
         listing = [{"id": i, "strategy": c["strategy"], "expression": c["expression"]} for i, c in enumerate(ok)]
         prompt = logic.specialise(sel_p, {"selected": list(range(len(ok)))})
-        sel_reqs.append(
-            LLMRequest(
-                d.frame_id,
-                prompt,
-                {"direct_expression": d.direct_expression, "intention": d.intention, "candidates": listing},
-                _image(store, images[d.frame_id]),
-            )
+        return LLMRequest(
+            d.frame_id,
+            prompt,
+            {"direct_expression": d.direct_expression, "intention": d.intention, "candidates": listing},
+            _image(store, images[d.frame_id]),
         )
-    sels = engine.run("vague_indirect", part, sel_reqs)
+
+    # (direct row, generation, checked candidates or None, reject or None, selection or None)
+    items = list(direct.itertuples(index=False))
+    if engine.uses_batch_api("vague_indirect"):  # one Batch API job per step: stage-wide rounds
+        gens = engine.run("vague_indirect", part, [generation(d) for d in items])
+        first = [(d, res, *checked(d, res)) for d, res in zip(items, gens)]
+        sels_it = iter(engine.run("vague_indirect", part, [selection(d, k[1]) for d, _, k, _ in first if k]))
+        done = [(d, res, k, rej, next(sels_it) if k else None) for d, res, k, rej in first]
+    else:  # each expression selected as soon as its own candidates are in and checked
+
+        async def chain(d: Any):
+            res = await engine.acall("vague_indirect", part, generation(d))
+            k, rej = await asyncio.to_thread(checked, d, res)  # embeddings: off the engine's loop
+            sr = await engine.acall("vague_indirect", part, selection(d, k[1])) if k else None
+            return d, res, k, rej, sr
+
+        done = engine.flow(f"vague_indirect {part}", items, chain)
+    pending, sels = [], []
+    for d, res, k, rej, sr in done:
+        if rej is not None:
+            log.add(*rej)
+        elif k is not None and sr is not None:
+            pending.append((d, res, *k))
+            sels.append(sr)
     rows = []
     for (d, res, cands_all, ok, notes), sr in zip(pending, sels):
         if not sr.ok:

@@ -260,3 +260,73 @@ def test_vague_recipe_through_the_double(data, llm_double, llm_double_resource, 
     }
     assert checks[("vague_direct", "prompt_current_vague_direct")].passed
     assert checks[("vague_items", "mcq_duplicate_options")].passed
+
+
+def test_each_candidate_is_rated_as_soon_as_its_triple_is_in(data, llm_double, llm_double_resource, recipe_overrides):
+    """§4.2.1 generate → check → rate runs per candidate: the kettle's generation is held 2 s and
+    the other candidates' ratings go out meanwhile (a stage-wide round would make every rating
+    wait for the slowest generation); the rows are the same as without the hold."""
+    from assets.recipes.vague import assets as va
+    from resources.storage import StorageResource
+
+    hold = 2.0
+    recipe_overrides("vague", {"candidates": {"min_persons": 0, "max_per_batch": 10}})
+
+    def held(body: dict) -> Reply:
+        r = responder(body)
+        name = body["response_format"]["json_schema"]["name"]
+        if name == "vague_direct" and _which(message_text(body).split("Person labels in the image:")[-1]) == "kettle":
+            r.delay = hold
+        return r
+
+    llm_double.responder = held
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", [BATCH])
+    res = dg.materialize(
+        [va.vague_candidates, va.vague_direct],
+        partition_key=BATCH,
+        resources={"storage": StorageResource(data_dir=str(data.data_dir)), "llm": llm_double_resource()},
+        instance=instance,
+    )
+    assert res.success
+    sent = [
+        (q["t"], q["body"]["response_format"]["json_schema"]["name"], message_text(q["body"]))
+        for q in llm_double.requests
+        if q["path"].endswith("/chat/completions")
+    ]
+    held_at = min(t for t, n, text in sent if n == "vague_direct" and "kettle" in text.split("Person labels")[-1])
+    others = [t for t, n, text in sent if n == "vague_rate_direct" and _which(text) != "kettle"]
+    assert others and min(others) - held_at < hold, f"ratings waited {min(others) - held_at:.2f} s"
+    direct = data.read("vague_direct")
+    assert "fr_kettle" in set(direct["frame_id"]) and len(direct) >= 2
+
+
+def test_direct_stage_on_the_batch_api_keeps_its_two_rounds(data, llm_double, llm_double_resource, recipe_overrides):
+    """With ``batch_stages: [vague_direct]`` the per-candidate chains would make one Batch API job
+    per request: the stage keeps its two stage-wide rounds there (one job for the generations, one
+    for the ratings), with the rows of the per-candidate run."""
+    from assets.recipes.vague import assets as va
+    from resources.storage import StorageResource
+
+    recipe_overrides("vague", {"candidates": {"min_persons": 0, "max_per_batch": 10}})
+    llm_double.responder = responder
+    res_ = {"storage": StorageResource(data_dir=str(data.data_dir))}
+    rows = {}
+    for mode, llm in (
+        ("batch", llm_double_resource(batch_stages=["vague_direct"], batch_poll_s=0.01)),
+        ("flow", llm_double_resource(cache_path=str(data.data_dir / "other_cache.sqlite"))),
+    ):
+        instance = dg.DagsterInstance.ephemeral()
+        instance.add_dynamic_partitions("batches", [BATCH])
+        assert dg.materialize(
+            [va.vague_candidates, va.vague_direct],
+            partition_key=BATCH,
+            resources={**res_, "llm": llm},
+            instance=instance,
+        ).success
+        rows[mode] = data.read("vague_direct").sort_values("frame_id").reset_index(drop=True)
+        if mode == "batch":
+            jobs = [q for q in llm_double.requests if q["path"].endswith("/batches") and q["body"]]
+            assert len(jobs) == 2
+    cols = ["frame_id", "direct_expression", "subject", "action", "object", "relevance", "solvability"]
+    pd.testing.assert_frame_equal(rows["batch"][cols], rows["flow"][cols])
