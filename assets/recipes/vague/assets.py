@@ -145,15 +145,14 @@ def run_direct(
             )
         )
 
-    def checked(c: Any, res: LLMResult) -> tuple[dict | None, tuple | None]:
-        """(the triple, with its object matched to the frame's tags) or the reject to record."""
+    def checked(c: Any, res: LLMResult) -> tuple[dict | None, list]:
+        """(the triple, with its object matched to the frame's tags; None when it fails) and the
+        paper's problems with it (diagnosed even in schema-rejected replies)."""
         data = res.data if res.ok else logic.reply_json(res.text)
         problems = logic.triple_problems(data, _lst(c.person_labels), _lst(c.objects)) if data else []
-        if problems:  # diagnose even schema-rejected replies: the reason is what the paper's rule says
-            return None, (c.frame_id, problems[0][0], "TripleCheck", "; ".join(p[1] for p in problems))
-        if not res.ok:
-            return None, (c.frame_id, "direct_generation_failed", res.error_class or "LLMError", res.error or "")
-        return dict(data, object=logic.match_object(data["object"], _lst(c.objects))), None
+        if problems or not res.ok:
+            return None, problems
+        return dict(data, object=logic.match_object(data["object"], _lst(c.objects))), []
 
     def rating(c: Any, d: dict) -> LLMRequest:
         return LLMRequest(
@@ -163,29 +162,31 @@ def run_direct(
             _image(store, c.image_path),
         )
 
-    # (candidate, generation, triple or None, reject or None, rating or None), in candidate order
-    done: list[tuple[Any, LLMResult, dict | None, tuple | None, LLMResult | None]] = []
+    # (candidate, generation, triple or None, problems, rating or None), in candidate order
+    done: list[tuple[Any, LLMResult, dict | None, list, LLMResult | None]] = []
     pairs = list(zip(cands.itertuples(index=False), reqs))
     if engine.uses_batch_api("vague_direct"):  # one Batch API job per step: stage-wide rounds
         gens = engine.run("vague_direct", part, reqs)
         first = [(c, res, *checked(c, res)) for (c, _), res in zip(pairs, gens)]
         rates = iter(engine.run("vague_direct", part, [rating(c, d) for c, _, d, _ in first if d is not None]))
-        done = [(c, res, d, rej, next(rates) if d is not None else None) for c, res, d, rej in first]
+        done = [(c, res, d, probs, next(rates) if d is not None else None) for c, res, d, probs in first]
     else:  # each candidate rated as soon as its own triple is in
 
         async def chain(pair: tuple[Any, LLMRequest]):
             c, req = pair
             res = await engine.acall("vague_direct", part, req)
-            d, rej = checked(c, res)
+            d, probs = checked(c, res)
             jr = await engine.acall("vague_direct", part, rating(c, d)) if d is not None else None
-            return c, res, d, rej, jr
+            return c, res, d, probs, jr
 
         done = engine.flow(f"vague_direct {part}", pairs, chain)
     passed: list[tuple[Any, dict, LLMResult]] = []
     judge: list[LLMResult] = []
-    for c, res, d, rej, jr in done:
-        if rej is not None:
-            log.add(*rej)
+    for c, res, d, problems, jr in done:
+        if problems:
+            log.add(c.frame_id, problems[0][0], "TripleCheck", "; ".join(p[1] for p in problems))
+        elif not res.ok:
+            log.add(c.frame_id, "direct_generation_failed", res.error_class or "LLMError", res.error or "")
         elif d is not None and jr is not None:
             passed.append((c, d, res))
             judge.append(jr)
@@ -271,10 +272,11 @@ def run_indirect(
             _image(store, images[d.frame_id]),
         )
 
-    def checked(d: Any, res: LLMResult) -> tuple[tuple | None, tuple | None]:
-        """(the candidates, those that passed the code's ambiguity check, notes) or the reject."""
+    def checked(d: Any, res: LLMResult) -> tuple[tuple | None, str]:
+        """(the candidates, those that passed the code's ambiguity check, notes), or None and why
+        none is ambiguous (None, "" for a failed generation)."""
         if not res.ok:
-            return None, (d.frame_id, "indirect_generation_failed", res.error_class or "LLMError", res.error or "")
+            return None, ""
         cands_all = []
         for strategy in logic.STRATEGIES:
             c = res.data[strategy]
@@ -293,9 +295,9 @@ def run_indirect(
         if not ok:
             why = "; ".join(f"{c['strategy']}: {','.join(c['ambiguity']['reasons'])}" for c in cands_all)
             if not advisory(res):
-                return None, (d.frame_id, "indirect_not_ambiguous", "AmbiguityCheck", why)
+                return None, why
             ok, notes = cands_all, [f"indirect_not_ambiguous: {why}"]  # placeholder text: recorded only
-        return (cands_all, ok, notes), None
+        return (cands_all, ok, notes), ""
 
     def selection(d: Any, ok: list[dict]) -> LLMRequest:
         """Selection + rating (§4.2.2 step 2) among the candidates that passed the code check."""
@@ -308,27 +310,29 @@ def run_indirect(
             _image(store, images[d.frame_id]),
         )
 
-    # (direct row, generation, checked candidates or None, reject or None, selection or None)
+    # (direct row, generation, checked candidates or None, why not ambiguous, selection or None)
     items = list(direct.itertuples(index=False))
     if engine.uses_batch_api("vague_indirect"):  # one Batch API job per step: stage-wide rounds
         gens = engine.run("vague_indirect", part, [generation(d) for d in items])
         first = [(d, res, *checked(d, res)) for d, res in zip(items, gens)]
         sels_it = iter(engine.run("vague_indirect", part, [selection(d, k[1]) for d, _, k, _ in first if k]))
-        done = [(d, res, k, rej, next(sels_it) if k else None) for d, res, k, rej in first]
+        done = [(d, res, k, why, next(sels_it) if k else None) for d, res, k, why in first]
     else:  # each expression selected as soon as its own candidates are in and checked
 
         async def chain(d: Any):
             res = await engine.acall("vague_indirect", part, generation(d))
-            k, rej = await asyncio.to_thread(checked, d, res)  # embeddings: off the engine's loop
+            k, why = await asyncio.to_thread(checked, d, res)  # embeddings: off the engine's loop
             sr = await engine.acall("vague_indirect", part, selection(d, k[1])) if k else None
-            return d, res, k, rej, sr
+            return d, res, k, why, sr
 
         done = engine.flow(f"vague_indirect {part}", items, chain)
     pending, sels = [], []
-    for d, res, k, rej, sr in done:
-        if rej is not None:
-            log.add(*rej)
-        elif k is not None and sr is not None:
+    for d, res, k, why, sr in done:
+        if not res.ok:
+            log.add(d.frame_id, "indirect_generation_failed", res.error_class or "LLMError", res.error or "")
+        elif k is None:
+            log.add(d.frame_id, "indirect_not_ambiguous", "AmbiguityCheck", why)
+        elif sr is not None:
             pending.append((d, res, *k))
             sels.append(sr)
     rows = []
