@@ -141,18 +141,19 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
             model = by_name[key]
             engine = model_engine(model, llm.settings(), llm.resolved_cache_path(), llm.prices)
             if items.empty:
-                return model, engine, pd.DataFrame(), pd.DataFrame(), {"items": 0, "scored_items": 0}
+                return engine, pd.DataFrame(), pd.DataFrame(), {"items": 0, "scored_items": 0}
             preds, scores, meta = evaluate(
                 spec, model, cfg, items, None, store.data_dir, engine, judge, emb, descriptions, context.log
             )
-            return model, engine, preds, scores, meta
+            return engine, preds, scores, meta
 
         keys = partition_keys(context)
         # The models of one run are evaluated at once: each has its own endpoint and engine budget,
         # so one model's slow replies (a long tail, a stalled server) never hold up the others.
         with ThreadPoolExecutor(max_workers=max(1, min(len(keys), MODELS_AT_ONCE)), thread_name_prefix="eval") as ex:
             done = list(ex.map(run_model, keys))
-        for key, (model, engine, preds, scores, meta) in zip(keys, done):
+        for key, (engine, preds, scores, meta) in zip(keys, done):
+            model = by_name[key]
             for frame in (preds, scores):
                 if len(frame):
                     frame["export_version"] = pub.version

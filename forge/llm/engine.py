@@ -446,24 +446,7 @@ class LLMEngine:
         For multi-step work per item (generate → check → rate): each item moves on as soon as its
         own reply is in, so one slow reply holds up only its own item, not a stage-wide round.
         ``chain`` uses ``acall``; one progress line per ``label`` counts finished items."""
-
-        async def all_items() -> list[T]:
-            progress = _Progress(label, len(items))
-            progress.status = self.status
-            ticker = progress.start() if items else None
-
-            async def one(item: Any) -> T:
-                out = await chain(item)
-                progress.step()
-                return out
-
-            try:
-                return list(await asyncio.gather(*(one(x) for x in items)))
-            finally:
-                if ticker is not None:
-                    ticker.cancel()
-
-        return self.wait(all_items())
+        return self.wait(self._aflow(label, items, chain))
 
     def map_partitions(self, keys: list[str], body: Any, parallel: int | None = None) -> list[Any]:
         """``body(key)`` for every partition key at once, in threads, results in key order.
@@ -508,17 +491,21 @@ class LLMEngine:
             return self._loop
 
     async def arun(self, stage: str, partition: str, requests: list[LLMRequest]) -> list[LLMResult]:
-        progress = _Progress(f"{stage} {partition}", len(requests))
-        progress.status = self.status
-        ticker = progress.start() if requests else None
+        return await self._aflow(f"{stage} {partition}", requests, lambda r: self.acall(stage, partition, r))
 
-        async def one(r: LLMRequest) -> LLMResult:
-            res = await self.acall(stage, partition, r)
+    async def _aflow(self, label: str, items: list[Any], chain: Callable[[Any], Awaitable[T]]) -> list[T]:
+        """``chain(item)`` for every item at once, results in item order, one progress line per label."""
+        progress = _Progress(label, len(items))
+        progress.status = self.status
+        ticker = progress.start() if items else None
+
+        async def one(item: Any) -> T:
+            out = await chain(item)
             progress.step()
-            return res
+            return out
 
         try:
-            return list(await asyncio.gather(*(one(r) for r in requests)))
+            return list(await asyncio.gather(*(one(x) for x in items)))
         finally:
             if ticker is not None:
                 ticker.cancel()
