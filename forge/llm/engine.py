@@ -54,7 +54,7 @@ from forge.llm.backends import Backend, BackendError, Reply
 from forge.llm.cache import LLMCache, cache_key
 from forge.llm.images import ImageEncoder
 from forge.llm.ledger import SpendLedger, ledger_beside
-from forge.llm.limits import RateLimiter
+from forge.llm.limits import RateLimiter, Slots
 from forge.llm.prompts import Prompt
 from forge.llm.tokens import count_message_tokens
 from forge.llm.types import AudioRequest, LLMRequest, LLMResult
@@ -396,7 +396,7 @@ class LLMEngine:
         self._rows: list[dict[str, Any]] = []
         self._rows_lock = threading.Lock()
         self._validators: dict[str, Any] = {}
-        self._sem: asyncio.Semaphore | None = None
+        self._sem: Slots | None = None
         self._sem_loop: Any = None
         self._latency: dict[str, deque[float]] = {}
         self._sent = 0
@@ -923,10 +923,10 @@ class LLMEngine:
         return sum(self._recent) / len(self._recent) if len(self._recent) >= 8 else 1.0
 
     # -- one request -------------------------------------------------------------------
-    def _semaphore(self) -> asyncio.Semaphore:
+    def _semaphore(self) -> Slots:
         loop = asyncio.get_running_loop()
         if self._sem is None or self._sem_loop is not loop:
-            self._sem, self._sem_loop = asyncio.Semaphore(max(1, self.settings.max_concurrency)), loop
+            self._sem, self._sem_loop = Slots(self.settings.max_concurrency), loop
         return self._sem
 
     async def _process(self, stage: str, partition: str, req: LLMRequest) -> LLMResult:
@@ -1189,7 +1189,7 @@ class LLMEngine:
         partition: str,
         prep: _Prepared,
         messages: list[dict[str, Any]],
-        sem: asyncio.Semaphore,
+        sem: Slots,
         est: int,
     ) -> tuple[Reply, str | None]:
         """The primary attempt, plus a hedge copy once it is slower than the adaptive deadline.
@@ -1234,11 +1234,15 @@ class LLMEngine:
         async def hedge() -> Reply:
             # The copy takes its own slot: the endpoint never sees more than max_concurrency. No
             # slot is held while a copy waits for one (each attempt holds only its own), so copies
-            # waiting on a full budget cannot deadlock against the requests that hold it.
-            async with sem:
+            # waiting on a full budget cannot deadlock against the requests that hold it. It waits
+            # ahead of new requests: a stall mid-stage is hedged at the next free slot.
+            await sem.acquire(urgent=True)
+            try:
                 await self.limiter.acquire(est)
                 self.status.hedged += 1
                 return await self._attempt(stage, partition, prep, messages, "hedge")
+            finally:
+                sem.release()
 
         # Copies race; each time the newest one is itself past the deadline another is sent (a
         # hedge can hang too), keeping at most ``MAX_COPIES`` in flight (the oldest is dropped).

@@ -94,3 +94,49 @@ class RateLimiter:
                 if left <= 0:
                     reset = parse_duration(headers.get(f"x-ratelimit-reset-{kind}"))
                     self.pause(reset if reset is not None else 1.0)
+
+
+class Slots:
+    """The concurrency budget: a counting semaphore whose urgent waiters are served first.
+
+    A hedge exists because a request has stalled mid-stage; behind a FIFO queue of new requests it
+    would go out only when the queue drains (the stall long resolved or timed out, more hedges
+    queued meanwhile). A freed slot is handed straight to the next waiter (urgent ones first), so
+    a new arrival cannot take it in between."""
+
+    def __init__(self, n: int) -> None:
+        self._free = max(1, n)
+        self._urgent: deque[asyncio.Future[None]] = deque()
+        self._normal: deque[asyncio.Future[None]] = deque()
+
+    async def acquire(self, urgent: bool = False) -> None:
+        if self._free > 0 and not self._urgent and not self._normal:
+            self._free -= 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        queue = self._urgent if urgent else self._normal
+        queue.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # handed a slot, then cancelled: pass it on
+                self.release()
+            raise
+        finally:
+            if fut in queue:
+                queue.remove(fut)
+
+    def release(self) -> None:
+        for queue in (self._urgent, self._normal):
+            while queue:
+                fut = queue.popleft()
+                if not fut.done():
+                    fut.set_result(None)
+                    return
+        self._free += 1
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()

@@ -315,3 +315,26 @@ def test_stalled_runs_of_one_name_share_one_progress_line(llm_double, llm_double
     import forge.llm.engine as eng
 
     assert "pools batch-0 (refine, items)" not in eng._SHARED_LIVE  # every run let go of its name
+
+
+def test_a_hedge_goes_ahead_of_queued_requests_on_a_full_budget(llm_double, llm_double_resource, prompt_dir):
+    """Mid-stage the budget is full and requests queue for it; a stalled request's hedge takes the
+    next free slot instead of waiting behind the whole queue (FIFO would send it last)."""
+    qa = load_prompt(prompt_dir / "qa.yaml")
+    engine = llm_double_resource(max_concurrency=2, hedge_after_s=1.0, timeout_s=30).engine()
+    warm(engine, qa, llm_double)
+    llm_double.responder = lambda body: Reply.json(GOOD, delay=0.3)
+    llm_double.script(Reply.hang(), match="stalled text")
+    items = [LLMRequest(item_id="s", prompt=qa, variables={"text": "stalled text"})] + reqs(qa, 15, prefix="q")
+    out = engine.run("gen", "b", items)
+    assert all(r.ok for r in out), [r.error for r in out if not r.ok]
+    stalled = [q["t"] for q in llm_double.requests if "stalled text" in message_text(q["body"])]
+    assert len(stalled) == 2
+    # the hedge is due 1 s in and takes the slot freed 0.3 s later at most; FIFO would hand it one
+    # only after the ~11 requests still queued ahead of it (≈ 4.5 s in)
+    assert stalled[1] - stalled[0] < 1.8
+    others = [q["t"] for q in llm_double.requests if "stalled text" not in message_text(q["body"])]
+    assert sum(t > stalled[1] for t in others) >= 8  # most of the queue went out after the hedge
+    # one hedge: it answered before the next deadline (a hedge left waiting in the queue spawned more)
+    assert engine.status.hedged == 1
+    assert engine.max_in_flight <= 2
