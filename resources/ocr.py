@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import PrivateAttr
 
 from forge.media.ocr import OCRResult, ocr_frame
+from forge.media.text_detector import resolve_detector_engine, with_detector_engine
 from forge.weights import EASYOCR_FILES, easyocr_model_dir, verify_file
 
 # EasyOCR on CPU: torch warns on every recognition batch that pin_memory has no accelerator, and
@@ -47,12 +48,22 @@ def resolve_model_dir(model_dir: str = "") -> str:
     return model_dir
 
 
-def build_reader(languages: tuple[str, ...], model_dir: str, gpu: bool) -> Any:
-    """One ``easyocr.Reader`` per (languages, weights, device) per process.
+def build_reader(languages: tuple[str, ...], model_dir: str, gpu: bool, detector_engine: str = "torch") -> Any:
+    """One ``easyocr.Reader`` per (languages, weights, device, detector engine) per process.
 
     Building one loads ~100 MB of weights (seconds); several resource instances in one
-    process (tests, the in-process executor) share it.
+    process (tests, the in-process executor) share it. ``detector_engine`` (forge/media/
+    text_detector.py): ``torch`` = the library's reader; ``onnx`` = the same reader with its
+    text detector run by ONNX Runtime (recogniser shared); ``auto`` = onnx on CPU.
     """
+    engine = resolve_detector_engine(detector_engine, gpu)
+    if engine != "torch":
+        base = build_reader(languages, model_dir, gpu)
+        key = (languages, resolve_model_dir(model_dir), gpu, engine)
+        with _LOCK:
+            if key not in _READERS:
+                _READERS[key] = with_detector_engine(base, engine)
+            return _READERS[key]
     folder = resolve_model_dir(model_dir)
     key = (languages, folder, gpu)
     with _LOCK:
@@ -83,6 +94,10 @@ class OCRResource(dg.ConfigurableResource):
     model_dir: str = ""  # "" → $SUBTEXT_MODELS_DIR/easyocr, else the registry package; always verified
     gpu: bool | None = None  # None → use CUDA when torch sees a GPU
     max_side: int = 960  # frames are shrunk to this longer side before OCR (CPU cost ~ pixels)
+    # What runs the text detector in the text-ratio stage (method: detect): "onnx" = ONNX Runtime
+    # on the CPU (~1.6x PyTorch there, same scores to ~1e-6), "torch" = EasyOCR's own module,
+    # "auto" = onnx on CPU, torch on CUDA. readtext (method: readtext, read()) is always the library's.
+    detector_engine: str = "auto"
 
     _reader: Any = PrivateAttr(default=None)
 
@@ -97,6 +112,13 @@ class OCRResource(dg.ConfigurableResource):
         if self._reader is None:
             self._reader = build_reader(tuple(self.languages), self.model_dir, self.use_gpu())
         return self._reader
+
+    def detector_engine_resolved(self) -> str:
+        return resolve_detector_engine(self.detector_engine, self.use_gpu())
+
+    def detect_reader(self) -> Any:
+        """The reader whose ``detect`` the text-ratio stage calls (engine per ``detector_engine``)."""
+        return build_reader(tuple(self.languages), self.model_dir, self.use_gpu(), self.detector_engine)
 
     def read(self, rgb: np.ndarray) -> OCRResult:
         return ocr_frame(self.reader(), rgb, max_side=self.max_side)

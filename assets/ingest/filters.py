@@ -402,7 +402,7 @@ def text_ratio_batch(
     todo = frames[~frames["frame_id"].isin(set(known))] if len(frames) else frames
     if len(todo) and hasattr(ocr, "reader"):  # once, up front: missing weights fail the step, not every frame
         try:
-            ocr.reader()
+            ocr.detect_reader() if method == "detect" else ocr.reader()
         except Exception as exc:
             raise MissingDependency(
                 f"EasyOCR could not load its weights (model_dir {getattr(ocr, 'model_dir', '')!r}): "
@@ -492,7 +492,9 @@ def text_ratio_batch(
     partitions_def=batches,
     backfill_policy=SINGLE_RUN,
     pool="gpu",
-    code_version=content_hash(VERSION, files=[_MEDIA / "ocr.py", _MEDIA / "text_boxes.py"]),
+    code_version=content_hash(
+        VERSION, files=[_MEDIA / "ocr.py", _MEDIA / "text_boxes.py", _MEDIA / "text_detector.py"]
+    ),
     check_specs=contract_check_specs("text_ratio", ["text_ratio", "clip_text_ratio"]),
     metadata=table_metadata(["text_ratio", "clip_text_ratio"]),
     description="II-Bench stage 2: EasyOCR on the frames dedup kept; text-area ratio = union of the "
@@ -538,6 +540,8 @@ def text_ratio(
             "frames_text_heavy": total - passing,
             "images_per_second": round(total / max(secs, 1e-9), 2),
             "gpu": ocr.use_gpu(),
+            # what ran the text detector (forge/media/text_detector.py); readtext = the library's reader
+            "detector_engine": ocr.detector_engine_resolved() if config.method == "detect" else "readtext",
             **reuse_metadata(cache),
         },
         context=context,

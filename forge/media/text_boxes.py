@@ -243,7 +243,7 @@ def measure_kept_frames(
         return
     wants = text_needed(recognise, max_ratio)
     for m in measure_frames(
-        ocr.reader(),
+        ocr.detect_reader(),
         [(fr, Path(data_dir) / fr.path) for fr in rows],
         ocr.max_side,
         batch_size,

@@ -356,7 +356,7 @@ class OCRWorker:
 def ocr_reader_args(ocr: Any) -> tuple:
     """``build_reader`` arguments of an OCRResource; the GPU flag follows the placement's GPUs.
     (The reader makes its own private network folder per process: resources/ocr.py.)"""
-    return tuple(ocr.languages), ocr.model_dir, bool(ocr.gpu)
+    return tuple(ocr.languages), ocr.model_dir, bool(ocr.gpu), ocr.detector_engine
 
 
 def ocr_on_ray(
@@ -372,7 +372,7 @@ def ocr_on_ray(
     """(OCRResult | None, error | None) per frame, in frame order, measured by OCR actors."""
     if frames.empty:
         return []
-    args = (reader_args[0], reader_args[1], placement.num_gpus > 0 or reader_args[2])
+    args = (reader_args[0], reader_args[1], placement.num_gpus > 0 or reader_args[2], *reader_args[3:])
     out: list[tuple[Any, Exception | None]] = []
     with actor_pool(placement, OCRWorker, args) as pool:
         for part in map_shards(

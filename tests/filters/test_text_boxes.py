@@ -67,3 +67,49 @@ def test_recognition_only_for_frames_that_need_text(ocr_resource, media):
     assert all(b["conf"] is not None for b in read.result.boxes)
     assert skipped.result.text == "" and skipped.result.n_boxes >= 2
     assert broken.result is None and broken.error is not None  # recorded, the others proceed
+
+
+def test_detector_engine_choice():
+    from forge.media.text_detector import resolve_detector_engine
+
+    assert resolve_detector_engine("auto", gpu=False) == "onnx"
+    assert resolve_detector_engine("auto", gpu=True) == "torch"
+    assert resolve_detector_engine("torch", gpu=False) == "torch"
+    with pytest.raises(ValueError, match="runs on the CPU"):
+        resolve_detector_engine("onnx", gpu=True)
+    with pytest.raises(ValueError, match="one of"):
+        resolve_detector_engine("tensorrt", gpu=False)
+
+
+@pytest.mark.slow
+def test_onnx_detector_gives_the_torch_detectors_boxes(ocr_resource, media, tmp_path):
+    """Same weights run by ONNX Runtime: score maps to ~1e-6, so the same boxes and ratios
+    (tolerance as above), and the library's reader is left as it was."""
+    import torch
+
+    from forge.media.text_detector import detector_engine_of
+    from resources.ocr import OCRResource
+
+    torch_reader = ocr_resource.reader()
+    onnx_res = OCRResource(model_dir=ocr_resource.model_dir, gpu=False, max_side=MAX_SIDE, detector_engine="onnx")
+    fast = onnx_res.detect_reader()
+    assert detector_engine_of(fast) == "onnx" and detector_engine_of(torch_reader) == "torch"
+    assert fast.recognizer is torch_reader.recognizer  # only the detector is swapped
+    assert onnx_res.detect_reader() is fast  # exported once per process
+    # the raw network: random inputs of EasyOCR's shapes (multiples of 32), two in one batch
+    x = torch.randn(2, 3, 96, 160, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        want = torch_reader.detector(x)
+    got = fast.detector(x)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and float((g - w).abs().max()) < 1e-4
+    text_render(("SALE TODAY", "50 PERCENT")).save(tmp_path / "same0.png")
+    text_render(("A", "B C D")).save(tmp_path / "same1.png")
+    paths = [media["text_render"], media["text_heavy"], media["hopper"], media["bus"], *sorted(tmp_path.glob("same*"))]
+    items = [(str(p), p) for p in paths]
+    ref = {m.key: m.result for m in measure_frames(torch_reader, items, MAX_SIDE, batch_size=4)}
+    for m in measure_frames(fast, items, MAX_SIDE, batch_size=4):
+        assert m.result is not None, m.error
+        r = ref[m.key]
+        assert abs(m.result.ratio - r.ratio) <= RATIO_TOL and abs(m.result.n_boxes - r.n_boxes) <= 1, m.key
+    assert ref[str(media["text_heavy"])].ratio > 0.3
