@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stage_monitor import StageMonitor
 
 from forge.media.ocr import load_rgb, ocr_frame
+from forge.media.ocr_reader import build_reader
 from forge.media.text_boxes import measure_frames
 from forge.media.text_detector import resolve_detector_engine
-from resources.ocr import build_reader
 
 
 def images() -> list[tuple[str, np.ndarray]]:

@@ -57,7 +57,7 @@ def main() -> None:
     ap.add_argument("--weights", default="yolo11n.yaml")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--threads", type=int, default=0, help="torch threads for each run (0 = the process default)")
-    ap.add_argument("--repeat", type=int, default=1, help="rounds of the three paths, interleaved; best of each")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of the paths, interleaved; best of each")
     ap.add_argument("--ram-checkpoint", default=os.environ.get("SUBTEXT_RAM_CHECKPOINT", ""))
     args = ap.parse_args()
 
@@ -98,6 +98,9 @@ def main() -> None:
         from forge.vision.images import load_image
 
         fast.detect([load_image(paths[0], max_side=args.imgsz)])  # warm-up, not timed
+        onnx = None if cuda else TensorDetector(det, runtime="onnx")  # ONNX Runtime: CPU only
+        if onnx is not None:
+            onnx.detect([load_image(paths[0], max_side=args.imgsz)])
 
         def per_image_loop():
             for p in paths:
@@ -127,6 +130,8 @@ def main() -> None:
             ("stage, engine=ultralytics (batched predict)", lambda: stage(det)),
             ("stage, engine=tensor (fast_detect)", lambda: stage(fast)),
         ]
+        if onnx is not None:
+            runs.append(("stage, engine=onnx (fast_detect, ONNX Runtime)", lambda: stage(onnx)))
         print(f"frames: {args.n}, best of {args.repeat} round(s), the paths interleaved")
         results, best = {}, {}
         threads = torch.get_num_threads()
@@ -146,8 +151,7 @@ def main() -> None:
                 f"detection, {name:44s}: {args.n / secs:7.2f} frames/s ({secs:.2f}s, "
                 f"x{base / secs:.2f} vs loop); {summary}"
             )
-        a, b = (results[n][0] for n, _ in runs[1:])
-        print(f"rows: ultralytics engine {len(a)}, tensor engine {len(b)}")
+        print("rows: " + ", ".join(f"{n.split('(')[0].strip()} {len(results[n][0])}" for n, _ in runs[1:]))
 
         if args.ram_checkpoint:
             from forge.vision.images import load_image

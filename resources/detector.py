@@ -54,8 +54,9 @@ class DetectorResource(dg.ConfigurableResource):
     allow_download: bool = False
     decode_workers: int = 4
     max_side: int = 1920
-    # "tensor": forge.vision.fast_detect (letterbox + batched NMS on the model's device);
-    # "ultralytics": the library's predict; "auto": tensor on CUDA, ultralytics on CPU.
+    # "tensor": forge.vision.fast_detect (letterbox + batched NMS on the model's device); "onnx":
+    # the same with the network on ONNX Runtime (CPU); "ultralytics": the library's predict;
+    # "auto": tensor on CUDA, onnx on CPU.
     # Default from config/vision.yaml (detection.engine).
     engine: str = configured_engine()
     # Ray (forge/scale/ray_stages.py): "" = in-process; "ray://head:10001", "host:6379", "auto" or

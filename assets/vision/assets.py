@@ -188,6 +188,8 @@ def detections(
             {
                 "device": model.device,
                 "half": bool(model.half),
+                # what ran the network: tensor / onnx (forge/vision/fast_detect.py) or the library's predict
+                "engine": getattr(model, "engine", "ultralytics"),
                 "weights_sha256": model.spec.sha256 or "none",
                 "load_seconds": round(model.load_seconds, 3),
             }

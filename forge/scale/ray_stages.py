@@ -328,7 +328,7 @@ class OCRWorker:
 
     def __init__(self, reader_args: tuple) -> None:
         keep_to_declared_cpus()
-        from resources.ocr import build_reader
+        from forge.media.ocr_reader import build_reader
 
         self.reader = build_reader(*reader_args)
 
@@ -355,7 +355,7 @@ class OCRWorker:
 
 def ocr_reader_args(ocr: Any) -> tuple:
     """``build_reader`` arguments of an OCRResource; the GPU flag follows the placement's GPUs.
-    (The reader makes its own private network folder per process: resources/ocr.py.)"""
+    (The reader makes its own private network folder per process: forge/media/ocr_reader.py.)"""
     return tuple(ocr.languages), ocr.model_dir, bool(ocr.gpu), ocr.detector_engine
 
 

@@ -1,4 +1,5 @@
-"""YOLO detection with the image path on the model's device (engine ``tensor``).
+"""YOLO detection with the image path on the model's device (engine ``tensor``; engine ``onnx``:
+the same path on the CPU with the network run by ONNX Runtime).
 
 Ultralytics' ``predict`` letterboxes each image with OpenCV on the CPU, runs NMS image by image
 and builds a ``Results`` object per image; on a GPU that starves the model. Here, per batch:
@@ -28,6 +29,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from forge.onnx_session import OnnxModule
 from forge.vision.detector import Detection, YoloDetector, parse_boxes
 from forge.vision.images import LoadedImage
 
@@ -53,9 +55,7 @@ def letterbox_geometry(
 class TensorDetector:
     """Batched YOLO on tensors. Wraps a loaded ``YoloDetector`` (same weights, names, thresholds)."""
 
-    engine = "tensor"
-
-    def __init__(self, base: YoloDetector, prefetch_batches: bool = True) -> None:
+    def __init__(self, base: YoloDetector, prefetch_batches: bool = True, runtime: str = "torch") -> None:
         import torch
 
         self.base = base
@@ -68,8 +68,19 @@ class TensorDetector:
         for p in net.parameters():
             p.requires_grad_(False)
         self.dtype = torch.float16 if base.half and self.dev.type == "cuda" else torch.float32
-        self.net = net.half() if self.dtype == torch.float16 else net.float()
         self.stride = int(max(int(base.model.model.stride.max()), 32))
+        if runtime == "onnx":
+            if self.dev.type != "cpu":
+                raise ValueError("detector engine 'onnx' runs on the CPU; on CUDA use 'tensor' or 'auto'")
+            for m in net.modules():  # anchors from each input's shape (batches differ in shape)
+                if hasattr(m, "dynamic") and hasattr(m, "anchors"):
+                    m.dynamic = True
+            self.net = OnnxModule(net.float(), torch.zeros(1, 3, base.imgsz, base.imgsz))
+        elif runtime == "torch":
+            self.net = net.half() if self.dtype == torch.float16 else net.float()
+        else:
+            raise ValueError(f"runtime must be torch or onnx, not {runtime!r}")
+        self.engine = "onnx" if runtime == "onnx" else "tensor"
         self._lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:  # spec, names, device, half, imgsz, batch_size, ...
@@ -188,14 +199,17 @@ class TensorDetector:
                     fut = pool.submit(prep, nxt)
 
 
-ENGINES = ("auto", "tensor", "ultralytics")
+ENGINES = ("auto", "tensor", "onnx", "ultralytics")
 
 
 def with_engine(det: YoloDetector, engine: str) -> YoloDetector | TensorDetector:
-    """``tensor`` wraps the loaded model; ``ultralytics`` keeps the library's predict; ``auto`` =
-    tensor on CUDA, the library on CPU (where it measured faster: docs/performance.md)."""
+    """``tensor`` wraps the loaded model; ``onnx`` = the same path with the network run by ONNX
+    Runtime (CPU; forge/onnx_session.py); ``ultralytics`` keeps the library's predict; ``auto`` =
+    tensor on CUDA, onnx on CPU (where each measured fastest: docs/performance.md)."""
     if engine not in ENGINES:
         raise ValueError(f"detector engine must be one of {ENGINES}, not {engine!r}")
     if engine == "auto":
-        engine = "tensor" if str(det.device).startswith("cuda") else "ultralytics"
-    return TensorDetector(det) if engine == "tensor" else det
+        engine = "tensor" if str(det.device).startswith("cuda") else "onnx"
+    if engine == "ultralytics":
+        return det
+    return TensorDetector(det, runtime="onnx" if engine == "onnx" else "torch")

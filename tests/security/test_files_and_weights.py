@@ -57,12 +57,13 @@ def test_hostile_checkpoint_named_like_a_reference_file_is_refused(tmp_path):
 def test_easyocr_reader_leaves_sys_path_and_tmp_alone(monkeypatch):
     import tempfile
 
-    import resources.ocr as ocr
+    import forge.media.ocr_reader as ocr_reader
+    from resources.ocr import OCRResource
 
-    monkeypatch.setattr(ocr, "_READERS", {})  # build a fresh reader in this test
+    monkeypatch.setattr(ocr_reader, "_READERS", {})  # build a fresh reader in this test
     before = list(sys.path)
     tmp_before = set(os.listdir(tempfile.gettempdir()))
-    ocr.OCRResource(gpu=False).reader()
+    OCRResource(gpu=False).reader()
     assert sys.path == before
     new = {n for n in set(os.listdir(tempfile.gettempdir())) - tmp_before if "easyocr" in n}
     assert new == set()  # the private user-network folder was removed again

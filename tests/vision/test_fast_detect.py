@@ -1,4 +1,5 @@
-"""The tensor detection engine (forge.vision.fast_detect) against Ultralytics' own predict.
+"""The tensor detection engine (forge.vision.fast_detect) against Ultralytics' own predict, with
+the network run by PyTorch (engine ``tensor``) and by ONNX Runtime (engine ``onnx``, CPU).
 
 Model: the architecture from ``yolo11n.yaml`` with a fixed seed. Random weights detect nothing
 (default init fades to zero, the head's class bias starts near -10), so the convolutions are
@@ -72,24 +73,27 @@ def test_letterbox_geometry_matches_library():
             assert out.shape[:2] == (nh + top + bottom, nw + left + right)
 
 
-def test_mixed_sizes_match_library_predict(seeded_detector, photos):
+@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+def test_mixed_sizes_match_library_predict(seeded_detector, photos, runtime):
     ims = [load_image(p, max_side=640) for p in photos.values()]
     assert len({im.rgb.shape for im in ims}) > 1  # square letterbox path
-    fast = TensorDetector(seeded_detector)
+    fast = TensorDetector(seeded_detector, runtime=runtime)
     _compare(seeded_detector.detect(ims), fast.detect(ims))
 
 
-def test_same_size_batch_matches_library_predict(seeded_detector, photos):
+@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+def test_same_size_batch_matches_library_predict(seeded_detector, photos, runtime):
     ims = [load_image(photos["bus"], max_side=640)] * 3  # one shape: the stride-rounded rectangle
-    fast = TensorDetector(seeded_detector)
+    fast = TensorDetector(seeded_detector, runtime=runtime)
     got = fast.detect(ims)
     _compare(seeded_detector.detect(ims), got)
     assert [len(g) for g in got] == [len(got[0])] * 3  # batching does not change an image's result
 
 
-def test_stream_keeps_order_and_tags(seeded_detector, photos):
+@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+def test_stream_keeps_order_and_tags(seeded_detector, photos, runtime):
     ims = [load_image(p, max_side=640) for p in photos.values()]
-    fast = TensorDetector(seeded_detector)
+    fast = TensorDetector(seeded_detector, runtime=runtime)
     direct = [fast.detect([im])[0] for im in ims]
     streamed = list(fast.detect_stream([(k, [im]) for k, im in enumerate(ims)] + [("empty", [])]))
     assert [t for t, _ in streamed] == [0, 1, 2, "empty"]
@@ -98,3 +102,13 @@ def test_stream_keeps_order_and_tags(seeded_detector, photos):
             (d.class_id, round(d.x1, 3), round(d.confidence, 5)) for d in ref
         ]
     assert streamed[-1] == ("empty", [])
+
+
+def test_engine_choice_by_device(seeded_detector):
+    from forge.vision.fast_detect import with_engine
+
+    assert with_engine(seeded_detector, "auto").engine == "onnx"  # CPU: ONNX Runtime measured fastest
+    assert with_engine(seeded_detector, "tensor").engine == "tensor"
+    assert with_engine(seeded_detector, "ultralytics") is seeded_detector
+    with pytest.raises(ValueError, match="one of"):
+        with_engine(seeded_detector, "tensorrt")
