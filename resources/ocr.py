@@ -9,7 +9,7 @@ from pydantic import PrivateAttr
 
 from forge.media.ocr import OCRResult, ocr_frame
 from forge.media.ocr_reader import build_reader
-from forge.media.text_detector import resolve_detector_engine
+from forge.media.text_detector import detector_engine_of, resolve_detector_engine
 
 
 class OCRResource(dg.ConfigurableResource):
@@ -25,6 +25,7 @@ class OCRResource(dg.ConfigurableResource):
     detector_engine: str = "auto"
 
     _reader: Any = PrivateAttr(default=None)
+    _detect_reader: Any = PrivateAttr(default=None)
 
     def use_gpu(self) -> bool:
         if self.gpu is not None:
@@ -38,12 +39,18 @@ class OCRResource(dg.ConfigurableResource):
             self._reader = build_reader(tuple(self.languages), self.model_dir, self.use_gpu())
         return self._reader
 
-    def detector_engine_resolved(self) -> str:
-        return resolve_detector_engine(self.detector_engine, self.use_gpu())
-
     def detect_reader(self) -> Any:
         """The reader whose ``detect`` the text-ratio stage calls (engine per ``detector_engine``)."""
-        return build_reader(tuple(self.languages), self.model_dir, self.use_gpu(), self.detector_engine)
+        if self._detect_reader is None:
+            resolve_detector_engine(self.detector_engine, self.use_gpu())  # a bad setting fails here
+            self._detect_reader = build_reader(
+                tuple(self.languages), self.model_dir, self.use_gpu(), self.detector_engine
+            )
+        return self._detect_reader
+
+    def detector_engine_used(self) -> str | None:
+        """What ran the text detector in this process (None: no frame needed it)."""
+        return detector_engine_of(self._detect_reader) if self._detect_reader is not None else None
 
     def read(self, rgb: np.ndarray) -> OCRResult:
         return ocr_frame(self.reader(), rgb, max_side=self.max_side)

@@ -541,7 +541,9 @@ def text_ratio(
             "images_per_second": round(total / max(secs, 1e-9), 2),
             "gpu": ocr.use_gpu(),
             # what ran the text detector (forge/media/text_detector.py); readtext = the library's reader
-            "detector_engine": ocr.detector_engine_resolved() if config.method == "detect" else "readtext",
+            "detector_engine": (ocr.detector_engine_used() or "none (nothing measured)")
+            if config.method == "detect"
+            else "readtext",
             **reuse_metadata(cache),
         },
         context=context,

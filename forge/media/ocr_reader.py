@@ -58,7 +58,7 @@ def build_reader(languages: tuple[str, ...], model_dir: str, gpu: bool, detector
         key = (languages, resolve_model_dir(model_dir), gpu, engine)
         with _LOCK:
             if key not in _READERS:
-                _READERS[key] = with_detector_engine(base, engine)
+                _READERS[key] = with_detector_engine(base, engine, fallback=detector_engine == "auto")
             return _READERS[key]
     folder = resolve_model_dir(model_dir)
     key = (languages, folder, gpu)

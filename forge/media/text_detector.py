@@ -13,11 +13,13 @@ thresholds, box linking) and ``readtext`` are the library's own.
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 
 from forge.onnx_session import OnnxModule
 
 DETECTOR_ENGINES = ("auto", "torch", "onnx")
+log = logging.getLogger(__name__)
 
 
 def resolve_detector_engine(engine: str, gpu: bool) -> str:
@@ -41,11 +43,20 @@ class OnnxCraft(OnnxModule):
         super().__init__(net, torch.zeros(1, 3, 64, 64), n_outputs=2, threads=threads)
 
 
-def with_detector_engine(reader: Any, engine: str) -> Any:
+def with_detector_engine(reader: Any, engine: str, fallback: bool = False) -> Any:
     """``reader`` itself for ``torch``; for ``onnx`` a shallow copy whose ``detector`` is an
-    ``OnnxCraft`` of the same weights (recogniser and settings shared with ``reader``)."""
+    ``OnnxCraft`` of the same weights (recogniser and settings shared with ``reader``).
+    ``fallback`` (engine ``auto``): if ONNX Runtime cannot run it, warn and keep ``reader``."""
     if engine == "torch":
         return reader
+    if fallback:
+        try:
+            return with_detector_engine(reader, engine)
+        except Exception as exc:  # noqa: BLE001 - the library's detector still works
+            log.warning(
+                "OCR detector_engine auto: ONNX Runtime unavailable (%s: %s); using torch", type(exc).__name__, exc
+            )
+            return reader
     if engine != "onnx":
         raise ValueError(f"resolve the OCR detector engine first (torch or onnx), not {engine!r}")
     if getattr(reader, "detect_network", "craft") != "craft":

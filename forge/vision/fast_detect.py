@@ -22,6 +22,7 @@ Outputs match the library's within interpolation rounding (tests/vision/test_fas
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +35,7 @@ from forge.vision.detector import Detection, YoloDetector, parse_boxes
 from forge.vision.images import LoadedImage
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 PAD_VALUE = 114 / 255  # Ultralytics' letterbox grey
 
 
@@ -209,7 +211,17 @@ def with_engine(det: YoloDetector, engine: str) -> YoloDetector | TensorDetector
     if engine not in ENGINES:
         raise ValueError(f"detector engine must be one of {ENGINES}, not {engine!r}")
     if engine == "auto":
-        engine = "tensor" if str(det.device).startswith("cuda") else "onnx"
+        if str(det.device).startswith("cuda"):
+            return TensorDetector(det)
+        try:
+            return TensorDetector(det, runtime="onnx")
+        except Exception as exc:  # noqa: BLE001 - e.g. a network the exporter cannot trace: keep going
+            log.warning(
+                "detector engine auto: ONNX Runtime unavailable (%s: %s); using the library's predict",
+                type(exc).__name__,
+                exc,
+            )
+            return det
     if engine == "ultralytics":
         return det
     return TensorDetector(det, runtime="onnx" if engine == "onnx" else "torch")

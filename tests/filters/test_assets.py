@@ -130,6 +130,9 @@ def test_hash_dedup_ocr_end_to_end(pipeline):
     for b in BATCHES:
         res = dg.materialize([text_ratio], partition_key=b, instance=instance, resources=resources)
         assert res.success and all(_checks_passed(res).values())
+        [mat] = res.asset_materializations_for_node("text_ratio")
+        # on CPU the detector ran on ONNX Runtime (detector_engine auto), and the metadata says so
+        assert mat.metadata["detector_engine"].value == "onnx"
     t = store.read("text_ratio").set_index("frame_id")
     # only the frames dedup kept were OCRed
     assert set(t.index) == {"img_astro", "img_coffee", "img_heavy", "img_hopper", "clip_a_f000", "clip_a_f001"}

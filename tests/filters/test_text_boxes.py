@@ -113,3 +113,20 @@ def test_onnx_detector_gives_the_torch_detectors_boxes(ocr_resource, media, tmp_
         r = ref[m.key]
         assert abs(m.result.ratio - r.ratio) <= RATIO_TOL and abs(m.result.n_boxes - r.n_boxes) <= 1, m.key
     assert ref[str(media["text_heavy"])].ratio > 0.3
+
+
+def test_ocr_auto_keeps_the_torch_detector_when_onnx_cannot_run(monkeypatch, caplog):
+    from types import SimpleNamespace
+
+    import forge.media.text_detector as td
+
+    def broken(*a, **k):
+        raise RuntimeError("exporter failed")
+
+    monkeypatch.setattr(td, "OnnxCraft", broken)
+    reader = SimpleNamespace(detector=object(), detect_network="craft")
+    with caplog.at_level("WARNING", logger="forge.media.text_detector"):
+        assert td.with_detector_engine(reader, "onnx", fallback=True) is reader
+    assert "exporter failed" in caplog.text and td.detector_engine_of(reader) == "torch"
+    with pytest.raises(RuntimeError):
+        td.with_detector_engine(reader, "onnx")

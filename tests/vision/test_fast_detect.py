@@ -112,3 +112,17 @@ def test_engine_choice_by_device(seeded_detector):
     assert with_engine(seeded_detector, "ultralytics") is seeded_detector
     with pytest.raises(ValueError, match="one of"):
         with_engine(seeded_detector, "tensorrt")
+
+
+def test_auto_falls_back_to_the_library_when_onnx_cannot_run(seeded_detector, monkeypatch, caplog):
+    import forge.vision.fast_detect as fd
+
+    def broken(*a, **k):
+        raise ImportError("No module named 'onnxruntime'")
+
+    monkeypatch.setattr(fd, "OnnxModule", broken)
+    with caplog.at_level("WARNING", logger="forge.vision.fast_detect"):
+        assert fd.with_engine(seeded_detector, "auto") is seeded_detector  # the library's predict
+    assert "onnxruntime" in caplog.text
+    with pytest.raises(ImportError):  # asked for by name: no silent substitute
+        fd.with_engine(seeded_detector, "onnx")
