@@ -53,13 +53,9 @@ class OnnxModule:
         opts.log_severity_level = 3
         self.session = ort.InferenceSession(buf.getvalue(), opts, providers=["CPUExecutionProvider"])
         self.outputs: Sequence[str] = [o.name for o in self.session.get_outputs()[:n_outputs]]
-        self.threads = opts.intra_op_num_threads
 
     def __call__(self, x: Any) -> tuple[Any, ...]:
         import torch
 
         out = self.session.run(list(self.outputs), {"input": x.detach().cpu().float().numpy()})
         return tuple(torch.from_numpy(o) for o in out)
-
-    def eval(self) -> OnnxModule:
-        return self

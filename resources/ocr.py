@@ -9,7 +9,7 @@ from pydantic import PrivateAttr
 
 from forge.media.ocr import OCRResult, ocr_frame
 from forge.media.ocr_reader import build_reader
-from forge.media.text_detector import detector_engine_of, resolve_detector_engine
+from forge.media.text_detector import detector_engine_of
 
 
 class OCRResource(dg.ConfigurableResource):
@@ -42,7 +42,6 @@ class OCRResource(dg.ConfigurableResource):
     def detect_reader(self) -> Any:
         """The reader whose ``detect`` the text-ratio stage calls (engine per ``detector_engine``)."""
         if self._detect_reader is None:
-            resolve_detector_engine(self.detector_engine, self.use_gpu())  # a bad setting fails here
             self._detect_reader = build_reader(
                 tuple(self.languages), self.model_dir, self.use_gpu(), self.detector_engine
             )

@@ -53,14 +53,19 @@ def build_reader(languages: tuple[str, ...], model_dir: str, gpu: bool, detector
     text detector run by ONNX Runtime (recogniser shared); ``auto`` = onnx on CPU.
     """
     engine = resolve_detector_engine(detector_engine, gpu)
-    if engine != "torch":
-        base = build_reader(languages, model_dir, gpu)
-        key = (languages, resolve_model_dir(model_dir), gpu, engine)
-        with _LOCK:
-            if key not in _READERS:
-                _READERS[key] = with_detector_engine(base, engine, fallback=detector_engine == "auto")
-            return _READERS[key]
-    folder = resolve_model_dir(model_dir)
+    folder = resolve_model_dir(model_dir)  # sha256 of every file, once per call
+    base = _library_reader(languages, folder, gpu)
+    if engine == "torch":
+        return base
+    key = (languages, folder, gpu, engine)
+    with _LOCK:
+        if key not in _READERS:
+            _READERS[key] = with_detector_engine(base, engine, fallback=detector_engine == "auto")
+        return _READERS[key]
+
+
+def _library_reader(languages: tuple[str, ...], folder: str, gpu: bool) -> Any:
+    """EasyOCR's own reader from an already verified weights folder."""
     key = (languages, folder, gpu)
     with _LOCK:
         if key not in _READERS:
