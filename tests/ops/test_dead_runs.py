@@ -67,7 +67,10 @@ def until(cond, timeout: float, what: str, *builds: Build) -> None:
             return
         for build in builds:
             if build.proc.poll() is not None:
-                raise AssertionError(f"build exited ({build.proc.returncode}) before {what}:\n{build.output}")
+                others = "\n----\n".join(b.output[-3000:] for b in builds if b is not build)
+                raise AssertionError(
+                    f"build exited ({build.proc.returncode}) before {what}:\n{build.output}\nthe others:\n{others}"
+                )
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}:\n" + "\n----\n".join(b.output[-3000:] for b in builds))
 
@@ -104,8 +107,11 @@ def test_four_kills_during_an_llm_step_then_the_next_run_completes(project, llm_
     full of dead runs' slots, as in the issue. The next build needs no hand to complete."""
     instance, store, env = project
     instance.event_log_storage.set_concurrency_slots("llm", 4)
-    llm_double.responder = lambda body: Reply.timeout(300)  # every request hangs: the steps are mid-call
-    builds = [Build(env) for _ in range(4)]
+    llm_double.responder = lambda body: Reply.hang()  # every request hangs: the steps are mid-call
+    # No deadline may end a step before all four are in flight: on a loaded 2-core CI box one build
+    # finished its whole step (7 timed-out tries of 20 s per item) while the others were still starting.
+    patient = {f"SUBTEXT_LLM_{k}": "900" for k in ("TIMEOUT_S", "FIRST_BYTE_TIMEOUT_S", "CONNECT_TIMEOUT_S")}
+    builds = [Build(env, **patient) for _ in range(4)]
     until(
         lambda: len(llm_info(instance).claimed_slots) == 4 and len(llm_double.chat_requests) >= 4,
         600,
