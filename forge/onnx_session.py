@@ -11,8 +11,10 @@ session. CPU only: on CUDA the torch modules stay.
 from __future__ import annotations
 
 import io
+import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -31,7 +33,14 @@ class OnnxModule:
 
     engine = "onnx"
 
-    def __init__(self, net: Any, example: Any, n_outputs: int = 1, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        net: Any,
+        example: Any,
+        n_outputs: int = 1,
+        threads: int | None = None,
+        rewrite: Callable[[bytes], bytes] | None = None,
+    ) -> None:
         import onnxruntime as ort
         import torch
 
@@ -47,11 +56,12 @@ class OnnxModule:
                 opset_version=17,
                 dynamo=False,
             )
+        model = rewrite(buf.getvalue()) if rewrite else buf.getvalue()  # e.g. quantize_int8
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads or cpu_threads()
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
-        self.session = ort.InferenceSession(buf.getvalue(), opts, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         self.outputs: Sequence[str] = [o.name for o in self.session.get_outputs()[:n_outputs]]
 
     def __call__(self, x: Any) -> tuple[Any, ...]:
@@ -59,3 +69,52 @@ class OnnxModule:
 
         out = self.session.run(list(self.outputs), {"input": x.detach().cpu().float().numpy()})
         return tuple(torch.from_numpy(o) for o in out)
+
+
+def quantize_int8(
+    model: bytes, inputs: Iterable[Any], keep_fp32: Callable[[list[str]], Iterable[str]] = lambda convs: ()
+) -> bytes:
+    """``model`` (one input, named ``input``) with static int8 quantisation: activation ranges
+    from running it on ``inputs`` (min/max), weights int8 per output channel, activations uint8.
+
+    ``reduce_range`` (7-bit weights): without VNNI, x86 int8 kernels can saturate 8-bit products
+    and give CPU-dependent results; 7-bit weights never do, so every x86 CPU computes the same
+    outputs. ``keep_fp32(conv_node_names)`` names convolutions left in fp32 (the layers whose
+    rounding moves the outputs most). Runs ONNX Runtime's calibration (seconds per input);
+    working files go to a private temporary directory, removed afterwards."""
+    import onnx
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    class _Feed(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.it = iter(inputs)
+
+        def get_next(self) -> dict[str, Any] | None:
+            x = next(self.it, None)
+            return None if x is None else {"input": x}
+
+    with tempfile.TemporaryDirectory(prefix="subtext_int8_") as tmp:
+        src, pre, out = (Path(tmp) / f"{n}.onnx" for n in ("fp32", "pre", "int8"))
+        src.write_bytes(model)
+        quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)  # shape inference + fusions
+        convs = [n.name for n in onnx.load(str(pre)).graph.node if n.op_type == "Conv"]
+        quantize_static(
+            str(pre),
+            str(out),
+            _Feed(),
+            quant_format=QuantFormat.QDQ,
+            per_channel=True,
+            reduce_range=True,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+            nodes_to_exclude=list(keep_fp32(convs)),
+            calibrate_method=CalibrationMethod.MinMax,
+        )
+        return out.read_bytes()

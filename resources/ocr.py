@@ -21,7 +21,9 @@ class OCRResource(dg.ConfigurableResource):
     max_side: int = 960  # frames are shrunk to this longer side before OCR (CPU cost ~ pixels)
     # What runs the text detector in the text-ratio stage (method: detect): "onnx" = ONNX Runtime
     # on the CPU (~1.6x PyTorch there, same scores to ~1e-6), "torch" = EasyOCR's own module,
-    # "auto" = onnx on CPU, torch on CUDA. readtext (method: readtext, read()) is always the library's.
+    # "auto" = onnx on CPU, torch on CUDA; "onnx-int8" = opt-in int8 CRAFT on the CPU (~1.9x onnx, ratios
+    # within the tolerance in docs/performance.md, not equal). readtext (method: readtext, read()) is
+    # always the library's.
     detector_engine: str = "auto"
 
     _reader: Any = PrivateAttr(default=None)

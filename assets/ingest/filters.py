@@ -37,6 +37,7 @@ from forge.media.hashing import FrameHash, hash_paths
 from forge.media.ocr import OCRResult, clip_passes, spread_clip_frames
 from forge.media.sheets import ocr_tiles
 from forge.media.text_boxes import measure_kept_frames, text_needed
+from forge.media.text_detector import EXACT_ENGINES
 from forge.scale.ray_stages import step_pools
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
 from forge.storage.stage_cache import StageCache, content_key
@@ -363,6 +364,17 @@ def kept_frames(store: TableStore, batch: str) -> pd.DataFrame:
     return frames[frames["frame_id"].isin(set(kept["frame_id"]))].sort_values("frame_id").reset_index(drop=True)
 
 
+def ocr_cache_parts(ocr: OCRResource, method: str, weights_digest: str) -> list:
+    """What an OCR result's cache key is made of (plus the frame's bytes). The exact detector
+    engines (torch, onnx, auto) give the same boxes and share entries; ``onnx-int8`` does not
+    (its boxes may differ slightly), so its results never serve the others, nor theirs it."""
+    parts = [OCR_VERSION, list(ocr.languages), ocr.max_side, method, weights_digest]
+    engine = getattr(ocr, "detector_engine", "auto")
+    if method == "detect" and engine not in (*EXACT_ENGINES, "auto"):
+        parts.append(engine)
+    return parts
+
+
 def text_ratio_batch(
     store: TableStore,
     batch: str,
@@ -380,13 +392,7 @@ def text_ratio_batch(
     frames = spread_clip_frames(kept_frames(store, batch), clip_frames)
     # OCR of an unchanged image with the same reader settings and weights is reused; the
     # threshold is applied below, so changing it re-reads nothing
-    reader = [
-        OCR_VERSION,
-        list(ocr.languages),
-        ocr.max_side,
-        method,
-        cache.tree_digest(ocr.model_dir) if cache and ocr.model_dir else "",
-    ]
+    reader = ocr_cache_parts(ocr, method, cache.tree_digest(ocr.model_dir) if cache and ocr.model_dir else "")
     rows = []
     # A cached result serves when its text was recognised or the frame does not need text now.
     wants = text_needed(recognise, max_ratio) if method == "detect" else (lambda kind, res: True)

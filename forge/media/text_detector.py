@@ -6,6 +6,14 @@ runs CRAFT ~1.6x faster than PyTorch's eager kernels on the same cores, score ma
 (docs/performance.md; export in memory from the verified weights: forge/onnx_session.py). On
 CUDA the torch module stays (batched, on the GPU). ``auto`` = onnx on CPU, torch on CUDA.
 
+``onnx-int8`` (opt-in, CPU): the same network with static int8 quantisation, calibrated at
+start-up on fixed images (forge/media/ocr_calibration.py; ~10-20 s once per process), first
+convolution and score head kept in fp32. About 1.9x ``onnx`` on the same cores, but its score
+maps are not the fp32 ones: a box near a threshold can appear, vanish or move, so ratios differ
+slightly (measured in docs/performance.md) and a frame near ``max_ratio`` can change side. It
+is a deviation from the library's detector, for throughput on CPU; results computed with it are
+cached apart from the exact engines'.
+
 Only the detector changes: the recogniser, EasyOCR's pre- and post-processing (resize, score
 thresholds, box linking) and ``readtext`` are the library's own.
 """
@@ -16,9 +24,10 @@ import copy
 import logging
 from typing import Any
 
-from forge.onnx_session import OnnxModule
+from forge.onnx_session import OnnxModule, quantize_int8
 
-DETECTOR_ENGINES = ("auto", "torch", "onnx")
+DETECTOR_ENGINES = ("auto", "torch", "onnx", "onnx-int8")
+EXACT_ENGINES = ("torch", "onnx")  # same score maps to ~1e-6: interchangeable results
 log = logging.getLogger(__name__)
 
 
@@ -27,8 +36,8 @@ def resolve_detector_engine(engine: str, gpu: bool) -> str:
         raise ValueError(f"OCR detector_engine must be one of {DETECTOR_ENGINES}, not {engine!r}")
     if engine == "auto":
         return "torch" if gpu else "onnx"
-    if engine == "onnx" and gpu:
-        raise ValueError("OCR detector_engine 'onnx' runs on the CPU; with gpu use 'torch' or 'auto'")
+    if engine.startswith("onnx") and gpu:
+        raise ValueError(f"OCR detector_engine {engine!r} runs on the CPU; with gpu use 'torch' or 'auto'")
     return engine
 
 
@@ -43,9 +52,61 @@ class OnnxCraft(OnnxModule):
         super().__init__(net, torch.zeros(1, 3, 64, 64), n_outputs=2, threads=threads)
 
 
+def _craft_fp32_layers(convs: list[str]) -> list[str]:
+    """CRAFT's convolutions kept in fp32: the first (raw pixels in) and the score head
+    (``conv_cls``, ~1 % of the work): measured, most of int8's deviation otherwise."""
+    return convs[:1] + [c for c in convs if "conv_cls" in c]
+
+
+class _Recorded(Exception):
+    """Raised by the recording detector: the input is all calibration needs."""
+
+
+def calibration_inputs(reader: Any) -> list[Any]:
+    """The tensors EasyOCR's own pre-processing feeds the detector for the calibration images
+    (caught at the detector's door, so resize and normalisation are the library's)."""
+    from forge.media.ocr import shrink
+    from forge.media.ocr_calibration import CALIBRATION_SIDE, calibration_images
+
+    seen: list[Any] = []
+
+    def record(x: Any) -> Any:
+        seen.append(x.detach().cpu().float().numpy().copy())
+        raise _Recorded
+
+    probe = copy.copy(reader)
+    probe.detector = record
+    for _, rgb in calibration_images():
+        try:
+            probe.detect(shrink(rgb, CALIBRATION_SIDE)[0], reformat=False)
+        except _Recorded:
+            pass
+    return seen
+
+
+class QuantizedCraft(OnnxModule):
+    """``OnnxCraft`` with int8 convolutions (``quantize_int8``), calibrated on ``calibration_inputs``."""
+
+    engine = "onnx-int8"
+
+    def __init__(self, reader: Any, threads: int | None = None) -> None:
+        import torch
+
+        net = getattr(reader.detector, "module", reader.detector)
+        inputs = calibration_inputs(reader)
+        super().__init__(
+            net,
+            torch.zeros(1, 3, 64, 64),
+            n_outputs=2,
+            threads=threads,
+            rewrite=lambda model: quantize_int8(model, inputs, keep_fp32=_craft_fp32_layers),
+        )
+
+
 def with_detector_engine(reader: Any, engine: str, fallback: bool = False) -> Any:
-    """``reader`` itself for ``torch``; for ``onnx`` a shallow copy whose ``detector`` is an
-    ``OnnxCraft`` of the same weights (recogniser and settings shared with ``reader``).
+    """``reader`` itself for ``torch``; for ``onnx`` (``onnx-int8``) a shallow copy whose
+    ``detector`` is an ``OnnxCraft`` (``QuantizedCraft``) of the same weights (recogniser and
+    settings shared with ``reader``).
     ``fallback`` (engine ``auto``): if ONNX Runtime cannot run it, warn and keep ``reader``."""
     if engine == "torch":
         return reader
@@ -57,12 +118,12 @@ def with_detector_engine(reader: Any, engine: str, fallback: bool = False) -> An
                 "OCR detector_engine auto: ONNX Runtime unavailable (%s: %s); using torch", type(exc).__name__, exc
             )
             return reader
-    if engine != "onnx":
-        raise ValueError(f"resolve the OCR detector engine first (torch or onnx), not {engine!r}")
+    if engine not in ("onnx", "onnx-int8"):
+        raise ValueError(f"resolve the OCR detector engine first (torch, onnx or onnx-int8), not {engine!r}")
     if getattr(reader, "detect_network", "craft") != "craft":
-        raise ValueError(f"the onnx detector engine runs CRAFT, not {reader.detect_network!r}")
+        raise ValueError(f"the {engine} detector engine runs CRAFT, not {reader.detect_network!r}")
     fast = copy.copy(reader)
-    fast.detector = OnnxCraft(reader.detector)
+    fast.detector = OnnxCraft(reader.detector) if engine == "onnx" else QuantizedCraft(reader)
     return fast
 
 

@@ -75,8 +75,10 @@ def test_detector_engine_choice():
     assert resolve_detector_engine("auto", gpu=False) == "onnx"
     assert resolve_detector_engine("auto", gpu=True) == "torch"
     assert resolve_detector_engine("torch", gpu=False) == "torch"
-    with pytest.raises(ValueError, match="runs on the CPU"):
-        resolve_detector_engine("onnx", gpu=True)
+    assert resolve_detector_engine("onnx-int8", gpu=False) == "onnx-int8"  # opt-in only: auto never picks it
+    for engine in ("onnx", "onnx-int8"):
+        with pytest.raises(ValueError, match="runs on the CPU"):
+            resolve_detector_engine(engine, gpu=True)
     with pytest.raises(ValueError, match="one of"):
         resolve_detector_engine("tensorrt", gpu=False)
 
@@ -130,3 +132,74 @@ def test_ocr_auto_keeps_the_torch_detector_when_onnx_cannot_run(monkeypatch, cap
     assert "exporter failed" in caplog.text and td.detector_engine_of(reader) == "torch"
     with pytest.raises(RuntimeError):
         td.with_detector_engine(reader, "onnx")
+
+
+INT8_RATIO_TOL = 0.01  # stated for onnx-int8 (docs/filters.md); on the sample corpus max 0.003-0.006
+INT8_BOX_TOL = 2
+
+
+@pytest.mark.slow
+def test_int8_detector_is_quantised_and_stays_within_its_stated_tolerance(ocr_resource, media, tmp_path):
+    """The opt-in int8 engine really runs int8 (its score maps are not the fp32 ones), its
+    calibration inputs are EasyOCR's own pre-processed tensors, and its ratios stay within
+    the tolerance it states of the library's detector."""
+    import torch
+
+    from forge.media.text_detector import calibration_inputs, detector_engine_of
+    from resources.ocr import OCRResource
+
+    torch_reader = ocr_resource.reader()
+    res = OCRResource(model_dir=ocr_resource.model_dir, gpu=False, max_side=MAX_SIDE, detector_engine="onnx-int8")
+    q = res.detect_reader()
+    assert detector_engine_of(q) == "onnx-int8" and res.detector_engine_used() == "onnx-int8"
+    assert q.recognizer is torch_reader.recognizer and detector_engine_of(torch_reader) == "torch"
+    inputs = calibration_inputs(torch_reader)
+    assert len(inputs) == 8 and all(x.ndim == 4 and x.shape[2] % 32 == 0 and x.shape[3] % 32 == 0 for x in inputs)
+    assert all(abs(float(x.mean())) < 3 for x in inputs)  # normalised (mean/variance), not raw 0-255 pixels
+
+    x = torch.from_numpy(inputs[0])
+    with torch.no_grad():
+        want = torch_reader.detector(x)[0]
+    got = q.detector(x)[0]
+    diff = (got - want).abs()
+    assert got.shape == want.shape
+    assert float(diff.max()) > 1e-3  # quantised: not the fp32 network (that one is equal to ~1e-6)
+    assert float(diff.mean()) < 0.02  # but close to it
+
+    text_render(("SALE TODAY", "50 PERCENT")).save(tmp_path / "same0.png")
+    paths = [media["text_render"], media["text_heavy"], media["hopper"], media["bus"], tmp_path / "same0.png"]
+    items = [(str(p), p) for p in paths]
+    ref = {m.key: m.result for m in measure_frames(torch_reader, items, MAX_SIDE, batch_size=4)}
+    for m in measure_frames(q, items, MAX_SIDE, batch_size=4):
+        assert m.result is not None, m.error
+        r = ref[m.key]
+        assert abs(m.result.ratio - r.ratio) <= INT8_RATIO_TOL, (m.key, m.result.ratio, r.ratio)
+        assert abs(m.result.n_boxes - r.n_boxes) <= INT8_BOX_TOL, (m.key, m.result.n_boxes, r.n_boxes)
+    assert ref[str(media["text_heavy"])].ratio > 0.3
+
+
+def test_calibration_images_are_fixed_and_not_the_sample_corpus():
+    import hashlib
+
+    from forge.media.ocr_calibration import calibration_images
+
+    def digest(images):
+        return [(n, a.shape, hashlib.sha256(a.tobytes()).hexdigest()) for n, a in images]
+
+    first = calibration_images()
+    assert digest(first) == digest(calibration_images())  # the same inputs every build
+    assert all(a.dtype == np.uint8 and a.ndim == 3 and a.shape[2] == 3 for _, a in first)
+    corpus_photos = {"astronaut", "coffee", "page", "chelsea", "rocket", "grace_hopper", "bus"}
+    assert not corpus_photos & {n for n, _ in first}
+
+
+def test_int8_results_are_cached_apart_from_the_exact_engines():
+    from assets.ingest.filters import ocr_cache_parts
+    from resources.ocr import OCRResource
+
+    def parts(engine, method="detect"):
+        return ocr_cache_parts(OCRResource(detector_engine=engine), method, "w")
+
+    assert parts("auto") == parts("onnx") == parts("torch")  # same boxes: shared entries
+    assert parts("onnx-int8") != parts("auto")
+    assert parts("onnx-int8", "readtext") == parts("auto", "readtext")  # readtext is the library's either way
