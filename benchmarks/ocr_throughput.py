@@ -1,11 +1,13 @@
 """EasyOCR text-area ratio throughput: images per second (CPU unless --gpu), for the library's
 per-image ``readtext`` loop and for the project's stage (``forge.media.text_boxes``: detector
 only, batched by frame size, no recognition) with EasyOCR's torch detector and with the stage's
-detector engine (``--engine auto``: ONNX Runtime on CPU; forge/media/text_detector.py), with the
-largest ratio difference between each stage path and readtext.
+detector engine(s) (``--engine auto``: ONNX Runtime on CPU; ``--engine onnx-int8``: the opt-in
+int8 detector; forge/media/text_detector.py), with the largest ratio difference between each
+stage path and readtext.
 
     python benchmarks/ocr_throughput.py [--images 12] [--max-side 1280] [--batch 8] [--gpu] [--repeat 2]
     python benchmarks/ocr_throughput.py --corpus   # the sample corpus' images (data/samples)
+    python benchmarks/ocr_throughput.py --corpus --engine auto --engine onnx-int8
 
 Images: the sample photos that ship in wheels (scikit-image astronaut/coffee/page/text/
 chelsea/rocket, matplotlib's grace_hopper.jpg, Ultralytics' bus.jpg) plus rendered
@@ -71,7 +73,11 @@ def main() -> None:
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--corpus", action="store_true", help="use forge.media.sample_corpus images instead")
-    ap.add_argument("--engine", default="auto", help="the stage's detector engine: auto, torch, onnx")
+    ap.add_argument(
+        "--engine",
+        action="append",
+        help="the stage's detector engine(s) besides torch: auto (default), onnx, onnx-int8; repeatable",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="rounds of the paths, interleaved; best of each")
     a = ap.parse_args()
     import torch
@@ -80,10 +86,13 @@ def main() -> None:
     t0 = time.perf_counter()
     reader = build_reader(("en",), "", gpu)  # the library's reader (torch detector)
     t_init = time.perf_counter() - t0
-    engine = resolve_detector_engine(a.engine, gpu)
-    t0 = time.perf_counter()
-    fast = build_reader(("en",), "", gpu, engine)
-    t_engine = time.perf_counter() - t0
+    fast: dict[str, object] = {}
+    t_engine: dict[str, float] = {}
+    for name in a.engine or ["auto"]:
+        engine = resolve_detector_engine(name, gpu)
+        t0 = time.perf_counter()
+        fast[engine] = build_reader(("en",), "", gpu, engine)
+        t_engine[engine] = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         if a.corpus:
             from forge.media.sample_corpus import build_sample_corpus
@@ -113,7 +122,8 @@ def main() -> None:
             Image.fromarray(rgb).save(p)
             paths.append((name, p))
         ocr_frame(reader, imgs[0][1], a.max_side)  # warm-up
-        list(measure_frames(fast, paths[:1], a.max_side, batch_size=a.batch))
+        for rd in fast.values():
+            list(measure_frames(rd, paths[:1], a.max_side, batch_size=a.batch))
         runs = {
             "library readtext loop (detect+recognise)": lambda: [
                 ocr_frame(reader, load_rgb(p), a.max_side) for _, p in paths
@@ -122,10 +132,11 @@ def main() -> None:
                 m.result for m in measure_frames(reader, paths, a.max_side, batch_size=a.batch)
             ],
         }
-        if engine != "torch":
-            runs[f"stage, detector only, batched, {engine}"] = lambda: [
-                m.result for m in measure_frames(fast, paths, a.max_side, batch_size=a.batch)
-            ]
+        for engine, rd in fast.items():
+            if engine != "torch":
+                runs[f"stage, detector only, batched, {engine}"] = lambda rd=rd: [
+                    m.result for m in measure_frames(rd, paths, a.max_side, batch_size=a.batch)
+                ]
         best: dict[str, tuple[float, StageMonitor]] = {}
         outputs: dict[str, list] = {}
         for _ in range(max(1, a.repeat)):  # interleaved rounds: the box's load moves between minutes
@@ -137,8 +148,9 @@ def main() -> None:
     n = len(paths)
     print(
         f"device={'cuda' if gpu else 'cpu'} torch_threads={torch.get_num_threads()} cpus={os.cpu_count()} "
-        f"max_side={a.max_side} batch={a.batch}; reader start-up {t_init:.1f} s, {engine} detector "
-        f"+{t_engine:.1f} s; {n} images; best of {max(1, a.repeat)} round(s)"
+        f"max_side={a.max_side} batch={a.batch}; reader start-up {t_init:.1f} s, "
+        + ", ".join(f"{e} detector +{t:.1f} s" for e, t in t_engine.items())
+        + f"; {n} images; best of {max(1, a.repeat)} round(s)"
     )
     base = next(iter(best.values()))[0]
     for label, (secs, m) in best.items():

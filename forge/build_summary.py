@@ -127,10 +127,16 @@ def summarize(
     return out
 
 
-def weights_caveats(detector_weights: str, detector_random: bool) -> list[str]:
-    """Caveats about the model files this machine uses: a detector built from an architecture
-    file (random weights) and EasyOCR weights that are missing or not the pinned ones."""
+def weights_caveats(detector_weights: str, detector_random: bool, ocr_engine: str = "auto") -> list[str]:
+    """Caveats about the models this machine uses: a detector built from an architecture file
+    (random weights), EasyOCR weights that are missing or not the pinned ones, and the opt-in
+    int8 text detector (ratios close to, not equal to, the library's)."""
     out = []
+    if ocr_engine == "onnx-int8":
+        out.append(
+            "text ratios come from the int8 text detector (SUBTEXT_OCR_DETECTOR_ENGINE=onnx-int8): within "
+            "0.01 of EasyOCR's own, not equal; unset it for the exact detector (docs/filters.md)"
+        )
     if detector_random:
         out.append(
             f"the YOLO detector has RANDOM weights ({Path(detector_weights).name}): detections, tags and "

@@ -244,10 +244,11 @@ def print_build_summary() -> None:
     """The closing table: items per benchmark and stage, rejects, exports, caveats, next commands."""
     from forge.benchmarks import registry
     from resources.detector import default_detector
+    from resources.ocr import RESOURCES as OCR
     from resources.storage import default_storage
 
     det = default_detector()
-    caveats = weights_caveats(det.weights, det.is_random)
+    caveats = weights_caveats(det.weights, det.is_random, OCR["ocr"].detector_engine)
     print("\n".join(summarize(default_storage().store, registry.specs(), caveats).lines()), flush=True)
 
 

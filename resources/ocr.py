@@ -1,6 +1,7 @@
 """The ``ocr`` resource: EasyOCR for the text-area-ratio filter, from pinned, verified weights
 (readers are built and cached per process by forge/media/ocr_reader.py; never downloads)."""
 
+import os
 from typing import Any
 
 import dagster as dg
@@ -57,4 +58,5 @@ class OCRResource(dg.ConfigurableResource):
         return ocr_frame(self.reader(), rgb, max_side=self.max_side)
 
 
-RESOURCES = {"ocr": OCRResource()}
+# SUBTEXT_OCR_DETECTOR_ENGINE picks the engine for CLI builds too (e.g. onnx-int8); "" = auto
+RESOURCES = {"ocr": OCRResource(detector_engine=os.environ.get("SUBTEXT_OCR_DETECTOR_ENGINE") or "auto")}

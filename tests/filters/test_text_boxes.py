@@ -203,3 +203,16 @@ def test_int8_results_are_cached_apart_from_the_exact_engines():
     assert parts("auto") == parts("onnx") == parts("torch")  # same boxes: shared entries
     assert parts("onnx-int8") != parts("auto")
     assert parts("onnx-int8", "readtext") == parts("auto", "readtext")  # readtext is the library's either way
+
+
+def test_the_detector_engine_comes_from_the_environment_for_cli_builds():
+    import os
+    import subprocess
+    import sys
+
+    code = "from resources.ocr import RESOURCES; print(RESOURCES['ocr'].detector_engine)"
+    env = {k: v for k, v in os.environ.items() if k != "SUBTEXT_OCR_DETECTOR_ENGINE"}
+    for value, want in (("onnx-int8", "onnx-int8"), ("", "auto"), (None, "auto")):
+        e = env if value is None else {**env, "SUBTEXT_OCR_DETECTOR_ENGINE": value}
+        out = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == want, out.stderr

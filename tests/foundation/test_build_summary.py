@@ -79,3 +79,5 @@ def test_summary_without_a_catalog_says_so(tmp_path):
 def test_random_detector_weights_are_a_caveat():
     assert any("RANDOM weights (yolo11n.yaml)" in c for c in weights_caveats("yolo11n.yaml", True))
     assert not any("RANDOM" in c for c in weights_caveats("/w/yolo11n.pt", False))
+    assert any("int8 text detector" in c for c in weights_caveats("/w/yolo11n.pt", False, "onnx-int8"))
+    assert not any("int8" in c for c in weights_caveats("/w/yolo11n.pt", False, "auto"))
