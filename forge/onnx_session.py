@@ -10,6 +10,7 @@ session. CPU only: on CUDA the torch modules stay.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import tempfile
 import warnings
@@ -57,6 +58,7 @@ class OnnxModule:
                 dynamo=False,
             )
         model = rewrite(buf.getvalue()) if rewrite else buf.getvalue()  # e.g. quantize_int8
+        self.sha256 = hashlib.sha256(model).hexdigest()  # of the graph the session runs
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads or cpu_threads()
         opts.inter_op_num_threads = 1

@@ -550,6 +550,12 @@ def text_ratio(
             "detector_engine": (ocr.detector_engine_used() or "none (nothing measured)")
             if config.method == "detect"
             else "readtext",
+            # int8's graph is derived here (calibration): its digest tells two machines' runs apart
+            **(
+                {"detector_model_sha256": ocr.detect_reader().detector.sha256}
+                if ocr.detector_engine_used() == "onnx-int8"
+                else {}
+            ),
             **reuse_metadata(cache),
         },
         context=context,
