@@ -2,7 +2,7 @@
 each), plus in-process.
 
     .venv/bin/python benchmarks/ray_scaling.py [--n 32] [--actors 2] [--address local] [--imgsz 640]
-    .venv/bin/python benchmarks/ray_scaling.py --stage ocr [--n 16] [--max-side 960]
+    .venv/bin/python benchmarks/ray_scaling.py --stage ocr [--n 16] [--max-side 960] [--ocr-engine onnx-int8]
 
 ``--address local`` starts a private Ray on this machine with --actors CPUs; pass ``auto`` or
 ``ray://head:10001`` to measure a real cluster (add --gpus 1 for one GPU per replica). Frames
@@ -43,7 +43,7 @@ def _ocr_runs(a, frames, data_dir: Path):
     from forge.scale import ray_stages
     from resources.ocr import OCRResource
 
-    ocr = OCRResource(max_side=a.max_side, gpu=a.gpus > 0)
+    ocr = OCRResource(max_side=a.max_side, gpu=a.gpus > 0, detector_engine=a.ocr_engine)
     frames = frames.assign(kind="image")
     return (
         lambda fr: list(
@@ -65,6 +65,7 @@ def main() -> None:
     ap.add_argument("--dir", default="")
     ap.add_argument("--stage", choices=("detections", "ocr"), default="detections")
     ap.add_argument("--max-side", type=int, default=960, help="--stage ocr: the OCR resource's max_side")
+    ap.add_argument("--ocr-engine", default="auto", help="--stage ocr: detector_engine (auto, onnx, onnx-int8)")
     a = ap.parse_args()
 
     import pandas as pd
