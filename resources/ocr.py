@@ -29,6 +29,7 @@ class OCRResource(dg.ConfigurableResource):
 
     _reader: Any = PrivateAttr(default=None)
     _detect_reader: Any = PrivateAttr(default=None)
+    _remote_engines: set = PrivateAttr(default_factory=set)
 
     def use_gpu(self) -> bool:
         if self.gpu is not None:
@@ -50,9 +51,23 @@ class OCRResource(dg.ConfigurableResource):
             )
         return self._detect_reader
 
+    def note_remote_engines(self, engines: set[tuple[str, str]]) -> None:
+        """``(engine, graph digest)`` of the Ray replicas that measured frames for this resource."""
+        self._remote_engines |= engines
+
     def detector_engine_used(self) -> str | None:
-        """What ran the text detector in this process (None: no frame needed it)."""
-        return detector_engine_of(self._detect_reader) if self._detect_reader is not None else None
+        """What ran the text detector, here or on Ray replicas (None: no frame needed it)."""
+        used = {e for e, _ in self._remote_engines}
+        if self._detect_reader is not None:
+            used.add(detector_engine_of(self._detect_reader))
+        return ", ".join(sorted(used)) or None
+
+    def detector_graph_sha256(self) -> str | None:
+        """sha256 of the ONNX graph(s) that ran the detector ("" entries: torch); None if none ran."""
+        digests = {d for _, d in self._remote_engines}
+        if self._detect_reader is not None:
+            digests.add(getattr(self._detect_reader.detector, "sha256", ""))
+        return ", ".join(sorted(d for d in digests if d)) or None
 
     def read(self, rgb: np.ndarray) -> OCRResult:
         return ocr_frame(self.reader(), rgb, max_side=self.max_side)

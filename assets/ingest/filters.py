@@ -35,10 +35,11 @@ from forge.dependencies import MissingDependency
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
 from forge.media.hashing import FrameHash, hash_paths
 from forge.media.ocr import OCRResult, clip_passes, spread_clip_frames
+from forge.media.ocr_reader import resolve_model_dir
 from forge.media.sheets import ocr_tiles
 from forge.media.text_boxes import measure_kept_frames, text_needed
 from forge.media.text_detector import EXACT_ENGINES
-from forge.scale.ray_stages import step_pools
+from forge.scale.ray_stages import configured_placement, step_pools
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
 from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash
@@ -408,7 +409,12 @@ def text_ratio_batch(
     todo = frames[~frames["frame_id"].isin(set(known))] if len(frames) else frames
     if len(todo) and hasattr(ocr, "reader"):  # once, up front: missing weights fail the step, not every frame
         try:
-            ocr.detect_reader() if method == "detect" else ocr.reader()
+            if method != "detect":
+                ocr.reader()
+            elif configured_placement("text_ratio").enabled:
+                resolve_model_dir(ocr.model_dir)  # the Ray replicas build the readers: weights check only
+            else:
+                ocr.detect_reader()
         except Exception as exc:
             raise MissingDependency(
                 f"EasyOCR could not load its weights (model_dir {getattr(ocr, 'model_dir', '')!r}): "
@@ -552,8 +558,8 @@ def text_ratio(
             else "readtext",
             # int8's graph is derived here (calibration): its digest tells two machines' runs apart
             **(
-                {"detector_model_sha256": ocr.detect_reader().detector.sha256}
-                if ocr.detector_engine_used() == "onnx-int8"
+                {"detector_model_sha256": ocr.detector_graph_sha256() or ""}
+                if "onnx-int8" in (ocr.detector_engine_used() or "")
                 else {}
             ),
             **reuse_metadata(cache),

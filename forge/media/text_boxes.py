@@ -236,9 +236,20 @@ def measure_kept_frames(
         raise ValueError(f"method must be detect or readtext, not {method!r}")
     placement = configured_placement("text_ratio")
     if placement.enabled:
+        engines: set[tuple[str, str]] = set()
         pairs = ocr_on_ray(
-            placement, ocr_reader_args(ocr), frames, Path(data_dir), ocr.max_side, batch_size, recognise, max_ratio
+            placement,
+            ocr_reader_args(ocr),
+            frames,
+            Path(data_dir),
+            ocr.max_side,
+            batch_size,
+            recognise,
+            max_ratio,
+            engines,
         )
+        if hasattr(ocr, "note_remote_engines"):
+            ocr.note_remote_engines(engines)
         yield from ((fr, res, err) for fr, (res, err) in zip(rows, pairs))
         return
     wants = text_needed(recognise, max_ratio)

@@ -337,6 +337,12 @@ class OCRWorker:
 
         return ray.get_runtime_context().get_node_id(), os.getpid()
 
+    def engine(self) -> tuple[str, str]:
+        """What runs this replica's text detector, and the digest of its ONNX graph ("" for torch)."""
+        from forge.media.text_detector import detector_engine_of
+
+        return detector_engine_of(self.reader), getattr(self.reader.detector, "sha256", "")
+
     def run(
         self, frames: pd.DataFrame, data_dir: str, max_side: int, batch: int, recognise: str, max_ratio: float
     ) -> list[tuple[Any, Exception | None]]:
@@ -368,8 +374,10 @@ def ocr_on_ray(
     batch: int,
     recognise: str,
     max_ratio: float,
+    engines: set[tuple[str, str]] | None = None,
 ) -> list[tuple[Any, Exception | None]]:
-    """(OCRResult | None, error | None) per frame, in frame order, measured by OCR actors."""
+    """(OCRResult | None, error | None) per frame, in frame order, measured by OCR actors.
+    ``engines`` receives each replica's ``(detector engine, graph digest)``."""
     if frames.empty:
         return []
     args = (reader_args[0], reader_args[1], placement.num_gpus > 0 or reader_args[2], *reader_args[3:])
@@ -386,6 +394,10 @@ def ocr_on_ray(
             max_ratio,
         ):
             out += part
+        if engines is not None:
+            import ray
+
+            engines.update(ray.get([a.engine.remote() for a in pool]))
     return out
 
 

@@ -270,6 +270,7 @@ def _backfill(data_dir: Path, user_net: Path, **detector) -> dict[str, pd.DataFr
         },
     )
     assert res.success
+    [mat] = [m for m in res.asset_materializations_for_node("text_ratio") if "detector_engine" in m.metadata][:1]
     store = TableStore(data_dir)
     out = {
         t: store.read(t, parts=BATCHES)
@@ -284,6 +285,7 @@ def _backfill(data_dir: Path, user_net: Path, **detector) -> dict[str, pd.DataFr
         .sort_values(["stage", "item_id"])
         .reset_index(drop=True)
     )
+    out["detector_engine"] = mat.metadata["detector_engine"].value
     return out
 
 
@@ -303,6 +305,11 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
 
     media_where = dict(ray_stages.LAST_PLACEMENT)
     ray_stages.POOLS_STARTED.clear()
+
+    def no_driver_reader(self):
+        raise AssertionError("the driver built an OCR detect reader although Ray replicas measure the frames")
+
+    monkeypatch.setattr(OCRResource, "detect_reader", no_driver_reader)
     t0 = time.perf_counter()
     on_ray = _backfill(
         _corpus(tmp_path / "ray", photos),
@@ -315,6 +322,8 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
     print(f"ray backfill: {time.perf_counter() - t0:.1f}s")
     assert len(local["detections"]) > 0 and set(local["detections"]["batch"]) == set(BATCHES)
     assert len(local["text_ratio"]) == 2 * len(photos)
+    # the metadata names what ran the detector: here the in-process reader, there the replicas
+    assert local["detector_engine"] == on_ray["detector_engine"] == "onnx"
     for t in TABLES:
         a, b = local[t], on_ray[t]
         if t == "person_indicators":
