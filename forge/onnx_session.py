@@ -80,8 +80,9 @@ def quantize_int8(
     from running it on ``inputs`` (min/max), weights int8 per output channel, activations uint8.
 
     ``reduce_range`` (7-bit weights): x86 int8 kernels without VNNI can saturate 8-bit products,
-    so results would depend on the CPU's instruction set; with 7-bit weights they never do. ``keep_fp32(conv_node_names)`` names convolutions left in fp32 (the layers whose
-    rounding moves the outputs most). Runs ONNX Runtime's calibration (seconds per input);
+    so results would depend on the CPU's instruction set; with 7-bit weights they never do.
+    ``keep_fp32(conv_node_names)`` names convolutions left in fp32 (the layers whose rounding
+    moves the outputs most). Runs ONNX Runtime's calibration (seconds per input);
     working files go to a private temporary directory, removed afterwards."""
     import onnx
     from onnxruntime.quantization import (

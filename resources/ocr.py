@@ -10,7 +10,7 @@ from pydantic import PrivateAttr
 
 from forge.media.ocr import OCRResult, ocr_frame
 from forge.media.ocr_reader import build_reader
-from forge.media.text_detector import detector_engine_of
+from forge.media.text_detector import detector_identity
 
 
 class OCRResource(dg.ConfigurableResource):
@@ -55,19 +55,20 @@ class OCRResource(dg.ConfigurableResource):
         """``(engine, graph digest)`` of the Ray replicas that measured frames for this resource."""
         self._remote_engines |= engines
 
+    def _detector_runs(self) -> set[tuple[str, str]]:
+        """``(engine, graph digest)`` of every reader that ran the detector: here and on Ray replicas."""
+        runs = set(self._remote_engines)
+        if self._detect_reader is not None:
+            runs.add(detector_identity(self._detect_reader))
+        return runs
+
     def detector_engine_used(self) -> str | None:
         """What ran the text detector, here or on Ray replicas (None: no frame needed it)."""
-        used = {e for e, _ in self._remote_engines}
-        if self._detect_reader is not None:
-            used.add(detector_engine_of(self._detect_reader))
-        return ", ".join(sorted(used)) or None
+        return ", ".join(sorted({e for e, _ in self._detector_runs()})) or None
 
     def detector_graph_sha256(self) -> str | None:
-        """sha256 of the ONNX graph(s) that ran the detector ("" entries: torch); None if none ran."""
-        digests = {d for _, d in self._remote_engines}
-        if self._detect_reader is not None:
-            digests.add(getattr(self._detect_reader.detector, "sha256", ""))
-        return ", ".join(sorted(d for d in digests if d)) or None
+        """sha256 of the ONNX graph(s) that ran the detector (torch has none); None if none ran."""
+        return ", ".join(sorted({d for _, d in self._detector_runs() if d})) or None
 
     def read(self, rgb: np.ndarray) -> OCRResult:
         return ocr_frame(self.reader(), rgb, max_side=self.max_side)

@@ -50,7 +50,8 @@ def build_reader(languages: tuple[str, ...], model_dir: str, gpu: bool, detector
     Building one loads ~100 MB of weights (seconds); several resource instances in one
     process (tests, the in-process executor) share it. ``detector_engine`` (forge/media/
     text_detector.py): ``torch`` = the library's reader; ``onnx`` = the same reader with its
-    text detector run by ONNX Runtime (recogniser shared); ``auto`` = onnx on CPU.
+    text detector run by ONNX Runtime (recogniser shared); ``onnx-int8`` = the same, int8 (opt-in);
+    ``auto`` = onnx on CPU.
     """
     engine = resolve_detector_engine(detector_engine, gpu)
     folder = resolve_model_dir(model_dir)  # sha256 of every file, once per call

@@ -129,3 +129,8 @@ def with_detector_engine(reader: Any, engine: str, fallback: bool = False) -> An
 
 def detector_engine_of(reader: Any) -> str:
     return getattr(getattr(reader, "detector", None), "engine", "torch")
+
+
+def detector_identity(reader: Any) -> tuple[str, str]:
+    """``(engine, sha256 of the ONNX graph it runs)`` of a reader's detector ("" for torch)."""
+    return detector_engine_of(reader), getattr(getattr(reader, "detector", None), "sha256", "")

@@ -339,9 +339,9 @@ class OCRWorker:
 
     def engine(self) -> tuple[str, str]:
         """What runs this replica's text detector, and the digest of its ONNX graph ("" for torch)."""
-        from forge.media.text_detector import detector_engine_of
+        from forge.media.text_detector import detector_identity
 
-        return detector_engine_of(self.reader), getattr(self.reader.detector, "sha256", "")
+        return detector_identity(self.reader)
 
     def run(
         self, frames: pd.DataFrame, data_dir: str, max_side: int, batch: int, recognise: str, max_ratio: float

@@ -153,6 +153,7 @@ def test_int8_detector_is_quantised_and_stays_within_its_stated_tolerance(ocr_re
     q = res.detect_reader()
     assert detector_engine_of(q) == "onnx-int8" and res.detector_engine_used() == "onnx-int8"
     assert len(q.detector.sha256) == 64  # the graph's digest, for the asset metadata
+    assert res.detector_graph_sha256() == q.detector.sha256
     assert q.recognizer is torch_reader.recognizer and detector_engine_of(torch_reader) == "torch"
     inputs = calibration_inputs(torch_reader)
     assert len(inputs) == 8 and all(x.ndim == 4 and x.shape[2] % 32 == 0 and x.shape[3] % 32 == 0 for x in inputs)
