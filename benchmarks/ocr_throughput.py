@@ -79,6 +79,12 @@ def main() -> None:
         help="the stage's detector engine(s) besides torch: auto (default), onnx, onnx-int8; repeatable",
     )
     ap.add_argument("--repeat", type=int, default=1, help="rounds of the paths, interleaved; best of each")
+    ap.add_argument(
+        "--detect-workers",
+        type=int,
+        action="append",
+        help="chunks in flight in the stage (default: auto, 4 on CUDA, 1 on CPU); repeatable to compare",
+    )
     a = ap.parse_args()
     import torch
 
@@ -128,14 +134,14 @@ def main() -> None:
             "library readtext loop (detect+recognise)": lambda: [
                 ocr_frame(reader, load_rgb(p), a.max_side) for _, p in paths
             ],
-            "stage, detector only, batched, torch": lambda: [
-                m.result for m in measure_frames(reader, paths, a.max_side, batch_size=a.batch)
-            ],
         }
-        for engine, rd in fast.items():
-            if engine != "torch":
-                runs[f"stage, detector only, batched, {engine}"] = lambda rd=rd: [
-                    m.result for m in measure_frames(rd, paths, a.max_side, batch_size=a.batch)
+        workers = a.detect_workers or [None]
+        # the torch engine is the library's reader itself
+        for engine, rd in [("torch", reader)] + [(e, r) for e, r in fast.items() if e != "torch"]:
+            for w in workers:
+                label = f"stage, detector only, batched, {engine}" + ("" if w is None else f", {w} in flight")
+                runs[label] = lambda rd=rd, w=w: [
+                    m.result for m in measure_frames(rd, paths, a.max_side, batch_size=a.batch, detect_workers=w)
                 ]
         best: dict[str, tuple[float, StageMonitor]] = {}
         outputs: dict[str, list] = {}
@@ -154,7 +160,7 @@ def main() -> None:
     )
     base = next(iter(best.values()))[0]
     for label, (secs, m) in best.items():
-        print(f"{label:44s}: {n / secs:6.2f} images/s ({secs:.1f}s, x{base / secs:.2f}); {m.summary()}")
+        print(f"{label:58s}: {n / secs:6.2f} images/s ({secs:.1f}s, x{base / secs:.2f}); {m.summary()}")
     ref = outputs["library readtext loop (detect+recognise)"]
     for label, got in outputs.items():
         if label.startswith("stage"):

@@ -129,13 +129,22 @@ def _decode(path: Any, max_side: int) -> tuple[np.ndarray, np.ndarray, float]:
     return rgb, small, scale
 
 
+GPU_DETECT_WORKERS = 4  # chunks in flight on a CUDA reader (docs/performance.md: OCR on GPU)
+
+
+def auto_detect_workers(reader: Any) -> int:
+    """Chunks to run at once: ``GPU_DETECT_WORKERS`` when the reader's detector is on CUDA, else 1."""
+    return GPU_DETECT_WORKERS if str(getattr(reader, "device", "cpu")).startswith("cuda") else 1
+
+
 def measure_frames(
     reader: Any,
     items: Iterable[tuple[K, Any]],
     max_side: int,
     batch_size: int = 8,
     needs_text: Callable[[K, OCRResult], bool] | None = None,
-    decode_workers: int = 2,
+    decode_workers: int | None = None,
+    detect_workers: int | None = None,
     **detect_kwargs: Any,
 ) -> Iterator[Measured[K]]:
     """Text ratio of each ``(key, image path)``, in input order.
@@ -145,19 +154,32 @@ def measure_frames(
     of one video share it) and each group goes through the detector ``batch_size`` at a time.
     ``needs_text(key, ratio_only_result)`` picks the frames that are then recognised; the others
     keep ``text = ""``. A frame that cannot be decoded or measured comes back with ``error``.
+
+    ``detect_workers`` > 1 runs that many chunks through ``reader.detect`` at once, in threads:
+    on a GPU the library's per-image CPU work around the forward pass (resize, normalise, box
+    extraction; ~12 ms per 960 px frame) otherwise leaves the device idle. Each chunk's result
+    is the same as when run alone; on the CPU keep 1 (the detector already uses every core).
+    ``None``: ``auto_detect_workers(reader)``; ``decode_workers`` ``None``: as many as that, at
+    least 2.
     """
     batch_size = max(1, batch_size)
-    window = 4 * batch_size
-    with ThreadPoolExecutor(max(1, decode_workers), thread_name_prefix="ocr-decode") as pool:
+    workers = max(1, auto_detect_workers(reader) if detect_workers is None else detect_workers)
+    decode_workers = max(2, workers) if decode_workers is None else decode_workers
+    window = max(4, 2 * workers) * batch_size
+    with (
+        ThreadPoolExecutor(max(1, decode_workers), thread_name_prefix="ocr-decode") as pool,
+        ThreadPoolExecutor(workers, thread_name_prefix="ocr-detect") as detect_pool,
+    ):
+        run = detect_pool.map if workers > 1 else map
         pending: list[tuple[K, Any]] = []
         it = iter(items)
         for key, path in it:
             pending.append((key, pool.submit(_decode, path, max_side)))
             if len(pending) >= window:
-                yield from _measure_window(reader, pending, max_side, batch_size, needs_text, detect_kwargs)
+                yield from _measure_window(reader, pending, max_side, batch_size, needs_text, detect_kwargs, run)
                 pending = []
         if pending:
-            yield from _measure_window(reader, pending, max_side, batch_size, needs_text, detect_kwargs)
+            yield from _measure_window(reader, pending, max_side, batch_size, needs_text, detect_kwargs, run)
 
 
 def _measure_window(
@@ -167,6 +189,7 @@ def _measure_window(
     batch_size: int,
     needs_text: Callable[[K, OCRResult], bool] | None,
     detect_kwargs: dict,
+    run: Callable = map,
 ) -> Iterator[Measured[K]]:
     decoded: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
     out: dict[int, Measured[K]] = {}
@@ -178,29 +201,33 @@ def _measure_window(
     groups: dict[tuple, list[int]] = {}
     for i, (_, small, _) in decoded.items():
         groups.setdefault(small.shape, []).append(i)
-    for idx in groups.values():
-        for j in range(0, len(idx), batch_size):
-            chunk = idx[j : j + batch_size]
+    chunks = [idx[j : j + batch_size] for idx in groups.values() for j in range(0, len(idx), batch_size)]
+
+    def measure(chunk: list[int]) -> dict[int, Measured[K]]:
+        try:
+            dets = detect_batch(
+                reader,
+                [decoded[i][1] for i in chunk],
+                [decoded[i][2] for i in chunk],
+                [(decoded[i][0].shape[1], decoded[i][0].shape[0]) for i in chunk],
+                **detect_kwargs,
+            )
+        except Exception as exc:  # noqa: BLE001 - the whole chunk failed: record each frame
+            return {i: Measured(pending[i][0], None, exc) for i in chunk}
+        done: dict[int, Measured[K]] = {}
+        for i, det in zip(chunk, dets):
+            key, (rgb, small, _) = pending[i][0], decoded[i]
             try:
-                dets = detect_batch(
-                    reader,
-                    [decoded[i][1] for i in chunk],
-                    [decoded[i][2] for i in chunk],
-                    [(decoded[i][0].shape[1], decoded[i][0].shape[0]) for i in chunk],
-                    **detect_kwargs,
-                )
-            except Exception as exc:  # noqa: BLE001 - the whole chunk failed: record each frame
-                out.update({i: Measured(pending[i][0], None, exc) for i in chunk})
-                continue
-            for i, det in zip(chunk, dets):
-                key, (rgb, small, _) = pending[i][0], decoded[i]
-                try:
-                    res = ratio_result(det, small.shape[1], small.shape[0])
-                    if res.n_boxes and needs_text is not None and needs_text(key, res):
-                        res = recognise(reader, rgb, det, max_side)
-                    out[i] = Measured(key, res)
-                except Exception as exc:  # noqa: BLE001
-                    out[i] = Measured(key, None, exc)
+                res = ratio_result(det, small.shape[1], small.shape[0])
+                if res.n_boxes and needs_text is not None and needs_text(key, res):
+                    res = recognise(reader, rgb, det, max_side)
+                done[i] = Measured(key, res)
+            except Exception as exc:  # noqa: BLE001
+                done[i] = Measured(key, None, exc)
+        return done
+
+    for done in run(measure, chunks):
+        out.update(done)
     for i in range(len(pending)):
         yield out[i]
 

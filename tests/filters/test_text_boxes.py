@@ -69,6 +69,41 @@ def test_recognition_only_for_frames_that_need_text(ocr_resource, media):
     assert broken.result is None and broken.error is not None  # recorded, the others proceed
 
 
+@pytest.mark.slow
+def test_chunks_in_flight_give_the_same_results_in_order(ocr_resource, media, tmp_path):
+    """detect_workers > 1 (the GPU default) runs chunks concurrently: same results, same order,
+    a broken frame still recorded, recognition still only where asked."""
+    from forge.media.text_boxes import auto_detect_workers
+
+    reader = ocr_resource.reader()
+    for k in range(4):  # four same-sized renders: two chunks of two in one shape group
+        text_render((f"LINE {k}", "MORE WORDS")).save(tmp_path / f"r{k}.png")
+    paths = [media["text_heavy"], *(tmp_path / f"r{k}.png" for k in range(4)), media["truncated"], media["hopper"]]
+    items = [(str(p), p) for p in paths]
+    wanted = str(tmp_path / "r1.png")
+
+    def run(workers):
+        return list(
+            measure_frames(
+                reader, items, MAX_SIDE, batch_size=2, detect_workers=workers, needs_text=lambda k, r: k == wanted
+            )
+        )
+
+    one, three = run(1), run(3)
+    assert [m.key for m in three] == [str(p) for p in paths]
+    for a, b in zip(one, three):
+        assert (a.result is None) == (b.result is None)
+        if a.result is not None:
+            assert (b.result.ratio, b.result.n_boxes, b.result.text) == (
+                a.result.ratio,
+                a.result.n_boxes,
+                a.result.text,
+            )
+    assert three[5].result is None and three[5].error is not None  # the truncated file
+    assert "LINE 1" in three[2].result.text.upper() and three[1].result.text == ""
+    assert auto_detect_workers(reader) == 1  # CPU reader: one chunk at a time
+
+
 def test_detector_engine_choice():
     from forge.media.text_detector import resolve_detector_engine
 
