@@ -4,6 +4,10 @@ the same path on the CPU with the network run by ONNX Runtime).
 Ultralytics' ``predict`` letterboxes each image with OpenCV on the CPU, runs NMS image by image
 and builds a ``Results`` object per image; on a GPU that starves the model. Here, per batch:
 
+0. with ``device_decode`` (default on CUDA), plain JPEGs arrive as bytes and are decoded on the
+   device in one batched call (nvjpeg; ``torchvision.io.decode_jpeg``), at full size, then
+   resized straight to the letterbox as the library's OpenCV resize does; other files, and any
+   JPEG the device decoder refuses, take the CPU decoder (``forge.vision.images``);
 1. decoded uint8 frames are uploaded as they are (4x smaller than float) and letterboxed on the
    device: bilinear resize (``F.interpolate``), grey 114 padding, BGR order kept out (frames are
    RGB already), ``/255``, fp16 on CUDA; the geometry is Ultralytics' ``LetterBox`` (same ratio,
@@ -32,11 +36,16 @@ import numpy as np
 
 from forge.onnx_session import OnnxModule
 from forge.vision.detector import Detection, YoloDetector, parse_boxes
-from forge.vision.images import LoadedImage
+from forge.vision.images import DeviceImage, EncodedJPEG, LoadedImage, LoadError, load_image
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 PAD_VALUE = 114 / 255  # Ultralytics' letterbox grey
+Frame = LoadedImage | DeviceImage
+
+
+def _hw(im: Frame) -> tuple[int, int]:
+    return im.hw if isinstance(im, DeviceImage) else im.rgb.shape[:2]
 
 
 def letterbox_geometry(
@@ -57,7 +66,13 @@ def letterbox_geometry(
 class TensorDetector:
     """Batched YOLO on tensors. Wraps a loaded ``YoloDetector`` (same weights, names, thresholds)."""
 
-    def __init__(self, base: YoloDetector, prefetch_batches: bool = True, runtime: str = "torch") -> None:
+    def __init__(
+        self,
+        base: YoloDetector,
+        prefetch_batches: bool = True,
+        runtime: str = "torch",
+        device_decode: bool | None = None,
+    ) -> None:
         import torch
 
         self.base = base
@@ -83,6 +98,10 @@ class TensorDetector:
         else:
             raise ValueError(f"runtime must be torch or onnx, not {runtime!r}")
         self.engine = "onnx" if runtime == "onnx" else "tensor"
+        # JPEG bytes decoded on the model's device (nvjpeg on CUDA); None = on CUDA only
+        self.device_decode = (self.dev.type == "cuda") if device_decode is None else bool(device_decode)
+        if self.device_decode and runtime != "torch":
+            raise ValueError("device_decode needs the torch runtime (the frames become device tensors)")
         self._lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:  # spec, names, device, half, imgsz, batch_size, ...
@@ -90,20 +109,52 @@ class TensorDetector:
 
     # -- 1. image path on the device -----------------------------------------------------------
 
-    def preprocess(self, images: Sequence[LoadedImage]) -> tuple[Any, list[tuple[float, int, int]]]:
+    def decode(self, images: Sequence[LoadedImage | EncodedJPEG]) -> list[Frame | LoadError]:
+        """``EncodedJPEG`` entries decoded on the device, in one batched call; the rest as they are.
+        A JPEG the device decoder refuses goes through ``load_image`` (which may reject it)."""
+        todo = [i for i, im in enumerate(images) if isinstance(im, EncodedJPEG)]
+        out: list[Frame | LoadError] = list(images)  # type: ignore[arg-type]
+        if not todo:
+            return out
+        from torchvision.io import ImageReadMode, decode_jpeg
+
+        torch = self.torch
+        datas = [torch.frombuffer(bytearray(images[i].data), dtype=torch.uint8) for i in todo]
+        try:
+            decoded: list[Any] = decode_jpeg(datas, mode=ImageReadMode.RGB, device=self.dev)
+        except RuntimeError:  # one bad file fails the batch: decode one by one
+            decoded = []
+            for data in datas:
+                try:
+                    decoded.append(decode_jpeg(data, mode=ImageReadMode.RGB, device=self.dev))
+                except RuntimeError:
+                    decoded.append(None)
+        for i, t in zip(todo, decoded):
+            enc: EncodedJPEG = images[i]  # type: ignore[assignment]
+            if t is None or tuple(t.shape[1:]) != (enc.orig_height, enc.orig_width):
+                out[i] = load_image(enc.path, max_side=self.base.imgsz)
+            else:
+                out[i] = DeviceImage(t, enc.orig_width, enc.orig_height, enc.mode)
+        return out
+
+    def preprocess(self, images: Sequence[Frame]) -> tuple[Any, list[tuple[float, int, int]]]:
         """Batch tensor (N, 3, H, W) on the device plus, per image, (gain, pad_left, pad_top)."""
         import torch.nn.functional as F
 
         torch = self.torch
-        rect = len({im.rgb.shape for im in images}) == 1
+        rect = len({_hw(im) for im in images}) == 1
         out, meta = [], []
         for im in images:
-            h, w = im.rgb.shape[:2]
+            h, w = _hw(im)
             nh, nw, top, bottom, left, right, _ = letterbox_geometry(h, w, self.base.imgsz, self.stride, rect)
-            x = torch.from_numpy(np.require(im.rgb, np.uint8, ["C", "W"]))
-            if self.dev.type == "cuda":
-                x = x.pin_memory().to(self.dev, non_blocking=True)
-            x = x.permute(2, 0, 1).unsqueeze(0).to(self.dtype if self.dev.type == "cuda" else torch.float32)
+            if isinstance(im, DeviceImage):
+                x = im.tensor.unsqueeze(0)
+            else:
+                x = torch.from_numpy(np.require(im.rgb, np.uint8, ["C", "W"]))
+                if self.dev.type == "cuda":
+                    x = x.pin_memory().to(self.dev, non_blocking=True)
+                x = x.permute(2, 0, 1).unsqueeze(0)
+            x = x.to(self.dtype if self.dev.type == "cuda" else torch.float32)
             if (nh, nw) != (h, w):
                 x = F.interpolate(x, size=(nh, nw), mode="bilinear", align_corners=False, antialias=False)
                 x = x.round_().clamp_(0, 255)  # the library resizes uint8 images: keep integer levels
@@ -113,16 +164,14 @@ class TensorDetector:
         batch = torch.cat(out, 0)
         H, W = batch.shape[2:]
         for im in images:  # back-mapping exactly as the library's scale_boxes derives it
-            h, w = im.rgb.shape[:2]
+            h, w = _hw(im)
             gain = min(H / h, W / w)
             meta.append((gain, round((W - w * gain) / 2 - 0.1), round((H - h * gain) / 2 - 0.1)))
         return batch, meta
 
     # -- 2.-4. forward, batched NMS, one transfer ------------------------------------------------
 
-    def infer(
-        self, batch: Any, meta: list[tuple[float, int, int]], images: Sequence[LoadedImage]
-    ) -> list[list[Detection]]:
+    def infer(self, batch: Any, meta: list[tuple[float, int, int]], images: Sequence[Frame]) -> list[list[Detection]]:
         import torchvision
 
         torch, b = self.torch, self.base
@@ -154,9 +203,7 @@ class TensorDetector:
             m = torch.as_tensor(meta, dtype=torch.float32, device=boxes.device)[img_idx]  # ratio, left, top
             boxes = boxes - torch.stack((m[:, 1], m[:, 2], m[:, 1], m[:, 2]), 1)
             boxes = boxes / m[:, :1]
-            dims = torch.as_tensor(
-                [[im.rgb.shape[1], im.rgb.shape[0]] for im in images], dtype=torch.float32, device=boxes.device
-            )[img_idx]
+            dims = torch.as_tensor([_hw(im)[::-1] for im in images], dtype=torch.float32, device=boxes.device)[img_idx]
             boxes = torch.minimum(boxes.clamp(min=0), torch.cat((dims, dims), 1))
             scale = torch.as_tensor([im.scale for im in images], dtype=torch.float32, device=boxes.device)[img_idx]
             boxes = boxes * scale[:, None]
@@ -169,33 +216,44 @@ class TensorDetector:
             )
         return out
 
-    def detect(self, images: Sequence[LoadedImage]) -> list[list[Detection]]:
-        """Same contract as ``YoloDetector.detect``: boxes on the ORIGINAL pixel grid."""
-        out: list[list[Detection]] = []
+    def _run(self, images: Sequence[Frame | LoadError], prepared: Any) -> list[list[Detection] | LoadError]:
+        """Detections per image; a ``LoadError`` (a JPEG neither decoder could read) stays in its slot."""
+        good = [im for im in images if not isinstance(im, LoadError)]
+        dets = iter(self.infer(*prepared, good) if good else [])
+        return [im if isinstance(im, LoadError) else next(dets) for im in images]
+
+    def _prepare(self, images: Sequence[LoadedImage | EncodedJPEG]) -> tuple[list[Frame | LoadError], Any]:
+        frames = self.decode(images)
+        good = [im for im in frames if not isinstance(im, LoadError)]
+        return frames, (self.preprocess(good) if good else None)
+
+    def detect(self, images: Sequence[LoadedImage | EncodedJPEG]) -> list[list[Detection] | LoadError]:
+        """Same contract as ``YoloDetector.detect``: boxes on the ORIGINAL pixel grid. (Only an
+        ``EncodedJPEG`` input can come back as a ``LoadError``.)"""
+        out: list[list[Detection] | LoadError] = []
         for i in range(0, len(images), self.base.batch_size):
-            chunk = images[i : i + self.base.batch_size]
-            out += self.infer(*self.preprocess(chunk), chunk)
+            out += self._run(*self._prepare(images[i : i + self.base.batch_size]))
         return out
 
     def detect_stream(
-        self, chunks: Iterable[tuple[T, Sequence[LoadedImage]]]
-    ) -> Iterator[tuple[T, list[list[Detection]]]]:
-        """``(tag, images)`` in, ``(tag, detections)`` out, in order; batch i+1 is uploaded and
-        letterboxed in a thread while batch i runs through the network."""
+        self, chunks: Iterable[tuple[T, Sequence[LoadedImage | EncodedJPEG]]]
+    ) -> Iterator[tuple[T, list[list[Detection] | LoadError]]]:
+        """``(tag, images)`` in, ``(tag, detections)`` out, in order; batch i+1 is decoded (on the
+        device), uploaded and letterboxed in a thread while batch i runs through the network."""
 
-        def prep(item: tuple[T, Sequence[LoadedImage]]):
+        def prep(item: tuple[T, Sequence[LoadedImage | EncodedJPEG]]):
             tag, ims = item
-            return tag, ims, (self.preprocess(ims) if ims else None)
+            return tag, (self._prepare(ims) if ims else None)
 
         it = iter(chunks)
         with ThreadPoolExecutor(1, thread_name_prefix="detect-prefetch") as pool:
             nxt = next(it, None)
             fut = pool.submit(prep, nxt) if nxt is not None else None
             while fut is not None:
-                tag, ims, prepared = fut.result()
+                tag, prepared = fut.result()
                 nxt = next(it, None)
                 fut = pool.submit(prep, nxt) if (nxt is not None and self.prefetch_batches) else None
-                dets = self.infer(*prepared, ims) if prepared is not None else []
+                dets = self._run(*prepared) if prepared is not None else []
                 yield tag, dets
                 if nxt is not None and fut is None:  # prefetch off: prepare inline
                     fut = pool.submit(prep, nxt)

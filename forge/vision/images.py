@@ -8,12 +8,13 @@ Every frame is turned into an RGB ``uint8`` array whose longest side is at most
 
 from __future__ import annotations
 
+import io
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -41,6 +42,37 @@ class LoadedImage:
     def bgr(self) -> np.ndarray:
         # Ultralytics treats numpy input as OpenCV BGR.
         return np.ascontiguousarray(self.rgb[:, :, ::-1])
+
+
+@dataclass(frozen=True)
+class EncodedJPEG:
+    """A baseline-checked JPEG's bytes, to be decoded on the model's device (nvjpeg) in batches.
+
+    Only files the device decoder reproduces exactly are handed over (``read_for_device``):
+    complete (end-of-image marker present), RGB or greyscale, upright (no EXIF rotation); the
+    rest take the CPU path. ``path`` lets a failed device decode fall back to ``load_image``.
+    """
+
+    data: bytes
+    path: Path
+    orig_width: int
+    orig_height: int
+    mode: str
+
+
+@dataclass(frozen=True)
+class DeviceImage:
+    """An RGB frame decoded on the model's device: ``tensor`` (3, H, W) uint8, full size."""
+
+    tensor: Any
+    orig_width: int
+    orig_height: int
+    mode: str
+    scale: float = 1.0
+
+    @property
+    def hw(self) -> tuple[int, int]:
+        return int(self.tensor.shape[1]), int(self.tensor.shape[2])
 
 
 @dataclass(frozen=True)
@@ -92,6 +124,36 @@ def load_image(
     return LoadedImage(rgb=rgb, orig_width=w, orig_height=h, scale=w / rgb.shape[1], mode=mode)
 
 
+def read_for_device(
+    path: str | Path,
+    max_side: int = DEFAULT_MAX_SIDE,
+    min_side: int = DEFAULT_MIN_SIDE,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+) -> LoadedImage | EncodedJPEG | LoadError:
+    """The file's bytes for the device decoder when it is a plain JPEG, else ``load_image``.
+
+    Size limits are checked from the header alone, as ``load_image`` checks them.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+        if data[:2] == b"\xff\xd8" and data.rstrip(b"\x00").endswith(b"\xff\xd9"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                with Image.open(io.BytesIO(data)) as im:  # header only: no pixels decoded
+                    w, h, mode = im.width, im.height, im.mode
+                    orientation = im.getexif().get(0x0112, 1)
+            if w < min_side or h < min_side:
+                return LoadError("too_small", "", f"{w}x{h} < {min_side}px")
+            if w * h > max_pixels:
+                return LoadError("too_large", "", f"{w}x{h} = {w * h} px > {max_pixels}")
+            if mode in ("RGB", "L") and orientation == 1:
+                return EncodedJPEG(data, path, w, h, mode)
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError):
+        pass  # the CPU path names the reason
+    return load_image(path, max_side=max_side, min_side=min_side, max_pixels=max_pixels)
+
+
 def _to_rgb(im: Image.Image) -> Image.Image:
     if im.mode == "RGB":
         return im
@@ -113,21 +175,23 @@ def _to_rgb(im: Image.Image) -> Image.Image:
 @dataclass(frozen=True)
 class Prefetched(Generic[T]):
     key: T
-    result: LoadedImage | LoadError
+    result: LoadedImage | EncodedJPEG | LoadError
 
 
 def prefetch(
     items: Sequence[tuple[T, str | Path]] | Iterable[tuple[T, str | Path]],
     workers: int = 4,
     ahead: int = 64,
+    loader: Callable[..., object] = load_image,
     **load_kwargs,
 ) -> Iterator[Prefetched[T]]:
-    """Yield ``load_image`` results in input order, decoding up to ``ahead`` frames in advance."""
+    """Yield ``loader`` results (default ``load_image``) in input order, up to ``ahead`` frames
+    in advance."""
     it = iter(items)
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="frame-decode") as pool:
         window: list[tuple[T, object]] = []
         for key, path in it:
-            window.append((key, pool.submit(load_image, path, **load_kwargs)))
+            window.append((key, pool.submit(loader, path, **load_kwargs)))
             if len(window) >= ahead:
                 k, fut = window.pop(0)
                 yield Prefetched(k, fut.result())  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from forge.vision.detector import DETECTION_COLUMNS, YoloDetector, detection_rows
-from forge.vision.images import LoadedImage, LoadError, batched, load_image, prefetch
+from forge.vision.images import EncodedJPEG, LoadedImage, LoadError, batched, load_image, prefetch, read_for_device
 from forge.vision.indicators import Box, annotate
 
 Reject = Callable[[str, str, str, str], None]  # frame_id, reason, error_class, detail
@@ -71,11 +71,14 @@ def run_detection(
     # Resize to the model's input size in the decode threads: Ultralytics would letterbox to
     # imgsz anyway (same aspect), but on the main thread, between GPU batches.
     kwargs = {**opts.load_kwargs(), "max_side": min(opts.max_side, detector.imgsz)}
-    loaded = prefetch(items, workers=opts.workers, ahead=max(opts.ahead, detector.batch_size * 2), **kwargs)
+    # With device decoding (the tensor engine on CUDA) the threads only read plain JPEGs' bytes.
+    loader = read_for_device if getattr(detector, "device_decode", False) else load_image
+    ahead = max(opts.ahead, detector.batch_size * 2)
+    loaded = prefetch(items, workers=opts.workers, ahead=ahead, loader=loader, **kwargs)
 
     def good_chunks():
         for chunk in batched(loaded, detector.batch_size):
-            good: list[tuple[tuple[str, str], LoadedImage]] = []
+            good: list[tuple[tuple[str, str], LoadedImage | EncodedJPEG]] = []
             for p in chunk:
                 if isinstance(p.result, LoadError):
                     reject(p.key[0], p.result.reason, p.result.error_class, p.result.detail)
@@ -92,8 +95,12 @@ def run_detection(
     tm = time.perf_counter()
     for (good, n), dets in stream(good_chunks()):
         for ((fid, batch), im), d in zip(good, dets):
+            if isinstance(d, LoadError):  # a JPEG that neither the device nor the CPU could decode
+                reject(fid, d.reason, d.error_class, d.detail)
+                stats.rejected += 1
+                continue
             rows += detection_rows(fid, batch, d, im.orig_width, im.orig_height, detector.spec)
-        stats.processed += len(good)
+            stats.processed += 1
         if progress:
             progress(n)
     stats.model_seconds = time.perf_counter() - tm  # model + waiting on decode (decode is prefetched)
