@@ -83,7 +83,7 @@ def main() -> None:
         "--detect-workers",
         type=int,
         action="append",
-        help="chunks in flight in the stage (default: auto, 4 on CUDA, 1 on CPU); repeatable to compare",
+        help="chunks in flight in the stage (default: auto, up to 8 on CUDA, 1 on CPU); repeatable to compare",
     )
     a = ap.parse_args()
     import torch

@@ -59,6 +59,9 @@ class DetectorResource(dg.ConfigurableResource):
     # "auto": tensor on CUDA, onnx on CPU.
     # Default from config/vision.yaml (detection.engine).
     engine: str = configured_engine()
+    # engine tensor: decode plain JPEGs on the model's device (nvjpeg on CUDA; the CPU decoder for
+    # everything else). None = on CUDA only; False = CPU decode threads always.
+    device_decode: bool | None = None
     # Ray (forge/scale/ray_stages.py): "" = in-process; "ray://head:10001", "host:6379", "auto" or
     # "local". Default: $SUBTEXT_RAY_ADDRESS, else config/vision.yaml scale.ray_address.
     ray_address: str = configured_scale().get("ray_address", "") or ""
@@ -80,6 +83,7 @@ class DetectorResource(dg.ConfigurableResource):
             self.batch_size,
             self.allow_download,
             self.engine,
+            self.device_decode,
         )
 
     def get(self) -> YoloDetector | TensorDetector:
@@ -114,7 +118,7 @@ class DetectorResource(dg.ConfigurableResource):
                         batch_size=self.batch_size,
                         allow_download=self.allow_download,
                     )
-                    det = with_engine(det, self.engine)
+                    det = with_engine(det, self.engine, self.device_decode)
                     _CACHE[self._key()] = det
             self._detector = det
         return self._detector

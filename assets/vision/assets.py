@@ -190,6 +190,8 @@ def detections(
                 "half": bool(model.half),
                 # what ran the network: tensor / onnx (forge/vision/fast_detect.py) or the library's predict
                 "engine": getattr(model, "engine", "ultralytics"),
+                # where JPEGs were decoded: on the model's device (nvjpeg on CUDA) or in CPU threads
+                "decode": "device" if getattr(model, "device_decode", False) else "cpu",
                 "weights_sha256": model.spec.sha256 or "none",
                 "load_seconds": round(model.load_seconds, 3),
             }

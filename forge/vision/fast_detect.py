@@ -262,15 +262,16 @@ class TensorDetector:
 ENGINES = ("auto", "tensor", "onnx", "ultralytics")
 
 
-def with_engine(det: YoloDetector, engine: str) -> YoloDetector | TensorDetector:
+def with_engine(det: YoloDetector, engine: str, device_decode: bool | None = None) -> YoloDetector | TensorDetector:
     """``tensor`` wraps the loaded model; ``onnx`` = the same path with the network run by ONNX
     Runtime (CPU; forge/onnx_session.py); ``ultralytics`` keeps the library's predict; ``auto`` =
-    tensor on CUDA, onnx on CPU (where each measured fastest: docs/performance.md)."""
+    tensor on CUDA, onnx on CPU (where each measured fastest: docs/performance.md).
+    ``device_decode``: the tensor engine's (None = on CUDA)."""
     if engine not in ENGINES:
         raise ValueError(f"detector engine must be one of {ENGINES}, not {engine!r}")
     if engine == "auto":
         if str(det.device).startswith("cuda"):
-            return TensorDetector(det)
+            return TensorDetector(det, device_decode=device_decode)
         try:
             return TensorDetector(det, runtime="onnx")
         except Exception as exc:  # noqa: BLE001 - e.g. a network the exporter cannot trace: keep going
@@ -282,4 +283,6 @@ def with_engine(det: YoloDetector, engine: str) -> YoloDetector | TensorDetector
             return det
     if engine == "ultralytics":
         return det
-    return TensorDetector(det, runtime="onnx" if engine == "onnx" else "torch")
+    if engine == "onnx":
+        return TensorDetector(det, runtime="onnx")
+    return TensorDetector(det, device_decode=device_decode)

@@ -107,7 +107,12 @@ def data_dir(tmp_path, photos):
     return store.data_dir
 
 
-def test_vision_group_materializes(data_dir):
+@pytest.mark.parametrize(
+    "engine_kwargs",
+    [{}, {"engine": "tensor", "device_decode": True}],
+    ids=["default-engine", "tensor-device-decode"],  # the GPU decode path, with torchvision's CPU decoder
+)
+def test_vision_group_materializes(data_dir, engine_kwargs):
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", [BATCH])
     assets = list(vision_defs.assets)
@@ -117,11 +122,15 @@ def test_vision_group_materializes(data_dir):
         partition_key=BATCH,
         resources={
             "storage": StorageResource(data_dir=str(data_dir)),
-            "detector": DetectorResource(weights="yolo11n.yaml", conf=1e-5, imgsz=320, batch_size=4, decode_workers=2),
+            "detector": DetectorResource(
+                weights="yolo11n.yaml", conf=1e-5, imgsz=320, batch_size=4, decode_workers=2, **engine_kwargs
+            ),
             "tagger": TaggerResource(backend="yolo"),
         },
     )
     assert res.success
+    [mat] = [m for m in res.asset_materializations_for_node("detections") if "decode" in m.metadata]
+    assert mat.metadata["decode"].value == ("device" if engine_kwargs else "cpu")
     checks = res.get_asset_check_evaluations()
     assert len(checks) == 5 and all(c.passed for c in checks), [
         (c.check_name, c.metadata) for c in checks if not c.passed
