@@ -26,6 +26,9 @@ DEFAULT_MIN_SIDE = 8
 # Hard ceiling on declared pixels: above it we refuse to decode (a 60000x60000 PNG would need
 # 10 GB). PIL's own bomb guard warns at 89 MP and raises at 179 MP; we decide ourselves.
 DEFAULT_MAX_PIXELS = 400_000_000
+# Above this the device decoder is not used: a full-size decode on the GPU costs 3 bytes a pixel
+# per frame of a batch (an 8K frame is 33 MP, ~100 MB); larger JPEGs take the CPU's draft decode.
+DEVICE_DECODE_MAX_PIXELS = 40_000_000
 
 
 @dataclass(frozen=True)
@@ -129,8 +132,10 @@ def read_for_device(
     max_side: int = DEFAULT_MAX_SIDE,
     min_side: int = DEFAULT_MIN_SIDE,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    device_max_pixels: int = DEVICE_DECODE_MAX_PIXELS,
 ) -> LoadedImage | EncodedJPEG | LoadError:
-    """The file's bytes for the device decoder when it is a plain JPEG, else ``load_image``.
+    """The file's bytes for the device decoder when it is a plain JPEG of at most
+    ``device_max_pixels``, else ``load_image`` (which decodes huge JPEGs at a reduced scale).
 
     Size limits are checked from the header alone, as ``load_image`` checks them.
     """
@@ -147,7 +152,7 @@ def read_for_device(
                 return LoadError("too_small", "", f"{w}x{h} < {min_side}px")
             if w * h > max_pixels:
                 return LoadError("too_large", "", f"{w}x{h} = {w * h} px > {max_pixels}")
-            if mode in ("RGB", "L") and orientation == 1:
+            if mode in ("RGB", "L") and orientation == 1 and w * h <= device_max_pixels:
                 return EncodedJPEG(data, path, w, h, mode)
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError):
         pass  # the CPU path names the reason
