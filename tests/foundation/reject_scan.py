@@ -77,6 +77,7 @@ FORWARDED: dict[tuple[str, str], list[str] | str] = {
     ("assets/releases/factory.py", "r.reason"): FORWARDS,  # ParsedRelease.reject
     ("assets/vision/assets.py", "r"): FORWARDS,  # vision pipeline results
     ("forge/vision/pipeline.py", "p.result.reason"): FORWARDS,
+    ("forge/vision/pipeline.py", "d.reason"): FORWARDS,  # a LoadError from the device decoder's CPU fallback
     ("forge/media/batch.py", "r.reason"): FORWARDS,  # SourceReject
     ("forge/media/batch.py", "res.reason"): FORWARDS,  # Rejected
     ("forge/media/batch.py", "exc.reason"): FORWARDS,  # ImageReject
