@@ -102,6 +102,14 @@ class TensorDetector:
         self.device_decode = (self.dev.type == "cuda") if device_decode is None else bool(device_decode)
         if self.device_decode and runtime != "torch":
             raise ValueError("device_decode needs the torch runtime (the frames become device tensors)")
+        if self.device_decode:
+            try:  # torchvision's image decoders are deprecated (0.29+) in favour of TorchCodec
+                from torchvision.io import decode_jpeg  # noqa: F401
+            except ImportError as exc:
+                if device_decode:  # asked for by name: no silent substitute
+                    raise ImportError(f"device_decode needs torchvision.io.decode_jpeg: {exc}") from exc
+                log.warning("device_decode: torchvision.io.decode_jpeg unavailable (%s); CPU decode threads", exc)
+                self.device_decode = False
         self._lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:  # spec, names, device, half, imgsz, batch_size, ...

@@ -125,6 +125,15 @@ def test_engine_choice_by_device(seeded_detector):
         with_engine(seeded_detector, "tensorrt")
 
 
+def test_device_decode_by_name_needs_torchvisions_decoder(seeded_detector, monkeypatch):
+    import torchvision.io
+
+    monkeypatch.delattr(torchvision.io, "decode_jpeg")  # a torchvision that dropped its decoders
+    with pytest.raises(ImportError, match="decode_jpeg"):
+        TensorDetector(seeded_detector, device_decode=True)
+    assert TensorDetector(seeded_detector).device_decode is False  # CPU default: decode threads
+
+
 def test_auto_falls_back_to_the_library_when_onnx_cannot_run(seeded_detector, monkeypatch, caplog):
     import forge.vision.fast_detect as fd
 
