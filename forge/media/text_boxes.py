@@ -15,7 +15,6 @@ threshold can rarely flip (tests/filters/test_text_boxes.py states the tolerance
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -130,14 +129,19 @@ def _decode(path: Any, max_side: int) -> tuple[np.ndarray, np.ndarray, float]:
     return rgb, small, scale
 
 
-# Chunks in flight on a CUDA reader: on an H200 with 16 cores, 1 / 4 / 8 gave 43 / 84 / 103
-# images/s (docs/performance.md, OCR on GPU); half the cores, at most 8, at least 2.
-GPU_DETECT_WORKERS = min(8, max(2, (os.cpu_count() or 4) // 2))
+# Most chunks in flight on a CUDA reader: on an H200 with 16 cores, 1 / 4 / 8 gave 43 / 84 / 103
+# images/s (docs/performance.md, OCR on GPU).
+GPU_DETECT_WORKERS = 8
 
 
 def auto_detect_workers(reader: Any) -> int:
-    """Chunks to run at once: ``GPU_DETECT_WORKERS`` when the reader's detector is on CUDA, else 1."""
-    return GPU_DETECT_WORKERS if str(getattr(reader, "device", "cpu")).startswith("cuda") else 1
+    """Chunks to run at once: 1 on the CPU; on CUDA half the CPUs this process was given (a Ray
+    actor: its ``num_cpus``, via ``OMP_NUM_THREADS``), at least 2, at most ``GPU_DETECT_WORKERS``."""
+    if not str(getattr(reader, "device", "cpu")).startswith("cuda"):
+        return 1
+    from forge.media.frames import frame_workers
+
+    return min(GPU_DETECT_WORKERS, max(2, frame_workers() // 2))
 
 
 def measure_frames(

@@ -104,6 +104,18 @@ def test_chunks_in_flight_give_the_same_results_in_order(ocr_resource, media, tm
     assert auto_detect_workers(reader) == 1  # CPU reader: one chunk at a time
 
 
+def test_chunks_in_flight_follow_the_cpus_given_on_cuda(monkeypatch):
+    from types import SimpleNamespace
+
+    from forge.media.text_boxes import auto_detect_workers
+
+    cuda, cpu = SimpleNamespace(device="cuda"), SimpleNamespace(device="cpu")
+    for given, want in [("16", 8), ("32", 8), ("6", 3), ("1", 2)]:  # a Ray actor sets OMP_NUM_THREADS
+        monkeypatch.setenv("OMP_NUM_THREADS", given)
+        assert auto_detect_workers(cuda) == want
+        assert auto_detect_workers(cpu) == 1
+
+
 def test_detector_engine_choice():
     from forge.media.text_detector import resolve_detector_engine
 
