@@ -49,11 +49,11 @@ class LoadedImage:
 
 @dataclass(frozen=True)
 class EncodedJPEG:
-    """A baseline-checked JPEG's bytes, to be decoded on the model's device (nvjpeg) in batches.
+    """A JPEG's bytes, to be decoded on the model's device (nvjpeg on CUDA) in batches.
 
-    Only files the device decoder reproduces exactly are handed over (``read_for_device``):
-    complete (end-of-image marker present), RGB or greyscale, upright (no EXIF rotation); the
-    rest take the CPU path. ``path`` lets a failed device decode fall back to ``load_image``.
+    ``read_for_device`` hands over only complete files (end-of-image marker present), RGB or
+    greyscale, upright (no EXIF rotation); the rest take the CPU path. ``path`` lets a failed
+    device decode fall back to ``load_image``.
     """
 
     data: bytes
@@ -134,10 +134,9 @@ def read_for_device(
     max_pixels: int = DEFAULT_MAX_PIXELS,
     device_max_pixels: int = DEVICE_DECODE_MAX_PIXELS,
 ) -> LoadedImage | EncodedJPEG | LoadError:
-    """The file's bytes for the device decoder when it is a plain JPEG of at most
-    ``device_max_pixels``, else ``load_image`` (which decodes huge JPEGs at a reduced scale).
-
-    Size limits are checked from the header alone, as ``load_image`` checks them.
+    """The file's bytes for the device decoder when it is a plain JPEG (header read only) within
+    the size limits and at most ``device_max_pixels``; anything else goes to ``load_image``, which
+    decodes huge JPEGs at a reduced scale and names the reject reasons.
     """
     path = Path(path)
     try:
@@ -148,11 +147,8 @@ def read_for_device(
                 with Image.open(io.BytesIO(data)) as im:  # header only: no pixels decoded
                     w, h, mode = im.width, im.height, im.mode
                     orientation = im.getexif().get(0x0112, 1)
-            if w < min_side or h < min_side:
-                return LoadError("too_small", "", f"{w}x{h} < {min_side}px")
-            if w * h > max_pixels:
-                return LoadError("too_large", "", f"{w}x{h} = {w * h} px > {max_pixels}")
-            if mode in ("RGB", "L") and orientation == 1 and w * h <= device_max_pixels:
+            fits = min(w, h) >= min_side and w * h <= min(max_pixels, device_max_pixels)
+            if fits and mode in ("RGB", "L") and orientation == 1:
                 return EncodedJPEG(data, path, w, h, mode)
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError):
         pass  # the CPU path names the reason

@@ -235,6 +235,9 @@ def test_device_decode_stage_takes_the_cpu_path_or_rejects_what_it_cannot_decode
     assert isinstance(read_for_device(tmp_path / "coffee.jpg"), EncodedJPEG)
     huge = read_for_device(tmp_path / "coffee.jpg", max_side=320, device_max_pixels=100 * 100)
     assert isinstance(huge, LoadedImage) and max(huge.rgb.shape) == 320  # too big for the device: CPU, scaled
+    for limits, reason in [({"min_side": 10_000}, "too_small"), ({"max_pixels": 100}, "too_large")]:
+        out = read_for_device(tmp_path / "coffee.jpg", **limits)  # the CPU path's reasons
+        assert isinstance(out, LoadError) and out.reason == reason
 
     refused = (tmp_path / "coffee.jpg").read_bytes()
     real_decode = torchvision.io.decode_jpeg
