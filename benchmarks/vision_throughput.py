@@ -56,6 +56,28 @@ def make_frames(n: int, out: Path, unique: int = 96) -> list[Path]:
     return paths
 
 
+def letterbox_ops(fast, paths: list[Path]) -> str:
+    """aten ops the tensor engine dispatches to letterbox one batch: on CUDA each is a kernel
+    launch the host pays while the GPU may wait (counted on any device; same code)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from forge.vision.images import load_image, read_for_device
+
+    class Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.n += 1
+            return func(*args, **(kwargs or {}))
+
+    ims = [read_for_device(p) for p in paths] if fast.device_decode else [load_image(p, max_side=640) for p in paths]
+    frames = fast.decode(ims)
+    with Count():
+        fast.preprocess(frames)
+    shapes = len({f.hw if hasattr(f, "hw") else f.rgb.shape for f in frames})
+    return f"letterbox: {Count.n} aten ops for a batch of {len(frames)} frames ({shapes} shapes)"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=48)
@@ -129,6 +151,7 @@ def main() -> None:
             onnx.detect([load_image(paths[0], max_side=args.imgsz)])
 
         loop_paths = paths[: args.loop_n or None]
+        print(letterbox_ops(fast, paths[: det.batch_size]))
 
         def per_image_loop():
             for p in loop_paths:
@@ -151,7 +174,7 @@ def main() -> None:
                 lambda *a: rejects.append(a),
                 DecodeOptions(workers=args.workers, ahead=max(8, det.batch_size * 2)),
             )
-            return df, tags_from_detections(df, "bench")
+            return df, tags_from_detections(df, "bench"), stats.extra.get("phase_seconds", {})
 
         runs = [
             ("library per-image loop (predict(path))", per_image_loop),
@@ -173,16 +196,18 @@ def main() -> None:
                     out = fn()
                 results[name] = out
                 if name not in best or mon.seconds < best[name][0]:
-                    best[name] = (mon.seconds, mon.summary())
+                    best[name] = (mon.seconds, mon.summary(), out[2] if out else {})
         counts = {name: args.n for name, _ in runs} | {runs[0][0]: len(loop_paths)}
         base = counts[runs[0][0]] / best[runs[0][0]][0]  # frames/s of the library's loop
         for name, _ in runs:
-            secs, summary = best[name]
+            secs, summary, phases = best[name]
             fps = counts[name] / secs
             print(
                 f"detection, {name:52s}: {fps:7.2f} frames/s ({counts[name]} in {secs:.2f}s, "
                 f"x{fps / base:.2f} vs loop); {summary}"
             )
+            if phases:  # run_detection's phase_seconds: where the stage's time went
+                print("    phases (s): " + ", ".join(f"{k} {v:.3f}" for k, v in phases.items()))
         print("rows: " + ", ".join(f"{n.split('(')[0].strip()} {len(results[n][0])}" for n, _ in runs[1:]))
         if cuda:
             print(

@@ -29,7 +29,7 @@ from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash
 from forge.vision.detector import DETECTION_COLUMNS
 from forge.vision.evidence import build_evidence
-from forge.vision.pipeline import DecodeOptions, run_detection, run_indicators, run_ram, select_kept
+from forge.vision.pipeline import DecodeOptions, add_phases, run_detection, run_indicators, run_ram, select_kept
 from forge.vision.scenes import RichSceneRule, count_persons, rank_rich_scenes
 from forge.vision.tagger import TAG_COLUMNS, tags_from_detections
 from resources.detector import DetectorResource, default_detector
@@ -127,7 +127,7 @@ def detections(
         opts.load_kwargs(),
     ]
     parts, logs, totals = {}, [], {"frames": 0, "computed": 0, "rejected": 0, "model_s": 0.0, "wall_s": 0.0}
-    model, seen = None, {}
+    model, seen, phases = None, {}, {}
     with step_pools():  # Ray replicas (if any) load once for all partitions of the step
         for batch in partition_keys(context):
             frames = select_kept(store.read_batch("frames", batch), store.read_batch("duplicates", batch))
@@ -171,6 +171,7 @@ def detections(
                 totals["computed"] += len(todo)
                 totals["model_s"] += stats.model_seconds
                 totals["wall_s"] += stats.wall_seconds
+                add_phases(phases, stats.extra.get("phase_seconds", {}))
             parts[batch], totals["frames"] = df, totals["frames"] + len(frames)
             seen[batch] = {"frames_in": len(frames)}
             logs.append(log)
@@ -182,6 +183,8 @@ def detections(
         **reuse_metadata(cache),
         "frames_per_s": round(totals["computed"] / totals["wall_s"], 2) if totals["wall_s"] else 0.0,
         "model_seconds": round(totals["model_s"], 3),
+        # where the time went: decode / letterbox / network / boxes / rows / waiting (run_detection)
+        "phase_seconds": dg.MetadataValue.json(phases),
     }
     if model is not None:
         md.update(

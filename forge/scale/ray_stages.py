@@ -133,7 +133,16 @@ class DetectionWorker:
 
         rejects: list[tuple] = []
         df, stats = run_detection(frames, Path(data_dir), self.det, lambda *a: rejects.append(a), DecodeOptions(**opts))
-        return df, rejects, {"processed": stats.processed, "rejected": stats.rejected, "model_s": stats.model_seconds}
+        return (
+            df,
+            rejects,
+            {
+                "processed": stats.processed,
+                "rejected": stats.rejected,
+                "model_s": stats.model_seconds,
+                "phases": stats.extra.get("phase_seconds", {}),
+            },
+        )
 
 
 # Pools kept for the whole Dagster step (``step_pools``): key -> replicas. None outside a step scope.
@@ -294,7 +303,7 @@ class RemoteDetector:
     def run_remote(self, frames: pd.DataFrame, data_dir: Path, reject, opts, progress=None):
         import time
 
-        from forge.vision.pipeline import StageStats
+        from forge.vision.pipeline import StageStats, add_phases
 
         t0 = time.perf_counter()
         stats = StageStats(frames=len(frames))
@@ -313,6 +322,7 @@ class RemoteDetector:
             stats.processed += st["processed"]
             stats.rejected += st["rejected"]
             stats.model_seconds += st["model_s"]
+            add_phases(stats.extra.setdefault("phase_seconds", {}), st.get("phases", {}))  # summed over replicas
         if progress:
             progress(len(frames))
         stats.wall_seconds = time.perf_counter() - t0

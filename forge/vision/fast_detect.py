@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -39,8 +40,11 @@ from forge.vision.detector import Detection, YoloDetector, parse_boxes
 from forge.vision.images import DeviceImage, EncodedJPEG, LoadedImage, LoadError, load_image
 
 T = TypeVar("T")
+PHASES = ("decode", "letterbox", "network", "boxes")
 log = logging.getLogger(__name__)
 PAD_VALUE = 114 / 255  # Ultralytics' letterbox grey
+# Source pixels letterboxed in one call on CUDA: 32 MP is ~190 MB as fp16 (a 40-MP frame goes alone).
+LETTERBOX_CHUNK_PIXELS = 32_000_000
 Frame = LoadedImage | DeviceImage
 
 
@@ -111,6 +115,14 @@ class TensorDetector:
                 log.warning("device_decode: torchvision.io.decode_jpeg unavailable (%s); CPU decode threads", exc)
                 self.device_decode = False
         self._lock = threading.Lock()
+        # host seconds per phase, summed over calls (decode and letterbox run in the prefetch
+        # thread under ``detect_stream``). CUDA work is asynchronous: a phase includes waiting
+        # for the GPU only where it synchronises (``network`` ends with the copy to the CPU).
+        self.phase_seconds = dict.fromkeys(PHASES, 0.0)
+        # Frames of one shape letterboxed together on CUDA, where each call is a kernel launch;
+        # on the CPU one at a time: a group's float copies outgrow the cache, and the grouped
+        # letterbox measured 1.4-2x slower there (docs/performance.md). 0 = one frame per call.
+        self.letterbox_chunk_pixels = LETTERBOX_CHUNK_PIXELS if self.dev.type == "cuda" else 0
 
     def __getattr__(self, name: str) -> Any:  # spec, names, device, half, imgsz, batch_size, ...
         return getattr(self.__dict__["base"], name)
@@ -124,6 +136,7 @@ class TensorDetector:
         out: list[Frame | LoadError] = list(images)  # type: ignore[arg-type]
         if not todo:
             return out
+        t0 = time.perf_counter()
         from torchvision.io import ImageReadMode, decode_jpeg
 
         torch = self.torch
@@ -143,38 +156,56 @@ class TensorDetector:
                 out[i] = load_image(enc.path, max_side=self.base.imgsz)
             else:
                 out[i] = DeviceImage(t, enc.orig_width, enc.orig_height, enc.mode)
+        self.phase_seconds["decode"] += time.perf_counter() - t0
         return out
 
     def preprocess(self, images: Sequence[Frame]) -> tuple[Any, list[tuple[float, int, int]]]:
-        """Batch tensor (N, 3, H, W) on the device plus, per image, (gain, pad_left, pad_top)."""
+        """Batch tensor (N, 3, H, W) on the device plus, per image, (gain, pad_left, pad_top).
+
+        On CUDA, frames of one shape (a video's) are letterboxed together: one upload, one resize
+        and one pad per group instead of per frame (each call is a kernel launch the host pays
+        while the GPU waits), in chunks of at most ``letterbox_chunk_pixels`` source pixels, so
+        full-size device-decoded frames never need more than one chunk's float copy."""
         import torch.nn.functional as F
 
-        torch = self.torch
-        rect = len({_hw(im) for im in images}) == 1
-        out, meta = [], []
-        for im in images:
-            h, w = _hw(im)
-            nh, nw, top, bottom, left, right, _ = letterbox_geometry(h, w, self.base.imgsz, self.stride, rect)
-            if isinstance(im, DeviceImage):
-                x = im.tensor.unsqueeze(0)
-            else:
-                x = torch.from_numpy(np.require(im.rgb, np.uint8, ["C", "W"]))
-                if self.dev.type == "cuda":
-                    x = x.pin_memory().to(self.dev, non_blocking=True)
-                x = x.permute(2, 0, 1).unsqueeze(0)
-            x = x.to(self.dtype if self.dev.type == "cuda" else torch.float32)
-            if (nh, nw) != (h, w):
-                x = F.interpolate(x, size=(nh, nw), mode="bilinear", align_corners=False, antialias=False)
-                x = x.round_().clamp_(0, 255)  # the library resizes uint8 images: keep integer levels
-            x = x.div_(255)
-            x = F.pad(x, (left, right, top, bottom), value=PAD_VALUE)
-            out.append(x.to(self.dtype))
-        batch = torch.cat(out, 0)
-        H, W = batch.shape[2:]
-        for im in images:  # back-mapping exactly as the library's scale_boxes derives it
-            h, w = _hw(im)
+        torch, t0 = self.torch, time.perf_counter()
+        shapes = [_hw(im) for im in images]
+        rect = len(set(shapes)) == 1
+        geo = [letterbox_geometry(h, w, self.base.imgsz, self.stride, rect) for h, w in shapes]
+        nh, nw, top, bottom, left, right, _ = geo[0]
+        H, W = nh + top + bottom, nw + left + right  # the same for every image (square, or one shape)
+        batch = torch.empty((len(images), 3, H, W), dtype=self.dtype, device=self.dev)
+        groups: dict[tuple[tuple[int, int], bool], list[int]] = {}
+        for i, im in enumerate(images):
+            groups.setdefault((shapes[i], isinstance(im, DeviceImage)), []).append(i)
+        for ((h, w), on_device), idx in groups.items():
+            per = max(1, self.letterbox_chunk_pixels // (h * w))
+            for s in range(0, len(idx), per):
+                part = idx[s : s + per]
+                if on_device:
+                    ts = [images[i].tensor for i in part]  # type: ignore[union-attr]
+                    x = ts[0][None] if len(ts) == 1 else torch.stack(ts)
+                else:
+                    rgbs = [np.require(images[i].rgb, np.uint8, ["C", "W"]) for i in part]  # type: ignore[union-attr]
+                    x = torch.from_numpy(rgbs[0][None] if len(rgbs) == 1 else np.stack(rgbs))
+                    if self.dev.type == "cuda":
+                        x = x.pin_memory().to(self.dev, non_blocking=True)
+                    x = x.permute(0, 3, 1, 2)
+                x = x.to(self.dtype)
+                nh, nw, top, bottom, left, right, _ = geo[part[0]]
+                if (nh, nw) != (h, w):
+                    x = F.interpolate(x, size=(nh, nw), mode="bilinear", align_corners=False, antialias=False)
+                    x = x.round_().clamp_(0, 255)  # the library resizes uint8 images: keep integer levels
+                x = F.pad(x.div_(255), (left, right, top, bottom), value=PAD_VALUE)
+                if part == list(range(part[0], part[-1] + 1)):
+                    batch[part[0] : part[-1] + 1] = x
+                else:
+                    batch[torch.as_tensor(part, device=self.dev)] = x
+        meta = []
+        for h, w in shapes:  # back-mapping exactly as the library's scale_boxes derives it
             gain = min(H / h, W / w)
             meta.append((gain, round((W - w * gain) / 2 - 0.1), round((H - h * gain) / 2 - 0.1)))
+        self.phase_seconds["letterbox"] += time.perf_counter() - t0
         return batch, meta
 
     # -- 2.-4. forward, batched NMS, one transfer ------------------------------------------------
@@ -183,7 +214,12 @@ class TensorDetector:
         import torchvision
 
         torch, b = self.torch, self.base
+        n, t0 = len(images), time.perf_counter()
         with torch.inference_mode():
+            # per image: gain, pad left, pad top, decoded width, height, decoded -> original scale;
+            # one host-to-device copy, queued before the forward pass so it never waits on it
+            info = torch.tensor([(*m, *_hw(im)[::-1], im.scale) for m, im in zip(meta, images)], dtype=torch.float32)
+            info = info.pin_memory().to(self.dev, non_blocking=True) if self.dev.type == "cuda" else info
             pred = self.net(batch)
             pred = pred[0] if isinstance(pred, (list, tuple)) else pred  # (N, 4 + nc, anchors)
             pred = pred.float().transpose(1, 2)  # (N, anchors, 4 + nc)
@@ -198,30 +234,34 @@ class TensorDetector:
             groups = img_idx * pred.shape[-1] + cl  # NMS within (image, class) only
             kept = torchvision.ops.batched_nms(boxes, sc, groups, b.iou)  # sorted by score
             img_idx, boxes, sc, cl = img_idx[kept], boxes[kept], sc[kept], cl[kept]
-            # at most max_det per image, highest scores first (kept is score-sorted)
+            # at most max_det per image, highest scores first (kept is score-sorted); counts by
+            # index_add (bincount would synchronise with the GPU to size its output)
             rank = torch.zeros_like(img_idx)
             if len(img_idx):
                 order = torch.argsort(img_idx, stable=True)
-                counts = torch.bincount(img_idx, minlength=len(images))
+                counts = torch.zeros(n, dtype=img_idx.dtype, device=img_idx.device)
+                counts.index_add_(0, img_idx, torch.ones_like(img_idx))
                 starts = torch.cumsum(counts, 0) - counts
                 rank[order] = torch.arange(len(order), device=rank.device) - starts[img_idx[order]]
             sel = rank < b.max_det
             img_idx, boxes, sc, cl = img_idx[sel], boxes[sel], sc[sel], cl[sel]
             # letterbox -> decoded pixels -> original pixels, still on the device
-            m = torch.as_tensor(meta, dtype=torch.float32, device=boxes.device)[img_idx]  # ratio, left, top
-            boxes = boxes - torch.stack((m[:, 1], m[:, 2], m[:, 1], m[:, 2]), 1)
-            boxes = boxes / m[:, :1]
-            dims = torch.as_tensor([_hw(im)[::-1] for im in images], dtype=torch.float32, device=boxes.device)[img_idx]
-            boxes = torch.minimum(boxes.clamp(min=0), torch.cat((dims, dims), 1))
-            scale = torch.as_tensor([im.scale for im in images], dtype=torch.float32, device=boxes.device)[img_idx]
-            boxes = boxes * scale[:, None]
+            m = info[img_idx]
+            boxes = (boxes - torch.cat((m[:, 1:3], m[:, 1:3]), 1)) / m[:, :1]
+            boxes = torch.minimum(boxes.clamp(min=0), torch.cat((m[:, 3:5], m[:, 3:5]), 1)) * m[:, 5:6]
             packed = torch.cat((img_idx[:, None].float(), boxes, sc[:, None], cl[:, None].float()), 1).cpu().numpy()
+        t1 = time.perf_counter()
+        # rows grouped by image (stable: each image's rows stay score-sorted)
+        packed = packed[np.argsort(packed[:, 0], kind="stable")]
+        ends = np.searchsorted(packed[:, 0], np.arange(n), side="right")
         out: list[list[Detection]] = []
         for i, im in enumerate(images):
-            rows = packed[packed[:, 0] == i]
+            rows = packed[(ends[i - 1] if i else 0) : ends[i]]
             out.append(
                 parse_boxes(rows[:, 1:5], rows[:, 5], rows[:, 6].astype(int), im.orig_width, im.orig_height, b.names)
             )
+        self.phase_seconds["network"] += t1 - t0
+        self.phase_seconds["boxes"] += time.perf_counter() - t1
         return out
 
     def _run(self, images: Sequence[Frame | LoadError], prepared: Any) -> list[list[Detection] | LoadError]:

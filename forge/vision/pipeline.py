@@ -92,8 +92,10 @@ def run_detection(
     stream = getattr(detector, "detect_stream", None) or (
         lambda chunks: (((tag, detector.detect(ims) if ims else [])) for tag, ims in chunks)
     )
-    tm = time.perf_counter()
+    before = dict(getattr(detector, "phase_seconds", {}))
+    tm, rows_s = time.perf_counter(), 0.0
     for (good, n), dets in stream(good_chunks()):
+        tr = time.perf_counter()
         for ((fid, batch), im), d in zip(good, dets):
             if isinstance(d, LoadError):  # a JPEG that neither the device nor the CPU could decode
                 reject(fid, d.reason, d.error_class, d.detail)
@@ -101,11 +103,36 @@ def run_detection(
                 continue
             rows += detection_rows(fid, batch, d, im.orig_width, im.orig_height, detector.spec)
             stats.processed += 1
+        rows_s += time.perf_counter() - tr
         if progress:
             progress(n)
     stats.model_seconds = time.perf_counter() - tm  # model + waiting on decode (decode is prefetched)
     stats.wall_seconds = time.perf_counter() - t0
+    stats.extra["phase_seconds"] = phase_breakdown(
+        before, getattr(detector, "phase_seconds", None), stats.model_seconds, rows_s
+    )
     return pd.DataFrame(rows, columns=DETECTION_COLUMNS), stats
+
+
+def phase_breakdown(
+    before: dict[str, float], after: dict[str, float] | None, main_s: float, rows_s: float
+) -> dict[str, float]:
+    """Where the detection stage's time went, in seconds: the detector's own phases over this
+    call (``forge.vision.fast_detect.PHASES``; decode and letterbox run in its prefetch thread)
+    plus, on the main thread, building ``rows`` and ``waiting`` for the next prepared batch. A
+    large ``waiting`` means preparation (decode, letterbox) bounds the stage, not the network.
+    Without phases (the library's predict) the rest of the main thread is ``model_and_waiting``."""
+    out = {k: round(v - before.get(k, 0.0), 4) for k, v in (after or {}).items()}
+    rest = main_s - rows_s - out.get("network", 0.0) - out.get("boxes", 0.0)
+    out |= {"rows": round(rows_s, 4), ("waiting" if after else "model_and_waiting"): round(max(rest, 0.0), 4)}
+    return out
+
+
+def add_phases(total: dict[str, float], part: dict[str, float]) -> dict[str, float]:
+    """``part``'s phase seconds added into ``total`` (partitions of a run, Ray replicas)."""
+    for k, v in part.items():
+        total[k] = round(total.get(k, 0.0) + v, 4)
+    return total
 
 
 def run_indicators(
@@ -199,4 +226,14 @@ def run_ram(frames: pd.DataFrame, data_dir: Path, tagger, reject: Reject, opts: 
     return pd.DataFrame(rows, columns=TAG_COLUMNS)
 
 
-__all__ = ["DecodeOptions", "StageStats", "select_kept", "run_detection", "run_indicators", "run_ram", "load_image"]
+__all__ = [
+    "DecodeOptions",
+    "StageStats",
+    "select_kept",
+    "run_detection",
+    "phase_breakdown",
+    "add_phases",
+    "run_indicators",
+    "run_ram",
+    "load_image",
+]

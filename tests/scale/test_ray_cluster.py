@@ -286,6 +286,9 @@ def _backfill(data_dir: Path, user_net: Path, **detector) -> dict[str, pd.DataFr
         .reset_index(drop=True)
     )
     out["detector_engine"] = mat.metadata["detector_engine"].value
+    # a run over several batches names the run's numbers run_<key> (assets/common.publish)
+    [det] = [m for m in res.asset_materializations_for_node("detections") if "run_phase_seconds" in m.metadata][:1]
+    out["phase_seconds"] = det.metadata["run_phase_seconds"].value
     return out
 
 
@@ -324,6 +327,8 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
     assert len(local["text_ratio"]) == 2 * len(photos)
     # the metadata names what ran the detector: here the in-process reader, there the replicas
     assert local["detector_engine"] == on_ray["detector_engine"] == "onnx"
+    # where the detection time went, there summed over the replicas' calls
+    assert local["phase_seconds"]["network"] > 0 and on_ray["phase_seconds"]["network"] > 0
     for t in TABLES:
         a, b = local[t], on_ray[t]
         if t == "person_indicators":

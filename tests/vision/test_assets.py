@@ -131,6 +131,8 @@ def test_vision_group_materializes(data_dir, engine_kwargs):
     assert res.success
     [mat] = [m for m in res.asset_materializations_for_node("detections") if "decode" in m.metadata]
     assert mat.metadata["decode"].value == ("device" if engine_kwargs else "cpu")
+    phases = mat.metadata["phase_seconds"].value  # where the stage's time went, for the UI
+    assert phases["rows"] >= 0 and ({"decode", "letterbox", "network"} <= set(phases) if engine_kwargs else True)
     checks = res.get_asset_check_evaluations()
     assert len(checks) == 5 and all(c.passed for c in checks), [
         (c.check_name, c.metadata) for c in checks if not c.passed

@@ -269,3 +269,78 @@ def test_device_decode_stage_takes_the_cpu_path_or_rejects_what_it_cannot_decode
     pd.testing.assert_frame_equal(got, want)
     assert set(got.frame_id) == set(cpu_path)
     assert set(df.frame_id) >= {"bus", "astronaut"}  # decoded by the device decoder
+
+
+def test_grouped_letterbox_equals_one_frame_at_a_time(seeded_detector, photos, tmp_path):
+    """On CUDA frames of one shape are letterboxed together (one resize per group); the batch
+    tensor is the one that letterboxing each frame alone gives, bit for bit, whatever the order of
+    shapes (groups not contiguous in the batch), the chunking of a group, and whether frames come
+    decoded on the CPU or on the device. Same code on the CPU, grouping switched on by its knob."""
+    from forge.vision.fast_detect import LETTERBOX_CHUNK_PIXELS, _hw
+    from forge.vision.images import read_for_device
+
+    jpgs = _jpeg_frames(photos, tmp_path)
+    fast = TensorDetector(seeded_detector, device_decode=True)
+    assert fast.letterbox_chunk_pixels == 0  # CPU default: one frame per call
+    device = fast.decode([read_for_device(p) for p in jpgs.values()])  # full-size, torch tensors
+    cpu = [load_image(p, max_side=640) for p in jpgs.values()]
+    mixed = [cpu[0], device[1], cpu[1], cpu[0], device[1], device[0], cpu[2], cpu[0], cpu[0]]
+    assert len({(_hw(im), type(im)) for im in mixed}) >= 4
+    for frames in (mixed, [cpu[0]] * 3):  # square letterbox; one shape (the stride rectangle)
+        alone, meta_alone = fast.preprocess(frames)
+        for budget in (LETTERBOX_CHUNK_PIXELS, 2 * 640 * 480):  # whole groups; chunks of 2 frames
+            fast.letterbox_chunk_pixels = budget
+            grouped, meta = fast.preprocess(frames)
+            fast.letterbox_chunk_pixels = 0
+            assert grouped.shape == alone.shape and meta == meta_alone
+            assert torch.equal(grouped, alone)
+    mixed_batch, _ = fast.preprocess(mixed)
+    for i, im in enumerate(mixed):  # and each slot of the square batch holds its own frame
+        other = next(o for o in cpu if _hw(o) != _hw(im))
+        one, _ = fast.preprocess([im, other])
+        assert torch.equal(mixed_batch[i], one[0])
+
+
+def test_max_det_keeps_each_frames_best_boxes(seeded_detector, photos):
+    """``max_det`` caps every frame of a batch at its highest-scoring boxes, independently."""
+    ims = [load_image(p, max_side=640) for p in photos.values()]
+    fast = TensorDetector(seeded_detector)
+    full = fast.detect(ims)
+    assert all(len(d) > 5 for d in full)
+    old = seeded_detector.max_det
+    try:
+        seeded_detector.max_det = 5
+        capped = fast.detect(ims)
+    finally:
+        seeded_detector.max_det = old
+    for a, b in zip(full, capped):
+        top = sorted(a, key=lambda d: -d.confidence)[:5]
+        assert sorted((d.class_id, d.confidence) for d in b) == sorted((d.class_id, d.confidence) for d in top)
+
+
+def test_stage_reports_where_its_time_went(seeded_detector, random_detector, photos, tmp_path):
+    """``run_detection`` returns seconds per phase: the tensor engine's own (decode, letterbox,
+    network, boxes) plus rows and waiting on the main thread; the library's predict has no
+    phases of its own, so the rest of its main thread is ``model_and_waiting``."""
+    import pandas as pd
+
+    from forge.vision.pipeline import DecodeOptions, add_phases, run_detection
+
+    jpgs = _jpeg_frames(photos, tmp_path)
+    frames = pd.DataFrame({"frame_id": list(jpgs), "batch": "b0", "path": [p.name for p in jpgs.values()]})
+    fast = TensorDetector(seeded_detector, device_decode=True)
+    _, stats = run_detection(frames, tmp_path, fast, lambda *a: None, DecodeOptions(workers=2))
+    ph = stats.extra["phase_seconds"]
+    assert set(ph) == {"decode", "letterbox", "network", "boxes", "rows", "waiting"}
+    assert ph["decode"] > 0 and ph["letterbox"] > 0 and ph["network"] > 0
+    assert ph["network"] + ph["boxes"] + ph["rows"] <= stats.model_seconds + 1e-3
+    _, again = run_detection(frames, tmp_path, fast, lambda *a: None, DecodeOptions(workers=2))
+    # per call, not running totals: the two calls' phases add up to the detector's totals
+    assert fast.phase_seconds["network"] == pytest.approx(
+        ph["network"] + again.extra["phase_seconds"]["network"], abs=1e-3
+    )
+    assert add_phases(dict(ph), again.extra["phase_seconds"])["network"] == round(
+        ph["network"] + again.extra["phase_seconds"]["network"], 4
+    )
+    _, lib = run_detection(frames, tmp_path, random_detector, lambda *a: None, DecodeOptions(workers=2))
+    assert set(lib.extra["phase_seconds"]) == {"rows", "model_and_waiting"}
