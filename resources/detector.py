@@ -18,7 +18,7 @@ from pydantic import PrivateAttr
 
 from forge.scale.ray_stages import configured_scale
 from forge.vision.detector import YoloDetector
-from forge.vision.fast_detect import TensorDetector, with_engine
+from forge.vision.fast_detect import TensorDetector, expected_setup, with_engine
 from forge.weights import weights_identity
 
 # One model per distinct configuration per process: several assets (and runs, with the
@@ -103,7 +103,7 @@ class DetectorResource(dg.ConfigurableResource):
             placement = RayPlacement(
                 self.ray_address, self.ray_actors, self.ray_num_cpus, self.ray_num_gpus, self.ray_shard_frames
             )
-            self._detector = RemoteDetector(kwargs, self.engine, placement)  # type: ignore[assignment]
+            self._detector = RemoteDetector(kwargs, self.engine, placement, self.device_decode)  # type: ignore[assignment]
         if self._detector is None:
             with _LOCK:
                 det = _CACHE.get(self._key())
@@ -122,6 +122,15 @@ class DetectorResource(dg.ConfigurableResource):
                     _CACHE[self._key()] = det
             self._detector = det
         return self._detector
+
+    def expected_setup(self) -> dict[str, object]:
+        """Engine, device kind, fp16 and decode path this configuration will run, known before
+        any model is loaded (``forge.vision.fast_detect.expected_setup``); on Ray the replicas'
+        (device ``auto`` = CUDA when they are given GPUs)."""
+        device = self.device
+        if self.ray_address and device == "auto":
+            device = "cuda" if self.ray_num_gpus > 0 else "cpu"
+        return expected_setup(self.engine, device, self.half, self.device_decode)
 
     def model_version(self) -> dict[str, object]:
         """What decides the boxes (weights, thresholds, input size): part of the code version of

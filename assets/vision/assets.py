@@ -116,6 +116,7 @@ def detections(
     cache = StageCache.for_store(store) if config.reuse else None
     # boxes of an unchanged image from the same weights and settings are reused (stage_cache.py);
     # the model is loaded only when some frame needs it
+    setup = detector.expected_setup()
     model_key = [
         VERSION,
         detector.weights,
@@ -125,9 +126,12 @@ def detections(
         detector.imgsz,
         detector.half,
         opts.load_kwargs(),
+        # engine, device kind, fp16, decode path: engines agree within rounding, not bit for bit,
+        # so rows are reused only from the setup that runs now (and the metadata names)
+        setup,
     ]
     parts, logs, totals = {}, [], {"frames": 0, "computed": 0, "rejected": 0, "model_s": 0.0, "wall_s": 0.0}
-    model, seen, phases = None, {}, {}
+    model, seen, phases, mismatched = None, {}, {}, None
     with step_pools():  # Ray replicas (if any) load once for all partitions of the step
         for batch in partition_keys(context):
             frames = select_kept(store.read_batch("frames", batch), store.read_batch("duplicates", batch))
@@ -157,7 +161,11 @@ def detections(
                     opts,
                     prog.step,
                 )
-                if cache:
+                produced = stats.extra.get("setup", setup)
+                if produced != setup:  # e.g. auto fell back to the library's predict: not under this key
+                    context.log.warning(f"detections: ran as {produced}, configured as {setup}; rows not cached")
+                    mismatched = produced
+                if cache and produced == setup:
                     cache.put_many(
                         "detections",
                         {
@@ -185,16 +193,20 @@ def detections(
         "model_seconds": round(totals["model_s"], 3),
         # where the time went: decode / letterbox / network / boxes / rows / waiting (run_detection)
         "phase_seconds": dg.MetadataValue.json(phases),
+        # what computes (and keys the reuse of) these rows; setup_ran when it came out otherwise
+        "setup": dg.MetadataValue.json(setup),
+        **({"setup_ran": dg.MetadataValue.json(mismatched)} if mismatched else {}),
     }
+    ran = mismatched or setup  # Ray replicas that resolved unlike setups: {"mixed": [...]}
     if model is not None:
         md.update(
             {
                 "device": model.device,
                 "half": bool(model.half),
                 # what ran the network: tensor / onnx (forge/vision/fast_detect.py) or the library's predict
-                "engine": getattr(model, "engine", "ultralytics"),
+                "engine": ran.get("engine", "mixed"),
                 # where JPEGs were decoded: on the model's device (nvjpeg on CUDA) or in CPU threads
-                "decode": "device" if getattr(model, "device_decode", False) else "cpu",
+                "decode": {True: "device", False: "cpu"}.get(ran.get("device_decode"), "mixed"),
                 "weights_sha256": model.spec.sha256 or "none",
                 "load_seconds": round(model.load_seconds, 3),
             }

@@ -115,12 +115,12 @@ def _init(address: str) -> None:
 class DetectionWorker:
     """One YOLO replica; ``run`` = forge.vision.pipeline.run_detection on a shard."""
 
-    def __init__(self, detector_kwargs: dict, engine: str) -> None:
+    def __init__(self, detector_kwargs: dict, engine: str, device_decode: bool | None = None) -> None:
         keep_to_declared_cpus()
         from forge.vision.detector import YoloDetector
         from forge.vision.fast_detect import with_engine
 
-        self.det = with_engine(YoloDetector(**detector_kwargs), engine)
+        self.det = with_engine(YoloDetector(**detector_kwargs), engine, device_decode)
 
     def where(self) -> tuple[str, int]:
         """(Ray node id, process id) of this replica."""
@@ -141,6 +141,7 @@ class DetectionWorker:
                 "rejected": stats.rejected,
                 "model_s": stats.model_seconds,
                 "phases": stats.extra.get("phase_seconds", {}),
+                "setup": stats.extra.get("setup", {}),
             },
         )
 
@@ -287,10 +288,13 @@ class RemoteDetector:
     """What ``DetectorResource.get()`` returns when detection runs on Ray: same attributes the
     asset reports (spec, device, half, ...), the model itself lives in the actors."""
 
-    def __init__(self, detector_kwargs: dict, engine: str, placement: RayPlacement) -> None:
+    def __init__(
+        self, detector_kwargs: dict, engine: str, placement: RayPlacement, device_decode: bool | None = None
+    ) -> None:
         from forge.vision.detector import resolve_weights
 
         self.kwargs, self.engine, self.placement = detector_kwargs, engine, placement
+        self.device_decode = device_decode
         self.spec = resolve_weights(detector_kwargs["weights"], detector_kwargs.get("allow_download", False))
         self.device = f"ray[{placement.actors}x cpu={placement.num_cpus} gpu={placement.num_gpus}]"
         self.half = (
@@ -311,10 +315,11 @@ class RemoteDetector:
         if frames.empty:
             results = []
         else:
-            with actor_pool(self.placement, DetectionWorker, self.kwargs, self.engine) as pool:
+            with actor_pool(self.placement, DetectionWorker, self.kwargs, self.engine, self.device_decode) as pool:
                 results = map_shards(
                     pool, frames.reset_index(drop=True), self.placement.shard_frames, str(data_dir), asdict(opts)
                 )
+        setups: dict[str, Any] = {}  # replicas on unlike nodes could resolve unlike setups
         for df, rejects, st in results:
             parts.append(df)
             for r in rejects:
@@ -323,6 +328,9 @@ class RemoteDetector:
             stats.rejected += st["rejected"]
             stats.model_seconds += st["model_s"]
             add_phases(stats.extra.setdefault("phase_seconds", {}), st.get("phases", {}))  # summed over replicas
+            setups.setdefault(repr(st.get("setup")), st.get("setup"))
+        if setups:
+            stats.extra["setup"] = next(iter(setups.values())) if len(setups) == 1 else {"mixed": list(setups.values())}
         if progress:
             progress(len(frames))
         stats.wall_seconds = time.perf_counter() - t0

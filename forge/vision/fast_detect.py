@@ -310,6 +310,36 @@ class TensorDetector:
 ENGINES = ("auto", "tensor", "onnx", "ultralytics")
 
 
+def expected_setup(engine: str, device: str, half: bool | None, device_decode: bool | None) -> dict[str, Any]:
+    """What, beyond weights and thresholds, changes a frame's detections, as ``with_engine`` and
+    ``YoloDetector`` will resolve it before any model is loaded: the engine (tensor, onnx and
+    ultralytics agree within interpolation rounding, not bit for bit), the device kind, fp16,
+    and where JPEGs are decoded (device decoding letterboxes from full size). Part of the
+    detections cache key, so reused rows come from the setup the asset's metadata names."""
+    from forge.vision.detector import pick_device
+
+    kind = pick_device(device).split(":")[0]
+    if engine == "auto":
+        engine = "tensor" if kind == "cuda" else "onnx"
+    return {
+        "engine": engine,
+        "device": kind,
+        "fp16": kind == "cuda" and (half is None or bool(half)),
+        "device_decode": engine == "tensor" and (kind == "cuda" if device_decode is None else bool(device_decode)),
+    }
+
+
+def actual_setup(model: Any) -> dict[str, Any]:
+    """``expected_setup``'s fields read off a loaded detector (``YoloDetector`` or ``TensorDetector``)."""
+    kind = str(model.device).split(":")[0]
+    return {
+        "engine": getattr(model, "engine", "ultralytics"),
+        "device": kind,
+        "fp16": kind == "cuda" and bool(model.half),
+        "device_decode": bool(getattr(model, "device_decode", False)),
+    }
+
+
 def with_engine(det: YoloDetector, engine: str, device_decode: bool | None = None) -> YoloDetector | TensorDetector:
     """``tensor`` wraps the loaded model; ``onnx`` = the same path with the network run by ONNX
     Runtime (CPU; forge/onnx_session.py); ``ultralytics`` keeps the library's predict; ``auto`` =

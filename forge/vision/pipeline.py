@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from forge.vision.detector import DETECTION_COLUMNS, YoloDetector, detection_rows
+from forge.vision.fast_detect import actual_setup
 from forge.vision.images import EncodedJPEG, LoadedImage, LoadError, batched, load_image, prefetch, read_for_device
 from forge.vision.indicators import Box, annotate
 
@@ -111,6 +112,7 @@ def run_detection(
     stats.extra["phase_seconds"] = phase_breakdown(
         before, getattr(detector, "phase_seconds", None), stats.model_seconds, rows_s
     )
+    stats.extra["setup"] = actual_setup(detector)  # what produced these rows (engine, device, ...)
     return pd.DataFrame(rows, columns=DETECTION_COLUMNS), stats
 
 

@@ -53,3 +53,16 @@ def test_ray_work_keeps_opencv_to_the_cpus_it_declared(monkeypatch):
             assert keep_to_declared_cpus() is None and cv2.getNumThreads() == before
     finally:
         cv2.setNumThreads(before)
+
+
+def test_detection_setup_on_ray_follows_the_replicas_gpus():
+    """The detections cache key names the replicas' setup: device ``auto`` on Ray is CUDA only
+    when the replicas are given GPUs, whatever the driver has; an explicit device stays."""
+    from resources.detector import DetectorResource
+
+    gpu = DetectorResource(engine="auto", ray_address="ray://head:10001", ray_num_gpus=1).expected_setup()
+    assert gpu == {"engine": "tensor", "device": "cuda", "fp16": True, "device_decode": True}
+    cpu = DetectorResource(engine="auto", ray_address="ray://head:10001", ray_num_gpus=0).expected_setup()
+    assert cpu == {"engine": "onnx", "device": "cpu", "fp16": False, "device_decode": False}
+    pinned = DetectorResource(engine="tensor", device="cpu", ray_address="local", ray_num_gpus=1)
+    assert pinned.expected_setup()["device"] == "cpu"

@@ -289,6 +289,8 @@ def _backfill(data_dir: Path, user_net: Path, **detector) -> dict[str, pd.DataFr
     # a run over several batches names the run's numbers run_<key> (assets/common.publish)
     [det] = [m for m in res.asset_materializations_for_node("detections") if "run_phase_seconds" in m.metadata][:1]
     out["phase_seconds"] = det.metadata["run_phase_seconds"].value
+    out["setup"] = det.metadata["run_setup"].value  # what the rows came from, and keys their reuse
+    assert "run_setup_ran" not in det.metadata  # the replicas ran the setup the driver expected
     return out
 
 
@@ -329,6 +331,9 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
     assert local["detector_engine"] == on_ray["detector_engine"] == "onnx"
     # where the detection time went, there summed over the replicas' calls
     assert local["phase_seconds"]["network"] > 0 and on_ray["phase_seconds"]["network"] > 0
+    assert (
+        local["setup"] == on_ray["setup"] == {"engine": "onnx", "device": "cpu", "fp16": False, "device_decode": False}
+    )
     for t in TABLES:
         a, b = local[t], on_ray[t]
         if t == "person_indicators":

@@ -179,3 +179,52 @@ def test_vision_group_materializes(data_dir, engine_kwargs):
     # The DuckDB catalog sees the new tables.
     with open_catalog(data_dir) as con:
         assert con.execute("select count(*) from evidence").fetchone()[0] == len(ev)
+
+
+def test_detections_reuse_only_rows_of_the_setup_that_runs(data_dir, monkeypatch):
+    """Detection engines agree within rounding, not bit for bit, so cached rows are keyed by the
+    setup (engine, device kind, fp16, decode path): another engine recomputes, the same engine
+    again reuses; an ``auto`` engine that falls back at load time (ONNX export fails) says what
+    ran (``setup_ran``) and caches nothing under ``auto``'s key."""
+    import resources.detector as rd
+    from assets.vision.assets import detections
+
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", [BATCH])
+
+    def run(**engine):
+        res = dg.materialize(
+            [detections],
+            instance=instance,
+            partition_key=BATCH,
+            resources={
+                "storage": StorageResource(data_dir=str(data_dir)),
+                "detector": DetectorResource(
+                    weights="yolo11n.yaml", conf=1e-5, imgsz=320, batch_size=4, decode_workers=2, **engine
+                ),
+            },
+        )
+        assert res.success
+        md = res.get_asset_materialization_events()[0].materialization.metadata
+        return md["reused"].value, md["computed"].value, md
+
+    reused, computed, md = run(engine="ultralytics")
+    assert reused == 0 and computed > 0 and md["setup"].value["engine"] == "ultralytics"
+    again = run(engine="ultralytics")
+    assert again[0] > 0  # the same setup: reused
+    r, c, md = run(engine="tensor")
+    assert (r, c) == (0, computed)  # another engine: nothing reused
+    assert md["setup"].value == {"engine": "tensor", "device": "cpu", "fp16": False, "device_decode": False}
+    assert md["engine"].value == "tensor" and "setup_ran" not in md
+    assert run(engine="tensor")[:2] == again[:2]
+
+    def no_onnx(*a, **k):
+        raise RuntimeError("exporter cannot trace (simulated)")
+
+    monkeypatch.setattr(rd, "_CACHE", {})  # a fresh load, not a model built by another test
+    monkeypatch.setattr("forge.vision.fast_detect.OnnxModule", no_onnx)
+    for _ in range(2):  # nothing cached under auto's key: computed both times
+        r, c, md = run(engine="auto")
+        assert (r, c) == (0, computed)
+        assert md["setup"].value["engine"] == "onnx" and md["setup_ran"].value["engine"] == "ultralytics"
+        assert md["engine"].value == "ultralytics"

@@ -344,3 +344,32 @@ def test_stage_reports_where_its_time_went(seeded_detector, random_detector, pho
     )
     _, lib = run_detection(frames, tmp_path, random_detector, lambda *a: None, DecodeOptions(workers=2))
     assert set(lib.extra["phase_seconds"]) == {"rows", "model_and_waiting"}
+
+
+@pytest.mark.parametrize("engine", ["auto", "tensor", "onnx", "ultralytics"])
+@pytest.mark.parametrize("device_decode", [None, True, False])
+def test_expected_setup_is_what_with_engine_builds(seeded_detector, engine, device_decode):
+    """The setup the cache key names before loading is the one the loaded detector reports."""
+    from forge.vision.fast_detect import actual_setup, expected_setup, with_engine
+
+    if engine == "onnx" and device_decode:
+        pytest.skip("onnx cannot decode on the device (refused by name: test_engine_choice_by_device)")
+    built = with_engine(seeded_detector, engine, device_decode)
+    assert expected_setup(engine, "cpu", None, device_decode) == actual_setup(built)
+
+
+def test_expected_setup_on_cuda_without_a_gpu():
+    from forge.vision.fast_detect import expected_setup
+
+    assert expected_setup("auto", "cuda:1", None, None) == {
+        "engine": "tensor",
+        "device": "cuda",
+        "fp16": True,
+        "device_decode": True,
+    }
+    assert expected_setup("ultralytics", "cuda", False, True) == {
+        "engine": "ultralytics",
+        "device": "cuda",
+        "fp16": False,
+        "device_decode": False,
+    }
