@@ -365,14 +365,29 @@ def kept_frames(store: TableStore, batch: str) -> pd.DataFrame:
     return frames[frames["frame_id"].isin(set(kept["frame_id"]))].sort_values("frame_id").reset_index(drop=True)
 
 
+def ocr_runs_on_cuda(ocr: OCRResource, method: str) -> bool:
+    """Whether this stage's OCR will run on a GPU: the Ray replicas when they are given GPUs
+    (detect path), else this process when the resource asks for one and torch sees one."""
+    placement = configured_placement("text_ratio")
+    if method == "detect" and placement.enabled:
+        return placement.num_gpus > 0
+    import torch
+
+    return bool(ocr.use_gpu()) and torch.cuda.is_available()
+
+
 def ocr_cache_parts(ocr: OCRResource, method: str, weights_digest: str) -> list:
     """What an OCR result's cache key is made of (plus the frame's bytes). The exact detector
     engines (torch, onnx, auto) give the same boxes and share entries; ``onnx-int8`` does not
-    (its boxes may differ slightly), so its results never serve the others, nor theirs it."""
+    (its boxes may differ slightly), so its results never serve the others, nor theirs it.
+    Results computed on a GPU (cuDNN convolutions, TF32 by default: not shown equal to the
+    CPU's) are kept apart from the CPU's too; CPU keys are unchanged by that."""
     parts = [OCR_VERSION, list(ocr.languages), ocr.max_side, method, weights_digest]
     engine = getattr(ocr, "detector_engine", "auto")
     if method == "detect" and engine not in (*EXACT_ENGINES, "auto"):
         parts.append(engine)
+    if hasattr(ocr, "use_gpu") and ocr_runs_on_cuda(ocr, method):
+        parts.append("cuda")
     return parts
 
 

@@ -254,6 +254,30 @@ def test_int8_results_are_cached_apart_from_the_exact_engines():
     assert parts("onnx-int8", "readtext") == parts("auto", "readtext")  # readtext is the library's either way
 
 
+def test_gpu_results_are_cached_apart_from_the_cpus(monkeypatch):
+    """OCR on CUDA (cuDNN, TF32) is not shown equal to the CPU's: its results get keys of their
+    own, here (a GPU torch sees) and on Ray (replicas given GPUs); CPU keys stay as they were."""
+    import torch
+
+    from assets.ingest.filters import ocr_cache_parts
+    from forge.scale.ray_stages import RayPlacement
+    from resources.ocr import OCRResource
+
+    monkeypatch.delenv("SUBTEXT_RAY_ADDRESS", raising=False)
+    cpu = ocr_cache_parts(OCRResource(gpu=False), "detect", "w")
+    assert "cuda" not in cpu
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert ocr_cache_parts(OCRResource(gpu=False), "detect", "w") == cpu  # asked for the CPU
+    on_gpu = ocr_cache_parts(OCRResource(gpu=None), "detect", "w")
+    assert on_gpu == [*cpu, "cuda"] and ocr_cache_parts(OCRResource(gpu=True), "readtext", "w")[-1] == "cuda"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the driver has none; replicas do
+    ray = {"text_ratio": RayPlacement("ray://head:10001", actors=2, num_gpus=1)}
+    monkeypatch.setattr("assets.ingest.filters.configured_placement", lambda stage: ray.get(stage, RayPlacement()))
+    assert ocr_cache_parts(OCRResource(gpu=False), "detect", "w") == on_gpu
+    ray["text_ratio"] = RayPlacement("ray://head:10001", actors=2, num_gpus=0)
+    assert ocr_cache_parts(OCRResource(gpu=None), "detect", "w") == cpu
+
+
 def test_the_detector_engine_comes_from_the_environment_for_cli_builds():
     import os
     import subprocess
