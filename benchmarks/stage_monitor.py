@@ -1,5 +1,5 @@
-"""Samples taken while a benchmarked stage runs: GPU utilisation (pynvml, else nvidia-smi),
-this process's resident memory, and CUDA's peak allocation.
+"""Samples taken while a benchmarked stage runs: GPU utilisation (pynvml, else nvidia-smi; the
+SMs' and the hardware JPEG engines'), this process's resident memory, and CUDA's peak allocation.
 
     with StageMonitor() as m:
         run_stage()
@@ -21,8 +21,13 @@ def _rss_bytes() -> int:
 
 
 class _Gpu:
+    """``utilization.gpu`` is the share of time some kernel ran on the SMs. JPEGs decoded on the
+    device run on A100/H100/H200's hardware JPEG engines (torchvision uses nvjpeg's hardware
+    backend there), which that figure leaves out, so their utilisation is sampled as well
+    (``None`` where the GPU or driver has no such engine)."""
+
     def __init__(self) -> None:
-        self.handle, self.exe = None, None
+        self.handle, self.exe, self.jpeg = None, None, True
         try:
             import pynvml
 
@@ -31,18 +36,31 @@ class _Gpu:
         except Exception:  # noqa: BLE001 - no NVML (no GPU, no driver): fall back to nvidia-smi
             self.exe = shutil.which("nvidia-smi")
 
-    def util(self) -> int | None:
+    def sample(self) -> tuple[int | None, int | None]:
+        """(SM utilisation %, JPEG engine utilisation %)."""
         if self.handle is not None:
-            return int(self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
+            gpu, jpg = int(self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu), None
+            if self.jpeg:
+                try:
+                    jpg = int(self.nvml.nvmlDeviceGetJpgUtilization(self.handle)[0])
+                except Exception:  # noqa: BLE001 - no JPEG engine / older NVML: SM figure only
+                    self.jpeg = False
+            return gpu, jpg
         if self.exe:
-            out = subprocess.run(
-                [self.exe, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+            fields = "utilization.gpu,utilization.jpeg" if self.jpeg else "utilization.gpu"
+            res = subprocess.run(
+                [self.exe, f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
                 capture_output=True,
                 text=True,
                 timeout=5,
-            ).stdout.split()
-            return int(out[0]) if out else None
-        return None
+            )
+            if res.returncode != 0 and self.jpeg:  # a driver that does not know utilization.jpeg
+                self.jpeg = False
+                return self.sample()
+            line = res.stdout.strip().splitlines()[0] if res.stdout.strip() else ""
+            vals = [int(v) if v.strip().isdigit() else None for v in line.split(",")] if line else []
+            return (vals[0] if vals else None), (vals[1] if len(vals) > 1 else None)
+        return None, None
 
 
 class StageMonitor:
@@ -50,7 +68,7 @@ class StageMonitor:
         import torch
 
         self.cuda = torch.cuda.is_available()
-        self.every, self.util, self.rss = every, [], []
+        self.every, self.util, self.jpeg, self.rss = every, [], [], []
         self._stop = threading.Event()
         self._gpu = _Gpu() if self.cuda else None
         self.cuda_peak = 0
@@ -61,9 +79,11 @@ class StageMonitor:
             self.rss.append(_rss_bytes())
             if self._gpu is not None:
                 try:
-                    u = self._gpu.util()
+                    u, j = self._gpu.sample()
                     if u is not None:
                         self.util.append(u)
+                    if j is not None:
+                        self.jpeg.append(j)
                 except Exception:  # noqa: BLE001 - sampling is best effort; the benchmark still prints
                     self._gpu = None
             time.sleep(self.every)
@@ -98,4 +118,6 @@ class StageMonitor:
                 if self.util
                 else "GPU util: no pynvml / nvidia-smi"
             )
+            if self.jpeg:
+                parts.append(f"JPEG engines util mean {sum(self.jpeg) / len(self.jpeg):.0f}% max {max(self.jpeg)}%")
         return ", ".join(parts)

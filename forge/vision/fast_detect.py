@@ -29,6 +29,7 @@ import copy
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -140,7 +141,10 @@ class TensorDetector:
         from torchvision.io import ImageReadMode, decode_jpeg
 
         torch = self.torch
-        datas = [torch.frombuffer(bytearray(images[i].data), dtype=torch.uint8) for i in todo]
+        with warnings.catch_warnings():  # read-only views: the decoders only read the bytes
+            warnings.filterwarnings("ignore", message="The given buffer is not writable")
+            # no copy: copying each file into a bytearray held the GIL 3-60 ms a batch (docs/performance.md)
+            datas = [torch.frombuffer(images[i].data, dtype=torch.uint8) for i in todo]  # type: ignore[union-attr]
         try:
             decoded: list[Any] = decode_jpeg(datas, mode=ImageReadMode.RGB, device=self.dev)
         except RuntimeError:  # one bad file fails the batch: decode one by one
