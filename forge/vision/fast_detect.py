@@ -18,8 +18,9 @@ and builds a ``Results`` object per image; on a GPU that starves the model. Here
 4. boxes mapped back to the decoded and then the original pixels on the device, and moved to the
    CPU once per batch.
 
-``detect_stream`` prepares batch i+1 (host to device copy and letterbox) in a thread while
-batch i runs; decoding itself is already prefetched by ``forge.vision.images.prefetch``.
+``detect_stream`` pipelines three threads: batch i+2 is decoded (device decode; the host waits
+on the JPEG engines) while batch i+1 is uploaded and letterboxed and batch i runs; files are
+read (and, without device decode, decoded) ahead by ``forge.vision.images.prefetch``.
 Outputs match the library's within interpolation rounding (tests/vision/test_fast_detect.py).
 """
 
@@ -30,8 +31,9 @@ import logging
 import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import numpy as np
@@ -290,25 +292,44 @@ class TensorDetector:
     def detect_stream(
         self, chunks: Iterable[tuple[T, Sequence[LoadedImage | EncodedJPEG]]]
     ) -> Iterator[tuple[T, list[list[Detection] | LoadError]]]:
-        """``(tag, images)`` in, ``(tag, detections)`` out, in order; batch i+1 is decoded (on the
-        device), uploaded and letterboxed in a thread while batch i runs through the network."""
-
-        def prep(item: tuple[T, Sequence[LoadedImage | EncodedJPEG]]):
-            tag, ims = item
-            return tag, (self._prepare(ims) if ims else None)
-
+        """``(tag, images)`` in, ``(tag, detections)`` out, in order. Three stages overlap, each in
+        its own thread: batch i+2 is decoded (on the device: the JPEG engines, host waiting on
+        them) while batch i+1 is letterboxed and batch i runs through the network; with
+        ``prefetch_batches`` off, one batch at a time."""
+        ahead = 2 if self.prefetch_batches else 0
         it = iter(chunks)
-        with ThreadPoolExecutor(1, thread_name_prefix="detect-prefetch") as pool:
-            nxt = next(it, None)
-            fut = pool.submit(prep, nxt) if nxt is not None else None
-            while fut is not None:
-                tag, prepared = fut.result()
-                nxt = next(it, None)
-                fut = pool.submit(prep, nxt) if (nxt is not None and self.prefetch_batches) else None
+        with (
+            ThreadPoolExecutor(1, thread_name_prefix="detect-decode") as decoding,
+            ThreadPoolExecutor(1, thread_name_prefix="detect-letterbox") as letterboxing,
+        ):
+
+            def submit(item: tuple[T, Sequence[LoadedImage | EncodedJPEG]]):
+                tag, ims = item
+                if not ims:
+                    return tag, None
+                decoded = decoding.submit(self.decode, ims)  # single-thread pools: FIFO, in order
+                return tag, letterboxing.submit(self._letterbox, decoded)
+
+            pending: deque = deque()
+
+            def refill(n: int) -> None:
+                while len(pending) < n and (nxt := next(it, None)) is not None:
+                    pending.append(submit(nxt))
+
+            refill(ahead + 1)
+            while pending:
+                tag, fut = pending.popleft()
+                prepared = fut.result() if fut is not None else None
+                refill(ahead)  # the next batches prepare while this one runs
                 dets = self._run(*prepared) if prepared is not None else []
                 yield tag, dets
-                if nxt is not None and fut is None:  # prefetch off: prepare inline
-                    fut = pool.submit(prep, nxt)
+                if not ahead:
+                    refill(1)  # prefetch off: the next batch is prepared only now
+
+    def _letterbox(self, decoded: Future) -> tuple[list[Frame | LoadError], Any]:
+        frames = decoded.result()
+        good = [im for im in frames if not isinstance(im, LoadError)]
+        return frames, (self.preprocess(good) if good else None)
 
 
 ENGINES = ("auto", "tensor", "onnx", "ultralytics")

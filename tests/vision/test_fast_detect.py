@@ -373,3 +373,35 @@ def test_expected_setup_on_cuda_without_a_gpu():
         "fp16": False,
         "device_decode": False,
     }
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_stream_pipeline_order_and_bounded_lookahead(seeded_detector, photos, prefetch):
+    """decode -> letterbox -> network run in three threads; results come back in input order,
+    equal to one batch at a time, and at most two batches are prepared ahead of the one in the
+    network (one with ``prefetch_batches`` off): decoded full-size frames hold device memory."""
+    ims = [load_image(p, max_side=640) for p in photos.values()]
+    chunks = [(k, [ims[k % 3], ims[(k + 1) % 3]] if k % 4 != 2 else []) for k in range(9)]
+    fast = TensorDetector(seeded_detector, prefetch_batches=prefetch)
+    decoded, ran = [], []
+    real_decode, real_run = fast.decode, fast._run
+
+    def decode(images):
+        decoded.append(len(ran))  # batches through the network when this one started decoding
+        return real_decode(images)
+
+    def run(*a):
+        ran.append(len(decoded))
+        return real_run(*a)
+
+    fast.decode, fast._run = decode, run
+    got = list(fast.detect_stream(chunks))
+    in_stream = list(ran)
+    assert len(in_stream) == 7 and [t for t, _ in got] == list(range(9))
+    for (tag, dets), (_, batch) in zip(got, chunks):
+        ref = fast.detect(batch) if batch else []
+        assert [[(d.class_id, d.x1, d.confidence) for d in r] for r in dets] == [
+            [(d.class_id, d.x1, d.confidence) for d in r] for r in ref
+        ]
+    ahead = 2 if prefetch else 0
+    assert all(n_decoded <= i + 1 + ahead for i, n_decoded in enumerate(in_stream)), in_stream
