@@ -33,7 +33,8 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -51,8 +52,18 @@ LETTERBOX_CHUNK_PIXELS = 32_000_000
 Frame = LoadedImage | DeviceImage
 
 
-def _hw(im: Frame) -> tuple[int, int]:
-    return im.hw if isinstance(im, DeviceImage) else im.rgb.shape[:2]
+@dataclass(frozen=True)
+class _Geometry:
+    """What ``infer`` needs of a frame once it is letterboxed (its pixels are let go)."""
+
+    hw: tuple[int, int]
+    orig_width: int
+    orig_height: int
+    scale: float
+
+
+def _hw(im: Frame | _Geometry) -> tuple[int, int]:
+    return im.hw if isinstance(im, (DeviceImage, _Geometry)) else im.rgb.shape[:2]
 
 
 def letterbox_geometry(
@@ -277,9 +288,17 @@ class TensorDetector:
         return [im if isinstance(im, LoadError) else next(dets) for im in images]
 
     def _prepare(self, images: Sequence[LoadedImage | EncodedJPEG]) -> tuple[list[Frame | LoadError], Any]:
-        frames = self.decode(images)
+        return self._letterbox(self.decode(images))
+
+    def _letterbox(self, frames: list[Frame | LoadError]) -> tuple[list[Frame | LoadError], Any]:
         good = [im for im in frames if not isinstance(im, LoadError)]
-        return frames, (self.preprocess(good) if good else None)
+        prepared = self.preprocess(good) if good else None
+        # the letterboxed batch is all the network needs: the decoded pixels (full-size frames
+        # on the device, batches waiting in the pipeline) can go now
+        kept = [
+            f if isinstance(f, LoadError) else _Geometry(_hw(f), f.orig_width, f.orig_height, f.scale) for f in frames
+        ]
+        return kept, prepared  # type: ignore[return-value]
 
     def detect(self, images: Sequence[LoadedImage | EncodedJPEG]) -> list[list[Detection] | LoadError]:
         """Same contract as ``YoloDetector.detect``: boxes on the ORIGINAL pixel grid. (Only an
@@ -308,7 +327,7 @@ class TensorDetector:
                 if not ims:
                     return tag, None
                 decoded = decoding.submit(self.decode, ims)  # single-thread pools: FIFO, in order
-                return tag, letterboxing.submit(self._letterbox, decoded)
+                return tag, letterboxing.submit(lambda: self._letterbox(decoded.result()))
 
             pending: deque = deque()
 
@@ -325,11 +344,6 @@ class TensorDetector:
                 yield tag, dets
                 if not ahead:
                     refill(1)  # prefetch off: the next batch is prepared only now
-
-    def _letterbox(self, decoded: Future) -> tuple[list[Frame | LoadError], Any]:
-        frames = decoded.result()
-        good = [im for im in frames if not isinstance(im, LoadError)]
-        return frames, (self.preprocess(good) if good else None)
 
 
 ENGINES = ("auto", "tensor", "onnx", "ultralytics")

@@ -398,10 +398,28 @@ def test_stream_pipeline_order_and_bounded_lookahead(seeded_detector, photos, pr
     got = list(fast.detect_stream(chunks))
     in_stream = list(ran)
     assert len(in_stream) == 7 and [t for t, _ in got] == list(range(9))
-    for (tag, dets), (_, batch) in zip(got, chunks):
+    for (_tag, dets), (_, batch) in zip(got, chunks):
         ref = fast.detect(batch) if batch else []
         assert [[(d.class_id, d.x1, d.confidence) for d in r] for r in dets] == [
             [(d.class_id, d.x1, d.confidence) for d in r] for r in ref
         ]
     ahead = 2 if prefetch else 0
     assert all(n_decoded <= i + 1 + ahead for i, n_decoded in enumerate(in_stream)), in_stream
+
+
+def test_prepared_batches_hold_no_decoded_pixels(seeded_detector, photos, tmp_path):
+    """Once letterboxed, a batch waiting for the network keeps only each frame's geometry: the
+    full-size decoded frames (device memory on CUDA) are not held by the pipeline."""
+    import gc
+    import weakref
+
+    from forge.vision.images import DeviceImage, LoadedImage, read_for_device
+
+    fast = TensorDetector(seeded_detector, device_decode=True)
+    decoded = fast.decode([read_for_device(p) for p in _jpeg_frames(photos, tmp_path).values()])
+    refs = [weakref.ref(d.tensor) for d in decoded]
+    frames, (batch, _meta) = fast._letterbox(decoded)
+    del decoded
+    gc.collect()
+    assert not any(isinstance(f, (DeviceImage, LoadedImage)) for f in frames)
+    assert all(r() is None for r in refs) and batch.shape[0] == 3
