@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import threading
 import time
 import warnings
 from collections import deque
@@ -128,7 +127,6 @@ class TensorDetector:
                     raise ImportError(f"device_decode needs torchvision.io.decode_jpeg: {exc}") from exc
                 log.warning("device_decode: torchvision.io.decode_jpeg unavailable (%s); CPU decode threads", exc)
                 self.device_decode = False
-        self._lock = threading.Lock()
         # host seconds per phase, summed over calls (decode and letterbox run in the prefetch
         # thread under ``detect_stream``). CUDA work is asynchronous: a phase includes waiting
         # for the GPU only where it synchronises (``network`` ends with the copy to the CPU).

@@ -107,6 +107,22 @@ def data_dir(tmp_path, photos):
     return store.data_dir
 
 
+def _materialize(assets, data_dir, instance, **engine) -> dg.ExecuteInProcessResult:
+    """``assets`` on the fixture batch with the small random-weights detector (engine options)."""
+    return dg.materialize(
+        assets,
+        instance=instance,
+        partition_key=BATCH,
+        resources={
+            "storage": StorageResource(data_dir=str(data_dir)),
+            "detector": DetectorResource(
+                weights="yolo11n.yaml", conf=1e-5, imgsz=320, batch_size=4, decode_workers=2, **engine
+            ),
+            "tagger": TaggerResource(backend="yolo"),
+        },
+    )
+
+
 @pytest.mark.parametrize(
     "engine_kwargs",
     [{}, {"engine": "tensor", "device_decode": True}],
@@ -115,19 +131,7 @@ def data_dir(tmp_path, photos):
 def test_vision_group_materializes(data_dir, engine_kwargs):
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", [BATCH])
-    assets = list(vision_defs.assets)
-    res = dg.materialize(
-        assets,
-        instance=instance,
-        partition_key=BATCH,
-        resources={
-            "storage": StorageResource(data_dir=str(data_dir)),
-            "detector": DetectorResource(
-                weights="yolo11n.yaml", conf=1e-5, imgsz=320, batch_size=4, decode_workers=2, **engine_kwargs
-            ),
-            "tagger": TaggerResource(backend="yolo"),
-        },
-    )
+    res = _materialize(list(vision_defs.assets), data_dir, instance, **engine_kwargs)
     assert res.success
     [mat] = [m for m in res.asset_materializations_for_node("detections") if "decode" in m.metadata]
     assert mat.metadata["decode"].value == ("device" if engine_kwargs else "cpu")
@@ -193,17 +197,7 @@ def test_detections_reuse_only_rows_of_the_setup_that_runs(data_dir, monkeypatch
     instance.add_dynamic_partitions("batches", [BATCH])
 
     def run(**engine):
-        res = dg.materialize(
-            [detections],
-            instance=instance,
-            partition_key=BATCH,
-            resources={
-                "storage": StorageResource(data_dir=str(data_dir)),
-                "detector": DetectorResource(
-                    weights="yolo11n.yaml", conf=1e-5, imgsz=320, batch_size=4, decode_workers=2, **engine
-                ),
-            },
-        )
+        res = _materialize([detections], data_dir, instance, **engine)
         assert res.success
         md = res.get_asset_materialization_events()[0].materialization.metadata
         return md["reused"].value, md["computed"].value, md
