@@ -124,10 +124,9 @@ def detections(
         detector.conf,
         detector.iou,
         detector.imgsz,
-        detector.half,
         opts.load_kwargs(),
-        # engine, device kind, fp16, decode path: engines agree within rounding, not bit for bit,
-        # so rows are reused only from the setup that runs now (and the metadata names)
+        # engine, device kind, fp16 as resolved (so no raw ``half``), decode path: engines agree
+        # within rounding, not bit for bit, so rows are reused only from the setup that runs now
         setup,
     ]
     parts, logs, totals = {}, [], {"frames": 0, "computed": 0, "rejected": 0, "model_s": 0.0, "wall_s": 0.0}

@@ -127,8 +127,8 @@ class TensorDetector:
                     raise ImportError(f"device_decode needs torchvision.io.decode_jpeg: {exc}") from exc
                 log.warning("device_decode: torchvision.io.decode_jpeg unavailable (%s); CPU decode threads", exc)
                 self.device_decode = False
-        # host seconds per phase, summed over calls (decode and letterbox run in the prefetch
-        # thread under ``detect_stream``). CUDA work is asynchronous: a phase includes waiting
+        # host seconds per phase, summed over calls (under ``detect_stream`` decode and letterbox
+        # run in threads of their own). CUDA work is asynchronous: a phase includes waiting
         # for the GPU only where it synchronises (``network`` ends with the copy to the CPU).
         self.phase_seconds = dict.fromkeys(PHASES, 0.0)
         # Frames of one shape letterboxed together on CUDA, where each call is a kernel launch;

@@ -120,7 +120,7 @@ def phase_breakdown(
     before: dict[str, float], after: dict[str, float] | None, main_s: float, rows_s: float
 ) -> dict[str, float]:
     """Where the detection stage's time went, in seconds: the detector's own phases over this
-    call (``forge.vision.fast_detect.PHASES``; decode and letterbox run in its prefetch thread)
+    call (``forge.vision.fast_detect.PHASES``; decode and letterbox run in threads of their own)
     plus, on the main thread, building ``rows`` and ``waiting`` for the next prepared batch. A
     large ``waiting`` means preparation (decode, letterbox) bounds the stage, not the network.
     Without phases (the library's predict) the rest of the main thread is ``model_and_waiting``."""
