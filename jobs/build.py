@@ -35,6 +35,7 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from forge.build_summary import summarize, weights_caveats
 from jobs.console import project_logs_through_dagster_only, quiet_dagster_warnings, quiet_run
+from jobs.outcomes import Outcomes
 from jobs.run_health import BuildHealth as Health
 from jobs.run_health import Terminated
 
@@ -150,9 +151,11 @@ def run_segment(
     summary: list[str] | None = None,
     health: Health | None = None,
     verbose: bool = False,
+    outcomes: Outcomes | None = None,
 ) -> bool:
     """Run one segment; ``summary`` collects its failed asset checks (WARN ones too) for the
-    run summary. False when the run failed or an ERROR-severity check failed."""
+    run summary, ``outcomes`` the assets that failed in it. False when the run failed or an
+    ERROR-severity check failed."""
     tags: dict[str, str] = {"subtext/launched_by": "jobs.build"}
     health = health or Health(instance)
     label = (f"{seg.job}: " if seg.job else "") + segment_label(seg)
@@ -179,6 +182,8 @@ def run_segment(
             tags={**tags, **watch.tags()},
             raise_on_error=False,
         )
+    if outcomes is not None:
+        outcomes.record_run(defs.resolve_asset_graph(), seg.keys, result)
     failed = failed_checks(result)
     errors = [f for f in failed if f.endswith("(ERROR)")]
     ok = result.success and not errors
@@ -199,11 +204,17 @@ def segment_label(seg: Segment, shown: int = 4) -> str:
 
 
 def build(
-    selection: list[str] | None = None, instance: dg.DagsterInstance | None = None, verbose: bool = False
+    selection: list[str] | None = None,
+    instance: dg.DagsterInstance | None = None,
+    verbose: bool = False,
+    defs: dg.Definitions | None = None,
 ) -> bool:
-    from definitions import build_defs
+    """Every selected asset in dependency order. A failed asset stops only its descendants
+    (``jobs/outcomes.py``): the rest still runs, and the result is False."""
+    if defs is None:
+        from definitions import build_defs
 
-    defs = build_defs()
+        defs = build_defs()
     graph = defs.resolve_asset_graph()
     keys = set(graph.materializable_asset_keys)
     if selection:
@@ -212,18 +223,26 @@ def build(
     health = Health(instance)
     health.sweep()  # runs a killed build left STARTED: failed, slots freed, recorded
     summary: list[str] = []
+    outcomes = Outcomes()
+    ok = True
     with health.signals:
         for seg in assign_jobs(graph, plan_segments(graph, keys), named_job_selections(defs, graph)):
-            # A failed segment stops the build: later segments would read what it did not write.
-            ok = run_segment(defs, instance, seg, summary, health, verbose)
+            # What depends on a failed asset would read what it did not write: dropped, the rest runs.
+            runnable = outcomes.keep_runnable(graph, seg.keys)
+            for k in seg.keys:
+                if k not in runnable:
+                    name = k.to_user_string()
+                    print(f"  skip {name}: depends on {outcomes.skipped[name]}, which failed", flush=True)
+            if not runnable:
+                continue
+            seg = Segment(seg.partitions_def, runnable, seg.job)
+            ok = run_segment(defs, instance, seg, summary, health, verbose, outcomes) and ok
             if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop here
                 raise Terminated(f"{health.signals.signalled} received")
-            if not ok:
-                print("Stopped: a segment failed; later segments were not run.", flush=True)
-                _print_summary(summary)
-                return False
     _print_summary(summary)
-    return True
+    for line in outcomes.lines():
+        print(line, flush=True)
+    return ok and not outcomes
 
 
 def _print_summary(failed: list[str]) -> None:
