@@ -42,14 +42,19 @@ DEV_SPLITS = ("dev", "val", "validation")
 def model_engine(
     spec: ModelSpec, base: EngineSettings, cache_path: Path, prices: dict[str, Any] | None = None
 ) -> LLMEngine:
-    """The engine for the model under test: its own endpoint and key, the shared cache."""
+    """The engine for the model under test: its own endpoint and key, the shared cache. One
+    request per item and setting (``verbatim``): no repair turns, the reply as it came (an empty
+    one too) is the model's answer and is scored by the paper's rule; transport retries stay."""
     backend = (
         StubBackend()
         if spec.backend == "stub"
         else OpenAIBackend(spec.base_url, spec.api_key(), timeout=base.timeout_s)
     )
     return LLMEngine(
-        backend, LLMCache(cache_path), dataclasses.replace(base, model=spec.model, stage_overrides={}), prices
+        backend,
+        LLMCache(cache_path),
+        dataclasses.replace(base, model=spec.model, stage_overrides={}, repair=False, verbatim=True),
+        prices,
     )
 
 

@@ -126,6 +126,10 @@ class EngineSettings:
     repair_budgets: dict[str, int] = field(default_factory=dict)
     structured_output: str = "auto"  # auto (json_schema, falls back) | json_schema | json_object
     repair: bool = True  # False: no repair turns at all
+    # The model under evaluation: one request per item, its reply as it came is the answer. No
+    # repair turns; a reply to a prompt without a schema is accepted whatever it is (empty,
+    # truncated) and cached, so the scorer applies the paper's rule to it. Transport retries stay.
+    verbatim: bool = False
     provider: str | None = None  # endpoint identity in cache keys and the ledger (default: base URL)
     progress_every_s: float = 10.0
     image_max_side: int = 768
@@ -870,7 +874,7 @@ class LLMEngine:
         return int(budgets.get(kind, self.settings.max_retries))
 
     def repair_budget(self, stage: str, error_class: str) -> int:
-        if not self.settings.repair:
+        if not self.settings.repair or self.settings.verbatim:
             return 0
         budgets = {
             **DEFAULT_REPAIRS,
@@ -987,22 +991,30 @@ class LLMEngine:
                     mode = "online"
             except BackendError as exc:
                 attempt = getattr(exc, "attempt", attempt)
-                return self._result(
-                    prep,
-                    req,
-                    ok=False,
-                    error=str(exc),
-                    error_class=f"Backend:{exc.kind or 'error'}",
-                    attempts=attempt,
-                    tokens_in=tin,
-                    tokens_out=tout,
-                    latency_s=time.perf_counter() - t_start,
-                )
+                if exc.kind == "empty" and self.settings.verbatim and prompt.schema is None:
+                    # A reply without content (a refusal) came back: under evaluation it is an empty
+                    # answer. Its tokens are already on the attempt's own call row.
+                    reply = Reply("", 0, 0, "empty")
+                else:
+                    return self._result(
+                        prep,
+                        req,
+                        ok=False,
+                        error=str(exc),
+                        error_class=f"Backend:{exc.kind or 'error'}",
+                        attempts=attempt,
+                        tokens_in=tin,
+                        tokens_out=tout,
+                        latency_s=time.perf_counter() - t_start,
+                    )
             tin, tout = tin + reply.tokens_in, tout + reply.tokens_out
             try:
-                if reply.finish_reason == "length":
+                if self.settings.verbatim and prompt.schema is None:
+                    data = {"text": reply.text or ""}  # an empty or cut-off reply is the model's answer
+                elif reply.finish_reason == "length":
                     raise ReplyError("reply truncated (finish_reason=length)", "Truncated")
-                data = parse_reply(reply.text, prompt.schema, self._validator(prompt))
+                else:
+                    data = parse_reply(reply.text, prompt.schema, self._validator(prompt))
             except ReplyError as exc:
                 used = repairs.get(exc.error_class, 0)
                 last = used >= self.repair_budget(stage, exc.error_class)
