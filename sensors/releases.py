@@ -17,13 +17,15 @@ import dagster as dg
 
 from assets.releases.keys import PARTITIONS, RELEASE_PAPERS, release_key
 from forge.releases.config import ReleaseInfo, load_releases
+from forge.releases.files import walk
 from forge.versioning import content_hash
 from resources.storage import StorageResource
 
 
 def fingerprint(info: ReleaseInfo) -> str:
     p = info.path
-    files = [p] if p.is_file() else sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else []
+    # folder links followed, like the importer (forge/releases/files.py): a release on another disk changes too
+    files = [p] if p.is_file() else [x for x in walk(p) if x.is_file()] if p.is_dir() else []
     stat = [(str(f.relative_to(p) if p.is_dir() else f.name), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
     return content_hash("release", info.describe(), stat, length=16)
 

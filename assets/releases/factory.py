@@ -30,7 +30,7 @@ from assets.common import (
 )
 from assets.releases.keys import PARTITIONS, release_key, report_key
 from forge.contracts import load_contract
-from forge.releases import compare
+from forge.releases import compare, report
 from forge.releases.config import ReleaseInfo, release_info
 from forge.releases.records import ParsedRelease, batch_part, place_media
 from forge.storage import RejectLog
@@ -81,6 +81,8 @@ def release_defs(
             if info.licence == "unspecified":
                 context.log.warning(f"{paper} release {name}: no licence declared (config or release.yaml)")
             md[f"{name}/summary"] = dg.MetadataValue.json(parsed.summary())
+            # offered vs imported per unit, reject reasons with examples, the release next to the paper
+            md[f"{name}/report"] = dg.MetadataValue.md(report.markdown(parsed, f"{paper} release {name}"))
             log = RejectLog(key, name)
             for r in parsed.rejects:
                 log.add(r.record, r.reason, detail=r.detail)
@@ -91,6 +93,7 @@ def release_defs(
                 "dagster/row_count": len(parsed.items),
                 "preview": table_preview(parsed.items, load_contract(table)),
                 "summary": md[f"{name}/summary"],
+                "report": md[f"{name}/report"],
                 "contact_sheet": item_sheet(parsed.items, store.data_dir, f"{paper} release {name}"),
             }
             context.log.info(f"{paper} release {name}: {len(parsed.items)} items, {len(parsed.rejects)} rejects")

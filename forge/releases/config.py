@@ -38,6 +38,8 @@ class ReleaseInfo:
     language: str = "en"
     options: dict[str, Any] = field(default_factory=dict)
     origin: str = "config"  # config | inbox
+    # where the release's files may resolve to (forge/releases/files.py); empty: the release path
+    roots: tuple[str, ...] = ()
 
     def option(self, key: str, default: Any = None) -> Any:
         return self.options.get(key, default)
@@ -52,6 +54,7 @@ class ReleaseInfo:
             "language": self.language,
             "options": self.options,
             "from": self.origin,
+            "roots": list(self.roots),
         }
 
 
@@ -64,7 +67,9 @@ def _manifest(folder: Path) -> dict[str, Any]:
     return (yaml.safe_load(m.read_text()) or {}) if m.is_file() else {}
 
 
-def _info(paper: str, name: str, path: Path, entry: dict[str, Any], origin: str) -> ReleaseInfo:
+def _info(
+    paper: str, name: str, path: Path, entry: dict[str, Any], origin: str, roots: tuple[str, ...] = ()
+) -> ReleaseInfo:
     if paper not in PAPERS:
         raise ValueError(f"release {name!r}: unknown paper {paper!r}; one of {list(PAPERS)}")
     if not _KEY.match(name):
@@ -79,6 +84,7 @@ def _info(paper: str, name: str, path: Path, entry: dict[str, Any], origin: str)
         language=str(merged.get("language") or "en"),
         options=dict(merged.get("options") or {}),
         origin=origin,
+        roots=roots,
     )
 
 
@@ -87,19 +93,29 @@ def load_releases(path: str | Path | None = None, data_dir: str | Path | None = 
     cfg_file = Path(path or config_path())
     doc = yaml.safe_load(cfg_file.read_text()) if cfg_file.is_file() else {}
     out: list[ReleaseInfo] = []
+    allowed = [str(_path(r, cfg_file)) for r in (doc or {}).get("allowed_roots") or []]
+    data = [str(Path(data_dir).resolve())] if data_dir is not None else []
     for entry in (doc or {}).get("releases") or []:
-        # the same ${VAR} rule as sources: only non-secret SUBTEXT_* (and allow-listed) names expand
-        p = Path(substitute(str(entry["path"]), environment_variables(), set(os.environ)))
-        p = p if p.is_absolute() else (cfg_file.parent / p).resolve()
-        out.append(_info(str(entry["paper"]), str(entry["name"]), p, entry, "config"))
+        p = _path(entry["path"], cfg_file)
+        own = [str(_path(r, cfg_file)) for r in entry.get("allowed_roots") or []]
+        # the operator named this path: its resolved folder is a root (its files may not leave it)
+        roots = tuple(dict.fromkeys([str(p.resolve()), *data, *allowed, *own]))
+        out.append(_info(str(entry["paper"]), str(entry["name"]), p, entry, "config", roots))
     if data_dir is not None:
         inbox = Path(data_dir) / INBOX_DIR
         names = {(r.paper, r.name) for r in out}
         for paper in PAPERS:
             for folder in sorted((inbox / paper).glob("*")) if (inbox / paper).is_dir() else []:
                 if not folder.name.startswith(".") and (paper, folder.name) not in names:
-                    out.append(_info(paper, folder.name, folder, {}, "inbox"))
+                    # a dropped folder is untrusted: the data dir and the allowed roots only
+                    out.append(_info(paper, folder.name, folder, {}, "inbox", tuple(dict.fromkeys([*data, *allowed]))))
     return out
+
+
+def _path(raw: Any, cfg_file: Path) -> Path:
+    # the same ${VAR} rule as sources: only non-secret SUBTEXT_* (and allow-listed) names expand
+    p = Path(substitute(str(raw), environment_variables(), set(os.environ)))
+    return p if p.is_absolute() else (cfg_file.parent / p).resolve()
 
 
 def release_info(

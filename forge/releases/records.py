@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from forge.releases.config import ReleaseInfo
+from forge.releases.files import ReleaseFiles, scan
 from forge.storage import safe_name
 
 TABLE_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")
@@ -44,9 +45,16 @@ class ParsedRelease:
     media: dict[str, Path] = field(default_factory=dict)
     records: int = 0
     extra_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # unit (questions, pairs, records ...) -> {"offered": n, "imported": m}: the import report
+    units: dict[str, dict[str, int]] = field(default_factory=dict)
+    # figure -> (this release, the paper's table or None): the release's own statistics
+    stats: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
     def reject(self, record: str, reason: str, detail: str) -> None:
         self.rejects.append(Reject(record, reason, detail))
+
+    def count(self, unit: str, offered: int, imported: int) -> None:
+        self.units[unit] = {"offered": int(offered), "imported": int(imported)}
 
     def keep_unknown(self, kind: str, value: Any) -> None:
         """An unknown value kept in the item (never dropped) and counted for the report."""
@@ -58,25 +66,41 @@ class ParsedRelease:
             "items": len(self.items),
             "rejects": len(self.rejects),
             "rejects_by_reason": dict(Counter(r.reason for r in self.rejects)),
+            "reject_examples": reject_examples(self.rejects),
+            "units": self.units,
             "notes": dict(self.notes),
             "unknown_values": {k: dict(v) for k, v in self.unknown.items()},
         }
 
 
-def table_files(path: Path) -> list[Path]:
-    """The release's data files (a single file, or every table file under a folder)."""
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise FileNotFoundError(f"release path not found: {path}")
-    return sorted(
-        p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES and not p.name.startswith(".")
-    )
+def reject_examples(rejects: Iterable[Reject], k: int = 3) -> dict[str, list[str]]:
+    """The first ``k`` rejects of each reason, as ``record: detail``."""
+    out: dict[str, list[str]] = {}
+    for r in rejects:
+        ex = out.setdefault(r.reason, [])
+        if len(ex) < k:
+            ex.append(f"{r.record}: {r.detail}")
+    return out
 
 
-def file_label(root: Path, f: Path) -> str:
+def open_release(info: ReleaseInfo, out: ParsedRelease) -> ReleaseFiles:
+    """The release's files (folder links followed, held to its roots: ``forge/releases/files.py``);
+    every file that resolves outside the roots is a reject ``symlink_escape`` naming the setting
+    that allows it."""
+    files = scan(info)
+    for f in files.escaped:
+        out.reject(files.label(f), "symlink_escape", files.escape_detail(f))
+    return files
+
+
+def table_files(files: ReleaseFiles) -> list[Path]:
+    """The release's data files (JSON / JSONL / CSV / TSV / Parquet)."""
+    return files.with_suffix(TABLE_SUFFIXES)
+
+
+def file_label(files: ReleaseFiles, f: Path) -> str:
     """How rejects name a released file: its path inside the release folder (``gen/train.parquet``)."""
-    return str(f.relative_to(root)) if root.is_dir() and f.is_relative_to(root) else f.name
+    return files.label(f)
 
 
 def read_table(path: Path) -> Any:
@@ -123,18 +147,6 @@ def text(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
     return str(v).strip()
-
-
-def media_index(root: Path, suffixes: Iterable[str]) -> dict[str, Path]:
-    """File name (and stem, lower-cased) → path for every media file under ``root``."""
-    base = root if root.is_dir() else root.parent
-    sufs = tuple(suffixes)
-    idx: dict[str, Path] = {}
-    for p in sorted(base.rglob("*")):
-        if p.is_file() and p.suffix.lower() in sufs:
-            idx.setdefault(p.name.lower(), p)
-            idx.setdefault(p.stem.lower(), p)
-    return idx
 
 
 def media_path(info: ReleaseInfo, src: Path) -> str:

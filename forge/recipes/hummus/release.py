@@ -10,8 +10,14 @@ Files, found anywhere under the release folder:
   box), ``caption_hl`` (spans in ``<i>`` or ``<u>`` tags), ``conceptual_metaphor``
   (Title Case ``X Is Y`` / ``X Are Y``, ``;``-separated, sub-metaphors in parentheses),
   ``figures`` (``;``-separated) and ``explanation``;
-* ``test_set.json`` — the published test set: a list of ``combi_id``, ``caption``,
-  ``contest_number``, ``is_met``; its items keep the release split ``test``;
+* ``model_evaluation/test_set.json`` — the published test set (§6): a list of ``combi_id``,
+  ``caption``, ``contest_number`` (int), ``is_met`` (Yes / No / WIDLII). Its 940 pairs keep the
+  release split ``test`` and **its labels are the test gold**: the test set relabels 13 pairs of
+  the dataset file (e.g. WIDLII → No, Discard → Yes), and the official evaluation reads
+  ``is_met``. A pair the test set calls No makes only its Classification item (the other tasks
+  take positive pairs only, as the official scripts skip ``is_met == "No"``); a pair it calls
+  Yes / WIDLII whose dataset record carries no annotation (a Discard there) makes only its
+  Classification item too (note ``test_positive_without_annotation``);
 * ``image_descriptions.csv`` — ``contest_number, image_description``: the human description
   of each cartoon used by the §6.3 ablation, stored as ``extra.image_description``.
 
@@ -24,6 +30,8 @@ outside the schema, unanchored spans, unusable boxes) is kept and reported.
 from __future__ import annotations
 
 import json
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -32,12 +40,13 @@ from PIL import Image
 from forge.recipes.hummus.annotations import Annotation, validate_annotation
 from forge.recipes.hummus.items import build_items
 from forge.releases.config import ReleaseInfo
+from forge.releases.files import ReleaseFiles
 from forge.releases.records import (
     IMAGE_SUFFIXES,
     ParsedRelease,
     file_label,
-    media_index,
     media_path,
+    open_release,
     provenance,
     read_table,
     rows_of,
@@ -72,6 +81,9 @@ ITEM_COLUMNS = [
     "licence",
     "release_split",
 ]
+# Fields the items are built from; any other field of a record (``image_hl_desc``, ``complete``,
+# ``text_hl``, ``solution`` on No / Discard pairs; annotation fields of a pair whose verdict
+# makes no detail item) is kept in ``extra.release_fields`` and reported.
 KNOWN_FIELDS = {
     "combi_id",
     "caption",
@@ -86,6 +98,12 @@ KNOWN_FIELDS = {
     "figures",
     "explanation",
 }
+# Read but deliberately not used: constant image metadata (every record: image, image/jpeg, "1").
+IGNORED_KEYS = frozenset(
+    {"image_attributes.asset_type", "image_attributes.mime_type", "image_attributes.exif_rotation"}
+)
+POSITIVE = ("Yes", "WIDLII")
+DETAIL_FIELDS = ("bboxes", "bbox_labels", "caption_hl", "conceptual_metaphor", "figures", "explanation")
 
 
 def _split_list(v: Any) -> list[str]:
@@ -158,22 +176,21 @@ def _region_rows(ann: Annotation, width: int, height: int) -> list[dict[str, Any
     ]
 
 
-def parse_release(info: ReleaseInfo) -> ParsedRelease:
-    out = ParsedRelease(items=pd.DataFrame(columns=ITEM_COLUMNS))
-    images = media_index(info.path, IMAGE_SUFFIXES)
-    require_media = bool(info.option("require_media", True))
+def _read(info: ReleaseInfo, out: ParsedRelease) -> tuple[ReleaseFiles, dict, dict, dict]:
+    """The dataset records (id -> (where, record)), the test set rows and the image descriptions."""
+    files = open_release(info, out)
     dataset: dict[str, tuple[str, dict[str, Any]]] = {}
-    test: dict[str, dict[str, Any]] = {}
+    test: dict[str, tuple[str, dict[str, Any]]] = {}
     descriptions: dict[str, str] = {}
-    for f in table_files(info.path):
+    for f in table_files(files):
         try:
             data = read_table(f)
         except Exception as e:  # noqa: BLE001 - an unreadable file is a reject, the others still load
-            out.reject(file_label(info.path, f), "unreadable_file", f"{type(e).__name__}: {e}")
+            out.reject(file_label(files, f), "unreadable_file", f"{type(e).__name__}: {e}")
             continue
         kind = _classify_file(data)
         for key, r in rows_of(data):
-            where = f"{file_label(info.path, f)}#{key}"
+            where = f"{file_label(files, f)}#{key}"
             if not isinstance(r, dict):
                 out.reject(where, "unparsable_record", f"not a record: {type(r).__name__}")
                 continue
@@ -185,103 +202,174 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             if not cid:
                 out.reject(where, "missing_id", "a pair without combi_id")
                 continue
-            if kind == "test_set":
-                test[cid] = r
-            elif cid in dataset:
+            target = test if kind == "test_set" else dataset
+            if cid in target:
                 out.reject(where, "duplicate_id", f"pair {cid!r} appears twice")
             else:
-                dataset[cid] = (where, r)
-    for cid, r in test.items():  # a test pair the dataset file lacks is still a classification item
-        if cid not in dataset:
-            dataset[cid] = (f"test_set#{cid}", {**r, "met_class": r.get("is_met")})
-    out.records = len(dataset)
+                target[cid] = (where, r)
+    return files, dataset, test, descriptions
+
+
+def _record(cid: str, dataset: dict, test: dict, out: ParsedRelease) -> tuple[str, dict[str, Any], str | None]:
+    """(where, the record to build from, why it makes Classification only) for one pair: a test
+    pair takes the test set's caption, image and label over the dataset file's."""
+    where, ds = dataset.get(cid, (None, {}))
+    if cid not in test:
+        return where, ds, None
+    twhere, t = test[cid]
+    verdict, ds_verdict = text(t.get("is_met")), text(ds.get("met_class"))
+    r = {**ds, "caption": t.get("caption", ds.get("caption")), "contest_number": t.get("contest_number")}
+    r["met_class"] = verdict
+    if ds and ds_verdict != verdict:
+        out.notes["test_label_differs_from_dataset"] += 1
+        r["dataset_met_class"] = ds_verdict
+    if verdict in POSITIVE and ds_verdict not in POSITIVE:
+        out.notes["test_positive_without_annotation"] += 1
+        return where or twhere, r, "no_annotation_in_dataset"
+    return where or twhere, r, None
+
+
+def _image(r: dict[str, Any], src: Path | None) -> tuple[int, int]:
+    attrs = r.get("image_attributes") if isinstance(r.get("image_attributes"), dict) else {}
+    try:
+        return int(attrs["width"]), int(attrs["height"])
+    except (KeyError, TypeError, ValueError):
+        if src is None:
+            return 0, 0
+        with Image.open(src) as im:
+            return im.size
+
+
+def _items(info, cid, where, r, only_classification, src, descriptions, test, out) -> list[dict[str, Any]] | None:
+    caption, verdict, contest = text(r.get("caption")), text(r.get("met_class")), _contest(r.get("contest_number"))
+    width, height = _image(r, src)
+    positive = verdict in POSITIVE and only_classification is None
+    regions = _regions(r, width, height, out, where) if width and height and positive else []
+    data = {
+        "verdict": verdict,
+        "metaphors": r.get("conceptual_metaphor") if positive else None,
+        "regions": regions,
+        "caption_highlighted": r.get("caption_hl") if positive else None,
+        "explanation": r.get("explanation") if positive else None,
+        "devices": _split_list(r.get("figures")) if positive else [],
+    }
+    ann, probs = validate_annotation(data, caption, width or 1, height or 1, human=True)
+    if ann is None:
+        out.reject(where, probs.primary(), probs.feedback().lstrip("- "))
+        return None
+    for kind, value in probs.kept:
+        if kind == "figure":
+            out.keep_unknown("figure", value)
+        else:
+            out.notes[kind] += 1
+    if ann.verdict == "Discard":
+        out.notes["discard_not_tested"] += 1  # the paper tests Yes / No / WIDLII only
+        return []
+    rel = media_path(info, src) if src is not None else None
+    if rel:
+        out.media[rel] = src
+    row = {
+        "verdict": ann.verdict,
+        "metaphors": ann.metaphors,
+        "devices": ann.devices,
+        "caption_origin": "release",
+        "width": width or None,
+        "height": height or None,
+        "path": rel,
+        "frame_id": f"{info.name}:{contest}",
+        "item_id": f"{info.name}:{contest}",
+        "source": f"release:{info.name}",
+        "channel": None,
+        "batch": f"release:{info.name}",
+        "backend": "human",
+        "model": None,
+        "prompt_hash": None,
+        "annotation_id": f"{info.name}:{cid}",
+        "caption": caption,
+        "caption_highlighted": ann.highlight.highlighted if ann.highlight else None,
+        "explanation": ann.explanation or None,
+        "detail_reject": only_classification,
+    }
+    kept = {k: r[k] for k in r if k not in KNOWN_FIELDS and k != "dataset_met_class"}
+    kept |= {k: r[k] for k in DETAIL_FIELDS if k in r and not positive}  # annotation no item carries
+    for k in r:
+        if k not in KNOWN_FIELDS and k != "dataset_met_class":
+            out.keep_unknown("field", k)
+    underlined = [v for k, v in probs.kept if k == "underlined_span"]
+    split = "test" if cid in test else (text(r.get("split")) or None)
+    rows = []
+    for it in build_items(row, _region_rows(ann, width, height)):
+        extra = json.loads(it["extra"]) | {"combi_id": cid, "contest_number": contest, "origin": "imported"}
+        if contest in descriptions:
+            extra["image_description"] = descriptions[contest]
+        if kept:
+            extra["release_fields"] = kept
+        if underlined:
+            extra["underlined_spans"] = underlined
+        if r.get("dataset_met_class"):
+            extra["dataset_met_class"] = r["dataset_met_class"]  # the test set relabelled this pair
+        if it["task"] == "naming":  # human names keep their own wording (Title Case)
+            it["answer"] = ann.metaphors[0]
+        if rel is None:
+            it["media_paths"] = []
+        rows.append({**it, **provenance(info, split), "extra": json.dumps(extra, ensure_ascii=False, default=str)})
+    return rows
+
+
+# The paper's counts (§4 and §6): 1,000 pairs: 331 Yes, 227 WIDLII, 382 No, 60 Discard; the
+# test set holds the 940 Yes / No / WIDLII pairs.
+PAPER = {"pairs": 1000, "Yes": 331, "WIDLII": 227, "No": 382, "Discard": 60, "test pairs": 940}
+
+
+def _stats(dataset: dict, test: dict, items: pd.DataFrame) -> dict[str, tuple[Any, Any]]:
+    verdicts = Counter(text(r.get("met_class")) for _, r in dataset.values())
+    test_verdicts = Counter(text(r.get("is_met")) for _, r in test.values())
+    cls = items[items["task"] == "classification"] if len(items) else items
+    stats: dict[str, tuple[Any, Any]] = {"pairs (dataset file)": (len(dataset), PAPER["pairs"])}
+    stats |= {f"{v} (dataset file)": (verdicts.get(v, 0), PAPER[v]) for v in ("Yes", "WIDLII", "No", "Discard")}
+    stats |= {"test pairs": (len(test), PAPER["test pairs"])}
+    stats |= {f"{v} (test set)": (test_verdicts.get(v, 0), None) for v in ("Yes", "WIDLII", "No")}
+    stats |= {"test classification items": (int(cls["release_split"].eq("test").sum()) if len(cls) else 0, 940)}
+    return stats
+
+
+def parse_release(info: ReleaseInfo) -> ParsedRelease:
+    out = ParsedRelease(items=pd.DataFrame(columns=ITEM_COLUMNS))
+    files, dataset, test, descriptions = _read(info, out)
+    images = files.index(IMAGE_SUFFIXES)
+    require_media = bool(info.option("require_media", True))
+    ids = list(dataset) + [c for c in test if c not in dataset]  # a test pair the dataset lacks still classifies
+    out.records = len(ids)
     rows: list[dict[str, Any]] = []
-    for cid, (where, r) in dataset.items():
-        caption = text(r.get("caption"))
-        verdict = text(r.get("met_class") or r.get("is_met"))
-        contest = _contest(r.get("contest_number"))
-        if not caption:
+    tested = 0
+    for cid in ids:
+        where, r, only_classification = _record(cid, dataset, test, out)
+        if not text(r.get("caption")):
             out.reject(where, "missing_caption", f"pair {cid!r} has no caption")
             continue
-        if cid in test and text(test[cid].get("is_met")) and text(test[cid].get("is_met")) != verdict:
-            out.notes["test_label_differs_from_dataset"] += 1
-        for k in r:
-            if k not in KNOWN_FIELDS:
-                out.keep_unknown("field", k)
-        src = images.get(f"{contest}.jpeg") or images.get(f"{contest}.jpg") or images.get(contest.lower())
+        contest = _contest(r.get("contest_number"))
+        src = next((images[k] for k in (f"{contest}.jpeg", f"{contest}.jpg", contest.lower()) if k in images), None)
         if src is None and require_media:
-            out.reject(where, "media_missing", f"image of contest {contest!r} not found under {info.path}")
+            out.reject(
+                where, "media_missing", f"image of contest {contest!r} ({contest}.jpeg) not found under {info.path}"
+            )
             continue
-        attrs = r.get("image_attributes") if isinstance(r.get("image_attributes"), dict) else {}
-        try:
-            width, height = int(attrs["width"]), int(attrs["height"])
-        except (KeyError, TypeError, ValueError):
-            if src is None:
-                width = height = 0
-            else:
-                with Image.open(src) as im:
-                    width, height = im.size
-        regions = _regions(r, width, height, out, where) if width and height else []
-        data = {
-            "verdict": verdict,
-            "metaphors": r.get("conceptual_metaphor"),
-            "regions": regions,
-            "caption_highlighted": r.get("caption_hl"),
-            "explanation": r.get("explanation"),
-            "devices": _split_list(r.get("figures")),
-        }
-        ann, probs = validate_annotation(data, caption, width or 1, height or 1, human=True)
-        if ann is None:
-            out.reject(where, probs.primary(), probs.feedback().lstrip("- "))
-            continue
-        underlined = [v for k, v in probs.kept if k == "underlined_span"]
-        for kind, value in probs.kept:
-            if kind == "figure":
-                out.keep_unknown("figure", value)
-            else:
-                out.notes[kind] += 1
-        if ann.verdict == "Discard":
-            out.notes["discard_not_tested"] += 1  # the paper tests Yes / No / WIDLII only
-            continue
-        rel = media_path(info, src) if src is not None else None
-        if rel:
-            out.media[rel] = src
-        row = {
-            "verdict": ann.verdict,
-            "metaphors": ann.metaphors,
-            "devices": ann.devices,
-            "caption_origin": "release",
-            "width": width or None,
-            "height": height or None,
-            "path": rel,
-            "frame_id": f"{info.name}:{contest}",
-            "item_id": f"{info.name}:{contest}",
-            "source": f"release:{info.name}",
-            "channel": None,
-            "batch": f"release:{info.name}",
-            "backend": "human",
-            "model": None,
-            "prompt_hash": None,
-            "annotation_id": f"{info.name}:{cid}",
-            "caption": caption,
-            "caption_highlighted": ann.highlight.highlighted if ann.highlight else None,
-            "explanation": ann.explanation or None,
-        }
-        split = "test" if cid in test else (text(r.get("split")) or None)
-        extra_fields = {k: r[k] for k in r if k not in KNOWN_FIELDS}
-        for it in build_items(row, _region_rows(ann, width, height)):
-            extra = json.loads(it["extra"]) | {"combi_id": cid, "contest_number": contest, "origin": "imported"}
-            if contest in descriptions:
-                extra["image_description"] = descriptions[contest]
-            if extra_fields:
-                extra["release_fields"] = extra_fields
-            if underlined:
-                extra["underlined_spans"] = underlined
-            if it["task"] == "naming":  # human names keep their own wording (Title Case)
-                it["answer"] = ann.metaphors[0]
-            if rel is None:
-                it["media_paths"] = []
-            rows.append({**it, **provenance(info, split), "extra": json.dumps(extra, ensure_ascii=False, default=str)})
+        new = _items(info, cid, where, r, only_classification, src, descriptions, test, out)
+        rows += new or []
+        tested += bool(new) and cid in test
     out.items = pd.DataFrame(rows, columns=ITEM_COLUMNS)
     out.notes["image_descriptions"] = len(descriptions)
+    out.count("pairs", len(ids), out.items["extra"].map(lambda e: json.loads(e)["combi_id"]).nunique() if rows else 0)
+    out.count("test pairs", len(test), tested)
+    verdict = {
+        c: text((test.get(c) or ("", {}))[1].get("is_met")) or text(dataset.get(c, ("", {}))[1].get("met_class"))
+        for c in ids
+    }
+    detail = out.items[out.items["task"] != "classification"]["extra"] if rows else []
+    out.count(
+        "positive pairs (detail tasks)",
+        sum(v in POSITIVE for v in verdict.values()),
+        len({json.loads(e)["combi_id"] for e in detail}),
+    )
+    out.stats = _stats(dataset, test, out.items)
     return out

@@ -2,6 +2,12 @@
 
 Forms accepted, in one file or spread over several (JSON, JSONL, CSV, Parquet):
 
+* **the official repository's JSON** (``dataset/data_20%.json``, the published 20 % release;
+  docs/releases.md has the full layout): a list of videos ``{video: "video<N>", link,
+  question_categories_A: [...], question_categories_B: [...]}``, each list holding one record
+  per category ``{category: "<Name>_<slot>", question, answer: [8 answers], true_statement:
+  [8], false_statement: [8]}`` (singular key names, list values; the i-th true / false
+  statements are the pair of the i-th answer); the video file is ``videos/<N>.mp4``;
 * **question rows** (the release's open-ended part, HF config ``gen``): ``id``, ``video_id``,
   ``file_name``, ``question_category``, ``question``, ``answer1`` … ``answer8`` (or an
   ``answers`` list) → one ``open_ended`` item, the 8 answers as references;
@@ -37,12 +43,13 @@ from forge.recipes.maia.items import ITEM_COLUMNS, SV_QUESTION
 from forge.recipes.maia.questions import stable_id
 from forge.recipes.maia.taxonomy import categories
 from forge.releases.config import ReleaseInfo
+from forge.releases.files import ReleaseFiles
 from forge.releases.records import (
     VIDEO_SUFFIXES,
     ParsedRelease,
     file_label,
-    media_index,
     media_path,
+    open_release,
     provenance,
     read_table,
     table_files,
@@ -179,6 +186,54 @@ def _pairs(rec: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 _CONTEXT_KEYS = ("video_id", "video", "file_name", "question_category", "category")
+_SLOT_LIST = re.compile(r"^question_categories_([A-Za-z0-9]+)$")
+# Keys of the official JSON this importer reads (video level, then per question record); none is ignored.
+OFFICIAL_VIDEO_KEYS = ("video", "link")
+OFFICIAL_RECORD_KEYS = ("category", "question", "answer", "true_statement", "false_statement")
+IGNORED_KEYS: frozenset[str] = frozenset()
+
+
+def _is_official(data: Any) -> bool:
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(isinstance(v, dict) and any(_SLOT_LIST.match(str(k)) for k in v) for v in data)
+    )
+
+
+def _official(data: list[dict[str, Any]], where: str, out: ParsedRelease) -> list[tuple[str, dict[str, Any]]]:
+    """Question records of the official JSON, each with its video, link, slot list and the
+    (true, false) pairs zipped by position."""
+    recs = []
+    for i, v in enumerate(data):
+        for key in sorted(k for k in v if _SLOT_LIST.match(str(k))):
+            slot = _SLOT_LIST.match(key).group(1)
+            for j, r in enumerate(v[key] if isinstance(v[key], list) else []):
+                w = f"{where}[{i}].{key}[{j}]"
+                if not isinstance(r, dict):
+                    recs.append((w, {"__unparsable__": f"not a record: {type(r).__name__}"}))
+                    continue
+                ts, fs = r.get("true_statement"), r.get("false_statement")
+                ts, fs = (ts if isinstance(ts, list) else []), (fs if isinstance(fs, list) else [])
+                pairs = [(text(a), text(b)) for a, b in zip(ts, fs)] + [("", "")] * abs(len(ts) - len(fs))
+                cat = text(r.get("category"))
+                if cat and not cat.endswith(f"_{slot}"):
+                    out.notes["category_slot_differs_from_list"] += 1
+                answers = r.get("answer")
+                recs.append(
+                    (
+                        w,
+                        {
+                            "video_id": text(v.get("video")),
+                            "link": text(v.get("link")),
+                            "question_category": cat,
+                            "question": r.get("question"),
+                            "answers": answers if isinstance(answers, list) else [answers],
+                            "statements": pairs,
+                        },
+                    )
+                )
+    return recs
 
 
 def _flatten(data: Any, where: str, context: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -204,6 +259,14 @@ def _flatten(data: Any, where: str, context: dict[str, Any]) -> list[tuple[str, 
     return out
 
 
+def _video_keys(fname: str, video: str) -> list[str]:
+    """Names a record's video may have in the release: its file name, the id, and the id's
+    number (the official JSON names ``video12``, the file is ``videos/12.mp4``)."""
+    keys = [fname.lower(), Path(fname).stem.lower(), video.lower()]
+    num = re.sub(r"^video[\s_-]*", "", video, flags=re.IGNORECASE)
+    return [*keys, num.lower()] if num != video else keys
+
+
 def _target_base(rows: list[dict[str, Any]], default: int) -> int:
     vals = {text(r.get("target")) for r in rows if "pool_pos" in r or "target" in r}
     if "2" in vals:
@@ -213,25 +276,43 @@ def _target_base(rows: list[dict[str, Any]], default: int) -> int:
     return default
 
 
-def parse_release(info: ReleaseInfo) -> ParsedRelease:
-    """Items of one MAIA release (see the module docstring for the forms)."""
-    out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
-    videos = media_index(info.path, VIDEO_SUFFIXES)
-    require_media = bool(info.option("require_media", True))
-    sv_question = str(info.option("sv_question", SV_QUESTION))  # the recipe's (English) wording unless set
+def _read(info: ReleaseInfo, files: ReleaseFiles, out: ParsedRelease) -> list[tuple[str, dict[str, Any], int]]:
+    """(where, record, target base) for every record of every released table."""
     records: list[tuple[str, dict[str, Any], int]] = []
-    for f in table_files(info.path):
+    for f in table_files(files):
         try:
-            flat = _flatten(read_table(f), file_label(info.path, f), {})
+            data = read_table(f)
+            label = file_label(files, f)
+            flat = _official(data, label, out) if _is_official(data) else _flatten(data, label, {})
         except Exception as e:  # noqa: BLE001 - an unreadable file is a reject, the others still load
-            out.reject(file_label(info.path, f), "unreadable_file", f"{type(e).__name__}: {e}")
+            out.reject(file_label(files, f), "unreadable_file", f"{type(e).__name__}: {e}")
             continue
         base = _target_base([r for _, r in flat], int(info.option("target_base", 0)))
         records += [(w, r, base) for w, r in flat]
-    out.records = len(records)
+    return records
 
-    questions: dict[str, dict[str, Any]] = {}  # release question key → question row
-    pair_rows: list[tuple[str, dict[str, Any], str, str, int]] = []  # where, context, ts, fs, pool_pos
+
+def _pair_row(where: str, r: dict[str, Any], base: int, out: ParsedRelease) -> tuple | None:
+    """A statement-pair row (HF ``mc`` or caption / foil) as (where, record, true, false, pool position)."""
+    if "pool_pos" in r or ("target" in r and "question" not in r):
+        a, b = text(r.get("answer1")), text(r.get("answer2"))
+        try:
+            t = int(float(text(r.get("target")))) - base
+        except ValueError:
+            out.reject(where, "bad_target", f"target {r.get('target')!r} is not 0/1 (or 1/2)")
+            return None
+        if t not in (0, 1):
+            out.reject(where, "bad_target", f"target {r.get('target')!r} is outside the two statements")
+            return None
+        ts, fs = (a, b) if t == 0 else (b, a)
+        return where, r, ts, fs, int(float(text(r.get("pool_pos")) or 0))
+    return where, r, text(r.get("caption")), text(r.get("foil")), int(float(text(r.get("pool_pos")) or 0))
+
+
+def _sort(records: list[tuple[str, dict[str, Any], int]], out: ParsedRelease) -> tuple[dict, list]:
+    """Question records (key -> question) and statement pairs (where, record, true, false, position)."""
+    questions: dict[str, dict[str, Any]] = {}
+    pairs: list[tuple[str, dict[str, Any], str, str, int]] = []
     for where, r, base in records:
         if "__unparsable__" in r:
             out.reject(where, "unparsable_record", str(r["__unparsable__"]))
@@ -244,23 +325,9 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         if not text(cat_raw):
             out.reject(where, "missing_category", "the record has no question_category")
             continue
-        if "pool_pos" in r or ("target" in r and "question" not in r):
-            a, b = text(r.get("answer1")), text(r.get("answer2"))
-            try:
-                t = int(float(text(r.get("target")))) - base
-            except ValueError:
-                out.reject(where, "bad_target", f"target {r.get('target')!r} is not 0/1 (or 1/2)")
-                continue
-            if t not in (0, 1):
-                out.reject(where, "bad_target", f"target {r.get('target')!r} is outside the two statements")
-                continue
-            ts, fs = (a, b) if t == 0 else (b, a)
-            pair_rows.append((where, r, ts, fs, int(float(text(r.get("pool_pos")) or 0))))
-            continue
-        if "foil" in r and "question" not in r:
-            pair_rows.append(
-                (where, r, text(r.get("caption")), text(r.get("foil")), int(float(text(r.get("pool_pos")) or 0)))
-            )
+        if "pool_pos" in r or ("target" in r and "question" not in r) or ("foil" in r and "question" not in r):
+            if (row := _pair_row(where, r, base, out)) is not None:
+                pairs.append(row)
             continue
         q = text(r.get("question"))
         if not q:
@@ -284,27 +351,34 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             "answers": [a for a in answers if a],
             "cat_raw": text(cat_raw),
         }
-        for k, (ts, fs) in enumerate(_pairs(r), start=1):
-            pair_rows.append((where, {**r, "id": key}, ts, fs, k))
+        pairs += [
+            (f"{where}.statements[{k - 1}]", {**r, "id": key}, ts, fs, k) for k, (ts, fs) in enumerate(_pairs(r), 1)
+        ]
+    return questions, pairs
 
-    by_cat_video = defaultdict(list)
-    for key, q in questions.items():
-        by_cat_video[(q["video"], q["cat_raw"])].append(key)
-    rows: list[dict[str, Any]] = []
 
-    def common(where: str, r: dict[str, Any], video: str, cat_raw: str) -> dict[str, Any] | None:
+class _Common:
+    """The columns every item of one record shares (media, category, provenance), or a reject."""
+
+    def __init__(self, info: ReleaseInfo, files: ReleaseFiles, out: ParsedRelease):
+        self.info, self.out = info, out
+        self.videos = files.index(VIDEO_SUFFIXES)
+        self.require_media = bool(info.option("require_media", True))
+
+    def __call__(self, where: str, r: dict[str, Any], video: str, cat_raw: str) -> dict[str, Any] | None:
+        info, out = self.info, self.out
         cat, slot, known = parse_category(cat_raw)
         if not known:
             out.keep_unknown("category", cat_raw)
         fname = Path(text(r.get("file_name")) or video).name
-        src = videos.get(fname.lower()) or videos.get(Path(fname).stem.lower()) or videos.get(video.lower())
+        src = next((self.videos[k] for k in _video_keys(fname, video) if k in self.videos), None)
         media: list[str] = []
         if src is not None:
             rel = media_path(info, src)
             out.media[rel] = src
             media = [rel]
-        elif require_media:
-            out.reject(where, "media_missing", f"video {fname!r} is not in the release folder {info.path}")
+        elif self.require_media:
+            out.reject(where, "media_missing", f"video {fname!r} ({video}) is not in the release folder {info.path}")
             return None
         else:
             out.notes["media_missing_kept"] += 1
@@ -324,18 +398,23 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 "known_category": known,
                 **({"causal_type": ct} if cat == "causal" and (ct := causal_type_of_record(cat_raw, r)) else {}),
             },
+            "_extra": {"origin": "imported", "language": info.language}
+            | ({"video_url": text(r.get("link"))} if text(r.get("link")) else {}),
         }
 
+
+def _open_ended(questions: dict[str, dict[str, Any]], common: _Common) -> list[dict[str, Any]]:
+    rows = []
     for key, q in questions.items():
         c = common(q["where"], q["rec"], q["video"], q["cat_raw"])
         if c is None:
             continue
-        labels = c.pop("_labels") | {"question_id": key}
+        labels, extra = c.pop("_labels") | {"question_id": key}, c.pop("_extra")
         refs = q["answers"]
         rows.append(
             {
                 **c,
-                "item_id": f"maia_rel_oe_{stable_id(info.name, key)}",
+                "item_id": f"maia_rel_oe_{stable_id(common.info.name, key)}",
                 "task": "open_ended",
                 "question": q["question"],
                 "options": None,
@@ -343,15 +422,19 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 "answer": refs[0],
                 "references": refs,
                 "labels": json.dumps(labels, ensure_ascii=False),
-                "extra": json.dumps(
-                    {"origin": "imported", "n_references": len(refs), "release_id": key, "language": info.language},
-                    ensure_ascii=False,
-                ),
+                "extra": json.dumps(extra | {"n_references": len(refs), "release_id": key}, ensure_ascii=False),
             }
         )
+    return rows
 
-    seen: set[str] = set()
-    for where, r, ts, fs, pos in pair_rows:
+
+def _statements(questions: dict, pairs: list, common: _Common, sv_question: str) -> list[dict[str, Any]]:
+    out, info = common.out, common.info
+    by_cat_video = defaultdict(list)
+    for key, q in questions.items():
+        by_cat_video[(q["video"], q["cat_raw"])].append(key)
+    rows, seen = [], set()
+    for where, r, ts, fs, pos in pairs:
         if not ts or not fs:
             out.reject(where, "missing_statement", "a statement pair lacks its true or its false statement")
             continue
@@ -365,8 +448,8 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         if q is not None and (q["video"], q["cat_raw"]) != (video, cat_raw):
             q, qkey = None, ""  # an id that is a row number, not the question's: link by video + category
         if q is None and len(by_cat_video.get((video, cat_raw), [])) == 1:
-            q = questions[by_cat_video[(video, cat_raw)][0]]
             qkey = by_cat_video[(video, cat_raw)][0]
+            q = questions[qkey]
         if q is None:
             out.notes["statement_pair_without_question"] += 1
         iid = f"maia_rel_sv_{stable_id(info.name, qkey or where, pos, ts, fs)}"
@@ -379,31 +462,70 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             continue
         if text(r.get("answer1")):  # the release's own order (HF ``mc``: answer1 / answer2)
             t_index = 0 if text(r.get("answer1")) == ts else 1
-        else:  # true / false pairs without an order: seeded, like the recipe
+        else:  # true / false lists without an order (the official JSON): seeded, like the recipe
             t_index = shuffle_options([ts, fs], ["correct", "foil"], seed=("maia", iid)).correct_index
-        options = [ts, fs] if t_index == 0 else [fs, ts]
-        labels = c.pop("_labels") | {"question_id": qkey or None, "pool_index": pos}
+        labels, extra = c.pop("_labels") | {"question_id": qkey or None, "pool_index": pos}, c.pop("_extra")
         rows.append(
             {
                 **c,
                 "item_id": iid,
                 "task": "statement_verification",
                 "question": sv_question,
-                "options": options,
+                "options": [ts, fs] if t_index == 0 else [fs, ts],
                 "option_types": ["correct", "foil"] if t_index == 0 else ["foil", "correct"],
                 "answer": letter(t_index),
                 "references": None,
                 "labels": json.dumps(labels, ensure_ascii=False),
                 "extra": json.dumps(
-                    {
-                        "origin": "imported",
-                        "maia_question": q["question"] if q else None,
-                        "release_id": qkey or None,
-                        "language": info.language,
-                    },
+                    extra | {"maia_question": q["question"] if q else None, "release_id": qkey or None},
                     ensure_ascii=False,
                 ),
             }
         )
+    return rows
+
+
+# MAIA's full benchmark (§3, Fig. 1; README of the official repository): 100 videos, 12 categories,
+# 2 questions per category and video, 8 answers per question, one true / false pair per answer.
+PAPER = {"videos": 100, "categories": 12, "questions": 2400, "answers": 19200, "statement pairs": 19200}
+
+
+def _stats(items: pd.DataFrame, questions: dict, pairs: list) -> dict[str, tuple[Any, Any]]:
+    oe = items[items["task"] == "open_ended"] if len(items) else items
+    videos = {q["video"] for q in questions.values()}
+    per = len(questions) / (len(videos) * 12) if videos else None
+    return {
+        "videos": (len(videos), PAPER["videos"]),
+        "categories": (int(oe["category"].nunique()) if len(oe) else 0, PAPER["categories"]),
+        "questions": (len(questions), PAPER["questions"]),
+        "questions per video and category": (per, 2.0),
+        "answers": (sum(len(q["answers"]) for q in questions.values()), PAPER["answers"]),
+        "answers per question": (
+            sum(len(q["answers"]) for q in questions.values()) / len(questions) if questions else None,
+            8.0,
+        ),
+        "statement pairs": (len(pairs), PAPER["statement pairs"]),
+    }
+
+
+def parse_release(info: ReleaseInfo) -> ParsedRelease:
+    """Items of one MAIA release (see the module docstring for the forms)."""
+    out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
+    files = open_release(info, out)
+    records = _read(info, files, out)
+    out.records = len(records)
+    questions, pairs = _sort(records, out)
+    common = _Common(info, files, out)
+    sv_question = str(info.option("sv_question", SV_QUESTION))  # the recipe's (English) wording unless set
+    rows = _open_ended(questions, common) + _statements(questions, pairs, common, sv_question)
     out.items = pd.DataFrame(rows, columns=COLUMNS)
+    tasks = out.items["task"].value_counts()
+    videos = {q["video"] for q in questions.values()} | {
+        text(r.get("video_id") or r.get("video")) for _, r, *_ in pairs
+    }
+    out.count("videos", len(videos), out.items["unit_id"].nunique())
+    out.count("questions", sum(1 for _, r, _ in records if "question" in r), int(tasks.get("open_ended", 0)))
+    offered_pairs = sum(len(_pairs(r)) if "question" in r else 1 for _, r, _ in records if "__unparsable__" not in r)
+    out.count("statement pairs", offered_pairs, int(tasks.get("statement_verification", 0)))
+    out.stats = _stats(out.items, questions, pairs)
     return out

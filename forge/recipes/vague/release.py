@@ -1,12 +1,17 @@
 """VAGUE's public release (2.0) as benchmark items (importer; docs/releases.md).
 
-Records (a JSON list, a JSON object keyed by id, or JSON lines): ``image_name`` (the frame;
-the image file's stem under the release folder), ``direct``, ``indirect``, ``solution``
+Records (a JSON list, a JSON object keyed by id, or JSON lines; the release ships
+``vcr_1144_final.json`` and ``ego4d_533_final.json``): ``image_name`` (the frame; the official
+inference reads ``<img_dir>/<image_name>_annot.jpg``, the image with the person tags drawn,
+so that name is looked up first, then ``<image_name>.<ext>``, then the file ``meta.annot_link``
+names), ``direct``, ``indirect``, ``solution``
 (``(subject, action, object)``), ``mcq`` with ``1_correct``, ``2_fake_scene``,
 ``3_surface_understanding``, ``4_wrong_entity`` and ``ordering`` (the letter each of those
 four options takes, in that numeric order), and ``meta`` (``caption``, ``ram_entity``,
 ``img_size``, ``person_bbox``, ``rating`` {direct, indirect}, ``fake_caption``,
-``annot_link``). The options keep the release's letters; option types map to the recipe's
+``annot_link``); ``meta.reasoning`` where a file carries it (the in-context examples). The
+subset (``vcr`` / ``ego4d``, the two columns of the paper's Table 1) comes from the file name and
+goes to ``labels.subset``. The options keep the release's letters; option types map to the recipe's
 ``correct / FS / SU / NE``. The release has no sarcasm / humour / meme-idiom strategy per
 item, so ``category`` is ``unspecified``; unknown ``mcq`` keys are kept in ``extra`` and
 reported.
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from typing import Any
 
 import pandas as pd
@@ -27,8 +33,8 @@ from forge.releases.records import (
     ParsedRelease,
     file_label,
     item_columns,
-    media_index,
     media_path,
+    open_release,
     provenance,
     read_table,
     rows_of,
@@ -41,6 +47,23 @@ COLUMNS = item_columns("vague_items")
 OPTION_KEYS = {"correct": "correct", "fake_scene": "FS", "surface_understanding": "SU", "wrong_entity": "NE"}
 UNSPECIFIED = "unspecified"
 _KEY = re.compile(r"^(\d+)_(.+)$")
+RECORD_KEYS = ("image_name", "direct", "indirect", "solution", "mcq", "meta")
+MCQ_KEYS = ("1_correct", "2_fake_scene", "3_surface_understanding", "4_wrong_entity", "ordering")
+META_KEYS = ("caption", "ram_entity", "img_size", "person_bbox", "annot_link", "rating", "fake_caption", "reasoning")
+IGNORED_KEYS: frozenset[str] = frozenset()
+# VAGUE §3.3: 1,677 images, 1,144 from VCR and 533 from Ego4D, one item each.
+PAPER = {"items": 1677, "vcr": 1144, "ego4d": 533}
+
+
+def _subset(name: str) -> str | None:
+    low = name.lower()
+    return next((s for s in ("vcr", "ego4d") if s in low), None)
+
+
+def _image(images: dict[str, Any], name: str, meta: dict[str, Any]) -> Any:
+    link = text(meta.get("annot_link")).rsplit("/", 1)[-1]
+    keys = [f"{name}_annot.jpg", f"{name}_annot", name, f"{name}.jpg", link, link.rsplit(".", 1)[0]]
+    return next((images[k.lower()] for k in keys if k and k.lower() in images), None)
 
 
 def _options(mcq: dict[str, Any]) -> tuple[list[tuple[int, str, str]], list[str]]:
@@ -62,17 +85,19 @@ def _solution(s: str) -> dict[str, str]:
 
 def parse_release(info: ReleaseInfo) -> ParsedRelease:
     out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
-    images = media_index(info.path, IMAGE_SUFFIXES)
+    files = open_release(info, out)
+    images = files.index(IMAGE_SUFFIXES)
     require_media = bool(info.option("require_media", True))
     rows, seen = [], set()
-    for f in table_files(info.path):
+    subsets: Counter = Counter()
+    for f in table_files(files):
         try:
             data = read_table(f)
         except Exception as e:  # noqa: BLE001 - an unreadable file is a reject, the others still load
-            out.reject(file_label(info.path, f), "unreadable_file", f"{type(e).__name__}: {e}")
+            out.reject(file_label(files, f), "unreadable_file", f"{type(e).__name__}: {e}")
             continue
         for key, r in rows_of(data):
-            where = f"{file_label(info.path, f)}[{key}]"
+            where = f"{file_label(files, f)}[{key}]"
             out.records += 1
             if not isinstance(r, dict) or not isinstance(r.get("mcq"), dict):
                 out.reject(where, "unparsable_record", "a record needs an mcq object")
@@ -99,7 +124,8 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 out.notes["duplicated_options"] += 1
             placed = sorted(zip(order, opts))
             options, types = [t for _, (_, _, t) in placed], [ty for _, (_, ty, _) in placed]
-            src = images.get(name.lower())
+            meta = r.get("meta") if isinstance(r.get("meta"), dict) else {}
+            src = _image(images, name, meta)
             if src is None and require_media:
                 out.reject(where, "media_missing", f"image {name!r} not found under {info.path}")
                 continue
@@ -111,7 +137,8 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 out.reject(where, "duplicate_record", f"{name!r} with the same utterance appears twice")
                 continue
             seen.add(iid)
-            meta = r.get("meta") if isinstance(r.get("meta"), dict) else {}
+            subset = _subset(f.name)
+            subsets[subset or "unknown"] += 1
             rating = meta.get("rating") if isinstance(meta.get("rating"), dict) else {}
             rows.append(
                 {
@@ -128,7 +155,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                     "unit_id": f"{info.name}:{name}",
                     "source_item_id": f"{info.name}:{name}",
                     "labels": json.dumps(
-                        _solution(text(r.get("solution"))) | {"ram_entity": meta.get("ram_entity")},
+                        _solution(text(r.get("solution"))) | {"ram_entity": meta.get("ram_entity"), "subset": subset},
                         ensure_ascii=False,
                         default=str,
                     ),
@@ -142,6 +169,8 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                             "person_bbox": meta.get("person_bbox"),
                             "img_size": meta.get("img_size"),
                             "image_name": name,
+                            "annot_link": meta.get("annot_link"),
+                            **({"reasoning": meta["reasoning"]} if meta.get("reasoning") else {}),
                             "origin": "imported",
                             **({"release_mcq": {k: r["mcq"][k] for k in unknown}} if unknown else {}),
                         },
@@ -152,4 +181,8 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 }
             )
     out.items = pd.DataFrame(rows, columns=COLUMNS)
+    out.count("records", out.records, len(out.items))
+    out.stats = {"items": (len(out.items), PAPER["items"])} | {
+        f"items ({s})": (subsets.get(s, 0), PAPER[s]) for s in ("vcr", "ego4d")
+    }
     return out

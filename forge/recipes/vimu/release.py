@@ -29,8 +29,8 @@ from forge.releases.records import (
     ParsedRelease,
     file_label,
     item_columns,
-    media_index,
     media_path,
+    open_release,
     provenance,
     read_table,
     rows_of,
@@ -66,6 +66,9 @@ KNOWN = {
     "question_id",
     "split",
 }
+IGNORED_KEYS: frozenset[str] = frozenset()  # every other field is kept in ``labels`` and reported
+# ViMU §3: 2,352 questions on 588 videos, one question per task and video (588 each).
+PAPER = {"videos": 588, "questions": 2352, "OE": 588, "EG": 588, "RM": 588, "SV": 588}
 _LETTERS = re.compile(r"^[A-Z](\s*,\s*[A-Z])*$")
 
 
@@ -102,17 +105,18 @@ def _gold_letters(raw: Any, options: list[str]) -> list[str] | None:
 
 def parse_release(info: ReleaseInfo) -> ParsedRelease:
     out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
-    videos = media_index(info.path, VIDEO_SUFFIXES)
+    files = open_release(info, out)
+    videos = files.index(VIDEO_SUFFIXES)
     require_media = bool(info.option("require_media", True))
     rows, seen = [], set()
-    for f in table_files(info.path):
+    for f in table_files(files):
         try:
             data = read_table(f)
         except Exception as e:  # noqa: BLE001 - an unreadable file is a reject, the others still load
-            out.reject(file_label(info.path, f), "unreadable_file", f"{type(e).__name__}: {e}")
+            out.reject(file_label(files, f), "unreadable_file", f"{type(e).__name__}: {e}")
             continue
         for key, r in rows_of(data):
-            where = f"{file_label(info.path, f)}[{key}]"
+            where = f"{file_label(files, f)}[{key}]"
             if not isinstance(r, dict) or "__unparsable__" in r:
                 out.reject(where, "unparsable_record", str((r or {}).get("__unparsable__", "not a record")))
                 continue
@@ -203,4 +207,10 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                 }
             )
     out.items = pd.DataFrame(rows, columns=COLUMNS)
+    out.count("questions", out.records, len(out.items))
+    per_task = out.items["category"].value_counts() if rows else {}
+    out.stats = {
+        "videos": (out.items["unit_id"].nunique() if rows else 0, PAPER["videos"]),
+        "questions": (len(out.items), PAPER["questions"]),
+    } | {f"questions ({t})": (int(per_task.get(t, 0)), PAPER[t]) for t in ("OE", "EG", "RM", "SV")}
     return out
