@@ -17,11 +17,15 @@ from types import ModuleType
 
 import dagster as dg
 
+from forge.environment import apply_recorded_environment
 from jobs.console import quiet_dagster_warnings
 
 # The UI's code server, `dagster definitions validate` and jobs.build all load this file: Dagster's
 # beta / preview warnings (30+ identical lines per load, for APIs used on purpose) are hidden there.
 quiet_dagster_warnings()
+# The settings the data dir was built with (forge/environment.py), under what the environment sets:
+# `make ui`, its sensors and `dg launch` build a demo data dir with the demo's profile and sources.
+apply_recorded_environment()
 
 _ROOT = str(Path(__file__).resolve().parent)
 

@@ -22,6 +22,8 @@ stage (``jobs/console.py``), and ends with a summary read from the catalog
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import os
 import sys
 import time
 from collections.abc import Iterable
@@ -34,6 +36,9 @@ from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from forge.build_summary import summarize, weights_caveats
+from forge.environment import apply_recorded_environment, env_path
+from forge.offline_env import apply as apply_offline_env
+from forge.offline_env import ensure_dagster_telemetry_off
 from jobs.console import project_logs_through_dagster_only, quiet_dagster_warnings, quiet_run
 from jobs.outcomes import Outcomes
 from jobs.run_health import BuildHealth as Health
@@ -152,15 +157,17 @@ def run_segment(
     health: Health | None = None,
     verbose: bool = False,
     outcomes: Outcomes | None = None,
+    partition_keys: list[str] | None = None,
 ) -> bool:
     """Run one segment; ``summary`` collects its failed asset checks (WARN ones too) for the
-    run summary, ``outcomes`` the assets that failed in it. False when the run failed or an
+    run summary, ``outcomes`` the assets that failed in it. ``partition_keys``: a contiguous
+    range of the segment's partitions (default: all). False when the run failed or an
     ERROR-severity check failed."""
     tags: dict[str, str] = {"subtext/launched_by": "jobs.build"}
     health = health or Health(instance)
     label = (f"{seg.job}: " if seg.job else "") + segment_label(seg)
     if seg.partitions_def is not None:
-        keys = seg.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
+        keys = partition_keys or seg.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
         if not keys:
             print(f"  skip (no partitions yet): {label}")
             return True
@@ -203,14 +210,52 @@ def segment_label(seg: Segment, shown: int = 4) -> str:
     return ", ".join(names[:shown]) + more
 
 
+def partition_ranges(
+    seg: Segment, instance: dg.DagsterInstance, batch_patterns: list[str] | None
+) -> list[list[str] | None]:
+    """The runs a segment takes: ``[None]`` (every partition, or unpartitioned), or, with
+    ``--batch`` patterns on a per-batch segment, one contiguous range of matching batches per run
+    (a run covers a range of partitions, so a gap splits it)."""
+    # Batches are the project's one dynamic partitioning (assets.common.batches); models are static.
+    if not batch_patterns or not isinstance(seg.partitions_def, dg.DynamicPartitionsDefinition):
+        return [None]
+    ranges: list[list[str]] = []
+    previous = False
+    for key in seg.partitions_def.get_partition_keys(dynamic_partitions_store=instance):
+        hit = any(fnmatch.fnmatchcase(key, p) for p in batch_patterns)
+        if hit and previous:
+            ranges[-1].append(key)
+        elif hit:
+            ranges.append([key])
+        previous = hit
+    if not ranges:
+        print(f"  skip (no batch matches {' '.join(batch_patterns)}): {segment_label(seg)}", flush=True)
+    return list(ranges)
+
+
+def describe_plan(seg: Segment, instance: dg.DagsterInstance, keys: list[str] | None) -> str:
+    """One dry-run line: the job, the partitions it would cover and every asset."""
+    where = ""
+    if seg.partitions_def is not None:
+        keys = keys or seg.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
+        where = (
+            f" [{len(keys)} partitions: {keys[0]} … {keys[-1]}]" if keys else " [partitions registered by `sources`]"
+        )
+    names = ", ".join(k.to_user_string() for k in seg.keys)
+    return f"  {seg.job or '(asset job)'}{where}: {names}"
+
+
 def build(
     selection: list[str] | None = None,
     instance: dg.DagsterInstance | None = None,
     verbose: bool = False,
     defs: dg.Definitions | None = None,
+    batch_patterns: list[str] | None = None,
+    dry_run: bool = False,
 ) -> bool:
-    """Every selected asset in dependency order. A failed asset stops only its descendants
-    (``jobs/outcomes.py``): the rest still runs, and the result is False."""
+    """Every selected asset in dependency order (``batch_patterns``: only matching batches of the
+    per-batch stages; ``dry_run``: print the runs, run nothing). A failed asset stops only its
+    descendants (``jobs/outcomes.py``): the rest still runs, and the result is False."""
     if defs is None:
         from definitions import build_defs
 
@@ -221,7 +266,10 @@ def build(
         keys = set(dg.AssetSelection.from_coercible(selection).resolve(graph)) & keys
     instance = instance or dg.DagsterInstance.get()
     health = Health(instance)
-    health.sweep()  # runs a killed build left STARTED: failed, slots freed, recorded
+    if dry_run:
+        print("Dry run: the runs this build would make, in order (nothing runs):", flush=True)
+    else:
+        health.sweep()  # runs a killed build left STARTED: failed, slots freed, recorded
     summary: list[str] = []
     outcomes = Outcomes()
     ok = True
@@ -236,9 +284,13 @@ def build(
             if not runnable:
                 continue
             seg = Segment(seg.partitions_def, runnable, seg.job)
-            ok = run_segment(defs, instance, seg, summary, health, verbose, outcomes) and ok
-            if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop here
-                raise Terminated(f"{health.signals.signalled} received")
+            for keys in partition_ranges(seg, instance, batch_patterns):
+                if dry_run:
+                    print(describe_plan(seg, instance, keys), flush=True)
+                    continue
+                ok = run_segment(defs, instance, seg, summary, health, verbose, outcomes, keys) and ok
+                if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop here
+                    raise Terminated(f"{health.signals.signalled} received")
     _print_summary(summary)
     for line in outcomes.lines():
         print(line, flush=True)
@@ -271,14 +323,51 @@ def print_build_summary() -> None:
     print("\n".join(summarize(default_storage().store, registry.specs(), caveats).lines()), flush=True)
 
 
+HELP = """Build the whole graph (or a selection) in dependency order, over every partition,
+recorded in the Dagster instance ($DAGSTER_HOME), so the UI shows every run.
+
+It reads the environment the data dir was built with (<data dir>/environment.json, written
+by `make demo`: recipe profile, sample corpus, endpoint; your own variables win). A failed
+asset stops only what depends on it; the build then exits 1 and lists what was skipped.
+"""
+
+EXAMPLES = """examples:
+  python -m jobs.build --demo                          # what `make demo` runs
+  python -m jobs.build --dry-run                       # the runs it would make, nothing runs
+  python -m jobs.build --select 'tag:benchmark=vague'  # one paper, recipe to report
+  python -m jobs.build --select 'iibench_implication*' # a stage and everything below it
+  python -m jobs.build --batch 'local_images-*'        # only these batches of the per-batch stages
+  python -m jobs.build --select 'group:evals'          # evaluations only (every model partition)
+
+exit status: 0 all built, 1 something failed (see the closing summary), 143 stopped by a signal.
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m jobs.build",
+        description=HELP,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--demo", action="store_true", help="build the sample corpus, serve it on 127.0.0.1, build everything"
     )
-    parser.add_argument("--select", nargs="*", help="asset selection strings (default: everything)")
+    parser.add_argument(
+        "--select", nargs="*", metavar="SEL", help="Dagster asset selection(s), e.g. 'group:vague' (default: all)"
+    )
+    parser.add_argument(
+        "--batch",
+        action="append",
+        metavar="PATTERN",
+        help="only batch partitions matching this glob (repeatable), e.g. 'captioned-*'",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print the runs in order and run nothing")
     parser.add_argument("--verbose", action="store_true", help="every Dagster run event (DEBUG) on the console")
     args = parser.parse_args(argv)
+    apply_offline_env()  # usage-reporting opt-outs before any stage starts (forge/offline_env.py)
+    if note := ensure_dagster_telemetry_off():
+        print(note, flush=True)
     quiet_dagster_warnings()
     project_logs_through_dagster_only()
     with ExitStack() as stack:
@@ -286,14 +375,27 @@ def main(argv: list[str] | None = None) -> int:
             from jobs.demo import prepare_demo
 
             stack.enter_context(prepare_demo())
+        else:
+            report_recorded_environment()
         try:
-            ok = build(args.select, verbose=args.verbose)
+            ok = build(args.select, verbose=args.verbose, batch_patterns=args.batch, dry_run=args.dry_run)
         except DagsterExecutionInterruptedError as exc:  # a signal between runs
             print(f"\nStopped: {exc}", flush=True)
             return 143
+    if args.dry_run:
+        return 0
     print("\nDone." if ok else "\nFinished with failed steps (see above and the Dagster UI).", flush=True)
     print_build_summary()
     return 0 if ok else 1
+
+
+def report_recorded_environment() -> None:
+    """Apply the data dir's recorded environment (as definitions.py does) and say what it set."""
+    applied, overridden = apply_recorded_environment()
+    if applied:
+        print(f"From {env_path()}: {', '.join(f'{k}={v}' for k, v in sorted(applied.items()))}", flush=True)
+    for k, v in sorted(overridden.items()):
+        print(f"  {k}: your environment's {os.environ[k]!r} wins over the recorded {v!r}", flush=True)
 
 
 if __name__ == "__main__":

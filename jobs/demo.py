@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from forge.environment import endpoint_settings, record_environment
 from forge.media.loopback import LoopbackServer, loopback_allowances
 from forge.media.sample_corpus import build_sample_corpus
 from forge.recipes.settings import record_profile
@@ -40,6 +41,10 @@ def prepare_demo(data_dir: str | None = None) -> Iterator[dict[str, str]]:
     values["SUBTEXT_RECIPE_PROFILE"] = os.environ.get("SUBTEXT_RECIPE_PROFILE") or "demo"
     record_profile(values["SUBTEXT_RECIPE_PROFILE"], data)  # `make ui` on this data dir loads the same settings
     print(f"Recipe settings profile: {values['SUBTEXT_RECIPE_PROFILE']}", flush=True)
+    # Everything above (never a secret), for `make ui`, its sensors, `dg launch` and later builds.
+    chosen = {k: os.environ[k] for k in ("SUBTEXT_SOURCES",) if os.environ.get(k)}
+    recorded = record_environment({**endpoint_settings(), **chosen, **values}, data)
+    print(f"Environment recorded in {recorded} (every entry point on this data dir reads it)", flush=True)
     old = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
     try:

@@ -1,3 +1,8 @@
+# --- A data dir's recorded environment (forge/environment.py) is not applied to the suite ----
+import os as _os_env
+
+_os_env.environ.setdefault("SUBTEXT_RECORDED_ENV", "off")  # a user's `make demo` record must not leak into tests
+
 # --- LLM test double (issue 4; see docs/llm.md "Testing against the double") ---------------
 import pytest as _pytest_llm
 

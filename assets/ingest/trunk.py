@@ -39,6 +39,7 @@ from forge.media.clips import ClipSettings
 from forge.media.frames import FrameSettings
 from forge.media.images import ImageSettings
 from forge.media.inbox import list_with_inbox
+from forge.media.relisting import keep_earlier
 from forge.media.sheets import frame_tiles
 from forge.media.sources import ytdlp_lister
 from forge.storage import UNPARTITIONED, RejectLog
@@ -159,6 +160,10 @@ def sources(
         ytdlp_lister(ingest.socket_timeout_s, ingest.retries, policy.max_playlist_items),
         policy,
     )
+    # What cannot be listed now (an unset variable, a server down) keeps its earlier rows: never lost.
+    listing, kept = keep_earlier(listing, store.read("sources"), store.read("source_items"), log)
+    for line in kept.lines():
+        context.log.warning(f"sources: {line}")
     known = set(context.instance.get_dynamic_partitions(batches.name))
     new = [b for b in listing.batches if b not in known]
     if new:
@@ -174,6 +179,9 @@ def sources(
             "items_by_source": dg.MetadataValue.json({k: int(v) for k, v in by_source.items()}),
             "batches": dg.MetadataValue.md("\n".join(f"- `{b}`" for b in listing.batches) or "_none_"),
             "new_partitions": len(new),
+            "kept_from_earlier_listing": dg.MetadataValue.json(
+                {s: {"items": n, "why": kept.reasons[s]} for s, n in kept.items.items()}
+            ),
         },
         started=started,
     )

@@ -101,3 +101,20 @@ def test_keep_runnable_drops_only_descendants():
     kept = {k.to_user_string() for k in out.keep_runnable(graph, keys)}
     assert kept == {f"{b}_{s}" for b in BENCHMARKS if b != "vague" for s in ("export", "eval")}
     assert out.skipped == {"vague_export": "vague_items", "vague_eval": "vague_items"}
+
+
+def test_dry_run_prints_the_runs_and_runs_nothing(capsys):
+    built.clear()
+    instance = dg.DagsterInstance.ephemeral()
+    assert B.build(instance=instance, defs=dg.Definitions(assets=ASSETS), dry_run=True) is True
+    out = capsys.readouterr().out
+    assert built == [] and not instance.get_runs()
+    assert "Dry run" in out and "[partitions registered by `sources`]" in out and "maia_eval" in out
+
+
+def test_batch_filter_builds_only_matching_batches(monkeypatch):
+    monkeypatch.setitem(BROKEN, "how", "none")
+    instance = dg.DagsterInstance.ephemeral()
+    assert B.build(instance=instance, defs=dg.Definitions(assets=ASSETS), batch_patterns=["b2"]) is True
+    assert instance.get_materialized_partitions(dg.AssetKey("vague_items")) == {"b2"}
+    assert instance.get_materialized_partitions(dg.AssetKey("hummus_eval")) == {"m1"}  # not a batch partition
