@@ -6,6 +6,11 @@ and ONNX Runtime's kernels run them 1.6-2x faster than PyTorch's eager ones on t
 already loaded (and sha256-verified) in this process, into memory, each time a model is
 built: no derived file is written or read back, so nothing but the pinned weights reaches the
 session. CPU only: on CUDA the torch modules stay.
+
+ONNX Runtime's PyPI build has telemetry on: a few seconds after the first session it writes
+``~/.cache/Microsoft/DeveloperTools/.onnxruntime/`` and resolves a Microsoft events host.
+``ORT_DISABLE_TELEMETRY=1`` (forge/offline_env.py), read when its environment is created with
+the first session, stops both; every session here is created after it is set.
 """
 
 from __future__ import annotations
@@ -17,6 +22,16 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from forge.offline_env import apply as apply_offline_env
+
+
+def onnxruntime() -> Any:
+    """The ``onnxruntime`` module, with the offline opt-outs set first (an explicit value kept)."""
+    apply_offline_env()
+    import onnxruntime as ort
+
+    return ort
 
 
 def cpu_threads() -> int:
@@ -42,7 +57,7 @@ class OnnxModule:
         threads: int | None = None,
         rewrite: Callable[[bytes], bytes] | None = None,
     ) -> None:
-        import onnxruntime as ort
+        ort = onnxruntime()
         import torch
 
         buf = io.BytesIO()
@@ -85,6 +100,8 @@ def quantize_int8(
     moves the outputs most). Runs ONNX Runtime's calibration (seconds per input);
     working files go to a private temporary directory, removed afterwards."""
     import onnx
+
+    onnxruntime()  # the opt-outs before calibration builds its sessions
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,

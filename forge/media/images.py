@@ -2,9 +2,10 @@
 
 Every image is normalised the same way: EXIF orientation applied, first frame of an
 animation, transparency composited on white, 16-bit / float / CMYK / palette / grey
-converted to 8-bit RGB, and an image whose longer side exceeds ``max_side`` downscaled
-(the row's ``transform`` says so). Empty, unreadable, truncated, tiny (e.g. 1×1) and
-decompression-bomb-sized files are rejected with a reason.
+converted to 8-bit RGB, and an image whose longer side exceeds ``max_side`` downscaled;
+the row's ``transform`` names each change made (``; ``-separated; null when none). Empty,
+unreadable, truncated, tiny (e.g. 1×1) and decompression-bomb-sized files are rejected with
+a reason.
 
 Sources are untrusted: a local file must still lie inside the policy's roots when it is read
 (it may have become a link since listing), files and downloads are capped at the policy's
@@ -28,6 +29,7 @@ from PIL import Image, ImageOps
 from forge.media.frames import blur_variance, encode_jpeg, write_bytes_atomic
 from forge.media.hashing import open_image
 from forge.media.policy import IngestPolicy, PolicyViolation, check_url, confine, network_guard, regular_file
+from forge.media.sources import classify_error
 from forge.versioning import sha256_bytes
 
 
@@ -77,18 +79,15 @@ def read_source_bytes(
             try:
                 with urllib.request.urlopen(url, timeout=timeout_s) as resp:
                     data = resp.read(max_bytes + 1)
-            except urllib.error.HTTPError as exc:
-                raise ImageReject(
-                    "not_found" if exc.code == 404 else "download_failed", str(exc), type(exc).__name__
-                ) from exc
-            except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            except (urllib.error.URLError, TimeoutError, OSError) as exc:  # HTTPError is a URLError
                 if guard.refused:
                     raise ImageReject(
                         "address_not_allowed",
                         f"a request went to {guard.refused[0]}, a non-public address (a redirect?); refused",
                         "PolicyViolation",
                     ) from exc
-                raise ImageReject("download_failed", str(exc), type(exc).__name__) from exc
+                code, _ = classify_error(exc)  # the video downloads' codes: not_found, timeout, connection_failed...
+                raise ImageReject(code, str(exc), type(exc).__name__) from exc
         if len(data) > max_bytes:
             raise ImageReject("too_large", f"download exceeds {max_bytes} bytes")
         return data
@@ -110,6 +109,26 @@ def _to_rgb(im: Image.Image) -> Image.Image:
     return im.convert("RGB")
 
 
+# EXIF orientation (tag 0x0112) -> what ``ImageOps.exif_transpose`` does to the stored pixels.
+_ORIENTATIONS = {
+    2: "mirrored left-right",
+    3: "rotated 180°",
+    4: "mirrored top-bottom",
+    5: "transposed (mirrored across the main diagonal)",
+    6: "rotated 90° clockwise",
+    7: "transversed (mirrored across the anti-diagonal)",
+    8: "rotated 90° counter-clockwise",
+}
+
+
+def exif_orientation_note(im: Image.Image) -> str | None:
+    """The ``transform`` note for the orientation ``ImageOps.exif_transpose`` will apply to ``im``
+    (None when it applies none: tag absent, 1, or a value Pillow ignores)."""
+    value = im.getexif().get(0x0112)  # a malformed block raises here as in exif_transpose: decode_error
+    what = _ORIENTATIONS.get(value) if isinstance(value, int) else None
+    return f"EXIF orientation {value}: {what}" if what else None
+
+
 def normalise_image(data: bytes, settings: ImageSettings) -> tuple[np.ndarray, str | None]:
     """Decoded RGB array and a note on what was changed (None when nothing was)."""
     if not data:
@@ -127,7 +146,10 @@ def normalise_image(data: bytes, settings: ImageSettings) -> tuple[np.ndarray, s
             if getattr(im, "is_animated", False) and getattr(im, "n_frames", 1) > 1:
                 notes.append(f"first frame of {im.n_frames}")
             im.load()
+            turned = exif_orientation_note(im)
             im = ImageOps.exif_transpose(im) or im
+            if turned:
+                notes.append(turned)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ImageReject("too_large", str(exc), type(exc).__name__) from exc
     except Image.UnidentifiedImageError as exc:

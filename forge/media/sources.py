@@ -33,6 +33,7 @@ import io
 import json
 import os
 import re
+import socket
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -709,8 +710,26 @@ _ERROR_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 
+def _socket_failure(exc: BaseException) -> str | None:
+    """``timeout`` / ``connection_failed`` from the types in the exception's chain (urllib keeps
+    the socket error in ``URLError.reason``; others chain it as the cause), None if none is."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, TimeoutError):
+            return "timeout"
+        if isinstance(e, ConnectionError | socket.gaierror):  # refused, reset, aborted; a failed lookup
+            return "connection_failed"
+        inner = getattr(e, "reason", None)
+        e = inner if isinstance(inner, BaseException) else (e.__cause__ or e.__context__)
+    return None
+
+
 def classify_error(exc: BaseException) -> tuple[str, str]:
-    """A short stable reason code for a yt-dlp (or network) failure, plus its message."""
+    """A short stable reason code for a yt-dlp or network failure, plus its message: the one
+    classifier for video downloads, listings and image URLs, so a refused connection is
+    ``connection_failed`` wherever it happens."""
     if isinstance(exc, PolicyViolation):
         return exc.reason, exc.detail
     text = str(exc)
@@ -719,6 +738,9 @@ def classify_error(exc: BaseException) -> tuple[str, str]:
         return "geo_blocked", text
     if isinstance(exc, TimeoutError) or "Timeout" in name:
         return "timeout", text
+    failure = _socket_failure(exc)
+    if failure:
+        return failure, text
     for reason, pat in _ERROR_PATTERNS:
         if pat.search(text):
             return reason, text

@@ -25,6 +25,9 @@ from typing import Any
 
 import pandas as pd
 
+from forge.offline_env import apply as apply_offline_env
+from forge.offline_env import worker_env
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Shipped to the workers with the job (runtime_env py_modules): the logic, not the Dagster layer.
 PY_MODULES = [str(PROJECT_ROOT / "forge"), str(PROJECT_ROOT / "resources")]
@@ -99,16 +102,22 @@ def connect(address: str) -> None:
 def _init(address: str) -> None:
     import ray
 
+    # The opt-outs before Ray starts anything: a local cluster's head reads its usage-stats
+    # switch from this process's environment; the workers get them in the runtime env.
+    apply_offline_env()
     env = {k: os.environ[k] for k in ("SUBTEXT_MODELS_DIR",) if k in os.environ}
-    runtime_env = {"py_modules": PY_MODULES, "env_vars": {**WORKER_ENV, **env}}
-    target = None if address == "local" else address
+    runtime_env = {"py_modules": PY_MODULES, "env_vars": {**WORKER_ENV, **worker_env(), **env}}
+    local = address == "local"
     ray.init(
-        address=target,
+        address=None if local else address,
         runtime_env=runtime_env,
         ignore_reinit_error=True,
         log_to_driver=False,
         include_dashboard=False,
         configure_logging=False,
+        # A private cluster lives on loopback: without this Ray finds "its" address by routing
+        # a socket towards a public resolver, and binds its services to the LAN address.
+        **({"_node_ip_address": "127.0.0.1"} if local else {}),
     )
 
 

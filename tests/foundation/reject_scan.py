@@ -86,7 +86,7 @@ FORWARDED: dict[tuple[str, str], list[str] | str] = {
     ("forge/media/download.py", "reason"): ["forge/media/sources.py:classify_error"],
     ("forge/media/images.py", "exc.reason"): FORWARDS,
     ("forge/media/images.py", "reason"): FORWARDS,
-    ("forge/media/images.py", "'not_found' if exc.code == 404 else 'download_failed'"): FORWARDS,
+    ("forge/media/images.py", "code"): ["forge/media/sources.py:classify_error"],
     ("forge/media/sources.py", "exc.reason"): FORWARDS,
     ("forge/media/sources.py", "reason"): ["forge/media/sources.py:classify_error"],
     ("forge/storage/rejects.py", "reason"): FORWARDS,  # add_exception -> add
