@@ -11,6 +11,12 @@ Each tick:
    gets one run of all per-batch assets (run key ``batch:<batch>``), at most
    ``MAX_BATCH_RUNS_PER_TICK`` per tick so a huge drop does not flood the run queue.
 
+A bad entry (malformed YAML, a line of a URL list that is not a URL; forge/media/inbox_check.py)
+still gets its `sources` run (which records it as a reject), and the sensor's tick turns red
+with the file, the line and the reason: on a tick that has other work, the error is logged
+and the work launched; on every tick with nothing else to do, the tick fails, until the file
+is fixed or removed.
+
 Hostile entries (docs/security.md): the sensor itself only lists names and mtimes and reads
 source *names* from a dropped YAML; it expands no variable, resolves no path and fetches
 nothing. An entry that is a link out of the inbox or a special file is never opened; it
@@ -26,9 +32,17 @@ import dagster as dg
 
 from assets.common import batches
 from forge.media.inbox import batch_source, entry_source_names, entry_sources_file, scan_inbox
+from forge.media.inbox_check import entry_problems
 from resources.storage import StorageResource
 
 MAX_BATCH_RUNS_PER_TICK = 20
+
+
+class BadInboxFile(ValueError):
+    """An inbox file that cannot be what it claims (malformed YAML, a line that is not a URL):
+    the tick fails with every ``<file> line <n>: <reason>``, so the sensor shows red."""
+
+
 FIRST_BATCH_ASSET = dg.AssetKey("videos")  # a batch with this materialized has been picked up
 SOURCES = dg.AssetKey("sources")
 
@@ -59,12 +73,17 @@ def inbox_sensor(context: dg.SensorEvaluationContext, storage: StorageResource) 
 
     entries = scan_inbox(inbox)
     requests: list[dg.RunRequest] = []
+    problems: list[str] = []
     for entry in entries:
         inbox_sources.update(entry_source_names(entry))
+        found = entry_problems(entry)
+        problems += found
         if seen.get(entry.name) == entry.mtime:
             continue
         if entry.kind == "refused":
             context.log.warning(f"inbox: {entry.name!r} refused ({entry.reason}); recorded as a reject by `sources`")
+        elif found:
+            context.log.error("inbox: " + "; ".join(found))
         else:
             path = entry_sources_file(entry)
             context.log.info(f"inbox: {entry.name} ({entry.kind}) → {path.name}")
@@ -92,6 +111,8 @@ def inbox_sensor(context: dg.SensorEvaluationContext, storage: StorageResource) 
         )
 
     cursor = json.dumps({"files": {e.name: e.mtime for e in entries}, "sources": sorted(inbox_sources)}, sort_keys=True)
+    if not requests and problems:  # nothing else to launch: the tick turns red until the file is fixed
+        raise BadInboxFile(f"{len(problems)} problem(s) in {inbox}:\n" + "\n".join(problems))
     if not requests:
         return dg.SensorResult(skip_reason=dg.SkipReason(f"inbox {inbox}: nothing new"), cursor=cursor)
     return dg.SensorResult(run_requests=requests, cursor=cursor)

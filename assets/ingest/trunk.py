@@ -164,6 +164,9 @@ def sources(
     listing, kept = keep_earlier(listing, store.read("sources"), store.read("source_items"), log)
     for line in kept.lines():
         context.log.warning(f"sources: {line}")
+    for row in log.rows:  # a whole file refused: said at WARNING, not only in the rejects table
+        if row["item_id"].startswith(("sources_file:", "inbox:")):
+            context.log.warning(f"sources: {row['item_id']} rejected ({row['reason']}): {row['detail']}")
     known = set(context.instance.get_dynamic_partitions(batches.name))
     new = [b for b in listing.batches if b not in known]
     if new:

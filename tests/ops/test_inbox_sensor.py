@@ -112,3 +112,35 @@ def test_empty_inbox_skips(defs, tmp_path):
     result = _tick(defs, dg.DagsterInstance.ephemeral(), StorageResource(data_dir=str(tmp_path)))
     assert not result.run_requests
     assert "nothing new" in result.skip_reason.skip_message
+
+
+def test_a_bad_inbox_file_turns_the_tick_red_naming_file_line_and_reason(defs, tmp_path):
+    """Malformed YAML and a URL list with garbage still get their `sources` run (a reject), and
+    the sensor turns red, naming each file, line and reason, on every tick with nothing else to
+    do, until the files are fixed; other work is never held back by them."""
+    from sensors.inbox import BadInboxFile
+
+    box = tmp_path / "data" / "inbox"
+    box.mkdir(parents=True)
+    (box / "broken.yaml").write_text("sources:\n  - name: a\n    type: [urls\n")
+    (box / "links.txt").write_text("# my list\nhttps://example.org/v.mp4\nthis is not a url at all\n")
+    (box / "wrongtype.yaml").write_text("sources:\n  - {name: x, type: folder}\n  - {name: y, type: video}\n")
+    instance = dg.DagsterInstance.ephemeral()
+    storage = StorageResource(data_dir=str(tmp_path / "data"))
+
+    first = _tick(defs, instance, storage)  # new files: their `sources` runs launch (the run records rejects)
+    assert len(first.run_requests) == 3
+    with pytest.raises(BadInboxFile) as red:  # nothing else to do: the tick fails, with every reason
+        _tick(defs, instance, storage, first.cursor)
+    message = str(red.value)
+    assert "broken.yaml line 4: malformed YAML" in message
+    assert "links.txt line 3: not a URL ('this is not a url at all')" in message
+    assert "wrongtype.yaml line 3: `type` must be one of urls, search, folder, table, got 'video'" in message
+    assert "line 2" not in message.split("links.txt")[1].split("\n")[0]  # the good URL is not blamed
+
+    (box / "broken.yaml").unlink()
+    (box / "links.txt").write_text("https://example.org/v.mp4\n")
+    (box / "wrongtype.yaml").unlink()
+    fixed = _tick(defs, instance, storage, first.cursor)
+    assert [r.run_key.rsplit(":", 1)[0] for r in fixed.run_requests] == ["inbox:links.txt"]
+    assert not _tick(defs, instance, storage, fixed.cursor).run_requests  # green and quiet again
