@@ -127,3 +127,39 @@ def releases_yaml(tmp_path, maia_dir, hummus_dir, monkeypatch) -> Path:
     )
     monkeypatch.setenv("SUBTEXT_RELEASES_CONFIG", str(p))
     return p
+
+
+# -- the releases' exact shapes (fixtures/exact/<paper>/, written from the real files' layouts) --
+
+EXACT = FIXTURES / "exact"
+
+
+def _jpeg(path: Path, size: tuple[int, int], colour: tuple[int, int, int]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", size, colour).save(path, format="JPEG" if path.suffix.lower() in (".jpg", ".jpeg") else None)
+
+
+@pytest.fixture
+def exact_dirs(tmp_path, _video) -> dict[str, Path]:
+    """One release folder per paper in its published layout, media made here."""
+    import json
+
+    out = {}
+    for paper in ("maia", "hummus", "iibench", "vague", "vimu"):
+        out[paper] = tmp_path / "exact" / paper
+        shutil.copytree(EXACT / paper, out[paper])
+    for v in (1, 2):  # the official JSON names "video1"; the file is dataset/videos/1.mp4
+        (out["maia"] / "dataset" / "videos").mkdir(exist_ok=True)
+        shutil.copy(_video, out["maia"] / "dataset" / "videos" / f"{v}.mp4")
+    for contest, size in ((7, (160, 120)), (8, (120, 90)), (9, (100, 100)), (10, (200, 150)), (11, (90, 90))):
+        _jpeg(out["hummus"] / "images" / f"{contest}.jpeg", size, (contest * 20, 120, 200))
+    for f in ("dev.json", "test.json"):
+        for k, rec in enumerate(json.loads((out["iibench"] / "data" / f).read_text())):
+            _jpeg(out["iibench"] / rec["local_path"], (96, 64), (40 * k, 90, 160))
+    for f in sorted((out["vague"]).glob("*.json")):
+        for rec in json.loads(f.read_text()):
+            _jpeg(out["vague"] / "images" / f"{rec['image_name']}_annot.jpg", (96, 64), (200, 100, 40))
+    (out["vimu"] / "videos").mkdir()
+    for v in ("clip01", "clip02"):
+        shutil.copy(_video, out["vimu"] / "videos" / f"{v}.mp4")
+    return out

@@ -99,6 +99,9 @@ def test_imported_releases_reach_export_evaluation_and_report(world, tmp_path):
         "bad_target": 1,
         "identical_statements": 1,
     }
+    report = md["maia-dev-ita/report"].value  # the import report: units, reasons with examples, the paper's table
+    assert "| unit | offered | imported | not imported |" in report and "| bad_target | 1 | mc.jsonl[" in report
+    assert "| figure | this release | paper |" in report and summary["units"]["questions"]["offered"] == 7
     rej = store.read("rejects", where="stage = 'maia_release'")
     assert len(rej) == 4 and set(rej["partition"]) == {"maia-dev-ita"}
     assert (store.data_dir / "media" / "releases" / "maia" / "maia-dev-ita" / "v01.mp4").is_file()
