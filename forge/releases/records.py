@@ -42,7 +42,7 @@ class ParsedRelease:
     rejects: list[Reject] = field(default_factory=list)
     notes: Counter = field(default_factory=Counter)
     unknown: dict[str, Counter] = field(default_factory=dict)
-    media: dict[str, Path] = field(default_factory=dict)
+    media: dict[str, Path | bytes] = field(default_factory=dict)  # a file, or bytes embedded in a table
     records: int = 0
     extra_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     # unit (questions, pairs, records ...) -> {"offered": n, "imported": m}: the import report
@@ -154,25 +154,64 @@ def media_path(info: ReleaseInfo, src: Path) -> str:
     return f"media/releases/{info.paper}/{safe_name(info.name)}/{safe_name(src.name)}"
 
 
-def place_media(media: dict[str, Path], data_dir: Path) -> int:
-    """Hard-link (else copy) each released media file into the data dir; returns how many
-    were placed now (already present files with the same size are left alone)."""
+def place_media(media: dict[str, Path | bytes], data_dir: Path) -> int:
+    """Hard-link (else copy) each released media file into the data dir, or write the bytes a
+    table embeds (Parquet image columns); returns how many were placed now (already present
+    files with the same size are left alone)."""
     placed = 0
     for rel, src in media.items():
         dst = data_dir / rel
-        if dst.exists() and dst.stat().st_size == src.stat().st_size:
+        size = len(src) if isinstance(src, bytes) else src.stat().st_size
+        if dst.exists() and dst.stat().st_size == size:
             continue
         dst.parent.mkdir(parents=True, exist_ok=True)
         tmp = dst.with_name(f".{dst.name}.tmp")
         if tmp.exists():
             tmp.unlink()
-        try:
-            os.link(src, tmp)
-        except OSError:
-            shutil.copy2(src, tmp)
+        if isinstance(src, bytes):
+            tmp.write_bytes(src)
+        else:
+            try:
+                os.link(src, tmp)
+            except OSError:
+                shutil.copy2(src, tmp)
         os.replace(tmp, dst)
         placed += 1
     return placed
+
+
+def embedded_image(value: Any) -> tuple[bytes, str] | None:
+    """(bytes, suffix) of an image stored inside a table cell (a Parquet / ``datasets`` Image
+    column reads as ``{"bytes": ..., "path": ...}``), or None."""
+    if isinstance(value, dict) and isinstance(value.get("bytes"), (bytes, bytearray)) and value["bytes"]:
+        data, name = bytes(value["bytes"]), str(value.get("path") or "")
+    elif isinstance(value, (bytes, bytearray)) and value:
+        data, name = bytes(value), ""
+    else:
+        return None
+    suffix = Path(name).suffix.lower()
+    if suffix not in IMAGE_SUFFIXES:
+        from io import BytesIO
+
+        from PIL import Image
+
+        try:
+            with Image.open(BytesIO(data)) as im:
+                suffix = "." + (im.format or "png").lower().replace("jpeg", "jpg")
+        except Exception:  # noqa: BLE001 - not an image: the caller rejects the record
+            return None
+    return data, suffix
+
+
+def plain(v: Any) -> Any:
+    """A Parquet cell as plain Python (numpy arrays -> lists, recursively)."""
+    if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):
+        v = v.tolist()
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    return v
 
 
 def provenance(info: ReleaseInfo, release_split: str | None = None) -> dict[str, Any]:

@@ -296,3 +296,34 @@ def test_report_keeps_three_examples_per_reason(exact_dirs):
     assert parsed.summary()["rejects_by_reason"]["no_gold_answer"] == 8
     assert len(parsed.summary()["reject_examples"]["no_gold_answer"]) == 3
     assert parsed.units["questions"] == {"offered": 8, "imported": 0}
+
+
+def test_iibench_flat_rows_with_embedded_images(exact_dirs, tmp_path):
+    """The hub's row layout (``id, question, option1..option6, answer``, labels as columns, the
+    image embedded in an ``image`` column of a Parquet shard) imports like the repository's JSON."""
+    d = exact_dirs["iibench"]
+    rows = []
+    for f in ("dev", "test"):
+        for rec in json.loads((d / "data" / f"{f}.json").read_text()):
+            q = rec["questions"][0]
+            meta = {k: v if not isinstance(v, dict) else json.dumps(v) for k, v in rec["meta_data"].items()}
+            image = {"bytes": (d / rec["local_path"]).read_bytes(), "path": None}
+            opts = {f"option{k}": o for k, o in enumerate(q["options"], 1)}
+            rows.append(
+                (f, {"id": q["id"], "question": q["question"], **opts, "answer": q["answer"], "image": image, **meta})
+            )
+    hub = tmp_path / "hub" / "data"
+    hub.mkdir(parents=True)
+    for split in ("dev", "test"):
+        pd.DataFrame([r for s, r in rows if s == split]).to_parquet(hub / f"{split}-00000-of-00001.parquet")
+    repo, flat = _parse("iibench", d), _parse("iibench", hub.parent)
+    assert flat.rejects == [] and flat.units["questions"] == {"offered": 4, "imported": 4}
+    cols = ["question", "answer", "category", "release_split"]
+    a = repo.items.sort_values("question")[cols + ["options"]].reset_index(drop=True)
+    b = flat.items.sort_values("question")[cols + ["options"]].reset_index(drop=True)
+    assert a[cols].equals(b[cols]) and [list(x) for x in a["options"]] == [list(x) for x in b["options"]]
+    assert all(isinstance(v, bytes) for v in flat.media.values()) and len(flat.media) == 4
+    from forge.releases.records import place_media
+
+    assert place_media(flat.media, tmp_path / "data") == 4
+    assert all((tmp_path / "data" / p).is_file() for ps in flat.items["media_paths"] for p in ps)

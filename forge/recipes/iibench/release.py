@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -32,10 +33,12 @@ from forge.releases.config import ReleaseInfo
 from forge.releases.records import (
     IMAGE_SUFFIXES,
     ParsedRelease,
+    embedded_image,
     file_label,
     item_columns,
     media_path,
     open_release,
+    plain,
     provenance,
     read_table,
     rows_of,
@@ -99,7 +102,7 @@ def _labels(meta: dict[str, Any], out: ParsedRelease) -> dict[str, Any]:
     return labels
 
 
-def _question(info, q: dict[str, Any], w: str, k: int, out: ParsedRelease) -> tuple[str, list[str], str] | None:
+def _question(q: dict[str, Any], w: str, k: int, out: ParsedRelease) -> tuple[str, list[str], str] | None:
     """(release id, options, gold letter) of one released question, or a reject."""
     qid, question = text(q.get("id")), text(q.get("question"))
     options = [text(o) for o in q.get("options") or []]
@@ -120,6 +123,20 @@ def _question(info, q: dict[str, Any], w: str, k: int, out: ParsedRelease) -> tu
     if len({o.casefold() for o in options}) < len(options):
         out.notes["duplicated_options"] += 1
     return qid, options, ans
+
+
+def _nested(row: dict[str, Any]) -> dict[str, Any]:
+    """A flat question row (the Hugging Face hub's layout as lmms-eval reads it: ``id, question,
+    option1..option6, answer``, the image embedded in ``image``, labels as columns) as an image
+    record of the repository's layout."""
+    row = plain(row)
+    options = row.get("options") or [row[f"option{k}"] for k in range(1, 7) if row.get(f"option{k}") is not None]
+    q = {k: row[k] for k in ("id", "question", "correct_option", "answer") if k in row} | {"options": options}
+    meta = (
+        row.get("meta_data") if isinstance(row.get("meta_data"), dict) else {k: row[k] for k in META_KEYS if k in row}
+    )
+    path = text(row.get("local_path") or row.get("image_path"))
+    return {"local_path": path, "questions": [q], "meta_data": meta, "_image": row.get("image")}
 
 
 def _stats(records: list[dict[str, Any]], items: pd.DataFrame) -> dict[str, tuple[Any, Any]]:
@@ -154,6 +171,8 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         split = _split_of(f.name)
         for key, img in rows_of(data):
             where = f"{file_label(files, f)}[{key}]"
+            if isinstance(img, dict) and "questions" not in img and "question" in img:
+                img = _nested(img)
             if not isinstance(img, dict) or not isinstance(img.get("questions"), list):
                 out.reject(where, "unparsable_record", "an image record needs a questions list")
                 continue
@@ -161,17 +180,22 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             out.records += len(img["questions"])
             path = text(img.get("local_path"))
             src = (images.get(path.lower()) or images.get(path.rsplit("/", 1)[-1].lower())) if path else None
+            if src is None and (blob := embedded_image(img.get("_image"))) is not None:
+                qid = text((img["questions"] or [{}])[0].get("id")) or f"{split}-{key}"
+                rel = media_path(info, Path(f"{qid}{blob[1]}"))
+                out.media[rel], path = blob[0], path or rel
+                src = rel  # embedded: the bytes are placed as the item's image
             if src is None and require_media:
                 out.reject(where, "media_missing", f"image {path!r} not found under {info.path}")
                 continue
             meta = img.get("meta_data") if isinstance(img.get("meta_data"), dict) else {}
             labels = _labels(meta, out)
-            rel = media_path(info, src) if src is not None else None
-            if rel:
+            rel = src if isinstance(src, str) else media_path(info, src) if src is not None else None
+            if rel and not isinstance(src, str):
                 out.media[rel] = src
             for k, q in enumerate(img["questions"]):
                 w = f"{where}.questions[{k}]"
-                got = _question(info, q if isinstance(q, dict) else {}, w, k, out)
+                got = _question(q if isinstance(q, dict) else {}, w, k, out)
                 if got is None:
                     continue
                 qid, options, ans = got

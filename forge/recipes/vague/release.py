@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -31,10 +32,12 @@ from forge.releases.config import ReleaseInfo
 from forge.releases.records import (
     IMAGE_SUFFIXES,
     ParsedRelease,
+    embedded_image,
     file_label,
     item_columns,
     media_path,
     open_release,
+    plain,
     provenance,
     read_table,
     rows_of,
@@ -99,6 +102,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         for key, r in rows_of(data):
             where = f"{file_label(files, f)}[{key}]"
             out.records += 1
+            r = plain(r)  # Parquet cells (numpy arrays) as lists
             if not isinstance(r, dict) or not isinstance(r.get("mcq"), dict):
                 out.reject(where, "unparsable_record", "a record needs an mcq object")
                 continue
@@ -125,13 +129,19 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             placed = sorted(zip(order, opts))
             options, types = [t for _, (_, _, t) in placed], [ty for _, (_, ty, _) in placed]
             meta = r.get("meta") if isinstance(r.get("meta"), dict) else {}
-            src = _image(images, name, meta)
+            src: Any = _image(images, name, meta)
+            if src is None and (blob := embedded_image(r.get("image"))) is not None:
+                src = blob  # an image column of a Parquet shard: its bytes are placed as the file
             if src is None and require_media:
-                out.reject(where, "media_missing", f"image {name!r} not found under {info.path}")
+                out.reject(where, "media_missing", f"image {name!r} ({name}_annot.jpg) not found under {info.path}")
                 continue
-            rel = media_path(info, src) if src is not None else None
-            if rel:
-                out.media[rel] = src
+            if isinstance(src, tuple):
+                rel = media_path(info, Path(f"{name}_annot{src[1]}"))
+                out.media[rel] = src[0]
+            else:
+                rel = media_path(info, src) if src is not None else None
+                if rel:
+                    out.media[rel] = src
             iid = "vague-rel-" + content_hash(info.name, name, indirect, length=16)
             if iid in seen:
                 out.reject(where, "duplicate_record", f"{name!r} with the same utterance appears twice")
