@@ -25,6 +25,7 @@ from forge.contracts import Contract, load_contract
 from forge.lineage import stage_calls, with_lineage
 from forge.storage import UNPARTITIONED, RejectLog, TableStore, refresh_catalog
 from forge.storage.rejects import REJECTS_TABLE
+from forge.versioning import rows_version
 
 # Items enter in batches (a source cut into chunks); every per-item stage is partitioned by
 # batch, so a user re-runs one batch, backfills many, and the partition count stays sane
@@ -310,7 +311,9 @@ def publish(
             partition_key=part,
         )
     refresh_catalog(store)
-    return dg.MaterializeResult(asset_key=asset_key, metadata=md, check_results=checks)
+    # From the rows, not the run: a re-run that wrote the same rows leaves descendants Synced.
+    version = dg.DataVersion(rows_version(conformed))
+    return dg.MaterializeResult(asset_key=asset_key, metadata=md, check_results=checks, data_version=version)
 
 
 class StageRun:
@@ -475,6 +478,7 @@ class StageRun:
             asset_key=self.context.asset_key,
             metadata=result.metadata,
             check_results=[*(result.check_results or []), self.reject_rate_check()],
+            data_version=result.data_version,
         )
 
     def reject_rate_check(self) -> dg.AssetCheckResult:

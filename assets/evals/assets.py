@@ -201,7 +201,9 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
                 "empty_partitions": dg.MetadataValue.json(empty),
             },
         )
-        return dg.MaterializeResult(metadata=res.metadata, check_results=[*res.check_results, check])
+        return dg.MaterializeResult(
+            metadata=res.metadata, check_results=[*res.check_results, check], data_version=res.data_version
+        )
 
     return _asset
 

@@ -150,6 +150,7 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
             asset_key=context.asset_key,
             metadata=res.metadata,
             check_results=[*res.check_results, *(check_result(c) for c in out.checks)],
+            data_version=res.data_version,
         )
 
     class ExportConfigRun(dg.Config):
@@ -205,6 +206,7 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
             asset_key=context.asset_key,
             metadata=res.metadata,
             check_results=[*res.check_results, *(check_result(c) for c in checks)],
+            data_version=res.data_version,
         )
 
     return dg.Definitions(assets=[_splits, _gated, _export], asset_checks=[_leak])

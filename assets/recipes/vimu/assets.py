@@ -221,7 +221,11 @@ def vimu_questions(
         severity=dg.AssetCheckSeverity.WARN,
         metadata={k: (dg.MetadataValue.float(float(v)) if isinstance(v, float) else v) for k, v in stats.items()},
     )
-    return dg.MaterializeResult(metadata=result.metadata, check_results=[*result.check_results, outcome_check])
+    return dg.MaterializeResult(
+        metadata=result.metadata,
+        check_results=[*result.check_results, outcome_check],
+        data_version=result.data_version,
+    )
 
 
 # -- Stage 5 ---------------------------------------------------------------------------------
