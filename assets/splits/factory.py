@@ -30,6 +30,7 @@ from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.splits import stages as st
 from forge.splits.config import benchmark_config
+from forge.releases.gold import gold_version
 from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
@@ -75,7 +76,10 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         kinds={"python"},
         deps=[spec.items_asset, *release_deps(spec.name)],
         automation_condition=FAN_IN,
-        code_version=content_hash(st.VERSION, st.split_config_slice(cfg), cfg.get("unit_key")),
+        # gold_version: the explicit gold step (forge/releases/gold.py) these three assets read items through
+        code_version=content_hash(
+            st.VERSION, st.split_config_slice(cfg), cfg.get("unit_key"), gold_version(spec.name)
+        ),
         check_specs=contract_check_specs(split_key, ["splits"]),
         metadata=table_metadata(["splits"]),
         description=f"Leakage-free, category-stratified splits of `{spec.items_table}` (table `splits`, file "
@@ -105,7 +109,7 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         return check_result(st.leakage_check(storage.store, spec, cfg))
 
     class GateConfigRun(dg.Config):
-        blind_action: str = str((cfg.get("blind") or {}).get("action", "drop"))  # drop | report | off
+        blind_action: str = str((cfg.get("blind") or {}).get("action", "report"))  # report | drop (opt-in) | off
 
     gate_specs = contract_check_specs(gated_key, ["gated_items", "gate_results"]) + [
         dg.AssetCheckSpec(name, asset=gated_key, description=desc) for name, desc in st.GATE_CHECKS.items()
@@ -117,13 +121,19 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         kinds={"openai", "python"},
         pool="llm",
         deps=[split_key],
-        code_version=content_hash(st.VERSION, st.gate_config_slice(cfg), files=[st.BLIND_PROMPT]),
+        code_version=content_hash(
+            st.VERSION, st.gate_config_slice(cfg), gold_version(spec.name), files=[st.BLIND_PROMPT]
+        ),
         check_specs=gate_specs,
         metadata=table_metadata(["gated_items"]),
         description=f"Quality gates on `{spec.items_table}` before export: empty/malformed/duplicate items dropped"
         + (f" (whole `{spec.split.unit_key}` units)" if spec.split.unit_key else "")
         + f"; blind text-only test: {spec.blind.action}, per {spec.blind.unit}; correct-option positions "
-        + ("re-balanced per split" if spec.options == "balance" else "never moved (fixed order)")
+        + (
+            "re-balanced per split (never an imported release item's)"
+            if spec.options == "balance"
+            else "never moved (fixed order)"
+        )
         + ". Tables `gated_items`, `gate_results`.",
     )
     def _gated(
@@ -166,6 +176,7 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         code_version=content_hash(
             st.VERSION,
             {k: v for k, v in (cfg.get("export") or {}).items() if k != "force_stub"},
+            gold_version(spec.name),
             files=[st.BLIND_PROMPT],
         ),
         check_specs=contract_check_specs(export_key, ["exports"])

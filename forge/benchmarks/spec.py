@@ -53,7 +53,7 @@ class BlindPolicy:
     """Paper defaults of the blind filter; ``config/splits.yaml`` ``blind:`` may override
     ``action`` and ``trials`` (a documented deviation), never the unit."""
 
-    action: BlindAction = BlindAction.DROP
+    action: BlindAction = BlindAction.REPORT  # no paper filters on a text-only model; drop is opt-in
     unit: BlindUnit = BlindUnit.ITEM
     trials: int | None = None  # None: the ``config/splits.yaml`` default
 

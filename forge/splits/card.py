@@ -267,6 +267,7 @@ def render_card(ctx: dict[str, Any]) -> str:
         for k, val in g.items():
             lines.append(f"| {k} | {json.dumps(val) if isinstance(val, (dict, list)) else val} |")
         lines.append("")
+    lines += ctx.get("gate_sections") or []  # text-only probe, imported release items
     lines += [
         "## Licences and provenance",
         "",
@@ -347,7 +348,57 @@ def render_card(ctx: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def card_for_ui(card: str, export_dir: Path, limit: int = 8000) -> str:
+def blind_section(table: pd.DataFrame, setting: dict[str, Any]) -> list[str]:
+    """The text-only probe's accuracy overall and per task, split and category (``setting``:
+    model, action, trials ...). Present on every card of a benchmark with multiple-choice items."""
+    lines = ["## Text-only (blind) accuracy", ""]
+    if setting.get("note"):
+        lines += [str(setting["note"]), ""]
+    if table.empty:
+        return lines + ["Not measured for these items (no multiple-choice item was probed).", ""]
+    lines += [
+        "The same multiple-choice items answered without the image, by "
+        f"`{setting.get('model') or '?'}` ({setting.get('backend') or '?'}), up to {setting.get('trials')} "
+        f"samples per item at temperature {setting.get('temperature')}"
+        + (", each item's sampling stopped once its verdict was decided" if setting.get("early_stop") else "")
+        + f". Action: **{setting.get('action')}** — "
+        + (
+            "flagged items were dropped (opt-in `blind.action: drop`)."
+            if setting.get("action") == "drop"
+            else "nothing is dropped for it; filter on the `blind_*` columns to leave out text-solvable items."
+        ),
+        "",
+        md_table(table.set_index("slice")),
+        "",
+    ]
+    return lines
+
+
+def imported_section(n_imported: int, opt_ins: list[str], reshuffled: int) -> list[str]:
+    """What the gates did to items of a published release: nothing, unless an opt-in said so."""
+    if not n_imported:
+        return []
+    head = f"{n_imported} item(s) come from a published release (`origin = imported`). "
+    if not opt_ins:
+        return [
+            "## Imported release items",
+            "",
+            head + "Question, options, option order, letters and gold are exactly as released; no gate "
+            "re-lettered, de-duplicated or dropped them for text-solvability.",
+            "",
+        ]
+    return [
+        "## Imported release items",
+        "",
+        f"> **Imported items changed by opt-in options:** {', '.join(f'`gates.imported.{o}`' for o in opt_ins)}"
+        + (f" ({reshuffled} item(s) re-lettered)." if reshuffled else "."),
+        "",
+        head + "Without these options they would be exactly as released.",
+        "",
+    ]
+
+
+def card_for_ui(card: str, export_dir: Path, limit: int = 16000) -> str:
     """The card as Dagster shows it (``MetadataValue.md``): front matter dropped, text cut at a
     line near ``limit`` characters, and the plots inlined as ``data:`` URIs: the card's relative
     ``plots/…`` paths would resolve against the UI's own address and 404 there."""

@@ -144,7 +144,8 @@ class SplitSizes:
 
 @dataclass(frozen=True)
 class BlindConfig:
-    action: BlindAction = BlindAction.DROP
+    # report: the text-only probe measures and reports (no paper filters on it); drop is opt-in
+    action: BlindAction = BlindAction.REPORT
     unit: BlindUnit = BlindUnit.ITEM
     trials: int = 5
     temperature: float = 0.7
@@ -152,6 +153,9 @@ class BlindConfig:
     min_accuracy: float = 0.6
     max_items: int | None = None
     min_coverage: float = 0.9  # answered trials / trials asked below this → the gate fails (an outage is no pass)
+    # Stop asking a unit once its verdict (flagged or not) can no longer change; false: every trial
+    # is asked (an unbiased accuracy over `trials` samples, at full cost).
+    early_stop: bool = True
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> BlindConfig:
@@ -160,7 +164,7 @@ class BlindConfig:
         if "action" not in d and ("enabled" in d or "drop" in d):
             d["action"] = "off" if not d.get("enabled", True) else "drop" if d.get("drop", True) else "report"
         kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
-        kw["action"] = BlindAction(kw.get("action", BlindAction.DROP))
+        kw["action"] = BlindAction(kw.get("action", BlindAction.REPORT))
         kw["unit"] = BlindUnit(kw.get("unit", BlindUnit.ITEM))
         if int(kw.get("trials", 5)) < 1:
             raise ValueError("blind.trials must be at least 1")
@@ -185,6 +189,12 @@ class BlindConfig:
             and float(binomtest(correct, trials, chance, alternative="greater").pvalue) < self.alpha
         )
 
+    def decided(self, correct: int, answered: int, remaining: int, chance: float) -> bool:
+        """Whether the verdict of a unit with ``correct`` of ``answered`` trials right can still
+        change over ``remaining`` more trials (the test is monotone in the number right)."""
+        n = answered + remaining
+        return remaining <= 0 or self.flags(correct, n, chance) == self.flags(correct + remaining, n, chance)
+
     def guess_drop_probability(self, chance: float) -> float:
         """Probability that a pure guesser (right with probability ``chance`` per trial) is
         flagged: the false-positive rate of the test for a unit with that chance."""
@@ -196,6 +206,31 @@ class BlindConfig:
 
 
 @dataclass(frozen=True)
+class ImportedPolicy:
+    """What the gates may do to items of a published release (``origin = imported``). All off
+    (the default): the release reaches export and evaluation as published. Each is a named
+    opt-in (``gates.imported.<name>`` in config/splits.yaml) that the dataset card states."""
+
+    rebalance_positions: bool = False  # re-letter their options with the position gate
+    drop_duplicates: bool = False  # drop them in the duplicates gate
+    drop_blind_solvable: bool = False  # drop them when flagged text-solvable (needs blind.action: drop)
+    drop_field_problems: bool = False  # drop them for empty fields / contract problems (missing media always drops)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> ImportedPolicy:
+        d = dict(d or {})
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(
+                f"gates.imported: unknown option(s) {sorted(unknown)}; known: {sorted(cls.__dataclass_fields__)}"
+            )
+        return cls(**{k: bool(v) for k, v in d.items()})
+
+    def enabled(self) -> list[str]:
+        return [k for k in self.__dataclass_fields__ if getattr(self, k)]
+
+
+@dataclass(frozen=True)
 class GateConfig:
     position_tolerance: float = 0.02
     rebalance_positions: bool = True  # only where the option policy is `balance`
@@ -203,6 +238,7 @@ class GateConfig:
     duplicate_option_threshold: float = 0.9
     check_media_files: bool = True
     blind: BlindConfig = field(default_factory=BlindConfig)
+    imported: ImportedPolicy = field(default_factory=ImportedPolicy)
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> GateConfig:
@@ -220,4 +256,5 @@ class GateConfig:
         }
         if cfg.get("options") == OptionPolicy.FIXED:
             kw["rebalance_positions"] = False  # fixed-order options never move, whatever the config says
-        return cls(**kw, blind=BlindConfig.from_dict(cfg.get("blind")))
+        imported = ImportedPolicy.from_dict(g.get("imported"))
+        return cls(**kw, blind=BlindConfig.from_dict(cfg.get("blind")), imported=imported)

@@ -65,6 +65,9 @@ ROW_FIELDS = [
     "prompt_hash",
 ]
 _LIST_FIELDS = {"options", "option_types", "references", "file_names", "media_paths"}
+# The text-only probe's figures per item (forge/splits/blind.py), typed so a user can filter on
+# them; never null: 0 trials = not probed (no options, or the probe off).
+BLIND_FIELDS = {"blind_trials": pa.int64(), "blind_correct": pa.int64(), "blind_flagged": pa.bool_()}
 
 
 class ExportExists(RuntimeError):
@@ -105,6 +108,9 @@ def export_rows(items: pd.DataFrame) -> list[dict[str, Any]]:
                     if isinstance(row[f], (dict, list))
                     else str(row[f])
                 )
+        row["blind_trials"] = int(r.get("blind_trials") or 0)
+        row["blind_correct"] = int(r.get("blind_correct") or 0)
+        row["blind_flagged"] = bool(r.get("blind_flagged") or False)
         rows.append(row)
     return sorted(rows, key=lambda x: (x["split"], x["item_id"]))
 
@@ -168,7 +174,9 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
-_PARQUET_SCHEMA = pa.schema([(f, pa.list_(pa.string()) if f in _LIST_FIELDS else pa.string()) for f in ROW_FIELDS])
+_PARQUET_SCHEMA = pa.schema(
+    [(f, pa.list_(pa.string()) if f in _LIST_FIELDS else pa.string()) for f in ROW_FIELDS] + list(BLIND_FIELDS.items())
+)
 
 
 def write_export(

@@ -141,12 +141,37 @@ def field_problem(row: Any, data_dir: Path | None = None) -> tuple[str, str] | N
                 return "contract_violation", f"answer {row['answer']!r} is not option letters"
             if any(i >= len(opts) for i in letters):
                 return "contract_violation", f"answer {row['answer']!r} outside {len(opts)} options"
-    media = _lst(row["media_paths"]) or []
-    if data_dir is not None:
-        for p in media:
-            if _blank(p) or not (Path(data_dir) / str(p)).is_file():
-                return "media_missing", f"media file not found: {p}"
+    return media_problem(row, data_dir)
+
+
+def media_problem(row: Any, data_dir: Path | None) -> tuple[str, str] | None:
+    """("media_missing", detail) when a media file of the item is not in the data dir."""
+    if data_dir is None:
+        return None
+    for p in _lst(row["media_paths"]) or []:
+        if _blank(p) or not (Path(data_dir) / str(p)).is_file():
+            return "media_missing", f"media file not found: {p}"
     return None
+
+
+def imported_ids(df: pd.DataFrame) -> set[str]:
+    """Ids of items imported from a published release (``origin = imported``; in gated items the
+    column is folded into ``extra``)."""
+    if df.empty:
+        return set()
+    if "origin" in df:
+        return set(df.loc[df["origin"].eq("imported"), "item_id"].astype(str))
+    if "extra" not in df:
+        return set()
+    out = set()
+    for item_id, ex in zip(df["item_id"], df["extra"]):
+        try:
+            d = json.loads(ex) if isinstance(ex, str) else (ex or {})
+        except ValueError:
+            d = {}
+        if isinstance(d, dict) and d.get("origin") == "imported":
+            out.add(str(item_id))
+    return out
 
 
 def _item_key(r: Any) -> str:

@@ -21,7 +21,6 @@ from typing import Any
 import pandas as pd
 
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction
-from forge.checks import mcq
 from forge.contracts import load_contract
 from forge.lineage import union as lineage_union
 from forge.llm.prompts import load_prompt
@@ -29,9 +28,12 @@ from forge.llm.stub import StubOutputError, ensure_no_stub, stub_made
 from forge.recipes.settings import profiles_of, settings_hash
 from forge.releases.gold import with_gold
 from forge.splits import assign as sa
+from forge.splits import blind
+from forge.splits import gate_steps as steps
 from forge.splits import gates as sg
 from forge.splits import leakage as lk
-from forge.splits.card import card_for_ui, md_table
+from forge.splits.blind import Probe
+from forge.splits.card import blind_section, card_for_ui, imported_section, md_table
 from forge.splits.config import GateConfig, SplitSizes
 from forge.splits.export import existing_versions, exports_frame, read_manifest, write_export
 from forge.splits.provenance import benchmark_cost, provenance
@@ -66,10 +68,10 @@ GATE_CHECKS = {
     "closest the split size allows), after the seeded re-shuffle. Benchmarks whose options "
     "have a fixed order are never re-shuffled (figures reported only).",
     "gate_length_bias": "Share of items whose correct option is strictly the longest, minus chance (mean 1/k) ≤ max.",
-    "gate_blind_solvability": "A text-only model answers each MCQ N times without the image; units (items, or pools "
-    "where the benchmark says so) far above chance (binomial test + min accuracy) are "
-    "dropped or reported per the benchmark's policy. Accuracy, LLM cost and the chance that "
-    "a pure guesser is flagged.",
+    "gate_blind_solvability": "A text-only model answers each MCQ up to N times without the image (early stop once the "
+    "verdict is decided; one probe per text); units (items, or pools where the benchmark says so) far "
+    "above chance (binomial test + min accuracy) are flagged and reported — dropped only with the "
+    "opt-in blind.action: drop. Accuracy, LLM cost and the chance that a pure guesser is flagged.",
     "gate_duplicates": "Duplicate items (same question, options, media) and items with (near-)duplicate options.",
     "gate_empty_fields": "Items with empty fields, answers outside the options, misaligned option types or missing media.",
     "gate_stub_items": "Items made by the offline stub LLM backend (refused by the export unless forced).",
@@ -239,13 +241,12 @@ def _blind_cost(engine: Any, calls: pd.DataFrame, spec: BenchmarkSpec) -> dict[s
 def run_gates(
     store: TableStore, spec: BenchmarkSpec, cfg: dict[str, Any], engine_factory: Callable[[], Any]
 ) -> GateOutcome:
-    """Gate ``spec``'s split items. ``engine_factory`` makes the LLM engine of the blind test
-    (called only when the blind test runs)."""
+    """Gate ``spec``'s split items. ``engine_factory`` makes the LLM engine of the blind probe
+    (called only when the probe runs). Imported release items pass unchanged unless a
+    ``gates.imported`` opt-in says otherwise (``forge/splits/gate_steps.py``)."""
     gcfg = GateConfig.from_config(cfg)
     name = spec.name
     rej = RejectLog(spec.asset("gated"), "all")
-    gi_cols = load_contract("gated_items").column_names
-    gr_cols = load_contract("gate_results").column_names
     items = read_items(store, spec)
     sp = read_table(store, "splits", parts=[name])
     md: dict[str, Any] = {
@@ -254,156 +255,191 @@ def run_gates(
         "blind_unit": str(gcfg.blind.unit),
     }
     if items.empty or sp.empty:
-        md["note"] = (
-            f"no items: `{spec.items_table}` is missing or empty"
-            if items.empty
-            else f"no splits for {name}: materialize `{spec.asset('splits')}` first"
-        )
-        checks = [Check(c, True, "warn", {"items": 0, "note": md["note"]}) for c in GATE_CHECKS]
-        return GateOutcome(
-            {"gated_items": pd.DataFrame(columns=gi_cols), "gate_results": pd.DataFrame(columns=gr_cols)},
-            rej,
-            md,
-            checks,
-        )
+        return _no_gate_items(spec, items, md, rej)
+    imported = sg.imported_ids(items)
     df = sg.normalise_items(items, name)
     df = df.merge(sp[["item_id", "split", "group_id"]], on="item_id", how="inner")
     md["items_without_split"] = int(len(items) - len(df))
     df["reshuffled"] = False
     units = sg.unit_of(df, cfg.get("unit_key"))
-    status: dict[str, tuple[str, str]] = {}
 
-    # 1. empty fields / contract / media
-    for _, r in df.iterrows():
-        p = sg.field_problem(r, store.data_dir if gcfg.check_media_files else None)
-        if p:
-            status[r["item_id"]] = p
-    # 2. duplicate items
-    status |= sg.whole_units(status, units)
-    alive = df[~df["item_id"].isin(status)]
-    dups = sg.duplicate_units(alive, units) if units else sg.duplicate_items(alive)
-    for i, kept_twin in dups.items():
-        what = f"its unit {units[i]} equals the unit of" if i in units else "same question, options and media as"
-        status[i] = ("duplicate_item", f"{what} {kept_twin}")
-    member_dups = len(sg.duplicate_items(alive)) - len(dups) if units else 0
-    alive = df[~df["item_id"].isin(status)]
-    dup_opts = mcq.duplicate_stats(
-        ((r["item_id"], list(r["options"])) for _, r in alive.iterrows() if sg.is_mcq(r)),
-        gcfg.duplicate_option_threshold,
-    )
-
-    # 3. blind solvability (text only, through the engine: cached, logged to llm_calls)
+    # 1–2. empty fields / contract / media, whole units, duplicate items
+    fs = steps.field_and_duplicates(df, units, imported, gcfg, store.data_dir)
+    status = fs.status
+    # 3. the text-only probe (through the engine: cached, logged to llm_calls); it reports by default
     bc = gcfg.blind
-    scores: dict[str, sg.BlindScore] = {}
-    blind_backend = blind_model = blind_hash = None
-    engine = None
+    alive = df[~df["item_id"].isin(status)]
     mcq_alive = alive[alive.apply(sg.is_mcq, axis=1)] if len(alive) else alive
     blind_units = units if bc.unit == "pool" else {}
+    probe, engine = Probe(), None
     if bc.enabled and len(mcq_alive):
         sel = mcq_alive.sort_values("item_id")
-        if bc.max_items:
-            sel = sel.head(bc.max_items)
+        sel = sel.head(bc.max_items) if bc.max_items else sel
         engine = engine_factory()
-        reqs = sg.blind_requests(sel, load_prompt(BLIND_PROMPT), bc)
-        results = engine.run(BLIND_STAGE, name, reqs)
-        scores = sg.score_blind(sel, reqs, results, bc, blind_units)
-        ok = [r for r in results if r.ok]
-        first = ok[0] if ok else (results[0] if results else None)
-        if first is not None:
-            blind_backend, blind_model, blind_hash = first.backend, first.model, first.prompt_hash
-        md["blind_cost"] = _blind_cost(engine, read_table(store, "llm_calls"), spec)
+        probe = blind.probe(engine, BLIND_STAGE, name, sel, load_prompt(BLIND_PROMPT), bc, blind_units)
+        md["blind_cost"] = _blind_cost(engine, read_table(store, "llm_calls"), spec) | {
+            "trials_planned": probe.planned,
+            "trials_saved": probe.saved,
+            "texts_probed": probe.texts,
+        }
     md["guess_drop_probability"] = sg.guess_drop_table(mcq_alive, bc, blind_units) if bc.enabled else {}
+    status |= steps.blind_drops(probe, gcfg, imported)
+    # 4. correct-option positions per split (never fixed-order options, never imported items by default)
+    pos = steps.positions(df[~df["item_id"].isin(status)].copy(), imported, gcfg, (cfg.get("seed", 0), name))
+    kept = steps.with_blind_columns(pos.kept, probe)
+
+    for item_id, (reason, detail) in sorted(status.items()):
+        rej.add(item_id, reason, "GateReject", detail, related_id=fs.dups.get(item_id))
+    results_df = pd.DataFrame(
+        steps.result_rows(name, df, status, probe, units, kept), columns=load_contract("gate_results").column_names
+    )
+    kept["benchmark"] = name
+    md |= _gate_metadata(df, kept, results_df, probe, pos, gcfg, imported, fs)
+    checks = _gate_checks(cfg, gcfg, md, df, probe, pos, fs, imported)
+    return GateOutcome(
+        {"gated_items": kept.reindex(columns=load_contract("gated_items").column_names), "gate_results": results_df},
+        rej,
+        md,
+        checks,
+        engine,
+    )
+
+
+def _no_gate_items(spec: BenchmarkSpec, items: pd.DataFrame, md: dict[str, Any], rej: RejectLog) -> GateOutcome:
+    md["note"] = (
+        f"no items: `{spec.items_table}` is missing or empty"
+        if items.empty
+        else f"no splits for {spec.name}: materialize `{spec.asset('splits')}` first"
+    )
+    checks = [Check(c, True, "warn", {"items": 0, "note": md["note"]}) for c in GATE_CHECKS]
+    empty = {t: pd.DataFrame(columns=load_contract(t).column_names) for t in ("gated_items", "gate_results")}
+    return GateOutcome(empty, rej, md, checks)
+
+
+def _imported_md(gcfg: GateConfig, imported: set[str], kept: pd.DataFrame, pos: Any, fs: Any) -> dict[str, Any]:
+    """What the gates did to imported release items (nothing, unless an opt-in said so)."""
+    kept_imp = kept[kept["item_id"].isin(imported)]
+    return {
+        "items": len(imported),
+        "kept": len(kept_imp),
+        "opt_ins": gcfg.imported.enabled(),
+        "reshuffled": int(kept_imp["reshuffled"].sum()) if len(kept_imp) else 0,
+        "field_problems_kept": {i: p[0] for i, p in sorted(fs.imported_kept.items())[:20]},
+        "positions_as_released": [
+            {"split": f.split, "k": f.k, "n": f.n, "max_deviation": f.max_deviation, "counts": f.counts}
+            for f in pos.imported
+        ],
+    }
+
+
+def _blind_note(gcfg: GateConfig, probe: Probe) -> str:
+    bc = gcfg.blind
+    if probe.backend == "stub":
+        return "blind solver ran on the stub backend: random answers, nothing dropped"
+    if not bc.enabled:
+        return "off (blind.action: off)"
+    if not probe.scores:
+        return "no multiple-choice items"
+    if bc.action == BlindAction.REPORT:
+        return "report (default): flagged units kept; the figures are a text-only baseline"
+    return "drop (opt-in blind.action: drop): flagged units dropped" + (
+        "" if gcfg.imported.drop_blind_solvable else "; imported release items kept"
+    )
+
+
+def _gate_metadata(
+    df: pd.DataFrame,
+    kept: pd.DataFrame,
+    results_df: pd.DataFrame,
+    probe: Probe,
+    pos: Any,
+    gcfg: GateConfig,
+    imported: set[str],
+    fs: Any,
+) -> dict[str, Any]:
+    scores = probe.scores
+    reasons = results_df["reason"].value_counts().to_dict()
     flagged = [s for s in scores.values() if s.flagged]
     blind_failed = sum(s.failed for s in scores.values())
     blind_sent = blind_failed + sum(s.trials for s in scores.values())
-    blind_coverage = round(1 - blind_failed / blind_sent, 4) if blind_sent else 1.0
-    # A stub "model" answers at random: its flags mean nothing, so they never drop an item.
-    drop_blind = bc.action == BlindAction.DROP and blind_backend != "stub"
-    if drop_blind:
-        blind_drops = {
-            s.item_id: (
-                "blind_solvable",
-                f"{s.correct}/{s.trials} correct without the image (chance {s.chance:.4g}, p={s.p_value:.4g})",
-            )
-            for s in flagged
-        }
-        status |= blind_drops
-    kept = df[~df["item_id"].isin(status)].copy()
-
-    # 4. correct-option positions per split (never for fixed-order options)
-    before = sg.position_figures(kept, gcfg.position_tolerance)
-    moved = 0
-    if gcfg.rebalance_positions:
-        kept, moved = sg.rebalance_positions(kept, gcfg.position_tolerance, seed=(cfg.get("seed", 0), name))
-    after = sg.position_figures(kept, gcfg.position_tolerance)
     lb = sg.length_figure(kept)
-
-    for item_id, (reason, detail) in sorted(status.items()):
-        rej.add(item_id, reason, "GateReject", detail, related_id=dups.get(item_id))
-    kept["blind_trials"] = kept["item_id"].map(lambda i: scores[i].trials if i in scores else None)
-    kept["blind_correct"] = kept["item_id"].map(lambda i: scores[i].correct if i in scores else None)
-    kept["blind_p_value"] = kept["item_id"].map(lambda i: scores[i].p_value if i in scores else None)
-    res_rows = []
-    resh = dict(zip(kept["item_id"], kept["reshuffled"]))
-    for _, r in df.iterrows():
-        s = scores.get(r["item_id"])
-        st = status.get(r["item_id"])
-        res_rows.append(
-            {
-                "benchmark": name,
-                "item_id": r["item_id"],
-                "split": r["split"],
-                "category": r["category"],
-                "status": "dropped" if st else "kept",
-                "reason": st[0] if st else None,
-                "detail": st[1] if st else None,
-                "mcq": bool(sg.is_mcq(r)),
-                "unit_id": units.get(r["item_id"]),
-                "blind_trials": s.trials if s else None,
-                "blind_correct": s.correct if s else None,
-                "blind_chance": s.chance if s else None,
-                "blind_p_value": s.p_value if s else None,
-                "blind_flagged": s.flagged if s else None,
-                "blind_model": blind_model if s else None,
-                "blind_backend": blind_backend if s else None,
-                "blind_prompt_hash": blind_hash if s else None,
-                "reshuffled": bool(resh.get(r["item_id"], False)),
-                "backend": r["backend"],
-            }
-        )
-    results_df = pd.DataFrame(res_rows, columns=gr_cols)
-    kept["benchmark"] = name
-
-    # figures and checks
-    reasons = results_df["reason"].value_counts().to_dict()
-    acc_before = sg.blind_accuracy(list(scores.values()))
-    acc_after = sg.blind_accuracy([s for i, s in scores.items() if i in set(kept["item_id"])])
-    stub_n = sum(1 for r in kept.to_dict("records") if stub_made(r))
     per_split = kept["split"].value_counts().to_dict()
-    n_units_flagged = len({units.get(s.item_id, s.item_id) if blind_units else s.item_id for s in flagged})
-    md.update(
-        {
-            "items_in": len(df),
-            "items_kept": len(kept),
-            "items_dropped": len(status),
-            "dropped_by_reason": reasons,
-            "kept_per_split": {k: int(v) for k, v in per_split.items()},
-            "blind_accuracy_before": acc_before,
-            "blind_accuracy_after": acc_after,
-            "blind_items": len(scores),
-            "blind_flagged": len(flagged),
-            "blind_units_flagged": n_units_flagged,
-            "positions_reshuffled": moved,
-            "blind_failed_calls": blind_failed,
-            "blind_coverage": blind_coverage,
-            "length_bias_share_longest": round(lb.share_longest, 4),
-            "length_bias_excess": round(lb.excess, 4),
-            "stub_items": stub_n,
-        }
-    )
+    units = {r["item_id"]: r["unit_id"] for _, r in results_df.iterrows() if r["unit_id"]}
+    md: dict[str, Any] = {
+        "items_in": len(df),
+        "items_kept": len(kept),
+        "items_dropped": int((results_df["status"] == "dropped").sum()),
+        "dropped_by_reason": reasons,
+        "kept_per_split": {k: int(v) for k, v in per_split.items()},
+        "blind_accuracy_before": sg.blind_accuracy(list(scores.values())),
+        "blind_accuracy_after": sg.blind_accuracy([s for i, s in scores.items() if i in set(kept["item_id"])]),
+        "blind_items": len(scores),
+        "blind_flagged": len(flagged),
+        "blind_units_flagged": len({units.get(s.item_id, s.item_id) for s in flagged}),
+        "blind_requests": probe.sent,
+        "blind_trials_saved": probe.saved,
+        "positions_reshuffled": pos.moved,
+        "blind_failed_calls": blind_failed,
+        "blind_coverage": round(1 - blind_failed / blind_sent, 4) if blind_sent else 1.0,
+        "length_bias_share_longest": round(lb.share_longest, 4),
+        "length_bias_excess": round(lb.excess, 4),
+        "stub_items": sum(1 for r in kept.to_dict("records") if stub_made(r)),
+    }
+    if imported:
+        md["imported"] = _imported_md(gcfg, imported, kept, pos, fs)
+    table = blind.accuracy_table(results_df, df)
+    if len(table):
+        md["blind_accuracy"] = Markdown(md_table(table.set_index("slice")))
     for k, v in per_split.items():
         md[f"split/{k}"] = int(v)
-    pos_fail = [f for f in after if not f.passed]
+    return md
+
+
+def _gate_checks(
+    cfg: dict[str, Any],
+    gcfg: GateConfig,
+    md: dict[str, Any],
+    df: pd.DataFrame,
+    probe: Probe,
+    pos: Any,
+    fs: Any,
+    imported: set[str],
+) -> list[Check]:
+    bc = gcfg.blind
+    reasons = md["dropped_by_reason"]
+    lb = sg.length_figure(pos.kept)
+    kept_ids = set(pos.kept["item_id"])
+    protected = set() if gcfg.imported.drop_blind_solvable else imported
+    blind_md = {
+        "items_tested": md["blind_items"],
+        "unit": str(bc.unit),
+        "action": str(bc.action),
+        "trials": bc.trials,
+        "early_stop": bc.early_stop,
+        "requests": probe.sent,
+        "trials_saved": probe.saved,
+        "flagged_items": md["blind_flagged"],
+        "flagged_units": md["blind_units_flagged"],
+        "dropped": reasons.get("blind_solvable", 0),
+        "accuracy_before": md["blind_accuracy_before"],
+        "accuracy_after": md["blind_accuracy_after"],
+        "alpha": bc.alpha,
+        "min_accuracy": bc.min_accuracy,
+        "guess_drop_probability": md["guess_drop_probability"],
+        "model": probe.model or "",
+        "backend": probe.backend or "",
+        "note": _blind_note(gcfg, probe),
+        "failed_calls": md["blind_failed_calls"],
+        "coverage": md["blind_coverage"],
+        "min_coverage": bc.min_coverage,
+    }
+    if "blind_cost" in md:
+        blind_md["cost"] = md["blind_cost"]
+    coverage_ok = md["blind_coverage"] >= bc.min_coverage
+    # Report (the default) keeps flagged units and passes with the figures; an opt-in drop passes
+    # when every flagged unit it may drop is gone. An outage of the probe is not a pass (error).
+    left = [s for s in probe.scores.values() if s.flagged and s.item_id in kept_ids and s.item_id not in protected]
+    blind_ok = coverage_ok and (bc.action != BlindAction.DROP or not left)
     fig_json = [
         {
             "split": f.split,
@@ -413,54 +449,22 @@ def run_gates(
             "allowed": f.allowed,
             "counts": f.counts,
         }
-        for f in after
+        for f in pos.after
     ]
-    blind_note = (
-        "blind solver ran on the stub backend: random answers, nothing dropped"
-        if blind_backend == "stub"
-        else "off (the benchmark's policy or config)"
-        if not bc.enabled
-        else "no multiple-choice items"
-        if not scores
-        else "report only: flagged units kept, figures are a text-only baseline"
-        if bc.action == "report"
-        else "flagged units dropped"
-    )
-    kept_ids = set(kept["item_id"])
-    blind_md = {
-        "items_tested": len(scores),
-        "unit": str(bc.unit),
-        "action": str(bc.action),
-        "trials": bc.trials,
-        "flagged_items": len(flagged),
-        "flagged_units": n_units_flagged,
-        "dropped": reasons.get("blind_solvable", 0),
-        "accuracy_before": acc_before,
-        "accuracy_after": acc_after,
-        "alpha": bc.alpha,
-        "min_accuracy": bc.min_accuracy,
-        "guess_drop_probability": md["guess_drop_probability"],
-        "model": blind_model or "",
-        "backend": blind_backend or "",
-        "note": blind_note,
-        "failed_calls": blind_failed,
-        "coverage": blind_coverage,
-        "min_coverage": bc.min_coverage,
-    }
-    if "blind_cost" in md:
-        blind_md["cost"] = md["blind_cost"]
-    checks = [
+    pos_fail = [f for f in pos.after if not f.passed]
+    return [
         Check(
             "gate_position_balance",
             not pos_fail or not gcfg.rebalance_positions,
             "warn",
             {
-                "max_deviation": max((f.max_deviation for f in after), default=0.0),
-                "max_deviation_before": max((f.max_deviation for f in before), default=0.0),
+                "max_deviation": max((f.max_deviation for f in pos.after), default=0.0),
+                "max_deviation_before": max((f.max_deviation for f in pos.before), default=0.0),
                 "tolerance": gcfg.position_tolerance,
-                "reshuffled": moved,
+                "reshuffled": pos.moved,
                 "option_policy": cfg.get("options"),
                 "per_split": fig_json,
+                "imported_as_released": sum(f.n for f in pos.imported),  # never moved (gates.imported)
             },
         ),
         Check(
@@ -476,27 +480,17 @@ def run_gates(
                 "max_excess": gcfg.max_length_excess,
             },
         ),
-        # Report-only is the paper's policy: flagged units stay and the check passes with the figures.
-        # An outage of the blind solver is not a pass: below the coverage floor the gate fails (error).
-        Check(
-            "gate_blind_solvability",
-            blind_coverage >= bc.min_coverage
-            and (
-                not flagged or bc.action == "report" or (drop_blind and not any(s.item_id in kept_ids for s in flagged))
-            ),
-            "error" if blind_coverage < bc.min_coverage else "warn",
-            blind_md,
-        ),
+        Check("gate_blind_solvability", blind_ok, "warn" if coverage_ok else "error", blind_md),
         Check(
             "gate_duplicates",
-            reasons.get("duplicate_item", 0) == 0 and dup_opts.items_with_duplicates == 0 and member_dups == 0,
+            reasons.get("duplicate_item", 0) == 0 and fs.dup_opts.items_with_duplicates == 0 and fs.member_dups == 0,
             "warn",
             {
                 "duplicate_items_dropped": reasons.get("duplicate_item", 0),
-                "duplicate_members_kept": member_dups,  # equal items inside units that differ as a whole
-                "items_with_duplicate_options": dup_opts.items_with_duplicates,
-                "duplicate_option_rate": round(dup_opts.rate, 4),
-                "examples": dup_opts.examples,
+                "duplicate_members_kept": fs.member_dups,  # equal items inside units that differ as a whole
+                "items_with_duplicate_options": fs.dup_opts.items_with_duplicates,
+                "duplicate_option_rate": round(fs.dup_opts.rate, 4),
+                "examples": fs.dup_opts.examples,
             },
         ),
         Check(
@@ -507,22 +501,20 @@ def run_gates(
             | {
                 "unit_member_dropped": int(reasons.get("unit_member_dropped", 0)),
                 "failure_rate": round(sum(reasons.get(k, 0) for k in FIELD_REASONS) / len(df), 4),
+                "imported_problems_kept": len(fs.imported_kept),
             },
         ),
         Check(
             "gate_stub_items",
-            stub_n == 0,
+            md["stub_items"] == 0,
             "warn",
             {
-                "stub_items": stub_n,
-                "kept_items": len(kept),
-                "note": "the export refuses these unless force_stub" if stub_n else "none",
+                "stub_items": md["stub_items"],
+                "kept_items": md["items_kept"],
+                "note": "the export refuses these unless force_stub" if md["stub_items"] else "none",
             },
         ),
     ]
-    return GateOutcome(
-        {"gated_items": kept.reindex(columns=gi_cols), "gate_results": results_df}, rej, md, checks, engine
-    )
 
 
 # -- export ---------------------------------------------------------------------------------------
@@ -626,6 +618,7 @@ def run_export(
                 "gates": gates_fig,
                 "failed_gates": failed,
                 "extra_sections": list(spec.card_sections),
+                "gate_sections": _card_sections(gated, res, cfg),
             }
             stage_cfg = json.loads(json.dumps({k: v for k, v in cfg.items()}, default=str))
             stage_cfg["export"] = dict(stage_cfg.get("export") or {}, force_stub=force_stub)
@@ -683,6 +676,30 @@ def run_export(
     return exports_frame(exports_dir(store), name), md, checks
 
 
+def _card_sections(gated: pd.DataFrame, res: pd.DataFrame, cfg: dict[str, Any]) -> list[str]:
+    """The card's text-only probe section (every benchmark with multiple-choice items) and what
+    the gates did to imported release items."""
+    gcfg = GateConfig.from_config(cfg)
+    out: list[str] = []
+    if gated.apply(sg.is_mcq, axis=1).any():
+        kept = res[res["status"] == "kept"] if len(res) else res
+        tested = kept[kept["blind_trials"].notna()] if len(kept) else kept
+        bc = gcfg.blind
+        setting = {
+            "model": ", ".join(sorted(tested["blind_model"].dropna().astype(str).unique())) if len(tested) else "",
+            "backend": ", ".join(sorted(tested["blind_backend"].dropna().astype(str).unique())) if len(tested) else "",
+            "trials": bc.trials,
+            "temperature": bc.temperature,
+            "early_stop": bc.early_stop,
+            "action": str(bc.action),
+            "note": "The probe is off (`blind.action: off`)." if not bc.enabled else "",
+        }
+        out += blind_section(blind.accuracy_table(kept, gated) if len(kept) else pd.DataFrame(), setting)
+    imported = sg.imported_ids(gated)
+    resh = int(gated.loc[gated["item_id"].isin(imported), "reshuffled"].astype(bool).sum()) if imported else 0
+    return out + imported_section(len(imported), gcfg.imported.enabled(), resh)
+
+
 def failed_gates(gated: pd.DataFrame, res: pd.DataFrame, cfg: dict[str, Any]) -> list[str]:
     """The gates the exported items do not pass, in words, recomputed from what is exported
     (length bias, position balance) and from ``gate_results`` (blind-solver coverage)."""
@@ -695,15 +712,19 @@ def failed_gates(gated: pd.DataFrame, res: pd.DataFrame, cfg: dict[str, Any]) ->
             f"(chance {lb.chance:.0%}, allowed excess {gcfg.max_length_excess:.0%})"
         )
     if gcfg.rebalance_positions:
-        bad_pos = [f for f in sg.position_figures(gated, gcfg.position_tolerance) if f.max_deviation > f.allowed]
+        # imported release items keep the release's letters (gates.imported.rebalance_positions)
+        movable = gated if gcfg.imported.rebalance_positions else gated[~gated["item_id"].isin(sg.imported_ids(gated))]
+        bad_pos = [f for f in sg.position_figures(movable, gcfg.position_tolerance) if f.max_deviation > f.allowed]
         if bad_pos:
             out.append(
                 "position balance: "
                 + ", ".join(f"{f.split} deviates {f.max_deviation:.0%} (allowed {f.allowed:.0%})" for f in bad_pos)
             )
     tested = res[res["blind_trials"].notna()] if len(res) else res
-    if len(tested) and gcfg.blind.trials:
-        cov = float(tested["blind_trials"].sum()) / (len(tested) * gcfg.blind.trials)
+    failed = tested["blind_failed"].fillna(0).sum() if "blind_failed" in tested else 0
+    if len(tested) and tested["blind_trials"].sum() + failed:
+        # answered / asked (early stopping asks fewer than `trials` of a decided item)
+        cov = float(tested["blind_trials"].sum()) / float(tested["blind_trials"].sum() + failed)
         if cov < gcfg.blind.min_coverage:
             out.append(
                 f"blind solvability: only {cov:.0%} of the blind-solver calls answered "

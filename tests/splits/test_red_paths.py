@@ -22,8 +22,10 @@ def test_blind_solver_outage_fails_the_gate(store, llm_double, llm_double_resour
     res = _run(store, llm_double_resource(), select=("splits", "gated"), raise_on_error=False)
     gate = _check(res, "gate_blind_solvability")
     assert not gate.passed and gate.severity.value == "ERROR"
-    assert gate.metadata["failed_calls"].value == 8 * 5 and gate.metadata["coverage"].value == 0.0
-    assert _md(res, f"{PAPER}_gated")["blind_failed_calls"].value == 40
+    # every request failed (sampling stops once no answer could change a verdict)
+    assert gate.metadata["failed_calls"].value == gate.metadata["requests"].value >= 8 * 2
+    assert gate.metadata["coverage"].value == 0.0
+    assert _md(res, f"{PAPER}_gated")["blind_failed_calls"].value == gate.metadata["requests"].value
 
 
 def test_partial_outage_above_the_floor_passes(store, llm_double, llm_double_resource):
@@ -38,7 +40,7 @@ def test_partial_outage_above_the_floor_passes(store, llm_double, llm_double_res
     res = _run(store, llm_double_resource(), select=("splits", "gated"))
     gate = _check(res, "gate_blind_solvability")
     assert 0.9 <= gate.metadata["coverage"].value < 1.0 and gate.severity.value == "WARN"
-    assert gate.metadata["failed_calls"].value == 2
+    assert gate.metadata["failed_calls"].value >= 1
 
 
 def test_unreadable_table_is_an_error_not_absent(store, tmp_path):

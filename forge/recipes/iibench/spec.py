@@ -2,10 +2,10 @@
 
 * Option policy **balance**: one correct option and five distractors per question (§3.2
   "Data Annotation"); their order carries no meaning.
-* Blind filter **drop**, unit **item**: the curation keeps the benchmark visually dominant
-  (§3.2 "Data Filtration", stage 2 text-to-image ratio; stage 3 discards images without an
-  implication); a question a text-only model answers far above chance does not test the
-  image, so it is dropped.
+* Text-only probe **report**, unit **item**: II-Bench has no text-only filter (its §3.2 curation
+  filters images by text-to-image ratio and implication, never questions by a text-only model),
+  so the probe's figures are reported on the card and in the blind_* columns; dropping is the
+  opt-in ``blind.action: drop`` (docs/splits.md).
 * Splits: dev 15 / validation 20 / rest test (§3.3, Table 1), kept in
   ``config/recipes/iibench.yaml`` ``splits:``; few-shot examples come from dev (App. C.2).
 * Evaluation: the eight prompt settings of App. C; accuracy by domain, emotion, image
@@ -26,7 +26,7 @@ SPEC = BenchmarkSpec(
     group="iibench",
     recipe_assets=("iibench_implication", "iibench_labels", "iibench_items"),
     options=OptionPolicy.BALANCE,
-    blind=BlindPolicy(action=BlindAction.DROP, unit=BlindUnit.ITEM),
+    blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.ITEM),
     doc="docs/recipes/iibench.md",
     eval=EvalSpec(
         kinds={"mcq": "mcq"},

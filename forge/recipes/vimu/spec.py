@@ -3,9 +3,9 @@
 * Option policy **fixed**: the A–E options of RM, SV and EG are the taxonomy groups in a
   fixed order (App. C, D), and the paper's option-affinity analysis reads letters as
   categories (§4, Fig. 9; App. H). Re-shuffling would mix two orders in one export.
-* Blind filter **off**: the RM / SV / EG question text is the same for every item (App. G),
-  so a text-only "solvable" verdict means "the gold equals the solver's favourite letter"
-  and dropping on it would remove the most common labels. The paper has no text-only filter.
+* Text-only probe **report**: the paper has no text-only filter, and the RM / SV / EG question
+  text is the same for every item (App. G), so a "solvable" verdict means "the gold equals the
+  solver's favourite options"; the figures are reported as a text-only baseline, never dropped.
 * Evaluation: App. G guided / unguided prompts, App. B judge for OE, §4 task averages
   (SSU-Avg, All-Avg) and the affinity / co-occurrence plots.
 """
@@ -25,7 +25,7 @@ SPEC = BenchmarkSpec(
     group="vimu",
     recipe_assets=("vimu_annotations", "vimu_questions", "vimu_items"),
     options=OptionPolicy.FIXED,
-    blind=BlindPolicy(action=BlindAction.OFF),
+    blind=BlindPolicy(action=BlindAction.REPORT),
     doc="docs/recipes/vimu.md",
     eval=EvalSpec(
         kinds={"open_ended": "text", "multi_select": "multi"},
