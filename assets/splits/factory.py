@@ -28,9 +28,9 @@ from assets.llm_support import record_llm_calls
 from assets.releases.keys import release_deps
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.releases.gold import gold_version
 from forge.splits import stages as st
 from forge.splits.config import benchmark_config
-from forge.releases.gold import gold_version
 from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
@@ -77,9 +77,7 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         deps=[spec.items_asset, *release_deps(spec.name)],
         automation_condition=FAN_IN,
         # gold_version: the explicit gold step (forge/releases/gold.py) these three assets read items through
-        code_version=content_hash(
-            st.VERSION, st.split_config_slice(cfg), cfg.get("unit_key"), gold_version(spec.name)
-        ),
+        code_version=content_hash(st.VERSION, st.split_config_slice(cfg), cfg.get("unit_key"), gold_version(spec.name)),
         check_specs=contract_check_specs(split_key, ["splits"]),
         metadata=table_metadata(["splits"]),
         description=f"Leakage-free, category-stratified splits of `{spec.items_table}` (table `splits`, file "

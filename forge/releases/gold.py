@@ -17,6 +17,12 @@ Match keys and fields:
   release from 1);
 * **vimu** — the question text and the category: ``annotations`` (answer, references, options
   and option types of OE / EG / RM / SV).
+
+The gold step is explicit and versioned (#38): ``with_gold`` is the transform ``<paper>_splits``,
+``_gated`` and ``_export`` apply where they read ``<paper>_items``, and ``gold_version(paper)``
+(the enabled fields plus this module's rules; ``off`` when the switch is off) is part of each of
+their code versions, so switching gold on, changing its fields or its rules marks them changed
+instead of leaving them "up to date" on items they would now read differently.
 """
 
 from __future__ import annotations
@@ -24,11 +30,15 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
 from forge.checks.text import canonical
+from forge.releases.config import config_path
+from forge.versioning import content_hash
 
 FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     "hummus": {
@@ -129,18 +139,25 @@ def gold_policy(paper: str, doc: dict[str, Any] | None) -> list[str]:
     return list(spec.get("fields") or []) if spec.get("enabled") else []
 
 
-def with_gold(items: pd.DataFrame, paper: str, config: str | None = None) -> pd.DataFrame:
-    """``items`` after the gold switch of the releases config (unchanged when it is off)."""
-    from pathlib import Path
+GOLD_VERSION = "1"  # bump when the matching or replacing rules change in a way the file hash would miss
 
-    import yaml
 
-    from forge.releases.config import config_path
-
-    path = config or config_path()
+def _doc(config: str | Path | None = None) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load(Path(path).read_text()) or {}
+        return yaml.safe_load(Path(config or config_path()).read_text()) or {}
     except OSError:
-        return items
-    fields = gold_policy(paper, doc)
+        return {}
+
+
+def gold_version(paper: str, config: str | Path | None = None) -> str:
+    """The version of ``paper``'s gold step: ``off``, or a hash of the enabled fields and of this
+    module (its matching and replacing rules). Part of the code version of every asset that
+    reads ``<paper>_items`` through ``with_gold`` (``<paper>_splits``, ``_gated``, ``_export``)."""
+    fields = gold_policy(paper, _doc(config))
+    return content_hash(GOLD_VERSION, paper, sorted(fields), files=[Path(__file__)]) if fields else "off"
+
+
+def with_gold(items: pd.DataFrame, paper: str, config: str | Path | None = None) -> pd.DataFrame:
+    """``items`` after the gold switch of the releases config (unchanged when it is off)."""
+    fields = gold_policy(paper, _doc(config))
     return apply_gold(paper, items, fields)[0] if fields else items
