@@ -133,3 +133,27 @@ def test_maia_statement_pairs_by_pool_position(maia_info):
     out, counts = apply_gold("maia", pd.concat([built, imported], ignore_index=True), ["statements"])
     assert counts == {"statements": 1}
     assert list(out.loc[0, "options"]) == list(pos3["options"]) and out.loc[0, "answer"] == pos3["answer"]
+
+
+def test_switching_gold_on_marks_splits_gated_and_export_changed(tmp_path, monkeypatch):
+    """Gold is a versioned step: its policy is part of the code version of every asset that reads
+    items through it, so Dagster shows them changed (not up to date) when the switch flips."""
+    from assets.splits.factory import benchmark_defs
+
+    cfg = tmp_path / "releases.yaml"
+    monkeypatch.setenv("SUBTEXT_RELEASES_CONFIG", str(cfg))
+
+    def versions(paper: str, gold: str) -> dict[str, str]:
+        cfg.write_text(f"releases: []\ngold:\n{gold}")
+        return {a.key.path[-1]: a.code_versions_by_key[a.key] for a in benchmark_defs(paper).assets}
+
+    off = versions("hummus", "  hummus: {enabled: false, fields: [boxes]}\n")
+    assert set(off) == {"hummus_splits", "hummus_gated", "hummus_export"}
+    assert versions("hummus", "  hummus: {enabled: false, fields: [spans]}\n") == off  # off is off
+    on = versions("hummus", "  hummus: {enabled: true, fields: [boxes]}\n")
+    assert all(on[k] != off[k] for k in off)
+    more = versions("hummus", "  hummus: {enabled: true, fields: [boxes, spans]}\n")
+    assert all(more[k] != on[k] for k in on)
+    # another paper's switch leaves this paper's versions alone
+    maia_off = versions("maia", "  hummus: {enabled: false, fields: [boxes]}\n")
+    assert versions("maia", "  hummus: {enabled: true, fields: [boxes]}\n") == maia_off
