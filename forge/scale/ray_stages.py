@@ -14,10 +14,11 @@ volume or a mounted bucket; docs/operations.md).
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -100,25 +101,58 @@ def connect(address: str) -> None:
 
 
 def _init(address: str) -> None:
-    import ray
-
     # The opt-outs before Ray starts anything: a local cluster's head reads its usage-stats
     # switch from this process's environment; the workers get them in the runtime env.
     apply_offline_env()
     env = {k: os.environ[k] for k in ("SUBTEXT_MODELS_DIR",) if k in os.environ}
     runtime_env = {"py_modules": PY_MODULES, "env_vars": {**WORKER_ENV, **worker_env(), **env}}
     local = address == "local"
-    ray.init(
-        address=None if local else address,
-        runtime_env=runtime_env,
-        ignore_reinit_error=True,
-        log_to_driver=False,
-        include_dashboard=False,
-        configure_logging=False,
-        # A private cluster lives on loopback: without this Ray finds "its" address by routing
-        # a socket towards a public resolver, and binds its services to the LAN address.
-        **({"_node_ip_address": "127.0.0.1"} if local else {}),
-    )
+    with private_cluster_env() if local else nullcontext():
+        import ray
+
+        ray.init(
+            address=None if local else address,
+            runtime_env=runtime_env,
+            ignore_reinit_error=True,
+            log_to_driver=False,
+            include_dashboard=False,
+            configure_logging=False,
+        )
+
+
+@contextmanager
+def private_cluster_env() -> Iterator[None]:
+    """The environment a private cluster (address ``local``) starts in, so that it stays on this
+    machine and out of $HOME (its processes inherit it; docs/security.md):
+
+    * loopback only: on Linux Ray gives its node the LAN address (found by aiming a UDP socket at
+      8.8.8.8) and serves there; ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` makes it use 127.0.0.1,
+      as on a laptop;
+    * a token for Ray's token auth in the environment (kept: this process talks to the cluster
+      with it), which Ray would otherwise generate and write to ``~/.ray/auth_token``;
+    * ``ray_local_site`` on ``PYTHONPATH``: stops its dashboard process's cloud-metadata probe.
+
+    An operator's explicit setting of any of these is kept. Only the token outlives the block."""
+    from ray._private import ray_constants  # reads the switch at import: ray may be imported already
+
+    if not any(k in os.environ for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")):
+        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    saved = {k: os.environ.get(k) for k in ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "PYTHONPATH")}
+    site = str(Path(__file__).resolve().parent / "ray_local_site")
+    paths = [p for p in (saved["PYTHONPATH"] or "").split(os.pathsep) if p and p != site]
+    os.environ["PYTHONPATH"] = os.pathsep.join([site, *paths])
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    cluster = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"].lower() in ("1", "true")
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = cluster
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 class DetectionWorker:
