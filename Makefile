@@ -73,9 +73,10 @@ ui: setup
 validate: setup
 	$(PY) -m dagster definitions validate -w workspace.yaml
 
-# make query Q="select ..." (Q=tables lists every table); no DuckDB CLI needed (forge/query.py)
-query: setup
-	@$(PY) -m forge.query query "$(Q)"
+# make query Q="select ..." (Q=tables lists every table) or F=file.sql; no DuckDB CLI needed (forge/query.py).
+# Q reaches Python through the environment (any quotes, several lines); stdout carries only the result.
+query: $(STAMP)
+	@$(PY) -m forge.query query $(if $(F),--file "$(F)",--sql-env Q)
 
 bench: setup
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

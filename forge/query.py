@@ -1,6 +1,7 @@
 """Query the catalog without the DuckDB CLI: ``python -m forge.query`` (``make query`` runs it).
 
     python -m forge.query query "select stage, reason, count(*) from rejects group by all"
+    python -m forge.query query --file my.sql    # several statements: the last one's rows are shown
     python -m forge.query tables          # every table and view, its rows and what it holds
 
 Reads ``$SUBTEXT_DATA_DIR`` (default ``data``) through ``open_catalog`` (read-only, relative
@@ -20,7 +21,7 @@ import duckdb
 from forge.contracts import all_contracts
 from forge.storage import TableStore, open_catalog, quote_ident
 
-USAGE = 'usage: make query Q="select * from frames limit 5"   (Q=tables lists the tables)'
+USAGE = 'usage: make query Q="select * from frames limit 5"   (Q=tables lists the tables; F=file.sql runs a file)'
 
 
 class QueryError(Exception):
@@ -88,16 +89,33 @@ def list_tables(data_dir: str | Path) -> list[tuple[str, int | None, str]]:
     return out
 
 
+def sql_text(args: argparse.Namespace) -> str:
+    """The SQL from the argument, a file (``make query F=file.sql``) or an environment variable
+    (``make query Q="..."``: passed through the environment, so double quotes and several lines
+    reach DuckDB as typed, with no shell quoting in between)."""
+    if getattr(args, "file", None):
+        return sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    if getattr(args, "sql_env", None):
+        return os.environ.get(args.sql_env, "")
+    return getattr(args, "sql", "") or ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m forge.query", description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", default=os.environ.get("SUBTEXT_DATA_DIR", "data"))
     sub = parser.add_subparsers(dest="command")
-    q = sub.add_parser("query", help="run one SQL statement against the catalog")
+    q = sub.add_parser("query", help="run SQL against the catalog (the last statement's rows are shown)")
     q.add_argument("sql", nargs="?", default="")
+    q.add_argument("--file", "-f", help="read the SQL from this file ('-' = stdin)")
+    q.add_argument("--sql-env", metavar="NAME", help="read the SQL from this environment variable (make query Q=...)")
     q.add_argument("--max-rows", type=int, default=40, help="rows shown (0 = all)")
     sub.add_parser("tables", help="every table and view, with row counts")
     args = parser.parse_args(argv)
-    sql = (getattr(args, "sql", "") or "").strip()
+    try:
+        sql = sql_text(args).strip()
+    except OSError as exc:
+        print(f"error: cannot read the SQL file: {exc}", file=sys.stderr)
+        return 1
     if args.command is None or (args.command == "query" and not sql):
         print(USAGE, file=sys.stderr)
         return 2

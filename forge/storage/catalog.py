@@ -11,10 +11,11 @@ Readers and runs never wait on each other:
   open gets the new file, and no one ever holds ``catalog.duckdb`` read-write. Writers
   serialise on a file lock among themselves only; a publish that changes no view does not
   touch the file at all;
-* view paths are relative to the data dir (``tables/<t>/*.parquet``), so a copied or moved
-  data dir reads its own tables. DuckDB resolves them against ``file_search_path`` (or the
-  working directory): ``open_catalog`` sets it, and so does ``make query``; a bare DuckDB
-  client runs ``SET file_search_path = '<data dir>'`` first or is started inside the data dir.
+* view paths are absolute (``<data dir>/tables/<t>/*.parquet``), so any DuckDB client, opened
+  from any directory, reads the tables. A copied or moved data dir is re-pointed at itself the
+  first time ``open_catalog`` (``make query``, the build summary) opens it, or by the next
+  publish; until then a bare client on the copy reads the original's files, or, when those are
+  gone, fails naming the missing path.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def register_view(name: str, sql: str) -> None:
 def view_sql(store: TableStore, table: str, contract: Contract | None) -> str:
     if store.exists(table):
         rel = Path(store.glob(table)).relative_to(store.data_dir).as_posix()
-        return f"select * from read_parquet({quote_literal(rel)}, union_by_name=true)"
+        path = f"{_root(store)}/{rel}"  # absolute: a client opened anywhere reads it
+        return f"select * from read_parquet({quote_literal(path)}, union_by_name=true)"
     if contract is None:
         raise ValueError(f"table {table} has neither files nor a contract")
     cols = ", ".join(f"cast(null as {_DUCK_TYPES[c.type]}) as {quote_ident(c.name)}" for c in contract.columns)
@@ -72,13 +74,36 @@ def _search_path(data_dir: Path) -> str:
     return "set file_search_path = " + quote_literal(str(data_dir))
 
 
+def _root(store: TableStore) -> str:
+    return store.data_dir.resolve().as_posix()
+
+
+def _points_elsewhere(con: duckdb.DuckDBPyConnection, store: TableStore) -> bool:
+    """Whether the catalog's table views read another data dir (this one was copied or moved)
+    or are relative (a catalog written before view paths were absolute)."""
+    row = con.execute(
+        "select sql from duckdb_views() where not internal and sql like '%read_parquet(%' limit 1"
+    ).fetchone()
+    return row is not None and f"'{_root(store)}/tables/" not in row[0].replace("''", "'")
+
+
 def open_catalog(data_dir: str | os.PathLike[str] | TableStore) -> duckdb.DuckDBPyConnection:
     """The front door: a read-only connection to the catalog with its relative view paths
     resolved against ``data_dir``. Open one per query (or per session): a publish swaps the
     file, it never locks you out, and an open connection keeps working on the file it has."""
     store = data_dir if isinstance(data_dir, TableStore) else TableStore(data_dir)
     con = duckdb.connect(str(store.catalog_path), read_only=True)
-    con.execute(_search_path(store.data_dir))
+    if _points_elsewhere(con, store):  # a copied or moved data dir: its views re-pointed at itself
+        con.close()
+        try:
+            refresh_catalog(store)
+        except OSError as exc:  # a read-only copy: say what to do rather than read the original
+            raise duckdb.IOException(
+                f"{store.catalog_path} reads the tables of another data dir and cannot be rewritten here "
+                f"({exc}); copy the data dir somewhere writable, or run a build step on it"
+            ) from exc
+        con = duckdb.connect(str(store.catalog_path), read_only=True)
+    con.execute(_search_path(store.data_dir))  # derived views that name relative paths
     return con
 
 
