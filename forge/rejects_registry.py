@@ -26,6 +26,7 @@ UNTESTED = "untested"
 _MAIA = "tests/recipes/maia/test_maia_assets.py"
 _MAIA_LOGIC = "tests/recipes/maia/test_maia_logic.py"
 _MAIA_POOLS = "tests/recipes/maia/test_maia_pool_flow.py"
+_MAIA_LANGUAGE = "tests/recipes/maia/test_maia_language.py"
 _VAGUE = "tests/recipes/vague/test_vague_assets.py"
 _VAGUE_LOGIC = "tests/recipes/vague/test_vague_logic.py"
 _VAGUE_STUB = "tests/recipes/vague/test_vague_stub.py"
@@ -63,40 +64,39 @@ RECIPE_STAGES: dict[str, dict[str, str]] = {
         "distractor_implausible": _IIBENCH_STUB,  # scripted too; the e2e's few II-Bench items do not always show it
         "unknown": UNTESTED,  # primary_reason's fallback: a failed question without a code
     },
-    "maia_questions": {
+    "maia_questions": {  # a failing question is asked again (new seed) up to the bound: each draw a row
         "import_missing_field": UNTESTED,
         "import_unknown_category": _MAIA_LOGIC,
         "over_batch_cap": UNTESTED,
         "no_frames": UNTESTED,
         "llm_failed": E2E,
+        "wrong_language": _MAIA_LANGUAGE,
         "yes_no_question": E2E,
         "question_too_short": E2E,
         "audio_based_question": E2E,
         "pair_same_focus": E2E,
     },
-    "maia_answer_pools": {
+    "maia_answer_pools": {  # discarded draws of a member (it is drawn again, then kept flagged for review)
         "llm_failed": E2E,
+        "wrong_language": _MAIA_POOLS,
         "consistency_check_failed": E2E,
         "inconsistent_answer": E2E,
-        "contradiction_check_failed": E2E,
         "pool_contradiction": E2E,
-        "equal_unresolved": _MAIA_LOGIC,
-        "overlap_unresolved": _MAIA,
-        "pool_too_small": E2E,  # a pool short of 8 valid answers, rejected whole
+        "pool_too_small": _MAIA_POOLS,  # no member of the pool has any text at all
     },
-    "maia_statements": {
+    "maia_statements": {  # discarded draws of a statement (drawn again, then kept flagged for review)
         "llm_failed": E2E,
+        "wrong_language": _MAIA_POOLS,
         "statement_invalid": _MAIA_POOLS,
-        "equal_unresolved": _MAIA_LOGIC,
-        "overlap_unresolved": _MAIA,
         "pool_too_small": _MAIA_POOLS,
     },
-    "maia_foils": {
+    "maia_foils": {  # discarded draws of a foil (drawn again, then kept flagged for review)
         "refine_generation_failed": E2E,
         "refine_judge_failed": E2E,
         "refine_verdict_reject": "tests/llm/test_refine.py",
         "refine_max_rounds": E2E,
-        "pool_too_small": _MAIA,  # a question whose 8 statements did not all get a foil
+        "wrong_language": UNTESTED,
+        "no_foil": UNTESTED,  # no draw gave any foil text: the statement's pair is a gap of its pool
     },
     "vague_candidates": {
         "frame_missing": UNTESTED,

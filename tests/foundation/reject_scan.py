@@ -39,20 +39,12 @@ FORWARDS = "forwards"
 FORWARDED: dict[tuple[str, str], list[str] | str] = {
     ("assets/recipes/maia/assets.py", "reason"): [
         "forge/recipes/maia/questions.py:load_import",
-        "assets/recipes/maia/assets.py:maia_answer_pools",
+        "forge/recipes/maia/pool_flow.py:refine_reason",  # maia_foils: a discarded foil draw
     ],
     ("assets/recipes/maia/assets.py", "problems[0]"): ["forge/recipes/maia/questions.py:question_problems"],
-    ("assets/recipes/maia/assets.py", "why"): [
-        "forge/recipes/maia/pools.py:postprocess_pools",
-        "assets/recipes/maia/assets.py:maia_answer_pools",
-    ],
     ("assets/recipes/maia/assets.py", "code"): FORWARDS,  # PoolOutcome.member_reject sites
     ("assets/recipes/maia/assets.py", "str(out.reason)"): FORWARDS,  # PoolOutcome.reject_pool sites
-    ("forge/recipes/maia/pool_flow.py", "reason"): [
-        "forge/recipes/maia/pool_flow.py:build_answer_pool",
-        "forge/recipes/maia/pool_flow.py:build_statement_pool",
-    ],
-    ("forge/recipes/maia/pool_flow.py", "why"): ["forge/recipes/maia/pools.py:postprocess_pools"],
+    ("forge/recipes/maia/pool_flow.py", "reason"): ["forge/recipes/maia/pool_flow.py:member_reason"],
     ("assets/recipes/iibench/assets.py", "reason"): FORWARDS,  # invalid_labels or a refine outcome
     ("assets/recipes/iibench/assets.py", "o.reason"): FORWARDS,  # refine outcomes
     ("assets/recipes/iibench/assets.py", "code"): ["forge/recipes/iibench/items.py:primary_reason"],

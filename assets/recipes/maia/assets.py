@@ -21,6 +21,7 @@ import dagster as dg
 import pandas as pd
 
 from assets.common import SINGLE_RUN, Progress, StageRun, batches, stage_check_specs, table_metadata
+from forge.checks.language import after_language, language_first
 from forge.checks.text import pool_stats
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import refine
@@ -32,7 +33,7 @@ from forge.recipes.maia import questions as Q
 from forge.recipes.maia.items import build_items
 from forge.recipes.maia.language import LanguagePrompts, recipe_language
 from forge.recipes.maia.pools import Pool
-from forge.recipes.maia.taxonomy import CATEGORIES_FILE, CATEGORY_NAMES, CAUSAL, categories, category
+from forge.recipes.maia.taxonomy import CATEGORIES_FILE, CATEGORY_NAMES, CAUSAL, categories
 from forge.recipes.settings import recipe_settings, with_profile
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
@@ -129,26 +130,35 @@ def maia_questions(
     run, cfg = StageRun(context, storage, llm), settings()["questions"]
     store, engine = run.store, run.engine
     cats = CATEGORY_NAMES if cfg.get("categories", "all") == "all" else tuple(cfg["categories"])
-    prompt = load_prompt(P["questions"])
+    prompt, max_overlap = load_prompt(P["questions"]), float(cfg.get("pair_max_overlap", 0.5))
     imported: list[Q.ImportedQuestion] = []
     import_bad: list[tuple[str, str]] = []
     if cfg.get("import_path"):
         imported, import_bad = Q.load_import(cfg["import_path"])
 
-    def partition(batch: str, log: RejectLog) -> None:
+    def partition(batch: str, log: RejectLog) -> list[dict[str, Any]]:
         for rid, reason in import_bad:
             log.add(rid, reason, detail=str(cfg["import_path"]))
         units = clip_units(store, batch)
         cap = cfg.get("max_clips_per_batch")
         by_clip = {u["clip_id"]: u for u in units}
-        rows: list[dict[str, Any]] = []
         # imported questions: every clip of the batch that the file names
         imp_here = [iq for iq in imported if iq.clip_id in by_clip]
-        for iq in imp_here:
-            u = by_clip[iq.clip_id]
-            rows.append(
-                _question_row(batch, u, iq.category, iq.slot, iq.question, "imported", None, iq.answers, iq.causal_type)
+        rows = [
+            _question_row(
+                batch,
+                by_clip[iq.clip_id],
+                iq.category,
+                iq.slot,
+                iq.question,
+                "imported",
+                None,
+                iq.answers,
+                iq.causal_type,
             )
+            for iq in imp_here
+        ]
+        kept = _check_questions([], rows, log, max_overlap, language())
         gen_units = (
             [] if cfg.get("import_only") else [u for u in units if u["clip_id"] not in {iq.clip_id for iq in imp_here}]
         )
@@ -156,46 +166,47 @@ def maia_questions(
             for u in gen_units[cap:]:
                 log.add(u["clip_id"], "over_batch_cap", detail=f"max_clips_per_batch={cap}")
             gen_units = gen_units[:cap]
-        jobs, reqs = [], []
         ctypes = Q.causal_types([u["clip_id"] for u in gen_units])  # App. A.3 fn. 11
+        cells, imgs = [], {}
         for u in gen_units:
             if not u["media_paths"]:
                 log.add(u["clip_id"], "no_frames", detail="the clip has no clip_frame frames")
                 continue
-            imgs = images(store, u["media_paths"], int(cfg.get("max_images", 8)))
-            for cat in cats:
-                jobs.append((u, cat))
+            imgs[u["clip_id"]] = images(store, u["media_paths"], int(cfg.get("max_images", 8)))
+            cells += [(u, cat) for cat in cats]
+        # §3 / Fig. 2: A and B in every category of every clip; a failing question is asked again
+        # (a new seed) until the grid is full or `regenerate_rounds` more draws are spent
+        for draw in range(int(cfg.get("regenerate_rounds", 3)) + 1):
+            have = {(r["clip_id"], r["category"], r["slot"]) for r in kept}
+            todo = [(u, c, sl) for u, c in cells if (sl := [s for s in Q.SLOTS if (u["clip_id"], c, s) not in have])]
+            if not todo:
+                break
+            reqs = [_question_request(prompt, u, cat, imgs[u["clip_id"]], ctypes, draw) for u, cat, _ in todo]
+            progress = Progress(context.log, f"maia_questions[{batch}] draw {draw + 1}", len(reqs))
+            fresh = []
+            for (u, cat, slots), res in zip(todo, engine.run("maia_questions", batch, reqs)):
+                progress.step()
+                if not res.ok:
+                    log.add(f"{u['clip_id']}:{cat}", "llm_failed", res.error_class or "", res.error or "")
+                    continue
                 ctype = ctypes[u["clip_id"]] if cat == CAUSAL else None
-                reqs.append(
-                    LLMRequest(
-                        item_id=f"{u['clip_id']}:{cat}",
-                        prompt=prompt,
-                        images=imgs,
-                        variables={
-                            **Q.category_variables(cat, language(), ctype),
-                            "evidence": Q.evidence_text(u["evidence"]),
-                            "n_frames": len(imgs),
-                        },
-                    )
-                )
-        progress = Progress(context.log, f"maia_questions[{batch}]", len(reqs))
-        for (u, cat), res in zip(jobs, engine.run("maia_questions", batch, reqs)):
-            progress.step()
-            if not res.ok:
-                log.add(f"{u['clip_id']}:{cat}", "llm_failed", res.error_class or "", res.error or "")
-                continue
-            qa, qb = str(res.data["question_a"]).strip(), str(res.data["question_b"]).strip()
-            ctype = ctypes[u["clip_id"]] if cat == CAUSAL else None
-            rows.append(_question_row(batch, u, cat, "a", qa, "generated", res, causal_type=ctype))
-            rows.append(_question_row(batch, u, cat, "b", qb, "generated", res, causal_type=ctype))
-        run.put(batch, _check_questions(rows, log, float(cfg.get("pair_max_overlap", 0.5)), language()))
+                for slot in slots:
+                    text = str(res.data[f"question_{slot}"]).strip()
+                    fresh.append(_question_row(batch, u, cat, slot, text, "generated", res, causal_type=ctype))
+            kept = _check_questions(kept, fresh, log, max_overlap, language(), draw)
+        run.put(batch, _question_frame(kept))
+        return Q.grid_gaps(kept, [(u["clip_id"], c) for u, c in cells])
 
-    run.map_partitions(partition)  # batches at once on the engine's one budget
+    gaps = [g for part in run.map_partitions(partition) for g in part]  # batches at once on one budget
     all_q = run.frame()
     return run.publish(
         {
             "questions_by_category": dg.MetadataValue.json(all_q["category"].value_counts().to_dict()),
             "imported_questions": int((all_q["origin"] == "imported").sum()),
+            # cells of the 2-per-category grid still short after every draw (§3, Fig. 2)
+            "grid_gaps": len(gaps),
+            "grid_missing_questions": sum(g["missing"] for g in gaps),
+            "grid_gap_cells": dg.MetadataValue.json(gaps[:50]),
         }
     )
 
@@ -232,68 +243,108 @@ def _question_row(
     }
 
 
-def _check_questions(rows: list[dict[str, Any]], log: RejectLog, max_overlap: float, lang: str = "en") -> pd.DataFrame:
-    """Drop yes/no, audio-based and too-short questions, and a B question that repeats A's focus.
+def _question_request(
+    prompt: Any, u: dict[str, Any], cat: str, imgs: list[ImageInput], ctypes: dict[str, str], draw: int
+) -> LLMRequest:
+    """The (clip, category) request; a later draw differs only by its seed (a fresh reply)."""
+    ctype = ctypes[u["clip_id"]] if cat == CAUSAL else None
+    return LLMRequest(
+        item_id=f"{u['clip_id']}:{cat}",
+        prompt=prompt,
+        images=imgs,
+        variables={
+            **Q.category_variables(cat, language(), ctype),
+            "evidence": Q.evidence_text(u["evidence"]),
+            "n_frames": len(imgs),
+        },
+        params={"seed": draw} if draw else {},
+    )
 
-    Stub questions are placeholders: their problems go to the ``advisory`` column, not to rejects.
-    """
-    kept = []
-    for r in rows:
+
+def _check_questions(
+    kept: list[dict[str, Any]],
+    fresh: list[dict[str, Any]],
+    log: RejectLog,
+    max_overlap: float,
+    lang: str = "en",
+    draw: int = 0,
+) -> list[dict[str, Any]]:
+    """``kept`` plus the ``fresh`` questions that pass: not in another language, not yes/no,
+    audio-based or too short, and no B question repeating its A's focus (the fresh one of the pair
+    goes; of two fresh ones, B). Stub questions are placeholders: their problems go to the
+    ``advisory`` column, not to rejects."""
+    ok = []
+    note = f"draw {draw + 1}: " if draw else ""
+    for r in fresh:
         problems = Q.question_problems(r["question"], lang=lang)
         r["advisory"] = problems if problems and advisory(r) else []
         if problems and not advisory(r):
-            log.add(r["question_id"], problems[0], detail=r["question"])
+            log.add(r["question_id"], problems[0], detail=note + r["question"])
         else:
-            kept.append(r)
-    by_pair: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-    for r in kept:
-        by_pair.setdefault((r["clip_id"], r["category"]), {})[r["slot"]] = r
-    out = []
-    for pair in by_pair.values():
-        a, b = pair.get("a"), pair.get("b")
-        if a is not None and b is not None:
+            ok.append(r)
+    out = list(kept)
+    for r in ok:
+        other = "b" if r["slot"] == "a" else "a"
+        mate = next(
+            (m for m in out if (m["clip_id"], m["category"], m["slot"]) == (r["clip_id"], r["category"], other)), None
+        )
+        if mate is not None and r["slot"] in Q.SLOTS and other in Q.SLOTS:
+            a, b = (r, mate) if r["slot"] == "a" else (mate, r)
             ov = Q.pair_overlap(a["question"], b["question"], lang)
-            a["pair_overlap"] = b["pair_overlap"] = ov
             if Q.same_focus(a["question"], b["question"], max_overlap, lang):
-                if advisory(b):
-                    b["advisory"].append(f"pair_same_focus: overlap {ov:.2f}")
+                if advisory(r):
+                    r["advisory"].append(f"pair_same_focus: overlap {ov:.2f}")
                 else:
                     log.add(
-                        b["question_id"],
+                        r["question_id"],
                         "pair_same_focus",
-                        detail=f"overlap {ov:.2f} with: {a['question']}",
-                        related_id=a["question_id"],
+                        detail=f"{note}overlap {ov:.2f} with: {mate['question']}",
+                        related_id=mate["question_id"],
                     )
-                    pair.pop("b")
-        out.extend(pair.values())
-    for r in out:
-        r["advisory"] = json.dumps(r["advisory"]) if r["advisory"] else None
-    cols = [
-        "question_id",
-        "batch",
-        "clip_id",
-        "source_item_id",
-        "source",
-        "category",
-        "macro_category",
-        "causal_type",
-        "slot",
-        "question",
-        "pair_overlap",
-        "origin",
-        "imported_answers",
-        "media_paths",
-        "prompt_hash",
-        "model",
-        "backend",
-        "advisory",
-    ]
-    return pd.DataFrame(out, columns=cols)
+                    continue
+            a["pair_overlap"] = b["pair_overlap"] = ov
+        out.append(r)
+    return out
+
+
+QUESTION_COLUMNS = [
+    "question_id",
+    "batch",
+    "clip_id",
+    "source_item_id",
+    "source",
+    "category",
+    "macro_category",
+    "causal_type",
+    "slot",
+    "question",
+    "pair_overlap",
+    "origin",
+    "imported_answers",
+    "media_paths",
+    "prompt_hash",
+    "model",
+    "backend",
+    "advisory",
+]
+
+
+def _question_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    out = [{**r, "advisory": json.dumps(r["advisory"]) if r.get("advisory") else None} for r in rows]
+    out.sort(key=lambda r: (r["clip_id"], r["category"], r["slot"]))
+    return pd.DataFrame(out, columns=QUESTION_COLUMNS)
 
 
 # -- shared: pool outcomes -----------------------------------------------------------------------
 def stats_row(
-    kind: str, p: Pool, q: dict[str, Any], status: str, reason: str | None, n_initial: int, extra: dict[str, Any]
+    kind: str,
+    p: Pool,
+    q: dict[str, Any],
+    status: str,
+    reason: str | None,
+    n_initial: int,
+    extra: dict[str, Any],
+    out: PF.PoolOutcome | None = None,
 ) -> dict[str, Any]:
     b, a = p.stats_before or pool_stats([]), p.stats_after or pool_stats([])
     row = {
@@ -311,6 +362,9 @@ def stats_row(
         "pairs_over_threshold_after": a["pairs_over_threshold"],
         "rephrased": sum(p.rephrased.values()),
         "rephrase_rounds": p.rounds,
+        "reseeded": sum(out.reseeded.values()) if out else 0,
+        "flagged": len(out.review) if out else 0,
+        "review": json.dumps(out.review_reasons()) if out and out.review_reasons() else None,
     }
     for k in ("overlap_mean", "overlap_max", "overlap_mean_cw", "ttr", "ttr_cw"):
         row[f"{k}_before"], row[f"{k}_after"] = float(b[k]), float(a[k])
@@ -319,8 +373,8 @@ def stats_row(
 
 
 def record_pool(run: StageRun, log: RejectLog, out: PF.PoolOutcome) -> None:
-    """A pool's attempt rows and rejects: every failing member with its reason, and a rejected pool
-    once more as a whole (its question id, the reason and each member's own reason)."""
+    """A pool's attempt rows and rejects: every discarded draw of a member with its reason, and a
+    rejected pool (no member with any text) once more as a whole."""
     for df in PF.pool_final_status(out).attempts:
         run.add_attempts(df)
     for mid, code, detail in out.member_rejects:
@@ -342,6 +396,10 @@ def pool_metadata(stats: pd.DataFrame, ref_prefix: str) -> dict[str, Any]:
         "ttr_after": round(float(kept["ttr_after"].mean()), 4) if len(kept) else None,
         "ttr_cw_after": round(float(kept["ttr_cw_after"].mean()), 4) if len(kept) else None,
         "pools_ttr_cw_below_0_5": int((kept["ttr_cw_after"] < 0.5).sum()) if len(kept) else 0,
+        # App. A.4: what the paper's reviewers fixed by hand is kept here and flagged
+        "members_redrawn": int(stats["reseeded"].sum()) if len(stats) else 0,
+        "members_flagged_for_review": int(stats["flagged"].sum()) if len(stats) else 0,
+        "pools_with_review": int(stats["review"].notna().sum()) if len(stats) else 0,
     }
     return {
         f"{ref_prefix}_stats": dg.MetadataValue.json(ours),
@@ -376,9 +434,11 @@ def pool_prompts(generate: str) -> PF.PoolPrompts:
     ),
     check_specs=stage_check_specs("maia_answer_pools", ["maia_answer_pools", "maia_pool_stats"]),
     metadata=table_metadata(["maia_answer_pools"]),
-    description="MAIA 8-answer pools (App. A.3–A.4): 8 independent annotator requests (persona i, seed i) or the "
-    "imported answers, consistency 0/1/2 and contradiction inside the pool (failing answers regenerated with "
-    "feedback), equal strings and >50 % lexical overlap rephrased; a pool short of 8 is rejected whole.",
+    description="MAIA 8-answer pools (App. A.3–A.4): 8 independent annotator requests (persona i, seed i; the "
+    "question only, never its category) or the imported answers, consistency 0/1/2 and contradiction inside the "
+    "pool (failing answers regenerated with feedback, then drawn afresh with a new seed), equal strings and >50 % "
+    "lexical overlap rephrased; a member failing every draw is kept flagged for review (`review`), never "
+    "dropping its pool.",
 )
 def maia_answer_pools(
     context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource
@@ -405,12 +465,13 @@ def maia_answer_pools(
                     pcfg,
                     imported=list(q["imported_answers"]),
                 )
-            cat = category(q["category"], language(), q.get("causal_type"))
+            # the annotator sees the question only: its category's definition states the expected
+            # answer form (a negation, "can't be determined": App. A.3's control questions)
             reqs = PF.annotator_requests(
                 q,
                 prompts.generate,
                 images(store, list(q["media_paths"]), int(acfg.get("max_images", 8))),
-                {"category": cat.label, "definition": cat.definition, "evidence": "(see frames)"},
+                {"evidence": "(see frames)"},
                 PF.personas_for(acfg["personas"], language()),
                 size,
             )
@@ -425,11 +486,11 @@ def maia_answer_pools(
                 "n_partially_consistent": out.n_partially_consistent,
                 "contradiction": out.contradiction,
             }
-            stats.append(stats_row("answers", p, q, out.status, out.reason, size, extra))
+            stats.append(stats_row("answers", p, q, out.status, out.reason, size, extra, out))
             if out.status != "kept":
                 continue
+            origin = "imported" if q.get("imported_answers") is not None and len(q["imported_answers"]) else "generated"
             for i in p.alive():
-                res = out.results.get(i)
                 rows.append(
                     {
                         "answer_id": p.member_ids[i],
@@ -443,10 +504,9 @@ def maia_answer_pools(
                         "consistency": out.scores.get(i),
                         "rephrased": p.rephrased.get(i, 0),
                         "regenerated": out.regenerated.get(i, 0),
-                        "origin": "generated" if res is not None else "imported",
-                        "prompt_hash": res.prompt_hash if res else None,
-                        "model": res.model if res else "human",
-                        "backend": res.backend if res else "human",
+                        "origin": origin,
+                        **out.provenance(i),
+                        "review": out.member_review(i),
                     }
                 )
         run.put(batch, rows)
@@ -474,8 +534,8 @@ def maia_answer_pools(
     check_specs=stage_check_specs("maia_statements", ["maia_statements", "maia_pool_stats"]),
     metadata=table_metadata(["maia_statements"]),
     description="MAIA true statements (App. A.5–A.6): one declarative statement per answer (question + answer; "
-    "a non-declarative one regenerated with feedback), the same equal-string / lexical-overlap processing of "
-    "each pool; a pool short of 8 statements is rejected whole.",
+    "a non-declarative one regenerated with feedback, then drawn afresh), the same equal-string / lexical-overlap "
+    "processing of each pool; a statement failing every draw is kept flagged for review (`review`).",
 )
 def maia_statements(
     context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource
@@ -501,11 +561,14 @@ def maia_statements(
         for out in PF.each_pool(engine, sorted(by_q), body):
             q, p, members = qmap[out.key], out.pool, by_q[out.key]
             record_pool(run, log, out)
-            stats.append(stats_row("statements", p, q, out.status, out.reason, len(members), {}))
+            stats.append(stats_row("statements", p, q, out.status, out.reason, len(members), {}, out))
             if out.status != "kept":
                 continue
             for i in p.alive():
-                a, res = members[i], out.results[i]
+                a = members[i]
+                review = (
+                    "; ".join(x for x in (a.get("review"), out.member_review(i)) if isinstance(x, str) and x) or None
+                )
                 rows.append(
                     {
                         "statement_id": p.member_ids[i],
@@ -519,9 +582,8 @@ def maia_statements(
                         "original_statement": p.originals[i],
                         "rephrased": p.rephrased.get(i, 0),
                         "regenerated": out.regenerated.get(i, 0),
-                        "prompt_hash": res.prompt_hash,
-                        "model": res.model,
-                        "backend": res.backend,
+                        **out.provenance(i),
+                        "review": review,
                     }
                 )
         run.put(batch, rows)
@@ -548,14 +610,13 @@ def maia_statements(
     check_specs=stage_check_specs("maia_foils", ["maia_foils"]),
     metadata=table_metadata(["maia_foils"]),
     description="MAIA foils (App. A.7–A.8): a minimal category-specific edit of each true statement (one prompt per "
-    "category), structural check + NLI contradiction test; entailed / invalid foils are regenerated; a question whose 8 "
-    "statements do not all get a valid foil is rejected whole.",
+    "category), structural check + NLI contradiction test; entailed / invalid foils are regenerated, then drawn "
+    "afresh; a foil failing every draw is kept flagged for review (`review`), never dropping its pool.",
 )
 def maia_foils(
     context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource, nli: NLIResource
 ) -> dg.MaterializeResult:
     stage_run, fcfg = StageRun(context, storage, llm), settings()["foils"]
-    size = int(settings()["answers"]["pool_size"])
     store, engine, stage = stage_run.store, stage_run.engine, stage_run.stage
     lang = language()
     foil_prompts = {c: load_prompt(P[F.foil_prompt_file(Path(), c).stem]) for c in CATEGORY_NAMES}
@@ -588,39 +649,47 @@ def maia_foils(
         def judge(req: LLMRequest, data: dict[str, Any]) -> LLMRequest:
             return F.structural_request(req, data, struct_p, lang)
 
-        run = refine(
-            engine,
-            stage,
-            batch,
-            reqs,
-            checks=[F.minimal_edit_check(float(fcfg["max_edit_ratio"]), lang), nli_contradiction],
-            judge=judge,
-            parse_verdict=lambda data: F.structural_verdict(data, lang),
-            max_rounds=int(fcfg["max_rounds"]),
-        )
-        run.add_rejects(log)
-        # the pool is a unit: a question whose 8 statements did not all get a valid foil loses them all
-        short = PF.short_pools(recs, {o.item_id for o in run.accepted()}, size)
-        for qid, detail in short.items():
-            log.add(qid, "pool_too_small", detail=detail)
-        lost = {r["statement_id"] for r in recs if r["question_id"] in short}
-        att = run.attempts_frame()
-        if len(att):
-            att.loc[att["item_id"].isin(lost), "final_status"] = "rejected"
-        stage_run.add_attempts(att)
+        checks = language_first(lang, ["foil"], [F.minimal_edit_check(float(fcfg["max_edit_ratio"]), lang)])
+
+        def run_refine(batch_reqs: list[LLMRequest]) -> Any:
+            return refine(
+                engine,
+                stage,
+                batch,
+                batch_reqs,
+                checks=[*checks, after_language(lang, ["foil"], nli_contradiction)],
+                judge=judge,
+                parse_verdict=lambda data: F.structural_verdict(data, lang),
+                max_rounds=int(fcfg["max_rounds"]),
+            )
+
+        # App. A.8: a foil failing its rounds is drawn afresh, then kept flagged for review (the
+        # paper reviewed its flagged foils by hand and kept every pool)
+        drawn = PF.redraw(run_refine, reqs, int(fcfg.get("reseed_attempts", 2)), "foil")
+        for item, reason, detail in drawn.discarded:
+            log.add(item, reason, "RefineReject", detail)
+        for df in drawn.attempts:
+            stage_run.add_attempts(df)
         by_id = {r["statement_id"]: r for r in recs}
         rows = []
-        for o in run.accepted():
-            if o.item_id in lost:
-                continue
-            r, foil = by_id[o.item_id], str(o.data["foil"]).strip()
+        for sid in sorted(set(drawn.accepted) | set(drawn.flagged)):
+            o = drawn.accepted.get(sid)
+            if o is not None:
+                foil, why, made = str(o.data["foil"]).strip(), None, PF.provenance_of(o.result)
+            else:
+                foil, why, made = drawn.flagged[sid]
+                if foil is None:  # no draw gave any text: the statement has no foil (a gap in its pool)
+                    log.add(sid, "no_foil", detail=why)
+                    continue
+            r = by_id[sid]
             dist, ratio = F.edit_size(r["statement"], foil, lang)
-            structural = next((a for a in reversed(o.attempts) if a["step"] == "judge"), None)
+            structural = next((a for a in reversed(o.attempts) if a["step"] == "judge"), None) if o else None
+            review = "; ".join(x for x in (r.get("review"), why) if isinstance(x, str) and x) or None
             rows.append(
                 {
                     "foil_id": f"{r['question_id']}_f{int(r['idx'])}",
                     "batch": batch,
-                    "statement_id": o.item_id,
+                    "statement_id": sid,
                     "question_id": r["question_id"],
                     "clip_id": r["clip_id"],
                     "category": r["category"],
@@ -631,12 +700,11 @@ def maia_foils(
                     "structural_valid": bool(json.loads(structural["output"]).get("valid"))
                     if structural and structural["output"]
                     else False,
-                    "nli_label": labels.get(o.item_id) or None,
+                    "nli_label": labels.get(sid) or None,
                     "nli_backend": nli.backend,
-                    "rounds": o.rounds,
-                    "prompt_hash": o.result.prompt_hash,
-                    "model": o.result.model,
-                    "backend": o.result.backend,
+                    "rounds": o.rounds if o else int(fcfg["max_rounds"]),
+                    **made,
+                    "review": review,
                 }
             )
         stage_run.put(batch, rows)

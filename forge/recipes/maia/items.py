@@ -44,8 +44,9 @@ def _backend(*values: Any) -> str:
     return "openai" if any(v == "openai" for v in values) else "human"
 
 
-def complete_pools(answers: pd.DataFrame, statements: pd.DataFrame, foils: pd.DataFrame, size: int) -> set[str]:
-    """Question ids with exactly ``size`` answers, statements and foils, on the same pool indices."""
+def aligned_pools(answers: pd.DataFrame, statements: pd.DataFrame, foils: pd.DataFrame) -> dict[str, int]:
+    """Question id → pool size, for pools whose answers, statements and foils sit on the same indices
+    (a re-run of one stage can leave them out of step; such a pool is left out until they agree)."""
 
     def members(df: pd.DataFrame, col: str) -> dict[str, frozenset[str]]:
         if not len(df):
@@ -53,7 +54,19 @@ def complete_pools(answers: pd.DataFrame, statements: pd.DataFrame, foils: pd.Da
         return {str(q): frozenset(str(v).rsplit("_", 1)[-1][1:] for v in g[col]) for q, g in df.groupby("question_id")}
 
     a, s, f = members(answers, "answer_id"), members(statements, "statement_id"), members(foils, "foil_id")
-    return {q for q, idx in a.items() if len(idx) == size and s.get(q) == idx and f.get(q) == idx}
+    return {q: len(idx) for q, idx in a.items() if idx and s.get(q) == idx and f.get(q) == idx}
+
+
+def _reviews(*frames: pd.DataFrame) -> dict[str, list[str]]:
+    """Question id → the review notes of its members (answers, statements, foils), deduplicated."""
+    out: dict[str, list[str]] = {}
+    for df in frames:
+        if not len(df) or "review" not in df.columns:
+            continue
+        for q, note in zip(df["question_id"], df["review"]):
+            if isinstance(note, str) and note and note not in out.setdefault(str(q), []):
+                out[str(q)].append(note)
+    return out
 
 
 def _causal(q: dict[str, Any]) -> dict[str, str]:
@@ -71,13 +84,17 @@ def build_items(
     seed: str = "maia",
     pool_size: int = 8,
 ) -> pd.DataFrame:
-    """One ``statement_verification`` item per foil and one ``open_ended`` item per question, only
-    for questions whose pool is whole: ``pool_size`` answer/statement/foil triples on the same
-    indices (the stages reject short pools whole; this keeps a partial pool from ever reaching an
-    export, e.g. after a re-run of one stage)."""
+    """One ``statement_verification`` item per foil and one ``open_ended`` item per question, for
+    questions whose answers, statements and foils agree on their pool indices. Every item of a pool
+    with a member flagged for review, or short of ``pool_size``, says so in ``extra.review`` (the
+    paper fixed those by hand, App. A.4/A.8: a user filters or reviews them, nothing is dropped)."""
     rows: list[dict[str, Any]] = []
-    whole = complete_pools(answers, statements, foils, pool_size)
-    questions = questions[questions["question_id"].isin(whole)] if len(questions) else questions
+    sizes = aligned_pools(answers, statements, foils)
+    reviews = _reviews(answers, statements, foils)
+    for q, n in sizes.items():
+        if n < pool_size:
+            reviews.setdefault(q, []).insert(0, f"pool_short: {n}/{pool_size} members")
+    questions = questions[questions["question_id"].isin(sizes)] if len(questions) else questions
     q_by_id = {r["question_id"]: r for r in questions.to_dict("records")} if len(questions) else {}
     st_by_id = {r["statement_id"]: r for r in statements.to_dict("records")} if len(statements) else {}
     for f in foils.to_dict("records"):
@@ -124,6 +141,7 @@ def build_items(
                         "edit_distance": int(f["edit_distance"]),
                         "nli_label": f["nli_label"],
                         "origin": q["origin"],
+                        "review": reviews.get(q["question_id"]) or None,
                     }
                 ),
             }
@@ -163,7 +181,9 @@ def build_items(
                     "backend": _backend(q["backend"], *grp["backend"]),
                     "model": str(grp["model"].iloc[0]),
                     "prompt_hash": str(grp["prompt_hash"].iloc[0]),
-                    "extra": json.dumps({"origin": q["origin"], "n_references": len(refs)}),
+                    "extra": json.dumps(
+                        {"origin": q["origin"], "n_references": len(refs), "review": reviews.get(qid) or None}
+                    ),
                 }
             )
     return pd.DataFrame(rows, columns=ITEM_COLUMNS)

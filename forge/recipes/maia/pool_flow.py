@@ -8,9 +8,12 @@ names are regenerated with feedback, never shown the others) → equal strings /
 rephrased (Fig. 10, ``forge.recipes.maia.pools``). Statements: one per answer (Fig. 12A), a
 declarative-form check with regeneration, the same rephrasing (App. A.6).
 
-A pool that still has fewer than ``pool_size`` valid members is rejected whole: the outcome
-says ``rejected`` with the reason and every failing member's own reason; no partial pool is
-ever written.
+The paper kept all 2,400 pools: what its checks flagged was fixed by hand (App. A.4). Here a
+member that still fails after its feedback rounds is drawn again from scratch (same annotator
+persona, a new seed, ``reseed_attempts`` times; each discarded draw is a reject row with its
+reason), and one that fails every draw is kept *flagged for review* (``review``: the reason and
+its detail) with its last text. A pool is never dropped for one failing member; it is rejected
+only when no member produced any text at all.
 """
 
 from __future__ import annotations
@@ -18,15 +21,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
+from forge.checks.language import WRONG_LANGUAGE, language_first
 from forge.llm.refine import ATTEMPT_COLUMNS, RefineRun, Verdict, refine, revise_with_feedback
 from forge.llm.stub import advisory
 from forge.llm.types import LLMRequest, LLMResult
-from forge.recipes.maia.pools import Pool, RephraseTask, postprocess_pools
+from forge.recipes.maia.pools import Pool, RephraseTask, pending, postprocess_pools
 
 # threads per partition stage: each pool blocks on its own calls; the engine's concurrency
 # budget, not this number, bounds what is in flight
@@ -45,21 +49,29 @@ class PoolPrompts:
 
 @dataclass
 class PoolOutcome:
-    """What one question's pool became: kept (exactly ``pool_size`` members) or rejected whole."""
+    """What one question's pool became: kept (members failing every draw flagged ``review``) or
+    rejected whole (no member has any text)."""
 
     key: str
     pool: Pool
     status: str = "kept"  # kept | rejected
     reason: str | None = None
     detail: str | None = None
-    member_rejects: list[tuple[str, str, str]] = field(default_factory=list)  # (member id, reason, detail)
+    member_rejects: list[tuple[str, str, str]] = field(
+        default_factory=list
+    )  # discarded draws: (member, reason, detail)
+    review: dict[int, str] = field(default_factory=dict)  # member → "reason: detail" (kept, flagged for review)
+    pool_review: list[str] = field(default_factory=list)  # pool-level flags (a check that did not run)
     results: dict[int, LLMResult | None] = field(default_factory=dict)  # member → accepted generation
+    made_by: dict[int, dict[str, Any]] = field(default_factory=dict)  # flagged member → its last draw's model
     scores: dict[int, int | None] = field(default_factory=dict)  # member → last consistency score
-    regenerated: dict[int, int] = field(default_factory=dict)  # member → regenerations after feedback
+    regenerated: dict[int, int] = field(default_factory=dict)  # member → regenerations (feedback or new seed)
+    reseeded: dict[int, int] = field(default_factory=dict)  # member → fresh draws with a new seed
     n_inconsistent: int = 0  # consistency verdicts 0 seen (before regeneration)
     n_partially_consistent: int = 0
     contradiction: bool | None = None
     attempts: list[pd.DataFrame] = field(default_factory=list)
+    next_round: int = 0  # attempt rows of each refine pass continue the member's round numbers
 
     def reject_pool(self, reason: str, detail: str) -> PoolOutcome:
         self.status, self.reason, self.detail = "rejected", reason, detail
@@ -67,6 +79,24 @@ class PoolOutcome:
 
     def member_reject(self, member_id: str, reason: str, detail: str) -> None:
         self.member_rejects.append((member_id, reason, detail))
+
+    def flag(self, i: int, reason: str, detail: str = "") -> None:
+        self.review[i] = f"{reason}: {detail}".strip(": ")[:500]
+
+    def review_reasons(self) -> list[str]:
+        return [*self.pool_review, *(r.split(":", 1)[0] for r in self.review.values())]
+
+    def member_review(self, i: int) -> str | None:
+        """What a reviewer should look at for member ``i`` (the pool's own flags first), or None."""
+        notes = [*self.pool_review, *([self.review[i]] if i in self.review else [])]
+        return "; ".join(notes) or None
+
+    def provenance(self, i: int) -> dict[str, Any]:
+        """prompt hash / model / backend of member ``i``'s kept text (accepted or flagged draw)."""
+        r = self.results.get(i)
+        if r is not None:
+            return {"prompt_hash": r.prompt_hash, "model": r.model, "backend": r.backend}
+        return self.made_by.get(i) or {"prompt_hash": None, "model": "human", "backend": "human"}
 
 
 def each_pool(engine: Any, keys: list[str], body: Callable[[str], Any]) -> list[Any]:
@@ -137,6 +167,79 @@ def _shift_rounds(df: pd.DataFrame, by: int) -> pd.DataFrame:
     return df
 
 
+def provenance_of(r: LLMResult | None) -> dict[str, Any]:
+    return {"prompt_hash": r.prompt_hash, "model": r.model, "backend": r.backend} if r else {}
+
+
+def reseed(req: LLMRequest, draw: int, size: int) -> LLMRequest:
+    """The same annotator (persona, prompt, frames) drawn afresh: a new seed, no feedback turns."""
+    seed = int((req.params or {}).get("seed", 0)) + size * draw
+    return replace(req, params={**(req.params or {}), "seed": seed}, extra_messages=[])
+
+
+def last_output(o: Any, key: str) -> tuple[str, dict[str, Any]] | None:
+    """The last generated ``key`` of a rejected refine outcome (what a reviewer would fix) and the
+    model that wrote it, if any."""
+    for a in reversed(o.attempts):
+        if a["step"] == "generate" and a["ok"] and a["output"]:
+            text = str(json.loads(a["output"]).get(key) or "").strip()
+            if text:
+                return text, {"prompt_hash": a["prompt_hash"], "model": a["model"], "backend": a["backend"]}
+    return None
+
+
+def member_reason(o: Any, kind: str) -> str:
+    """Reject code of a member's failed refine outcome (``kind``: ``answer`` or ``statement``)."""
+    if o.verdict is not None and o.verdict.source == WRONG_LANGUAGE:
+        return "wrong_language"
+    if o.reason in ("max_rounds", "verdict_reject"):
+        return "inconsistent_answer" if kind == "answer" else "statement_invalid"
+    if o.reason == "judge_failed":
+        return "consistency_check_failed"
+    return "llm_failed"
+
+
+def draw_members(
+    out: PoolOutcome,
+    reqs: dict[int, LLMRequest],
+    run_refine: Callable[[list[LLMRequest]], Any],
+    accept: Callable[[int, Any], None],
+    key: str,
+    reseeds: int,
+    size: int,
+) -> dict[int, str | None]:
+    """Refine ``reqs`` (member index → request); a member that fails is drawn again with a new seed
+    up to ``reseeds`` times, each discarded draw a reject row. Returns the members that failed
+    every draw → their last text (None when no draw gave any), for the caller to flag."""
+    left, draw = dict(reqs), 0
+    last: dict[int, str | None] = {}
+    flagged: set[int] = set()
+    while left:
+        run = run_refine(list(left.values()))
+        out.attempts.append(_shift_rounds(run.attempts_frame(), out.next_round))
+        out.next_round += max((o.rounds for o in run.outcomes), default=0) + 1
+        ids = {r.item_id: i for i, r in left.items()}
+        failed: dict[int, LLMRequest] = {}
+        for o in run.outcomes:
+            i = ids[o.item_id]
+            out.regenerated[i] = out.regenerated.get(i, 0) + o.rounds + (1 if draw else 0)
+            if o.accepted:
+                accept(i, o)
+                continue
+            reason, found = member_reason(o, key), last_output(o, key)
+            if found is not None:
+                last[i], out.made_by[i] = found
+            if draw < reseeds:
+                out.member_reject(o.item_id, reason, f"draw {draw + 1} discarded, drawn again: {o.detail or ''}")
+                failed[i] = reseed(reqs[i], draw + 1, size)
+                out.reseeded[i] = out.reseeded.get(i, 0) + 1
+            else:
+                out.flag(i, reason, f"after {draw + 1} draws: {o.detail or ''}")
+                flagged.add(i)
+        left, draw = failed, draw + 1
+    return {i: last.get(i) for i in sorted(flagged)}
+
+
 def build_answer_pool(
     engine: Any,
     stage: str,
@@ -151,72 +254,49 @@ def build_answer_pool(
 ) -> PoolOutcome:
     """The answer pool of question ``q`` (generated from ``requests`` or the ``imported`` answers)."""
     qid, size, rounds = q["question_id"], int(cfg["pool_size"]), int(cfg.get("regenerate_rounds", 2))
+    reseeds = int(cfg.get("reseed_attempts", 2))
     ids = [f"{qid}_a{i}" for i in range(size)]
     texts: list[str | None] = [None] * size
     out = PoolOutcome(qid, Pool(key=qid, member_ids=ids, texts=[""] * size))
+    checks = language_first(prompts.lang, ["answer"], [])
 
     def judge(req: LLMRequest, data: dict[str, Any]) -> LLMRequest:
         return consistency_request(prompts.consistency, q["question"], req.item_id, str(data.get("answer", "")))
 
-    def generate(reqs: list[LLMRequest], offset: int) -> None:
+    def run_refine(reqs: list[LLMRequest]) -> Any:
         run = refine(
-            engine,
-            stage,
-            batch,
-            reqs,
-            judge=judge,
-            parse_verdict=consistency_verdict,
-            max_rounds=rounds,
+            engine, stage, batch, reqs, checks=checks, judge=judge, parse_verdict=consistency_verdict, max_rounds=rounds
         )
-        out.attempts.append(_shift_rounds(run.attempts_frame(), offset))
-        scores = _judge_scores(run)
-        for o in run.outcomes:
-            i = ids.index(o.item_id)
-            seen = scores.get(o.item_id, [])
+        for item, seen in _judge_scores(run).items():
             out.n_inconsistent += sum(1 for s in seen if s == 0)
-            out.regenerated[i] = out.regenerated.get(i, 0) + o.rounds + (1 if offset else 0)
-            if o.accepted:
-                texts[i], out.results[i] = str(o.data["answer"]).strip(), o.result
-                out.scores[i] = seen[-1] if seen else None
-            else:
-                texts[i] = None
-                reason = (
-                    "inconsistent_answer"
-                    if o.reason == "max_rounds"
-                    else "consistency_check_failed"
-                    if o.reason == "judge_failed"
-                    else "llm_failed"
-                )
-                out.member_reject(o.item_id, reason, o.detail or "")
+            out.scores[ids.index(item)] = seen[-1] if seen else None
+        return run
+
+    def accept(i: int, o: Any) -> None:
+        texts[i], out.results[i] = str(o.data["answer"]).strip(), o.result
+        out.review.pop(i, None)
+
+    def generate(reqs: dict[int, LLMRequest]) -> None:
+        flagged = draw_members(out, reqs, run_refine, accept, "answer", reseeds, size)
+        for i, text in flagged.items():
+            if text is not None:  # a member with no text at all stays a gap in the pool
+                texts[i] = text
 
     if imported is not None:
-        given = [str(a).strip() for a in imported][:size]
-        res = engine.run(
-            stage,
-            batch,
-            [consistency_request(prompts.consistency, q["question"], ids[i], a) for i, a in enumerate(given)],
-        )
-        for i, (a, r) in enumerate(zip(given, res)):
-            if not r.ok:  # fail closed: an answer whose check did not run is never kept as passed
-                out.member_reject(ids[i], "consistency_check_failed", f"{r.error_class or ''}: {r.error or ''}")
-                continue
-            out.scores[i] = int(r.data["score"])
-            if out.scores[i] == 0 and not advisory(r):  # a human answer cannot be regenerated
-                out.n_inconsistent += 1
-                out.member_reject(ids[i], "inconsistent_answer", a)
-                continue
-            texts[i], out.results[i] = a, None
+        _imported_answers(engine, stage, batch, q, prompts, ids, [str(a).strip() for a in imported][:size], out, texts)
     else:
-        generate(list(requests or []), 0)
+        generate(dict(enumerate(requests or [])))
     out.n_partially_consistent = sum(1 for s in out.scores.values() if s == 2)
-    out.pool.texts = [t or "" for t in texts]
-    if missing := _missing(texts):
-        return out.reject_pool("pool_too_small", _short(out, missing, "answers"))
+    if not any(texts):
+        out.pool.texts = [""] * size
+        return out.reject_pool("pool_too_small", _short(out, _missing(texts), "answers"))
 
-    # contradiction inside the pool (Fig. 9B): the named answers are regenerated with feedback
-    current = {i: r for i, r in enumerate(requests or [])}
-    for rnd in range(rounds + 1):
-        listing = "\n".join(f"A{i + 1}: {t}" for i, t in enumerate(texts))
+    # contradiction inside the pool (Fig. 9B): the named answers are regenerated with feedback,
+    # then drawn afresh; still contradicting after that → flagged, never dropped
+    base = dict(enumerate(requests or []))
+    current = dict(base)
+    for rnd in range(rounds + reseeds + 1):
+        listing = "\n".join(f"A{i + 1}: {t}" for i, t in enumerate(texts) if t is not None)
         cr = engine.run(
             stage,
             batch,
@@ -226,29 +306,63 @@ def build_answer_pool(
                 )
             ],
         )[0]
-        if not cr.ok:
-            return out.reject_pool(
-                "contradiction_check_failed", f"{cr.error_class or ''}: {cr.error or ''}".strip(": ")
-            )
+        if not cr.ok:  # fail closed: the pool is kept but says its contradiction test did not run
+            out.pool_review.append(f"contradiction_check_failed: {cr.error_class or ''} {cr.error or ''}".strip())
+            break
         out.contradiction = bool(cr.data["contradiction"])
         if not out.contradiction or advisory(cr) or not bool(cfg.get("drop_contradicting_pools", True)):
             break
         named = sorted({int(k) - 1 for k in cr.data.get("conflicting") or [] if 1 <= int(k) <= size})
-        if imported is not None or not named or rnd == rounds:
-            return out.reject_pool("pool_contradiction", f"answers {[k + 1 for k in named]} contradict the others")
-        reqs = [
-            revise_with_feedback(current[i], {"answer": texts[i]}, Verdict("major", CONTRADICTS, "contradiction"))
-            for i in named
-        ]
-        for i, r in zip(named, reqs):
-            current[i] = r
-        generate(reqs, offset=(rnd + 1) * (rounds + 1))
-        out.pool.texts = [t or "" for t in texts]
-        if missing := _missing(texts):
-            return out.reject_pool("pool_too_small", _short(out, missing, "answers"))
+        if imported is not None or not named or rnd == rounds + reseeds:
+            for i in named or range(size):
+                if texts[i] is not None:
+                    out.flag(i, "pool_contradiction", f"answers {[k + 1 for k in named]} contradict the others")
+            break
+        if rnd < rounds:
+            fix = {
+                i: revise_with_feedback(
+                    current[i], {"answer": texts[i]}, Verdict("major", CONTRADICTS, "contradiction")
+                )
+                for i in named
+            }
+        else:
+            fix = {i: reseed(base[i], reseeds + rnd - rounds + 1, size) for i in named}  # past the others' draws
+            for i in named:
+                out.member_reject(ids[i], "pool_contradiction", f"contradicts the pool: drawn again ({texts[i]})")
+        current.update(fix)
+        generate(fix)
 
-    out.pool = Pool(key=qid, member_ids=ids, texts=[str(t) for t in texts], context={"question": q["question"]})
+    out.pool = Pool(key=qid, member_ids=ids, texts=[t or "" for t in texts], context={"question": q["question"]})
+    _mark_gaps(out.pool, texts)
     return _rephrase_and_close(engine, stage, batch, out, prompts, pcfg, size, "answers")
+
+
+def _imported_answers(
+    engine: Any,
+    stage: str,
+    batch: str,
+    q: dict[str, Any],
+    prompts: PoolPrompts,
+    ids: list[str],
+    given: list[str],
+    out: PoolOutcome,
+    texts: list[str | None],
+) -> None:
+    """Human answers are checked, never regenerated: a failing one is kept, flagged for review."""
+    res = engine.run(
+        stage,
+        batch,
+        [consistency_request(prompts.consistency, q["question"], ids[i], a) for i, a in enumerate(given)],
+    )
+    for i, (a, r) in enumerate(zip(given, res)):
+        texts[i], out.results[i] = a, None
+        if not r.ok:  # fail closed: an answer whose check did not run is never passed silently
+            out.flag(i, "consistency_check_failed", f"{r.error_class or ''}: {r.error or ''}")
+            continue
+        out.scores[i] = int(r.data["score"])
+        if out.scores[i] == 0 and not advisory(r):
+            out.n_inconsistent += 1
+            out.flag(i, "inconsistent_answer", a)
 
 
 # -- statements ----------------------------------------------------------------------------------
@@ -299,41 +413,48 @@ def build_statement_pool(
     qid = q["question_id"]
     ids = [f"{qid}_s{int(a['idx'])}" for a in answers]
     out = PoolOutcome(qid, Pool(key=qid, member_ids=ids, texts=[""] * len(ids)))
-    reqs = [
-        LLMRequest(
-            item_id=ids[k], prompt=prompts.generate, variables={"question": q["question"], "answer": a["answer"]}
+    reqs = {
+        k: LLMRequest(
+            item_id=ids[k],
+            prompt=prompts.generate,
+            variables={"question": q["question"], "answer": a["answer"]},
         )
         for k, a in enumerate(answers)
-    ]
-    run = refine(
-        engine,
-        stage,
-        batch,
-        reqs,
-        checks=[lambda req, data: declarative_statement(req, data, prompts.lang)],
-        max_rounds=int(cfg.get("regenerate_rounds", 2)),
+    }
+    checks = language_first(
+        prompts.lang, ["statement"], [lambda req, data: declarative_statement(req, data, prompts.lang)]
     )
-    out.attempts.append(run.attempts_frame())
     texts: list[str | None] = [None] * len(ids)
-    for k, o in enumerate(run.outcomes):
-        out.regenerated[k] = o.rounds
-        if o.accepted:
-            texts[k], out.results[k] = str(o.data["statement"]).strip(), o.result
-        else:
-            reason = "llm_failed" if o.reason == "generation_failed" else "statement_invalid"
-            out.member_reject(o.item_id, reason, o.detail or "")
-    out.pool.texts = [t or "" for t in texts]
-    if len(answers) < size or _missing(texts):
+
+    def run_refine(batch_reqs: list[LLMRequest]) -> Any:
+        return refine(engine, stage, batch, batch_reqs, checks=checks, max_rounds=int(cfg.get("regenerate_rounds", 2)))
+
+    def accept(k: int, o: Any) -> None:
+        texts[k], out.results[k] = str(o.data["statement"]).strip(), o.result
+        out.review.pop(k, None)
+
+    reseeds = int(cfg.get("reseed_attempts", 2))
+    flagged = draw_members(out, reqs, run_refine, accept, "statement", reseeds, size)
+    for k, text in flagged.items():
+        texts[k] = text
+    if not any(texts):
         return out.reject_pool(
             "pool_too_small", _short(out, _missing(texts), "statements", have=len(answers), size=size)
         )
-    out.pool = Pool(key=qid, member_ids=ids, texts=[str(t) for t in texts], context={"question": q["question"]})
+    out.pool = Pool(key=qid, member_ids=ids, texts=[t or "" for t in texts], context={"question": q["question"]})
+    _mark_gaps(out.pool, texts)
     return _rephrase_and_close(engine, stage, batch, out, prompts, pcfg, size, "statements")
 
 
 # -- shared ----------------------------------------------------------------------------------------
 def _missing(texts: list[str | None]) -> list[int]:
     return [i for i, t in enumerate(texts) if t is None]
+
+
+def _mark_gaps(pool: Pool, texts: list[str | None]) -> None:
+    """Members no draw gave any text for: out of the pool (a gap its items report), not rejected."""
+    for i in _missing(texts):
+        pool.dropped[i] = "no_text"
 
 
 def _short(out: PoolOutcome, missing: list[int], what: str, have: int | None = None, size: int | None = None) -> str:
@@ -353,24 +474,29 @@ def _rephrase_and_close(
     size: int,
     what: str,
 ) -> PoolOutcome:
-    """Equal strings / overlap rephrasing (bounded rounds); the pool is kept only with ``size`` members."""
+    """Equal strings / overlap rephrasing (bounded rounds); what is still equal or overlapping after
+    the last round is kept, flagged for review (the paper edited those by hand, App. A.4)."""
     attempts: list[dict[str, Any]] = []
     rephrase, on_result = rephraser(engine, stage, batch, attempts, prompts)
+    method, threshold = pcfg.get("overlap_method", "jaccard"), float(pcfg["overlap_threshold"])
     postprocess_pools(
         [out.pool],
         rephrase,
-        threshold=float(pcfg["overlap_threshold"]),
+        threshold=threshold,
         max_rounds=int(pcfg["max_rephrase_rounds"]),
-        method=pcfg.get("overlap_method", "jaccard"),
+        method=method,
         on_result=on_result,
-        drop_unresolved=not advisory(engine),
+        drop_unresolved=False,
         lang=prompts.lang,
     )
     out.attempts.append(finalise_attempts(attempts, [out.pool]))
-    for i, why in sorted(out.pool.dropped.items()):
-        out.member_reject(out.pool.member_ids[i], why, out.pool.texts[i])
-    if len(out.pool.alive()) < size:
-        out.reject_pool("pool_too_small", _short(out, sorted(out.pool.dropped), what))
+    if not advisory(engine):  # placeholder text cannot be diversified: nothing to review
+        for i, kind in pending(out.pool, threshold, method, prompts.lang):
+            why = "equal_unresolved" if kind == "equal" else "overlap_unresolved"
+            out.flag(i, why, out.pool.texts[i])
+    kept = len(out.pool.alive())
+    if kept < size:
+        out.pool_review.append(f"pool_short: {kept}/{size} {what}")
     return out
 
 
@@ -461,19 +587,54 @@ def replace_status(df: pd.DataFrame, status: str) -> pd.DataFrame:
 
 
 # -- foils ---------------------------------------------------------------------------------------
-def short_pools(statements: list[dict[str, Any]], accepted: set[str], size: int) -> dict[str, str]:
-    """question id → why its pool is rejected whole: fewer than ``size`` statements with a valid foil.
+@dataclass
+class Redrawn:
+    """Items refined, then drawn afresh (new seed) while they fail, then flagged (foils, App. A.8)."""
 
-    ``statements`` are the rows of ``maia_statements`` (``statement_id``, ``question_id``);
-    ``accepted`` the statement ids whose foil passed every check."""
-    by_q: dict[str, list[str]] = {}
-    for r in statements:
-        by_q.setdefault(str(r["question_id"]), []).append(str(r["statement_id"]))
-    out = {}
-    for qid, ids in by_q.items():
-        failed = [i for i in ids if i not in accepted]
-        if len(ids) - len(failed) < size:
-            out[qid] = f"{len(ids) - len(failed)}/{size} valid foils" + (
-                f" (no valid foil for {', '.join(sorted(failed))})" if failed else ""
-            )
+    accepted: dict[str, Any] = field(default_factory=dict)  # item id → accepted refine outcome
+    flagged: dict[str, tuple[str | None, str, dict[str, Any]]] = field(default_factory=dict)  # → text, why, made by
+    discarded: list[tuple[str, str, str]] = field(default_factory=list)  # (item id, reason, detail) per failed draw
+    attempts: list[pd.DataFrame] = field(default_factory=list)
+
+
+def refine_reason(o: Any) -> str:
+    """Reject code of a failed refine outcome (``refine_<reason>``; the language check's own)."""
+    if o.verdict is not None and o.verdict.source == WRONG_LANGUAGE:
+        return "wrong_language"
+    if o.reason == "generation_failed":
+        return "refine_generation_failed"
+    if o.reason == "judge_failed":
+        return "refine_judge_failed"
+    if o.reason == "verdict_reject":
+        return "refine_verdict_reject"
+    return "refine_max_rounds"
+
+
+def redraw(run_refine: Callable[[list[LLMRequest]], Any], reqs: list[LLMRequest], reseeds: int, key: str) -> Redrawn:
+    """``run_refine`` over ``reqs``; what fails is drawn again with a new seed up to ``reseeds``
+    times, then flagged for review with its last ``key`` text (never dropped silently)."""
+    out, left, offset = Redrawn(), {r.item_id: r for r in reqs}, 0
+    base = dict(left)
+    last: dict[str, tuple[str, dict[str, Any]]] = {}
+    for draw in range(reseeds + 1):
+        if not left:
+            break
+        run = run_refine(list(left.values()))
+        out.attempts.append(_shift_rounds(run.attempts_frame(), offset))
+        offset += max((o.rounds for o in run.outcomes), default=0) + 1
+        nxt = {}
+        for o in run.outcomes:
+            if o.accepted:
+                out.accepted[o.item_id] = o
+                continue
+            if (found := last_output(o, key)) is not None:
+                last[o.item_id] = found
+            reason = refine_reason(o)
+            if draw < reseeds:
+                out.discarded.append((o.item_id, reason, f"draw {draw + 1} discarded, drawn again: {o.detail or ''}"))
+                nxt[o.item_id] = reseed(base[o.item_id], draw + 1, 1)
+            else:
+                text, made_by = last.get(o.item_id, (None, {}))
+                out.flagged[o.item_id] = (text, f"{reason}: after {draw + 1} draws: {o.detail or ''}"[:500], made_by)
+        left = nxt
     return out

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from forge.checks.language import wrong_language
 from forge.checks.text import check_language, content_tokens, lexical_overlap, tokens
 from forge.recipes.maia.taxonomy import CAUSAL, CAUSAL_TYPES, categories, category
 from forge.versioning import sha256_bytes
@@ -36,6 +37,22 @@ def stable_id(*parts: object, n: int = 12) -> str:
 
 def question_id(clip_id: str, category: str, slot: str) -> str:
     return f"q_{stable_id(clip_id, category, slot)}"
+
+
+SLOTS = ("a", "b")  # §3 / Fig. 2: question A and question B in every category of every clip
+
+
+def grid_gaps(rows: Sequence[dict[str, Any]], cells: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The (clip, category) cells of the generated grid still short of A and B: each with what it has."""
+    have: dict[tuple[str, str], set[str]] = {}
+    for r in rows:
+        have.setdefault((r["clip_id"], r["category"]), set()).add(r["slot"])
+    out = []
+    for clip, cat in cells:
+        got = sorted(have.get((clip, cat), set()) & set(SLOTS))
+        if len(got) < len(SLOTS):
+            out.append({"clip_id": clip, "category": cat, "slots": got, "missing": len(SLOTS) - len(got)})
+    return out
 
 
 # Italian has no auxiliary inversion: a polar question is a statement with a question mark ("C'è
@@ -74,7 +91,10 @@ def mentions_audio(question: str, lang: str = "en") -> bool:
 
 
 def question_problems(question: str, min_tokens: int = 3, lang: str = "en") -> list[str]:
-    """Reason codes for a single question (empty = fine), in ``lang``."""
+    """Reason codes for a single question (empty = fine), in ``lang``. A question in another
+    language is ``wrong_language`` and nothing else: the form rules below are ``lang``'s."""
+    if wrong_language(question, lang) is not None:
+        return ["wrong_language"]
     out = []
     if len(tokens(question, lang)) < min_tokens:
         out.append("question_too_short")

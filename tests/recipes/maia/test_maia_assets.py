@@ -106,7 +106,7 @@ def responder(body):
             return Reply.json({"question_a": Q_CHEF, "question_b": Q_BIKE})
         return Reply.json({"question_a": Q_MOOD, "question_b": Q_YESNO})
     if name == "maia_answers":  # one annotator per request: its seed is its index in the pool
-        q, i = field(body, "Question:"), int(body["seed"])
+        q, i = field(body, "Question:"), int(body["seed"]) % 8  # a fresh draw keeps the annotator
         if q == Q_CHEF:  # one equal pair (4/5) and one overlapping pair (0/7)
             return Reply.json({"answer": CHEF[i]})
         if q == Q_MOOD:  # answer 3 does not answer the question, until told so
@@ -240,7 +240,8 @@ def test_generated_path_every_branch(corpus, llm_double, llm_double_resource):
     # questions: the yes/no one is rejected, the others kept with their pair overlap
     qs = store.read("maia_questions")
     assert set(qs["question"]) == {Q_CHEF, Q_BIKE, Q_MOOD}
-    assert ("maia_questions", "yes_no_question") in reasons
+    # the yes/no question is asked again (a new seed) until the bound: a gap of the grid, reported
+    assert (rj[rj["reason"] == "yes_no_question"]["item_id"].value_counts() == 1 + 3).all()
     assert (qs["origin"] == "generated").all() and (qs["backend"] == "openai").all()
     assert qs.loc[qs["question"] == Q_CHEF, "pair_overlap"].iloc[0] == 0.0
 
@@ -267,30 +268,40 @@ def test_generated_path_every_branch(corpus, llm_double, llm_double_resource):
     assert len(st) == len(ans)
 
     # foils: the kitchen foil was entailed, regenerated and accepted; bicycle foils fail the structural check
+    # on every draw: drawn again (reject rows for the discarded draws), then kept flagged for review
     fo = store.read("maia_foils")
     att = store.read("llm_attempts")
     kitchen = fo[fo["statement"].str.contains("kitchen")]
     assert len(kitchen) == 1 and kitchen.iloc[0]["rounds"] == 1 and kitchen.iloc[0]["nli_label"] == "contradiction"
     k_att = att[(att["stage"] == "maia_foils") & (att["item_id"] == kitchen.iloc[0]["statement_id"])]
     assert k_att.loc[k_att["step"] == "check:nli_contradiction", "verdict"].tolist() == ["major"]
-    assert not fo["statement"].str.lower().str.contains("bicycle").any()
-    assert ("maia_foils", "refine_max_rounds") in reasons
-    # the bicycle pool lost its foils: rejected whole, recorded with its reason, nothing of it downstream
     bike = qs.loc[qs["question"] == Q_BIKE, "question_id"].iloc[0]
-    pool_rj = rj[(rj["stage"] == "maia_foils") & (rj["reason"] == "pool_too_small")]
-    assert pool_rj["item_id"].tolist() == [bike] and "0/8 valid foils" in pool_rj["detail"].iloc[0]
-    assert fo.groupby("question_id").size().eq(8).all() and bike not in set(fo["question_id"])
-    assert (fo["edit_distance"] == 1).all() and fo["structural_valid"].all()
+    b_fo = fo[fo["question_id"] == bike]
+    assert len(b_fo) == 8 and b_fo["review"].str.startswith("refine_max_rounds").all()
+    assert b_fo["foil"].str.endswith("INVALID").all() and not b_fo["structural_valid"].any()
+    assert fo.loc[fo["question_id"] != bike, "review"].isna().all()
+    foil_rj = rj[(rj["stage"] == "maia_foils") & (rj["reason"] == "refine_max_rounds")]
+    reseeds = A.settings()["foils"]["reseed_attempts"]
+    assert len(foil_rj) == 8 * reseeds and set(foil_rj["item_id"]) == set(b_fo["statement_id"])
+    assert ("maia_foils", "pool_too_small") not in reasons  # no pool is dropped for its foils
+    assert fo.groupby("question_id").size().eq(8).all() and fo["question_id"].nunique() == 3
+    ok = fo[fo["question_id"] != bike]
+    assert (ok["edit_distance"] == 1).all() and ok["structural_valid"].all()
     assert (fo["nli_label"] != "entailment").all()
     assert set(att["stage"]) >= {"maia_answer_pools", "maia_foils"}
 
-    # items: one SV pair per foil, open-ended per kept question with its references
+    # items: one SV pair per foil, open-ended per kept question with its references; the bicycle
+    # pool's items say why a reviewer should look at them
     items = store.read("maia_items")
     sv, oe = items[items["task"] == "statement_verification"], items[items["task"] == "open_ended"]
-    assert len(sv) == len(fo) == 16 and set(sv["answer"]) <= {"A", "B"}
+    assert len(sv) == len(fo) == 24 and set(sv["answer"]) <= {"A", "B"}
     per_q = sv["labels"].map(lambda s: json.loads(s)["question_id"]).value_counts()
-    assert per_q.eq(8).all() and bike not in per_q.index  # whole pools only
-    assert len(oe) == 2 and ans["question_id"].nunique() == 3 and all(len(r) == 8 for r in oe["references"])
+    assert per_q.eq(8).all() and per_q[bike] == 8
+    review = items.assign(q=items["labels"].map(lambda s: json.loads(s)["question_id"]))
+    review["review"] = review["extra"].map(lambda s: json.loads(s).get("review"))
+    assert review.loc[review["q"] == bike, "review"].map(lambda r: r[0].startswith("refine_max_rounds")).all()
+    assert review.loc[review["q"] != bike, "review"].isna().all()
+    assert len(oe) == 3 and ans["question_id"].nunique() == 3 and all(len(r) == 8 for r in oe["references"])
     assert (items["channel"] == "PizzaChan").all() and (items["source_item_id"] == "vid1").all()
     assert all(len(p) == 4 for p in items["media_paths"])
     calls = store.read("llm_calls")
@@ -299,8 +310,9 @@ def test_generated_path_every_branch(corpus, llm_double, llm_double_resource):
     )
 
 
-def test_overlap_unresolved_is_rejected(corpus, llm_double, llm_double_resource, recipe_overrides):
-    """A rephrase that keeps overlapping for every round drops the answer (bounded rounds)."""
+def test_overlap_unresolved_is_kept_flagged_for_review(corpus, llm_double, llm_double_resource, recipe_overrides):
+    """A rephrase that keeps overlapping for every round (bounded) leaves the answer in its pool,
+    flagged for review (App. A.4: the paper edited those by hand)."""
 
     def stubborn(body):
         name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
@@ -311,8 +323,13 @@ def test_overlap_unresolved_is_rejected(corpus, llm_double, llm_double_resource,
     llm_double.responder = stubborn
     recipe_overrides("maia", {"pools": {"max_rephrase_rounds": 2}})
     materialize(corpus, llm_double_resource(), [A.maia_questions, A.maia_answer_pools])
-    rj = rejects(corpus)
-    assert "overlap_unresolved" in set(rj["reason"])
+    assert "overlap_unresolved" not in set(rejects(corpus)["reason"])
+    ans = corpus.read("maia_answer_pools")
+    assert ans.groupby("question_id").size().eq(8).all()
+    flagged = ans[ans["review"].notna()]
+    assert len(flagged) and flagged["review"].str.startswith("overlap_unresolved").all()
+    stats = corpus.read("maia_pool_stats")
+    assert stats["flagged"].sum() == len(flagged) and (stats["status"] == "kept").all()
     att = corpus.read("llm_attempts")
     over = att[att["step"] == "rephrase:overlap"]
     assert over["round"].max() == 2 and (over["verdict"] == "major").all()
@@ -373,8 +390,9 @@ def test_stub_backend_keeps_items_flowing(corpus, tmp_path):
 
 
 def test_checks_fail_closed(corpus, llm_double, llm_double_resource):
-    """When the LLM call behind a check fails, the content is rejected with the reason, never kept
-    as if it had passed: one answer's consistency call and the bicycle pool's contradiction call fail."""
+    """When the LLM call behind a check fails, the content is never kept as if it had passed: one
+    answer's consistency call fails on every draw (each discarded draw a reject row, then the answer
+    kept flagged for review) and the bicycle pool's contradiction call fails (the pool kept, flagged)."""
 
     def faulty(body):
         name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
@@ -387,15 +405,16 @@ def test_checks_fail_closed(corpus, llm_double, llm_double_resource):
     llm_double.responder = faulty
     materialize(corpus, llm_double_resource(), [A.maia_questions, A.maia_answer_pools])
     rj = rejects(corpus)
-    rj = rj[rj["stage"] == "maia_answer_pools"].set_index("reason")
-    assert "judge unavailable" in rj.loc["consistency_check_failed", "detail"]
-    assert "judge unavailable" in rj.loc["contradiction_check_failed", "detail"]
-    answers = corpus.read("maia_answer_pools")
-    assert "Relaxed while kneading." not in set(answers["answer"])
+    rj = rj[rj["stage"] == "maia_answer_pools"]
+    assert (rj["reason"] == "consistency_check_failed").sum() == A.settings()["answers"]["reseed_attempts"]
+    answers = corpus.read("maia_answer_pools").set_index("answer")
+    assert answers.loc["Relaxed while kneading.", "review"].startswith("consistency_check_failed")
+    assert "judge unavailable" in answers.loc["Relaxed while kneading.", "review"]
     bike = corpus.read("maia_questions").set_index("question").loc[Q_BIKE, "question_id"]
-    assert bike not in set(answers["question_id"])
+    b_ans = answers[answers["question_id"] == bike]
+    assert len(b_ans) == 8 and b_ans["review"].str.startswith("contradiction_check_failed").all()
     stats = corpus.read("maia_pool_stats").set_index("question_id")
-    assert stats.loc[bike, "reason"] == "contradiction_check_failed"
+    assert stats.loc[bike, "status"] == "kept" and "contradiction_check_failed" in stats.loc[bike, "review"]
 
 
 def test_batches_of_a_stage_run_at_once(corpus, llm_double, llm_double_resource, recipe_overrides):
@@ -412,7 +431,8 @@ def test_batches_of_a_stage_run_at_once(corpus, llm_double, llm_double_resource,
         corpus.write(table, df, "b2")
     for p in (corpus.data_dir / "media" / "frames").glob(f"{CLIP}_*.jpg"):
         p.with_name(p.name.replace(CLIP, "vid2_eng")).write_bytes(p.read_bytes())
-    recipe_overrides("maia", {"language": "en", "questions": {"categories": ["sentiment"]}})
+    # one draw per cell: the yes/no question is not asked again here (test_generated_path_every_branch)
+    recipe_overrides("maia", {"language": "en", "questions": {"categories": ["sentiment"], "regenerate_rounds": 0}})
 
     def held(body):
         if "oven" in message_text(body):  # b1's evidence

@@ -113,9 +113,18 @@ def test_italian_yes_no_questions(question, yes_no):
 def test_italian_question_problems_and_audio():
     assert Q.question_problems("Che canzone canta il ragazzo?", lang="it") == ["audio_based_question"]
     assert Q.question_problems("Dove si trova la bicicletta?", lang="it") == []
-    # the English rules would pass an Italian polar question and miss Italian audio words
-    assert Q.question_problems("Il cane dorme sul divano?", lang="en") == []
     assert Q.question_problems("Il cane dorme sul divano?", lang="it") == ["yes_no_question"]
+
+
+def test_question_in_the_wrong_language_is_wrong_language_before_any_form_rule():
+    """An Italian build used to reject an English question as ``yes_no_question`` (no Italian
+    interrogative word in it); it is ``wrong_language``, and nothing else, in either direction."""
+    english = ["Where is the chef standing during the video?", "Is the chef happy with the pizza?"]
+    for q in english:
+        assert Q.question_problems(q, lang="it") == ["wrong_language"], q
+        assert Q.question_problems(q, lang="en") in ([], ["yes_no_question"])
+    assert Q.question_problems("Che cosa succede al cane dopo la partita?", lang="en") == ["wrong_language"]
+    assert Q.question_problems("Il cane dorme sul divano?", lang="en") == ["wrong_language"]
 
 
 def test_italian_pair_focus_uses_italian_function_words_and_elision():

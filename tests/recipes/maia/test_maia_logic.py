@@ -185,7 +185,14 @@ def test_items_seeded_ab_and_open_ended():
     assert set(sv["answer"]) == {"A", "B"}  # the shuffle uses both positions
     again = build_items(qs, ans, st, fo, info, seed="x")
     assert again["answer"].tolist() == items["answer"].tolist()
-    # a pool short of one foil (or one statement) yields no item at all: no partial pool downstream
+    # stages out of step (a foil missing after a re-run of one stage): no item until they agree
     assert build_items(qs, ans, st, fo.iloc[:7], info, seed="x").empty
-    assert build_items(qs, ans, st.iloc[1:], fo.iloc[1:], info, seed="x").empty
-    assert build_items(qs, ans, st, fo, info, seed="x", pool_size=9).empty
+    # a pool whose members agree but are fewer than pool_size is kept, every item saying so
+    short = build_items(qs, ans.iloc[1:], st.iloc[1:], fo.iloc[1:], info, seed="x")
+    assert len(short) == 7 + 1
+    assert all(json.loads(e)["review"] == ["pool_short: 7/8 members"] for e in short["extra"])
+    # a flagged member's review reaches every item of its pool; clean pools say nothing
+    flagged = fo.assign(review=[None] * 7 + ["refine_max_rounds: after 3 draws"])
+    reviewed = build_items(qs, ans, st, flagged, info, seed="x")
+    assert all(json.loads(e)["review"] == ["refine_max_rounds: after 3 draws"] for e in reviewed["extra"])
+    assert all(json.loads(e)["review"] is None for e in items["extra"])

@@ -1,6 +1,7 @@
 """A MAIA pool as a unit (forge.recipes.maia.pool_flow) through the LLM test double: 8 independent
-annotator requests, regeneration with feedback, a pool rejected whole when one member keeps
-failing, checks that fail closed, and every prompt's own foil example through the foil checks."""
+annotator requests, regeneration with feedback, then a fresh draw (same persona, new seed), a
+member failing every draw kept and flagged for review (never dropping its pool), checks that fail
+closed, and every prompt's own foil example through the foil checks."""
 
 import re
 from pathlib import Path
@@ -51,13 +52,22 @@ def regenerated(body):
     return "A reviewer asked" in message_text(body)
 
 
+PERSONAS = None
+
+
+def annotator(body) -> int:
+    """Which annotator a request is (by its persona: a redraw keeps the persona, not the seed)."""
+    text = message_text(body)
+    return next(i for i, p in enumerate(PERSONAS) if p in text)
+
+
 def responder(bad: int | None = None, contradiction_fails: bool = False):
-    """Annotator ``seed`` answers ANSWERS[seed]; annotator ``bad`` answers off topic every time."""
+    """Annotator i answers ANSWERS[i]; annotator ``bad`` answers off topic every time."""
 
     def reply(body):
         name = name_of(body)
         if name == "maia_answers":
-            i = int(body["seed"])
+            i = annotator(body)
             return Reply.json({"answer": "BANANA split tastes great." if i == bad else ANSWERS[i]})
         if name == "maia_consistency":
             return Reply.json({"score": 0 if "BANANA" in field(body, "A:") else 1})
@@ -73,7 +83,9 @@ def responder(bad: int | None = None, contradiction_fails: bool = False):
 @pytest.fixture
 def flow(llm_double, llm_double_resource):
     """(engine, prompts, answers cfg, pools cfg) with the paper's settings."""
+    global PERSONAS
     cfg = recipe_settings("maia", "paper")
+    PERSONAS = PF.personas_for(cfg["answers"]["personas"], "en")
     prompts = PF.PoolPrompts(
         generate=load_prompt(PROMPTS / "answers.yaml"),
         rephrase_equal=load_prompt(PROMPTS / "rephrase_equal.yaml"),
@@ -86,7 +98,7 @@ def flow(llm_double, llm_double_resource):
 
 def build(flow):
     engine, prompts, acfg, pcfg = flow
-    variables = {"category": "spatial total", "definition": "Where things are.", "evidence": "(see frames)"}
+    variables = {"evidence": "(see frames)"}
     reqs = PF.annotator_requests(
         Q, prompts.generate, [], variables, PF.personas_for(acfg["personas"], "en"), int(acfg["pool_size"])
     )
@@ -112,42 +124,93 @@ def test_failing_answer_is_regenerated_with_feedback(flow, llm_double):
     base = responder(bad=3)
 
     def reply(body):
-        if name_of(body) == "maia_answers" and int(body["seed"]) == 3 and regenerated(body):
+        if name_of(body) == "maia_answers" and annotator(body) == 3 and regenerated(body):
             return Reply.json({"answer": ANSWERS[3]})
         return base(body)
 
     llm_double.responder = reply
     out = build(flow)
-    assert out.status == "kept" and out.pool.kept_texts() == ANSWERS
-    assert out.regenerated[3] == 1 and out.n_inconsistent == 1
+    assert out.status == "kept" and out.pool.kept_texts() == ANSWERS and not out.review
+    assert out.regenerated[3] == 1 and out.n_inconsistent == 1 and not out.reseeded
     assert all(out.regenerated[i] == 0 for i in range(8) if i != 3)
 
 
-def test_pool_rejected_whole_when_one_member_keeps_failing(flow, llm_double):
+def test_member_failing_its_rounds_is_drawn_again_same_persona_new_seed(flow, llm_double):
+    """Annotator 3 misreads on its own seed, feedback or not; a fresh draw (seed 3 + 8) answers."""
+    base = responder()
+
+    def reply(body):
+        if name_of(body) == "maia_answers" and annotator(body) == 3 and int(body["seed"]) == 3:
+            return Reply.json({"answer": "BANANA split tastes great."})
+        return base(body)
+
+    llm_double.responder = reply
+    out = build(flow)
+    assert out.status == "kept" and out.pool.kept_texts() == ANSWERS and not out.review
+    assert out.reseeded == {3: 1}
+    assert [m[:2] for m in out.member_rejects] == [("q1_a3", "inconsistent_answer")]  # the discarded draw
+    redraw = [b for b in sent(llm_double) if name_of(b) == "maia_answers" and int(b["seed"]) == 11]
+    assert len(redraw) == 1 and PERSONAS[3] in message_text(redraw[0]) and not regenerated(redraw[0])
+
+
+def test_member_failing_every_draw_is_flagged_and_the_pool_kept(flow, llm_double):
     llm_double.responder = responder(bad=5)
     out = build(flow)
-    rounds = int(flow[2]["regenerate_rounds"])
-    assert out.status == "rejected" and out.reason == "pool_too_small"
-    assert out.detail.startswith("7/8 valid answers") and "q1_a5: inconsistent_answer" in out.detail
-    assert [m[:2] for m in out.member_rejects] == [("q1_a5", "inconsistent_answer")]
-    tries = [b for b in sent(llm_double) if name_of(b) == "maia_answers" and int(b["seed"]) == 5]
-    assert len(tries) == rounds + 1  # bounded: the first generation and `regenerate_rounds` more
-    # nothing of a rejected pool is marked as accepted in the attempt rows
-    assert all((df["final_status"] == "rejected").all() for df in PF.pool_final_status(out).attempts if len(df))
+    rounds, reseeds = int(flow[2]["regenerate_rounds"]), int(flow[2]["reseed_attempts"])
+    assert out.status == "kept" and out.reason is None
+    assert len(out.pool.kept_texts()) == 8 and out.pool.texts[5] == "BANANA split tastes great."
+    assert set(out.review) == {5} and out.review[5].startswith("inconsistent_answer")
+    assert out.member_review(5).startswith("inconsistent_answer") and out.member_review(0) is None
+    assert [m[:2] for m in out.member_rejects] == [("q1_a5", "inconsistent_answer")] * reseeds
+    tries = [b for b in sent(llm_double) if name_of(b) == "maia_answers" and annotator(b) == 5]
+    assert len(tries) == (rounds + 1) * (reseeds + 1)  # bounded: rounds with feedback, per draw
+    assert sorted({int(b["seed"]) for b in tries}) == [5 + 8 * k for k in range(reseeds + 1)]
 
 
-def test_contradiction_check_failure_rejects_the_pool(flow, llm_double):
+def test_contradiction_check_failure_keeps_the_pool_flagged(flow, llm_double):
     llm_double.responder = responder(contradiction_fails=True)
     out = build(flow)
-    assert out.status == "rejected" and out.reason == "contradiction_check_failed"
-    assert "judge unavailable" in out.detail
+    assert out.status == "kept" and len(out.pool.kept_texts()) == 8
+    assert out.pool_review and out.pool_review[0].startswith("contradiction_check_failed")
+    assert "judge unavailable" in out.pool_review[0]
+    assert all(out.member_review(i).startswith("contradiction_check_failed") for i in range(8))
 
 
-def test_short_foil_pools():
-    recs = [{"statement_id": f"q{q}_s{i}", "question_id": f"q{q}"} for q in (1, 2) for i in range(8)]
-    accepted = {r["statement_id"] for r in recs} - {"q2_s4"}
-    assert PF.short_pools(recs, accepted, 8) == {"q2": "7/8 valid foils (no valid foil for q2_s4)"}
-    assert set(PF.short_pools(recs[:7], set(), 8)) == {"q1"}
+def test_contradicting_member_is_regenerated_then_redrawn_then_flagged(flow, llm_double):
+    base = responder()
+
+    def reply(body):
+        if name_of(body) == "maia_pool_contradiction":
+            return Reply.json({"contradiction": True, "conflicting": [2]})
+        return base(body)
+
+    llm_double.responder = reply
+    out = build(flow)
+    rounds, reseeds = int(flow[2]["regenerate_rounds"]), int(flow[2]["reseed_attempts"])
+    assert out.status == "kept" and len(out.pool.kept_texts()) == 8
+    assert set(out.review) == {1} and out.review[1].startswith("pool_contradiction")
+    tries = [b for b in sent(llm_double) if name_of(b) == "maia_answers" and annotator(b) == 1]
+    assert len(tries) == 1 + rounds + reseeds  # first draw, feedback rounds, fresh draws
+    assert sum(regenerated(b) for b in tries) == rounds and {int(b["seed"]) for b in tries} == {1, 25, 33}
+    assert [m[:2] for m in out.member_rejects] == [("q1_a1", "pool_contradiction")] * reseeds
+
+
+def test_answer_in_the_wrong_language_is_redrawn_as_wrong_language(flow, llm_double):
+    engine, prompts, acfg, pcfg = flow
+    base = responder()
+
+    def reply(body):
+        if name_of(body) == "maia_answers" and annotator(body) == 4 and int(body["seed"]) == 4:
+            return Reply.json({"answer": "Il cuoco resta vicino al forno a legna e sembra molto stanco."})
+        return base(body)
+
+    llm_double.responder = reply
+    out = build(flow)
+    assert out.status == "kept" and out.pool.kept_texts() == ANSWERS
+    assert [m[:2] for m in out.member_rejects] == [("q1_a4", "wrong_language")]
+    # the consistency judge never saw the Italian answer: the language check spoke first
+    judged = [field(b, "A:") for b in sent(llm_double) if name_of(b) == "maia_consistency"]
+    assert not any("forno" in a for a in judged)
 
 
 # -- every foil prompt's own example passes the recipe's programmatic foil checks --------------
@@ -189,7 +252,7 @@ def test_statement_check_speaks_the_recipe_language():
     assert "domanda" in PF.declarative_statement(req, {"statement": "Il cane corre?"}, "it").feedback
 
 
-def test_statement_pool_rejected_whole_when_a_statement_stays_a_question(flow, llm_double):
+def test_statement_that_stays_a_question_is_flagged_not_dropped(flow, llm_double):
     engine, prompts, _, pcfg = flow
     prompts = PF.PoolPrompts(
         generate=load_prompt(PROMPTS / "statement.yaml"),
@@ -206,8 +269,53 @@ def test_statement_pool_rejected_whole_when_a_statement_stays_a_question(flow, l
         return None
 
     llm_double.responder = reply
-    scfg = {"regenerate_rounds": 1}
+    scfg = {"regenerate_rounds": 1, "reseed_attempts": 1}
     out = PF.build_statement_pool(engine, "maia_statements", "b1", Q, answers, prompts, scfg, pcfg, 8)
+    assert out.status == "kept" and len(out.pool.kept_texts()) == 8 and out.pool.texts[2] == "Where is he?"
+    assert set(out.review) == {2} and out.review[2].startswith("statement_invalid")
+    assert [m[:2] for m in out.member_rejects] == [("q1_s2", "statement_invalid")]  # the first draw
+    tries = [b for b in sent(llm_double) if name_of(b) == "maia_statement" and ANSWERS[2] in message_text(b)]
+    assert len(tries) == 4 and {b.get("seed") for b in tries} == {None, 8}  # 2 rounds x 2 draws
+
+
+def test_pool_without_any_text_is_rejected(flow, llm_double):
+    llm_double.responder = lambda body: Reply.error(400, "scripted: down") if name_of(body) == "maia_answers" else None
+    out = build(flow)
     assert out.status == "rejected" and out.reason == "pool_too_small"
-    assert [m[:2] for m in out.member_rejects] == [("q1_s2", "statement_invalid")]
-    assert out.detail.startswith("7/8 valid statements")
+
+
+def _statement_flow(flow):
+    engine, prompts, _, pcfg = flow
+    prompts = PF.PoolPrompts(
+        generate=load_prompt(PROMPTS / "statement.yaml"),
+        rephrase_equal=prompts.rephrase_equal,
+        rephrase_overlap=prompts.rephrase_overlap,
+    )
+    answers = [{"idx": i, "answer": a} for i, a in enumerate(ANSWERS)]
+    return lambda: PF.build_statement_pool(
+        engine, "maia_statements", "b1", Q, answers, prompts, {"reseed_attempts": 1}, pcfg, 8
+    )
+
+
+def test_statement_in_the_wrong_language_is_drawn_again_as_wrong_language(flow, llm_double):
+    def reply(body):
+        if name_of(body) == "maia_statement":
+            a = field(body, "A:")
+            if ANSWERS[6] in a and "seed" not in body:  # the first draw comes back in Italian
+                return Reply.json({"statement": "Lo chef resta vicino all'ingresso della pizzeria."})
+            return Reply.json({"statement": f"The chef is {a.lower()}"})
+        return None
+
+    llm_double.responder = reply
+    out = _statement_flow(flow)()
+    assert out.status == "kept" and not out.review and len(out.pool.kept_texts()) == 8
+    assert [m[:2] for m in out.member_rejects] == [("q1_s6", "wrong_language")]
+
+
+def test_statement_pool_without_any_text_is_rejected(flow, llm_double):
+    llm_double.responder = lambda body: (
+        Reply.error(400, "scripted: down") if name_of(body) == "maia_statement" else None
+    )
+    out = _statement_flow(flow)()
+    assert out.status == "rejected" and out.reason == "pool_too_small"
+    assert {m[1] for m in out.member_rejects} == {"llm_failed"}  # the discarded first draws
