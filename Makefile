@@ -25,7 +25,7 @@ endif
 PG_DIR ?= $(CURDIR)/.pg
 PG_PORT ?= 5433
 
-.PHONY: setup pools demo test ui query validate clean bench postgres postgres-stop
+.PHONY: setup pools demo test ui query validate clean bench postgres postgres-stop review
 
 # Concurrency pools (docs/operations.md "Instance"): named pool limits live in the instance's
 # storage, not in dagster.yaml, so setup applies them (idempotent; re-applied when these change).
@@ -72,6 +72,7 @@ ui: setup
 
 validate: setup
 	$(PY) -m dagster definitions validate -w workspace.yaml
+	bash scripts/ensure_review.sh
 
 # make query Q="select ..." (Q=tables lists every table) or F=file.sql; no DuckDB CLI needed (forge/query.py).
 # Q reaches Python through the environment (any quotes, several lines); stdout carries only the result.
@@ -85,6 +86,12 @@ bench: setup
 # prints the line to export, then every target uses it: `export DAGSTER_PG_URL=...; make ui`.
 postgres:
 	@bash scripts/ensure_postgres.sh
+# Human review (docs/review.md): Label Studio from its own environment (.venv-review, installed
+# once), on 127.0.0.1:8080 with SQLite under $(SUBTEXT_DATA_DIR)/review; Ctrl-C stops it.
+review: setup
+	bash scripts/ensure_review.sh
+	$(PY) -m forge.review.server --data-dir $(SUBTEXT_DATA_DIR)
+
 	@echo "export DAGSTER_PG_URL=$$(bash scripts/dev_postgres.sh start $(PG_DIR) $(PG_PORT))"
 
 postgres-stop:

@@ -9,6 +9,8 @@ A ``BenchmarkSpec`` is plain data plus a few callables. The shared stages read i
 * evaluations (``forge/evals``): settings, reply kinds per task, the request builder, the
   setting scorer, the primary metric, judge / similarity needs, report slices and plots;
 * the Dagster layer: group, owners, the recipe asset that writes the items table.
+* human review (``forge/review``): what a reviewer sees and answers, how many reviewers, which
+  splits, and whether review gates the export (``ReviewSpec``).
 
 Every policy choice cites the paper section it follows in the spec's own docstring
 (``forge/recipes/<paper>/spec.py``). Dagster-free: nothing here imports ``dagster``.
@@ -21,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from forge.review.spec import ReviewSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPTS_DIR = ROOT / "assets" / "evals" / "prompts"  # built-in benchmarks' evaluation prompts
@@ -166,6 +170,9 @@ class BenchmarkSpec:
     definitions_module: str | None = None
     # Published-release importer (issue "published releases"): release → items frame.
     importer: Callable[..., Any] | None = None
+    # Human review (forge/review, docs/review.md): what a reviewer sees and answers, reviewers per
+    # item, splits reviewed, the policy that gates the export.
+    review: ReviewSpec = field(default_factory=ReviewSpec)
 
     @property
     def items_table(self) -> str:

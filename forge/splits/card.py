@@ -20,6 +20,7 @@ import pandas as pd
 import yaml
 
 from forge.checks import mcq
+from forge.review.card import card_lines
 from forge.weights import weights_summary_lines
 
 
@@ -217,6 +218,8 @@ def render_card(ctx: dict[str, Any]) -> str:
             "do not publish or evaluate on it.",
             "",
         ]
+    review_top, review_section = card_lines(ctx.get("review") or {})  # "not human-reviewed" up front
+    lines += review_top
     lines += [
         f"Content hash `{ctx['content_hash']}`, built {ctx['created_at']}. "
         f"{len(df)} items; built by the `{b}_splits → {b}_gated → {b}_export` assets.",
@@ -268,6 +271,7 @@ def render_card(ctx: dict[str, Any]) -> str:
             lines.append(f"| {k} | {json.dumps(val) if isinstance(val, (dict, list)) else val} |")
         lines.append("")
     lines += ctx.get("gate_sections") or []  # text-only probe, imported release items
+    lines += review_section
     lines += [
         "## Licences and provenance",
         "",

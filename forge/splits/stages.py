@@ -27,6 +27,7 @@ from forge.llm.prompts import load_prompt
 from forge.llm.stub import StubOutputError, ensure_no_stub, stub_made
 from forge.recipes.settings import profiles_of, settings_hash
 from forge.releases.gold import with_gold
+from forge.review.stages import export_gate as review_gate
 from forge.splits import assign as sa
 from forge.splits import blind
 from forge.splits import gate_steps as steps
@@ -567,7 +568,10 @@ def run_export(
     for c in sg.LIST_COLUMNS:  # Parquet lists come back as numpy arrays
         if c in gated:
             gated[c] = gated[c].map(sg._lst)
-    md: dict[str, Any] = {"force_stub": force_stub}
+    # human review (forge/review, docs/review.md): rejected items leave, and under policy `required`
+    # so do items without their accepted verdicts; reviewers' edits arrive as new revisions
+    gated, review = review_gate(store, spec, gated)
+    md: dict[str, Any] = {"force_stub": force_stub, "review_coverage": review.get("coverage", "")}
     stub_n = sum(1 for r in gated.to_dict("records") if stub_made(r))
     status, refused = "nothing", False
     if gated.empty:
@@ -618,11 +622,13 @@ def run_export(
                 "gates": gates_fig,
                 "failed_gates": failed,
                 "extra_sections": list(spec.card_sections),
+                "review": review,
                 "gate_sections": _card_sections(gated, res, cfg),
             }
             stage_cfg = json.loads(json.dumps({k: v for k, v in cfg.items()}, default=str))
             stage_cfg["export"] = dict(stage_cfg.get("export") or {}, force_stub=force_stub)
             stage_cfg["blind_prompt_hash"] = load_prompt(BLIND_PROMPT).hash
+            stage_cfg["review"] = {k: review.get(k) for k in ("policy", "reviewers_per_item", "splits_reviewed")}
             out = write_export(
                 exports_dir=exports_dir(store),
                 data_dir=store.data_dir,

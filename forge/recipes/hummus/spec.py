@@ -17,6 +17,7 @@ from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, Blind
 from forge.recipes.hummus import scoring
 from forge.recipes.hummus.evaluation import build_request, descriptions, parse_reply
 from forge.recipes.hummus.release import parse_release
+from forge.review.spec import Media, ReviewSpec
 
 SPEC = BenchmarkSpec(
     name="hummus",
@@ -27,6 +28,13 @@ SPEC = BenchmarkSpec(
     options=OptionPolicy.FIXED,
     blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.ITEM),
     doc="docs/recipes/hummus.md",
+    review=ReviewSpec(
+        media=Media.IMAGE,
+        reviewers=1,
+        editable=("question", "answer", "box"),
+        boxes=True,
+        note="Hummus §3 and Limitations: one expert linguist annotates every item, boxes included; one reviewer per item.",
+    ),
     eval=EvalSpec(
         kinds={
             "classification": "yesno",

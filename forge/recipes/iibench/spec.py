@@ -18,6 +18,7 @@ from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, Blind
 from forge.recipes.iibench.evaluation import build_request, parse_reply
 from forge.recipes.iibench.release import parse_release
 from forge.recipes.iibench.scoring import score_setting
+from forge.review.spec import Media, ReviewSpec
 
 SPEC = BenchmarkSpec(
     name="iibench",
@@ -28,6 +29,12 @@ SPEC = BenchmarkSpec(
     options=OptionPolicy.BALANCE,
     blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.ITEM),
     doc="docs/recipes/iibench.md",
+    review=ReviewSpec(
+        media=Media.IMAGE,
+        reviewers=3,
+        editable=("question", "options", "answer"),
+        note="II-Bench Appendix (Quality Control): each question was manually validated by at least three annotators and inconsistencies were resolved together (adjudication).",
+    ),
     eval=EvalSpec(
         kinds={"mcq": "mcq"},
         build_request=build_request,

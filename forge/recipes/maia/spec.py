@@ -28,6 +28,7 @@ from forge.benchmarks.spec import (
 from forge.recipes.maia.evaluation import build_request
 from forge.recipes.maia.release import parse_release
 from forge.recipes.maia.scoring import score_setting
+from forge.review.spec import Media, ReviewSpec
 
 SPEC = BenchmarkSpec(
     name="maia",
@@ -39,6 +40,12 @@ SPEC = BenchmarkSpec(
     blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.POOL),
     split=SplitPolicy(unit_key="question_id"),
     doc="docs/recipes/maia.md",
+    review=ReviewSpec(
+        media=Media.VIDEO,
+        reviewers=1,
+        editable=("question", "options", "answer"),
+        note="MAIA §3: a manual review checked every question against the guidelines and its category, and an additional annotator resolved the 9.75% of answer pools with contradictions (fn. 7); one reviewer per item.",
+    ),
     eval=EvalSpec(
         kinds={"statement_verification": "mcq", "open_ended": "text"},
         build_request=build_request,

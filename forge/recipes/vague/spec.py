@@ -23,6 +23,7 @@ from forge.benchmarks.spec import (
 from forge.recipes.vague.evaluation import build_request, parse_reply
 from forge.recipes.vague.release import parse_release
 from forge.recipes.vague.scoring import score_setting
+from forge.review.spec import Media, ReviewSpec
 
 SPEC = BenchmarkSpec(
     name="vague",
@@ -33,6 +34,12 @@ SPEC = BenchmarkSpec(
     options=OptionPolicy.BALANCE,
     blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.ITEM),
     doc="docs/recipes/vague.md",
+    review=ReviewSpec(
+        media=Media.IMAGE,
+        reviewers=1,
+        editable=("question", "options", "answer"),
+        note="VAGUE §3.2 / Fig. 3: every generated expression and candidate is rated and filtered by human raters (the count per item is not given: one reviewer); human accuracy 94% on a 400-item subset (§5.3).",
+    ),
     eval=EvalSpec(
         kinds={"mcq": "mcq"},
         build_request=build_request,

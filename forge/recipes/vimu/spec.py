@@ -17,6 +17,7 @@ from forge.recipes.vimu.evaluation import build_request, parse_reply
 from forge.recipes.vimu.release import parse_release
 from forge.recipes.vimu.report import plots, prediction_tables
 from forge.recipes.vimu.scoring import judge_failed_call, judge_variables, read_judgement, score_setting
+from forge.review.spec import Media, ReviewSpec
 
 SPEC = BenchmarkSpec(
     name="vimu",
@@ -27,6 +28,12 @@ SPEC = BenchmarkSpec(
     options=OptionPolicy.FIXED,
     blind=BlindPolicy(action=BlindAction.REPORT),
     doc="docs/recipes/vimu.md",
+    review=ReviewSpec(
+        media=Media.VIDEO,
+        reviewers=5,
+        editable=("question", "options", "answer"),
+        note="ViMU §3 'Filtering and Quality Control': the dataset is finally validated by 5 human experts (read here as five reviewers per item; the paper does not say how the work was divided).",
+    ),
     eval=EvalSpec(
         kinds={"open_ended": "text", "multi_select": "multi"},
         build_request=build_request,

@@ -1,0 +1,53 @@
+"""The dataset card's human-review lines (``forge/splits/card.py`` calls ``card_lines``),
+from the figures ``forge.review.stages.export_gate`` gathered. Dagster-free; imports nothing
+from ``forge.splits`` (the card module imports this one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def card_lines(info: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(the card's first-lines notice, its ``Human review`` section)."""
+    if not info:
+        return [], []
+    cov = info.get("coverage", "0/0")
+    if info.get("human_reviewed"):
+        top = [
+            f"> Human-reviewed: {cov} items decided by {len(info.get('reviewers') or [])} reviewer(s), policy `{info['policy']}`.",
+            "",
+        ]
+    else:
+        top = [
+            f"> **Not human-reviewed.** Review policy `{info.get('policy')}`: {cov} items reviewed"
+            + (f", {info.get('held_back', 0)} held back" if info.get("held_back") else "")
+            + ". Start review with `make review` (docs/review.md).",
+            "",
+        ]
+    ag = info.get("agreement") or {}
+    lines = [
+        "## Human review",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| policy | {info.get('policy')} |",
+        f"| reviewers per item | {info.get('reviewers_per_item')} |",
+        f"| coverage (decided / needing review) | {cov} |",
+        f"| accepted / rejected / disputed / pending | {info.get('accepted', 0)} / {info.get('rejected', 0)} / {info.get('disputed', 0)} / {info.get('pending', 0)} |",
+        f"| held back from this export | {info.get('held_back', 0)} |",
+        f"| items edited by reviewers (new revisions) | {info.get('edited_items', 0)} |",
+        f"| Krippendorff's alpha (nominal, accept vs reject) | {ag.get('alpha') if ag.get('alpha') is not None else 'n/a (' + str(ag.get('note', '')) + ')'} over {ag.get('units', 0)} items |",
+        f"| reviewer minutes per accepted item | {info.get('reviewer_minutes_per_accepted_item') if info.get('reviewer_minutes_per_accepted_item') is not None else 'n/a'} ({info.get('reviewer_minutes', 0)} min in all) |",
+        "",
+    ]
+    cats = {c: a for c, a in (info.get("agreement_by_category") or {}).items() if a.get("units")}
+    if cats:
+        lines += [
+            "Agreement per category: "
+            + ", ".join(f"{c} α={a.get('alpha')} (n={a.get('units')})" for c, a in cats.items()),
+            "",
+        ]
+    if info.get("note"):
+        lines += [f"Paper's procedure: {info['note']}", ""]
+    return top, lines

@@ -1,0 +1,144 @@
+"""A small Label Studio REST client (``requests``), Dagster-free.
+
+Only the endpoints review needs: projects, local-files storage, tasks (with predictions),
+annotations, users. ``label-studio-sdk`` lives in the tool's own environment (its pins clash
+with the project's), so the project speaks the documented REST API directly. Authentication is
+the legacy ``Authorization: Token <token>`` header (``make review`` enables it).
+
+Every failure to reach the server raises ``ReviewServerDown`` with a message that names
+``make review``, so an asset fails with the way out in its first line and writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import requests
+
+START_HINT = "start it with `make review` (Label Studio on 127.0.0.1; docs/review.md)"
+PAGE = 100
+
+
+class ReviewServerDown(RuntimeError):
+    """Label Studio cannot be reached (or refuses the token)."""
+
+
+class ReviewAPIError(RuntimeError):
+    """Label Studio answered with an error."""
+
+
+class LabelStudio:
+    def __init__(self, url: str, token: str, timeout: float = 30.0):
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Token {token}"
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def request(self, method: str, path: str, **kw: Any) -> Any:
+        try:
+            r = self.session.request(method, f"{self.url}{path}", timeout=self.timeout, **kw)
+        except requests.RequestException as exc:
+            raise ReviewServerDown(
+                f"Label Studio is not reachable at {self.url} ({exc.__class__.__name__}); {START_HINT}"
+            ) from exc
+        if r.status_code in (401, 403):
+            raise ReviewServerDown(
+                f"Label Studio at {self.url} refused the API token (HTTP {r.status_code}); "
+                f"{START_HINT}, or set SUBTEXT_REVIEW_TOKEN to its admin token"
+            )
+        if r.status_code == 404 and method == "DELETE":
+            return None  # already gone: deleting is idempotent
+        if r.status_code >= 400:
+            raise ReviewAPIError(f"{method} {path}: HTTP {r.status_code}: {r.text[:500]}")
+        if r.status_code == 204 or not r.content:
+            return None
+        return r.json()
+
+    def health(self) -> bool:
+        try:
+            r = self.session.get(f"{self.url}/health", timeout=5)
+            return r.ok and r.json().get("status") == "UP"
+        except (requests.RequestException, ValueError):
+            return False
+
+    def ensure_up(self) -> None:
+        if not self.health():
+            raise ReviewServerDown(f"Label Studio is not running at {self.url}; {START_HINT}")
+        self.request("GET", "/api/current-user/whoami")  # the token works
+
+    def _pages(self, path: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        page = 1
+        while True:
+            data = self.request("GET", path, params={**(params or {}), "page": page, "page_size": PAGE})
+            rows = data if isinstance(data, list) else data.get("results", data.get("tasks", []))
+            yield from rows
+            total = None if isinstance(data, list) else data.get("count", data.get("total"))
+            if isinstance(data, list) or not rows or (total is not None and page * PAGE >= total):
+                return
+            page += 1
+
+    # -- projects -----------------------------------------------------------------------------------
+    def projects(self) -> list[dict[str, Any]]:
+        return list(self._pages("/api/projects"))
+
+    def project_by_title(self, title: str) -> dict[str, Any] | None:
+        return next((p for p in self.projects() if p.get("title") == title), None)
+
+    def ensure_project(self, title: str, label_config: str, **settings: Any) -> dict[str, Any]:
+        """The project named ``title`` (created, or its config / settings brought up to date)."""
+        body = {"title": title, "label_config": label_config, **settings}
+        p = self.project_by_title(title)
+        if p is None:
+            return self.request("POST", "/api/projects", json=body)
+        if p.get("label_config") != label_config or any(p.get(k) != v for k, v in settings.items()):
+            return self.request("PATCH", f"/api/projects/{p['id']}", json=body)
+        return p
+
+    def ensure_local_storage(self, project_id: int, path: str, title: str = "subtext-media") -> None:
+        """A local-files storage on ``path`` (never synced: tasks name their files themselves).
+        Label Studio serves ``/data/local-files/?d=`` only below such a storage's path."""
+        have = self.request("GET", "/api/storages/localfiles", params={"project": project_id}) or []
+        if any(s.get("path") == path for s in have):
+            return
+        self.request(
+            "POST",
+            "/api/storages/localfiles",
+            json={"project": project_id, "path": path, "title": title, "use_blob_urls": False},
+        )
+
+    # -- tasks and annotations ------------------------------------------------------------------------
+    def tasks(self, project_id: int) -> list[dict[str, Any]]:
+        return list(self._pages("/api/tasks", {"project": project_id, "fields": "all"}))
+
+    def create_task(
+        self, project_id: int, data: dict[str, Any], predictions: list[dict[str, Any]] | None = None
+    ) -> int:
+        """One task (and its pre-annotations); returns the task id."""
+        task = self.request("POST", "/api/tasks", json={"project": project_id, "data": data})
+        for p in predictions or []:
+            self.request("POST", "/api/predictions", json={"task": task["id"], **p})
+        return int(task["id"])
+
+    def delete_task(self, task_id: int) -> None:
+        self.request("DELETE", f"/api/tasks/{task_id}")
+
+    def annotations(self, task_id: int) -> list[dict[str, Any]]:
+        return self.request("GET", f"/api/tasks/{task_id}/annotations") or []
+
+    def annotate(self, task_id: int, result: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        """Submit an annotation (``completed_by`` may name another user: scripted reviewers)."""
+        return self.request("POST", f"/api/tasks/{task_id}/annotations", json={"result": result, **extra})
+
+    # -- users ----------------------------------------------------------------------------------------
+    def users(self) -> dict[int, str]:
+        """user id → email (the reviewer's name in the verdicts table)."""
+        return {int(u["id"]): str(u.get("email") or u.get("username") or u["id"]) for u in self._pages("/api/users")}
+
+    def ensure_user(self, email: str) -> int:
+        for uid, mail in self.users().items():
+            if mail == email:
+                return uid
+        u = self.request("POST", "/api/users", json={"email": email, "username": email})
+        return int(u["id"])

@@ -1,0 +1,189 @@
+"""Review decides what is published: revisions from edits, each item's status, the export's
+filter and the card's figures. Dagster-free.
+
+Rules (docs/review.md):
+
+* edits apply in the order they were made, each to the revision its reviewer saw; an edit that
+  breaks the item's contract (``forge.review.items.apply_edits``) is refused with its reason and
+  the original stays. An applied edit makes a new revision (``extra.edited_by``) that re-enters
+  the gates' field checks and needs review again; the editor's verdict counts as an accept of it;
+* a verdict counts for the revision it was made on; verdicts on older revisions are stale
+  (``item_changed``), those whose task was deleted in the tool too (``task_deleted``);
+* per item, each reviewer's latest verdict counts once. An adjudication verdict is final;
+  otherwise accepts and rejects together are ``disputed`` (sent to adjudication), ``reviewers``
+  accepts are ``accepted``, a reject with no accept once ``reviewers`` verdicts are in (or a
+  reject when one reviewer is required) is ``rejected``, anything else is ``pending``;
+* policy ``required``: the export holds back pending and disputed items; ``advisory``: it holds
+  back nothing; in both, rejected items are dropped (rejects with stage ``human_review``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from forge.review import agreement
+from forge.review.items import apply_edits, as_json, revision
+from forge.review.spec import ReviewPolicy, ReviewSpec
+from forge.review.verdicts import VERDICT_COLUMNS, edit_of
+
+STAGE = "human_review"
+DECIDED = ("accepted", "rejected")
+
+
+@dataclass
+class Resolution:
+    items: pd.DataFrame  # current revision of every item (edits applied), with review status
+    verdicts: pd.DataFrame  # verdict rows with edit outcome and staleness filled in
+    status: dict[str, str]  # item_id → accepted / rejected / disputed / pending / not_required
+    reasons: dict[str, str] = field(default_factory=dict)  # rejected item → the reviewers' reason
+
+
+def needs_review(items: pd.DataFrame, spec: ReviewSpec) -> pd.Series:
+    if not spec.splits or "split" not in items:
+        return pd.Series(True, index=items.index)
+    return items["split"].isin(list(spec.splits))
+
+
+def apply_revisions(
+    items: pd.DataFrame, verdicts: pd.DataFrame, data_dir: Path | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Items with their applied edits; verdict rows with edit_status / edit_note / new_revision."""
+    v = verdicts.reindex(columns=VERDICT_COLUMNS).copy()
+    v["edit_status"] = None
+    v["edit_note"] = None
+    v["new_revision"] = None
+    by_id = {str(r["item_id"]): r for r in items.to_dict("records")}
+    live = ~(v["stale_reason"] == "task_deleted")
+    edits = v[(v["verdict"] == "edit") & live].sort_values(["created_at", "verdict_id"], kind="stable")
+    for idx, row in edits.iterrows():
+        item = by_id.get(str(row["item_id"]))
+        if item is None:
+            continue
+        if row["revision"] != revision(item):
+            v.loc[idx, ["edit_status", "edit_note"]] = ["stale", "made on an older revision"]
+            continue
+        new, why = apply_edits(item, edit_of(row.to_dict()), data_dir)
+        if new is None:
+            v.loc[idx, ["edit_status", "edit_note"]] = ["refused", why]
+            continue
+        extra = as_json(item.get("extra"))
+        extra.setdefault("revision_of", revision(item))
+        extra["edited_by"] = sorted({*extra.get("edited_by", []), str(row["reviewer"])})
+        new["extra"] = json.dumps(extra, ensure_ascii=False)
+        by_id[str(row["item_id"])] = new
+        v.loc[idx, ["edit_status", "new_revision"]] = ["applied", revision(new)]
+    out = pd.DataFrame(list(by_id.values()), columns=items.columns) if by_id else items.iloc[0:0].copy()
+    return out, v
+
+
+def _votes(g: pd.DataFrame, rev: str) -> pd.DataFrame:
+    """Each reviewer's latest verdict that counts for revision ``rev`` (accept / reject)."""
+    acc = g[
+        ((g["verdict"] == "accept") & (g["revision"] == rev))
+        | ((g["edit_status"] == "applied") & (g["new_revision"] == rev))
+    ]
+    rej = g[(g["verdict"] == "reject") & (g["revision"] == rev)]
+    both = pd.concat([acc.assign(vote="accept"), rej.assign(vote="reject")])
+    return both.sort_values(["updated_at", "verdict_id"], kind="stable").drop_duplicates("reviewer", keep="last")
+
+
+def item_status(g: pd.DataFrame, rev: str, required: int) -> tuple[str, str | None]:
+    live = g[g["stale_reason"] != "task_deleted"]
+    adj = _votes(live[live["project_kind"] == "adjudication"], rev)
+    if len(adj):
+        last = adj.iloc[-1]
+        return ("accepted", None) if last["vote"] == "accept" else ("rejected", str(last["reason"] or "other"))
+    votes = _votes(live[live["project_kind"] == "review"], rev)
+    n_acc, n_rej = int((votes["vote"] == "accept").sum()), int((votes["vote"] == "reject").sum())
+    if n_acc and n_rej:
+        return "disputed", None
+    if n_rej and (required == 1 or n_rej >= required):
+        reason = votes.loc[votes["vote"] == "reject", "reason"].fillna("other").mode()
+        return "rejected", str(reason.iloc[0]) if len(reason) else "other"
+    if n_acc >= required:
+        return "accepted", None
+    return "pending", None
+
+
+def resolve(items: pd.DataFrame, verdicts: pd.DataFrame, spec: ReviewSpec, data_dir: Path | None) -> Resolution:
+    current, v = apply_revisions(items, verdicts, data_dir)
+    revs = {str(r["item_id"]): revision(r) for r in current.to_dict("records")}
+    changed = (v["revision"] != v["item_id"].map(revs)) & (v["edit_status"] != "applied")
+    keep_deleted = v["stale_reason"] == "task_deleted"
+    v["stale"] = keep_deleted | changed
+    v["stale_reason"] = v["stale_reason"].where(keep_deleted, None)
+    v.loc[changed & ~keep_deleted, "stale_reason"] = "item_changed"
+    gated = needs_review(current, spec)
+    status, reasons = {}, {}
+    groups = {str(k): g for k, g in v.groupby("item_id")} if len(v) else {}
+    empty = v.iloc[0:0]
+    for item_id, need in zip(current["item_id"].astype(str), gated, strict=True):
+        if not need:
+            status[item_id] = "not_required"
+            continue
+        s, why = item_status(groups.get(item_id, empty), revs[item_id], spec.reviewers)
+        status[item_id] = s
+        if why:
+            reasons[item_id] = why
+    current = current.assign(review_status=current["item_id"].astype(str).map(status))
+    return Resolution(current, v, status, reasons)
+
+
+def export_filter(res: Resolution, policy: ReviewPolicy) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """(items to export, item ids left out by why: ``rejected`` / ``held_back``)."""
+    items = res.items
+    rejected = items["review_status"] == "rejected"
+    held = items["review_status"].isin(["pending", "disputed"]) if policy == ReviewPolicy.REQUIRED else False
+    if policy == ReviewPolicy.OFF:
+        rejected = pd.Series(False, index=items.index)
+    keep = ~(rejected | held)
+    out = {
+        "rejected": sorted(items.loc[rejected, "item_id"].astype(str)),
+        "held_back": sorted(items.loc[~keep & ~rejected, "item_id"].astype(str)),
+    }
+    return items[keep].drop(columns=["review_status"]).reset_index(drop=True), out
+
+
+def coverage(res: Resolution) -> dict[str, int]:
+    s = pd.Series(res.status, dtype=object)
+    need = s[s != "not_required"]
+    return {
+        "items_needing_review": int(len(need)),
+        "reviewed": int(need.isin(DECIDED).sum()),
+        "accepted": int((need == "accepted").sum()),
+        "rejected": int((need == "rejected").sum()),
+        "disputed": int((need == "disputed").sum()),
+        "pending": int((need == "pending").sum()),
+    }
+
+
+def summary(res: Resolution, spec: ReviewSpec, policy: ReviewPolicy) -> dict[str, Any]:
+    """What the card and the asset metadata say about review."""
+    cov = coverage(res)
+    v = res.verdicts
+    live = v[(v["stale_reason"] != "task_deleted") & v["verdict"].isin(["accept", "reject", "edit"])]
+    cats = dict(zip(res.items["item_id"].astype(str), res.items["category"].astype(str), strict=True))
+    review = live[live["project_kind"] == "review"]
+    seconds = float(pd.to_numeric(v["seconds"], errors="coerce").fillna(0).sum()) if len(v) else 0.0
+    accepted = cov["accepted"]
+    return {
+        "policy": str(policy),
+        "reviewers_per_item": spec.reviewers,
+        "splits_reviewed": list(spec.splits) or "all",
+        **cov,
+        "coverage": f"{cov['reviewed']}/{cov['items_needing_review']}",
+        "edited_items": int(res.items["extra"].map(lambda e: bool(as_json(e).get("edited_by"))).sum()),
+        "edits_refused": int((v["edit_status"] == "refused").sum()),
+        "verdicts": int(len(live)),
+        "reviewers": sorted(live["reviewer"].astype(str).unique().tolist()),
+        "agreement": agreement.alpha(review),
+        "agreement_by_category": agreement.by_category(review, cats),
+        "reviewer_minutes": round(seconds / 60, 2),
+        "reviewer_minutes_per_accepted_item": round(seconds / 60 / accepted, 3) if accepted else None,
+        "note": spec.note,
+    }

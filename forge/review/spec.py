@@ -1,0 +1,74 @@
+"""What a benchmark declares about human review (``BenchmarkSpec.review``), Dagster-free.
+
+A ``ReviewSpec`` says what a reviewer sees (the media kind, the item fields shown, whether the
+gold is marked, boxes drawn on the image), what a reviewer answers (accept; reject with a
+reason from a fixed list; corrected fields or a moved box), how many reviewers each item needs
+and which splits are reviewed. ``forge/review/labelconfig.py`` turns it into the Label Studio
+labeling configuration; ``forge/review/gate.py`` applies the policy to the export.
+
+Each paper's spec (``forge/recipes/<paper>/spec.py``) cites the section its numbers follow.
+This module imports nothing from ``forge.benchmarks`` (the benchmark spec imports it).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class ReviewPolicy(enum.StrEnum):
+    """What review does to the export."""
+
+    REQUIRED = "required"  # items without the required accepted verdicts are held back
+    ADVISORY = "advisory"  # verdicts are recorded and reported; nothing is held back (rejects still drop)
+    OFF = "off"  # no review assets push anything
+
+
+class Media(enum.StrEnum):
+    """What the reviewer looks at."""
+
+    VIDEO = "video"  # the clip with a player (plus the frame the model sees)
+    IMAGE = "image"  # the image the model sees
+
+
+# The fixed list of reject reasons a reviewer picks from (values are stored in `verdicts.reason`
+# and in `rejects.reason` as `human_review:<reason>`).
+DEFAULT_REASONS: tuple[str, ...] = (
+    "wrong_gold",  # the marked answer is not the right one
+    "ambiguous",  # more than one option (or none) is defensible
+    "no_implicit_meaning",  # answerable from what is literally shown or said
+    "needs_outside_knowledge",  # needs context the media does not give
+    "bad_media",  # unreadable, wrong clip / image, cut at the wrong place
+    "offensive_or_private",  # harmful content or personal information
+    "other",
+)
+
+# Item fields a reviewer may correct, by the name used in the task form.
+EDITABLE_FIELDS = ("question", "options", "answer", "box")
+
+
+@dataclass(frozen=True)
+class ReviewSpec:
+    """Paper defaults of human review; ``config/review.yaml`` may override ``policy``,
+    ``reviewers`` and ``splits`` per benchmark or per settings profile (the demo's profile
+    sets the policy to ``advisory``)."""
+
+    media: Media = Media.IMAGE
+    reviewers: int = 1  # accepted verdicts an item needs (Label Studio's overlap)
+    splits: tuple[str, ...] = ()  # splits that need review; () = every split
+    policy: ReviewPolicy = ReviewPolicy.REQUIRED
+    show_gold: bool = True  # mark the gold option / answer for the reviewer
+    editable: tuple[str, ...] = ("question", "options", "answer")
+    boxes: bool = False  # draw the item's boxes (labels.boxes) on the image, editable
+    reasons: tuple[str, ...] = DEFAULT_REASONS
+    human_answers: int = 1  # blind answers per test item for the human baseline
+    note: str = ""  # the paper's procedure, for the card
+
+    def __post_init__(self) -> None:
+        if self.reviewers < 1:
+            raise ValueError("reviewers must be at least 1")
+        bad = [f for f in self.editable if f not in EDITABLE_FIELDS]
+        if bad:
+            raise ValueError(f"unknown editable field(s) {bad}; known: {EDITABLE_FIELDS}")
+        if not self.reasons:
+            raise ValueError("a review needs at least one reject reason")

@@ -1,0 +1,27 @@
+"""Label Studio, the human-review tool (docs/review.md): where it listens and its API token.
+
+Unset fields come from ``forge.review.config.server``: ``SUBTEXT_REVIEW_URL`` /
+``SUBTEXT_REVIEW_TOKEN`` from the environment, else what ``make review`` set up for the data dir
+(127.0.0.1:8080, the generated admin token in ``<data dir>/review/admin.json``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from forge.review.client import LabelStudio
+from forge.review.config import server
+
+
+class ReviewResource(dg.ConfigurableResource):
+    url: str = ""  # "" = SUBTEXT_REVIEW_URL, else config/review.yaml's server
+    token: str = ""  # "" = SUBTEXT_REVIEW_TOKEN, else <data dir>/review/admin.json
+
+    def client(self, data_dir: str | Path) -> LabelStudio:
+        s = server(Path(data_dir))
+        return LabelStudio(self.url or s.url, self.token or s.token)
+
+
+RESOURCES = {"review": ReviewResource()}

@@ -1,0 +1,213 @@
+"""Human review end to end on a real Label Studio: tasks pushed by the assets, a scripted
+reviewer answering through the real API (accept, reject, edit, a moved box, a box outside the
+image, a disagreement and its adjudication), verdicts in DuckDB after a sensor tick, coverage,
+agreement, the export gated by review, a deleted task queued again."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+import krippendorff
+import numpy as np
+import pytest
+
+from assets.review.factory import benchmark_review_defs
+from forge.benchmarks.registry import get
+from forge.review.config import review_spec
+from forge.splits.config import benchmark_config
+from forge.splits.stages import run_export
+from forge.storage import TableStore, open_catalog
+from resources.review import ReviewResource
+from resources.storage import StorageResource
+from sensors.review import review_sensor
+from tests.review import scripted as sr
+from tests.review import world
+
+pytestmark = pytest.mark.slow  # a real Label Studio server (shared by the module's tests)
+
+
+def _resources(data) -> dict:
+    return {"storage": StorageResource(data_dir=str(data)), "review": ReviewResource()}
+
+
+def _assets(*names: str) -> list:
+    out = []
+    for n in names:
+        out += list(benchmark_review_defs(n).assets)
+    return out
+
+
+def materialize(data, keys: list[str], raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
+    return dg.materialize(
+        _assets("maia", "hummus"), selection=keys, resources=_resources(data), raise_on_error=raise_on_error
+    )
+
+
+def sensor_tick(data, instance, cursor=None) -> dg.SensorResult:
+    ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources=_resources(data))
+    return review_sensor(ctx)
+
+
+def run_requests(data, result: dg.SensorResult) -> None:
+    for req in result.run_requests or []:
+        materialize(data, [k.to_user_string() for k in req.asset_selection])
+
+
+def check(result: dg.ExecuteInProcessResult, name: str) -> dg.AssetCheckEvaluation:
+    return next(e for e in result.get_asset_check_evaluations() if e.check_name == name)
+
+
+def q(data, sql: str):
+    with open_catalog(TableStore(data)) as con:
+        return con.execute(sql).df()
+
+
+def test_review_gates_the_export_end_to_end(review_env):
+    data, ls, _srv, configure = review_env
+    configure("defaults: {policy: required}\nbenchmarks:\n  maia: {reviewers: 2}\n  hummus: {reviewers: 1}\n")
+    store = TableStore(data)
+    world.maia(store)
+    world.hummus(store)
+    assert review_spec("maia", get("maia").review).reviewers == 2
+
+    materialize(data, ["maia_review_tasks", "hummus_review_tasks"])
+    maia_tasks = sr.tasks_by_item(ls, "maia v1")
+    hum_tasks = sr.tasks_by_item(ls, "hummus v1")
+    assert sorted(maia_tasks) == ["m1", "m2", "m3", "m4"] and sorted(hum_tasks) == ["h1", "h2"]
+    project = next(p for p in ls.projects() if "maia v1" in p["title"])
+    assert project["maximum_annotations"] == 2
+    assert "✓ GOLD" in maia_tasks["m1"]["data"]["options_text"]
+    assert hum_tasks["h1"]["predictions"], "Hummus boxes are pre-drawn on the image"
+    media = ls.session.get(ls.url + hum_tasks["h1"]["data"]["image"])
+    assert media.status_code == 200 and media.content[:4] == b"\x89PNG"  # served from the data dir
+
+    r1, r2, r3 = (ls.ensure_user(f"{n}@review.test") for n in ("r1", "r2", "r3"))
+    sr.submit(ls, maia_tasks["m1"], r1, sr.ACCEPT, 40)
+    sr.submit(ls, maia_tasks["m1"], r2, sr.ACCEPT, 20)
+    sr.submit(ls, maia_tasks["m2"], r1, sr.reject("wrong_gold"))
+    sr.submit(ls, maia_tasks["m2"], r2, sr.reject("wrong_gold"))
+    sr.submit(ls, maia_tasks["m3"], r1, sr.ACCEPT)
+    sr.submit(ls, maia_tasks["m3"], r2, sr.reject("ambiguous"))  # a disagreement
+    sr.submit(ls, maia_tasks["m4"], r1, sr.edit(question="Why does the person in m4 leave the room?"))
+    sr.submit(ls, hum_tasks["h1"], r1, [sr.choice("verdict", "accept"), sr.box(0, 0.15, 0.25, 0.3, 0.4)])
+    sr.submit(ls, hum_tasks["h2"], r1, [sr.choice("verdict", "edit"), sr.box(0, 0.5, 0.8, 0.2, 0.4)])  # off the image
+
+    instance = dg.DagsterInstance.ephemeral()
+    tick = sensor_tick(data, instance)
+    assert {k.to_user_string() for r in tick.run_requests for k in r.asset_selection} == {
+        "maia_verdicts",
+        "hummus_verdicts",
+    }
+    run_requests(data, tick)
+
+    v = q(data, "select * from verdicts")
+    assert len(v) == 9 and v["verdict_id"].is_unique
+    m4 = v[v.item_id == "m4"].iloc[0]
+    assert m4.verdict == "edit" and m4.edit_status == "applied" and m4.reviewer == "r1@review.test"
+    h1 = v[v.item_id == "h1"].iloc[0]
+    assert h1.verdict == "edit" and h1.edit_status == "applied"  # moving the box is an edit
+    h2 = v[v.item_id == "h2"].iloc[0]
+    assert h2.edit_status == "refused" and "outside the image" in h2.edit_note
+    assert v.loc[v.item_id == "m1", "seconds"].sum() == 60
+    rej = q(data, "select * from rejects where stage = 'human_review'")
+    assert list(rej.item_id) == ["m2"] and rej.detail.iloc[0].startswith("wrong_gold")
+
+    # re-reading the tool never duplicates rows; an unchanged tool launches no run
+    again = sensor_tick(data, instance, tick.cursor)
+    assert not again.run_requests
+    res = materialize(data, ["maia_verdicts"])
+    assert len(q(data, "select * from verdicts")) == 9
+    cov = check(res, "review_coverage")
+    assert not cov.passed and cov.metadata["coverage"].value == "2/4"  # m1 accepted, m2 rejected
+    md = res.asset_materializations_for_node("maia_verdicts")[0].metadata
+    # m4: only r1 judged its first revision, so it is not a unit; m1 m2 m3 are (r1, r2)
+    expected = krippendorff.alpha(reliability_data=np.array([[1, 0, 1], [1, 0, 0]]), level_of_measurement="nominal")
+    assert md["agreement"].value["alpha"] == pytest.approx(expected, abs=1e-4)
+    assert md["agreement"].value["units"] == 3
+    assert set(md["agreement_by_category"].value) == {"implicit_causal", "spatial"}
+
+    # the next push: m3 goes to adjudication, m4's edited revision replaces its task
+    pushed = materialize(data, ["maia_review_tasks"])
+    assert (
+        pushed.asset_materializations_for_node("maia_review_tasks")[0].metadata["pushed"].value["review"]["replaced"]
+        >= 1
+    )
+    adj = sr.tasks_by_item(ls, "adjudication")
+    assert list(adj) == ["m3"] and "r2@review.test: reject (ambiguous)" in adj["m3"]["data"]["prior_text"]
+    new_m4 = sr.tasks_by_item(ls, "maia v1")["m4"]
+    assert new_m4["data"]["question"] == "Why does the person in m4 leave the room?"
+    sr.submit(ls, adj["m3"], r3, sr.ACCEPT)
+    run_requests(data, sensor_tick(data, instance, tick.cursor))
+
+    # the export holds back m4 (one accept of two), drops m2, keeps m1 and the adjudicated m3
+    spec = get("maia")
+    frame, md_export, _ = run_export(store, spec, benchmark_config(spec), force_stub=False)
+    exported = {json.loads(line)["item_id"] for line in _export_lines(data, "maia")}
+    assert exported == {"m1", "m3"}
+    assert md_export["review_coverage"] == "3/4"
+    card = (data / "exports" / "maia" / "v1" / "README.md").read_text()
+    assert "**Not human-reviewed.**" in card.split("## Loading")[0] and "1 held back" in card
+    assert "## Human review" in card and "Krippendorff" in card and "reviewer minutes per accepted item" in card
+
+    # Hummus: the moved box is the new gold (edited_by provenance); the refused edit left h2 as it was
+    hspec = get("hummus")
+    run_export(store, hspec, benchmark_config(hspec), force_stub=False)
+    rows = {json.loads(line)["item_id"]: json.loads(line) for line in _export_lines(data, "hummus")}
+    assert set(rows) == {"h1"}  # h2 still pending
+    assert rows["h1"]["answer"] == "chains: [0.150, 0.250, 0.300, 0.400]"
+    assert json.loads(rows["h1"]["extra"])["edited_by"] == ["r1@review.test"]
+
+
+def _export_lines(data, name: str) -> list[str]:
+    out = []
+    versions = sorted((data / "exports" / name).glob("v*"))
+    for f in sorted((versions[-1] / "data").glob("*/metadata.jsonl")):
+        out += [line for line in f.read_text().splitlines() if line.strip()]
+    return out
+
+
+def test_deleted_task_goes_back_into_the_queue_and_nothing_is_lost(review_env):
+    data, ls, _srv, configure = review_env
+    configure("defaults: {policy: required}\n")
+    store = TableStore(data)
+    world.maia(store, n=2)
+    materialize(data, ["maia_review_tasks"])
+    tasks = sr.tasks_by_item(ls, "maia v1")
+    r1 = ls.ensure_user("r1@review.test")
+    sr.submit(ls, tasks["m1"], r1, sr.ACCEPT)
+    instance = dg.DagsterInstance.ephemeral()
+    tick = sensor_tick(data, instance)
+    run_requests(data, tick)
+    ls.delete_task(int(tasks["m1"]["id"]))
+    ls.delete_task(int(tasks["m2"]["id"]))
+    run_requests(data, sensor_tick(data, instance, tick.cursor))
+    v = q(data, "select * from verdicts")
+    assert len(v) == 1 and bool(v.stale.iloc[0]) and v.stale_reason.iloc[0] == "task_deleted"  # kept, not counted
+    res = materialize(data, ["maia_review_tasks"])
+    assert res.asset_materializations_for_node("maia_review_tasks")[0].metadata["pushed"].value["review"] == {
+        "kept": 0,
+        "created": 0,
+        "recreated": 2,
+        "replaced": 0,
+        "deleted": 0,
+        "deferred": 0,
+    }
+    assert sorted(sr.tasks_by_item(ls, "maia v1")) == ["m1", "m2"]
+    assert set(q(data, "select action from review_tasks").action) == {"recreated"}
+
+
+def test_label_studio_down_fails_naming_make_review_and_writes_nothing(review_env, monkeypatch):
+    data, _ls, _srv, configure = review_env
+    configure("defaults: {policy: required}\n")
+    store = TableStore(data)
+    world.maia(store, n=1)
+    monkeypatch.setenv("SUBTEXT_REVIEW_URL", "http://127.0.0.1:9")  # nothing listens there
+    res = materialize(data, ["maia_review_tasks"], raise_on_error=False)
+    assert not res.success
+    failure = next(e for e in res.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "make review" in str(failure.event_specific_data.error.message)
+    assert not store.exists("review_tasks")
+    configure("defaults: {policy: advisory}\n")  # the demo's profile: a note, not a failure
+    res = materialize(data, ["maia_review_tasks"])
+    assert "make review" in res.asset_materializations_for_node("maia_review_tasks")[0].metadata["note"].value
