@@ -58,6 +58,7 @@ demo: setup
 
 test: setup
 	bash scripts/ensure_chromium.sh
+	bash scripts/ensure_review.sh
 	bash scripts/ensure_postgres.sh
 	$(PY) -m dagster definitions validate -w workspace.yaml
 	$(PY) -m pytest
@@ -70,9 +71,14 @@ ui: export SUBTEXT_RECIPE_PROFILE ?= $(shell cat $(SUBTEXT_DATA_DIR)/recipe_prof
 ui: setup
 	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
+# Human review (docs/review.md): Label Studio from its own environment (.venv-review, installed
+# once), on 127.0.0.1:8080 with SQLite under $(SUBTEXT_DATA_DIR)/review; Ctrl-C stops it.
+review: setup
+	bash scripts/ensure_review.sh
+	$(PY) -m forge.review.server --data-dir $(SUBTEXT_DATA_DIR)
+
 validate: setup
 	$(PY) -m dagster definitions validate -w workspace.yaml
-	bash scripts/ensure_review.sh
 
 # make query Q="select ..." (Q=tables lists every table) or F=file.sql; no DuckDB CLI needed (forge/query.py).
 # Q reaches Python through the environment (any quotes, several lines); stdout carries only the result.
@@ -86,12 +92,6 @@ bench: setup
 # prints the line to export, then every target uses it: `export DAGSTER_PG_URL=...; make ui`.
 postgres:
 	@bash scripts/ensure_postgres.sh
-# Human review (docs/review.md): Label Studio from its own environment (.venv-review, installed
-# once), on 127.0.0.1:8080 with SQLite under $(SUBTEXT_DATA_DIR)/review; Ctrl-C stops it.
-review: setup
-	bash scripts/ensure_review.sh
-	$(PY) -m forge.review.server --data-dir $(SUBTEXT_DATA_DIR)
-
 	@echo "export DAGSTER_PG_URL=$$(bash scripts/dev_postgres.sh start $(PG_DIR) $(PG_PORT))"
 
 postgres-stop:
