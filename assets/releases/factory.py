@@ -82,7 +82,11 @@ def release_defs(
                 context.log.warning(f"{paper} release {name}: no licence declared (config or release.yaml)")
             md[f"{name}/summary"] = dg.MetadataValue.json(parsed.summary())
             # offered vs imported per unit, reject reasons with examples, the release next to the paper
-            md[f"{name}/report"] = dg.MetadataValue.md(report.markdown(parsed, f"{paper} release {name}"))
+            text = report.markdown(parsed, f"{paper} release {name}")
+            md[f"{name}/report"] = dg.MetadataValue.md(text)
+            reports = store.data_dir / "reports" / "releases"
+            reports.mkdir(parents=True, exist_ok=True)
+            (reports / f"{paper}__{name}__import.md").write_text(text)  # shown again by the side-by-side report
             log = RejectLog(key, name)
             for r in parsed.rejects:
                 log.add(r.record, r.reason, detail=r.detail)
@@ -134,6 +138,9 @@ def release_defs(
             "sides": dg.MetadataValue.json(list(table_df.columns)),
             "table_csv": dg.MetadataValue.path(str(out / f"{paper}_side_by_side.csv")),
         }
+        for f in sorted(out.glob(f"{paper}__*__import.md")):  # each release's import report, paper's table included
+            name = f.name.removeprefix(f"{paper}__").removesuffix("__import.md")
+            md[f"import/{name}"] = dg.MetadataValue.md(f.read_text())
         drift = compare.drift(table_df)
         if len(drift):
             md["largest_drift"] = dg.MetadataValue.json({k: round(float(v), 4) for k, v in drift.nlargest(5).items()})

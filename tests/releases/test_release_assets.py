@@ -187,6 +187,7 @@ def test_imported_releases_reach_export_evaluation_and_report(world, tmp_path):
     table = md["side_by_side"].value
     assert "| figure | built | release:maia-dev-ita | paper |" in table
     assert "answer_pool/ttr_cw" in table and "position/A" in table and "question_tokens/mean" in table
+    assert "| statement pairs |" in md["import/maia-dev-ita"].value  # the import report, the paper's figures beside
     assert md["plot"].value.startswith("![maia side by side](data:image/png;base64,")
     assert Path(md["plot_path"].value).is_file()
     csv = pd.read_csv(store.data_dir / "reports" / "releases" / "maia_side_by_side.csv", index_col=0)
