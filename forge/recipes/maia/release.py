@@ -378,7 +378,8 @@ class _Common:
             out.media[rel] = src
             media = [rel]
         elif self.require_media:
-            out.reject(where, "media_missing", f"video {fname!r} ({video}) is not in the release folder {info.path}")
+            names = " / ".join(dict.fromkeys(_video_keys(fname, video)))
+            out.reject(where, "media_missing", f"video {video!r} ({names} + .mp4 ...) is not under {info.path}")
             return None
         else:
             out.notes["media_missing_kept"] += 1
