@@ -64,8 +64,13 @@ FORWARDED: dict[tuple[str, str], list[str] | str] = {
     ("forge/recipes/hummus/items.py", "detail_reject(a)"): ["forge/recipes/hummus/annotations.py:validate_annotation"],
     ("forge/recipes/hummus/release.py", "probs.primary()"): ["forge/recipes/hummus/annotations.py:validate_annotation"],
     ("forge/recipes/vague/logic.py", "reason"): FORWARDS,  # the local reject() helper
-    ("forge/splits/stages.py", "reason"): ["forge/splits/gates.py:field_problem", "forge/splits/stages.py:run_gates"],
-    ("forge/splits/stages.py", "st[0] if st else None"): FORWARDS,
+    ("forge/splits/stages.py", "reason"): [
+        "forge/splits/gates.py:field_problem",
+        "forge/splits/gates.py:media_problem",
+        "forge/splits/gate_steps.py:field_and_duplicates",
+        "forge/splits/gate_steps.py:blind_drops",
+    ],
+    ("forge/splits/gate_steps.py", "st[0] if st else None"): FORWARDS,
     ("assets/releases/factory.py", "r.reason"): FORWARDS,  # ParsedRelease.reject
     ("assets/vision/assets.py", "r"): FORWARDS,  # vision pipeline results
     ("forge/vision/pipeline.py", "p.result.reason"): FORWARDS,
