@@ -755,6 +755,7 @@ def maia_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
             units,
             seed=str(settings().get("items", {}).get("seed", "maia")),
             pool_size=int(settings()["answers"]["pool_size"]),
+            lang=language(),
         )
         run.put(batch, with_profile(items, "maia"))
     run.show_items()

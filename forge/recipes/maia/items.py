@@ -13,6 +13,8 @@ from forge.recipes.maia.questions import stable_id
 from forge.recipes.maia.taxonomy import CAUSAL
 
 SV_QUESTION = "Which of the two statements is true for the video?"
+# the item's own question in the benchmark's language (the evaluation prompt carries the instruction)
+SV_QUESTIONS = {"en": SV_QUESTION, "it": "Quale delle due affermazioni è vera per il video?"}
 ITEM_COLUMNS = [
     "item_id",
     "benchmark",
@@ -83,6 +85,7 @@ def build_items(
     clip_info: dict[str, dict[str, Any]],
     seed: str = "maia",
     pool_size: int = 8,
+    lang: str = "en",
 ) -> pd.DataFrame:
     """One ``statement_verification`` item per foil and one ``open_ended`` item per question, for
     questions whose answers, statements and foils agree on their pool indices. Every item of a pool
@@ -110,7 +113,7 @@ def build_items(
                 "benchmark": "maia",
                 "task": "statement_verification",
                 "category": q["category"],
-                "question": SV_QUESTION,
+                "question": SV_QUESTIONS.get(lang, SV_QUESTION),
                 "options": mcq.options,
                 "option_types": mcq.option_types,
                 "answer": mcq.answer,
