@@ -34,6 +34,7 @@ from forge.llm.engine import EngineSettings, LLMEngine
 from forge.llm.prompts import load_prompt
 from forge.llm.stub import advisory
 from forge.splits.export import existing_versions, read_manifest
+from forge.splits.typed import restore
 
 TEST_SPLIT = "test"
 DEV_SPLITS = ("dev", "val", "validation")
@@ -105,6 +106,8 @@ def load_export(exports_dir: Path, benchmark: str, version: str = "latest") -> P
         items["media_paths"] = [[str(chosen / f) for f in files] for files in items["file_names"]]
         for c in ("options", "option_types", "references"):
             items[c] = items[c].map(lambda v: list(v) if v is not None and len(v) else None)
+        for c, keys in (manifest.get("json_keys") or {}).items():  # typed structs → the items' JSON text
+            items[c] = items[c].map(lambda v, keys=keys: json.dumps(restore(v, keys)) if isinstance(v, dict) else v)
         for c in ("labels", "extra", "answer", "category", "source_item_id", "unit_id"):
             items[c] = items[c].map(lambda v: v if v != "" else None)
     return PublishedItems(items, manifest["version"], chosen, bool(manifest.get("forced_stub")))

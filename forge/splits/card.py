@@ -21,6 +21,7 @@ import yaml
 
 from forge.checks import mcq
 from forge.review.card import card_lines
+from forge.splits.hub import GENERAL_LIMITATIONS, PAPERS, USES
 from forge.weights import weights_summary_lines
 
 
@@ -184,15 +185,29 @@ def license_summary(prov: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values("items", ascending=False)
 
 
-def front_matter(benchmark: str, version: str, splits: list[str], licenses: list[str]) -> str:
-    """YAML header the Hub and ``datasets.load_dataset`` read: configs and data files."""
+def front_matter(
+    benchmark: str, version: str, splits: list[str], licenses: list[str], hub: dict[str, Any] | None = None
+) -> str:
+    """YAML header the Hub and ``datasets.load_dataset`` read: licence, languages, task and size
+    categories, typed features (``hub``: forge/splits/hub.py), configs and data files."""
     known = sorted({lic for lic in licenses if lic != "unknown"})
-    doc = {
+    hub = hub or {}
+    doc: dict[str, Any] = {
         "pretty_name": f"Subtext Forge {benchmark} ({version})",
-        # One licence per source item, listed in the card; the Hub field only says "other".
+        # One licence per source item, listed in LICENSE.md and the card; the Hub needs a name and a link.
         "license": "other",
+        "license_name": "per-item-source-licences",
+        "license_link": "LICENSE.md",
         "license_details": "per item, see provenance.jsonl and the Licences section"
-        + (f" (found: {', '.join(known)}; some unknown)" if "unknown" in licenses else f" (found: {', '.join(known)})"),
+        + (f" (found: {', '.join(known)}" if known else " (none recorded")
+        + ("; some unknown)" if "unknown" in licenses and known else ")"),
+    }
+    if hub:
+        doc["language"] = hub["languages"]
+        doc["task_categories"] = hub["task_categories"]
+        doc["size_categories"] = [hub["size_category"]]
+        doc["tags"] = ["subtext-forge", benchmark, "implicit-meaning", "synthetic"]
+    doc |= {
         "configs": [
             {
                 "config_name": "default",
@@ -201,6 +216,8 @@ def front_matter(benchmark: str, version: str, splits: list[str], licenses: list
             },
         ],
     }
+    if hub.get("features"):  # what `datasets` builds, typed (labels / extra as structs)
+        doc["dataset_info"] = {"features": hub["features"]}
     return "---\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True) + "---\n"
 
 
@@ -209,7 +226,8 @@ def render_card(ctx: dict[str, Any]) -> str:
     df: pd.DataFrame = ctx["items"]
     b, v = ctx["benchmark"], ctx["version"]
     path = ctx["path_hint"].replace("<version>", v)  # the loading snippet names this very version
-    lines = [front_matter(b, v, ctx["split_order"], ctx["licenses"]), f"# {b} — Subtext Forge export {v}", ""]
+    hub = ctx.get("hub") or {}
+    lines = [front_matter(b, v, ctx["split_order"], ctx["licenses"], hub), f"# {b} — Subtext Forge export {v}", ""]
     if ctx.get("forced_stub"):
         lines += [
             "> **WARNING — FORCED STUB EXPORT.** "
@@ -230,16 +248,18 @@ def render_card(ctx: dict[str, Any]) -> str:
         "",
         "```python",
         "from datasets import load_dataset",
-        f'ds = load_dataset("{path}")            # images decoded (imagefolder + metadata.jsonl)',
+        f'ds = load_dataset("{path}")            # images decoded, labels / extra as typed structs',
         "# the same rows as a plain table (one builder per folder, so Parquet is loaded explicitly):",
         f'tab = load_dataset("parquet", data_files={{"test": "{path}/parquet/test.parquet"}})',
         "```",
         "",
-        "Files: `data/<split>/metadata.jsonl` + `data/<split>/media/*` (JSONL; `file_names` are relative to "
-        "the split folder), `parquet/<split>.parquet` (same rows; `file_names` relative to this folder), "
+        "Files: `data/<split>/metadata.parquet` (what `load_dataset` reads: typed, one schema in every split; "
+        "`metadata.jsonl` is the same rows as JSON) + `data/<split>/media/*` (`file_names` are relative to "
+        "the split folder), `LICENSE.md` (licences per source), `parquet/<split>.parquet` (same rows; `file_names` relative to this folder), "
         "`provenance.jsonl` (item → source, url, uploader, licence), `manifest.json` (hashes of every file).",
         "",
     ]
+    lines += hub_intro(b, ctx.get("title"), hub)
     ov = overall_stats(df)
     lines += ["## Statistics", "", "| statistic | value |", "|---|---|"]
     for k, val in ov.items():
@@ -335,6 +355,7 @@ def render_card(ctx: dict[str, Any]) -> str:
         ]
     for section in ctx.get("extra_sections") or []:  # the benchmark spec's own card sections
         lines += [section.rstrip(), ""]
+    lines += hub_outro(b, ctx.get("title"))
     ch = ctx.get("changes")
     lines += ["## Changes", ""]
     if ch and ch.get("previous"):
@@ -350,6 +371,41 @@ def render_card(ctx: dict[str, Any]) -> str:
     else:
         lines += ["First version.", ""]
     return "\n".join(lines)
+
+
+def hub_intro(benchmark: str, title: str | None, hub: dict[str, Any]) -> list[str]:
+    """What the benchmark measures and the gallery of example items (after Loading)."""
+    paper = PAPERS.get(benchmark)
+    lines = ["## What it measures", ""]
+    lines += [paper.measures if paper else f"The {title or benchmark} benchmark's task, built by its recipe.", ""]
+    if hub.get("gallery"):
+        lines += [
+            "## Example items",
+            "",
+            f"![example items: media, question, options (✓ = correct), answer]({hub['gallery']})",
+            "",
+        ]
+    return lines
+
+
+def hub_outro(benchmark: str, title: str | None) -> list[str]:
+    """Uses and limitations, and the paper's citation."""
+    paper = PAPERS.get(benchmark)
+    lines = ["## Uses and limitations", "", f"**Uses.** {USES}", ""]
+    lines += [f"**Limitations.** {(paper.limitations + ' ') if paper else ''}{GENERAL_LIMITATIONS}", ""]
+    lines += ["## Citation", ""]
+    if paper:
+        lines += [
+            f"This export follows the construction of {title or benchmark}; cite the paper:",
+            "",
+            "```bibtex",
+            paper.citation,
+            "```",
+            "",
+        ]
+    else:
+        lines += [f"No citation on record for `{benchmark}` (a plug-in benchmark: see its spec).", ""]
+    return lines
 
 
 def blind_section(table: pd.DataFrame, setting: dict[str, Any]) -> list[str]:

@@ -34,7 +34,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from forge.splits.card import draw_plots, license_summary, render_card
+from forge.splits.card import draw_plots, license_summary, md_table, render_card
+from forge.splits.hub import draw_gallery, hub_features, languages, size_category, task_categories
+from forge.splits.typed import conform, parse_object, typed_struct
 from forge.versioning import content_hash, sha256_file, stable_json
 
 MANIFEST = "manifest.json"
@@ -65,6 +67,9 @@ ROW_FIELDS = [
     "prompt_hash",
 ]
 _LIST_FIELDS = {"options", "option_types", "references", "file_names", "media_paths"}
+GALLERY = "examples.png"  # plots/: the card's picture of example items
+METADATA_FILE = "metadata.parquet"  # the imagefolder metadata `datasets` loads (card: metadata_filenames)
+OBJECT_FIELDS = {"labels", "extra"}  # JSON objects → one struct type per export (Hub: typed features)
 # The text-only probe's figures per item (forge/splits/blind.py), typed so a user can filter on
 # them; never null: 0 trials = not probed (no options, or the probe off).
 BLIND_FIELDS = {"blind_trials": pa.int64(), "blind_correct": pa.int64(), "blind_flagged": pa.bool_()}
@@ -100,6 +105,8 @@ def export_rows(items: pd.DataFrame) -> list[dict[str, Any]]:
         for f in ROW_FIELDS:
             if f in _LIST_FIELDS:
                 row[f] = [str(x) for x in (row[f] or [])]
+            elif f in OBJECT_FIELDS:
+                row[f] = parse_object(row[f])  # typed per export by ``type_objects``
             elif row[f] is None:
                 row[f] = ""
             elif not isinstance(row[f], str):
@@ -113,6 +120,23 @@ def export_rows(items: pd.DataFrame) -> list[dict[str, Any]]:
         row["blind_flagged"] = bool(r.get("blind_flagged") or False)
         rows.append(row)
     return sorted(rows, key=lambda x: (x["split"], x["item_id"]))
+
+
+def type_objects(rows: list[dict[str, Any]]) -> tuple[pa.Schema, dict[str, list[str]]]:
+    """Give ``labels`` / ``extra`` one struct type across the export (forge/splits/typed.py),
+    conforming every row in place; the export's Arrow schema and, per column, the keys kept as
+    JSON text (recorded in the manifest for readers). A column no item fills stays a JSON text."""
+    fields, json_keys = [], {}
+    for f in ROW_FIELDS:
+        if f in OBJECT_FIELDS:
+            typ, as_json = typed_struct([r[f] for r in rows])
+            json_keys[f] = sorted(as_json)
+            for r in rows:
+                r[f] = conform(r[f], typ, as_json) if typ is not None else (json.dumps(r[f]) if r[f] else "")
+            fields.append(pa.field(f, typ if typ is not None else pa.string()))
+        else:
+            fields.append(pa.field(f, pa.list_(pa.string()) if f in _LIST_FIELDS else pa.string()))
+    return pa.schema(fields + list(BLIND_FIELDS.items())), json_keys
 
 
 def item_hashes(rows: list[dict[str, Any]], media_sha: dict[str, str]) -> dict[str, str]:
@@ -167,16 +191,23 @@ class ExportResult:
     manifest: dict[str, Any]
 
 
+def licence_file(benchmark: str, table: pd.DataFrame) -> str:
+    """LICENSE.md: no blanket licence; each item keeps its source's, as recorded."""
+    return (
+        f"# Licences of the {benchmark} export\n\n"
+        "No single licence covers this dataset. Each item keeps the licence of the source it was built "
+        "from, as recorded by the source (yt-dlp metadata, source tables); `unknown` means the source did "
+        "not state one: check before redistributing those items. Per item: `provenance.jsonl`.\n\n"
+        + md_table(table)
+        + "\n"
+    )
+
+
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-
-
-_PARQUET_SCHEMA = pa.schema(
-    [(f, pa.list_(pa.string()) if f in _LIST_FIELDS else pa.string()) for f in ROW_FIELDS] + list(BLIND_FIELDS.items())
-)
 
 
 def write_export(
@@ -195,6 +226,7 @@ def write_export(
 ) -> ExportResult:
     """Write a new version of ``benchmark``'s export, or return the latest if nothing changed."""
     rows = export_rows(items)
+    schema, json_keys = type_objects(rows)
     media = sorted({p for r in rows for p in r["media_paths"]})
     media_sha = {p: sha256_file(data_dir / p) for p in media}
     ihash = item_hashes(rows, media_sha)
@@ -217,6 +249,9 @@ def write_export(
         for s in present:
             srows = [r for r in rows if r["split"] == s]
             _write_jsonl(tmp / "data" / s / "metadata.jsonl", srows)
+            # what `datasets` reads (the card's config names it): typed by the schema, the same in
+            # every split, where JSON inference would type an all-empty field differently per split
+            pq.write_table(pa.Table.from_pylist(srows, schema=schema), tmp / "data" / s / METADATA_FILE)
             for r in srows:
                 for p, f in zip(r["media_paths"], r["file_names"]):
                     dst = tmp / "data" / s / f
@@ -225,13 +260,23 @@ def write_export(
                         (shutil.copyfile if copy_media else os.link)(data_dir / p, dst)
             (tmp / "parquet").mkdir(exist_ok=True)
             prow = [dict(r, file_names=[f"data/{s}/{f}" for f in r["file_names"]]) for r in srows]
-            pq.write_table(pa.Table.from_pylist(prow, schema=_PARQUET_SCHEMA), tmp / "parquet" / f"{s}.parquet")
+            pq.write_table(pa.Table.from_pylist(prow, schema=schema), tmp / "parquet" / f"{s}.parquet")
         prov_rows = [{k: _clean(v) for k, v in r.items()} for r in provenance.to_dict("records")]
         _write_jsonl(tmp / "provenance.jsonl", prov_rows)
         plots = draw_plots(items, tmp / "plots", split_order) if len(items) else []
+        gallery = bool(len(items)) and draw_gallery(items, data_dir, tmp / "plots" / GALLERY)
+        hub = {
+            "languages": languages(items),
+            "task_categories": task_categories(items, benchmark),
+            "size_category": size_category(len(rows)),
+            "features": hub_features(schema),
+            "split_sizes": {s: sum(1 for r in rows if r["split"] == s) for s in present},
+            "gallery": f"plots/{GALLERY}" if gallery else None,
+        }
         created = datetime.now(UTC).isoformat(timespec="seconds")
         n = versions[-1][0] + 1 if versions else 1
         lic = license_summary(provenance)
+        (tmp / "LICENSE.md").write_text(licence_file(benchmark, lic), encoding="utf-8")  # the card's license_link
         ctx = dict(
             card_context,
             benchmark=benchmark,
@@ -247,6 +292,7 @@ def write_export(
             stub_items=stub_items,
             changes=changes,
             stage_config=stage_config,
+            hub=hub,
         )
         (tmp / "README.md").write_text(render_card(ctx), encoding="utf-8")
         files = {str(p.relative_to(tmp)): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
@@ -263,6 +309,7 @@ def write_export(
             "item_hashes": ihash,
             "files": files,
             "config": json.loads(stable_json(stage_config)),
+            "json_keys": json_keys,  # labels / extra keys stored as JSON text (forge.splits.typed.restore)
         }
         # Take the next free version number; a concurrent build that got there first bumps us.
         while True:
