@@ -142,7 +142,7 @@ def test_maia_exported_pools_are_whole(built):
     path = ex[ex["benchmark"] == "maia"].sort_values("version_number")["path"].iloc[-1]
     files = sorted((Path(path) if Path(path).is_absolute() else store.data_dir / path).glob("parquet/*.parquet"))
     items = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
-    items["question_id"] = items["labels"].map(lambda s: json.loads(s)["question_id"])
+    items["question_id"] = items["labels"].map(lambda s: (s if isinstance(s, dict) else json.loads(s))["question_id"])
     pairs = items[items["task"] == "statement_verification"]["question_id"].value_counts()
     assert len(pairs) > 0 and (pairs == 8).all(), pairs[pairs != 8]
     oe = items[items["task"] == "open_ended"]
