@@ -135,6 +135,7 @@ RECIPE_STAGES: dict[str, dict[str, str]] = {
     },
     "vague_items": {
         "missing_options": UNTESTED,
+        "option_too_long": "tests/recipes/vague/test_vague_as_built.py",  # official prompts: ≤ 15 words
         "duplicate_options": _VAGUE_STUB,
     },
     "hummus_pairs": {

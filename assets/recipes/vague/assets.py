@@ -17,6 +17,7 @@ from typing import Any
 
 import dagster as dg
 import pandas as pd
+import yaml
 
 from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
 from forge.checks import mcq
@@ -26,6 +27,7 @@ from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
 from forge.recipes.settings import recipe_settings, with_profile
 from forge.recipes.vague import logic
+from forge.recipes.vague.objects import VISION_CONFIG, object_filter
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.embedder import EmbedderResource
@@ -48,6 +50,11 @@ PROMPT_FILES = {
 def settings() -> dict[str, Any]:
     """config/recipes/vague.yaml under the active profile (read per use: a profile change applies)."""
     return recipe_settings("vague")
+
+
+def physical_objects_config() -> Any:
+    """config/vision.yaml ``physical_objects`` (the candidates' code version follows edits to it)."""
+    return (yaml.safe_load(VISION_CONFIG.read_text()) or {}).get("physical_objects")
 
 
 def _version(section: str, prompts: list[str] = ()) -> str:
@@ -85,7 +92,7 @@ def _gen_cols(res: LLMResult, base_hash: str) -> dict[str, Any]:
     partitions_def=batches,
     backfill_policy=SINGLE_RUN,
     deps=["rich_scenes", "frames", "person_indicators", "tags", "detections"],
-    code_version=_version("candidates"),
+    code_version=content_hash(_version("candidates"), physical_objects_config()),
     check_specs=stage_check_specs("vague_candidates", ["vague_candidates"]),
     metadata=table_metadata(["vague_candidates"]),
     description="VAGUE §4.1: candidate frames from the selected rich scenes (kind, blur, persons, tags, "
@@ -94,6 +101,7 @@ def _gen_cols(res: LLMResult, base_hash: str) -> dict[str, Any]:
 def vague_candidates(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
     run, cfg = StageRun(context, storage), settings()["candidates"]
     store = run.store
+    objects = object_filter(cfg.get("object_filter", "physical_objects"))  # §4.1.2, every tagger backend
     for part, log in run.partitions():
         df, rejects = logic.select_candidates(
             _read(store, "frames", part),
@@ -108,6 +116,7 @@ def vague_candidates(context: dg.AssetExecutionContext, storage: StorageResource
             min_gap_s=cfg["min_gap_s"],
             max_per_batch=cfg["max_per_batch"],
             object_vocabulary=cfg["object_vocabulary"],
+            object_filter=objects,
         )
         for r in rejects:
             log.add(r["frame_id"], r["reason"], "CandidateFilter", r["detail"], r.get("related_id"))
@@ -609,6 +618,13 @@ def build_items(
         if missing:
             log.add(f, "missing_options", "ItemBuild", f"no {missing} option")
             continue
+        # the official generation prompts cap every option at 15 words (options.max_words)
+        long = logic.long_options({t: o[t]["text"] for t in logic.OPTION_TYPES}, int(cfg.get("max_words", 15)))
+        if long:
+            if not any(advisory(o[t]) for t in logic.OPTION_TYPES):
+                log.add(f, "option_too_long", "ItemBuild", f"over {cfg.get('max_words', 15)} words: {long}")
+                continue
+            notes[f].append(f"option_too_long: {long}")  # placeholder options: recorded, kept
         dups = mcq.duplicate_options([o[t]["text"] for t in logic.OPTION_TYPES], cfg["duplicate_threshold"])
         if dups:
             p = dups[0]

@@ -19,6 +19,7 @@ import pandas as pd
 
 from forge.checks import mcq
 from forge.recipes.vague import lexicon
+from forge.recipes.vague import objects as O
 from forge.versioning import content_hash
 
 QUESTION = "Select the option that best explains the underlying intention of the utterance based on the given image."
@@ -94,10 +95,13 @@ def select_candidates(
     min_gap_s: float = 2.0,
     max_per_batch: int | None = None,
     object_vocabulary: str = "tags",
+    object_filter: str | O.ObjectFilter = "physical_objects",
 ) -> tuple[pd.DataFrame, list[dict[str, str]]]:
     """Candidate frames of one batch and the rejects (``{frame_id, reason, detail, related_id}``).
 
-    Only ``selected`` rich scenes are considered, best rank first. A frame is dropped when
+    Only ``selected`` rich scenes are considered, richest in physical objects first (``object_filter``,
+    §4.1.2: the official pipeline ranks images by their physical-object tags; every tagger
+    backend's tags go through it, and people are never objects). A frame is dropped when
     it is not of an allowed kind, blurry, has too few persons or tags, lies within
     ``min_gap_s`` of a better-ranked kept frame of the same video (no neighbouring frames),
     has no object vocabulary, or falls beyond ``max_per_batch``.
@@ -130,7 +134,13 @@ def select_candidates(
     sel = scenes[scenes["selected"].astype(bool)]
     fr = frames.set_index("frame_id")
     labels = _labels_by_frame(indicators)
-    tag_map = _tags_by_frame(tags)
+    all_tags = _tags_by_frame(tags)
+    keep = object_filter if isinstance(object_filter, O.ObjectFilter) else O.object_filter(object_filter)
+    tag_map = {f: keep.keep(t) for f, t in all_tags.items()}
+    n_obj = sel["frame_id"].astype(str).map(lambda f: len(tag_map.get(f, [])))
+    sel = sel.assign(n_objects=n_obj).sort_values(
+        ["n_objects", "n_persons", "rank", "frame_id"], ascending=[False, False, True, True]
+    )
     tagger_map = _tagger_by_frame(tags)
     det_map = _detected_by_frame(detections)
     kept_times: dict[str, list[float]] = {}
@@ -139,7 +149,7 @@ def select_candidates(
     def reject(fid: str, reason: str, detail: str = "", related: str | None = None) -> None:
         rejects.append({"frame_id": fid, "reason": reason, "detail": detail, "related_id": related})
 
-    for s in sel.sort_values(["rank", "frame_id"]).itertuples(index=False):
+    for s in sel.itertuples(index=False):
         fid = str(s.frame_id)
         if fid not in fr.index:
             reject(fid, "frame_missing", "rich scene without a frames row")
@@ -159,7 +169,9 @@ def select_candidates(
             continue
         frame_tags = tag_map.get(fid, [])
         if len(frame_tags) < min_tags:
-            reject(fid, "too_few_tags", f"{len(frame_tags)} < {min_tags}")
+            reject(
+                fid, "too_few_tags", f"{len(frame_tags)} physical-object tags < {min_tags} (of {all_tags.get(fid, [])})"
+            )
             continue
         if frame_tags:
             objects, source = frame_tags, "tags"
@@ -169,7 +181,7 @@ def select_candidates(
             reject(
                 fid,
                 "no_object_vocabulary",
-                "frame has no extracted tags" + ("" if object_vocabulary == "tags" else " and no caption words"),
+                "frame has no physical-object tags" + ("" if object_vocabulary == "tags" else " and no caption words"),
             )
             continue
         item = str(f["item_id"])
@@ -188,7 +200,7 @@ def select_candidates(
             continue
         if ts is not None and not pd.isna(ts):
             kept_times.setdefault(item, []).append(float(ts))
-        present = sorted(set(frame_tags) | set(det_map.get(fid, [])))
+        present = sorted(set(all_tags.get(fid, [])) | set(det_map.get(fid, [])))
         rows.append(
             {
                 "frame_id": fid,
@@ -406,6 +418,17 @@ def ne_problems(
 
 
 # --------------------------------------------------------------------------- items (§3.1)
+
+
+def long_options(texts: dict[str, str], max_words: int) -> list[str]:
+    """``type (n words)`` of each option longer than ``max_words`` (the official generation prompts
+    cap every option at 15 words)."""
+    out = []
+    for typ, text in texts.items():
+        n = len(lexicon.tokens(str(text or "")))
+        if n > max_words:
+            out.append(f"{typ} ({n} words)")
+    return out
 
 
 def _plain(value: Any) -> Any:
