@@ -290,7 +290,6 @@ def render_card(ctx: dict[str, Any]) -> str:
         for k, val in g.items():
             lines.append(f"| {k} | {json.dumps(val) if isinstance(val, (dict, list)) else val} |")
         lines.append("")
-    lines += ctx.get("gate_sections") or []  # text-only probe, imported release items
     lines += review_section
     lines += [
         "## Licences and provenance",

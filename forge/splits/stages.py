@@ -621,9 +621,9 @@ def run_export(
                 "cost": cost,
                 "gates": gates_fig,
                 "failed_gates": failed,
-                "extra_sections": list(spec.card_sections),
+                # the text-only probe's accuracy and what the gates did to imported release items
+                "extra_sections": [x for x in ("\n".join(_card_sections(gated, res, cfg)), *spec.card_sections) if x],
                 "review": review,
-                "gate_sections": _card_sections(gated, res, cfg),
             }
             stage_cfg = json.loads(json.dumps({k: v for k, v in cfg.items()}, default=str))
             stage_cfg["export"] = dict(stage_cfg.get("export") or {}, force_stub=force_stub)
