@@ -63,7 +63,7 @@ class ItemsConfig(dg.Config):
 
 class AnnotationsConfig(dg.Config):
     max_rounds: int = config_default("hummus", "annotations", "max_rounds")
-    explanation_max_words: int = config_default("hummus", "annotations", "explanation_max_words")
+    explanation_max_words: int | None = config_default("hummus", "annotations", "explanation_max_words")
 
 
 @dg.asset(
@@ -139,9 +139,16 @@ def annotation_id(frame_id: str, caption: str) -> str:
     return "hma_" + hashlib.sha1(f"{frame_id}\0{caption}".encode()).hexdigest()[:12]
 
 
-def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int):
+def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int | None):
+    first: dict[str, str] = {}  # item → the verdict of its first generation (one item's rounds run in order)
+
     def annotation_valid(req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
         p = pairs[req.item_id]
+        verdict = str(data.get("verdict") or "")
+        if not req.extra_messages:
+            first[req.item_id] = verdict
+        elif why := A.verdict_change(first.get(req.item_id), verdict):
+            return Verdict("reject", why, A.VERDICT_CHANGED)
         _, problems = A.validate_annotation(data, p["caption"], int(p["width"]), int(p["height"]), max_words)
         return Verdict("major", problems.feedback(), "annotation_valid") if problems else None
 
@@ -160,8 +167,9 @@ def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int):
     metadata=table_metadata(["hummus_annotations", "hummus_regions"]),
     description="Hummus §4 annotation: Yes / No / WIDLII / Discard with incongruities; for Yes / WIDLII "
     "TARGET IS SOURCE metaphors, boxes (pixel + normalised, in hummus_regions), the caption span in "
-    "<i></i> (exact substring), explanation ≤ 30 words; other figurative devices. Checked in code, "
-    "regenerated with feedback, else rejected with the failing check as reason.",
+    "<i></i> (exact substring), a short explanation; other figurative devices. Checked in code, "
+    "regenerated with feedback, else rejected with the failing check as reason; a verdict changed while "
+    "revising (other than WIDLII → No/Discard, §4.2) is rejected verdict_changed.",
 )
 def hummus_annotations(
     context: dg.AssetExecutionContext, config: AnnotationsConfig, storage: StorageResource, llm: LLMResource
@@ -200,6 +208,10 @@ def hummus_annotations(
         for o in loop.outcomes:
             p = pairs[o.item_id]
             detail: tuple[str, list[str]] | None = None  # (code, problems) when only the verdict is kept
+            if not o.accepted and o.verdict is not None and o.verdict.source == A.VERDICT_CHANGED:
+                reasons["verdict_changed"] = reasons.get("verdict_changed", 0) + 1
+                rej.add(o.item_id, "verdict_changed", "RefineReject", o.detail or "")  # its verdict is not the pair's
+                continue
             if not o.accepted:
                 reason = o.reason
                 gens = [a for a in o.attempts if a["step"] == "generate" and a.get("output")]

@@ -7,7 +7,7 @@ meaning (case of a metaphor, spans re-anchored on the original caption) are appl
 noted, not rejected.
 
 Human annotations (``human=True``: the published release, imported as gold) are taken as
-they are: the style and length limits meant for generated text (30-word explanation, short
+they are: the style and length limits meant for generated text (an optional explanation cap, short
 upper-case domains, the fixed device list, required incongruities) do not apply; Title Case
 names (``Humans Are Animals (Woman Is Mosquito); Racket Is Flyswatter``), figures outside the
 list (personification, zoomorphism, analogy, onomatopoeia, ...) and ``<u></u>`` spans are
@@ -356,8 +356,7 @@ def validate_annotation(
             p.add(BAD_VERDICT, f"verdict {verdict!r} is not one of {verdicts()}")
             return None, p
         return _validate_human(data, caption, width, height, canon[verdict.lower()])
-    max_words = max_words or int(taxonomy()["explanation_max_words"])
-    p = Problems()
+    p = Problems()  # max_words None: no cap (the paper's gold explanations had none; §6 asks it of models)
     verdict = str(data.get("verdict") or "").strip()
     canon = {v.lower(): v for v in verdicts()}
     if verdict.lower() not in canon:
@@ -416,9 +415,28 @@ def validate_annotation(
         n = word_count(ann.explanation)
         if n == 0:
             p.add(MISSING_FIELD, "a Yes/WIDLII item needs an explanation of how the metaphor makes it funny")
-        elif n > max_words:
+        elif max_words is not None and n > max_words:
             p.add(EXPLANATION_TOO_LONG, f"the explanation has {n} words; use at most {max_words}")
     return (ann if lenient or not p else None), p
+
+
+VERDICT_CHANGED = "verdict_changed"
+
+
+def verdict_change(first: str | None, new: str | None) -> str | None:
+    """Why a regenerated annotation may not carry ``new`` after ``first`` (None = allowed).
+
+    Feedback on the detail annotation never asks for another verdict, so a reply that answers it
+    by switching to No / Discard (where no detail is checked) dodges the checks and moves the
+    Yes/No balance. Allowed: an unreadable first verdict (the feedback asked for one), and
+    WIDLII → No / Discard (§4.2: "WIDLII items could be re-labelled as No or Discard items")."""
+    canon = {v.lower(): v for v in verdicts()}
+    a, b = canon.get(str(first or "").strip().lower()), canon.get(str(new or "").strip().lower())
+    if a is None or b is None or a == b:
+        return None
+    if a == "WIDLII" and b in ("No", "Discard"):
+        return None
+    return f"the verdict changed from {a} to {b} while revising the detail annotation; the feedback did not ask for it"
 
 
 def verdict_only(data: dict[str, Any]) -> Annotation | None:

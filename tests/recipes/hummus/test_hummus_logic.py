@@ -58,7 +58,7 @@ def test_validate_annotation_branches():
     cap = "Our sex life is a train wreck."
     ann, p = A.validate_annotation(_reply(), cap, 800, 600)
     assert not p and ann.metaphors == ["LOVE IS A JOURNEY"] and ann.devices == ["hyperbole"]
-    _, p = A.validate_annotation(_reply(explanation=" ".join(["word"] * 31)), cap, 800, 600)
+    _, p = A.validate_annotation(_reply(explanation=" ".join(["word"] * 31)), cap, 800, 600, max_words=30)
     assert p.primary() == A.EXPLANATION_TOO_LONG and "31 words" in p.feedback()
     _, p = A.validate_annotation(_reply(regions=[{"label": "car", "box": [0.9, 0.0, 0.5, 0.4]}]), cap, 800, 600)
     assert p.primary() == A.BOX_OUT_OF_BOUNDS
