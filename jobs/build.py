@@ -41,8 +41,8 @@ from forge.offline_env import apply as apply_offline_env
 from forge.offline_env import ensure_dagster_telemetry_off
 from jobs.console import project_logs_through_dagster_only, quiet_dagster_warnings, quiet_run
 from jobs.outcomes import Outcomes
+from jobs.run_health import LAUNCHED_BY_TAG, Terminated
 from jobs.run_health import BuildHealth as Health
-from jobs.run_health import Terminated
 
 
 @dataclass
@@ -163,7 +163,7 @@ def run_segment(
     run summary, ``outcomes`` the assets that failed in it. ``partition_keys``: a contiguous
     range of the segment's partitions (default: all). False when the run failed or an
     ERROR-severity check failed."""
-    tags: dict[str, str] = {"subtext/launched_by": "jobs.build"}
+    tags: dict[str, str] = {LAUNCHED_BY_TAG: "jobs.build"}
     health = health or Health(instance)
     label = (f"{seg.job}: " if seg.job else "") + segment_label(seg)
     if seg.partitions_def is not None:

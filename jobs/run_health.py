@@ -45,11 +45,14 @@ from dagster._utils.interrupts import check_captured_interrupt, pop_captured_int
 log = logging.getLogger("subtext_forge.run_health")
 
 LAUNCHED_BY_TAG = "subtext/launched_by"
-HOST_TAG = "subtext/host"
-PID_TAG = "subtext/pid"
-PROC_START_TAG = "subtext/proc_start"
-HEARTBEAT_TAG = "subtext/heartbeat"
-WATCH_TAG = "subtext/watch_id"  # finds the run execute_in_process creates
+# Operational tags under Dagster's hidden prefix (``.dagster/``): kept on the run for the dead-run
+# sweep, out of sight in the UI's runs list (only `subtext/launched_by` shows there).
+OPS_TAG_PREFIX = ".dagster/subtext/"
+HOST_TAG = OPS_TAG_PREFIX + "host"
+PID_TAG = OPS_TAG_PREFIX + "pid"
+PROC_START_TAG = OPS_TAG_PREFIX + "proc_start"
+HEARTBEAT_TAG = OPS_TAG_PREFIX + "heartbeat"
+WATCH_TAG = OPS_TAG_PREFIX + "watch_id"  # finds the run execute_in_process creates
 
 IN_PROGRESS = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
 

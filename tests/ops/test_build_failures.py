@@ -118,3 +118,19 @@ def test_batch_filter_builds_only_matching_batches(monkeypatch):
     assert B.build(instance=instance, defs=dg.Definitions(assets=ASSETS), batch_patterns=["b2"]) is True
     assert instance.get_materialized_partitions(dg.AssetKey("vague_items")) == {"b2"}
     assert instance.get_materialized_partitions(dg.AssetKey("hummus_eval")) == {"m1"}  # not a batch partition
+
+
+def test_operational_tags_stay_out_of_sight(monkeypatch):
+    """The runs list shows a run's user tags: only `subtext/launched_by`; process and heartbeat
+    tags carry Dagster's hidden prefix (the dead-run sweep still reads them)."""
+    from dagster._core.storage.tags import TagType, get_tag_type
+
+    from jobs.run_health import PID_TAG
+
+    monkeypatch.setitem(BROKEN, "how", "none")
+    instance = dg.DagsterInstance.ephemeral()
+    assert B.build(instance=instance, defs=dg.Definitions(assets=ASSETS), batch_patterns=["b1"])
+    for run in instance.get_runs():
+        shown = {k for k in run.tags if get_tag_type(k) == TagType.USER_PROVIDED}
+        assert shown == {"subtext/launched_by"}, shown
+        assert PID_TAG in run.tags
