@@ -136,6 +136,9 @@ def build_items(
                     "reference_points": list(question["reference_points"]),
                     "transcript": transcript,
                     "intended_meaning": annotation["intended_meaning"],
+                    # what the official OE judge reads besides the gold (scripts/01-vimu_oe_judge.py)
+                    "literal_summary": annotation.get("literal_content"),
+                    "evidence": _plain_evidence(annotation.get("evidence")),
                     "prompts": oe_variants,
                 },
                 ensure_ascii=False,
@@ -186,6 +189,16 @@ def build_items(
 def _as_list(v: Any) -> list:
     """A list from a list, a numpy array (as Parquet reads list columns) or None."""
     return [] if v is None else list(v)
+
+
+def _plain_evidence(raw: Any) -> list[dict[str, Any]]:
+    """The annotation's ``[{source, cue}]`` evidence as plain JSON (it may come back as a string)."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return [{"cue": raw}]
+    return [dict(e) for e in raw] if isinstance(raw, list | tuple) else []
 
 
 def _fine_key(axis: str) -> str:

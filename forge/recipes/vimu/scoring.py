@@ -14,6 +14,7 @@ through the spec's ``EvalSpec``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,15 +122,18 @@ def vimu_judge_normalised(judgement: dict, source: str = "stated") -> float:
 
 
 def judge_variables(row: dict[str, Any], item: dict[str, Any]) -> dict[str, str]:
-    """01-vimu_oe_judge.py's inputs: the reference points play the official "rubric" role, and
-    every reply that came back is judged, an empty one included (its raw text)."""
+    """01-vimu_oe_judge.py's inputs: question, gold answer, literal summary, intended meaning,
+    evidence (JSON) and rubric (JSON; our reference points play that role), and every reply that
+    came back is judged, an empty one included (its raw text)."""
     extra = jload(item.get("extra"))
-    pts = extra.get("reference_points") or []
+    pts = extra.get("reference_points") or extra.get("rubric") or []
     return {
         "question": item["question"],
         "gold": item["answer"],
+        "literal_summary": str(extra.get("literal_summary") or "(none)"),
         "intended_meaning": str(extra.get("intended_meaning") or "(none)"),
-        "reference_points": "; ".join(map(str, pts)) or "(none)",
+        "evidence": json.dumps(extra.get("evidence") or [], ensure_ascii=False),
+        "reference_points": json.dumps(pts, ensure_ascii=False),
         "prediction": row["parsed"] if row["status"] == "ok" else (row.get("raw_reply") or ""),
     }
 

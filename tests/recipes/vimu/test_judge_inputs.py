@@ -1,0 +1,42 @@
+"""ViMU's open-ended judge reads what the official judge reads (scripts/01-vimu_oe_judge.py):
+question, gold answer, literal summary, intended meaning, evidence and rubric, then the prediction."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from forge.llm.prompts import load_prompt
+from forge.recipes.vimu.items import build_items
+from forge.recipes.vimu.scoring import judge_variables
+from tests.recipes.vimu.test_items import QUESTION, TAX, annotation
+
+JUDGE = Path(__file__).resolve().parents[3] / "assets" / "evals" / "prompts" / "vimu_oe_judge.yaml"
+EVIDENCE = [{"source": "Visual frames", "cue": "he rolls his eyes"}, {"source": "On-screen text", "cue": "MONDAY"}]
+
+
+def test_judge_gets_literal_summary_and_evidence():
+    ann = {**annotation(), "literal_content": "A man praises a meeting in an office.", "evidence": EVIDENCE}
+    items, _ = build_items(TAX, ann, QUESTION, prompt_hash="h")
+    oe = next(i for i in items if i["category"] == "OE")
+    extra = json.loads(oe["extra"])
+    assert extra["literal_summary"] == "A man praises a meeting in an office." and extra["evidence"] == EVIDENCE
+    v = judge_variables({"status": "ok", "parsed": "He mocks the boss."}, oe)
+    assert v["literal_summary"] == "A man praises a meeting in an office."
+    assert json.loads(v["evidence"]) == EVIDENCE and json.loads(v["reference_points"]) == ["boss", "fool"]
+    prompt = load_prompt(JUDGE)
+    assert set(prompt.variables) == set(v)
+    text = "\n".join(m["content"] for m in prompt.render(v) if isinstance(m["content"], str))
+    for label in ("Question:", "Gold Answer:", "Literal Summary:", "Intended Meaning:", "Evidence:", "Rubric:"):
+        assert label in text
+    assert "he rolls his eyes" in text and "A man praises a meeting" in text
+    # evidence stored as a JSON string (as read back from Parquet) is the same list
+    ann2 = {**ann, "evidence": json.dumps(EVIDENCE)}
+    oe2 = next(i for i in build_items(TAX, ann2, QUESTION, prompt_hash="h")[0] if i["category"] == "OE")
+    assert json.loads(oe2["extra"])["evidence"] == EVIDENCE
+
+
+def test_items_without_them_still_judge():
+    """Imported releases without a literal summary or evidence: the judge says none, it still runs."""
+    v = judge_variables({"status": "ok", "parsed": "x"}, {"question": "q", "answer": "a", "extra": "{}"})
+    assert v["literal_summary"] == "(none)" and v["evidence"] == "[]"
