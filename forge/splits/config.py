@@ -215,6 +215,7 @@ class ImportedPolicy:
     drop_duplicates: bool = False  # drop them in the duplicates gate
     drop_blind_solvable: bool = False  # drop them when flagged text-solvable (needs blind.action: drop)
     drop_field_problems: bool = False  # drop them for empty fields / contract problems (missing media always drops)
+    review: bool = False  # hold them for human review (docs/review.md) like built items; off: the paper's review stands
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> ImportedPolicy:

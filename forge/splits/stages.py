@@ -570,7 +570,7 @@ def run_export(
             gated[c] = gated[c].map(sg._lst)
     # human review (forge/review, docs/review.md): rejected items leave, and under policy `required`
     # so do items without their accepted verdicts; reviewers' edits arrive as new revisions
-    gated, review = review_gate(store, spec, gated)
+    gated, review = _review(store, spec, gated, GateConfig.from_config(cfg).imported.review)
     md: dict[str, Any] = {"force_stub": force_stub, "review_coverage": review.get("coverage", "")}
     stub_n = sum(1 for r in gated.to_dict("records") if stub_made(r))
     status, refused = "nothing", False
@@ -680,6 +680,20 @@ def run_export(
         Check("export_integrity", not bad, "error", {"versions": n_versions, "modified_files": bad[:20]}),
     ]
     return exports_frame(exports_dir(store), name), md, checks
+
+
+def _review(
+    store: TableStore, spec: BenchmarkSpec, gated: pd.DataFrame, imported_too: bool
+) -> tuple[pd.DataFrame, dict]:
+    """The human-review gate over the built items. Imported release items were reviewed by the
+    paper's annotators and stay as released: they pass unchanged unless ``gates.imported.review``."""
+    imported = set() if imported_too or gated.empty else sg.imported_ids(gated)
+    if not imported:
+        return review_gate(store, spec, gated)
+    own = gated["item_id"].isin(imported)
+    kept, review = review_gate(store, spec, gated[~own])
+    review["imported_not_reviewed"] = int(own.sum())
+    return pd.concat([kept, gated[own]], ignore_index=True), review
 
 
 def _card_sections(gated: pd.DataFrame, res: pd.DataFrame, cfg: dict[str, Any]) -> list[str]:

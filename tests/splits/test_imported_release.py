@@ -82,7 +82,10 @@ def _assert_as_released(rows: pd.DataFrame, released: dict[str, dict]) -> None:
         assert r.split == rel["split"]  # the release's own split
 
 
-def test_imported_release_reaches_export_and_evaluation_as_released(store, tmp_path, llm_double, llm_double_resource):
+def test_imported_release_reaches_export_and_evaluation_as_released(
+    store, tmp_path, llm_double, llm_double_resource, monkeypatch
+):
+    monkeypatch.delenv("SUBTEXT_REVIEW_POLICY")  # default settings throughout: the paper's review stands
     released = _import(store, tmp_path)
     llm_double.responder = _always_a
     llm = llm_double_resource()
