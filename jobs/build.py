@@ -39,7 +39,7 @@ from forge.build_summary import summarize, weights_caveats
 from forge.environment import apply_recorded_environment, env_path
 from forge.offline_env import apply as apply_offline_env
 from forge.offline_env import ensure_dagster_telemetry_off
-from jobs.console import project_logs_through_dagster_only, quiet_dagster_warnings, quiet_run
+from jobs.console import Heartbeat, project_logs_through_dagster_only, quiet_dagster_warnings, quiet_run
 from jobs.outcomes import Outcomes
 from jobs.run_health import LAUNCHED_BY_TAG, Terminated
 from jobs.run_health import BuildHealth as Health
@@ -181,7 +181,7 @@ def run_segment(
     else:
         job = defs.resolve_implicit_job_def_def_for_assets(seg.keys)  # type: ignore[attr-defined]
     job, run_config = quiet_run(job, verbose)
-    with health.signals, health.watch() as watch:
+    with health.signals, health.watch() as watch, Heartbeat(segment_label(seg)):  # no silent log files
         result = job.execute_in_process(
             run_config=run_config,
             instance=instance,

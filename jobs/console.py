@@ -10,8 +10,10 @@ chose deliberately are filtered by class, so every other warning still shows.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
+import threading
 import time
 import warnings
 from typing import Any, TextIO
@@ -43,7 +45,8 @@ class ConsoleHandler(logging.Handler):
 
     A progress line is held back and shown as one line per stage: on a terminal it is redrawn
     in place and kept when the stage ran at least ``long_s``; elsewhere (a pipe, a CI log) the
-    last state is printed at most every ``every_s`` and once at the end of a long stage.
+    last state is printed at most every ``every_s`` and once at the end of a long stage, and
+    ``Heartbeat`` fills any silence longer than ``every_s`` (``SUBTEXT_PROGRESS_EVERY_S``, 30 s).
     """
 
     def __init__(self, stream: TextIO | None = None, long_s: float = 10.0, every_s: float = 30.0):
@@ -53,11 +56,15 @@ class ConsoleHandler(logging.Handler):
         self.long_s, self.every_s = long_s, every_s
         self._started: dict[str, float] = {}
         self._printed: dict[str, float] = {}
+        self._held: dict[str, str] = {}  # the latest progress line of each running stage, not yet printed
         self._open = False  # a progress line is drawn without its newline (terminal only)
+        self.last_write = time.monotonic()  # a heartbeat speaks after every_s of silence (not a terminal)
+        self._lock = threading.RLock()  # records and the heartbeat thread write to the same stream
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._emit(record)
+            with self._lock:
+                self._emit(record)
         except Exception:  # noqa: BLE001 - logging must never break a run; the stdlib reports it
             self.handleError(record)
 
@@ -78,8 +85,25 @@ class ConsoleHandler(logging.Handler):
         text = prefix + message
         if error is not None:  # a step failure: the error and where, not Dagster's header
             text += "\n" + "\n".join("    " + line for line in error.to_string().rstrip().splitlines())
-        self.stream.write(text + "\n")
+        self._write(text + "\n")
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
         self.stream.flush()
+        self.last_write = time.monotonic()
+
+    def heartbeat(self, label: str, elapsed: float) -> None:
+        """After ``every_s`` without a line (output not a terminal): the held progress lines, or a
+        line that says what is still running, so a log file never goes silent on a long stage."""
+        with self._lock:
+            if self.tty or time.monotonic() - self.last_write < self.every_s:
+                return
+            held = list(self._held.items())
+            for key, line in held:
+                self._printed[key] = time.monotonic()
+                self._write(line + "\n")
+            if not held:
+                self._write(f"  … {label}: still running ({elapsed:.0f}s)\n")
 
     def _progress(self, key: str, line: str, finished: bool) -> None:
         now = time.monotonic()
@@ -93,10 +117,14 @@ class ConsoleHandler(logging.Handler):
                 self._open = False
         elif (finished and long) or (not finished and now - self._printed.get(key, started) >= self.every_s):
             self._printed[key] = now
-            self.stream.write(line + "\n")
+            self._held.pop(key, None)
+            self._write(line + "\n")
+        else:
+            self._held[key] = line
         if finished:
             self._started.pop(key, None)
             self._printed.pop(key, None)
+            self._held.pop(key, None)
         self.stream.flush()
 
     def _close(self) -> None:
@@ -112,7 +140,7 @@ def console_handler() -> ConsoleHandler:
     """One handler per process, so a progress line left open by one run is closed by the next."""
     global _HANDLER
     if _HANDLER is None or _HANDLER.stream is not sys.stderr:
-        _HANDLER = ConsoleHandler(sys.stderr)
+        _HANDLER = ConsoleHandler(sys.stderr, every_s=float(os.environ.get("SUBTEXT_PROGRESS_EVERY_S", "30")))
     return _HANDLER
 
 
@@ -126,6 +154,30 @@ def build_console_logger(init_context: dg.InitLoggerContext) -> logging.Logger:
     log.propagate = False
     log.handlers = [console_handler()]
     return log
+
+
+class Heartbeat:
+    """Around one run: every second (or faster), asks the console handler for a heartbeat line (it speaks
+    only after ``every_s`` of silence, and never on a terminal, where progress redraws in place)."""
+
+    def __init__(self, label: str, handler: ConsoleHandler | None = None):
+        self.label, self.handler = label, handler or console_handler()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="console-heartbeat", daemon=True)
+
+    def _loop(self) -> None:
+        t0 = time.monotonic()
+        tick = min(1.0, self.handler.every_s / 3)
+        while not self._stop.wait(tick):
+            self.handler.heartbeat(self.label, time.monotonic() - t0)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
 
 
 def quiet_run(job: dg.JobDefinition, verbose: bool) -> tuple[dg.JobDefinition, dict[str, Any] | None]:
