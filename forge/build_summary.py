@@ -30,6 +30,7 @@ class BuildSummary:
     top_rejects: list[tuple[str, str, int]] = field(default_factory=list)  # stage, reason, n
     exports: list[dict] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
+    llm: dict[str, float] = field(default_factory=dict)  # requests, cache_hits, cost_usd (the spend ledger)
 
     def lines(self) -> list[str]:
         out = ["", "Summary"]
@@ -45,6 +46,11 @@ class BuildSummary:
         if self.top_rejects:
             w = max(len(f"{s}: {r}") for s, r, _ in self.top_rejects)
             out += [f"    {f'{s}: {r}':<{w}}  {n}" for s, r, n in self.top_rejects]
+        if self.llm:
+            out.append(
+                f"  LLM: {int(self.llm['requests'])} requests, {int(self.llm['cache_hits'])} cache hits, "
+                f"${self.llm['cost_usd']:.4f}" + (" (stub: nothing billed)" if not self.llm["cost_usd"] else "")
+            )
         out.append("  exports:" + ("" if self.exports else " none"))
         for e in self.exports:
             splits = ", ".join(f"{k} {v}" for k, v in e["splits"].items())
@@ -115,6 +121,13 @@ def summarize(
                 }
             )
         stub_requests = _count(con, "llm_ledger", "backend = 'stub' and kind <> 'cache_hit'") or 0
+        for requests, hits, usd in _rows(
+            con,
+            "select count(*) filter (where kind <> 'cache_hit'), count(*) filter (where kind = 'cache_hit'), "
+            "coalesce(sum(cost_usd), 0) from llm_ledger",
+        ):
+            if requests or hits:
+                out.llm = {"requests": requests, "cache_hits": hits, "cost_usd": float(usd)}
     finally:
         con.close()
     stub_items = sum(e["stub_items"] for e in out.exports)

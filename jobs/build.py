@@ -272,7 +272,7 @@ def build(
         health.sweep()  # runs a killed build left STARTED: failed, slots freed, recorded
     summary: list[str] = []
     outcomes = Outcomes()
-    ok = True
+    ok, runs, t0, selected = True, 0, time.perf_counter(), len(keys)
     with health.signals:
         for seg in assign_jobs(graph, plan_segments(graph, keys), named_job_selections(defs, graph)):
             # What depends on a failed asset would read what it did not write: dropped, the rest runs.
@@ -289,11 +289,15 @@ def build(
                     print(describe_plan(seg, instance, keys), flush=True)
                     continue
                 ok = run_segment(defs, instance, seg, summary, health, verbose, outcomes, keys) and ok
+                runs += 1
                 if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop here
                     raise Terminated(f"{health.signals.signalled} received")
     _print_summary(summary)
     for line in outcomes.lines():
         print(line, flush=True)
+    if not dry_run:
+        bad = f", {len(outcomes.failed)} failed, {len(outcomes.skipped)} skipped" if outcomes else ""
+        print(f"\nThis build: {runs} run(s), {selected} asset(s) selected{bad}, {time.perf_counter() - t0:.0f}s")
     return ok and not outcomes
 
 
