@@ -3,6 +3,7 @@ out as the official monomodal.py lays out its text-only input)."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pandas as pd
@@ -12,8 +13,45 @@ from forge.evals.requests import EvalRequest, RequestContext, SkipItem, as_list,
 from forge.llm.types import LLMRequest
 from forge.recipes.hummus.boxes import BoxError, parse_box
 
+# §6.2: the top-3 Classification prompts of the pilot study, each an evaluation setting
+# (config/evals.yaml ``variant``); they re-ask Classification only.
+CLASSIFICATION_TAIL = "Answer the question with Yes or No."
+CLASSIFICATION_VARIANTS = {
+    "yes_no_explained": (
+        "Answer the question with Yes (i.e., metaphor use is involved) or No (i.e., metaphor use is not involved)."
+    ),
+    "no_or_yes": "Answer the question with No or Yes.",
+    "a_or_b": "Answer the question with A or B.",
+}
+AB_OPTIONS = {
+    "pos": "The humor involves metaphor use.",
+    "neg": "The humor does not involve metaphor use.",
+}
+
+
+def ab_order(seed: str, item_id: str) -> list[str]:
+    """§6.2 prompt (3): the order of the two options is randomised per test item (seeded)."""
+    flip = int(hashlib.sha1(f"{seed}:{item_id}".encode()).hexdigest()[:8], 16) % 2
+    return ["neg", "pos"] if flip else ["pos", "neg"]
+
+
+def classification_variant(c: RequestContext) -> str:
+    """The item's Classification question with the setting's §6.2 answer instruction."""
+    variant = str(c.setting.variant)
+    question = str(c.item["question"])
+    if variant != "a_or_b":
+        return question.replace(CLASSIFICATION_TAIL, CLASSIFICATION_VARIANTS[variant])
+    order = ab_order(c.seed, c.item["item_id"])
+    c.context["ab_order"] = order
+    listing = "\n".join(f"{'AB'[k]}. {AB_OPTIONS[o]}" for k, o in enumerate(order))
+    return question.replace(CLASSIFICATION_TAIL, f"{listing}\n{CLASSIFICATION_VARIANTS['a_or_b']}")
+
 
 def build_request(c: RequestContext) -> LLMRequest:
+    if c.setting.variant in CLASSIFICATION_VARIANTS:
+        if c.item["task"] != "classification":  # §6.2 re-ran Classification only
+            raise SkipItem("classification_only_setting")
+        return c.request(c.prompts[c.setting.prompt], {"question": classification_variant(c)})
     if c.setting.input == "description":
         if c.item["task"] == "image_box":  # the official monomodal tasks have no ImageBbox
             raise SkipItem("no_text_only_image_box_task")
@@ -64,11 +102,25 @@ def descriptions(items: pd.DataFrame, evidence: pd.DataFrame) -> dict[str, str]:
     return out
 
 
+def ab_reply(er: EvalRequest, text: str | None) -> ex.Extraction:
+    """An "A or B" reply read against the item's option order, as the Yes / No letter of the item."""
+    order = list(er.context["ab_order"])
+    e = ex.extract_choice(text, [AB_OPTIONS[o] for o in order])
+    if not e.ok:
+        return e
+    chosen = order["AB".index(e.letters[0])]
+    return ex.Extraction(
+        letters=("A" if chosen == "pos" else "B",), ok=True, method=e.method, values={"ab_letter": e.letters[0]}
+    )
+
+
 def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any]) -> ex.Extraction | None:
     """ImageBbox replies in any common box convention, converted to the requested normalised
     [top, left, height, width] with the convention recorded (forge/recipes/hummus/boxes.py).
     Scoring options: ``hummus_box_order`` / ``hummus_box_scale`` (rules for what the reply does
     not say), ``hummus_box_strict: true`` (only the literal Table 1 format is read)."""
+    if er.kind == "yesno" and er.context.get("ab_order"):
+        return ab_reply(er, text)
     if er.kind != "box" or options.get("hummus_box_strict"):
         return None
     labels = jload(er.item.get("labels"))

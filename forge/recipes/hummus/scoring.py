@@ -46,6 +46,32 @@ def score_structured(
     return None
 
 
+RANDOM_ITERATIONS = 100  # §6.1: "randomly choosing between Yes and No ..., averaging the results of 100 iterations"
+
+
+def random_f1(gold_pos: np.ndarray, draws: np.ndarray, weights: np.ndarray) -> dict[str, float]:
+    """Per-class F1 of ``draws`` (iterations x items, True = Yes) against ``gold_pos``, each class
+    averaged over the iterations, with item ``weights`` (the bootstrap's)."""
+    out = {}
+    for name, pred, g in (("pos", draws, gold_pos), ("neg", ~draws, ~gold_pos)):
+        tp = (pred & g) @ weights
+        fp = (pred & ~g) @ weights
+        fn = (~pred & g) @ weights
+        denom = 2 * tp + fp + fn
+        out[name] = float(np.mean(np.where(tp > 0, 2 * tp / np.where(denom > 0, denom, 1), 0.0)))
+    out["avg"] = (out["pos"] + out["neg"]) / 2
+    return out
+
+
+def random_baseline(setting: str, cls: pd.DataFrame, gold: list[str], sc: Scorer, seed: int = 0) -> None:
+    """The §6.1 random Classification baseline on the same items: rows ``f1_pos`` / ``f1_neg`` /
+    ``f1_avg`` in the slice ``baseline=random`` (a seeded draw of 100 iterations)."""
+    gold_pos = np.array([g == "pos" for g in gold], dtype=bool)
+    draws = np.random.default_rng(seed).random((RANDOM_ITERATIONS, len(gold_pos))) < 0.5
+    for name, key in (("f1_pos", "pos"), ("f1_neg", "neg"), ("f1_avg", "avg")):
+        sc.add(setting, name, cls, stat=lambda w, k=key: random_f1(gold_pos, draws, w)[k], slice_="baseline=random")
+
+
 # Hummus §6.1 thresholds, calibrated for all-MiniLM-L6-v2 (docs/evals.md "Hummus thresholds").
 def score_setting(setting: str, g: pd.DataFrame, sc: Scorer, primary: str, options: dict[str, Any]) -> None:
     cls = g[g["task"] == "classification"].reset_index(drop=True)
@@ -61,6 +87,7 @@ def score_setting(setting: str, g: pd.DataFrame, sc: Scorer, primary: str, optio
                 primary=name == "f1_avg",
                 coverage=float((cls["status"] != "call_failed").mean()),
             )
+        random_baseline(setting, cls, gold, sc)
     for task, metrics in (
         ("naming", [("naming_similarity", "similarity"), ("naming_match_rate", "@correct")]),
         ("image_label", [("label_similarity", "similarity"), ("label_match_rate", "@correct")]),
