@@ -58,7 +58,7 @@ def tick(context: dg.SensorEvaluationContext, storage: StorageResource, review: 
     name="review_sensor",
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    target=dg.AssetSelection.assets(*[k for n in registry.names() for k in targets(n, {"review"})]),
+    target=dg.AssetSelection.assets(*[k for n in registry.names() for k in targets(n, {"review", "human"})]),
     description="Polls Label Studio (make review) and materializes <benchmark>_verdicts / <benchmark>_human_eval "
     "when reviewers submitted, changed or deleted something.",
 )

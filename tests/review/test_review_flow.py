@@ -12,7 +12,9 @@ import krippendorff
 import numpy as np
 import pytest
 
+import assets.evals.assets  # noqa: F401 - registers the leaderboard view (as the code location does)
 from assets.review.factory import benchmark_review_defs
+from assets.review.human import human_defs
 from forge.benchmarks.registry import get
 from forge.review.config import review_spec
 from forge.splits.config import benchmark_config
@@ -211,3 +213,39 @@ def test_label_studio_down_fails_naming_make_review_and_writes_nothing(review_en
     configure("defaults: {policy: advisory}\n")  # the demo's profile: a note, not a failure
     res = materialize(data, ["maia_review_tasks"])
     assert "make review" in res.asset_materializations_for_node("maia_review_tasks")[0].metadata["note"].value
+
+
+def test_human_baseline_row_on_the_leaderboard(review_env):
+    """People answer the exported test items blind (VAGUE §5.3 reports human accuracy); the
+    benchmark's own scorers score them, and the leaderboard shows model `human` with n and a CI."""
+    data, ls, _srv, configure = review_env
+    configure("defaults: {policy: advisory}\n")
+    store = TableStore(data)
+    world.vague(store, n=3)
+    spec = get("vague")
+    run_export(store, spec, benchmark_config(spec), force_stub=False)
+    assets = list(human_defs("vague").assets)
+    dg.materialize(assets, selection=["vague_human_tasks"], resources=_resources(data))
+    tasks = sr.tasks_by_item(ls, "human baseline")
+    assert sorted(tasks) == ["v1", "v2", "v3"]
+    assert "GOLD" not in tasks["v1"]["data"]["options_text"] and "answer_text" not in tasks["v1"]["data"]
+    gold = {i: "ABCD"[json.loads(line)["options"].index(f"Mop the floor {i[1]}")] for i, line in _gold(data)}
+    wrong = {"A": "B", "B": "A", "C": "A", "D": "A"}
+    people = [ls.ensure_user(f"p{i}@review.test") for i in range(3)]
+    picks = {"v1": gold["v1"], "v2": gold["v2"], "v3": wrong[gold["v3"]]}
+    for (item, letter), who in zip(picks.items(), people, strict=True):
+        sr.submit(ls, tasks[item], who, [sr.choice("choice", letter)])
+    tick = sensor_tick(data, dg.DagsterInstance.ephemeral())
+    assert [k.to_user_string() for r in tick.run_requests for k in r.asset_selection] == ["vague_human_eval"]
+    dg.materialize(assets, selection=["vague_human_eval"], resources=_resources(data))
+    lb = q(data, "select * from leaderboard where model = 'human'")
+    assert len(lb) == 1 and lb.benchmark.iloc[0] == "vague" and lb.backend.iloc[0] == "human"
+    row = lb.iloc[0]
+    assert row.setting == "VLM" and row.n == 3 and row.value == pytest.approx(2 / 3)
+    assert row.ci_low <= row.value <= row.ci_high
+    preds = q(data, "select item_id, raw_reply, correct from eval_predictions where model = 'human' order by 1")
+    assert list(preds.raw_reply) == list(picks.values()) and list(preds.correct) == [True, True, False]
+
+
+def _gold(data) -> list[tuple[str, str]]:
+    return [(json.loads(line)["item_id"], line) for line in _export_lines(data, "vague")]

@@ -92,3 +92,23 @@ def hummus(store: TableStore) -> pd.DataFrame:
     b = image(store.data_dir, "hummus_b", (20, 180, 200))
     rows = [hummus_box("h1", a, [0.1, 0.2, 0.3, 0.4], "chains"), hummus_box("h2", b, [0.5, 0.5, 0.2, 0.2], "bars")]
     return write_gated(store, "hummus", rows)
+
+
+def vague(store: TableStore, n: int = 3) -> pd.DataFrame:
+    rows = []
+    for i in range(1, n + 1):
+        media = image(store.data_dir, f"vague_{i}", (90, 30 * i, 60))
+        rows.append(
+            base(
+                f"v{i}",
+                "vague",
+                media,
+                task="mcq",
+                category="sarcasm",
+                question=f"Great, another puddle on floor {i}. What does the speaker want?",
+                options=[f"Mop the floor {i}", "Open the window", "Sing a song", "Buy a hat"],
+                option_types=["correct", "FS", "SU", "NE"],
+                labels=json.dumps({"strategy": "sarcasm", "subject": "person1", "action": "mop", "object": "floor"}),
+            )
+        )
+    return write_gated(store, "vague", rows)

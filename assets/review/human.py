@@ -1,0 +1,81 @@
+"""The human baseline (docs/review.md), per benchmark:
+
+* ``<name>_human_tasks`` (table ``review_tasks``, file ``<name>__human``): the latest export's
+  test items, blind (no gold), in a Label Studio project per export version;
+* ``<name>_human_eval`` (tables ``eval_predictions`` / ``eval_scores``, file ``human__<name>``):
+  the answers read back (the review sensor materializes it) and scored by the benchmark's own
+  scorers; the ``leaderboard`` view shows them as model ``human`` with n and a CI.
+"""
+
+import time
+
+import dagster as dg
+
+from assets.common import contract_check_specs, publish, table_metadata
+from assets.review.factory import GROUP, VERSION, md_values
+from forge.benchmarks.registry import resolve
+from forge.benchmarks.spec import BenchmarkSpec
+from forge.review import human
+from forge.review.client import ReviewServerDown
+from forge.versioning import content_hash
+from resources.review import ReviewResource
+from resources.storage import StorageResource
+
+
+def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
+    spec = resolve(benchmark)
+    tasks_key, eval_key = spec.asset("human_tasks"), spec.asset("human_eval")
+    version = content_hash(VERSION, "human", repr(spec.review))
+
+    @dg.asset(
+        name=tasks_key,
+        group_name=GROUP,
+        kinds={"python"},
+        deps=[spec.asset("export")],
+        code_version=version,
+        check_specs=contract_check_specs(tasks_key, ["review_tasks"]),
+        metadata=table_metadata(["review_tasks"]),
+        description=f"Pushes the exported {spec.title} test items, without gold, to a Label Studio project where "
+        "people answer them (the human baseline). Start the tool with `make review`.",
+    )
+    def _tasks(storage: StorageResource, review: ReviewResource) -> dg.MaterializeResult:
+        t0 = time.perf_counter()
+        store = storage.store
+        try:
+            out = human.run_human_tasks(store, spec, review.client(store.data_dir))
+        except ReviewServerDown as exc:
+            raise dg.Failure(description=str(exc), metadata={"how_to_start": "make review"}) from exc
+        return publish(
+            store,
+            {"review_tasks": {human.part(spec.name): out.tables["review_tasks"]}},
+            metadata=md_values(out.metadata),
+            started=t0,
+        )
+
+    @dg.asset(
+        name=eval_key,
+        group_name=GROUP,
+        kinds={"python"},
+        deps=[tasks_key],
+        code_version=version,
+        check_specs=contract_check_specs(eval_key, ["eval_predictions", "eval_scores"]),
+        metadata=table_metadata(["eval_predictions", "eval_scores"]),
+        description=f"People's blind answers to the {spec.title} test items, scored by the benchmark's own scorers: "
+        "model `human` on the leaderboard, with n and a bootstrap CI.",
+    )
+    def _eval(storage: StorageResource, review: ReviewResource) -> dg.MaterializeResult:
+        t0 = time.perf_counter()
+        store = storage.store
+        try:
+            preds, scores, md = human.score(store, spec, review.client(store.data_dir))
+        except ReviewServerDown as exc:
+            raise dg.Failure(description=str(exc), metadata={"how_to_start": "make review"}) from exc
+        part = f"{human.MODEL}__{spec.name}"
+        return publish(
+            store,
+            {"eval_predictions": {part: preds}, "eval_scores": {part: scores}},
+            metadata=md_values(md),
+            started=t0,
+        )
+
+    return dg.Definitions(assets=[_tasks, _eval])
