@@ -371,7 +371,9 @@ def validate_annotation(
     )
     for raw in data.get("devices") or []:
         d = normalise_device(raw)
-        if d is None:
+        if d is None and " ".join(str(raw).strip().lower().split()) in taxonomy().get("metaphor_types", []):
+            p.repairs.append(f"{raw!r} is metaphor use (§2), not another figurative device: left out of devices")
+        elif d is None:
             p.add(UNKNOWN_DEVICE, f"figurative device {raw!r} is not one of {taxonomy()['devices']}")
         elif d not in ann.devices:
             ann.devices.append(d)

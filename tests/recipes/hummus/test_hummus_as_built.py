@@ -60,3 +60,25 @@ def test_verdict_flip_rejected_widlii_relabel_kept_gold_uncapped(tmp_path, llm_d
     p3 = ann.loc["img_p3"]
     assert p3["verdict"] == "Yes" and p3["explanation_words"] == 40 and p3["explanation"] == LONG.strip()
     assert "explanation_too_long" not in set(store.read("rejects")["reason"])
+
+
+def test_simile_and_personification_are_metaphors_not_other_devices():
+    """§2: simile, personification and zoomorphism are metaphor use under CMT; named as devices
+    they are left out of ``devices`` (with a note), never counted as another figurative device."""
+    from forge.recipes.hummus.taxonomy import devices
+
+    assert not {"simile", "anthropomorphism", "personification", "zoomorphism"} & set(devices())
+    reply = {
+        "verdict": "Yes",
+        "incongruities": ["a car in the bedroom"],
+        "resolution": "the caption compares sex life to a wreck",
+        "metaphors": ["LOVE IS A JOURNEY"],
+        "regions": [{"label": "car", "box": [0.3, 0.0, 0.5, 0.4]}],
+        "caption_highlighted": "Our sex life is a <i>train wreck</i>.",
+        "explanation": "The crash literalises the wreck.",
+        "devices": ["Simile", "anthropomorphism", "pun"],
+        "discard_reason": "",
+    }
+    ann, p = A.validate_annotation(reply, "Our sex life is a train wreck.", 800, 600)
+    assert not p and ann.devices == ["pun"]
+    assert sum("metaphor use (§2)" in r for r in p.repairs) == 2
