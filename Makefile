@@ -15,6 +15,20 @@ export YOLO_CONFIG_DIR := $(CURDIR)/.dagster_home/ultralytics
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
+# No usage reports or error reports from any dependency: the same values as forge/offline_env.py
+# (which every entry point applies; tests/security/test_offline_env.py keeps the two equal).
+export ORT_DISABLE_TELEMETRY := 1
+export RAY_USAGE_STATS_ENABLED := 0
+export HF_HUB_DISABLE_TELEMETRY := 1
+export HF_HUB_DISABLE_UPDATE_CHECK := 1
+export HF_HUB_DISABLE_IMPLICIT_TOKEN := 1
+export DO_NOT_TRACK := 1
+export LABEL_STUDIO_COLLECT_ANALYTICS := false
+export LABEL_STUDIO_SENTRY_DSN :=
+export LABEL_STUDIO_FRONTEND_SENTRY_DSN :=
+export LABEL_STUDIO_LATEST_VERSION_CHECK := false
+export SE_AVOID_STATS := true
+export SE_OFFLINE := true
 export TOKENIZERS_PARALLELISM := false
 
 # Postgres for teams (docs/operations.md): with DAGSTER_PG_URL set, the instance's runs, events
@@ -60,6 +74,7 @@ test: setup
 	bash scripts/ensure_chromium.sh
 	bash scripts/ensure_review.sh
 	bash scripts/ensure_postgres.sh
+	bash scripts/ensure_strace.sh
 	$(PY) -m dagster definitions validate -w workspace.yaml
 	$(PY) -m pytest
 	$(VENV)/bin/ruff check .

@@ -104,20 +104,25 @@ def _init(address: str) -> None:
     # The opt-outs before Ray starts anything: a local cluster's head reads its usage-stats
     # switch from this process's environment; the workers get them in the runtime env.
     apply_offline_env()
-    env = {k: os.environ[k] for k in ("SUBTEXT_MODELS_DIR",) if k in os.environ}
-    runtime_env = {"py_modules": PY_MODULES, "env_vars": {**WORKER_ENV, **worker_env(), **env}}
     local = address == "local"
     with private_cluster_env() if local else nullcontext():
         import ray
 
         ray.init(
             address=None if local else address,
-            runtime_env=runtime_env,
+            runtime_env=worker_runtime_env(),
             ignore_reinit_error=True,
             log_to_driver=False,
             include_dashboard=False,
             configure_logging=False,
         )
+
+
+def worker_runtime_env() -> dict[str, Any]:
+    """The job's runtime env: the logic's modules, and for every worker (on any node, also of a
+    remote cluster) the offline switches and the usage-reporting opt-outs as this process has them."""
+    env = {k: os.environ[k] for k in ("SUBTEXT_MODELS_DIR",) if k in os.environ}
+    return {"py_modules": PY_MODULES, "env_vars": {**WORKER_ENV, **worker_env(), **env}}
 
 
 @contextmanager
