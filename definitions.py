@@ -18,7 +18,12 @@ from types import ModuleType
 import dagster as dg
 
 from forge.environment import apply_recorded_environment
+from forge.offline_env import apply as apply_offline_env
 from jobs.console import quiet_dagster_warnings
+
+# The code server and every run worker import this file: the dependencies' usage-reporting
+# opt-outs are set here, before any stage imports them (forge/offline_env.py, docs/security.md).
+apply_offline_env()
 
 # The UI's code server, `dagster definitions validate` and jobs.build all load this file: Dagster's
 # beta / preview warnings (30+ identical lines per load, for APIs used on purpose) are hidden there.
