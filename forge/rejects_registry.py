@@ -145,6 +145,7 @@ RECIPE_STAGES: dict[str, dict[str, str]] = {
     "hummus_annotations": {  # refine outcomes, or the failing check of an unreadable annotation
         "generation_failed": E2E,
         "verdict_changed": "tests/recipes/hummus/test_hummus_as_built.py",  # verdict flipped while revising
+        "wrong_language": "tests/recipes/hummus/test_hummus_as_built.py",  # not English, before any other check
         "max_rounds": "tests/recipes/hummus/test_hummus_assets.py",
         "bad_verdict": UNTESTED,
         "invalid_annotation": UNTESTED,

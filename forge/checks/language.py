@@ -124,6 +124,11 @@ def after_language(expected: str, fields: Sequence[str], check: Callable[..., An
     return gated
 
 
+def wrong_language_outcome(outcome: Any) -> bool:
+    """A refine outcome rejected because its text stayed in the wrong language."""
+    return outcome.verdict is not None and outcome.verdict.source == WRONG_LANGUAGE
+
+
 def language_first(expected: str, fields: Sequence[str], checks: Sequence[Callable[..., Any]]) -> list[Callable]:
     """The refine checks of a recipe with the language check first and every other check gated by it."""
     return [language_check(expected, fields), *(after_language(expected, fields, c) for c in checks)]

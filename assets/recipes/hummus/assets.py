@@ -19,6 +19,7 @@ import dagster as dg
 import pandas as pd
 
 from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, sum_counts, table_metadata
+from forge.checks.language import language_first, wrong_language_outcome
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE
@@ -135,6 +136,10 @@ def hummus_pairs(
     return run.publish({"llm_captions": sum(run.map_partitions(pair))})
 
 
+LANGUAGE = "en"  # Hummus is English (§3: The New Yorker's CapCon captions)
+ANNOTATION_TEXT = ("incongruities", "resolution", "explanation", "discard_reason")
+
+
 def annotation_id(frame_id: str, caption: str) -> str:
     return "hma_" + hashlib.sha1(f"{frame_id}\0{caption}".encode()).hexdigest()[:12]
 
@@ -201,13 +206,19 @@ def hummus_annotations(
             "hummus_annotations",
             part,
             reqs,
-            checks=[annotation_check(pairs, config.explanation_max_words)],
+            # the benchmark's language first (§3: CapCon captions are English): text in another
+            # language is wrong_language before any annotation check reads it
+            checks=language_first(LANGUAGE, ANNOTATION_TEXT, [annotation_check(pairs, config.explanation_max_words)]),
             max_rounds=config.max_rounds,
         )
         rows, regions = [], []
         for o in loop.outcomes:
             p = pairs[o.item_id]
             detail: tuple[str, list[str]] | None = None  # (code, problems) when only the verdict is kept
+            if not o.accepted and wrong_language_outcome(o):
+                reasons["wrong_language"] = reasons.get("wrong_language", 0) + 1
+                rej.add(o.item_id, "wrong_language", "RefineReject", o.detail or "")
+                continue
             if not o.accepted and o.verdict is not None and o.verdict.source == A.VERDICT_CHANGED:
                 reasons["verdict_changed"] = reasons.get("verdict_changed", 0) + 1
                 rej.add(o.item_id, "verdict_changed", "RefineReject", o.detail or "")  # its verdict is not the pair's

@@ -6,7 +6,12 @@ from forge.recipes.hummus import annotations as A
 from tests.llm_double.server import message_text
 from tests.recipes.hummus.test_hummus_assets import BATCH, _ann, _run, image_store
 
-CAPTIONS = {"p1": "Our sex life is a train wreck.", "p2": "He thinks the pub is a coal mine.", "p3": "Lunch is on me."}
+CAPTIONS = {
+    "p1": "Our sex life is a train wreck.",
+    "p2": "He thinks the pub is a coal mine.",
+    "p3": "Lunch is on me.",
+    "p4": "The shark says hello.",
+}
 LONG = " ".join(["word"] * 40) + "."
 
 
@@ -25,6 +30,12 @@ def responder(body):
             regions=[{"label": "car", "box": [0.9, 0.9, 0.5, 0.5]}],
             caption_highlighted="Our sex life is a <i>train wreck</i>.",
             explanation="The crash literalises the wreck.",
+        )
+    if "shark says" in text:  # annotated in Italian every time: wrong_language, before any other check
+        return _ann(
+            "No",
+            incongruities=["uno squalo che parla in un ufficio pieno di persone"],
+            resolution="la didascalia spiega perché lo squalo saluta tutti quanti",
         )
     if "coal mine" in text:  # WIDLII re-labelled No while revising: allowed (§4.2)
         if revised:
@@ -46,7 +57,9 @@ def test_verdict_change_rule():
     assert A.verdict_change("Yes", "yes") is None
 
 
-def test_verdict_flip_rejected_widlii_relabel_kept_gold_uncapped(tmp_path, llm_double, llm_double_resource):
+def test_verdict_flip_rejected_widlii_relabel_kept_gold_uncapped_wrong_language(
+    tmp_path, llm_double, llm_double_resource
+):
     store = image_store(tmp_path, CAPTIONS, BATCH)
     llm_double.responder = responder
     res = _run(store, llm_double_resource(), max_rounds=2)
@@ -60,6 +73,7 @@ def test_verdict_flip_rejected_widlii_relabel_kept_gold_uncapped(tmp_path, llm_d
     p3 = ann.loc["img_p3"]
     assert p3["verdict"] == "Yes" and p3["explanation_words"] == 40 and p3["explanation"] == LONG.strip()
     assert "explanation_too_long" not in set(store.read("rejects")["reason"])
+    assert rej.loc["img_p4", "reason"] == "wrong_language" and "img_p4" not in ann.index
 
 
 def test_simile_and_personification_are_metaphors_not_other_devices():
