@@ -171,6 +171,7 @@ RECIPE_STAGES: dict[str, dict[str, str]] = {
     },
     "vimu_questions": {
         "refine_generation_failed": UNTESTED,
+        "wrong_language": "tests/recipes/vimu/test_judge_inputs.py",  # not English, before the hint check
         "refine_judge_failed": E2E,
         "refine_verdict_reject": _VIMU,
         "refine_max_rounds": _VIMU,

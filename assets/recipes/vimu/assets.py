@@ -198,13 +198,13 @@ def vimu_questions(
             "vimu_questions",
             batch,
             requests,
-            checks=[qs.hint_check(terms)],
+            checks=qs.qa_checks(terms),  # English first (wrong_language), then hint-free
             judge=qs.judge_builder(val_p),
             parse_verdict=qs.verdict_from_validation,
             revise=qs.reviser(ref_p),
             max_rounds=config.max_rounds,
         )
-        run.add_rejects(log)
+        qs.add_rejects(run, log)
         stage.add_attempts(run.attempts_frame())
         stage.put(batch, [qs.question_row(o, annotations[o.item_id], val_p.hash) for o in run.accepted()])
         return run

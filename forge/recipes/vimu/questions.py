@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from forge.checks.language import language_first, wrong_language_outcome
 from forge.llm.refine import RefineOutcome, RefineRun, Verdict
 from forge.llm.types import LLMRequest
 from forge.recipes.vimu.annotate import annotation_for_prompt
@@ -43,6 +44,25 @@ def hint_check(terms: list[str]) -> Callable[[LLMRequest, dict[str, Any]], Verdi
         return Verdict("major", leak_feedback(leaks), "hint_leak")
 
     return hint_leak
+
+
+LANGUAGE = "en"  # ViMU's questions, answers and reference points are English (§3, App. A)
+QA_TEXT = ("question", "answer", "reference_points")
+
+
+def qa_checks(terms: list[str], lang: str = LANGUAGE) -> list[Callable[[LLMRequest, dict[str, Any]], Verdict | None]]:
+    """The refine checks of a generated pair: its language first (``wrong_language``), then the
+    hint-free check, which never reads text in another language."""
+    return language_first(lang, QA_TEXT, [hint_check(terms)])
+
+
+def add_rejects(run: RefineRun, log: Any) -> None:
+    """Rejected pairs: ``wrong_language`` when the text stayed in another language, else the
+    refine outcome's own ``refine_<reason>``."""
+    wrong = [o for o in run.rejected() if wrong_language_outcome(o)]
+    for o in wrong:
+        log.add(o.item_id, "wrong_language", "RefineReject", o.detail or "")
+    RefineRun(run.stage, run.partition, [o for o in run.outcomes if o not in wrong]).add_rejects(log)
 
 
 def _points(output: dict[str, Any]) -> str:

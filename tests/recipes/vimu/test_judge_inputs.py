@@ -40,3 +40,26 @@ def test_items_without_them_still_judge():
     """Imported releases without a literal summary or evidence: the judge says none, it still runs."""
     v = judge_variables({"status": "ok", "parsed": "x"}, {"question": "q", "answer": "a", "extra": "{}"})
     assert v["literal_summary"] == "(none)" and v["evidence"] == "[]"
+
+
+def test_questions_in_another_language_are_wrong_language_before_the_hint_check():
+    from forge.llm.refine import RefineOutcome, RefineRun, Verdict
+    from forge.recipes.vimu import questions as qs
+    from forge.storage import RejectLog
+
+    lang, hint = qs.qa_checks(["sarcasm", "sarcastic"])
+    italian = {
+        "question": "Qual è il messaggio sarcastico del video, secondo te?",
+        "answer": "Che le riunioni sono inutili.",
+    }
+    v = lang(None, italian)
+    assert v.source == "wrong_language" and v.label == "major"
+    assert hint(None, italian) is None  # the hint check never reads text in another language
+    english = {"question": "What is the sarcastic message of the video?", "answer": "Meetings are useless."}
+    assert lang(None, english) is None and hint(None, english).source == "hint_leak"
+    # a pair still in another language after the rounds is rejected wrong_language, others refine_<reason>
+    wrong = RefineOutcome("c1", "rejected", None, None, Verdict("major", "x", "wrong_language"), 3, "max_rounds")
+    other = RefineOutcome("c2", "rejected", None, None, Verdict("major", "y", "hint_leak"), 3, "max_rounds")
+    log = RejectLog("vimu_questions", "b1")
+    qs.add_rejects(RefineRun("vimu_questions", "b1", [wrong, other]), log)
+    assert {(r["item_id"], r["reason"]) for r in log.rows} == {("c1", "wrong_language"), ("c2", "refine_max_rounds")}
