@@ -73,6 +73,7 @@ def next_commands(data_dir: Path, exports: Sequence[dict] = ()) -> list[str]:
         "make ui                                  # the Dagster UI on http://127.0.0.1:3000",
         "make query Q=tables                      # every table and view, with row counts",
         'make query Q="select stage, reason, count(*) n from rejects group by all order by n desc"',
+        "make review                              # human review in Label Studio (docs/review.md): exports say not human-reviewed until then",
     ]
     if exports:  # a real export folder: its dataset card (README.md), items and media
         out.append(f"ls {exports[0]['path']}   # an exported dataset: card (README.md), items, media")

@@ -12,7 +12,7 @@ import time
 import dagster as dg
 
 from assets.common import contract_check_specs, publish, table_metadata
-from assets.review.factory import GROUP, VERSION, md_values
+from assets.review.factory import GROUP, VERSION, md_values, server_down
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.review import human
@@ -38,13 +38,15 @@ def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         description=f"Pushes the exported {spec.title} test items, without gold, to a Label Studio project where "
         "people answer them (the human baseline). Start the tool with `make review`.",
     )
-    def _tasks(storage: StorageResource, review: ReviewResource) -> dg.MaterializeResult:
+    def _tasks(
+        context: dg.AssetExecutionContext, storage: StorageResource, review: ReviewResource
+    ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         store = storage.store
         try:
             out = human.run_human_tasks(store, spec, review.client(store.data_dir))
         except ReviewServerDown as exc:
-            raise dg.Failure(description=str(exc), metadata={"how_to_start": "make review"}) from exc
+            out = human.run_human_tasks(store, spec, None, server_down(spec, exc, context))
         return publish(
             store,
             {"review_tasks": {human.part(spec.name): out.tables["review_tasks"]}},
@@ -63,14 +65,18 @@ def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         description=f"People's blind answers to the {spec.title} test items, scored by the benchmark's own scorers: "
         "model `human` on the leaderboard, with n and a bootstrap CI.",
     )
-    def _eval(storage: StorageResource, review: ReviewResource) -> dg.MaterializeResult:
+    def _eval(
+        context: dg.AssetExecutionContext, storage: StorageResource, review: ReviewResource
+    ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         store = storage.store
+        part = f"{human.MODEL}__{spec.name}"
         try:
             preds, scores, md = human.score(store, spec, review.client(store.data_dir))
-        except ReviewServerDown as exc:
-            raise dg.Failure(description=str(exc), metadata={"how_to_start": "make review"}) from exc
-        part = f"{human.MODEL}__{spec.name}"
+        except ReviewServerDown as exc:  # advisory: the recorded scores stay as they are
+            note = server_down(spec, exc, context)
+            preds, scores = (store.read(t, parts=[part]) for t in ("eval_predictions", "eval_scores"))
+            md = {"note": note}
         return publish(
             store,
             {"eval_predictions": {part: preds}, "eval_scores": {part: scores}},

@@ -48,6 +48,6 @@ def card_lines(info: dict[str, Any]) -> tuple[list[str], list[str]]:
             + ", ".join(f"{c} α={a.get('alpha')} (n={a.get('units')})" for c, a in cats.items()),
             "",
         ]
-    if info.get("note"):
-        lines += [f"Paper's procedure: {info['note']}", ""]
+    if info.get("procedure"):
+        lines += [f"Paper's procedure: {info['procedure']}", ""]
     return top, lines

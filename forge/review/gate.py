@@ -185,5 +185,5 @@ def summary(res: Resolution, spec: ReviewSpec, policy: ReviewPolicy) -> dict[str
         "agreement_by_category": agreement.by_category(review, cats),
         "reviewer_minutes": round(seconds / 60, 2),
         "reviewer_minutes_per_accepted_item": round(seconds / 60 / accepted, 3) if accepted else None,
-        "note": spec.note,
+        "procedure": spec.note,
     }

@@ -27,6 +27,7 @@ from forge.review import sync
 from forge.review.client import LabelStudio
 from forge.review.items import as_list, task_data
 from forge.review.labelconfig import LETTERS, human_config
+from forge.review.spec import ReviewPolicy
 from forge.review.stages import StageOut, clip_paths, project_settings, read, settings
 from forge.storage import TableStore
 
@@ -52,14 +53,20 @@ def test_items(store: TableStore, spec: BenchmarkSpec) -> tuple[pd.DataFrame, st
     return items, pub.version
 
 
-def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio) -> StageOut:
+def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "") -> StageOut:
+    """Push the latest export's test items, blind; ``ls`` None (tool down, policy advisory): the
+    recorded tasks stay, with ``note``."""
     rs = settings(spec)
     items, version = test_items(store, spec)
     prev = read(store, "review_tasks", part(spec.name))
     prev = prev if len(prev) else pd.DataFrame(columns=sync.TASK_COLUMNS)
     out = StageOut(metadata={"export_version": version or "none", "items": len(items)})
-    if items.empty:
-        out.metadata["note"] = f"no exported {spec.name} test items yet: materialize `{spec.name}_export` first"
+    if items.empty or ls is None or rs.policy == ReviewPolicy.OFF:
+        out.metadata["note"] = note or (
+            f"review policy off for {spec.name}"
+            if rs.policy == ReviewPolicy.OFF
+            else f"no exported {spec.name} test items yet: materialize `{spec.name}_export` first"
+        )
         out.tables["review_tasks"] = prev
         return out
     ls.ensure_up()

@@ -211,7 +211,12 @@ def test_label_studio_down_fails_naming_make_review_and_writes_nothing(review_en
     assert "make review" in str(failure.event_specific_data.error.message)
     assert not store.exists("review_tasks")
     configure("defaults: {policy: advisory}\n")  # the demo's profile: a note, not a failure
-    res = materialize(data, ["maia_review_tasks"])
+    res = dg.materialize(
+        _assets("maia") + list(human_defs("maia").assets),
+        selection=["maia_review_tasks", "maia_verdicts", "maia_human_tasks", "maia_human_eval"],
+        resources=_resources(data),
+    )
+    assert res.success  # nothing pushed yet: the verdicts and the human baseline have nothing to read
     assert "make review" in res.asset_materializations_for_node("maia_review_tasks")[0].metadata["note"].value
 
 
