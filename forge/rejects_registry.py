@@ -51,6 +51,7 @@ RECIPE_STAGES: dict[str, dict[str, str]] = {
     },
     "iibench_labels": {
         "generation_failed": E2E,
+        "wrong_language": "tests/recipes/iibench/test_iibench_logic.py",  # not English, before the label checks
         "invalid_labels": _IIBENCH_STUB,
     },
     "iibench_items": {

@@ -17,6 +17,7 @@ import dagster as dg
 import pandas as pd
 
 from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, sum_counts, table_metadata
+from forge.checks.language import language_first, wrong_language_outcome
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
@@ -225,6 +226,14 @@ def labels_check(min_chars: int):
     return labels_valid
 
 
+LANGUAGE = "en"  # II-Bench's explanations and questions are English (§3.2)
+
+
+def label_checks(min_chars: int) -> list:
+    """The explanation's language first (``wrong_language``), then the label / length checks."""
+    return language_first(LANGUAGE, ["explanation"], [labels_check(min_chars)])
+
+
 @dg.asset(
     group_name="iibench",
     kinds={"openai"},
@@ -271,11 +280,14 @@ def iibench_labels(
             "iibench_labels",
             part,
             reqs,
-            checks=[labels_check(config.min_explanation_chars)],
+            checks=label_checks(config.min_explanation_chars),
             max_rounds=config.max_rounds,
         )
         rows = []
         for o in loop.outcomes:
+            if not o.accepted and wrong_language_outcome(o):
+                rej.add(o.item_id, "wrong_language", "RefineReject", o.detail or "")
+                continue
             if not o.accepted:
                 reason = "invalid_labels" if o.reason == "max_rounds" else o.reason
                 rej.add(o.item_id, reason, "RefineReject", o.detail or "")

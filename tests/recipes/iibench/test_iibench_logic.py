@@ -129,3 +129,13 @@ def test_build_item_seeded_and_common_columns():
     # Over many seeds the correct option lands in every position.
     positions = {items.build_item(_q(), image, labels, seed=s)["answer"] for s in range(60)}
     assert positions == set("ABCDEF")
+
+
+def test_label_explanation_in_another_language_is_wrong_language_first():
+    from assets.recipes.iibench.assets import label_checks
+
+    lang, labels = label_checks(40)
+    bad = {"explanation": "L'immagine mostra come il tempo passato al telefono consumi lentamente la vita."}
+    assert lang(None, bad).source == "wrong_language" and labels(None, bad) is None
+    good = {"explanation": "The image shows how time spent on the phone slowly eats away at life."}
+    assert lang(None, good) is None and labels(None, good).source == "labels_valid"  # no label fields given
