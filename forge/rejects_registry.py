@@ -110,6 +110,7 @@ RECIPE_STAGES: dict[str, dict[str, str]] = {
         "batch_cap": UNTESTED,
     },
     "vague_direct": {
+        "wrong_language": "tests/recipes/vague/test_vague_as_built.py",  # not English, before the triple checks
         "subject_not_a_person_label": _VAGUE_LOGIC,
         "object_not_in_tags": _VAGUE,
         "empty_action": _VAGUE_LOGIC,

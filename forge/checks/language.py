@@ -24,6 +24,7 @@ from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
 from forge.checks.text import tokens
 from forge.llm.refine import Verdict
+from forge.llm.stub import STUB_MARK
 
 WRONG_LANGUAGE = "wrong_language"
 # Candidate languages: the benchmarks' own (it, en) and those a multilingual model drifts into.
@@ -73,7 +74,7 @@ def wrong_language(
 ) -> Detection | None:
     """The detection when ``text`` is clearly not in ``expected``; None when it is, or cannot be told."""
     expected = str(expected).strip().lower().split("-")[0]
-    if not (text or "").strip():
+    if not (text or "").strip() or STUB_MARK in text:  # the offline stub's placeholders have no language
         return None
     d = detect(text)
     if d.words < min_words or d.language == expected or d.confidence < min_confidence:

@@ -57,3 +57,9 @@ def test_language_check_comes_first_and_gates_the_others():
 
 def test_texts_of_joins_strings_and_lists():
     assert texts_of({"a": "uno due", "b": ["tre", 4], "c": None}, ["a", "b", "c", "d"]) == "uno due\ntre"
+
+
+def test_stub_placeholders_have_no_language():
+    from forge.llm.stub import STUB_MARK
+
+    assert wrong_language(f"{STUB_MARK} lanterna prato bosco porto isola favola", "en") is None

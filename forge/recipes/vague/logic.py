@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from forge.checks import mcq
+from forge.checks.language import texts_of, wrong_language
 from forge.recipes.vague import lexicon
 from forge.recipes.vague import objects as O
 from forge.versioning import content_hash
@@ -25,6 +26,7 @@ from forge.versioning import content_hash
 QUESTION = "Select the option that best explains the underlying intention of the utterance based on the given image."
 STRATEGIES = ("sarcasm", "humour", "meme_idiom")
 OPTION_TYPES = ("correct", "FS", "SU", "NE")
+LANGUAGE = "en"  # VAGUE's expressions and options are English (§4.2)
 NO_LABEL_SUBJECT = "someone"  # addressee when the frame has no person indicator (demo relaxation)
 
 
@@ -265,7 +267,11 @@ def match_object(obj: str, vocabulary: Sequence[str]) -> str | None:
 def triple_problems(
     data: dict[str, Any], person_labels: Sequence[str], objects: Sequence[str]
 ) -> list[tuple[str, str]]:
-    """Reasons a direct-expression reply breaks §4.2.1 (empty = valid)."""
+    """Reasons a direct-expression reply breaks §4.2.1 (empty = valid). Text not in VAGUE's
+    language (English) is ``wrong_language`` and nothing else: no other rule judges it."""
+    found = wrong_language(texts_of(data, ["direct_expression", "intention"]), LANGUAGE)
+    if found is not None:
+        return [("wrong_language", f"the direct expression is in {found.language}, not {LANGUAGE}")]
     problems: list[tuple[str, str]] = []
     subjects = list(person_labels) or [NO_LABEL_SUBJECT]
     if str(data.get("subject", "")).strip().lower() not in {s.lower() for s in subjects}:

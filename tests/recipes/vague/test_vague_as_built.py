@@ -122,3 +122,18 @@ def test_options_over_15_words_are_rejected():
     options.loc[options["option_type"] == "NE", "text"] = "The speaker wants person1 to move the truck."
     log = RejectLog("vague_items", "b1")
     assert len(build_items("b1", cand, direct, indirect, options, cfg, "seed", {}, log)) == 1 and not log.rows
+
+
+def test_direct_expression_in_another_language_is_wrong_language_and_nothing_else():
+    italian = {
+        "direct_expression": "Ehi persona1, per favore sposta la macchina dal passo carrabile.",
+        "subject": "nobody",
+        "action": "",
+        "object": "unicorn",
+        "intention": "Chi parla vuole che persona1 sposti la macchina.",
+    }
+    assert [p[0] for p in logic.triple_problems(italian, ["person1"], ["car"])] == ["wrong_language"]
+    english = dict(
+        italian, direct_expression="Hey person1, please move the car.", intention="The speaker wants it moved."
+    )
+    assert "wrong_language" not in [p[0] for p in logic.triple_problems(english, ["person1"], ["car"])]
