@@ -40,6 +40,7 @@ from forge.environment import apply_recorded_environment, env_path
 from forge.offline_env import apply as apply_offline_env
 from forge.offline_env import ensure_dagster_telemetry_off
 from jobs.console import Heartbeat, project_logs_through_dagster_only, quiet_dagster_warnings, quiet_run
+from jobs.origin import execute_in_location, workspace_job_origin
 from jobs.outcomes import Outcomes
 from jobs.run_health import LAUNCHED_BY_TAG, Terminated
 from jobs.run_health import BuildHealth as Health
@@ -158,11 +159,13 @@ def run_segment(
     verbose: bool = False,
     outcomes: Outcomes | None = None,
     partition_keys: list[str] | None = None,
+    in_location: bool = False,
 ) -> bool:
     """Run one segment; ``summary`` collects its failed asset checks (WARN ones too) for the
     run summary, ``outcomes`` the assets that failed in it. ``partition_keys``: a contiguous
-    range of the segment's partitions (default: all). False when the run failed or an
-    ERROR-severity check failed."""
+    range of the segment's partitions (default: all). ``in_location``: the run is created as a
+    run of the workspace's code location (jobs/origin.py: re-executable from the UI, listed on
+    the Jobs page). False when the run failed or an ERROR-severity check failed."""
     tags: dict[str, str] = {LAUNCHED_BY_TAG: "jobs.build"}
     health = health or Health(instance)
     label = (f"{seg.job}: " if seg.job else "") + segment_label(seg)
@@ -182,13 +185,17 @@ def run_segment(
         job = defs.resolve_implicit_job_def_def_for_assets(seg.keys)  # type: ignore[attr-defined]
     job, run_config = quiet_run(job, verbose)
     with health.signals, health.watch() as watch, Heartbeat(segment_label(seg)):  # no silent log files
-        result = job.execute_in_process(
-            run_config=run_config,
-            instance=instance,
-            asset_selection=seg.keys,
-            tags={**tags, **watch.tags()},
-            raise_on_error=False,
-        )
+        origin = workspace_job_origin(job.name) if in_location else None
+        if origin is not None:
+            result = execute_in_location(job, instance, seg.keys, {**tags, **watch.tags()}, run_config, origin)
+        else:
+            result = job.execute_in_process(
+                run_config=run_config,
+                instance=instance,
+                asset_selection=seg.keys,
+                tags={**tags, **watch.tags()},
+                raise_on_error=False,
+            )
     if outcomes is not None:
         outcomes.record_run(defs.resolve_asset_graph(), seg.keys, result)
     failed = failed_checks(result)
@@ -256,6 +263,7 @@ def build(
     """Every selected asset in dependency order (``batch_patterns``: only matching batches of the
     per-batch stages; ``dry_run``: print the runs, run nothing). A failed asset stops only its
     descendants (``jobs/outcomes.py``): the rest still runs, and the result is False."""
+    in_location = defs is None  # the project's own definitions: runs of the workspace's code location
     if defs is None:
         from definitions import build_defs
 
@@ -288,7 +296,7 @@ def build(
                 if dry_run:
                     print(describe_plan(seg, instance, keys), flush=True)
                     continue
-                ok = run_segment(defs, instance, seg, summary, health, verbose, outcomes, keys) and ok
+                ok = run_segment(defs, instance, seg, summary, health, verbose, outcomes, keys, in_location) and ok
                 runs += 1
                 if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop here
                     raise Terminated(f"{health.signals.signalled} received")

@@ -135,7 +135,9 @@ def why_dead(
 ) -> str | None:
     """Why this in-progress run's process is gone, or None while it may be alive."""
     tags = run.tags or {}
-    if PID_TAG in tags:
+    # A re-execution (UI, run retries) inherits its parent's tags, process tags included, but is
+    # launched by Dagster: the process tags are only ours on a run without a parent.
+    if PID_TAG in tags and run.parent_run_id is None:
         host, pid = tags.get(HOST_TAG, "?"), int(tags[PID_TAG])
         if host == socket.gethostname():
             start = float(tags[PROC_START_TAG]) if PROC_START_TAG in tags else None
