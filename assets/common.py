@@ -295,6 +295,8 @@ def publish(
             schema=load_contract(REJECTS_TABLE).arrow_schema(),
         )
     md["run_rejects"] = reject_total
+    if multi:  # the stage across the run's batches, on every batch: an empty one does not hide the rest
+        md["run_rows_by_batch"] = _rows_by_batch(conformed, rejects, keys)
     if not multi:
         md["rejects"] = reject_total
         if reject_total:
@@ -314,6 +316,19 @@ def publish(
     # From the rows, not the run: a re-run that wrote the same rows leaves descendants Synced.
     version = dg.DataVersion(rows_version(conformed))
     return dg.MaterializeResult(asset_key=asset_key, metadata=md, check_results=checks, data_version=version)
+
+
+def _rows_by_batch(
+    conformed: Mapping[str, Mapping[str, pd.DataFrame]], rejects: list[RejectLog], keys: list[str]
+) -> dg.MetadataValue:
+    """A markdown table: rows of the main table and rejects per batch of the run."""
+    main = next(iter(conformed.values()), {})
+    rejected: dict[str, int] = {}
+    for log in rejects:
+        rejected[log.partition] = rejected.get(log.partition, 0) + len(log)
+    lines = ["| batch | rows | rejects |", "|---|---|---|"]
+    lines += [f"| {k} | {len(main.get(k, ()))} | {rejected.get(k, 0)} |" for k in keys]
+    return dg.MetadataValue.md("\n".join(lines))
 
 
 class StageRun:

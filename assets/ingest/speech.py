@@ -14,7 +14,7 @@ import pandas as pd
 from pydantic import Field
 
 from assets.common import SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish, table_metadata
-from assets.llm_support import record_llm_calls
+from assets.llm_support import llm_partition_metadata, record_llm_calls
 from forge.llm.cache import LLMCache
 from forge.media.transcripts import (
     STAGE,
@@ -127,9 +127,30 @@ def transcripts(
         for src, n in p["transcript_source"].value_counts().items():
             counts[str(src)] = counts.get(str(src), 0) + int(n)
     md: dict[str, object] = {"transcript_sources": dg.MetadataValue.json(counts), "transcriber": config.transcriber}
+    # each batch's own figures (a run over several batches would otherwise copy the totals to each)
+    part_md: dict[str, dict[str, object]] = {
+        b: {"transcript_sources": dg.MetadataValue.json(_sources(p))} for b, p in parts.items()
+    }
     if engine is not None:
         md.update(record_llm_calls(store, engine, [(STAGE, b) for b in keys]))
-    return publish(store, {"transcripts": parts}, rejects=logs, metadata=md, started=started)
+        calls = engine.calls_frame()
+        for b in keys:
+            part_md[b].update(llm_partition_metadata(calls, b, [STAGE]))
+    return publish(
+        store,
+        {"transcripts": parts},
+        rejects=logs,
+        metadata=md,
+        started=started,
+        context=context,
+        part_metadata=part_md,
+    )
+
+
+def _sources(df: pd.DataFrame) -> dict[str, int]:
+    if not len(df) or "transcript_source" not in df:
+        return {}
+    return {str(k): int(v) for k, v in df["transcript_source"].value_counts().items()}
 
 
 defs = dg.Definitions(assets=[transcripts])
