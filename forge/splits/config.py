@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,14 @@ class SplitSizes:
         return {name: t[name] for name, _ in self.sizes}
 
 
+@lru_cache(maxsize=4096)
+def _p_greater(correct: int, trials: int, chance: float) -> float:
+    """One-sided binomial p-value (few distinct arguments: the probe asks it per unit and round)."""
+    from scipy.stats import binomtest  # imported on use: scipy.stats is slow to import
+
+    return float(binomtest(correct, trials, chance, alternative="greater").pvalue)
+
+
 @dataclass(frozen=True)
 class BlindConfig:
     # report: the text-only probe measures and reports (no paper filters on it); drop is opt-in
@@ -180,14 +189,9 @@ class BlindConfig:
 
     def flags(self, correct: int, trials: int, chance: float) -> bool:
         """The test: one-sided binomial p < alpha against chance and accuracy ≥ min_accuracy."""
-        if trials <= 0:
+        if trials <= 0 or correct / trials < self.min_accuracy:
             return False
-        from scipy.stats import binomtest  # imported on use: scipy.stats is slow to import
-
-        return (
-            correct / trials >= self.min_accuracy
-            and float(binomtest(correct, trials, chance, alternative="greater").pvalue) < self.alpha
-        )
+        return _p_greater(correct, trials, chance) < self.alpha
 
     def decided(self, correct: int, answered: int, remaining: int, chance: float) -> bool:
         """Whether the verdict of a unit with ``correct`` of ``answered`` trials right can still
