@@ -187,3 +187,9 @@ def quiet_run(job: dg.JobDefinition, verbose: bool) -> tuple[dg.JobDefinition, d
         return job, None
     job = job.with_logger_defs({**job.loggers, LOGGER_KEY: build_console_logger})
     return job, {"loggers": {LOGGER_KEY: {"config": {"log_level": "INFO"}}}}
+
+
+# Every job of the code location declares the build console (unused unless a run's config names
+# it, as jobs.build's runs do), so a build run's stored config is valid for the location's job
+# and re-executes from the UI as it was made; Dagster's console logger stays the default.
+defs = dg.Definitions(loggers={"console": dg.colored_console_logger, LOGGER_KEY: build_console_logger})

@@ -66,13 +66,10 @@ def execute_in_location(
     wrapped = InMemoryJob(job_def=ephemeral)
     ref = instance.get_ref() if instance.is_persistent else None
     plan = create_execution_plan(wrapped, run_config=run_config, instance_ref=ref)
-    # Stored without the console logger jobs.build adds (presentation only, not part of the job in
-    # the location): a re-execution from the UI validates the stored config against that job.
-    stored = {k: v for k, v in run_config.items() if k != "loggers"}
     run = instance.create_run_for_job(
         job_def=ephemeral,
-        run_config=stored,
-        tags=merge_run_tags(job, None, tags, selection, instance, stored),
+        run_config=run_config,  # its console logger is declared by every job of the location (jobs/console.py)
+        tags=merge_run_tags(job, None, tags, selection, instance, run_config),
         asset_selection=frozenset(selection),
         execution_plan=plan,
         remote_job_origin=origin,
