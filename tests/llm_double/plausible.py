@@ -547,7 +547,8 @@ class Plausible:
     def _hummus_annotate(self, text, body, rng, flaw):
         cap = _field(_first_user(body), "Caption:")
         words = re.findall(r"[A-Za-z]+", cap)
-        verdict = rng.choice(["Yes", "Yes", "WIDLII", "No"])
+        # one reading per pair: a revision fixes the details, it does not change its mind
+        verdict = _rng(self.seed, "hummus_verdict", cap).choice(["Yes", "Yes", "WIDLII", "No"])
         base = {
             "incongruities": ["the picture takes the caption literally"],
             "resolution": "the caption is figurative",

@@ -20,7 +20,8 @@ def test_recipe_chain_against_the_plausible_model(
     store = _seed(paper, request, tmp_path)
     if paper == "maia":  # the paper's foil rounds, not the fixture's 1: one bad foil costs its whole pool
         recipe_overrides("maia", {"foils": {"max_rounds": 3}})
-    model = Plausible(seed=11, p_flaw=0.3)
+    # a few items per chain: one item per prompt keeps its flaw (stubborn), so a flaw is always exercised
+    model = Plausible(seed=11, p_flaw=0.3, stubborn={"hummus_annotate": 1} if paper == "hummus" else 0)
     llm_double.responder = model
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", [batch])
