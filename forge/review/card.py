@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def card_lines(info: dict[str, Any]) -> tuple[list[str], list[str]]:
+def card_lines(info: dict[str, Any], cost: dict[str, Any] | None = None) -> tuple[list[str], list[str]]:
     """(the card's first-lines notice, its ``Human review`` section)."""
     if not info:
         return [], []
@@ -39,6 +39,7 @@ def card_lines(info: dict[str, Any]) -> tuple[list[str], list[str]]:
         f"| items edited by reviewers (new revisions) | {info.get('edited_items', 0)} |",
         f"| Krippendorff's alpha (nominal, accept vs reject) | {ag.get('alpha') if ag.get('alpha') is not None else 'n/a (' + str(ag.get('note', '')) + ')'} over {ag.get('units', 0)} items |",
         f"| reviewer minutes per accepted item | {info.get('reviewer_minutes_per_accepted_item') if info.get('reviewer_minutes_per_accepted_item') is not None else 'n/a'} ({info.get('reviewer_minutes', 0)} min in all) |",
+        f"| LLM dollars per accepted item (Cost section) | {_usd((cost or {}).get('per_item'))} |",
         "",
     ]
     cats = {c: a for c, a in (info.get("agreement_by_category") or {}).items() if a.get("units")}
@@ -51,3 +52,7 @@ def card_lines(info: dict[str, Any]) -> tuple[list[str], list[str]]:
     if info.get("procedure"):
         lines += [f"Paper's procedure: {info['procedure']}", ""]
     return top, lines
+
+
+def _usd(v: Any) -> str:
+    return f"${float(v):.5f}" if isinstance(v, (int, float)) else "n/a"

@@ -161,7 +161,7 @@ def run_verdicts(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None,
             for pid, ts in projects
             for r in verdict_rows(spec.name, kind, pid, ts, users, rs.reasons)
         ]
-        merged = merge(prev, polled, live)
+        merged = merge(prev, polled, live, {int(t) for t in tasks["task_id"]} if len(tasks) else set())
     items = gated_items(store, spec.name)
     res = gate.resolve(items, merged, rs, store.data_dir)
     out.tables["verdicts"] = res.verdicts

@@ -177,13 +177,16 @@ def _box_of(r: dict[str, Any]) -> list[float]:
     return [float(v.get(k, 0)) / 100 for k in ("y", "x", "height", "width")]
 
 
-def merge(previous: pd.DataFrame, polled: list[dict[str, Any]], live_tasks: set[int]) -> pd.DataFrame:
+def merge(previous: pd.DataFrame, polled: list[dict[str, Any]], live_tasks: set[int], pushed: set[int]) -> pd.DataFrame:
     """Recorded verdicts ∪ polled ones, one row per ``verdict_id`` (the polled row wins).
-    A recorded verdict whose task no longer exists stays, marked stale (``task_deleted``)."""
+    A recorded verdict whose task was deleted in the tool (``pushed``, the live tasks the last push
+    recorded, holds it, the tool does not) stays, marked stale (``task_deleted``); a task the push
+    itself replaced is not a deletion: its verdicts keep their meaning."""
     new = pd.DataFrame(polled, columns=VERDICT_COLUMNS)
     old = previous.reindex(columns=VERDICT_COLUMNS) if len(previous) else pd.DataFrame(columns=VERDICT_COLUMNS)
     old = old[~old["verdict_id"].isin(set(new["verdict_id"]))].copy()
-    gone = ~old["task_id"].astype("Int64").isin(list(live_tasks)) & ~old["stale"].fillna(False).astype(bool)
+    tid = old["task_id"].astype("Int64")
+    gone = ~tid.isin(list(live_tasks)) & tid.isin(list(pushed))
     old.loc[gone, "stale"] = True
     old.loc[gone, "stale_reason"] = "task_deleted"
     frames = [f for f in (old, new) if len(f)]

@@ -236,7 +236,7 @@ def render_card(ctx: dict[str, Any]) -> str:
             "do not publish or evaluate on it.",
             "",
         ]
-    review_top, review_section = card_lines(ctx.get("review") or {})  # "not human-reviewed" up front
+    review_top, review_section = card_lines(ctx.get("review") or {}, ctx.get("cost"))  # "not human-reviewed" up front
     lines += review_top
     lines += [
         f"Content hash `{ctx['content_hash']}`, built {ctx['created_at']}. "

@@ -141,6 +141,8 @@ def test_review_gates_the_export_end_to_end(review_env):
     assert new_m4["data"]["question"] == "Why does the person in m4 leave the room?"
     sr.submit(ls, adj["m3"], r3, sr.ACCEPT)
     run_requests(data, sensor_tick(data, instance, tick.cursor))
+    v = q(data, "select * from verdicts where item_id = 'm4'")
+    assert v.edit_status.tolist() == ["applied"] and not v.stale.any()  # a task the push replaced is not "deleted"
 
     # the export holds back m4 (one accept of two), drops m2, keeps m1 and the adjudicated m3
     spec = get("maia")
@@ -151,6 +153,10 @@ def test_review_gates_the_export_end_to_end(review_env):
     card = (data / "exports" / "maia" / "v1" / "README.md").read_text()
     assert "**Not human-reviewed.**" in card.split("## Loading")[0] and "1 held back" in card
     assert "## Human review" in card and "Krippendorff" in card and "reviewer minutes per accepted item" in card
+    assert "LLM dollars per accepted item" in card
+    spend = q(data, "select * from review_spend where benchmark = 'maia'").iloc[0]
+    # 40 + 20 (m1) + 30 + 30 (m2) + 30 + 30 + 30 adjudication (m3) + 30 (m4's edit) seconds; m1 m3 m4 kept
+    assert spend.reviewer_minutes == 4.0 and spend.items_accepted == 3 and spend.reviewers == 3
 
     # Hummus: the moved box is the new gold (edited_by provenance); the refused edit left h2 as it was
     hspec = get("hummus")
@@ -158,7 +164,8 @@ def test_review_gates_the_export_end_to_end(review_env):
     rows = {json.loads(line)["item_id"]: json.loads(line) for line in _export_lines(data, "hummus")}
     assert set(rows) == {"h1"}  # h2 still pending
     assert rows["h1"]["answer"] == "chains: [0.150, 0.250, 0.300, 0.400]"
-    assert json.loads(rows["h1"]["extra"])["edited_by"] == ["r1@review.test"]
+    extra = rows["h1"]["extra"]
+    assert (json.loads(extra) if isinstance(extra, str) else extra)["edited_by"] == ["r1@review.test"]
 
 
 def _export_lines(data, name: str) -> list[str]:
