@@ -1,0 +1,156 @@
+"""The review rules without a server: annotation parsing, edits against the item contract,
+status per item, export filter, agreement, the generated labeling configuration."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pandas as pd
+import pytest
+
+from forge.review import gate
+from forge.review.items import apply_edits, revision
+from forge.review.labelconfig import human_config, review_config
+from forge.review.spec import Media, ReviewPolicy, ReviewSpec
+from forge.review.verdicts import VERDICT_COLUMNS, merge, parse_annotation
+from tests.review import scripted as sr
+from tests.review import world
+
+REASONS = ReviewSpec().reasons
+
+
+def test_annotation_parsing():
+    assert parse_annotation(sr.ACCEPT, {}, REASONS)["verdict"] == "accept"
+    assert parse_annotation(sr.reject("ambiguous"), {}, REASONS) == {
+        "verdict": "reject",
+        "reason": "ambiguous",
+        "edits": {},
+    }
+    assert parse_annotation([sr.choice("verdict", "reject")], {}, REASONS)["reason"] == "other"  # no reason picked
+    e = parse_annotation(sr.edit(options="one\n two \n"), {}, REASONS)
+    assert e == {"verdict": "edit", "reason": None, "edits": {"options": ["one", "two"]}}
+    assert parse_annotation([sr.choice("verdict", "edit")], {}, REASONS)["verdict"] == "accept"  # nothing changed
+    boxes = {"0": [0.1, 0.2, 0.3, 0.4]}
+    same = parse_annotation([sr.choice("verdict", "accept"), sr.box(0, 0.1, 0.2, 0.3, 0.4)], boxes, REASONS)
+    assert same["verdict"] == "accept"
+    moved = parse_annotation([sr.choice("verdict", "accept"), sr.box(0, 0.2, 0.2, 0.3, 0.4)], boxes, REASONS)
+    assert moved["verdict"] == "edit" and moved["edits"]["boxes"] == {"0": [0.2, 0.2, 0.3, 0.4]}
+
+
+def test_edits_that_break_the_contract_are_refused(tmp_path):
+    from forge.storage import TableStore
+
+    store = TableStore(tmp_path)
+    item = world.hummus(store).to_dict("records")[0]
+    mcq = world.maia(store, n=1).to_dict("records")[0]
+    new, why = apply_edits(mcq, {"question": "   "}, tmp_path)
+    assert new is None and why.startswith("empty_question")
+    new, why = apply_edits(mcq, {"answer": "C"}, tmp_path)  # two options only
+    assert new is None and "outside 2 options" in why
+    new, why = apply_edits(mcq, {"options": ["a", "b", "c"]}, tmp_path)
+    assert new is None and why.startswith("option_count")
+    new, why = apply_edits(item, {"boxes": {"0": [0.9, 0.5, 0.3, 0.2]}}, tmp_path)
+    assert new is None and "outside the image" in why
+    new, why = apply_edits(item, {"boxes": {"0": [0.5, 0.5, 0.25, 0.25]}}, tmp_path)
+    assert why == "" and new["answer"] == "chains: [0.500, 0.500, 0.250, 0.250]"
+    assert json.loads(new["labels"])["boxes"][0]["box_norm_tlhw"] == [0.5, 0.5, 0.25, 0.25]
+    assert revision(new) != revision(item)
+
+
+def _v(item: str, rev: str, reviewer: str, verdict: str, kind: str = "review", n: int = 0, **kw) -> dict:
+    row = dict.fromkeys(VERDICT_COLUMNS)
+    row.update(
+        verdict_id=f"1:{item}{reviewer}{n}",
+        benchmark="maia",
+        item_id=item,
+        revision=rev,
+        project_kind=kind,
+        project_id=1,
+        task_id=1,
+        reviewer=reviewer,
+        verdict=verdict,
+        stale=False,
+        created_at=pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(minutes=n),
+        updated_at=pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(minutes=n),
+        **kw,
+    )
+    return row
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "required", "status"),
+    [
+        ([], 2, "pending"),
+        ([("a", "accept")], 2, "pending"),
+        ([("a", "accept"), ("b", "accept")], 2, "accepted"),
+        ([("a", "accept"), ("a", "accept")], 2, "pending"),  # one reviewer counts once
+        ([("a", "reject")], 1, "rejected"),
+        ([("a", "reject")], 2, "pending"),
+        ([("a", "reject"), ("b", "reject")], 2, "rejected"),
+        ([("a", "accept"), ("b", "reject")], 2, "disputed"),
+        ([("a", "accept"), ("a", "reject")], 1, "rejected"),  # a reviewer's latest verdict counts
+    ],
+)
+def test_item_status(verdicts, required, status):
+    rows = [
+        _v("m1", "r", who, what, n=i, reason="ambiguous" if what == "reject" else None)
+        for i, (who, what) in enumerate(verdicts)
+    ]
+    g = pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    g["edit_status"] = None
+    assert gate.item_status(g, "r", required)[0] == status
+
+
+def test_adjudication_is_final_and_policy_filters_the_export(tmp_path):
+    from forge.storage import TableStore
+
+    items = world.maia(TableStore(tmp_path), n=3)
+    revs = {r["item_id"]: revision(r) for r in items.to_dict("records")}
+    rows = [
+        _v("m1", revs["m1"], "a", "accept", n=1),
+        _v("m1", revs["m1"], "b", "reject", n=2, reason="ambiguous"),
+        _v("m1", revs["m1"], "c", "accept", kind="adjudication", n=3),
+        _v("m2", revs["m2"], "a", "reject", n=4, reason="wrong_gold"),
+        _v("m3", "old-revision", "a", "accept", n=5),  # made on content that changed since
+    ]
+    spec = ReviewSpec(reviewers=1)
+    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), spec, tmp_path)
+    assert res.status == {"m1": "accepted", "m2": "rejected", "m3": "pending"}
+    assert res.reasons == {"m2": "wrong_gold"}
+    assert res.verdicts.loc[res.verdicts.item_id == "m3", "stale_reason"].tolist() == ["item_changed"]
+    kept, out = gate.export_filter(res, ReviewPolicy.REQUIRED)
+    assert kept.item_id.tolist() == ["m1"] and out == {"rejected": ["m2"], "held_back": ["m3"]}
+    kept, _ = gate.export_filter(res, ReviewPolicy.ADVISORY)
+    assert kept.item_id.tolist() == ["m1", "m3"]
+    assert gate.coverage(res)["reviewed"] == 2
+    only_test = gate.resolve(
+        items.assign(split=["dev", "test", "test"]), res.verdicts, ReviewSpec(splits=("test",)), tmp_path
+    )
+    assert only_test.status["m1"] == "not_required"
+
+
+def test_merge_never_duplicates_and_keeps_deleted_tasks_verdicts():
+    a = _v("m1", "r", "a", "accept")
+    b = {**_v("m2", "r", "a", "accept"), "task_id": 2}
+    first = merge(pd.DataFrame(columns=VERDICT_COLUMNS), [a, b], live_tasks={1, 2}, pushed={1, 2})
+    again = merge(first, [a, b], live_tasks={1, 2}, pushed={1, 2})
+    assert len(again) == 2 and again.verdict_id.is_unique
+    gone = merge(again, [a], live_tasks={1}, pushed={1, 2})  # task 2 deleted in the tool
+    assert len(gone) == 2 and gone.set_index("item_id").loc["m2", "stale_reason"] == "task_deleted"
+    replaced = merge(again, [a], live_tasks={1}, pushed={1})  # task 2 replaced by the push itself
+    assert replaced.set_index("item_id").loc["m2", "stale_reason"] is None
+
+
+def test_label_configs_are_xml_with_the_declared_controls():
+    spec = ReviewSpec(media=Media.VIDEO, boxes=True, editable=("question", "answer", "box"), reasons=("a", "b"))
+    root = ET.fromstring(review_config(spec))
+    names = {e.get("name") for e in root.iter() if e.get("name")}
+    assert {"video", "image", "box", "question", "verdict", "reason", "corrected_question", "corrected_answer"} <= names
+    assert "corrected_options" not in names
+    assert [c.get("value") for c in root.iter("Choice") if c.get("value") in ("a", "b")] == ["a", "b"]
+    adj = ET.fromstring(review_config(spec, adjudication=True))
+    assert any(e.get("name") == "prior" for e in adj.iter())
+    blind = ET.fromstring(human_config(ReviewSpec(), max_options=4))
+    assert [c.get("value") for c in blind.iter("Choice")] == ["A", "B", "C", "D"]
+    assert not any(e.get("name") == "answer" for e in blind.iter())  # no gold
