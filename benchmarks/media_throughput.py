@@ -152,12 +152,13 @@ def main() -> None:
         best: dict[tuple[str, int], float] = {}
         for k in sizes:
             if a.address == "local":
-                ray.init(
-                    num_cpus=k,
-                    include_dashboard=False,
-                    log_to_driver=False,
-                    runtime_env={"py_modules": ray_stages.PY_MODULES, "env_vars": ray_stages.WORKER_ENV},
-                )
+                with ray_stages.private_cluster_env():  # loopback only, nothing in $HOME (docs/security.md)
+                    ray.init(
+                        num_cpus=k,
+                        include_dashboard=False,
+                        log_to_driver=False,
+                        runtime_env=ray_stages.worker_runtime_env(),  # the opt-outs travel to the workers
+                    )
             p = ray_stages.RayPlacement(a.address, k, 1.0, 0.0, max(1, a.n // (4 * a.workers)))
             # Start k worker processes with the stage modules imported (each task holds its CPU 2 s,
             # so Ray must start them all): a long-running cluster has them.

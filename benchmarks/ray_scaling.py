@@ -86,12 +86,13 @@ def main() -> None:
         run_local(frames)
         print(f"{a.stage}, in-process: {a.n / (time.perf_counter() - t0):.2f} frames/s")
         if a.address == "local":
-            ray.init(
-                num_cpus=a.actors,
-                include_dashboard=False,
-                log_to_driver=False,
-                runtime_env={"py_modules": ray_stages.PY_MODULES, "env_vars": ray_stages.WORKER_ENV},
-            )
+            with ray_stages.private_cluster_env():  # loopback only, nothing in $HOME (docs/security.md)
+                ray.init(
+                    num_cpus=a.actors,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    runtime_env=ray_stages.worker_runtime_env(),  # the opt-outs travel to the workers
+                )
         base = warm_base = None
         for k in sorted({1, a.actors}):
             p = ray_stages.RayPlacement(a.address, k, 1.0, a.gpus, max(1, a.n // (4 * k)))

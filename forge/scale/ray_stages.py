@@ -140,6 +140,7 @@ def private_cluster_env() -> Iterator[None]:
     An operator's explicit setting of any of these is kept. Only the token outlives the block."""
     from ray._private import ray_constants  # reads the switch at import: ray may be imported already
 
+    apply_offline_env()  # the head reads its usage-stats switch from the environment it starts in
     if not any(k in os.environ for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")):
         os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
     saved = {k: os.environ.get(k) for k in ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "PYTHONPATH")}
