@@ -113,7 +113,7 @@ def test_toy_benchmark_runs_end_to_end_from_tests_only(tmp_path, llm_double):
     store = TableStore(data)
     assert len(store.read("toy_items")) == N_IMAGES
     sp = store.read("splits")
-    assert set(sp["benchmark"]) == {"toy"} and set(sp["split"]) == {"test"}  # no dev split unless asked for
+    assert set(sp["benchmark"]) == {"toy"} and set(sp["split"]) == {"dev", "test"}  # toy.yaml asks for a dev split
     gr = store.read("gate_results").set_index("item_id")
     assert gr.loc[f"toy_{EASY}", "reason"] == "blind_solvable"
     assert (gr.drop(index=f"toy_{EASY}")["status"] == "kept").all()
