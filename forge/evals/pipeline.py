@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,8 @@ def model_engine(
 ) -> LLMEngine:
     """The engine for the model under test: its own endpoint and key, the shared cache. One
     request per item and setting (``verbatim``): no repair turns, the reply as it came (an empty
-    one too) is the model's answer and is scored by the paper's rule; transport retries stay."""
+    one too) is the model's answer and is scored by the paper's rule; transport retries stay
+    (429, 5xx, timeouts), but a slow reply is waited for, never hedged with a second copy."""
     backend = (
         StubBackend()
         if spec.backend == "stub"
@@ -54,7 +56,15 @@ def model_engine(
     return LLMEngine(
         backend,
         LLMCache(cache_path),
-        dataclasses.replace(base, model=spec.model, stage_overrides={}, repair=False, verbatim=True),
+        dataclasses.replace(
+            base,
+            model=spec.model,
+            stage_overrides={},
+            repair=False,
+            verbatim=True,
+            hedge=False,
+            hedge_after_s=math.inf,  # no stall deadline: only the request timeout retries
+        ),
         prices,
     )
 

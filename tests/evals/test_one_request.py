@@ -43,7 +43,10 @@ def _engines(tmp_path, llm_double, llm_double_resource, monkeypatch):
         params={"temperature": 0},
     )
     llm = llm_double_resource()
-    base = dataclasses.replace(llm.settings(), retry_budgets={"server": 1}, backoff_base_s=0.01, backoff_max_s=0.02)
+    # hedge_after_s 0.1: a generation stage would send a second copy of a reply slower than that
+    base = dataclasses.replace(
+        llm.settings(), retry_budgets={"server": 1}, backoff_base_s=0.01, backoff_max_s=0.02, hedge_after_s=0.1
+    )
     engine = model_engine(spec, base, tmp_path / "eval_cache.sqlite")
     return spec, engine, llm.engine()
 
@@ -74,7 +77,7 @@ def test_iibench_one_request_per_item_and_setting_empty_reply_is_wrong(
             return Reply.text("")  # the model's answer: empty
         if q == "4":
             return Reply.text("Answer: (E", finish_reason="length")  # cut off, still the answer
-        return "Answer: (F)"  # ii5: right
+        return Reply.text("Answer: (F)", delay=0.5)  # ii5: right, slow (waited for, never hedged)
 
     llm_double.responder = reply
     cfg = _cfg(iibench=("none", "cot"))
