@@ -25,7 +25,7 @@ from forge.contracts import Contract, load_contract
 from forge.lineage import stage_calls, with_lineage
 from forge.storage import UNPARTITIONED, RejectLog, TableStore, refresh_catalog
 from forge.storage.rejects import REJECTS_TABLE
-from forge.versioning import rows_version
+from forge.versioning import content_hash, rows_version
 
 # Items enter in batches (a source cut into chunks); every per-item stage is partitioned by
 # batch, so a user re-runs one batch, backfills many, and the partition count stays sane
@@ -214,6 +214,7 @@ def publish(
     started: float | None = None,
     context: dg.AssetExecutionContext | None = None,
     part_metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    version_inputs: str = "",
 ) -> dg.MaterializeResult:
     """Validate, write and describe what one asset produced.
 
@@ -314,7 +315,10 @@ def publish(
         )
     refresh_catalog(store)
     # From the rows, not the run: a re-run that wrote the same rows leaves descendants Synced.
-    version = dg.DataVersion(rows_version(conformed))
+    # ``version_inputs``: what the rows do not show but descendants read (e.g. local files' stat)
+    version = dg.DataVersion(
+        rows_version(conformed) + (f"-{content_hash(version_inputs, length=8)}" if version_inputs else "")
+    )
     return dg.MaterializeResult(asset_key=asset_key, metadata=md, check_results=checks, data_version=version)
 
 

@@ -40,6 +40,7 @@ from forge.environment import apply_recorded_environment, env_path
 from forge.offline_env import apply as apply_offline_env
 from forge.offline_env import ensure_dagster_telemetry_off
 from jobs.console import Heartbeat, project_logs_through_dagster_only, quiet_dagster_warnings, quiet_run
+from jobs.freshness import fresh_keys
 from jobs.origin import execute_in_location, workspace_job_origin
 from jobs.outcomes import Outcomes
 from jobs.run_health import LAUNCHED_BY_TAG, Terminated
@@ -259,6 +260,7 @@ def build(
     defs: dg.Definitions | None = None,
     batch_patterns: list[str] | None = None,
     dry_run: bool = False,
+    only_stale: bool = False,
 ) -> bool:
     """Every selected asset in dependency order (``batch_patterns``: only matching batches of the
     per-batch stages; ``dry_run``: print the runs, run nothing). A failed asset stops only its
@@ -293,10 +295,19 @@ def build(
                 continue
             seg = Segment(seg.partitions_def, runnable, seg.job)
             for keys in partition_ranges(seg, instance, batch_patterns):
+                if only_stale:  # Synced assets (same code, same parent data versions) are left alone
+                    fresh = fresh_keys(instance, graph, seg.keys, keys)
+                    if fresh:
+                        print(f"  up to date, skipped: {', '.join(sorted(k.to_user_string() for k in fresh))}")
+                    if len(fresh) == len(seg.keys):
+                        continue
+                    seg_run = Segment(seg.partitions_def, [k for k in seg.keys if k not in fresh], seg.job)
+                else:
+                    seg_run = seg
                 if dry_run:
-                    print(describe_plan(seg, instance, keys), flush=True)
+                    print(describe_plan(seg_run, instance, keys), flush=True)
                     continue
-                ok = run_segment(defs, instance, seg, summary, health, verbose, outcomes, keys, in_location) and ok
+                ok = run_segment(defs, instance, seg_run, summary, health, verbose, outcomes, keys, in_location) and ok
                 runs += 1
                 if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop here
                     raise Terminated(f"{health.signals.signalled} received")
@@ -350,6 +361,7 @@ EXAMPLES = """examples:
   python -m jobs.build --select 'iibench_implication*' # a stage and everything below it
   python -m jobs.build --batch 'local_images-*'        # only these batches of the per-batch stages
   python -m jobs.build --select 'group:evals'          # evaluations only (every model partition)
+  python -m jobs.build --only-stale                    # leave Synced assets alone (an unchanged re-run)
 
 exit status: 0 all built, 1 something failed (see the closing summary), 143 stopped by a signal.
 """
@@ -375,6 +387,11 @@ def main(argv: list[str] | None = None) -> int:
         help="only batch partitions matching this glob (repeatable), e.g. 'captioned-*'",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the runs in order and run nothing")
+    parser.add_argument(
+        "--only-stale",
+        action="store_true",
+        help="skip assets Dagster reports Synced (same code version, same parent data versions)",
+    )
     parser.add_argument("--verbose", action="store_true", help="every Dagster run event (DEBUG) on the console")
     args = parser.parse_args(argv)
     apply_offline_env()  # usage-reporting opt-outs before any stage starts (forge/offline_env.py)
@@ -390,7 +407,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             report_recorded_environment()
         try:
-            ok = build(args.select, verbose=args.verbose, batch_patterns=args.batch, dry_run=args.dry_run)
+            ok = build(
+                args.select,
+                verbose=args.verbose,
+                batch_patterns=args.batch,
+                dry_run=args.dry_run,
+                only_stale=args.only_stale,
+            )
         except DagsterExecutionInterruptedError as exc:  # a signal between runs
             print(f"\nStopped: {exc}", flush=True)
             return 143

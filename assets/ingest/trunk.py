@@ -187,6 +187,8 @@ def sources(
             ),
         },
         started=started,
+        # the rows name local files, not their content: an edited file changes the data version too
+        version_inputs="\n".join(map(str, _local_digests(StageCache.for_store(store), items))),
     )
 
 

@@ -1,0 +1,51 @@
+"""Which assets a build may leave alone: those Dagster reports Synced (``StaleStatus.FRESH``).
+
+Data versions come from content (``forge.versioning.rows_version``) and code versions from
+what decides an asset's output, so an asset is FRESH when it was materialized with its current
+code version from the data versions its parents have now. ``jobs.build --only-stale`` skips
+those; an asset without parents (``sources``, a release import) reads the outside world and
+always runs, and an asset whose parent runs in the same run runs too (the parent may change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import dagster as dg
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.loader import LoadingContext
+
+
+class _Loading(LoadingContext):
+    """The loading context a status resolver needs outside a UI request (one per check)."""
+
+    def __init__(self, instance: dg.DagsterInstance):
+        self._instance, self._loaders = instance, {}
+
+    @property
+    def instance(self) -> dg.DagsterInstance:
+        return self._instance
+
+    @property
+    def loaders(self) -> dict:
+        return self._loaders
+
+
+def fresh_keys(
+    instance: dg.DagsterInstance, graph, keys: Iterable[dg.AssetKey], partition_keys: list[str] | None = None
+) -> set[dg.AssetKey]:
+    """The ``keys`` (in dependency order) that are FRESH in every partition the run would cover."""
+    resolver = CachingStaleStatusResolver(instance, graph, _Loading(instance))
+    keys = list(keys)
+    running = set(keys)
+    fresh: set[dg.AssetKey] = set()
+    for key in keys:
+        node = graph.get(key)
+        if not node.parent_keys or any(p in running and p not in fresh for p in node.parent_keys):
+            continue
+        parts: list[str | None] = [None]
+        if node.partitions_def is not None:
+            parts = list(partition_keys or node.partitions_def.get_partition_keys(dynamic_partitions_store=instance))
+        if parts and all(resolver.get_status(key, p) == StaleStatus.FRESH for p in parts):
+            fresh.add(key)
+    return fresh
