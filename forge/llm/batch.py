@@ -32,7 +32,8 @@ from forge.llm.types import LLMRequest, LLMResult
 from forge.storage.tables import safe_name
 
 if TYPE_CHECKING:  # annotations only: the engine imports this module, never the reverse at run time
-    from forge.llm.engine import LLMEngine, _Prepared
+    from forge.llm.engine import LLMEngine
+    from forge.llm.types import Prepared as _Prepared
 
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 

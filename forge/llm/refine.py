@@ -33,7 +33,8 @@ from typing import Any
 
 import pandas as pd
 
-from forge.llm.engine import LLMEngine, _check_ctx, _Progress
+from forge.llm.engine import LLMEngine
+from forge.llm.progress import _check_ctx, _Progress
 from forge.llm.stub import advisory as is_advisory
 from forge.llm.types import LLMRequest, LLMResult
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forge.llm.prompts import Prompt
+
 
 @dataclass(frozen=True)
 class ImageInput:
@@ -65,3 +67,14 @@ class LLMResult:
     cost_usd: float = 0.0
     latency_s: float = 0.0
     request_key: str = ""  # the cache key (joins llm_calls.request_key)
+
+
+@dataclass
+class Prepared:
+    req: LLMRequest
+    prompt: Prompt
+    model: str
+    params: dict[str, Any]
+    base_messages: list[dict[str, Any]]  # text-only rendered prompt + extra messages
+    key: str
+    audio: AudioRequest | None = None  # set: an audio.transcriptions request, not a chat completion

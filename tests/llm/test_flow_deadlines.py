@@ -244,7 +244,7 @@ def test_progress_line_says_what_requests_are_doing(llm_double, llm_double_resou
     llm_double.script(Reply.rate_limited(0.5), match="t text 0")
     engine = llm_double_resource(backoff_base_s=0.01).engine()
     engine.settings.progress_every_s = 0.0
-    import forge.llm.engine as eng
+    import forge.llm.progress as eng
 
     old = eng._Progress.__init__.__defaults__
     eng._Progress.__init__.__defaults__ = (0.0,)
@@ -312,7 +312,7 @@ def test_stalled_runs_of_one_name_share_one_progress_line(llm_double, llm_double
     lines = [r.getMessage() for r in caplog.records if "pools batch-0 (refine, items)" in r.getMessage()]
     ticks = [ln for ln in lines if "0/1 LLM" in ln]
     assert 1 <= len(ticks) <= 4, lines  # ~2 ticks of one shared line, not 12 per tick
-    import forge.llm.engine as eng
+    import forge.llm.progress as eng
 
     assert "pools batch-0 (refine, items)" not in eng._SHARED_LIVE  # every run let go of its name
 

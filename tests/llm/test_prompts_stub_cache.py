@@ -129,7 +129,7 @@ def test_outdated_prompt_count(prompt_dir):
 def test_engine_logs_request_progress(prompt_dir, caplog, monkeypatch):
     import logging
 
-    import forge.llm.engine as eng
+    import forge.llm.progress as eng
 
     monkeypatch.setattr(eng._Progress.__init__, "__defaults__", (0.0,))  # log every request
     qa = load_prompt(prompt_dir / "qa.yaml")

@@ -1,0 +1,300 @@
+"""Requests and replies: rendering, cache keys, reply parsing and validation, the repair turns."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from typing import Any
+
+from forge.llm.backends import BackendError, Reply
+from forge.llm.cache import cache_key
+from forge.llm.prompts import Prompt
+from forge.llm.settings import DEFAULT_REPAIRS
+from forge.llm.transport import reply_latency
+from forge.llm.types import LLMRequest, LLMResult
+from forge.llm.types import Prepared as _Prepared
+
+# Bump when reply parsing/validation changes: it is part of every cache key.
+PARSER_VERSION = "1"
+
+
+class ReplyError(ValueError):
+    """A reply that is not valid JSON or does not satisfy the schema."""
+
+    def __init__(self, message: str, error_class: str):
+        super().__init__(message)
+        self.error_class = error_class
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
+
+
+def parse_reply(text: str, schema: dict[str, Any] | None, validator: Any = None) -> dict[str, Any]:
+    """Parsed JSON satisfying ``schema`` (``{"text": ...}`` when the prompt has no schema)."""
+    if schema is None:
+        if not text or not text.strip():
+            raise ReplyError("empty reply", "EmptyReply")
+        return {"text": text}
+    m = _FENCE.match(text or "")
+    body = m.group(1) if m else (text or "")
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ReplyError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", "JSONDecodeError") from exc
+    if validator is None:
+        import jsonschema
+
+        validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.path), e.message))
+    if errors:
+        e = errors[0]
+        where = "/".join(str(p) for p in e.path) or "(root)"
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ReplyError(f"schema: at {where}: {e.message}{more}", "SchemaError")
+    if not isinstance(data, dict):
+        data = {"value": data}
+    return data
+
+
+class ParsingMixin:
+    """Preparing requests, validating replies and repairing invalid ones."""
+
+    # -- preparation -------------------------------------------------------------------
+    def prepare(self, stage: str, req: LLMRequest) -> _Prepared:
+        """Resolve model and params, render text messages and compute the cache key."""
+        prompt: Prompt = req.prompt
+        override = self.settings.stage_overrides.get(stage, {})
+        model = str(override.get("model") or self.settings.model)
+        params = {**self.settings.default_params, **prompt.params, **(override.get("params") or {}), **req.params}
+        messages = prompt.render(req.variables) + list(req.extra_messages)
+        key_messages = [dict(m) for m in messages]
+        if req.images:
+            image_keys = [self.images.key(i) for i in req.images]
+            key_messages.append({"role": "images", "content": image_keys})
+        key = cache_key(
+            {
+                "endpoint": self.endpoint,
+                "backend": self.backend.name,
+                "model": model,
+                "messages": key_messages,
+                "params": params,
+                "schema": prompt.schema,
+                "strict": prompt.strict,
+                "parser": PARSER_VERSION,
+            }
+        )
+        return _Prepared(req=req, prompt=prompt, model=model, params=params, base_messages=messages, key=key)
+
+    def _wire_messages(self, prep: _Prepared, tail: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Messages as sent: images attached to the last user turn; schema spelled out in json_object mode."""
+        msgs = [dict(m) for m in prep.base_messages]
+        if prep.req.images:
+            idx = max(i for i, m in enumerate(msgs) if m["role"] == "user")
+            text = msgs[idx]["content"]
+            parts = text if isinstance(text, list) else [{"type": "text", "text": text}]
+            msgs[idx] = {"role": "user", "content": parts + [self.images.part(i) for i in prep.req.images]}
+        if prep.prompt.schema is not None and self._mode == "json_object":
+            note = "Reply with one JSON object only, satisfying this JSON Schema:\n" + json.dumps(
+                prep.prompt.schema, ensure_ascii=False
+            )
+            if msgs and msgs[0]["role"] == "system":
+                msgs[0] = {"role": "system", "content": f"{msgs[0]['content']}\n\n{note}"}
+            else:
+                msgs.insert(0, {"role": "system", "content": note})
+        return msgs + tail
+
+    def _response_format(self, prompt: Prompt) -> dict[str, Any] | None:
+        if prompt.schema is None:
+            return None
+        if self._mode == "json_object":
+            return {"type": "json_object"}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": prompt.schema_name, "schema": prompt.schema, "strict": prompt.strict},
+        }
+
+    def _validator(self, prompt: Prompt) -> Any:
+        if prompt.schema is None:
+            return None
+        v = self._validators.get(prompt.hash)
+        if v is None:
+            import jsonschema
+
+            v = self._validators[prompt.hash] = jsonschema.Draft202012Validator(prompt.schema)
+        return v
+
+    def repair_budget(self, stage: str, error_class: str) -> int:
+        if not self.settings.repair or self.settings.verbatim:
+            return 0
+        budgets = {
+            **DEFAULT_REPAIRS,
+            **self.settings.repair_budgets,
+            **(self.settings.stage_overrides.get(stage, {}).get("repair_budgets") or {}),
+        }
+        return int(budgets.get(error_class, 1))
+
+    async def _process(self, stage: str, partition: str, req: LLMRequest) -> LLMResult:
+        try:
+            prep = self.prepare(stage, req)
+        except Exception as exc:  # noqa: BLE001 - a bad request (missing variable, unreadable image) fails alone
+            model = self.model_for(stage)
+            self._record(
+                stage,
+                partition,
+                None,
+                req,
+                model=model,
+                attempt=0,
+                outcome="failed",
+                error=f"prepare: {exc}",
+                error_class=type(exc).__name__,
+            )
+            return self._result(
+                None, req, ok=False, error=f"prepare: {exc}", error_class=type(exc).__name__, model=model
+            )
+        hit = self.cache.get(prep.key)
+        if hit is not None:
+            self._record(stage, partition, prep, req, model=prep.model, attempt=0, outcome="cache_hit", cache_hit=True)
+            self._ledger(stage, partition, prep, request_id=f"hit-{uuid.uuid4().hex}", kind="cache_hit", status="ok")
+            return self._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
+        return await self._call_and_parse(stage, partition, prep)
+
+    async def _call_and_parse(
+        self, stage: str, partition: str, prep: _Prepared, first_reply: Reply | None = None, mode: str = "online"
+    ) -> LLMResult:
+        """Send (or take ``first_reply``, e.g. from a batch), validate, repair within budget, cache."""
+        req, prompt = prep.req, prep.prompt
+        tail: list[dict[str, Any]] = []
+        attempt = 0
+        tin = tout = 0
+        t_start = time.perf_counter()
+        repairs: dict[str, int] = {}
+        while True:
+            try:
+                if first_reply is not None:
+                    reply, attempt, first_reply = first_reply, attempt + 1, None
+                    self._ledger(
+                        stage,
+                        partition,
+                        prep,
+                        request_id=reply.request_id or f"batch-{uuid.uuid4().hex}",
+                        kind="batch",
+                        status="ok",
+                        tokens_in=reply.tokens_in,
+                        tokens_out=reply.tokens_out,
+                        latency_s=reply_latency(reply),
+                        response_id=reply.response_id,
+                        model=reply.model or prep.model,
+                    )
+                else:
+                    reply, attempt = await self._send(stage, partition, prep, tail, attempt)
+                    mode = "online"
+            except BackendError as exc:
+                attempt = getattr(exc, "attempt", attempt)
+                if exc.kind == "empty" and self.settings.verbatim and prompt.schema is None:
+                    # A reply without content (a refusal) came back: under evaluation it is an empty
+                    # answer. Its tokens are already on the attempt's own call row.
+                    reply = Reply("", 0, 0, "empty")
+                else:
+                    return self._result(
+                        prep,
+                        req,
+                        ok=False,
+                        error=str(exc),
+                        error_class=f"Backend:{exc.kind or 'error'}",
+                        attempts=attempt,
+                        tokens_in=tin,
+                        tokens_out=tout,
+                        latency_s=time.perf_counter() - t_start,
+                    )
+            tin, tout = tin + reply.tokens_in, tout + reply.tokens_out
+            try:
+                if self.settings.verbatim and prompt.schema is None:
+                    data = {"text": reply.text or ""}  # an empty or cut-off reply is the model's answer
+                elif reply.finish_reason == "length":
+                    raise ReplyError("reply truncated (finish_reason=length)", "Truncated")
+                else:
+                    data = parse_reply(reply.text, prompt.schema, self._validator(prompt))
+            except ReplyError as exc:
+                used = repairs.get(exc.error_class, 0)
+                last = used >= self.repair_budget(stage, exc.error_class)
+                self._record(
+                    stage,
+                    partition,
+                    prep,
+                    req,
+                    model=prep.model,
+                    attempt=attempt,
+                    outcome="failed" if last else "invalid",
+                    tokens_in=reply.tokens_in,
+                    tokens_out=reply.tokens_out,
+                    latency_s=reply_latency(reply),
+                    error=str(exc),
+                    error_class=exc.error_class,
+                    mode=mode,
+                )
+                if last:
+                    return self._result(
+                        prep,
+                        req,
+                        ok=False,
+                        text=reply.text,
+                        error=f"{exc} (after repair)" if sum(repairs.values()) else str(exc),
+                        error_class=exc.error_class,
+                        attempts=attempt,
+                        tokens_in=tin,
+                        tokens_out=tout,
+                        latency_s=time.perf_counter() - t_start,
+                    )
+                # Repair: show the model its latest reply and what was wrong with it (earlier failed
+                # turns are dropped, so the context does not grow with each repair).
+                repairs[exc.error_class] = used + 1
+                tail = [
+                    {"role": "assistant", "content": reply.text},
+                    {
+                        "role": "user",
+                        "content": (
+                            f"Your reply could not be used: {exc}. Reply again with only a JSON object that "
+                            "satisfies the required schema, with no other text."
+                        ),
+                    },
+                ]
+                continue
+            self._record(
+                stage,
+                partition,
+                prep,
+                req,
+                model=prep.model,
+                attempt=attempt,
+                outcome="ok",
+                tokens_in=reply.tokens_in,
+                tokens_out=reply.tokens_out,
+                latency_s=reply_latency(reply),
+                mode=mode,
+            )
+            self.cache.put(
+                prep.key,
+                {
+                    "data": data,
+                    "text": reply.text,
+                    "tokens_in": tin,
+                    "tokens_out": tout,
+                    "model": reply.model or prep.model,
+                },
+                model=prep.model,
+                prompt_name=prompt.name,
+            )
+            return self._result(
+                prep,
+                req,
+                ok=True,
+                data=data,
+                text=reply.text,
+                attempts=attempt,
+                tokens_in=tin,
+                tokens_out=tout,
+                latency_s=time.perf_counter() - t_start,
+            )
