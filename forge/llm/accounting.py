@@ -67,6 +67,34 @@ def price_for(prices: Mapping[str, Price], model: str) -> Price | None:
     return prices[best] if best else None
 
 
+@dataclass
+class CallRecord:
+    """What one attempt (or cache hit) of one request gave: a row of ``llm_calls``.
+
+    ``cost`` None = priced from the tokens (at the batch discount in ``mode="batch"``)."""
+
+    stage: str
+    partition: str
+    req: LLMRequest
+    model: str
+    attempt: int
+    outcome: str  # one of OUTCOMES
+    prep: _Prepared | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    error: str | None = None
+    error_class: str | None = None
+    cache_hit: bool = False
+    mode: str = "online"
+    cost: float | None = None
+
+    @classmethod
+    def of(cls, stage: str, partition: str, prep: _Prepared, attempt: int, outcome: str, **kw: Any) -> CallRecord:
+        """The record of a prepared request (its request and model)."""
+        return cls(stage, partition, prep.req, kw.pop("model", prep.model), attempt, outcome, prep=prep, **kw)
+
+
 class AccountingMixin:
     """The engine's call log (``llm_calls``), ledger rows and result building."""
 
@@ -116,48 +144,32 @@ class AccountingMixin:
             return 0.0
         return (tin * p.input_per_1m + tout * p.output_per_1m) / 1e6 + audio_s / 60.0 * p.audio_minute
 
-    def _record(
-        self,
-        stage: str,
-        partition: str,
-        prep: _Prepared | None,
-        req: LLMRequest,
-        *,
-        model: str,
-        attempt: int,
-        outcome: str,
-        tokens_in: int = 0,
-        tokens_out: int = 0,
-        latency_s: float = 0.0,
-        error: str | None = None,
-        error_class: str | None = None,
-        cache_hit: bool = False,
-        mode: str = "online",
-        cost: float | None = None,
-    ) -> None:
-        prompt = req.prompt
-        if cost is None and mode == "batch":
-            cost = self._cost(model, tokens_in, tokens_out) * self.settings.batch_discount
+    def _record(self, rec: CallRecord) -> None:
+        """One ``llm_calls`` row."""
+        cost = rec.cost
+        if cost is None and rec.mode == "batch":
+            cost = self._cost(rec.model, rec.tokens_in, rec.tokens_out) * self.settings.batch_discount
+        prompt = rec.req.prompt
         row = {
             "call_id": uuid.uuid4().hex[:16],
-            "stage": stage,
-            "partition": partition,
-            "item_id": str(req.item_id),
-            "model": model,
+            "stage": rec.stage,
+            "partition": rec.partition,
+            "item_id": str(rec.req.item_id),
+            "model": rec.model,
             "backend": self.backend.name,
             "prompt_name": getattr(prompt, "name", ""),
             "prompt_hash": getattr(prompt, "hash", ""),
-            "request_key": prep.key if prep else "",
-            "tokens_in": int(tokens_in),
-            "tokens_out": int(tokens_out),
-            "latency_s": round(float(latency_s), 4),
-            "cost_usd": float(self._cost(model, tokens_in, tokens_out) if cost is None else cost),
-            "cache_hit": bool(cache_hit),
-            "attempt": int(attempt),
-            "outcome": outcome,
-            "error": (error or None) and str(error)[:2000],
-            "error_class": error_class,
-            "mode": mode,
+            "request_key": rec.prep.key if rec.prep else "",
+            "tokens_in": int(rec.tokens_in),
+            "tokens_out": int(rec.tokens_out),
+            "latency_s": round(float(rec.latency_s), 4),
+            "cost_usd": float(self._cost(rec.model, rec.tokens_in, rec.tokens_out) if cost is None else cost),
+            "cache_hit": bool(rec.cache_hit),
+            "attempt": int(rec.attempt),
+            "outcome": rec.outcome,
+            "error": (rec.error or None) and str(rec.error)[:2000],
+            "error_class": rec.error_class,
+            "mode": rec.mode,
             "created_at": datetime.now(UTC),
         }
         with self._rows_lock:

@@ -7,6 +7,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from forge.llm.accounting import CallRecord
 from forge.llm.backends import BackendError
 from forge.llm.cache import cache_key
 from forge.llm.parsing import PARSER_VERSION
@@ -80,7 +81,7 @@ class AudioMixin:
         req = prep.req
         hit = self.cache.get(prep.key)
         if hit is not None:
-            self._record(stage, partition, prep, req, model=prep.model, attempt=0, outcome="cache_hit", cache_hit=True)
+            self._record(CallRecord.of(stage, partition, prep, 0, "cache_hit", cache_hit=True))
             self._ledger(stage, partition, prep, request_id=f"hit-{uuid.uuid4().hex}", kind="cache_hit", status="ok")
             return self._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
         t_start = time.perf_counter()
@@ -98,17 +99,17 @@ class AudioMixin:
             )
         cost = self._cost(prep.model, reply.tokens_in, reply.tokens_out, reply.audio_s)
         self._record(
-            stage,
-            partition,
-            prep,
-            req,
-            model=prep.model,
-            attempt=attempt,
-            outcome="ok",
-            tokens_in=reply.tokens_in,
-            tokens_out=reply.tokens_out,
-            latency_s=reply_latency(reply),
-            cost=cost,
+            CallRecord.of(
+                stage,
+                partition,
+                prep,
+                attempt,
+                "ok",
+                tokens_in=reply.tokens_in,
+                tokens_out=reply.tokens_out,
+                latency_s=reply_latency(reply),
+                cost=cost,
+            )
         )
         data = {"text": reply.text.strip()}  # an empty text is an answer (no speech), cached like any
         self.cache.put(

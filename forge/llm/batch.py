@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forge.llm.accounting import CallRecord
 from forge.llm.backends import Reply
 from forge.llm.types import LLMRequest, LLMResult
 from forge.storage.tables import safe_name
@@ -85,16 +86,17 @@ async def arun_batch(engine: LLMEngine, stage: str, partition: str, requests: li
         except Exception as exc:  # noqa: BLE001 - the item fails alone, as online
             model = engine.model_for(stage)
             engine._record(
-                stage,
-                partition,
-                None,
-                req,
-                model=model,
-                attempt=0,
-                outcome="failed",
-                error=f"prepare: {exc}",
-                error_class=type(exc).__name__,
-                mode="batch",
+                CallRecord(
+                    stage,
+                    partition,
+                    req,
+                    model,
+                    0,
+                    "failed",
+                    error=f"prepare: {exc}",
+                    error_class=type(exc).__name__,
+                    mode="batch",
+                )
             )
             results[i] = engine._result(
                 None, req, ok=False, error=f"prepare: {exc}", error_class=type(exc).__name__, model=model
@@ -102,17 +104,7 @@ async def arun_batch(engine: LLMEngine, stage: str, partition: str, requests: li
             continue
         hit = engine.cache.get(prep.key)
         if hit is not None:
-            engine._record(
-                stage,
-                partition,
-                prep,
-                req,
-                model=prep.model,
-                attempt=0,
-                outcome="cache_hit",
-                cache_hit=True,
-                mode="batch",
-            )
+            engine._record(CallRecord.of(stage, partition, prep, 0, "cache_hit", cache_hit=True, mode="batch"))
             results[i] = engine._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
         else:
             preps.setdefault(prep.key, []).append((i, prep))
@@ -209,16 +201,16 @@ async def arun_batch(engine: LLMEngine, stage: str, partition: str, requests: li
             if results[idx] is None:
                 reason = last_error.get(key, "no answer from the batch")
                 engine._record(
-                    stage,
-                    partition,
-                    prep,
-                    prep.req,
-                    model=prep.model,
-                    attempt=submissions[key],
-                    outcome="failed",
-                    error=reason,
-                    error_class="BatchError",
-                    mode="batch",
+                    CallRecord.of(
+                        stage,
+                        partition,
+                        prep,
+                        submissions[key],
+                        "failed",
+                        error=reason,
+                        error_class="BatchError",
+                        mode="batch",
+                    )
                 )
                 results[idx] = engine._result(
                     prep, prep.req, ok=False, error=reason, error_class="BatchError", attempts=submissions[key]

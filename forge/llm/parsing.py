@@ -8,6 +8,7 @@ import time
 import uuid
 from typing import Any
 
+from forge.llm.accounting import CallRecord
 from forge.llm.backends import BackendError, Reply
 from forge.llm.cache import cache_key
 from forge.llm.prompts import Prompt
@@ -141,22 +142,16 @@ class ParsingMixin:
         except Exception as exc:  # noqa: BLE001 - a bad request (missing variable, unreadable image) fails alone
             model = self.model_for(stage)
             self._record(
-                stage,
-                partition,
-                None,
-                req,
-                model=model,
-                attempt=0,
-                outcome="failed",
-                error=f"prepare: {exc}",
-                error_class=type(exc).__name__,
+                CallRecord(
+                    stage, partition, req, model, 0, "failed", error=f"prepare: {exc}", error_class=type(exc).__name__
+                )
             )
             return self._result(
                 None, req, ok=False, error=f"prepare: {exc}", error_class=type(exc).__name__, model=model
             )
         hit = self.cache.get(prep.key)
         if hit is not None:
-            self._record(stage, partition, prep, req, model=prep.model, attempt=0, outcome="cache_hit", cache_hit=True)
+            self._record(CallRecord.of(stage, partition, prep, 0, "cache_hit", cache_hit=True))
             self._ledger(stage, partition, prep, request_id=f"hit-{uuid.uuid4().hex}", kind="cache_hit", status="ok")
             return self._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
         return await self._call_and_parse(stage, partition, prep)
@@ -221,19 +216,19 @@ class ParsingMixin:
                 used = repairs.get(exc.error_class, 0)
                 last = used >= self.repair_budget(stage, exc.error_class)
                 self._record(
-                    stage,
-                    partition,
-                    prep,
-                    req,
-                    model=prep.model,
-                    attempt=attempt,
-                    outcome="failed" if last else "invalid",
-                    tokens_in=reply.tokens_in,
-                    tokens_out=reply.tokens_out,
-                    latency_s=reply_latency(reply),
-                    error=str(exc),
-                    error_class=exc.error_class,
-                    mode=mode,
+                    CallRecord.of(
+                        stage,
+                        partition,
+                        prep,
+                        attempt,
+                        "failed" if last else "invalid",
+                        tokens_in=reply.tokens_in,
+                        tokens_out=reply.tokens_out,
+                        latency_s=reply_latency(reply),
+                        error=str(exc),
+                        error_class=exc.error_class,
+                        mode=mode,
+                    )
                 )
                 if last:
                     return self._result(
@@ -263,17 +258,17 @@ class ParsingMixin:
                 ]
                 continue
             self._record(
-                stage,
-                partition,
-                prep,
-                req,
-                model=prep.model,
-                attempt=attempt,
-                outcome="ok",
-                tokens_in=reply.tokens_in,
-                tokens_out=reply.tokens_out,
-                latency_s=reply_latency(reply),
-                mode=mode,
+                CallRecord.of(
+                    stage,
+                    partition,
+                    prep,
+                    attempt,
+                    "ok",
+                    tokens_in=reply.tokens_in,
+                    tokens_out=reply.tokens_out,
+                    latency_s=reply_latency(reply),
+                    mode=mode,
+                )
             )
             self.cache.put(
                 prep.key,

@@ -9,6 +9,7 @@ import uuid
 from collections import deque
 from typing import Any
 
+from forge.llm.accounting import CallRecord
 from forge.llm.backends import BackendError, Reply
 from forge.llm.limits import Slots
 from forge.llm.tokens import count_message_tokens
@@ -297,17 +298,17 @@ class TransportMixin:
         def note_row(outcome: str, latency: float, error: str, error_class: str, **tokens: int) -> None:
             """This request's call-log row for an attempt that gave no usable reply."""
             self._record(
-                stage,
-                partition,
-                prep,
-                prep.req,
-                model=prep.model,
-                attempt=attempt,
-                outcome=outcome,
-                latency_s=latency,
-                error=error,
-                error_class=error_class,
-                **tokens,
+                CallRecord.of(
+                    stage,
+                    partition,
+                    prep,
+                    attempt,
+                    outcome,
+                    latency_s=latency,
+                    error=error,
+                    error_class=error_class,
+                    **tokens,
+                )
             )
 
         while True:
