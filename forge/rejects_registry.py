@@ -161,6 +161,9 @@ RECIPE_STAGES: dict[str, dict[str, str]] = {
         "unknown_device": UNTESTED,
         "balance_partner_dropped": UNTESTED,
     },
+    "human_review": {  # forge/review/stages.py: the reviewer's own reason leads the detail
+        "reviewer_rejected": "tests/review/test_review_flow.py",
+    },
     "vimu_annotations": {
         "over_batch_cap": UNTESTED,
         "no_frames": _VIMU,

@@ -113,7 +113,8 @@ def test_review_gates_the_export_end_to_end(review_env):
     assert h2.edit_status == "refused" and "outside the image" in h2.edit_note
     assert v.loc[v.item_id == "m1", "seconds"].sum() == 60
     rej = q(data, "select * from rejects where stage = 'human_review'")
-    assert list(rej.item_id) == ["m2"] and rej.detail.iloc[0].startswith("wrong_gold")
+    assert list(rej.item_id) == ["m2"] and list(rej.reason) == ["reviewer_rejected"]
+    assert rej.detail.iloc[0].startswith("wrong_gold")  # the reviewer's reason from the fixed list
 
     # re-reading the tool never duplicates rows; an unchanged tool launches no run
     again = sensor_tick(data, instance, tick.cursor)
