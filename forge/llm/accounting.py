@@ -11,8 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from forge.llm.types import LLMRequest, LLMResult
-from forge.llm.types import Prepared as _Prepared
+from forge.llm.types import LLMRequest, LLMResult, Prepared
 
 CALLS_COLUMNS = [
     "call_id",
@@ -79,7 +78,7 @@ class CallRecord:
     model: str
     attempt: int
     outcome: str  # one of OUTCOMES
-    prep: _Prepared | None = None
+    prep: Prepared | None = None
     tokens_in: int = 0
     tokens_out: int = 0
     latency_s: float = 0.0
@@ -90,7 +89,7 @@ class CallRecord:
     cost: float | None = None
 
     @classmethod
-    def of(cls, stage: str, partition: str, prep: _Prepared, attempt: int, outcome: str, **kw: Any) -> CallRecord:
+    def of(cls, stage: str, partition: str, prep: Prepared, attempt: int, outcome: str, **kw: Any) -> CallRecord:
         """The record of a prepared request (its request and model)."""
         return cls(stage, partition, prep.req, kw.pop("model", prep.model), attempt, outcome, prep=prep, **kw)
 
@@ -179,7 +178,7 @@ class AccountingMixin:
         self,
         stage: str,
         partition: str,
-        prep: _Prepared,
+        prep: Prepared,
         *,
         request_id: str,
         kind: str,
@@ -224,7 +223,7 @@ class AccountingMixin:
 
     def _result(
         self,
-        prep: _Prepared | None,
+        prep: Prepared | None,
         req: LLMRequest,
         *,
         ok: bool,

@@ -13,8 +13,7 @@ from forge.llm.cache import cache_key
 from forge.llm.parsing import PARSER_VERSION
 from forge.llm.progress import _Progress
 from forge.llm.transport import reply_latency
-from forge.llm.types import AudioRequest, LLMRequest, LLMResult
-from forge.llm.types import Prepared as _Prepared
+from forge.llm.types import AudioRequest, LLMRequest, LLMResult, Prepared
 from forge.versioning import sha256_bytes
 
 
@@ -55,7 +54,7 @@ class AudioMixin:
     def transcription_model(self, stage: str) -> str:
         return str(self.settings.stage_overrides.get(stage, {}).get("model") or self.settings.transcription_model)
 
-    def prepare_audio(self, stage: str, audio: AudioRequest) -> _Prepared:
+    def prepare_audio(self, stage: str, audio: AudioRequest) -> Prepared:
         """Model, params and cache key (audio content hash + model + endpoint + params)."""
         model = self.transcription_model(stage)
         # Chat defaults (max_tokens, response_format...) are not transcription arguments.
@@ -72,7 +71,7 @@ class AudioMixin:
             }
         )
         req = LLMRequest(item_id=audio.item_id, prompt=TRANSCRIPTION)
-        return _Prepared(
+        return Prepared(
             req=req, prompt=TRANSCRIPTION, model=model, params=params, base_messages=[], key=key, audio=audio
         )  # type: ignore[arg-type]
 

@@ -25,21 +25,36 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from forge.llm.accounting import CallRecord
 from forge.llm.backends import Reply
-from forge.llm.types import LLMRequest, LLMResult
+from forge.llm.cache import LLMCache
+from forge.llm.types import LLMRequest, LLMResult, Prepared
 from forge.storage.tables import safe_name
 
-if TYPE_CHECKING:  # annotations only: the engine imports this module, never the reverse at run time
-    from forge.llm.engine import LLMEngine
-    from forge.llm.types import Prepared as _Prepared
+
+class Engine(Protocol):
+    """The engine's seam for this send path (``LLMEngine`` is one); the engine imports this module."""
+
+    settings: Any  # EngineSettings
+    cache: LLMCache
+    backend: Any  # OpenAIBackend: ``client()`` is the AsyncOpenAI client
+
+    def lookup(self, stage: str, partition: str, req: LLMRequest, mode: str = "online") -> Prepared | LLMResult: ...
+
+    def chat_body(self, prep: Prepared) -> dict[str, Any]: ...
+
+    async def accept(self, stage: str, partition: str, prep: Prepared, reply: Reply, mode: str) -> LLMResult: ...
+
+    def reject(
+        self, stage: str, partition: str, prep: Prepared, reason: str, error_class: str, attempts: int, mode: str
+    ) -> LLMResult: ...
+
 
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 
 
-def state_path(engine: LLMEngine, stage: str, partition: str) -> Path:
+def state_path(engine: Engine, stage: str, partition: str) -> Path:
     base = engine.cache.path.parent if engine.cache.path else Path(tempfile.gettempdir()) / "forge_llm"
     return base / "batches" / f"{safe_name(stage)}__{safe_name(partition)}.json"
 
@@ -58,7 +73,7 @@ def _save_state(path: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def run_batch(engine: LLMEngine, stage: str, partition: str, requests: list[LLMRequest]) -> list[LLMResult]:
+def run_batch(engine: Engine, stage: str, partition: str, requests: list[LLMRequest]) -> list[LLMResult]:
     async def main() -> list[LLMResult]:
         try:
             return await arun_batch(engine, stage, partition, requests)
@@ -68,46 +83,20 @@ def run_batch(engine: LLMEngine, stage: str, partition: str, requests: list[LLMR
     return asyncio.run(main())
 
 
-def _line(engine: LLMEngine, prep: _Prepared) -> dict[str, Any]:
-    body: dict[str, Any] = {"model": prep.model, "messages": engine._wire_messages(prep, []), **prep.params}
-    rf = engine._response_format(prep.prompt)
-    if rf is not None:
-        body["response_format"] = rf
-    return {"custom_id": prep.key, "method": "POST", "url": "/v1/chat/completions", "body": body}
+def _line(engine: Engine, prep: Prepared) -> dict[str, Any]:
+    return {"custom_id": prep.key, "method": "POST", "url": "/v1/chat/completions", "body": engine.chat_body(prep)}
 
 
-async def arun_batch(engine: LLMEngine, stage: str, partition: str, requests: list[LLMRequest]) -> list[LLMResult]:
+async def arun_batch(engine: Engine, stage: str, partition: str, requests: list[LLMRequest]) -> list[LLMResult]:
     s = engine.settings
     results: list[LLMResult | None] = [None] * len(requests)
-    preps: dict[str, list[tuple[int, _Prepared]]] = {}
+    preps: dict[str, list[tuple[int, Prepared]]] = {}
     for i, req in enumerate(requests):
-        try:
-            prep = engine.prepare(stage, req)
-        except Exception as exc:  # noqa: BLE001 - the item fails alone, as online
-            model = engine.model_for(stage)
-            engine._record(
-                CallRecord(
-                    stage,
-                    partition,
-                    req,
-                    model,
-                    0,
-                    "failed",
-                    error=f"prepare: {exc}",
-                    error_class=type(exc).__name__,
-                    mode="batch",
-                )
-            )
-            results[i] = engine._result(
-                None, req, ok=False, error=f"prepare: {exc}", error_class=type(exc).__name__, model=model
-            )
-            continue
-        hit = engine.cache.get(prep.key)
-        if hit is not None:
-            engine._record(CallRecord.of(stage, partition, prep, 0, "cache_hit", cache_hit=True, mode="batch"))
-            results[i] = engine._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
+        found = engine.lookup(stage, partition, req, mode="batch")  # prepared, or failed / a cache hit
+        if isinstance(found, LLMResult):
+            results[i] = found
         else:
-            preps.setdefault(prep.key, []).append((i, prep))
+            preps.setdefault(found.key, []).append((i, found))
 
     client = engine.backend.client()  # type: ignore[attr-defined]
     spath = state_path(engine, stage, partition)
@@ -176,9 +165,7 @@ async def arun_batch(engine: LLMEngine, stage: str, partition: str, requests: li
                     answered.add(key)
                     for idx, prep in preps[key]:
                         # Validation, the online repair of an invalid reply, and caching: shared with online.
-                        results[idx] = await engine._call_and_parse(
-                            stage, partition, prep, first_reply=reply, mode="batch"
-                        )
+                        results[idx] = await engine.accept(stage, partition, prep, reply, mode="batch")
             pending -= answered
             for k in set(keys) - answered:
                 last_error.setdefault(k, f"batch {bid} ended {b.status} without an answer")
@@ -200,19 +187,7 @@ async def arun_batch(engine: LLMEngine, stage: str, partition: str, requests: li
         for idx, prep in items:
             if results[idx] is None:
                 reason = last_error.get(key, "no answer from the batch")
-                engine._record(
-                    CallRecord.of(
-                        stage,
-                        partition,
-                        prep,
-                        submissions[key],
-                        "failed",
-                        error=reason,
-                        error_class="BatchError",
-                        mode="batch",
-                    )
-                )
-                results[idx] = engine._result(
-                    prep, prep.req, ok=False, error=reason, error_class="BatchError", attempts=submissions[key]
+                results[idx] = engine.reject(
+                    stage, partition, prep, reason, "BatchError", submissions[key], mode="batch"
                 )
     return [r for r in results if r is not None]

@@ -40,9 +40,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
-from forge.llm.accounting import CALLS_COLUMNS, OUTCOMES, AccountingMixin, Price, price_for
+from forge.llm.accounting import CALLS_COLUMNS, OUTCOMES, AccountingMixin, CallRecord, Price, price_for
 from forge.llm.audio import TRANSCRIPTION, AudioMixin
-from forge.llm.backends import Backend
+from forge.llm.backends import Backend, Reply
+from forge.llm.batch import arun_batch
 from forge.llm.cache import LLMCache
 from forge.llm.images import ImageEncoder
 from forge.llm.ledger import SpendLedger, ledger_beside
@@ -51,7 +52,7 @@ from forge.llm.parsing import PARSER_VERSION, ParsingMixin, ReplyError, parse_re
 from forge.llm.progress import _check_ctx, _LoopThread, _Progress, _Status
 from forge.llm.settings import DEFAULT_REPAIRS, STAGE_KEYS, TRANSIENT_KINDS, EngineSettings
 from forge.llm.transport import MAX_COPIES, THROTTLE_PAUSE_SHARE, TransportMixin, reply_latency
-from forge.llm.types import LLMRequest, LLMResult
+from forge.llm.types import LLMRequest, LLMResult, Prepared
 
 T = TypeVar("T")
 
@@ -133,8 +134,6 @@ class LLMEngine(TransportMixin, ParsingMixin, AccountingMixin, AudioMixin):
         Thread-safe: concurrent calls (partitions in threads, refine checks) share the engine's
         loop, client, concurrency budget and rate limits."""
         if self.uses_batch_api(stage):
-            from forge.llm.batch import arun_batch
-
             return self.wait(arun_batch(self, stage, partition, requests))
         return self.wait(self.arun(stage, partition, requests))
 
@@ -211,6 +210,32 @@ class LLMEngine(TransportMixin, ParsingMixin, AccountingMixin, AudioMixin):
         finally:
             if ticker is not None:
                 ticker.cancel()
+
+    # -- the seam for other send paths (forge/llm/batch.py) -----------------------------------
+    # lookup(stage, partition, req, mode) (ParsingMixin): the prepared request, or its result when
+    # nothing needs sending (a cache hit, a request that cannot be prepared).
+
+    def chat_body(self, prep: Prepared) -> dict[str, Any]:
+        """The ``/v1/chat/completions`` body of a prepared request, as the online path sends it."""
+        body: dict[str, Any] = {"model": prep.model, "messages": self._wire_messages(prep, []), **prep.params}
+        rf = self._response_format(prep.prompt)
+        if rf is not None:
+            body["response_format"] = rf
+        return body
+
+    async def accept(self, stage: str, partition: str, prep: Prepared, reply: Reply, mode: str) -> LLMResult:
+        """A reply that came another way, handled as an online one: validated, repaired online
+        within budget (never for the model under evaluation), cached."""
+        return await self._call_and_parse(stage, partition, prep, first_reply=reply, mode=mode)
+
+    def reject(
+        self, stage: str, partition: str, prep: Prepared, reason: str, error_class: str, attempts: int, mode: str
+    ) -> LLMResult:
+        """A request that got no answer: its failed ``llm_calls`` row and result."""
+        self._record(
+            CallRecord.of(stage, partition, prep, attempts, "failed", error=reason, error_class=error_class, mode=mode)
+        )
+        return self._result(prep, prep.req, ok=False, error=reason, error_class=error_class, attempts=attempts)
 
     async def acall(self, stage: str, partition: str, req: LLMRequest) -> LLMResult:
         """One request end to end (cache, send, validate, repair); must run on the engine's loop

@@ -14,8 +14,7 @@ from forge.llm.cache import cache_key
 from forge.llm.prompts import Prompt
 from forge.llm.settings import DEFAULT_REPAIRS
 from forge.llm.transport import reply_latency
-from forge.llm.types import LLMRequest, LLMResult
-from forge.llm.types import Prepared as _Prepared
+from forge.llm.types import LLMRequest, LLMResult, Prepared
 
 # Bump when reply parsing/validation changes: it is part of every cache key.
 PARSER_VERSION = "1"
@@ -63,7 +62,7 @@ class ParsingMixin:
     """Preparing requests, validating replies and repairing invalid ones."""
 
     # -- preparation -------------------------------------------------------------------
-    def prepare(self, stage: str, req: LLMRequest) -> _Prepared:
+    def prepare(self, stage: str, req: LLMRequest) -> Prepared:
         """Resolve model and params, render text messages and compute the cache key."""
         prompt: Prompt = req.prompt
         override = self.settings.stage_overrides.get(stage, {})
@@ -86,9 +85,9 @@ class ParsingMixin:
                 "parser": PARSER_VERSION,
             }
         )
-        return _Prepared(req=req, prompt=prompt, model=model, params=params, base_messages=messages, key=key)
+        return Prepared(req=req, prompt=prompt, model=model, params=params, base_messages=messages, key=key)
 
-    def _wire_messages(self, prep: _Prepared, tail: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _wire_messages(self, prep: Prepared, tail: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Messages as sent: images attached to the last user turn; schema spelled out in json_object mode."""
         msgs = [dict(m) for m in prep.base_messages]
         if prep.req.images:
@@ -136,28 +135,34 @@ class ParsingMixin:
         }
         return int(budgets.get(error_class, 1))
 
-    async def _process(self, stage: str, partition: str, req: LLMRequest) -> LLMResult:
+    def lookup(self, stage: str, partition: str, req: LLMRequest, mode: str = "online") -> Prepared | LLMResult:
+        """The request prepared for sending, or its result when nothing needs sending: a cache hit,
+        or a request that cannot be prepared (missing variable, unreadable image), which fails alone."""
         try:
             prep = self.prepare(stage, req)
-        except Exception as exc:  # noqa: BLE001 - a bad request (missing variable, unreadable image) fails alone
+        except Exception as exc:  # noqa: BLE001 - a bad request fails alone, never the batch
             model = self.model_for(stage)
+            error, error_class = f"prepare: {exc}", type(exc).__name__
             self._record(
-                CallRecord(
-                    stage, partition, req, model, 0, "failed", error=f"prepare: {exc}", error_class=type(exc).__name__
-                )
+                CallRecord(stage, partition, req, model, 0, "failed", error=error, error_class=error_class, mode=mode)
             )
-            return self._result(
-                None, req, ok=False, error=f"prepare: {exc}", error_class=type(exc).__name__, model=model
-            )
+            return self._result(None, req, ok=False, error=error, error_class=error_class, model=model)
         hit = self.cache.get(prep.key)
-        if hit is not None:
-            self._record(CallRecord.of(stage, partition, prep, 0, "cache_hit", cache_hit=True))
+        if hit is None:
+            return prep
+        self._record(CallRecord.of(stage, partition, prep, 0, "cache_hit", cache_hit=True, mode=mode))
+        if mode == "online":  # the batch path logs its hits in llm_calls only
             self._ledger(stage, partition, prep, request_id=f"hit-{uuid.uuid4().hex}", kind="cache_hit", status="ok")
-            return self._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
-        return await self._call_and_parse(stage, partition, prep)
+        return self._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
+
+    async def _process(self, stage: str, partition: str, req: LLMRequest) -> LLMResult:
+        found = self.lookup(stage, partition, req)
+        if isinstance(found, LLMResult):
+            return found
+        return await self._call_and_parse(stage, partition, found)
 
     async def _call_and_parse(
-        self, stage: str, partition: str, prep: _Prepared, first_reply: Reply | None = None, mode: str = "online"
+        self, stage: str, partition: str, prep: Prepared, first_reply: Reply | None = None, mode: str = "online"
     ) -> LLMResult:
         """Send (or take ``first_reply``, e.g. from a batch), validate, repair within budget, cache."""
         req, prompt = prep.req, prep.prompt

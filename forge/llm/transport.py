@@ -13,7 +13,7 @@ from forge.llm.accounting import CallRecord
 from forge.llm.backends import BackendError, Reply
 from forge.llm.limits import Slots
 from forge.llm.tokens import count_message_tokens
-from forge.llm.types import Prepared as _Prepared
+from forge.llm.types import Prepared
 
 THROTTLE_PAUSE_SHARE = 0.25  # share of 429s among recent replies above which a 429 pauses every caller
 MAX_COPIES = 3  # copies of one request in flight at once (original + hedges)
@@ -81,7 +81,7 @@ class TransportMixin:
         return self._sem
 
     async def _attempt(
-        self, stage: str, partition: str, prep: _Prepared, messages: list[dict[str, Any]], kind: str
+        self, stage: str, partition: str, prep: Prepared, messages: list[dict[str, Any]], kind: str
     ) -> Reply:
         """One HTTP request: sent, awaited within the stage's deadlines, written to the ledger when it ends."""
         t = self.timeouts(stage)
@@ -182,7 +182,7 @@ class TransportMixin:
         self,
         stage: str,
         partition: str,
-        prep: _Prepared,
+        prep: Prepared,
         messages: list[dict[str, Any]],
         sem: Slots,
         est: int,
@@ -288,7 +288,7 @@ class TransportMixin:
                 await asyncio.gather(*copies, return_exceptions=True)
 
     async def _send(
-        self, stage: str, partition: str, prep: _Prepared, tail: list[dict[str, Any]], attempt: int
+        self, stage: str, partition: str, prep: Prepared, tail: list[dict[str, Any]], attempt: int
     ) -> tuple[Reply, int]:
         """One reply, retrying transient errors within their budgets; raises the last BackendError."""
         s = self.settings
