@@ -18,8 +18,9 @@ from pydantic import Field
 
 from forge.llm.backends import OpenAIBackend, StubBackend
 from forge.llm.cache import LLMCache
-from forge.llm.engine import STAGE_KEYS, EngineSettings, LLMEngine
+from forge.llm.engine import LLMEngine
 from forge.llm.ledger import SpendLedger, ledger_beside, ledger_path
+from forge.llm.settings import EngineSettings, LLMSettings
 
 # $ per 1M tokens (input, output); override in config with the prices you pay.
 DEFAULT_PRICES: dict[str, dict[str, float]] = {
@@ -37,8 +38,11 @@ DEFAULT_PRICES: dict[str, dict[str, float]] = {
 }
 
 
-class LLMResource(dg.ConfigurableResource):
-    """OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server) or the offline stub."""
+class LLMResource(dg.ConfigurableResource, LLMSettings):
+    """OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server) or the offline stub.
+
+    The engine's settings are the fields of ``forge.llm.settings.LLMSettings`` (inherited, one
+    declaration); this class adds where requests go, what they cost and where replies are kept."""
 
     backend: str = Field(
         default="auto", description="'openai' | 'stub' | 'auto' (openai when base_url or a key is set)"
@@ -47,64 +51,15 @@ class LLMResource(dg.ConfigurableResource):
         default=None, description="e.g. http://localhost:8000/v1 for vLLM; None = api.openai.com"
     )
     api_key: str | None = Field(default=None, description="bind with dg.EnvVar('OPENAI_API_KEY'); never logged")
-    model: str = "gpt-4o-mini"
-    transcription_model: str = Field(
-        default="whisper-1",
-        description="model for audio.transcriptions (the `transcripts` stage); a stage override's model wins",
-    )
-    stage_overrides: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="stage → {model: ..., params: {temperature: ...}}"
-    )
-    default_params: dict[str, Any] = Field(
-        default_factory=dict, description="params for every call (prompt params win)"
-    )
-    max_concurrency: int = 16
-    rpm: int | None = None
-    tpm: int | None = None
-    provider: str | None = Field(
-        default=None,
-        description="endpoint identity for cache keys and the spend ledger "
-        "(default: the base URL); two servers with the same model never share replies",
-    )
-    timeout_s: float = Field(default=60.0, description="total seconds for one request")
-    connect_timeout_s: float = 10.0
-    first_byte_timeout_s: float | None = Field(default=None, description="None = timeout_s")
-    hedge: bool = Field(
-        default=True,
-        description="send a second copy of a stalled request (first reply wins); False: cancel it and retry at once",
-    )
-    hedge_after_s: float | None = Field(default=None, description="None = adaptive: hedge_factor × p90 latency")
-    hedge_factor: float = 2.0
-    hedge_min_s: float = 0.5
-    hedge_initial_s: float = 20.0
-    hedge_max_share: float = 0.1
-    max_retries: int = 6
-    retry_budgets: dict[str, int] = Field(
-        default_factory=dict,
-        description="retries per kind: rate_limit, server, timeout, connection, malformed (default max_retries each)",
-    )
-    repair_budgets: dict[str, int] = Field(
-        default_factory=dict,
-        description="repair turns per invalid reply class: JSONDecodeError, SchemaError, "
-        "Truncated, EmptyReply (default 3, 3, 1, 2)",
-    )
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 30.0
-    structured_output: str = Field(default="auto", description="auto | json_schema | json_object")
     prices: dict[str, dict[str, float]] = Field(
         default_factory=lambda: dict(DEFAULT_PRICES), description="model (or prefix) → {input, output} $ per 1M tokens"
     )
-    image_max_side: int = 768
-    image_quality: int = 85
     cache_path: str | None = Field(default=None, description="default <data_dir>/cache/llm_cache.sqlite")
     ledger_path: str | None = Field(
         default=None,
         description="spend ledger; default llm_ledger.sqlite beside the "
         "cache file (<data_dir>/cache/llm_ledger.sqlite)",
     )
-    batch_stages: list[str] = Field(default_factory=list, description="stages sent through the OpenAI Batch API")
-    batch_poll_s: float = 30.0
-    batch_max_wait_s: float = 26 * 3600.0
 
     def resolved_backend(self) -> str:
         if self.backend != "auto":
@@ -124,46 +79,10 @@ class LLMResource(dg.ConfigurableResource):
         return ledger_beside(self.resolved_cache_path()) or ledger_path()
 
     def settings(self) -> EngineSettings:
-        unknown = {
-            f"{st}.{k}"
-            for st, o in self.stage_overrides.items()
-            for k in (o or {})
-            if k not in ("model", "params", *STAGE_KEYS)
-        }
-        if unknown:
-            raise ValueError(
-                f"llm.stage_overrides: unknown keys {sorted(unknown)}; allowed: model, params, {', '.join(STAGE_KEYS)}"
-            )
-        return EngineSettings(
-            model=self.model,
-            transcription_model=self.transcription_model,
-            stage_overrides=dict(self.stage_overrides),
-            default_params=dict(self.default_params),
-            max_concurrency=self.max_concurrency,
-            rpm=self.rpm,
-            tpm=self.tpm,
-            max_retries=self.max_retries,
-            backoff_base_s=self.backoff_base_s,
-            backoff_max_s=self.backoff_max_s,
-            timeout_s=self.timeout_s,
-            connect_timeout_s=self.connect_timeout_s,
-            first_byte_timeout_s=self.first_byte_timeout_s,
-            hedge=self.hedge,
-            hedge_after_s=self.hedge_after_s,
-            hedge_factor=self.hedge_factor,
-            hedge_min_s=self.hedge_min_s,
-            hedge_initial_s=self.hedge_initial_s,
-            hedge_max_share=self.hedge_max_share,
-            retry_budgets=dict(self.retry_budgets),
-            repair_budgets=dict(self.repair_budgets),
-            provider=self.provider or (self.base_url or None),
-            structured_output=self.structured_output,
-            image_max_side=self.image_max_side,
-            image_quality=self.image_quality,
-            batch_stages=tuple(self.batch_stages),
-            batch_poll_s=self.batch_poll_s,
-            batch_max_wait_s=self.batch_max_wait_s,
-        )
+        """The engine's settings: this resource's ``LLMSettings`` fields, the provider defaulting to the base URL."""
+        self.check_overrides()
+        values = {name: getattr(self, name) for name in LLMSettings.model_fields}
+        return EngineSettings(**{**values, "provider": self.provider or (self.base_url or None)})
 
     def engine(self) -> LLMEngine:
         """A fresh engine (own call log); the cache file is shared by every engine and process."""
@@ -186,7 +105,7 @@ class LLMResource(dg.ConfigurableResource):
             "model": self.model,
             "transcription_model": self.transcription_model,
             "base_url": self.base_url or "",
-            "stage_overrides": {k: v.get("model", self.model) for k, v in self.stage_overrides.items()},
+            "stage_overrides": {k: self.stage(k, "model") for k in self.stage_overrides},
         }
 
 

@@ -56,14 +56,15 @@ def model_engine(
     return LLMEngine(
         backend,
         LLMCache(cache_path),
-        dataclasses.replace(
-            base,
-            model=spec.model,
-            stage_overrides={},
-            repair=False,
-            verbatim=True,
-            hedge=False,
-            hedge_after_s=math.inf,  # no stall deadline: only the request timeout retries
+        base.model_copy(
+            update=dict(
+                model=spec.model,
+                stage_overrides={},
+                repair=False,
+                verbatim=True,
+                hedge=False,
+                hedge_after_s=math.inf,  # no stall deadline: only the request timeout retries
+            )
         ),
         prices,
     )

@@ -52,13 +52,13 @@ class AudioMixin:
         return list(await asyncio.gather(*(one(r) for r in requests)))
 
     def transcription_model(self, stage: str) -> str:
-        return str(self.settings.stage_overrides.get(stage, {}).get("model") or self.settings.transcription_model)
+        return str(self.settings.stage(stage, "model", self.settings.transcription_model))
 
     def prepare_audio(self, stage: str, audio: AudioRequest) -> Prepared:
         """Model, params and cache key (audio content hash + model + endpoint + params)."""
         model = self.transcription_model(stage)
         # Chat defaults (max_tokens, response_format...) are not transcription arguments.
-        params = {**((self.settings.stage_overrides.get(stage) or {}).get("params") or {}), **audio.params}
+        params = {**self.settings.stage(stage, "params", {}), **audio.params}
         key = cache_key(
             {
                 "kind": "audio_transcription",

@@ -126,7 +126,7 @@ class LLMEngine(TransportMixin, ParsingMixin, AccountingMixin, AudioMixin):
         return self.backend.name
 
     def model_for(self, stage: str) -> str:
-        return str(self.settings.stage_overrides.get(stage, {}).get("model") or self.settings.model)
+        return str(self.settings.stage(stage, "model"))
 
     def run(self, stage: str, partition: str, requests: list[LLMRequest]) -> list[LLMResult]:
         """Synchronous entry point (asset bodies are sync): one result per request, in order.

@@ -65,9 +65,9 @@ class ParsingMixin:
     def prepare(self, stage: str, req: LLMRequest) -> Prepared:
         """Resolve model and params, render text messages and compute the cache key."""
         prompt: Prompt = req.prompt
-        override = self.settings.stage_overrides.get(stage, {})
-        model = str(override.get("model") or self.settings.model)
-        params = {**self.settings.default_params, **prompt.params, **(override.get("params") or {}), **req.params}
+        s = self.settings
+        model = str(s.stage(stage, "model"))
+        params = {**s.default_params, **prompt.params, **s.stage(stage, "params", {}), **req.params}
         messages = prompt.render(req.variables) + list(req.extra_messages)
         key_messages = [dict(m) for m in messages]
         if req.images:
@@ -128,11 +128,7 @@ class ParsingMixin:
     def repair_budget(self, stage: str, error_class: str) -> int:
         if not self.settings.repair or self.settings.verbatim:
             return 0
-        budgets = {
-            **DEFAULT_REPAIRS,
-            **self.settings.repair_budgets,
-            **(self.settings.stage_overrides.get(stage, {}).get("repair_budgets") or {}),
-        }
+        budgets = {**DEFAULT_REPAIRS, **self.settings.stage(stage, "repair_budgets")}
         return int(budgets.get(error_class, 1))
 
     def lookup(self, stage: str, partition: str, req: LLMRequest, mode: str = "online") -> Prepared | LLMResult:

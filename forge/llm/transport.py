@@ -24,10 +24,7 @@ class TransportMixin:
 
     # -- budgets and deadlines -----------------------------------------------------------
     def retry_budget(self, stage: str, kind: str) -> int:
-        budgets = {
-            **self.settings.retry_budgets,
-            **(self.settings.stage_overrides.get(stage, {}).get("retry_budgets") or {}),
-        }
+        budgets = self.settings.stage(stage, "retry_budgets")
         return int(budgets.get(kind, self.settings.max_retries))
 
     def timeouts(self, stage: str) -> dict[str, float]:

@@ -7,7 +7,6 @@ paper's rule (II-Bench: wrong, not an error; ViMU open-ended: judged). Transport
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import Counter
 
@@ -44,8 +43,8 @@ def _engines(tmp_path, llm_double, llm_double_resource, monkeypatch):
     )
     llm = llm_double_resource()
     # hedge_after_s 0.1: a generation stage would send a second copy of a reply slower than that
-    base = dataclasses.replace(
-        llm.settings(), retry_budgets={"server": 1}, backoff_base_s=0.01, backoff_max_s=0.02, hedge_after_s=0.1
+    base = llm.settings().model_copy(
+        update=dict(retry_budgets={"server": 1}, backoff_base_s=0.01, backoff_max_s=0.02, hedge_after_s=0.1)
     )
     engine = model_engine(spec, base, tmp_path / "eval_cache.sqlite")
     return spec, engine, llm.engine()
