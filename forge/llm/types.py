@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from forge.llm.prompts import Prompt
+if TYPE_CHECKING:  # annotation only: at run time prompts imports images, which imports this module
+    from forge.llm.prompts import Prompt
 
 
 @dataclass(frozen=True)
