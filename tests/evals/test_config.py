@@ -20,7 +20,13 @@ def test_demo_config_has_the_stub_model_and_all_paper_settings():
         "VLM-free-form",
     ]
     assert names["maia"] == ["black_video", "1_frame", "32_frames"]
-    assert names["hummus"] == ["multimodal", "text_description"]
+    assert names["hummus"] == [
+        "multimodal",
+        "text_description",
+        "clas_yes_no_explained",
+        "clas_no_or_yes",
+        "clas_a_or_b",
+    ]
 
 
 def test_applicability_by_what_the_model_accepts():

@@ -217,7 +217,7 @@ def build_items(data: Path) -> dict[str, pd.DataFrame]:
                 f"hu_cls{a}",
                 "classification",
                 "Yes",
-                hq("classification", "Yes or No?"),
+                hq("classification", "Is metaphor use involved? Answer the question with Yes or No."),
                 ["Yes", "No"],
                 "A",
                 references=["Yes"],
@@ -392,6 +392,13 @@ def responder(body):
         return {"label": "Correct" if "GOOD" in text.split("A: ")[-1].split("\n")[0] else "Incorrect"}
     if "Describe this image" in text:
         return "A person stands in a room."
+    if "Answer the question with A or B." in text:  # Hummus §6.2 prompt (3): options in a seeded order
+        pos = re.search(r"^([AB])\. The humor involves metaphor use\.$", text, re.M).group(1)
+        return pos if good else "AB"[pos == "A"]
+    if "Answer the question with A or B." in text:  # Hummus §6.2 prompt (3): the option order varies per item
+        for letter, option in re.findall(r"^([AB])\. (.+)$", text, re.M):
+            if ("does not" not in option) == good:  # the gold is Yes (metaphor involved)
+                return letter
     m = re.search(r"\[task=(\w+)\]", text)
     if m:
         return (HUMMUS_GOOD if good else HUMMUS_BAD)[m.group(1)]
@@ -542,7 +549,12 @@ def test_two_models_leaderboard(setup):
     assert v[("m-good", "pool_consistency")] == 1.0 and v[("m-good", "agg_accuracy")] == 1.0
     assert v[("m-bad", "agg_accuracy")] == 0.0
     # Hummus: box match and similarity for the good model
-    hu = scores[(scores.benchmark == "hummus") & (scores.setting == "multimodal") & (scores.model == "m-good")]
+    hu = scores[
+        (scores.benchmark == "hummus")
+        & (scores.setting == "multimodal")
+        & (scores.model == "m-good")
+        & (scores.slice == "all")  # not the §6.1 random baseline rows (slice baseline=random)
+    ]
     hv = hu.set_index("metric")["value"]
     assert hv["box_match_rate"] == 1.0 and hv["f1_pos"] == 1.0 and hv["naming_similarity"] > 0.99
     # report wrote plots, including the ViMU affinity heatmap and co-occurrence matrices

@@ -150,7 +150,9 @@ def test_generated_annotations_keep_their_limits():
         "explanation": " ".join(["word"] * 40),
         "devices": ["zoomorphism"],
     }
-    ann, probs = A.validate_annotation(data, "a b", 100, 100)
+    # generated: the named 30-word cap (off by default: §4.2's gold was uncapped) and the closed
+    # device list (zoomorphism is metaphor use, §2: left out of devices, not an unknown device)
+    ann, probs = A.validate_annotation(dict(data, devices=["cubism"]), "a b", 100, 100, max_words=30)
     assert ann is None
     assert {"bad_metaphor_format", "invalid_span", "explanation_too_long", "unknown_device"} <= set(probs.codes)
     ann, probs = A.validate_annotation(data, "a b", 100, 100, human=True)

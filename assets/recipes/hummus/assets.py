@@ -144,6 +144,20 @@ def annotation_id(frame_id: str, caption: str) -> str:
     return "hma_" + hashlib.sha1(f"{frame_id}\0{caption}".encode()).hexdigest()[:12]
 
 
+def whole_pair_reject(o: Any, rej: RejectLog, reasons: dict[str, int]) -> bool:
+    """A pair rejected whole (no verdict of it is kept): its text stayed in another language, or
+    its verdict changed while revising (its last verdict is not the pair's)."""
+    if wrong_language_outcome(o):
+        rej.add(o.item_id, "wrong_language", "RefineReject", o.detail or "")
+        reasons["wrong_language"] = reasons.get("wrong_language", 0) + 1
+        return True
+    if o.verdict is not None and o.verdict.source == A.VERDICT_CHANGED:
+        rej.add(o.item_id, "verdict_changed", "RefineReject", o.detail or "")
+        reasons["verdict_changed"] = reasons.get("verdict_changed", 0) + 1
+        return True
+    return False
+
+
 def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int | None):
     first: dict[str, str] = {}  # item → the verdict of its first generation (one item's rounds run in order)
 
@@ -215,13 +229,7 @@ def hummus_annotations(
         for o in loop.outcomes:
             p = pairs[o.item_id]
             detail: tuple[str, list[str]] | None = None  # (code, problems) when only the verdict is kept
-            if not o.accepted and wrong_language_outcome(o):
-                reasons["wrong_language"] = reasons.get("wrong_language", 0) + 1
-                rej.add(o.item_id, "wrong_language", "RefineReject", o.detail or "")
-                continue
-            if not o.accepted and o.verdict is not None and o.verdict.source == A.VERDICT_CHANGED:
-                reasons["verdict_changed"] = reasons.get("verdict_changed", 0) + 1
-                rej.add(o.item_id, "verdict_changed", "RefineReject", o.detail or "")  # its verdict is not the pair's
+            if not o.accepted and whole_pair_reject(o, rej, reasons):
                 continue
             if not o.accepted:
                 reason = o.reason

@@ -39,12 +39,15 @@ def classification_variant(c: RequestContext) -> str:
     """The item's Classification question with the setting's §6.2 answer instruction."""
     variant = str(c.setting.variant)
     question = str(c.item["question"])
-    if variant != "a_or_b":
-        return question.replace(CLASSIFICATION_TAIL, CLASSIFICATION_VARIANTS[variant])
-    order = ab_order(c.seed, c.item["item_id"])
-    c.context["ab_order"] = order
-    listing = "\n".join(f"{'AB'[k]}. {AB_OPTIONS[o]}" for k, o in enumerate(order))
-    return question.replace(CLASSIFICATION_TAIL, f"{listing}\n{CLASSIFICATION_VARIANTS['a_or_b']}")
+    instruction = CLASSIFICATION_VARIANTS[variant]
+    if variant == "a_or_b":
+        order = ab_order(c.seed, c.item["item_id"])
+        c.context["ab_order"] = order
+        listing = "\n".join(f"{'AB'[k]}. {AB_OPTIONS[o]}" for k, o in enumerate(order))
+        instruction = f"{listing}\n{instruction}"
+    if CLASSIFICATION_TAIL in question:
+        return question.replace(CLASSIFICATION_TAIL, instruction)
+    return f"{question}\n{instruction}"  # an item worded otherwise (an imported release): the instruction appended
 
 
 def build_request(c: RequestContext) -> LLMRequest:
