@@ -395,10 +395,6 @@ def responder(body):
     if "Answer the question with A or B." in text:  # Hummus §6.2 prompt (3): options in a seeded order
         pos = re.search(r"^([AB])\. The humor involves metaphor use\.$", text, re.M).group(1)
         return pos if good else "AB"[pos == "A"]
-    if "Answer the question with A or B." in text:  # Hummus §6.2 prompt (3): the option order varies per item
-        for letter, option in re.findall(r"^([AB])\. (.+)$", text, re.M):
-            if ("does not" not in option) == good:  # the gold is Yes (metaphor involved)
-                return letter
     m = re.search(r"\[task=(\w+)\]", text)
     if m:
         return (HUMMUS_GOOD if good else HUMMUS_BAD)[m.group(1)]
