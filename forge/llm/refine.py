@@ -188,6 +188,42 @@ def refine(
     )
 
 
+def _attempt_row(
+    stage: str,
+    partition: str,
+    item_id: str,
+    backend: str,
+    rnd: int,
+    step: str,
+    res: LLMResult | None,
+    *,
+    ok: bool,
+    verdict: Verdict | None = None,
+    output: Any = None,
+    error: str | None = None,
+    advisory: bool = False,
+) -> dict[str, Any]:
+    """One row of an item's attempt log (a generation, a check's verdict, a judge call)."""
+    return {
+        "stage": stage,
+        "partition": partition,
+        "item_id": item_id,
+        "round": rnd,
+        "step": step,
+        "prompt_name": res.prompt_name if res else "",
+        "prompt_hash": res.prompt_hash if res else "",
+        "model": res.model if res else "",
+        "backend": res.backend if res else backend,
+        "ok": ok,
+        "cached": bool(res.cached) if res else False,
+        "verdict": verdict.label if verdict else None,
+        "feedback": verdict.feedback if verdict else None,
+        "output": json.dumps(output, ensure_ascii=False) if output is not None else None,
+        "error": error,
+        "advisory": advisory,
+    }
+
+
 async def arefine(
     engine: LLMEngine,
     stage: str,
@@ -212,36 +248,8 @@ async def arefine(
     progress = _Progress(f"{stage} {partition} (refine, items)", n, engine.settings.progress_every_s)
     progress.status = engine.status
 
-    def row(
-        i: int,
-        rnd: int,
-        step: str,
-        res: LLMResult | None,
-        *,
-        ok: bool,
-        verdict: Verdict | None = None,
-        output: Any = None,
-        error: str | None = None,
-        advisory: bool = False,
-    ) -> dict[str, Any]:
-        return {
-            "stage": stage,
-            "partition": partition,
-            "item_id": str(requests[i].item_id),
-            "round": rnd,
-            "step": step,
-            "prompt_name": res.prompt_name if res else "",
-            "prompt_hash": res.prompt_hash if res else "",
-            "model": res.model if res else "",
-            "backend": res.backend if res else engine.backend_name,
-            "ok": ok,
-            "cached": bool(res.cached) if res else False,
-            "verdict": verdict.label if verdict else None,
-            "feedback": verdict.feedback if verdict else None,
-            "output": json.dumps(output, ensure_ascii=False) if output is not None else None,
-            "error": error,
-            "advisory": advisory,
-        }
+    def row(i: int, rnd: int, step: str, res: LLMResult | None, **kw: Any) -> dict[str, Any]:
+        return _attempt_row(stage, partition, str(requests[i].item_id), engine.backend_name, rnd, step, res, **kw)
 
     def finish(
         i: int, status: str, rnd: int, *, data=None, result=None, verdict=None, reason=None, detail=None, would_be=None
