@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -11,6 +12,8 @@ from typing import Any
 
 import pandas as pd
 
+from forge.llm.ledger import SpendLedger
+from forge.llm.settings import EngineSettings
 from forge.llm.types import LLMRequest, LLMResult, Prepared
 
 CALLS_COLUMNS = [
@@ -94,10 +97,20 @@ class CallRecord:
         return cls(stage, partition, prep.req, kw.pop("model", prep.model), attempt, outcome, prep=prep, **kw)
 
 
-class AccountingMixin:
-    """The engine's call log (``llm_calls``), ledger rows and result building."""
+class Accounting:
+    """One engine's accounts: its call log (``llm_calls``), its spend-ledger rows, prices and the
+    cost on every result. Thread-safe (partitions in threads share one engine)."""
 
-    def calls_frame(self, stage: str | None = None, partition: str | None = None) -> pd.DataFrame:
+    def __init__(
+        self, backend: str, endpoint: str, prices: Mapping[str, Any], ledger: SpendLedger, settings: EngineSettings
+    ):
+        self.backend, self.endpoint, self.ledger, self.settings = backend, endpoint, ledger, settings
+        self.prices = {k: Price.parse(v) for k, v in prices.items()}
+        self.session_id = uuid.uuid4().hex[:16]
+        self._rows: list[dict[str, Any]] = []
+        self._rows_lock = threading.Lock()
+
+    def frame(self, stage: str | None = None, partition: str | None = None) -> pd.DataFrame:
         with self._rows_lock:
             rows = [
                 r
@@ -106,11 +119,12 @@ class AccountingMixin:
             ]
         return pd.DataFrame(rows, columns=CALLS_COLUMNS)
 
-    def stats(self) -> dict[str, Any]:
-        df = self.calls_frame()
+    def stats(self, status: Any) -> dict[str, Any]:
+        """Totals of the call log, with the transport's ``status`` counters."""
+        df = self.frame()
         items = df[df["outcome"].isin(["ok", "cache_hit", "failed"])] if len(df) else df
         return {
-            "backend": self.backend.name,
+            "backend": self.backend,
             "model": self.settings.model,
             "calls": int(((~df["cache_hit"].astype(bool)) & (df["attempt"] > 0)).sum()) if len(df) else 0,
             "cache_hits": int(df["cache_hit"].astype(bool).sum()) if len(df) else 0,
@@ -118,36 +132,35 @@ class AccountingMixin:
             "failures": int((df["outcome"] == "failed").sum()) if len(df) else 0,
             "retries": int((df["outcome"] == "retry").sum()) if len(df) else 0,
             "repairs": int((df["outcome"] == "invalid").sum()) if len(df) else 0,
-            "timeouts": self.status.timed_out,
-            "hedges": self.status.hedged,
-            "lost_s": round(self.status.lost_s, 3),
+            "timeouts": status.timed_out,
+            "hedges": status.hedged,
+            "lost_s": round(status.lost_s, 3),
             "tokens_in": int(df["tokens_in"].sum()) if len(df) else 0,
             "tokens_out": int(df["tokens_out"].sum()) if len(df) else 0,
             "cost_usd": round(float(df["cost_usd"].sum()), 6) if len(df) else 0.0,
             # Models the price table does not know: their cost shows as 0, which would mislead.
             "unpriced_models": sorted(m for m in df["model"].unique() if price_for(self.prices, m) is None)
-            if len(df) and self.backend.name != "stub"
+            if len(df) and self.backend != "stub"
             else [],
         }
 
-    def reset_calls(self) -> None:
+    def reset(self) -> None:
         with self._rows_lock:
             self._rows.clear()
 
-    # -- accounting --------------------------------------------------------------------
-    def _cost(self, model: str, tin: int, tout: int, audio_s: float = 0.0) -> float:
-        if self.backend.name == "stub":
+    def cost(self, model: str, tin: int, tout: int, audio_s: float = 0.0) -> float:
+        if self.backend == "stub":
             return 0.0  # nothing was billed
         p = price_for(self.prices, model)
         if p is None:
             return 0.0
         return (tin * p.input_per_1m + tout * p.output_per_1m) / 1e6 + audio_s / 60.0 * p.audio_minute
 
-    def _record(self, rec: CallRecord) -> None:
+    def record(self, rec: CallRecord) -> None:
         """One ``llm_calls`` row."""
         cost = rec.cost
         if cost is None and rec.mode == "batch":
-            cost = self._cost(rec.model, rec.tokens_in, rec.tokens_out) * self.settings.batch_discount
+            cost = self.cost(rec.model, rec.tokens_in, rec.tokens_out) * self.settings.batch_discount
         prompt = rec.req.prompt
         row = {
             "call_id": uuid.uuid4().hex[:16],
@@ -155,14 +168,14 @@ class AccountingMixin:
             "partition": rec.partition,
             "item_id": str(rec.req.item_id),
             "model": rec.model,
-            "backend": self.backend.name,
+            "backend": self.backend,
             "prompt_name": getattr(prompt, "name", ""),
             "prompt_hash": getattr(prompt, "hash", ""),
             "request_key": rec.prep.key if rec.prep else "",
             "tokens_in": int(rec.tokens_in),
             "tokens_out": int(rec.tokens_out),
             "latency_s": round(float(rec.latency_s), 4),
-            "cost_usd": float(self._cost(rec.model, rec.tokens_in, rec.tokens_out) if cost is None else cost),
+            "cost_usd": float(self.cost(rec.model, rec.tokens_in, rec.tokens_out) if cost is None else cost),
             "cache_hit": bool(rec.cache_hit),
             "attempt": int(rec.attempt),
             "outcome": rec.outcome,
@@ -174,7 +187,7 @@ class AccountingMixin:
         with self._rows_lock:
             self._rows.append(row)
 
-    def _ledger(
+    def ledger_row(
         self,
         stage: str,
         partition: str,
@@ -193,7 +206,7 @@ class AccountingMixin:
     ) -> None:
         """One ledger row, committed before the caller looks at the reply."""
         model = model or prep.model
-        cost = self._cost(model, tokens_in, tokens_out, audio_s)
+        cost = self.cost(model, tokens_in, tokens_out, audio_s)
         if kind == "batch":
             cost *= self.settings.batch_discount
         self.ledger.append(
@@ -205,7 +218,7 @@ class AccountingMixin:
                 "partition": partition,
                 "item_id": str(prep.req.item_id),
                 "endpoint": self.endpoint,
-                "backend": self.backend.name,
+                "backend": self.backend,
                 "model": model,
                 "prompt_name": getattr(prep.prompt, "name", ""),
                 "request_key": prep.key,
@@ -221,7 +234,7 @@ class AccountingMixin:
             }
         )
 
-    def _result(
+    def result(
         self,
         prep: Prepared | None,
         req: LLMRequest,
@@ -248,12 +261,12 @@ class AccountingMixin:
             prompt_name=getattr(req.prompt, "name", ""),
             prompt_hash=getattr(req.prompt, "hash", ""),
             model=model or (prep.model if prep else self.settings.model),
-            backend=self.backend.name,
+            backend=self.backend,
             cached=cached,
             attempts=attempts,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
-            cost_usd=self._cost(model or (prep.model if prep else ""), tokens_in, tokens_out),
+            cost_usd=self.cost(model or (prep.model if prep else ""), tokens_in, tokens_out),
             latency_s=latency_s,
             request_key=prep.key if prep else "",
         )

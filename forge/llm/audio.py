@@ -80,14 +80,16 @@ class AudioMixin:
         req = prep.req
         hit = self.cache.get(prep.key)
         if hit is not None:
-            self._record(CallRecord.of(stage, partition, prep, 0, "cache_hit", cache_hit=True))
-            self._ledger(stage, partition, prep, request_id=f"hit-{uuid.uuid4().hex}", kind="cache_hit", status="ok")
-            return self._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
+            self.accounts.record(CallRecord.of(stage, partition, prep, 0, "cache_hit", cache_hit=True))
+            self.accounts.ledger_row(
+                stage, partition, prep, request_id=f"hit-{uuid.uuid4().hex}", kind="cache_hit", status="ok"
+            )
+            return self.accounts.result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
         t_start = time.perf_counter()
         try:
             reply, attempt = await self._send(stage, partition, prep, [], 0)
         except BackendError as exc:
-            return self._result(
+            return self.accounts.result(
                 prep,
                 req,
                 ok=False,
@@ -96,8 +98,8 @@ class AudioMixin:
                 attempts=getattr(exc, "attempt", 0),
                 latency_s=time.perf_counter() - t_start,
             )
-        cost = self._cost(prep.model, reply.tokens_in, reply.tokens_out, reply.audio_s)
-        self._record(
+        cost = self.accounts.cost(prep.model, reply.tokens_in, reply.tokens_out, reply.audio_s)
+        self.accounts.record(
             CallRecord.of(
                 stage,
                 partition,
@@ -124,7 +126,7 @@ class AudioMixin:
             model=prep.model,
             prompt_name=TRANSCRIPTION.name,
         )
-        result = self._result(
+        result = self.accounts.result(
             prep,
             req,
             ok=True,

@@ -34,13 +34,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-import uuid
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
-from forge.llm.accounting import CALLS_COLUMNS, OUTCOMES, AccountingMixin, CallRecord, Price, price_for
+import pandas as pd
+
+from forge.llm.accounting import CALLS_COLUMNS, OUTCOMES, Accounting, CallRecord, Price, price_for
 from forge.llm.audio import TRANSCRIPTION, AudioMixin
 from forge.llm.backends import Backend, Reply
 from forge.llm.batch import arun_batch
@@ -76,7 +77,7 @@ __all__ = [
 ]
 
 
-class LLMEngine(TransportMixin, ParsingMixin, AccountingMixin, AudioMixin):
+class LLMEngine(TransportMixin, ParsingMixin, AudioMixin):
     def __init__(
         self,
         backend: Backend,
@@ -87,17 +88,15 @@ class LLMEngine(TransportMixin, ParsingMixin, AccountingMixin, AudioMixin):
     ):
         self.backend, self.cache = backend, cache
         self.settings = settings or EngineSettings()
-        self.prices = {k: Price.parse(v) for k, v in (prices or {}).items()}
         self.limiter = RateLimiter(self.settings.rpm, self.settings.tpm)
         self.images = ImageEncoder(self.settings.image_max_side, self.settings.image_quality)
         # Engines built without a resource (evals) still record spend: the ledger beside their cache.
         self.ledger = ledger if ledger is not None else SpendLedger(ledger_beside(cache.path))
         self.endpoint = self.settings.provider or str(getattr(backend, "endpoint", "") or backend.name).rstrip("/")
-        self.session_id = uuid.uuid4().hex[:16]
+        self.accounts = Accounting(backend.name, self.endpoint, prices or {}, self.ledger, self.settings)
+        self.prices, self.session_id = self.accounts.prices, self.accounts.session_id
         self.status = _Status()
         self._mode = "json_object" if self.settings.structured_output == "json_object" else "json_schema"
-        self._rows: list[dict[str, Any]] = []
-        self._rows_lock = threading.Lock()
         self._validators: dict[str, Any] = {}
         self._sem: Slots | None = None
         self._sem_loop: Any = None
@@ -127,6 +126,16 @@ class LLMEngine(TransportMixin, ParsingMixin, AccountingMixin, AudioMixin):
 
     def model_for(self, stage: str) -> str:
         return str(self.settings.stage(stage, "model"))
+
+    def calls_frame(self, stage: str | None = None, partition: str | None = None) -> pd.DataFrame:
+        """This engine's ``llm_calls`` rows (of one stage / partition)."""
+        return self.accounts.frame(stage, partition)
+
+    def stats(self) -> dict[str, Any]:
+        return self.accounts.stats(self.status)
+
+    def reset_calls(self) -> None:
+        self.accounts.reset()
 
     def run(self, stage: str, partition: str, requests: list[LLMRequest]) -> list[LLMResult]:
         """Synchronous entry point (asset bodies are sync): one result per request, in order.
@@ -232,10 +241,10 @@ class LLMEngine(TransportMixin, ParsingMixin, AccountingMixin, AudioMixin):
         self, stage: str, partition: str, prep: Prepared, reason: str, error_class: str, attempts: int, mode: str
     ) -> LLMResult:
         """A request that got no answer: its failed ``llm_calls`` row and result."""
-        self._record(
+        self.accounts.record(
             CallRecord.of(stage, partition, prep, attempts, "failed", error=reason, error_class=error_class, mode=mode)
         )
-        return self._result(prep, prep.req, ok=False, error=reason, error_class=error_class, attempts=attempts)
+        return self.accounts.result(prep, prep.req, ok=False, error=reason, error_class=error_class, attempts=attempts)
 
     async def acall(self, stage: str, partition: str, req: LLMRequest) -> LLMResult:
         """One request end to end (cache, send, validate, repair); must run on the engine's loop

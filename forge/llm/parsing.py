@@ -139,17 +139,19 @@ class ParsingMixin:
         except Exception as exc:  # noqa: BLE001 - a bad request fails alone, never the batch
             model = self.model_for(stage)
             error, error_class = f"prepare: {exc}", type(exc).__name__
-            self._record(
+            self.accounts.record(
                 CallRecord(stage, partition, req, model, 0, "failed", error=error, error_class=error_class, mode=mode)
             )
-            return self._result(None, req, ok=False, error=error, error_class=error_class, model=model)
+            return self.accounts.result(None, req, ok=False, error=error, error_class=error_class, model=model)
         hit = self.cache.get(prep.key)
         if hit is None:
             return prep
-        self._record(CallRecord.of(stage, partition, prep, 0, "cache_hit", cache_hit=True, mode=mode))
+        self.accounts.record(CallRecord.of(stage, partition, prep, 0, "cache_hit", cache_hit=True, mode=mode))
         if mode == "online":  # the batch path logs its hits in llm_calls only
-            self._ledger(stage, partition, prep, request_id=f"hit-{uuid.uuid4().hex}", kind="cache_hit", status="ok")
-        return self._result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
+            self.accounts.ledger_row(
+                stage, partition, prep, request_id=f"hit-{uuid.uuid4().hex}", kind="cache_hit", status="ok"
+            )
+        return self.accounts.result(prep, req, ok=True, data=hit["data"], text=hit.get("text"), cached=True)
 
     async def _process(self, stage: str, partition: str, req: LLMRequest) -> LLMResult:
         found = self.lookup(stage, partition, req)
@@ -171,7 +173,7 @@ class ParsingMixin:
             try:
                 if first_reply is not None:
                     reply, attempt, first_reply = first_reply, attempt + 1, None
-                    self._ledger(
+                    self.accounts.ledger_row(
                         stage,
                         partition,
                         prep,
@@ -194,7 +196,7 @@ class ParsingMixin:
                     # answer. Its tokens are already on the attempt's own call row.
                     reply = Reply("", 0, 0, "empty")
                 else:
-                    return self._result(
+                    return self.accounts.result(
                         prep,
                         req,
                         ok=False,
@@ -216,7 +218,7 @@ class ParsingMixin:
             except ReplyError as exc:
                 used = repairs.get(exc.error_class, 0)
                 last = used >= self.repair_budget(stage, exc.error_class)
-                self._record(
+                self.accounts.record(
                     CallRecord.of(
                         stage,
                         partition,
@@ -232,7 +234,7 @@ class ParsingMixin:
                     )
                 )
                 if last:
-                    return self._result(
+                    return self.accounts.result(
                         prep,
                         req,
                         ok=False,
@@ -258,7 +260,7 @@ class ParsingMixin:
                     },
                 ]
                 continue
-            self._record(
+            self.accounts.record(
                 CallRecord.of(
                     stage,
                     partition,
@@ -283,7 +285,7 @@ class ParsingMixin:
                 model=prep.model,
                 prompt_name=prompt.name,
             )
-            return self._result(
+            return self.accounts.result(
                 prep,
                 req,
                 ok=True,

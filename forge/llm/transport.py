@@ -111,7 +111,7 @@ class TransportMixin:
             err = BackendError(
                 f"timeout: no complete reply within {t['total']:g}s (total)", retryable=True, kind="timeout"
             )
-            self._ledger(
+            self.accounts.ledger_row(
                 stage, partition, prep, request_id=rid, kind=kind, status="timeout", latency_s=latency, error=str(err)
             )
             self.status.timed_out += 1
@@ -121,7 +121,7 @@ class TransportMixin:
             latency = time.perf_counter() - t0
             self._recent.append(exc.status == 429)
             status = f"http_{exc.status}" if exc.status else (exc.kind or "error")
-            self._ledger(
+            self.accounts.ledger_row(
                 stage,
                 partition,
                 prep,
@@ -140,7 +140,7 @@ class TransportMixin:
             raise
         except asyncio.CancelledError:
             latency = time.perf_counter() - t0
-            self._ledger(
+            self.accounts.ledger_row(
                 stage,
                 partition,
                 prep,
@@ -158,7 +158,7 @@ class TransportMixin:
         self._recent.append(False)
         if self._answered_loop is not asyncio.get_running_loop():
             self._answered_loop, self._answered_at = asyncio.get_running_loop(), asyncio.get_running_loop().time()
-        self._ledger(
+        self.accounts.ledger_row(
             stage,
             partition,
             prep,
@@ -294,7 +294,7 @@ class TransportMixin:
 
         def note_row(outcome: str, latency: float, error: str, error_class: str, **tokens: int) -> None:
             """This request's call-log row for an attempt that gave no usable reply."""
-            self._record(
+            self.accounts.record(
                 CallRecord.of(
                     stage,
                     partition,
