@@ -23,8 +23,8 @@ from forge.benchmarks.registry import get
 from forge.evals.config import ModelSpec, Setting
 from forge.evals.pipeline import model_engine
 from forge.evals.requests import build_requests, prediction_rows
-from forge.llm.engine import EngineSettings
 from forge.llm.prompts import load_prompt
+from forge.llm.settings import EngineSettings
 from tests.llm_double import LLMDouble
 
 

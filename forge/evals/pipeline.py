@@ -31,8 +31,9 @@ from forge.evals.scoring import (
 )
 from forge.llm.backends import OpenAIBackend, StubBackend
 from forge.llm.cache import LLMCache
-from forge.llm.engine import EngineSettings, LLMEngine
+from forge.llm.engine import LLMEngine
 from forge.llm.prompts import load_prompt
+from forge.llm.settings import EngineSettings
 from forge.llm.stub import advisory
 from forge.splits.export import existing_versions, read_manifest
 from forge.splits.typed import restore

@@ -1,9 +1,12 @@
 """The LLM engine (see docs/llm.md): prompts as files, cached concurrent calls, refine loop."""
 
+from forge.llm.accounting import CALLS_COLUMNS, Price
 from forge.llm.backends import Backend, BackendError, OpenAIBackend, Reply, StubBackend
 from forge.llm.cache import LLMCache
-from forge.llm.engine import CALLS_COLUMNS, PARSER_VERSION, EngineSettings, LLMEngine, Price
+from forge.llm.engine import LLMEngine
+from forge.llm.parsing import PARSER_VERSION
 from forge.llm.prompts import Prompt, PromptError, load_prompt, load_prompts, prompt_files_hash
+from forge.llm.settings import EngineSettings, LLMSettings
 from forge.llm.types import AudioRequest, ImageInput, LLMRequest, LLMResult
 
 __all__ = [
@@ -17,6 +20,7 @@ __all__ = [
     "LLMEngine",
     "LLMRequest",
     "LLMResult",
+    "LLMSettings",
     "OpenAIBackend",
     "PARSER_VERSION",
     "Price",

@@ -27,6 +27,12 @@ settings), generation parameters, the response schema and the parser version.
 ``transcribe(stage, partition, audio_requests)`` is the audio entry point
 (``audio.transcriptions``): same send path (retries, hedging, limits, ledger), cache keyed by
 the audio's content hash, model and endpoint.
+
+This module is the public API; the work is done in rooms of its own: ``transport`` (attempts,
+deadlines, hedging, retries), ``parsing`` (preparation, validation, repair), ``accounting``
+(call log, ledger, costs), ``audio``, ``progress`` (progress lines, the loop thread) and
+``settings``. ``batch`` sees the engine only through its seam (``lookup``, ``chat_body``,
+``accept``, ``reject``).
 """
 
 from __future__ import annotations
@@ -41,40 +47,21 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from forge.llm.accounting import CALLS_COLUMNS, OUTCOMES, Accounting, CallRecord, Price, price_for
-from forge.llm.audio import TRANSCRIPTION, AudioMixin
+from forge.llm.accounting import Accounting, CallRecord
+from forge.llm.audio import AudioMixin
 from forge.llm.backends import Backend, Reply
 from forge.llm.batch import arun_batch
 from forge.llm.cache import LLMCache
 from forge.llm.images import ImageEncoder
 from forge.llm.ledger import SpendLedger, ledger_beside
 from forge.llm.limits import RateLimiter, Slots
-from forge.llm.parsing import PARSER_VERSION, ParsingMixin, ReplyError, parse_reply
+from forge.llm.parsing import ParsingMixin
 from forge.llm.progress import _check_ctx, _LoopThread, _Progress, _Status
-from forge.llm.settings import DEFAULT_REPAIRS, STAGE_KEYS, TRANSIENT_KINDS, EngineSettings
-from forge.llm.transport import MAX_COPIES, THROTTLE_PAUSE_SHARE, TransportMixin, reply_latency
+from forge.llm.settings import EngineSettings
+from forge.llm.transport import TransportMixin
 from forge.llm.types import LLMRequest, LLMResult, Prepared
 
 T = TypeVar("T")
-
-__all__ = [
-    "CALLS_COLUMNS",
-    "DEFAULT_REPAIRS",
-    "MAX_COPIES",
-    "OUTCOMES",
-    "PARSER_VERSION",
-    "STAGE_KEYS",
-    "THROTTLE_PAUSE_SHARE",
-    "TRANSCRIPTION",
-    "TRANSIENT_KINDS",
-    "EngineSettings",
-    "LLMEngine",
-    "Price",
-    "ReplyError",
-    "parse_reply",
-    "price_for",
-    "reply_latency",
-]
 
 
 class LLMEngine(TransportMixin, ParsingMixin, AudioMixin):
