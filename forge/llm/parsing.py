@@ -58,6 +58,21 @@ def parse_reply(text: str, schema: dict[str, Any] | None, validator: Any = None)
     return data
 
 
+def repair_turn(text: str, exc: ReplyError) -> list[dict[str, Any]]:
+    """The turns that ask for a repair: the latest reply and what was wrong with it (earlier failed
+    turns are dropped, so the context does not grow with each repair)."""
+    return [
+        {"role": "assistant", "content": text},
+        {
+            "role": "user",
+            "content": (
+                f"Your reply could not be used: {exc}. Reply again with only a JSON object that "
+                "satisfies the required schema, with no other text."
+            ),
+        },
+    ]
+
+
 class ParsingMixin:
     """Preparing requests, validating replies and repairing invalid ones."""
 
@@ -159,6 +174,30 @@ class ParsingMixin:
             return found
         return await self._call_and_parse(stage, partition, found)
 
+    def _parse(self, reply: Reply, prompt: Prompt) -> dict[str, Any]:
+        """A reply's data, or ReplyError (a repair turn's reason)."""
+        if self.settings.verbatim and prompt.schema is None:
+            return {"text": reply.text or ""}  # an empty or cut-off reply is the model's answer
+        if reply.finish_reason == "length":
+            raise ReplyError("reply truncated (finish_reason=length)", "Truncated")
+        return parse_reply(reply.text, prompt.schema, self._validator(prompt))
+
+    def _ledger_batch_reply(self, stage: str, partition: str, prep: Prepared, reply: Reply) -> None:
+        """The ledger row of a reply that came in a batch (its call was not sent by this process)."""
+        self.accounts.ledger_row(
+            stage,
+            partition,
+            prep,
+            request_id=reply.request_id or f"batch-{uuid.uuid4().hex}",
+            kind="batch",
+            status="ok",
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            latency_s=reply_latency(reply),
+            response_id=reply.response_id,
+            model=reply.model or prep.model,
+        )
+
     async def _call_and_parse(
         self, stage: str, partition: str, prep: Prepared, first_reply: Reply | None = None, mode: str = "online"
     ) -> LLMResult:
@@ -173,19 +212,7 @@ class ParsingMixin:
             try:
                 if first_reply is not None:
                     reply, attempt, first_reply = first_reply, attempt + 1, None
-                    self.accounts.ledger_row(
-                        stage,
-                        partition,
-                        prep,
-                        request_id=reply.request_id or f"batch-{uuid.uuid4().hex}",
-                        kind="batch",
-                        status="ok",
-                        tokens_in=reply.tokens_in,
-                        tokens_out=reply.tokens_out,
-                        latency_s=reply_latency(reply),
-                        response_id=reply.response_id,
-                        model=reply.model or prep.model,
-                    )
+                    self._ledger_batch_reply(stage, partition, prep, reply)
                 else:
                     reply, attempt = await self._send(stage, partition, prep, tail, attempt)
                     mode = "online"
@@ -209,12 +236,7 @@ class ParsingMixin:
                     )
             tin, tout = tin + reply.tokens_in, tout + reply.tokens_out
             try:
-                if self.settings.verbatim and prompt.schema is None:
-                    data = {"text": reply.text or ""}  # an empty or cut-off reply is the model's answer
-                elif reply.finish_reason == "length":
-                    raise ReplyError("reply truncated (finish_reason=length)", "Truncated")
-                else:
-                    data = parse_reply(reply.text, prompt.schema, self._validator(prompt))
+                data = self._parse(reply, prompt)
             except ReplyError as exc:
                 used = repairs.get(exc.error_class, 0)
                 last = used >= self.repair_budget(stage, exc.error_class)
@@ -246,19 +268,8 @@ class ParsingMixin:
                         tokens_out=tout,
                         latency_s=time.perf_counter() - t_start,
                     )
-                # Repair: show the model its latest reply and what was wrong with it (earlier failed
-                # turns are dropped, so the context does not grow with each repair).
                 repairs[exc.error_class] = used + 1
-                tail = [
-                    {"role": "assistant", "content": reply.text},
-                    {
-                        "role": "user",
-                        "content": (
-                            f"Your reply could not be used: {exc}. Reply again with only a JSON object that "
-                            "satisfies the required schema, with no other text."
-                        ),
-                    },
-                ]
+                tail = repair_turn(reply.text, exc)
                 continue
             self.accounts.record(
                 CallRecord.of(
