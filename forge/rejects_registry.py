@@ -96,8 +96,8 @@ RECIPE_STAGES: dict[str, dict[str, str]] = {
         "refine_judge_failed": E2E,
         "refine_verdict_reject": "tests/llm/test_refine.py",
         "refine_max_rounds": E2E,
-        "wrong_language": UNTESTED,
-        "no_foil": UNTESTED,  # no draw gave any foil text: the statement's pair is a gap of its pool
+        "wrong_language": _MAIA,
+        "no_foil": _MAIA,  # no draw gave any foil text: the statement's pair is a gap of its pool
     },
     "vague_candidates": {
         "frame_missing": UNTESTED,

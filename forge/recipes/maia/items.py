@@ -47,8 +47,10 @@ def _backend(*values: Any) -> str:
 
 
 def aligned_pools(answers: pd.DataFrame, statements: pd.DataFrame, foils: pd.DataFrame) -> dict[str, int]:
-    """Question id → pool size, for pools whose answers, statements and foils sit on the same indices
-    (a re-run of one stage can leave them out of step; such a pool is left out until they agree)."""
+    """Question id → complete answer/statement/foil triples, for pools whose members nest (foil
+    indices ⊆ statement indices ⊆ answer indices). A member with no text leaves a gap the items
+    report; stages out of step (a foil of a statement that is gone, after a re-run of one stage)
+    leave the pool out until they agree."""
 
     def members(df: pd.DataFrame, col: str) -> dict[str, frozenset[str]]:
         if not len(df):
@@ -56,7 +58,8 @@ def aligned_pools(answers: pd.DataFrame, statements: pd.DataFrame, foils: pd.Dat
         return {str(q): frozenset(str(v).rsplit("_", 1)[-1][1:] for v in g[col]) for q, g in df.groupby("question_id")}
 
     a, s, f = members(answers, "answer_id"), members(statements, "statement_id"), members(foils, "foil_id")
-    return {q: len(idx) for q, idx in a.items() if idx and s.get(q) == idx and f.get(q) == idx}
+    empty: frozenset[str] = frozenset()
+    return {q: len(f.get(q, empty)) for q, idx in a.items() if idx and f.get(q, empty) <= s.get(q, empty) <= idx}
 
 
 def _reviews(*frames: pd.DataFrame) -> dict[str, list[str]]:

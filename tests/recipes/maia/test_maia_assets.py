@@ -456,3 +456,34 @@ def test_batches_of_a_stage_run_at_once(corpus, llm_double, llm_double_resource,
     qs = corpus.read("maia_questions")
     got = dict(zip(qs["question"], qs["batch"]))  # (the yes/no question is rejected by its check)
     assert got == {Q_MOOD: "b1", Q_BIKE: "b2", Q_CHEF: "b2"}
+
+
+def test_foils_without_text_leave_gaps_and_wrong_language_is_redrawn(corpus, llm_double, llm_double_resource):
+    """A foil no draw produces is a gap (``no_foil``) its pool's items report, never a dropped pool;
+    a foil in another language is discarded as ``wrong_language`` and drawn again."""
+
+    def faulty(body):
+        name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+        if name and name.startswith("maia_foil_") and name != "maia_foil_structural":
+            caption = field(body, "C:")
+            if "bicycle" in caption.lower():
+                return Reply.error(400, "scripted: foil model down")
+            if "kitchen" in caption and "seed" not in body:  # the first draw comes back in Italian
+                return Reply.json({"foil": "Il cuoco si trova in una cucina molto piccola e affollata di persone."})
+        return responder(body)
+
+    llm_double.responder = faulty
+    materialize(corpus, llm_double_resource(), ALL)
+    rj = rejects(corpus)
+    foil_rj = rj[rj["stage"] == "maia_foils"]
+    assert (foil_rj["reason"] == "no_foil").sum() == 8  # the bicycle pool's 8 statements
+    assert (foil_rj["reason"] == "wrong_language").sum() == 1
+    fo = corpus.read("maia_foils")
+    qs = corpus.read("maia_questions")
+    bike = qs.loc[qs["question"] == Q_BIKE, "question_id"].iloc[0]
+    assert bike not in set(fo["question_id"]) and not fo["foil"].str.contains("cucina").any()
+    assert fo["statement"].str.contains("kitchen").sum() == 1  # its English redraw kept
+    items = corpus.read("maia_items")
+    b_items = items[items["labels"].map(lambda s: json.loads(s)["question_id"]) == bike]
+    assert b_items["task"].tolist() == ["open_ended"]  # the question stays, its 8 pairs are gaps
+    assert json.loads(b_items.iloc[0]["extra"])["review"] == ["pool_short: 0/8 members"]

@@ -185,8 +185,11 @@ def test_items_seeded_ab_and_open_ended():
     assert set(sv["answer"]) == {"A", "B"}  # the shuffle uses both positions
     again = build_items(qs, ans, st, fo, info, seed="x")
     assert again["answer"].tolist() == items["answer"].tolist()
-    # stages out of step (a foil missing after a re-run of one stage): no item until they agree
-    assert build_items(qs, ans, st, fo.iloc[:7], info, seed="x").empty
+    # stages out of step (foils of statements that are gone): no item until they agree
+    assert build_items(qs, ans, st.iloc[:7], fo, info, seed="x").empty
+    # a foil no draw produced: a gap its pool's items report, the other 7 pairs and the question kept
+    gap = build_items(qs, ans, st, fo.iloc[:7], info, seed="x")
+    assert len(gap) == 7 + 1 and all(json.loads(e)["review"] == ["pool_short: 7/8 members"] for e in gap["extra"])
     # a pool whose members agree but are fewer than pool_size is kept, every item saying so
     short = build_items(qs, ans.iloc[1:], st.iloc[1:], fo.iloc[1:], info, seed="x")
     assert len(short) == 7 + 1
