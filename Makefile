@@ -68,7 +68,7 @@ pools: setup
 	$(VENV)/bin/dagster instance concurrency get --all
 
 demo: setup
-	$(PY) -m jobs.build --demo $(if $(SELECT),--select $(SELECT)) $(if $(VERBOSE),--verbose)
+	$(PY) -m jobs.build --demo --only-stale $(if $(SELECT),--select $(SELECT)) $(if $(VERBOSE),--verbose)
 
 test: setup
 	bash scripts/ensure_chromium.sh
