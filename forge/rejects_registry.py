@@ -121,6 +121,7 @@ RECIPE_STAGES: dict[str, dict[str, str]] = {
         "low_direct_rating": _VAGUE,
     },
     "vague_indirect": {
+        "wrong_language": "tests/recipes/vague/test_vague_as_built.py",  # no candidate in English
         "indirect_generation_failed": UNTESTED,
         "indirect_not_ambiguous": _VAGUE,
         "indirect_judge_failed": UNTESTED,

@@ -303,6 +303,8 @@ def run_indirect(
         notes: list[str] = []
         if not ok:
             why = "; ".join(f"{c['strategy']}: {','.join(c['ambiguity']['reasons'])}" for c in cands_all)
+            if all(c["ambiguity"]["reasons"] == ["wrong_language"] for c in cands_all):
+                why = f"wrong_language: {why}"  # no candidate in English: not an ambiguity failure
             if not advisory(res):
                 return None, why
             ok, notes = cands_all, [f"indirect_not_ambiguous: {why}"]  # placeholder text: recorded only
@@ -339,6 +341,8 @@ def run_indirect(
     for d, res, k, why, sr in done:
         if not res.ok:
             log.add(d.frame_id, "indirect_generation_failed", res.error_class or "LLMError", res.error or "")
+        elif k is None and why.startswith("wrong_language"):
+            log.add(d.frame_id, "wrong_language", "LanguageCheck", why)
         elif k is None:
             log.add(d.frame_id, "indirect_not_ambiguous", "AmbiguityCheck", why)
         elif sr is not None:

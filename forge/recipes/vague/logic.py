@@ -347,6 +347,8 @@ def ambiguity_check(
     the object or the action (synonyms: *mug* for *cup*, *telly* for *television*), and the
     whole expression must stay below ``sentence_threshold`` against the direct expression.
     """
+    if wrong_language(expression, LANGUAGE) is not None:  # not English: no other rule judges it
+        return AmbiguityReport(False, ["wrong_language"], [], [], 0.0, None, 0.0, None, None)
     reasons: list[str] = []
     lex_act = lexicon.mentions(expression, action)
     lex_obj = lexicon.mentions(expression, obj)

@@ -137,3 +137,10 @@ def test_direct_expression_in_another_language_is_wrong_language_and_nothing_els
         italian, direct_expression="Hey person1, please move the car.", intention="The speaker wants it moved."
     )
     assert "wrong_language" not in [p[0] for p in logic.triple_problems(english, ["person1"], ["car"])]
+
+
+def test_indirect_expression_in_another_language_is_wrong_language_not_an_ambiguity_verdict():
+    rep = logic.ambiguity_check("Che bella giornata per lasciare la macchina davanti all'idrante, vero?", "move", "car")
+    assert not rep.ok and rep.reasons == ["wrong_language"]
+    en = logic.ambiguity_check("What a lovely day to block the hydrant, isn't it?", "move", "car")
+    assert "wrong_language" not in en.reasons
