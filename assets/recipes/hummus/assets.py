@@ -136,7 +136,7 @@ def hummus_pairs(
     return run.publish({"llm_captions": sum(run.map_partitions(pair))})
 
 
-LANGUAGE = "en"  # Hummus is English (§3: The New Yorker's CapCon captions)
+LANGUAGE = "en"  # Hummus is English (§4: The New Yorker's CapCon captions)
 ANNOTATION_TEXT = ("incongruities", "resolution", "explanation", "discard_reason")
 
 
@@ -220,7 +220,7 @@ def hummus_annotations(
             "hummus_annotations",
             part,
             reqs,
-            # the benchmark's language first (§3: CapCon captions are English): text in another
+            # the benchmark's language first (§4: CapCon captions are English): text in another
             # language is wrong_language before any annotation check reads it
             checks=language_first(LANGUAGE, ANNOTATION_TEXT, [annotation_check(pairs, config.explanation_max_words)]),
             max_rounds=config.max_rounds,
