@@ -213,6 +213,8 @@ def front_matter(
                 "config_name": "default",
                 "default": True,
                 "data_files": [{"split": s, "path": f"data/{s}/**"} for s in splits],
+                # the typed copy of metadata.jsonl (one schema for every split)
+                "metadata_filenames": ["metadata.parquet"],
             },
         ],
     }
