@@ -41,10 +41,14 @@ OFFLINE_ENV: dict[str, str] = {
     "YOLO_OFFLINE": "1",
     "YOLO_AUTOINSTALL": "false",
     # Label Studio (the review server): no analytics, no Sentry error reports (backend or
-    # browser; its default DSNs point at the vendor), no PyPI version check.
+    # browser; its default DSNs point at the vendor), no PyPI version check. It reads each
+    # setting as LABEL_STUDIO_<name>, HEARTEX_<name> or <name>, and sentry_sdk itself reads
+    # SENTRY_DSN: both spellings are empty.
     "LABEL_STUDIO_COLLECT_ANALYTICS": "false",
     "LABEL_STUDIO_SENTRY_DSN": "",
     "LABEL_STUDIO_FRONTEND_SENTRY_DSN": "",
+    "SENTRY_DSN": "",
+    "FRONTEND_SENTRY_DSN": "",
     "LABEL_STUDIO_LATEST_VERSION_CHECK": "false",
     # Selenium (the UI test): Selenium Manager sends usage stats and downloads drivers.
     "SE_AVOID_STATS": "true",

@@ -16,19 +16,15 @@ import sys
 import time
 from pathlib import Path
 
+from forge.offline_env import OFFLINE_ENV
 from forge.review.client import LabelStudio
 from forge.review.config import Server, server
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("SUBTEXT_REVIEW_VENV") or ROOT / ".venv-review")
-# Label Studio reads each setting as LABEL_STUDIO_<name>, HEARTEX_<name> or <name>.
-OFFLINE_ENV = {
-    "LABEL_STUDIO_COLLECT_ANALYTICS": "false",  # no usage analytics (frontend and backend)
-    "LABEL_STUDIO_LATEST_VERSION_CHECK": "false",  # no PyPI version check
-    "SENTRY_DSN": "",
-    "FRONTEND_SENTRY_DSN": "",
-    "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",  # reviewers are invited, not self-registered
-}
+# Not an opt-out (those are forge.offline_env.OFFLINE_ENV, the project's one table): reviewers
+# join by invite only.
+SERVER_ENV = {"LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true"}
 
 
 def executable() -> Path:
@@ -57,9 +53,12 @@ def command(s: Server) -> tuple[list[str], dict[str, str]]:
         "--user-token",
         s.token,
     ]
+    # The opt-outs are forced (not the operator's choice): an inherited SENTRY_DSN or
+    # HEARTEX_SENTRY_DSN would otherwise reach the vendor's error reporting.
     env = {
         **os.environ,
         **OFFLINE_ENV,
+        **SERVER_ENV,
         "LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED": "true",
         "LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT": str(s.document_root),
         "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",

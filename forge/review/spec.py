@@ -48,6 +48,15 @@ EDITABLE_FIELDS = ("question", "options", "answer", "box")
 
 
 @dataclass(frozen=True)
+class Regenerate:
+    """How "regenerate rejected" reaches the stage that wrote an item (``forge/review/regenerate.py``):
+    the generating asset, and the item column that equals that stage's ``LLMRequest.item_id``."""
+
+    stage: str  # e.g. "vimu_questions"
+    key: str = "unit_id"  # the item column naming the request that generated it
+
+
+@dataclass(frozen=True)
 class ReviewSpec:
     """Paper defaults of human review; ``config/review.yaml`` may override ``policy``,
     ``reviewers`` and ``splits`` per benchmark or per settings profile (the demo's profile
@@ -63,6 +72,7 @@ class ReviewSpec:
     reasons: tuple[str, ...] = DEFAULT_REASONS
     human_answers: int = 1  # blind answers per test item for the human baseline
     note: str = ""  # the paper's procedure, for the card
+    regenerate: Regenerate | None = None  # None: a rejected item is dropped, never regenerated
 
     def __post_init__(self) -> None:
         if self.reviewers < 1:

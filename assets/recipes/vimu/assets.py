@@ -24,7 +24,9 @@ from forge.recipes.settings import config_default, recipe_settings, with_profile
 from forge.recipes.vimu import annotate as ann
 from forge.recipes.vimu import items as itm
 from forge.recipes.vimu import questions as qs
+from forge.recipes.vimu.spec import SPEC as VIMU
 from forge.recipes.vimu.taxonomy import TAXONOMY_PATH, load_taxonomy
+from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.llm import LLMResource
@@ -65,6 +67,9 @@ class QuestionsConfig(dg.Config):
         "vimu", "questions", "hint_axes", ["dimension", "rhetoric", "social_value", "evidence"]
     )
     warn_loss_rate: float = config_default("vimu", "questions", "warn_loss_rate", 0.5)
+    # "Regenerate rejected" (docs/review.md): clips whose items reviewers rejected are asked again
+    # with a new seed (the others come from the cache). False replays the first, rejected replies.
+    regenerate_rejected: bool = True
 
 
 def _videos(store: TableStore, batch: str) -> "pd.DataFrame | None":
@@ -189,10 +194,12 @@ def vimu_questions(
     tax = load_taxonomy()
     gen_p, ref_p, val_p = (load_prompt(p) for p in QA_PROMPTS)
     terms = tax.hint_terms(tuple(config.hint_axes))
+    # read, not a dep: the verdicts are downstream of these questions (a dep would be a cycle)
+    tries = regenerate.attempts(store, VIMU) if config.regenerate_rejected else {}
 
     def generate(batch: str, log: RejectLog):  # batches run at once on the engine's one budget
         annotations = {r["clip_id"]: r for r in store.read("vimu_annotations", parts=[batch]).to_dict("records")}
-        requests = [qs.generation_request(gen_p, a, terms) for a in annotations.values()]
+        requests = regenerate.bump([qs.generation_request(gen_p, a, terms) for a in annotations.values()], tries)
         run = refine(
             engine,
             "vimu_questions",
@@ -213,6 +220,7 @@ def vimu_questions(
     stats = qs.outcome_stats(runs, config.max_rounds)
     md: dict[str, Any] = {"refine_" + k: v for k, v in stats.items()}
     md["hint_terms"] = len(terms)
+    md["regenerated_clips"] = len(tries)  # clips asked again for rejected items (seed = attempt)
     result = stage.publish(md, record_attempts=True)
     lost = stats["exhausted_rate"] + stats["failed_rate"]
     outcome_check = dg.AssetCheckResult(

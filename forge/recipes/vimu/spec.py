@@ -17,7 +17,7 @@ from forge.recipes.vimu.evaluation import build_request, parse_reply
 from forge.recipes.vimu.release import parse_release
 from forge.recipes.vimu.report import plots, prediction_tables
 from forge.recipes.vimu.scoring import judge_failed_call, judge_variables, read_judgement, score_setting
-from forge.review.spec import Media, ReviewSpec
+from forge.review.spec import Media, Regenerate, ReviewSpec
 
 SPEC = BenchmarkSpec(
     name="vimu",
@@ -33,6 +33,8 @@ SPEC = BenchmarkSpec(
         reviewers=5,
         editable=("question", "options", "answer"),
         note="ViMU §3 'Filtering and Quality Control': the dataset is finally validated by 5 human experts (read here as five reviewers per item; the paper does not say how the work was divided).",
+        # "regenerate rejected": a clip's question (all four of its items) is asked again
+        regenerate=Regenerate(stage="vimu_questions", key="unit_id"),
     ),
     eval=EvalSpec(
         kinds={"open_ended": "text", "multi_select": "multi"},
