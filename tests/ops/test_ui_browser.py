@@ -27,8 +27,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _serve(home: Path, data: Path):
-    """``dagster-webserver`` on 127.0.0.1 over the instance in ``home``; yields its URL."""
+def _serve(home: Path, data: Path, instance_yaml: str | None = None, env: dict[str, str] | None = None):
+    """``dagster-webserver`` on 127.0.0.1 over the instance in ``home`` (the project's dagster.yaml,
+    or ``instance_yaml``); yields its URL."""
     if not (shutil.which("chromium") and shutil.which("chromedriver")):
         if os.environ.get("SUBTEXT_SKIP_BROWSER_TESTS") == "1":
             pytest.skip("SUBTEXT_SKIP_BROWSER_TESTS=1: browser tests skipped on purpose")
@@ -36,9 +37,9 @@ def _serve(home: Path, data: Path):
             "Debian chromium/chromedriver not installed: `make test` installs them as root "
             "(scripts/ensure_chromium.sh); set SUBTEXT_SKIP_BROWSER_TESTS=1 to skip on purpose"
         )
-    (home / "dagster.yaml").write_text((ROOT / ".dagster_home" / "dagster.yaml").read_text())
+    (home / "dagster.yaml").write_text(instance_yaml or (ROOT / ".dagster_home" / "dagster.yaml").read_text())
     port = _free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "SUBTEXT_DATA_DIR": str(data)}
+    env = {**os.environ, **(env or {}), "DAGSTER_HOME": str(home), "SUBTEXT_DATA_DIR": str(data)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "dagster_webserver", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         cwd=ROOT,
