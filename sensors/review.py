@@ -18,13 +18,17 @@ import dagster as dg
 from forge.benchmarks import registry
 from forge.review import sync
 from forge.review.client import ReviewServerDown
+from forge.review.config import review_spec
 from forge.versioning import content_hash
 from resources.review import ReviewResource
 from resources.storage import StorageResource
 
 
-def targets(name: str, kinds: set[str]) -> list[dg.AssetKey]:
+def targets(name: str, kinds: set[str], export: bool = False) -> list[dg.AssetKey]:
+    """What one run materializes: the verdicts (then, with ``export_after_review``, the export,
+    which depends on them), the human baseline's scores."""
     keys = [dg.AssetKey(f"{name}_verdicts")] if kinds & {"review", "adjudication"} else []
+    keys += [dg.AssetKey(f"{name}_export")] if keys and export else []
     return keys + ([dg.AssetKey(f"{name}_human_eval")] if "human" in kinds else [])
 
 
@@ -44,7 +48,8 @@ def tick(context: dg.SensorEvaluationContext, storage: StorageResource, review: 
             fp = content_hash(sync.fingerprint(ls, mine), length=16)
             now[name] = fp
             if seen.get(name) != fp:
-                keys = targets(name, set(mine["kind"]))
+                export = review_spec(name, registry.get(name).review).export_after_review
+                keys = targets(name, set(mine["kind"]), export)
                 runs.append(dg.RunRequest(run_key=f"review:{name}:{fp}", asset_selection=keys))
     except ReviewServerDown as exc:
         return dg.SensorResult(skip_reason=dg.SkipReason(str(exc)), cursor=context.cursor)
@@ -58,7 +63,7 @@ def tick(context: dg.SensorEvaluationContext, storage: StorageResource, review: 
     name="review_sensor",
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    target=dg.AssetSelection.assets(*[k for n in registry.names() for k in targets(n, {"review", "human"})]),
+    target=dg.AssetSelection.assets(*[k for n in registry.names() for k in targets(n, {"review", "human"}, True)]),
     description="Polls Label Studio (make review) and materializes <benchmark>_verdicts / <benchmark>_human_eval "
     "when reviewers submitted, changed or deleted something.",
 )

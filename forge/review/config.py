@@ -55,6 +55,8 @@ def review_spec(name: str, declared: ReviewSpec, profile: str | None = None, pat
         changes["splits"] = tuple(str(s) for s in block["splits"] or ())
     if "human_answers" in block:
         changes["human_answers"] = int(block["human_answers"])
+    if "export_after_review" in block:
+        changes["export_after_review"] = bool(block["export_after_review"])
     return dataclasses.replace(declared, **changes)
 
 

@@ -73,6 +73,9 @@ class ReviewSpec:
     human_answers: int = 1  # blind answers per test item for the human baseline
     note: str = ""  # the paper's procedure, for the card
     regenerate: Regenerate | None = None  # None: a rejected item is dropped, never regenerated
+    # the review sensor's run also re-exports (a new version only when the content changed); off:
+    # publishing stays the user's step (the export shows Unsynced after a review either way)
+    export_after_review: bool = False
 
     def __post_init__(self) -> None:
         if self.reviewers < 1:

@@ -15,6 +15,7 @@ import pytest
 import assets.evals.assets  # noqa: F401 - registers the leaderboard view (as the code location does)
 from assets.review.factory import benchmark_review_defs
 from assets.review.human import human_defs
+from assets.splits.factory import benchmark_defs
 from forge.benchmarks.registry import get
 from forge.review.config import review_spec
 from forge.splits.config import benchmark_config
@@ -262,3 +263,25 @@ def test_human_baseline_row_on_the_leaderboard(review_env):
 
 def _gold(data) -> list[tuple[str, str]]:
     return [(json.loads(line)["item_id"], line) for line in _export_lines(data, "vague")]
+
+
+def test_export_reads_verdicts_and_the_sensor_run_re_exports(review_env):
+    """<b>_export depends on <b>_verdicts (a review marks it Unsynced); with export_after_review the
+    sensor's run materializes both, so the export that follows a review already leaves the rejected item out."""
+    data, ls, _srv, configure = review_env
+    configure("defaults: {policy: required}\nbenchmarks:\n  maia: {reviewers: 1, export_after_review: true}\n")
+    export = next(a for a in benchmark_defs("maia").assets if a.key == dg.AssetKey("maia_export"))
+    assert dg.AssetKey("maia_verdicts") in export.dependency_keys
+    store = TableStore(data)
+    world.maia(store, n=2)
+    materialize(data, ["maia_review_tasks"])
+    tasks = sr.tasks_by_item(ls, "maia v1")
+    r1 = ls.ensure_user("r1@review.test")
+    sr.submit(ls, tasks["m1"], r1, sr.ACCEPT)
+    sr.submit(ls, tasks["m2"], r1, sr.reject("wrong_gold"))
+    tick = sensor_tick(data, dg.DagsterInstance.ephemeral())
+    (req,) = tick.run_requests
+    assert [k.to_user_string() for k in req.asset_selection] == ["maia_verdicts", "maia_export"]
+    assets = [a for a in benchmark_review_defs("maia").assets if a.key in req.asset_selection]
+    dg.materialize([*assets, export], resources=_resources(data))  # the run: verdicts, then the export
+    assert {json.loads(line)["item_id"] for line in _export_lines(data, "maia")} == {"m1"}
