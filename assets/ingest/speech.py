@@ -24,7 +24,7 @@ from forge.media.transcripts import (
     WhisperTranscriber,
     transcribe_clips,
 )
-from forge.scale.ray_stages import configured_placement, step_pools
+from forge.scale.ray_pool import configured_placement, step_pools
 from forge.storage import RejectLog
 from forge.versioning import content_hash
 from resources.ingest import IngestResource

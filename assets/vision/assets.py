@@ -23,7 +23,7 @@ from assets.common import (
     table_metadata,
 )
 from forge.media.sheets import indicator_tiles
-from forge.scale.ray_stages import configured_placement, placement_dict, ram_on_ray, step_pools
+from forge.scale.ray_pool import configured_placement, placement_dict, step_pools
 from forge.storage import RejectLog, TableStore, register_view
 from forge.storage.stage_cache import StageCache, content_key
 from forge.versioning import content_hash
@@ -31,6 +31,7 @@ from forge.vision.detector import DETECTION_COLUMNS
 from forge.vision.evidence import build_evidence
 from forge.vision.pipeline import DecodeOptions, add_phases, run_detection, run_indicators, run_ram, select_kept
 from forge.vision.scenes import RichSceneRule, count_persons, rank_rich_scenes
+from forge.vision.tag_worker import ram_on_ray
 from forge.vision.tagger import TAG_COLUMNS, tags_from_detections
 from resources.detector import DetectorResource, default_detector
 from resources.storage import StorageResource

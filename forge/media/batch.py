@@ -24,7 +24,7 @@ from forge.media.frames import FrameSettings, frames_for_video, replace_dir, sta
 from forge.media.images import ImageReject, ImageSettings, image_frame
 from forge.media.policy import IngestPolicy
 from forge.media.sources import Lister, SourceItem, SourceSpec, expand_source, load_sources, now_utc
-from forge.scale.ray_stages import RayPlacement, configured_placement, map_calls, shards_of
+from forge.scale.ray_pool import RayPlacement, configured_placement, map_calls, shards_of
 from forge.storage import RejectLog, TableStore, safe_name
 
 Step = Callable[[int], None]

@@ -151,7 +151,7 @@ def hash_paths(
 ) -> list[FrameHash | BaseException]:
     """``hash_many`` here, or on Ray tasks of ``shard_frames`` paths each when ``placement`` (default:
     config's ``scale.stages.frame_hashes``) names a cluster; results in path order either way."""
-    from forge.scale.ray_stages import configured_placement, map_calls, shards_of
+    from forge.scale.ray_pool import configured_placement, map_calls, shards_of
 
     placement = placement if placement is not None else configured_placement("frame_hashes")
     if not placement.enabled:

@@ -18,12 +18,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import cv2
 import numpy as np
 
 from forge.media.ocr import OCRResult, load_rgb, ocr_frame, shrink, union_area_ratio
+from forge.scale.ray_pool import (
+    RayPlacement,
+    actor_pool,
+    ask_each,
+    configured_placement,
+    keep_to_declared_cpus,
+    map_shards,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 K = TypeVar("K")
 
@@ -252,12 +265,8 @@ def measure_kept_frames(
 
     ``ocr``: the ``OCRResource`` (reader, ``max_side``, ``read``). ``method="readtext"``: the
     full reader per frame; ``"detect"``: ``measure_frames`` here, or on Ray actors when a Ray
-    address is configured (forge/scale/ray_stages.py).
+    address is configured (``OCRWorker`` below, on forge/scale/ray_pool.py's actor pool).
     """
-    from pathlib import Path
-
-    from forge.scale.ray_stages import configured_placement, ocr_on_ray, ocr_reader_args
-
     rows = list(frames.itertuples(index=False))
     if method == "readtext":
         for fr in rows:
@@ -295,3 +304,74 @@ def measure_kept_frames(
         needs_text=wants and (lambda fr, r: wants(fr.kind, r)),
     ):
         yield m.key, m.result, m.error
+
+
+class OCRWorker:
+    """The text_ratio stage's Ray worker (``forge.scale.ray_pool``): one EasyOCR reader per actor;
+    ``run`` = ``measure_frames`` on a shard."""
+
+    def __init__(self, reader_args: tuple) -> None:
+        keep_to_declared_cpus()
+        from forge.media.ocr_reader import build_reader
+
+        self.reader = build_reader(*reader_args)
+
+    def run(
+        self, frames: pd.DataFrame, data_dir: str, max_side: int, batch: int, recognise: str, max_ratio: float
+    ) -> list[tuple[Any, Exception | None]]:
+        wants = text_needed(recognise, max_ratio)
+        kinds = list(frames["kind"])
+        items = [(i, Path(data_dir) / p) for i, p in enumerate(frames["path"])]
+        return [
+            (m.result, m.error)
+            for m in measure_frames(
+                self.reader, items, max_side, batch, needs_text=wants and (lambda i, r: wants(kinds[i], r))
+            )
+        ]
+
+
+def ocr_reader_args(ocr: Any) -> tuple:
+    """``build_reader`` arguments of an OCRResource; the GPU flag follows the placement's GPUs.
+    (The reader makes its own private network folder per process: forge/media/ocr_reader.py.)"""
+    return tuple(ocr.languages), ocr.model_dir, bool(ocr.gpu), ocr.detector_engine
+
+
+def _replica_engine(worker: OCRWorker) -> tuple[str, str]:
+    """What runs a replica's text detector, and the digest of its ONNX graph ("" for torch)."""
+    from forge.media.text_detector import detector_identity
+
+    return detector_identity(worker.reader)
+
+
+def ocr_on_ray(
+    placement: RayPlacement,
+    reader_args: tuple,
+    frames: pd.DataFrame,
+    data_dir: Path,
+    max_side: int,
+    batch: int,
+    recognise: str,
+    max_ratio: float,
+    engines: set[tuple[str, str]] | None = None,
+) -> list[tuple[Any, Exception | None]]:
+    """(OCRResult | None, error | None) per frame, in frame order, measured by OCR actors.
+    ``engines`` receives each replica's ``(detector engine, graph digest)``."""
+    if frames.empty:
+        return []
+    args = (reader_args[0], reader_args[1], placement.num_gpus > 0 or reader_args[2], *reader_args[3:])
+    out: list[tuple[Any, Exception | None]] = []
+    with actor_pool(placement, partial(OCRWorker, args)) as pool:
+        for part in map_shards(
+            pool,
+            frames.reset_index(drop=True)[["kind", "path"]],
+            placement.shard_frames,
+            str(data_dir),
+            max_side,
+            batch,
+            recognise,
+            max_ratio,
+        ):
+            out += part
+        if engines is not None:
+            engines.update(ask_each(pool, _replica_engine))
+    return out

@@ -17,6 +17,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,6 +27,7 @@ from forge.llm.stub import STUB_BACKEND
 from forge.llm.types import AudioRequest
 from forge.media.audio import NoAudioStream, extract_audio
 from forge.media.clips import SILENCE_DB
+from forge.scale.ray_pool import RayPlacement, actor_pool, map_shards
 from forge.storage import RejectLog
 from forge.versioning import sha256_bytes
 
@@ -102,7 +104,7 @@ class WhisperTranscriber:
 
     Replies are cached in the LLM cache (key: audio hash + model directory name + settings),
     so a re-run does not decode again. With a Ray ``placement`` the model is loaded in Ray actors
-    (``forge.scale.ray_stages.WhisperWorker``, one per replica, declaring the placement's CPUs /
+    (``WhisperWorker`` below, one per replica, declaring the placement's CPUs /
     GPUs) which run ``decode`` on shards of the uncached clips; the cache stays here."""
 
     label = "faster-whisper"
@@ -153,8 +155,6 @@ class WhisperTranscriber:
         hits = [self.cache.get(k) if self.cache is not None else None for k in keys]
         todo = [a for a, h in zip(audio, hits) if h is None]
         if self.remote:
-            from forge.scale.ray_stages import whisper_on_ray
-
             decoded = iter(whisper_on_ray(self.placement, self.args, todo))
         else:
             decoded = iter(self.decode(todo))
@@ -171,6 +171,28 @@ class WhisperTranscriber:
                 self.cache.put(key, {"data": {"text": text}, "text": text}, model=self.name, prompt_name=STAGE)
             out.append(Heard(True, text, model=self.name, request_key=key))
         return out
+
+
+class WhisperWorker:
+    """The transcripts stage's Ray worker (``forge.scale.ray_pool``): one faster-whisper replica per
+    actor; ``run`` = ``WhisperTranscriber.decode`` on a shard of audio."""
+
+    def __init__(self, model_path: str | None, device: str, compute_type: str, language: str | None) -> None:
+        self.t = WhisperTranscriber(model_path, device, compute_type, language)
+
+    def run(self, audio: list) -> list:
+        return self.t.decode(audio)
+
+
+def whisper_on_ray(placement: RayPlacement, args: tuple, audio: list) -> list:
+    """``WhisperTranscriber.decode`` results per audio request, in order, from Whisper actors."""
+    if not audio:
+        return []
+    out: list = []
+    with actor_pool(placement, partial(WhisperWorker, *args)) as pool:
+        for part in map_shards(pool, audio, placement.shard_frames):
+            out += part
+    return out
 
 
 def load_whisper(model_path: str | None, device: str = "auto", compute_type: str = "default") -> Any:

@@ -63,7 +63,7 @@ def run_detection(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[pd.DataFrame, StageStats]:
     """``frames``: frame_id, batch, path. Returns the detections rows of this batch."""
-    remote = getattr(detector, "run_remote", None)  # forge.scale.ray_stages.RemoteDetector: shards on Ray
+    remote = getattr(detector, "run_remote", None)  # forge.scale.ray_pool.RemoteDetector: shards on Ray
     if remote is not None:
         return remote(frames, data_dir, reject, opts, progress)
     stats, rows = StageStats(frames=len(frames)), []

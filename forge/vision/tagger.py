@@ -7,7 +7,7 @@
   an optional extra (``pip install git+https://github.com/xinyu1205/recognize-anything``)
   loaded once per process from a configured checkpoint. Tags are the classes whose
   sigmoid score passes RAM's own per-class thresholds, with that score. On Ray (``scale``),
-  each tagging actor loads it once (``forge.scale.ray_stages.TaggingWorker``).
+  each tagging actor loads it once (``forge.scale.ray_pool.TaggingWorker``).
   NOT verified on real weights here: no RAM checkpoint can be obtained on these machines.
 """
 

@@ -260,7 +260,7 @@ def test_gpu_results_are_cached_apart_from_the_cpus(monkeypatch):
     import torch
 
     from assets.ingest.filters import ocr_cache_parts
-    from forge.scale.ray_stages import RayPlacement
+    from forge.scale.ray_pool import RayPlacement
     from resources.ocr import OCRResource
 
     monkeypatch.delenv("SUBTEXT_RAY_ADDRESS", raising=False)

@@ -1,6 +1,6 @@
 """Where a stage runs: the ``scale:`` config with per-stage overrides, and the in-process default."""
 
-from forge.scale.ray_stages import RayPlacement, configured_placement, map_calls, shards_of
+from forge.scale.ray_pool import RayPlacement, configured_placement, map_calls, shards_of
 
 SCALE = {
     "ray_address": "ray://head:10001",
@@ -41,7 +41,7 @@ def test_ray_work_keeps_opencv_to_the_cpus_it_declared(monkeypatch):
     that variable), so a 1-CPU frame task does not resize and encode on every core of its node."""
     import cv2
 
-    from forge.scale.ray_stages import keep_to_declared_cpus
+    from forge.scale.ray_pool import keep_to_declared_cpus
 
     before = cv2.getNumThreads()
     try:
@@ -66,3 +66,30 @@ def test_detection_setup_on_ray_follows_the_replicas_gpus():
     assert cpu == {"engine": "onnx", "device": "cpu", "fp16": False, "device_decode": False}
     pinned = DetectorResource(engine="tensor", device="cpu", ray_address="local", ray_num_gpus=1)
     assert pinned.expected_setup()["device"] == "cpu"
+
+
+def test_the_pool_knows_no_stage():
+    """forge/scale is a generic actor pool: no import of a stage's module, at any depth (the
+    stages declare their workers next to their logic and hand the pool a factory)."""
+    import ast
+    from pathlib import Path
+
+    import forge.scale
+
+    stages = ("forge.media", "forge.vision", "forge.recipes", "forge.llm", "assets", "resources")
+    for path in Path(forge.scale.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not [n for n in names if n.startswith(stages)], f"{path.name} imports a stage: {names}"
+
+
+def test_a_pool_is_named_after_its_workers_factory():
+    from functools import partial
+
+    from forge.media.text_boxes import OCRWorker
+    from forge.scale.ray_pool import worker_name
+    from forge.vision.tag_worker import TaggingWorker
+
+    assert worker_name(partial(OCRWorker, (("en",), None, False, "torch"))) == "OCRWorker"
+    assert worker_name(TaggingWorker) == "TaggingWorker"

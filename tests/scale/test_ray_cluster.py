@@ -107,7 +107,7 @@ def ray_cluster():
             pytest.fail("Ray worker node did not join")
         yield address
     finally:
-        from forge.scale.ray_stages import shutdown
+        from forge.scale.ray_pool import shutdown
 
         shutdown()
         for p in reversed(procs):  # our own process groups only
@@ -306,10 +306,10 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
     t0 = time.perf_counter()
     media_on_ray = _media_backfill(_media_corpus(tmp_path / "ray_media", photos))
     print(f"ray media backfill: {time.perf_counter() - t0:.1f}s")
-    from forge.scale import ray_stages
+    from forge.scale import ray_pool
 
-    media_where = dict(ray_stages.LAST_PLACEMENT)
-    ray_stages.POOLS_STARTED.clear()
+    media_where = dict(ray_pool.LAST_PLACEMENT)
+    ray_pool.POOLS_STARTED.clear()
 
     def no_driver_reader(self):
         raise AssertionError("the driver built an OCR detect reader although Ray replicas measure the frames")
@@ -360,9 +360,9 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
     assert len({node for node, _ in media_where["frames_unit"]}) == 2
     # The replicas really ran on the cluster: each declares 1 CPU and each node has 1, so Ray
     # had to place one on the head and one on the worker node (and free them between stages).
-    models = {k: v for k, v in ray_stages.LAST_PLACEMENT.items() if k.endswith("Worker")}
+    models = {k: v for k, v in ray_pool.LAST_PLACEMENT.items() if k.endswith("Worker")}
     # One pool per stage for both partitions (step_pools): each replica loaded its model once.
-    assert ray_stages.POOLS_STARTED == {"DetectionWorker": 1, "OCRWorker": 1}
+    assert ray_pool.POOLS_STARTED == {"DetectionWorker": 1, "OCRWorker": 1}
     assert set(models) == {"DetectionWorker", "OCRWorker"}
     for where in models.values():
         assert (
@@ -375,7 +375,7 @@ def test_whisper_on_ray_reports_the_replicas_setup_error(ray_cluster, tmp_path):
     there fails the step with the setting to fix, not a silent empty transcript."""
     from forge.llm.types import AudioRequest
     from forge.media.transcripts import WhisperTranscriber
-    from forge.scale.ray_stages import RayPlacement
+    from forge.scale.ray_pool import RayPlacement
 
     placement = RayPlacement(ray_cluster, actors=1, num_cpus=1)
     t = WhisperTranscriber(str(tmp_path / "no_model"), placement=placement)  # nothing loaded here
@@ -411,19 +411,31 @@ def _ram_tags(data_dir: Path, tagger: TaggerResource) -> dict[str, pd.DataFrame]
 def test_ram_tags_on_ray_equal_in_process(ray_cluster, photos, ram_double, tmp_path, monkeypatch):
     """``tagger: ram`` on tagging actors (one pool for both partitions, a replica per node) writes
     the rows and rejects of the in-process run."""
-    from forge.scale import ray_stages
+    from forge.scale import ray_pool
 
     tagger = TaggerResource(backend="ram", ram_checkpoint=str(ram_double), image_size=32, batch_size=2, device="cpu")
     monkeypatch.delenv("SUBTEXT_RAY_ADDRESS", raising=False)
     local = _ram_tags(_corpus(tmp_path / "local", photos), tagger)
     monkeypatch.setenv("SUBTEXT_RAY_ADDRESS", ray_cluster)
-    ray_stages.POOLS_STARTED.clear()
+    ray_pool.POOLS_STARTED.clear()
     on_ray = _ram_tags(_corpus(tmp_path / "ray", photos), tagger)
     assert len(local["tags"]) > 0 and set(local["tags"]["batch"]) == set(BATCHES)
     assert (local["tags"]["backend"] == "ram").all()
     pd.testing.assert_frame_equal(local["tags"], on_ray["tags"], check_dtype=False, obj="tags")
     pd.testing.assert_frame_equal(local["rejects"], on_ray["rejects"], obj="rejects")
     assert list(on_ray["rejects"]["item_id"]) == [f"{b}_broken" for b in BATCHES]
-    assert ray_stages.POOLS_STARTED == {"TaggingWorker": 1}
-    where = ray_stages.LAST_PLACEMENT["TaggingWorker"]
+    assert ray_pool.POOLS_STARTED == {"TaggingWorker": 1}
+    where = ray_pool.LAST_PLACEMENT["TaggingWorker"]
     assert len(where) == 2 and len({node for node, _ in where}) == 2 and os.getpid() not in {pid for _, pid in where}
+
+
+def test_a_pool_builds_any_workers_factory_in_its_replicas(ray_cluster):
+    """The pool knows no stage: a picklable factory builds the worker in each replica, and each
+    replica declares the placement's CPU (one per node here, so one replica on each node)."""
+    from functools import partial
+
+    from forge.scale.ray_pool import LAST_PLACEMENT, RayPlacement, actor_pool, ask_each
+
+    with actor_pool(RayPlacement(ray_cluster, actors=2, num_cpus=1), partial(str, "abc")) as pool:
+        assert ask_each(pool, len) == [3, 3]
+    assert len({node for node, _ in LAST_PLACEMENT["str"]}) == 2

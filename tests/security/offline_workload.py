@@ -50,7 +50,8 @@ def make_corpus(root: Path) -> Path:
 def ray_path(data_dir: Path) -> None:
     """Frame hashing in a Ray task and OCR in a Ray actor, on a private local cluster."""
     from forge.media.hashing import hash_paths
-    from forge.scale.ray_stages import RayPlacement, ocr_on_ray, ocr_reader_args, shutdown
+    from forge.media.text_boxes import ocr_on_ray, ocr_reader_args
+    from forge.scale.ray_pool import RayPlacement, shutdown
     from forge.storage import TableStore
     from resources.ocr import OCRResource
 

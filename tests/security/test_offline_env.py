@@ -61,7 +61,7 @@ def test_onnx_sessions_are_created_with_telemetry_off(monkeypatch):
 
 
 def test_ray_workers_get_the_opt_outs(monkeypatch):
-    from forge.scale.ray_stages import worker_runtime_env
+    from forge.scale.ray_pool import worker_runtime_env
 
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "1")  # an operator's explicit value travels as set
     env = worker_runtime_env()["env_vars"]
@@ -71,7 +71,7 @@ def test_ray_workers_get_the_opt_outs(monkeypatch):
 def test_a_private_ray_cluster_starts_on_loopback_with_its_token_in_the_environment(monkeypatch):
     from ray._private import ray_constants
 
-    from forge.scale.ray_stages import private_cluster_env
+    from forge.scale.ray_pool import private_cluster_env
 
     for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"):
         monkeypatch.delenv(k, raising=False)

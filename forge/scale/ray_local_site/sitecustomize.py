@@ -1,5 +1,5 @@
 """Imported (as ``sitecustomize``) by the Python processes of a private Ray cluster this project
-starts: ``forge/scale/ray_stages.py`` puts this folder on their ``PYTHONPATH`` (docs/security.md).
+starts: ``forge/scale/ray_pool.py`` puts this folder on their ``PYTHONPATH`` (docs/security.md).
 
 Ray's dashboard process runs even with the dashboard off (it hosts the usage-stats module), and
 that module probes the cloud metadata endpoints (169.254.169.254 for Azure and AWS, a lookup of
