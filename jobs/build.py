@@ -295,22 +295,17 @@ def build(
                 continue
             seg = Segment(seg.partitions_def, runnable, seg.job)
             for keys in partition_ranges(seg, instance, batch_patterns):
-                if only_stale:  # Synced assets (same code, same parent data versions) are left alone
-                    fresh = fresh_keys(instance, graph, seg.keys, keys)
-                    if fresh:
-                        print(f"  up to date, skipped: {', '.join(sorted(k.to_user_string() for k in fresh))}")
-                    if len(fresh) == len(seg.keys):
+                for seg_run in stale_waves(instance, graph, seg, keys, outcomes) if only_stale else [seg]:
+                    if dry_run:
+                        print(describe_plan(seg_run, instance, keys), flush=True)
                         continue
-                    seg_run = Segment(seg.partitions_def, [k for k in seg.keys if k not in fresh], seg.job)
-                else:
-                    seg_run = seg
-                if dry_run:
-                    print(describe_plan(seg_run, instance, keys), flush=True)
-                    continue
-                ok = run_segment(defs, instance, seg_run, summary, health, verbose, outcomes, keys, in_location) and ok
-                runs += 1
-                if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop here
-                    raise Terminated(f"{health.signals.signalled} received")
+                    ok = (
+                        run_segment(defs, instance, seg_run, summary, health, verbose, outcomes, keys, in_location)
+                        and ok
+                    )
+                    runs += 1
+                    if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop
+                        raise Terminated(f"{health.signals.signalled} received")
     _print_summary(summary)
     for line in outcomes.lines():
         print(line, flush=True)
@@ -318,6 +313,22 @@ def build(
         bad = f", {len(outcomes.failed)} failed, {len(outcomes.skipped)} skipped" if outcomes else ""
         print(f"\nThis build: {runs} run(s), {selected} asset(s) selected{bad}, {time.perf_counter() - t0:.0f}s")
     return ok and not outcomes
+
+
+def stale_waves(instance: dg.DagsterInstance, graph, seg: Segment, keys: list[str] | None, outcomes: Outcomes):
+    """``--only-stale``: the runs a segment needs. Synced assets are skipped; an asset Synced now
+    whose parent in the segment runs waits for that run and is checked again, so a parent that
+    wrote the same rows leaves it alone (one more run at most per level, none when all is Synced)."""
+    pending = list(seg.keys)
+    while pending:
+        fresh, waiting = fresh_keys(instance, graph, pending, keys)
+        if fresh:
+            print(f"  up to date, skipped: {', '.join(sorted(k.to_user_string() for k in fresh))}", flush=True)
+        wave = [k for k in pending if k not in fresh and k not in waiting]
+        if not wave:
+            return
+        yield Segment(seg.partitions_def, wave, seg.job)
+        pending = outcomes.keep_runnable(graph, [k for k in pending if k in waiting])
 
 
 def _print_summary(failed: list[str]) -> None:

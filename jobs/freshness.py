@@ -4,7 +4,8 @@ Data versions come from content (``forge.versioning.rows_version``) and code ver
 what decides an asset's output, so an asset is FRESH when it was materialized with its current
 code version from the data versions its parents have now. ``jobs.build --only-stale`` skips
 those; an asset without parents (``sources``, a release import) reads the outside world and
-always runs, and an asset whose parent runs in the same run runs too (the parent may change).
+always runs. An asset whose parent runs in the same segment waits: the parent runs first, then
+it is checked again (a parent that wrote the same rows leaves it Synced).
 """
 
 from __future__ import annotations
@@ -33,19 +34,25 @@ class _Loading(LoadingContext):
 
 def fresh_keys(
     instance: dg.DagsterInstance, graph, keys: Iterable[dg.AssetKey], partition_keys: list[str] | None = None
-) -> set[dg.AssetKey]:
-    """The ``keys`` (in dependency order) that are FRESH in every partition the run would cover."""
+) -> tuple[set[dg.AssetKey], set[dg.AssetKey]]:
+    """Of ``keys`` (in dependency order): those FRESH in every partition the run would cover, and
+    those FRESH now but waiting for a parent among ``keys`` that runs (to be checked again after it)."""
     resolver = CachingStaleStatusResolver(instance, graph, _Loading(instance))
     keys = list(keys)
-    running = set(keys)
+    pending = set(keys)
     fresh: set[dg.AssetKey] = set()
+    waiting: set[dg.AssetKey] = set()
     for key in keys:
         node = graph.get(key)
-        if not node.parent_keys or any(p in running and p not in fresh for p in node.parent_keys):
+        if not node.parent_keys:  # reads the outside world: always runs
             continue
         parts: list[str | None] = [None]
         if node.partitions_def is not None:
             parts = list(partition_keys or node.partitions_def.get_partition_keys(dynamic_partitions_store=instance))
-        if parts and all(resolver.get_status(key, p) == StaleStatus.FRESH for p in parts):
+        if not (parts and all(resolver.get_status(key, p) == StaleStatus.FRESH for p in parts)):
+            continue
+        if any(p in pending and p not in fresh for p in node.parent_keys):
+            waiting.add(key)
+        else:
             fresh.add(key)
-    return fresh
+    return fresh, waiting

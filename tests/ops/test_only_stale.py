@@ -52,3 +52,32 @@ def test_an_unchanged_rebuild_runs_only_the_roots(tmp_path, capsys):
     Image.new("RGB", (64, 48), "blue").save(images / "1.png")  # a changed file: new rows below sources
     assert build(SELECT, instance=instance, only_stale=True, defs=defs)
     assert len(_runs(instance)) == 5  # sources, and the batch stages again
+
+
+VERSION = {"root": "v1"}
+CHILD_RUNS: list[str] = []
+
+
+@dg.asset
+def reader() -> dg.MaterializeResult:  # a root: reads the outside world, runs every time
+    return dg.MaterializeResult(data_version=dg.DataVersion(VERSION["root"]))
+
+
+@dg.asset(deps=[reader])
+def summary() -> dg.MaterializeResult:
+    CHILD_RUNS.append("summary")
+    return dg.MaterializeResult(data_version=dg.DataVersion("s"))
+
+
+def test_a_child_in_the_same_run_waits_for_its_parent_then_is_checked_again(monkeypatch, capsys):
+    """`summary` shares a run with `reader` (both unpartitioned): it is checked again after
+    `reader` ran, so the same data version leaves it alone and a new one runs it."""
+    defs = dg.Definitions(assets=[reader, summary])
+    instance = dg.DagsterInstance.ephemeral()
+    CHILD_RUNS.clear()
+    assert build(instance=instance, only_stale=True, defs=defs)
+    assert build(instance=instance, only_stale=True, defs=defs)
+    assert CHILD_RUNS == ["summary"] and "up to date, skipped: summary" in capsys.readouterr().out
+    monkeypatch.setitem(VERSION, "root", "v2")
+    assert build(instance=instance, only_stale=True, defs=defs)
+    assert CHILD_RUNS == ["summary", "summary"]
