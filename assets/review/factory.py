@@ -20,12 +20,17 @@ from typing import Any
 import dagster as dg
 
 from assets.common import contract_check_specs, publish, table_metadata
+from assets.llm_support import record_llm_calls
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.review import stages as rv
 from forge.review.client import ReviewServerDown
+from forge.review.reprobe import Reprobe
 from forge.review.spec import ReviewPolicy
+from forge.splits.config import benchmark_config
+from forge.splits.stages import BLIND_PROMPT
 from forge.versioning import content_hash
+from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource
 
@@ -108,14 +113,17 @@ def benchmark_review_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         "rejected items become rejects (stage `human_review`); agreement (Krippendorff's alpha) in metadata.",
     )
     def _verdicts(
-        context: dg.AssetExecutionContext, storage: StorageResource, review: ReviewResource
+        context: dg.AssetExecutionContext, storage: StorageResource, review: ReviewResource, llm: LLMResource
     ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         store = storage.store
+        probe = Reprobe(benchmark_config(spec), llm.engine, BLIND_PROMPT)  # edited revisions re-enter the probe
         try:
-            out = rv.run_verdicts(store, spec, review.client(store.data_dir))
+            out = rv.run_verdicts(store, spec, review.client(store.data_dir), probe=probe)
         except ReviewServerDown as exc:
-            out = rv.run_verdicts(store, spec, None, server_down(spec, exc, context))
+            out = rv.run_verdicts(store, spec, None, server_down(spec, exc, context), probe=probe)
+        if out.engine is not None:
+            record_llm_calls(store, out.engine)
         res = publish(
             store,
             {"verdicts": {spec.name: out.tables["verdicts"]}},

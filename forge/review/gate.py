@@ -49,6 +49,20 @@ def needs_review(items: pd.DataFrame, spec: ReviewSpec) -> pd.Series:
     return items["split"].isin(list(spec.splits))
 
 
+def with_probe(new: dict, edit_blind: Any) -> tuple[dict | None, str]:
+    """The edited item with the text-only probe's figures on its revision (``forge/review/reprobe.py``),
+    or (None, why) when the probe flagged it under the opt-in ``blind.action: drop``."""
+    fig = as_json(edit_blind)
+    if not fig or fig.get("revision") != revision(new):
+        return new, ""  # not probed yet (or on another revision): the figures of the original stay
+    if fig.get("drop"):
+        return None, (
+            f"blind_flagged: answered without the media {fig['correct']}/{fig['trials']} "
+            f"(p={fig['p_value']:.3g}; blind.action: drop)"
+        )
+    return {**new, **{f"blind_{k}": fig[k] for k in ("trials", "correct", "chance", "p_value", "flagged")}}, ""
+
+
 def apply_revisions(
     items: pd.DataFrame, verdicts: pd.DataFrame, data_dir: Path | None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -68,6 +82,8 @@ def apply_revisions(
             v.loc[idx, ["edit_status", "edit_note"]] = ["stale", "made on an older revision"]
             continue
         new, why = apply_edits(item, edit_of(row.to_dict()), data_dir)
+        if new is not None:
+            new, why = with_probe(new, row.get("edit_blind"))
         if new is None:
             v.loc[idx, ["edit_status", "edit_note"]] = ["refused", why]
             continue

@@ -19,6 +19,7 @@ from forge.review.client import LabelStudio
 from forge.review.config import review_spec
 from forge.review.items import box_predictions, task_data
 from forge.review.labelconfig import review_config
+from forge.review.reprobe import Reprobe, reprobe
 from forge.review.spec import ReviewPolicy, ReviewSpec
 from forge.review.verdicts import VERDICT_COLUMNS, merge, verdict_rows
 from forge.splits.export import existing_versions
@@ -33,6 +34,7 @@ class StageOut:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     rejects: list[RejectLog] = field(default_factory=list)
+    engine: Any = None  # the LLM engine, when the stage called one (its calls go to llm_calls)
 
 
 def settings(spec: BenchmarkSpec) -> ReviewSpec:
@@ -139,10 +141,13 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
     return out
 
 
-def run_verdicts(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "") -> StageOut:
+def run_verdicts(
+    store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "", probe: Reprobe | None = None
+) -> StageOut:
     """Read every annotation back, merge with the recorded verdicts, apply edits, reject what
     reviewers rejected (stage ``human_review``). ``ls`` None (the tool is down, policy
-    advisory): the recorded verdicts are re-resolved, nothing read, with ``note``."""
+    advisory): the recorded verdicts are re-resolved, nothing read, with ``note``. ``probe``:
+    edited multiple-choice revisions re-enter the text-only probe (``forge/review/reprobe.py``)."""
     rs = settings(spec)
     tasks = read(store, "review_tasks", spec.name)
     prev = read(store, "verdicts", spec.name)
@@ -164,6 +169,9 @@ def run_verdicts(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None,
         merged = merge(prev, polled, live, {int(t) for t in tasks["task_id"]} if len(tasks) else set())
     items = gated_items(store, spec.name)
     res = gate.resolve(items, merged, rs, store.data_dir)
+    if probe is not None:
+        probed, out.engine = reprobe(res.items, res.verdicts, probe, spec.asset("verdicts"), spec.name)
+        res = gate.resolve(items, probed, rs, store.data_dir) if out.engine is not None else res
     out.tables["verdicts"] = res.verdicts
     log = RejectLog(gate.STAGE, spec.name)
     for item_id, why in sorted(res.reasons.items()):

@@ -31,6 +31,7 @@ VERDICT_COLUMNS = [
     "edit_status",
     "edit_note",
     "new_revision",
+    "edit_blind",
     "seconds",
     "created_at",
     "updated_at",

@@ -21,6 +21,7 @@ from forge.review.config import review_spec
 from forge.splits.config import benchmark_config
 from forge.splits.stages import run_export
 from forge.storage import TableStore, open_catalog
+from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource
 from sensors.review import review_sensor
@@ -31,7 +32,9 @@ pytestmark = pytest.mark.slow  # a real Label Studio server (shared by the modul
 
 
 def _resources(data) -> dict:
-    return {"storage": StorageResource(data_dir=str(data)), "review": ReviewResource()}
+    # the stub backend: edited multiple-choice revisions re-enter the text-only probe
+    llm = LLMResource(backend="stub", cache_path=str(data / "cache" / "llm_cache.sqlite"))
+    return {"storage": StorageResource(data_dir=str(data)), "review": ReviewResource(), "llm": llm}
 
 
 def _assets(*names: str) -> list:
@@ -108,6 +111,7 @@ def test_review_gates_the_export_end_to_end(review_env):
     assert len(v) == 9 and v["verdict_id"].is_unique
     m4 = v[v.item_id == "m4"].iloc[0]
     assert m4.verdict == "edit" and m4.edit_status == "applied" and m4.reviewer == "r1@review.test"
+    assert json.loads(m4.edit_blind)["revision"] == m4.new_revision  # the edited text went through the probe
     h1 = v[v.item_id == "h1"].iloc[0]
     assert h1.verdict == "edit" and h1.edit_status == "applied"  # moving the box is an edit
     h2 = v[v.item_id == "h2"].iloc[0]

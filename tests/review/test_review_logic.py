@@ -154,3 +154,38 @@ def test_label_configs_are_xml_with_the_declared_controls():
     blind = ET.fromstring(human_config(ReviewSpec(), max_options=4))
     assert [c.get("value") for c in blind.iter("Choice")] == ["A", "B", "C", "D"]
     assert not any(e.get("name") == "answer" for e in blind.iter())  # no gold
+
+
+@pytest.mark.parametrize("action", ["report", "drop"])
+def test_an_edited_revision_re_enters_the_text_only_probe(tmp_path, llm_double, llm_double_resource, action):
+    """The edit passes the field contract, then the gates' probe asks the blind solver about the new
+    text; its figures land on the revision (report) or a flagged edit is refused (opt-in drop)."""
+    from forge.review.reprobe import Reprobe, reprobe
+    from forge.splits.config import benchmark_config
+    from forge.splits.stages import BLIND_PROMPT
+    from forge.storage import TableStore
+    from tests.llm_double.server import message_text
+
+    llm_double.responder = lambda body: {"answer": "A" if "leave" in message_text(body) else "B"}
+    items = world.maia(TableStore(tmp_path), n=2)
+    m1 = items.to_dict("records")[0]
+    edit = _v("m1", revision(m1), "r1", "edit", edits=json.dumps({"question": "Why does the person leave?"}))
+    spec = ReviewSpec(reviewers=1)
+    res = gate.resolve(items, pd.DataFrame([edit]), spec, tmp_path)
+    assert res.verdicts["edit_status"].tolist() == ["applied"]
+    cfg = benchmark_config("maia")
+    cfg = {**cfg, "blind": {**cfg.get("blind", {}), "action": action}}
+    how = Reprobe(cfg, llm_double_resource().engine, BLIND_PROMPT)
+    probed, engine = reprobe(res.items, res.verdicts, how, "maia_verdicts", "maia")
+    asked = [message_text(b) for b in llm_double.chat_requests]
+    assert engine is not None and len(asked) >= 4
+    assert all("Why does the person leave?" in t for t in asked)  # only the edited item was asked
+    again = gate.resolve(items, probed, spec, tmp_path)
+    row = again.items.set_index("item_id").loc["m1"]
+    if action == "report":
+        assert row["question"] == "Why does the person leave?" and row["blind_trials"] >= 4
+        assert bool(row["blind_flagged"]) and again.verdicts["edit_status"].tolist() == ["applied"]
+    else:
+        assert row["question"] == m1["question"]  # the original stays
+        assert again.verdicts["edit_status"].tolist() == ["refused"]
+        assert again.verdicts["edit_note"].iloc[0].startswith("blind_flagged")

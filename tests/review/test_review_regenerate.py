@@ -31,7 +31,8 @@ def _gate(store: TableStore) -> None:
 
 
 def _review(data, key: str) -> None:
-    res = {"storage": StorageResource(data_dir=str(data)), "review": ReviewResource()}
+    llm = LLMResource(backend="stub", cache_path=str(data / "cache" / "llm_cache.sqlite"))
+    res = {"storage": StorageResource(data_dir=str(data)), "review": ReviewResource(), "llm": llm}
     dg.materialize(list(benchmark_review_defs("vimu").assets), selection=[key], resources=res)
 
 
