@@ -3,7 +3,8 @@ baseline's ``<benchmark>_human_eval``) when reviewers changed something (docs/re
 
 Each tick, for every benchmark with live tasks (table ``review_tasks``): a fingerprint of its
 projects (task and annotation counts, each task's last change) is compared with the cursor; a
-change gives one run (run key ``review:<benchmark>:<fingerprint>``: a repeated tick never
+change gives one run of ``<benchmark>_verdicts`` (and ``<benchmark>_export`` after it when the
+benchmark's review settings say ``export_after_review``) (run key ``review:<benchmark>:<fingerprint>``: a repeated tick never
 launches it twice, and the verdicts asset replaces rows, so nothing is duplicated). Label Studio
 down: the tick is skipped with a message naming ``make review``; nothing is lost, the next tick
 catches up.
