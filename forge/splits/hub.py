@@ -33,7 +33,7 @@ PAPERS: dict[str, Paper] = {
         "  author={Li, Qi and Wang, Xinchao},\n  journal={arXiv preprint arXiv:2605.14607},\n  year={2026}\n}",
         "Whether a video model recovers a clip's subtext (irony, mockery, social critique, culturally coded "
         "references) without hints: open-ended interpretation, evidence grounding, rhetoric / macro-category "
-        "multiple choice and subtext verification (ViMU §3).",
+        "multiple choice and social-value signal identification (ViMU §3).",
         "Clips are ~30 s segments; the taxonomy labels are LLM annotations, not the paper's human ones.",
     ),
     "iibench": Paper(
