@@ -303,7 +303,9 @@ def build(
                         run_segment(defs, instance, seg_run, summary, health, verbose, outcomes, keys, in_location)
                         and ok
                     )
-                    runs += 1
+                    runs += seg_run.partitions_def is None or bool(
+                        keys or seg_run.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
+                    )  # a segment with no partitions yet made no run
                     if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop
                         raise Terminated(f"{health.signals.signalled} received")
     _print_summary(summary)
