@@ -50,10 +50,11 @@ EDITABLE_FIELDS = ("question", "options", "answer", "box")
 @dataclass(frozen=True)
 class Regenerate:
     """How "regenerate rejected" reaches the stage that wrote an item (``forge/review/regenerate.py``):
-    the generating asset, and the item column that equals that stage's ``LLMRequest.item_id``."""
+    the generating asset, and the item column that equals that stage's ``LLMRequest.item_id``
+    (or ``labels.<field>``, a field of the item's labels JSON)."""
 
     stage: str  # e.g. "vimu_questions"
-    key: str = "unit_id"  # the item column naming the request that generated it
+    key: str = "unit_id"  # the item column (or labels.<field>) naming the request that generated it
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,10 @@ from forge.llm.stub import ADVISORY_NOTE
 from forge.llm.types import ImageInput, LLMRequest
 from forge.recipes.hummus import annotations as A
 from forge.recipes.hummus import items as H
+from forge.recipes.hummus.spec import SPEC as HUMMUS
 from forge.recipes.hummus.taxonomy import TAXONOMY_PATH, devices
 from forge.recipes.settings import config_default, recipe_settings, with_profile
+from forge.review import regenerate
 from forge.storage import RejectLog
 from forge.versioning import content_hash
 from resources.llm import LLMResource
@@ -65,6 +67,9 @@ class ItemsConfig(dg.Config):
 class AnnotationsConfig(dg.Config):
     max_rounds: int = config_default("hummus", "annotations", "max_rounds")
     explanation_max_words: int | None = config_default("hummus", "annotations", "explanation_max_words")
+    # "Regenerate rejected" (docs/review.md): cartoons whose reviewers rejected items of are annotated asked again
+    # with a new seed (the others come from the cache). False replays the first, rejected replies.
+    regenerate_rejected: bool = True
 
 
 @dg.asset(
@@ -196,6 +201,8 @@ def hummus_annotations(
     run = StageRun(context, storage, llm, tables=["hummus_annotations", "hummus_regions"])
     store, engine = run.store, run.engine
     prompt = load_prompt(P_ANNOTATE)
+    # read, not a dep: the verdicts are downstream of these annotations (a dep would be a cycle)
+    tries = regenerate.attempts(store, HUMMUS) if config.regenerate_rejected else {}
 
     def annotate(part: str, rej: RejectLog) -> tuple[dict[str, int], dict[str, int]]:  # batches at once, one budget
         pairs = {r["frame_id"]: r for r in store.read("hummus_pairs", parts=[part]).to_dict("records")}
@@ -219,7 +226,7 @@ def hummus_annotations(
             engine,
             "hummus_annotations",
             part,
-            reqs,
+            regenerate.bump(reqs, tries),
             # the benchmark's language first (§4: CapCon captions are English): text in another
             # language is wrong_language before any annotation check reads it
             checks=language_first(LANGUAGE, ANNOTATION_TEXT, [annotation_check(pairs, config.explanation_max_words)]),
@@ -333,6 +340,7 @@ def hummus_annotations(
         md[f"{code}_rate"] = round(reasons.get(code, 0) / n, 4) if n else 0.0
     md["reject_reasons"] = dg.MetadataValue.json(reasons)
     md["verdict_only"] = n_verdict_only  # detail failed, verdict kept for Classification
+    md["regenerated_pairs"] = len(tries)  # cartoons annotated again for rejected items (seed = attempt)
     return run.publish(md, record_attempts=True)
 
 

@@ -25,7 +25,9 @@ from forge.llm.types import ImageInput, LLMRequest
 from forge.recipes.iibench import implication as imp
 from forge.recipes.iibench import items as it
 from forge.recipes.iibench import taxonomy as tax
+from forge.recipes.iibench.spec import SPEC as IIBENCH
 from forge.recipes.settings import config_default, recipe_settings, with_profile
+from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.llm import LLMResource
@@ -60,6 +62,9 @@ class ItemsConfig(dg.Config):
     max_rounds: int = config_default("iibench", "items", "max_rounds")
     near_duplicate_threshold: float = config_default("iibench", "items", "near_duplicate_threshold")
     seed: int = config_default("iibench", "items", "seed")
+    # "Regenerate rejected" (docs/review.md): images whose reviewers rejected items of are asked again
+    # with a new seed (the others come from the cache). False replays the first, rejected replies.
+    regenerate_rejected: bool = True
 
 
 def _image(store: TableStore, row: Any) -> ImageInput:
@@ -387,6 +392,8 @@ def iibench_items(
     p_q, p_j = load_prompt(P_QUESTIONS), load_prompt(P_JUDGE)
     n_q = it.questions_wanted(config.questions_per_image)
     zero = {"images": 0, "questions_accepted": 0, "questions_rejected": 0, "images_rejected": 0, "refine_rounds": 0}
+    # read, not a dep: the verdicts are downstream of these items (a dep would be a cycle)
+    tries = regenerate.attempts(store, IIBENCH) if config.regenerate_rejected else {}
 
     def generate(part: str, rej: RejectLog) -> tuple[dict[str, int], dict[str, int]]:  # batches at once, one budget
         stats, reasons = dict(zero), {}
@@ -408,7 +415,7 @@ def iibench_items(
             engine,
             "iibench_items",
             part,
-            reqs,
+            regenerate.bump(reqs, tries),
             checks=[questions_check(config.near_duplicate_threshold)],
             judge=judge_builder(p_j, {f: r["explanation"] for f, r in recs.items()}),
             parse_verdict=judge_verdict,
@@ -474,6 +481,7 @@ def iibench_items(
     )
     md["duplicate_option_rate"] = round(reasons.get(it.DUPLICATE_OPTIONS, 0) / total_q, 4) if total_q else 0.0
     md["reject_reasons"] = dg.MetadataValue.json(reasons)
+    md["regenerated_images"] = len(tries)  # images asked again for rejected items (seed = attempt)
     if any(advisory(b) for b in run.frame()["backend"]):
         md["stub_verdicts"] = ADVISORY_NOTE
     return run.publish(md, record_attempts=True)

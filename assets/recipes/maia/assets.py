@@ -33,8 +33,10 @@ from forge.recipes.maia import questions as Q
 from forge.recipes.maia.items import build_items
 from forge.recipes.maia.language import LanguagePrompts, recipe_language
 from forge.recipes.maia.pools import Pool
+from forge.recipes.maia.spec import SPEC as MAIA
 from forge.recipes.maia.taxonomy import CATEGORIES_FILE, CATEGORY_NAMES, CAUSAL, categories
 from forge.recipes.settings import recipe_settings, with_profile
+from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.llm import LLMResource
@@ -42,6 +44,13 @@ from resources.nli import NLIResource
 from resources.storage import StorageResource
 
 VERSION = "maia-1"
+
+
+class PoolsConfig(dg.Config):
+    # "Regenerate rejected" (docs/review.md): a pool whose items reviewers rejected is drawn again
+    # with new seeds (statements, foils and items follow; the others come from the cache). False
+    # replays the first, rejected replies.
+    regenerate_rejected: bool = True
 
 
 def settings() -> dict[str, Any]:
@@ -441,12 +450,16 @@ def pool_prompts(generate: str) -> PF.PoolPrompts:
     "dropping its pool.",
 )
 def maia_answer_pools(
-    context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource
+    context: dg.AssetExecutionContext, config: PoolsConfig, storage: StorageResource, llm: LLMResource
 ) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm, tables=["maia_answer_pools", "maia_pool_stats"])
     store, engine, stage = run.store, run.engine, run.stage
     acfg, pcfg = settings()["answers"], settings()["pools"]
     prompts, size = pool_prompts("answers"), int(acfg["pool_size"])
+    # read, not a dep: the verdicts are downstream of these pools (a dep would be a cycle)
+    tries = regenerate.attempts(store, MAIA) if config.regenerate_rejected else {}
+    # a regenerated pool's seeds lie past every fresh draw of a member (seed i + size × draw)
+    stride = size * (int(acfg.get("reseed_attempts", 2)) + 1)
 
     def partition(batch: str, log: RejectLog) -> None:
         qs = store.read_batch("maia_questions", batch)
@@ -475,6 +488,7 @@ def maia_answer_pools(
                 PF.personas_for(acfg["personas"], language()),
                 size,
             )
+            reqs = regenerate.bump(reqs, tries, key=lambda _r: qid, stride=stride)  # the pool is the unit
             return PF.build_answer_pool(engine, stage, batch, q, prompts, acfg, pcfg, requests=reqs)
 
         rows, stats = [], []
@@ -515,6 +529,7 @@ def maia_answer_pools(
     run.map_partitions(partition)  # batches at once on the engine's one budget
     allstats = run.frame("maia_pool_stats")
     md = pool_metadata(allstats, "answers") if len(allstats) else {}
+    md["regenerated_pools"] = len(tries)  # pools drawn again for rejected items (seed moved by attempt)
     return run.publish(md, attempts_key="pool_attempts", record_attempts=True)
 
 

@@ -28,6 +28,8 @@ from forge.llm.types import ImageInput, LLMRequest, LLMResult
 from forge.recipes.settings import recipe_settings, with_profile
 from forge.recipes.vague import logic
 from forge.recipes.vague.objects import VISION_CONFIG, object_filter
+from forge.recipes.vague.spec import SPEC as VAGUE
+from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.embedder import EmbedderResource
@@ -45,6 +47,13 @@ PROMPT_FILES = {
     "fake_scene": PROMPTS_DIR / "fake_scene.yaml",
     "nonexistent": PROMPTS_DIR / "nonexistent.yaml",
 }
+
+
+class IndirectConfig(dg.Config):
+    # "Regenerate rejected" (docs/review.md): images whose items reviewers rejected get their indirect
+    # expression written again with a new seed (options follow; the others come from the cache).
+    # False replays the first, rejected replies.
+    regenerate_rejected: bool = True
 
 
 def settings() -> dict[str, Any]:
@@ -268,18 +277,21 @@ def run_indirect(
     cands: pd.DataFrame,
     cfg: dict[str, Any],
     log: RejectLog,
+    tries: dict[str, int] | None = None,
 ) -> pd.DataFrame:
+    """``tries``: frame → regeneration attempt ("regenerate rejected", ``forge/review/regenerate.py``)."""
     gen_p, sel_p = load_prompt(PROMPT_FILES["indirect"]), load_prompt(PROMPT_FILES["select_indirect"])
     images = dict(zip(cands["frame_id"], cands["image_path"])) if len(cands) else {}
     direct = direct[direct["frame_id"].isin(images)].reset_index(drop=True) if len(direct) else direct
 
     def generation(d: Any) -> LLMRequest:
-        return LLMRequest(
+        req = LLMRequest(
             d.frame_id,
             gen_p,
             {k: getattr(d, k) for k in ("direct_expression", "subject", "action", "object", "intention")},
             _image(store, images[d.frame_id]),
         )
+        return regenerate.bump([req], tries or {})[0]
 
     def checked(d: Any, res: LLMResult) -> tuple[tuple | None, str]:
         """(the candidates, those that passed the code's ambiguity check, notes), or None and why
@@ -400,17 +412,25 @@ def run_indirect(
     "ambiguity checked in code (lemmas + MiniLM similarity); one selected and rated, keep ≥ the minimum.",
 )
 def vague_indirect(
-    context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource, embedder: EmbedderResource
+    context: dg.AssetExecutionContext,
+    config: IndirectConfig,
+    storage: StorageResource,
+    llm: LLMResource,
+    embedder: EmbedderResource,
 ) -> dg.MaterializeResult:
     run, emb = StageRun(context, storage, llm), embedder.embedder()  # the embedder serializes its own calls
     store, cfg = run.store, settings()["indirect"]
+    # read, not a dep: the verdicts are downstream of these expressions (a dep would be a cycle)
+    tries = regenerate.attempts(store, VAGUE) if config.regenerate_rejected else {}
 
     def indirect(part: str, log: RejectLog) -> None:  # batches at once on the engine's one budget
         direct, cands = _read(store, "vague_direct", part), _read(store, "vague_candidates", part)
-        run.put(part, run_indirect(run.engine, emb, store, part, direct, cands, cfg, log))
+        run.put(part, run_indirect(run.engine, emb, store, part, direct, cands, cfg, log, tries))
 
     run.map_partitions(indirect)
-    return run.publish({"embedder": emb.name, "advisory_rows": int(run.frame()["advisory"].notna().sum())})
+    md = {"embedder": emb.name, "advisory_rows": int(run.frame()["advisory"].notna().sum())}
+    md["regenerated_images"] = len(tries)  # images whose expression was written again (seed = attempt)
+    return run.publish(md)
 
 
 # ----------------------------------------------------------------------------- options (§4.2.3)

@@ -17,7 +17,7 @@ from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, Blind
 from forge.recipes.hummus import scoring
 from forge.recipes.hummus.evaluation import build_request, descriptions, parse_reply
 from forge.recipes.hummus.release import parse_release
-from forge.review.spec import Media, ReviewSpec
+from forge.review.spec import Media, Regenerate, ReviewSpec
 
 SPEC = BenchmarkSpec(
     name="hummus",
@@ -34,6 +34,8 @@ SPEC = BenchmarkSpec(
         editable=("question", "answer", "box"),
         boxes=True,
         note="Hummus §3 and Limitations: one expert linguist annotates every item, boxes included; one reviewer per item.",
+        # "regenerate rejected": a cartoon's annotation (all its items) is written again
+        regenerate=Regenerate(stage="hummus_annotations", key="unit_id"),
     ),
     eval=EvalSpec(
         kinds={

@@ -18,7 +18,7 @@ from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, Blind
 from forge.recipes.iibench.evaluation import build_request, parse_reply
 from forge.recipes.iibench.release import parse_release
 from forge.recipes.iibench.scoring import score_setting
-from forge.review.spec import Media, ReviewSpec
+from forge.review.spec import Media, Regenerate, ReviewSpec
 
 SPEC = BenchmarkSpec(
     name="iibench",
@@ -34,6 +34,8 @@ SPEC = BenchmarkSpec(
         reviewers=3,
         editable=("question", "options", "answer"),
         note="II-Bench Appendix (Quality Control): each question was manually validated by at least three annotators and inconsistencies were resolved together (adjudication).",
+        # "regenerate rejected": an image's question set (all its items) is asked again
+        regenerate=Regenerate(stage="iibench_items", key="unit_id"),
     ),
     eval=EvalSpec(
         kinds={"mcq": "mcq"},

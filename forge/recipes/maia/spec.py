@@ -28,7 +28,7 @@ from forge.benchmarks.spec import (
 from forge.recipes.maia.evaluation import build_request
 from forge.recipes.maia.release import parse_release
 from forge.recipes.maia.scoring import score_setting
-from forge.review.spec import Media, ReviewSpec
+from forge.review.spec import Media, Regenerate, ReviewSpec
 
 SPEC = BenchmarkSpec(
     name="maia",
@@ -45,6 +45,8 @@ SPEC = BenchmarkSpec(
         reviewers=1,
         editable=("question", "options", "answer"),
         note="MAIA §3: a manual review checked every question against the guidelines and its category, and an additional annotator resolved the 9.75% of answer pools with contradictions (fn. 7); one reviewer per item.",
+        # "regenerate rejected": a question's answer pool (its statements, foils and items follow) is drawn again
+        regenerate=Regenerate(stage="maia_answer_pools", key="labels.question_id"),
     ),
     eval=EvalSpec(
         kinds={"statement_verification": "mcq", "open_ended": "text"},

@@ -23,7 +23,7 @@ from forge.benchmarks.spec import (
 from forge.recipes.vague.evaluation import build_request, parse_reply
 from forge.recipes.vague.release import parse_release
 from forge.recipes.vague.scoring import score_setting
-from forge.review.spec import Media, ReviewSpec
+from forge.review.spec import Media, Regenerate, ReviewSpec
 
 SPEC = BenchmarkSpec(
     name="vague",
@@ -39,6 +39,8 @@ SPEC = BenchmarkSpec(
         reviewers=1,
         editable=("question", "options", "answer"),
         note="VAGUE §3.2 / Fig. 3: every generated expression and candidate is rated and filtered by human raters (the count per item is not given: one reviewer); human accuracy 94% on a 400-item subset (§5.3).",
+        # "regenerate rejected": an image's indirect expression (and so its options) is written again
+        regenerate=Regenerate(stage="vague_indirect", key="unit_id"),
     ),
     eval=EvalSpec(
         kinds={"mcq": "mcq"},
