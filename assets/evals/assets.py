@@ -35,6 +35,7 @@ from forge.contracts import load_contract
 from forge.evals import report as rp
 from forge.evals.config import benchmark_block, load_eval_config, load_models
 from forge.evals.pipeline import evaluate, load_export, model_engine, prompt_files
+from forge.evals.scoring import baseline_scores
 from forge.storage import register_view
 from forge.versioning import content_hash
 from resources.embedder import EmbedderResource
@@ -180,6 +181,11 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
                     rp.main_table(scores[scores["primary"] | (scores["metric"] == "success_rate")])
                 )
             record_llm_calls(store, engine)
+        # baselines a scorer computed next to the models (Hummus §6.1 random Classification) are
+        # models of their own on the leaderboard, like `human`: part `<baseline>__<benchmark>`
+        done_scores = [f for f in score_parts.values() if len(f)]
+        for name, rows in baseline_scores(pd.concat(done_scores) if done_scores else pd.DataFrame()).items():
+            score_parts[f"{name}__{spec.name}"] = rows
         if judge is not None:
             record_llm_calls(store, judge)
             md.update({f"judge_{k}": v for k, v in llm_metadata(judge).items()})

@@ -295,6 +295,29 @@ class Scorer:
         del called
 
 
+BASELINE_SLICE = "baseline="  # a baseline a scorer computes next to a model, e.g. Hummus §6.1 random
+
+
+def baseline_scores(scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Baseline name → its rows as a model of its own (slice ``all``, backend = the name), from the
+    rows a scorer wrote in slice ``baseline=<name>`` (Hummus §6.1: the random Classification
+    baseline, 100 iterations). A baseline does not read the model's replies, so one copy per
+    setting × metric serves; it is primary where the models' metric is, so it is a leaderboard row."""
+    if scores.empty:
+        return {}
+    base = scores[scores["slice"].astype(str).str.startswith(BASELINE_SLICE)]
+    main = scores[(scores["slice"] == "all") & scores["primary"].astype(bool)]
+    primary = set(zip(main["setting"], main["metric"], strict=True))
+    out = {}
+    for sl, g in base.groupby("slice", sort=True):
+        name = str(sl).removeprefix(BASELINE_SLICE)
+        rows = g.drop_duplicates(["setting", "metric"]).reset_index(drop=True)
+        rows = rows.assign(model=name, slice="all", backend=name)
+        rows["primary"] = [(s, m) in primary for s, m in zip(rows["setting"], rows["metric"], strict=True)]
+        out[name] = rows
+    return out
+
+
 def collapse_variants(preds: pd.DataFrame) -> pd.DataFrame:
     """Circular evaluation: one row per item, right only if right under every rotation."""
     base = preds[preds["variant"] == 0].copy()
