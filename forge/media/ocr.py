@@ -13,20 +13,17 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import cv2
 import numpy as np
 import pandas as pd
 
 from forge.media.hashing import open_image
+from forge.models.protocols import OCRReader
 
 ClipRule = Literal["any", "all", "mean"]
 Polygon = Sequence[Sequence[float]]  # [[x, y], ...] in pixels
-
-
-class Reader(Protocol):
-    def readtext(self, image: np.ndarray, **kwargs: Any) -> list[tuple[Any, str, float]]: ...
 
 
 @dataclass(frozen=True)
@@ -84,7 +81,7 @@ def shrink(rgb: np.ndarray, max_side: int) -> tuple[np.ndarray, float]:
     return small, scale
 
 
-def ocr_frame(reader: Reader, rgb: np.ndarray, max_side: int = 1280, **readtext_kwargs: Any) -> OCRResult:
+def ocr_frame(reader: OCRReader, rgb: np.ndarray, max_side: int = 1280, **readtext_kwargs: Any) -> OCRResult:
     """OCR one RGB image; polygons come back in original pixel coordinates."""
     h, w = rgb.shape[:2]
     small, scale = shrink(rgb, max_side)

@@ -26,6 +26,7 @@ import cv2
 import numpy as np
 
 from forge.media.ocr import OCRResult, load_rgb, ocr_frame, shrink, union_area_ratio
+from forge.models.protocols import OCR, OCRReader
 from forge.scale.ray_pool import (
     RayPlacement,
     actor_pool,
@@ -147,10 +148,10 @@ def _decode(path: Any, max_side: int) -> tuple[np.ndarray, np.ndarray, float]:
 GPU_DETECT_WORKERS = 8
 
 
-def auto_detect_workers(reader: Any) -> int:
+def auto_detect_workers(reader: OCRReader) -> int:
     """Chunks to run at once: 1 on the CPU; on CUDA half the CPUs this process was given (a Ray
     actor: its ``num_cpus``, via ``OMP_NUM_THREADS``), at least 2, at most ``GPU_DETECT_WORKERS``."""
-    if not str(getattr(reader, "device", "cpu")).startswith("cuda"):
+    if not str(reader.device).startswith("cuda"):
         return 1
     from forge.media.frames import frame_workers
 
@@ -158,7 +159,7 @@ def auto_detect_workers(reader: Any) -> int:
 
 
 def measure_frames(
-    reader: Any,
+    reader: OCRReader,
     items: Iterable[tuple[K, Any]],
     max_side: int,
     batch_size: int = 8,
@@ -253,7 +254,7 @@ def _measure_window(
 
 
 def measure_kept_frames(
-    ocr: Any,
+    ocr: OCR,
     frames: Any,
     data_dir: Any,
     max_ratio: float,
@@ -291,8 +292,7 @@ def measure_kept_frames(
             max_ratio,
             engines,
         )
-        if hasattr(ocr, "note_remote_engines"):
-            ocr.note_remote_engines(engines)
+        ocr.note_remote_engines(engines)
         yield from ((fr, res, err) for fr, (res, err) in zip(rows, pairs))
         return
     wants = text_needed(recognise, max_ratio)
@@ -330,7 +330,7 @@ class OCRWorker:
         ]
 
 
-def ocr_reader_args(ocr: Any) -> tuple:
+def ocr_reader_args(ocr: OCR) -> tuple:
     """``build_reader`` arguments of an OCRResource; the GPU flag follows the placement's GPUs.
     (The reader makes its own private network folder per process: forge/media/ocr_reader.py.)"""
     return tuple(ocr.languages), ocr.model_dir, bool(ocr.gpu), ocr.detector_engine

@@ -24,6 +24,7 @@ import copy
 import logging
 from typing import Any
 
+from forge.models.protocols import OCRReader, TextDetectorEngine
 from forge.onnx_session import OnnxModule, quantize_int8
 
 DETECTOR_ENGINES = ("auto", "torch", "onnx", "onnx-int8")
@@ -103,7 +104,7 @@ class QuantizedCraft(OnnxModule):
         )
 
 
-def with_detector_engine(reader: Any, engine: str, fallback: bool = False) -> Any:
+def with_detector_engine(reader: OCRReader, engine: str, fallback: bool = False) -> Any:
     """``reader`` itself for ``torch``; for ``onnx`` (``onnx-int8``) a shallow copy whose
     ``detector`` is an ``OnnxCraft`` (``QuantizedCraft``) of the same weights (recogniser and
     settings shared with ``reader``).
@@ -120,17 +121,18 @@ def with_detector_engine(reader: Any, engine: str, fallback: bool = False) -> An
             return reader
     if engine not in ("onnx", "onnx-int8"):
         raise ValueError(f"resolve the OCR detector engine first (torch, onnx or onnx-int8), not {engine!r}")
-    if getattr(reader, "detect_network", "craft") != "craft":
+    if reader.detect_network != "craft":
         raise ValueError(f"the {engine} detector engine runs CRAFT, not {reader.detect_network!r}")
     fast = copy.copy(reader)
     fast.detector = OnnxCraft(reader.detector) if engine == "onnx" else QuantizedCraft(reader)
     return fast
 
 
-def detector_engine_of(reader: Any) -> str:
-    return getattr(getattr(reader, "detector", None), "engine", "torch")
+def detector_engine_of(reader: OCRReader) -> str:
+    return detector_identity(reader)[0]
 
 
-def detector_identity(reader: Any) -> tuple[str, str]:
+def detector_identity(reader: OCRReader) -> tuple[str, str]:
     """``(engine, sha256 of the ONNX graph it runs)`` of a reader's detector ("" for torch)."""
-    return detector_engine_of(reader), getattr(getattr(reader, "detector", None), "sha256", "")
+    det = reader.detector
+    return (det.engine, det.sha256) if isinstance(det, TextDetectorEngine) else ("torch", "")

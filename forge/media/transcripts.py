@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pandas as pd
 
@@ -27,6 +27,7 @@ from forge.llm.stub import STUB_BACKEND
 from forge.llm.types import AudioRequest
 from forge.media.audio import NoAudioStream, extract_audio
 from forge.media.clips import SILENCE_DB
+from forge.models.protocols import Transcriber
 from forge.scale.ray_pool import RayPlacement, actor_pool, map_shards
 from forge.storage import RejectLog
 from forge.versioning import sha256_bytes
@@ -65,12 +66,6 @@ class Heard:
 # 404/405/501 on the audio route: the endpoint has no audio.transcriptions, which says nothing
 # about the clip. Such clips get no transcript (like recognition off), not a reject each.
 _UNSUPPORTED = re.compile(r"^(404|405|501)\b")
-
-
-class Transcriber(Protocol):
-    label: str  # transcript_source of what it hears
-
-    def hear(self, partition: str, audio: list[AudioRequest]) -> list[Heard]: ...
 
 
 class EngineTranscriber:

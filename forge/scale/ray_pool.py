@@ -344,5 +344,3 @@ def shutdown() -> None:
 
 def placement_dict(p: RayPlacement) -> dict:
     return asdict(p)
-
-

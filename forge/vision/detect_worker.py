@@ -45,10 +45,6 @@ class DetectionWorker:
         )
 
 
-
-
-
-
 class RemoteDetector:
     """What ``DetectorResource.get()`` returns when detection runs on Ray: same attributes the
     asset reports (spec, device, half, ...), the model itself lives in the actors."""

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from forge.models.protocols import Detector, StreamingDetector
 from forge.onnx_session import OnnxModule
 from forge.vision.detector import Detection, YoloDetector, parse_boxes
 from forge.vision.images import DeviceImage, EncodedJPEG, LoadedImage, LoadError, load_image
@@ -366,14 +367,15 @@ def expected_setup(engine: str, device: str, half: bool | None, device_decode: b
     }
 
 
-def actual_setup(model: Any) -> dict[str, Any]:
+def actual_setup(model: Detector) -> dict[str, Any]:
     """``expected_setup``'s fields read off a loaded detector (``YoloDetector`` or ``TensorDetector``)."""
     kind = str(model.device).split(":")[0]
+    streaming = model if isinstance(model, StreamingDetector) else None
     return {
-        "engine": getattr(model, "engine", "ultralytics"),
+        "engine": streaming.engine if streaming is not None else "ultralytics",
         "device": kind,
         "fp16": kind == "cuda" and bool(model.half),
-        "device_decode": bool(getattr(model, "device_decode", False)),
+        "device_decode": bool(streaming.device_decode) if streaming is not None else False,
     }
 
 

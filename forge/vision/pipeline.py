@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from forge.vision.detector import DETECTION_COLUMNS, YoloDetector, detection_rows
+from forge.models.protocols import Detector, ShardedDetector, StreamingDetector, Tagger
+from forge.vision.detector import DETECTION_COLUMNS, detection_rows
 from forge.vision.fast_detect import actual_setup
 from forge.vision.images import EncodedJPEG, LoadedImage, LoadError, batched, load_image, prefetch, read_for_device
 from forge.vision.indicators import Box, annotate
@@ -57,15 +58,15 @@ def select_kept(frames: pd.DataFrame, duplicates: pd.DataFrame) -> pd.DataFrame:
 def run_detection(
     frames: pd.DataFrame,
     data_dir: Path,
-    detector: YoloDetector,
+    detector: Detector | ShardedDetector,
     reject: Reject,
     opts: DecodeOptions,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[pd.DataFrame, StageStats]:
     """``frames``: frame_id, batch, path. Returns the detections rows of this batch."""
-    remote = getattr(detector, "run_remote", None)  # forge.scale.ray_pool.RemoteDetector: shards on Ray
-    if remote is not None:
-        return remote(frames, data_dir, reject, opts, progress)
+    if isinstance(detector, ShardedDetector):  # forge.vision.detect_worker.RemoteDetector: shards on Ray
+        return detector.run_remote(frames, data_dir, reject, opts, progress)
+    streaming = detector if isinstance(detector, StreamingDetector) else None
     stats, rows = StageStats(frames=len(frames)), []
     t0 = time.perf_counter()
     items = [((r.frame_id, r.batch), data_dir / r.path) for r in frames.itertuples(index=False)]
@@ -73,7 +74,7 @@ def run_detection(
     # imgsz anyway (same aspect), but on the main thread, between GPU batches.
     kwargs = {**opts.load_kwargs(), "max_side": min(opts.max_side, detector.imgsz)}
     # With device decoding (the tensor engine on CUDA) the threads only read plain JPEGs' bytes.
-    loader = read_for_device if getattr(detector, "device_decode", False) else load_image
+    loader = read_for_device if streaming is not None and streaming.device_decode else load_image
     ahead = max(opts.ahead, detector.batch_size * 2)
     loaded = prefetch(items, workers=opts.workers, ahead=ahead, loader=loader, **kwargs)
 
@@ -90,10 +91,12 @@ def run_detection(
 
     # The tensor engine (forge.vision.fast_detect) overlaps the next batch's upload with this
     # batch's forward pass; the library engine runs one batch after the other.
-    stream = getattr(detector, "detect_stream", None) or (
-        lambda chunks: (((tag, detector.detect(ims) if ims else [])) for tag, ims in chunks)
+    stream = (
+        streaming.detect_stream
+        if streaming is not None
+        else (lambda chunks: (((tag, detector.detect(ims) if ims else [])) for tag, ims in chunks))
     )
-    before = dict(getattr(detector, "phase_seconds", {}))
+    before = dict(streaming.phase_seconds) if streaming is not None else {}
     tm, rows_s = time.perf_counter(), 0.0
     for (good, n), dets in stream(good_chunks()):
         tr = time.perf_counter()
@@ -110,7 +113,7 @@ def run_detection(
     stats.model_seconds = time.perf_counter() - tm  # model + waiting on decode (decode is prefetched)
     stats.wall_seconds = time.perf_counter() - t0
     stats.extra["phase_seconds"] = phase_breakdown(
-        before, getattr(detector, "phase_seconds", None), stats.model_seconds, rows_s
+        before, streaming.phase_seconds if streaming is not None else None, stats.model_seconds, rows_s
     )
     stats.extra["setup"] = actual_setup(detector)  # what produced these rows (engine, device, ...)
     return pd.DataFrame(rows, columns=DETECTION_COLUMNS), stats
@@ -211,7 +214,7 @@ INDICATOR_COLUMNS = [
 ]
 
 
-def run_ram(frames: pd.DataFrame, data_dir: Path, tagger, reject: Reject, opts: DecodeOptions) -> pd.DataFrame:
+def run_ram(frames: pd.DataFrame, data_dir: Path, tagger: Tagger, reject: Reject, opts: DecodeOptions) -> pd.DataFrame:
     from forge.vision.tagger import TAG_COLUMNS, ram_rows
 
     rows: list[dict] = []

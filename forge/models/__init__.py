@@ -1,0 +1,1 @@
+"""Models and runtimes: the interfaces the stages see their models through (``protocols``)."""
