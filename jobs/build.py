@@ -370,8 +370,8 @@ asset stops only what depends on it; the build then exits 1 and lists what was s
 EXAMPLES = """examples:
   python -m jobs.build --demo                          # what `make demo` runs
   python -m jobs.build --dry-run                       # the runs it would make, nothing runs
-  python -m jobs.build --select 'tag:benchmark=vague'  # one paper, recipe to report
-  python -m jobs.build --select 'iibench_implication*' # a stage and everything below it
+  python -m jobs.build --select 'tag:benchmark=<name>' # one paper (a registered name), recipe to report
+  python -m jobs.build --select '<stage>*'             # a stage (an asset name) and everything below it
   python -m jobs.build --batch 'local_images-*'        # only these batches of the per-batch stages
   python -m jobs.build --select 'group:evals'          # evaluations only (every model partition)
   python -m jobs.build --only-stale                    # leave Synced assets alone (an unchanged re-run)
@@ -391,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         "--demo", action="store_true", help="build the sample corpus, serve it on 127.0.0.1, build everything"
     )
     parser.add_argument(
-        "--select", nargs="*", metavar="SEL", help="Dagster asset selection(s), e.g. 'group:vague' (default: all)"
+        "--select", nargs="*", metavar="SEL", help="Dagster asset selection(s), e.g. 'group:evals' (default: all)"
     )
     parser.add_argument(
         "--batch",

@@ -181,7 +181,7 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
                     rp.main_table(scores[scores["primary"] | (scores["metric"] == "success_rate")])
                 )
             record_llm_calls(store, engine)
-        # baselines a scorer computed next to the models (Hummus §6.1 random Classification) are
+        # baselines a scorer computed next to the models (e.g. a random Classification baseline) are
         # models of their own on the leaderboard, like `human`: part `<baseline>__<benchmark>`
         done_scores = [f for f in score_parts.values() if len(f)]
         for name, rows in baseline_scores(pd.concat(done_scores) if done_scores else pd.DataFrame()).items():

@@ -149,6 +149,16 @@ class EvalSpec:
 
 
 @dataclass(frozen=True)
+class PaperCard:
+    """What the dataset card says of the paper: its BibTeX, what the benchmark measures, and the
+    limitations of this rebuild (forge/splits/hub.py, forge/splits/card.py)."""
+
+    citation: str  # BibTeX
+    measures: str
+    limitations: str
+
+
+@dataclass(frozen=True)
 class BenchmarkSpec:
     """One benchmark = one spec. See the module docstring for who reads what."""
 
@@ -165,6 +175,7 @@ class BenchmarkSpec:
     recipe_config: Path | None = None  # None: config/recipes/<name>.yaml when it exists
     doc: str | None = None  # docs page (relative to the repo root)
     card_sections: tuple[str, ...] = ()  # extra markdown sections for the dataset card
+    paper: PaperCard | None = None  # citation and card text; None: a plug-in without a paper on record
     # Module whose ``defs`` holds the recipe assets, for a benchmark that lives outside
     # ``assets/`` (built-in papers are discovered under assets/recipes/ and leave it None).
     definitions_module: str | None = None

@@ -295,13 +295,13 @@ class Scorer:
         del called
 
 
-BASELINE_SLICE = "baseline="  # a baseline a scorer computes next to a model, e.g. Hummus §6.1 random
+BASELINE_SLICE = "baseline="  # a baseline a scorer computes next to a model (e.g. a paper's random baseline)
 
 
 def baseline_scores(scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Baseline name → its rows as a model of its own (slice ``all``, backend = the name), from the
-    rows a scorer wrote in slice ``baseline=<name>`` (Hummus §6.1: the random Classification
-    baseline, 100 iterations). A baseline does not read the model's replies, so one copy per
+    rows a scorer wrote in slice ``baseline=<name>`` (e.g. a random Classification baseline over
+    100 iterations, as one paper's §6.1 reports). A baseline does not read the model's replies, so one copy per
     setting × metric serves; it is primary where the models' metric is, so it is a leaderboard row."""
     if scores.empty:
         return {}

@@ -46,7 +46,7 @@ class Engine(Protocol):
 
     async def accept(self, stage: str, partition: str, prep: Prepared, reply: Reply, mode: str) -> LLMResult: ...
 
-    def reject(
+    def fail_call(
         self, stage: str, partition: str, prep: Prepared, reason: str, error_class: str, attempts: int, mode: str
     ) -> LLMResult: ...
 
@@ -187,7 +187,7 @@ async def arun_batch(engine: Engine, stage: str, partition: str, requests: list[
         for idx, prep in items:
             if results[idx] is None:
                 reason = last_error.get(key, "no answer from the batch")
-                results[idx] = engine.reject(
+                results[idx] = engine.fail_call(
                     stage, partition, prep, reason, "BatchError", submissions[key], mode="batch"
                 )
     return [r for r in results if r is not None]

@@ -32,7 +32,7 @@ This module is the public API; the work is done in rooms of its own: ``transport
 deadlines, hedging, retries), ``parsing`` (preparation, validation, repair), ``accounting``
 (call log, ledger, costs), ``audio``, ``progress`` (progress lines, the loop thread) and
 ``settings``. ``batch`` sees the engine only through its seam (``lookup``, ``chat_body``,
-``accept``, ``reject``).
+``accept``, ``fail_call``).
 """
 
 from __future__ import annotations
@@ -224,7 +224,7 @@ class LLMEngine(TransportMixin, ParsingMixin, AudioMixin):
         within budget (never for the model under evaluation), cached."""
         return await self._call_and_parse(stage, partition, prep, first_reply=reply, mode=mode)
 
-    def reject(
+    def fail_call(
         self, stage: str, partition: str, prep: Prepared, reason: str, error_class: str, attempts: int, mode: str
     ) -> LLMResult:
         """A request that got no answer: its failed ``llm_calls`` row and result."""

@@ -21,7 +21,7 @@ import yaml
 
 from forge.checks import mcq
 from forge.review.card import card_lines
-from forge.splits.hub import GENERAL_LIMITATIONS, PAPERS, USES
+from forge.splits.hub import GENERAL_LIMITATIONS, USES, paper_card
 from forge.weights import weights_summary_lines
 
 
@@ -376,7 +376,7 @@ def render_card(ctx: dict[str, Any]) -> str:
 
 def hub_intro(benchmark: str, title: str | None, hub: dict[str, Any]) -> list[str]:
     """What the benchmark measures and the gallery of example items (after Loading)."""
-    paper = PAPERS.get(benchmark)
+    paper = paper_card(benchmark)
     lines = ["## What it measures", ""]
     lines += [paper.measures if paper else f"The {title or benchmark} benchmark's task, built by its recipe.", ""]
     if hub.get("gallery"):
@@ -391,7 +391,7 @@ def hub_intro(benchmark: str, title: str | None, hub: dict[str, Any]) -> list[st
 
 def hub_outro(benchmark: str, title: str | None) -> list[str]:
     """Uses and limitations, and the paper's citation."""
-    paper = PAPERS.get(benchmark)
+    paper = paper_card(benchmark)
     lines = ["## Uses and limitations", "", f"**Uses.** {USES}", ""]
     lines += [f"**Limitations.** {(paper.limitations + ' ') if paper else ''}{GENERAL_LIMITATIONS}", ""]
     lines += ["## Citation", ""]

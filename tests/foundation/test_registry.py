@@ -52,7 +52,7 @@ def test_builtin_benchmarks_are_registered_once():
 def test_spec_is_complete_and_cites_its_paper(spec):
     doc = importlib.import_module(f"forge.recipes.{spec.name}.spec").__doc__
     assert re.search(r"§\s*\d|App\. [A-Z]|Table \d", doc), "each policy cites its paper section"
-    for word in ("Option policy", "Blind filter"):
+    for word in ("Option policy", "Text-only probe"):
         assert word in doc
     assert load_contract(spec.items_table).table == spec.items_table
     assert (ROOT / spec.doc).is_file()
@@ -77,7 +77,7 @@ def test_recipe_assets_are_in_the_graph_under_the_spec_group():
 
 def test_paper_policies():
     vimu, maia = registry.get("vimu"), registry.get("maia")
-    assert vimu.options == OptionPolicy.FIXED and vimu.blind.action == BlindAction.OFF
+    assert vimu.options == OptionPolicy.FIXED and vimu.blind.action == BlindAction.REPORT  # reported, never dropped
     assert (maia.blind.action, maia.blind.unit, maia.split.unit_key) == (
         BlindAction.REPORT,
         BlindUnit.POOL,

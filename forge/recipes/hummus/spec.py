@@ -3,7 +3,7 @@
 * Option policy **fixed**: the Classification prompt asks for Yes or No (§6, Table 1) and
   is scored with F1 per class (Table 2); the scorer reads option A as Yes, so moving the
   options would swap the classes. (§6.2's randomised "A or B" order is a prompt variant.)
-* Blind filter **report**, unit **item**: the paper measures caption-only identifiability
+* Text-only probe **report**, unit **item**: the paper measures caption-only identifiability
   with a text-only detector and reports it as evidence of multimodality (§5 "Multimodality
   of the metaphor samples") rather than filtering on it; the text-only solver's figures are
   reported the same way.
@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy
+from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy, PaperCard
 from forge.recipes.hummus import scoring
 from forge.recipes.hummus.evaluation import build_request, descriptions, parse_reply
 from forge.recipes.hummus.release import parse_release
@@ -56,5 +56,14 @@ SPEC = BenchmarkSpec(
         similarity=True,
         descriptions=descriptions,
         report_tables={"all_metrics": ()},
+    ),
+    paper=PaperCard(
+        "@article{tong2025hummus,\n  title={Hummus: A Dataset of Humorous Multimodal Metaphor Use},\n"
+        "  author={Tong, Xiaoyu and Zhang, Zhi and Lewis, Martha and Shutova, Ekaterina},\n"
+        "  journal={arXiv preprint arXiv:2504.02983},\n  year={2025}\n}",
+        "Humorous multimodal metaphor use in image-caption pairs: whether a pair uses one, its TARGET IS SOURCE "
+        "metaphor, the metaphor-related image regions and caption spans, and why it is funny (the six tasks of "
+        "Hummus Table 1).",
+        "Annotations are made by an LLM following the paper's scheme, not by the paper's trained annotators.",
     ),
 )

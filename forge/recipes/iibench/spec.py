@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy
+from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy, PaperCard
 from forge.recipes.iibench.evaluation import build_request, parse_reply
 from forge.recipes.iibench.release import parse_release
 from forge.recipes.iibench.scoring import score_setting
@@ -45,5 +45,15 @@ SPEC = BenchmarkSpec(
         primary_metric="accuracy",
         circular=True,
         report_slices=tuple(("accuracy", k) for k in ("domain", "emotion", "image_type", "difficulty", "rhetoric")),
+    ),
+    paper=PaperCard(
+        "@inproceedings{liu2024iibench,\n  title={II-Bench: An Image Implication Understanding Benchmark for "
+        "Multimodal Large Language Models},\n  author={Liu, Ziqiang and Fang, Feiteng and Feng, Xi and Du, Xinrun "
+        "and Zhang, Chenhao and others},\n  booktitle={NeurIPS 2024 Datasets and Benchmarks Track},\n  year={2024},\n"
+        "  note={arXiv:2406.05862}\n}",
+        "Whether a model grasps what an image implies beyond what it shows: single-answer six-option questions "
+        "per image, with labels for image type, domain, emotion, rhetoric and difficulty (II-Bench §3, App. B).",
+        "The implication filter is an LLM judge standing in for the paper's human inspection (with a human "
+        "override table); distractors are generated and checked, not written by annotators.",
     ),
 )

@@ -2,7 +2,7 @@
 
 * Option policy **balance**: a Task 1 item is one true/false statement pair (§4.1); which
   statement comes first carries no meaning, so positions may be balanced.
-* Blind filter **report**, unit **pool** (``question_id``): the paper keeps pairs a
+* Text-only probe **report**, unit **pool** (``question_id``): the paper keeps pairs a
   language model alone gets right and instead reports a *unimodal* baseline (§4.3
   "Unimodal"), and scores a question only when all 8 pairs of its pool are right (§5.1,
   §6 Agg-Acc). Dropping single pairs would break pools, so the text-only test judges a
@@ -23,6 +23,7 @@ from forge.benchmarks.spec import (
     BlindUnit,
     EvalSpec,
     OptionPolicy,
+    PaperCard,
     SplitPolicy,
 )
 from forge.recipes.maia.evaluation import build_request
@@ -79,5 +80,15 @@ SPEC = BenchmarkSpec(
                 "agg_accuracy",
             )
         },
+    ),
+    paper=PaperCard(
+        "@article{testa2025maia,\n  title={All-in-one: Understanding and Generation in Multimodal Reasoning with "
+        "the MAIA Benchmark},\n  author={Testa, Davide and Bonetta, Giovanni and Bernardi, Raffaella and "
+        "Bondielli, Alessandro and Lenci, Alessandro and Miaschi, Alessio and Passaro, Lucia and Magnini, "
+        "Bernardo},\n  journal={arXiv preprint arXiv:2502.16989},\n  year={2025}\n}",
+        "Video reasoning in twelve categories through two aligned tasks on the same questions: visual statement "
+        "verification (true statement vs a minimal-edit foil) and open-ended answering (MAIA §4).",
+        "Questions, answer pools, statements and foils are LLM-generated and machine-checked (App. A), where "
+        "the paper's were written by Italian linguists and native speakers (§3, App. A.3).",
     ),
 )

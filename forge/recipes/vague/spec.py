@@ -18,6 +18,7 @@ from forge.benchmarks.spec import (
     BlindUnit,
     EvalSpec,
     OptionPolicy,
+    PaperCard,
     TextReference,
 )
 from forge.recipes.vague.evaluation import build_request, parse_reply
@@ -53,5 +54,13 @@ SPEC = BenchmarkSpec(
         text_reference=TextReference.CORRECT_OPTION,
         report_slices=(("accuracy", "category"),),
         report_tables={"errors": ("correct_count", "errors_FS", "errors_SU", "errors_NE")},
+    ),
+    paper=PaperCard(
+        "@inproceedings{nam2025vague,\n  title={VAGUE: Visual Contexts Clarify Ambiguous Expressions},\n"
+        "  author={Nam, Heejeong and Ahn, Jinwoo and Ka, Keummin and Chung, Jiwan and Yu, Youngjae},\n"
+        "  booktitle={ICCV},\n  year={2025},\n  note={arXiv:2411.14137}\n}",
+        "Whether the image disambiguates an indirect, ambiguous utterance: four options (the intention and "
+        "counterfactual FS / SU / NE options) whose answer needs the visual context (VAGUE §4).",
+        "Scenes and persons come from an object detector; utterances and options are LLM-generated.",
     ),
 )

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, EvalSpec, OptionPolicy
+from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, EvalSpec, OptionPolicy, PaperCard
 from forge.recipes.vimu.evaluation import build_request, parse_reply
 from forge.recipes.vimu.release import parse_release
 from forge.recipes.vimu.report import plots, prediction_tables
@@ -52,5 +52,13 @@ SPEC = BenchmarkSpec(
         report_tables={"tasks": ("OE", "EG", "RM", "SV", "SSU-Avg", "All-Avg")},
         report_plots=plots,
         report_prediction_tables=prediction_tables,
+    ),
+    paper=PaperCard(
+        "@article{li2026vimu,\n  title={ViMU: Benchmarking Video Metaphorical Understanding},\n"
+        "  author={Li, Qi and Wang, Xinchao},\n  journal={arXiv preprint arXiv:2605.14607},\n  year={2026}\n}",
+        "Whether a video model recovers a clip's subtext (irony, mockery, social critique, culturally coded "
+        "references) without hints: open-ended interpretation, evidence grounding, rhetoric / macro-category "
+        "multiple choice and social-value signal identification (ViMU §3).",
+        "Clips are ~30 s segments; the taxonomy labels are LLM annotations, not the paper's human ones.",
     ),
 )
