@@ -48,7 +48,10 @@ def _make_query(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
     if not stamp.exists() or shutil.which("make") is None:
         pytest.skip("the venv is not set up for this pyproject.toml (make setup would install)")
     env = {**os.environ, "SUBTEXT_DATA_DIR": str(data_dir)}
-    env.pop("MAKEFLAGS", None)
+    # as from a user's shell: under `make test` the outer make's level would make this one print
+    # "make[1]: Entering directory" before it reads the Makefile
+    for var in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS"):
+        env.pop(var, None)
     return subprocess.run(["make", "query", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
