@@ -66,9 +66,15 @@ def check_result(c: st.Check, asset_key: dg.AssetKey | None = None) -> dg.AssetC
 
 
 def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
+    """The shared stages of one benchmark: splits (with its leakage check), gated, export."""
     spec = resolve(benchmark)
     cfg = benchmark_config(spec)
-    split_key, gated_key, export_key = spec.asset("splits"), spec.asset("gated"), spec.asset("export")
+    splits, leak = _splits_defs(spec, cfg)
+    return dg.Definitions(assets=[splits, _gated_asset(spec, cfg), _export_asset(spec, cfg)], asset_checks=[leak])
+
+
+def _splits_defs(spec: BenchmarkSpec, cfg: dict[str, Any]) -> tuple[dg.AssetsDefinition, dg.AssetChecksDefinition]:
+    split_key = spec.asset("splits")
 
     @dg.asset(
         name=split_key,
@@ -105,6 +111,12 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
     )
     def _leak(storage: StorageResource) -> dg.AssetCheckResult:
         return check_result(st.leakage_check(storage.store, spec, cfg))
+
+    return _splits, _leak
+
+
+def _gated_asset(spec: BenchmarkSpec, cfg: dict[str, Any]) -> dg.AssetsDefinition:
+    split_key, gated_key = spec.asset("splits"), spec.asset("gated")
 
     class GateConfigRun(dg.Config):
         blind_action: str = str((cfg.get("blind") or {}).get("action", "report"))  # report | drop (opt-in) | off
@@ -160,6 +172,12 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
             check_results=[*res.check_results, *(check_result(c) for c in out.checks)],
             data_version=res.data_version,
         )
+
+    return _gated
+
+
+def _export_asset(spec: BenchmarkSpec, cfg: dict[str, Any]) -> dg.AssetsDefinition:
+    gated_key, export_key = spec.asset("gated"), spec.asset("export")
 
     class ExportConfigRun(dg.Config):
         force_stub: bool = bool((cfg.get("export") or {}).get("force_stub", False))
@@ -220,4 +238,4 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
             data_version=res.data_version,
         )
 
-    return dg.Definitions(assets=[_splits, _gated, _export], asset_checks=[_leak])
+    return _export
