@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from forge.llm.backends import Reply
 from forge.llm.ledger import SpendLedger
 from forge.llm.settings import EngineSettings
 from forge.llm.types import LLMRequest, LLMResult, Prepared
@@ -95,6 +96,23 @@ class CallRecord:
     def of(cls, stage: str, partition: str, prep: Prepared, attempt: int, outcome: str, **kw: Any) -> CallRecord:
         """The record of a prepared request (its request and model)."""
         return cls(stage, partition, prep.req, kw.pop("model", prep.model), attempt, outcome, prep=prep, **kw)
+
+    @classmethod
+    def of_reply(
+        cls, stage: str, partition: str, prep: Prepared, attempt: int, outcome: str, reply: Reply, **kw: Any
+    ) -> CallRecord:
+        """The record of an attempt that got a reply: tokens and latency from the reply."""
+        return cls.of(
+            stage,
+            partition,
+            prep,
+            attempt,
+            outcome,
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            latency_s=reply_latency(reply),
+            **kw,
+        )
 
 
 class Accounting:
@@ -270,3 +288,7 @@ class Accounting:
             latency_s=latency_s,
             request_key=prep.key if prep else "",
         )
+
+
+def reply_latency(reply: Reply) -> float:
+    return float(getattr(reply, "_latency", 0.0))

@@ -12,7 +12,6 @@ from forge.llm.backends import BackendError
 from forge.llm.cache import cache_key
 from forge.llm.parsing import PARSER_VERSION
 from forge.llm.progress import _Progress
-from forge.llm.transport import reply_latency
 from forge.llm.types import AudioRequest, LLMRequest, LLMResult, Prepared
 from forge.versioning import sha256_bytes
 
@@ -100,15 +99,13 @@ class AudioMixin:
             )
         cost = self.accounts.cost(prep.model, reply.tokens_in, reply.tokens_out, reply.audio_s)
         self.accounts.record(
-            CallRecord.of(
+            CallRecord.of_reply(
                 stage,
                 partition,
                 prep,
                 attempt,
                 "ok",
-                tokens_in=reply.tokens_in,
-                tokens_out=reply.tokens_out,
-                latency_s=reply_latency(reply),
+                reply,
                 cost=cost,
             )
         )

@@ -8,12 +8,11 @@ import time
 import uuid
 from typing import Any
 
-from forge.llm.accounting import CallRecord
+from forge.llm.accounting import CallRecord, reply_latency
 from forge.llm.backends import BackendError, Reply
 from forge.llm.cache import cache_key
 from forge.llm.prompts import Prompt
 from forge.llm.settings import DEFAULT_REPAIRS
-from forge.llm.transport import reply_latency
 from forge.llm.types import LLMRequest, LLMResult, Prepared
 
 # Bump when reply parsing/validation changes: it is part of every cache key.
@@ -241,15 +240,13 @@ class ParsingMixin:
                 used = repairs.get(exc.error_class, 0)
                 last = used >= self.repair_budget(stage, exc.error_class)
                 self.accounts.record(
-                    CallRecord.of(
+                    CallRecord.of_reply(
                         stage,
                         partition,
                         prep,
                         attempt,
                         "failed" if last else "invalid",
-                        tokens_in=reply.tokens_in,
-                        tokens_out=reply.tokens_out,
-                        latency_s=reply_latency(reply),
+                        reply,
                         error=str(exc),
                         error_class=exc.error_class,
                         mode=mode,
@@ -272,15 +269,13 @@ class ParsingMixin:
                 tail = repair_turn(reply.text, exc)
                 continue
             self.accounts.record(
-                CallRecord.of(
+                CallRecord.of_reply(
                     stage,
                     partition,
                     prep,
                     attempt,
                     "ok",
-                    tokens_in=reply.tokens_in,
-                    tokens_out=reply.tokens_out,
-                    latency_s=reply_latency(reply),
+                    reply,
                     mode=mode,
                 )
             )

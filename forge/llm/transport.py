@@ -9,7 +9,7 @@ import uuid
 from collections import deque
 from typing import Any
 
-from forge.llm.accounting import CallRecord
+from forge.llm.accounting import CallRecord, reply_latency
 from forge.llm.backends import BackendError, Reply
 from forge.llm.limits import Slots
 from forge.llm.tokens import count_message_tokens
@@ -378,7 +378,3 @@ class TransportMixin:
                     await asyncio.sleep(delay)
                 finally:
                     self.status.backing_off -= 1
-
-
-def reply_latency(reply: Reply) -> float:
-    return float(getattr(reply, "_latency", 0.0))
