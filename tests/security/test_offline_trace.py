@@ -118,8 +118,11 @@ def test_nothing_is_written_outside_the_data_instance_and_temporary_dirs(traced)
 
 def test_control_the_trace_sees_onnx_runtime_telemetry_when_it_is_on(tmp_path):
     """With ``ORT_DISABLE_TELEMETRY=0`` (an explicit choice, which the entry points keep) ONNX
-    Runtime's own thread resolves its Microsoft events host: the tracer sees a native library's
-    lookup, so the tests above can fail. If this stops passing, ONNX Runtime changed its telemetry:
+    Runtime writes its events database under $HOME when its first session starts: the trace must
+    show that write, so the file-write test above can fail. Its thread then resolves the Microsoft
+    events host a few seconds later; whether that lookup reaches the wire depends on the machine
+    (a resolver reached over UDP shows it here; nscd or no route hides it), so the lookup is
+    reported, not required. If the write stops showing, ONNX Runtime changed its telemetry:
     re-check the opt-out (docs/security.md)."""
     problem = strace_problem()
     if problem:
@@ -131,7 +134,8 @@ def test_control_the_trace_sees_onnx_runtime_telemetry_when_it_is_on(tmp_path):
         "m = OnnxModule(torch.nn.Conv2d(3, 4, 3), torch.zeros(1, 3, 16, 16))\n"
         "print('session', flush=True); time.sleep(60)\n"
     )
-    env = {**traced_env({"home": tmp_path / "home", "tmp": tmp_path / "tmp", "data": tmp_path, "instance": tmp_path})}
+    home = tmp_path / "home"
+    env = {**traced_env({"home": home, "tmp": tmp_path / "tmp", "data": tmp_path, "instance": tmp_path})}
     env["ORT_DISABLE_TELEMETRY"] = "0"
     log = tmp_path / "strace.log"
     proc = subprocess.Popen(
@@ -142,15 +146,22 @@ def test_control_the_trace_sees_onnx_runtime_telemetry_when_it_is_on(tmp_path):
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    found: list[str] = []
+    in_home: list[str] = []
+    lookups: list[str] = []
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None and not found:
+        deadline, lookup_deadline = time.monotonic() + 90, None
+        while time.monotonic() < deadline and proc.poll() is None and not lookups:
             time.sleep(1)
             with log.open(errors="replace") as f:
-                found = [p for p in network_contacts(calls(f)) if "looked up" in p and "microsoft" in p]
+                log_calls = list(calls(f))
+            in_home = [p for _, p in written_paths(log_calls) if p.startswith(f"{home}/")]
+            lookups = [p for p in network_contacts(log_calls) if "microsoft" in p]
+            if in_home and lookup_deadline is None:
+                lookup_deadline = time.monotonic() + 20  # the lookup follows the write by seconds
+            if lookup_deadline is not None and time.monotonic() > lookup_deadline:
+                break
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    assert found, "no lookup of ONNX Runtime's telemetry host seen within 60 s"
-    assert any((tmp_path / "home").rglob("onnxruntime*")), "ONNX Runtime wrote no telemetry state under $HOME"
+    assert any("onnxruntime" in p for p in in_home), "the trace shows no ONNX Runtime telemetry write under $HOME"
+    print("telemetry lookups seen:", lookups or "none on this machine's resolver path")
