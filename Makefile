@@ -70,7 +70,7 @@ pools: setup
 	$(VENV)/bin/dagster instance concurrency get --all
 
 demo: setup
-	$(PY) -m jobs.build --demo --only-stale $(if $(SELECT),--select $(SELECT)) $(if $(VERBOSE),--verbose)
+	$(PY) -m cli.build --demo --only-stale $(if $(SELECT),--select $(SELECT)) $(if $(VERBOSE),--verbose)
 
 test: setup
 	bash scripts/ensure_chromium.sh
@@ -83,7 +83,7 @@ test: setup
 	$(VENV)/bin/ruff format --check .
 	bash scripts/fresh_clone_check.sh
 
-# The UI loads the recipe profile the data dir was built with (jobs/demo.py records it), unless set.
+# The UI loads the recipe profile the data dir was built with (cli/demo.py records it), unless set.
 ui: export SUBTEXT_RECIPE_PROFILE ?= $(shell cat $(SUBTEXT_DATA_DIR)/recipe_profile 2>/dev/null)
 ui: setup
 	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000

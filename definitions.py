@@ -17,15 +17,16 @@ from types import ModuleType
 
 import dagster as dg
 
+from cli.console import defs as build_console_defs
+from cli.console import quiet_dagster_warnings
 from forge.environment import apply_recorded_environment
 from forge.offline_env import apply as apply_offline_env
-from jobs.console import quiet_dagster_warnings
 
 # The code server and every run worker import this file: the dependencies' usage-reporting
 # opt-outs are set here, before any stage imports them (forge/offline_env.py, docs/security.md).
 apply_offline_env()
 
-# The UI's code server, `dagster definitions validate` and jobs.build all load this file: Dagster's
+# The UI's code server, `dagster definitions validate` and cli.build all load this file: Dagster's
 # beta / preview warnings (30+ identical lines per load, for APIs used on purpose) are hidden there.
 quiet_dagster_warnings()
 # The settings the data dir was built with (forge/environment.py), under what the environment sets:
@@ -129,7 +130,9 @@ def build_defs() -> dg.Definitions:
     import sensors
     from jobs.stages import stage_jobs
 
-    parts = [resources.defs]
+    # The build console logger (cli/console.py) is declared by every job of the location, so a
+    # `cli.build` run's stored config is valid for its job and re-executes from the UI.
+    parts = [resources.defs, build_console_defs]
     for package in (assets, jobs, sensors):
         parts.extend(collect_defs(package))
     with warnings.catch_warnings():  # map_asset_specs is "preview" in 1.13; its behaviour is what we need

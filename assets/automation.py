@@ -6,7 +6,7 @@ Only cheap, LLM-free assets that summarize what is upstream get a condition: the
 and exports stay manual: spending money or publishing a version is the user's decision.
 
 Conditions act only while ``automation_sensor`` (sensors/automation.py) runs, and it starts
-stopped: ``make demo`` / ``jobs.build`` never depend on it (docs/operations.md).
+stopped: ``make demo`` / ``cli.build`` never depend on it (docs/operations.md).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ count, so a run repeats.
 Part ``transient`` (issue 14 point 8): 2,000 requests with 10 % 500s, 5 % malformed JSON and
 5 % schema-invalid replies vs fault-free: items lost and throughput side by side.
 
-Part ``demo`` (issue 23's acceptance): the LLM stages of the demo graph (``python -m jobs.build
+Part ``demo`` (issue 23's acceptance): the LLM stages of the demo graph (``python -m cli.build
 --demo`` over the sources of tests/e2e/run_nonstub.py, against the plausible double on
 127.0.0.1) at 0 %, 2 % and 5 % of requests hanging past the client timeout, each plus the
 429/5xx mix: the wall time of the build of those stages as a ratio to fault-free, and items

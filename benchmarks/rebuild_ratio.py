@@ -1,6 +1,6 @@
 """An unchanged rebuild of the whole graph against the first build (goal: <= 10 %).
 
-Runs ``python -m jobs.build --demo`` in a fresh data dir and Dagster instance, then the same
+Runs ``python -m cli.build --demo`` in a fresh data dir and Dagster instance, then the same
 command again with nothing changed (``--only-stale``, what ``make demo`` runs), each in a new
 process as ``make demo`` would, and prints both wall times and the ratio. The whole graph:
 sample corpus, ingest, vision, the five recipes, splits, gates, exports, evaluations.
@@ -26,7 +26,7 @@ def _build(env: dict[str, str], log: Path, *extra: str) -> float:
     t0 = time.perf_counter()
     with open(log, "w") as fh:
         rc = subprocess.run(
-            [sys.executable, "-m", "jobs.build", "--demo", *extra],
+            [sys.executable, "-m", "cli.build", "--demo", *extra],
             cwd=ROOT,
             env=env,
             stdout=fh,

@@ -1,7 +1,7 @@
 """Unchanged re-runs skip the media and vision work (forge/storage/stage_cache.py).
 
 Runs the ingest + vision part of the demo on the sample corpus three times in a fresh data
-dir and Dagster instance (``python -m jobs.build --demo --select ...``, a new process each
+dir and Dagster instance (``python -m cli.build --demo --select ...``, a new process each
 time, as ``make demo`` would):
 
 1. first run: everything computed;
@@ -44,7 +44,7 @@ STAGES = [
 def build(env: dict[str, str]) -> float:
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-W", "ignore", "-m", "jobs.build", "--demo", "--select", *STAGES],
+        [sys.executable, "-W", "ignore", "-m", "cli.build", "--demo", "--select", *STAGES],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -54,7 +54,7 @@ def build(env: dict[str, str]) -> float:
     secs = time.perf_counter() - t0
     if proc.returncode != 0:
         print(proc.stdout[-4000:], proc.stderr[-4000:])
-        raise SystemExit(f"jobs.build failed ({proc.returncode})")
+        raise SystemExit(f"cli.build failed ({proc.returncode})")
     for line in proc.stdout.splitlines():
         if line.startswith(("→", "  ok", "  FAILED")):
             print("   ", line.strip())

@@ -1,6 +1,6 @@
 """Materialize the whole DAG (or a selection) in dependency order, over all partitions.
 
-``python -m jobs.build --demo`` is what ``make demo`` runs. It records every run in the
+``python -m cli.build --demo`` is what ``make demo`` runs. It records every run in the
 project's Dagster instance (``DAGSTER_HOME``), so the UI shows the materializations.
 
 Dagster executes one run per partitioning scheme, so the graph is cut into *segments*:
@@ -15,7 +15,7 @@ history on those jobs in the UI's Jobs page. A segment no single named job cover
 into pieces, one per smallest covering job, run in dependency order.
 
 The console is INFO (``--verbose``: Dagster's DEBUG run events), one progress line per long
-stage (``jobs/console.py``), and ends with a summary read from the catalog
+stage (``cli/console.py``), and ends with a summary read from the catalog
 (``forge/build_summary.py``).
 """
 
@@ -35,16 +35,16 @@ from dagster._core.definitions.unresolved_asset_job_definition import Unresolved
 from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from cli.console import Heartbeat, project_logs_through_dagster_only, quiet_dagster_warnings, quiet_run
+from cli.freshness import fresh_keys
+from cli.origin import execute_in_location, workspace_job_origin
+from cli.outcomes import Outcomes
+from cli.run_health import LAUNCHED_BY_TAG, Terminated
+from cli.run_health import BuildHealth as Health
 from forge.build_summary import summarize, weights_caveats
 from forge.environment import apply_recorded_environment, env_path
 from forge.offline_env import apply as apply_offline_env
 from forge.offline_env import ensure_dagster_telemetry_off
-from jobs.console import Heartbeat, project_logs_through_dagster_only, quiet_dagster_warnings, quiet_run
-from jobs.freshness import fresh_keys
-from jobs.origin import execute_in_location, workspace_job_origin
-from jobs.outcomes import Outcomes
-from jobs.run_health import LAUNCHED_BY_TAG, Terminated
-from jobs.run_health import BuildHealth as Health
 
 
 @dataclass
@@ -165,9 +165,9 @@ def run_segment(
     """Run one segment; ``summary`` collects its failed asset checks (WARN ones too) for the
     run summary, ``outcomes`` the assets that failed in it. ``partition_keys``: a contiguous
     range of the segment's partitions (default: all). ``in_location``: the run is created as a
-    run of the workspace's code location (jobs/origin.py: re-executable from the UI, listed on
+    run of the workspace's code location (cli/origin.py: re-executable from the UI, listed on
     the Jobs page). False when the run failed or an ERROR-severity check failed."""
-    tags: dict[str, str] = {LAUNCHED_BY_TAG: "jobs.build"}
+    tags: dict[str, str] = {LAUNCHED_BY_TAG: "cli.build"}
     health = health or Health(instance)
     label = (f"{seg.job}: " if seg.job else "") + segment_label(seg)
     if seg.partitions_def is not None:
@@ -264,7 +264,7 @@ def build(
 ) -> bool:
     """Every selected asset in dependency order (``batch_patterns``: only matching batches of the
     per-batch stages; ``dry_run``: print the runs, run nothing). A failed asset stops only its
-    descendants (``jobs/outcomes.py``): the rest still runs, and the result is False."""
+    descendants (``cli/outcomes.py``): the rest still runs, and the result is False."""
     in_location = defs is None  # the project's own definitions: runs of the workspace's code location
     if defs is None:
         from definitions import build_defs
@@ -368,13 +368,13 @@ asset stops only what depends on it; the build then exits 1 and lists what was s
 """
 
 EXAMPLES = """examples:
-  python -m jobs.build --demo                          # what `make demo` runs
-  python -m jobs.build --dry-run                       # the runs it would make, nothing runs
-  python -m jobs.build --select 'tag:benchmark=<name>' # one paper (a registered name), recipe to report
-  python -m jobs.build --select '<stage>*'             # a stage (an asset name) and everything below it
-  python -m jobs.build --batch 'local_images-*'        # only these batches of the per-batch stages
-  python -m jobs.build --select 'group:evals'          # evaluations only (every model partition)
-  python -m jobs.build --only-stale                    # leave Synced assets alone (an unchanged re-run)
+  python -m cli.build --demo                          # what `make demo` runs
+  python -m cli.build --dry-run                       # the runs it would make, nothing runs
+  python -m cli.build --select 'tag:benchmark=<name>' # one paper (a registered name), recipe to report
+  python -m cli.build --select '<stage>*'             # a stage (an asset name) and everything below it
+  python -m cli.build --batch 'local_images-*'        # only these batches of the per-batch stages
+  python -m cli.build --select 'group:evals'          # evaluations only (every model partition)
+  python -m cli.build --only-stale                    # leave Synced assets alone (an unchanged re-run)
 
 exit status: 0 all built, 1 something failed (see the closing summary), 143 stopped by a signal.
 """
@@ -382,7 +382,7 @@ exit status: 0 all built, 1 something failed (see the closing summary), 143 stop
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m jobs.build",
+        prog="python -m cli.build",
         description=HELP,
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -414,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     project_logs_through_dagster_only()
     with ExitStack() as stack:
         if args.demo:
-            from jobs.demo import prepare_demo
+            from cli.demo import prepare_demo
 
             stack.enter_context(prepare_demo())
         else:

@@ -1,4 +1,4 @@
-"""What ``python -m jobs.build`` prints: INFO and up from the assets, one line each, and the
+"""What ``python -m cli.build`` prints: INFO and up from the assets, one line each, and the
 stages' progress lines (``done/total (rate/s, ETA …)`` from ``assets.common.Progress`` and the
 LLM engine) as one line per long stage instead of a line every few seconds.
 
@@ -146,7 +146,7 @@ def console_handler() -> ConsoleHandler:
 
 @dg.logger(
     {"log_level": dg.Field(str, is_required=False, default_value="INFO")},
-    description="jobs.build's compact console: INFO and up, one progress line per long stage.",
+    description="cli.build's compact console: INFO and up, one progress line per long stage.",
 )
 def build_console_logger(init_context: dg.InitLoggerContext) -> logging.Logger:
     log = logging.getLogger("subtext_forge.build")
@@ -181,7 +181,7 @@ class Heartbeat:
 
 
 def quiet_run(job: dg.JobDefinition, verbose: bool) -> tuple[dg.JobDefinition, dict[str, Any] | None]:
-    """The job and run config ``jobs.build`` executes: the compact console, or with ``verbose``
+    """The job and run config ``cli.build`` executes: the compact console, or with ``verbose``
     Dagster's own console logger at DEBUG (every run event)."""
     if verbose:
         return job, None
@@ -190,6 +190,6 @@ def quiet_run(job: dg.JobDefinition, verbose: bool) -> tuple[dg.JobDefinition, d
 
 
 # Every job of the code location declares the build console (unused unless a run's config names
-# it, as jobs.build's runs do), so a build run's stored config is valid for the location's job
+# it, as cli.build's runs do), so a build run's stored config is valid for the location's job
 # and re-executes from the UI as it was made; Dagster's console logger stays the default.
 defs = dg.Definitions(loggers={"console": dg.colored_console_logger, LOGGER_KEY: build_console_logger})

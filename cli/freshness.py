@@ -2,7 +2,7 @@
 
 Data versions come from content (``forge.versioning.rows_version``) and code versions from
 what decides an asset's output, so an asset is FRESH when it was materialized with its current
-code version from the data versions its parents have now. ``jobs.build --only-stale`` skips
+code version from the data versions its parents have now. ``cli.build --only-stale`` skips
 those; an asset without parents (``sources``, a release import) reads the outside world and
 always runs. An asset whose parent runs in the same segment waits: the parent runs first, then
 it is checked again (a parent that wrote the same rows leaves it Synced).

@@ -1,4 +1,4 @@
-"""Runs of ``jobs.build`` as first-class runs of the workspace's code location.
+"""Runs of ``cli.build`` as first-class runs of the workspace's code location.
 
 ``JobDefinition.execute_in_process`` records a run with no code-location origin: the UI cannot
 re-execute it ("Expected non-None value"), and the Jobs page and the Timeline, which list runs by
@@ -68,7 +68,7 @@ def execute_in_location(
     plan = create_execution_plan(wrapped, run_config=run_config, instance_ref=ref)
     run = instance.create_run_for_job(
         job_def=ephemeral,
-        run_config=run_config,  # its console logger is declared by every job of the location (jobs/console.py)
+        run_config=run_config,  # its console logger is declared by every job of the location (cli/console.py)
         tags=merge_run_tags(job, None, tags, selection, instance, run_config),
         asset_selection=frozenset(selection),
         execution_plan=plan,

@@ -1,7 +1,7 @@
 """What a failed piece of a build takes down with it, and nothing more.
 
 Dagster skips, inside one run, only the steps downstream of a failed step or of a failed
-blocking check. ``jobs.build`` runs the graph as several runs (segments), so it applies the
+blocking check. ``cli.build`` runs the graph as several runs (segments), so it applies the
 same rule across them: after each run it records which assets failed (a failed step, or an
 ERROR-severity blocking check), and a later segment drops exactly the assets that depend on
 one of them. Everything independent still runs; the build exits non-zero and the summary says

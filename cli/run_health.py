@@ -1,15 +1,15 @@
 """Dead runs are found and cleaned; a step waiting for a pool slot says why and gives up in time.
 
-In-process runs (``jobs.build``) have no run worker for the daemon's run monitoring to
+In-process runs (``cli.build``) have no run worker for the daemon's run monitoring to
 watch, and Dagster's ``DefaultRunLauncher`` cannot report its workers' health either. So:
 
-* every ``jobs.build`` run carries its process in tags (host, pid, process start time) and a
+* every ``cli.build`` run carries its process in tags (host, pid, process start time) and a
   heartbeat tag that ``RunWatch`` refreshes while the run is in progress;
 * ``sweep_dead_runs`` marks a run failed when its process is gone (same host: pid and start
   time) or its heartbeat is older than ``stale_after_s`` (a run on another host, e.g. with a
   shared Postgres instance), frees its pool slots at once (Dagster frees a finished run's
   slots only ``free_slots_after_run_end_seconds`` later, and only while the daemon runs) and
-  records it in ``run_failures``. It runs at the start of every ``jobs.build`` and every
+  records it in ``run_failures``. It runs at the start of every ``cli.build`` and every
   minute in the daemon (``sensors/dead_runs.py``), which also checks launched runs by the
   pid their run worker logged at start (it runs on the launcher's host);
 * ``RunWatch`` also sees a step of its run waiting for a slot: it logs which runs hold the
@@ -344,7 +344,7 @@ class RunWatch:
 
 class interrupt_handlers:
     """SIGTERM and SIGINT end the current run (a failure naming the signal; its slots are freed)
-    and ``jobs.build`` then stops. Inside a run Dagster holds these signals until a step starts,
+    and ``cli.build`` then stops. Inside a run Dagster holds these signals until a step starts,
     so the ``RunWatch`` re-raises them (and its slot-wait timeout) through SIGUSR1."""
 
     def __init__(self, stop_reason: Callable[[], tuple[str, str] | None]):
@@ -382,7 +382,7 @@ class interrupt_handlers:
 
 
 class BuildHealth:
-    """What ``jobs.build`` uses: the start-up sweep, one ``RunWatch`` per run, signal handling;
+    """What ``cli.build`` uses: the start-up sweep, one ``RunWatch`` per run, signal handling;
     dead runs are recorded in the ``run_failures`` table of the configured data dir."""
 
     def __init__(self, instance: dg.DagsterInstance, settings: HealthSettings | None = None):

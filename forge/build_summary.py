@@ -1,4 +1,4 @@
-"""The table ``jobs.build`` prints at the end: what the build made, read back from the catalog.
+"""The table ``cli.build`` prints at the end: what the build made, read back from the catalog.
 
 Items per benchmark and stage (rows of each recipe table, the items, the gated items and the
 latest export), the most common reject reasons, every benchmark's latest export with its

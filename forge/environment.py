@@ -1,9 +1,9 @@
 """The environment a data dir was built with, recorded in it: ``<data dir>/environment.json``.
 
-``make demo`` (``jobs/demo.py``) sets variables the build needs: the recipe settings profile,
+``make demo`` (``cli/demo.py``) sets variables the build needs: the recipe settings profile,
 the sample corpus's ``${...}`` placeholders and the loopback allowances, whether stub exports
 are forced, the LLM endpoint. Every other entry point (``make ui``'s code server and its
-sensors, ``dg launch -m definitions``, ``python -m jobs.build``) loads ``definitions.py``,
+sensors, ``dg launch -m definitions``, ``python -m cli.build``) loads ``definitions.py``,
 which applies the record, so none of them silently builds the same data dir with other
 settings: an inbox drop after the demo still resolves the demo's sources, a CLI re-run uses
 the demo's profile.

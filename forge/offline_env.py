@@ -1,6 +1,6 @@
 """Opt-outs for every dependency that can report usage or errors, or fetch at run time.
 
-One table, applied by every process that starts things: ``jobs.build`` (the CLI), the code
+One table, applied by every process that starts things: ``cli.build`` (the CLI), the code
 location (``definitions.py``), the Make targets (the Makefile exports the same values; a test
 keeps them equal), Ray's workers (``forge/scale/ray_pool.py`` puts them in the runtime env)
 and the review server. Why each one is here: docs/security.md, "Nothing phones home".

@@ -4,7 +4,7 @@ A Dagster job has one partitions definition, so a group whose assets mix partiti
 (per batch / per model) and unpartitioned (fan-in) assets gets two jobs:
 ``<group>_job`` for the partitioned part (what a backfill targets) and
 ``<group>_fanin_job`` for the rest. The whole DAG across partitionings is built by
-``python -m jobs.build`` (or "Materialize all" in the UI, which launches a backfill).
+``python -m cli.build`` (or "Materialize all" in the UI, which launches a backfill).
 
 ``batch_pipeline_job`` spans groups: every per-batch asset, so one run (or one backfill)
 carries a batch from download to its benchmark items; the inbox sensor launches it for

@@ -27,7 +27,7 @@ GENERAL_LIMITATIONS = (
     "provenance); items whose source licence is unknown must not be redistributed before it is checked."
 )
 USES = (
-    "Evaluating multimodal models on implicit meaning (the paper's settings: `python -m jobs.build --select "
+    "Evaluating multimodal models on implicit meaning (the paper's settings: `python -m cli.build --select "
     "'group:evals'`), comparing a built set with the paper's release, and studying the curation pipeline. "
     "Not for training on the test split; not for decisions about people shown in the media."
 )

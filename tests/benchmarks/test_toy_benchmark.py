@@ -1,5 +1,5 @@
 """A sixth benchmark defined only under tests/ goes recipe → splits → gates → export →
-evaluation → leaderboard through the real code location (definitions.py, jobs.build, the
+evaluation → leaderboard through the real code location (definitions.py, cli.build, the
 real resources) against the LLM double, registered by the environment alone: no shared
 file names it."""
 
@@ -103,7 +103,7 @@ def test_toy_benchmark_runs_end_to_end_from_tests_only(tmp_path, llm_double):
     (tmp_path / "home").mkdir()
     stages = [SPEC.items_asset] + [SPEC.asset(s) for s in ("splits", "gated", "export", "eval", "eval_report")]
     run = subprocess.run(
-        [sys.executable, "-m", "jobs.build", "--select", *stages],
+        [sys.executable, "-m", "cli.build", "--select", *stages],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -95,7 +95,7 @@ def build(
     env.pop("SUBTEXT_EXPORT_FORCE_STUB", None)
     args = ["--select", *select] if select else []
     return subprocess.run(
-        [sys.executable, "-m", "jobs.build", "--demo", *args],
+        [sys.executable, "-m", "cli.build", "--demo", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

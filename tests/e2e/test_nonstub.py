@@ -1,4 +1,4 @@
-"""The non-stub path end to end (issue 14, point 2): the whole demo graph (`python -m jobs.build
+"""The non-stub path end to end (issue 14, point 2): the whole demo graph (`python -m cli.build
 --demo`) against the plausible OpenAI-compatible test server on 127.0.0.1, built once for the module.
 
 * the run exits 0 and every benchmark exports items;

@@ -5,7 +5,7 @@ import os
 import dagster as dg
 import pytest
 
-from jobs.build import plan_segments, run_segment
+from cli.build import plan_segments, run_segment
 
 parts = dg.DynamicPartitionsDefinition(name="test_batches")
 seen: dict[str, list] = {"child": []}
@@ -72,11 +72,11 @@ def after_gated_like() -> None:
 
 
 def test_build_skips_only_what_depends_on_a_failure(monkeypatch, capsys):
-    """jobs.build returns False after a failed step, and never runs what depends on it (the
+    """cli.build returns False after a failed step, and never runs what depends on it (the
     segments after it still run what does not: tests/ops/test_build_failures.py). A failed
     non-blocking ERROR check fails the build but, as in Dagster, does not stop its descendants."""
     import definitions
-    from jobs import build as B
+    from cli import build as B
 
     for assets, expected in (([broken, after_broken], []), ([gated_like, after_gated_like], ["after_gated_like"])):
         ran_after_failure.clear()
@@ -92,10 +92,11 @@ def test_build_skips_only_what_depends_on_a_failure(monkeypatch, capsys):
 
 @pytest.mark.parametrize("user_choice", [None, "paper"])
 def test_demo_runs_the_demo_settings_profile_unless_the_user_chose_one(tmp_path, monkeypatch, user_choice):
-    """`make demo` / `jobs.build --demo`: recipes read their `demo` profile; a profile the user
+    """`make demo` / `cli.build --demo`: recipes read their `demo` profile; a profile the user
     set is kept; leaving the demo restores the environment."""
     from forge.recipes.settings import PROFILE_ENV, recipe_settings
-    from jobs.demo import prepare_demo
+
+    from cli.demo import prepare_demo
 
     monkeypatch.setenv("SUBTEXT_DEMO_PORT", "0")
     if user_choice:
@@ -130,7 +131,7 @@ def test_segments_run_as_named_jobs_split_where_no_job_covers_them():
     """A build records its runs under the project's named jobs (the Jobs page history): a
     segment no single job covers runs as one piece per job, in dependency order; an asset no
     named job selects still runs (implicit asset job)."""
-    from jobs.build import assign_jobs, build, named_job_selections
+    from cli.build import assign_jobs, build, named_job_selections
 
     defs = dg.Definitions(
         assets=[registry, child, grandchild, fan_in, left_root, right_leaf, unjobbed],

@@ -1,4 +1,4 @@
-"""jobs.build's console: INFO by default, one progress line per long stage, Dagster's beta /
+"""cli.build's console: INFO by default, one progress line per long stage, Dagster's beta /
 preview warnings filtered by class (other warnings still print)."""
 
 import io
@@ -10,8 +10,8 @@ from pathlib import Path
 import dagster as dg
 
 from assets.common import Progress
-from jobs.build import run_segment, segment_label
-from jobs.console import ConsoleHandler
+from cli.build import run_segment, segment_label
+from cli.console import ConsoleHandler
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_beta_warning_filtered_user_warning_printed():
     code = (
         "import warnings, dagster as dg\n"
-        "from jobs.console import quiet_dagster_warnings\n"
+        "from cli.console import quiet_dagster_warnings\n"
         "quiet_dagster_warnings()\n"
         "warnings.warn('beta thing', dg.BetaWarning)\n"
         "warnings.warn('preview thing', dg.PreviewWarning)\n"
@@ -66,7 +66,7 @@ def chatty(context: dg.AssetExecutionContext) -> None:
 
 
 def test_quiet_segment_prints_info_not_dagster_debug_events(capfd):
-    from jobs.build import Segment
+    from cli.build import Segment
 
     defs = dg.Definitions(assets=[chatty])
     seg = Segment(None, [chatty.key])
@@ -83,8 +83,8 @@ def test_quiet_segment_prints_info_not_dagster_debug_events(capfd):
 
 ENGINE_LIKE_BUILD = """
 import logging, sys, dagster as dg
-from jobs.build import Segment, run_segment
-from jobs.console import project_logs_through_dagster_only
+from cli.build import Segment, run_segment
+from cli.console import project_logs_through_dagster_only
 
 @dg.asset
 def engine_like() -> None:

@@ -1,5 +1,5 @@
 """Failures stay local: a failed step or blocking check in one benchmark stops only what depends
-on it; `jobs.build` still builds, exports and evaluates the other benchmarks, exits non-zero,
+on it; `cli.build` still builds, exports and evaluates the other benchmarks, exits non-zero,
 and its summary names what failed and what was skipped because of it.
 
 The graph has the build's shape (per-batch recipe stages, an unpartitioned export fan-in,
@@ -9,7 +9,7 @@ per-model evaluations: three segments run as three Dagster runs), five benchmark
 import dagster as dg
 import pytest
 
-from jobs import build as B
+from cli import build as B
 
 BENCHMARKS = ["maia", "vague", "vimu", "iibench", "hummus"]
 batches = dg.DynamicPartitionsDefinition(name="fail_batches")
@@ -64,7 +64,7 @@ def test_one_failed_benchmark_leaves_the_other_four_built(how, monkeypatch, caps
     instance = dg.DagsterInstance.ephemeral()
     ok = B.build(instance=instance, defs=dg.Definitions(assets=ASSETS))
 
-    assert ok is False  # the build reports the failure (jobs.build exits 1)
+    assert ok is False  # the build reports the failure (cli.build exits 1)
     others = [b for b in BENCHMARKS if b != "maia"]
     assert sorted(b for b in built if b.endswith("_export")) == sorted(f"{b}_export" for b in others)
     assert sorted(b for b in built if b.endswith("_eval")) == sorted(f"{b}_eval" for b in others)
@@ -93,7 +93,7 @@ def test_main_exits_non_zero_after_a_local_failure(monkeypatch):
 
 
 def test_keep_runnable_drops_only_descendants():
-    from jobs.outcomes import Outcomes
+    from cli.outcomes import Outcomes
 
     graph = dg.Definitions(assets=ASSETS).resolve_asset_graph()
     out = Outcomes(failed={"vague_items": "step failed: x"})
@@ -125,7 +125,7 @@ def test_operational_tags_stay_out_of_sight(monkeypatch):
     tags carry Dagster's hidden prefix (the dead-run sweep still reads them)."""
     from dagster._core.storage.tags import TagType, get_tag_type
 
-    from jobs.run_health import PID_TAG
+    from cli.run_health import PID_TAG
 
     monkeypatch.setitem(BROKEN, "how", "none")
     instance = dg.DagsterInstance.ephemeral()

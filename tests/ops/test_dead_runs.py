@@ -1,4 +1,4 @@
-"""Killed runs are cleaned up without a hand: ``jobs.build`` runs of a real LLM asset
+"""Killed runs are cleaned up without a hand: ``cli.build`` runs of a real LLM asset
 (``iibench_implication``, pool ``llm``) against the LLM double, killed with SIGKILL while
 their requests hang, then a plain re-run. And a step waiting for a slot held by a live run
 says why, stops on SIGTERM, and gives up after ``SUBTEXT_SLOT_WAIT_TIMEOUT_S``."""
@@ -19,8 +19,8 @@ import pytest
 from dagster._core.events import EngineEventData
 from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
 
+from cli.run_health import process_tags
 from forge.storage import TableStore
-from jobs.run_health import process_tags
 from tests.llm_double import Reply
 from tests.recipes.iibench.test_iibench_assets import BATCH, _frames, responder
 
@@ -29,12 +29,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class Build:
-    """``python -m jobs.build --select iibench_implication`` in a subprocess, output collected."""
+    """``python -m cli.build --select iibench_implication`` in a subprocess, output collected."""
 
     def __init__(self, env: dict[str, str], **extra: str):
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jobs.build", "--select", "iibench_implication"],
+            [sys.executable, "-m", "cli.build", "--select", "iibench_implication"],
             cwd=ROOT,
             env={**env, **extra},
             stdout=subprocess.PIPE,
@@ -200,7 +200,7 @@ def test_a_step_waiting_for_a_slot_stops_on_sigterm(project, llm_double):
 
 
 def test_daemon_sweep_fails_dead_and_silent_runs_only(tmp_path):
-    from jobs.run_health import HEARTBEAT_TAG, HOST_TAG, PID_TAG
+    from cli.run_health import HEARTBEAT_TAG, HOST_TAG, PID_TAG
     from resources.storage import StorageResource
     from sensors.dead_runs import sweep_dead_runs_sensor
 

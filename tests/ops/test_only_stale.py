@@ -1,4 +1,4 @@
-"""An unchanged re-build leaves Synced assets alone (`jobs.build --only-stale`): the roots read
+"""An unchanged re-build leaves Synced assets alone (`cli.build --only-stale`): the roots read
 the outside world again, and since data versions come from content, everything below them is
 FRESH and skipped; a changed input runs its descendants again."""
 
@@ -7,7 +7,7 @@ from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 from PIL import Image
 
 from assets.ingest.trunk import clips, frames, sources, videos
-from jobs.build import build
+from cli.build import build
 from jobs.stages import stage_jobs
 from resources.ingest import IngestResource
 from resources.storage import StorageResource

@@ -38,7 +38,7 @@ def _counts(store: TableStore) -> dict[str, int]:
 @pytest.fixture
 def demo_listed(tmp_path, monkeypatch):
     """The demo's environment around one `sources` run (the server up), then left as the demo leaves it."""
-    from jobs.demo import prepare_demo
+    from cli.demo import prepare_demo
 
     monkeypatch.setenv("SUBTEXT_DEMO_PORT", "0")
     for k in (*DEMO_VARS, "SUBTEXT_RECIPE_PROFILE", "SUBTEXT_EXPORT_FORCE_STUB"):
@@ -60,7 +60,7 @@ def demo_listed(tmp_path, monkeypatch):
 
 
 def test_the_demo_records_its_environment_without_secrets(tmp_path, monkeypatch):
-    from jobs.demo import prepare_demo
+    from cli.demo import prepare_demo
 
     monkeypatch.setenv("SUBTEXT_DEMO_PORT", "0")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-never-recorded")

@@ -1,4 +1,4 @@
-"""Every build run is a first-class run of the workspace's code location: a `jobs.build` run
+"""Every build run is a first-class run of the workspace's code location: a `cli.build` run
 carries the origin of its job in `workspace.yaml`'s location, so the Jobs page (runs filtered by
 job and repository label) lists it, and the UI's "Re-execute" (the GraphQL mutation the button
 sends) launches it again through the location and succeeds."""
@@ -52,7 +52,7 @@ def test_a_build_run_is_listed_under_its_job_and_re_executes_from_the_ui(world):
     from dagster._core.workspace.load_target import WorkspaceFileTarget
     from dagster_graphql.test.utils import execute_dagster_graphql
 
-    from jobs.build import build
+    from cli.build import build
 
     with dg.DagsterInstance.get() as instance:
         assert build(["sources"], instance=instance)
@@ -85,8 +85,8 @@ def test_a_build_run_is_listed_under_its_job_and_re_executes_from_the_ui(world):
 
 def test_a_re_execution_is_not_swept_for_its_parent_s_process():
     """A re-executed run inherits the parent's process tags; the dead-run sweep must not fail it
-    when the `jobs.build` process that made the parent is gone."""
-    from jobs.run_health import PID_TAG, HealthSettings, process_tags, why_dead
+    when the `cli.build` process that made the parent is gone."""
+    from cli.run_health import PID_TAG, HealthSettings, process_tags, why_dead
 
     dead = {**process_tags(), PID_TAG: "999999"}
     parent = dg.DagsterRun(job_name="j", run_id="p", tags=dead, status=DagsterRunStatus.STARTED)

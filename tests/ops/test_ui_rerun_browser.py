@@ -1,4 +1,4 @@
-"""A `jobs.build` run in the Dagster UI (headless Chromium): listed on its job's Runs page and on
+"""A `cli.build` run in the Dagster UI (headless Chromium): listed on its job's Runs page and on
 the Timeline, and re-executed from its run page ("Re-execute" → all steps) to a successful run."""
 
 import os
@@ -32,7 +32,7 @@ INSTANCE = (
 
 @pytest.fixture(scope="module")
 def build_run(tmp_path_factory):
-    """One `python -m jobs.build --select sources` run recorded in a fresh instance."""
+    """One `python -m cli.build --select sources` run recorded in a fresh instance."""
     root = tmp_path_factory.mktemp("rerun_ui")
     images, home = root / "data" / "imgs", root / "home"
     images.mkdir(parents=True)
@@ -43,7 +43,7 @@ def build_run(tmp_path_factory):
     (root / "s.yaml").write_text(f"sources:\n  - {{name: tiny, type: folder, path: '{images}', media: image}}\n")
     env = {"SUBTEXT_SOURCES": str(root / "s.yaml"), "SUBTEXT_DATA_DIR": str(root / "data"), "DAGSTER_HOME": str(home)}
     proc = subprocess.run(
-        [sys.executable, "-m", "jobs.build", "--select", "sources"],
+        [sys.executable, "-m", "cli.build", "--select", "sources"],
         cwd=ROOT,
         env={**os.environ, **env},
         capture_output=True,

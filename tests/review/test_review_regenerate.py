@@ -12,12 +12,12 @@ import json
 import dagster as dg
 import pandas as pd
 import pytest
+from forge.recipes.vimu.items import item_id
 
 from assets.recipes.vimu import CHECKS
 from assets.recipes.vimu.assets import vimu_annotations, vimu_items, vimu_questions
 from assets.review.factory import benchmark_review_defs
 from forge.contracts import load_contract
-from forge.recipes.vimu.items import item_id
 from forge.storage import TableStore
 from resources.llm import LLMResource
 from resources.review import ReviewResource
@@ -86,7 +86,7 @@ def test_regenerate_rejected_asks_again_for_rejected_items_only(review_env, tmp_
     sr.submit(ls, tasks[good], r1, sr.ACCEPT)
     _review(data, "vimu_verdicts")
 
-    build(vimu_questions, vimu_items)  # what `jobs.build --select vimu_questions vimu_items ...` runs
+    build(vimu_questions, vimu_items)  # what `cli.build --select vimu_questions vimu_items ...` runs
     second = _questions(store)
     assert second["clip_pass"] != first["clip_pass"]  # the rejected clip was asked again
     assert {c: q for c, q in second.items() if c != "clip_pass"} == {c: q for c, q in first.items() if c != "clip_pass"}

@@ -1,6 +1,6 @@
 """What ``test_offline_trace.py`` runs under strace: ``python -m tests.security.offline_workload``.
 
-The demo's media and vision stages through the project's CLI (``jobs.build`` over a tiny corpus
+The demo's media and vision stages through the project's CLI (``cli.build`` over a tiny corpus
 made beforehand by ``make_corpus``: one captioned video, one text image, one EXIF-rotated photo),
 with the detectors' default CPU engines (EasyOCR's text detector and YOLO both on ONNX Runtime),
 then the local Ray path (a private cluster: frame hashing in a task, OCR in an actor that builds
@@ -70,7 +70,7 @@ def ray_path(data_dir: Path) -> None:
 
 
 def main() -> int:
-    from jobs.build import main as build
+    from cli.build import main as build
 
     if build(["--select", *STAGES]) != 0:
         print("offline_workload: the build failed", file=sys.stderr)

@@ -170,9 +170,9 @@ def test_oversized_url_list_is_refused(site):
 def test_demo_config_passes_the_policy_through_its_allowances(tmp_path, monkeypatch):
     """The shipped config/sources.yaml under the demo's environment: every source lists, and
     the only rejects are the sample corpus' deliberate ones (a dead URL, a missing image)."""
+    from cli.demo import prepare_demo
     from forge.media.batch import list_sources
     from forge.storage import RejectLog
-    from jobs.demo import prepare_demo
     from resources.ingest import IngestResource
 
     repo = __import__("pathlib").Path(__file__).resolve().parents[2]

@@ -41,7 +41,7 @@ def test_apply_sets_what_is_missing_and_keeps_an_explicit_choice():
     "code",
     [
         "import definitions",  # the code server and every run worker
-        "from jobs.build import main; main(['--dry-run', '--select', 'sources'])",  # the CLI
+        "from cli.build import main; main(['--dry-run', '--select', 'sources'])",  # the CLI
     ],
 )
 def test_entry_points_apply_the_opt_outs(code, tmp_path):
