@@ -94,9 +94,8 @@ def test_build_skips_only_what_depends_on_a_failure(monkeypatch, capsys):
 def test_demo_runs_the_demo_settings_profile_unless_the_user_chose_one(tmp_path, monkeypatch, user_choice):
     """`make demo` / `cli.build --demo`: recipes read their `demo` profile; a profile the user
     set is kept; leaving the demo restores the environment."""
-    from forge.recipes.settings import PROFILE_ENV, recipe_settings
-
     from cli.demo import prepare_demo
+    from forge.recipes.settings import PROFILE_ENV, recipe_settings
 
     monkeypatch.setenv("SUBTEXT_DEMO_PORT", "0")
     if user_choice:

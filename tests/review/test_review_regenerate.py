@@ -12,12 +12,12 @@ import json
 import dagster as dg
 import pandas as pd
 import pytest
-from forge.recipes.vimu.items import item_id
 
 from assets.recipes.vimu import CHECKS
 from assets.recipes.vimu.assets import vimu_annotations, vimu_items, vimu_questions
 from assets.review.factory import benchmark_review_defs
 from forge.contracts import load_contract
+from forge.recipes.vimu.items import item_id
 from forge.storage import TableStore
 from resources.llm import LLMResource
 from resources.review import ReviewResource
