@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from PIL import Image
 
-from forge.recipes.hummus.release import parse_release as parse_hummus
-from forge.recipes.maia.release import parse_release as parse_maia
+from assets.recipes.hummus.logic.release import parse_release as parse_hummus
+from assets.recipes.maia.logic.release import parse_release as parse_maia
 from forge.releases import compare
 from forge.releases.config import ReleaseInfo
 

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from forge.benchmarks.settings import record_profile
 from forge.environment import endpoint_settings, record_environment
 from forge.media.loopback import LoopbackServer, loopback_allowances
 from forge.media.sample_corpus import build_sample_corpus
-from forge.recipes.settings import record_profile
 
 
 @contextmanager

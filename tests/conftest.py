@@ -32,7 +32,7 @@ def llm_double_resource(llm_double, tmp_path):
     return make
 
 
-# --- Recipe settings (config/recipes/<paper>.yaml through forge.recipes.settings) ----------
+# --- Recipe settings (config/recipes/<paper>.yaml through forge.benchmarks.settings) ----------
 @_pytest_llm.fixture
 def recipe_overrides(monkeypatch, tmp_path):
     """Factory: ``recipe_overrides("vague", {"candidates": {"min_persons": 0}})`` writes the
@@ -40,7 +40,7 @@ def recipe_overrides(monkeypatch, tmp_path):
     ``SUBTEXT_<NAME>_CONFIG`` at it, so the recipe reads them through its ordinary loader."""
     import yaml
 
-    from forge.recipes.settings import merge, recipe_settings
+    from forge.benchmarks.settings import merge, recipe_settings
 
     def apply(name: str, overrides: dict) -> dict:
         doc = merge(recipe_settings(name, "paper"), overrides)

@@ -2,7 +2,7 @@
 
 * ``<paper>_release`` (group ``releases``, dynamic partitions ``<paper>_releases``: one per
   release, added by ``release_sensor`` from ``config/releases.yaml`` and the inbox): runs the
-  paper's ``parse_release`` (``forge/recipes/<paper>/release.py``), places the released media
+  paper's ``parse_release`` (``assets/recipes/<paper>/logic/release.py``), places the released media
   under ``<data>/media/releases/``, and writes the items into the recipe's own table
   ``<paper>_items`` as the partition file ``release__<name>`` (``origin = imported``), so
   splits, gates, exports and evaluations take them like built items. Rejects go to

@@ -1,6 +1,6 @@
 """The registry: every benchmark the shared stages build and evaluate.
 
-Adding a benchmark is one folder (``forge/recipes/<name>/spec.py`` with a module-level
+Adding a benchmark is one folder (``assets/recipes/<name>/spec.py`` with a module-level
 ``SPEC``, its recipe assets, contract, config, doc) and one line in ``BUILTIN`` below.
 A benchmark kept outside this repository registers through the environment instead:
 ``SUBTEXT_BENCHMARKS=my_pkg.spec,other_pkg.spec:MY_SPEC`` (read when the definitions load).
@@ -18,11 +18,11 @@ from forge.benchmarks.spec import BenchmarkSpec
 
 # One line per built-in benchmark: the module holding its ``SPEC``.
 BUILTIN = (
-    "forge.recipes.maia.spec",
-    "forge.recipes.vague.spec",
-    "forge.recipes.vimu.spec",
-    "forge.recipes.iibench.spec",
-    "forge.recipes.hummus.spec",
+    "assets.recipes.maia.spec",
+    "assets.recipes.vague.spec",
+    "assets.recipes.vimu.spec",
+    "assets.recipes.iibench.spec",
+    "assets.recipes.hummus.spec",
 )
 ENV_VAR = "SUBTEXT_BENCHMARKS"
 _runtime: dict[str, BenchmarkSpec] = {}

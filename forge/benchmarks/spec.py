@@ -13,21 +13,34 @@ A ``BenchmarkSpec`` is plain data plus a few callables. The shared stages read i
   splits, and whether review gates the export (``ReviewSpec``).
 
 Every policy choice cites the paper section it follows in the spec's own docstring
-(``forge/recipes/<paper>/spec.py``). Dagster-free: nothing here imports ``dagster``.
+(``assets/recipes/<paper>/spec.py``). Dagster-free: nothing here imports ``dagster``.
+
+A paper is one package (docs/conventions.md): its spec names it (``package=__package__``) and the
+package's own files are found there, so a copy of the folder under a new name is a new benchmark:
+``config.yaml`` (recipe settings), ``contracts/`` (its tables' contracts), ``evals.yaml`` and
+``eval_prompts/`` (evaluation settings and prompts), ``README.md`` (its doc), ``definitions.py``
+(its Dagster ``defs``).
 """
 
 from __future__ import annotations
 
 import enum
+import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from forge.review.spec import ReviewSpec
 
 ROOT = Path(__file__).resolve().parents[2]
-PROMPTS_DIR = ROOT / "assets" / "evals" / "prompts"  # built-in benchmarks' evaluation prompts
+# How a declared reject reason is made to happen (``BenchmarkSpec.rejects``): the whole demo run over
+# HTTP provokes it (tests/e2e/test_nonstub.py), or no test does yet; else a test file that names it.
+E2E = "e2e"
+UNTESTED = "untested"
 
 
 class OptionPolicy(enum.StrEnum):
@@ -97,6 +110,7 @@ class EvalSpec:
     tried before the generic reading of its kind; it returns ``None`` to leave a reply to it.
     ``defaults``: the ``config/evals.yaml`` block used when that file has none for this
     benchmark (the file wins key by key). ``prompts_dir``: where setting prompt files live.
+    Both default to the paper package's ``evals.yaml`` and ``eval_prompts/`` (``BenchmarkSpec.package``).
 
     Open-ended judging (``judge_prompt`` set; rows of task ``open_ended``): by default a reply
     that could not be read scores 0 without a judge, a parsed answer is judged with the
@@ -109,7 +123,7 @@ class EvalSpec:
     build_request: Callable[..., Any]
     score_setting: Callable[..., None]
     primary_metric: str
-    prompts_dir: Path = PROMPTS_DIR
+    prompts_dir: Path | None = None  # None: the package's eval_prompts/
     defaults: Mapping[str, Any] = field(default_factory=dict)
     judge_prompt: str | None = None  # open-ended answers judged by the `llm` resource's model
     similarity: bool = False  # needs the embedder (similarity / overlap scores)
@@ -149,6 +163,24 @@ class EvalSpec:
 
 
 @dataclass(frozen=True)
+class GoldRules:
+    """How an imported release's human gold replaces LLM-made fields of built items (the explicit,
+    versioned gold step, forge/releases/gold.py; switched on in config/releases.yaml ``gold:``).
+
+    ``match_key(row)`` pairs a built item with an imported one: (text key, task key) or None.
+    ``fields``: gold field → the tasks whose answer columns it replaces. ``labels_keys``: gold field
+    → ``labels`` keys copied with it. ``extra_keys``: gold field → ``extra`` keys copied from any
+    imported row with the same text key (whatever its task). ``default_fields``: the fields a bare
+    ``enabled: true`` switches on. The module of ``match_key`` is part of the step's version."""
+
+    match_key: Callable[[dict[str, Any]], tuple[str, str] | None]
+    fields: Mapping[str, tuple[str, ...]]
+    default_fields: tuple[str, ...] = ()
+    labels_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    extra_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class PaperCard:
     """What the dataset card says of the paper: its BibTeX, what the benchmark measures, and the
     limitations of this rebuild (forge/splits/hub.py, forge/splits/card.py)."""
@@ -171,19 +203,52 @@ class BenchmarkSpec:
     blind: BlindPolicy = field(default_factory=BlindPolicy)
     split: SplitPolicy = field(default_factory=SplitPolicy)
     owners: tuple[str, ...] = ("team:recipes",)
-    contracts_dir: Path | None = None  # None: data_contracts/ (plug-ins ship their own)
-    recipe_config: Path | None = None  # None: config/recipes/<name>.yaml when it exists
-    doc: str | None = None  # docs page (relative to the repo root)
+    # The paper's package (its spec's ``__package__``); the defaults below come from its folder.
+    package: str | None = None
+    contracts_dir: Path | None = None  # None: the package's contracts/ (else data_contracts/)
+    recipe_config: Path | None = None  # None: the package's config.yaml
+    doc: str | None = None  # None: the package's README.md (relative to the repo root when inside it)
     card_sections: tuple[str, ...] = ()  # extra markdown sections for the dataset card
     paper: PaperCard | None = None  # citation and card text; None: a plug-in without a paper on record
-    # Module whose ``defs`` holds the recipe assets, for a benchmark that lives outside
-    # ``assets/`` (built-in papers are discovered under assets/recipes/ and leave it None).
+    # Module whose ``defs`` holds the recipe assets (None: the package's ``definitions``); the code
+    # location collects those under ``assets/`` itself (assets/recipes/plugins.py loads the others).
     definitions_module: str | None = None
     # Published-release importer (issue "published releases"): release → items frame.
     importer: Callable[..., Any] | None = None
+    # Human gold from an imported release in place of LLM-made fields (None: the paper has none).
+    gold: GoldRules | None = None
+    # Every reject reason its recipe stages write: stage → reason → E2E, UNTESTED or the test file that
+    # provokes it (tests/foundation/test_reject_registry.py checks it against the code both ways).
+    rejects: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # Human review (forge/review, docs/review.md): what a reviewer sees and answers, reviewers per
     # item, splits reviewed, the policy that gates the export.
     review: ReviewSpec = field(default_factory=ReviewSpec)
+
+    def __post_init__(self) -> None:
+        if self.package is None:
+            return
+        home = self.home
+        found = {
+            "contracts_dir": home / "contracts",
+            "recipe_config": home / "config.yaml",
+            "doc": _relative(home / "README.md"),
+            "definitions_module": f"{self.package}.definitions",
+        }
+        for key, value in found.items():
+            if getattr(self, key) is None:
+                object.__setattr__(self, key, value)
+        ev = self.eval
+        if ev.prompts_dir is None:
+            object.__setattr__(ev, "prompts_dir", home / "eval_prompts")
+        if not ev.defaults and (home / "evals.yaml").is_file():
+            object.__setattr__(ev, "defaults", yaml.safe_load((home / "evals.yaml").read_text()) or {})
+
+    @property
+    def home(self) -> Path:
+        """The paper package's folder."""
+        if self.package is None:
+            raise ValueError(f"benchmark {self.name!r} names no package")
+        return Path(sys.modules[self.package].__file__).resolve().parent
 
     @property
     def items_table(self) -> str:
@@ -194,10 +259,18 @@ class BenchmarkSpec:
         return self.recipe_assets[-1]
 
     def recipe_config_path(self) -> Path:
-        from forge.recipes.settings import config_path
-
-        return self.recipe_config or config_path(self.name)
+        """``SUBTEXT_<NAME>_CONFIG`` (another file for this recipe), else its ``config.yaml``."""
+        override = os.environ.get(f"SUBTEXT_{self.name.upper()}_CONFIG")
+        if override:
+            return Path(override)
+        if self.recipe_config is None:
+            raise ValueError(f"benchmark {self.name!r} has no recipe settings file")
+        return self.recipe_config
 
     def asset(self, stage: str) -> str:
         """``<name>_<stage>``: the shared stages' asset names (splits, gated, export, eval ...)."""
         return f"{self.name}_{stage}"
+
+
+def _relative(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)

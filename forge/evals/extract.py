@@ -3,7 +3,7 @@
 A reply that cannot be read as an answer is a *failure* (``ok=False`` with a reason), never
 a guess: evaluators count it as wrong for accuracy and report the success rate next to it.
 A benchmark whose paper reads replies its own way sets ``EvalSpec.parse_reply`` (its
-``forge/recipes/<name>/evaluation.py``) and builds on these readers.
+``assets/recipes/<name>/logic/evaluation.py``) and builds on these readers.
 
 Multiple choice, in order of precedence:
 

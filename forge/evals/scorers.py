@@ -1,6 +1,6 @@
 """Scorers: generic item and set formulas the benchmarks' scoring rules are built from
 (docs/evals.md lists which paper uses which; a benchmark's own rules live in
-``forge/recipes/<name>/scoring.py``).
+``assets/recipes/<name>/logic/scoring.py``).
 
 Item-level functions return numbers for one prediction; aggregate functions take arrays and
 optional row ``weights`` (the cluster bootstrap in ``forge.evals.bootstrap`` resamples by

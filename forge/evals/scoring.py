@@ -8,7 +8,7 @@ CIs: cluster bootstrap by ``source_item_id`` (forge/evals/bootstrap.py).
 
 What differs between benchmarks comes from their ``EvalSpec`` (forge/benchmarks/spec.py): the
 judge's inputs and reading, which text replies get reference-overlap metrics and against what,
-and each benchmark's own ``score_setting`` (``forge/recipes/<name>/scoring.py``).
+and each benchmark's own ``score_setting`` (``assets/recipes/<name>/logic/scoring.py``).
 """
 
 from __future__ import annotations

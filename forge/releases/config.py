@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from forge.benchmarks import registry
 from forge.media.policy import environment_variables
 from forge.media.sources import substitute
 
@@ -23,7 +24,6 @@ DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "releases.yaml
 MANIFEST = "release.yaml"
 # inside the media inbox, which skips names starting with "_" (a release is not a media drop)
 INBOX_DIR = Path("inbox") / "_releases"
-PAPERS = ("maia", "hummus", "iibench", "vague", "vimu")
 UNSPECIFIED = "unspecified"
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -58,6 +58,11 @@ class ReleaseInfo:
         }
 
 
+def importing_papers() -> tuple[str, ...]:
+    """The registered benchmarks that declare a release importer (``BenchmarkSpec.importer``)."""
+    return tuple(s.name for s in registry.specs() if s.importer is not None)
+
+
 def config_path() -> Path:
     return Path(os.environ.get("SUBTEXT_RELEASES_CONFIG") or DEFAULT_CONFIG)
 
@@ -70,8 +75,9 @@ def _manifest(folder: Path) -> dict[str, Any]:
 def _info(
     paper: str, name: str, path: Path, entry: dict[str, Any], origin: str, roots: tuple[str, ...] = ()
 ) -> ReleaseInfo:
-    if paper not in PAPERS:
-        raise ValueError(f"release {name!r}: unknown paper {paper!r}; one of {list(PAPERS)}")
+    papers = importing_papers()
+    if paper not in papers:
+        raise ValueError(f"release {name!r}: unknown paper {paper!r}; one of {list(papers)}")
     if not _KEY.match(name):
         raise ValueError(f"release name {name!r}: letters, digits, '.', '_' and '-' only (it is a partition key)")
     merged = {**_manifest(path), **{k: v for k, v in entry.items() if v is not None}}
@@ -104,7 +110,7 @@ def load_releases(path: str | Path | None = None, data_dir: str | Path | None = 
     if data_dir is not None:
         inbox = Path(data_dir) / INBOX_DIR
         names = {(r.paper, r.name) for r in out}
-        for paper in PAPERS:
+        for paper in importing_papers():
             for folder in sorted((inbox / paper).glob("*")) if (inbox / paper).is_dir() else []:
                 if not folder.name.startswith(".") and (paper, folder.name) not in names:
                     # a dropped folder is untrusted: the data dir and the allowed roots only

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from forge.recipes.settings import active_profile, effective, merge
+from forge.benchmarks.settings import active_profile, effective, merge
 from forge.review.spec import ReviewPolicy, ReviewSpec
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ reason from a fixed list; corrected fields or a moved box), how many reviewers e
 and which splits are reviewed. ``forge/review/labelconfig.py`` turns it into the Label Studio
 labeling configuration; ``forge/review/gate.py`` applies the policy to the export.
 
-Each paper's spec (``forge/recipes/<paper>/spec.py``) cites the section its numbers follow.
+Each paper's spec (``assets/recipes/<paper>/spec.py``) cites the section its numbers follow.
 This module imports nothing from ``forge.benchmarks`` (the benchmark spec imports it).
 """
 

@@ -1,7 +1,7 @@
 """Per-benchmark settings of the splits / gates / export stage (``config/splits.yaml``).
 
 Merged in this order, later wins: the file's ``defaults``, the benchmark spec's paper
-policies (``forge/recipes/<name>/spec.py``: split sizes, blind action and trials), the
+policies (``assets/recipes/<name>/spec.py``: split sizes, blind action and trials), the
 recipe's own ``splits:`` block in its recipe config (a paper with fixed split sizes
 keeps them there), then ``benchmarks.<name>`` in ``config/splits.yaml``. Two policies are the
 paper's and no config overrides them: the option policy (fixed-order options never move)
@@ -19,12 +19,11 @@ from typing import Any
 import yaml
 
 from forge.benchmarks.registry import resolve
+from forge.benchmarks.settings import active_profile, effective, merge
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindUnit, OptionPolicy
-from forge.recipes.settings import active_profile, effective, merge
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLITS_CONFIG = ROOT / "config" / "splits.yaml"
-RECIPES_CONFIG = ROOT / "config" / "recipes"
 REST = "rest"
 # Keys of a recipe's ``splits:`` block that are not split sizes.
 _NON_SIZE_KEYS = {"unit", "group_by", "seed", "sizes", "leakage_keys", "near_duplicate", "gates", "blind", "export"}
@@ -35,9 +34,9 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merge(base, over, replace=("sizes",))
 
 
-def _recipe_block(spec: BenchmarkSpec, recipes_dir: Path) -> dict[str, Any]:
-    path = recipes_dir / f"{spec.name}.yaml" if recipes_dir != RECIPES_CONFIG else spec.recipe_config_path()
-    if not path.exists():
+def _recipe_block(spec: BenchmarkSpec) -> dict[str, Any]:
+    path = spec.recipe_config_path() if spec.recipe_config or spec.package else None
+    if path is None or not path.exists():
         return {}
     doc = effective(yaml.safe_load(path.read_text()) or {}, active_profile(spec.name), str(path))
     block = doc.get("splits") or {}
@@ -62,13 +61,11 @@ def spec_block(spec: BenchmarkSpec) -> dict[str, Any]:
     return out
 
 
-def benchmark_config(
-    benchmark: str | BenchmarkSpec, path: Path = SPLITS_CONFIG, recipes_dir: Path = RECIPES_CONFIG
-) -> dict[str, Any]:
+def benchmark_config(benchmark: str | BenchmarkSpec, path: Path = SPLITS_CONFIG) -> dict[str, Any]:
     spec = resolve(benchmark)
     doc = yaml.safe_load(path.read_text()) or {}
     cfg = deep_merge(doc.get("defaults") or {}, spec_block(spec))
-    cfg = deep_merge(cfg, _recipe_block(spec, recipes_dir))
+    cfg = deep_merge(cfg, _recipe_block(spec))
     cfg = deep_merge(cfg, (doc.get("benchmarks") or {}).get(spec.name) or {})
     # The paper's policies, not settings: recorded in the config (and so in code versions and cards).
     cfg["options"] = str(spec.options)

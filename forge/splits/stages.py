@@ -20,12 +20,12 @@ from typing import Any
 
 import pandas as pd
 
+from forge.benchmarks.settings import profiles_of, settings_hash
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction
 from forge.contracts import load_contract
 from forge.lineage import union as lineage_union
 from forge.llm.prompts import load_prompt
 from forge.llm.stub import StubOutputError, ensure_no_stub, stub_made
-from forge.recipes.settings import profiles_of, settings_hash
 from forge.releases.gold import with_gold
 from forge.review.stages import export_gate as review_gate
 from forge.splits import assign as sa

@@ -3,7 +3,7 @@
 
 * the run exits 0 and every benchmark exports items;
 * no stub row anywhere (no `stub` backend, lineage or `[stub]` text in any table);
-* every reject reason the registry (forge/rejects_registry.py) marks ``E2E`` occurs at least once
+* every reject reason the registry (tests/foundation/rejects_registry.py) marks ``E2E`` occurs at least once
   and is counted: in the rejects table and, equally, in its stage's ``rejects_by_reason`` metadata;
 * a second, unchanged run makes no LLM request.
 
@@ -17,9 +17,9 @@ from collections import Counter
 import dagster as dg
 import pytest
 
-from forge.rejects_registry import e2e_reasons
 from forge.storage import TableStore
 from tests.e2e.run_nonstub import DOOMED, FLAW_RATES, P_CONTRARY, STUBBORN, build, llm_assets
+from tests.foundation.rejects_registry import e2e_reasons
 from tests.llm_double import LLMDouble
 from tests.llm_double.plausible import Plausible
 from tests.llm_double.server import _free_port

@@ -3,6 +3,8 @@ import math
 import numpy as np
 import pytest
 
+from assets.recipes.vimu.logic.items import multi_select_score
+from assets.recipes.vimu.logic.scoring import vimu_judge_normalised, vimu_judge_total
 from forge.evals.bootstrap import cluster_bootstrap
 from forge.evals.scorers import (
     all_correct,
@@ -19,8 +21,6 @@ from forge.evals.scorers import (
     span_overlap,
     weighted_mean,
 )
-from forge.recipes.vimu.items import multi_select_score
-from forge.recipes.vimu.scoring import vimu_judge_normalised, vimu_judge_total
 
 
 def test_multi_select_and_composition():

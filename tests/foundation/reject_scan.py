@@ -21,7 +21,7 @@ SCANNED = ("assets", "forge", "jobs", "resources")
 REASON_ARG = {
     "add_exception": 1,
     "reject": 1,
-    "reject_pool": 0,  # MAIA's PoolOutcome (forge/recipes/maia/pool_flow.py)
+    "reject_pool": 0,  # MAIA's PoolOutcome (assets/recipes/maia/logic/pool_flow.py)
     "member_reject": 1,
     "_file_reject": 1,
     "SourceReject": 2,
@@ -38,32 +38,36 @@ ADD_RECEIVERS = {"log", "rej", "rejects"}  # RejectLog variables: ``<name>.add(i
 FORWARDS = "forwards"
 FORWARDED: dict[tuple[str, str], list[str] | str] = {
     ("assets/recipes/maia/assets.py", "reason"): [
-        "forge/recipes/maia/questions.py:load_import",
-        "forge/recipes/maia/pool_flow.py:refine_reason",  # maia_foils: a discarded foil draw
+        "assets/recipes/maia/logic/questions.py:load_import",
+        "assets/recipes/maia/logic/pool_flow.py:refine_reason",  # maia_foils: a discarded foil draw
     ],
-    ("assets/recipes/maia/assets.py", "problems[0]"): ["forge/recipes/maia/questions.py:question_problems"],
+    ("assets/recipes/maia/assets.py", "problems[0]"): ["assets/recipes/maia/logic/questions.py:question_problems"],
     ("assets/recipes/maia/assets.py", "code"): FORWARDS,  # PoolOutcome.member_reject sites
     ("assets/recipes/maia/assets.py", "str(out.reason)"): FORWARDS,  # PoolOutcome.reject_pool sites
-    ("forge/recipes/maia/pool_flow.py", "reason"): ["forge/recipes/maia/pool_flow.py:member_reason"],
+    ("assets/recipes/maia/logic/pool_flow.py", "reason"): ["assets/recipes/maia/logic/pool_flow.py:member_reason"],
     ("assets/recipes/iibench/assets.py", "reason"): FORWARDS,  # invalid_labels or a refine outcome
     ("assets/recipes/iibench/assets.py", "o.reason"): FORWARDS,  # refine outcomes
-    ("assets/recipes/iibench/assets.py", "code"): ["forge/recipes/iibench/items.py:primary_reason"],
+    ("assets/recipes/iibench/assets.py", "code"): ["assets/recipes/iibench/logic/items.py:primary_reason"],
     ("assets/recipes/vimu/assets.py", "exc.reason"): FORWARDS,  # AnnotationError
-    ("assets/recipes/vimu/assets.py", "reason"): ["forge/recipes/vimu/items.py:build_items"],  # <task>_no_macro
+    ("assets/recipes/vimu/assets.py", "reason"): ["assets/recipes/vimu/logic/items.py:build_items"],  # <task>_no_macro
     ("assets/recipes/vague/assets.py", "r['reason']"): FORWARDS,  # logic.candidates' reject rows
-    ("assets/recipes/vague/assets.py", "problems[0][0]"): ["forge/recipes/vague/logic.py:triple_problems"],
+    ("assets/recipes/vague/assets.py", "problems[0][0]"): ["assets/recipes/vague/logic/logic.py:triple_problems"],
     ("assets/recipes/vague/assets.py", "reason"): [
-        "forge/recipes/vague/logic.py:ne_problems",
+        "assets/recipes/vague/logic/logic.py:ne_problems",
         "assets/recipes/vague/assets.py:run_options",
     ],
     ("assets/recipes/hummus/assets.py", "reason"): FORWARDS,  # a refine outcome or Problems.primary()
     ("assets/recipes/hummus/assets.py", "probs.primary() or 'invalid_annotation'"): [
-        "forge/recipes/hummus/annotations.py:validate_annotation"
+        "assets/recipes/hummus/logic/annotations.py:validate_annotation"
     ],
     ("assets/recipes/hummus/assets.py", "r['reason']"): FORWARDS,  # hummus.items.select_annotations
-    ("forge/recipes/hummus/items.py", "detail_reject(a)"): ["forge/recipes/hummus/annotations.py:validate_annotation"],
-    ("forge/recipes/hummus/release.py", "probs.primary()"): ["forge/recipes/hummus/annotations.py:validate_annotation"],
-    ("forge/recipes/vague/logic.py", "reason"): FORWARDS,  # the local reject() helper
+    ("assets/recipes/hummus/logic/items.py", "detail_reject(a)"): [
+        "assets/recipes/hummus/logic/annotations.py:validate_annotation"
+    ],
+    ("assets/recipes/hummus/logic/release.py", "probs.primary()"): [
+        "assets/recipes/hummus/logic/annotations.py:validate_annotation"
+    ],
+    ("assets/recipes/vague/logic/logic.py", "reason"): FORWARDS,  # the local reject() helper
     ("forge/splits/stages.py", "reason"): [
         "forge/splits/gates.py:field_problem",
         "forge/splits/gates.py:media_problem",

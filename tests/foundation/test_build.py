@@ -95,7 +95,7 @@ def test_demo_runs_the_demo_settings_profile_unless_the_user_chose_one(tmp_path,
     """`make demo` / `cli.build --demo`: recipes read their `demo` profile; a profile the user
     set is kept; leaving the demo restores the environment."""
     from cli.demo import prepare_demo
-    from forge.recipes.settings import PROFILE_ENV, recipe_settings
+    from forge.benchmarks.settings import PROFILE_ENV, recipe_settings
 
     monkeypatch.setenv("SUBTEXT_DEMO_PORT", "0")
     if user_choice:

@@ -155,3 +155,56 @@ def test_no_import_cycles_but_the_known_ones():
     fixed = sorted(KNOWN_CYCLES - found)
     assert not new, f"import cycles (break them; a shared function belongs in a leaf module): {new}"
     assert not fixed, f"these cycles are gone: take them off KNOWN_CYCLES: {fixed}"
+
+
+# -- logic never imports dagster (docs/conventions.md) ---------------------------------------------
+
+# The Dagster-free layers, per file: the shared library, and in each paper's package its spec, its
+# reject table and everything under logic/ (the package's Dagster files sit beside them).
+LOGIC_GLOBS = (
+    "forge/**/*.py",
+    "assets/recipes/*/logic/**/*.py",
+    "assets/recipes/*/spec.py",
+    "assets/recipes/*/rejects.py",
+)
+
+
+def imports_dagster(path: Path) -> bool:
+    for node in _imports(ast.parse(path.read_text(), filename=str(path))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        if any(n == "dagster" or n.startswith(("dagster.", "dagster_")) for n in names):
+            return True
+    return False
+
+
+def logic_files(root: Path = ROOT) -> list[Path]:
+    return sorted({p for g in LOGIC_GLOBS for p in root.glob(g) if "__pycache__" not in p.parts})
+
+
+def test_logic_never_imports_dagster_directly_or_through_the_project():
+    files = project_files()
+    by_path = {p: m for m, p in files.items()}
+    logic = logic_files()
+    assert len(logic) > 100 and any("/logic/" in str(p) for p in logic)
+    direct = [str(p.relative_to(ROOT)) for p in logic if imports_dagster(p)]
+    assert not direct, f"Dagster-free files that import dagster: {direct}"
+    graph = import_graph(files)
+    dagster_modules = {m for m, p in files.items() if imports_dagster(p)}
+    through = {}
+    for path in logic:
+        seen, todo = set(), [by_path[path]]
+        while todo:
+            m = todo.pop()
+            for n in graph[m] - seen:
+                seen.add(n)
+                todo.append(n)
+        if seen & dagster_modules:
+            through[str(path.relative_to(ROOT))] = sorted(seen & dagster_modules)[:3]
+    assert not through, f"Dagster-free files that reach dagster through project modules: {through}"
+
+
+def test_the_dagster_rule_can_fail(tmp_path):
+    (tmp_path / "a.py").write_text("def f():\n    import dagster as dg\n    return dg\n")
+    (tmp_path / "b.py").write_text("from dagster_shared import x\n")
+    (tmp_path / "c.py").write_text("import pandas\n")
+    assert [imports_dagster(tmp_path / n) for n in ("a.py", "b.py", "c.py")] == [True, True, False]

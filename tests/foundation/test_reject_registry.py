@@ -1,4 +1,4 @@
-"""The reject-reason registry (forge/rejects_registry.py) matches the code: every reason a reject
+"""The reject-reason registry (tests/foundation/rejects_registry.py and each paper's assets/recipes/<paper>/rejects.py) matches the code: every reason a reject
 site can write is declared, every declared reason is written somewhere, and each reason's covering
 test exists and names it. The scan is tests/foundation/reject_scan.py."""
 
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from forge import rejects_registry as R
+from tests.foundation import rejects_registry as R
 from tests.foundation.reject_scan import ROOT, scan
 
 
@@ -27,7 +27,9 @@ def test_every_computed_reject_site_is_known(scanned):
 def test_every_emitted_reason_is_declared(scanned):
     emitted, _ = scanned
     undeclared = {code: sorted(where) for code, where in emitted.items() if code not in R.declared()}
-    assert not undeclared, f"declare these in forge/rejects_registry.py: {undeclared}"
+    assert not undeclared, (
+        f"declare these in tests/foundation/rejects_registry.py and each paper's assets/recipes/<paper>/rejects.py: {undeclared}"
+    )
 
 
 def test_every_declared_reason_is_emitted(scanned):

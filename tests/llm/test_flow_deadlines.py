@@ -136,7 +136,7 @@ def test_refine_items_flow_without_waiting_for_each_other(llm_double, llm_double
 
 def test_llm_checks_in_the_refine_loop_run_concurrently(llm_double, llm_double_resource, prompt_dir):
     """MAIA's NLI check (one LLM call per item) no longer sends one request at a time."""
-    from forge.recipes.maia.foils import nli_check
+    from assets.recipes.maia.logic.foils import nli_check
 
     qa = load_prompt(prompt_dir / "qa.yaml")
     nli_arrivals: list[float] = []

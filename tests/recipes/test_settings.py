@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from forge.recipes import settings as S
+from forge.benchmarks import settings as S
 
 RECIPES = ("hummus", "iibench", "maia", "vague", "vimu")
 
@@ -35,7 +35,7 @@ def test_paper_values_of_the_vague_scene_criteria():
 def test_paper_values_of_the_iibench_question_count(monkeypatch):
     """§3.2 / App. B.2: 1-3 questions per image, as many as the writer finds (no fixed count)."""
     from assets.recipes.iibench.assets import ItemsConfig
-    from forge.recipes.iibench.items import questions_wanted
+    from assets.recipes.iibench.logic.items import questions_wanted
 
     assert S.recipe_settings("iibench")["items"]["questions_per_image"] is None
     assert ItemsConfig().questions_per_image is None

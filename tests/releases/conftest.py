@@ -1,4 +1,4 @@
-"""Release folders built from the hand-written fixtures (tests/releases/fixtures/<paper>/, in the
+"""Release folders built from the hand-written fixtures (tests/recipes/<paper>/fixtures/, in the
 released formats) plus media made here: MAIA gets short real videos, Hummus small JPEG cartoons."""
 
 from __future__ import annotations
@@ -12,7 +12,13 @@ from PIL import Image, ImageDraw
 
 from forge.releases.config import ReleaseInfo
 
-FIXTURES = Path(__file__).with_name("fixtures")
+RECIPE_TESTS = Path(__file__).resolve().parents[1] / "recipes"
+
+
+def fixture(paper: str, shape: str = "release") -> Path:
+    """A paper's hand-written release fixture: ``release`` (the released formats) or ``exact``
+    (the published layout, written from the real files), in the paper's own test folder."""
+    return RECIPE_TESTS / paper / "fixtures" / shape
 
 
 @pytest.fixture(scope="session")
@@ -25,7 +31,7 @@ def _video(tmp_path_factory) -> Path:
 @pytest.fixture
 def maia_dir(tmp_path, _video) -> Path:
     d = tmp_path / "releases" / "MAIA_dev_set_ita"
-    shutil.copytree(FIXTURES / "maia", d)
+    shutil.copytree(fixture("maia"), d)
     (d / "videos").mkdir()
     for v in ("v01", "v02", "v03"):
         shutil.copy(_video, d / "videos" / f"{v}.mp4")
@@ -35,7 +41,7 @@ def maia_dir(tmp_path, _video) -> Path:
 @pytest.fixture
 def hummus_dir(tmp_path) -> Path:
     d = tmp_path / "releases" / "humorous-multimodal-metaphor-use"
-    shutil.copytree(FIXTURES / "hummus", d)
+    shutil.copytree(fixture("hummus"), d)
     for contest, size, colour in (
         ("1", (160, 120), (200, 220, 240)),
         ("2", (100, 100), (40, 90, 160)),
@@ -50,7 +56,7 @@ def hummus_dir(tmp_path) -> Path:
 @pytest.fixture
 def iibench_dir(tmp_path) -> Path:
     d = tmp_path / "releases" / "II-Bench"
-    shutil.copytree(FIXTURES / "iibench", d)
+    shutil.copytree(fixture("iibench"), d)
     for name, colour in (
         ("dev/dev-1.jpg", (250, 240, 200)),
         ("dev/dev-2.jpg", (90, 160, 90)),
@@ -65,7 +71,7 @@ def iibench_dir(tmp_path) -> Path:
 @pytest.fixture
 def vague_dir(tmp_path) -> Path:
     d = tmp_path / "releases" / "vague-bench"
-    shutil.copytree(FIXTURES / "vague", d)
+    shutil.copytree(fixture("vague"), d)
     (d / "images").mkdir()
     for k, name in enumerate(
         (
@@ -82,7 +88,7 @@ def vague_dir(tmp_path) -> Path:
 @pytest.fixture
 def vimu_dir(tmp_path, _video) -> Path:
     d = tmp_path / "releases" / "ViMU"
-    shutil.copytree(FIXTURES / "vimu", d)
+    shutil.copytree(fixture("vimu"), d)
     (d / "videos").mkdir()
     for v in ("clip01", "clip02"):  # clip99: missing
         shutil.copy(_video, d / "videos" / f"{v}.mp4")
@@ -129,9 +135,7 @@ def releases_yaml(tmp_path, maia_dir, hummus_dir, monkeypatch) -> Path:
     return p
 
 
-# -- the releases' exact shapes (fixtures/exact/<paper>/, written from the real files' layouts) --
-
-EXACT = FIXTURES / "exact"
+# -- the releases' exact shapes (tests/recipes/<paper>/fixtures/exact/, written from the real files' layouts) --
 
 
 def _jpeg(path: Path, size: tuple[int, int], colour: tuple[int, int, int]) -> None:
@@ -147,7 +151,7 @@ def exact_dirs(tmp_path, _video) -> dict[str, Path]:
     out = {}
     for paper in ("maia", "hummus", "iibench", "vague", "vimu"):
         out[paper] = tmp_path / "exact" / paper
-        shutil.copytree(EXACT / paper, out[paper])
+        shutil.copytree(fixture(paper, "exact"), out[paper])
     for v in (1, 2):  # the official JSON names "video1"; the file is dataset/videos/1.mp4
         (out["maia"] / "dataset" / "videos").mkdir(exist_ok=True)
         shutil.copy(_video, out["maia"] / "dataset" / "videos" / f"{v}.mp4")

@@ -1,4 +1,4 @@
-"""Each importer on a synthetic release in its paper's exact published shape (fixtures/exact/,
+"""Each importer on a synthetic release in its paper's exact published shape (tests/recipes/<paper>/fixtures/exact/,
 layouts read from the official files: docs/releases.md "Formats"): 0 rejects, every unit offered
 is imported, and every key a real record carries is consumed (changing it changes the import)
 or named in the importer's ``IGNORED_KEYS``."""
@@ -111,7 +111,7 @@ def _info(paper: str, d: Path) -> ReleaseInfo:
 
 
 def _parse(paper: str, d: Path):
-    return importlib.import_module(f"forge.recipes.{paper}.release").parse_release(_info(paper, d))
+    return importlib.import_module(f"assets.recipes.{paper}.logic.release").parse_release(_info(paper, d))
 
 
 def _fingerprint(parsed) -> str:
@@ -203,7 +203,7 @@ def _perturb_file(f: Path, key: str) -> None:
 
 @pytest.mark.parametrize("paper", list(REAL_KEYS))
 def test_every_real_key_is_consumed_or_deliberately_ignored(paper, exact_dirs, tmp_path):
-    module = importlib.import_module(f"forge.recipes.{paper}.release")
+    module = importlib.import_module(f"assets.recipes.{paper}.logic.release")
     ignored = module.IGNORED_KEYS
     base = _fingerprint(_parse(paper, exact_dirs[paper]))
     original = {f: (exact_dirs[paper] / f).read_text() for f, *_ in REAL_KEYS[paper]}
@@ -269,7 +269,7 @@ def test_hummus_test_gold_comes_from_the_test_set(exact_dirs):
 
 
 def test_import_report_units_reasons_examples_and_paper_table(vague_dir, exact_dirs):
-    from forge.recipes.vague.release import parse_release
+    from assets.recipes.vague.logic.release import parse_release
 
     bad = parse_release(ReleaseInfo("vague", "vague-2", vague_dir, "2.0", "x"))
     text = markdown(bad, "vague release vague-2")

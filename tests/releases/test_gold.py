@@ -7,9 +7,9 @@ import json
 
 import pandas as pd
 
-from forge.recipes.hummus.items import build_items
-from forge.recipes.hummus.release import parse_release as parse_hummus
-from forge.recipes.maia.release import parse_release as parse_maia
+from assets.recipes.hummus.logic.items import build_items
+from assets.recipes.hummus.logic.release import parse_release as parse_hummus
+from assets.recipes.maia.logic.release import parse_release as parse_maia
 from forge.releases.config import ReleaseInfo, with_options
 from forge.releases.gold import apply_gold, with_gold
 

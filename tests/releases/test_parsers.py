@@ -8,10 +8,10 @@ import json
 import pandas as pd
 import pytest
 
-from forge.recipes.hummus import annotations as A
-from forge.recipes.hummus.release import parse_release as parse_hummus
-from forge.recipes.maia.release import parse_category
-from forge.recipes.maia.release import parse_release as parse_maia
+from assets.recipes.hummus.logic import annotations as A
+from assets.recipes.hummus.logic.release import parse_release as parse_hummus
+from assets.recipes.maia.logic.release import parse_category
+from assets.recipes.maia.logic.release import parse_release as parse_maia
 from forge.releases.config import ReleaseInfo, load_releases, with_options
 
 
@@ -181,7 +181,7 @@ def test_releases_config_and_inbox(tmp_path):
 
 
 def test_iibench_dev_and_test_json(iibench_dir):
-    from forge.recipes.iibench.release import parse_release as parse_iibench
+    from assets.recipes.iibench.logic.release import parse_release as parse_iibench
 
     info = ReleaseInfo("iibench", "ii-bench", iibench_dir, "7cf6187", "Apache-2.0", "en")
     r = parse_iibench(info)
@@ -216,7 +216,7 @@ def test_iibench_dev_and_test_json(iibench_dir):
 
 
 def test_vague_records(vague_dir):
-    from forge.recipes.vague.release import parse_release as parse_vague
+    from assets.recipes.vague.logic.release import parse_release as parse_vague
 
     r = parse_vague(ReleaseInfo("vague", "vague-2", vague_dir, "2.0", "see card", "en"))
     assert sorted((x.record, x.reason) for x in r.rejects) == [
@@ -235,7 +235,7 @@ def test_vague_records(vague_dir):
 
 
 def test_vimu_task_files(vimu_dir):
-    from forge.recipes.vimu.release import parse_release as parse_vimu
+    from assets.recipes.vimu.logic.release import parse_release as parse_vimu
 
     r = parse_vimu(ReleaseInfo("vimu", "vimu-v1", vimu_dir, "1", "CC BY-NC 4.0", "en"))
     assert sorted((x.record, x.reason) for x in r.rejects) == [

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forge.recipes.hummus.release import parse_release as parse_hummus
-from forge.recipes.vague.release import parse_release as parse_vague
+from assets.recipes.hummus.logic.release import parse_release as parse_hummus
+from assets.recipes.vague.logic.release import parse_release as parse_vague
 from forge.releases.config import ReleaseInfo, load_releases
 from forge.releases.records import place_media
 

@@ -15,9 +15,9 @@ import pytest
 
 from assets.recipes.vimu import CHECKS
 from assets.recipes.vimu.assets import vimu_annotations, vimu_items, vimu_questions
+from assets.recipes.vimu.logic.items import item_id
 from assets.review.factory import benchmark_review_defs
 from forge.contracts import load_contract
-from forge.recipes.vimu.items import item_id
 from forge.storage import TableStore
 from resources.llm import LLMResource
 from resources.review import ReviewResource

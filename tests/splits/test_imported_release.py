@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from assets.recipes.iibench.logic.release import parse_release
 from forge.benchmarks import registry
 from forge.checks.mcq import letter_index
 from forge.contracts import load_contract
 from forge.evals.pipeline import load_export
-from forge.recipes.iibench.release import parse_release
 from forge.releases.config import ReleaseInfo
 from forge.releases.records import batch_part, place_media
 from forge.splits.config import benchmark_config
@@ -24,7 +24,7 @@ from forge.splits.stages import _card_sections, run_gates
 from tests.splits.helpers import noise_image
 from tests.splits.test_splits_assets import _check, _md, _run, store  # noqa: F401 (fixture)
 
-FIXTURE = Path(__file__).resolve().parents[1] / "releases" / "fixtures" / "exact" / "iibench"
+FIXTURE = Path(__file__).resolve().parents[1] / "recipes" / "iibench" / "fixtures" / "exact"
 
 
 def _release(root: Path, n_test: int = 16, n_dev: int = 3) -> Path:

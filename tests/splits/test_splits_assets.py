@@ -162,7 +162,7 @@ def test_probe_reports_export_roundtrip_and_versioning(store, llm_double, llm_do
     assert "CC BY 4.0" in card and "unknown" in card and "FORCED STUB" not in card
     assert "per accepted item" in card and "First version." in card and "| irony |" in card
     assert "## Text-only (blind) accuracy" in card and "| category=irony |" in card and "**report**" in card
-    from forge.recipes.settings import config_path, settings_hash
+    from forge.benchmarks.settings import config_path, settings_hash
 
     assert f"`demo` (effective settings sha256 {settings_hash(config_path(PAPER), 'demo')})" in card
     assert all(json.loads(e)["profile"] == "demo" for e in store.read("gated_items")["extra"])

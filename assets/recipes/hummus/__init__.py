@@ -1,8 +1,3 @@
-"""Hummus recipe assets (group ``hummus``): image-caption pairs → annotations → task items."""
-
-import dagster as dg
-
-from assets.recipes.hummus.assets import hummus_annotations, hummus_items, hummus_pairs
-from assets.recipes.hummus.checks import CHECKS
-
-defs = dg.Definitions(assets=[hummus_pairs, hummus_annotations, hummus_items], asset_checks=CHECKS)
+"""The hummus benchmark, one package (docs/conventions.md): spec.py (what the shared stages read),
+logic/ (Dagster-free), assets.py / checks.py / release.py / definitions.py (its Dagster files),
+config.yaml, contracts/, prompts/, evals.yaml, eval_prompts/ and README.md."""

@@ -19,21 +19,22 @@ import dagster as dg
 import pandas as pd
 
 from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, sum_counts, table_metadata
+from forge.benchmarks.settings import config_default, recipe_settings, with_profile
 from forge.checks.language import language_first, wrong_language_outcome
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE
 from forge.llm.types import ImageInput, LLMRequest
-from forge.recipes.hummus import annotations as A
-from forge.recipes.hummus import items as H
-from forge.recipes.hummus.spec import SPEC as HUMMUS
-from forge.recipes.hummus.taxonomy import TAXONOMY_PATH, devices
-from forge.recipes.settings import config_default, recipe_settings, with_profile
 from forge.review import regenerate
 from forge.storage import RejectLog
 from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
+
+from .logic import annotations as A
+from .logic import items as H
+from .logic.taxonomy import TAXONOMY_PATH, devices
+from .spec import SPEC as HUMMUS
 
 VERSION = "2"  # 2: verdict-only rows keep Classification when the detail fails
 PROMPTS = Path(__file__).with_name("prompts")

@@ -4,9 +4,10 @@ import dagster as dg
 import pandas as pd
 
 from assets.llm_support import outdated_prompt_check
-from assets.recipes.hummus.assets import P_ANNOTATE, P_CAPTION
-from forge.recipes.hummus import annotations as A
 from resources.storage import StorageResource
+
+from .assets import P_ANNOTATE, P_CAPTION
+from .logic import annotations as A
 
 FAILURE_CODES = (
     A.INVALID_SPAN,

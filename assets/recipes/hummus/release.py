@@ -1,6 +1,7 @@
 """Hummus's public release (dataset, test set, image descriptions)."""
 
 from assets.releases.factory import release_defs
-from forge.recipes.hummus.release import parse_release
+
+from .logic.release import parse_release
 
 defs = release_defs("hummus", parse_release)

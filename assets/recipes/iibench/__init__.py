@@ -1,8 +1,3 @@
-"""II-Bench recipe assets (group ``iibench``): implication filter → labels → items."""
-
-import dagster as dg
-
-from assets.recipes.iibench.assets import iibench_implication, iibench_items, iibench_labels
-from assets.recipes.iibench.checks import CHECKS
-
-defs = dg.Definitions(assets=[iibench_implication, iibench_labels, iibench_items], asset_checks=CHECKS)
+"""The iibench benchmark, one package (docs/conventions.md): spec.py (what the shared stages read),
+logic/ (Dagster-free), assets.py / checks.py / release.py / definitions.py (its Dagster files),
+config.yaml, contracts/, prompts/, evals.yaml, eval_prompts/ and README.md."""

@@ -17,24 +17,26 @@ import dagster as dg
 import pandas as pd
 
 from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, sum_counts, table_metadata
+from forge.benchmarks.settings import config_default, recipe_settings, with_profile
+from forge.benchmarks.spec import ROOT
 from forge.checks.language import language_first, wrong_language_outcome
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.llm.types import ImageInput, LLMRequest
-from forge.recipes.iibench import implication as imp
-from forge.recipes.iibench import items as it
-from forge.recipes.iibench import taxonomy as tax
-from forge.recipes.iibench.spec import SPEC as IIBENCH
-from forge.recipes.settings import config_default, recipe_settings, with_profile
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 
+from .logic import implication as imp
+from .logic import items as it
+from .logic import taxonomy as tax
+from .spec import SPEC as IIBENCH
+
 VERSION = "1"
-ROOT = Path(__file__).resolve().parents[3]
+
 PROMPTS = Path(__file__).with_name("prompts")
 P_IMPLICATION = PROMPTS / "implication.yaml"
 P_LABELS = PROMPTS / "labels.yaml"
@@ -43,7 +45,7 @@ P_JUDGE = PROMPTS / "distractor_judge.yaml"
 
 
 def settings() -> dict[str, Any]:
-    """config/recipes/iibench.yaml under the active profile (read per use: a profile change applies)."""
+    """assets/recipes/iibench/config.yaml under the active profile (read per use: a profile change applies)."""
     return recipe_settings("iibench")
 
 

@@ -6,10 +6,11 @@ import dagster as dg
 import pandas as pd
 
 from assets.llm_support import outdated_prompt_check
-from assets.recipes.iibench.assets import P_IMPLICATION, P_JUDGE, P_LABELS, P_QUESTIONS
 from assets.recipes.mcq_checks import mcq_asset_checks
-from forge.recipes.iibench import items as it
 from resources.storage import StorageResource
+
+from .assets import P_IMPLICATION, P_JUDGE, P_LABELS, P_QUESTIONS
+from .logic import items as it
 
 implication_prompt_current = outdated_prompt_check(
     "iibench_implication", "iibench_implication", [P_IMPLICATION], only={"origin": "llm"}

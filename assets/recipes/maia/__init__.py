@@ -1,11 +1,3 @@
-"""MAIA recipe (maia.md): questions → answer pools → true statements → foils → items."""
-
-import dagster as dg
-
-from assets.recipes.maia.assets import maia_answer_pools, maia_foils, maia_items, maia_questions, maia_statements
-from assets.recipes.maia.checks import CHECKS
-
-defs = dg.Definitions(
-    assets=[maia_questions, maia_answer_pools, maia_statements, maia_foils, maia_items],
-    asset_checks=CHECKS,
-)
+"""The maia benchmark, one package (docs/conventions.md): spec.py (what the shared stages read),
+logic/ (Dagster-free), assets.py / checks.py / release.py / definitions.py (its Dagster files),
+config.yaml, contracts/, prompts/, evals.yaml, eval_prompts/ and README.md."""

@@ -1,7 +1,7 @@
 """MAIA recipe assets (maia.md §3.1, App. A.3–A.8), per batch of ~30 s clips.
 
 maia_questions → maia_answer_pools (+ maia_pool_stats) → maia_statements (+ maia_pool_stats)
-→ maia_foils (+ llm_attempts) → maia_items. Logic lives in forge/recipes/maia; these bodies
+→ maia_foils (+ llm_attempts) → maia_items. Logic lives in assets/recipes/maia/logic; these bodies
 read inputs, run each question's pool on its own thread (``pool_flow.each_pool``: answers and
 statements; foils flow per item through refine), and publish whole pools only (8 members, or the
 pool is a reject with its reason).
@@ -21,27 +21,28 @@ import dagster as dg
 import pandas as pd
 
 from assets.common import SINGLE_RUN, Progress, StageRun, batches, stage_check_specs, table_metadata
+from forge.benchmarks.settings import recipe_settings, with_profile
 from forge.checks.language import after_language, language_first
 from forge.checks.text import pool_stats
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import refine
 from forge.llm.stub import advisory
 from forge.llm.types import ImageInput, LLMRequest
-from forge.recipes.maia import foils as F
-from forge.recipes.maia import pool_flow as PF
-from forge.recipes.maia import questions as Q
-from forge.recipes.maia.items import build_items
-from forge.recipes.maia.language import LanguagePrompts, recipe_language
-from forge.recipes.maia.pools import Pool
-from forge.recipes.maia.spec import SPEC as MAIA
-from forge.recipes.maia.taxonomy import CATEGORIES_FILE, CATEGORY_NAMES, CAUSAL, categories
-from forge.recipes.settings import recipe_settings, with_profile
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.nli import NLIResource
 from resources.storage import StorageResource
+
+from .logic import foils as F
+from .logic import pool_flow as PF
+from .logic import questions as Q
+from .logic.items import build_items
+from .logic.language import LanguagePrompts, recipe_language
+from .logic.pools import Pool
+from .logic.taxonomy import CATEGORIES_FILE, CATEGORY_NAMES, CAUSAL, categories
+from .spec import SPEC as MAIA
 
 VERSION = "maia-1"
 
@@ -54,7 +55,7 @@ class PoolsConfig(dg.Config):
 
 
 def settings() -> dict[str, Any]:
-    """config/recipes/maia.yaml under the active profile (read per use: a profile change applies)."""
+    """assets/recipes/maia/config.yaml under the active profile (read per use: a profile change applies)."""
     return recipe_settings("maia")
 
 

@@ -8,11 +8,12 @@ import dagster as dg
 import pandas as pd
 
 from assets.llm_support import outdated_prompt_check
-from assets.recipes.maia.assets import FOIL_PROMPTS, P, language, settings
 from assets.recipes.mcq_checks import mcq_asset_checks
 from forge.llm.stub import ADVISORY_NOTE, advisory
-from forge.recipes.maia import questions as Q
 from resources.storage import StorageResource
+
+from .assets import FOIL_PROMPTS, P, language, settings
+from .logic import questions as Q
 
 
 def _read(storage: StorageResource, table: str, where: str | None = None, params: list | None = None) -> pd.DataFrame:

@@ -1,11 +1,12 @@
 """MAIA's public release (Italian questions, 8-answer pools, true/false statement pairs)."""
 
 from assets.releases.factory import release_defs
-from forge.recipes.maia.release import parse_release
-from forge.recipes.settings import recipe_settings
+from forge.benchmarks.settings import recipe_settings
 from forge.releases.media import sample_frames
 
-# MAIA's published pool figures (config/recipes/maia.yaml `reference`), as rows of the report
+from .logic.release import parse_release
+
+# MAIA's published pool figures (assets/recipes/maia/config.yaml `reference`), as rows of the report
 REFERENCE_ROWS = {
     "answers_overlap_mean": "answer_pool/overlap_mean",
     "answers_overlap_mean_cw": "answer_pool/overlap_mean_cw",

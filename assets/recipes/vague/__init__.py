@@ -1,12 +1,3 @@
-"""VAGUE recipe (Nam et al.): frames with person indicators → direct expression + triple →
-indirect expression → counterfactual options FS / SU / NE → 4-option MCQ items."""
-
-import dagster as dg
-
-from assets.recipes.vague.assets import vague_candidates, vague_direct, vague_indirect, vague_items, vague_options
-from assets.recipes.vague.checks import CHECKS
-
-defs = dg.Definitions(
-    assets=[vague_candidates, vague_direct, vague_indirect, vague_options, vague_items],
-    asset_checks=CHECKS,
-)
+"""The vague benchmark, one package (docs/conventions.md): spec.py (what the shared stages read),
+logic/ (Dagster-free), assets.py / checks.py / release.py / definitions.py (its Dagster files),
+config.yaml, contracts/, prompts/, evals.yaml, eval_prompts/ and README.md."""

@@ -1,6 +1,6 @@
 """VAGUE recipe assets (Nam et al., §4): candidates → direct → indirect → options → items.
 
-Thin: each asset reads its inputs for the batch, calls ``forge.recipes.vague.logic`` and
+Thin: each asset reads its inputs for the batch, calls ``assets.recipes.vague.logic.logic`` and
 the LLM engine, and publishes its table with rejects. Every LLM row carries prompt_hash,
 model and backend; calls go to ``llm_calls`` (and NE refine attempts to ``llm_attempts``).
 
@@ -20,21 +20,22 @@ import pandas as pd
 import yaml
 
 from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
+from forge.benchmarks.settings import recipe_settings, with_profile
 from forge.checks import mcq
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
-from forge.recipes.settings import recipe_settings, with_profile
-from forge.recipes.vague import logic
-from forge.recipes.vague.objects import VISION_CONFIG, object_filter
-from forge.recipes.vague.spec import SPEC as VAGUE
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.embedder import EmbedderResource
 from resources.llm import LLMResource
 from resources.storage import StorageResource
+
+from .logic import logic
+from .logic.objects import VISION_CONFIG, object_filter
+from .spec import SPEC as VAGUE
 
 VERSION = "1"
 GROUP = "vague"
@@ -57,7 +58,7 @@ class IndirectConfig(dg.Config):
 
 
 def settings() -> dict[str, Any]:
-    """config/recipes/vague.yaml under the active profile (read per use: a profile change applies)."""
+    """assets/recipes/vague/config.yaml under the active profile (read per use: a profile change applies)."""
     return recipe_settings("vague")
 
 

@@ -18,11 +18,12 @@ import pandas as pd
 
 from assets.llm_support import outdated_prompt_check
 from assets.recipes.mcq_checks import mcq_asset_checks
-from assets.recipes.vague.assets import PROMPT_FILES
 from forge.llm.stub import advisory
-from forge.recipes.vague import lexicon, logic
 from forge.storage import TableStore
 from resources.storage import StorageResource
+
+from .assets import PROMPT_FILES
+from .logic import lexicon, logic
 
 
 def failure_rates(store: TableStore, stage: str, kept: int) -> dict[str, object]:

@@ -1,6 +1,7 @@
 """VAGUE's public release (2.0 records with images)."""
 
 from assets.releases.factory import release_defs
-from forge.recipes.vague.release import parse_release
+
+from .logic.release import parse_release
 
 defs = release_defs("vague", parse_release)

@@ -2,7 +2,7 @@
 
 Per batch of clips: Stage 1–2 taxonomy annotation from the clip's evidence bundle, Stage 3–4
 hint-free question generation through the engine's validate-and-refine loop, Stage 5 the four
-benchmark items (OE, EG, RM, SV). Logic lives in ``forge/recipes/vimu``; these bodies read,
+benchmark items (OE, EG, RM, SV). Logic lives in ``assets/recipes/vimu/logic``; these bodies read,
 call and publish.
 
 Stub output (``forge.llm.stub.advisory``): the annotation's external-context / ambiguity flags,
@@ -17,27 +17,28 @@ import dagster as dg
 import pandas as pd
 
 from assets.common import SINGLE_RUN, Progress, StageRun, batches, stage_check_specs, table_metadata
+from forge.benchmarks.settings import config_default, recipe_settings, with_profile
 from forge.llm.prompts import load_prompt, prompt_files_hash
 from forge.llm.refine import refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
-from forge.recipes.settings import config_default, recipe_settings, with_profile
-from forge.recipes.vimu import annotate as ann
-from forge.recipes.vimu import items as itm
-from forge.recipes.vimu import questions as qs
-from forge.recipes.vimu.spec import SPEC as VIMU
-from forge.recipes.vimu.taxonomy import TAXONOMY_PATH, load_taxonomy
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
 from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 
+from .logic import annotate as ann
+from .logic import items as itm
+from .logic import questions as qs
+from .logic.taxonomy import TAXONOMY_PATH, load_taxonomy
+from .spec import SPEC as VIMU
+
 VERSION = "vimu-1"
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 
 def settings() -> dict[str, Any]:
-    """config/recipes/vimu.yaml under the active profile (read per use: a profile change applies)."""
+    """assets/recipes/vimu/config.yaml under the active profile (read per use: a profile change applies)."""
     return recipe_settings("vimu")
 
 

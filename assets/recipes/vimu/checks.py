@@ -15,7 +15,9 @@ import dagster as dg
 import pandas as pd
 
 from assets.llm_support import outdated_prompt_check
-from assets.recipes.vimu.assets import (
+from resources.storage import StorageResource
+
+from .assets import (
     ALL_PROMPTS,
     ANNOTATE_PROMPT,
     GENERATE_PROMPT,
@@ -23,10 +25,9 @@ from assets.recipes.vimu.assets import (
     items_prompt_hash,
     settings,
 )
-from forge.recipes.vimu.hints import find_hint_leaks
-from forge.recipes.vimu.items import parse_letters
-from forge.recipes.vimu.taxonomy import load_taxonomy
-from resources.storage import StorageResource
+from .logic.hints import find_hint_leaks
+from .logic.items import parse_letters
+from .logic.taxonomy import load_taxonomy
 
 annotations_prompt_current = outdated_prompt_check("vimu_annotations", "vimu_annotations", [ANNOTATE_PROMPT])
 questions_prompt_current = outdated_prompt_check("vimu_questions", "vimu_questions", [GENERATE_PROMPT, REFINE_PROMPT])

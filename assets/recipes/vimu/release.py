@@ -1,8 +1,9 @@
 """ViMU's release (videos/ + metadata/<task>.jsonl, as its dataset card lays it out)."""
 
 from assets.releases.factory import release_defs
-from forge.recipes.vimu.release import parse_release
 from forge.releases.media import sample_frames
+
+from .logic.release import parse_release
 
 FRAMES = 16  # the evaluation's ViMU setting (config/evals.yaml)
 

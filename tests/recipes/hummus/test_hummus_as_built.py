@@ -2,7 +2,7 @@
 of its own (``verdict_changed``) unless it is WIDLII → No / Discard (§4.2); the 30-word limit of
 §6 / Table 1 is asked of evaluated models, never applied to the gold explanations (§4.2)."""
 
-from forge.recipes.hummus import annotations as A
+from assets.recipes.hummus.logic import annotations as A
 from tests.llm_double.server import message_text
 from tests.recipes.hummus.test_hummus_assets import BATCH, _ann, _run, image_store
 
@@ -79,7 +79,7 @@ def test_verdict_flip_rejected_widlii_relabel_kept_gold_uncapped_wrong_language(
 def test_simile_and_personification_are_metaphors_not_other_devices():
     """§2: simile, personification and zoomorphism are metaphor use under CMT; named as devices
     they are left out of ``devices`` (with a note), never counted as another figurative device."""
-    from forge.recipes.hummus.taxonomy import devices
+    from assets.recipes.hummus.logic.taxonomy import devices
 
     assert not {"simile", "anthropomorphism", "personification", "zoomorphism"} & set(devices())
     reply = {

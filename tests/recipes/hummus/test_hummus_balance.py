@@ -5,7 +5,7 @@ together with negatives so the batch's positive share stays what it was."""
 import dagster as dg
 import pytest
 
-from forge.recipes.hummus import items as H
+from assets.recipes.hummus.logic import items as H
 from resources.storage import StorageResource
 from tests.llm_double.server import message_text
 from tests.recipes.hummus.test_hummus_assets import image_store

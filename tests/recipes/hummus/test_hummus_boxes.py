@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from assets.recipes.hummus.logic.boxes import BoxError, parse_box
 from forge.evals import requests as rq
 from forge.evals.requests import EvalRequest
 from forge.evals.scoring import similarity_scores
 from forge.llm.types import LLMRequest
-from forge.recipes.hummus.boxes import BoxError, parse_box
 
 SIZE = (640, 480)  # width, height
 GOLD = [0.25, 0.125, 0.5, 0.375]  # top, left, height, width = x 80..320 px, y 120..360 px

@@ -10,14 +10,14 @@ import pytest
 import yaml
 from PIL import Image
 
+from assets.recipes.hummus.logic import evaluation as E
+from assets.recipes.hummus.logic.items import question
+from assets.recipes.hummus.logic.scoring import random_baseline, random_f1
 from forge.evals.config import ModelSpec, settings_for
 from forge.evals.requests import build_requests, parse_reply
 from forge.evals.scorers import f1_per_class
 from forge.evals.scoring import Scorer
 from forge.llm.prompts import load_prompt
-from forge.recipes.hummus import evaluation as E
-from forge.recipes.hummus.items import question
-from forge.recipes.hummus.scoring import random_baseline, random_f1
 
 ROOT = Path(__file__).resolve().parents[3]
 PROMPT = load_prompt(ROOT / "assets" / "evals" / "prompts" / "hummus_task.yaml")

@@ -2,8 +2,8 @@
 
 import json
 
-from forge.recipes.hummus import annotations as A
-from forge.recipes.hummus import items
+from assets.recipes.hummus.logic import annotations as A
+from assets.recipes.hummus.logic import items
 
 
 def test_metaphor_format():
@@ -126,9 +126,9 @@ def test_items_six_tasks_for_positive_one_for_negative():
 def test_prompt_schemas_agree_with_label_data():
     from pathlib import Path
 
+    from assets.recipes.hummus.logic.taxonomy import devices, verdicts
+    from assets.recipes.iibench.logic import taxonomy as T
     from forge.llm.prompts import load_prompt
-    from forge.recipes.hummus.taxonomy import devices, verdicts
-    from forge.recipes.iibench import taxonomy as T
 
     root = Path(__file__).resolve().parents[3] / "assets/recipes"
     ann = load_prompt(root / "hummus/prompts/annotate.yaml").schema["properties"]

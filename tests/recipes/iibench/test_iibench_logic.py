@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from forge.recipes.iibench import implication, items, taxonomy
+from assets.recipes.iibench.logic import implication, items, taxonomy
 
 
 def test_label_sets_match_the_paper():

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import assets.recipes.maia.assets as A
-from forge.recipes.maia.taxonomy import category
-from forge.recipes.settings import recipe_settings
+from assets.recipes.maia.logic.taxonomy import category
+from forge.benchmarks.settings import recipe_settings
 from tests.llm_double import Reply
 from tests.llm_double.plausible import MISREAD_IT, Plausible
 from tests.llm_double.server import message_text

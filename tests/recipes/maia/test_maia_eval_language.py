@@ -5,9 +5,9 @@ from pathlib import Path
 
 import yaml
 
+from assets.recipes.maia.logic.evaluation import item_language, task_prompt
 from forge.checks.language import detect
 from forge.llm.prompts import load_prompt
-from forge.recipes.maia.evaluation import item_language, task_prompt
 
 ROOT = Path(__file__).resolve().parents[3]
 PROMPTS = ROOT / "assets" / "evals" / "prompts"

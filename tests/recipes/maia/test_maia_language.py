@@ -12,18 +12,18 @@ import pytest
 import yaml
 
 import assets.recipes.maia.assets as A
+from assets.recipes.maia.logic import foils as F
+from assets.recipes.maia.logic import questions as Q
+from assets.recipes.maia.logic.items import build_items
+from assets.recipes.maia.logic.language import LanguagePrompts, prompt_file, prompts_dir, recipe_language
+from assets.recipes.maia.logic.release import causal_type_of_record
+from assets.recipes.maia.logic.taxonomy import CATEGORY_NAMES, CAUSAL_TYPES, category
+from forge.benchmarks.settings import recipe_settings
 from forge.checks.text import guess_language, tokens
 from forge.evals.scoring import Scorer, score_benchmark
 from forge.llm.backends import StubBackend
 from forge.llm.prompts import PromptError, load_prompt, placeholders
 from forge.llm.types import LLMRequest
-from forge.recipes.maia import foils as F
-from forge.recipes.maia import questions as Q
-from forge.recipes.maia.items import build_items
-from forge.recipes.maia.language import LanguagePrompts, prompt_file, prompts_dir, recipe_language
-from forge.recipes.maia.release import causal_type_of_record
-from forge.recipes.maia.taxonomy import CATEGORY_NAMES, CAUSAL_TYPES, category
-from forge.recipes.settings import recipe_settings
 from tests.llm_double.plausible import Plausible
 from tests.recipes.maia.test_maia_assets import corpus  # noqa: F401 (fixture)
 

@@ -4,12 +4,12 @@ import json
 
 import pandas as pd
 
+from assets.recipes.maia.logic import foils as F
+from assets.recipes.maia.logic import questions as Q
+from assets.recipes.maia.logic.items import build_items
+from assets.recipes.maia.logic.pools import Pool, postprocess_pools
+from assets.recipes.maia.logic.taxonomy import CATEGORY_NAMES, categories
 from forge.llm.types import LLMRequest
-from forge.recipes.maia import foils as F
-from forge.recipes.maia import questions as Q
-from forge.recipes.maia.items import build_items
-from forge.recipes.maia.pools import Pool, postprocess_pools
-from forge.recipes.maia.taxonomy import CATEGORY_NAMES, categories
 
 
 def test_twelve_categories_with_definitions():

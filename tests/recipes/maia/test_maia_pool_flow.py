@@ -1,4 +1,4 @@
-"""A MAIA pool as a unit (forge.recipes.maia.pool_flow) through the LLM test double: 8 independent
+"""A MAIA pool as a unit (assets.recipes.maia.logic.pool_flow) through the LLM test double: 8 independent
 annotator requests, regeneration with feedback, then a fresh draw (same persona, new seed), a
 member failing every draw kept and flagged for review (never dropping its pool), checks that fail
 closed, and every prompt's own foil example through the foil checks."""
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from assets.recipes.maia.logic import pool_flow as PF
+from assets.recipes.maia.logic.foils import minimal_edit_check
+from forge.benchmarks.settings import recipe_settings
 from forge.llm.prompts import load_prompt
 from forge.llm.types import LLMRequest
-from forge.recipes.maia import pool_flow as PF
-from forge.recipes.maia.foils import minimal_edit_check
-from forge.recipes.settings import recipe_settings
 from tests.llm_double import Reply
 from tests.llm_double.server import message_text
 

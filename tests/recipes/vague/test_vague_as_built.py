@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from assets.recipes.vague.assets import build_items
-from forge.recipes.settings import recipe_settings
-from forge.recipes.vague import logic
-from forge.recipes.vague.objects import object_filter
+from assets.recipes.vague.logic import logic
+from assets.recipes.vague.logic.objects import object_filter
+from forge.benchmarks.settings import recipe_settings
 from forge.storage import RejectLog
 from tests.recipes.vague.test_vague_logic import _frames
 

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from forge.recipes.vague import lexicon, logic
+from assets.recipes.vague.logic import lexicon, logic
 
 
 def test_lemma_rules_match_inflections():
@@ -263,7 +263,7 @@ def test_mcq_figures_from_items_frame():
 def test_paper_defaults_reject_a_one_person_scene_and_record_the_tagger(monkeypatch):
     """With no profile named, candidate selection uses the paper's criteria (§4.1: ≥ 2 persons,
     objects from the tagger only); a kept frame says which tagger its objects came from."""
-    from forge.recipes.settings import recipe_settings
+    from forge.benchmarks.settings import recipe_settings
 
     monkeypatch.delenv("SUBTEXT_RECIPE_PROFILE", raising=False)
     monkeypatch.delenv("SUBTEXT_VAGUE_CONFIG", raising=False)

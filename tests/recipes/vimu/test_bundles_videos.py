@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from forge.recipes.vimu.annotate import clip_bundles
+from assets.recipes.vimu.logic.annotate import clip_bundles
 
 
 def test_channel_from_videos_keyed_by_video_id():

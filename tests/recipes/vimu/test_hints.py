@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from forge.recipes.vimu.hints import find_hint_leaks, leak_feedback
-from forge.recipes.vimu.taxonomy import load_taxonomy
+from assets.recipes.vimu.logic.hints import find_hint_leaks, leak_feedback
+from assets.recipes.vimu.logic.taxonomy import load_taxonomy
 
 TERMS = load_taxonomy().hint_terms()
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from forge.recipes.vimu.items import answer_letters, build_items, multi_select_score, parse_letters
-from forge.recipes.vimu.taxonomy import load_taxonomy
+from assets.recipes.vimu.logic.items import answer_letters, build_items, multi_select_score, parse_letters
+from assets.recipes.vimu.logic.taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from assets.recipes.vimu.logic.items import build_items
+from assets.recipes.vimu.logic.scoring import judge_variables
 from forge.llm.prompts import load_prompt
-from forge.recipes.vimu.items import build_items
-from forge.recipes.vimu.scoring import judge_variables
 from tests.recipes.vimu.test_items import QUESTION, TAX, annotation
 
 JUDGE = Path(__file__).resolve().parents[3] / "assets" / "evals" / "prompts" / "vimu_oe_judge.yaml"
@@ -43,8 +43,8 @@ def test_items_without_them_still_judge():
 
 
 def test_questions_in_another_language_are_wrong_language_before_the_hint_check():
+    from assets.recipes.vimu.logic import questions as qs
     from forge.llm.refine import RefineOutcome, RefineRun, Verdict
-    from forge.recipes.vimu import questions as qs
     from forge.storage import RejectLog
 
     lang, hint = qs.qa_checks(["sarcasm", "sarcastic"])

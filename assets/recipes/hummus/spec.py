@@ -1,0 +1,74 @@
+"""Hummus as a registered benchmark.
+
+* Option policy **fixed**: the Classification prompt asks for Yes or No (§6, Table 1) and
+  is scored with F1 per class (Table 2); the scorer reads option A as Yes, so moving the
+  options would swap the classes. (§6.2's randomised "A or B" order is a prompt variant.)
+* Text-only probe **report**, unit **item**: the paper measures caption-only identifiability
+  with a text-only detector and reports it as evidence of multimodality (§5 "Multimodality
+  of the metaphor samples") rather than filtering on it; the text-only solver's figures are
+  reported the same way.
+* Evaluation: the six Table 1 tasks, thresholds of §6.1 (0.6 similarity, IoU 0.5, ROUGE-1
+  0.35 / ROUGE-2 0.087), and the §6.3 ablation with a textual description of the image.
+"""
+
+from __future__ import annotations
+
+from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy, PaperCard
+from forge.review.spec import Media, Regenerate, ReviewSpec
+
+from .logic import scoring
+from .logic.evaluation import build_request, descriptions, parse_reply
+from .logic.gold import GOLD
+from .logic.release import parse_release
+from .rejects import REJECTS
+
+SPEC = BenchmarkSpec(
+    name="hummus",
+    importer=parse_release,  # the published release (docs/releases.md)
+    title="Hummus",
+    group="hummus",
+    recipe_assets=("hummus_pairs", "hummus_annotations", "hummus_items"),
+    options=OptionPolicy.FIXED,
+    blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.ITEM),
+    package=__package__,  # config.yaml, contracts/, evals.yaml, eval_prompts/, README.md beside this file
+    rejects=REJECTS,
+    gold=GOLD,  # human gold from its release (logic/gold.py)
+    review=ReviewSpec(
+        media=Media.IMAGE,
+        reviewers=1,
+        editable=("question", "answer", "box"),
+        boxes=True,
+        note="Hummus §3 and Limitations: one expert linguist annotates every item, boxes included; one reviewer per item.",
+        # "regenerate rejected": a cartoon's annotation (all its items) is written again
+        regenerate=Regenerate(stage="hummus_annotations", key="unit_id"),
+    ),
+    eval=EvalSpec(
+        kinds={
+            "classification": "yesno",
+            "naming": "naming",
+            "image_box": "box",
+            "image_label": "word",
+            "caption_highlight": "highlight",
+            "explanation": "text_not_question",
+        },
+        build_request=build_request,
+        parse_reply=parse_reply,
+        score_setting=scoring.score_setting,
+        score_structured=scoring.score_structured,
+        unparseable_is_wrong=True,
+        similarity_is_score=True,
+        primary_metric="f1_avg",
+        similarity=True,
+        descriptions=descriptions,
+        report_tables={"all_metrics": ()},
+    ),
+    paper=PaperCard(
+        "@article{tong2025hummus,\n  title={Hummus: A Dataset of Humorous Multimodal Metaphor Use},\n"
+        "  author={Tong, Xiaoyu and Zhang, Zhi and Lewis, Martha and Shutova, Ekaterina},\n"
+        "  journal={arXiv preprint arXiv:2504.02983},\n  year={2025}\n}",
+        "Humorous multimodal metaphor use in image-caption pairs: whether a pair uses one, its TARGET IS SOURCE "
+        "metaphor, the metaphor-related image regions and caption spans, and why it is funny (the six tasks of "
+        "Hummus Table 1).",
+        "Annotations are made by an LLM following the paper's scheme, not by the paper's trained annotators.",
+    ),
+)

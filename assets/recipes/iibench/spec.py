@@ -1,0 +1,62 @@
+"""II-Bench as a registered benchmark.
+
+* Option policy **balance**: one correct option and five distractors per question (§3.2
+  "Data Annotation"); their order carries no meaning.
+* Text-only probe **report**, unit **item**: II-Bench has no text-only filter (its §3.2 curation
+  filters images by text-to-image ratio and implication, never questions by a text-only model),
+  so the probe's figures are reported on the card and in the blind_* columns; dropping is the
+  opt-in ``blind.action: drop`` (docs/splits.md).
+* Splits: dev 15 / validation 20 / rest test (§3.3, Table 1), kept in
+  ``assets/recipes/iibench/config.yaml`` ``splits:``; few-shot examples come from dev (App. C.2).
+* Evaluation: the eight prompt settings of App. C; accuracy by domain, emotion, image
+  type, difficulty and rhetoric (§4.2.3, App. D).
+"""
+
+from __future__ import annotations
+
+from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy, PaperCard
+from forge.review.spec import Media, Regenerate, ReviewSpec
+
+from .logic.evaluation import build_request, parse_reply
+from .logic.release import parse_release
+from .logic.scoring import score_setting
+from .rejects import REJECTS
+
+SPEC = BenchmarkSpec(
+    name="iibench",
+    importer=parse_release,  # the published release (docs/releases.md)
+    title="II-Bench",
+    group="iibench",
+    recipe_assets=("iibench_implication", "iibench_labels", "iibench_items"),
+    options=OptionPolicy.BALANCE,
+    blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.ITEM),
+    package=__package__,  # config.yaml, contracts/, evals.yaml, eval_prompts/, README.md beside this file
+    rejects=REJECTS,
+    review=ReviewSpec(
+        media=Media.IMAGE,
+        reviewers=3,
+        editable=("question", "options", "answer"),
+        note="II-Bench Appendix (Quality Control): each question was manually validated by at least three annotators and inconsistencies were resolved together (adjudication).",
+        # "regenerate rejected": an image's question set (all its items) is asked again
+        regenerate=Regenerate(stage="iibench_items", key="unit_id"),
+    ),
+    eval=EvalSpec(
+        kinds={"mcq": "mcq"},
+        build_request=build_request,
+        parse_reply=parse_reply,
+        score_setting=score_setting,
+        primary_metric="accuracy",
+        circular=True,
+        report_slices=tuple(("accuracy", k) for k in ("domain", "emotion", "image_type", "difficulty", "rhetoric")),
+    ),
+    paper=PaperCard(
+        "@inproceedings{liu2024iibench,\n  title={II-Bench: An Image Implication Understanding Benchmark for "
+        "Multimodal Large Language Models},\n  author={Liu, Ziqiang and Fang, Feiteng and Feng, Xi and Du, Xinrun "
+        "and Zhang, Chenhao and others},\n  booktitle={NeurIPS 2024 Datasets and Benchmarks Track},\n  year={2024},\n"
+        "  note={arXiv:2406.05862}\n}",
+        "Whether a model grasps what an image implies beyond what it shows: single-answer six-option questions "
+        "per image, with labels for image type, domain, emotion, rhetoric and difficulty (II-Bench §3, App. B).",
+        "The implication filter is an LLM judge standing in for the paper's human inspection (with a human "
+        "override table); distractors are generated and checked, not written by annotators.",
+    ),
+)

@@ -1,0 +1,99 @@
+"""MAIA as a registered benchmark.
+
+* Option policy **balance**: a Task 1 item is one true/false statement pair (§4.1); which
+  statement comes first carries no meaning, so positions may be balanced.
+* Text-only probe **report**, unit **pool** (``question_id``): the paper keeps pairs a
+  language model alone gets right and instead reports a *unimodal* baseline (§4.3
+  "Unimodal"), and scores a question only when all 8 pairs of its pool are right (§5.1,
+  §6 Agg-Acc). Dropping single pairs would break pools, so the text-only test judges a
+  pool (a trial counts only when every pair is right) and reports it; nothing is dropped.
+* Split/gate unit **pool**: the 8 TS/FS pairs of a question and its open question stay
+  together (§3, Fig. 2: 2 questions × 12 categories × 8 answers per video); a gate that
+  removes one member removes the pool.
+* Evaluation: §4.3 settings (black video, 1 frame, 32 frames); statement verification and
+  open-ended answers judged against the 8-answer pool; primary metric Agg-Acc (§6).
+"""
+
+from __future__ import annotations
+
+from forge.benchmarks.spec import (
+    BenchmarkSpec,
+    BlindAction,
+    BlindPolicy,
+    BlindUnit,
+    EvalSpec,
+    OptionPolicy,
+    PaperCard,
+    SplitPolicy,
+)
+from forge.review.spec import Media, Regenerate, ReviewSpec
+
+from .logic.evaluation import build_request
+from .logic.gold import GOLD
+from .logic.release import parse_release
+from .logic.scoring import score_setting
+from .rejects import REJECTS
+
+SPEC = BenchmarkSpec(
+    name="maia",
+    importer=parse_release,  # the published release (docs/releases.md)
+    title="MAIA",
+    group="maia",
+    recipe_assets=("maia_questions", "maia_answer_pools", "maia_statements", "maia_foils", "maia_items"),
+    options=OptionPolicy.BALANCE,
+    blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.POOL),
+    split=SplitPolicy(unit_key="question_id"),
+    package=__package__,  # config.yaml, contracts/, evals.yaml, eval_prompts/, README.md beside this file
+    rejects=REJECTS,
+    gold=GOLD,  # human gold from its release (logic/gold.py)
+    review=ReviewSpec(
+        media=Media.VIDEO,
+        reviewers=1,
+        editable=("question", "options", "answer"),
+        note="MAIA §3: a manual review checked every question against the guidelines and its category, and an additional annotator resolved the 9.75% of answer pools with contradictions (fn. 7); one reviewer per item.",
+        # "regenerate rejected": a question's answer pool (its statements, foils and items follow) is drawn again
+        regenerate=Regenerate(stage="maia_answer_pools", key="labels.question_id"),
+    ),
+    eval=EvalSpec(
+        kinds={"statement_verification": "mcq", "open_ended": "text"},
+        build_request=build_request,
+        score_setting=score_setting,
+        primary_metric="agg_accuracy",
+        judge_prompt="maia_oe_judge.yaml",
+        similarity=True,
+        text_metrics=True,  # Table 4: BLEU / ROUGE-L / METEOR / CIDEr / BERTScore vs the pool of 8 references
+        circular=True,
+        # Tables 10 / 13: the causal column split into explicit and implicit
+        report_slices=(
+            ("sv_accuracy", "category"),
+            ("oe_accuracy", "category"),
+            ("sv_accuracy", "causal_type"),
+            ("oe_accuracy", "causal_type"),
+        ),
+        # §6 / Table 4: every metric, the reference-overlap ones included
+        report_tables={
+            "all_metrics": (
+                "sv_accuracy",
+                "pool_consistency",
+                "oe_accuracy",
+                "rouge_l",
+                "bleu",
+                "meteor",
+                "cider",
+                "bertscore_f1",
+                "embedding_similarity",
+                "agg_accuracy",
+            )
+        },
+    ),
+    paper=PaperCard(
+        "@article{testa2025maia,\n  title={All-in-one: Understanding and Generation in Multimodal Reasoning with "
+        "the MAIA Benchmark},\n  author={Testa, Davide and Bonetta, Giovanni and Bernardi, Raffaella and "
+        "Bondielli, Alessandro and Lenci, Alessandro and Miaschi, Alessio and Passaro, Lucia and Magnini, "
+        "Bernardo},\n  journal={arXiv preprint arXiv:2502.16989},\n  year={2025}\n}",
+        "Video reasoning in twelve categories through two aligned tasks on the same questions: visual statement "
+        "verification (true statement vs a minimal-edit foil) and open-ended answering (MAIA §4).",
+        "Questions, answer pools, statements and foils are LLM-generated and machine-checked (App. A), where "
+        "the paper's were written by Italian linguists and native speakers (§3, App. A.3).",
+    ),
+)

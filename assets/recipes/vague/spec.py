@@ -1,0 +1,69 @@
+"""VAGUE as a registered benchmark.
+
+* Option policy **balance**: the four choices (the true intent and the FS / SU / NE
+  counterfactuals, §4.2.3) are an unordered set; option types move with their options.
+* Text-only probe **report**, unit **item**: VAGUE reports text-only (LM) accuracy on its
+  whole set (§5.1, Table 1 LM rows) and drops nothing for it, so the probe's figures are
+  reported; dropping is the opt-in ``blind.action: drop`` (docs/splits.md).
+* Evaluation: §5.1 LM / SM / VLM settings, §5.4 CoT and App. I free-form settings (inputs and
+  reply reading of the official utils/util.py); error composition by counterfactual type (§5.2).
+"""
+
+from __future__ import annotations
+
+from forge.benchmarks.spec import (
+    BenchmarkSpec,
+    BlindAction,
+    BlindPolicy,
+    BlindUnit,
+    EvalSpec,
+    OptionPolicy,
+    PaperCard,
+    TextReference,
+)
+from forge.review.spec import Media, Regenerate, ReviewSpec
+
+from .logic.evaluation import build_request, parse_reply
+from .logic.release import parse_release
+from .logic.scoring import score_setting
+from .rejects import REJECTS
+
+SPEC = BenchmarkSpec(
+    name="vague",
+    importer=parse_release,  # the published release (docs/releases.md)
+    title="VAGUE",
+    group="vague",
+    recipe_assets=("vague_candidates", "vague_direct", "vague_indirect", "vague_options", "vague_items"),
+    options=OptionPolicy.BALANCE,
+    blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.ITEM),
+    package=__package__,  # config.yaml, contracts/, evals.yaml, eval_prompts/, README.md beside this file
+    rejects=REJECTS,
+    review=ReviewSpec(
+        media=Media.IMAGE,
+        reviewers=1,
+        editable=("question", "options", "answer"),
+        note="VAGUE §3.2 / Fig. 3: every generated expression and candidate is rated and filtered by human raters (the count per item is not given: one reviewer); human accuracy 94% on a 400-item subset (§5.3).",
+        # "regenerate rejected": an image's indirect expression (and so its options) is written again
+        regenerate=Regenerate(stage="vague_indirect", key="unit_id"),
+    ),
+    eval=EvalSpec(
+        kinds={"mcq": "mcq"},
+        build_request=build_request,
+        parse_reply=parse_reply,
+        score_setting=score_setting,
+        primary_metric="accuracy",
+        circular=True,
+        text_metrics=True,  # App. I free-form answers: BLEU / METEOR / ROUGE-L / BERTScore vs the correct option
+        text_reference=TextReference.CORRECT_OPTION,
+        report_slices=(("accuracy", "category"),),
+        report_tables={"errors": ("correct_count", "errors_FS", "errors_SU", "errors_NE")},
+    ),
+    paper=PaperCard(
+        "@inproceedings{nam2025vague,\n  title={VAGUE: Visual Contexts Clarify Ambiguous Expressions},\n"
+        "  author={Nam, Heejeong and Ahn, Jinwoo and Ka, Keummin and Chung, Jiwan and Yu, Youngjae},\n"
+        "  booktitle={ICCV},\n  year={2025},\n  note={arXiv:2411.14137}\n}",
+        "Whether the image disambiguates an indirect, ambiguous utterance: four options (the intention and "
+        "counterfactual FS / SU / NE options) whose answer needs the visual context (VAGUE §4).",
+        "Scenes and persons come from an object detector; utterances and options are LLM-generated.",
+    ),
+)

@@ -1,1 +1,0 @@
-"""Recipe logic, one package per paper: request building, parsing, programmatic checks, items."""
