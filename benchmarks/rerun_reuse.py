@@ -73,11 +73,8 @@ def changed_threshold(home: Path, data: Path, max_ratio: float) -> tuple[float, 
     os.environ.update({"DAGSTER_HOME": str(home), "SUBTEXT_DATA_DIR": str(data)})
     sys.path.insert(0, str(ROOT))
     import dagster as dg
-    from dagster._core.storage.tags import (
-        ASSET_PARTITION_RANGE_END_TAG,
-        ASSET_PARTITION_RANGE_START_TAG,
-    )
 
+    from cli.build import PARTITION_RANGE_END_TAG, PARTITION_RANGE_START_TAG
     from definitions import build_defs
 
     defs = build_defs()
@@ -89,7 +86,7 @@ def changed_threshold(home: Path, data: Path, max_ratio: float) -> tuple[float, 
         instance=instance,
         asset_selection=[dg.AssetKey("text_ratio")],
         run_config={"ops": {"text_ratio": {"config": {"max_ratio": max_ratio}}}},
-        tags={ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1]},
+        tags={PARTITION_RANGE_START_TAG: keys[0], PARTITION_RANGE_END_TAG: keys[-1]},
     )
     secs = time.perf_counter() - t0
     assert res.success

@@ -31,9 +31,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 import dagster as dg
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
-from dagster._core.errors import DagsterExecutionInterruptedError
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from cli.console import Heartbeat, project_logs_through_dagster_only, quiet_dagster_warnings, quiet_run
 from cli.freshness import fresh_keys
@@ -45,6 +42,12 @@ from forge.build_summary import summarize, weights_caveats
 from forge.environment import apply_recorded_environment, env_path
 from forge.offline_env import apply as apply_offline_env
 from forge.offline_env import ensure_dagster_telemetry_off
+
+# The run tags that make a run cover a range of partitions (a single-run backfill): the keys Dagster
+# sets on such runs itself, and the documented way to ask for one (tests/foundation/test_layout.py
+# checks they still equal Dagster's own).
+PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
+PARTITION_RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 
 @dataclass
@@ -89,8 +92,9 @@ def named_job_selections(defs: dg.Definitions, graph) -> dict[str, set[dg.AssetK
     """The asset keys each named asset job of ``defs`` selects."""
     out = {}
     for job in defs.jobs or []:
-        if isinstance(job, UnresolvedAssetJobDefinition):
-            out[job.name] = set(job.selection.resolve(graph))
+        selection = getattr(job, "selection", None)  # what dg.define_asset_job returns carries one
+        if isinstance(selection, dg.AssetSelection):
+            out[job.name] = set(selection.resolve(graph))
     return out
 
 
@@ -175,8 +179,8 @@ def run_segment(
         if not keys:
             print(f"  skip (no partitions yet): {label}")
             return True
-        tags[ASSET_PARTITION_RANGE_START_TAG] = keys[0]
-        tags[ASSET_PARTITION_RANGE_END_TAG] = keys[-1]
+        tags[PARTITION_RANGE_START_TAG] = keys[0]
+        tags[PARTITION_RANGE_END_TAG] = keys[-1]
         label += f"  [{len(keys)} partitions: {keys[0]} … {keys[-1]}]"
     print(f"→ {label}", flush=True)
     t0 = time.perf_counter()
@@ -427,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
                 dry_run=args.dry_run,
                 only_stale=args.only_stale,
             )
-        except DagsterExecutionInterruptedError as exc:  # a signal between runs
+        except dg.DagsterExecutionInterruptedError as exc:  # a signal between runs
             print(f"\nStopped: {exc}", flush=True)
             return 143
     if args.dry_run:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import dagster as dg
-from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
-from dagster._core.loader import LoadingContext
+
+from cli.dagster_internals import CachingStaleStatusResolver, LoadingContext, StaleStatus
 
 
 class _Loading(LoadingContext):

@@ -17,16 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.job_base import InMemoryJob
-from dagster._core.execution.api import ExecuteRunWithPlanIterable, create_execution_plan, job_execution_iterator
-from dagster._core.execution.context_creation_job import (
+
+from cli.dagster_internals import (
+    ExecuteRunWithPlanIterable,
+    InMemoryJob,
     PlanOrchestrationContextManager,
+    RemoteJobOrigin,
+    RemoteRepositoryOrigin,
+    create_execution_plan,
+    job_execution_iterator,
+    location_origins_from_yaml_paths,
     orchestration_context_event_generator,
 )
-from dagster._core.execution.execute_in_process import merge_run_tags
-from dagster._core.execution.execute_in_process_result import ExecuteInProcessResult
-from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin
-from dagster._core.workspace.load import location_origins_from_yaml_paths
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspace.yaml"
 REPOSITORY = "__repository__"  # the name Dagster gives the repository of a Definitions object
@@ -56,7 +58,7 @@ def execute_in_location(
     tags: Mapping[str, str],
     run_config: Mapping[str, Any] | None = None,
     origin: RemoteJobOrigin | None = None,
-) -> ExecuteInProcessResult:
+) -> dg.ExecuteInProcessResult:
     """``job.execute_in_process(asset_selection=..., raise_on_error=False)``, with the run
     created under ``origin`` (default: the workspace's job of the same name)."""
     origin = origin or workspace_job_origin(job.name)
@@ -69,7 +71,7 @@ def execute_in_location(
     run = instance.create_run_for_job(
         job_def=ephemeral,
         run_config=run_config,  # its console logger is declared by every job of the location (cli/console.py)
-        tags=merge_run_tags(job, None, tags, selection, instance, run_config),
+        tags={**job.run_tags, **tags},  # what execute_in_process tags a run with (no partition key)
         asset_selection=frozenset(selection),
         execution_plan=plan,
         remote_job_origin=origin,
@@ -92,7 +94,7 @@ def execute_in_location(
             ),
         )
     )
-    return ExecuteInProcessResult(
+    return dg.ExecuteInProcessResult(
         job_def=ephemeral,
         event_list=events,
         dagster_run=instance.get_run_by_id(run.run_id),

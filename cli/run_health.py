@@ -31,16 +31,8 @@ from typing import Self
 
 import dagster as dg
 import psutil
-from dagster._core.errors import DagsterExecutionInterruptedError
-from dagster._core.events import DagsterEventType
-from dagster._core.execution.stats import StepEventStatus
-from dagster._core.launcher import DefaultRunLauncher
-from dagster._core.storage.dagster_run import (
-    FINISHED_STATUSES,
-    DagsterRunStatus,
-    RunsFilter,
-)
-from dagster._utils.interrupts import check_captured_interrupt, pop_captured_interrupt
+
+from cli.dagster_internals import StepEventStatus, check_captured_interrupt, pop_captured_interrupt
 
 log = logging.getLogger("subtext_forge.run_health")
 
@@ -54,7 +46,7 @@ PROC_START_TAG = OPS_TAG_PREFIX + "proc_start"
 HEARTBEAT_TAG = OPS_TAG_PREFIX + "heartbeat"
 WATCH_TAG = OPS_TAG_PREFIX + "watch_id"  # finds the run execute_in_process creates
 
-IN_PROGRESS = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
 
 @dataclass(frozen=True)
@@ -77,11 +69,11 @@ class HealthSettings:
         )
 
 
-class SlotWaitTimeout(DagsterExecutionInterruptedError):
+class SlotWaitTimeout(dg.DagsterExecutionInterruptedError):
     """A step waited longer than ``slot_wait_timeout_s`` for a pool slot."""
 
 
-class Terminated(DagsterExecutionInterruptedError):
+class Terminated(dg.DagsterExecutionInterruptedError):
     """The process got SIGTERM (or SIGINT) while a run was executing."""
 
 
@@ -118,9 +110,9 @@ def run_worker_pid(instance: dg.DagsterInstance, run_id: str) -> tuple[int, floa
     (its "Started process for run" event). Only those: the daemon launches them on its own
     host, where the sweep sensor runs; a run executed in some other process (a CLI run, maybe
     on another machine sharing a Postgres instance) has no such event and is left alone."""
-    if not isinstance(instance.run_launcher, DefaultRunLauncher):
+    if not isinstance(instance.run_launcher, dg.DefaultRunLauncher):
         return None
-    for record in instance.get_records_for_run(run_id, of_type=DagsterEventType.ENGINE_EVENT, limit=20).records:
+    for record in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT, limit=20).records:
         event = record.event_log_entry.dagster_event
         if event is None or not (event.message or "").startswith("Started process for run"):
             continue
@@ -144,7 +136,7 @@ def why_dead(
             return None if process_alive(pid, started_at=start) else f"its process (pid {pid} on {host}) is gone"
         age = now - float(tags.get(HEARTBEAT_TAG, 0))
         return f"no heartbeat from pid {pid} on {host} for {age:.0f}s" if age > settings.stale_after_s else None
-    if check_launched and run.status != DagsterRunStatus.STARTING:  # STARTING: run monitoring's start timeout
+    if check_launched and run.status != dg.DagsterRunStatus.STARTING:  # STARTING: run monitoring's start timeout
         worker = run_worker_pid(instance, run.run_id)
         if worker is not None and not process_alive(worker[0], started_before=worker[1]):
             return f"its run worker (pid {worker[0]}) is gone"
@@ -199,7 +191,7 @@ def sweep_dead_runs(
     settings = settings or HealthSettings.from_env()
     now = time.time()
     failed: list[str] = []
-    for run in instance.get_runs(filters=RunsFilter(statuses=IN_PROGRESS)):
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_PROGRESS)):
         reason = why_dead(instance, run, settings, now, check_launched)
         if reason:
             fail_dead_run(instance, run, reason, record)
@@ -210,7 +202,7 @@ def sweep_dead_runs(
         grace = float(instance.run_monitoring_settings.get("free_slots_after_run_end_seconds") or 0)
         for run_id in instance.event_log_storage.get_concurrency_run_ids():
             rec = instance.get_run_record_by_id(run_id)
-            if rec is None or (rec.dagster_run.status in FINISHED_STATUSES and (rec.end_time or 0) + grace < now):
+            if rec is None or (rec.dagster_run.is_finished and (rec.end_time or 0) + grace < now):
                 n = free_slots(instance, run_id)
                 if n:
                     log.info("freed %d pool slots of finished run %s", n, run_id)
@@ -265,7 +257,7 @@ class RunWatch:
         while not self._stop.wait(tick):
             try:
                 if self._run_id is None:
-                    runs = self.instance.get_runs(filters=RunsFilter(tags={WATCH_TAG: self.watch_id}), limit=1)
+                    runs = self.instance.get_runs(filters=dg.RunsFilter(tags={WATCH_TAG: self.watch_id}), limit=1)
                     self._run_id = runs[0].run_id if runs else None
                     if self._run_id is None:
                         continue
