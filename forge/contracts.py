@@ -18,8 +18,8 @@ Contract format::
 
 Named value sets (``DYNAMIC_VALUES``) keep lists that grow elsewhere out of the YAML: the
 benchmark names come from the registry (``forge/benchmarks``), so a new benchmark never
-edits a contract. A table not in ``data_contracts/`` may come from a registered benchmark
-that ships its own contracts folder (``BenchmarkSpec.contracts_dir``).
+edits a contract. A table not in ``data_contracts/`` belongs to a registered benchmark, whose
+package holds its own contracts folder (``BenchmarkSpec.contracts_dir``).
 """
 
 from __future__ import annotations
@@ -191,5 +191,12 @@ def load_contract(table: str, contracts_dir: Path = CONTRACTS_DIR) -> Contract:
     return parse_contract(yaml.safe_load(path.read_text()), path)
 
 
-def all_contracts(contracts_dir: Path = CONTRACTS_DIR) -> dict[str, Contract]:
-    return {p.stem: load_contract(p.stem, contracts_dir) for p in sorted(contracts_dir.glob("*.yaml"))}
+def all_contracts(contracts_dir: Path | None = None) -> dict[str, Contract]:
+    """Every contract in ``contracts_dir``; by default the shared ones (``data_contracts/``) and
+    each registered benchmark's own (its package's ``contracts/``)."""
+    if contracts_dir is not None:
+        return {p.stem: load_contract(p.stem, contracts_dir) for p in sorted(contracts_dir.glob("*.yaml"))}
+    from forge.benchmarks.registry import specs
+
+    dirs = [CONTRACTS_DIR, *(s.contracts_dir for s in specs() if s.contracts_dir not in (None, CONTRACTS_DIR))]
+    return {p.stem: load_contract(p.stem, d) for d in dirs for p in sorted(d.glob("*.yaml"))}

@@ -32,7 +32,7 @@ def llm_double_resource(llm_double, tmp_path):
     return make
 
 
-# --- Recipe settings (config/recipes/<paper>.yaml through forge.benchmarks.settings) ----------
+# --- Recipe settings (assets/recipes/<paper>/config.yaml through forge.benchmarks.settings) ----------
 @_pytest_llm.fixture
 def recipe_overrides(monkeypatch, tmp_path):
     """Factory: ``recipe_overrides("vague", {"candidates": {"min_persons": 0}})`` writes the

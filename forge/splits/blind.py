@@ -1,7 +1,7 @@
 """The text-only ("blind") probe: what a model answers with the question and options alone.
 
 No paper drops items on it (each paper's practice, with its section, is in its spec and
-docs/recipes/<paper>.md: text-only accuracy or a unimodal baseline is reported, never filtered on). So the probe
+assets/recipes/<paper>/README.md: text-only accuracy or a unimodal baseline is reported, never filtered on). So the probe
 *reports* by default (per item in ``gate_results`` / ``gated_items`` / the export, per task, split
 and category on the card); dropping what it flags is the named opt-in ``blind.action: drop``.
 

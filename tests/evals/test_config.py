@@ -1,5 +1,6 @@
 import pytest
 
+from forge.benchmarks import registry
 from forge.evals.config import load_eval_config, load_models, parse_models, settings_for
 
 
@@ -7,7 +8,7 @@ def test_demo_config_has_the_stub_model_and_all_paper_settings():
     models = load_models()
     assert [m.backend for m in models] == ["stub"]
     cfg = load_eval_config()
-    names = {b: [s.name for s in settings_for(cfg, b)] for b in cfg["benchmarks"]}
+    names = {b: [s.name for s in settings_for(cfg, b)] for b in registry.names()}
     assert names["iibench"] == ["none", "1-shot", "2-shot", "3-shot", "cot", "domain", "emotion", "rhetoric"]
     assert names["vimu"] == ["unguided", "guided"] and names["vague"] == [
         "LM",

@@ -12,7 +12,7 @@ from collections import Counter
 
 import yaml
 
-from forge.evals.config import EVALS_PATH, ModelSpec
+from forge.evals.config import EVALS_PATH, ModelSpec, benchmark_block
 from forge.evals.pipeline import evaluate, model_engine
 from tests.evals.test_e2e import _text, build_items
 from tests.llm_double import Reply
@@ -25,8 +25,8 @@ def _cfg(**settings):
     cfg["bootstrap"]["n"] = 20
     cfg["circular"] = False
     for bench, names in settings.items():
-        block = cfg["benchmarks"][bench]
-        block["settings"] = [s for s in block["settings"] if s["name"] in names]
+        block = benchmark_block(cfg, bench)
+        cfg["benchmarks"][bench] = {**block, "settings": [s for s in block["settings"] if s["name"] in names]}
     return cfg
 
 

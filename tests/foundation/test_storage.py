@@ -57,6 +57,7 @@ def test_every_contract_parses_and_has_a_schema():
 
     contracts = all_contracts()
     assert "rejects" in contracts and "frames" in contracts
+    assert "maia_items" in contracts and "hummus_regions" in contracts  # a paper's own, from its package
     for name, c in contracts.items():
         assert c.table == name, f"{name}.yaml declares table {c.table}"
         assert len(c.arrow_schema()) == len(c.columns)

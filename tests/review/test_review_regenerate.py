@@ -13,7 +13,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from assets.recipes.vimu import CHECKS
+from assets.recipes.vimu.checks import CHECKS
 from assets.recipes.vimu.assets import vimu_annotations, vimu_items, vimu_questions
 from assets.recipes.vimu.logic.items import item_id
 from assets.review.factory import benchmark_review_defs
@@ -182,8 +182,8 @@ def _hummus(request, stub, tmp_path):
 
 
 def _vague(request, stub, tmp_path):
-    from assets.recipes import vague as pkg
     from assets.recipes.vague import assets as va
+    from assets.recipes.vague import checks as pkg
     from resources.embedder import EmbedderResource
     from tests.recipes.vague.test_vague_assets import BATCH as VB
 

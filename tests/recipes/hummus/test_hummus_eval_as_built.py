@@ -20,7 +20,7 @@ from forge.evals.scoring import Scorer
 from forge.llm.prompts import load_prompt
 
 ROOT = Path(__file__).resolve().parents[3]
-PROMPT = load_prompt(ROOT / "assets" / "evals" / "prompts" / "hummus_task.yaml")
+PROMPT = load_prompt(ROOT / "assets" / "recipes" / "hummus" / "eval_prompts" / "hummus_task.yaml")
 
 
 def _items():

@@ -9,7 +9,7 @@ import pytest
 
 from assets.recipes.hummus.logic.evaluation import text_variables as hummus_text_variables
 from forge.evals.calibration import calibrate_task, calibrate_threshold
-from forge.evals.config import load_eval_config
+from forge.evals.config import benchmark_block, load_eval_config
 from forge.evals.extract import extract_box, extract_choice, extract_highlight, extract_naming, extract_word
 from forge.evals.scorers import box_iou, f1_per_class, span_overlap
 
@@ -83,7 +83,9 @@ def test_text_only_input_as_monomodal_py():
         "image-and-caption combination involve metaphor use? Answer the question with Yes or No.",
     }
     v = hummus_text_variables(item, "An office with a shark at the desk.")
-    from forge.benchmarks.spec import PROMPTS_DIR
+    from assets.recipes.hummus.spec import SPEC
+
+    PROMPTS_DIR = SPEC.eval.prompts_dir
     from forge.llm.prompts import load_prompt
 
     text = load_prompt(PROMPTS_DIR / "hummus_text.yaml").render(v)[0]["content"]
@@ -97,7 +99,7 @@ def test_thresholds_are_the_calibration_for_minilm():
     from forge.checks.embeddings import load_embedder
 
     emb = load_embedder()
-    th = load_eval_config()["benchmarks"]["hummus"]["thresholds"]
+    th = benchmark_block(load_eval_config(), "hummus")["thresholds"]
     for task in ("naming", "image_label"):
         r = calibrate_task(emb, task)
         assert th[task] == pytest.approx(round(r["threshold"], 2)), task

@@ -12,11 +12,13 @@ import pytest
 
 from assets.recipes.iibench.logic.evaluation import extract_iibench
 from assets.recipes.iibench.logic.scoring import iibench_accuracy_values
-from forge.benchmarks.spec import PROMPTS_DIR
+from assets.recipes.iibench.spec import SPEC
 from forge.evals import requests as rq
 from forge.evals.config import ModelSpec, load_eval_config, settings_for
 from forge.evals.scoring import Scorer, score_benchmark
 from forge.llm.prompts import load_prompt
+
+PROMPTS_DIR = SPEC.eval.prompts_dir
 
 OPTS = ["A cat sleeps.", "A dog barks.", "Birds fly south.", "Fish swim.", "Cows graze.", "Pigs oink."]
 

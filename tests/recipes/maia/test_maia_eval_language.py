@@ -3,19 +3,18 @@ Italian prompts by default, the English ones for items in English (the recipe's 
 
 from pathlib import Path
 
-import yaml
-
 from assets.recipes.maia.logic.evaluation import item_language, task_prompt
 from forge.checks.language import detect
+from forge.evals.config import benchmark_block, load_eval_config
 from forge.llm.prompts import load_prompt
 
 ROOT = Path(__file__).resolve().parents[3]
-PROMPTS = ROOT / "assets" / "evals" / "prompts"
+PROMPTS = ROOT / "assets" / "recipes" / "maia" / "eval_prompts"
 
 
 def maia_prompts() -> dict:
     """``task:<task>`` keys as the evaluation pipeline builds them from config/evals.yaml."""
-    cfg = yaml.safe_load((ROOT / "config" / "evals.yaml").read_text())["benchmarks"]["maia"]["prompts"]
+    cfg = benchmark_block(load_eval_config(), "maia")["prompts"]
     return {f"task:{task}": load_prompt(PROMPTS / name) for task, name in cfg.items()}
 
 

@@ -11,11 +11,13 @@ import pandas as pd
 import pytest
 
 from assets.recipes.vague.logic.evaluation import extract_vague
-from forge.benchmarks.spec import PROMPTS_DIR
+from assets.recipes.vague.spec import SPEC as VAGUE_SPEC
 from forge.evals import requests as rq
 from forge.evals.config import ModelSpec, load_eval_config, settings_for
 from forge.evals.scoring import Scorer, score_benchmark
 from forge.llm.prompts import load_prompt
+
+PROMPTS_DIR = VAGUE_SPEC.eval.prompts_dir
 
 OPTS = [
     "The speaker wants person1 to admire the motorcycle.",

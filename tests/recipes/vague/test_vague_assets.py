@@ -180,8 +180,8 @@ def responder(body: dict) -> Reply:
 
 
 def test_vague_recipe_through_the_double(data, llm_double, llm_double_resource, recipe_overrides):
-    from assets.recipes import vague as pkg
     from assets.recipes.vague import assets as va
+    from assets.recipes.vague import checks as pkg
     from resources.embedder import EmbedderResource
     from resources.storage import StorageResource
 

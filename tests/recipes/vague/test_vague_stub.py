@@ -9,8 +9,8 @@ from tests.recipes.vague.test_vague_assets import BATCH, FRAMES, data  # noqa: F
 
 
 def test_vague_stub_run_yields_items(data, tmp_path, recipe_overrides):
-    from assets.recipes import vague as pkg
     from assets.recipes.vague import assets as va
+    from assets.recipes.vague import checks as pkg
     from resources.embedder import EmbedderResource
     from resources.llm import LLMResource
     from resources.storage import StorageResource

@@ -24,8 +24,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from assets.recipes.vimu import CHECKS
 from assets.recipes.vimu.assets import items_prompt_hash, vimu_annotations, vimu_items, vimu_questions
+from assets.recipes.vimu.checks import CHECKS
 from forge.storage import TableStore
 from resources.storage import StorageResource
 from tests.llm_double import LLMDouble, Reply, double_resource

@@ -11,7 +11,7 @@ from assets.recipes.vimu.logic.scoring import judge_variables
 from forge.llm.prompts import load_prompt
 from tests.recipes.vimu.test_items import QUESTION, TAX, annotation
 
-JUDGE = Path(__file__).resolve().parents[3] / "assets" / "evals" / "prompts" / "vimu_oe_judge.yaml"
+JUDGE = Path(__file__).resolve().parents[3] / "assets" / "recipes" / "vimu" / "eval_prompts" / "vimu_oe_judge.yaml"
 EVIDENCE = [{"source": "Visual frames", "cue": "he rolls his eyes"}, {"source": "On-screen text", "cue": "MONDAY"}]
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.recipes.vimu import CHECKS
 from assets.recipes.vimu.assets import vimu_annotations, vimu_items, vimu_questions
+from assets.recipes.vimu.checks import CHECKS
 from forge.storage import TableStore
 from resources.llm import LLMResource
 from resources.storage import StorageResource
