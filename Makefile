@@ -15,7 +15,7 @@ export YOLO_CONFIG_DIR := $(CURDIR)/.dagster_home/ultralytics
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
-# No usage reports or error reports from any dependency: the same values as forge/offline_env.py
+# No usage reports or error reports from any dependency: the same values as forge/models/offline_env.py
 # (which every entry point applies; tests/security/test_offline_env.py keeps the two equal).
 export ORT_DISABLE_TELEMETRY := 1
 export RAY_USAGE_STATS_ENABLED := 0
@@ -97,10 +97,10 @@ review: setup
 validate: setup
 	$(PY) -m dagster definitions validate -w workspace.yaml
 
-# make query Q="select ..." (Q=tables lists every table) or F=file.sql; no DuckDB CLI needed (forge/query.py).
+# make query Q="select ..." (Q=tables lists every table) or F=file.sql; no DuckDB CLI needed (forge/console/query.py).
 # Q reaches Python through the environment (any quotes, several lines); stdout carries only the result.
 query: $(STAMP)
-	@$(PY) -m forge.query query $(if $(F),--file "$(F)",--sql-env Q)
+	@$(PY) -m forge.console.query query $(if $(F),--file "$(F)",--sql-env Q)
 
 bench: setup
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

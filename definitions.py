@@ -19,17 +19,17 @@ import dagster as dg
 
 from cli.console import defs as build_console_defs
 from cli.console import quiet_dagster_warnings
-from forge.environment import apply_recorded_environment
-from forge.offline_env import apply as apply_offline_env
+from forge.models.offline_env import apply as apply_offline_env
+from forge.provenance.environment import apply_recorded_environment
 
 # The code server and every run worker import this file: the dependencies' usage-reporting
-# opt-outs are set here, before any stage imports them (forge/offline_env.py, docs/security.md).
+# opt-outs are set here, before any stage imports them (forge/models/offline_env.py, docs/security.md).
 apply_offline_env()
 
 # The UI's code server, `dagster definitions validate` and cli.build all load this file: Dagster's
 # beta / preview warnings (30+ identical lines per load, for APIs used on purpose) are hidden there.
 quiet_dagster_warnings()
-# The settings the data dir was built with (forge/environment.py), under what the environment sets:
+# The settings the data dir was built with (forge/provenance/environment.py), under what the environment sets:
 # `make ui`, its sensors and `dg launch` build a demo data dir with the demo's profile and sources.
 apply_recorded_environment()
 
@@ -86,7 +86,7 @@ def _with_llm_version(defs: dg.Definitions, policy):
     """The policy, plus: every asset that calls the ``llm`` resource gets the configured backend,
     endpoint and model (never the key) in its code version, so pointing the project at a real
     endpoint or another model marks exactly the LLM stages and their descendants changed."""
-    from forge.versioning import content_hash
+    from forge.provenance.versioning import content_hash
     from resources.llm import default_llm
 
     llm_keys = {

@@ -21,11 +21,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from forge.contracts import Contract, load_contract
-from forge.lineage import stage_calls, with_lineage
+from forge.provenance.lineage import stage_calls, with_lineage
+from forge.provenance.versioning import content_hash, rows_version
 from forge.storage import UNPARTITIONED, RejectLog, TableStore, refresh_catalog
+from forge.storage.contracts import Contract, load_contract
 from forge.storage.rejects import REJECTS_TABLE
-from forge.versioning import content_hash, rows_version
 
 # Items enter in batches (a source cut into chunks); every per-item stage is partitioned by
 # batch, so a user re-runs one batch, backfills many, and the partition count stays sane
@@ -413,7 +413,7 @@ class StageRun:
 
     def batch_lineage(self, part: str) -> tuple[set[str], set[str]]:
         """Backends and models of every LLM call of this paper's recipe stages in ``part``: the
-        stored ``llm_calls`` of the other stages plus this run's own calls (forge/lineage.py)."""
+        stored ``llm_calls`` of the other stages plus this run's own calls (forge/provenance/lineage.py)."""
         paper = self.stage.split("_")[0]
         stored = self.store.read("llm_calls", where="partition = ?", params=[part])
         if len(stored):

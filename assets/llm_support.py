@@ -23,12 +23,12 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from forge.contracts import load_contract
 from forge.llm.engine import LLMEngine
 from forge.llm.ledger import read_ledger
 from forge.llm.prompts import Prompt, load_prompt
 from forge.llm.stub import ADVISORY_NOTE
 from forge.storage import TableStore
+from forge.storage.contracts import load_contract
 from resources.storage import StorageResource
 
 LLM_CALLS_TABLE = "llm_calls"

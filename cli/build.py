@@ -16,7 +16,7 @@ into pieces, one per smallest covering job, run in dependency order.
 
 The console is INFO (``--verbose``: Dagster's DEBUG run events), one progress line per long
 stage (``cli/console.py``), and ends with a summary read from the catalog
-(``forge/build_summary.py``).
+(``forge/console/build_summary.py``).
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from cli.origin import execute_in_location, workspace_job_origin
 from cli.outcomes import Outcomes
 from cli.run_health import LAUNCHED_BY_TAG, Terminated
 from cli.run_health import BuildHealth as Health
-from forge.build_summary import summarize, weights_caveats
-from forge.environment import apply_recorded_environment, env_path
-from forge.offline_env import apply as apply_offline_env
-from forge.offline_env import ensure_dagster_telemetry_off
+from forge.console.build_summary import summarize, weights_caveats
+from forge.models.offline_env import apply as apply_offline_env
+from forge.models.offline_env import ensure_dagster_telemetry_off
+from forge.provenance.environment import apply_recorded_environment, env_path
 
 # The run tags that make a run cover a range of partitions (a single-run backfill): the keys Dagster
 # sets on such runs itself, and the documented way to ask for one (tests/foundation/test_layout.py
@@ -411,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--verbose", action="store_true", help="every Dagster run event (DEBUG) on the console")
     args = parser.parse_args(argv)
-    apply_offline_env()  # usage-reporting opt-outs before any stage starts (forge/offline_env.py)
+    apply_offline_env()  # usage-reporting opt-outs before any stage starts (forge/models/offline_env.py)
     if note := ensure_dagster_telemetry_off():
         print(note, flush=True)
     quiet_dagster_warnings()

@@ -12,9 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from forge.benchmarks.settings import record_profile
-from forge.environment import endpoint_settings, record_environment
 from forge.media.loopback import LoopbackServer, loopback_allowances
 from forge.media.sample_corpus import build_sample_corpus
+from forge.provenance.environment import endpoint_settings, record_environment
 
 
 @contextmanager

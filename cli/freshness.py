@@ -1,6 +1,6 @@
 """Which assets a build may leave alone: those Dagster reports Synced (``StaleStatus.FRESH``).
 
-Data versions come from content (``forge.versioning.rows_version``) and code versions from
+Data versions come from content (``forge.provenance.versioning.rows_version``) and code versions from
 what decides an asset's output, so an asset is FRESH when it was materialized with its current
 code version from the data versions its parents have now. ``cli.build --only-stale`` skips
 those; an asset without parents (``sources``, a release import) reads the outside world and

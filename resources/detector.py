@@ -16,10 +16,10 @@ import dagster as dg
 import yaml
 from pydantic import PrivateAttr
 
+from forge.models.weights import weights_identity
 from forge.scale.ray_pool import configured_scale
 from forge.vision.detector import YoloDetector
 from forge.vision.fast_detect import TensorDetector, expected_setup, with_engine
-from forge.weights import weights_identity
 
 # One model per distinct configuration per process: several assets (and runs, with the
 # in-process executor) share it instead of re-loading weights.

@@ -14,8 +14,8 @@ from typing import Literal
 import dagster as dg
 from pydantic import PrivateAttr
 
+from forge.models.weights import weights_identity
 from forge.vision.tagger import RamTagger
-from forge.weights import weights_identity
 
 _CACHE: dict[tuple, RamTagger] = {}
 _LOCK = threading.Lock()

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import dagster as dg
 import pandas as pd
 
-from forge.contracts import load_contract
 from forge.storage import refresh_catalog
+from forge.storage.contracts import load_contract
 from resources.storage import StorageResource
 
 

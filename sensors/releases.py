@@ -16,9 +16,9 @@ import json
 import dagster as dg
 
 from assets.releases.keys import PARTITIONS, RELEASE_PAPERS, release_key
+from forge.provenance.versioning import content_hash
 from forge.releases.config import ReleaseInfo, load_releases
 from forge.releases.files import walk
-from forge.versioning import content_hash
 from resources.storage import StorageResource
 
 

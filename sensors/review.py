@@ -17,10 +17,10 @@ import json
 import dagster as dg
 
 from forge.benchmarks import registry
+from forge.provenance.versioning import content_hash
 from forge.review import sync
 from forge.review.client import ReviewServerDown
 from forge.review.config import review_spec
-from forge.versioning import content_hash
 from resources.review import ReviewResource
 from resources.storage import StorageResource
 

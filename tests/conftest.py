@@ -1,4 +1,4 @@
-# --- A data dir's recorded environment (forge/environment.py) is not applied to the suite ----
+# --- A data dir's recorded environment (forge/provenance/environment.py) is not applied to the suite ----
 import os as _os_env
 
 _os_env.environ.setdefault("SUBTEXT_RECORDED_ENV", "off")  # a user's `make demo` record must not leak into tests

@@ -31,13 +31,13 @@ from assets.common import (
 from assets.llm_support import llm_metadata, outdated_prompt_check, record_llm_calls
 from forge.benchmarks import registry
 from forge.benchmarks.spec import BenchmarkSpec
-from forge.contracts import load_contract
 from forge.evals import report as rp
 from forge.evals.config import benchmark_block, load_eval_config, load_models
 from forge.evals.pipeline import evaluate, load_export, model_engine, prompt_files
 from forge.evals.scoring import baseline_scores
+from forge.provenance.versioning import content_hash
 from forge.storage import register_view
-from forge.versioning import content_hash
+from forge.storage.contracts import load_contract
 from resources.embedder import EmbedderResource
 from resources.llm import LLMResource
 from resources.storage import StorageResource

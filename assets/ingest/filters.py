@@ -31,7 +31,6 @@ from assets.common import (
     reuse_metadata,
     table_metadata,
 )
-from forge.dependencies import MissingDependency
 from forge.media.dedup import DUPLICATE_COLUMNS, DedupParams, find_duplicates
 from forge.media.hashing import FrameHash, hash_paths
 from forge.media.ocr import OCRResult, clip_passes, spread_clip_frames
@@ -39,10 +38,11 @@ from forge.media.ocr_reader import resolve_model_dir
 from forge.media.sheets import ocr_tiles
 from forge.media.text_boxes import measure_kept_frames, text_needed
 from forge.media.text_detector import EXACT_ENGINES
+from forge.models.dependencies import MissingDependency
+from forge.provenance.versioning import content_hash
 from forge.scale.ray_pool import configured_placement, step_pools
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
 from forge.storage.stage_cache import StageCache, content_key
-from forge.versioning import content_hash
 from resources.ocr import OCRResource
 from resources.storage import StorageResource
 

@@ -24,9 +24,9 @@ from forge.media.transcripts import (
     WhisperTranscriber,
     transcribe_clips,
 )
+from forge.provenance.versioning import content_hash
 from forge.scale.ray_pool import configured_placement, step_pools
 from forge.storage import RejectLog
-from forge.versioning import content_hash
 from resources.ingest import IngestResource
 from resources.llm import LLMResource
 from resources.storage import StorageResource

@@ -42,9 +42,9 @@ from forge.media.inbox import list_with_inbox
 from forge.media.relisting import keep_earlier
 from forge.media.sheets import frame_tiles
 from forge.media.sources import ytdlp_lister
+from forge.provenance.versioning import content_hash
 from forge.storage import UNPARTITIONED, RejectLog
 from forge.storage.stage_cache import StageCache, content_key, frame_digest, reuse_batch
-from forge.versioning import content_hash
 from resources.ingest import IngestResource
 from resources.storage import StorageResource
 

@@ -29,11 +29,11 @@ from assets.common import (
     table_preview,
 )
 from assets.releases.keys import PARTITIONS, release_key, report_key
-from forge.contracts import load_contract
 from forge.releases import compare, report
 from forge.releases.config import ReleaseInfo, release_info
 from forge.releases.records import ParsedRelease, batch_part, place_media
 from forge.storage import RejectLog
+from forge.storage.contracts import load_contract
 from resources.storage import StorageResource
 
 Parser = Callable[[ReleaseInfo], ParsedRelease]

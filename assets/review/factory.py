@@ -23,13 +23,13 @@ from assets.common import contract_check_specs, publish, table_metadata
 from assets.llm_support import record_llm_calls
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.provenance.versioning import content_hash
 from forge.review import stages as rv
 from forge.review.client import ReviewServerDown
 from forge.review.reprobe import Reprobe
 from forge.review.spec import ReviewPolicy
 from forge.splits.config import benchmark_config
 from forge.splits.stages import BLIND_PROMPT
-from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource

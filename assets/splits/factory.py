@@ -28,10 +28,10 @@ from assets.llm_support import record_llm_calls
 from assets.releases.keys import release_deps
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.provenance.versioning import content_hash
 from forge.releases.gold import gold_version
 from forge.splits import stages as st
 from forge.splits.config import benchmark_config
-from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 

@@ -23,10 +23,10 @@ from assets.common import (
     table_metadata,
 )
 from forge.media.sheets import indicator_tiles
+from forge.provenance.versioning import content_hash
 from forge.scale.ray_pool import configured_placement, placement_dict, step_pools
 from forge.storage import RejectLog, TableStore, register_view
 from forge.storage.stage_cache import StageCache, content_key
-from forge.versioning import content_hash
 from forge.vision.detector import DETECTION_COLUMNS
 from forge.vision.evidence import build_evidence
 from forge.vision.pipeline import DecodeOptions, add_phases, run_detection, run_indicators, run_ram, select_kept

@@ -121,7 +121,7 @@ def profiles_of(extra: pd.Series) -> list[str]:
 def settings_hash(path: Path, profile: str) -> str | None:
     """sha256 (12 hex) of a recipe file's effective settings under ``profile``: what a card
     cites so two exports built with the same settings agree whatever else the file holds."""
-    from forge.versioning import sha256_bytes
+    from forge.provenance.versioning import sha256_bytes
 
     try:
         doc = effective(yaml.safe_load(path.read_text()) or {}, profile, str(path))

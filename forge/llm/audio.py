@@ -13,7 +13,7 @@ from forge.llm.cache import cache_key
 from forge.llm.parsing import PARSER_VERSION
 from forge.llm.progress import _Progress
 from forge.llm.types import AudioRequest, LLMRequest, LLMResult, Prepared
-from forge.versioning import sha256_bytes
+from forge.provenance.versioning import sha256_bytes
 
 
 @dataclass(frozen=True)

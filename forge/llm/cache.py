@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from forge.versioning import sha256_bytes, stable_json
+from forge.provenance.versioning import sha256_bytes, stable_json
 
 CACHE_SCHEMA_VERSION = "1"
 

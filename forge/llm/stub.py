@@ -190,8 +190,8 @@ def has_stub_mark(value: Any) -> bool:
 
 def stub_made(row: Any, column: str = "backend") -> bool:
     """A row made by the stub, or built from anything stub-made: its own label, its ``lineage``
-    (every backend behind it, forge/lineage.py) or the ``[stub]`` mark in its text."""
-    from forge.lineage import touched_by_stub
+    (every backend behind it, forge/provenance/lineage.py) or the ``[stub]`` mark in its text."""
+    from forge.provenance.lineage import touched_by_stub
 
     get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
     if get(column) == STUB_BACKEND or touched_by_stub(get("lineage")):

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from forge.dependencies import require_binary
 from forge.media.clips import ClipSettings, attach_transcripts, cut_clip, measure_signals, plan_clips
 from forge.media.download import DownloadSettings, Rejected, fetch_video
 from forge.media.frames import FrameSettings, frames_for_video, replace_dir, staging_dir
 from forge.media.images import ImageReject, ImageSettings, image_frame
 from forge.media.policy import IngestPolicy
 from forge.media.sources import Lister, SourceItem, SourceSpec, expand_source, load_sources, now_utc
+from forge.models.dependencies import require_binary
 from forge.scale.ray_pool import RayPlacement, configured_placement, map_calls, shards_of
 from forge.storage import RejectLog, TableStore, safe_name
 

@@ -44,8 +44,8 @@ from forge.media.sources import (
     license_allowed,
     ytdlp_base_options,
 )
+from forge.provenance.versioning import sha256_file
 from forge.storage import safe_name
-from forge.versioning import sha256_file
 
 SUBTITLE_EXTS = (".vtt", ".srt")
 _HTTP = "[protocol~='^(https?|m3u8(_native)?|http_dash_segments)$']"

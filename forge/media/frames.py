@@ -29,7 +29,7 @@ import numpy as np
 
 from forge.media.clips import ClipPlan
 from forge.media.policy import VIDEO_DEMUXERS
-from forge.versioning import sha256_bytes
+from forge.provenance.versioning import sha256_bytes
 
 BLUR_REFERENCE_SIDE = 512
 

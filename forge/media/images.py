@@ -30,7 +30,7 @@ from forge.media.frames import blur_variance, encode_jpeg, write_bytes_atomic
 from forge.media.hashing import open_image
 from forge.media.policy import IngestPolicy, PolicyViolation, check_url, confine, network_guard, regular_file
 from forge.media.sources import classify_error
-from forge.versioning import sha256_bytes
+from forge.provenance.versioning import sha256_bytes
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.media.text_detector import resolve_detector_engine, with_detector_engine
-from forge.weights import EASYOCR_FILES, easyocr_model_dir, verify_file
+from forge.models.weights import EASYOCR_FILES, easyocr_model_dir, verify_file
 
 # EasyOCR on CPU: torch warns on every recognition batch that pin_memory has no accelerator, and
 # that the quantized recogniser uses a deprecated API: library noise, not about the data, two

@@ -3,7 +3,7 @@
 
 On a CPU the detector's convolutions are nearly all of the text-ratio stage's time; ONNX Runtime
 runs CRAFT ~1.6x faster than PyTorch's eager kernels on the same cores, score maps equal to ~1e-6
-(docs/performance.md; export in memory from the verified weights: forge/onnx_session.py). On
+(docs/performance.md; export in memory from the verified weights: forge/models/onnx_session.py). On
 CUDA the torch module stays (batched, on the GPU). ``auto`` = onnx on CPU, torch on CUDA.
 
 ``onnx-int8`` (opt-in, CPU): the same network with static int8 quantisation, calibrated at
@@ -24,8 +24,8 @@ import copy
 import logging
 from typing import Any
 
+from forge.models.onnx_session import OnnxModule, quantize_int8
 from forge.models.protocols import OCRReader, TextDetectorEngine
-from forge.onnx_session import OnnxModule, quantize_int8
 
 DETECTOR_ENGINES = ("auto", "torch", "onnx", "onnx-int8")
 EXACT_ENGINES = ("torch", "onnx")  # same score maps to ~1e-6: interchangeable results

@@ -28,9 +28,9 @@ from forge.llm.types import AudioRequest
 from forge.media.audio import NoAudioStream, extract_audio
 from forge.media.clips import SILENCE_DB
 from forge.models.protocols import Transcriber
+from forge.provenance.versioning import sha256_bytes
 from forge.scale.ray_pool import RayPlacement, actor_pool, map_shards
 from forge.storage import RejectLog
-from forge.versioning import sha256_bytes
 
 _log = logging.getLogger("subtext_forge.transcripts")
 

@@ -31,8 +31,8 @@ import yaml
 
 from forge.benchmarks import registry
 from forge.benchmarks.spec import GoldRules
+from forge.provenance.versioning import content_hash
 from forge.releases.config import config_path
-from forge.versioning import content_hash
 
 ANSWER_COLUMNS = ("answer", "references", "options", "option_types")
 

@@ -239,6 +239,6 @@ def batch_part(name: str) -> str:
 def item_columns(table: str, contracts_dir: Path) -> list[str]:
     """The columns an importer writes: the items contract's (in the paper's ``contracts_dir``), less
     ``lineage`` (the LLM backends behind a recipe-made row; an imported row has none)."""
-    from forge.contracts import load_contract
+    from forge.storage.contracts import load_contract
 
     return [c for c in load_contract(table, contracts_dir).column_names if c != "lineage"]

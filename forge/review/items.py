@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from forge.provenance.versioning import content_hash
 from forge.review.labelconfig import BOX_LABEL, LETTERS
 from forge.review.spec import Media, ReviewSpec
 from forge.splits.gates import field_problem
-from forge.versioning import content_hash
 
 REVISED_FIELDS = ("question", "options", "option_types", "answer", "references", "media_paths", "labels")
 BOX_ANSWER = re.compile(

@@ -16,13 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-from forge.offline_env import OFFLINE_ENV
+from forge.models.offline_env import OFFLINE_ENV
 from forge.review.client import LabelStudio
 from forge.review.config import Server, server
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("SUBTEXT_REVIEW_VENV") or ROOT / ".venv-review")
-# Not an opt-out (those are forge.offline_env.OFFLINE_ENV, the project's one table): reviewers
+# Not an opt-out (those are forge.models.offline_env.OFFLINE_ENV, the project's one table): reviewers
 # join by invite only.
 SERVER_ENV = {"LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true"}
 

@@ -31,8 +31,8 @@ from typing import Any
 
 import pandas as pd
 
-from forge.offline_env import apply as apply_offline_env
-from forge.offline_env import worker_env
+from forge.models.offline_env import apply as apply_offline_env
+from forge.models.offline_env import worker_env
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Shipped to the workers with the job (runtime_env py_modules): the logic, not the Dagster layer.

@@ -23,9 +23,9 @@ from typing import Any
 import pandas as pd
 
 from forge.llm.types import LLMRequest, LLMResult
+from forge.provenance.versioning import content_hash
 from forge.splits.config import BlindConfig
 from forge.splits.gates import BlindScore, is_mcq, render_options, score_blind
-from forge.versioning import content_hash
 
 
 def text_key(row: Any) -> str:

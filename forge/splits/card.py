@@ -20,9 +20,9 @@ import pandas as pd
 import yaml
 
 from forge.checks import mcq
+from forge.models.weights import weights_summary_lines
 from forge.review.card import card_lines
 from forge.splits.hub import GENERAL_LIMITATIONS, USES, paper_card
-from forge.weights import weights_summary_lines
 
 
 def _words(s: Any) -> int:

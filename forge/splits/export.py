@@ -34,10 +34,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from forge.provenance.versioning import content_hash, sha256_file, stable_json
 from forge.splits.card import draw_plots, license_summary, md_table, render_card
 from forge.splits.hub import draw_gallery, hub_features, languages, size_category, task_categories
 from forge.splits.typed import conform, parse_object, typed_struct
-from forge.versioning import content_hash, sha256_file, stable_json
 
 MANIFEST = "manifest.json"
 _VERSION = re.compile(r"^v(\d+)$")

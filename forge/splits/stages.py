@@ -22,10 +22,10 @@ import pandas as pd
 
 from forge.benchmarks.settings import profiles_of, settings_hash
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction
-from forge.contracts import load_contract
-from forge.lineage import union as lineage_union
 from forge.llm.prompts import load_prompt
 from forge.llm.stub import StubOutputError, ensure_no_stub, stub_made
+from forge.provenance.lineage import union as lineage_union
+from forge.provenance.versioning import content_hash, sha256_bytes, sha256_file
 from forge.releases.gold import with_gold
 from forge.review.stages import export_gate as review_gate
 from forge.splits import assign as sa
@@ -40,7 +40,7 @@ from forge.splits.export import existing_versions, exports_frame, read_manifest,
 from forge.splits.provenance import benchmark_cost, provenance
 from forge.splits.release import assign_with_release_splits
 from forge.storage import RejectLog, TableStore
-from forge.versioning import content_hash, sha256_bytes, sha256_file
+from forge.storage.contracts import load_contract
 
 VERSION = "1"
 BLIND_PROMPT = Path(__file__).resolve().parents[2] / "assets" / "splits" / "prompts" / "blind_solver.yaml"

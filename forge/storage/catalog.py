@@ -28,7 +28,7 @@ from pathlib import Path
 import duckdb
 from filelock import FileLock, Timeout
 
-from forge.contracts import Contract, all_contracts
+from forge.storage.contracts import Contract, all_contracts
 from forge.storage.tables import TableStore, quote_ident, quote_literal
 
 log = logging.getLogger(__name__)

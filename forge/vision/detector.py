@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forge.versioning import sha256_file
+from forge.models.weights import entry_for_file, is_trusted_pickle, load_manifest, manifest_path
+from forge.provenance.versioning import sha256_file
 from forge.vision.images import LoadedImage
 from forge.vision.offline import import_ultralytics
-from forge.weights import entry_for_file, is_trusted_pickle, load_manifest, manifest_path
 
 # config/weights.yaml: the only sizes / hashes a real copy of these files may have.
 REFERENCE_WEIGHTS: dict[str, tuple[int, str]] = {

@@ -38,8 +38,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from forge.models.onnx_session import OnnxModule
 from forge.models.protocols import Detector, StreamingDetector
-from forge.onnx_session import OnnxModule
 from forge.vision.detector import Detection, YoloDetector, parse_boxes
 from forge.vision.images import DeviceImage, EncodedJPEG, LoadedImage, LoadError, load_image
 
@@ -381,7 +381,7 @@ def actual_setup(model: Detector) -> dict[str, Any]:
 
 def with_engine(det: YoloDetector, engine: str, device_decode: bool | None = None) -> YoloDetector | TensorDetector:
     """``tensor`` wraps the loaded model; ``onnx`` = the same path with the network run by ONNX
-    Runtime (CPU; forge/onnx_session.py); ``ultralytics`` keeps the library's predict; ``auto`` =
+    Runtime (CPU; forge/models/onnx_session.py); ``ultralytics`` keeps the library's predict; ``auto`` =
     tensor on CUDA, onnx on CPU (where each measured fastest: docs/performance.md).
     ``device_decode``: the tensor engine's (None = on CUDA)."""
     if engine not in ENGINES:

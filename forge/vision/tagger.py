@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forge.versioning import sha256_file
+from forge.provenance.versioning import sha256_file
 from forge.vision.images import LoadedImage
 
 TAG_COLUMNS = ["frame_id", "batch", "tag", "score", "count", "backend", "model_version"]

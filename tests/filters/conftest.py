@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from forge.contracts import load_contract
 from forge.storage import TableStore
+from forge.storage.contracts import load_contract
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -163,7 +163,7 @@ def frames_table(store: TableStore, rows: list[dict]) -> dict[str, pd.DataFrame]
 def ocr_resource():
     """One EasyOCR reader for the whole session, from the pinned, sha256-checked weights
     (the registry package, or $SUBTEXT_MODELS_DIR/easyocr when set)."""
-    from forge.weights import easyocr_model_dir
+    from forge.models.weights import easyocr_model_dir
     from resources.ocr import OCRResource
 
     res = OCRResource(model_dir=easyocr_model_dir(), gpu=False, max_side=1280)

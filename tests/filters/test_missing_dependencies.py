@@ -9,11 +9,11 @@ import pytest
 from PIL import Image
 
 from assets.ingest.filters import text_ratio
-from forge.contracts import load_contract
-from forge.dependencies import MissingDependency, require_binary
 from forge.media.batch import clips_for_batch
 from forge.media.clips import ClipSettings
+from forge.models.dependencies import MissingDependency, require_binary
 from forge.storage import RejectLog, TableStore
+from forge.storage.contracts import load_contract
 from resources.ocr import OCRResource
 from resources.storage import StorageResource
 

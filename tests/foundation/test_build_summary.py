@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from forge.benchmarks import registry
-from forge.build_summary import summarize, weights_caveats
+from forge.console.build_summary import summarize, weights_caveats
 from forge.storage import TableStore, refresh_catalog
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from assets.common import column_schema, table_preview
 from forge.benchmarks import registry
-from forge.contracts import load_contract
+from forge.storage.contracts import load_contract
 
 # the tables a user reads: each benchmark's items, the gated items, their splits, the exports
 # and the scores behind the leaderboards

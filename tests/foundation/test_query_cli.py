@@ -1,4 +1,4 @@
-"""``python -m forge.query`` (what ``make query`` runs): usage, one-line errors, results, tables."""
+"""``python -m forge.console.query`` (what ``make query`` runs): usage, one-line errors, results, tables."""
 
 import subprocess
 import sys
@@ -22,7 +22,7 @@ def data_dir(tmp_path_factory):
 
 def _query(data_dir, *args):
     return subprocess.run(
-        [sys.executable, "-m", "forge.query", "--data-dir", str(data_dir), *args],
+        [sys.executable, "-m", "forge.console.query", "--data-dir", str(data_dir), *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

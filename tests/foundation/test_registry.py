@@ -14,7 +14,7 @@ import yaml
 
 from forge.benchmarks import registry
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindUnit, OptionPolicy
-from forge.contracts import load_contract
+from forge.storage.contracts import load_contract
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = registry.specs()

@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from forge.contracts import load_contract, parse_contract
 from forge.storage import RejectLog, TableStore, open_catalog, refresh_catalog
+from forge.storage.contracts import load_contract, parse_contract
 
 
 def test_write_replaces_partition_and_reads_union(tmp_path):
@@ -53,7 +53,7 @@ def test_contract_validation_reports_each_violation():
 
 
 def test_every_contract_parses_and_has_a_schema():
-    from forge.contracts import all_contracts
+    from forge.storage.contracts import all_contracts
 
     contracts = all_contracts()
     assert "rejects" in contracts and "frames" in contracts

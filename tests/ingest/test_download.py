@@ -3,7 +3,7 @@ from pathlib import Path
 from forge.media.download import DownloadSettings, Rejected, VideoRecord, fetch_video, probe_video
 from forge.media.policy import IngestPolicy
 from forge.media.sources import SourceSpec, expand_source
-from forge.versioning import sha256_file
+from forge.provenance.versioning import sha256_file
 
 # The test server is on 127.0.0.1, which the ingest policy refuses unless allowed (docs/security.md).
 LOOPBACK = IngestPolicy(allowed_hosts=("127.0.0.1",))

@@ -176,8 +176,8 @@ def test_faster_whisper_local_model(corpus):
 
 def test_transcript_reaches_the_vimu_annotation_prompt(corpus, llm_double, llm_double_resource):
     """transcripts asset → evidence → vimu_annotations: the recognised text is in the request body."""
-    from assets.recipes.vimu.checks import CHECKS
     from assets.recipes.vimu.assets import vimu_annotations
+    from assets.recipes.vimu.checks import CHECKS
     from forge.vision.evidence import build_evidence
 
     data, _, clips, videos = corpus

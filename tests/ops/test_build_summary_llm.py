@@ -3,7 +3,7 @@ spend ledger (every CLI build ends with it)."""
 
 import pandas as pd
 
-from forge.build_summary import summarize
+from forge.console.build_summary import summarize
 from forge.storage import TableStore, refresh_catalog
 
 

@@ -1,5 +1,5 @@
 """Data versions from content: every table-writing asset reports a DataVersion hashed from the
-rows it wrote (``assets.common.publish`` → ``forge.versioning.rows_version``), so re-running a
+rows it wrote (``assets.common.publish`` → ``forge.provenance.versioning.rows_version``), so re-running a
 stage that writes identical rows leaves its descendants Synced, and a change of rows does not."""
 
 import dagster as dg
@@ -10,7 +10,7 @@ from dagster._core.loader import LoadingContextForTest
 from PIL import Image
 
 from assets.ingest.trunk import sources, videos
-from forge.versioning import rows_version
+from forge.provenance.versioning import rows_version
 from resources.ingest import IngestResource
 from resources.storage import StorageResource
 

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from assets.ingest.trunk import sources
-from forge.environment import apply_recorded_environment, record_environment, recorded_environment
+from forge.provenance.environment import apply_recorded_environment, record_environment, recorded_environment
 from forge.storage import TableStore
 from resources.ingest import IngestResource
 from resources.storage import StorageResource

@@ -193,8 +193,8 @@ def built(tmp_path_factory):
     """A persistent instance holding a small real build: the image trunk + OCR over three batches,
     a VAGUE export (dataset card) and the II-Bench leaderboard; the true per-batch frame counts."""
     from forge.media.sample_corpus import build_sample_corpus
+    from forge.models.weights import easyocr_model_dir
     from forge.storage import TableStore
-    from forge.weights import easyocr_model_dir
     from resources.ocr import OCRResource
     from tests.ops.ui_world import build_export, build_ingest, build_leaderboard, open_instance
 

@@ -9,8 +9,8 @@ import json
 import dagster as dg
 import pytest
 
-from forge.lineage import decode, touched_by_stub
 from forge.llm.stub import StubOutputError, ensure_no_stub
+from forge.provenance.lineage import decode, touched_by_stub
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 from tests.recipes.iibench.test_iibench_assets import (

@@ -15,8 +15,8 @@ import yaml
 from assets.recipes.hummus.release import defs as hummus_defs
 from assets.recipes.maia.release import defs as maia_defs
 from assets.splits.factory import benchmark_defs
-from forge.contracts import load_contract
 from forge.storage import TableStore
+from forge.storage.contracts import load_contract
 from resources.embedder import EmbedderResource
 from resources.llm import LLMResource
 from resources.storage import StorageResource

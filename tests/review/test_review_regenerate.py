@@ -13,12 +13,12 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from assets.recipes.vimu.checks import CHECKS
 from assets.recipes.vimu.assets import vimu_annotations, vimu_items, vimu_questions
+from assets.recipes.vimu.checks import CHECKS
 from assets.recipes.vimu.logic.items import item_id
 from assets.review.factory import benchmark_review_defs
-from forge.contracts import load_contract
 from forge.storage import TableStore
+from forge.storage.contracts import load_contract
 from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource

@@ -1,4 +1,4 @@
-"""The review server starts with the project's one table of opt-outs (forge.offline_env), forced
+"""The review server starts with the project's one table of opt-outs (forge.models.offline_env), forced
 over whatever the operator's environment carries: no analytics, no version check, and Sentry
 empty under both spellings Label Studio and sentry_sdk read."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forge import offline_env
+from forge.models import offline_env
 from forge.review import server as review_server
 
 SENTRY = ("LABEL_STUDIO_SENTRY_DSN", "SENTRY_DSN", "LABEL_STUDIO_FRONTEND_SENTRY_DSN", "FRONTEND_SENTRY_DSN")

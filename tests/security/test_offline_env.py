@@ -1,4 +1,4 @@
-"""The usage-reporting opt-outs (forge/offline_env.py) reach every process that starts things:
+"""The usage-reporting opt-outs (forge/models/offline_env.py) reach every process that starts things:
 the Make targets, the code location, the CLI, ONNX Runtime's sessions, Ray's workers and a private
 Ray cluster, and Dagster's instance settings."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forge import offline_env
-from forge.offline_env import OFFLINE_ENV, apply, dagster_telemetry_enabled, ensure_dagster_telemetry_off
+from forge.models import offline_env
+from forge.models.offline_env import OFFLINE_ENV, apply, dagster_telemetry_enabled, ensure_dagster_telemetry_off
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +53,7 @@ def test_entry_points_apply_the_opt_outs(code, tmp_path):
 
 
 def test_onnx_sessions_are_created_with_telemetry_off(monkeypatch):
-    from forge import onnx_session
+    from forge.models import onnx_session
 
     monkeypatch.delenv("ORT_DISABLE_TELEMETRY", raising=False)
     onnx_session.onnxruntime()

@@ -6,7 +6,7 @@ temporary dir (where the private caches live: Ultralytics' settings, Ray's sessi
 kernels); $HOME is a fresh folder that must stay empty.
 
 The traced process starts without any opt-out in its environment: the entry points must set
-them (forge/offline_env.py). Removing ``ORT_DISABLE_TELEMETRY`` there makes this test fail (ONNX
+them (forge/models/offline_env.py). Removing ``ORT_DISABLE_TELEMETRY`` there makes this test fail (ONNX
 Runtime resolves its events host a few seconds after its first session; the workload outlives
 that), which the control test below shows on this machine.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.offline_env import OFFLINE_ENV
+from forge.models.offline_env import OFFLINE_ENV
 from tests.security.offline_workload import make_corpus
 from tests.security.strace_log import TRACE_ARGS, calls, network_contacts, outside, written_paths
 
@@ -130,7 +130,7 @@ def test_control_the_trace_sees_onnx_runtime_telemetry_when_it_is_on(tmp_path):
     for d in ("home", "tmp"):
         (tmp_path / d).mkdir()
     probe = (
-        "import time, torch; from forge.onnx_session import OnnxModule\n"
+        "import time, torch; from forge.models.onnx_session import OnnxModule\n"
         "m = OnnxModule(torch.nn.Conv2d(3, 4, 3), torch.zeros(1, 3, 16, 16))\n"
         "print('session', flush=True); time.sleep(60)\n"
     )

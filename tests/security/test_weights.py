@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.weights import (
+from forge.models.weights import (
     EASYOCR_FILES,
     STATUSES,
     WeightsMismatch,

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from forge.contracts import load_contract
 from forge.media.hashing import hash_image
 from forge.storage import TableStore
+from forge.storage.contracts import load_contract
 
 BATCH = "demo-0000"
 # Required paper-specific columns of each items contract (values do not matter here).

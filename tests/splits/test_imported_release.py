@@ -15,12 +15,12 @@ import pandas as pd
 from assets.recipes.iibench.logic.release import parse_release
 from forge.benchmarks import registry
 from forge.checks.mcq import letter_index
-from forge.contracts import load_contract
 from forge.evals.pipeline import load_export
 from forge.releases.config import ReleaseInfo
 from forge.releases.records import batch_part, place_media
 from forge.splits.config import benchmark_config
 from forge.splits.stages import _card_sections, run_gates
+from forge.storage.contracts import load_contract
 from tests.splits.helpers import noise_image
 from tests.splits.test_splits_assets import _check, _md, _run, store  # noqa: F401 (fixture)
 

@@ -253,7 +253,7 @@ def test_leak_check_fails_on_hand_made_leaking_split(store):
             "version": "hand",
         }
     )
-    from forge.contracts import load_contract
+    from forge.storage.contracts import load_contract
 
     c = load_contract("splits")
     store.write("splits", c.conform(rows), PAPER, schema=c.arrow_schema())

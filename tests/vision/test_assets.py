@@ -15,8 +15,8 @@ import pytest
 from PIL import Image
 
 from assets.vision.assets import defs as vision_defs
-from forge.contracts import load_contract
 from forge.storage import TableStore, open_catalog
+from forge.storage.contracts import load_contract
 from resources.detector import DetectorResource
 from resources.storage import StorageResource
 from resources.tagger import TaggerResource

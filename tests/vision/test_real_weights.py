@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.versioning import sha256_file
+from forge.provenance.versioning import sha256_file
 from forge.vision.detector import REFERENCE_WEIGHTS, YoloDetector
 from forge.vision.images import load_image
 

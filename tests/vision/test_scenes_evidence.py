@@ -130,7 +130,7 @@ def test_evidence_bundles_frames_and_clips():
     assert heard.loc[("clip", "c1"), "transcript_source"] == "subtitles"
     missing = build_evidence(frames, tags, ind, ocr, None, rich, "yolo").set_index(["unit", "unit_id"])
     assert missing.loc[("clip", "c1"), "transcript_status"] == "clips_table_missing"
-    from forge.contracts import load_contract
+    from forge.storage.contracts import load_contract
 
     c = load_contract("evidence")
     assert c.validate(c.conform(ev.reset_index())) == []

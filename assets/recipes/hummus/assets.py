@@ -25,9 +25,9 @@ from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE
 from forge.llm.types import ImageInput, LLMRequest
+from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.storage import RejectLog
-from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 

@@ -28,9 +28,9 @@ from forge.llm.prompts import load_prompt
 from forge.llm.refine import refine
 from forge.llm.stub import advisory
 from forge.llm.types import ImageInput, LLMRequest
+from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
-from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.nli import NLIResource
 from resources.storage import StorageResource

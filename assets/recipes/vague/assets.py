@@ -26,9 +26,9 @@ from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
+from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
-from forge.versioning import content_hash
 from resources.embedder import EmbedderResource
 from resources.llm import LLMResource
 from resources.storage import StorageResource

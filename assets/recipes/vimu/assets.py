@@ -21,9 +21,9 @@ from forge.benchmarks.settings import config_default, recipe_settings, with_prof
 from forge.llm.prompts import load_prompt, prompt_files_hash
 from forge.llm.refine import refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
+from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
-from forge.versioning import content_hash
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 

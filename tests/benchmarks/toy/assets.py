@@ -10,10 +10,10 @@ import yaml
 
 from assets.common import contract_check_specs, publish, table_metadata
 from assets.llm_support import record_llm_calls
-from forge.contracts import load_contract
 from forge.llm.prompts import load_prompt
 from forge.llm.types import ImageInput, LLMRequest
 from forge.storage import RejectLog
+from forge.storage.contracts import load_contract
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 from tests.benchmarks.toy.spec import HERE, SPEC

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from forge.contracts import load_contract
 from forge.storage import TableStore
+from forge.storage.contracts import load_contract
 from resources.storage import StorageResource
 from tests.llm_double.server import message_text
 

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from forge.contracts import load_contract
 from forge.storage import TableStore
+from forge.storage.contracts import load_contract
 from tests.llm_double.server import Reply, message_text
 
 BATCH = "b1"

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from assets.recipes.vimu.logic.taxonomy import LETTERS, TAXONOMY_PATH, load_taxonomy, parse_taxonomy
-from forge.contracts import load_contract
+from forge.storage.contracts import load_contract
 
 ROOT = Path(__file__).resolve().parents[3]
 RHETORIC_APP_E = [

@@ -15,7 +15,7 @@ import pandas as pd
 
 from forge.checks.language import wrong_language
 from forge.checks.text import check_language, content_tokens, lexical_overlap, tokens
-from forge.versioning import sha256_bytes
+from forge.provenance.versioning import sha256_bytes
 
 from .taxonomy import CAUSAL, CAUSAL_TYPES, categories, category
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from forge.checks import mcq
 from forge.checks.language import texts_of, wrong_language
-from forge.versioning import content_hash
+from forge.provenance.versioning import content_hash
 
 from . import lexicon
 from . import objects as O

@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from forge.provenance.versioning import content_hash
 from forge.releases.config import ReleaseInfo
 from forge.releases.records import (
     IMAGE_SUFFIXES,
@@ -43,7 +44,6 @@ from forge.releases.records import (
     table_files,
     text,
 )
-from forge.versioning import content_hash
 
 from .logic import QUESTION
 

@@ -33,7 +33,7 @@ import pandas as pd
 import pyarrow as pa
 import yaml
 
-CONTRACTS_DIR = Path(__file__).resolve().parent.parent / "data_contracts"
+CONTRACTS_DIR = Path(__file__).resolve().parents[2] / "data_contracts"
 
 ARROW_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),

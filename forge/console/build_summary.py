@@ -16,8 +16,8 @@ from pathlib import Path
 import duckdb
 
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.models.weights import WeightsMismatch, easyocr_model_dir
 from forge.storage import TableStore, open_catalog, quote_ident, quote_literal
-from forge.weights import WeightsMismatch, easyocr_model_dir
 
 TOP_REJECTS = 8
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
-from forge.versioning import sha256_file
+from forge.provenance.versioning import sha256_file
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEFAULT_MANIFEST = REPO / "config" / "weights.yaml"
 STATUSES = ("bundled", "optional", "architecture-only")
 EASYOCR_FILES = ("craft_mlt_25k.pth", "english_g2.pth")

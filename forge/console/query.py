@@ -1,8 +1,8 @@
-"""Query the catalog without the DuckDB CLI: ``python -m forge.query`` (``make query`` runs it).
+"""Query the catalog without the DuckDB CLI: ``python -m forge.console.query`` (``make query`` runs it).
 
-    python -m forge.query query "select stage, reason, count(*) from rejects group by all"
-    python -m forge.query query --file my.sql    # several statements: the last one's rows are shown
-    python -m forge.query tables          # every table and view, its rows and what it holds
+    python -m forge.console.query query "select stage, reason, count(*) from rejects group by all"
+    python -m forge.console.query query --file my.sql    # several statements: the last one's rows are shown
+    python -m forge.console.query tables          # every table and view, its rows and what it holds
 
 Reads ``$SUBTEXT_DATA_DIR`` (default ``data``) through ``open_catalog`` (read-only, relative
 view paths resolved). A bad statement prints one ``error:`` line and exits 1; no SQL prints the
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import duckdb
 
-from forge.contracts import all_contracts
 from forge.storage import TableStore, open_catalog, quote_ident
+from forge.storage.contracts import all_contracts
 
 USAGE = 'usage: make query Q="select * from frames limit 5"   (Q=tables lists the tables; F=file.sql runs a file)'
 
@@ -101,7 +101,7 @@ def sql_text(args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m forge.query", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m forge.console.query", description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", default=os.environ.get("SUBTEXT_DATA_DIR", "data"))
     sub = parser.add_subparsers(dest="command")
     q = sub.add_parser("query", help="run SQL against the catalog (the last statement's rows are shown)")

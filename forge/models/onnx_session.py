@@ -9,7 +9,7 @@ session. CPU only: on CUDA the torch modules stay.
 
 ONNX Runtime's PyPI build has telemetry on: a few seconds after the first session it writes
 ``~/.cache/Microsoft/DeveloperTools/.onnxruntime/`` and resolves a Microsoft events host.
-``ORT_DISABLE_TELEMETRY=1`` (forge/offline_env.py), read when its environment is created with
+``ORT_DISABLE_TELEMETRY=1`` (forge/models/offline_env.py), read when its environment is created with
 the first session, stops both; every session here is created after it is set.
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from forge.offline_env import apply as apply_offline_env
+from forge.models.offline_env import apply as apply_offline_env
 
 
 def onnxruntime() -> Any:

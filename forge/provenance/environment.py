@@ -100,7 +100,7 @@ def apply_recorded_environment(
 
 
 def shell_exports(data: str | os.PathLike[str] | None = None) -> str:
-    """``export NAME='value'`` lines for a shell (``eval "$(python -m forge.environment)"``)."""
+    """``export NAME='value'`` lines for a shell (``eval "$(python -m forge.provenance.environment)"``)."""
     import shlex
 
     return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in sorted(recorded_environment(data).items()))
