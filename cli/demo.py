@@ -37,7 +37,7 @@ def prepare_demo(data_dir: str | None = None) -> Iterator[dict[str, str]]:
         # every such export's card opens with a warning that its items are placeholders.
         values["SUBTEXT_EXPORT_FORCE_STUB"] = os.environ.get("SUBTEXT_EXPORT_FORCE_STUB", "1")
         print("No LLM endpoint configured: LLM stages use the offline stub; demo exports are forced and labelled.")
-    # The demo's relaxed recipe settings (config/recipes/*.yaml `profiles: demo:`) unless the user chose a profile.
+    # The demo's relaxed recipe settings (assets/recipes/*/config.yaml `profiles: demo:`) unless the user chose a profile.
     values["SUBTEXT_RECIPE_PROFILE"] = os.environ.get("SUBTEXT_RECIPE_PROFILE") or "demo"
     record_profile(values["SUBTEXT_RECIPE_PROFILE"], data)  # `make ui` on this data dir loads the same settings
     print(f"Recipe settings profile: {values['SUBTEXT_RECIPE_PROFILE']}", flush=True)
