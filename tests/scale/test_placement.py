@@ -76,7 +76,7 @@ def test_the_pool_knows_no_stage():
 
     import forge.scale
 
-    stages = ("forge.media", "forge.vision", "forge.recipes", "forge.llm", "assets", "resources")
+    stages = ("forge.media", "forge.vision", "forge.llm", "assets", "resources")
     for path in Path(forge.scale.__file__).parent.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
