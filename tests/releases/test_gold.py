@@ -154,6 +154,9 @@ def test_switching_gold_on_marks_splits_gated_and_export_changed(tmp_path, monke
     assert all(on[k] != off[k] for k in off)
     more = versions("hummus", "  hummus: {enabled: true, fields: [boxes, spans]}\n")
     assert all(more[k] != on[k] for k in on)
+    # a bare switch takes the paper's own default fields (its GoldRules, assets/recipes/hummus/logic/gold.py)
+    bare = versions("hummus", "  hummus: {enabled: true}\n")
+    assert bare == versions("hummus", "  hummus: {enabled: true, fields: [boxes, spans, descriptions]}\n") != on
     # another paper's switch leaves this paper's versions alone
     maia_off = versions("maia", "  hummus: {enabled: false, fields: [boxes]}\n")
     assert versions("maia", "  hummus: {enabled: true, fields: [boxes]}\n") == maia_off
