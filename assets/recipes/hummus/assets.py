@@ -18,7 +18,8 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, sum_counts, table_metadata
+from assets.common import StageRun, sum_counts
+from assets.recipes.asset_builder import recipe_asset
 from forge.benchmarks.settings import config_default, recipe_settings, with_profile
 from forge.checks.language import language_first, wrong_language_outcome
 from forge.llm.prompts import load_prompt
@@ -37,6 +38,7 @@ from .logic.taxonomy import TAXONOMY_PATH, devices
 from .spec import SPEC as HUMMUS
 
 VERSION = "2"  # 2: verdict-only rows keep Classification when the detail fails
+GROUP = "hummus"
 PROMPTS = Path(__file__).with_name("prompts")
 P_CAPTION = PROMPTS / "caption.yaml"
 P_ANNOTATE = PROMPTS / "annotate.yaml"
@@ -73,16 +75,11 @@ class AnnotationsConfig(dg.Config):
     regenerate_rejected: bool = True
 
 
-@dg.asset(
-    group_name="hummus",
-    kinds={"openai"},
-    pool="llm",
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
+@recipe_asset(
+    group=GROUP,
+    llm=True,
     deps=["frames"],
     code_version=content_hash(VERSION, recipe_settings("hummus")["pairs"], files=[P_CAPTION]),
-    check_specs=stage_check_specs("hummus_pairs", ["hummus_pairs"]),
-    metadata=table_metadata(["hummus_pairs"]),
     description="Hummus inputs: image frames with their table-source caption; images without one get an LLM "
     "caption when generate_captions is on (caption_origin = llm), else are rejected (no_caption).",
 )
@@ -180,16 +177,12 @@ def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int | None):
     return annotation_valid
 
 
-@dg.asset(
-    group_name="hummus",
-    kinds={"openai"},
-    pool="llm",
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
+@recipe_asset(
+    group=GROUP,
+    llm=True,
+    tables=("hummus_regions",),
     deps=["hummus_pairs"],
     code_version=content_hash(VERSION, recipe_settings("hummus")["annotations"], files=[P_ANNOTATE, TAXONOMY_PATH]),
-    check_specs=stage_check_specs("hummus_annotations", ["hummus_annotations", "hummus_regions"]),
-    metadata=table_metadata(["hummus_annotations", "hummus_regions"]),
     description="Hummus §4 annotation: Yes / No / WIDLII / Discard with incongruities; for Yes / WIDLII "
     "TARGET IS SOURCE metaphors, boxes (pixel + normalised, in hummus_regions), the caption span in "
     "<i></i> (exact substring), a short explanation; other figurative devices. Checked in code, "
@@ -345,15 +338,10 @@ def hummus_annotations(
     return run.publish(md, record_attempts=True)
 
 
-@dg.asset(
-    group_name="hummus",
-    kinds={"python"},
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
+@recipe_asset(
+    group=GROUP,
     deps=["hummus_annotations"],
     code_version=content_hash(VERSION, H.INSTRUCTIONS, recipe_settings("hummus").get("items")),
-    check_specs=stage_check_specs("hummus_items", ["hummus_items"]),
-    metadata=table_metadata(["hummus_items"]),
     description="The six Hummus tasks of Table 1 (classification, naming, image_box, image_label, "
     "caption_highlight, explanation) built from the annotations; Discard items are not tested. A pair "
     "whose detailed annotation failed keeps its classification item (items.on_detail_failure: "

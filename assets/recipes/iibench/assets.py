@@ -16,7 +16,8 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, sum_counts, table_metadata
+from assets.common import StageRun, sum_counts
+from assets.recipes.asset_builder import recipe_asset
 from forge.benchmarks.settings import config_default, recipe_settings, with_profile
 from forge.benchmarks.spec import ROOT
 from forge.checks.language import language_first, wrong_language_outcome
@@ -36,6 +37,7 @@ from .logic import taxonomy as tax
 from .spec import SPEC as IIBENCH
 
 VERSION = "1"
+GROUP = "iibench"
 
 PROMPTS = Path(__file__).with_name("prompts")
 P_IMPLICATION = PROMPTS / "implication.yaml"
@@ -120,16 +122,11 @@ def candidate_images(store: TableStore, batch: str, rejects: RejectLog) -> pd.Da
 
 
 # -- 5. implication filter --------------------------------------------------------------
-@dg.asset(
-    group_name="iibench",
-    kinds={"openai"},
-    pool="llm",
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
+@recipe_asset(
+    group=GROUP,
+    llm=True,
     deps=["frames", "duplicates", "text_ratio"],
     code_version=content_hash(VERSION, settings()["implication"], files=[P_IMPLICATION]),
-    check_specs=stage_check_specs("iibench_implication", ["iibench_implication"]),
-    metadata=table_metadata(["iibench_implication"]),
     description="II-Bench Stage 3: keep images with a metaphorical or suggestive implication (LLM judge with "
     "reasons; a human verdict table overrides it). Dropped images → rejects (no_implication).",
 )
@@ -241,16 +238,11 @@ def label_checks(min_chars: int) -> list:
     return language_first(LANGUAGE, ["explanation"], [labels_check(min_chars)])
 
 
-@dg.asset(
-    group_name="iibench",
-    kinds={"openai"},
-    pool="llm",
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
+@recipe_asset(
+    group=GROUP,
+    llm=True,
     deps=["iibench_implication"],
     code_version=content_hash(VERSION, settings()["labels"], files=[P_LABELS, tax.TAXONOMY_PATH]),
-    check_specs=stage_check_specs("iibench_labels", ["iibench_labels"]),
-    metadata=table_metadata(["iibench_labels"]),
     description="II-Bench App. B.2 labels per kept image: image type, domain, emotion, rhetoric (multi), "
     "difficulty and the explanation of the implication; label sets validated in code, refined.",
 )
@@ -372,16 +364,11 @@ def judge_verdict(data: dict[str, Any]) -> Verdict:
     return Verdict("major", "\n".join(failing), "judge") if failing else Verdict("pass", "", "judge")
 
 
-@dg.asset(
-    group_name="iibench",
-    kinds={"openai"},
-    pool="llm",
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
+@recipe_asset(
+    group=GROUP,
+    llm=True,
     deps=["iibench_labels"],
     code_version=content_hash(VERSION, settings()["items"], files=[P_QUESTIONS, P_JUDGE]),
-    check_specs=stage_check_specs("iibench_items", ["iibench_items"]),
-    metadata=table_metadata(["iibench_items"]),
     description="II-Bench items: 1-3 single-answer questions per image with six options (one correct, five "
     "distractors about the implication's nuances), code-checked for duplicates and judged (each "
     "distractor plausible, none also correct), regenerated with feedback up to K rounds; seeded order.",

@@ -20,7 +20,8 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from assets.common import SINGLE_RUN, Progress, StageRun, batches, stage_check_specs, table_metadata
+from assets.common import Progress, StageRun
+from assets.recipes.asset_builder import recipe_asset
 from forge.benchmarks.settings import recipe_settings, with_profile
 from forge.checks.language import after_language, language_first
 from forge.checks.text import pool_stats
@@ -81,7 +82,7 @@ P = LanguagePrompts(
     language,
 )
 FOIL_PROMPTS = [P[F.foil_prompt_file(Path(), c).stem] for c in CATEGORY_NAMES]
-COMMON = dict(group_name="maia", partitions_def=batches, backfill_policy=SINGLE_RUN)
+GROUP = "maia"
 
 
 # -- inputs ----------------------------------------------------------------------------------
@@ -123,14 +124,12 @@ def images(store: TableStore, paths: list[str], k: int) -> list[ImageInput]:
 
 
 # -- 1. questions ----------------------------------------------------------------------------
-@dg.asset(
-    **COMMON,
-    pool="llm",
-    kinds={"openai", "parquet"},
+@recipe_asset(
+    group=GROUP,
+    llm=True,
+    kinds=("parquet",),
     deps=["clips", "frames", "evidence"],
     code_version=content_hash(VERSION, settings().get("questions"), files=[P["questions"], CATEGORIES_FILE]),
-    check_specs=stage_check_specs("maia_questions", ["maia_questions"]),
-    metadata=table_metadata(["maia_questions"]),
     description="MAIA questions (App. A.3): 2 open-ended, audio-free questions per reasoning category per clip, the "
     "second about other entities/events; generated from frames + evidence, or imported (human).",
 )
@@ -431,10 +430,11 @@ def pool_prompts(generate: str) -> PF.PoolPrompts:
 
 
 # -- 2. answer pools ---------------------------------------------------------------------------
-@dg.asset(
-    **COMMON,
-    pool="llm",
-    kinds={"openai", "parquet"},
+@recipe_asset(
+    group=GROUP,
+    llm=True,
+    kinds=("parquet",),
+    shared_tables=("maia_pool_stats",),
     deps=["maia_questions"],
     code_version=content_hash(
         VERSION,
@@ -442,8 +442,6 @@ def pool_prompts(generate: str) -> PF.PoolPrompts:
         settings().get("pools"),
         files=[P["answers"], P["consistency"], P["contradiction"], P["rephrase_equal"], P["rephrase_overlap"]],
     ),
-    check_specs=stage_check_specs("maia_answer_pools", ["maia_answer_pools", "maia_pool_stats"]),
-    metadata=table_metadata(["maia_answer_pools"]),
     description="MAIA 8-answer pools (App. A.3–A.4): 8 independent annotator requests (persona i, seed i; the "
     "question only, never its category) or the imported answers, consistency 0/1/2 and contradiction inside the "
     "pool (failing answers regenerated with feedback, then drawn afresh with a new seed), equal strings and >50 % "
@@ -535,10 +533,11 @@ def maia_answer_pools(
 
 
 # -- 3. true statements ------------------------------------------------------------------------
-@dg.asset(
-    **COMMON,
-    pool="llm",
-    kinds={"openai", "parquet"},
+@recipe_asset(
+    group=GROUP,
+    llm=True,
+    kinds=("parquet",),
+    shared_tables=("maia_pool_stats",),
     deps=["maia_answer_pools", "maia_questions"],
     code_version=content_hash(
         VERSION,
@@ -547,8 +546,6 @@ def maia_answer_pools(
         settings().get("answers", {}).get("pool_size"),
         files=[P["statement"], P["rephrase_equal"], P["rephrase_overlap"]],
     ),
-    check_specs=stage_check_specs("maia_statements", ["maia_statements", "maia_pool_stats"]),
-    metadata=table_metadata(["maia_statements"]),
     description="MAIA true statements (App. A.5–A.6): one declarative statement per answer (question + answer; "
     "a non-declarative one regenerated with feedback, then drawn afresh), the same equal-string / lexical-overlap "
     "processing of each pool; a statement failing every draw is kept flagged for review (`review`).",
@@ -612,10 +609,10 @@ def maia_statements(
 
 
 # -- 4. foils ------------------------------------------------------------------------------------
-@dg.asset(
-    **COMMON,
-    pool="llm",
-    kinds={"openai", "parquet"},
+@recipe_asset(
+    group=GROUP,
+    llm=True,
+    kinds=("parquet",),
     deps=["maia_statements"],
     code_version=content_hash(
         VERSION,
@@ -623,8 +620,6 @@ def maia_statements(
         settings().get("answers", {}).get("pool_size"),
         files=[*FOIL_PROMPTS, P["foil_structural"], CATEGORIES_FILE],
     ),
-    check_specs=stage_check_specs("maia_foils", ["maia_foils"]),
-    metadata=table_metadata(["maia_foils"]),
     description="MAIA foils (App. A.7–A.8): a minimal category-specific edit of each true statement (one prompt per "
     "category), structural check + NLI contradiction test; entailed / invalid foils are regenerated, then drawn "
     "afresh; a foil failing every draw is kept flagged for review (`review`), never dropping its pool.",
@@ -742,13 +737,11 @@ def maia_foils(
 
 
 # -- 5. items ------------------------------------------------------------------------------------
-@dg.asset(
-    **COMMON,
-    kinds={"python", "parquet"},
+@recipe_asset(
+    group=GROUP,
+    kinds=("parquet",),
     deps=["maia_foils", "maia_answer_pools", "maia_questions", "maia_statements"],
     code_version=content_hash(VERSION, settings().get("items"), settings().get("answers", {}).get("pool_size")),
-    check_specs=stage_check_specs("maia_items", ["maia_items"]),
-    metadata=table_metadata(["maia_items"]),
     description="MAIA items (§4): statement_verification (true vs foil, A/B by a seeded shuffle) and open_ended "
     "(question + its pool of references), in the common benchmark-item columns.",
 )

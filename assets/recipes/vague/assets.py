@@ -19,7 +19,8 @@ import dagster as dg
 import pandas as pd
 import yaml
 
-from assets.common import SINGLE_RUN, StageRun, batches, stage_check_specs, table_metadata
+from assets.common import StageRun
+from assets.recipes.asset_builder import recipe_asset
 from forge.benchmarks.settings import recipe_settings, with_profile
 from forge.checks import mcq
 from forge.llm.prompts import load_prompt
@@ -96,15 +97,10 @@ def _gen_cols(res: LLMResult, base_hash: str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- candidates
 
 
-@dg.asset(
-    group_name=GROUP,
-    kinds={"python"},
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
+@recipe_asset(
+    group=GROUP,
     deps=["rich_scenes", "frames", "person_indicators", "tags", "detections"],
     code_version=content_hash(_version("candidates"), physical_objects_config()),
-    check_specs=stage_check_specs("vague_candidates", ["vague_candidates"]),
-    metadata=table_metadata(["vague_candidates"]),
     description="VAGUE §4.1: candidate frames from the selected rich scenes (kind, blur, persons, tags, "
     "no neighbouring frames, per-batch cap) with the image the model sees (person indicators).",
 )
@@ -243,16 +239,11 @@ def run_direct(
     return pd.DataFrame(rows)
 
 
-@dg.asset(
-    group_name=GROUP,
-    kinds={"openai"},
-    pool="llm",
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
+@recipe_asset(
+    group=GROUP,
+    llm=True,
     deps=["vague_candidates"],
     code_version=_version("direct", ["direct", "rate_direct"]),
-    check_specs=stage_check_specs("vague_direct", ["vague_direct"]),
-    metadata=table_metadata(["vague_direct"]),
     description="VAGUE §4.2.1: direct expression + (subject, action, object) with object ∈ the frame's tags "
     "(enforced in code), rated 1-5 for relevance and solvability by an LLM judge; keep ≥ the minimum.",
 )
@@ -399,16 +390,11 @@ def run_indirect(
     return pd.DataFrame(rows)
 
 
-@dg.asset(
-    group_name=GROUP,
-    kinds={"openai"},
-    pool="llm",
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
+@recipe_asset(
+    group=GROUP,
+    llm=True,
     deps=["vague_direct"],
     code_version=_version("indirect", ["indirect", "select_indirect"]),
-    check_specs=stage_check_specs("vague_indirect", ["vague_indirect"]),
-    metadata=table_metadata(["vague_indirect"]),
     description="VAGUE §4.2.2: three indirect candidates (sarcasm, humour, meme/idiom) + superficial readings; "
     "ambiguity checked in code (lemmas + MiniLM similarity); one selected and rated, keep ≥ the minimum.",
 )
@@ -570,16 +556,11 @@ def run_options(
     return pd.DataFrame(rows), ne_run.attempts_frame()
 
 
-@dg.asset(
-    group_name=GROUP,
-    kinds={"openai"},
-    pool="llm",
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
+@recipe_asset(
+    group=GROUP,
+    llm=True,
     deps=["vague_indirect"],
     code_version=_version("options", ["fake_scene", "nonexistent"]),
-    check_specs=stage_check_specs("vague_options", ["vague_options"]),
-    metadata=table_metadata(["vague_options"]),
     description="VAGUE §4.2.3: counterfactual options FS (fake caption → interpretation), SU (superficial "
     "reading), NE (object replaced by an absent, expected one; absence verified, regenerated with "
     "feedback up to K rounds) plus the correct one.",
@@ -684,15 +665,10 @@ def _notes(value: Any) -> list[str]:
     return json.loads(value) if isinstance(value, str) and value else []
 
 
-@dg.asset(
-    group_name=GROUP,
-    kinds={"python"},
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
+@recipe_asset(
+    group=GROUP,
     deps=["vague_options", "vague_candidates", "vague_direct", "vague_indirect"],
     code_version=_version("options"),
-    check_specs=stage_check_specs("vague_items", ["vague_items"]),
-    metadata=table_metadata(["vague_items"]),
     description="VAGUE benchmark items: 4-option MCQ (correct, FS, SU, NE) with option types kept, correct "
     "positions balanced per batch, duplicate options rejected. Common benchmark-item columns.",
 )

@@ -16,7 +16,8 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from assets.common import SINGLE_RUN, Progress, StageRun, batches, stage_check_specs, table_metadata
+from assets.common import Progress, StageRun
+from assets.recipes.asset_builder import recipe_asset
 from forge.benchmarks.settings import config_default, recipe_settings, with_profile
 from forge.llm.prompts import load_prompt, prompt_files_hash
 from forge.llm.refine import refine
@@ -34,6 +35,7 @@ from .logic.taxonomy import TAXONOMY_PATH, load_taxonomy
 from .spec import SPEC as VIMU
 
 VERSION = "vimu-1"
+GROUP = "vimu"
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 
@@ -79,16 +81,12 @@ def _videos(store: TableStore, batch: str) -> "pd.DataFrame | None":
 
 
 # -- Stage 1–2 -------------------------------------------------------------------------------
-@dg.asset(
-    group_name="vimu",
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
-    pool="llm",
-    kinds={"openai", "parquet"},
+@recipe_asset(
+    group=GROUP,
+    llm=True,
+    kinds=("parquet",),
     deps=["evidence", "frames", "clips"],
     code_version=content_hash(VERSION, settings().get("annotate"), files=[ANNOTATE_PROMPT, TAXONOMY_PATH]),
-    check_specs=stage_check_specs("vimu_annotations", ["vimu_annotations"]),
-    metadata=table_metadata(["vimu_annotations"]),
     description="ViMU Stage 1-2: taxonomy annotation per clip (literal vs intended meaning, rhetoric mechanisms, "
     "social value signals, evidence sources, targets) from uniformly sampled frames + transcript.",
 )
@@ -165,24 +163,16 @@ def _explode_counts(df: pd.DataFrame, col: str) -> dict[str, int]:
 
 
 # -- Stage 3–4 -------------------------------------------------------------------------------
-@dg.asset(
-    group_name="vimu",
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
-    pool="llm",
-    kinds={"openai", "parquet"},
+@recipe_asset(
+    group=GROUP,
+    llm=True,
+    kinds=("parquet",),
     deps=["vimu_annotations"],
     code_version=content_hash(VERSION, settings().get("questions"), files=[*QA_PROMPTS, TAXONOMY_PATH]),
-    check_specs=[
-        *stage_check_specs("vimu_questions", ["vimu_questions"]),
-        dg.AssetCheckSpec(
-            "refine_outcomes",
-            asset="vimu_questions",
-            description="Validate-and-refine outcomes with rates: accepted after round 0..K, "
-            "rejected by the validator, exhausted (still major after K), failed.",
-        ),
-    ],
-    metadata=table_metadata(["vimu_questions"]),
+    checks={
+        "refine_outcomes": "Validate-and-refine outcomes with rates: accepted after round 0..K, "
+        "rejected by the validator, exhausted (still major after K), failed."
+    },
     description="ViMU Stage 3-4: hint-free open question + reference answer + points per clip, validated and "
     "refined (pass/minor accept, major regenerate with feedback, reject discard, K rounds); the code "
     "hint-leak check counts as a major verdict.",
@@ -238,15 +228,11 @@ def vimu_questions(
 
 
 # -- Stage 5 ---------------------------------------------------------------------------------
-@dg.asset(
-    group_name="vimu",
-    partitions_def=batches,
-    backfill_policy=SINGLE_RUN,
-    kinds={"python", "parquet"},
+@recipe_asset(
+    group=GROUP,
+    kinds=("parquet",),
     deps=["vimu_annotations", "vimu_questions"],
     code_version=content_hash(VERSION, files=[TAXONOMY_PATH, itm.TASK_PROMPTS_PATH, *ALL_PROMPTS]),
-    check_specs=stage_check_specs("vimu_items", ["vimu_items"]),
-    metadata=table_metadata(["vimu_items"]),
     description="ViMU Stage 5: four items per clip with an accepted question: open-ended (OE) and multi-select "
     "evidence grounding (EG), rhetoric mechanism (RM), social value (SV) over the 5 macro options; "
     "App. G guided / unguided prompt variants in extra.",
