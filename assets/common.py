@@ -354,6 +354,10 @@ class StageRun:
     covered, so a re-run that makes no call leaves no stale rows. An LLM stage uses
     ``run.map_partitions(body)`` instead of the loop (the loop body becomes ``body(part,
     rejects)``, returning its counters), so its partitions share the engine's budget at once.
+
+    An unpartitioned (fan-in) stage takes its one partition with ``part, rejects = run.only()``.
+    ``rejects=False`` marks a stage that rejects nothing, so it writes no empty rejects
+    partition (a reject it does record is still written).
     """
 
     def __init__(
@@ -363,11 +367,13 @@ class StageRun:
         llm: Any = None,
         tables: Iterable[str] | None = None,
         stage: str | None = None,
+        rejects: bool = True,
     ):
         self.t0 = time.perf_counter()
         self.context, self.store = context, storage.store
         self.stage = stage or context.asset_key.path[-1]
         self.engine = llm.engine() if llm is not None else None
+        self.empty_rejects = rejects
         self.tables: dict[str, dict[str, pd.DataFrame]] = {t: {} for t in (tables or [self.stage])}
         self.logs: list[RejectLog] = []
         self.attempts: list[pd.DataFrame] = []
@@ -381,6 +387,11 @@ class StageRun:
             self.logs.append(log)
             self.parts.append(part)
             yield part, log
+
+    def only(self) -> tuple[str, RejectLog]:
+        """The one partition of an unpartitioned (fan-in) stage and its RejectLog."""
+        [(part, log)] = self.partitions()
+        return part, log
 
     def map_partitions(self, body: Callable[[str, RejectLog], T]) -> list[T]:
         """``body(part, rejects)`` for every partition at once, results in partition order.
@@ -464,9 +475,11 @@ class StageRun:
         call_stages: Iterable[str] = (),
         attempts_key: str | None = None,
         record_attempts: bool | None = None,
+        version_inputs: str = "",
     ) -> dg.MaterializeResult:
         """Write attempts (when the stage made any, or ``record_attempts``), the LLM call log
-        (for this stage and ``call_stages``), then the tables and rejects."""
+        (for this stage and ``call_stages``), then the tables and rejects. ``version_inputs``:
+        what the rows do not show but descendants read (see ``publish``)."""
         from assets.llm_support import llm_partition_metadata, record_llm_attempts, record_llm_calls
 
         md: dict[str, Any] = {}
@@ -484,12 +497,13 @@ class StageRun:
         result = publish(
             self.store,
             self.tables,
-            rejects=self.logs,
+            rejects=[log for log in self.logs if self.empty_rejects or len(log)],
             metadata=md,
             asset_key=self.context.asset_key,
             started=self.t0,
             context=self.context,
             part_metadata=self.part_md,
+            version_inputs=version_inputs,
         )
         if not any(s.name == "reject_rate" for s in self.context.assets_def.check_specs):
             return result

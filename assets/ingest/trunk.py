@@ -8,7 +8,6 @@ writes one Parquet file per batch. Re-run one video with run config
 items are recomputed, the batch's other rows are kept.
 """
 
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -18,12 +17,12 @@ import pandas as pd
 from assets.common import (
     SINGLE_RUN,
     Progress,
+    StageRun,
     batches,
     contact_sheet,
     contract_check_specs,
-    partition_keys,
-    publish,
     reuse_metadata,
+    sum_counts,
     table_metadata,
 )
 from forge.media.batch import (
@@ -43,7 +42,6 @@ from forge.media.relisting import keep_earlier
 from forge.media.sheets import frame_tiles
 from forge.media.sources import ytdlp_lister
 from forge.provenance.versioning import content_hash
-from forge.storage import UNPARTITIONED, RejectLog
 from forge.storage.stage_cache import StageCache, content_key, frame_digest, reuse_batch
 from resources.ingest import IngestResource
 from resources.storage import StorageResource
@@ -146,10 +144,10 @@ class FramesConfig(ItemsConfig):
 def sources(
     context: dg.AssetExecutionContext, config: SourcesConfig, storage: StorageResource, ingest: IngestResource
 ) -> dg.MaterializeResult:
-    started = time.perf_counter()
-    store = storage.store
+    run = StageRun(context, storage, tables=["sources", "source_items"])
+    store = run.store
     path = config.sources_path or ingest.sources_path
-    log = RejectLog("sources", UNPARTITIONED)
+    part, log = run.only()
     inbox = store.data_dir / "inbox" if ingest.read_inbox else None
     policy = ingest.policy(store.data_dir)
     listing = list_with_inbox(
@@ -173,11 +171,10 @@ def sources(
         context.instance.add_dynamic_partitions(batches.name, new)
     items = listing.items
     by_source = items.groupby("source").size().to_dict() if len(items) else {}
-    return publish(
-        store,
-        {"sources": {UNPARTITIONED: listing.sources}, "source_items": {UNPARTITIONED: items}},
-        rejects=[log],
-        metadata={
+    run.put(part, listing.sources, "sources")
+    run.put(part, items, "source_items")
+    return run.publish(
+        {
             "sources_file": str(path),
             "items_by_source": dg.MetadataValue.json({k: int(v) for k, v in by_source.items()}),
             "batches": dg.MetadataValue.md("\n".join(f"- `{b}`" for b in listing.batches) or "_none_"),
@@ -186,7 +183,6 @@ def sources(
                 {s: {"items": n, "why": kept.reasons[s]} for s, n in kept.items.items()}
             ),
         },
-        started=started,
         # the rows name local files, not their content: an edited file changes the data version too
         version_inputs="\n".join(map(str, _local_digests(StageCache.for_store(store), items))),
     )
@@ -208,13 +204,11 @@ def sources(
 def videos(
     context: dg.AssetExecutionContext, config: ItemsConfig, storage: StorageResource, ingest: IngestResource
 ) -> dg.MaterializeResult:
-    started = time.perf_counter()
-    store = storage.store
+    run = StageRun(context, storage)
+    store = run.store
     specs = load_specs(store)
     cache = _reuse(context, config, store)
-    parts, logs = {}, []
-    for batch in partition_keys(context):
-        log = RejectLog("videos", batch)
+    for batch, log in run.partitions():
         carry_rejects(store, log, config.item_ids)
         todo = batch_rows(store, "source_items", batch, config.item_ids)
         progress = Progress(context.log, f"download {batch}", int((todo["kind"] == "video").sum()) if len(todo) else 0)
@@ -239,19 +233,10 @@ def videos(
             store.data_dir,
             ("path", "subtitle_path"),
         )
-        parts[batch] = merge_restricted(store, "videos", batch, df, "video_id", config.item_ids)
-        logs.append(log)
-        context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
-    total_s = sum(float(p["duration_s"].sum()) for p in parts.values() if len(p))
-    return publish(
-        store,
-        {"videos": parts},
-        rejects=logs,
-        metadata={"video_seconds": round(total_s, 1), **reuse_metadata(cache)},
-        started=started,
-        context=context,
-        part_metadata={b: {"video_seconds": round(float(p["duration_s"].sum()), 1)} for b, p in parts.items()},
-    )
+        df = run.put(batch, merge_restricted(store, "videos", batch, df, "video_id", config.item_ids))
+        context.log.info(f"{batch}: {len(df)} rows, {len(log)} rejects")
+    seconds = run.describe(lambda p: {"video_seconds": round(float(p["duration_s"].sum()), 1)})
+    return run.publish({**seconds, **reuse_metadata(cache)})
 
 
 @dg.asset(
@@ -270,12 +255,10 @@ def videos(
 def clips(
     context: dg.AssetExecutionContext, config: ClipsConfig, storage: StorageResource, ingest: IngestResource
 ) -> dg.MaterializeResult:
-    started = time.perf_counter()
-    store = storage.store
+    run = StageRun(context, storage)
+    store = run.store
     cache = _reuse(context, config, store)
-    parts, logs = {}, []
-    for batch in partition_keys(context):
-        log = RejectLog("clips", batch)
+    for batch, log in run.partitions():
         carry_rejects(store, log, config.item_ids)
         progress = Progress(
             context.log, f"clip {batch}", len(batch_rows(store, "videos", batch, config.item_ids, key="video_id"))
@@ -301,19 +284,10 @@ def clips(
             ),
             store.data_dir,
         )
-        parts[batch] = merge_restricted(store, "clips", batch, df, "video_id", config.item_ids)
-        logs.append(log)
-        context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
-    with_transcript = sum(int(p["transcript"].notna().sum()) for p in parts.values() if len(p))
-    return publish(
-        store,
-        {"clips": parts},
-        rejects=logs,
-        metadata={"clips_with_transcript": with_transcript, **reuse_metadata(cache)},
-        started=started,
-        context=context,
-        part_metadata={b: {"clips_with_transcript": int(p["transcript"].notna().sum())} for b, p in parts.items()},
-    )
+        df = run.put(batch, merge_restricted(store, "clips", batch, df, "video_id", config.item_ids))
+        context.log.info(f"{batch}: {len(df)} rows, {len(log)} rejects")
+    with_transcript = run.describe(lambda p: {"clips_with_transcript": int(p["transcript"].notna().sum())})
+    return run.publish({**with_transcript, **reuse_metadata(cache)})
 
 
 @dg.asset(
@@ -332,12 +306,10 @@ def clips(
 def frames(
     context: dg.AssetExecutionContext, config: FramesConfig, storage: StorageResource, ingest: IngestResource
 ) -> dg.MaterializeResult:
-    started = time.perf_counter()
-    store = storage.store
+    run = StageRun(context, storage)
+    store = run.store
     cache = _reuse(context, config, store)
-    parts, logs = {}, []
-    for batch in partition_keys(context):
-        log = RejectLog("frames", batch)
+    for batch, log in run.partitions():
         carry_rejects(store, log, config.item_ids)
         vids = batch_rows(store, "videos", batch, config.item_ids, key="video_id")
         imgs = batch_rows(store, "source_items", batch, config.item_ids)
@@ -364,28 +336,20 @@ def frames(
             ),
             store.data_dir,
         )
-        parts[batch] = merge_restricted(store, "frames", batch, df, "item_id", config.item_ids)
-        logs.append(log)
-        context.log.info(f"{batch}: {len(parts[batch])} rows, {len(log)} rejects")
-    kinds = {}
-    for p in parts.values():
-        for k, n in p["kind"].value_counts().items():
-            kinds[k] = kinds.get(k, 0) + int(n)
-    return publish(
-        store,
-        {"frames": parts},
-        rejects=logs,
-        metadata={"frames_by_kind": dg.MetadataValue.json(kinds), **reuse_metadata(cache)},
-        started=started,
-        context=context,
-        part_metadata={
-            b: {
-                "frames_by_kind": dg.MetadataValue.json({k: int(n) for k, n in p["kind"].value_counts().items()}),
-                "contact_sheet": contact_sheet(frame_tiles(p, store.data_dir), f"frames of {b}"),
-            }
-            for b, p in parts.items()
-        },
-    )
+        df = run.put(batch, merge_restricted(store, "frames", batch, df, "item_id", config.item_ids))
+        context.log.info(f"{batch}: {len(df)} rows, {len(log)} rejects")
+    for b, p in run.tables["frames"].items():
+        run.note(
+            b,
+            frames_by_kind=dg.MetadataValue.json(_kinds(p)),
+            contact_sheet=contact_sheet(frame_tiles(p, store.data_dir), f"frames of {b}"),
+        )
+    kinds = sum_counts(_kinds(p) for p in run.tables["frames"].values())
+    return run.publish({"frames_by_kind": dg.MetadataValue.json(kinds), **reuse_metadata(cache)})
+
+
+def _kinds(frames: pd.DataFrame) -> dict[str, int]:
+    return {k: int(n) for k, n in frames["kind"].value_counts().items()}
 
 
 defs = dg.Definitions(assets=[sources, videos, clips, frames])
