@@ -23,11 +23,10 @@ from assets.automation import FAN_IN
 from assets.common import (
     SINGLE_RUN,
     Progress,
+    StageRun,
     batches,
     contact_sheet,
     contract_check_specs,
-    partition_keys,
-    publish,
     reuse_metadata,
     table_metadata,
 )
@@ -143,25 +142,14 @@ def hash_batch(
 def frame_hashes(
     context: dg.AssetExecutionContext, config: HashConfig, storage: StorageResource
 ) -> dg.MaterializeResult:
-    started = time.perf_counter()
-    store = storage.store
+    run = StageRun(context, storage)
+    store = run.store
     cache = StageCache.for_store(store) if config.reuse else None
-    parts, logs = {}, []
-    for batch in partition_keys(context):
-        log = RejectLog("frame_hashes", batch)
+    for batch, log in run.partitions():
         n = len(store.read("frames", parts=[batch], columns=["frame_id"])) if store.exists("frames") else 0
-        parts[batch] = hash_batch(store, batch, log, config.workers, Progress(context.log, f"hash {batch}", n), cache)
-        logs.append(log)
-    total = sum(len(p) for p in parts.values())
-    secs = time.perf_counter() - started
-    return publish(
-        store,
-        {"frame_hashes": parts},
-        rejects=logs,
-        started=started,
-        metadata={"frames_per_second": round(total / max(secs, 1e-9), 1), **reuse_metadata(cache)},
-        context=context,
-    )
+        run.put(batch, hash_batch(store, batch, log, config.workers, Progress(context.log, f"hash {batch}", n), cache))
+    secs = time.perf_counter() - run.t0
+    return run.publish({"frames_per_second": round(len(run.frame()) / max(secs, 1e-9), 1), **reuse_metadata(cache)})
 
 
 # -- duplicates ---------------------------------------------------------------------------
@@ -186,9 +174,9 @@ class DedupConfig(dg.Config):
         )
 
 
-def duplicate_rejects(dups: pd.DataFrame) -> RejectLog:
-    """A reject per non-kept frame (→ kept twin) and per duplicate clip (→ kept clip)."""
-    log = RejectLog("duplicates", UNPARTITIONED)
+def duplicate_rejects(dups: pd.DataFrame, log: RejectLog | None = None) -> RejectLog:
+    """A reject per non-kept frame (→ kept twin) and per duplicate clip (→ kept clip), into ``log``."""
+    log = RejectLog("duplicates", UNPARTITIONED) if log is None else log
     gone = dups[~dups["is_kept"].astype(bool)]
     for r in gone.itertuples(index=False):
         log.add(
@@ -242,20 +230,18 @@ def dedup_summary(dups: pd.DataFrame) -> dict[str, float | int]:
 def duplicates(
     context: dg.AssetExecutionContext, config: DedupConfig, storage: StorageResource
 ) -> dg.MaterializeResult:
-    started = time.perf_counter()
-    store = storage.store
-    hashes = store.read("frame_hashes")
+    run = StageRun(context, storage)
+    part, log = run.only()
+    hashes = run.store.read("frame_hashes")
     t0 = time.perf_counter()
     dups = find_duplicates(hashes, config.params()) if not hashes.empty else pd.DataFrame(columns=DUPLICATE_COLUMNS)
     grouping_s = time.perf_counter() - t0
     summary = dedup_summary(dups)
     context.log.info(f"dedup: {summary} in {grouping_s:.2f}s")
-    return publish(
-        store,
-        {"duplicates": {UNPARTITIONED: dups}},
-        rejects=[duplicate_rejects(dups)],
-        started=started,
-        metadata={
+    duplicate_rejects(dups, log)
+    run.put(part, dups)
+    return run.publish(
+        {
             **summary,
             "grouping_seconds": round(grouping_s, 3),
             "rule": f"{config.rule} (pHash<={config.threshold}, dHash<="
@@ -531,15 +517,13 @@ def text_ratio_batch(
 def text_ratio(
     context: dg.AssetExecutionContext, config: TextRatioConfig, storage: StorageResource, ocr: OCRResource
 ) -> dg.MaterializeResult:
-    started = time.perf_counter()
-    store = storage.store
+    run = StageRun(context, storage, tables=["text_ratio", "clip_text_ratio"])
+    store = run.store
     cache = StageCache.for_store(store) if config.reuse else None
-    parts, clip_parts, logs = {}, {}, []
     with step_pools():  # Ray replicas (if any) load once for all partitions of the step
-        for batch in partition_keys(context):
-            log = RejectLog("text_ratio", batch)
+        for batch, log in run.partitions():
             n = len(spread_clip_frames(kept_frames(store, batch), config.clip_frames))
-            parts[batch], clip_parts[batch] = text_ratio_batch(
+            frames, clips = text_ratio_batch(
                 store,
                 batch,
                 ocr,
@@ -553,16 +537,15 @@ def text_ratio(
                 detect_batch=config.detect_batch,
                 cache=cache,
             )
-            logs.append(log)
-    total = sum(len(p) for p in parts.values())
-    passing = sum(int(p["passes"].astype(bool).sum()) for p in parts.values())
-    secs = time.perf_counter() - started
-    return publish(
-        store,
-        {"text_ratio": parts, "clip_text_ratio": clip_parts},
-        rejects=logs,
-        started=started,
-        metadata={
+            run.put(batch, frames)
+            run.put(batch, clips, "clip_text_ratio")
+    total = len(run.frame())
+    passing = int(run.frame()["passes"].astype(bool).sum())
+    secs = time.perf_counter() - run.t0
+    for b, p in run.tables["text_ratio"].items():  # after the timing, as the pictures are not the OCR's
+        run.note(b, **text_ratio_partition_md(store, b, p))
+    return run.publish(
+        {
             "frames_passing": passing,
             "frames_text_heavy": total - passing,
             "images_per_second": round(total / max(secs, 1e-9), 2),
@@ -578,9 +561,7 @@ def text_ratio(
                 else {}
             ),
             **reuse_metadata(cache),
-        },
-        context=context,
-        part_metadata={b: text_ratio_partition_md(store, b, p) for b, p in parts.items()},
+        }
     )
 
 
