@@ -6,15 +6,13 @@ faster-whisper model (optional extra). See docs/ingest.md, "Transcripts".
 """
 
 import os
-import time
 from pathlib import Path
 
 import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from assets.common import SINGLE_RUN, Progress, batches, contract_check_specs, partition_keys, publish, table_metadata
-from assets.llm_support import llm_partition_metadata, record_llm_calls
+from assets.common import SINGLE_RUN, Progress, StageRun, batches, contract_check_specs, sum_counts, table_metadata
 from forge.llm.cache import LLMCache
 from forge.media.transcripts import (
     STAGE,
@@ -93,15 +91,14 @@ def transcripts(
     ingest: IngestResource,
     llm: LLMResource,
 ) -> dg.MaterializeResult:
-    started, store = time.perf_counter(), storage.store
-    transcriber, engine = make_transcriber(config, llm)
-    keys = partition_keys(context)
-    logs = [RejectLog(STAGE, batch) for batch in keys]
+    run = StageRun(context, storage, stage=STAGE)
+    transcriber, run.engine = make_transcriber(config, llm)  # the endpoint's engine logs the calls, if any
+    store = run.store
 
-    def transcribe(batch: str, log: RejectLog) -> pd.DataFrame:
+    def transcribe(batch: str, log: RejectLog) -> None:
         clips = store.read_batch("clips", batch)
         progress = Progress(context.log, f"transcribe {batch}", len(clips))
-        return transcribe_clips(
+        df = transcribe_clips(
             clips,
             store.read_batch("videos", batch),
             store.data_dir,
@@ -112,39 +109,16 @@ def transcripts(
             language=config.language,
             step=progress.step,
         )
+        run.put(batch, df)
+        # each batch's own figures (a run over several batches would otherwise copy the totals to each)
+        run.note(batch, transcript_sources=dg.MetadataValue.json(_sources(df)))
 
-    # Through the endpoint, batches run at once on the engine's one budget; a local whisper
-    # model is not shared across threads, so its batches stay one after another.
+    # Through the endpoint, batches run at once on the engine's one budget (StageRun.map_partitions);
+    # a local whisper model is not shared across threads, so its batches stay one after another.
     with step_pools():  # Ray replicas (if any) load once for all partitions of the step
-        done = (
-            engine.map_partitions(keys, lambda b: transcribe(b, logs[keys.index(b)]))
-            if engine is not None
-            else [transcribe(b, log) for b, log in zip(keys, logs)]
-        )
-    parts = dict(zip(keys, done))
-    counts: dict[str, int] = {}
-    for p in parts.values():
-        for src, n in p["transcript_source"].value_counts().items():
-            counts[str(src)] = counts.get(str(src), 0) + int(n)
-    md: dict[str, object] = {"transcript_sources": dg.MetadataValue.json(counts), "transcriber": config.transcriber}
-    # each batch's own figures (a run over several batches would otherwise copy the totals to each)
-    part_md: dict[str, dict[str, object]] = {
-        b: {"transcript_sources": dg.MetadataValue.json(_sources(p))} for b, p in parts.items()
-    }
-    if engine is not None:
-        md.update(record_llm_calls(store, engine, [(STAGE, b) for b in keys]))
-        calls = engine.calls_frame()
-        for b in keys:
-            part_md[b].update(llm_partition_metadata(calls, b, [STAGE]))
-    return publish(
-        store,
-        {"transcripts": parts},
-        rejects=logs,
-        metadata=md,
-        started=started,
-        context=context,
-        part_metadata=part_md,
-    )
+        run.map_partitions(transcribe)
+    counts = sum_counts(_sources(run.tables["transcripts"][b]) for b in run.parts)  # in batch order
+    return run.publish({"transcript_sources": dg.MetadataValue.json(counts), "transcriber": config.transcriber})
 
 
 def _sources(df: pd.DataFrame) -> dict[str, int]:
