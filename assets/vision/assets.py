@@ -4,7 +4,6 @@ Model stages sit in the ``gpu`` pool and take their model from a resource that l
 per process; frames are decoded in a thread pool ahead of the model.
 """
 
-import time
 from pathlib import Path
 
 import dagster as dg
@@ -14,18 +13,17 @@ import yaml
 from assets.common import (
     SINGLE_RUN,
     Progress,
+    StageRun,
     batches,
     contact_sheet,
     contract_check_specs,
-    partition_keys,
-    publish,
     reuse_metadata,
     table_metadata,
 )
 from forge.media.sheets import indicator_tiles
 from forge.provenance.versioning import content_hash
 from forge.scale.ray_pool import configured_placement, placement_dict, step_pools
-from forge.storage import RejectLog, TableStore, register_view
+from forge.storage import TableStore, register_view
 from forge.storage.stage_cache import StageCache, content_key
 from forge.vision.detector import DETECTION_COLUMNS
 from forge.vision.evidence import build_evidence
@@ -111,7 +109,8 @@ def _model_md(det: DetectorResource) -> dict:
 def detections(
     context: dg.AssetExecutionContext, config: DecodeConfig, storage: StorageResource, detector: DetectorResource
 ):
-    started, store = time.perf_counter(), storage.store
+    run = StageRun(context, storage)
+    store = run.store
     opts = config.options()
     opts.workers = detector.decode_workers
     cache = StageCache.for_store(store) if config.reuse else None
@@ -130,10 +129,10 @@ def detections(
         # within rounding, not bit for bit, so rows are reused only from the setup that runs now
         setup,
     ]
-    parts, logs, totals = {}, [], {"frames": 0, "computed": 0, "rejected": 0, "model_s": 0.0, "wall_s": 0.0}
-    model, seen, phases, mismatched = None, {}, {}, None
+    totals = {"frames": 0, "computed": 0, "rejected": 0, "model_s": 0.0, "wall_s": 0.0}
+    model, phases, mismatched = None, {}, None
     with step_pools():  # Ray replicas (if any) load once for all partitions of the step
-        for batch in partition_keys(context):
+        for batch, log in run.partitions():
             frames = select_kept(store.read_batch("frames", batch), store.read_batch("duplicates", batch))
             keys = {
                 f: content_key(*model_key, cache.file_digest(store.data_dir / p))
@@ -142,7 +141,7 @@ def detections(
             }
             known = cache.get_many("detections", keys.values()) if cache else {}
             todo = frames[[keys.get(f) not in known for f in frames["frame_id"]]]
-            log, rejected = RejectLog("detections", batch), set()
+            rejected = set()
             prog = Progress(context.log, f"detections[{batch}]", len(frames))
             reused = [
                 dict(r, frame_id=f, batch=batch)
@@ -180,9 +179,9 @@ def detections(
                 totals["model_s"] += stats.model_seconds
                 totals["wall_s"] += stats.wall_seconds
                 add_phases(phases, stats.extra.get("phase_seconds", {}))
-            parts[batch], totals["frames"] = df, totals["frames"] + len(frames)
-            seen[batch] = {"frames_in": len(frames)}
-            logs.append(log)
+            run.put(batch, df)
+            totals["frames"] += len(frames)
+            run.note(batch, frames_in=len(frames))
     if detector.is_random:
         context.log.warning(RANDOM_WARNING)
     md = {
@@ -211,9 +210,7 @@ def detections(
                 "load_seconds": round(model.load_seconds, 3),
             }
         )
-    return publish(
-        store, {"detections": parts}, rejects=logs, metadata=md, started=started, context=context, part_metadata=seen
-    )
+    return run.publish(md)
 
 
 @dg.asset(
@@ -228,35 +225,24 @@ def detections(
     description="VAGUE person indicators: person1..N drawn left to right on an annotated copy of each frame with people.",
 )
 def person_indicators(context: dg.AssetExecutionContext, config: DecodeConfig, storage: StorageResource):
-    started, store = time.perf_counter(), storage.store
-    parts, logs = {}, []
-    for batch in partition_keys(context):
-        log = RejectLog("person_indicators", batch)
+    run = StageRun(context, storage)
+    store = run.store
+    for batch, log in run.partitions():
         frames = vision_frames(store, batch)
         det = store.read("detections", parts=[batch])
         out_dir = store.media_dir / "indicators" / batch
-        parts[batch] = run_indicators(frames, det, store.data_dir, out_dir, log.add, config.options())
-        logs.append(log)
+        df = run.put(batch, run_indicators(frames, det, store.data_dir, out_dir, log.add, config.options()))
+        run.note(
+            batch,
+            frames_annotated=int(df["frame_id"].nunique()),
+            contact_sheet=contact_sheet(indicator_tiles(df, store.data_dir), f"person indicators in {batch}"),
+        )
+    parts = run.tables["person_indicators"]
     md = {"frames_annotated": int(sum(p["frame_id"].nunique() for p in parts.values()))}
     sample = next((p for p in parts.values() if not p.empty), None)
     if sample is not None:
         md["example"] = dg.MetadataValue.path(str(store.data_dir / sample["annotated_path"].iloc[0]))
-    per_batch = {
-        b: {
-            "frames_annotated": int(p["frame_id"].nunique()),
-            "contact_sheet": contact_sheet(indicator_tiles(p, store.data_dir), f"person indicators in {b}"),
-        }
-        for b, p in parts.items()
-    }
-    return publish(
-        store,
-        {"person_indicators": parts},
-        rejects=logs,
-        metadata=md,
-        started=started,
-        context=context,
-        part_metadata=per_batch,
-    )
+    return run.publish(md)
 
 
 @dg.asset(
@@ -278,10 +264,10 @@ def tags(
     tagger: TaggerResource,
     detector: DetectorResource,
 ):
-    started, store = time.perf_counter(), storage.store
-    parts, logs = {}, []
     # RAM runs in the step or, with a `scale` address (scale.stages.tags), on Ray tagging actors
     placement = configured_placement("tags") if tagger.backend == "ram" else None
+    run = StageRun(context, storage, rejects=placement is not None)  # tags from detections reject nothing
+    store = run.store
     ram = tagger.get_ram() if placement is not None and not placement.enabled else None
     if ram is not None:
         md = {"backend": "ram", "model_version": ram.model_version, "verified_on_real_weights": False}
@@ -291,13 +277,12 @@ def tags(
         md = {"backend": "yolo", **_model_md(detector)}
         version = f"{Path(detector.weights).name}" + ("@random-init" if detector.is_random else "")
     with step_pools():  # Ray replicas (if any) load once for all partitions of the step
-        for batch in partition_keys(context):
+        for batch, log in run.partitions():
             if placement is not None:
-                log = RejectLog("tags", batch)
                 if ram is not None:
-                    parts[batch] = run_ram(vision_frames(store, batch), store.data_dir, ram, log.add, config.options())
+                    df = run_ram(vision_frames(store, batch), store.data_dir, ram, log.add, config.options())
                 else:
-                    parts[batch], remote_version = ram_on_ray(
+                    df, remote_version = ram_on_ray(
                         placement,
                         tagger.ram_kwargs(),
                         vision_frames(store, batch),
@@ -307,19 +292,14 @@ def tags(
                     )
                     if remote_version:
                         md["model_version"] = remote_version
-                logs.append(log)
             else:
                 det = store.read("detections", parts=[batch])
                 if not det.empty and det["weights_sha256"].notna().any():
                     version = f"{det['model_name'].iloc[0]}@{str(det['weights_sha256'].dropna().iloc[0])[:12]}"
-                parts[batch] = (
-                    tags_from_detections(det, version) if not det.empty else pd.DataFrame(columns=TAG_COLUMNS)
-                )
-    md["distinct_tags"] = int(pd.concat(list(parts.values()))["tag"].nunique()) if parts else 0
-    per_batch = {b: {"distinct_tags": int(p["tag"].nunique())} for b, p in parts.items()}
-    return publish(
-        store, {"tags": parts}, rejects=logs, metadata=md, started=started, context=context, part_metadata=per_batch
-    )
+                df = tags_from_detections(det, version) if not det.empty else pd.DataFrame(columns=TAG_COLUMNS)
+            run.put(batch, df)
+    md |= run.describe(lambda p: {"distinct_tags": int(p["tag"].nunique())})
+    return run.publish(md)
 
 
 @dg.asset(
@@ -334,24 +314,26 @@ def tags(
     description="VAGUE rich-scene ranking: per source, frames by distinct tags then persons; top-N / top fraction with a minimum of persons.",
 )
 def rich_scenes(context: dg.AssetExecutionContext, config: RichSceneConfig, storage: StorageResource):
-    started, store = time.perf_counter(), storage.store
+    run = StageRun(context, storage, rejects=False)
+    store = run.store
     rule = RichSceneRule(config.min_persons, config.min_tags, config.top_n, config.top_fraction)
-    parts = {}
-    for batch in partition_keys(context):
+    for batch, _ in run.partitions():
         frames = vision_frames(store, batch)
-        parts[batch] = rank_rich_scenes(
-            frames, store.read("tags", parts=[batch]), count_persons(store.read("detections", parts=[batch])), rule
+        run.put(
+            batch,
+            rank_rich_scenes(
+                frames, store.read("tags", parts=[batch]), count_persons(store.read("detections", parts=[batch])), rule
+            ),
         )
-    selected = int(sum(p["selected"].sum() for p in parts.values()))
-    md = {"rule": dg.MetadataValue.json(rule.__dict__), "selected": selected}
-    if selected == 0:
+    md = {
+        "rule": dg.MetadataValue.json(rule.__dict__),
+        **run.describe(lambda p: {"selected": int(p["selected"].sum())}),
+    }
+    if md["selected"] == 0:
         context.log.warning(
             "rich_scenes selected no frame: with random weights persons/tags are empty; see config/vision.yaml"
         )
-    per_batch = {b: {"selected": int(p["selected"].sum())} for b, p in parts.items()}
-    return publish(
-        store, {"rich_scenes": parts}, metadata=md, started=started, context=context, part_metadata=per_batch
-    )
+    return run.publish(md)
 
 
 @dg.asset(
@@ -366,11 +348,11 @@ def rich_scenes(context: dg.AssetExecutionContext, config: RichSceneConfig, stor
     description="Evidence bundle per frame and per clip (tags, persons + labels, OCR text, transcript with its source and status): what recipes read.",
 )
 def evidence(context: dg.AssetExecutionContext, storage: StorageResource, tagger: TaggerResource):
-    started, store = time.perf_counter(), storage.store
-    parts = {}
-    for batch in partition_keys(context):
+    run = StageRun(context, storage, rejects=False)
+    store = run.store
+    for batch, _ in run.partitions():
         clips = store.read_batch("clips", batch) if store.exists("clips") else None
-        parts[batch] = build_evidence(
+        bundle = build_evidence(
             vision_frames(store, batch),
             store.read("tags", parts=[batch]),
             store.read("person_indicators", parts=[batch]),
@@ -380,18 +362,12 @@ def evidence(context: dg.AssetExecutionContext, storage: StorageResource, tagger
             tagger.backend,
             transcripts=store.read_batch("transcripts", batch) if store.exists("transcripts") else None,
         )
+        run.put(batch, bundle)
+    units = run.describe(lambda p: {"units": dg.MetadataValue.json({u: int((p["unit"] == u).sum()) for u in UNITS})})
+    return run.publish(units)
 
-    def units(frames: list[pd.DataFrame]) -> dg.MetadataValue:
-        return dg.MetadataValue.json({u: int(sum((p["unit"] == u).sum() for p in frames)) for u in ("frame", "clip")})
 
-    return publish(
-        store,
-        {"evidence": parts},
-        metadata={"units": units(list(parts.values()))},
-        started=started,
-        context=context,
-        part_metadata={b: {"units": units([p])} for b, p in parts.items()},
-    )
+UNITS = ("frame", "clip")
 
 
 defs = dg.Definitions(assets=[detections, person_indicators, tags, rich_scenes, evidence])
