@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import shutil
+import sys
 from pathlib import Path
 
 import dagster as dg
@@ -33,24 +34,24 @@ _loads = itertools.count()
 
 
 def load_recipe_copy(root: Path):
-    """Import the recipe module from a copy (PROMPTS and code_version follow the copy's files)."""
-    spec = importlib.util.spec_from_file_location(
-        f"iibench_copy_{next(_loads)}", root / "assets" / "recipes" / "iibench" / "assets.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """Import the recipe package from a copy under a fresh name, so PROMPTS and code_version follow
+    the copy's files as they are now (the package imports its own modules relatively)."""
+    name = f"iibench_copy_{next(_loads)}"
+    loaded = root.parent / "loaded"
+    shutil.copytree(root / "iibench", loaded / name)
+    if str(loaded) not in sys.path:
+        sys.path.insert(0, str(loaded))
+    return importlib.import_module(f"{name}.assets")
 
 
 @pytest.fixture
 def recipe_copy(tmp_path) -> Path:
-    src = ROOT / "assets" / "recipes" / "iibench"
-    dst = tmp_path / "copy" / "assets" / "recipes" / "iibench"
-    dst.mkdir(parents=True)
-    shutil.copy(src / "assets.py", dst / "assets.py")
-    shutil.copytree(src / "prompts", dst / "prompts")
-    (tmp_path / "copy" / "config" / "recipes").mkdir(parents=True)
-    shutil.copy(ROOT / "config" / "recipes" / "iibench.yaml", tmp_path / "copy" / "config" / "recipes")
+    """A copy of the II-Bench package (never the repo's files)."""
+    shutil.copytree(
+        ROOT / "assets" / "recipes" / "iibench",
+        tmp_path / "copy" / "iibench",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     return tmp_path / "copy"
 
 
@@ -95,7 +96,7 @@ def test_prompt_edit_marks_stale_and_reruns_only_that_prompt(
     assert _materialize(v1, instance, storage, llm, CHAIN).success
     graph, status, _ = _graph_and_status(v1, instance)
     assert set(status.values()) == {StaleStatus.FRESH}
-    prompt = recipe_copy / "assets" / "recipes" / "iibench" / "prompts" / "implication.yaml"
+    prompt = recipe_copy / "iibench" / "prompts" / "implication.yaml"
     # the recipe's own check (same factory and row filter), pointed at the copied prompt
     implication_prompt_current = outdated_prompt_check(
         "iibench_implication", "iibench_implication", [prompt], only={"origin": "llm"}
