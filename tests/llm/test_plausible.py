@@ -16,7 +16,12 @@ from tests.llm_double.server import Reply
 ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = sorted(
     p
-    for pat in ("assets/*/prompts/*.yaml", "assets/recipes/*/prompts/*.yaml", "forge/checks/prompts/*.yaml")
+    for pat in (
+        "assets/*/prompts/*.yaml",
+        "assets/recipes/*/prompts/*.yaml",
+        "assets/recipes/*/eval_prompts/*.yaml",
+        "forge/checks/prompts/*.yaml",
+    )
     for p in ROOT.glob(pat)
 )
 
