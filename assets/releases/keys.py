@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import dagster as dg
 
-from forge.benchmarks import registry
+from forge.releases.config import importing_papers
 
-RELEASE_PAPERS = tuple(s.name for s in registry.specs() if s.importer is not None)
+RELEASE_PAPERS = importing_papers()
 
 
 def release_key(paper: str) -> str:
