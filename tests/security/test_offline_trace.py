@@ -118,12 +118,13 @@ def test_nothing_is_written_outside_the_data_instance_and_temporary_dirs(traced)
 
 def test_control_the_trace_sees_onnx_runtime_telemetry_when_it_is_on(tmp_path):
     """With ``ORT_DISABLE_TELEMETRY=0`` (an explicit choice, which the entry points keep) ONNX
-    Runtime writes its events database under $HOME when its first session starts: the trace must
-    show that write, so the file-write test above can fail. Its thread then resolves the Microsoft
-    events host a few seconds later; whether that lookup reaches the wire depends on the machine
-    (a resolver reached over UDP shows it here; nscd or no route hides it), so the lookup is
-    reported, not required. If the write stops showing, ONNX Runtime changed its telemetry:
-    re-check the opt-out (docs/security.md)."""
+    Runtime writes its events database under $HOME when its first session starts: every such file
+    found on disk afterwards must be a write the trace shows, so the file-write test above can
+    fail. Its thread then resolves the Microsoft events host a few seconds later; whether that
+    lookup reaches the wire depends on the machine (a resolver reached over UDP shows it here; nscd
+    or no route hides it), so the lookup is reported, not required. A machine where ONNX Runtime
+    makes no telemetry at all skips, saying so. If the write stops showing here, ONNX Runtime
+    changed its telemetry: re-check the opt-out (docs/security.md)."""
     problem = strace_problem()
     if problem:
         pytest.skip(problem)
@@ -163,5 +164,9 @@ def test_control_the_trace_sees_onnx_runtime_telemetry_when_it_is_on(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    assert any("onnxruntime" in p for p in in_home), "the trace shows no ONNX Runtime telemetry write under $HOME"
+    on_disk = sorted(str(p) for p in home.rglob("onnxruntime*"))  # what happened, seen without the tracer
+    if not on_disk and not lookups:
+        pytest.skip("ONNX Runtime made no telemetry on this machine with ORT_DISABLE_TELEMETRY=0 (nothing to see)")
+    traced = [p for p in in_home if "onnxruntime" in p]
+    assert set(on_disk) <= set(traced), f"ONNX Runtime wrote {on_disk} under $HOME; the trace shows {traced}"
     print("telemetry lookups seen:", lookups or "none on this machine's resolver path")
