@@ -6,9 +6,10 @@ temporary dir (where the private caches live: Ultralytics' settings, Ray's sessi
 kernels); $HOME is a fresh folder that must stay empty.
 
 The traced process starts without any opt-out in its environment: the entry points must set
-them (forge/models/offline_env.py). Removing ``ORT_DISABLE_TELEMETRY`` there makes this test fail (ONNX
-Runtime resolves its events host a few seconds after its first session; the workload outlives
-that), which the control test below shows on this machine.
+them (forge/models/offline_env.py). Removing ``ORT_DISABLE_TELEMETRY`` there makes this test fail: ONNX
+Runtime writes its events database under $HOME at its first session and, where the machine's
+resolver is reached over the wire, looks up its events host seconds later (the workload outlives
+that); the control test below checks the trace sees what it does.
 """
 
 from __future__ import annotations
