@@ -20,7 +20,6 @@ side into one PNG.
 from __future__ import annotations
 
 import base64
-import json
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,18 +30,10 @@ import pandas as pd
 
 from forge.checks import mcq
 from forge.checks.text import pool_stats, tokens
+from forge.releases.gold import json_field
 from forge.splits.gates import missing
 
 BUILT = "built"
-
-
-def _json(v: Any) -> dict[str, Any]:
-    if isinstance(v, dict):
-        return v
-    try:
-        return json.loads(v) if isinstance(v, str) and v else {}
-    except ValueError:
-        return {}
 
 
 def _list(v: Any) -> list:
@@ -66,7 +57,7 @@ def sides(items: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 def _language(df: pd.DataFrame, languages: Mapping[str, str], side: str) -> str:
     return languages.get(side) or next(
-        (str(e["language"]) for e in map(_json, df.get("extra", [])) if e.get("language")), "en"
+        (str(e["language"]) for e in map(json_field, df.get("extra", [])) if e.get("language")), "en"
     )
 
 
@@ -79,7 +70,7 @@ def side_stats(df: pd.DataFrame, lang: str = "en", threshold: float = 0.5) -> di
     for cat, k in df["category"].fillna("(none)").value_counts().sort_index().items():
         s[f"category/{cat}"] = round(k / n, 4)
     if "labels" in df:
-        verdicts = Counter(_json(v).get("verdict") for v in df.loc[df["task"] == "classification", "labels"])
+        verdicts = Counter(json_field(v).get("verdict") for v in df.loc[df["task"] == "classification", "labels"])
         total = sum(verdicts.values())
         for v, k in sorted((k, v) for k, v in verdicts.items() if k):
             s[f"label/{v}"] = round(k / total, 4)
@@ -115,7 +106,7 @@ def side_stats(df: pd.DataFrame, lang: str = "en", threshold: float = 0.5) -> di
     if len(sv):
         by_q: dict[str, list[str]] = {}
         for o, a, lab in zip(sv["options"], sv["answer"], sv["labels"]):
-            q = _json(lab).get("question_id")
+            q = json_field(lab).get("question_id")
             opts = _list(o)
             if q and opts:
                 by_q.setdefault(str(q), []).append(str(opts[mcq.letter_index(str(a))]))

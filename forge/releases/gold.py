@@ -38,7 +38,10 @@ ANSWER_COLUMNS = ("answer", "references", "options", "option_types")
 
 
 def json_field(v: Any) -> dict[str, Any]:
-    """A JSON-object column value (``labels``, ``extra``) as a dict; {} when empty or unreadable."""
+    """A JSON-object column value (``labels``, ``extra``) as a dict (a dict as it is); {} when
+    empty or unreadable."""
+    if isinstance(v, dict):
+        return v
     try:
         return json.loads(v) if isinstance(v, str) and v else {}
     except ValueError:
