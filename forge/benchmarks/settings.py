@@ -30,7 +30,10 @@ PROFILE_ENV = "SUBTEXT_RECIPE_PROFILE"
 
 def config_path(name: str) -> Path:
     """The recipe's settings file: ``SUBTEXT_<NAME>_CONFIG`` or its package's ``config.yaml``."""
-    return registry.get(name).recipe_config_path()
+    path = registry.get(name).recipe_config_path()
+    if path is None:
+        raise ValueError(f"benchmark {name!r} has no recipe settings file")
+    return path
 
 
 PROFILE_FILE = "recipe_profile"  # in the data dir: the profile its tables were built with

@@ -258,14 +258,11 @@ class BenchmarkSpec:
     def items_asset(self) -> str:
         return self.recipe_assets[-1]
 
-    def recipe_config_path(self) -> Path:
-        """``SUBTEXT_<NAME>_CONFIG`` (another file for this recipe), else its ``config.yaml``."""
+    def recipe_config_path(self) -> Path | None:
+        """``SUBTEXT_<NAME>_CONFIG`` (another file for this recipe), else its ``config.yaml``; None
+        for a benchmark that declares no settings file."""
         override = os.environ.get(f"SUBTEXT_{self.name.upper()}_CONFIG")
-        if override:
-            return Path(override)
-        if self.recipe_config is None:
-            raise ValueError(f"benchmark {self.name!r} has no recipe settings file")
-        return self.recipe_config
+        return Path(override) if override else self.recipe_config
 
     def asset(self, stage: str) -> str:
         """``<name>_<stage>``: the shared stages' asset names (splits, gated, export, eval ...)."""

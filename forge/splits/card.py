@@ -310,8 +310,7 @@ def render_card(ctx: dict[str, Any]) -> str:
         f"- weights (config/weights.yaml): {'; '.join(ctx.get('weights') or weights_summary_lines())}",
         f"- item prompt hashes: {', '.join(ctx['prompt_hashes']) or 'none'}",
         f"- blind-solver prompt hash: {ctx.get('blind_prompt_hash', '')}; model: {ctx.get('blind_model', '')}",
-        f"- recipe config (`{ctx.get('recipe_config_name') or 'the recipe config.yaml'}`, "
-        f"sha256 {ctx['recipe_config_hash']}):",
+        f"- recipe config (`{ctx.get('recipe_config_name') or 'none'}`, sha256 {ctx['recipe_config_hash']}):",
         "",
         "```yaml",
         ctx["recipe_config"].rstrip(),

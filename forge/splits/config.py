@@ -35,7 +35,7 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def _recipe_block(spec: BenchmarkSpec) -> dict[str, Any]:
-    path = spec.recipe_config_path() if spec.recipe_config or spec.package else None
+    path = spec.recipe_config_path()
     if path is None or not path.exists():
         return {}
     doc = effective(yaml.safe_load(path.read_text()) or {}, active_profile(spec.name), str(path))

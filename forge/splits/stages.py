@@ -591,7 +591,8 @@ def run_export(
                 gated, read_table(store, "source_items"), read_table(store, "videos"), read_table(store, "frames")
             )
             recipe_path = spec.recipe_config_path()
-            recipe_text = recipe_path.read_text() if recipe_path.exists() else "# (no recipe config file)\n"
+            has_recipe = recipe_path is not None and recipe_path.exists()
+            recipe_text = recipe_path.read_text() if has_recipe else "# (no recipe config file)\n"
             cost = benchmark_cost(read_table(store, "llm_calls"), name, len(gated))
             res = read_table(store, "gate_results", parts=[name])
             blind = res[res["blind_trials"].notna()] if len(res) else res
@@ -612,11 +613,12 @@ def run_export(
                 "blind_model": ", ".join(sorted(blind["blind_model"].dropna().unique())) if len(blind) else "",
                 "recipe_config": recipe_text,
                 "recipe_config_hash": sha256_bytes(recipe_text.encode())[:12],
-                "recipe_config_name": _display_path(recipe_path),
+                "recipe_config_name": _display_path(recipe_path) if recipe_path is not None else None,
                 # which settings profile made the items (paper = the file's top level), with the
                 # hash of the settings in effect under it
                 "recipe_profiles": {
-                    p: settings_hash(recipe_path, p) for p in profiles_of(gated.get("extra", pd.Series(dtype=str)))
+                    p: settings_hash(recipe_path, p) if recipe_path is not None else None
+                    for p in profiles_of(gated.get("extra", pd.Series(dtype=str)))
                 },
                 "cost": cost,
                 "gates": gates_fig,

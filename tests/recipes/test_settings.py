@@ -91,3 +91,24 @@ def test_settings_hash_follows_the_effective_settings(tmp_path):
     p.write_text("a: {x: 1}\nprofiles:\n  same: {a: {x: 1}}\n  other: {a: {x: 2}}\n")
     assert S.settings_hash(p, "paper") == S.settings_hash(p, "same") != S.settings_hash(p, "other")
     assert S.settings_hash(p, "missing") is None
+
+
+def test_a_benchmark_without_a_settings_file(monkeypatch, tmp_path):
+    """A plug-in may declare no recipe settings: splits read none, the recipe settings say so, and
+    ``SUBTEXT_<NAME>_CONFIG`` still points it at a file."""
+    from dataclasses import replace
+
+    from forge.benchmarks import registry
+    from forge.splits.config import benchmark_config
+
+    bare = replace(registry.get("vague"), name="bare", group="bare", package=None, recipe_config=None)
+    with registry.registered(bare):
+        assert bare.recipe_config_path() is None
+        assert benchmark_config(bare)["options"] == str(bare.options)
+        with pytest.raises(ValueError, match="no recipe settings file"):
+            S.recipe_settings("bare")
+        cfg = tmp_path / "bare.yaml"
+        cfg.write_text(yaml.safe_dump({"splits": {"test": "rest", "dev": 2}}))
+        monkeypatch.setenv("SUBTEXT_BARE_CONFIG", str(cfg))
+        assert bare.recipe_config_path() == cfg
+        assert benchmark_config(bare)["sizes"] == {"test": "rest", "dev": 2}
