@@ -1,11 +1,12 @@
-"""Similarity thresholds calibrated for the embedder in use (Hummus Naming / ImageLabel).
+"""Similarity thresholds calibrated for the embedder in use (e.g. Hummus Naming / ImageLabel).
 
 The paper's 0.6 is a LaBSE cosine chosen by inspecting answers; other sentence embedders put
 related and unrelated pairs at other cosines (all-MiniLM-L6-v2 scores unrelated words near 0.1–0.3
 where LaBSE sits higher), so the number does not transfer. ``calibrate_threshold`` picks, from
-hand-labelled match / no-match pairs (``data/hummus_similarity_calibration.yaml``), the cosine
+hand-labelled match / no-match pairs (a paper's own file, e.g. Hummus's
+``assets/recipes/hummus/logic/similarity_calibration.yaml``), the cosine
 that maximises balanced accuracy; ties go to the midpoint of the widest separating gap.
-``benchmarks/calibrate_hummus_thresholds.py`` prints the figures; config/evals.yaml holds the
+``benchmarks/calibrate_hummus_thresholds.py`` prints the figures; the paper's evals.yaml holds the
 result, and a test re-derives it so the two cannot drift apart.
 """
 
@@ -17,8 +18,6 @@ from typing import Any
 
 import numpy as np
 import yaml
-
-PAIRS_PATH = Path(__file__).parent / "data" / "hummus_similarity_calibration.yaml"
 
 
 def calibrate_threshold(scores: Sequence[float], labels: Sequence[bool]) -> dict[str, float]:
@@ -41,13 +40,13 @@ def calibrate_threshold(scores: Sequence[float], labels: Sequence[bool]) -> dict
     return {"threshold": best[0], "balanced_accuracy": best[1], "gap": best[2]}
 
 
-def load_pairs(path: str | Path = PAIRS_PATH) -> dict[str, Any]:
+def load_pairs(path: str | Path) -> dict[str, Any]:
     return yaml.safe_load(Path(path).read_text())
 
 
-def calibrate_task(embedder: Any, task: str, pairs: dict[str, Any] | None = None) -> dict[str, float]:
-    """Threshold for one task (``naming`` / ``image_label``) with ``embedder.similarity``."""
-    doc = (pairs or load_pairs())[task]
+def calibrate_task(embedder: Any, task: str, pairs: dict[str, Any]) -> dict[str, float]:
+    """Threshold for one task (``naming`` / ``image_label``) of ``pairs`` with ``embedder.similarity``."""
+    doc = pairs[task]
     rows = [(a, b, True) for a, b in doc["match"]] + [(a, b, False) for a, b in doc["no_match"]]
     sims = [float(x) for x in np.diag(embedder.similarity([p for _, p, _ in rows], [g for g, _, _ in rows]))]
     out = calibrate_threshold(sims, [m for *_, m in rows])

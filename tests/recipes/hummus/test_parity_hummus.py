@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from assets.recipes.hummus.logic.evaluation import text_variables as hummus_text_variables
-from forge.evals.calibration import calibrate_task, calibrate_threshold
+from assets.recipes.hummus.logic.scoring import CALIBRATION_PAIRS
+from forge.evals.calibration import calibrate_task, calibrate_threshold, load_pairs
 from forge.evals.config import benchmark_block, load_eval_config
 from forge.evals.extract import extract_box, extract_choice, extract_highlight, extract_naming, extract_word
 from forge.evals.scorers import box_iou, f1_per_class, span_overlap
@@ -101,7 +102,7 @@ def test_thresholds_are_the_calibration_for_minilm():
     emb = load_embedder()
     th = benchmark_block(load_eval_config(), "hummus")["thresholds"]
     for task in ("naming", "image_label"):
-        r = calibrate_task(emb, task)
+        r = calibrate_task(emb, task, load_pairs(CALIBRATION_PAIRS))
         assert th[task] == pytest.approx(round(r["threshold"], 2)), task
         assert r["match_mean"] > r["no_match_mean"]
 

@@ -6,6 +6,7 @@ best gold box, CaptionHL by span overlap, Explanation by ROUGE-1/2; Classificati
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -70,6 +71,11 @@ def random_baseline(setting: str, cls: pd.DataFrame, gold: list[str], sc: Scorer
     draws = np.random.default_rng(seed).random((RANDOM_ITERATIONS, len(gold_pos))) < 0.5
     for name, key in (("f1_pos", "pos"), ("f1_neg", "neg"), ("f1_avg", "avg")):
         sc.add(setting, name, cls, stat=lambda w, k=key: random_f1(gold_pos, draws, w)[k], slice_="baseline=random")
+
+
+# Hand-labelled match / no-match pairs the Naming / ImageLabel thresholds (evals.yaml) are calibrated
+# on for the embedder in use (forge/evals/calibration.py, benchmarks/calibrate_hummus_thresholds.py).
+CALIBRATION_PAIRS = Path(__file__).with_name("similarity_calibration.yaml")
 
 
 # Hummus §6.1 thresholds, calibrated for all-MiniLM-L6-v2 (docs/evals.md "Hummus thresholds").
