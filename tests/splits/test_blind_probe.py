@@ -39,16 +39,20 @@ def _easy_right(body):
 
 
 def _probe(llm, df, cfg, units=None):
+    # The tests below count the requests the double receives: with hedging on, a loaded machine gets
+    # a hedged second copy of a slow request (first reply wins), so the resources here turn it off.
     return blind.probe(llm.engine(), BLIND_STAGE, "t", df, load_prompt(BLIND_PROMPT), cfg, units)
 
 
 def test_early_stop_asks_only_until_the_verdict_is_decided(llm_double, llm_double_resource, tmp_path):
     llm_double.responder = _easy_right
     df = _items(10)
-    full = _probe(llm_double_resource(cache_path=str(tmp_path / "full.sqlite")), df, BlindConfig(early_stop=False))
+    full = _probe(
+        llm_double_resource(hedge=False, cache_path=str(tmp_path / "full.sqlite")), df, BlindConfig(early_stop=False)
+    )
     assert len(llm_double.chat_requests) == full.sent == 10 * 5
     n0 = len(llm_double.chat_requests)
-    early = _probe(llm_double_resource(), df, BlindConfig())
+    early = _probe(llm_double_resource(hedge=False), df, BlindConfig())
     # EASY items (5): 4 right of 4 → flagged whatever comes; the others: 2 wrong → never flagged
     assert len(llm_double.chat_requests) - n0 == early.sent == 5 * 4 + 5 * 2
     assert early.saved == 50 - 30
@@ -56,7 +60,7 @@ def test_early_stop_asks_only_until_the_verdict_is_decided(llm_double, llm_doubl
         assert s.flagged == full.scores[i].flagged
     # a re-run probes nothing: every trial is in the engine's cache
     n1 = len(llm_double.chat_requests)
-    again = _probe(llm_double_resource(), df, BlindConfig())
+    again = _probe(llm_double_resource(hedge=False), df, BlindConfig())
     assert len(llm_double.chat_requests) == n1 and {i: s.flagged for i, s in again.scores.items()} == {
         i: s.flagged for i, s in early.scores.items()
     }
@@ -65,7 +69,7 @@ def test_early_stop_asks_only_until_the_verdict_is_decided(llm_double, llm_doubl
 def test_one_probe_per_text_and_pools_decided_whole(llm_double, llm_double_resource):
     llm_double.responder = _easy_right
     df = _items(6, k=2, same_text=3)  # three items with the same question and options
-    p = _probe(llm_double_resource(), df, BlindConfig())
+    p = _probe(llm_double_resource(hedge=False), df, BlindConfig())
     assert p.texts == 4
     shared = [p.scores[f"i0{i}"] for i in range(3)]
     assert len({(s.trials, s.correct) for s in shared}) == 1  # one reply per trial, shared
@@ -75,7 +79,7 @@ def test_one_probe_per_text_and_pools_decided_whole(llm_double, llm_double_resou
     # a pool of i03..i05 (chance 1/8 per trial) is wrong whole while i04 is wrong: after 3 trials
     # at most 2/5 is left, below min_accuracy, so the pool's verdict is decided
     units = {"i03": "question_id=q", "i04": "question_id=q", "i05": "question_id=q"}
-    pool = _probe(llm_double_resource(), df[df["item_id"].isin(units)], BlindConfig(), units)
+    pool = _probe(llm_double_resource(hedge=False), df[df["item_id"].isin(units)], BlindConfig(), units)
     assert {(pool.scores[i].trials, pool.scores[i].flagged) for i in units} == {(3, False)}
 
 
