@@ -43,6 +43,7 @@ from forge.releases.records import (
     IMAGE_SUFFIXES,
     ParsedRelease,
     file_label,
+    item_columns,
     media_path,
     open_release,
     provenance,
@@ -55,33 +56,7 @@ from forge.releases.records import (
 from .annotations import Annotation, validate_annotation
 from .items import build_items
 
-ITEM_COLUMNS = [
-    "item_id",
-    "benchmark",
-    "task",
-    "category",
-    "question",
-    "options",
-    "option_types",
-    "answer",
-    "references",
-    "media_paths",
-    "unit_id",
-    "source_item_id",
-    "source",
-    "channel",
-    "batch",
-    "labels",
-    "backend",
-    "model",
-    "prompt_hash",
-    "extra",
-    "origin",
-    "release",
-    "release_version",
-    "licence",
-    "release_split",
-]
+ITEM_COLUMNS = item_columns("hummus_items", Path(__file__).resolve().parents[1] / "contracts")
 # Fields the items are built from; any other field of a record (``image_hl_desc``, ``complete``,
 # ``text_hl``, ``solution`` on No / Discard pairs; annotation fields of a pair whose verdict
 # makes no detail item) is kept in ``extra.release_fields`` and reported.

@@ -45,6 +45,7 @@ from forge.releases.records import (
     VIDEO_SUFFIXES,
     ParsedRelease,
     file_label,
+    item_columns,
     media_path,
     open_release,
     provenance,
@@ -53,12 +54,11 @@ from forge.releases.records import (
     text,
 )
 
-from .items import ITEM_COLUMNS, SV_QUESTION
+from .items import SV_QUESTION
 from .questions import stable_id
 from .taxonomy import categories
 
-PROVENANCE_COLUMNS = ["origin", "release", "release_version", "licence", "release_split"]
-COLUMNS = ITEM_COLUMNS + PROVENANCE_COLUMNS
+COLUMNS = item_columns("maia_items", Path(__file__).resolve().parents[1] / "contracts")
 
 # Compact spelling (letters only, lower case) → category. Italian names as released, English
 # names as the paper writes them, and ours.
