@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Self
 
 import dagster as dg
@@ -42,7 +43,11 @@ LAUNCHED_BY_TAG = "subtext/launched_by"
 OPS_TAG_PREFIX = ".dagster/subtext/"
 HOST_TAG = OPS_TAG_PREFIX + "host"
 PID_TAG = OPS_TAG_PREFIX + "pid"
-PROC_START_TAG = OPS_TAG_PREFIX + "proc_start"
+# When the process started, in seconds since boot: the kernel's count, which no clock change moves.
+# (Wall-clock start times, the older "proc_start" tag, move when the clock is adjusted: psutil adds
+# /proc/stat's whole-second btime, so two processes can see one start a second apart.)
+PROC_START_TAG = OPS_TAG_PREFIX + "proc_start_since_boot"
+WALL_START_TAG = OPS_TAG_PREFIX + "proc_start"  # runs tagged by earlier versions
 HEARTBEAT_TAG = OPS_TAG_PREFIX + "heartbeat"
 WATCH_TAG = OPS_TAG_PREFIX + "watch_id"  # finds the run execute_in_process creates
 
@@ -80,19 +85,39 @@ class Terminated(dg.DagsterExecutionInterruptedError):
 # -- who runs a run ----------------------------------------------------------------------
 
 
+def started_since_boot(pid: int) -> float | None:
+    """Seconds from boot to the process's start: field 22 of ``/proc/<pid>/stat``, in clock ticks
+    (Linux); None where there is no such file."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # the command name may hold spaces and brackets
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
 def process_tags() -> dict[str, str]:
     me = psutil.Process()
+    since_boot = started_since_boot(me.pid)
+    start = (PROC_START_TAG, since_boot) if since_boot is not None else (WALL_START_TAG, me.create_time())
     return {
         HOST_TAG: socket.gethostname(),
         PID_TAG: str(me.pid),
-        PROC_START_TAG: f"{me.create_time():.3f}",
+        start[0]: f"{start[1]:.3f}",
         HEARTBEAT_TAG: f"{time.time():.0f}",
     }
 
 
-def process_alive(pid: int, started_before: float | None = None, started_at: float | None = None) -> bool:
-    """Whether ``pid`` is a live process and (when given) the same one: started at
-    ``started_at``, or before ``started_before`` (a recycled pid starts later)."""
+def process_alive(
+    pid: int,
+    started_before: float | None = None,
+    started_at: float | None = None,
+    since_boot: float | None = None,
+) -> bool:
+    """Whether ``pid`` is a live process and (when given) the same one: started ``since_boot``
+    seconds after boot (exact to the kernel's tick), at wall-clock ``started_at``, or before
+    ``started_before`` (a recycled pid starts later). Wall-clock comparisons allow 2 s: psutil
+    derives them from a whole-second boot time that moves when the clock is adjusted."""
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:
@@ -100,9 +125,11 @@ def process_alive(pid: int, started_before: float | None = None, started_at: flo
         created = proc.create_time()
     except psutil.NoSuchProcess:
         return False
-    if started_at is not None and abs(created - started_at) > 1.0:
+    if since_boot is not None and abs((started_since_boot(pid) or -1.0) - since_boot) > 0.05:
         return False
-    return started_before is None or created <= started_before + 1.0
+    if started_at is not None and abs(created - started_at) > 2.0:
+        return False
+    return started_before is None or created <= started_before + 2.0
 
 
 def run_worker_pid(instance: dg.DagsterInstance, run_id: str) -> tuple[int, float] | None:
@@ -132,8 +159,10 @@ def why_dead(
     if PID_TAG in tags and run.parent_run_id is None:
         host, pid = tags.get(HOST_TAG, "?"), int(tags[PID_TAG])
         if host == socket.gethostname():
-            start = float(tags[PROC_START_TAG]) if PROC_START_TAG in tags else None
-            return None if process_alive(pid, started_at=start) else f"its process (pid {pid} on {host}) is gone"
+            since_boot = float(tags[PROC_START_TAG]) if PROC_START_TAG in tags else None
+            wall = float(tags[WALL_START_TAG]) if WALL_START_TAG in tags and since_boot is None else None
+            alive = process_alive(pid, started_at=wall, since_boot=since_boot)
+            return None if alive else f"its process (pid {pid} on {host}) is gone"
         age = now - float(tags.get(HEARTBEAT_TAG, 0))
         return f"no heartbeat from pid {pid} on {host} for {age:.0f}s" if age > settings.stale_after_s else None
     if check_launched and run.status != dg.DagsterRunStatus.STARTING:  # STARTING: run monitoring's start timeout
