@@ -112,12 +112,22 @@ def test_four_kills_during_an_llm_step_then_the_next_run_completes(project, llm_
     # finished its whole step (7 timed-out tries of 20 s per item) while the others were still starting.
     patient = {f"SUBTEXT_LLM_{k}": "900" for k in ("TIMEOUT_S", "FIRST_BYTE_TIMEOUT_S", "CONNECT_TIMEOUT_S")}
     builds = [Build(env, **patient) for _ in range(4)]
-    until(
-        lambda: len(llm_info(instance).claimed_slots) == 4 and len(llm_double.chat_requests) >= 4,
-        600,
-        "four LLM steps in flight",
-        *builds,
-    )
+    try:
+        until(
+            lambda: len(llm_info(instance).claimed_slots) == 4 and len(llm_double.chat_requests) >= 4,
+            600,
+            "four LLM steps in flight",
+            *builds,
+        )
+    except AssertionError as exc:  # say who holds the pool and what each build's sweep did
+        info = llm_info(instance)
+        slots = [(s.run_id[:8], s.step_key) for s in info.claimed_slots]
+        slots += [(p.run_id[:8], f"pending {p.step_key}") for p in info.pending_steps]
+        runs = [(r.run_id[:8], r.status.value) for r in instance.get_runs()]
+        swept = [line for b in builds for line in b.output.splitlines() if "marked dead run" in line]
+        raise AssertionError(
+            f"claimed slots {slots}; runs {runs}; chat requests {len(llm_double.chat_requests)}; sweeps {swept}\n{exc}"
+        ) from None
     for build in builds:
         build.proc.send_signal(signal.SIGKILL)
         build.wait(30)
