@@ -56,7 +56,7 @@ from forge.releases.records import (
 from .annotations import Annotation, validate_annotation
 from .items import build_items
 
-ITEM_COLUMNS = item_columns("hummus_items", Path(__file__).resolve().parents[1] / "contracts")
+COLUMNS = item_columns("hummus_items", Path(__file__).resolve().parents[1] / "contracts")
 # Fields the items are built from; any other field of a record (``image_hl_desc``, ``complete``,
 # ``text_hl``, ``solution`` on No / Discard pairs; annotation fields of a pair whose verdict
 # makes no detail item) is kept in ``extra.release_fields`` and reported.
@@ -310,7 +310,7 @@ def _stats(dataset: dict, test: dict, items: pd.DataFrame) -> dict[str, tuple[An
 
 
 def parse_release(info: ReleaseInfo) -> ParsedRelease:
-    out = ParsedRelease(items=pd.DataFrame(columns=ITEM_COLUMNS))
+    out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
     files, dataset, test, descriptions = _read(info, out)
     images = files.index(IMAGE_SUFFIXES)
     require_media = bool(info.option("require_media", True))
@@ -333,7 +333,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         new = _items(info, cid, where, r, only_classification, src, descriptions, test, out)
         rows += new or []
         tested += bool(new) and cid in test
-    out.items = pd.DataFrame(rows, columns=ITEM_COLUMNS)
+    out.items = pd.DataFrame(rows, columns=COLUMNS)
     out.notes["image_descriptions"] = len(descriptions)
     out.count("pairs", len(ids), out.items["extra"].map(lambda e: json.loads(e)["combi_id"]).nunique() if rows else 0)
     out.count("test pairs", len(test), tested)
