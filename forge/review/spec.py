@@ -48,6 +48,30 @@ EDITABLE_FIELDS = ("question", "options", "answer", "box")
 
 
 @dataclass(frozen=True)
+class FieldLimits:
+    """Most characters a reviewer may type into each field of the review form. The form enforces
+    them (``maxlength``, ``forge/review/labelconfig.py``) and reading an annotation enforces them
+    again (``forge/review/verdicts.py``): a longer value is refused with its reason, never cut or
+    applied (the API accepts what the form would not). Defaults sit far above the papers' longest
+    items (II-Bench questions and options, MAIA statements) and far below what would bloat a table."""
+
+    question: int = 2000  # the corrected question
+    option: int = 500  # one option (one line of the options field)
+    options: int = 10  # options in all (letters A-J)
+    answer: int = 1000  # the corrected gold answer (letters, a Yes/No option, a box, free text)
+    reason_note: int = 1000  # a reviewer's note with a reject or an adjudication
+
+    def __post_init__(self) -> None:
+        bad = [k for k, v in vars(self).items() if not isinstance(v, int) or v < 1]
+        if bad:
+            raise ValueError(f"field limits must be positive integers: {bad}")
+
+    def options_chars(self) -> int:
+        """The options field as a whole: every option at its limit, one per line."""
+        return self.options * (self.option + 1)
+
+
+@dataclass(frozen=True)
 class Regenerate:
     """How "regenerate rejected" reaches the stage that wrote an item (``forge/review/regenerate.py``):
     the generating asset, and the item column that equals that stage's ``LLMRequest.item_id``
@@ -71,6 +95,7 @@ class ReviewSpec:
     editable: tuple[str, ...] = ("question", "options", "answer")
     boxes: bool = False  # draw the item's boxes (labels.boxes) on the image, editable
     reasons: tuple[str, ...] = DEFAULT_REASONS
+    limits: FieldLimits = FieldLimits()  # most characters per typed field (form and reader)
     human_answers: int = 1  # blind answers per test item for the human baseline
     note: str = ""  # the paper's procedure, for the card
     regenerate: Regenerate | None = None  # None: a rejected item is dropped, never regenerated
