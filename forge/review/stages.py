@@ -95,7 +95,11 @@ def _wanted(
 
 
 def prior_text(g: pd.DataFrame) -> str:
-    return "\n".join(f"{r.reviewer}: {r.verdict}" + (f" ({r.reason})" if r.reason else "") for r in g.itertuples())
+    # a missing reason is NaN in the table (truthy): only a real one is shown, never "accept (nan)"
+    return "\n".join(
+        f"{r.reviewer}: {r.verdict}" + (f" ({r.reason})" if isinstance(r.reason, str) and r.reason else "")
+        for r in g.itertuples()
+    )
 
 
 def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "") -> StageOut:
