@@ -142,3 +142,15 @@ class LabelStudio:
                 return uid
         u = self.request("POST", "/api/users", json={"email": email, "username": email})
         return int(u["id"])
+
+    # -- data manager tabs (the review loop's returned tasks) ----------------------------------------
+    def ensure_view(self, project_id: int, title: str, filters: list[dict[str, Any]]) -> dict[str, Any]:
+        """A Data Manager tab of the project named ``title`` showing the tasks that match every
+        filter (``{"filter": "filter:tasks:data.<field>", "operator", "type", "value"}``); tabs are
+        shared by the organisation's members."""
+        have = self.request("GET", "/api/dm/views", params={"project": project_id}) or []
+        for v in have:
+            if (v.get("data") or {}).get("title") == title:
+                return v
+        data = {"title": title, "filters": {"conjunction": "and", "items": filters}}
+        return self.request("POST", "/api/dm/views", json={"project": project_id, "data": data})
