@@ -2,14 +2,16 @@
 
 * ``<name>_human_tasks`` (table ``review_tasks``, file ``<name>__human``): the latest export's
   test items, blind (no gold), in a Label Studio project per export version;
-* ``<name>_human_eval`` (tables ``eval_predictions`` / ``eval_scores``, file ``human__<name>``):
-  the answers read back (the review sensor materializes it) and scored by the benchmark's own
-  scorers; the ``leaderboard`` view shows them as model ``human`` with n and a CI.
+* ``<name>_human_eval`` (tables ``eval_predictions`` / ``eval_scores``, file ``human__<name>``;
+  ``human_answers``, file ``<name>``): the answers read back (the review sensor materializes it)
+  and scored by the benchmark's own scorers; the ``leaderboard`` view shows them as model
+  ``human`` with n and a CI. An answer by someone who saw the item's gold is kept, not scored.
 """
 
 import time
 
 import dagster as dg
+import pandas as pd
 
 from assets.common import contract_check_specs, publish, table_metadata
 from assets.review.factory import GROUP, VERSION, md_values, server_down
@@ -60,10 +62,11 @@ def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         kinds={"python"},
         deps=[tasks_key],
         code_version=version,
-        check_specs=contract_check_specs(eval_key, ["eval_predictions", "eval_scores"]),
-        metadata=table_metadata(["eval_predictions", "eval_scores"]),
+        check_specs=contract_check_specs(eval_key, ["eval_predictions", "eval_scores", "human_answers"]),
+        metadata=table_metadata(["eval_predictions", "eval_scores", "human_answers"]),
         description=f"People's blind answers to the {spec.title} test items, scored by the benchmark's own scorers: "
-        "model `human` on the leaderboard, with n and a bootstrap CI.",
+        "model `human` on the leaderboard, with n and a bootstrap CI. Every answer is in `human_answers`; one by "
+        "someone who reviewed the item (saw its gold) is excluded, with the reason.",
     )
     def _eval(
         context: dg.AssetExecutionContext, storage: StorageResource, review: ReviewResource
@@ -72,14 +75,17 @@ def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         store = storage.store
         part = f"{human.MODEL}__{spec.name}"
         try:
-            preds, scores, md = human.score(store, spec, review.client(store.data_dir))
+            preds, scores, answers, md = human.score(store, spec, review.client(store.data_dir))
         except ReviewServerDown as exc:  # advisory: the recorded scores stay as they are
             note = server_down(spec, exc, context)
             preds, scores = (store.read(t, parts=[part]) for t in ("eval_predictions", "eval_scores"))
+            answers = store.read("human_answers", parts=[spec.name])
             md = {"note": note}
+        if answers.empty:
+            answers = pd.DataFrame(columns=human.ANSWER_COLUMNS)
         return publish(
             store,
-            {"eval_predictions": {part: preds}, "eval_scores": {part: scores}},
+            {"eval_predictions": {part: preds}, "eval_scores": {part: scores}, "human_answers": {spec.name: answers}},
             metadata=md_values(md),
             started=t0,
         )

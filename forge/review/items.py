@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from forge.checks.mcq import CORRECT
 from forge.provenance.versioning import content_hash
 from forge.review.labelconfig import BOX_LABEL, LETTERS
 from forge.review.spec import Media, ReviewSpec
-from forge.splits.gates import field_problem
+from forge.splits.gates import answer_letters, field_problem
 
 REVISED_FIELDS = ("question", "options", "option_types", "answer", "references", "media_paths", "labels")
 BOX_ANSWER = re.compile(
@@ -103,9 +105,21 @@ def box_predictions(item: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"model_version": "item", "result": result}] if result else []
 
 
+def human_key_of(benchmark: str, item_id: str, rev: str) -> str:
+    """The blind task's key: opaque to the person answering (neither the item id nor the revision
+    the review projects show), stable for one revision, so a re-push keeps the task."""
+    return content_hash("human-task", benchmark, item_id, rev, length=16)
+
+
+def human_key(item: dict[str, Any]) -> str:
+    return human_key_of(str(item.get("benchmark") or ""), str(item["item_id"]), revision(item))
+
+
 def task_data(item: dict[str, Any], spec: ReviewSpec, video: str | None, kind: str = "review") -> dict[str, Any]:
+    if kind == "human":
+        media = as_list(item.get("media_paths")) or []
+        return blind_task_data(item, spec, human_key(item), media[0] if media else None, video)
     media = as_list(item.get("media_paths")) or []
-    blind = kind == "human"
     data = {
         "item_id": str(item["item_id"]),
         "revision": revision(item),
@@ -116,19 +130,41 @@ def task_data(item: dict[str, Any], spec: ReviewSpec, video: str | None, kind: s
         "heading": f"{item.get('benchmark')} · {item.get('task')} · {item.get('category')} · split "
         f"{item.get('split')} · item {item['item_id']}",
         "question": str(item.get("question") or ""),
-        "options_text": options_text(item, spec.show_gold and not blind),
+        "options_text": options_text(item, spec.show_gold),
         "image": local_url(media[0]) if media else "",
+        "answer_text": str(item.get("answer") or ""),
+        "context_text": context_text(item),
     }
     if spec.media == Media.VIDEO:
         data["video"] = local_url(video) if video else ""
-    if blind:
-        data["instruction"] = (
-            "Pick the option letter(s)" if as_list(item.get("options")) else "Type your answer in the box"
-        )
-    else:
-        data["answer_text"] = str(item.get("answer") or "")
-        data["context_text"] = context_text(item)
     return data
+
+
+def blind_task_data(
+    item: dict[str, Any], spec: ReviewSpec, key: str, image: str | None, video: str | None
+) -> dict[str, Any]:
+    """A human-baseline task: only what the model under test sees. Anyone in the tool can read a
+    task's data (data manager, API), so it holds no gold, option types, category, split, task,
+    item id, revision or labels; ``item_id`` and ``revision`` (the names the push matches on) both
+    hold the opaque ``key``, and ``review_tasks`` maps the task back to its item. ``image`` /
+    ``video``: data-dir paths whose names say nothing either (``forge.review.human.blind_media``)."""
+    data = {
+        "item_id": key,
+        "revision": key,
+        "question": str(item.get("question") or ""),
+        "options_text": options_text(item, show_gold=False),
+        "image": local_url(image) if image else "",
+        "instruction": "Pick the option letter(s)" if as_list(item.get("options")) else OPEN_INSTRUCTION[spec.boxes],
+    }
+    if spec.media == Media.VIDEO:
+        data["video"] = local_url(video) if video else ""
+    return data
+
+
+OPEN_INSTRUCTION = {
+    False: "Type your answer in the box",
+    True: "Type your answer in the box, or draw a box on the image when the question asks for a region",
+}
 
 
 # -- edits ---------------------------------------------------------------------------------------
@@ -148,25 +184,77 @@ def box_problem(tlhw: list[float]) -> str | None:
     return None
 
 
+def _answer_as_letters(answer: str, options: list[str] | None) -> str:
+    """A corrected answer as the recipes write it: letters sorted, comma-joined (``c, a`` → ``A,C``);
+    typed as an option's text (``No``) → its letter (``B``)."""
+    letters = answer_letters(answer) if options else None
+    if letters is not None:
+        return ",".join(LETTERS[i] for i in sorted(set(letters)))
+    if not options:
+        return answer
+    by_text = {str(o).strip().casefold(): LETTERS[i] for i, o in enumerate(options) if i < len(LETTERS)}
+    return by_text.get(answer.strip().casefold(), answer)
+
+
+def follow_gold(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """Keep an edited item consistent with how the recipes build it: the options a new answer
+    names become ``correct`` in ``option_types`` and each option that stops being correct takes
+    the type of the one that replaced it (D→A: A correct, D gets A's old type, as a swap of the
+    two); an option left over takes the item's most common other type. References that were the
+    gold options' texts (VAGUE, Hummus Yes/No) become the new gold options' texts. Types that mark
+    no ``correct`` option (Hummus positive / negative) describe the options and stay."""
+    was, now = answer_letters(old.get("answer")), answer_letters(new.get("answer"))
+    opts_old, opts_new = as_list(old.get("options")) or [], as_list(new.get("options")) or []
+    if was is None or now is None or not opts_new or max(now) >= len(opts_new):
+        return new, ""  # not a letter answer (or outside the options: field_problem says so)
+    types = as_list(old.get("option_types"))
+    if types is not None and CORRECT in types and set(was) != set(now):
+        types = list(types)
+        gained = sorted(set(now) - set(was))
+        lost = sorted(set(was) - set(now))
+        for g, lo in zip(gained, lost, strict=False):
+            types[lo], types[g] = types[g], CORRECT
+        for g in gained[len(lost) :]:
+            types[g] = CORRECT
+        others = Counter(t for i, t in enumerate(types) if i not in now and t != CORRECT)
+        for lo in lost[len(gained) :]:
+            if not others:
+                return None, (
+                    f"option_types: option {LETTERS[lo]} stops being correct and the item has no other "
+                    "option type to give it"
+                )
+            types[lo] = others.most_common(1)[0][0]
+        new["option_types"] = types
+    refs = as_list(old.get("references"))
+    if refs and refs == [opts_old[i] for i in was if i < len(opts_old)]:
+        new["references"] = [opts_new[i] for i in now]
+    return new, ""
+
+
 def apply_edits(
     item: dict[str, Any], edits: dict[str, Any], data_dir: Path | None
 ) -> tuple[dict[str, Any] | None, str]:
     """The edited item, or (None, why it was refused). ``edits``: ``question`` / ``answer``
-    (text), ``options`` (list), ``boxes`` (index → [top, left, height, width] normalised).
+    (text; an option's text stands for its letter), ``options`` (list), ``boxes`` (index →
+    [top, left, height, width] normalised). The gold's marks follow the answer (``follow_gold``).
     The edited item must pass the gates' field contract (``forge.splits.gates.field_problem``)
     and keep every box inside the image; otherwise the original stays."""
     new = dict(item)
-    for f in ("question", "answer"):
-        if f in edits:
-            new[f] = str(edits[f]).strip()
-    if "question" in edits and not new["question"]:
-        return None, "empty_question: the corrected question is empty"
+    if "question" in edits:
+        new["question"] = str(edits["question"]).strip()
+        if not new["question"]:
+            return None, "empty_question: the corrected question is empty"
     if "options" in edits:
         opts = [str(o).strip() for o in edits["options"]]
         types = as_list(item.get("option_types"))
         if types is not None and len(types) != len(opts):
             return None, f"option_count: {len(opts)} options given, the item has {len(types)} (option types)"
         new["options"] = opts
+    if "answer" in edits:
+        new["answer"] = _answer_as_letters(str(edits["answer"]).strip(), as_list(new.get("options")))
+    new, why = follow_gold(item, new)
+    if new is None:
+        return None, why
     if edits.get("boxes"):
         labels = as_json(item.get("labels"))
         boxes = [dict(b) for b in labels.get("boxes") or []]

@@ -4,12 +4,19 @@ Three kinds of project per benchmark (docs/review.md):
 
 * ``review``: the reviewer sees the media (clip player and/or image, the item's boxes drawn and
   editable when the spec says so), the question, the options with the gold marked, the
-  statements and foils; answers accept / reject (with a reason from the spec's fixed list) /
-  edit (corrected question, options, answer; a moved box);
+  statements and foils; answers accept / reject (with a required reason from the spec's fixed
+  list, each with its help text, and an optional note) / edit (corrected question, options one
+  per line, answer; a moved box);
 * ``adjudication``: the same form plus the verdicts the reviewers disagreed on;
-* ``human``: the blind form of the human baseline: media, question and options without the
-  gold; the answer is an option letter, a free text or a box.
+* ``human``: the blind form of the human baseline: only what the model under test sees (media,
+  question, options); no gold, option types, category, split, item id or labels. The answer is
+  an option letter, a free text or a drawn box.
 
+Hotkeys are fixed, the same in every benchmark: accept ``a``, reject ``x``, edit ``e``, the
+reasons ``1``-``9`` in the spec's order, the box label ``b``; the blind form's letters ``1``-``9``.
+Label Studio 1.23.2's TextArea has no ``maxlength``: every typed field names its limit
+(``ReviewSpec.limits``) in its placeholder, the tool counts the characters under it, and reading
+the annotation refuses a longer value (``forge/review/verdicts.py``).
 Tag and field names here are the contract with ``forge/review/verdicts.py``.
 """
 
@@ -21,19 +28,38 @@ from forge.review.spec import Media, ReviewSpec
 
 LETTERS = "ABCDEFGHIJ"
 VERDICTS = ("accept", "reject", "edit")
+# "r" would also pick Label Studio's rectangle tool on a box benchmark's image: reject is "x"
+VERDICT_HOTKEYS = {"accept": "a", "reject": "x", "edit": "e"}
 BOX_LABEL = "region"
+BOX_HOTKEY = "b"
 FIELD_TAGS = {"question": "corrected_question", "options": "corrected_options", "answer": "corrected_answer"}
+REASON_NOTE = "reason_note"  # the optional note with a reject (read by forge/review/verdicts.py)
+FIELD_ROWS = {"question": 3, "options": 6, "answer": 2}
+# What each of the default reject reasons means (forge/review/spec.py DEFAULT_REASONS), shown as the
+# choice's hint and as a line under the reasons; a benchmark's own reason shows its name only.
+REASON_HELP = {
+    "wrong_gold": "the marked answer is not the right one",
+    "ambiguous": "more than one option (or none) is defensible",
+    "no_implicit_meaning": "answerable from what is literally shown or said",
+    "needs_outside_knowledge": "needs context the media does not give",
+    "bad_media": "unreadable, wrong clip or image, cut at the wrong place",
+    "offensive_or_private": "harmful content or personal information",
+    "other": "none of these: say why in the note",
+}
 
 
-def _media(spec: ReviewSpec) -> list[str]:
+def _media(spec: ReviewSpec, boxes: bool) -> list[str]:
     out = []
     if spec.media == Media.VIDEO:
         out.append('  <Header value="Clip"/>')
         out.append('  <Video name="video" value="$video"/>')
         out.append('  <Header value="Frame the model sees"/>')
     out.append('  <Image name="image" value="$image" zoom="true" zoomControl="true" maxWidth="720px"/>')
-    if spec.boxes:
-        out.append(f'  <RectangleLabels name="box" toName="image"><Label value="{BOX_LABEL}"/></RectangleLabels>')
+    if boxes:
+        out.append(
+            f'  <RectangleLabels name="box" toName="image"><Label value="{BOX_LABEL}" hotkey="{BOX_HOTKEY}"/>'
+            "</RectangleLabels>"
+        )
     return out
 
 
@@ -49,32 +75,74 @@ def _item_text(show_gold: bool) -> list[str]:
     ]
 
 
-def _verdict_controls(spec: ReviewSpec) -> list[str]:
-    out = ['  <Header value="Your verdict"/>']
-    out.append('  <Choices name="verdict" toName="question" choice="single" required="true" showInline="true">')
-    out += [f"    <Choice value={quoteattr(v)}/>" for v in VERDICTS]
-    out.append("  </Choices>")
-    out.append('  <View visibleWhen="choice-selected" whenTagName="verdict" whenChoiceValue="reject">')
-    out.append('    <Header value="Reason"/>')
-    out.append('    <Choices name="reason" toName="question" choice="single" showInline="true">')
-    out += [f"      <Choice value={quoteattr(r)}/>" for r in spec.reasons]
+def reason_help(reason: str) -> str:
+    return REASON_HELP.get(reason, "")
+
+
+def _reasons(spec: ReviewSpec) -> list[str]:
+    """The reject view: a required reason (hotkeys 1-9, a hint each), the help lines, a note."""
+    out = ['  <View visibleWhen="choice-selected" whenTagName="verdict" whenChoiceValue="reject">']
+    out.append('    <Header value="Reason (required with reject)" size="5"/>')
+    out.append(
+        '    <Choices name="reason" toName="question" choice="single" showInline="true" required="true" '
+        'requiredMessage="A reject needs a reason: pick one (1-9)">'
+    )
+    for i, r in enumerate(spec.reasons):
+        attrs = f"value={quoteattr(r)}"
+        if i < 9:
+            attrs += f' hotkey="{i + 1}"'
+        if reason_help(r):
+            attrs += f" hint={quoteattr(reason_help(r))}"
+        out.append(f"      <Choice {attrs}/>")
     out.append("    </Choices>")
+    for i, r in enumerate(spec.reasons):
+        key = f"{i + 1} " if i < 9 else ""
+        out.append(f'    <Header value={quoteattr(f"{key}{r}: {reason_help(r) or r}")} size="6"/>')
+    out.append(
+        f'    <TextArea name="{REASON_NOTE}" toName="question" maxSubmissions="1" editable="true" rows="2" '
+        f'placeholder="note (optional; say why for other; at most {spec.limits.reason_note} characters)"/>'
+    )
     out.append("  </View>")
-    text_fields = [f for f in spec.editable if f in FIELD_TAGS]
-    if text_fields:
-        out.append('  <View visibleWhen="choice-selected" whenTagName="verdict" whenChoiceValue="edit">')
-        out.append('    <Header value="Corrections (leave a field empty to keep it; options one per line)"/>')
-        for f in text_fields:
-            out.append(
-                f'    <TextArea name="{FIELD_TAGS[f]}" toName="question" maxSubmissions="1" editable="true" '
-                f'placeholder="corrected {f}"/>'
-            )
-        out.append("  </View>")
     return out
 
 
+def _corrections(spec: ReviewSpec) -> list[str]:
+    """The edit view: one real multi-line field per editable text field, each with its limit."""
+    fields = [f for f in spec.editable if f in FIELD_TAGS]
+    if not fields:
+        return []
+    lim = spec.limits
+    hint = {
+        "question": f"corrected question (at most {lim.question} characters)",
+        "options": f"corrected options, one per line, in order, A first (at most {lim.options} options of "
+        f"{lim.option} characters each)",
+        "answer": f"corrected answer: option letter(s) such as B, or the answer text (at most {lim.answer} characters)",
+    }
+    out = ['  <View visibleWhen="choice-selected" whenTagName="verdict" whenChoiceValue="edit">']
+    out.append(
+        '    <Header value="Corrections: leave a field empty to keep it. A new answer letter moves the '
+        'correct mark (and its option type) to that option." size="5"/>'
+    )
+    for f in fields:
+        out.append(
+            f'    <TextArea name="{FIELD_TAGS[f]}" toName="question" maxSubmissions="1" editable="true" '
+            f'rows="{FIELD_ROWS[f]}" placeholder={quoteattr(hint[f])}/>'
+        )
+    out.append("  </View>")
+    return out
+
+
+def _verdict_controls(spec: ReviewSpec) -> list[str]:
+    keys = " · ".join(f"{k} {v}" for v, k in VERDICT_HOTKEYS.items())
+    out = [f'  <Header value="Your verdict ({keys})"/>']
+    out.append('  <Choices name="verdict" toName="question" choice="single" required="true" showInline="true">')
+    out += [f'    <Choice value={quoteattr(v)} hotkey="{VERDICT_HOTKEYS[v]}"/>' for v in VERDICTS]
+    out.append("  </Choices>")
+    return out + _reasons(spec) + _corrections(spec)
+
+
 def review_config(spec: ReviewSpec, adjudication: bool = False) -> str:
-    lines = ["<View>", *_media(spec), *_item_text(spec.show_gold)]
+    lines = ["<View>", *_media(spec, spec.boxes), *_item_text(spec.show_gold)]
     if adjudication:
         lines += ['  <Header value="Verdicts so far (they disagree)"/>', '  <Text name="prior" value="$prior_text"/>']
     lines += _verdict_controls(spec)
@@ -83,19 +151,21 @@ def review_config(spec: ReviewSpec, adjudication: bool = False) -> str:
 
 
 def human_config(spec: ReviewSpec, max_options: int = 6) -> str:
-    """Blind answering: no gold, no statements marked true or false."""
+    """Blind answering: only what the model under test sees (media, question, options); a box
+    benchmark's image takes a drawn box as the answer."""
     letters = LETTERS[: max(2, min(max_options, len(LETTERS)))]
-    lines = ["<View>", *_media(spec)]
+    lines = ["<View>", *_media(spec, spec.boxes)]
     lines += [
-        '  <Header value="$heading"/>',
         '  <Text name="question" value="$question"/>',
         '  <Header value="Options"/>',
         '  <Text name="options" value="$options_text"/>',
         '  <Header value="$instruction"/>',
         '  <Choices name="choice" toName="question" choice="multiple" showInline="true">',
-        *[f'    <Choice value="{x}"/>' for x in letters],
+        *[f'    <Choice value="{x}" hotkey="{i + 1}"/>' for i, x in enumerate(letters) if i < 9],
+        *[f'    <Choice value="{x}"/>' for i, x in enumerate(letters) if i >= 9],
         "  </Choices>",
-        '  <TextArea name="answer_text" toName="question" maxSubmissions="1" editable="true" placeholder="your answer"/>',
+        f'  <TextArea name="answer_text" toName="question" maxSubmissions="1" editable="true" rows="3" '
+        f'placeholder="your answer (at most {spec.limits.answer} characters)"/>',
         "</View>",
     ]
     return "\n".join(lines)
