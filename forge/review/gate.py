@@ -9,6 +9,8 @@ Rules (docs/review.md):
   the gates' field checks and needs review again; the editor's verdict counts as an accept of it;
 * a verdict counts for the revision it was made on; verdicts on older revisions are stale
   (``item_changed``), those whose task was deleted in the tool too (``task_deleted``);
+* a refused verdict (an annotation that could not be read exactly, ``verdicts.refusal``) and a
+  flagged one (last changed by someone other than its author, ``verdicts.flag``) never count;
 * per item, each reviewer's latest verdict counts once. An adjudication verdict is final;
   otherwise accepts and rejects together are ``disputed`` (sent to adjudication), ``reviewers``
   accepts are ``accepted``, a reject with no accept once ``reviewers`` verdicts are in (or a
@@ -72,7 +74,7 @@ def apply_revisions(
     v["edit_note"] = None
     v["new_revision"] = None
     by_id = {str(r["item_id"]): r for r in items.to_dict("records")}
-    live = ~(v["stale_reason"] == "task_deleted")
+    live = ~(v["stale_reason"] == "task_deleted") & v["flag"].isna()  # a flagged edit is not its author's
     edits = v[(v["verdict"] == "edit") & live].sort_values(["created_at", "verdict_id"], kind="stable")
     for idx, row in edits.iterrows():
         item = by_id.get(str(row["item_id"]))
@@ -97,8 +99,10 @@ def apply_revisions(
     return out, v
 
 
-def _votes(g: pd.DataFrame, rev: str) -> pd.DataFrame:
-    """Each reviewer's latest verdict that counts for revision ``rev`` (accept / reject)."""
+def votes(g: pd.DataFrame, rev: str) -> pd.DataFrame:
+    """Each reviewer's latest verdict that counts for revision ``rev`` (accept / reject). Refused
+    verdicts (``verdict = refused``, an edit refused) and flagged ones (changed by another) never count."""
+    g = g[g["flag"].isna()]
     acc = g[
         ((g["verdict"] == "accept") & (g["revision"] == rev))
         | ((g["edit_status"] == "applied") & (g["new_revision"] == rev))
@@ -110,16 +114,17 @@ def _votes(g: pd.DataFrame, rev: str) -> pd.DataFrame:
 
 def item_status(g: pd.DataFrame, rev: str, required: int) -> tuple[str, str | None]:
     live = g[g["stale_reason"] != "task_deleted"]
-    adj = _votes(live[live["project_kind"] == "adjudication"], rev)
+    adj = votes(live[live["project_kind"] == "adjudication"], rev)
     if len(adj):
         last = adj.iloc[-1]
-        return ("accepted", None) if last["vote"] == "accept" else ("rejected", str(last["reason"] or "other"))
-    votes = _votes(live[live["project_kind"] == "review"], rev)
-    n_acc, n_rej = int((votes["vote"] == "accept").sum()), int((votes["vote"] == "reject").sum())
+        why = last["reason"] if isinstance(last["reason"], str) and last["reason"] else "other"
+        return ("accepted", None) if last["vote"] == "accept" else ("rejected", why)
+    cast = votes(live[live["project_kind"] == "review"], rev)
+    n_acc, n_rej = int((cast["vote"] == "accept").sum()), int((cast["vote"] == "reject").sum())
     if n_acc and n_rej:
         return "disputed", None
     if n_rej and (required == 1 or n_rej >= required):
-        reason = votes.loc[votes["vote"] == "reject", "reason"].fillna("other").mode()
+        reason = cast.loc[cast["vote"] == "reject", "reason"].fillna("other").mode()
         return "rejected", str(reason.iloc[0]) if len(reason) else "other"
     if n_acc >= required:
         return "accepted", None
@@ -178,15 +183,36 @@ def coverage(res: Resolution) -> dict[str, int]:
     }
 
 
+def reviewer_minutes(res: Resolution) -> dict[str, Any]:
+    """The one definition of people's cost (card, metadata, ``review_status``, docs/review.md's
+    query): every minute reviewers spent on the benchmark (Label Studio's lead time of every
+    verdict recorded, stale, refused and flagged ones included: the time was spent) over the items
+    accepted now (status ``accepted`` at their current revision)."""
+    v = res.verdicts
+    minutes = float(pd.to_numeric(v["seconds"], errors="coerce").fillna(0).sum()) / 60 if len(v) else 0.0
+    accepted = coverage(res)["accepted"]
+    return {
+        "reviewer_minutes": round(minutes, 2),
+        "reviewer_minutes_per_accepted_item": round(minutes / accepted, 3) if accepted else None,
+    }
+
+
+def not_counted(v: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(refused verdicts, flagged verdicts) that are not stale: what reviewers must answer again."""
+    live = v[~v["stale"].astype(bool)] if len(v) else v
+    refused = live[(live["verdict"] == "refused") | (live["edit_status"] == "refused")]
+    return refused, live[live["flag"].notna()]
+
+
 def summary(res: Resolution, spec: ReviewSpec, policy: ReviewPolicy) -> dict[str, Any]:
     """What the card and the asset metadata say about review."""
     cov = coverage(res)
     v = res.verdicts
-    live = v[(v["stale_reason"] != "task_deleted") & v["verdict"].isin(["accept", "reject", "edit"])]
+    counted = v["verdict"].isin(["accept", "reject", "edit"]) & v["flag"].isna()
+    live = v[(v["stale_reason"] != "task_deleted") & counted]
     cats = dict(zip(res.items["item_id"].astype(str), res.items["category"].astype(str), strict=True))
     review = live[live["project_kind"] == "review"]
-    seconds = float(pd.to_numeric(v["seconds"], errors="coerce").fillna(0).sum()) if len(v) else 0.0
-    accepted = cov["accepted"]
+    refused, flagged = not_counted(v)
     return {
         "policy": str(policy),
         "reviewers_per_item": spec.reviewers,
@@ -196,10 +222,19 @@ def summary(res: Resolution, spec: ReviewSpec, policy: ReviewPolicy) -> dict[str
         "edited_items": int(res.items["extra"].map(lambda e: bool(as_json(e).get("edited_by"))).sum()),
         "edits_refused": int((v["edit_status"] == "refused").sum()),
         "verdicts": int(len(live)),
+        "verdicts_refused": int(len(refused)),
+        "verdicts_flagged": int(len(flagged)),
+        # who must answer again and why (the first 20 of each), for the coverage check and the UI
+        "refused": [f"{r.item_id} by {r.reviewer}: {why(r)}" for r in refused.head(20).itertuples()],
+        "flagged": [f"{r.item_id}: {r.flag}" for r in flagged.head(20).itertuples()],
         "reviewers": sorted(live["reviewer"].astype(str).unique().tolist()),
         "agreement": agreement.alpha(review),
         "agreement_by_category": agreement.by_category(review, cats),
-        "reviewer_minutes": round(seconds / 60, 2),
-        "reviewer_minutes_per_accepted_item": round(seconds / 60 / accepted, 3) if accepted else None,
+        **reviewer_minutes(res),
         "procedure": spec.note,
     }
+
+
+def why(r: Any) -> str:
+    """A refused verdict's reason for people (an unreadable annotation, or an edit refused)."""
+    return str(r.refusal) if isinstance(r.refusal, str) else f"edit refused ({r.edit_note})"

@@ -3,18 +3,25 @@
 One row per annotation (``verdict_id`` = ``<project id>:<annotation id>``): re-reading the tool
 replaces a row, never adds a second one. Rows whose task was deleted in the tool stay (nothing
 is lost) and are marked stale (``task_deleted``); the item goes back into the queue.
+
+Every annotation is read exactly or refused (``verdict = refused``, ``refusal`` says why for
+people), never guessed; its reviewer is whoever last changed it, and one changed by someone
+other than its author is flagged (``flag``). Neither counts (``forge/review/gate.py``).
 Dagster-free.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 
 from forge.review.items import as_list
+from forge.review.labelconfig import FIELD_TAGS, VERDICTS
+from forge.review.spec import FieldLimits
 
 VERDICT_COLUMNS = [
     "verdict_id",
@@ -25,8 +32,12 @@ VERDICT_COLUMNS = [
     "project_id",
     "task_id",
     "reviewer",
+    "author",
+    "flag",
     "verdict",
     "reason",
+    "note",
+    "refusal",
     "edits",
     "edit_status",
     "edit_note",
@@ -41,36 +52,110 @@ VERDICT_COLUMNS = [
 ]
 
 
+# Every control the review and adjudication forms have (``forge/review/labelconfig.py``), with the
+# result type Label Studio gives it; anything else in a result is refused, never ignored.
+REASON_NOTE = "reason_note"  # optional free-text note with a reject (a TextArea in the form)
+CONTROLS = {
+    "verdict": "choices",
+    "reason": "choices",
+    REASON_NOTE: "textarea",
+    **dict.fromkeys(FIELD_TAGS.values(), "textarea"),
+    "box": "rectanglelabels",
+}
+FIELD_LIMIT = {"question": "question", "answer": "answer"}  # edited field → its ``FieldLimits`` attribute
+
+
+class Refused(ValueError):
+    """An annotation that cannot be read as one verdict; the message says why, for people."""
+
+
+def _entries(result: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [r for r in result if r.get("from_name") == name]
+
+
 def _choices(result: list[dict[str, Any]], name: str) -> list[str]:
-    for r in result:
-        if r.get("from_name") == name and r.get("type") == "choices":
-            return [str(c) for c in (r.get("value") or {}).get("choices") or []]
-    return []
+    return [str(c) for r in _entries(result, name) for c in (r.get("value") or {}).get("choices") or []]
 
 
 def _text(result: list[dict[str, Any]], name: str) -> str | None:
+    """The text typed into one TextArea; None when the field was left out. A field present but
+    blank is a value too (``""``): the caller refuses it."""
+    entries = _entries(result, name)
+    if not entries:
+        return None
+    if len(entries) > 1:
+        raise Refused(f"several_values: {name} was given {len(entries)} times")
+    text = (entries[0].get("value") or {}).get("text")
+    parts = text if isinstance(text, list) else [text]
+    return "\n".join(str(t) for t in parts if t is not None).strip()
+
+
+def _check_controls(result: Any) -> list[dict[str, Any]]:
+    if not isinstance(result, list) or not result:
+        raise Refused("empty_result: the annotation holds no answer")
     for r in result:
-        if r.get("from_name") == name and r.get("type") == "textarea":
-            text = (r.get("value") or {}).get("text") or []
-            joined = "\n".join(str(t) for t in (text if isinstance(text, list) else [text])).strip()
-            return joined or None
-    return None
+        name, kind = (r.get("from_name"), r.get("type")) if isinstance(r, dict) else (None, None)
+        if CONTROLS.get(str(name)) != kind:
+            raise Refused(f"unknown_control: {name!r} ({kind}) is not a control of the review form")
+    return result
+
+
+def _one_choice(result: list[dict[str, Any]], name: str, allowed: tuple[str, ...], what: str) -> str:
+    picked = _choices(result, name)
+    if not picked:
+        raise Refused(f"no_{what}: no {what} chosen (one of {', '.join(allowed)})")
+    if len(picked) > 1:
+        raise Refused(f"several_{what}s: {', '.join(picked)} chosen where one is allowed")
+    if picked[0] not in allowed:
+        raise Refused(f"unknown_{what}: {picked[0]!r} is not one of {', '.join(allowed)}")
+    return picked[0]
+
+
+def _sized(field: str, value: str, limit: int) -> str:
+    if not value:
+        raise Refused(f"empty_field: the corrected {field} is empty (leave the field out to keep it)")
+    if len(value) > limit:
+        raise Refused(f"too_long: the corrected {field} has {len(value)} characters (limit {limit})")
+    return value
+
+
+def _corrections(result: list[dict[str, Any]], limits: FieldLimits) -> dict[str, Any]:
+    edits: dict[str, Any] = {}
+    for field in ("question", "answer"):
+        t = _text(result, FIELD_TAGS[field])
+        if t is not None:
+            edits[field] = _sized(field, t, getattr(limits, FIELD_LIMIT[field]))
+    opts = _text(result, FIELD_TAGS["options"])
+    if opts is not None:
+        lines = [line.strip() for line in _sized("options", opts, limits.options_chars()).splitlines()]
+        lines = [line for line in lines if line]  # blank lines between options are layout, not options
+        if len(lines) > limits.options:
+            raise Refused(f"too_many_options: {len(lines)} options given (limit {limits.options})")
+        for i, line in enumerate(lines):
+            if len(line) > limits.option:
+                raise Refused(f"too_long: corrected option {i + 1} has {len(line)} characters (limit {limits.option})")
+        edits["options"] = lines
+    return edits
 
 
 def moved_boxes(
     result: list[dict[str, Any]], original: dict[str, list[float]], tol: float = 0.002
 ) -> dict[str, list[float]]:
     """index → [top, left, height, width] (normalised) of boxes that differ from the item's.
-    Regions keep the prediction's id (``b<i>``) when a reviewer moves them."""
+    Regions keep the prediction's id (``b<i>``) when a reviewer moves them; a region with another
+    id was drawn anew, which the review does not take (refused, so it never vanishes unsaid)."""
     out = {}
     for r in result:
         if r.get("from_name") != "box" or r.get("type") != "rectanglelabels":
             continue
         rid = str(r.get("id") or "")
         if not rid.startswith("b") or not rid[1:].isdigit():
-            continue
+            raise Refused("box_drawn: a new box was drawn; review moves the item's own boxes, it adds none")
         v = r.get("value") or {}
-        tlhw = [float(v.get(k, 0)) / 100 for k in ("y", "x", "height", "width")]
+        try:
+            tlhw = [float(v.get(k, 0)) / 100 for k in ("y", "x", "height", "width")]
+        except (TypeError, ValueError) as exc:
+            raise Refused(f"bad_box: box {rid} has a non-numeric position ({exc})") from exc
         old = original.get(rid[1:])
         if old is None or any(abs(a - b) > tol for a, b in zip(tlhw, old, strict=True)):
             out[rid[1:]] = [round(x, 4) for x in tlhw]
@@ -78,32 +163,44 @@ def moved_boxes(
 
 
 def parse_annotation(
-    result: list[dict[str, Any]], boxes: dict[str, list[float]], reasons: tuple[str, ...]
+    result: list[dict[str, Any]],
+    boxes: dict[str, list[float]],
+    reasons: tuple[str, ...],
+    limits: FieldLimits | None = None,
 ) -> dict[str, Any]:
-    """(verdict, reason, edits) of one annotation's result. A moved box or a filled correction
-    makes it an edit whatever was ticked; an edit without a change is an accept; a reject
-    without a reason from the fixed list gets ``other``."""
-    chosen = _choices(result, "verdict")
-    verdict = chosen[0] if chosen else None
-    edits: dict[str, Any] = {}
-    for field, tag in (("question", "corrected_question"), ("answer", "corrected_answer")):
-        t = _text(result, tag)
-        if t is not None:
-            edits[field] = t
-    opts = _text(result, "corrected_options")
-    if opts is not None:
-        edits["options"] = [line.strip() for line in opts.splitlines() if line.strip()]
+    """(verdict, reason, note, edits, refused) of one annotation's result: read exactly, or refused
+    with a reason for people (``verdict = refused``), never guessed. A moved box or a filled
+    correction makes an accept an edit (the box sits on the image, outside the verdict's choice);
+    an edit without a correction, a reject without a reason from the fixed list, a blank or
+    oversized field, an unknown control or choice, or several choices where one is allowed is refused."""
+    try:
+        return _parse(result, boxes, reasons, limits or FieldLimits())
+    except Refused as exc:
+        return {"verdict": "refused", "reason": None, "note": None, "edits": {}, "refused": str(exc)}
+
+
+def _parse(
+    result: list[dict[str, Any]], boxes: dict[str, list[float]], reasons: tuple[str, ...], limits: FieldLimits
+) -> dict[str, Any]:
+    result = _check_controls(result)
+    verdict = _one_choice(result, "verdict", VERDICTS, "verdict")
+    note = _text(result, REASON_NOTE)
+    if note and len(note) > limits.reason_note:
+        raise Refused(f"too_long: the reason note has {len(note)} characters (limit {limits.reason_note})")
+    out = {"verdict": verdict, "reason": None, "note": note or None, "edits": {}, "refused": None}
+    if verdict == "reject":
+        return {**out, "reason": _one_choice(result, "reason", reasons, "reason")}
+    edits = _corrections(result, limits)
     moved = moved_boxes(result, boxes)
     if moved:
         edits["boxes"] = moved
-    if verdict == "reject":
-        picked = _choices(result, "reason")
-        return {"verdict": "reject", "reason": picked[0] if picked and picked[0] in reasons else "other", "edits": {}}
     if edits:
-        return {"verdict": "edit", "reason": None, "edits": edits}
-    if verdict in ("accept", "edit"):
-        return {"verdict": "accept", "reason": None, "edits": {}}
-    return {"verdict": "none", "reason": None, "edits": {}}
+        return {**out, "verdict": "edit", "edits": edits}
+    if verdict == "edit":
+        raise Refused(
+            "edit_without_changes: 'edit' was chosen but nothing was corrected (choose accept, or correct a field)"
+        )
+    return out
 
 
 def _user(v: Any, users: dict[int, str]) -> str:
@@ -115,8 +212,30 @@ def _user(v: Any, users: dict[int, str]) -> str:
         return str(v)
 
 
+def _seconds(v: Any) -> float | None:
+    """Label Studio's lead time; a value no clock gives (negative, not a number) is unknown."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) and f >= 0 else None
+
+
 def _ts(v: Any) -> pd.Timestamp | None:
     return pd.Timestamp(v).tz_convert("UTC") if v else None
+
+
+def _who(a: dict[str, Any], users: dict[int, str]) -> tuple[str, str | None, str | None]:
+    """(reviewer, author, flag) of one annotation. The reviewer is whoever last changed it
+    (``updated_by``, which Label Studio sets from the request's user on every save and no request
+    body can set); ``completed_by`` names the author, and any request may claim it. An annotation
+    last changed by someone else than its author is flagged, and its verdict does not count."""
+    author = _user(a["completed_by"], users) if a.get("completed_by") is not None else None
+    changer = _user(a["updated_by"], users) if a.get("updated_by") is not None else author
+    reviewer = changer or "unknown"
+    if author is not None and changer != author:
+        return reviewer, author, f"changed_by_other: {changer} changed the annotation {author} made"
+    return reviewer, author, None
 
 
 def verdict_rows(
@@ -126,8 +245,10 @@ def verdict_rows(
     tasks: list[dict[str, Any]],
     users: dict[int, str],
     reasons: tuple[str, ...],
+    limits: FieldLimits | None = None,
 ) -> list[dict[str, Any]]:
-    """Every submitted (not cancelled) annotation of a project's tasks as a verdict row."""
+    """Every submitted (not cancelled) annotation of a project's tasks as a verdict row: read
+    exactly, refused with its reason (``verdict = refused``), or flagged (changed by another)."""
     now = pd.Timestamp(datetime.now(UTC))
     rows = []
     for t in tasks:
@@ -136,7 +257,8 @@ def verdict_rows(
         for a in t.get("annotations") or []:
             if a.get("was_cancelled"):
                 continue
-            parsed = parse_annotation(a.get("result") or [], boxes, reasons)
+            parsed = parse_annotation(a.get("result") or [], boxes, reasons, limits)
+            reviewer, author, flag = _who(a, users)
             rows.append(
                 {
                     "verdict_id": f"{project_id}:{a['id']}",
@@ -146,14 +268,18 @@ def verdict_rows(
                     "project_kind": kind,
                     "project_id": int(project_id),
                     "task_id": int(t["id"]),
-                    "reviewer": _user(a.get("completed_by"), users),
+                    "reviewer": reviewer,
+                    "author": author,
+                    "flag": flag,
                     "verdict": parsed["verdict"],
                     "reason": parsed["reason"],
+                    "note": parsed["note"],
+                    "refusal": parsed["refused"],
                     "edits": json.dumps(parsed["edits"], ensure_ascii=False) if parsed["edits"] else None,
                     "edit_status": None,
                     "edit_note": None,
                     "new_revision": None,
-                    "seconds": float(a["lead_time"]) if a.get("lead_time") is not None else None,
+                    "seconds": _seconds(a.get("lead_time")),
                     "created_at": _ts(a.get("created_at")),
                     "updated_at": _ts(a.get("updated_at")),
                     "stale": False,

@@ -11,6 +11,11 @@ def choice(name: str, value: str) -> dict[str, Any]:
     return {"from_name": name, "to_name": "question", "type": "choices", "value": {"choices": [value]}}
 
 
+def choices(name: str, *values: str) -> dict[str, Any]:
+    """Several choices in one control (what a single-choice control never sends from the form)."""
+    return {"from_name": name, "to_name": "question", "type": "choices", "value": {"choices": list(values)}}
+
+
 def text(name: str, value: str) -> dict[str, Any]:
     return {"from_name": name, "to_name": "question", "type": "textarea", "value": {"text": [value]}}
 

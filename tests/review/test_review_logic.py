@@ -12,8 +12,9 @@ import pytest
 from forge.review import gate
 from forge.review.items import apply_edits, revision
 from forge.review.labelconfig import human_config, review_config
-from forge.review.spec import Media, ReviewPolicy, ReviewSpec
-from forge.review.verdicts import VERDICT_COLUMNS, merge, parse_annotation
+from forge.review.spec import FieldLimits, Media, ReviewPolicy, ReviewSpec
+from forge.review.status import returned
+from forge.review.verdicts import VERDICT_COLUMNS, merge, parse_annotation, verdict_rows
 from tests.review import scripted as sr
 from tests.review import world
 
@@ -25,17 +26,126 @@ def test_annotation_parsing():
     assert parse_annotation(sr.reject("ambiguous"), {}, REASONS) == {
         "verdict": "reject",
         "reason": "ambiguous",
+        "note": None,
         "edits": {},
+        "refused": None,
     }
-    assert parse_annotation([sr.choice("verdict", "reject")], {}, REASONS)["reason"] == "other"  # no reason picked
+    noted = parse_annotation(
+        [*sr.reject("other"), sr.text("reason_note", "the clip is a different scene")], {}, REASONS
+    )
+    assert noted["reason"] == "other" and noted["note"] == "the clip is a different scene"
     e = parse_annotation(sr.edit(options="one\n two \n"), {}, REASONS)
-    assert e == {"verdict": "edit", "reason": None, "edits": {"options": ["one", "two"]}}
-    assert parse_annotation([sr.choice("verdict", "edit")], {}, REASONS)["verdict"] == "accept"  # nothing changed
+    assert e["verdict"] == "edit" and e["edits"] == {"options": ["one", "two"]} and e["refused"] is None
     boxes = {"0": [0.1, 0.2, 0.3, 0.4]}
     same = parse_annotation([sr.choice("verdict", "accept"), sr.box(0, 0.1, 0.2, 0.3, 0.4)], boxes, REASONS)
     assert same["verdict"] == "accept"
     moved = parse_annotation([sr.choice("verdict", "accept"), sr.box(0, 0.2, 0.2, 0.3, 0.4)], boxes, REASONS)
     assert moved["verdict"] == "edit" and moved["edits"]["boxes"] == {"0": [0.2, 0.2, 0.3, 0.4]}
+
+
+LIMITS = FieldLimits(question=50, option=20, options=3, answer=10, reason_note=30)
+# Each annotation Label Studio's API accepts (HTTP 201) but the review cannot read exactly: the
+# refusal code it gets. tests/review/test_review_verdicts.py posts the same ones to a real server.
+MALFORMED = {
+    "empty_result": [],
+    "unknown_control": [sr.choice("verdict", "accept"), sr.choice("mood", "happy")],
+    "wrong_type": [{**sr.choice("verdict", "accept"), "type": "textarea"}],
+    "unknown_verdict": [sr.choice("verdict", "maybe")],
+    "several_verdicts": [sr.choices("verdict", "accept", "reject")],
+    "no_verdict": [sr.choice("reason", "ambiguous")],
+    "no_reason": [sr.choice("verdict", "reject")],
+    "unknown_reason": sr.reject("i_dislike_it"),
+    "several_reasons": [sr.choice("verdict", "reject"), sr.choices("reason", "ambiguous", "bad_media")],
+    "reason_note_too_long": [*sr.reject("other"), sr.text("reason_note", "x" * 31)],
+    "empty_question": sr.edit(question="   "),
+    "question_too_long": sr.edit(question="q" * 51),
+    "answer_too_long": sr.edit(answer="A" * 11),
+    "option_too_long": sr.edit(options="short\n" + "o" * 21),
+    "too_many_options": sr.edit(options="a\nb\nc\nd"),
+    "edit_without_changes": [sr.choice("verdict", "edit")],
+    "box_drawn": [sr.choice("verdict", "accept"), {**sr.box(0, 0.1, 0.1, 0.1, 0.1), "id": "xYz12"}],
+}
+CODES = {
+    "wrong_type": "unknown_control",
+    "reason_note_too_long": "too_long",
+    "empty_question": "empty_field",
+    "question_too_long": "too_long",
+    "answer_too_long": "too_long",
+    "option_too_long": "too_long",
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_annotations_are_refused_with_their_reason(case):
+    """Read or refused, never guessed (#49): the refusal names what was wrong, for people."""
+    parsed = parse_annotation(MALFORMED[case], {"0": [0.1, 0.2, 0.3, 0.4]}, REASONS, LIMITS)
+    assert parsed["verdict"] == "refused" and parsed["edits"] == {} and parsed["reason"] is None
+    assert parsed["refused"].startswith(CODES.get(case, case) + ": "), parsed["refused"]
+    assert len(parsed["refused"]) > len(CODES.get(case, case)) + 5  # an explanation follows the code
+
+
+def test_limits_at_the_bound_are_read():
+    ok = parse_annotation(sr.edit(question="q" * 50, answer="A" * 10, options="a\nb\n" + "o" * 20), {}, REASONS, LIMITS)
+    assert ok["verdict"] == "edit" and ok["refused"] is None
+    assert ok["edits"]["options"] == ["a", "b", "o" * 20]
+    assert FieldLimits().options_chars() == 10 * 501
+    with pytest.raises(ValueError, match="positive"):
+        FieldLimits(question=0)
+
+
+def _annotation(aid: int, result: list, completed_by: int, updated_by: int | None) -> dict:
+    return {
+        "id": aid,
+        "result": result,
+        "completed_by": {"id": completed_by, "email": f"u{completed_by}@t"},
+        "updated_by": updated_by,
+        "lead_time": 12.0,
+        "created_at": "2026-01-01T00:00:00Z",
+        "updated_at": f"2026-01-01T00:0{aid}:00Z",
+    }
+
+
+def test_the_reviewer_is_who_last_changed_the_annotation_and_an_overwrite_is_flagged(tmp_path):
+    from forge.storage import TableStore
+
+    items = world.maia(TableStore(tmp_path), n=1)
+    rev = revision(items.to_dict("records")[0])
+    users = {1: "u1@t", 2: "u2@t", 3: "u3@t"}
+    task = {
+        "id": 7,
+        "data": {"item_id": "m1", "revision": rev},
+        "annotations": [
+            _annotation(1, sr.ACCEPT, 1, 1),  # u1's own accept
+            _annotation(2, sr.ACCEPT, 2, 3),  # u2's annotation, last changed by u3
+            _annotation(3, sr.ACCEPT, 3, None),  # no updated_by (imported): its author
+        ],
+    }
+    rows = verdict_rows("maia", "review", 5, [task], users, REASONS)
+    by = {r["verdict_id"]: r for r in rows}
+    assert (by["5:1"]["reviewer"], by["5:1"]["author"], by["5:1"]["flag"]) == ("u1@t", "u1@t", None)
+    assert by["5:2"]["reviewer"] == "u3@t" and by["5:2"]["author"] == "u2@t"
+    assert by["5:2"]["flag"] == "changed_by_other: u3@t changed the annotation u2@t made"
+    assert by["5:3"]["reviewer"] == "u3@t" and by["5:3"]["flag"] is None
+    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), ReviewSpec(reviewers=3), tmp_path)
+    assert res.status == {"m1": "pending"}  # u1 and u3 count; the overwritten one does not
+    summary = gate.summary(res, ReviewSpec(reviewers=3), ReviewPolicy.REQUIRED)
+    assert summary["verdicts"] == 2 and summary["verdicts_flagged"] == 1
+    assert summary["flagged"] == ["m1: changed_by_other: u3@t changed the annotation u2@t made"]
+    res2 = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), ReviewSpec(reviewers=2), tmp_path)
+    assert res2.status == {"m1": "accepted"}
+    back = returned("maia", res.verdicts)
+    assert back[["verdict_id", "reviewer", "author"]].values.tolist() == [["5:2", "u3@t", "u2@t"]]
+
+
+def test_a_flagged_edit_is_never_applied(tmp_path):
+    from forge.storage import TableStore
+
+    items = world.maia(TableStore(tmp_path), n=1)
+    rev = revision(items.to_dict("records")[0])
+    edit = _v("m1", rev, "u3@t", "edit", edits=json.dumps({"question": "Taken over?"}), flag="changed_by_other: x")
+    res = gate.resolve(items, pd.DataFrame([edit], columns=VERDICT_COLUMNS), ReviewSpec(), tmp_path)
+    assert res.items["question"].iloc[0] == items["question"].iloc[0] and res.status == {"m1": "pending"}
+    assert res.verdicts["edit_status"].isna().all()
 
 
 def test_edits_that_break_the_contract_are_refused(tmp_path):
