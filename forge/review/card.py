@@ -13,15 +13,17 @@ def card_lines(info: dict[str, Any], cost: dict[str, Any] | None = None) -> tupl
     if not info:
         return [], []
     cov = info.get("coverage", "0/0")
-    if info.get("human_reviewed"):
+    said = info.get("summary")  # "18 of 20 items human-accepted; 2 held back" (stages.review_summary)
+    if info.get("human_reviewed"):  # every exported item that needed review was accepted by people
         top = [
-            f"> Human-reviewed: {cov} items decided by {len(info.get('reviewers') or [])} reviewer(s), policy `{info['policy']}`.",
+            f"> Human-reviewed: {said or f'{cov} items decided'} (by {len(info.get('reviewers') or [])} "
+            f"reviewer(s), policy `{info['policy']}`).",
             "",
         ]
     else:
         top = [
-            f"> **Not human-reviewed.** Review policy `{info.get('policy')}`: {cov} items reviewed"
-            + (f", {info.get('held_back', 0)} held back" if info.get("held_back") else "")
+            f"> **Not human-reviewed.** Review policy `{info.get('policy')}`: "
+            + (said or f"{cov} items reviewed" + (f", {info['held_back']} held back" if info.get("held_back") else ""))
             + ". Start review with `make review` (docs/review.md).",
             "",
         ]
