@@ -116,8 +116,10 @@ def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | No
     title = f"{spec.title} human baseline · {spec.name} {version}"
     desc = f"Answer each {spec.title} item as you understand it (no gold shown); scored like a model."
     project = ls.ensure_project(title, human_config(rs, max_opts), **project_settings(rs, rs.human_answers, desc))
-    ls.ensure_local_storage(int(project["id"]), str(store.data_dir.resolve() / BLIND_DIR / spec.name))
     wanted = _wanted(store, spec, rs, items)
+    blind = store.data_dir.resolve() / BLIND_DIR / spec.name
+    blind.mkdir(parents=True, exist_ok=True)  # Label Studio refuses a storage on a missing folder
+    ls.ensure_local_storage(int(project["id"]), str(blind))
     # the push matches tasks by the key they carry; the table keeps item id and revision
     real = {
         human_key_of(spec.name, str(it["item_id"]), revision(it)): (str(it["item_id"]), revision(it))

@@ -244,7 +244,9 @@ def test_human_baseline_row_on_the_leaderboard(review_env):
     run_export(store, spec, benchmark_config(spec), force_stub=False)
     assets = list(human_defs("vague").assets)
     dg.materialize(assets, selection=["vague_human_tasks"], resources=_resources(data))
-    tasks = sr.tasks_by_item(ls, "human baseline")
+    keyed = sr.tasks_by_item(ls, "human baseline")  # blind tasks carry an opaque key; review_tasks maps it back
+    item_of = dict(q(data, "select task_id, item_id from review_tasks where kind = 'human'").itertuples(index=False))
+    tasks = {item_of[t["id"]]: t for t in keyed.values()}
     assert sorted(tasks) == ["v1", "v2", "v3"]
     assert "GOLD" not in tasks["v1"]["data"]["options_text"] and "answer_text" not in tasks["v1"]["data"]
     gold = {i: "ABCD"[json.loads(line)["options"].index(f"Mop the floor {i[1]}")] for i, line in _gold(data)}
