@@ -85,14 +85,16 @@ test: setup
 
 # The UI loads the recipe profile the data dir was built with (cli/demo.py records it), unless set.
 ui: export SUBTEXT_RECIPE_PROFILE ?= $(shell cat $(SUBTEXT_DATA_DIR)/recipe_profile 2>/dev/null)
+# `make ui PORT=3001` serves it on another port (127.0.0.1 only).
 ui: setup
-	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(or $(PORT),3000)
 
 # Human review (docs/review.md): Label Studio from its own environment (.venv-review, installed
-# once), on 127.0.0.1:8080 with SQLite under $(SUBTEXT_DATA_DIR)/review; Ctrl-C stops it.
+# once), on 127.0.0.1:8080 (`make review PORT=8081`) with SQLite under $(SUBTEXT_DATA_DIR)/review;
+# Ctrl-C stops it.
 review: setup
 	bash scripts/ensure_review.sh
-	$(PY) -m forge.review.server --data-dir $(SUBTEXT_DATA_DIR)
+	$(PY) -m forge.review.server --data-dir $(SUBTEXT_DATA_DIR) $(if $(PORT),--port $(PORT))
 
 validate: setup
 	$(PY) -m dagster definitions validate -w workspace.yaml

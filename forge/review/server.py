@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import TextIO
 
 from forge.models.offline_env import OFFLINE_ENV
 from forge.review.client import LabelStudio
-from forge.review.config import Server, server
+from forge.review.config import CREDENTIALS, Server, server
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("SUBTEXT_REVIEW_VENV") or ROOT / ".venv-review")
@@ -35,23 +38,22 @@ def executable() -> Path:
 
 
 def command(s: Server) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of the server. The command line carries no secret (any
+    local user can read it in ``ps``): the admin's credentials, the API token and Django's secret
+    key reach Label Studio through its own environment variables (``LABEL_STUDIO_USERNAME`` /
+    ``_PASSWORD`` / ``_USER_TOKEN``, ``SECRET_KEY``). ``--internal-host`` is the address the web
+    server binds (Label Studio's default is 0.0.0.0; its ``--host`` only names a public URL)."""
     (s.home / "label-studio").mkdir(parents=True, exist_ok=True)
     cmd = [
         str(executable()),
         "start",
         "--no-browser",
-        "--host",
+        "--internal-host",
         s.host,
         "--port",
         str(s.port),
         "--data-dir",
         str(s.home / "label-studio"),
-        "--username",
-        s.username,
-        "--password",
-        s.password,
-        "--user-token",
-        s.token,
     ]
     # The opt-outs are forced (not the operator's choice): an inherited SENTRY_DSN or
     # HEARTEX_SENTRY_DSN would otherwise reach the vendor's error reporting.
@@ -62,8 +64,11 @@ def command(s: Server) -> tuple[list[str], dict[str, str]]:
         "LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED": "true",
         "LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT": str(s.document_root),
         "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
-        "SECRET_KEY": s.secret_key,
         "LABEL_STUDIO_BASE_DATA_DIR": str(s.home / "label-studio"),
+        "LABEL_STUDIO_USERNAME": s.username,
+        "LABEL_STUDIO_PASSWORD": s.password,
+        "LABEL_STUDIO_USER_TOKEN": s.token,
+        "SECRET_KEY": s.secret_key,
     }
     return cmd, env
 
@@ -94,6 +99,55 @@ def start(data_dir: Path, timeout: float = 240, log: Path | None = None) -> tupl
     return proc, s
 
 
+# Django's access lines ('[...] [django.server::log_message::213] [INFO] "GET /health HTTP/1.1" 200 16'):
+# the review assets and the sensor poll every 30 s, so the terminal shows only those that failed.
+ACCESS = re.compile(r'django\.server.*"[A-Z]+ \S+ HTTP/[\d.]+" (\d{3}) ')
+
+
+def for_terminal(line: str) -> bool:
+    m = ACCESS.search(line)
+    return m is None or int(m.group(1)) >= 400
+
+
+def relay(proc: subprocess.Popen, log: Path, terminal: TextIO) -> None:
+    """Every line of the server's output into ``log`` (Label Studio logs each line twice: once),
+    the ones a person needs to see on ``terminal``."""
+    last = None
+    with open(log, "a", encoding="utf-8", errors="replace") as out:
+        for raw in proc.stdout or ():
+            line = raw.decode("utf-8", errors="replace")
+            if line == last:
+                continue
+            last = line
+            out.write(line)
+            out.flush()
+            if for_terminal(line):
+                terminal.write(line)
+                terminal.flush()
+
+
+def serve(s: Server) -> int:
+    """Run in the foreground until Ctrl-C (or the server exits); the log goes to server.log."""
+    cmd, env = command(s)
+    log = s.home / "server.log"
+    # A session of its own: Ctrl-C reaches this process only, which stops the server cleanly.
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    pump = threading.Thread(target=relay, args=(proc, log, sys.stdout), daemon=True)
+    pump.start()
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        pump.join(timeout=5)
+        print(f"\nLabel Studio stopped (log: {log}); annotations are kept in {s.home / 'label-studio'}.")
+        return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Start Label Studio for human review (docs/review.md)")
     ap.add_argument("--data-dir", default=os.environ.get("SUBTEXT_DATA_DIR", "data"))
@@ -102,11 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.port:
         os.environ["SUBTEXT_REVIEW_PORT"] = str(args.port)
     s = server(Path(args.data_dir), create=True)
-    cmd, env = command(s)
-    print(f"Label Studio on {s.url}  (log in as {s.username}; password and API token: {s.home / 'admin.json'})")
-    print("Then: materialize <benchmark>_review_tasks (make ui), review, and the review sensor records verdicts.")
+    print(f"Label Studio on {s.url}  (log in as {s.username}; password and API token: {s.home / CREDENTIALS})")
+    print(f"Listening on {s.host} only; the full log is {s.home / 'server.log'}. Ctrl-C stops it.")
+    print("Then: make ui; the review sensor pushes tasks and records verdicts (docs/review.md).")
     sys.stdout.flush()
-    return subprocess.call(cmd, env=env)
+    return serve(s)
 
 
 if __name__ == "__main__":
