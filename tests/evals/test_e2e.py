@@ -393,7 +393,9 @@ def responder(body):
     if "Describe this image" in text:
         return "A person stands in a room."
     if "Answer the question with A or B." in text:  # Hummus §6.2 prompt (3): options in a seeded order
-        pos = re.search(r"^([AB])\. The humor involves metaphor use\.$", text, re.M).group(1)
+        pos = re.search(
+            r"^([AB])\. The humor of the given image-and-caption combination involves metaphor use\.$", text, re.M
+        ).group(1)
         return pos if good else "AB"[pos == "A"]
     m = re.search(r"\[task=(\w+)\]", text)
     if m:

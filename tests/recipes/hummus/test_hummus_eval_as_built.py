@@ -102,3 +102,25 @@ def test_random_baseline_averages_100_iterations():
     rows = pd.DataFrame(sc.rows)
     assert set(rows["slice"]) == {"baseline=random"} and set(rows["metric"]) == {"f1_pos", "f1_neg", "f1_avg"}
     assert abs(rows.set_index("metric").loc["f1_avg", "value"] - got["avg"]) < 1e-9
+
+
+def official_clas11(caption: str, first: str, second: str) -> str:
+    """The user text of the official model_evaluation/a_or_b.py (prompt CLAS11), rebuilt from its
+    rule: the caption line, a blank line, the Classification question, "Choose from the following
+    options:", the two options_CLAS11 sentences as A and B in the drawn order, the A-or-B line."""
+    stem = "Does the humor of the given image-and-caption combination involve metaphor use?"
+    sentence = "The humor of the given image-and-caption combination {} metaphor use."
+    opts = {"pos": sentence.format("involves"), "neg": sentence.format("does not involve")}
+    return (
+        f"Caption: {caption}\n\n{stem} Choose from the following options:\n"
+        f"A. {opts[first]}\nB. {opts[second]}\nAnswer the question with A or B."
+    )
+
+
+def test_a_or_b_text_is_the_official_clas11_wording(data):
+    reqs, _ = _requests(_settings()["clas_a_or_b"], data)
+    assert reqs
+    for r in reqs:
+        k = int(r.item["item_id"].split("_")[1])
+        first, second = r.context["ab_order"]
+        assert r.request.variables["question"] == official_clas11(f"Caption number {k}.", first, second)

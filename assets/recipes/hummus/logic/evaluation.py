@@ -24,10 +24,13 @@ CLASSIFICATION_VARIANTS = {
     "no_or_yes": "Answer the question with No or Yes.",
     "a_or_b": "Answer the question with A or B.",
 }
+# CLAS11 (the official model_evaluation/a_or_b.py with prompts.options_CLAS11): the two options in
+# full, listed after "Choose from the following options:" and before the A-or-B instruction.
 AB_OPTIONS = {
-    "pos": "The humor involves metaphor use.",
-    "neg": "The humor does not involve metaphor use.",
+    "pos": "The humor of the given image-and-caption combination involves metaphor use.",
+    "neg": "The humor of the given image-and-caption combination does not involve metaphor use.",
 }
+AB_LEAD = "Choose from the following options:"
 
 
 def ab_order(seed: str, item_id: str) -> list[str]:
@@ -45,7 +48,7 @@ def classification_variant(c: RequestContext) -> str:
         order = ab_order(c.seed, c.item["item_id"])
         c.context["ab_order"] = order
         listing = "\n".join(f"{'AB'[k]}. {AB_OPTIONS[o]}" for k, o in enumerate(order))
-        instruction = f"{listing}\n{instruction}"
+        instruction = f"{AB_LEAD}\n{listing}\n{instruction}"
     if CLASSIFICATION_TAIL in question:
         return question.replace(CLASSIFICATION_TAIL, instruction)
     return f"{question}\n{instruction}"  # an item worded otherwise (an imported release): the instruction appended
