@@ -115,11 +115,15 @@ class LabelStudio:
     def create_task(
         self, project_id: int, data: dict[str, Any], predictions: list[dict[str, Any]] | None = None
     ) -> int:
-        """One task (and its pre-annotations); returns the task id."""
-        task = self.request("POST", "/api/tasks", json={"project": project_id, "data": data})
-        for p in predictions or []:
-            self.request("POST", "/api/predictions", json={"task": task["id"], **p})
-        return int(task["id"])
+        """One task (and its pre-annotations) through the project's import, as Label Studio adds
+        tasks; returns the task id. Imported, a task takes the project's overlap
+        (``maximum_annotations``); ``POST /api/tasks`` leaves it at 1, and the labeling stream would
+        then hand it to one reviewer only."""
+        task: dict[str, Any] = {"data": data, **({"predictions": predictions} if predictions else {})}
+        out = self.request(
+            "POST", f"/api/projects/{project_id}/import", params={"return_task_ids": "true"}, json=[task]
+        )
+        return int(out["task_ids"][0])
 
     def delete_task(self, task_id: int) -> None:
         self.request("DELETE", f"/api/tasks/{task_id}")

@@ -44,35 +44,8 @@ def test_annotation_parsing():
 
 
 LIMITS = FieldLimits(question=50, option=20, options=3, answer=10, reason_note=30)
-# Each annotation Label Studio's API accepts (HTTP 201) but the review cannot read exactly: the
-# refusal code it gets. tests/review/test_review_verdicts.py posts the same ones to a real server.
-MALFORMED = {
-    "empty_result": [],
-    "unknown_control": [sr.choice("verdict", "accept"), sr.choice("mood", "happy")],
-    "wrong_type": [{**sr.choice("verdict", "accept"), "type": "textarea"}],
-    "unknown_verdict": [sr.choice("verdict", "maybe")],
-    "several_verdicts": [sr.choices("verdict", "accept", "reject")],
-    "no_verdict": [sr.choice("reason", "ambiguous")],
-    "no_reason": [sr.choice("verdict", "reject")],
-    "unknown_reason": sr.reject("i_dislike_it"),
-    "several_reasons": [sr.choice("verdict", "reject"), sr.choices("reason", "ambiguous", "bad_media")],
-    "reason_note_too_long": [*sr.reject("other"), sr.text("reason_note", "x" * 31)],
-    "empty_question": sr.edit(question="   "),
-    "question_too_long": sr.edit(question="q" * 51),
-    "answer_too_long": sr.edit(answer="A" * 11),
-    "option_too_long": sr.edit(options="short\n" + "o" * 21),
-    "too_many_options": sr.edit(options="a\nb\nc\nd"),
-    "edit_without_changes": [sr.choice("verdict", "edit")],
-    "box_drawn": [sr.choice("verdict", "accept"), {**sr.box(0, 0.1, 0.1, 0.1, 0.1), "id": "xYz12"}],
-}
-CODES = {
-    "wrong_type": "unknown_control",
-    "reason_note_too_long": "too_long",
-    "empty_question": "empty_field",
-    "question_too_long": "too_long",
-    "answer_too_long": "too_long",
-    "option_too_long": "too_long",
-}
+# tests/review/test_review_verdicts.py posts the same annotations to a real server
+MALFORMED = sr.malformed(LIMITS)
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
@@ -80,8 +53,8 @@ def test_malformed_annotations_are_refused_with_their_reason(case):
     """Read or refused, never guessed (#49): the refusal names what was wrong, for people."""
     parsed = parse_annotation(MALFORMED[case], {"0": [0.1, 0.2, 0.3, 0.4]}, REASONS, LIMITS)
     assert parsed["verdict"] == "refused" and parsed["edits"] == {} and parsed["reason"] is None
-    assert parsed["refused"].startswith(CODES.get(case, case) + ": "), parsed["refused"]
-    assert len(parsed["refused"]) > len(CODES.get(case, case)) + 5  # an explanation follows the code
+    assert parsed["refused"].startswith(sr.REFUSAL.get(case, case) + ": "), parsed["refused"]
+    assert len(parsed["refused"]) > len(sr.REFUSAL.get(case, case)) + 5  # an explanation follows the code
 
 
 def test_limits_at_the_bound_are_read():
