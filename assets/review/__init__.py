@@ -8,23 +8,23 @@ from assets.review.human import human_defs
 from forge.benchmarks import registry
 from forge.storage import register_view
 
-# People's cost next to the LLM's (docs/review.md): reviewer minutes per accepted item, from every
-# verdict ever recorded (stale ones included: the time was spent) and the items accepted now.
+# People's cost next to the LLM's (docs/review.md): reviewer minutes per accepted item, the one
+# definition (forge.review.gate.reviewer_minutes): every minute recorded (stale, refused and flagged
+# verdicts included: the time was spent) over the items accepted now (review_status).
 register_view(
     "review_spend",
     """
 with t as (
-  select benchmark, count(*) as verdicts, count(distinct reviewer) as reviewers,
-         sum(coalesce(seconds, 0)) / 60 as reviewer_minutes
-  from verdicts group by all
-), a as (
-  select benchmark, count(distinct item_id) as items_accepted from verdicts
-  where not stale and verdict in ('accept', 'edit') group by all
+  select benchmark, count(*) as verdicts, count(distinct reviewer) as reviewers from verdicts group by all
+), s as (
+  select benchmark, sum(minutes) as reviewer_minutes,
+         count(*) filter (where current and status = 'accepted') as items_accepted
+  from review_status group by all
 )
-select t.benchmark, t.reviewers, t.verdicts, round(t.reviewer_minutes, 2) as reviewer_minutes,
-       coalesce(a.items_accepted, 0) as items_accepted,
-       round(t.reviewer_minutes / nullif(a.items_accepted, 0), 3) as minutes_per_accepted_item
-from t left join a using (benchmark) order by t.benchmark""",
+select t.benchmark, t.reviewers, t.verdicts, round(coalesce(s.reviewer_minutes, 0), 2) as reviewer_minutes,
+       coalesce(s.items_accepted, 0) as items_accepted,
+       round(s.reviewer_minutes / nullif(s.items_accepted, 0), 3) as minutes_per_accepted_item
+from t left join s using (benchmark) order by t.benchmark""",
 )
 
 defs = dg.Definitions.merge(

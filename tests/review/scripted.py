@@ -125,7 +125,7 @@ def submit(
     """A reviewer submits; an int (a user id) is submitted by the admin on that user's behalf
     (``completed_by``), which the verdicts flag: someone other than the author made it."""
     if isinstance(user, Reviewer):
-        task = task if "project" in task else {**task, "project": task["project_id"]}
+        task = task if task.get("project") else user.client.request("GET", f"/api/tasks/{task['id']}")
         annotate(user, task, result, seconds)
     else:
         ls.annotate(int(task["id"]), result, completed_by=user, lead_time=seconds)

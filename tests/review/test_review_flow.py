@@ -88,7 +88,7 @@ def test_review_gates_the_export_end_to_end(review_env):
     media = ls.session.get(ls.url + hum_tasks["h1"]["data"]["image"])
     assert media.status_code == 200 and media.content[:4] == b"\x89PNG"  # served from the data dir
 
-    r1, r2, r3 = (ls.ensure_user(f"{n}@review.test") for n in ("r1", "r2", "r3"))
+    r1, r2, r3 = (sr.reviewer(ls, f"{n}@review.test") for n in ("r1", "r2", "r3"))
     sr.submit(ls, maia_tasks["m1"], r1, sr.ACCEPT, 40)
     sr.submit(ls, maia_tasks["m1"], r2, sr.ACCEPT, 20)
     sr.submit(ls, maia_tasks["m2"], r1, sr.reject("wrong_gold"))
@@ -161,8 +161,13 @@ def test_review_gates_the_export_end_to_end(review_env):
     assert "## Human review" in card and "Krippendorff" in card and "reviewer minutes per accepted item" in card
     assert "LLM dollars per accepted item" in card
     spend = q(data, "select * from review_spend where benchmark = 'maia'").iloc[0]
-    # 40 + 20 (m1) + 30 + 30 (m2) + 30 + 30 + 30 adjudication (m3) + 30 (m4's edit) seconds; m1 m3 m4 kept
-    assert spend.reviewer_minutes == 4.0 and spend.items_accepted == 3 and spend.reviewers == 3
+    # 40 + 20 (m1) + 30 + 30 (m2) + 30 + 30 + 30 adjudication (m3) + 30 (m4's edit) seconds over the items
+    # accepted now, m1 and m3 (m4's edited revision has one accept of two): the card's figure
+    assert spend.reviewer_minutes == 4.0 and spend.items_accepted == 2 and spend.reviewers == 3
+    assert (
+        spend.minutes_per_accepted_item == 2.0
+        and "| reviewer minutes per accepted item | 2.0 (4.0 min in all) |" in card
+    )
 
     # Hummus: the moved box is the new gold (edited_by provenance); the refused edit left h2 as it was
     hspec = get("hummus")
@@ -189,7 +194,7 @@ def test_deleted_task_goes_back_into_the_queue_and_nothing_is_lost(review_env):
     world.maia(store, n=2)
     materialize(data, ["maia_review_tasks"])
     tasks = sr.tasks_by_item(ls, "maia v1")
-    r1 = ls.ensure_user("r1@review.test")
+    r1 = sr.reviewer(ls, "r1@review.test")
     sr.submit(ls, tasks["m1"], r1, sr.ACCEPT)
     instance = dg.DagsterInstance.ephemeral()
     tick = sensor_tick(data, instance)
@@ -282,7 +287,7 @@ def test_export_reads_verdicts_and_the_sensor_run_re_exports(review_env):
     world.maia(store, n=2)
     materialize(data, ["maia_review_tasks"])
     tasks = sr.tasks_by_item(ls, "maia v1")
-    r1 = ls.ensure_user("r1@review.test")
+    r1 = sr.reviewer(ls, "r1@review.test")
     sr.submit(ls, tasks["m1"], r1, sr.ACCEPT)
     sr.submit(ls, tasks["m2"], r1, sr.reject("wrong_gold"))
     tick = sensor_tick(data, dg.DagsterInstance.ephemeral())

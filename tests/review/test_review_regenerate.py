@@ -81,7 +81,7 @@ def test_regenerate_rejected_asks_again_for_rejected_items_only(review_env, tmp_
     _review(data, "vimu_review_tasks")
     tasks = sr.tasks_by_item(ls, "vimu v1")
     bad, good = item_id("clip_pass", "OE"), item_id("clip_minor", "OE")
-    r1 = ls.ensure_user("r1@review.test")
+    r1 = sr.reviewer(ls, "r1@review.test")
     sr.submit(ls, tasks[bad], r1, sr.reject("ambiguous"))
     sr.submit(ls, tasks[good], r1, sr.ACCEPT)
     _review(data, "vimu_verdicts")
