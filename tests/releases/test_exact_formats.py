@@ -262,9 +262,11 @@ def test_hummus_test_gold_comes_from_the_test_set(exact_dirs):
     assert "nyc-combi-21" not in detail and json.loads(by["nyc-combi-21"]["extra"])["dataset_met_class"] == "WIDLII"
     # a Discard the test set calls Yes: classified, but it has no annotation to build the other tasks from
     assert by["nyc-combi-22"]["category"] == "Yes" and "nyc-combi-22" not in detail
-    # a pair outside the test set keeps the dataset's label and no release split
-    assert by["nyc-combi-27"]["category"] == "Yes" and pd.isna(by["nyc-combi-27"]["release_split"])
-    assert detail == {"nyc-combi-11", "nyc-combi-12", "nyc-combi-27"}
+    # a pair outside the test set makes no item (it would be assigned a split, test included):
+    # the imported test split is exactly test_set.json
+    assert "nyc-combi-27" not in by and parsed.notes["not_in_test_set"] == 1
+    assert set(by) == {t["combi_id"] for t in test} and set(cls["release_split"]) == {"test"}
+    assert detail == {"nyc-combi-11", "nyc-combi-12"}
     assert parsed.notes["test_label_differs_from_dataset"] == 2
 
 

@@ -17,7 +17,9 @@ Files, found anywhere under the release folder:
   ``is_met``. A pair the test set calls No makes only its Classification item (the other tasks
   take positive pairs only, as the official scripts skip ``is_met == "No"``); a pair it calls
   Yes / WIDLII whose dataset record carries no annotation (a Discard there) makes only its
-  Classification item too (note ``test_positive_without_annotation``);
+  Classification item too (note ``test_positive_without_annotation``). When the release has a
+  test set, a dataset pair it leaves out makes no item (note ``not_in_test_set``): the imported
+  test split is exactly the test set;
 * ``image_descriptions.csv`` — ``contest_number, image_description``: the human description
   of each cartoon used by the §6.3 ablation, stored as ``extra.image_description``.
 
@@ -240,6 +242,11 @@ def _items(info, cid, where, r, only_classification, src, descriptions, test, ou
             out.notes[kind] += 1
     if ann.verdict == "Discard":
         out.notes["discard_not_tested"] += 1  # the paper tests Yes / No / WIDLII only
+        return []
+    if test and cid not in test:
+        # The published test set is the benchmark (§6): a pair it leaves out is not evaluated by the
+        # official scripts, so it makes no item (it would otherwise be assigned a split, test included).
+        out.notes["not_in_test_set"] += 1
         return []
     rel = media_path(info, src) if src is not None else None
     if rel:
