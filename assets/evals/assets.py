@@ -45,15 +45,16 @@ from resources.storage import StorageResource
 VERSION = "evals-2"
 NOT_EMPTY_CHECK = "eval_not_empty"
 MODELS_AT_ONCE = 8  # model partitions of one run evaluated concurrently
-# Leaderboard: each model's primary metric per benchmark × setting, ranked (stub rows flagged),
-# with the export version it was measured on and the share of items that got a score.
+# Leaderboard: each model's primary metric per benchmark × export version × setting, ranked (stub
+# rows flagged): rows measured on different export versions (other items) are never ranked together,
+# and the share of items that got a score sits beside each.
 register_view(
     "leaderboard",
     """
 select benchmark, export_version, setting, metric, model, value, ci_low, ci_high, n, coverage, split, backend,
-       rank() over (partition by benchmark, setting order by value desc nulls last) as rank
+       rank() over (partition by benchmark, export_version, setting order by value desc nulls last) as rank
 from eval_scores where "primary" and slice = 'all'
-order by benchmark, setting, rank""",
+order by benchmark, export_version, setting, rank""",
 )
 
 
