@@ -149,6 +149,16 @@ def text(v: Any) -> str:
     return str(v).strip()
 
 
+def verbatim(v: Any) -> str:
+    """A text cell exactly as released ('' for None / NaN or a blank cell): the questions, answers
+    and statements an importer publishes stay byte-identical (leading spaces included); ids,
+    categories and numbers are read with ``text``."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    s = str(v)
+    return s if s.strip() else ""
+
+
 def media_path(info: ReleaseInfo, src: Path) -> str:
     """Where an imported media file lives, relative to the data dir."""
     return f"media/releases/{info.paper}/{safe_name(info.name)}/{safe_name(src.name)}"

@@ -329,3 +329,21 @@ def test_iibench_flat_rows_with_embedded_images(exact_dirs, tmp_path):
 
     assert place_media(flat.media, tmp_path / "data") == 4
     assert all((tmp_path / "data" / p).is_file() for ps in flat.items["media_paths"] for p in ps)
+
+
+def test_maia_strings_stay_byte_identical(exact_dirs):
+    """The official JSON has answers and true statements with a leading space (13 in
+    data_20%.json); the imported items carry them exactly as released."""
+    f = exact_dirs["maia"] / "dataset" / "data_20%.json"
+    data = json.loads(f.read_text())
+    q = data[0]["question_categories_A"][0]
+    q["answer"][1] = " " + q["answer"][1]
+    q["true_statement"][0] = " " + q["true_statement"][0] + " "
+    q["question"] = q["question"] + " "
+    f.write_text(json.dumps(data, ensure_ascii=False))
+    items = _parse("maia", exact_dirs["maia"]).items
+    refs = [r for refs in items["references"].dropna() for r in refs]
+    opts = [o for os_ in items.loc[items.task == "statement_verification", "options"] for o in os_]
+    assert q["answer"][1] in refs and q["answer"][1].lstrip() not in refs
+    assert q["true_statement"][0] in opts and q["true_statement"][0].strip() not in opts
+    assert q["question"] in set(items["question"])

@@ -52,6 +52,7 @@ from forge.releases.records import (
     read_table,
     table_files,
     text,
+    verbatim,
 )
 
 from .items import SV_QUESTION
@@ -163,9 +164,9 @@ def _compact(s: str) -> str:
 
 def _answers(rec: dict[str, Any]) -> list[str]:
     if isinstance(rec.get("answers"), (list, tuple)):
-        return [text(a) for a in rec["answers"]]
+        return [verbatim(a) for a in rec["answers"]]
     cols = sorted(((int(m.group(1)), k) for k in rec if (m := _ANSWER_COL.match(str(k)))), key=lambda t: t[0])
-    return [text(rec[k]) for _, k in cols]
+    return [verbatim(rec[k]) for _, k in cols]
 
 
 def _pairs(rec: dict[str, Any]) -> list[tuple[str, str]]:
@@ -173,16 +174,16 @@ def _pairs(rec: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     for st in rec.get("statements") or rec.get("statement_pairs") or []:
         if isinstance(st, dict):
-            t = text(st.get("true") or st.get("TS") or st.get("true_statement") or st.get("caption"))
-            f = text(st.get("false") or st.get("FS") or st.get("false_statement") or st.get("foil"))
+            t = verbatim(st.get("true") or st.get("TS") or st.get("true_statement") or st.get("caption"))
+            f = verbatim(st.get("false") or st.get("FS") or st.get("false_statement") or st.get("foil"))
             out.append((t, f))
         elif isinstance(st, (list, tuple)) and len(st) == 2:
-            out.append((text(st[0]), text(st[1])))
+            out.append((verbatim(st[0]), verbatim(st[1])))
         else:
             out.append(("", ""))
     ts, fs = rec.get("true_statements"), rec.get("false_statements")
     if isinstance(ts, list) and isinstance(fs, list):
-        out += [(text(a), text(b)) for a, b in zip(ts, fs)] + [("", "")] * abs(len(ts) - len(fs))
+        out += [(verbatim(a), verbatim(b)) for a, b in zip(ts, fs)] + [("", "")] * abs(len(ts) - len(fs))
     return out
 
 
@@ -216,7 +217,7 @@ def _official(data: list[dict[str, Any]], where: str, out: ParsedRelease) -> lis
                     continue
                 ts, fs = r.get("true_statement"), r.get("false_statement")
                 ts, fs = (ts if isinstance(ts, list) else []), (fs if isinstance(fs, list) else [])
-                pairs = [(text(a), text(b)) for a, b in zip(ts, fs)] + [("", "")] * abs(len(ts) - len(fs))
+                pairs = [(verbatim(a), verbatim(b)) for a, b in zip(ts, fs)] + [("", "")] * abs(len(ts) - len(fs))
                 cat = text(r.get("category"))
                 if cat and not cat.endswith(f"_{slot}"):
                     out.notes["category_slot_differs_from_list"] += 1
@@ -296,7 +297,7 @@ def _read(info: ReleaseInfo, files: ReleaseFiles, out: ParsedRelease) -> list[tu
 def _pair_row(where: str, r: dict[str, Any], base: int, out: ParsedRelease) -> tuple | None:
     """A statement-pair row (HF ``mc`` or caption / foil) as (where, record, true, false, pool position)."""
     if "pool_pos" in r or ("target" in r and "question" not in r):
-        a, b = text(r.get("answer1")), text(r.get("answer2"))
+        a, b = verbatim(r.get("answer1")), verbatim(r.get("answer2"))
         try:
             t = int(float(text(r.get("target")))) - base
         except ValueError:
@@ -307,7 +308,7 @@ def _pair_row(where: str, r: dict[str, Any], base: int, out: ParsedRelease) -> t
             return None
         ts, fs = (a, b) if t == 0 else (b, a)
         return where, r, ts, fs, int(float(text(r.get("pool_pos")) or 0))
-    return where, r, text(r.get("caption")), text(r.get("foil")), int(float(text(r.get("pool_pos")) or 0))
+    return where, r, verbatim(r.get("caption")), verbatim(r.get("foil")), int(float(text(r.get("pool_pos")) or 0))
 
 
 def _sort(records: list[tuple[str, dict[str, Any], int]], out: ParsedRelease) -> tuple[dict, list]:
@@ -330,7 +331,7 @@ def _sort(records: list[tuple[str, dict[str, Any], int]], out: ParsedRelease) ->
             if (row := _pair_row(where, r, base, out)) is not None:
                 pairs.append(row)
             continue
-        q = text(r.get("question"))
+        q = verbatim(r.get("question"))
         if not q:
             out.reject(where, "missing_question", "a question record without question text")
             continue
@@ -463,7 +464,7 @@ def _statements(questions: dict, pairs: list, common: _Common, sv_question: str)
         if c is None:
             continue
         if text(r.get("answer1")):  # the release's own order (HF ``mc``: answer1 / answer2)
-            t_index = 0 if text(r.get("answer1")) == ts else 1
+            t_index = 0 if verbatim(r.get("answer1")) == ts else 1
         else:  # true / false lists without an order (the official JSON): seeded, like the recipe
             t_index = shuffle_options([ts, fs], ["correct", "foil"], seed=("maia", iid)).correct_index
         labels, extra = c.pop("_labels") | {"question_id": qkey or None, "pool_index": pos}, c.pop("_extra")
