@@ -38,6 +38,8 @@ def card_lines(info: dict[str, Any], cost: dict[str, Any] | None = None) -> tupl
         f"| coverage (decided / needing review) | {cov} |",
         f"| accepted / rejected / disputed / pending | {info.get('accepted', 0)} / {info.get('rejected', 0)} / {info.get('disputed', 0)} / {info.get('pending', 0)} |",
         f"| held back from this export | {info.get('held_back', 0)} |",
+        # verdicts read but not counted: unreadable ones refused, others changed by someone else
+        f"| verdicts not counted (refused / changed by another) | {info.get('verdicts_refused', 0)} / {info.get('verdicts_flagged', 0)} |",
         f"| items edited by reviewers (new revisions) | {info.get('edited_items', 0)} |",
         f"| Krippendorff's alpha (nominal, accept vs reject) | {ag.get('alpha') if ag.get('alpha') is not None else 'n/a (' + str(ag.get('note', '')) + ')'} over {ag.get('units', 0)} items |",
         f"| reviewer minutes per accepted item | {info.get('reviewer_minutes_per_accepted_item') if info.get('reviewer_minutes_per_accepted_item') is not None else 'n/a'} ({info.get('reviewer_minutes', 0)} min in all) |",

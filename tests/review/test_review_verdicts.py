@@ -109,6 +109,7 @@ def test_two_reviewers_each_own_verdict_and_an_overwrite_is_flagged(review_env):
     card = next((data / "exports" / "maia").glob("v*/README.md")).read_text()
     line = next(x for x in card.splitlines() if x.startswith("| reviewer minutes per accepted item"))
     assert f"| {by_sql.minutes_per_accepted_item} (" in line  # (40 + 5) s / 60 on one accepted item
+    assert "| verdicts not counted (refused / changed by another) | 0 / 0 |" in card
     assert by_sql.minutes_per_accepted_item == pytest.approx(45 / 60, abs=1e-3)
 
 
@@ -163,6 +164,8 @@ def test_malformed_annotations_are_refused_with_their_reason_and_nothing_is_expo
     run_export(store, spec, benchmark_config(spec), force_stub=False)
     exported = {json.loads(line)["item_id"]: json.loads(line) for line in _export_lines(data, "maia")}
     assert set(exported) == set(originals)
+    card = next((data / "exports" / "maia").glob("v*/README.md")).read_text()
+    assert f"| verdicts not counted (refused / changed by another) | {len(cases)} / 0 |" in card
     for item_id, row in exported.items():
         assert row["question"] == originals[item_id]["question"] and row["answer"] == originals[item_id]["answer"]
         assert list(row["options"]) == list(originals[item_id]["options"])
