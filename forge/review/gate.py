@@ -208,7 +208,7 @@ def summary(res: Resolution, spec: ReviewSpec, policy: ReviewPolicy) -> dict[str
     """What the card and the asset metadata say about review."""
     cov = coverage(res)
     v = res.verdicts
-    counted = v["verdict"].isin(["accept", "reject", "edit"]) & v["flag"].isna()
+    counted = v["verdict"].isin(["accept", "reject", "edit"]) & v["flag"].isna() & (v["edit_status"] != "refused")
     live = v[(v["stale_reason"] != "task_deleted") & counted]
     cats = dict(zip(res.items["item_id"].astype(str), res.items["category"].astype(str), strict=True))
     review = live[live["project_kind"] == "review"]
