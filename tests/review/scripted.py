@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -69,6 +71,7 @@ class Reviewer:
     client: LabelStudio
 
 
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "review.md"
 _SIGNED_UP: dict[tuple[str, str], Reviewer] = {}
 PASSWORD = "review-test-Passw0rd"  # a test server's throwaway reviewers
 
@@ -163,3 +166,10 @@ REFUSAL = {
     "answer_too_long": "too_long",
     "option_too_long": "too_long",
 }  # every other case's code is its name
+
+
+def docs_minutes_query() -> str:
+    """The query docs/review.md gives for reviewer minutes per accepted item (its ```sql block)."""
+    blocks = re.findall(r"```sql\n(.*?)```", DOCS.read_text(), flags=re.S)
+    (sql,) = [b for b in blocks if "minutes_per_accepted_item" in b]
+    return sql

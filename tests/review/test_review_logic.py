@@ -285,3 +285,43 @@ def test_the_reader_knows_every_control_of_the_review_forms():
         root = ET.fromstring(review_config(spec, adjudication=adjudication))
         controls = {e.get("name"): types[e.tag] for e in root.iter() if e.get("toName")}
         assert controls == CONTROLS
+
+
+def test_review_status_rows_and_the_one_minutes_figure(tmp_path):
+    """One row per item and revision (an edited item's old revision is superseded, an item no longer
+    gated stays with its verdicts); the docs' query over review_status gives gate.reviewer_minutes."""
+    from forge.review.status import review_status
+    from forge.storage import TableStore, open_catalog, refresh_catalog
+    from forge.storage.contracts import load_contract
+
+    store = TableStore(tmp_path)
+    items = world.maia(store, n=4)
+    revs = {r["item_id"]: revision(r) for r in items.to_dict("records")}
+    rows = [
+        _v("m1", revs["m1"], "a", "accept", n=1, seconds=60.0),
+        _v("m1", revs["m1"], "b", "accept", n=2, seconds=30.0),
+        _v("m2", revs["m2"], "a", "reject", n=3, reason="ambiguous", note="two readings", seconds=45.0),
+        _v("m3", revs["m3"], "a", "edit", n=4, edits=json.dumps({"question": "Why does m3 leave?"}), seconds=90.0),
+        _v("m4", revs["m4"], "a", "refused", n=5, refusal="no_reason: no reason chosen", seconds=15.0),
+        _v("m9", "gone-revision", "a", "accept", n=6, seconds=20.0),  # an item that left the gated items
+    ]
+    spec = ReviewSpec(reviewers=2)
+    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), spec, tmp_path)
+    st = review_status("maia", res, ReviewPolicy.REQUIRED)
+    key = {(r.item_id, r.current): r for r in st.itertuples()}
+    assert key[("m1", True)].status == "accepted" and key[("m1", True)].export == "kept"
+    assert list(key[("m1", True)].accepted_by) == ["a", "b"] and key[("m1", True)].minutes == 1.5
+    assert key[("m2", True)].status == "pending" and key[("m2", True)].reasons == "a: reject (ambiguous: two readings)"
+    assert key[("m3", True)].status == "pending" and key[("m3", True)].accepted_by == ["a"]  # the editor's accept
+    assert key[("m3", False)].status == "superseded" and key[("m3", False)].minutes == 1.5
+    assert key[("m4", True)].status == "refused" and "no_reason" in key[("m4", True)].reasons
+    assert key[("m4", True)].export == "held_back" and key[("m9", False)].status == "not_gated"
+    assert len(st) == 6 and st["minutes"].sum() * 60 == pytest.approx(260.0)
+    c = load_contract("review_status")
+    store.write("review_status", c.conform(st), "maia", schema=c.arrow_schema())
+    refresh_catalog(store)
+    with open_catalog(store) as con:
+        (row,) = con.sql(sr.docs_minutes_query()).df().itertuples()
+    want = gate.reviewer_minutes(res)
+    assert row.items_accepted == 1 and row.reviewer_minutes == want["reviewer_minutes"] == 4.33
+    assert row.minutes_per_accepted_item == want["reviewer_minutes_per_accepted_item"] == 4.333

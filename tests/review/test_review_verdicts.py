@@ -8,8 +8,6 @@ of reviewer minutes (card, metadata and docs/review.md's query agree)."""
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -27,19 +25,10 @@ from tests.review import world
 from tests.review.test_review_flow import _export_lines, check, materialize, q
 
 pytestmark = pytest.mark.slow  # a real Label Studio server (shared by the session's review tests)
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "review.md"
 
 
 def _review_project(data) -> int:
     return int(q(data, "select project_id from review_tasks where kind = 'review' limit 1").project_id.iloc[0])
-
-
-def docs_minutes_query() -> str:
-    """The query docs/review.md gives for reviewer minutes per accepted item (its one ```sql block
-    on review_status)."""
-    blocks = re.findall(r"```sql\n(.*?)```", DOCS.read_text(), flags=re.S)
-    (sql,) = [b for b in blocks if "minutes_per_accepted_item" in b]
-    return sql
 
 
 def test_two_reviewers_each_own_verdict_and_an_overwrite_is_flagged(review_env):
@@ -101,7 +90,7 @@ def test_two_reviewers_each_own_verdict_and_an_overwrite_is_flagged(review_env):
 
     # one figure of reviewer minutes per accepted item: metadata, card and the docs' query
     md = res.asset_materializations_for_node("maia_verdicts")[0].metadata
-    (by_sql,) = q(data, docs_minutes_query()).itertuples()
+    (by_sql,) = q(data, sr.docs_minutes_query()).itertuples()
     assert by_sql.items_accepted == md["accepted"].value == 1
     assert by_sql.minutes_per_accepted_item == md["reviewer_minutes_per_accepted_item"].value
     spec = get("maia")
