@@ -1,17 +1,20 @@
 """The DuckDB catalog: ``data/catalog.duckdb`` holds one view per table, nothing else.
 
-Views read the Parquet partition files through a glob, so the catalog is current the
-moment a partition file is renamed into place; it only has to be rewritten when a new
-table (or a derived view) appears.
+Each table's view lists the table's live Parquet files (``TableStore.files``: one per partition,
+from the table's manifest), so the catalog is a snapshot: a publish (``refresh_catalog``, which
+every materialization ends with) points all views at the new file set at once, and a reader sees
+one publish or the next, never a mix and never a file being rewritten (files are never rewritten
+in place; ``forge/storage/manifest.py``).
 
 Readers and runs never wait on each other:
 
-* a publish builds the new catalog in a file beside the old one and swaps it in with
-  ``os.replace``; a reader holding the old file keeps its (still valid) views, the next
-  open gets the new file, and no one ever holds ``catalog.duckdb`` read-write. Writers
-  serialise on a file lock among themselves only; a publish that changes no view does not
-  touch the file at all;
-* view paths are absolute (``<data dir>/tables/<t>/*.parquet``), so any DuckDB client, opened
+* a publish builds the new catalog in a file beside the old one (a copy of it with the changed
+  views replaced) and swaps it in with ``os.replace``; a reader holding the old file keeps its
+  views, whose files stay readable for the grace period (``SUBTEXT_TABLE_GRACE_S``) after the
+  swap, the next open gets the new file, and no one ever holds ``catalog.duckdb`` read-write.
+  Writers serialise on a file lock among themselves only; a publish that changes no view does
+  not touch the file at all. The same publish deletes the files whose grace period is over;
+* view paths are absolute (``<data dir>/tables/<t>/<file>.parquet``), so any DuckDB client, opened
   from any directory, reads the tables. A copied or moved data dir is re-pointed at itself the
   first time ``open_catalog`` (``make query``, the build summary) opens it, or by the next
   publish; until then a bare client on the copy reads the original's files, or, when those are
@@ -23,11 +26,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
+import threading
+import time
 from pathlib import Path
 
 import duckdb
 from filelock import FileLock, Timeout
 
+from forge.storage import manifest
 from forge.storage.contracts import Contract, all_contracts
 from forge.storage.tables import TableStore, quote_ident, quote_literal
 
@@ -50,8 +57,10 @@ _DUCK_TYPES = {
 EXTRA_VIEWS: dict[str, str] = {}
 
 _TMP_PREFIX = ".catalog.building."
-_SIGNATURE = ".catalog.sha256"
-LOCK_TIMEOUT_S = 120  # a build takes well under a second; only a hung writer holds it longer  # hash of the view statements the current catalog file holds
+_SIGNATURE = ".catalog.sha256"  # hash of the view statements the current catalog file holds
+LOCK_TIMEOUT_S = 120  # a build takes well under a second; only a hung writer holds it longer
+_ATTACHED = "catalog"  # what open_catalog names the attached file (a plain connect names it so too)
+_TABLE_TAG, _VIEW_TAG = "table ", "view "  # view comments: which statement made the view
 
 
 def register_view(name: str, sql: str) -> None:
@@ -60,10 +69,10 @@ def register_view(name: str, sql: str) -> None:
 
 
 def view_sql(store: TableStore, table: str, contract: Contract | None) -> str:
-    if store.exists(table):
-        rel = Path(store.glob(table)).relative_to(store.data_dir).as_posix()
-        path = f"{_root(store)}/{rel}"  # absolute: a client opened anywhere reads it
-        return f"select * from read_parquet({quote_literal(path)}, union_by_name=true)"
+    files = store.files(table)
+    if files:  # absolute: a client opened anywhere reads them
+        paths = ", ".join(quote_literal(f"{_root(store)}/{f.relative_to(store.data_dir).as_posix()}") for f in files)
+        return f"select * from read_parquet([{paths}], union_by_name=true)"
     if contract is None:
         raise ValueError(f"table {table} has neither files nor a contract")
     cols = ", ".join(f"cast(null as {_DUCK_TYPES[c.type]}) as {quote_ident(c.name)}" for c in contract.columns)
@@ -90,9 +99,10 @@ def _points_elsewhere(con: duckdb.DuckDBPyConnection, store: TableStore) -> bool
 def open_catalog(data_dir: str | os.PathLike[str] | TableStore) -> duckdb.DuckDBPyConnection:
     """The front door: a read-only connection to the catalog with its relative view paths
     resolved against ``data_dir``. Open one per query (or per session): a publish swaps the
-    file, it never locks you out, and an open connection keeps working on the file it has."""
+    file, it never locks you out, and an open connection keeps answering from the publish it
+    opened (its files stay for ``SUBTEXT_TABLE_GRACE_S``); reopen to see a newer one."""
     store = data_dir if isinstance(data_dir, TableStore) else TableStore(data_dir)
-    con = duckdb.connect(str(store.catalog_path), read_only=True)
+    con = _attach_read_only(store)
     if _points_elsewhere(con, store):  # a copied or moved data dir: its views re-pointed at itself
         con.close()
         try:
@@ -102,18 +112,42 @@ def open_catalog(data_dir: str | os.PathLike[str] | TableStore) -> duckdb.DuckDB
                 f"{store.catalog_path} reads the tables of another data dir and cannot be rewritten here "
                 f"({exc}); copy the data dir somewhere writable, or run a build step on it"
             ) from exc
-        con = duckdb.connect(str(store.catalog_path), read_only=True)
+        con = _attach_read_only(store)
     con.execute(_search_path(store.data_dir))  # derived views that name relative paths
+    return con
+
+
+def _attach_read_only(store: TableStore) -> duckdb.DuckDBPyConnection:
+    """A fresh DuckDB with the current catalog file attached, read through one file handle.
+
+    Not ``duckdb.connect(path)``: that opens the file three times (type probe, headers, blocks),
+    so a publish swapping it in between hands it the headers of one file and the blocks of
+    another (``Could not read enough bytes``); ``ATTACH ... (TYPE duckdb)`` opens it once. And
+    ``connect`` shares one database per path within a process: while any connection is open, a
+    new one would still get the file it opened, never a newer publish."""
+    if not store.catalog_path.exists():
+        raise duckdb.IOException(f"no catalog at {store.catalog_path}: build something first (make demo)")
+    con = duckdb.connect()
+    try:
+        path = quote_literal(str(store.catalog_path))
+        con.execute(f"attach {path} as {quote_ident(_ATTACHED)} (type duckdb, read_only)")
+        con.execute(f"use {quote_ident(_ATTACHED)}")
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
 def refresh_catalog(store: TableStore) -> list[str]:
     """Make the catalog hold one view per table (and every registered derived view); returns
-    the view names. Builds a new file and swaps it in atomically; readers are never waited on."""
+    the view names. Builds a new file and swaps it in atomically; readers are never waited on.
+    Then starts the grace period of the files it stopped naming, and deletes those past it."""
+    grace = manifest.grace_s()  # a bad setting fails before anything is built
+    started = time.time()
     contracts = all_contracts()
     names = sorted(set(contracts) | set(store.table_names()))
-    statements = [(n, view_sql(store, n, contracts.get(n))) for n in names]
-    signature = hashlib.sha256(repr((statements, sorted(EXTRA_VIEWS.items()))).encode()).hexdigest()
+    statements = {n: view_sql(store, n, contracts.get(n)) for n in names}
+    signature = hashlib.sha256(repr((sorted(statements.items()), sorted(EXTRA_VIEWS.items()))).encode()).hexdigest()
     store.data_dir.mkdir(parents=True, exist_ok=True)
     sig_path = store.data_dir / _SIGNATURE
     lock = FileLock(str(store.data_dir / ".catalog.lock"))  # writers only: one build at a time
@@ -124,57 +158,115 @@ def refresh_catalog(store: TableStore) -> list[str]:
         return []
     try:
         if store.catalog_path.exists() and _read(sig_path) == signature:
-            return names + sorted(EXTRA_VIEWS)
-        for stale in store.data_dir.glob(_TMP_PREFIX + "*"):  # a build killed mid-way
-            stale.unlink(missing_ok=True)
-        tmp = store.data_dir / f"{_TMP_PREFIX}{os.getpid()}.duckdb"
-        extra: list[str] = []
-        try:
-            with duckdb.connect(str(tmp)) as con:
-                con.execute(_search_path(store.data_dir))  # relative globs bind against the data dir
-                for name, sql in statements:
-                    con.execute(f"create view {quote_ident(name)} as {sql}")
-                for name, sql in EXTRA_VIEWS.items():
-                    try:
-                        con.execute(f"create view {quote_ident(name)} as {sql}")
-                        extra.append(name)
-                    except duckdb.Error as exc:  # a derived view over a table not built yet
-                        log.debug("view %s skipped: %s", name, exc)
-                # derived views another process registered (it imported the stage that owns them)
-                # survive a rebuild by a process that did not
-                for name, create_sql in _derived_views(store, set(names) | set(EXTRA_VIEWS)).items():
-                    try:
-                        con.execute(create_sql)
-                    except duckdb.Error as exc:
-                        log.debug("view %s not carried over: %s", name, exc)
-                con.execute("checkpoint")
-            # a WAL left by someone who opened the old file read-write belongs to the old file
-            Path(str(store.catalog_path) + ".wal").unlink(missing_ok=True)
-            os.replace(tmp, store.catalog_path)
+            extra = sorted(EXTRA_VIEWS)
+        else:
+            extra = _build(store, statements)
             # a derived view that could not be made yet (its table not built) is retried by the next publish
             if len(extra) == len(EXTRA_VIEWS):
                 sig_path.write_text(signature)
-            else:
-                sig_path.unlink(missing_ok=True)
-        finally:
-            tmp.unlink(missing_ok=True)
-            Path(str(tmp) + ".wal").unlink(missing_ok=True)
+        # the catalog in place names only files live at ``started``: older retirees' grace starts now
+        _sweep(store, started, grace)
     finally:
         lock.release()
     return names + sorted(extra)
 
 
-def _derived_views(store: TableStore, known: set[str]) -> dict[str, str]:
-    """``name → CREATE VIEW ...`` of views in the current catalog that are neither a table's
-    view nor registered in this process."""
-    if not store.catalog_path.exists():
-        return {}
+def _build(store: TableStore, statements: dict[str, str]) -> list[str]:
+    """Swap in a catalog whose table views are ``statements`` (the current catalog's other views
+    kept, registered derived views added); returns the derived views made. Caller holds the lock."""
+    for stale in store.data_dir.glob(_TMP_PREFIX + "*"):  # a build killed mid-way
+        stale.unlink(missing_ok=True)
+    tmp = store.data_dir / f"{_TMP_PREFIX}{os.getpid()}.duckdb"
     try:
-        with duckdb.connect(str(store.catalog_path), read_only=True) as old:
-            rows = old.execute("select view_name, sql from duckdb_views() where not internal").fetchall()
-    except duckdb.Error:
-        return {}
-    return {name: sql for name, sql in rows if name not in known and sql}
+        if store.catalog_path.exists():  # start from the current file: only changed views are rebuilt
+            shutil.copyfile(store.catalog_path, tmp)
+        with _BUILDER_LOCK:
+            con = _builder()
+            try:
+                con.execute(f"attach {quote_literal(str(tmp))} as build")
+            except duckdb.Error as exc:  # not a DuckDB file (a torn copy, a stray file): build afresh
+                log.warning("catalog %s not reused (%s); building it afresh", store.catalog_path, exc)
+                tmp.unlink(missing_ok=True)
+                con.execute(f"attach {quote_literal(str(tmp))} as build")
+            try:
+                con.execute("use build")
+                con.execute(_search_path(store.data_dir))  # relative globs bind against the data dir
+                con.execute("begin")  # one commit: each statement on its own would sync the WAL
+                try:
+                    extra = _put_views(con, statements)
+                except BaseException:
+                    con.execute("rollback")
+                    raise
+                con.execute("commit")
+                con.execute("checkpoint")
+            finally:
+                con.execute("use memory")
+                con.execute("detach build")
+        (store.data_dir / _SIGNATURE).unlink(missing_ok=True)  # until the new file is in place
+        # a WAL left by someone who opened the old file read-write belongs to the old file
+        Path(str(store.catalog_path) + ".wal").unlink(missing_ok=True)
+        os.replace(tmp, store.catalog_path)
+    finally:
+        tmp.unlink(missing_ok=True)
+        Path(str(tmp) + ".wal").unlink(missing_ok=True)
+    return extra
+
+
+def _put_views(con: duckdb.DuckDBPyConnection, statements: dict[str, str]) -> list[str]:
+    """In the attached ``build`` file: (re)create each view whose statement changed (the view's
+    comment holds its statement's hash), drop views of tables that are gone, keep derived views
+    another process registered (it imported the stage that owns them)."""
+    current = dict(
+        con.execute(
+            "select view_name, comment from duckdb_views() where database_name = 'build' and not internal"
+        ).fetchall()
+    )
+    wanted = {n: (_TABLE_TAG, sql) for n, sql in statements.items()}
+    wanted.update({n: (_VIEW_TAG, sql) for n, sql in EXTRA_VIEWS.items() if n not in statements})
+    for name, tag in current.items():
+        if name not in wanted and (tag or "").startswith(_TABLE_TAG):
+            con.execute(f"drop view {quote_ident(name)}")
+    extra: list[str] = []
+    for name, (kind, sql) in wanted.items():
+        tag = kind + hashlib.sha256(sql.encode()).hexdigest()[:32]
+        if current.get(name) != tag:
+            try:
+                con.execute(f"create or replace view {quote_ident(name)} as {sql}")
+            except duckdb.Error as exc:
+                if kind == _TABLE_TAG:
+                    raise
+                log.debug("view %s skipped: %s", name, exc)  # a derived view over a table not built yet
+                continue
+            con.execute(f"comment on view {quote_ident(name)} is {quote_literal(tag)}")
+        if kind == _VIEW_TAG:
+            extra.append(name)
+    return extra
+
+
+_BUILDER_LOCK = threading.Lock()
+_BUILDERS: dict[int, duckdb.DuckDBPyConnection] = {}
+
+
+def _builder() -> duckdb.DuckDBPyConnection:
+    """One in-memory DuckDB per process that attaches each catalog being built (a new DuckDB
+    costs ~15 ms; a publish is a few ms). Keyed by pid: a forked child never uses its parent's."""
+    pid = os.getpid()
+    if pid not in _BUILDERS:
+        # no fsync per commit: the file is private until renamed into place, and a catalog is
+        # derived data any publish rebuilds (table files are not synced either)
+        _BUILDERS[pid] = duckdb.connect(config={"fsync_mode": "NONE"})
+    return _BUILDERS[pid]
+
+
+def _sweep(store: TableStore, unlisted_before: float, grace: float) -> None:
+    if not store.tables_dir.is_dir():
+        return
+    for table_dir in store.tables_dir.iterdir():
+        if table_dir.is_dir():
+            try:
+                manifest.sweep(table_dir, unlisted_before, grace)
+            except (OSError, ValueError) as exc:  # the catalog is in place; the files wait for the next publish
+                log.warning("old files of %s not removed: %s", table_dir, exc)
 
 
 def _read(path: Path) -> str | None:

@@ -1,10 +1,12 @@
 """Parquet tables written atomically per partition, the storage every stage shares.
 
-Layout: ``<data_dir>/tables/<table>/<part>.parquet``. One file per partition (or per
-``stage__partition`` for shared tables such as ``rejects`` and ``llm_calls``), so
-re-running a partition replaces exactly its rows and never duplicates them. Files are
-written to a temporary name and renamed, so a reader (or a DuckDB view) never sees a
-half-written file and a killed run leaves the previous version in place.
+Layout: ``<data_dir>/tables/<table>/<part>.<stamp>.parquet`` plus ``_manifest.json``, which names
+the one live file of each partition (or of each ``stage__partition`` for shared tables such as
+``rejects`` and ``llm_calls``), so re-running a partition replaces exactly its rows and never
+duplicates them. A write never touches a path a reader may hold: it writes a new file (to a
+temporary name, renamed) and swaps the manifest, so a reader sees the old or the new partition,
+never a half-written one, and a killed run leaves the previous version in place. The superseded
+file stays readable for a grace period (``forge/storage/manifest.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from forge.storage import manifest
 
 UNPARTITIONED = "all"
 _SAFE = re.compile(r"[^A-Za-z0-9._=-]+")
@@ -71,24 +75,31 @@ class TableStore:
         return self.tables_dir / safe_name(table)
 
     def part_path(self, table: str, part: str = UNPARTITIONED) -> Path:
-        return self.table_dir(table) / f"{safe_name(part)}.parquet"
+        """The partition's live file; for a partition that does not exist, a path that does not."""
+        name = manifest.load(self.table_dir(table)).parts.get(safe_name(part))
+        return self.table_dir(table) / (name or f"absent/{safe_name(part)}.parquet")
 
-    def glob(self, table: str) -> str:
-        return str(self.table_dir(table) / "*.parquet")
+    def files(self, table: str, parts: list[str] | None = None) -> list[Path]:
+        """The live files of ``table`` (of ``parts`` only, when given), one per partition, from one
+        read of its manifest: a consistent set, each file readable for the grace period."""
+        live = manifest.load(self.table_dir(table)).parts
+        keys = sorted(live) if parts is None else [safe_name(p) for p in parts]
+        return [self.table_dir(table) / live[k] for k in keys if k in live]
 
     # -- writing ---------------------------------------------------------------------
     def write(
         self, table: str, df: pd.DataFrame, part: str = UNPARTITIONED, schema: pa.Schema | None = None
     ) -> TableWrite:
-        """Replace one partition file of ``table`` with ``df`` atomically.
+        """Replace one partition of ``table`` with ``df`` atomically: a new file, then a manifest swap.
 
         An empty frame still writes a file (with the contract's schema when given), so a
         re-run that now yields nothing removes the rows an earlier run wrote.
         """
-        path = self.part_path(table, part)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        key = safe_name(part)
+        path = self.table_dir(table) / manifest.new_file_name(key)
         arrow = _to_arrow(df, schema)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+        manifest.ensure(path.parent)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
         os.close(fd)
         try:
             pq.write_table(arrow, tmp)
@@ -96,23 +107,25 @@ class TableStore:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+        try:
+            manifest.publish(path.parent, key, path.name)
+        except BaseException:  # not published: nobody can have been given the file
+            path.unlink(missing_ok=True)
+            raise
         return TableWrite(table=table, part=part, path=path, rows=arrow.num_rows)
 
     def delete_part(self, table: str, part: str) -> bool:
-        path = self.part_path(table, part)
-        if path.exists():
-            path.unlink()
-            return True
-        return False
+        """Drop a partition (its file is retired, not deleted: a reader may hold it)."""
+        if not self.table_dir(table).is_dir():
+            return False
+        return manifest.publish(self.table_dir(table), safe_name(part), None) is not None
 
     # -- reading ---------------------------------------------------------------------
     def exists(self, table: str) -> bool:
-        d = self.table_dir(table)
-        return d.is_dir() and any(d.glob("*.parquet"))
+        return bool(manifest.load(self.table_dir(table)).parts)
 
     def parts(self, table: str) -> list[str]:
-        d = self.table_dir(table)
-        return sorted(p.stem for p in d.glob("*.parquet")) if d.is_dir() else []
+        return sorted(manifest.load(self.table_dir(table)).parts)
 
     def read(
         self,
@@ -126,10 +139,7 @@ class TableStore:
 
         ``where`` is SQL written by the caller; values go in ``params`` (``?`` placeholders),
         never into the string."""
-        if parts is not None:
-            files = [str(self.part_path(table, p)) for p in parts if self.part_path(table, p).exists()]
-        else:
-            files = [self.glob(table)] if self.exists(table) else []
+        files = [str(f) for f in self.files(table, parts)]
         if not files:
             return pd.DataFrame(columns=columns or [])
         cols = ", ".join(quote_ident(c) for c in columns) if columns else "*"
@@ -142,7 +152,7 @@ class TableStore:
     def read_batch(self, table: str, batch: str) -> pd.DataFrame:
         """Rows of one batch: the table's partition file, or, for a table written unpartitioned
         (or per some other key), its rows whose ``batch`` column matches; empty if neither."""
-        if self.part_path(table, batch).exists():
+        if safe_name(batch) in self.parts(table):
             return self.read(table, parts=[batch])
         if not self.exists(table):
             return pd.DataFrame()
@@ -155,16 +165,16 @@ class TableStore:
         """Run SQL where every existing table is visible as a view of the same name."""
         with duckdb.connect() as con:
             for table in self.table_names():
+                files = ", ".join(quote_literal(str(f)) for f in self.files(table))
                 con.execute(
-                    f"create view {quote_ident(table)} as select * from read_parquet({quote_literal(self.glob(table))}, "
-                    "union_by_name=true)"
+                    f"create view {quote_ident(table)} as select * from read_parquet([{files}], union_by_name=true)"
                 )
             return con.execute(sql, params or []).df()
 
     def table_names(self) -> list[str]:
         if not self.tables_dir.is_dir():
             return []
-        return sorted(d.name for d in self.tables_dir.iterdir() if d.is_dir() and any(d.glob("*.parquet")))
+        return sorted(d.name for d in self.tables_dir.iterdir() if d.is_dir() and manifest.load(d).parts)
 
 
 def _to_arrow(df: pd.DataFrame, schema: pa.Schema | None) -> pa.Table:
