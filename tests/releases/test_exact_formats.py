@@ -347,3 +347,23 @@ def test_maia_strings_stay_byte_identical(exact_dirs):
     assert q["answer"][1] in refs and q["answer"][1].lstrip() not in refs
     assert q["true_statement"][0] in opts and q["true_statement"][0].strip() not in opts
     assert q["question"] in set(items["question"])
+
+
+def test_iibench_whole_clone_reads_release_data_only(exact_dirs):
+    """A clone of the whole official repository also holds results/<model>_<split>_<mode>.jsonl:
+    the records of data/test.json written back by infer/infer.py with each question's prompt and
+    response. They are model replies, not release data: skipped whole, never offered or rejected."""
+    d = exact_dirs["iibench"]
+    base = _parse("iibench", d)
+    test = json.loads((d / "data" / "test.json").read_text())
+    (d / "results").mkdir()
+    with (d / "results" / "some-model_test_none.jsonl").open("w") as f:
+        for rec in test:
+            qs = [{**q, "prompt": "Instruction: ...", "response": "(B)"} for q in rec["questions"]]
+            f.write(json.dumps({**rec, "questions": qs}) + "\n")
+    parsed = _parse("iibench", d)
+    assert parsed.summary()["units"] == base.summary()["units"]
+    assert sorted((r.record, r.reason) for r in parsed.rejects) == sorted((r.record, r.reason) for r in base.rejects)
+    assert len(parsed.items) == len(base.items)
+    assert parsed.notes["model_output_file_skipped"] == 1
+    assert dict(parsed.unknown["model_output_file"]) == {"results/some-model_test_none.jsonl": 1}

@@ -191,3 +191,55 @@ def test_api_errors_counted_as_eval_py_counts_them():
     # named option: API errors out of the denominator → 1/4
     v = iibench_accuracy_values(p, {"iibench_exclude_api_errors": True})
     assert np.nanmean(v) == pytest.approx(0.25)
+
+
+# -- keyword modes against the official loader's rule, from an imported official record -------
+
+RECORD = {
+    "local_path": "images/test/test-9.jpg",
+    "questions": [
+        {
+            "id": "test-9",
+            "question": "What does the picture imply?",
+            "options": [f"Reading {k} of the picture." for k in range(1, 7)],
+            "correct_option": "Reading 2 of the picture.",
+            "answer": "B",
+        }
+    ],
+    "meta_data": {
+        "image_type": ["Single-panel Comic"],
+        "difficulty": "Middle",
+        "domain": "Others",
+        "emotion": "Neutral",
+        "rhetoric": ["Visual Dislocation", "Exaggerate", "Others"],
+        "explanation": "A made-up record in the release's shape.",
+    },
+}
+
+
+def official_keywords(meta: dict, mode: str) -> str:
+    """infer/data_loader.py, domain / emotion / rhetoric modes: meta_data[mode] as the release
+    spells it, a list joined with "," (no space)."""
+    value = meta[mode]
+    return ",".join(value if isinstance(value, list) else [value])
+
+
+@pytest.mark.parametrize("mode", ["domain", "emotion", "rhetoric"])
+def test_keywords_are_the_release_spelling_of_an_imported_record(mode, tmp_path):
+    import json
+
+    from assets.recipes.iibench.logic.release import parse_release
+    from forge.releases.config import ReleaseInfo
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "test.json").write_text(json.dumps([RECORD]))
+    info = ReleaseInfo("iibench", "iibench-kw", tmp_path, "v1", "x", "en", options={"require_media": False})
+    items = parse_release(info).items.to_dict("records")
+    assert len(items) == 1 and json.loads(items[0]["labels"])["domain"] == "other"  # stored canonical
+    item = {**items[0], "labels": json.loads(items[0]["labels"]), "media_paths": ["img/q.jpg"]}
+    setting = next(s for s in settings_for(load_eval_config(), "iibench") if s.name == mode)
+    prompts = {p.name: load_prompt(p) for p in PROMPTS_DIR.glob("iibench_*.yaml")}
+    reqs, skipped = rq.build_requests("iibench", setting, [item], prompts, ModelSpec(name="m", model="m"), tmp_path)
+    assert not skipped
+    text = reqs[0].request.prompt.render(reqs[0].request.variables)[0]["content"]
+    assert f"\nKey words: {official_keywords(RECORD['meta_data'], mode)}\n" in text

@@ -11,6 +11,8 @@ from forge.evals import extract as ex
 from forge.evals.requests import EvalRequest, RequestContext, SkipItem, as_list, letter_options, pick_shots
 from forge.llm.types import ImageInput, LLMRequest
 
+from .taxonomy import official_label
+
 FEWSHOT_INSTRUCTION = (
     "Instruction: Please try to answer the single-answer multiple choice question below based on the "
     "example(with answer) and the corresponding picture.",
@@ -39,8 +41,9 @@ def build_request(c: RequestContext) -> LLMRequest:
         kw = c.labels.get(setting.keywords)
         if kw in (None, "", []):
             raise SkipItem(f"no_{setting.keywords}_label")
-        # official data_loader: a list of keywords is joined with "," (no space)
-        v["keywords"] = ",".join(map(str, kw)) if isinstance(kw, list) else str(kw)
+        # official data_loader: meta_data's spelling (Title Case), a list joined with "," (no space)
+        kws = kw if isinstance(kw, list) else [kw]
+        v["keywords"] = ",".join(official_label(setting.keywords, k) for k in kws)
     return c.request(c.prompts[setting.prompt], v, imgs)
 
 

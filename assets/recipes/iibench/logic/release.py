@@ -11,6 +11,11 @@ in dev.json) are kept and counted, the gates report them. Labels are normalised 
 recipe's taxonomy; a value outside it is kept in ``labels`` as written and reported (the
 ``category`` column, bound to the six domains, then says ``other``).
 
+A clone of the whole official repository also holds ``results/*.jsonl``: model replies written by
+the official ``infer/infer.py`` in the same record shape, each question with ``prompt`` and
+``response``. Such a file is skipped whole (note ``model_output_file_skipped``, its name under
+``unknown.model_output_file``): only release data is offered.
+
 The public test set withholds its answers (they are scored on EvalAI): a question without a
 gold answer cannot be scored here and is a reject ``no_gold_answer`` (the item tables require
 a gold letter); the dev set and any test file that carries ``answer`` / ``correct_option``
@@ -78,6 +83,16 @@ def _split_of(name: str) -> str | None:
         (s for s in ("dev", "test", "val", "train") if stem == s or stem.endswith(f"_{s}") or stem.startswith(f"{s}")),
         None,
     )
+
+
+def _model_outputs(data: Any) -> bool:
+    """A file of model replies in the release's record shape (the official infer.py writes the
+    records back with a ``response`` on every question): not data to import."""
+    for _, rec in rows_of(data):
+        qs = rec.get("questions") if isinstance(rec, dict) else None
+        if isinstance(qs, list) and qs and isinstance(qs[0], dict):
+            return "response" in qs[0]
+    return False
 
 
 def _labels(meta: dict[str, Any], out: ParsedRelease) -> dict[str, Any]:
@@ -168,6 +183,12 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
             data = read_table(f)
         except Exception as e:  # noqa: BLE001 - an unreadable file is a reject, the others still load
             out.reject(file_label(files, f), "unreadable_file", f"{type(e).__name__}: {e}")
+            continue
+        if _model_outputs(data):
+            # results/<model>_<split>_<mode>.jsonl of a whole clone: the official infer.py's replies
+            # (each question gains ``prompt`` and ``response``), not release data
+            out.notes["model_output_file_skipped"] += 1
+            out.keep_unknown("model_output_file", file_label(files, f))
             continue
         split = _split_of(f.name)
         for key, img in rows_of(data):

@@ -24,7 +24,13 @@ def taxonomy(path: str = str(TAXONOMY_PATH)) -> dict[str, dict[str, Any]]:
     missing = [a for a in AXES if a not in doc]
     if missing:
         raise ValueError(f"{path}: axes missing: {missing}")
-    return {a: {"values": list(doc[a]["values"]), "aliases": dict(doc[a].get("aliases") or {})} for a in AXES}
+    out = {}
+    for a in AXES:
+        vals, official = list(doc[a]["values"]), dict(doc[a].get("official") or {})
+        if set(official) != set(vals):
+            raise ValueError(f"{path}: {a}.official must spell every value once: {sorted(set(vals) ^ set(official))}")
+        out[a] = {"values": vals, "aliases": dict(doc[a].get("aliases") or {}), "official": official}
+    return out
 
 
 def values(axis: str) -> list[str]:
@@ -39,6 +45,13 @@ def normalise_label(axis: str, raw: Any) -> str | None:
     ax = taxonomy()[axis]
     t = ax["aliases"].get(t, t)
     return t if t in ax["values"] else None
+
+
+def official_label(axis: str, label: Any) -> str:
+    """How the official release spells a label (``Others``, ``Visual Dislocation``): the keyword
+    prompts print it so. A label outside the taxonomy (kept as released) is printed as it is."""
+    canonical = normalise_label(axis, label)
+    return taxonomy()[axis]["official"][canonical] if canonical else str(label)
 
 
 def validate_labels(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
