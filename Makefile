@@ -105,7 +105,7 @@ query: $(STAMP)
 	@$(PY) -m forge.console.query query $(if $(F),--file "$(F)",--sql-env Q)
 
 bench: setup
-	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+	for f in perf/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 # A local development Postgres under .pg/ (installed from Debian packages when missing, as root);
 # prints the line to export, then every target uses it: `export DAGSTER_PG_URL=...; make ui`.

@@ -6,7 +6,7 @@ where LaBSE sits higher), so the number does not transfer. ``calibrate_threshold
 hand-labelled match / no-match pairs (a paper's own file, e.g. Hummus's
 ``assets/recipes/hummus/logic/similarity_calibration.yaml``), the cosine
 that maximises balanced accuracy; ties go to the midpoint of the widest separating gap.
-``benchmarks/calibrate_hummus_thresholds.py`` prints the figures; the paper's evals.yaml holds the
+``perf/calibrate_hummus_thresholds.py`` prints the figures; the paper's evals.yaml holds the
 result, and a test re-derives it so the two cannot drift apart.
 """
 

@@ -4,7 +4,7 @@
 the keyframe before it only when the target is behind the decoder or more than
 ``seek_threshold_s`` ahead of it, then decodes forward to the first frame at or after the
 target. 32 frames of a 30 s clip cost a few keyframe seeks instead of decoding ~900
-frames, and no process is started per frame (see benchmarks/frame_sampling.py).
+frames, and no process is started per frame (see perf/frame_sampling.py).
 
 Sharpness is the variance of the Laplacian of the grey image, measured after scaling the
 longer side to 512 px so one threshold fits every resolution.

@@ -1,4 +1,4 @@
-"""The benchmarks' GPU sampler (benchmarks/stage_monitor.py) reads both the SMs' utilisation and
+"""The benchmarks' GPU sampler (perf/stage_monitor.py) reads both the SMs' utilisation and
 the hardware JPEG engines' (where device-decoded JPEGs run on A100/H100/H200), through NVML or
 through nvidia-smi, and keeps to the SM figure where a driver knows no JPEG engine."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "perf"))
 
 
 def _fake_smi(tmp_path: Path, knows_jpeg: bool) -> Path:

@@ -74,7 +74,7 @@ def random_baseline(setting: str, cls: pd.DataFrame, gold: list[str], sc: Scorer
 
 
 # Hand-labelled match / no-match pairs the Naming / ImageLabel thresholds (evals.yaml) are calibrated
-# on for the embedder in use (forge/evals/calibration.py, benchmarks/calibrate_hummus_thresholds.py).
+# on for the embedder in use (forge/evals/calibration.py, perf/calibrate_hummus_thresholds.py).
 CALIBRATION_PAIRS = Path(__file__).with_name("similarity_calibration.yaml")
 
 

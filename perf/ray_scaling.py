@@ -1,8 +1,8 @@
 """Detection (or OCR text ratio) frames/s on Ray with 1 vs N actors (one YOLO / EasyOCR replica
 each), plus in-process.
 
-    .venv/bin/python benchmarks/ray_scaling.py [--n 32] [--actors 2] [--address local] [--imgsz 640]
-    .venv/bin/python benchmarks/ray_scaling.py --stage ocr [--n 16] [--max-side 960] [--ocr-engine onnx-int8]
+    .venv/bin/python perf/ray_scaling.py [--n 32] [--actors 2] [--address local] [--imgsz 640]
+    .venv/bin/python perf/ray_scaling.py --stage ocr [--n 16] [--max-side 960] [--ocr-engine onnx-int8]
 
 ``--address local`` starts a private Ray on this machine with --actors CPUs; pass ``auto`` or
 ``ray://head:10001`` to measure a real cluster (add --gpus 1 for one GPU per replica). Frames

@@ -1,6 +1,6 @@
 """Near-duplicate grouping at scale: 100k hashes with the multi-index search vs the naive loop.
 
-    python benchmarks/dedup_grouping.py [--n 100000] [--threshold 8] [--naive-n 2000]
+    python perf/dedup_grouping.py [--n 100000] [--threshold 8] [--naive-n 2000]
 
 Hashes are random 64-bit pHash/dHash pairs with planted families of near-duplicates
 (2-5 copies of a hash with up to threshold+3 bits flipped). Prints the grouping time

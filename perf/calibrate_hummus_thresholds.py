@@ -1,6 +1,6 @@
 """Hummus Naming / ImageLabel match thresholds for the embedder in use (docs/evals.md).
 
-    python benchmarks/calibrate_hummus_thresholds.py [MODEL_PATH]
+    python perf/calibrate_hummus_thresholds.py [MODEL_PATH]
 
 Prints, per task, the cosine that best separates the hand-labelled match / no-match pairs of
 assets/recipes/hummus/logic/similarity_calibration.yaml, its balanced accuracy, and the mean cosine

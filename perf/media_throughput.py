@@ -1,7 +1,7 @@
 """Frame extraction and hashing: the project's stage vs the library's per-image loop, in-process
 and on Ray with 1 vs N workers, in one run.
 
-    .venv/bin/python benchmarks/media_throughput.py [--n 96] [--videos 4] [--workers 2] [--address local]
+    .venv/bin/python perf/media_throughput.py [--n 96] [--videos 4] [--workers 2] [--address local]
 
 Hashing: ``forge.media.hashing.hash_many`` (JPEG draft decode, threads) vs ``imagehash.phash`` +
 ``dhash`` on ``Image.open(path)`` one file at a time. Frame extraction: ``frames_for_video``

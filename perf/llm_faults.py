@@ -18,8 +18,8 @@ lost (rows of the recipe tables missing against fault-free, and items rejected b
 failed). The upstream stages (ingest, vision) are built once, fault-free, into WORK and reused.
 
 Every scenario uses a fresh cache and ledger (a cold start: no latency history).
-Usage: .venv/bin/python benchmarks/llm_faults.py [hang|transient|all] [ITEMS] [LATENCY_S]
-       .venv/bin/python benchmarks/llm_faults.py demo WORK [--tail MEDIAN_S] [GROUP ...]
+Usage: .venv/bin/python perf/llm_faults.py [hang|transient|all] [ITEMS] [LATENCY_S]
+       .venv/bin/python perf/llm_faults.py demo WORK [--tail MEDIAN_S] [GROUP ...]
        (default: every recipe group; --tail adds a seeded log-normal latency to every reply)
 """
 

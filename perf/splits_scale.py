@@ -1,7 +1,7 @@
 """Leakage grouping + stratified assignment + cross-split audit at scale (prints timings).
 
 Synthetic items: N items over N/3 source items (30 % of them in N/300 channels), random 64-bit pHashes with
-5 % near-duplicate re-uploads (a few bits flipped). Run: .venv/bin/python benchmarks/splits_scale.py [N]
+5 % near-duplicate re-uploads (a few bits flipped). Run: .venv/bin/python perf/splits_scale.py [N]
 """
 
 import sys

@@ -10,7 +10,7 @@ time, as ``make demo`` would):
    results were reused vs computed (goal: all reused) and its time against the first run's
    ``text_ratio`` step.
 
-    .venv/bin/python benchmarks/rerun_reuse.py [--keep DIR]
+    .venv/bin/python perf/rerun_reuse.py [--keep DIR]
 """
 
 from __future__ import annotations

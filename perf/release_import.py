@@ -1,6 +1,6 @@
 """Release import at the published sizes and beyond: parse + side-by-side statistics.
 
-    python benchmarks/release_import.py [--scale 1]
+    python perf/release_import.py [--scale 1]
 
 Writes synthetic releases in the released formats to a temp folder (Hummus: ``scale`` × 2,500
 pairs, 40 % Yes / WIDLII with boxes, spans, Title Case names; MAIA: ``scale`` × 480 questions

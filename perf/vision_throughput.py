@@ -2,7 +2,7 @@
 own per-image loop (``model.predict(path)`` one file at a time, the library decoding), for both
 detection engines (``ultralytics``: batched library predict; ``tensor``: forge/vision/fast_detect.py).
 
-    .venv/bin/python benchmarks/vision_throughput.py [--n 48] [--batch 16] [--imgsz 640] [--device auto]
+    .venv/bin/python perf/vision_throughput.py [--n 48] [--batch 16] [--imgsz 640] [--device auto]
 
 Random weights (``yolo11n.yaml``) are fine for timing: the network does the same work. On a
 machine with real weights pass ``--weights /abs/yolo11n.pt``. On CUDA the script also reports

@@ -2,7 +2,7 @@
 
 Prints wall time vs the ideal (2000 / 64 × 0.2 s = 6.25 s), vs sequential calls
 (extrapolated from a subset run with concurrency 1), and the same run fully cached.
-Usage: .venv/bin/python benchmarks/llm_throughput.py [N] [CONCURRENCY] [LATENCY_S]
+Usage: .venv/bin/python perf/llm_throughput.py [N] [CONCURRENCY] [LATENCY_S]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ command again with nothing changed (``--only-stale``, what ``make demo`` runs), 
 process as ``make demo`` would, and prints both wall times and the ratio. The whole graph:
 sample corpus, ingest, vision, the five recipes, splits, gates, exports, evaluations.
 
-    .venv/bin/python benchmarks/rebuild_ratio.py [--keep DIR]
+    .venv/bin/python perf/rebuild_ratio.py [--keep DIR]
 """
 
 from __future__ import annotations

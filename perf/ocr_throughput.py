@@ -5,9 +5,9 @@ detector engine(s) (``--engine auto``: ONNX Runtime on CPU; ``--engine onnx-int8
 int8 detector; forge/media/text_detector.py), with the largest ratio difference between each
 stage path and readtext.
 
-    python benchmarks/ocr_throughput.py [--images 12] [--max-side 1280] [--batch 8] [--gpu] [--repeat 2]
-    python benchmarks/ocr_throughput.py --corpus   # the sample corpus' images (data/samples)
-    python benchmarks/ocr_throughput.py --corpus --engine auto --engine onnx-int8
+    python perf/ocr_throughput.py [--images 12] [--max-side 1280] [--batch 8] [--gpu] [--repeat 2]
+    python perf/ocr_throughput.py --corpus   # the sample corpus' images (data/samples)
+    python perf/ocr_throughput.py --corpus --engine auto --engine onnx-int8
 
 Images: the sample photos that ship in wheels (scikit-image astronaut/coffee/page/text/
 chelsea/rocket, matplotlib's grace_hopper.jpg, Ultralytics' bus.jpg) plus rendered

@@ -4,7 +4,7 @@ Builds N II-Bench-shaped MCQ requests (image attached, free-text reply), runs th
 the evaluation path (engine → extraction → item score) at the configured concurrency and at
 concurrency 1 (sequential, measured on a subset and extrapolated), then re-runs from cache.
 
-    .venv/bin/python benchmarks/eval_throughput.py [--n 1000] [--latency 0.2] [--concurrency 64]
+    .venv/bin/python perf/eval_throughput.py [--n 1000] [--latency 0.2] [--concurrency 64]
 """
 
 from __future__ import annotations
