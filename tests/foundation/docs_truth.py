@@ -7,7 +7,8 @@ and the modules that write the dataset card's text (``forge/**/card.py``). In ea
 * a repository path in backticks (it starts with one of the repository's top-level folders)
   exists; ``path::test_name`` also names a test that the file defines; ``path/module.attr``
   (a dotted name after a module path) names something the module defines;
-* ``make <target>`` (in backticks or a code block) names a target of the Makefile;
+* ``make <target>`` (in backticks or a code block) names a target of the Makefile, and
+  ``python -m <module>`` a module of the repository (third-party tools aside);
 * a ``SUBTEXT_*`` setting is read somewhere in the code (not only in the docs).
 
 Paths of the papers' official repositories are not this repository's: a line that says
@@ -46,6 +47,8 @@ CODE_DIRS = ("forge", "assets", "cli", "sensors", "resources", "jobs", "scripts"
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 CODE = re.compile(r"`([^`\n]+)`")
 MAKE = re.compile(r"\bmake ([a-z][a-z-]*)\b")
+MODULE = re.compile(r"\bpython -m ([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)")
+THIRD_PARTY = {"pytest", "pip", "venv", "dagster", "ruff", "http"}
 SETTING = re.compile(r"\bSUBTEXT_[A-Z0-9_]*[A-Z0-9]\b(?!_?<)")
 OFFICIAL = re.compile(r"official|[A-Za-z0-9-]+/[A-Za-z0-9_.-]+-[A-Za-z0-9_.-]+,")
 PLACEHOLDER = set("<*{$[|")
@@ -55,7 +58,7 @@ PLACEHOLDER = set("<*{$[|")
 class Problem:
     doc: str
     line: int
-    kind: str  # link | path | test | name | make | setting
+    kind: str  # link | path | test | module | make | setting
     what: str
 
     def __str__(self) -> str:
@@ -144,6 +147,10 @@ def check(doc: Path, root: Path = ROOT, targets: set[str] | None = None, code: s
                     kind = _path_problem(root, word)
                     if kind:
                         out.append(Problem(rel, n, kind, word))
+        for mod in {m.group(1) for span in spans for m in MODULE.finditer(span)} - THIRD_PARTY:
+            base = root / mod.replace(".", "/")
+            if not (base.with_suffix(".py").is_file() or (base / "__main__.py").is_file()):
+                out.append(Problem(rel, n, "module", mod))
         made = [m.group(1) for span in spans for m in MAKE.finditer(span)]  # `make x`, not prose
         out += [Problem(rel, n, "make", t) for t in made if t not in targets]
         for m in SETTING.finditer(line):

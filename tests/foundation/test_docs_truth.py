@@ -28,6 +28,7 @@ PLANTED = {
     "test": "Held by `tests/foundation/test_docs_truth.py::test_that_was_never_written`.",
     "name": "Read by `forge/review/server.no_such_function`.",
     "make": "Run `make no-such-target` first.",
+    "module": "Run `python -m forge.review.no_such_module`.",
     "setting": "Set SUBTEXT_NO_SUCH_SETTING=1.",
 }
 
