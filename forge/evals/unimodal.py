@@ -1,0 +1,172 @@
+"""MAIA's unimodal baseline (paper §4.3 "Unimodal", App. B "Unimodal models").
+
+Each true/false statement pair of Task 1 (VSV) is scored by local causal language models
+through ``minicons`` (``scorer.IncrementalLMScorer``), with no video and no prompt: the
+statement a language model finds more probable is the baseline's answer, which measures the
+distributional bias of the text alone.
+
+Length normalisation (App. B: "probabilities were computed adding a normalization parameter
+to take into account the different length of sentences in terms of tokens"): a statement's
+score is its mean token log-probability,
+
+    score(s) = (1 / (T - 1)) · Σ_{t=2..T} log p(w_t | w_<t)
+
+over the T tokens of ``s`` (minicons ``sequence_score`` with ``reduction = mean``; the first
+token has no left context unless ``bos_token`` is set, then every token is scored and the
+divisor is T). Across models (§4.3: "for each TS-FS pair, we selected the item with the
+highest probability among the five models") the pair's answer is the statement holding the
+single highest normalised score over all configured models.
+
+Models come from local folders only (``benchmarks.maia.unimodal.models`` in config/evals.yaml
+or ``SUBTEXT_MAIA_UNIMODAL_MODELS``, paths separated by ``os.pathsep``); nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ENV_MODELS = "SUBTEXT_MAIA_UNIMODAL_MODELS"
+MODEL = "unimodal"  # the leaderboard's model name
+SETTING = "text_only"  # no video: the statements alone
+TASK = "statement_verification"
+HOW_TO_CONFIGURE = (
+    "no local language model is configured for MAIA's unimodal baseline: set "
+    "`benchmarks.maia.unimodal.models: [/path/to/causal-lm, ...]` in config/evals.yaml, or "
+    f"{ENV_MODELS}=/path/one{os.pathsep}/path/two (local Hugging Face folders with config, weights "
+    "and tokenizer; the paper used Llama-3.1-8B-Instruct, LLaMAntino-2-7B, LLaMAntino-3-ANITA-8B, "
+    "Gemma-7B and Qwen2.5-7B-Instruct)"
+)
+
+
+@dataclass(frozen=True)
+class UnimodalConfig:
+    models: tuple[str, ...]
+    device: str = "cpu"
+    batch_size: int = 16
+    bos_token: bool = False
+
+
+def unimodal_config(block: dict[str, Any] | None, env: dict[str, str] | None = None) -> UnimodalConfig | None:
+    """The baseline's settings from ``benchmarks.maia.unimodal`` (the environment variable adds
+    models); None when no model is configured. A configured path that is not a folder is an
+    error: a typo must not silently drop a model from the baseline."""
+    block = dict(block or {})
+    env = os.environ if env is None else env
+    paths = [str(p) for p in block.get("models") or []]
+    paths += [p for p in (env.get(ENV_MODELS) or "").split(os.pathsep) if p.strip()]
+    if not paths:
+        return None
+    missing = [p for p in paths if not Path(p).is_dir()]
+    if missing:
+        raise FileNotFoundError(f"MAIA unimodal baseline: model folder(s) not found: {missing}")
+    return UnimodalConfig(
+        tuple(dict.fromkeys(paths)),
+        str(block.get("device") or "cpu"),
+        int(block.get("batch_size") or 16),
+        bool(block.get("bos_token")),
+    )
+
+
+def mean_logprob(scores: Any) -> float:
+    """minicons reduction: the mean of a statement's token log-probabilities (its length-normalised score)."""
+    return float(scores.mean(0).item())
+
+
+def statement_scores(
+    texts: Sequence[str], model_path: str, device: str = "cpu", batch_size: int = 16, bos_token: bool = False
+) -> list[float]:
+    """Length-normalised log-probability of each text under the causal LM at ``model_path``."""
+    from minicons import scorer  # heavy (torch, transformers): only when the baseline runs
+
+    lm = scorer.IncrementalLMScorer(model_path, device=device)
+    kw = {"bos_token": True} if bos_token and lm.tokenizer.bos_token else {}
+    out: list[float] = []
+    for k in range(0, len(texts), batch_size):
+        out += lm.sequence_score(list(texts[k : k + batch_size]), reduction=mean_logprob, **kw)
+    return out
+
+
+def pick_statements(per_model: dict[str, np.ndarray]) -> np.ndarray:
+    """Index (0/1) of the chosen statement per pair: arrays of shape (pairs, 2), one per model;
+    the statement with the single highest score over all models wins (a tie keeps the first)."""
+    stacked = np.stack(list(per_model.values()))  # models × pairs × 2
+    return stacked.max(axis=0).argmax(axis=1)
+
+
+def unimodal_predictions(
+    items: pd.DataFrame,
+    cfg: UnimodalConfig,
+    score_fn: Callable[[Sequence[str], str], list[float]] | None = None,
+) -> pd.DataFrame:
+    """One ``eval_predictions``-shaped row per VSV pair: the chosen statement, right or wrong.
+    ``items``: exported MAIA items (``options`` = the two statements, ``answer`` = the true
+    statement's letter); other tasks are ignored. ``score_fn(texts, model_path)`` defaults to
+    minicons on ``cfg``'s device."""
+    sv = items[items["task"] == TASK].reset_index(drop=True)
+    if sv.empty:
+        return pd.DataFrame()
+    pairs = [list(o) for o in sv["options"]]
+    bad = [i for i, p in zip(sv["item_id"], pairs, strict=True) if len(p) != 2]
+    if bad:
+        raise ValueError(f"MAIA unimodal baseline: items without exactly two statements: {bad[:5]}")
+    score_fn = score_fn or (lambda t, m: statement_scores(t, m, cfg.device, cfg.batch_size, cfg.bos_token))
+    flat = [s for p in pairs for s in p]
+    per_model = {m: np.asarray(score_fn(flat, m), dtype=float).reshape(-1, 2) for m in cfg.models}
+    chosen = pick_statements(per_model)
+    rows = []
+    for k, r in enumerate(sv.to_dict("records")):
+        letter = "AB"[int(chosen[k])]
+        ok = letter == str(r["answer"]).strip()
+        rows.append(
+            {
+                "model": MODEL,
+                "benchmark": "maia",
+                "setting": SETTING,
+                "item_id": r["item_id"],
+                "variant": 0,
+                "task": TASK,
+                "category": r.get("category"),
+                "split": r.get("split"),
+                "source_item_id": r.get("source_item_id"),
+                "raw_reply": pairs[k][int(chosen[k])],
+                "gold": str(r["answer"]),
+                "parsed": letter,
+                "parse_ok": True,
+                "parse_method": "lm_probability",
+                "status": "ok",
+                "correct": ok,
+                "score": float(ok),
+                "detail": json.dumps(
+                    {"scores": {Path(m).name: per_model[m][k].round(6).tolist() for m in cfg.models}},
+                    ensure_ascii=False,
+                ),
+                "backend": MODEL,
+                "model_id": ",".join(Path(m).name for m in cfg.models),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def unimodal_scores(preds: pd.DataFrame, items: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """``eval_scores`` rows of the baseline by MAIA's own scorer (sv_accuracy, pool_consistency,
+    pool_majority per category); ``pool_consistency`` (Table 1's number) is its primary metric."""
+    from forge.evals.scoring import Scorer, score_benchmark
+
+    if preds.empty:
+        return pd.DataFrame()
+    p = preds.assign(detail=[json.loads(d) if isinstance(d, str) else d for d in preds["detail"]])
+    rows = pd.DataFrame(score_benchmark("maia", p, items, Scorer(n_boot, seed)))
+    rows["primary"] = (rows["metric"] == "pool_consistency") & (rows["slice"] == "all")
+    rows.insert(0, "model", MODEL)
+    rows.insert(1, "benchmark", "maia")
+    rows["split"] = preds["split"].dropna().iloc[0] if preds["split"].notna().any() else "all"
+    rows["backend"] = MODEL
+    return rows
