@@ -1,63 +1,129 @@
-"""``review_sensor``: polls Label Studio and materializes ``<benchmark>_verdicts`` (and the human
-baseline's ``<benchmark>_human_eval``) when reviewers changed something (docs/review.md).
+"""``review_sensor``: closes the review loop (docs/review.md, "The loop").
 
-Each tick, for every benchmark with live tasks (table ``review_tasks``): a fingerprint of its
-projects (task and annotation counts, each task's last change) is compared with the cursor; a
-change gives one run of ``<benchmark>_verdicts`` (and ``<benchmark>_export`` after it when the
-benchmark's review settings say ``export_after_review``) (run key ``review:<benchmark>:<fingerprint>``: a repeated tick never
-launches it twice, and the verdicts asset replaces rows, so nothing is duplicated). Label Studio
-down: the tick is skipped with a message naming ``make review``; nothing is lost, the next tick
-catches up.
+Each tick, for every benchmark whose review policy is not ``off``, it asks what the loop has to
+do (``forge.review.loop.todo``): a first push (gated items, nothing pushed yet), annotations the
+verdicts table does not hold yet (new or changed), tasks deleted in the tool, gated items
+materialized after the last push (a regeneration); and, for the human baseline, whether its
+projects changed (a fingerprint). Everything due goes into ONE run per tick: per benchmark
+``<b>_verdicts`` then ``<b>_review_tasks`` (read, then push: disputes reach adjudication, edited
+revisions get their task, refused verdicts go back to their reviewers), ``<b>_export`` when the
+benchmark's review settings say ``export_after_review``, and ``<b>_human_eval``.
+
+Cursor: what the last requested run was for (a hash) and an outage counter. The same situation is
+never requested twice (a failed run is retried when something changes, or once Label Studio was
+seen down and is back: run key ``review:<outages>:<hash>``); while a loop run is queued or
+running, the tick waits. Label Studio down: the tick is skipped with a message naming ``make
+review``; nothing is lost, the next tick catches up.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import dagster as dg
 
 from forge.benchmarks import registry
 from forge.provenance.versioning import content_hash
-from forge.review import sync
+from forge.review import loop, sync
 from forge.review.client import ReviewServerDown
 from forge.review.config import review_spec
+from forge.review.spec import ReviewPolicy
 from resources.review import ReviewResource
 from resources.storage import StorageResource
 
+LOOP_TAG = "subtext/review_loop"
+ACTIVE = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
+
 
 def targets(name: str, kinds: set[str], export: bool = False) -> list[dg.AssetKey]:
-    """What one run materializes: the verdicts (then, with ``export_after_review``, the export,
-    which depends on them), the human baseline's scores."""
-    keys = [dg.AssetKey(f"{name}_verdicts")] if kinds & {"review", "adjudication"} else []
+    """What one benchmark adds to the run: the verdicts then the push (then, with
+    ``export_after_review``, the export, which depends on the verdicts), the human baseline's scores."""
+    keys = [dg.AssetKey(f"{name}_verdicts"), dg.AssetKey(f"{name}_review_tasks")] if "review" in kinds else []
     keys += [dg.AssetKey(f"{name}_export")] if keys and export else []
     return keys + ([dg.AssetKey(f"{name}_human_eval")] if "human" in kinds else [])
 
 
+def _cursor(raw: str | None) -> dict[str, Any]:
+    cur = json.loads(raw) if raw else {}
+    if "outages" not in cur:  # an older cursor ({benchmark: fingerprint}): start afresh
+        cur = {}
+    return {"requested": cur.get("requested"), "outages": int(cur.get("outages", 0)), "human": cur.get("human") or {}}
+
+
+def _regenerated(instance: dg.DagsterInstance, name: str) -> list[str]:
+    """The gated items were materialized after the last push (a regeneration, a rebuild)."""
+    gated = instance.get_latest_materialization_event(dg.AssetKey(f"{name}_gated"))
+    pushed = instance.get_latest_materialization_event(dg.AssetKey(f"{name}_review_tasks"))
+    if gated is not None and (pushed is None or gated.timestamp > pushed.timestamp):
+        return [f"gated items changed at {gated.timestamp}"]
+    return []
+
+
+def _in_flight(instance: dg.DagsterInstance) -> bool:
+    return bool(instance.get_runs(filters=dg.RunsFilter(tags={LOOP_TAG: "1"}, statuses=ACTIVE), limit=1))
+
+
+def _due(
+    context: dg.SensorEvaluationContext, store: Any, ls: Any, cur: dict[str, Any]
+) -> tuple[dict[str, list[str]], list[dg.AssetKey], dict[str, str]]:
+    """(benchmark → why its loop runs, the run's asset keys, the human projects' fingerprints)."""
+    tasks = store.read("review_tasks") if store.exists("review_tasks") else None
+    if store.exists("gated_items") or tasks is not None:
+        ls.ensure_up()
+    due: dict[str, list[str]] = {}
+    keys: list[dg.AssetKey] = []
+    human_fp: dict[str, str] = {}
+    for name in registry.names():
+        rs = review_spec(name, registry.get(name).review)
+        if rs.policy == ReviewPolicy.OFF:
+            continue
+        why = loop.todo(ls, store, name) + _regenerated(context.instance, name)
+        kinds = {"review"} if why else set()
+        human = tasks[(tasks["benchmark"] == name) & (tasks["kind"] == "human")] if tasks is not None else None
+        if human is not None and len(human):
+            human_fp[name] = content_hash(sync.fingerprint(ls, human), length=16)
+            if cur["human"].get(name) != human_fp[name]:
+                why.append(f"human answers {human_fp[name]}")
+                kinds.add("human")
+        if why:
+            due[name] = why
+            keys += targets(name, kinds, rs.export_after_review)
+    return due, keys, human_fp
+
+
 def tick(context: dg.SensorEvaluationContext, storage: StorageResource, review: ReviewResource) -> dg.SensorResult:
     store = storage.store
-    seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-    if not store.exists("review_tasks"):
-        return dg.SensorResult(skip_reason=dg.SkipReason("no review tasks pushed yet"), cursor=context.cursor)
-    tasks = store.read("review_tasks")
-    ls = review.client(store.data_dir)
-    runs, now = [], dict(seen)
+    cur = _cursor(context.cursor)
+    if not store.exists("gated_items") and not store.exists("review_tasks"):
+        return dg.SensorResult(skip_reason=dg.SkipReason("nothing to review yet"), cursor=context.cursor)
     try:
-        for name in registry.names():
-            mine = tasks[tasks["benchmark"] == name]
-            if mine.empty:
-                continue
-            fp = content_hash(sync.fingerprint(ls, mine), length=16)
-            now[name] = fp
-            if seen.get(name) != fp:
-                export = review_spec(name, registry.get(name).review).export_after_review
-                keys = targets(name, set(mine["kind"]), export)
-                runs.append(dg.RunRequest(run_key=f"review:{name}:{fp}", asset_selection=keys))
-    except ReviewServerDown as exc:
-        return dg.SensorResult(skip_reason=dg.SkipReason(str(exc)), cursor=context.cursor)
-    cursor = json.dumps(now, sort_keys=True)
-    if not runs:
-        return dg.SensorResult(skip_reason=dg.SkipReason("no new or changed verdicts"), cursor=cursor)
-    return dg.SensorResult(run_requests=runs, cursor=cursor)
+        due, keys, human_fp = _due(context, store, review.client(store.data_dir), cur)
+    except ReviewServerDown as exc:  # retried once the tool is back, even for the same situation
+        down = {**cur, "requested": None, "outages": cur["outages"] + 1}
+        return dg.SensorResult(skip_reason=dg.SkipReason(str(exc)), cursor=json.dumps(down, sort_keys=True))
+    if not due:
+        return dg.SensorResult(skip_reason=dg.SkipReason("nothing to read or push"), cursor=context.cursor)
+    state = content_hash(json.dumps(due, sort_keys=True), length=16)
+    if state == cur["requested"]:
+        return dg.SensorResult(
+            skip_reason=dg.SkipReason(f"already requested a run for this state ({', '.join(sorted(due))})"),
+            cursor=context.cursor,
+        )
+    if _in_flight(context.instance):
+        return dg.SensorResult(skip_reason=dg.SkipReason("a review loop run is in progress"), cursor=context.cursor)
+    req = dg.RunRequest(
+        run_key=f"review:{cur['outages']}:{state}",
+        asset_selection=keys,
+        tags={LOOP_TAG: "1", "subtext/review_benchmarks": ",".join(sorted(due))},
+    )
+    new = {**cur, "requested": state, "human": {**cur["human"], **human_fp}}
+    return dg.SensorResult(run_requests=[req], cursor=json.dumps(new, sort_keys=True))
 
 
 @dg.sensor(
@@ -65,8 +131,9 @@ def tick(context: dg.SensorEvaluationContext, storage: StorageResource, review: 
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
     target=dg.AssetSelection.assets(*[k for n in registry.names() for k in targets(n, {"review", "human"}, True)]),
-    description="Polls Label Studio (make review) and materializes <benchmark>_verdicts / <benchmark>_human_eval "
-    "when reviewers submitted, changed or deleted something.",
+    description="Closes the review loop (make review): one run per tick reads the verdicts and pushes "
+    "(<benchmark>_verdicts, then <benchmark>_review_tasks; disputes to adjudication, edited revisions to "
+    "review, refused verdicts back to their reviewers), and scores the human baseline (<benchmark>_human_eval).",
 )
 def review_sensor(
     context: dg.SensorEvaluationContext, storage: StorageResource, review: ReviewResource

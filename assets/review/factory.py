@@ -1,16 +1,20 @@
 """Human review assets, one set per registered benchmark (logic in ``forge/review``):
 
-* ``<name>_review_tasks`` (table ``review_tasks``): pushes every gated item that needs review to
-  Label Studio (one project per benchmark and export version), disputed items to the
-  adjudication project; idempotent (``forge/review/sync.py``);
 * ``<name>_verdicts`` (table ``verdicts``, rejects with stage ``human_review``): reads every
-  annotation back (the review sensor materializes it when the tool changed); check
-  ``review_coverage`` shows decided / needing review and stays red until every item is decided
-  under policy ``required``;
+  annotation back; check ``review_coverage`` shows decided / needing review (WARN while items are
+  pending: under policy ``required`` they are held back from the export, which is the policy
+  working, not a failure);
+* ``<name>_review_tasks`` (tables ``review_tasks``, ``review_task_ledger``), downstream of the
+  verdicts: pushes every gated item that needs review to the benchmark's one review project,
+  disputed items to its adjudication project, refused verdicts back to their reviewers
+  (``returned``); idempotent (``forge/review/sync.py``, ``forge/review/loop.py``). The review
+  sensor runs both, in this order, in one run per tick (``sensors/review.py``);
 * ``<name>_human_tasks`` / ``<name>_human_eval``: the human baseline (``assets/review/human.py``).
 
 Label Studio down: under policy ``required`` the assets fail with a message naming
-``make review`` and write nothing; under ``advisory`` (the demo) they complete with that note.
+``make review`` and write nothing (a push it stopped midway writes its ledger: the message says
+how many tasks were pushed, and the next push continues); under ``advisory`` (the demo) they
+complete with that note.
 """
 
 import json
@@ -26,8 +30,10 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.provenance.versioning import content_hash
 from forge.review import stages as rv
 from forge.review.client import ReviewServerDown
+from forge.review.loop import LEDGER
 from forge.review.reprobe import Reprobe
 from forge.review.spec import ReviewPolicy
+from forge.review.sync import PushInterrupted
 from forge.splits.config import benchmark_config
 from forge.splits.stages import BLIND_PROMPT
 from resources.llm import LLMResource
@@ -49,12 +55,16 @@ def md_values(md: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def server_down(spec: BenchmarkSpec, exc: ReviewServerDown, context: dg.AssetExecutionContext) -> str:
-    """Policy ``required``: a failed step naming ``make review`` (nothing written). Otherwise the
-    note the asset completes with (the recorded tables stay as they are)."""
+def server_down(
+    spec: BenchmarkSpec, exc: ReviewServerDown, context: dg.AssetExecutionContext, what: str = "nothing pushed or read"
+) -> str:
+    """Policy ``required``: a failed step naming ``make review`` (nothing written but a stopped
+    push's ledger). Otherwise the note the asset completes with (the recorded tables stay as they
+    are); ``what`` says what did not happen, unless the message already says what did."""
     if rv.settings(spec).policy == ReviewPolicy.REQUIRED:
         raise dg.Failure(description=str(exc), metadata={"how_to_start": "make review"})
-    note = f"{exc} (policy {rv.settings(spec).policy}: nothing pushed or read)"
+    said = isinstance(exc, PushInterrupted)
+    note = f"{exc} (policy {rv.settings(spec).policy}" + ("" if said else f": {what}") + ")"
     context.log.warning(f"{spec.name}: {note}")
     return note
 
@@ -68,12 +78,14 @@ def benchmark_review_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         name=tasks_key,
         group_name=GROUP,
         kinds={"python"},
-        deps=[spec.asset("gated")],
+        deps=[spec.asset("gated"), verdicts_key],
         code_version=version,
-        check_specs=contract_check_specs(tasks_key, ["review_tasks"]),
-        metadata=table_metadata(["review_tasks"]),
-        description=f"Pushes the gated {spec.title} items that need human review to Label Studio (one project "
-        f"per export version; disputed items to the adjudication project). Start the tool with `make review`.",
+        check_specs=contract_check_specs(tasks_key, ["review_tasks", LEDGER]),
+        metadata=table_metadata(["review_tasks", LEDGER]),
+        description=f"Pushes the gated {spec.title} items that need human review to the benchmark's one Label "
+        "Studio review project (disputed items to its adjudication project, refused verdicts back to their "
+        "reviewers), after reading the verdicts; every task in the append-only ledger. Start the tool with "
+        "`make review`; the review sensor runs it.",
     )
     def _tasks(
         context: dg.AssetExecutionContext, storage: StorageResource, review: ReviewResource
@@ -86,7 +98,7 @@ def benchmark_review_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
             out = rv.run_review_tasks(store, spec, None, server_down(spec, exc, context))
         return publish(
             store,
-            {"review_tasks": {spec.name: out.tables["review_tasks"]}},
+            {"review_tasks": {spec.name: out.tables["review_tasks"]}, LEDGER: {spec.name: out.tables[LEDGER]}},
             metadata=md_values(out.metadata),
             asset_key=context.asset_key,
             started=t0,
@@ -96,18 +108,20 @@ def benchmark_review_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         name=verdicts_key,
         group_name=GROUP,
         kinds={"python"},
-        deps=[tasks_key],
+        deps=[spec.asset("gated")],
         code_version=version,
         check_specs=[
-            *contract_check_specs(verdicts_key, ["verdicts"]),
+            *contract_check_specs(verdicts_key, ["verdicts", "review_status"]),
             dg.AssetCheckSpec(
                 COVERAGE_CHECK,
                 asset=verdicts_key,
                 description="Items decided by reviewers / items needing review (reviewers per item and splits from "
-                "the benchmark's review declaration); red until every item is decided under policy `required`.",
+                "the benchmark's review declaration). WARN while any is pending or disputed: under policy "
+                "`required` those are held back from the export (the policy working), under `advisory` exported "
+                "unreviewed.",
             ),
         ],
-        metadata=table_metadata(["verdicts"]),
+        metadata=table_metadata(["verdicts", "review_status"]),
         description=f"Human verdicts on {spec.title} items read back from Label Studio (the review sensor "
         "materializes it when reviewers submit): item, reviewer, verdict, reason, edits, seconds, time; "
         "rejected items become rejects (stage `human_review`); agreement (Krippendorff's alpha) in metadata.",
@@ -121,28 +135,23 @@ def benchmark_review_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         try:
             out = rv.run_verdicts(store, spec, review.client(store.data_dir), probe=probe)
         except ReviewServerDown as exc:
-            out = rv.run_verdicts(store, spec, None, server_down(spec, exc, context), probe=probe)
+            out = rv.run_verdicts(store, spec, None, server_down(spec, exc, context, "nothing read"), probe=probe)
         if out.engine is not None:
             record_llm_calls(store, out.engine)
         res = publish(
             store,
-            {"verdicts": {spec.name: out.tables["verdicts"]}},
+            {t: {spec.name: out.tables[t]} for t in ("verdicts", "review_status")},
             rejects=out.rejects,
             metadata=md_values(out.metadata),
             asset_key=context.asset_key,
             started=t0,
         )
-        md = out.metadata
-        done = md["items_needing_review"] == md["reviewed"]
-        required = md["policy"] == ReviewPolicy.REQUIRED
         check = dg.AssetCheckResult(
             check_name=COVERAGE_CHECK,
             asset_key=context.asset_key,
-            passed=bool(done),
-            severity=dg.AssetCheckSeverity.ERROR if required else dg.AssetCheckSeverity.WARN,
-            metadata=md_values(
-                {k: md[k] for k in ("coverage", "accepted", "rejected", "disputed", "pending", "policy")}
-            ),
+            passed=out.metadata["items_needing_review"] == out.metadata["reviewed"],
+            severity=dg.AssetCheckSeverity.WARN,  # items awaiting review are the policy working, not a failure
+            metadata=md_values(rv.coverage_note(out.metadata)),
         )
         return dg.MaterializeResult(
             asset_key=context.asset_key, metadata=res.metadata, check_results=[*res.check_results, check]

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from forge.benchmarks.settings import active_profile, effective, merge
+from forge.benchmarks.settings import active_profile, merge
 from forge.review.spec import ReviewPolicy, ReviewSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,9 +35,16 @@ def load_doc(path: Path | None = None) -> dict[str, Any]:
 
 
 def review_spec(name: str, declared: ReviewSpec, profile: str | None = None, path: Path | None = None) -> ReviewSpec:
-    """The review settings in effect for benchmark ``name``."""
-    doc = effective(load_doc(path), active_profile(name, profile), "review settings")
-    block = merge(doc.get("defaults") or {}, (doc.get("benchmarks") or {}).get(name) or {})
+    """The review settings in effect for benchmark ``name``: the declaration, then the active
+    profile's block (``profiles.<profile>``, e.g. the demo's ``advisory``), then the file's top-level
+    ``defaults`` and ``benchmarks.<name>``, then ``SUBTEXT_REVIEW_POLICY``. The top level is the
+    user's own setting and holds under every profile: ``policy: required`` under ``defaults:``
+    switches the demo too. A profile the file does not name adds nothing."""
+    doc = load_doc(path)
+    named = (doc.get("profiles") or {}).get(active_profile(name, profile)) or {}
+    block: dict[str, Any] = {}
+    for layer in (named, doc):  # the profile's defaults first, the user's top level over them
+        block = merge(block, merge(layer.get("defaults") or {}, (layer.get("benchmarks") or {}).get(name) or {}))
     env = os.environ.get(POLICY_ENV, "").strip()
     if env:
         block["policy"] = env

@@ -2,8 +2,9 @@
 export. ``assets/review`` wraps them; ``forge/splits/stages.run_export`` calls ``export_gate``.
 
 Tables: ``review_tasks`` (live Label Studio tasks per benchmark, kinds ``review`` /
-``adjudication`` / ``human``), ``verdicts`` (one row per annotation), ``human_answers`` (the
-blind answers of the human baseline). One file per benchmark each.
+``adjudication`` / ``returned`` / ``human``), ``review_task_ledger`` (every task a review push
+made, found or deleted; append-only, ``forge/review/loop.py``), ``verdicts`` (one row per
+annotation), ``human_answers`` (the blind answers of the human baseline). One file per benchmark each.
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ from typing import Any
 import pandas as pd
 
 from forge.benchmarks.spec import BenchmarkSpec
-from forge.review import gate, sync
+from forge.review import gate, loop, sync
 from forge.review.client import LabelStudio
 from forge.review.config import review_spec
 from forge.review.items import box_predictions, task_data
 from forge.review.labelconfig import review_config
 from forge.review.reprobe import Reprobe, reprobe
 from forge.review.spec import ReviewPolicy, ReviewSpec
+from forge.review.status import review_status
 from forge.review.verdicts import VERDICT_COLUMNS, merge, verdict_rows
-from forge.splits.export import existing_versions
 from forge.splits.gates import LIST_COLUMNS, _lst
 from forge.storage import RejectLog, TableStore
 
@@ -53,12 +54,6 @@ def gated_items(store: TableStore, name: str) -> pd.DataFrame:
     return df
 
 
-def next_version(store: TableStore, name: str) -> str:
-    """The export version the current review round gates (the next one to be written)."""
-    versions = existing_versions(store.data_dir / "exports" / name)
-    return f"v{(versions[-1][0] if versions else 0) + 1}"
-
-
 def clip_paths(store: TableStore) -> dict[str, str]:
     clips = store.read("clips", columns=["clip_id", "path"]) if store.exists("clips") else pd.DataFrame()
     return {str(r.clip_id): str(r.path) for r in clips.itertuples() if isinstance(r.path, str) and r.path}
@@ -74,9 +69,17 @@ def resolution(
 
 
 def project_settings(rs: ReviewSpec, overlap: int, description: str) -> dict[str, Any]:
+    """Label Studio project settings that give each reviewer an annotation of their own: a task
+    takes ``overlap`` annotations (the reviewers an item needs), every task gets the full overlap,
+    and the labeling stream ("Label All Tasks") hands each reviewer the next task they have not
+    annotated (``sampling``; Label Studio 1.23.2 accepts "Sequential sampling", "Uniform sampling"
+    and "Uncertainty sampling"; each leaves out the tasks the reviewer already annotated)."""
     return {
         "maximum_annotations": overlap,
         "overlap_cohort_percentage": 100,
+        "sampling": "Sequential sampling",  # in task order, so a team's items finish together
+        "show_overlap_first": False,  # every task has the same overlap: nothing to put first
+        "enable_empty_annotation": False,  # the form refuses an empty submit (the reader refuses one too)
         "show_collab_predictions": True,  # the item's boxes are pre-drawn and editable
         "description": description,
     }
@@ -103,46 +106,107 @@ def prior_text(g: pd.DataFrame) -> str:
 
 
 def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "") -> StageOut:
-    """Push every item that needs review (not yet decided at its current revision) to this
-    round's project, and disputed items to the adjudication project. ``ls`` None (the tool is
-    down, policy advisory): the recorded tasks stay as they are, with ``note``."""
+    """Push every item that needs review (not yet decided at its current revision) to the
+    benchmark's one review project, disputed items to its adjudication project, and refused
+    verdicts back to their reviewers (``returned``); append what was done to the task ledger.
+    ``ls`` None (the tool is down, policy advisory): the recorded tasks stay as they are, with
+    ``note``. Label Studio stopping mid-push: the ledger keeps the tasks made so far and
+    ``sync.PushInterrupted`` says how many; the next push continues."""
     rs = settings(spec)
     out = StageOut(metadata={"policy": str(rs.policy), "reviewers_per_item": rs.reviewers})
     prev = read(store, "review_tasks", spec.name)
+    prev = prev if len(prev) else pd.DataFrame(columns=sync.TASK_COLUMNS)
+    ledger = loop.load_ledger(store, spec.name)
     if rs.policy == ReviewPolicy.OFF or ls is None:
         out.metadata["note"] = note or f"review policy off for {spec.name}: nothing pushed"
-        out.tables["review_tasks"] = prev if len(prev) else pd.DataFrame(columns=sync.TASK_COLUMNS)
+        out.tables.update({"review_tasks": prev, loop.LEDGER: ledger})
         return out
     ls.ensure_up()
-    res = resolution(store, spec, rs)
+    projects = {k: _project(ls, store, spec, rs, k) for k in ("review", "adjudication")}
+    found = ls.project_by_title(loop.title(spec, "returned"))
+    projects.update({"returned": found} if found else {})
+    titles = {int(p["id"]): str(p["title"]) for p in ls.projects()}
+    live = {
+        k: sync.live_tasks(ls, {*([int(projects[k]["id"])] if k in projects else []), *sync.ledger_projects(ledger, k)})
+        for k in loop.KINDS
+    }
+    ledger = loop.append(ledger, sync.reconcile(spec.name, ledger, live, titles))
+    live_ids = {int(t["id"]) for ps in live.values() for ts in ps.values() for t in ts}
+    # a task deleted in the tool makes its verdicts stale before anything is decided, so the push
+    # recreates it whether or not the verdicts were read since (the read marks them the same way)
+    verdicts = merge(read(store, "verdicts", spec.name), [], live_ids, sync.pushed_ids(ledger))
+    res = gate.resolve(gated_items(store, spec.name), verdicts, rs, store.data_dir)
+    wanted = _loop_wanted(res, rs, clip_paths(store))
+    if wanted["returned"] and "returned" not in projects:
+        projects["returned"] = _project(ls, store, spec, rs, "returned")
+        titles[int(projects["returned"]["id"])] = str(projects["returned"]["title"])
+    known = set(zip(ledger["task_key"].astype(str), ledger["revision"].astype(str), strict=True))
     recorded = set(res.verdicts["verdict_id"].astype(str))
-    clips = clip_paths(store)
-    items = res.items
-    todo = items[items["review_status"].isin(["pending"])]
-    round_ = next_version(store, spec.name)
-    media_root = str(store.data_dir.resolve() / "media")
+    ids = set(res.items["item_id"].astype(str))
+    plans = [
+        sync.plan(
+            spec.name,
+            k,
+            projects[k],
+            wanted[k],
+            live[k],
+            recorded,
+            ids - set(wanted[k]) if k != "returned" else frozenset(),
+            known,
+            titles,
+            consolidate=True,
+        )
+        for k in loop.KINDS
+        if k in projects
+    ]
+    progress = sync.Progress(sum(p.creations() for p in plans))
     frames, counts = [], {}
-    prev = prev if len(prev) else pd.DataFrame(columns=sync.TASK_COLUMNS)
-    for kind, subset, overlap, title in (
-        ("review", todo, rs.reviewers, f"{spec.title} review · {spec.name} {round_}"),
-        ("adjudication", items[items["review_status"] == "disputed"], 1, f"{spec.title} adjudication · {spec.name}"),
-    ):
-        config = review_config(rs, adjudication=kind == "adjudication")
-        desc = f"Subtext Forge {kind} of {spec.title} ({spec.name}); {rs.note}".strip()
-        project = ls.ensure_project(title, config, **project_settings(rs, overlap, desc))
-        ls.ensure_local_storage(int(project["id"]), media_root)
-        extra = None
-        if kind == "adjudication":
-            v = res.verdicts[~res.verdicts["stale"].astype(bool)]
-            extra = {str(i): {"prior_text": prior_text(g)} for i, g in v.groupby("item_id")}
-        wanted = _wanted(subset, rs, clips, kind, extra)
-        keep = set(items["item_id"].astype(str)) - set(wanted)
-        rows, c = sync.push(ls, spec.name, kind, project, wanted, prev, recorded, keep)
-        frames.append(rows)
-        counts[kind] = c
+    try:
+        for p in plans:
+            rows, counts[p.kind] = sync.execute(ls, p, progress)
+            frames.append(rows)
+    except sync.PushInterrupted:
+        loop.write_ledger(store, spec.name, loop.append(ledger, progress.events))
+        raise
+    if wanted["returned"]:
+        out.metadata["returned_to"] = loop.reviewer_tabs(ls, int(projects["returned"]["id"]), wanted["returned"])
     out.tables["review_tasks"] = pd.concat([prev[prev["kind"] == "human"], *frames], ignore_index=True)
-    out.metadata.update({"round": round_, "pushed": counts, **gate.coverage(res)})
+    out.tables[loop.LEDGER] = loop.append(ledger, progress.events)
+    out.metadata.update(
+        {
+            "projects": {k: str(p["title"]) for k, p in projects.items()},
+            "pushed": counts,
+            "tasks_created": f"{progress.done} of {progress.total}",
+            **gate.coverage(res),
+        }
+    )
     return out
+
+
+def _project(ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, kind: str) -> dict[str, Any]:
+    """The benchmark's one project of ``kind`` (created, or brought up to date; for ``review``, an
+    earlier release's newest per-version project is adopted), with its media storage."""
+    name = loop.title(spec, kind)
+    if kind == "review":
+        loop.adopt_legacy(ls, name)
+    overlap = rs.reviewers if kind == "review" else 1
+    config = review_config(rs, adjudication=kind == "adjudication")
+    project = ls.ensure_project(name, config, **project_settings(rs, overlap, loop.description(spec, rs, kind)))
+    ls.ensure_local_storage(int(project["id"]), str(store.data_dir.resolve() / "media"))
+    return project
+
+
+def _loop_wanted(res: gate.Resolution, rs: ReviewSpec, clips: dict[str, str]) -> dict[str, dict[str, sync.Wanted]]:
+    """kind → key → task: pending items to review, disputed ones to adjudication (with the
+    verdicts so far), refused verdicts back to their reviewers."""
+    items = res.items
+    current = res.verdicts[~res.verdicts["stale"].astype(bool)]
+    prior = {str(i): {"prior_text": prior_text(g)} for i, g in current.groupby("item_id")}
+    return {
+        "review": _wanted(items[items["review_status"] == "pending"], rs, clips, "review"),
+        "adjudication": _wanted(items[items["review_status"] == "disputed"], rs, clips, "adjudication", prior),
+        "returned": loop.returned(res.verdicts, items, rs, clips),
+    }
 
 
 def run_verdicts(
@@ -153,7 +217,7 @@ def run_verdicts(
     advisory): the recorded verdicts are re-resolved, nothing read, with ``note``. ``probe``:
     edited multiple-choice revisions re-enter the text-only probe (``forge/review/reprobe.py``)."""
     rs = settings(spec)
-    tasks = read(store, "review_tasks", spec.name)
+    tasks = loop.load_ledger(store, spec.name)  # every task ever pushed, in whichever project it lives
     prev = read(store, "verdicts", spec.name)
     out = StageOut()
     polled: list[dict[str, Any]] = []
@@ -162,25 +226,34 @@ def run_verdicts(
     else:
         if len(tasks):
             ls.ensure_up()
-        by_kind, live = sync.poll(ls, tasks, ("review", "adjudication"))
+        by_kind, live = sync.poll(ls, tasks, loop.KINDS)
         users = ls.users() if len(tasks) else {}
         polled = [
             r
             for kind, projects in by_kind.items()
             for pid, ts in projects
-            for r in verdict_rows(spec.name, kind, pid, ts, users, rs.reasons)
+            # a returned task is reviewed again: its verdict counts as a review verdict
+            for r in verdict_rows(
+                spec.name, "adjudication" if kind == "adjudication" else "review", pid, ts, users, rs.reasons, rs.limits
+            )
         ]
-        merged = merge(prev, polled, live, {int(t) for t in tasks["task_id"]} if len(tasks) else set())
+        merged = merge(prev, polled, live, sync.pushed_ids(tasks))
     items = gated_items(store, spec.name)
     res = gate.resolve(items, merged, rs, store.data_dir)
     if probe is not None:
         probed, out.engine = reprobe(res.items, res.verdicts, probe, spec.asset("verdicts"), spec.name)
         res = gate.resolve(items, probed, rs, store.data_dir) if out.engine is not None else res
     out.tables["verdicts"] = res.verdicts
+    out.tables["review_status"] = review_status(spec.name, res, rs.policy)
     log = RejectLog(gate.STAGE, spec.name)
     for item_id, why in sorted(res.reasons.items()):
         who = sorted(
-            res.verdicts.loc[(res.verdicts["item_id"] == item_id) & (res.verdicts["verdict"] == "reject"), "reviewer"]
+            res.verdicts.loc[
+                (res.verdicts["item_id"] == item_id)
+                & (res.verdicts["verdict"] == "reject")
+                & res.verdicts["flag"].isna(),
+                "reviewer",
+            ]
             .astype(str)
             .unique()
         )
@@ -203,9 +276,47 @@ def export_gate(store: TableStore, spec: BenchmarkSpec, gated: pd.DataFrame) -> 
     kept, left_out = gate.export_filter(res, rs.policy)
     info = gate.summary(res, rs, rs.policy)
     info.update({"held_back": len(left_out["held_back"]), "rejected_ids": left_out["rejected"][:50]})
-    info["human_reviewed"] = (
-        rs.policy != ReviewPolicy.OFF
-        and info["items_needing_review"] > 0
-        and info["reviewed"] == info["items_needing_review"]
-    )
+    shown = res.items.loc[res.items["item_id"].isin(kept["item_id"]), "review_status"]
+    needing = int((shown != "not_required").sum())
+    info["exported_needing_review"] = needing
+    info["exported_accepted"] = int((shown == "accepted").sum())
+    info["not_reviewed_split"] = int((res.items["review_status"] == "not_required").sum())
+    # every exported item that needed review was accepted by people (under `required`, whatever
+    # is still pending is held back, so a partial review can be a fully human-reviewed export)
+    info["human_reviewed"] = rs.policy != ReviewPolicy.OFF and needing > 0 and info["exported_accepted"] == needing
+    info["summary"] = review_summary(info)
     return kept[gated.columns.tolist()], info
+
+
+def review_summary(info: dict[str, Any]) -> str:
+    """What was reviewed, in one line: "18 of 20 items human-accepted; 2 held back"."""
+    parts = [f"{info.get('accepted', 0)} of {info.get('items_needing_review', 0)} items human-accepted"]
+    if info.get("held_back"):
+        parts.append(f"{info['held_back']} held back")
+    if info.get("rejected"):
+        parts.append(f"{info['rejected']} rejected")
+    unreviewed = info.get("exported_needing_review", 0) - info.get("exported_accepted", 0)
+    if unreviewed > 0:
+        parts.append(f"{unreviewed} exported without a human decision")
+    if info.get("not_reviewed_split"):
+        parts.append(f"{info['not_reviewed_split']} in splits the policy does not review")
+    return "; ".join(parts)
+
+
+def coverage_note(md: dict[str, Any]) -> dict[str, Any]:
+    """The ``review_coverage`` check's figures, with the held-back count and a sentence."""
+    out = {k: md.get(k) for k in ("coverage", "accepted", "rejected", "disputed", "pending", "policy")}
+    out.update({k: md[k] for k in ("verdicts_flagged", "flagged", "verdicts_refused", "refused") if k in md})
+    open_ = int(md.get("pending", 0)) + int(md.get("disputed", 0))
+    need = md.get("items_needing_review", 0)
+    out["held_back"] = open_ if md.get("policy") == ReviewPolicy.REQUIRED else 0
+    if not open_:
+        out["note"] = f"{md.get('reviewed', 0)} of {need} items decided by reviewers"
+    elif out["held_back"]:
+        out["note"] = (
+            f"{open_} of {need} items held back from the export until reviewed (policy required: "
+            f"{md.get('pending', 0)} pending, {md.get('disputed', 0)} disputed)"
+        )
+    else:
+        out["note"] = f"{open_} of {need} items not decided yet; policy {md.get('policy')} exports them unreviewed"
+    return out

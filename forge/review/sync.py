@@ -1,27 +1,37 @@
 """Pushing tasks to Label Studio and reading them back, idempotently. Dagster-free.
 
-``push`` makes the tool hold exactly one live task per wanted item at its current revision:
+A push is planned (``plan``), then carried out (``execute``). It makes the tool hold exactly one
+live task per wanted key (an item; for ``returned``, a refused verdict) at the key's current
+revision, in the kind's one project:
 
-* an item whose task (any project of that kind) is at the current revision keeps it;
+* a task at the current revision in that project is kept;
 * an item that changed gets a new task, and its old task is deleted once every annotation on
-  it is recorded in the verdicts table (until then it stays: nothing is lost);
-* an item whose task was deleted in the tool gets a new one (back in the queue);
-* a task of an item already decided stays (its verdicts keep counting);
-* a task of an item no longer gated is deleted on the same condition.
+  it is recorded in the verdicts table (until then it stays, ``deferred``: nothing is lost);
+* with ``consolidate`` (review, adjudication, returned: one project per benchmark and kind), a
+  current task in another project of the kind (a project of an older export round) is
+  ``moved``: created in the project, the old one deleted on the same condition;
+* a key whose task was deleted in the tool gets a new one (``recreated``: back in the queue);
+* a task of a key in ``keep`` (an item already decided) stays (its verdicts keep counting);
+* a task of a key no longer wanted is deleted on the same condition.
 
-Rows of the ``review_tasks`` table describe the live tasks after the push.
+Rows of the ``review_tasks`` table describe the live tasks after the push. The ledger
+(``review_task_ledger``) only grows: every task a push made or found (``created``,
+``recreated``, ``moved``, ``adopted``), deleted itself (``deleted``) or found gone from the tool
+(``missing``). ``pushed_ids`` are the tasks the tool should still have; one it does not have was
+deleted in the tool, so its verdicts are stale (``verdicts.merge``) and its key is pushed again,
+in whichever order the push and the read run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 
-from forge.review.client import LabelStudio, ReviewAPIError
+from forge.review.client import LabelStudio, ReviewAPIError, ReviewServerDown
 
 TASK_COLUMNS = [
     "benchmark",
@@ -34,18 +44,41 @@ TASK_COLUMNS = [
     "action",
     "pushed_at",
 ]
+LEDGER_COLUMNS = [
+    "benchmark",
+    "kind",
+    "item_id",
+    "revision",
+    "task_key",
+    "project_id",
+    "project_title",
+    "task_id",
+    "event",
+    "recorded_at",
+]
+MADE = ("created", "recreated", "moved", "adopted")  # ledger events of a task the tool should have
+COUNTS = ("kept", "created", "recreated", "moved", "replaced", "deleted", "deferred")
 
 
 @dataclass
 class Wanted:
-    data: dict[str, Any]  # task data (``item_id`` and ``revision`` included)
+    data: dict[str, Any]  # task data (``item_id`` and ``revision`` included; ``task_key`` when not the item)
     predictions: list[dict[str, Any]] = field(default_factory=list)
 
 
-def live_tasks(ls: LabelStudio, project_ids: set[int]) -> dict[int, list[dict[str, Any]]]:
+def task_key(task: Mapping[str, Any]) -> str:
+    data = task.get("data") or {}
+    return str(data.get("task_key") or data.get("item_id"))
+
+
+def _rev(task: Mapping[str, Any]) -> str:
+    return str((task.get("data") or {}).get("revision"))
+
+
+def live_tasks(ls: LabelStudio, project_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
     """project id → its tasks (with annotations); a project deleted in the tool is skipped."""
     out = {}
-    for pid in sorted(project_ids):
+    for pid in sorted(set(project_ids)):
         try:
             out[pid] = ls.tasks(pid)
         except ReviewAPIError:
@@ -55,6 +88,235 @@ def live_tasks(ls: LabelStudio, project_ids: set[int]) -> dict[int, list[dict[st
 
 def _recorded(task: dict[str, Any], pid: int, recorded: set[str]) -> bool:
     return all(f"{pid}:{a['id']}" in recorded for a in task.get("annotations") or [])
+
+
+# -- the ledger ----------------------------------------------------------------------------------
+
+
+def empty_ledger() -> pd.DataFrame:
+    return pd.DataFrame(columns=LEDGER_COLUMNS)
+
+
+def _ids(ledger: pd.DataFrame, events: Iterable[str]) -> set[int]:
+    if not len(ledger):
+        return set()
+    return {int(t) for t in ledger.loc[ledger["event"].isin(list(events)), "task_id"]}
+
+
+def pushed_ids(ledger: pd.DataFrame) -> set[int]:
+    """Tasks a push made or adopted and never deleted itself: the tool should have each of them."""
+    return _ids(ledger, MADE) - _ids(ledger, ("deleted",))
+
+
+def unacknowledged(ledger: pd.DataFrame, live: set[int]) -> set[int]:
+    """Tasks the tool should have, does not, and no push has noted missing yet (the next push
+    recreates their keys)."""
+    return pushed_ids(ledger) - _ids(ledger, ("missing",)) - live
+
+
+def ledger_projects(ledger: pd.DataFrame, kind: str) -> set[int]:
+    return {int(p) for p in ledger.loc[ledger["kind"] == kind, "project_id"]} if len(ledger) else set()
+
+
+def event(
+    benchmark: str, kind: str, key: str, task: Mapping[str, Any], pid: int, title: str, name: str, at: Any
+) -> dict[str, Any]:
+    data = task.get("data") or {}
+    return {
+        "benchmark": benchmark,
+        "kind": kind,
+        "item_id": str(data.get("item_id")),
+        "revision": str(data.get("revision")),
+        "task_key": key,
+        "project_id": int(pid),
+        "project_title": title,
+        "task_id": int(task["id"]),
+        "event": name,
+        "recorded_at": at,
+    }
+
+
+def seed_ledger(review_tasks: pd.DataFrame, kinds: Iterable[str]) -> pd.DataFrame:
+    """A ledger for tasks pushed before the ledger existed: each recorded task ``adopted``."""
+    rows = review_tasks[review_tasks["kind"].isin(list(kinds))] if len(review_tasks) else review_tasks
+    if not len(rows):
+        return empty_ledger()
+    out = rows.assign(task_key=rows["item_id"].astype(str), event="adopted", recorded_at=rows["pushed_at"])
+    return out.reindex(columns=LEDGER_COLUMNS).reset_index(drop=True)
+
+
+def reconcile(
+    benchmark: str,
+    ledger: pd.DataFrame,
+    live: Mapping[str, Mapping[int, list[dict[str, Any]]]],
+    titles: Mapping[int, str],
+) -> list[dict[str, Any]]:
+    """Ledger events for what the tool shows now: live tasks of our projects the ledger does not
+    know (``adopted``), and tasks it should have but does not (``missing``, once per task)."""
+    now = pd.Timestamp(datetime.now(UTC))
+    known = _ids(ledger, (*MADE, "deleted"))
+    out, live_ids = [], set()
+    for kind, projects in live.items():
+        for pid, ts in projects.items():
+            for t in ts:
+                live_ids.add(int(t["id"]))
+                if int(t["id"]) not in known:
+                    out.append(event(benchmark, kind, task_key(t), t, pid, titles.get(pid, ""), "adopted", now))
+    gone = unacknowledged(ledger, live_ids)
+    if gone:
+        last = ledger[ledger["task_id"].astype(int).isin(gone)].drop_duplicates("task_id", keep="last")
+        for r in last.itertuples():
+            data = {"item_id": r.item_id, "revision": r.revision}
+            t = {"id": r.task_id, "data": data}
+            out.append(event(benchmark, r.kind, str(r.task_key), t, int(r.project_id), r.project_title, "missing", now))
+    return out
+
+
+# -- plan and execute ----------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    action: str  # keep | create | delete | defer
+    label: str  # the review_tasks action / the count it adds to
+    key: str
+    project_id: int
+    task: dict[str, Any] = field(default_factory=dict)  # the live task (keep / delete / defer)
+    wanted: Wanted | None = None  # what to create
+
+
+@dataclass
+class Plan:
+    benchmark: str
+    kind: str
+    project: Mapping[str, Any]
+    titles: Mapping[int, str]
+    steps: list[Step]
+
+    def creations(self) -> int:
+        return sum(s.action == "create" for s in self.steps)
+
+
+class PushInterrupted(ReviewServerDown):
+    """Label Studio stopped answering mid-push; ``progress`` says what had been done."""
+
+    def __init__(self, progress: Progress, cause: BaseException):
+        self.progress = progress
+        p = progress
+        super().__init__(
+            f"{p.done} of {p.total} tasks pushed before Label Studio stopped"
+            + (f" ({p.deleted} outdated tasks deleted)" if p.deleted else "")
+            + f"; the next push continues. {cause}"
+        )
+
+
+@dataclass
+class Progress:
+    total: int  # tasks the push means to create
+    done: int = 0
+    deleted: int = 0
+    events: list[dict[str, Any]] = field(default_factory=list)  # ledger rows of what was done
+
+
+def plan(
+    benchmark: str,
+    kind: str,
+    project: Mapping[str, Any],
+    wanted: Mapping[str, Wanted],
+    tasks: Mapping[int, list[dict[str, Any]]],
+    recorded: set[str],
+    keep: set[str] | frozenset[str] = frozenset(),
+    known: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
+    titles: Mapping[int, str] | None = None,
+    consolidate: bool = False,
+) -> Plan:
+    """What a push of ``kind`` does (module doc): ``tasks`` are the live tasks of the kind's
+    projects; ``known`` the (key, revision) pairs a push made before (a missing one is recreated)."""
+    main = int(project["id"])
+    have: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for pid, ts in tasks.items():
+        for t in ts:
+            have.setdefault(task_key(t), []).append((pid, t))
+    steps: list[Step] = []
+
+    def retire(key: str, pid: int, t: dict[str, Any], label: str) -> None:
+        done = _recorded(t, pid, recorded)  # annotations not yet read back: deleted by a later push
+        steps.append(Step("delete" if done else "defer", label if done else "deferred", key, pid, t))
+
+    for key, w in wanted.items():
+        rev = str(w.data["revision"])
+        mine = have.pop(key, [])
+        current = [(pid, t) for pid, t in mine if _rev(t) == rev and (pid == main or not consolidate)]
+        moving = not current and any(_rev(t) == rev for _pid, t in mine)
+        for pid, t in mine:
+            if current and t is current[0][1]:
+                continue
+            retire(key, pid, t, "replaced")
+        if current:
+            steps.append(Step("keep", "kept", key, current[0][0], current[0][1]))
+            continue
+        label = "moved" if moving else ("recreated" if (key, rev) in known else "created")
+        steps.append(Step("create", label, key, main, wanted=w))
+    for key, mine in have.items():  # keys no longer wanted: kept when decided, else deleted
+        for pid, t in mine:
+            if key in keep:
+                steps.append(Step("keep", "kept", key, pid, t))
+            else:
+                retire(key, pid, t, "deleted")
+    return Plan(benchmark, kind, project, {main: str(project["title"]), **(titles or {})}, steps)
+
+
+def execute(ls: LabelStudio, p: Plan, progress: Progress) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Carry out a plan: the ``review_tasks`` rows and counts by action; every task created or
+    deleted is appended to ``progress.events`` as it happens. Label Studio stopping midway raises
+    ``PushInterrupted`` (what was done stays in ``progress``)."""
+    counts = dict.fromkeys(COUNTS, 0)
+    now = pd.Timestamp(datetime.now(UTC))
+    rows: list[dict[str, Any]] = []
+
+    def row(key: str, t: Mapping[str, Any], pid: int, action: str) -> None:
+        data = t.get("data") or {}
+        rows.append(
+            {
+                "benchmark": p.benchmark,
+                "kind": p.kind,
+                "item_id": str(data.get("item_id")),
+                "revision": str(data.get("revision")),
+                "project_id": int(pid),
+                "project_title": p.titles.get(pid, str(pid)),
+                "task_id": int(t["id"]),
+                "action": action,
+                "pushed_at": now,
+            }
+        )
+
+    try:
+        for s in p.steps:
+            if s.action in ("keep", "defer"):
+                row(s.key, s.task, s.project_id, s.label)
+            elif s.action == "delete":
+                ls.delete_task(int(s.task["id"]))
+                progress.deleted += 1
+                progress.events.append(
+                    event(
+                        p.benchmark, p.kind, s.key, s.task, s.project_id, p.titles.get(s.project_id, ""), "deleted", now
+                    )
+                )
+            else:
+                assert s.wanted is not None
+                tid = ls.create_task(s.project_id, s.wanted.data, s.wanted.predictions)
+                progress.done += 1
+                t = {"id": tid, "data": s.wanted.data}
+                progress.events.append(
+                    event(p.benchmark, p.kind, s.key, t, s.project_id, p.titles.get(s.project_id, ""), s.label, now)
+                )
+                row(s.key, t, s.project_id, s.label)
+            counts[s.label] += 1
+    except ReviewServerDown as exc:
+        if isinstance(exc, PushInterrupted):
+            raise
+        raise PushInterrupted(progress, exc) from exc
+    return pd.DataFrame(rows, columns=TASK_COLUMNS), counts
 
 
 def push(
@@ -67,74 +329,22 @@ def push(
     recorded: set[str],
     keep: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[pd.DataFrame, dict[str, int]]:
-    """Bring ``project`` (and older projects of ``kind`` named in ``previous``) in line with
-    ``wanted``; tasks of the items in ``keep`` (decided, or not needing this kind) stay as they
-    are, so their verdicts keep counting. Returns the task rows and counts by action."""
+    """One kind's push in one call (the human baseline's; the review loop plans and executes
+    itself, with the ledger): bring ``project`` (and the projects of ``kind`` named in
+    ``previous``) in line with ``wanted``. Returns the task rows and counts by action."""
     prev = previous[previous["kind"] == kind] if len(previous) else previous
-    pids = {int(project["id"]), *(int(p) for p in (prev["project_id"] if len(prev) else []))}
-    tasks = live_tasks(ls, pids)
-    titles = {int(project["id"]): str(project["title"])}
-    seen_before = {(str(r.item_id), str(r.revision)) for r in prev.itertuples()} if len(prev) else set()
-    counts = dict.fromkeys(("kept", "created", "recreated", "replaced", "deleted", "deferred"), 0)
-    now = pd.Timestamp(datetime.now(UTC))
-    rows: list[dict[str, Any]] = []
-    have: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    for pid, ts in tasks.items():
-        for t in ts:
-            have.setdefault(str((t.get("data") or {}).get("item_id")), []).append((pid, t))
-
-    def row(item_id: str, rev: str, pid: int, tid: int, action: str) -> dict[str, Any]:
-        return {
-            "benchmark": benchmark,
-            "kind": kind,
-            "item_id": item_id,
-            "revision": rev,
-            "project_id": pid,
-            "project_title": titles.get(pid, str(pid)),
-            "task_id": tid,
-            "action": action,
-            "pushed_at": now,
-        }
-
-    for item_id, w in wanted.items():
-        rev = str(w.data["revision"])
-        mine = have.pop(item_id, [])
-        current = [(pid, t) for pid, t in mine if str(t["data"].get("revision")) == rev]
-        for pid, t in mine:
-            if (pid, t) in current[:1]:
-                continue
-            if _recorded(t, pid, recorded):
-                ls.delete_task(int(t["id"]))
-                counts["replaced"] += 1
-            else:
-                counts["deferred"] += 1  # annotations not yet read back: deleted by a later push
-                rows.append(row(item_id, str(t["data"].get("revision")), pid, int(t["id"]), "deferred"))
-        if current:
-            pid, t = current[0]
-            rows.append(row(item_id, rev, pid, int(t["id"]), "kept"))
-            counts["kept"] += 1
-            continue
-        tid = ls.create_task(int(project["id"]), w.data, w.predictions)
-        action = "recreated" if (item_id, rev) in seen_before else "created"
-        counts[action] += 1
-        rows.append(row(item_id, rev, int(project["id"]), tid, action))
-    for item_id, mine in have.items():  # items no longer wanted: kept when decided, else deleted
-        for pid, t in mine:
-            if item_id in keep:
-                rows.append(row(item_id, str(t["data"].get("revision")), pid, int(t["id"]), "kept"))
-            elif _recorded(t, pid, recorded):
-                ls.delete_task(int(t["id"]))
-                counts["deleted"] += 1
-            else:
-                counts["deferred"] += 1
-                rows.append(row(item_id, str(t["data"].get("revision")), pid, int(t["id"]), "deferred"))
-    return pd.DataFrame(rows, columns=TASK_COLUMNS), counts
+    pids = {int(project["id"]), *(int(pid) for pid in (prev["project_id"] if len(prev) else []))}
+    seen = {(str(r.item_id), str(r.revision)) for r in prev.itertuples()} if len(prev) else set()
+    titles = {int(r.project_id): str(r.project_title) for r in prev.itertuples()} if len(prev) else {}
+    pl = plan(benchmark, kind, project, wanted, live_tasks(ls, pids), recorded, keep, seen, titles)
+    return execute(ls, pl, Progress(pl.creations()))
 
 
 def poll(
     ls: LabelStudio, task_rows: pd.DataFrame, kinds: tuple[str, ...]
 ) -> tuple[dict[str, list[tuple[int, list[dict[str, Any]]]]], set[int]]:
-    """kind → [(project id, its tasks with annotations)], and the ids of every live task."""
+    """kind → [(project id, its tasks with annotations)], and the ids of every live task.
+    ``task_rows``: ``review_tasks`` or ledger rows (their ``kind`` and ``project_id``)."""
     out: dict[str, list[tuple[int, list[dict[str, Any]]]]] = {k: [] for k in kinds}
     live: set[int] = set()
     if not len(task_rows):
@@ -147,9 +357,29 @@ def poll(
     return out, live
 
 
+def unread(by_kind: Mapping[str, list[tuple[int, list[dict[str, Any]]]]], verdicts: pd.DataFrame) -> list[str]:
+    """``<project>:<annotation>@<updated>`` of each submitted annotation the verdicts table does
+    not hold at that version (new, or changed since it was read): what the next read takes in."""
+    have: dict[str, Any] = {}
+    if len(verdicts):
+        have = dict(zip(verdicts["verdict_id"].astype(str), verdicts["updated_at"], strict=True))
+    out = []
+    for projects in by_kind.values():
+        for pid, ts in projects:
+            for t in ts:
+                for a in t.get("annotations") or []:
+                    if a.get("was_cancelled"):
+                        continue
+                    vid, upd = f"{pid}:{a['id']}", a.get("updated_at")
+                    rec = have.get(vid)
+                    if rec is None or (upd and pd.Timestamp(upd) > pd.Timestamp(rec)):
+                        out.append(f"{vid}@{upd}")
+    return sorted(out)
+
+
 def fingerprint(ls: LabelStudio, task_rows: pd.DataFrame) -> str:
     """Changes whenever an annotation is added, updated or removed, or a task disappears: the
-    sensor's cursor (one cheap request per project)."""
+    sensor's cursor for the human baseline's projects (one cheap request per project)."""
     parts = []
     for pid in sorted({int(p) for p in task_rows["project_id"]}) if len(task_rows) else []:
         try:

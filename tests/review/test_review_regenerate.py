@@ -79,7 +79,7 @@ def test_regenerate_rejected_asks_again_for_rejected_items_only(review_env, tmp_
     first = _questions(store)
     _gate(store)
     _review(data, "vimu_review_tasks")
-    tasks = sr.tasks_by_item(ls, "vimu v1")
+    tasks = sr.tasks_by_item(ls, "review · vimu")
     bad, good = item_id("clip_pass", "OE"), item_id("clip_minor", "OE")
     r1 = sr.reviewer(ls, "r1@review.test")
     sr.submit(ls, tasks[bad], r1, sr.reject("ambiguous"))
@@ -96,7 +96,7 @@ def test_regenerate_rejected_asks_again_for_rejected_items_only(review_env, tmp_
     _gate(store)
     _review(data, "vimu_review_tasks")
     _review(data, "vimu_verdicts")
-    new = sr.tasks_by_item(ls, "vimu v1")
+    new = sr.tasks_by_item(ls, "review · vimu")
     assert new[bad]["id"] != tasks[bad]["id"] and new[bad]["data"]["question"] == second["clip_pass"]
     assert new[good]["id"] == tasks[good]["id"]  # an unchanged item keeps its task and verdict
     v = store.read("verdicts", parts=["vimu"]).set_index("item_id")

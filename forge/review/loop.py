@@ -1,0 +1,196 @@
+"""The review loop's bookkeeping, Dagster-free (docs/review.md, "The loop"):
+
+* the task ledger (table ``review_task_ledger``, one file per benchmark, append-only): every task
+  a push made, found, deleted or found gone (``forge/review/sync.py``);
+* one Label Studio project per benchmark and kind, carried across export versions; the
+  per-version projects of earlier releases (``<Title> review · <b> v<N>``) are adopted: the
+  newest is renamed, the others' tasks are moved by the next push;
+* verdicts that could not be taken (a refused edit or annotation), returned to their reviewer as a
+  task in the ``returned`` project, with the reason at the top, one Data Manager tab per reviewer;
+* what the review sensor has to do for a benchmark (``todo``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from forge.benchmarks.spec import BenchmarkSpec
+from forge.review import sync
+from forge.review.client import LabelStudio
+from forge.review.items import task_data
+from forge.review.spec import ReviewSpec
+from forge.storage import TableStore
+from forge.storage.contracts import load_contract
+
+LEDGER = "review_task_ledger"
+KINDS = ("review", "adjudication", "returned")  # the loop's project kinds (the human baseline is apart)
+RETURNED_PREFIX = "returned:"  # a returned task's key: returned:<verdict id>
+
+
+def title(spec: BenchmarkSpec, kind: str) -> str:
+    return f"{spec.title} {kind} · {spec.name}"
+
+
+def description(spec: BenchmarkSpec, rs: ReviewSpec, kind: str) -> str:
+    if kind == "returned":
+        return (
+            f"Subtext Forge: {spec.title} ({spec.name}) verdicts that could not be taken, returned to their "
+            "reviewer. Open the tab with your name, read the reason at the top of each task, and review the "
+            "item again (your new verdict replaces the returned one)."
+        )
+    return f"Subtext Forge {kind} of {spec.title} ({spec.name}); {rs.note}".strip()
+
+
+def adopt_legacy(ls: LabelStudio, name: str) -> int | None:
+    """Before one project per benchmark, every export round opened ``<name> v<N>``. When ``name``
+    does not exist yet, the newest of those is renamed to it (its tasks and annotations stay where
+    reviewers left them); the older ones' pending tasks are moved by the push. Returns the id."""
+    projects = ls.projects()
+    if any(p.get("title") == name for p in projects):
+        return None
+    pattern = re.compile(re.escape(name) + r" v(\d+)")
+    old = [(int(m.group(1)), int(p["id"])) for p in projects if (m := pattern.fullmatch(str(p.get("title"))))]
+    if not old:
+        return None
+    pid = max(old)[1]
+    ls.request("PATCH", f"/api/projects/{pid}", json={"title": name})
+    return pid
+
+
+# -- the ledger ----------------------------------------------------------------------------------
+
+
+def load_ledger(store: TableStore, name: str) -> pd.DataFrame:
+    """The benchmark's ledger; before the ledger existed, seeded from ``review_tasks`` (each
+    recorded task adopted), so the tasks of earlier pushes keep counting."""
+    if store.exists(LEDGER) and name in store.parts(LEDGER):
+        return store.read(LEDGER, parts=[name])
+    prev = store.read("review_tasks", parts=[name]) if store.exists("review_tasks") else pd.DataFrame()
+    prev = prev[prev["benchmark"] == name] if len(prev) else prev
+    return sync.seed_ledger(prev, KINDS)
+
+
+def append(ledger: pd.DataFrame, events: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """The ledger with ``events`` added at the end (an event already recorded is not added twice)."""
+    new = pd.DataFrame(list(events), columns=sync.LEDGER_COLUMNS)
+    if not len(new):
+        return ledger if len(ledger) else sync.empty_ledger()
+    frames = [f for f in (ledger.reindex(columns=sync.LEDGER_COLUMNS), new) if len(f)]
+    out = pd.concat(frames, ignore_index=True)
+    out["task_id"] = out["task_id"].astype("int64")
+    return out.drop_duplicates(["task_id", "event"], keep="first").reset_index(drop=True)
+
+
+def write_ledger(store: TableStore, name: str, ledger: pd.DataFrame) -> None:
+    """Write the ledger now (a push that Label Studio interrupted: the asset writes nothing else)."""
+    contract = load_contract(LEDGER)
+    df = contract.conform(ledger)
+    problems = contract.validate(df)
+    if problems:
+        raise ValueError(f"{LEDGER} [{name}]: " + "; ".join(problems[:5]))
+    store.write(LEDGER, df, name, schema=contract.arrow_schema())
+
+
+# -- verdicts returned to their reviewer ---------------------------------------------------------
+
+REFUSAL_COLUMNS = ("refused_reason", "refusal", "edit_note")  # where a verdict's refusal reason is
+
+
+def refusal(row: Mapping[str, Any]) -> str | None:
+    """Why a verdict could not be taken, or None when it was: a refused annotation
+    (``verdict = refused``) or a refused edit (``edit_status = refused``)."""
+    if row.get("verdict") != "refused" and row.get("edit_status") != "refused":
+        return None
+    for c in REFUSAL_COLUMNS:
+        v = row.get(c)
+        if isinstance(v, str) and v.strip():
+            return v.strip()
+    return "not readable"
+
+
+def _latest(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Each reviewer's latest current verdict per item (a deleted task's and stale ones left out)."""
+    v = verdicts[~verdicts["stale"].fillna(False).astype(bool)]
+    if not len(v):
+        return v
+    order = v.assign(_t=pd.to_datetime(v["updated_at"], utc=True).fillna(pd.to_datetime(v["created_at"], utc=True)))
+    order = order.sort_values(["_t", "verdict_id"], kind="stable")
+    return order.drop_duplicates(["item_id", "reviewer"], keep="last").drop(columns="_t")
+
+
+def returned(
+    verdicts: pd.DataFrame, items: pd.DataFrame, rs: ReviewSpec, clips: Mapping[str, str]
+) -> dict[str, sync.Wanted]:
+    """``returned:<verdict id>`` → the task that returns a refused verdict to its reviewer: the item
+    as it is now, the reason in the heading. Only while that verdict is the reviewer's latest on
+    the item: their next verdict answers it, and the push then retires the task."""
+    by_id = {str(r["item_id"]): r for r in items.to_dict("records")}
+    out: dict[str, sync.Wanted] = {}
+    for row in _latest(verdicts).to_dict("records"):
+        why = refusal(row)
+        item = by_id.get(str(row["item_id"]))
+        if why is None or item is None:
+            continue
+        what = "edit" if row.get("verdict") == "edit" else "verdict"
+        data = task_data(item, rs, clips.get(str(item.get("unit_id"))), "review")
+        key = f"{RETURNED_PREFIX}{row['verdict_id']}"
+        data.update(
+            {
+                "task_key": key,
+                "returned_to": str(row["reviewer"]),
+                "returned_reason": why,
+                "returned_edits": _edits_text(row.get("edits")),
+                "heading": f"RETURNED to {row['reviewer']}: your {what} on item {item['item_id']} was not taken "
+                f"({why}). The item is as it was; review it again.",
+            }
+        )
+        out[key] = sync.Wanted(data)
+    return out
+
+
+def _edits_text(edits: Any) -> str:
+    if not isinstance(edits, str) or not edits:
+        return ""
+    try:
+        return json.dumps(json.loads(edits), ensure_ascii=False)[:2000]
+    except ValueError:
+        return edits[:2000]
+
+
+def reviewer_tabs(ls: LabelStudio, project_id: int, wanted: Mapping[str, sync.Wanted]) -> list[str]:
+    """One Data Manager tab per reviewer with returned tasks ("Returned to <e-mail>"); Label Studio's
+    tabs are shared by the organisation, so each reviewer finds theirs."""
+    people = sorted({str(w.data.get("returned_to")) for w in wanted.values()})
+    for who in people:
+        ls.ensure_view(
+            project_id,
+            f"Returned to {who}",
+            [{"filter": "filter:tasks:data.returned_to", "operator": "equal", "type": "String", "value": who}],
+        )
+    return people
+
+
+# -- what the sensor has to do -------------------------------------------------------------------
+
+
+def todo(ls: LabelStudio, store: TableStore, name: str) -> list[str]:
+    """Why the benchmark's loop needs a run (read, then push), each reason with the detail that
+    changes when the situation does (the sensor hashes them); [] when the tool, the verdicts and
+    the pushed tasks agree. Items with no push yet count; a policy of ``off`` is the caller's."""
+    gated = store.exists("gated_items") and name in store.parts("gated_items")
+    pushed_once = store.exists("review_tasks") and name in store.parts("review_tasks")
+    if not pushed_once:
+        return ["first push"] if gated else []
+    ledger = load_ledger(store, name)
+    if not len(ledger):
+        return []
+    by_kind, live = sync.poll(ls, ledger, KINDS)
+    v = store.read("verdicts", parts=[name]) if store.exists("verdicts") and name in store.parts("verdicts") else None
+    out = [f"unread {a}" for a in sync.unread(by_kind, v if v is not None else pd.DataFrame())]
+    out += [f"deleted in the tool: task {t}" for t in sorted(sync.unacknowledged(ledger, live))]
+    return out
