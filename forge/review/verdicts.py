@@ -169,9 +169,9 @@ def parse_annotation(
     limits: FieldLimits | None = None,
 ) -> dict[str, Any]:
     """(verdict, reason, note, edits, refused) of one annotation's result: read exactly, or refused
-    with a reason for people (``verdict = refused``), never guessed. A moved box or a filled
-    correction makes an accept an edit (the box sits on the image, outside the verdict's choice);
-    an edit without a correction, a reject without a reason from the fixed list, a blank or
+    with a reason for people (``verdict = refused``), never guessed. A moved box makes an accept an
+    edit (the box sits on the image, outside the verdict's choice); typed corrections with an
+    accept, an edit without a correction, a reject without a reason from the fixed list, a blank or
     oversized field, an unknown control or choice, or several choices where one is allowed is refused."""
     try:
         return _parse(result, boxes, reasons, limits or FieldLimits())
@@ -191,6 +191,11 @@ def _parse(
     if verdict == "reject":
         return {**out, "reason": _one_choice(result, "reason", reasons, "reason")}
     edits = _corrections(result, limits)
+    if verdict == "accept" and edits:  # typed corrections contradict "keep as it is"
+        fields = ", ".join(edits)
+        raise Refused(
+            f"accept_with_corrections: accept was chosen with corrections ({fields}): choose edit to apply them"
+        )
     moved = moved_boxes(result, boxes)
     if moved:
         edits["boxes"] = moved

@@ -154,6 +154,7 @@ def malformed(limits: FieldLimits) -> dict[str, list[dict[str, Any]]]:
         "option_too_long": edit(options="short\n" + "o" * (limits.option + 1)),
         "too_many_options": edit(options="\n".join(f"o{i}" for i in range(limits.options + 1))),
         "edit_without_changes": [choice("verdict", "edit")],
+        "accept_with_corrections": [choice("verdict", "accept"), text("corrected_question", "A new question?")],
         "box_drawn": [choice("verdict", "accept"), {**box(0, 0.1, 0.1, 0.1, 0.1), "id": "xYz12"}],
     }
 
