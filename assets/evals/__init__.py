@@ -1,5 +1,10 @@
-"""Model evaluations (group ``evals``): one asset per benchmark partitioned by model, one report per benchmark."""
+"""Model evaluations (group ``evals``): one asset per benchmark partitioned by model, one report per benchmark,
+the paper's own tables per benchmark (``<paper>_paper_report``) and MAIA's unimodal baseline."""
+
+import dagster as dg
 
 from assets.evals.assets import build_defs
+from assets.evals.baselines import baseline_defs
+from assets.evals.paper_reports import paper_report_defs
 
-defs = build_defs()
+defs = dg.Definitions.merge(build_defs(), baseline_defs(), paper_report_defs())

@@ -63,7 +63,11 @@ def _by_hand(model, tok, text: str) -> float:
 def _items() -> pd.DataFrame:
     # two questions with pools of two pairs; the true statement sits at A or B
     rows = []
-    pairs = [(ITALIAN[0], ITALIAN[1], "A", "q1"), (ITALIAN[3], ITALIAN[2], "B", "q1"), (ITALIAN[4], ITALIAN[5], "A", "q2")]
+    pairs = [
+        (ITALIAN[0], ITALIAN[1], "A", "q1"),
+        (ITALIAN[3], ITALIAN[2], "B", "q1"),
+        (ITALIAN[4], ITALIAN[5], "A", "q2"),
+    ]
     pairs.append((ITALIAN[5], ITALIAN[6], "B", "q2"))
     for k, (a, b, ans, q) in enumerate(pairs):
         rows.append(

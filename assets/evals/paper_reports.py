@@ -1,0 +1,95 @@
+"""``<paper>_paper_report``: each paper's own evaluation tables rebuilt from ``eval_scores``
+(every model on the leaderboard a row, the human baseline where the paper has one) beside the
+paper's published figures (``assets/recipes/<paper>/published.yaml``; forge/evals/paper_report.py).
+Written to ``data/exports/<paper>/paper_report/paper_report.md`` (+ PNG figures) and shown as
+asset metadata."""
+
+# No `from __future__ import annotations`: Dagster reads the `context` annotation at definition time.
+import importlib
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+
+from assets.automation import REPORT
+from forge.benchmarks import registry
+from forge.benchmarks.spec import BenchmarkSpec
+from forge.evals import paper_report as pr
+from forge.evals.config import load_eval_config, settings_for
+from forge.evals.unimodal import SETTING as UNIMODAL_SETTING
+from resources.storage import StorageResource
+
+# Figures that need predictions, per paper: module (in the paper's package) → function(preds, out_dir)
+FIGURES = {"vimu": ("logic.error_analysis", "paper_figures")}
+EXTRA_DEPS = {"maia": ["maia_unimodal_eval"]}
+
+
+def published_path(spec: BenchmarkSpec) -> Path:
+    return Path(importlib.import_module(spec.package).__file__).parent / "published.yaml"
+
+
+def build_paper_report(spec: BenchmarkSpec, scores: pd.DataFrame, preds: pd.DataFrame | None, out_dir: Path) -> dict:
+    """The report's Markdown, cells and figure paths for one paper (no Dagster)."""
+    path = published_path(spec)
+    paper = pr.load_published(path) if path.is_file() else pr.PaperTables((), pr.load_published_empty())
+    known = {s.name for s in settings_for(load_eval_config(), spec)} | {UNIMODAL_SETTING}
+    md, cells = pr.paper_report(spec.title, paper, scores, known)
+    paths: list[Path] = []
+    if spec.name in FIGURES and preds is not None and len(preds):
+        module, fn = FIGURES[spec.name]
+        figs = getattr(importlib.import_module(f"{spec.package}.{module}"), fn)
+        text, paths = figs(preds, out_dir)
+        md += "\n## Figures from the predictions\n\n" + text + "\n"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "paper_report.md").write_text(md, encoding="utf-8")
+    return {"markdown": md, "cells": cells, "figures": paths, "path": out_dir / "paper_report.md"}
+
+
+def _paper_report_asset(spec: BenchmarkSpec):
+    name = spec.asset("paper_report")
+    bench = spec.name
+
+    @dg.asset(
+        name=name,
+        group_name="evals",
+        deps=[dg.AssetDep(spec.asset("eval")), *[dg.AssetDep(d) for d in EXTRA_DEPS.get(bench, [])]],
+        automation_condition=REPORT,
+        kinds={"python"},
+        description=f"{spec.title}: the paper's own tables (same rows, columns, aggregation and rounding) with every "
+        f"evaluated model as a row, beside the published figures (published.yaml); "
+        f"data/exports/{bench}/paper_report/paper_report.md.",
+    )
+    def _asset(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+        store = storage.store
+        scores = (
+            store.read("eval_scores", where="benchmark = ?", params=[bench])
+            if store.exists("eval_scores")
+            else pd.DataFrame(columns=["model", "setting", "metric", "slice", "value"])
+        )
+        preds = None
+        if bench in FIGURES and store.exists("eval_predictions"):
+            preds = store.read(
+                "eval_predictions",
+                where="benchmark = ?",
+                params=[bench],
+                columns=["model", "setting", "category", "item_id", "variant", "detail"],
+            )
+        out = build_paper_report(spec, scores, preds, store.data_dir / "exports" / bench / "paper_report")
+        flagged = sum(int(c["flag"].sum()) for c in out["cells"].values() if len(c))
+        md = {
+            "report": dg.MetadataValue.md(out["markdown"]),
+            "path": dg.MetadataValue.path(str(out["path"])),
+            "models": int(scores["model"].nunique()) if len(scores) else 0,
+            "cells_flagged": flagged,
+        }
+        for p in out["figures"]:
+            md[f"figure_{p.stem}"] = dg.MetadataValue.path(str(p))
+        if flagged:
+            context.log.warning(f"{bench}: {flagged} cell(s) differ from the paper by more than its rounding")
+        return dg.MaterializeResult(metadata=md)
+
+    return _asset
+
+
+def paper_report_defs(specs: tuple[BenchmarkSpec, ...] | None = None) -> dg.Definitions:
+    return dg.Definitions(assets=[_paper_report_asset(s) for s in (specs if specs is not None else registry.specs())])

@@ -1,0 +1,252 @@
+"""A paper's own evaluation tables, rebuilt from ``eval_scores`` and set beside its published
+figures (each paper's ``published.yaml``, docs/evals.md "Paper reports").
+
+``published.yaml`` holds, per paper:
+
+* ``tables``: each table of the paper this project reproduces: ``id``, ``title``, ``metric``
+  (an ``eval_scores`` metric; a column may name its own), ``scale`` (100 when the paper prints
+  percentages), ``decimals`` (the paper's rounding), ``columns`` (``name`` → ``setting``,
+  ``slice``, optional ``metric``) and, for tables whose rows are model × setting,
+  ``row_settings``;
+* ``published``: the paper's figures: ``table``, ``row`` (the paper's row label), ``column``,
+  ``value``, optional ``setting`` (row setting) and ``model`` (the project's model that row is,
+  e.g. ``human``; default: the row label itself).
+
+Every model with a value in a table becomes a row; a cell the model was not evaluated on is
+empty, never 0. A published figure sits beside the project's value of the same model, setting
+and column, with the difference; a difference above half a unit of the paper's last printed
+digit is flagged. A published figure whose model, setting or column the project does not have
+is listed as not reproduced, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+FLAG = "⚠"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    setting: str | None  # None: the row's setting (tables with row_settings)
+    slice: str = "all"
+    metric: str | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    id: str
+    title: str
+    metric: str
+    columns: tuple[Column, ...]
+    scale: float = 1.0
+    decimals: int = 2
+    row_settings: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass
+class PaperTables:
+    tables: tuple[TableSpec, ...]
+    published: pd.DataFrame  # table, row, model, setting, column, value
+    figures: dict[str, str] = field(default_factory=dict)
+
+
+def load_published(path: Path) -> PaperTables:
+    """Read and check a ``published.yaml``: a figure naming a table or column that the file does
+    not define is an error (a typo must not become a silent "not reproduced")."""
+    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    tables = []
+    for t in raw.get("tables") or []:
+        cols = tuple(
+            Column(str(c["name"]), c.get("setting"), str(c.get("slice", "all")), c.get("metric")) for c in t["columns"]
+        )
+        tables.append(
+            TableSpec(
+                str(t["id"]),
+                str(t["title"]),
+                str(t["metric"]),
+                cols,
+                float(t.get("scale", 1.0)),
+                int(t.get("decimals", 2)),
+                tuple(t.get("row_settings") or ()),
+                str(t.get("note") or ""),
+            )
+        )
+    by_id = {t.id: t for t in tables}
+    rows = []
+    for k, p in enumerate(raw.get("published") or []):
+        t = by_id.get(str(p.get("table")))
+        if t is None:
+            raise ValueError(f"{path}: published[{k}] names table {p.get('table')!r}, not one of {sorted(by_id)}")
+        if str(p["column"]) not in {c.name for c in t.columns}:
+            raise ValueError(f"{path}: published[{k}] names column {p['column']!r}, not a column of {t.id}")
+        rows.append(
+            {
+                "table": t.id,
+                "row": str(p["row"]),
+                "model": str(p.get("model") or p["row"]),
+                "setting": p.get("setting"),
+                "column": str(p["column"]),
+                "value": float(p["value"]),
+            }
+        )
+    published = pd.DataFrame(rows, columns=load_published_empty().columns)
+    return PaperTables(tuple(tables), published, dict(raw.get("figures") or {}))
+
+
+def load_published_empty() -> pd.DataFrame:
+    """The published figures of a paper without a ``published.yaml``: none."""
+    return pd.DataFrame(columns=["table", "row", "model", "setting", "column", "value"])
+
+
+def _same_model(a: str, b: str) -> bool:
+    return a.strip().lower() == b.strip().lower()
+
+
+def table_cells(
+    spec: TableSpec, scores: pd.DataFrame, published: pd.DataFrame, known_settings: set[str]
+) -> pd.DataFrame:
+    """One row per (model, row setting, column): ``ours`` (scaled, unrounded; NaN when the model
+    was not evaluated there), ``paper``, ``diff`` = ours − paper, ``flag``; plus the published
+    figures nobody here reproduces, with ``reason``."""
+    pub = published[published["table"] == spec.id]
+    row_settings = spec.row_settings or (None,)
+    cells: list[dict[str, Any]] = []
+    by_key: dict[tuple[str, str | None, str, str], float] = {}
+    for r in scores.itertuples():
+        by_key[(str(r.model), str(r.setting), str(r.metric), str(r.slice))] = r.value
+    models = sorted({str(m) for m in scores["model"]}) if len(scores) else []
+    for model in models:
+        for rs in row_settings:
+            row = []
+            for c in spec.columns:
+                setting = c.setting if c.setting is not None else rs
+                v = by_key.get((model, str(setting), c.metric or spec.metric, c.slice))
+                ours = float(v) * spec.scale if v is not None and not _nan(v) else math.nan
+                row.append({"model": model, "setting": rs, "column": c.name, "ours": ours})
+            if any(not math.isnan(x["ours"]) for x in row):  # a model with nothing in this table is no row
+                cells += row
+    frame = pd.DataFrame(cells, columns=["model", "setting", "column", "ours"])
+    half_unit = 0.5 * 10 ** (-spec.decimals) + 1e-9
+    out = []
+    for x in frame.to_dict("records"):
+        mask = [
+            _same_model(str(m), x["model"]) and c == x["column"] and (s is None or _nan(s) or s == x["setting"])
+            for m, c, s in zip(pub["model"], pub["column"], pub["setting"], strict=True)
+        ]
+        hit = pub[np.array(mask, dtype=bool)] if len(pub) else pub
+        paper = float(hit["value"].iloc[0]) if len(hit) else math.nan
+        diff = x["ours"] - paper
+        out.append(
+            {
+                **x,
+                "row": hit["row"].iloc[0] if len(hit) else None,
+                "paper": paper,
+                "diff": diff,
+                "flag": bool(not math.isnan(diff) and abs(diff) > half_unit),
+                "reason": None,
+            }
+        )
+    matched = {(o["row"], o["setting"], o["column"]) for o in out if o["row"] is not None and not math.isnan(o["ours"])}
+    for p in pub.to_dict("records"):
+        setting = None if p["setting"] is None or _nan(p["setting"]) else p["setting"]
+        if (p["row"], setting, p["column"]) in matched:
+            continue
+        out.append(
+            {
+                "model": p["model"],
+                "setting": setting,
+                "column": p["column"],
+                "ours": math.nan,
+                "row": p["row"],
+                "paper": p["value"],
+                "diff": math.nan,
+                "flag": False,
+                "reason": _why_not(spec, p, setting, models, known_settings, frame),
+            }
+        )
+    cols = ["model", "setting", "column", "ours", "row", "paper", "diff", "flag", "reason"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def _nan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def _why_not(spec: TableSpec, p: dict[str, Any], setting: str | None, models: list[str], known: set[str], frame) -> str:
+    col = next(c for c in spec.columns if c.name == p["column"])
+    want = col.setting if col.setting is not None else setting
+    if want is not None and want not in known:
+        return f"setting `{want}` is not run by this project"
+    if not any(_same_model(m, p["model"]) for m in models):
+        return f"model `{p['model']}` was not evaluated here"
+    return f"model `{p['model']}` was not evaluated on `{want}` / `{col.slice}`"
+
+
+def _fmt(v: float, decimals: int) -> str:
+    return "" if math.isnan(v) else f"{v:.{decimals}f}"
+
+
+def render_table(spec: TableSpec, cells: pd.DataFrame) -> str:
+    """Markdown: the paper's columns; our rows (``paper …, Δ …`` beside a published figure, ⚠
+    beyond the rounding), then the paper's rows not reproduced here (†)."""
+    cols = [c.name for c in spec.columns]
+    lead = ["model", "setting"] if spec.row_settings else ["model"]
+    lines = [f"**{spec.title}**", "", "| " + " | ".join(lead + cols) + " |", "|" + "---|" * (len(lead) + len(cols))]
+    ours = cells[cells["reason"].isna()] if len(cells) else cells
+    for (model, setting), g in ours.groupby(["model", "setting"], sort=False, dropna=False):
+        by_col = {r["column"]: r for r in g.to_dict("records")}
+        out = []
+        for c in cols:
+            r = by_col.get(c)
+            if r is None:
+                out.append("")
+                continue
+            s = _fmt(r["ours"], spec.decimals)
+            if not math.isnan(r["paper"]) and s:
+                sign = "+" if r["diff"] >= 0 else "−"
+                s += f" (paper {_fmt(r['paper'], spec.decimals)}, Δ {sign}{abs(r['diff']):.{spec.decimals}f}"
+                s += f" {FLAG})" if r["flag"] else ")"
+            out.append(s)
+        head = [str(model)] + ([str(setting)] if spec.row_settings else [])
+        lines.append("| " + " | ".join(head + out) + " |")
+    theirs = cells[cells["reason"].notna()] if len(cells) else cells
+    for (row, setting), g in theirs.groupby(["row", "setting"], sort=False, dropna=False):
+        by_col = {r["column"]: r for r in g.to_dict("records")}
+        vals = [_fmt(by_col[c]["paper"], spec.decimals) if c in by_col else "" for c in cols]
+        head = [f"{row} †"] + ([str(setting) if isinstance(setting, str) else ""] if spec.row_settings else [])
+        lines.append("| " + " | ".join(head + vals) + " |")
+    if len(theirs):
+        lines += ["", "† published, not reproduced here:"]
+        for (row, reason), _ in theirs.groupby(["row", "reason"], sort=False):
+            lines.append(f"- {row}: {reason}")
+    if spec.note:
+        lines += ["", spec.note]
+    return "\n".join(lines)
+
+
+def paper_report(
+    title: str, paper: PaperTables, scores: pd.DataFrame, known_settings: set[str]
+) -> tuple[str, dict[str, pd.DataFrame]]:
+    """(Markdown of every table, in the file's order, and each table's cells)."""
+    parts = [f"# {title}: the paper's tables from this catalog", ""]
+    all_cells = {}
+    for spec in paper.tables:
+        cells = table_cells(spec, scores, paper.published, known_settings)
+        all_cells[spec.id] = cells
+        parts += [render_table(spec, cells), ""]
+        flagged = int(cells["flag"].sum()) if len(cells) else 0
+        if flagged:
+            parts += [f"{FLAG} {flagged} cell(s) differ from the paper by more than its rounding.", ""]
+    if paper.figures:
+        parts += ["## Figures", ""] + [f"- {k}: {v}" for k, v in paper.figures.items()] + [""]
+    return "\n".join(parts), all_cells
