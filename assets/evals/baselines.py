@@ -16,6 +16,15 @@ VERSION = "unimodal-1"
 NAME = "maia_unimodal_eval"
 
 
+def _skipped(why: str) -> dg.MaterializeResult:
+    """Nothing evaluated, nothing written: the contract checks hold on the unchanged tables."""
+    checks = [
+        dg.AssetCheckResult(check_name=f"contract_{t}", passed=True, metadata={"skipped": why})
+        for t in ("eval_predictions", "eval_scores")
+    ]
+    return dg.MaterializeResult(metadata={"skipped": why}, check_results=checks)
+
+
 def baseline_defs() -> dg.Definitions:
     @dg.asset(
         name=NAME,
@@ -40,10 +49,10 @@ def baseline_defs() -> dg.Definitions:
         if ucfg is None:
             # no model, no rows: the recorded baseline (if any) stays as it was
             context.log.warning(um.HOW_TO_CONFIGURE)
-            return dg.MaterializeResult(metadata={"skipped": um.HOW_TO_CONFIGURE})
+            return _skipped(um.HOW_TO_CONFIGURE)
         pub = load_export(store.data_dir / "exports", "maia", bcfg["export_version"])
         if pub.items.empty:
-            return dg.MaterializeResult(metadata={"skipped": pub.note or "the MAIA export has no items"})
+            return _skipped(pub.note or "the MAIA export has no items")
         items, _, split = select_items("maia", pub.items, None, bcfg["split"])
         b = cfg.get("bootstrap") or {}
         preds = um.unimodal_predictions(items.assign(split=split), ucfg)

@@ -1,0 +1,62 @@
+"""The Dagster assets of issue 46 materialized on a catalog: the MAIA unimodal baseline skips with
+its configuration message when no model is configured; a paper report reads eval_scores, writes its
+Markdown into the export folder and shows it as metadata."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pandas as pd
+
+from assets.common import publish
+from assets.evals.baselines import baseline_defs
+from assets.evals.paper_reports import paper_report_defs
+from forge.benchmarks.registry import resolve
+from forge.evals import unimodal as um
+from resources.storage import StorageResource
+
+
+def _assets(defs: dg.Definitions, name: str):
+    return next(a for a in defs.assets if name in {k.to_user_string() for k in a.keys})
+
+
+def test_unimodal_skipped_without_a_model(tmp_path, monkeypatch):
+    monkeypatch.delenv(um.ENV_MODELS, raising=False)
+    res = dg.materialize(
+        [_assets(baseline_defs(), "maia_unimodal_eval")],
+        resources={"storage": StorageResource(data_dir=str(tmp_path))},
+        raise_on_error=True,
+    )
+    md = res.asset_materializations_for_node("maia_unimodal_eval")[0].metadata
+    assert md["skipped"].value == um.HOW_TO_CONFIGURE
+
+
+def test_iibench_paper_report_asset(tmp_path):
+    storage = StorageResource(data_dir=str(tmp_path))
+    scores = pd.DataFrame(
+        [
+            {
+                "model": "GPT-4o",
+                "benchmark": "iibench",
+                "setting": "none",
+                "metric": "accuracy",
+                "slice": "all",
+                "value": 0.7264,
+                "ci_low": 0.7,
+                "ci_high": 0.75,
+                "n": 10,
+                "coverage": 1.0,
+                "primary": True,
+                "export_version": "v1",
+                "split": "test",
+                "backend": "openai",
+            },
+        ]
+    )
+    publish(storage.store, {"eval_scores": {"GPT-4o__iibench": scores}})
+    defs = paper_report_defs((resolve("iibench"),))
+    res = dg.materialize([_assets(defs, "iibench_paper_report")], resources={"storage": storage}, raise_on_error=True)
+    md = res.asset_materializations_for_node("iibench_paper_report")[0].metadata
+    path = tmp_path / "exports" / "iibench" / "paper_report" / "paper_report.md"
+    assert path.is_file() and md["path"].value == str(path)
+    assert "| GPT-4o | 72.6 (paper 72.6, Δ +0.0) |" in md["report"].value
+    assert md["cells_flagged"].value == 0
