@@ -181,3 +181,33 @@ def test_vimu_fig7_pca_by_hand(tmp_path):
     text, paths = ea.paper_figures(_vimu_preds(), tmp_path)
     assert {p.name for p in paths} == {"fig7_error_signature_pca.png", "fig10_delta_fpr.png"}
     assert all(p.stat().st_size > 0 for p in paths) and "Fig. 10" in text
+
+
+def test_vague_table1_columns_come_from_the_release_subset():
+    """Imported VAGUE items carry source = release:<name> and the VCR / Ego4D subset in their
+    labels: Table 1's columns read the `subset=` slices."""
+    from forge.evals.scoring import Scorer, score_benchmark
+
+    p = pd.DataFrame(
+        {
+            "setting": "VLM",
+            "item_id": [f"i{k}" for k in range(3)],
+            "variant": 0,
+            "task": "mcq",
+            "category": "x",
+            "source_item_id": [f"s{k}" for k in range(3)],
+            "status": "ok",
+            "score": [1.0, 0.0, 1.0],
+            "correct": [True, False, True],
+            "detail": [{}] * 3,
+        }
+    )
+    items = pd.DataFrame(
+        {
+            "item_id": p["item_id"],
+            "labels": [json.dumps({"subset": s}) for s in ("vcr", "vcr", "ego4d")],
+            "source": "release:vague",
+        }
+    )
+    out = {(r["metric"], r["slice"]): r["value"] for r in score_benchmark("vague", p, items, Scorer(n_boot=0))}
+    assert out[("accuracy", "subset=vcr")] == 0.5 and out[("accuracy", "subset=ego4d")] == 1.0

@@ -1,4 +1,4 @@
-"""VAGUE scoring rules (Tables 1–3, App. I): accuracy overall, per source and per category,
+"""VAGUE scoring rules (Tables 1–3, App. I): accuracy overall, per source, per release subset (VCR / Ego4D, Table 1) and per category,
 the counts and rates of each counterfactual type chosen (FS / SU / NE, Table 2 / 3 "Incorrect
 count"); a free-form setting (App. I) scores the answer against the correct option's text
 with BERTScore, METEOR, BLEU and ROUGE-L."""
@@ -25,6 +25,11 @@ def score_setting(setting: str, g: pd.DataFrame, sc: Scorer, primary: str, optio
         if col in g:
             for val, sub in g.groupby(col):
                 sc.mean(setting, "accuracy", sub, "score", slice_=f"{col}={val}")
+    # Table 1's columns: the release's image subset (VCR / Ego4D), kept in the item's labels
+    subset = g["labels_d"].map(lambda d: (d or {}).get("subset")) if "labels_d" in g else None
+    if subset is not None and subset.notna().any():
+        for val, sub in g.groupby(subset.to_numpy(), dropna=True):
+            sc.mean(setting, "accuracy", sub, "score", slice_=f"subset={val}")
     chosen = g["detail"].map(lambda d: (d or {}).get("chosen_type"))
     correct = np.nan_to_num(as_float(g["score"]))
     sc.add(setting, "correct_count", g, stat=lambda w, f=correct: float((f * w).sum()))
