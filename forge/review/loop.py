@@ -5,14 +5,14 @@
 * one Label Studio project per benchmark and kind, carried across export versions; the
   per-version projects of earlier releases (``<Title> review · <b> v<N>``) are adopted: the
   newest is renamed, the others' tasks are moved by the next push;
-* verdicts that could not be taken (a refused edit or annotation), returned to their reviewer as a
-  task in the ``returned`` project, with the reason at the top, one Data Manager tab per reviewer;
+* verdicts that do not count (refused, or changed by someone other than their author), returned
+  to their reviewer as a task in the ``returned`` project, with the reason at the top, one Data
+  Manager tab per reviewer;
 * what the review sensor has to do for a benchmark (``todo``).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from forge.benchmarks.spec import BenchmarkSpec
-from forge.review import sync
+from forge.review import status, sync
 from forge.review.client import LabelStudio
 from forge.review.items import task_data
 from forge.review.spec import ReviewSpec
@@ -98,68 +98,53 @@ def write_ledger(store: TableStore, name: str, ledger: pd.DataFrame) -> None:
 
 # -- verdicts returned to their reviewer ---------------------------------------------------------
 
-REFUSAL_COLUMNS = ("refused_reason", "refusal", "edit_note")  # where a verdict's refusal reason is
 
-
-def refusal(row: Mapping[str, Any]) -> str | None:
-    """Why a verdict could not be taken, or None when it was: a refused annotation
-    (``verdict = refused``) or a refused edit (``edit_status = refused``)."""
-    if row.get("verdict") != "refused" and row.get("edit_status") != "refused":
-        return None
-    for c in REFUSAL_COLUMNS:
-        v = row.get(c)
-        if isinstance(v, str) and v.strip():
-            return v.strip()
-    return "not readable"
-
-
-def _latest(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Each reviewer's latest current verdict per item (a deleted task's and stale ones left out)."""
-    v = verdicts[~verdicts["stale"].fillna(False).astype(bool)]
-    if not len(v):
-        return v
-    order = v.assign(_t=pd.to_datetime(v["updated_at"], utc=True).fillna(pd.to_datetime(v["created_at"], utc=True)))
-    order = order.sort_values(["_t", "verdict_id"], kind="stable")
-    return order.drop_duplicates(["item_id", "reviewer"], keep="last").drop(columns="_t")
+def _when(v: pd.DataFrame) -> pd.Series:
+    return pd.to_datetime(v["updated_at"], utc=True).fillna(pd.to_datetime(v["created_at"], utc=True))
 
 
 def returned(
-    verdicts: pd.DataFrame, items: pd.DataFrame, rs: ReviewSpec, clips: Mapping[str, str]
+    benchmark: str, verdicts: pd.DataFrame, items: pd.DataFrame, rs: ReviewSpec, clips: Mapping[str, str]
 ) -> dict[str, sync.Wanted]:
-    """``returned:<verdict id>`` → the task that returns a refused verdict to its reviewer: the item
-    as it is now, the reason in the heading. Only while that verdict is the reviewer's latest on
-    the item: their next verdict answers it, and the push then retires the task."""
+    """``returned:<verdict id>`` → the task that returns a verdict to its reviewer with the reason
+    (``forge.review.status.returned``: refused, or changed by someone other than its author, who
+    gets it back): the item as it is now, the reason in the heading. Only while that person has
+    given no later verdict on the item: their next verdict answers it, and the push retires the task."""
+    back = status.returned(benchmark, verdicts)
+    if not len(back):
+        return {}
+    v = verdicts[~verdicts["stale"].astype(bool)]
+    when = dict(zip(v["verdict_id"].astype(str), _when(v), strict=True))
     by_id = {str(r["item_id"]): r for r in items.to_dict("records")}
     out: dict[str, sync.Wanted] = {}
-    for row in _latest(verdicts).to_dict("records"):
-        why = refusal(row)
-        item = by_id.get(str(row["item_id"]))
-        if why is None or item is None:
+    for r in back.to_dict("records"):
+        flagged = isinstance(r.get("author"), str) and r["author"] != r["reviewer"] and not _refused(v, r)
+        who = str(r["author"] if flagged else r["reviewer"])
+        mine = v[(v["item_id"] == r["item_id"]) & (v["reviewer"].astype(str) == who)]
+        later = (_when(mine) > when.get(str(r["verdict_id"]), pd.Timestamp.min.tz_localize("UTC"))).any()
+        item = by_id.get(str(r["item_id"]))
+        if later or item is None:
             continue
-        what = "edit" if row.get("verdict") == "edit" else "verdict"
+        what = "verdict was changed by someone else" if flagged else "verdict was not taken"
         data = task_data(item, rs, clips.get(str(item.get("unit_id"))), "review")
-        key = f"{RETURNED_PREFIX}{row['verdict_id']}"
+        key = f"{RETURNED_PREFIX}{r['verdict_id']}"
         data.update(
             {
                 "task_key": key,
-                "returned_to": str(row["reviewer"]),
-                "returned_reason": why,
-                "returned_edits": _edits_text(row.get("edits")),
-                "heading": f"RETURNED to {row['reviewer']}: your {what} on item {item['item_id']} was not taken "
-                f"({why}). The item is as it was; review it again.",
+                "returned_to": who,
+                "returned_reason": str(r["why"]),
+                "returned_verdict": str(r["verdict_id"]),
+                "heading": f"RETURNED to {who}: your {what} on item {item['item_id']} ({r['why']}). "
+                "The item is as it is now; review it again.",
             }
         )
         out[key] = sync.Wanted(data)
     return out
 
 
-def _edits_text(edits: Any) -> str:
-    if not isinstance(edits, str) or not edits:
-        return ""
-    try:
-        return json.dumps(json.loads(edits), ensure_ascii=False)[:2000]
-    except ValueError:
-        return edits[:2000]
+def _refused(v: pd.DataFrame, r: Mapping[str, Any]) -> bool:
+    row = v[v["verdict_id"] == r["verdict_id"]]
+    return bool(len(row)) and bool(((row["verdict"] == "refused") | (row["edit_status"] == "refused")).any())
 
 
 def reviewer_tabs(ls: LabelStudio, project_id: int, wanted: Mapping[str, sync.Wanted]) -> list[str]:

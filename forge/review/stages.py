@@ -136,7 +136,7 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
     # recreates it whether or not the verdicts were read since (the read marks them the same way)
     verdicts = merge(read(store, "verdicts", spec.name), [], live_ids, sync.pushed_ids(ledger))
     res = gate.resolve(gated_items(store, spec.name), verdicts, rs, store.data_dir)
-    wanted = _loop_wanted(res, rs, clip_paths(store))
+    wanted = _loop_wanted(spec.name, res, rs, clip_paths(store))
     if wanted["returned"] and "returned" not in projects:
         projects["returned"] = _project(ls, store, spec, rs, "returned")
         titles[int(projects["returned"]["id"])] = str(projects["returned"]["title"])
@@ -196,7 +196,9 @@ def _project(ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, rs: Review
     return project
 
 
-def _loop_wanted(res: gate.Resolution, rs: ReviewSpec, clips: dict[str, str]) -> dict[str, dict[str, sync.Wanted]]:
+def _loop_wanted(
+    name: str, res: gate.Resolution, rs: ReviewSpec, clips: dict[str, str]
+) -> dict[str, dict[str, sync.Wanted]]:
     """kind → key → task: pending items to review, disputed ones to adjudication (with the
     verdicts so far), refused verdicts back to their reviewers."""
     items = res.items
@@ -205,7 +207,7 @@ def _loop_wanted(res: gate.Resolution, rs: ReviewSpec, clips: dict[str, str]) ->
     return {
         "review": _wanted(items[items["review_status"] == "pending"], rs, clips, "review"),
         "adjudication": _wanted(items[items["review_status"] == "disputed"], rs, clips, "adjudication", prior),
-        "returned": loop.returned(res.verdicts, items, rs, clips),
+        "returned": loop.returned(name, res.verdicts, items, rs, clips),
     }
 
 
