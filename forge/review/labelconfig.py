@@ -95,9 +95,8 @@ def _reasons(spec: ReviewSpec) -> list[str]:
             attrs += f" hint={quoteattr(reason_help(r))}"
         out.append(f"      <Choice {attrs}/>")
     out.append("    </Choices>")
-    for i, r in enumerate(spec.reasons):
-        key = f"{i + 1} " if i < 9 else ""
-        out.append(f'    <Header value={quoteattr(f"{key}{r}: {reason_help(r) or r}")} size="6"/>')
+    lines = [f"{i + 1 if i < 9 else '-'}  {r}: {reason_help(r) or r}" for i, r in enumerate(spec.reasons)]
+    out.append(f'    <Text name="reason_help" value={quoteattr(chr(10).join(lines), {chr(10): "&#10;"})}/>')
     out.append(
         f'    <TextArea name="{REASON_NOTE}" toName="question" maxSubmissions="1" editable="true" rows="2" '
         f'placeholder="note (optional; say why for other; at most {spec.limits.reason_note} characters)"/>'
