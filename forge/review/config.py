@@ -50,6 +50,8 @@ def review_spec(name: str, declared: ReviewSpec, profile: str | None = None, pat
         block["policy"] = env
     changes: dict[str, Any] = {}
     if "policy" in block:
+        if block["policy"] is False:  # YAML reads a bare `off` as false
+            block["policy"] = ReviewPolicy.OFF
         try:
             changes["policy"] = ReviewPolicy(str(block["policy"]))
         except ValueError:

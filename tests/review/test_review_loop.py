@@ -11,6 +11,7 @@ import shutil
 import socket
 
 import dagster as dg
+import pandas as pd
 import pytest
 
 from assets.review.factory import benchmark_review_defs
@@ -19,8 +20,11 @@ from forge.benchmarks.registry import get
 from forge.review import loop
 from forge.review import server as review_server
 from forge.review.client import LabelStudio
-from forge.review.stages import gated_items
+from forge.review.items import task_data
+from forge.review.labelconfig import review_config
+from forge.review.stages import gated_items, project_settings, settings
 from forge.storage import TableStore, open_catalog
+from forge.storage.contracts import load_contract
 from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource
@@ -303,3 +307,49 @@ def test_label_studio_stopped_mid_push_says_how_many_and_the_next_push_continues
     assert sorted(t["data"]["item_id"] for t in tasks) == [f"m{i}" for i in range(1, 9)]  # no duplicate
     ledger = TableStore(data).read("review_task_ledger", parts=["maia"])
     assert len(ledger) == 8 and ledger.task_id.is_unique
+
+
+def test_projects_of_earlier_export_rounds_are_adopted_and_no_task_is_stranded(review_env):
+    """Data from before one project per benchmark: `MAIA review · maia v1` and `v2`, and a
+    review_tasks table whose titles read "1". The newest becomes the project, the older one's
+    pending task moves into it, a decided item's task stays with its verdict."""
+    data, ls, _srv, configure = review_env
+    configure("defaults: {policy: required}\n")
+    store = TableStore(data)
+    world.maia(store, n=3)
+    spec = get("maia")
+    rs = settings(spec)
+    items = {r["item_id"]: r for r in gated_items(store, "maia").to_dict("records")}
+    title = loop.title(spec, "review")
+    old = {}
+    for n, ids in ((1, ["m1", "m2"]), (2, ["m3"])):
+        p = ls.ensure_project(f"{title} v{n}", review_config(rs), **project_settings(rs, 1, "older round"))
+        for i in ids:
+            old[i] = (int(p["id"]), ls.create_task(int(p["id"]), task_data(items[i], rs, None, "review")))
+    now = pd.Timestamp.now(tz="UTC")
+    rows = [
+        {"benchmark": "maia", "kind": "review", "item_id": i, "revision": task_data(items[i], rs, None)["revision"]}
+        | {"project_id": pid, "project_title": "1", "task_id": tid, "action": "created", "pushed_at": now}
+        for i, (pid, tid) in old.items()
+    ]
+    c = load_contract("review_tasks")
+    store.write("review_tasks", c.conform(pd.DataFrame(rows)), "maia", schema=c.arrow_schema())
+    r1 = sr.reviewer(ls, "r1@loop.test")
+    sr.submit(ls, {"id": old["m1"][1]}, r1, sr.ACCEPT)  # m1 decided in the v1 project
+
+    res = materialize(data, ["maia_verdicts", "maia_review_tasks"])
+    counts = res.asset_materializations_for_node("maia_review_tasks")[0].metadata["pushed"].value["review"]
+    assert counts["moved"] == 1 and counts["kept"] == 2 and counts["created"] == 0
+    titles = {p["title"]: p["id"] for p in ls.projects()}
+    assert titles[title] == old["m3"][0] and f"{title} v2" not in titles  # v2 renamed: its tasks stay put
+    assert sorted(tasks_in(ls, title)) == ["m2", "m3"]  # m2 moved in, no pending task left behind
+    assert list(tasks_in(ls, f"{title} v1")) == ["m1"]  # the decided item keeps its task and verdict
+    rt = q(data, "select item_id, project_title, action from review_tasks order by item_id")
+    assert rt.project_title.tolist() == [f"{title} v1", title, title]  # titles as the tool has them
+    assert rt.action.tolist() == ["kept", "moved", "kept"]
+    v = q(data, "select item_id, stale from verdicts")
+    assert v.item_id.tolist() == ["m1"] and not v.stale.any()
+    ledger = q(data, "select item_id, event from review_task_ledger order by item_id, event")
+    assert ledger.values.tolist() == [["m1", "adopted"], ["m2", "adopted"], ["m2", "deleted"], ["m2", "moved"]] + [
+        ["m3", "adopted"]
+    ]
