@@ -190,6 +190,20 @@ def region_from_norm(
     ), None
 
 
+def placeholder_region(r: Any, width: int, height: int) -> Region | None:
+    """Stub output only (``lenient``): a placeholder box outside the image, scaled into it, so the
+    offline demo has boxes to draw, review and move (its problem is still reported). None when it
+    cannot be read as four non-negative numbers."""
+    box = r.get("box") if isinstance(r, dict) else None
+    try:
+        top, left, h, w = (max(float(v), 0.0) for v in box)
+    except (TypeError, ValueError):
+        return None
+    scale = max(top + h, left + w, 1.0)
+    region, _ = region_from_norm(r.get("label", ""), [top / scale, left / scale, h / scale, w / scale], width, height)
+    return region
+
+
 # -- caption highlight -------------------------------------------------------------------
 @dataclass(frozen=True)
 class Highlight:
@@ -345,7 +359,8 @@ def validate_annotation(
 
     ``lenient`` (stub output only, see ``forge.llm.stub.advisory``): the problems are still all
     reported, but the annotation is returned with what could be read (a malformed metaphor kept
-    as written, an invalid box or span left out) instead of None; an unknown verdict stays None.
+    as written, a box outside the image scaled into it, an invalid span left out) instead of None;
+    an unknown verdict stays None.
     ``human`` (imported gold): only the verdict can fail; see the module docstring.
     """
     if human:
@@ -404,7 +419,8 @@ def validate_annotation(
             region, why = region_from_norm(r.get("label", ""), r.get("box"), width, height)
             if why:
                 p.add(BOX_OUT_OF_BOUNDS, why)
-            else:
+                region = placeholder_region(r, width, height) if lenient else None
+            if region is not None:
                 ann.regions.append(region)
         hl, why, repaired = parse_highlight(caption, str(data.get("caption_highlighted") or ""))
         if why:
