@@ -158,3 +158,16 @@ class LabelStudio:
                 return v
         data = {"title": title, "filters": {"conjunction": "and", "items": filters}}
         return self.request("POST", "/api/dm/views", json={"project": project_id, "data": data})
+
+    # -- overlap: one annotation per reviewer --------------------------------------------------------
+    def ensure_overlap(self, project_id: int, overlap: int) -> int:
+        """Every task of the project takes ``overlap`` annotations; returns how many tasks did not.
+        Tasks made with ``POST /api/tasks`` (before tasks were imported: an adopted older project)
+        kept overlap 1, and the labeling stream hands such a task to one reviewer only. Label Studio
+        re-applies ``maximum_annotations`` to every task, recounting which are done, when the
+        setting changes, so the project's setting is moved away and back."""
+        off = sum(1 for t in self.tasks(project_id) if t.get("overlap") != overlap)
+        if off:
+            for n in (overlap + 1 if overlap == 1 else 1, overlap):
+                self.request("PATCH", f"/api/projects/{project_id}", json={"maximum_annotations": n})
+        return off

@@ -41,6 +41,11 @@ def test_two_reviewers_each_own_verdict_and_an_overwrite_is_flagged(review_env):
     project = ls.request("GET", f"/api/projects/{pid}")
     assert (project["maximum_annotations"], project["overlap_cohort_percentage"]) == (2, 100)
     assert project["sampling"] == "Sequential sampling" and project["enable_empty_annotation"] is False
+    assert {t["overlap"] for t in ls.tasks(pid)} == {2}  # imported tasks take the project's overlap
+    old = ls.tasks(pid)[0]  # a task an older release made with POST /api/tasks had overlap 1
+    ls.request("PATCH", f"/api/tasks/{old['id']}", json={"overlap": 1})
+    materialize(data, ["maia_review_tasks"])
+    assert {t["overlap"] for t in ls.tasks(pid)} == {2}  # the push re-applies it
 
     alice, bob, carol = (sr.reviewer(ls, f"{n}@team.test") for n in ("alice", "bob", "carol"))
     first_a, first_b = sr.open_next(alice, pid), sr.open_next(bob, pid)
