@@ -192,6 +192,7 @@ def _project(ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, rs: Review
     overlap = rs.reviewers if kind == "review" else 1
     config = review_config(rs, adjudication=kind == "adjudication")
     project = ls.ensure_project(name, config, **project_settings(rs, overlap, loop.description(spec, rs, kind)))
+    ls.ensure_overlap(int(project["id"]), overlap)  # tasks an older release made keep overlap 1
     ls.ensure_local_storage(int(project["id"]), str(store.data_dir.resolve() / "media"))
     return project
 
