@@ -6,8 +6,9 @@ figures (each paper's ``published.yaml``, docs/evals.md "Paper reports").
 * ``tables``: each table of the paper this project reproduces: ``id``, ``title``, ``metric``
   (an ``eval_scores`` metric; a column may name its own), ``scale`` (100 when the paper prints
   percentages), ``decimals`` (the paper's rounding), ``columns`` (``name`` → ``setting``,
-  ``slice``, optional ``metric``) and, for tables whose rows are model × setting,
-  ``row_settings``;
+  ``slice``, optional ``metric``; ``settings: [...]`` instead of ``setting`` = the mean over
+  those settings, as a paper's mean over prompts) and, for tables whose rows are model ×
+  setting, ``row_settings``;
 * ``published``: the paper's figures: ``table``, ``row`` (the paper's row label), ``column``,
   ``value``, optional ``setting`` (row setting) and ``model`` (the project's model that row is,
   e.g. ``human``; default: the row label itself).
@@ -39,6 +40,7 @@ class Column:
     setting: str | None  # None: the row's setting (tables with row_settings)
     slice: str = "all"
     metric: str | None = None
+    settings: tuple[str, ...] = ()  # instead of `setting`: the mean over these (empty unless all were run)
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,14 @@ def load_published(path: Path) -> PaperTables:
     tables = []
     for t in raw.get("tables") or []:
         cols = tuple(
-            Column(str(c["name"]), c.get("setting"), str(c.get("slice", "all")), c.get("metric")) for c in t["columns"]
+            Column(
+                str(c["name"]),
+                c.get("setting"),
+                str(c.get("slice", "all")),
+                c.get("metric"),
+                tuple(c.get("settings") or ()),
+            )
+            for c in t["columns"]
         )
         tables.append(
             TableSpec(
@@ -129,8 +138,13 @@ def table_cells(
         for rs in row_settings:
             row = []
             for c in spec.columns:
-                setting = c.setting if c.setting is not None else rs
-                v = by_key.get((model, str(setting), c.metric or spec.metric, c.slice))
+                if c.settings:  # e.g. a mean over prompts: every one must have a value
+                    vs = [by_key.get((model, s, c.metric or spec.metric, c.slice)) for s in c.settings]
+                    ok = all(v is not None and not _nan(v) for v in vs)
+                    v = float(np.mean([float(x) for x in vs])) if ok else None
+                else:
+                    setting = c.setting if c.setting is not None else rs
+                    v = by_key.get((model, str(setting), c.metric or spec.metric, c.slice))
                 ours = float(v) * spec.scale if v is not None and not _nan(v) else math.nan
                 row.append({"model": model, "setting": rs, "column": c.name, "ours": ours})
             if any(not math.isnan(x["ours"]) for x in row):  # a model with nothing in this table is no row
@@ -185,8 +199,10 @@ def _nan(v: Any) -> bool:
 def _why_not(spec: TableSpec, p: dict[str, Any], setting: str | None, models: list[str], known: set[str], frame) -> str:
     col = next(c for c in spec.columns if c.name == p["column"])
     want = col.setting if col.setting is not None else setting
-    if want is not None and want not in known:
-        return f"setting `{want}` is not run by this project"
+    missing = [s for s in (col.settings or ((want,) if want is not None else ())) if s not in known]
+    if missing:
+        return f"setting `{'`, `'.join(missing)}` is not run by this project"
+    want = want if not col.settings else " + ".join(col.settings)
     if not any(_same_model(m, p["model"]) for m in models):
         return f"model `{p['model']}` was not evaluated here"
     return f"model `{p['model']}` was not evaluated on `{want}` / `{col.slice}`"
