@@ -16,7 +16,7 @@ import pandas as pd
 
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.review import gate, loop, sync
-from forge.review.client import LabelStudio
+from forge.review.client import LabelStudio, ReviewServerDown
 from forge.review.config import review_spec
 from forge.review.items import box_predictions, task_data
 from forge.review.labelconfig import review_config
@@ -165,11 +165,11 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
         for p in plans:
             rows, counts[p.kind] = sync.execute(ls, p, progress)
             frames.append(rows)
-    except sync.PushInterrupted:
+        if wanted["returned"]:
+            out.metadata["returned_to"] = loop.reviewer_tabs(ls, int(projects["returned"]["id"]), wanted["returned"])
+    except ReviewServerDown as exc:  # the tasks made so far are recorded now: the next push continues
         loop.write_ledger(store, spec.name, loop.append(ledger, progress.events))
-        raise
-    if wanted["returned"]:
-        out.metadata["returned_to"] = loop.reviewer_tabs(ls, int(projects["returned"]["id"]), wanted["returned"])
+        raise exc if isinstance(exc, sync.PushInterrupted) else sync.PushInterrupted(progress, exc) from exc
     out.tables["review_tasks"] = pd.concat([prev[prev["kind"] == "human"], *frames], ignore_index=True)
     out.tables[loop.LEDGER] = loop.append(ledger, progress.events)
     out.metadata.update(
