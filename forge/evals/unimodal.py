@@ -11,9 +11,10 @@ score is its mean token log-probability,
 
     score(s) = (1 / (T - 1)) · Σ_{t=2..T} log p(w_t | w_<t)
 
-over the T tokens of ``s`` (minicons ``sequence_score`` with ``reduction = mean``; the first
-token has no left context unless ``bos_token`` is set, then every token is scored and the
-divisor is T). Across models (§4.3: "for each TS-FS pair, we selected the item with the
+over the T tokens of the encoded ``s`` (minicons ``sequence_score`` with ``reduction = mean``):
+the first encoded token has no left context and is not scored. Tokenizers that add a BOS token
+themselves (Llama, Gemma, the paper's models) so score every word token; for one that does not
+(GPT-2), ``bos_token: true`` prepends it. Across models (§4.3: "for each TS-FS pair, we selected the item with the
 highest probability among the five models") the pair's answer is the statement holding the
 single highest normalised score over all configured models.
 
