@@ -199,17 +199,18 @@ def saw_gold(
     store: TableStore, spec: BenchmarkSpec, ls: LabelStudio, users: dict[int, str]
 ) -> dict[tuple[str, str], str]:
     """(item id, person) → how that person saw the item's gold: a verdict on it in ``verdicts``
-    (any revision, stale or not), or an annotation in a live review / adjudication task not yet
-    read back. Label Studio's community edition shows every project to every member of the
+    (any revision, stale or not), or an annotation in a live review, adjudication or returned task
+    not yet read back. Label Studio's community edition shows every project to every member of the
     organisation (no workspaces or project membership), so this is where the baseline stays blind."""
     out: dict[tuple[str, str], str] = {}
     v = read(store, "verdicts", spec.name)
-    for r in v.itertuples() if len(v) else []:
-        out.setdefault(
-            (str(r.item_id), str(r.reviewer)), f"saw_gold: {r.project_kind} verdict {r.verdict_id} on the item"
-        )
+    for r in v.to_dict("records") if len(v) else []:
+        why = f"saw_gold: {r['project_kind']} verdict {r['verdict_id']} on the item"
+        for who in (r.get("reviewer"), r.get("author")):  # whoever made or changed it saw the form
+            if isinstance(who, str) and who:
+                out.setdefault((str(r["item_id"]), who), why)
     tasks = read(store, "review_tasks", spec.name)
-    by_kind, _ = sync.poll(ls, tasks, ("review", "adjudication"))
+    by_kind, _ = sync.poll(ls, tasks, ("review", "adjudication", "returned"))
     for kind, projects in by_kind.items():
         for pid, ts in projects:
             for t in ts:
