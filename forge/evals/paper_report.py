@@ -255,6 +255,11 @@ def paper_report(
 ) -> tuple[str, dict[str, pd.DataFrame]]:
     """(Markdown of every table, in the file's order, and each table's cells)."""
     parts = [f"# {title}: the paper's tables from this catalog", ""]
+    if "backend" in scores and (scores["backend"] == "stub").any():
+        # the offline stub's replies are placeholders: its row stays, named for what it is
+        stub = (scores["backend"] == "stub").to_numpy()
+        scores = scores.assign(model=[f"{m} ⚠stub" if s else m for m, s in zip(scores["model"], stub, strict=True)])
+        parts += ["⚠stub: rows of the offline stub model; their scores are meaningless.", ""]
     all_cells = {}
     for spec in paper.tables:
         cells = table_cells(spec, scores, paper.published, known_settings)

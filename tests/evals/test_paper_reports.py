@@ -220,3 +220,9 @@ def test_hummus_table4_is_the_mean_over_the_three_prompts(tmp_path):
     pos = c[(c["model"] == "gpt-4o") & (c["column"] == "Positive") & c["reason"].isna()].iloc[0]
     assert math.isclose(pos["ours"], 0.71) and math.isclose(pos["paper"], 0.71) and not pos["flag"]
     assert not (c["model"] == "half").any()  # one prompt of three: no mean, no row
+
+
+def test_stub_rows_are_named_as_such(tmp_path):
+    scores = pd.DataFrame([{**_row("stub-offline", "none", "accuracy", "all", 0.0), "backend": "stub"}])
+    md = build_paper_report(resolve("iibench"), scores, None, tmp_path)["markdown"]
+    assert "| stub-offline ⚠stub | 0.0 |" in md and "scores are meaningless" in md
