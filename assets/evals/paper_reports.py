@@ -35,10 +35,14 @@ def build_paper_report(spec: BenchmarkSpec, scores: pd.DataFrame, preds: pd.Data
     known = {s.name for s in settings_for(load_eval_config(), spec)} | {UNIMODAL_SETTING}
     md, cells = pr.paper_report(spec.title, paper, scores, known)
     paths: list[Path] = []
+    if paper.figures:
+        text, paths = pr.draw_figures(paper, cells, out_dir)
+        md += "\n## Figures\n\n" + text + "\n"
     if spec.name in FIGURES and preds is not None and len(preds):
         module, fn = FIGURES[spec.name]
         figs = getattr(importlib.import_module(f"{spec.package}.{module}"), fn)
-        text, paths = figs(preds, out_dir)
+        text, more = figs(preds, out_dir)
+        paths += more
         md += "\n## Figures from the predictions\n\n" + text + "\n"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "paper_report.md").write_text(md, encoding="utf-8")

@@ -55,11 +55,20 @@ class TableSpec:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class FigureSpec:
+    id: str
+    title: str
+    table: str  # the table whose cells (ours) it draws
+    kind: str = "bars"  # bars: one group per column, one bar per row; radar: one polygon per row
+    exclude: tuple[str, ...] = ()  # columns of the table not drawn (e.g. an average)
+
+
 @dataclass
 class PaperTables:
     tables: tuple[TableSpec, ...]
     published: pd.DataFrame  # table, row, model, setting, column, value
-    figures: dict[str, str] = field(default_factory=dict)
+    figures: tuple[FigureSpec, ...] = field(default_factory=tuple)
 
 
 def load_published(path: Path) -> PaperTables:
@@ -109,7 +118,20 @@ def load_published(path: Path) -> PaperTables:
             }
         )
     published = pd.DataFrame(rows, columns=load_published_empty().columns)
-    return PaperTables(tuple(tables), published, dict(raw.get("figures") or {}))
+    figures = []
+    for f in raw.get("figures") or []:
+        if str(f["table"]) not in by_id or f.get("kind", "bars") not in ("bars", "radar"):
+            raise ValueError(f"{path}: figure {f.get('id')!r} needs a table of this file and kind bars or radar")
+        figures.append(
+            FigureSpec(
+                str(f["id"]),
+                str(f["title"]),
+                str(f["table"]),
+                str(f.get("kind", "bars")),
+                tuple(str(c) for c in f.get("exclude") or ()),
+            )
+        )
+    return PaperTables(tuple(tables), published, tuple(figures))
 
 
 def load_published_empty() -> pd.DataFrame:
@@ -268,6 +290,54 @@ def paper_report(
         flagged = int(cells["flag"].sum()) if len(cells) else 0
         if flagged:
             parts += [f"{FLAG} {flagged} cell(s) differ from the paper by more than its rounding.", ""]
-    if paper.figures:
-        parts += ["## Figures", ""] + [f"- {k}: {v}" for k, v in paper.figures.items()] + [""]
     return "\n".join(parts), all_cells
+
+
+def figure_png(fig: FigureSpec, cells: pd.DataFrame, path: Path) -> Path | None:
+    """Draw a figure from its table's cells (this catalog's values; empty cells left out).
+    None when the table has no value to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ours = cells[cells["reason"].isna() & cells["ours"].notna()] if len(cells) else cells
+    ours = ours[~ours["column"].isin(fig.exclude)] if len(ours) else ours
+    if ours.empty:
+        return None
+    who = [f"{m} / {s}" if isinstance(s, str) else str(m) for m, s in zip(ours["model"], ours["setting"], strict=True)]
+    piv = ours.assign(who=who).pivot_table(index="who", columns="column", values="ours", sort=False)
+    cols = list(dict.fromkeys(ours["column"]))
+    piv = piv.reindex(columns=cols)
+    if fig.kind == "radar":
+        angles = np.linspace(0, 2 * np.pi, len(cols), endpoint=False)
+        f = plt.figure(figsize=(5.5, 5))
+        ax = f.add_subplot(projection="polar")
+        for name, row in piv.iterrows():
+            vals = np.nan_to_num(row.to_numpy(dtype=float))
+            ax.plot(np.append(angles, angles[0]), np.append(vals, vals[0]), label=str(name))
+        ax.set_xticks(angles, cols, fontsize=7)
+    else:
+        f, ax = plt.subplots(figsize=(max(5.0, 0.5 * len(cols) * max(1, len(piv)) ** 0.5 + 2), 3.5))
+        width = 0.8 / max(1, len(piv))
+        for k, (name, row) in enumerate(piv.iterrows()):
+            ax.bar(np.arange(len(cols)) + k * width, row.to_numpy(dtype=float), width, label=str(name))
+        ax.set_xticks(np.arange(len(cols)) + 0.4 - width / 2, cols, rotation=30, ha="right", fontsize=7)
+    ax.set_title(fig.title, fontsize=9)
+    ax.legend(fontsize=6, loc="best")
+    f.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    f.savefig(path, dpi=80)
+    plt.close(f)
+    return path
+
+
+def draw_figures(paper: PaperTables, cells: dict[str, pd.DataFrame], out_dir: Path) -> tuple[str, list[Path]]:
+    """Markdown lines and PNG paths of every figure of ``paper`` (a figure without values says so)."""
+    lines, paths = [], []
+    for fig in paper.figures:
+        p = figure_png(fig, cells.get(fig.table, pd.DataFrame()), out_dir / f"{fig.id}.png")
+        lines.append(f"- **{fig.title}**: " + (f"`{p.name}`" if p else "_no value to draw yet_"))
+        if p:
+            paths.append(p)
+    return "\n".join(lines), paths

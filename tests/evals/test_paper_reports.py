@@ -226,3 +226,17 @@ def test_stub_rows_are_named_as_such(tmp_path):
     scores = pd.DataFrame([{**_row("stub-offline", "none", "accuracy", "all", 0.0), "backend": "stub"}])
     md = build_paper_report(resolve("iibench"), scores, None, tmp_path)["markdown"]
     assert "| stub-offline ⚠stub | 0.0 |" in md and "scores are meaningless" in md
+
+
+def test_figures_drawn_from_their_table(tmp_path):
+    cats = ["category=causal", "category=planning", "category=sentiment"]
+    scores = pd.DataFrame(
+        [_row("m1", "32_frames", "pool_consistency", c, 0.2 + k / 10) for k, c in enumerate(cats)]
+        + [_row("m1", "32_frames", "pool_consistency", "all", 0.3)]
+    )
+    out = build_paper_report(resolve("maia"), scores, None, tmp_path)
+    names = {p.name for p in out["figures"]}
+    assert names == {"fig3b.png"} and (tmp_path / "fig3b.png").stat().st_size > 0
+    # the other two panels have no value here: said, not drawn
+    assert "Fig. 3a: VSV accuracy of single pairs per category**: _no value to draw yet_" in out["markdown"]
+    assert "Fig. 3b: VSV pool accuracy (8/8) per category**: `fig3b.png`" in out["markdown"]

@@ -82,3 +82,7 @@ def test_paper_reports_from_evaluated_models(setup, tmp_path, monkeypatch):
     assert "| unimodal | text_only |" in maia
     vimu = res.asset_materializations_for_node("vimu_paper_report")[0].metadata
     assert "figure_fig7_error_signature_pca" in vimu and "figure_fig10_delta_fpr" in vimu
+    for name, fig in (("maia", "fig3b"), ("maia", "fig3c"), ("hummus", "fig4"), ("vague", "fig4")):
+        md = res.asset_materializations_for_node(f"{name}_paper_report")[0].metadata
+        assert (store.data_dir / "exports" / name / "paper_report" / f"{fig}.png").is_file(), (name, fig)
+        assert f"figure_{fig}" in md
