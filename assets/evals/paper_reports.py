@@ -76,7 +76,7 @@ def _paper_report_asset(spec: BenchmarkSpec):
                 "eval_predictions",
                 where="benchmark = ?",
                 params=[bench],
-                columns=["model", "setting", "category", "item_id", "variant", "detail"],
+                columns=["model", "setting", "category", "item_id", "variant", "gold", "detail"],
             )
         out = build_paper_report(spec, scores, preds, store.data_dir / "exports" / bench / "paper_report")
         flagged = sum(int(c["flag"].sum()) for c in out["cells"].values() if len(c))

@@ -164,6 +164,35 @@ def test_vimu_fig10_delta_fpr_by_hand():
     assert math.isclose(m2a["fnr"], 1.0) and math.isclose(m2a["fpr"], 0.0)  # A gold twice, never picked
 
 
+def test_vimu_failed_call_counts_with_the_rows_gold():
+    # a failed call: no parsed sets in detail, gold "A, C" on the row, an empty selection
+    p = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "setting": "unguided",
+                "category": "RM",
+                "item_id": "x",
+                "variant": 0,
+                "gold": "A, C",
+                "detail": "{}",
+            },
+            {
+                "model": "m",
+                "setting": "unguided",
+                "category": "RM",
+                "item_id": "y",
+                "variant": 0,
+                "gold": "B",
+                "detail": json.dumps({"gold_set": ["B"], "pred_set": ["A", "B"]}),
+            },
+        ]
+    )
+    r = ea.option_error_rates(p).set_index(["task", "option"])
+    assert r.loc[("RM", "A"), "fnr"] == 1.0 and r.loc[("RM", "A"), "fpr"] == 1.0  # missed on x, extra on y
+    assert r.loc[("RM", "C"), "positives"] == 1 and r.loc[("RM", "B"), "negatives"] == 1
+
+
 def test_vimu_fig7_pca_by_hand(tmp_path):
     rates = ea.option_error_rates(_vimu_preds())
     sig = ea.error_signatures(rates)

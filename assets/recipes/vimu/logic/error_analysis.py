@@ -39,7 +39,12 @@ def option_error_rates(preds: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (model, setting, task), g in df.groupby(["model", "setting", "category"], sort=True):
         details = [jload(d) or {} for d in g["detail"]]
-        gold = [set(d.get("gold_set") or []) for d in details]
+        # a failed call has no parsed sets: its gold comes from the row (as the scorer reads it)
+        golds = g["gold"] if "gold" in g else [None] * len(g)
+        gold = [
+            set(d.get("gold_set") or [x.strip() for x in str(gc or "").split(",") if x.strip()])
+            for d, gc in zip(details, golds, strict=True)
+        ]
         pred = [set(d.get("pred_set") or []) for d in details]
         for opt in LETTERS:
             neg = [p for gs, p in zip(gold, pred, strict=True) if opt not in gs]
