@@ -68,8 +68,10 @@ def register_view(name: str, sql: str) -> None:
     EXTRA_VIEWS[name] = sql
 
 
-def view_sql(store: TableStore, table: str, contract: Contract | None) -> str:
-    files = store.files(table)
+def view_sql(store: TableStore, table: str, contract: Contract | None, files: list[Path] | None = None) -> str:
+    """The view's query: over ``files`` (default: the table's live files), else the contract's
+    typed empty table."""
+    files = store.files(table) if files is None else files
     if files:  # absolute: a client opened anywhere reads them
         paths = ", ".join(quote_literal(f"{_root(store)}/{f.relative_to(store.data_dir).as_posix()}") for f in files)
         return f"select * from read_parquet([{paths}], union_by_name=true)"
@@ -145,8 +147,9 @@ def refresh_catalog(store: TableStore) -> list[str]:
     grace = manifest.grace_s()  # a bad setting fails before anything is built
     started = time.time()
     contracts = all_contracts()
-    names = sorted(set(contracts) | set(store.table_names()))
-    statements = {n: view_sql(store, n, contracts.get(n)) for n in names}
+    existing = set(store.table_names())
+    names = sorted(set(contracts) | existing)
+    statements = {n: view_sql(store, n, contracts.get(n), None if n in existing else []) for n in names}
     signature = hashlib.sha256(repr((sorted(statements.items()), sorted(EXTRA_VIEWS.items()))).encode()).hexdigest()
     store.data_dir.mkdir(parents=True, exist_ok=True)
     sig_path = store.data_dir / _SIGNATURE

@@ -140,7 +140,7 @@ def _work(
     unlisted = {**m.unlisted, **dict.fromkeys(stamp, now)}
     due = [n for n, t in unlisted.items() if t <= now - grace and n not in live]
     known = live | set(m.retired)
-    strays = [p for p in _data_files(table_dir) if p.name not in known and _mtime(p) <= now - grace]
+    strays = [table_dir / n for n in _data_files(table_dir) if n not in known and _mtime(table_dir / n) <= now - grace]
     return stamp, due, strays
 
 
@@ -152,23 +152,24 @@ def _locked(table_dir: Path) -> Iterator[None]:
 
 
 def _save(table_dir: Path, m: Manifest) -> None:
+    text = json.dumps({"parts": dict(sorted(m.parts.items())), "retired": m.retired, "unlisted": m.unlisted})
     fd, tmp = tempfile.mkstemp(dir=table_dir, prefix=".manifest.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(
-                {"parts": dict(sorted(m.parts.items())), "retired": m.retired, "unlisted": m.unlisted}, f, indent=1
-            )
+            f.write(text)
         os.replace(tmp, table_dir / MANIFEST)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def _data_files(table_dir: Path) -> list[Path]:
-    """Parquet files and the temporary files of writes (``.<name>.tmp``) in the directory."""
-    if not table_dir.is_dir():
+def _data_files(table_dir: Path) -> list[str]:
+    """Names of the Parquet files and of the temporary files of writes (``.<name>.tmp``) in the directory."""
+    try:
+        names = os.listdir(table_dir)
+    except FileNotFoundError:
         return []
-    return [p for p in table_dir.iterdir() if p.suffix == ".parquet" or (p.name.startswith(".") and p.suffix == ".tmp")]
+    return [n for n in names if n.endswith(".parquet") or (n.startswith(".") and n.endswith(".tmp"))]
 
 
 def _mtime(path: Path) -> float:

@@ -26,7 +26,7 @@ HOLD_S = 0.5  # ...or for this long, then the reader reconnects
 
 
 def main(data_dir: str, kind: str, stop_file: str, out: str, expected: int, seed: int, ready_dir: str) -> None:
-    os.nice(10)  # the writer's loop runs at full speed: a publish is not slowed by a reader
+    os.nice(19)  # the writer's loop runs at full speed: a publish is not slowed by a reader
     store = TableStore(data_dir)
     rng = random.Random(seed)
     reads = errors = wrong = 0
