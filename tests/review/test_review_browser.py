@@ -238,7 +238,7 @@ def test_three_reviewers_in_chromium(review_env, browsers):
     (m1,) = ls.tasks(maia_p)
     r1, r2, r3 = (sr.reviewer(ls, f"{n}@forms.example") for n in ("r1", "r2", "r3"))  # invited by link
 
-    # r1: accepts the MAIA item, and corrects VAGUE v1's answer from A to C
+    # r1: accepts the MAIA item, and corrects VAGUE v1's options (one per line) and its answer from A to C
     d = browsers()
     _login(d, srv.url, r1.email, sr.PASSWORD)
     _open_stream(d, srv.url, maia_p)
@@ -247,6 +247,8 @@ def test_three_reviewers_in_chromium(review_env, browsers):
     _open_stream(d, srv.url, vague_p)
     assert "item v1" in d.find_element(By.TAG_NAME, "body").text  # the stream goes in task order
     _click_text(d, "edit")
+    # the options field is multi-line: Enter starts the next option (Shift+Enter would add the text)
+    _type(d, "corrected options", "Mop the floor 1\nOpen the window\nSing a song softly\nBuy a hat")
     _type(d, "corrected answer", "C")
     d.save_screenshot(str(ARTIFACTS / "vague_edit.png"))
     _press(d, "Submit")
@@ -288,7 +290,8 @@ def test_three_reviewers_in_chromium(review_env, browsers):
     spec = get("vague")
     run_export(store, spec, benchmark_config(spec), force_stub=False)
     rows = {json.loads(line)["item_id"]: json.loads(line) for line in _export_lines(data, "vague")}
-    assert rows["v1"]["answer"] == "C" and rows["v1"]["options"][2] == "Sing a song"
+    assert rows["v1"]["answer"] == "C"
+    assert rows["v1"]["options"] == ["Mop the floor 1", "Open the window", "Sing a song softly", "Buy a hat"]
     assert rows["v1"]["option_types"] == ["SU", "FS", "correct", "NE"]
     assert rows["v2"]["option_types"] == ["correct", "FS", "SU", "NE"]
 
