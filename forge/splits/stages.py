@@ -572,6 +572,8 @@ def run_export(
     # so do items without their accepted verdicts; reviewers' edits arrive as new revisions
     gated, review = _review(store, spec, gated, GateConfig.from_config(cfg).imported.review)
     md: dict[str, Any] = {"force_stub": force_stub, "review_coverage": review.get("coverage", "")}
+    if review.get("summary"):  # what was reviewed and what is held back, as the card's first line says it
+        md["review"] = review["summary"]
     stub_n = sum(1 for r in gated.to_dict("records") if stub_made(r))
     status, refused = "nothing", False
     if gated.empty:

@@ -155,6 +155,8 @@ def test_the_sensor_takes_a_review_from_push_to_export_with_no_manual_step(revie
     assert [v["data"]["title"] for v in views] == ["Returned to r1@loop.test"]
     ids, card = _exported(data, "maia")
     assert ids == {"m2"}  # m1 disputed, m3's new revision pending: held back
+    said = res.asset_materializations_for_node("maia_export")[0].metadata["review"].value
+    assert said == "1 of 3 items human-accepted; 2 held back"  # the run is green and says what it held back
     top = card.split("## Loading")[0]
     assert "Not human-reviewed" not in top and "1 of 3 items human-accepted; 2 held back" in top
 
