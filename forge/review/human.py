@@ -34,6 +34,7 @@ from forge.review.items import as_list, blind_task_data, box_answer, human_key_o
 from forge.review.labelconfig import BOX_LABEL, LETTERS, human_config
 from forge.review.spec import Media, ReviewPolicy, ReviewSpec
 from forge.review.stages import StageOut, clip_paths, project_settings, read, settings
+from forge.review.verdicts import who
 from forge.storage import TableStore
 
 MODEL = "human"
@@ -160,15 +161,6 @@ def reply_of(annotation: dict[str, Any], kind: str, options: list[str]) -> str:
     return text or box or ", ".join(letters)
 
 
-def _person(v: Any, users: dict[int, str]) -> str:
-    if isinstance(v, dict):
-        return str(v.get("email") or v.get("username") or v.get("id"))
-    try:
-        return users.get(int(v), str(v))
-    except (TypeError, ValueError):
-        return str(v)
-
-
 def answers(ls: LabelStudio, task_rows: pd.DataFrame, users: dict[int, str]) -> list[dict[str, Any]]:
     """Every submitted answer of the recorded blind tasks, oldest first, mapped back to its item
     through ``task_rows`` (the tasks themselves carry only an opaque key)."""
@@ -181,12 +173,16 @@ def answers(ls: LabelStudio, task_rows: pd.DataFrame, users: dict[int, str]) -> 
             for a in t.get("annotations") or []:
                 if item is None or a.get("was_cancelled"):
                     continue
+                # the person is whoever last changed the answer (the request's user, as for verdicts);
+                # an answer changed by someone other than its author is not scored
+                person, _author, flag = who(a, users)
                 out.append(
                     {
                         "answer_id": f"{pid}:{a['id']}",
                         "item_id": item,
                         "task_id": int(t["id"]),
-                        "person": _person(a.get("completed_by"), users),
+                        "person": person,
+                        "flag": flag,
                         "annotation": a,
                         "seconds": float(a["lead_time"]) if a.get("lead_time") is not None else None,
                         "created_at": pd.Timestamp(a["created_at"]).tz_convert("UTC") if a.get("created_at") else None,
@@ -206,17 +202,19 @@ def saw_gold(
     v = read(store, "verdicts", spec.name)
     for r in v.to_dict("records") if len(v) else []:
         why = f"saw_gold: {r['project_kind']} verdict {r['verdict_id']} on the item"
-        for who in (r.get("reviewer"), r.get("author")):  # whoever made or changed it saw the form
-            if isinstance(who, str) and who:
-                out.setdefault((str(r["item_id"]), who), why)
+        for person in (r.get("reviewer"), r.get("author")):  # whoever made or changed it saw the form
+            if isinstance(person, str) and person:
+                out.setdefault((str(r["item_id"]), person), why)
     tasks = read(store, "review_tasks", spec.name)
     by_kind, _ = sync.poll(ls, tasks, ("review", "adjudication", "returned"))
     for kind, projects in by_kind.items():
         for pid, ts in projects:
             for t in ts:
                 for a in t.get("annotations") or []:
-                    key = (str((t.get("data") or {}).get("item_id")), _person(a.get("completed_by"), users))
-                    out.setdefault(key, f"saw_gold: {kind} annotation {pid}:{a['id']} on the item")
+                    changer, author, _flag = who(a, users)
+                    for person in {changer, author} - {None}:
+                        key = (str((t.get("data") or {}).get("item_id")), person)
+                        out.setdefault(key, f"saw_gold: {kind} annotation {pid}:{a['id']} on the item")
     return out
 
 
@@ -225,7 +223,7 @@ def pick(found: list[dict[str, Any]], seen: dict[tuple[str, str], str]) -> list[
     did not see its gold is scored; the others are kept and say why not."""
     used: set[str] = set()
     for r in found:
-        why = seen.get((r["item_id"], r["person"]))
+        why = r.get("flag") or seen.get((r["item_id"], r["person"]))
         r["used"] = why is None and r["item_id"] not in used
         r["excluded_reason"] = why if why else (None if r["used"] else "later_answer: an earlier answer is scored")
         if r["used"]:

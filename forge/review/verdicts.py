@@ -230,7 +230,7 @@ def _ts(v: Any) -> pd.Timestamp | None:
     return pd.Timestamp(v).tz_convert("UTC") if v else None
 
 
-def _who(a: dict[str, Any], users: dict[int, str]) -> tuple[str, str | None, str | None]:
+def who(a: dict[str, Any], users: dict[int, str]) -> tuple[str, str | None, str | None]:
     """(reviewer, author, flag) of one annotation. The reviewer is whoever last changed it
     (``updated_by``, which Label Studio sets from the request's user on every save and no request
     body can set); ``completed_by`` names the author, and any request may claim it. An annotation
@@ -263,7 +263,7 @@ def verdict_rows(
             if a.get("was_cancelled"):
                 continue
             parsed = parse_annotation(a.get("result") or [], boxes, reasons, limits)
-            reviewer, author, flag = _who(a, users)
+            reviewer, author, flag = who(a, users)
             rows.append(
                 {
                     "verdict_id": f"{project_id}:{a['id']}",

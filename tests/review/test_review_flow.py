@@ -260,7 +260,7 @@ def test_human_baseline_row_on_the_leaderboard(review_env):
     assert "GOLD" not in tasks["v1"]["data"]["options_text"] and "answer_text" not in tasks["v1"]["data"]
     gold = {i: "ABCD"[json.loads(line)["options"].index(f"Mop the floor {i[1]}")] for i, line in _gold(data)}
     wrong = {"A": "B", "B": "A", "C": "A", "D": "A"}
-    people = [ls.ensure_user(f"p{i}@review.test") for i in range(3)]
+    people = [sr.reviewer(ls, f"p{i}@review.test") for i in range(3)]  # each answers in their own session
     picks = {"v1": gold["v1"], "v2": gold["v2"], "v3": wrong[gold["v3"]]}
     for (item, letter), who in zip(picks.items(), people, strict=True):
         sr.submit(ls, tasks[item], who, [sr.choice("choice", letter)])
