@@ -78,7 +78,7 @@ test: setup
 	bash scripts/ensure_postgres.sh
 	bash scripts/ensure_strace.sh
 	$(PY) -m dagster definitions validate -w workspace.yaml
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	bash scripts/fresh_clone_check.sh
