@@ -32,6 +32,7 @@ from forge.review import agreement
 from forge.review.items import apply_edits, as_json, revision
 from forge.review.spec import ReviewPolicy, ReviewSpec
 from forge.review.verdicts import VERDICT_COLUMNS, edit_of
+from forge.splits.gates import unit_of
 
 STAGE = "human_review"
 DECIDED = ("accepted", "rejected")
@@ -155,13 +156,23 @@ def resolve(items: pd.DataFrame, verdicts: pd.DataFrame, spec: ReviewSpec, data_
     return Resolution(current, v, status, reasons)
 
 
-def export_filter(res: Resolution, policy: ReviewPolicy) -> tuple[pd.DataFrame, dict[str, list[str]]]:
-    """(items to export, item ids left out by why: ``rejected`` / ``held_back``)."""
+def export_filter(
+    res: Resolution, policy: ReviewPolicy, unit_key: str | None = None
+) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """(items to export, item ids left out by why: ``rejected`` / ``held_back``). With the
+    benchmark's ``unit_key`` (``SplitPolicy.unit_key``: items the paper treats as one whole, e.g. a
+    MAIA pool's 8 statement pairs and its open question), a unit goes out whole or not at all: the
+    other members of a unit with a rejected or held-back member are held back with it."""
     items = res.items
     rejected = items["review_status"] == "rejected"
     held = items["review_status"].isin(["pending", "disputed"]) if policy == ReviewPolicy.REQUIRED else False
     if policy == ReviewPolicy.OFF:
         rejected = pd.Series(False, index=items.index)
+    held = pd.Series(held, index=items.index, dtype=bool)
+    units = unit_of(items, unit_key)
+    if units:
+        unit = items["item_id"].astype(str).map(lambda i: units.get(i, f"item={i}"))
+        held |= unit.isin(set(unit[rejected | held])) & ~rejected
     keep = ~(rejected | held)
     out = {
         "rejected": sorted(items.loc[rejected, "item_id"].astype(str)),

@@ -247,7 +247,7 @@ def run_verdicts(
         probed, out.engine = reprobe(res.items, res.verdicts, probe, spec.asset("verdicts"), spec.name)
         res = gate.resolve(items, probed, rs, store.data_dir) if out.engine is not None else res
     out.tables["verdicts"] = res.verdicts
-    out.tables["review_status"] = review_status(spec.name, res, rs.policy)
+    out.tables["review_status"] = review_status(spec.name, res, rs.policy, spec.split.unit_key)
     log = RejectLog(gate.STAGE, spec.name)
     for item_id, why in sorted(res.reasons.items()):
         who = sorted(
@@ -276,7 +276,7 @@ def export_gate(store: TableStore, spec: BenchmarkSpec, gated: pd.DataFrame) -> 
     if gated.empty:
         return gated, {"policy": str(rs.policy)}
     res = resolution(store, spec, rs, gated)
-    kept, left_out = gate.export_filter(res, rs.policy)
+    kept, left_out = gate.export_filter(res, rs.policy, spec.split.unit_key)  # a unit goes out whole
     info = gate.summary(res, rs, rs.policy)
     info.update({"held_back": len(left_out["held_back"]), "rejected_ids": left_out["rejected"][:50]})
     shown = res.items.loc[res.items["item_id"].isin(kept["item_id"]), "review_status"]

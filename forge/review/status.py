@@ -83,13 +83,15 @@ def _row(benchmark: str, item_id: str, rev: str, g: pd.DataFrame, current: bool)
     }
 
 
-def review_status(benchmark: str, res: gate.Resolution, policy: ReviewPolicy) -> pd.DataFrame:
+def review_status(
+    benchmark: str, res: gate.Resolution, policy: ReviewPolicy, unit_key: str | None = None
+) -> pd.DataFrame:
     """One row per item and revision: the current revision of every gated item (status as the
     gate has it, ``refused`` where it waits on a verdict that was refused or flagged; ``export``:
-    kept / held_back / dropped under ``policy``), and every older revision verdicts were given on
+    kept / held_back / dropped under ``policy``, a unit of ``unit_key`` whole), and every older revision verdicts were given on
     (``superseded``; ``not_gated`` when the item left the gated items)."""
     v = res.verdicts
-    _, left_out = gate.export_filter(res, policy)
+    _, left_out = gate.export_filter(res, policy, unit_key)
     held, dropped = set(left_out["held_back"]), set(left_out["rejected"])
     refused, flagged = gate.not_counted(v)
     waiting = set(refused["item_id"].astype(str)) | set(flagged["item_id"].astype(str))

@@ -213,6 +213,30 @@ def test_adjudication_is_final_and_policy_filters_the_export(tmp_path):
     assert only_test.status["m1"] == "not_required"
 
 
+def test_a_unit_goes_out_whole_or_not_at_all(tmp_path):
+    """MAIA's unit (SplitPolicy.unit_key = question_id): a pool with one rejected pair is held back
+    whole; a pool whose review is half done is held back whole; a fully accepted pool goes out."""
+    from forge.storage import TableStore
+
+    items = world.maia(TableStore(tmp_path), n=6)
+    pools = {"m1": "qA", "m2": "qA", "m3": "qB", "m4": "qB", "m5": "qC", "m6": "qC"}
+    items["labels"] = [json.dumps({"question_id": pools[i]}) for i in items["item_id"]]
+    revs = {r["item_id"]: revision(r) for r in items.to_dict("records")}
+    verdicts = {"m1": "accept", "m2": "reject", "m3": "accept", "m5": "accept", "m6": "accept"}  # m4 pending
+    rows = [
+        _v(i, revs[i], "a", what, n=k, reason="wrong_gold" if what == "reject" else None)
+        for k, (i, what) in enumerate(verdicts.items())
+    ]
+    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), ReviewSpec(reviewers=1), tmp_path)
+    kept, out = gate.export_filter(res, ReviewPolicy.REQUIRED, "question_id")
+    assert kept.item_id.tolist() == ["m5", "m6"]
+    assert out == {"rejected": ["m2"], "held_back": ["m1", "m3", "m4"]}
+    kept, out = gate.export_filter(res, ReviewPolicy.ADVISORY, "question_id")  # a rejected pair still takes its pool
+    assert kept.item_id.tolist() == ["m3", "m4", "m5", "m6"] and out["held_back"] == ["m1"]
+    kept, _ = gate.export_filter(res, ReviewPolicy.REQUIRED)  # no unit: item by item, as before
+    assert kept.item_id.tolist() == ["m1", "m3", "m5", "m6"]
+
+
 def test_merge_never_duplicates_and_keeps_deleted_tasks_verdicts():
     a = _v("m1", "r", "a", "accept")
     b = {**_v("m2", "r", "a", "accept"), "task_id": 2}
