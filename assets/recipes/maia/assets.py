@@ -498,6 +498,7 @@ def maia_answer_pools(
                 "n_inconsistent": out.n_inconsistent,
                 "n_partially_consistent": out.n_partially_consistent,
                 "contradiction": out.contradiction,
+                "contradiction_before_fix": out.contradiction_before_fix,
             }
             stats.append(stats_row("answers", p, q, out.status, out.reason, size, extra, out))
             if out.status != "kept":

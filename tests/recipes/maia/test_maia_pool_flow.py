@@ -195,6 +195,34 @@ def test_contradicting_member_is_regenerated_then_redrawn_then_flagged(flow, llm
     assert [m[:2] for m in out.member_rejects] == [("q1_a1", "pool_contradiction")] * reseeds
 
 
+def test_contradiction_before_fix_is_kept_and_the_setting_can_flag_at_once(flow, llm_double):
+    """The first contradiction test is recorded before any regeneration (the paper's 9.75 % is a
+    share before its annotator's fix); with regenerate_contradicting_answers: false the named
+    answer is flagged for a person at once and nothing is asked again."""
+    base = responder()
+    calls = {"n": 0}
+
+    def reply(body):
+        if name_of(body) == "maia_pool_contradiction":
+            calls["n"] += 1
+            first = calls["n"] == 1
+            return Reply.json({"contradiction": first, "conflicting": [3] if first else []})
+        if name_of(body) == "maia_answers" and regenerated(body):  # the fix: a new answer, a new listing
+            return Reply.json({"answer": ANSWERS[annotator(body)].rstrip(".") + ", and then it ends."})
+        return base(body)
+
+    llm_double.responder = reply
+    out = build(flow)  # regenerated once, then no contradiction
+    assert out.contradiction_before_fix is True and out.contradiction is False and not out.review
+    llm_double.requests.clear()
+    calls["n"] = 0
+    engine, prompts, acfg, pcfg = flow
+    out = build((engine, prompts, {**acfg, "regenerate_contradicting_answers": False}, pcfg))
+    assert out.contradiction_before_fix is True and out.contradiction is True
+    assert set(out.review) == {2} and out.review[2].startswith("pool_contradiction")
+    assert not any(regenerated(b) for b in sent(llm_double) if name_of(b) == "maia_answers")
+
+
 def test_answer_in_the_wrong_language_is_redrawn_as_wrong_language(flow, llm_double):
     engine, prompts, acfg, pcfg = flow
     base = responder()

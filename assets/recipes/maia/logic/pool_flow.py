@@ -71,6 +71,7 @@ class PoolOutcome:
     n_inconsistent: int = 0  # consistency verdicts 0 seen (before regeneration)
     n_partially_consistent: int = 0
     contradiction: bool | None = None
+    contradiction_before_fix: bool | None = None  # the first test, before any regeneration (App. A.4's 9.75 %)
     attempts: list[pd.DataFrame] = field(default_factory=list)
     next_round: int = 0  # attempt rows of each refine pass continue the member's round numbers
 
@@ -292,8 +293,10 @@ def build_answer_pool(
         out.pool.texts = [""] * size
         return out.reject_pool("pool_too_small", _short(out, _missing(texts), "answers"))
 
-    # contradiction inside the pool (Fig. 9B): the named answers are regenerated with feedback,
-    # then drawn afresh; still contradicting after that → flagged, never dropped
+    # contradiction inside the pool (Fig. 9B): the first test's result is kept (comparable with the
+    # paper's 9.75 %, measured before its annotator's fix); the named answers are then regenerated
+    # with feedback, then drawn afresh (answers.regenerate_contradicting_answers: true), or flagged
+    # for a person at once (false); still contradicting after the redraws → flagged, never dropped
     base = dict(enumerate(requests or []))
     current = dict(base)
     for rnd in range(rounds + reseeds + 1):
@@ -311,10 +314,13 @@ def build_answer_pool(
             out.pool_review.append(f"contradiction_check_failed: {cr.error_class or ''} {cr.error or ''}".strip())
             break
         out.contradiction = bool(cr.data["contradiction"])
-        if not out.contradiction or advisory(cr) or not bool(cfg.get("drop_contradicting_pools", True)):
+        if out.contradiction_before_fix is None:
+            out.contradiction_before_fix = out.contradiction
+        if not out.contradiction or advisory(cr):
             break
         named = sorted({int(k) - 1 for k in cr.data.get("conflicting") or [] if 1 <= int(k) <= size})
-        if imported is not None or not named or rnd == rounds + reseeds:
+        regenerate = bool(cfg.get("regenerate_contradicting_answers", True))
+        if imported is not None or not named or not regenerate or rnd == rounds + reseeds:
             for i in named or range(size):
                 if texts[i] is not None:
                     out.flag(i, "pool_contradiction", f"answers {[k + 1 for k in named]} contradict the others")
