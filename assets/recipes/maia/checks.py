@@ -96,7 +96,7 @@ def _pool_check(kind: str) -> dg.AssetChecksDefinition:
             if kind == "answers":
                 md["inconsistent_rate"] = round(float(st["n_inconsistent"].sum() / max(st["n_initial"].sum(), 1)), 4)
                 md["contradiction_rate"] = round(float(st["contradiction"].fillna(False).astype(bool).mean()), 4)
-                if "contradiction_before_fix" in st:  # App. A.4's 9.75 % was measured before the fix
+                if "contradiction_before_fix" in st:  # App. A.3's 9.75 % was measured before the fix
                     first = st["contradiction_before_fix"].fillna(False).astype(bool)
                     md["contradiction_rate_before_fix"] = round(float(first.mean()), 4)
         md["maia_reference"] = dg.MetadataValue.json(

@@ -94,7 +94,8 @@ SPEC = BenchmarkSpec(
         "Video reasoning in twelve categories through two aligned tasks on the same questions: visual statement "
         "verification (true statement vs a minimal-edit foil) and open-ended answering (MAIA §4).",
         "Questions, answer pools, statements and foils are LLM-generated and machine-checked (App. A). In the "
-        "paper, Italian linguists wrote the questions and 8 native speakers answered each (§3, App. A.3); "
-        "GPT-4o wrote the true statements and foils from those answers (§3, Statement Collection).",
+        "paper, 12 qualified annotators wrote the questions and 8 Italian-native participants answered each "
+        "(§3.1, App. A.3); GPT-4o wrote the true statements and foils from those answers (§3.1, Statement "
+        "Collection).",
     ),
 )

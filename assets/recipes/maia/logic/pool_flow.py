@@ -71,7 +71,7 @@ class PoolOutcome:
     n_inconsistent: int = 0  # consistency verdicts 0 seen (before regeneration)
     n_partially_consistent: int = 0
     contradiction: bool | None = None
-    contradiction_before_fix: bool | None = None  # the first test, before any regeneration (App. A.4's 9.75 %)
+    contradiction_before_fix: bool | None = None  # the first test, before any regeneration (App. A.3's 9.75 %)
     attempts: list[pd.DataFrame] = field(default_factory=list)
     next_round: int = 0  # attempt rows of each refine pass continue the member's round numbers
 
