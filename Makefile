@@ -94,7 +94,7 @@ ui: setup
 # Ctrl-C stops it.
 review: setup
 	bash scripts/ensure_review.sh
-	$(PY) -m forge.review.server --data-dir $(SUBTEXT_DATA_DIR) $(if $(PORT),--port $(PORT))
+	$(PY) -m forge.labelstudio.server --data-dir $(SUBTEXT_DATA_DIR) $(if $(PORT),--port $(PORT))
 
 validate: setup
 	$(PY) -m dagster definitions validate -w workspace.yaml

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from forge.review.client import LabelStudio
+from forge.labelstudio.client import LabelStudio
 from forge.review.config import server
 
 

@@ -24,11 +24,11 @@ from typing import Any
 import dagster as dg
 
 from forge.benchmarks import registry
+from forge.benchmarks.review_spec import ReviewPolicy
+from forge.labelstudio.client import ReviewServerDown
 from forge.provenance.versioning import content_hash
 from forge.review import loop, sync
-from forge.review.client import ReviewServerDown
 from forge.review.config import review_spec
-from forge.review.spec import ReviewPolicy
 from resources.review import ReviewResource
 from resources.storage import StorageResource
 

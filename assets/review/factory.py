@@ -26,13 +26,13 @@ import dagster as dg
 from assets.common import contract_check_specs, publish, table_metadata
 from assets.llm_support import record_llm_calls
 from forge.benchmarks.registry import resolve
+from forge.benchmarks.review_spec import ReviewPolicy
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.labelstudio.client import ReviewServerDown
 from forge.provenance.versioning import content_hash
 from forge.review import stages as rv
-from forge.review.client import ReviewServerDown
 from forge.review.loop import LEDGER
 from forge.review.reprobe import Reprobe
-from forge.review.spec import ReviewPolicy
 from forge.review.sync import PushInterrupted
 from forge.splits.config import benchmark_config
 from forge.splits.stages import BLIND_PROMPT

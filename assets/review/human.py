@@ -17,9 +17,9 @@ from assets.common import contract_check_specs, publish, table_metadata
 from assets.review.factory import GROUP, VERSION, md_values, server_down
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.evals import human
+from forge.labelstudio.client import ReviewServerDown
 from forge.provenance.versioning import content_hash
-from forge.review import human
-from forge.review.client import ReviewServerDown
 from resources.review import ReviewResource
 from resources.storage import StorageResource
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from forge.review.spec import ReviewSpec
+from forge.benchmarks.review_spec import ReviewSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 # How a declared reject reason is made to happen (``BenchmarkSpec.rejects``): the whole demo run over

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
+from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.settings import active_profile, merge
-from forge.review.spec import ReviewPolicy, ReviewSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_PATH = ROOT / "config" / "review.yaml"

@@ -28,9 +28,9 @@ from typing import Any
 
 import pandas as pd
 
+from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.review import agreement
 from forge.review.items import apply_edits, as_json, revision
-from forge.review.spec import ReviewPolicy, ReviewSpec
 from forge.review.verdicts import VERDICT_COLUMNS, edit_of
 from forge.splits.gates import unit_of
 

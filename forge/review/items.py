@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from forge.benchmarks.review_spec import Media, ReviewSpec
 from forge.checks.mcq import CORRECT
 from forge.provenance.versioning import content_hash
 from forge.review.labelconfig import BOX_LABEL, LETTERS
-from forge.review.spec import Media, ReviewSpec
 from forge.splits.gates import answer_letters, field_problem
 
 REVISED_FIELDS = ("question", "options", "option_types", "answer", "references", "media_paths", "labels")
@@ -147,7 +147,7 @@ def blind_task_data(
     task's data (data manager, API), so it holds no gold, option types, category, split, task,
     item id, revision or labels; ``item_id`` and ``revision`` (the names the push matches on) both
     hold the opaque ``key``, and ``review_tasks`` maps the task back to its item. ``image`` /
-    ``video``: data-dir paths whose names say nothing either (``forge.review.human.blind_media``)."""
+    ``video``: data-dir paths whose names say nothing either (``forge.evals.human.blind_media``)."""
     data = {
         "item_id": key,
         "revision": key,

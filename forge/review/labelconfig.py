@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import quoteattr
 
-from forge.review.spec import Media, ReviewSpec
+from forge.benchmarks.review_spec import Media, ReviewSpec
 
 LETTERS = "ABCDEFGHIJ"
 VERDICTS = ("accept", "reject", "edit")
@@ -35,7 +35,7 @@ BOX_HOTKEY = "b"
 FIELD_TAGS = {"question": "corrected_question", "options": "corrected_options", "answer": "corrected_answer"}
 REASON_NOTE = "reason_note"  # the optional note with a reject (read by forge/review/verdicts.py)
 FIELD_ROWS = {"question": 3, "options": 6, "answer": 2}
-# What each of the default reject reasons means (forge/review/spec.py DEFAULT_REASONS), shown as the
+# What each of the default reject reasons means (forge/benchmarks/review_spec.py DEFAULT_REASONS), shown as the
 # choice's hint and as a line under the reasons; a benchmark's own reason shows its name only.
 REASON_HELP = {
     "wrong_gold": "the marked answer is not the right one",

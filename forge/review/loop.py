@@ -19,11 +19,11 @@ from typing import Any
 
 import pandas as pd
 
+from forge.benchmarks.review_spec import ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.labelstudio.client import LabelStudio
 from forge.review import status, sync
-from forge.review.client import LabelStudio
 from forge.review.items import task_data
-from forge.review.spec import ReviewSpec
 from forge.storage import TableStore
 from forge.storage.contracts import load_contract
 

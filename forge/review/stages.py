@@ -14,14 +14,14 @@ from typing import Any
 
 import pandas as pd
 
+from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.labelstudio.client import LabelStudio, ReviewServerDown
 from forge.review import gate, loop, sync
-from forge.review.client import LabelStudio, ReviewServerDown
 from forge.review.config import review_spec
 from forge.review.items import box_predictions, task_data
 from forge.review.labelconfig import review_config
 from forge.review.reprobe import Reprobe, reprobe
-from forge.review.spec import ReviewPolicy, ReviewSpec
 from forge.review.status import review_status
 from forge.review.verdicts import VERDICT_COLUMNS, merge, verdict_rows
 from forge.splits.gates import LIST_COLUMNS, _lst

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from forge.benchmarks.review_spec import ReviewPolicy
 from forge.review import gate
 from forge.review.items import revision
-from forge.review.spec import ReviewPolicy
 
 STATUS_COLUMNS = [
     "benchmark",

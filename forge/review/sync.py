@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from forge.review.client import LabelStudio, ReviewAPIError, ReviewServerDown
+from forge.labelstudio.client import LabelStudio, ReviewAPIError, ReviewServerDown
 
 TASK_COLUMNS = [
     "benchmark",

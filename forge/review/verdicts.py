@@ -19,9 +19,9 @@ from typing import Any
 
 import pandas as pd
 
+from forge.benchmarks.review_spec import FieldLimits
 from forge.review.items import as_list
 from forge.review.labelconfig import FIELD_TAGS, VERDICTS
-from forge.review.spec import FieldLimits
 
 VERDICT_COLUMNS = [
     "verdict_id",

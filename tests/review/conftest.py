@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from forge.review import server as review_server
-from forge.review.client import LabelStudio
+from forge.labelstudio import server as review_server
+from forge.labelstudio.client import LabelStudio
 
 ROOT = Path(__file__).resolve().parents[2]
 

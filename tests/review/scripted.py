@@ -10,8 +10,8 @@ from typing import Any
 
 import requests
 
-from forge.review.client import LabelStudio, ReviewAPIError
-from forge.review.spec import FieldLimits
+from forge.benchmarks.review_spec import FieldLimits
+from forge.labelstudio.client import LabelStudio, ReviewAPIError
 
 
 def choice(name: str, value: str) -> dict[str, Any]:

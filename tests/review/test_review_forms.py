@@ -10,10 +10,10 @@ import xml.etree.ElementTree as ET
 
 import pandas as pd
 
-from forge.review.human import pick
+from forge.benchmarks.review_spec import Media, ReviewSpec
+from forge.evals.human import pick
 from forge.review.items import apply_edits, revision, task_data
 from forge.review.labelconfig import human_config, review_config
-from forge.review.spec import Media, ReviewSpec
 from forge.review.stages import prior_text
 from forge.review.verdicts import VERDICT_COLUMNS
 from forge.storage import TableStore

@@ -17,9 +17,9 @@ import pytest
 from assets.review.factory import benchmark_review_defs
 from assets.splits.factory import benchmark_defs
 from forge.benchmarks.registry import get
+from forge.labelstudio import server as review_server
+from forge.labelstudio.client import LabelStudio
 from forge.review import loop
-from forge.review import server as review_server
-from forge.review.client import LabelStudio
 from forge.review.items import task_data
 from forge.review.labelconfig import review_config
 from forge.review.stages import gated_items, project_settings, settings

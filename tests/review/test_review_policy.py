@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from forge.benchmarks.registry import get
+from forge.benchmarks.review_spec import ReviewPolicy
 from forge.review.config import CONFIG_PATH, review_spec
-from forge.review.spec import ReviewPolicy
 
 
 @pytest.fixture(autouse=True)

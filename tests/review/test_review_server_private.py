@@ -8,7 +8,7 @@ import ipaddress
 import subprocess
 from pathlib import Path
 
-from forge.review import server as review_server
+from forge.labelstudio import server as review_server
 
 
 def listening(port: int) -> list[str]:

@@ -13,8 +13,8 @@
 
 from __future__ import annotations
 
+from forge.benchmarks.review_spec import Media, Regenerate, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy, PaperCard
-from forge.review.spec import Media, Regenerate, ReviewSpec
 
 from .logic import scoring
 from .logic.evaluation import build_request, descriptions, parse_reply

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from forge.benchmarks.review_spec import Media, Regenerate, ReviewSpec
 from forge.benchmarks.spec import (
     BenchmarkSpec,
     BlindAction,
@@ -26,7 +27,6 @@ from forge.benchmarks.spec import (
     PaperCard,
     SplitPolicy,
 )
-from forge.review.spec import Media, Regenerate, ReviewSpec
 
 from .logic.evaluation import build_request
 from .logic.gold import GOLD

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from forge.benchmarks.review_spec import Media, Regenerate, ReviewSpec
 from forge.benchmarks.spec import (
     BenchmarkSpec,
     BlindAction,
@@ -21,7 +22,6 @@ from forge.benchmarks.spec import (
     PaperCard,
     TextReference,
 )
-from forge.review.spec import Media, Regenerate, ReviewSpec
 
 from .logic.evaluation import build_request, parse_reply
 from .logic.release import parse_release

@@ -12,8 +12,8 @@
 
 from __future__ import annotations
 
+from forge.benchmarks.review_spec import Media, Regenerate, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, EvalSpec, OptionPolicy, PaperCard
-from forge.review.spec import Media, Regenerate, ReviewSpec
 
 from .logic.evaluation import build_request, parse_reply
 from .logic.gold import GOLD

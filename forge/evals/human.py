@@ -21,18 +21,18 @@ from typing import Any
 
 import pandas as pd
 
+from forge.benchmarks.review_spec import Media, ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import requests as rq
 from forge.evals.config import ModelSpec, Setting, benchmark_block, load_eval_config, settings_for
 from forge.evals.pipeline import load_export, prompt_files
 from forge.evals.scoring import Scorer, score_benchmark
+from forge.labelstudio.client import LabelStudio
 from forge.llm.prompts import load_prompt
 from forge.llm.types import LLMResult
 from forge.review import sync
-from forge.review.client import LabelStudio
 from forge.review.items import as_list, blind_task_data, box_answer, human_key_of, revision
 from forge.review.labelconfig import BOX_LABEL, LETTERS, human_config
-from forge.review.spec import Media, ReviewPolicy, ReviewSpec
 from forge.review.stages import StageOut, clip_paths, project_settings, read, settings
 from forge.review.verdicts import who
 from forge.storage import TableStore

@@ -1,6 +1,6 @@
 """Start Label Studio from its own environment (``.venv-review``, ``scripts/ensure_review.sh``).
 
-``python -m forge.review.server [--data-dir DIR] [--port N]`` (what ``make review`` runs) starts
+``python -m forge.labelstudio.server [--data-dir DIR] [--port N]`` (what ``make review`` runs) starts
 it in the foreground on 127.0.0.1 with SQLite under ``<data dir>/review``, creates the admin
 user and API token without prompts, serves the data dir's media through local-files storage,
 and turns off everything that would reach the internet (analytics, version check, Sentry).
@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from forge.labelstudio.client import LabelStudio
 from forge.models.offline_env import OFFLINE_ENV
-from forge.review.client import LabelStudio
 from forge.review.config import CREDENTIALS, Server, server
 
 ROOT = Path(__file__).resolve().parents[2]
