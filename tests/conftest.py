@@ -50,3 +50,44 @@ def recipe_overrides(monkeypatch, tmp_path):
         return doc
 
     return apply
+
+
+# --- Two workers (pytest-xdist: `make test` runs `-n 2`) ---------------------------------------------
+# Work is handed out a file at a time (xdist's loadfile): a file's tests run on one worker, in order,
+# so its module-scoped fixtures (a whole demo, a Ray cluster, a webserver) are built once, not once per
+# worker. tests/review counts as one file: its tests share one Label Studio server (tests/review/
+# conftest.py), so one server starts per run. (xdist_group marks are not used: xdist 3.8 tags them onto
+# the node id, which pytest 9.2 no longer lets a plugin change.) The files with tests marked e2e, slow,
+# browser or cli are handed out first, so neither worker is left with a long one at the end.
+_FIRST = ("e2e", "slow", "browser", "cli")
+
+
+def xdist_scope(nodeid: str) -> str:
+    """The unit of work a test is handed out in: its file, or ``tests/review`` for the server's users."""
+    path = nodeid.split("::", 1)[0]
+    return "tests/review" if path.startswith("tests/review/") else path
+
+
+def pytest_xdist_make_scheduler(config: _pytest_llm.Config, log):
+    if config.getvalue("dist") not in ("load", "loadfile"):
+        return None  # an explicitly chosen other mode (each, loadscope, loadgroup, worksteal) is kept
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    config.option.loadscopereorder = False  # keep the order the workers sorted (longest first)
+    return ByFile(config, log)
+
+
+@_pytest_llm.hookimpl(trylast=True)  # after pytest's own reordering
+def pytest_collection_modifyitems(config: _pytest_llm.Config, items: list[_pytest_llm.Item]) -> None:
+    if not _os_env.environ.get("PYTEST_XDIST_WORKER"):
+        return  # one process: the order is pytest's own
+    rank: dict[str, int] = {}
+    for item in items:
+        r = next((i for i, m in enumerate(_FIRST) if item.get_closest_marker(m)), len(_FIRST))
+        scope = xdist_scope(item.nodeid)
+        rank[scope] = min(r, rank.get(scope, r))
+    items.sort(key=lambda item: rank[xdist_scope(item.nodeid)])  # stable: a file keeps its tests' order
