@@ -3,8 +3,10 @@
 A ``ReviewSpec`` says what a reviewer sees (the media kind, the item fields shown, whether the
 gold is marked, boxes drawn on the image), what a reviewer answers (accept; reject with a
 reason from a fixed list; corrected fields or a moved box), how many reviewers each item needs
-and which splits are reviewed. ``forge/review/labelconfig.py`` turns it into the Label Studio
-labeling configuration; ``forge/review/gate.py`` applies the policy to the export.
+and which splits are reviewed, and what each reject reason does next (drop the source, regenerate
+the stage that made the faulted field, or drop the item: ``Consequence``).
+``forge/review/labelconfig.py`` turns it into the Label Studio labeling configuration;
+``forge/review/gate.py`` applies the policy to the export.
 
 Each paper's spec (``assets/recipes/<paper>/spec.py``) cites the section its numbers follow.
 This module imports nothing from ``forge.benchmarks`` (the benchmark spec imports it).
@@ -13,7 +15,8 @@ This module imports nothing from ``forge.benchmarks`` (the benchmark spec import
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 
 class ReviewPolicy(enum.StrEnum):
@@ -71,14 +74,59 @@ class FieldLimits:
         return self.options * (self.option + 1)
 
 
-@dataclass(frozen=True)
-class Regenerate:
-    """How "regenerate rejected" reaches the stage that wrote an item (``forge/review/regenerate.py``):
-    the generating asset, and the item column that equals that stage's ``LLMRequest.item_id``
-    (or ``labels.<field>``, a field of the item's labels JSON)."""
+class Action(enum.StrEnum):
+    """What a reject reason does next (``ReviewSpec.consequences``, ``forge/review/consequences.py``)."""
 
-    stage: str  # e.g. "vimu_questions"
-    key: str = "unit_id"  # the item column (or labels.<field>) naming the request that generated it
+    DROP_SOURCE = "drop_source"  # the source (clip, image) leaves the benchmark: every item of it, as a reject
+    REGENERATE = "regenerate"  # the named recipe stage is asked again for the item's unit
+    DROP_ITEM = "drop_item"  # the rejected item alone is dropped
+
+
+@dataclass(frozen=True)
+class Consequence:
+    """One reject reason's consequence. ``key``: for ``drop_source`` the item column naming the
+    source (its other items leave with it); for ``regenerate`` the item column (or
+    ``labels.<field>``) equal to the stage's ``LLMRequest.item_id`` (``forge/review/regenerate.py``)."""
+
+    action: Action
+    stage: str | None = None  # regenerate: the recipe asset that made the faulted field
+    key: str = "unit_id"
+    # regenerate: item category -> the stage that made that category's field instead (ViMU: the OE
+    # reference answer is written by vimu_questions, the RM/SV/EG gold by vimu_annotations)
+    by_category: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "action", Action(self.action))  # a typo names the allowed actions
+        if (self.action == Action.REGENERATE) != bool(self.stage) or (self.by_category and not self.stage):
+            raise ValueError(
+                f"{self.action}: a stage is named for regenerate, and only for regenerate ({self.stage!r})"
+            )
+
+    def stage_for(self, category: str | None) -> str | None:
+        """The stage asked again for an item of ``category`` (None: nothing is regenerated)."""
+        return self.by_category.get(str(category), self.stage) if self.action == Action.REGENERATE else None
+
+    def stages(self) -> set[str]:
+        return {s for s in (self.stage, *self.by_category.values()) if s}
+
+    def describe(self, media: Media) -> str:
+        """The consequence in the words the review form shows beside the reason."""
+        source = "clip" if media == Media.VIDEO else "image"
+        if self.action == Action.DROP_SOURCE:
+            return f"drops the {source}: every item of it leaves the benchmark"
+        if self.action == Action.DROP_ITEM:
+            return "drops this item only"
+        others = ", ".join(f"{c} items: {s}" for c, s in sorted(self.by_category.items()))
+        return f"asks {self.stage} again for this {source}" + (f" ({others})" if others else "")
+
+
+# The reasons that fault the source itself (ViMU §3 filtering, II-Bench §3.2 Stage 3 inspection
+# removed such clips and images), and what every default reason does unless a paper says otherwise.
+SOURCE_REASONS = ("no_implicit_meaning", "needs_outside_knowledge", "bad_media", "offensive_or_private")
+DEFAULT_CONSEQUENCES: dict[str, Consequence] = {
+    **{r: Consequence(Action.DROP_ITEM) for r in DEFAULT_REASONS},
+    **{r: Consequence(Action.DROP_SOURCE) for r in SOURCE_REASONS},
+}
 
 
 @dataclass(frozen=True)
@@ -98,7 +146,9 @@ class ReviewSpec:
     limits: FieldLimits = FieldLimits()  # most characters per typed field (form and reader)
     human_answers: int = 1  # blind answers per test item for the human baseline
     note: str = ""  # the paper's procedure, for the card
-    regenerate: Regenerate | None = None  # None: a rejected item is dropped, never regenerated
+    # reject reason -> what it does next (every reason declares one; each paper cites its section)
+    # {}: the defaults (DEFAULT_CONSEQUENCES; a reason of the paper's own drops its item)
+    consequences: Mapping[str, Consequence] = field(default_factory=dict)
     # the review sensor's run also re-exports (a new version only when the content changed); off:
     # publishing stays the user's step (the export shows Unsynced after a review either way)
     export_after_review: bool = False
@@ -111,3 +161,22 @@ class ReviewSpec:
             raise ValueError(f"unknown editable field(s) {bad}; known: {EDITABLE_FIELDS}")
         if not self.reasons:
             raise ValueError("a review needs at least one reject reason")
+        if not self.consequences:
+            default = {r: DEFAULT_CONSEQUENCES.get(r, Consequence(Action.DROP_ITEM)) for r in self.reasons}
+            object.__setattr__(self, "consequences", default)
+        missing = [r for r in self.reasons if r not in self.consequences]
+        unknown = [r for r in self.consequences if r not in self.reasons]
+        if missing or unknown:
+            raise ValueError(
+                f"every reject reason declares one consequence: {missing or 'none'} without one, "
+                f"{unknown or 'none'} not a reason of this review ({', '.join(self.reasons)})"
+            )
+
+    def check_stages(self, benchmark: str, stages: tuple[str, ...]) -> None:
+        """Refuse a consequence that regenerates a stage the benchmark does not have (at load)."""
+        for reason, c in self.consequences.items():
+            for stage in sorted(c.stages() - set(stages)):
+                raise ValueError(
+                    f"benchmark {benchmark!r}: reject reason {reason!r} regenerates {stage!r}, "
+                    f"which is not one of its recipe assets ({', '.join(stages)})"
+                )

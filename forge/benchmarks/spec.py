@@ -225,6 +225,7 @@ class BenchmarkSpec:
     review: ReviewSpec = field(default_factory=ReviewSpec)
 
     def __post_init__(self) -> None:
+        self.review.check_stages(self.name, self.recipe_assets)  # a reason may only regenerate its own stages
         if self.package is None:
             return
         home = self.home

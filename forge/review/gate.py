@@ -16,7 +16,9 @@ Rules (docs/review.md):
   accepts are ``accepted``, a reject with no accept once ``reviewers`` verdicts are in (or a
   reject when one reviewer is required) is ``rejected``, anything else is ``pending``;
 * policy ``required``: the export holds back pending and disputed items; ``advisory``: it holds
-  back nothing; in both, rejected items are dropped (rejects with stage ``human_review``).
+  back nothing; in both, rejected items are dropped (rejects with stage ``human_review``);
+* a reject whose reason drops the source (``ReviewSpec.consequences``) rejects every item of its
+  clip or image with that reason (``forge/review/consequences.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.review import agreement
+from forge.review.consequences import SourceDrop, apply_source_drops
 from forge.review.items import apply_edits, as_json, revision
 from forge.review.verdicts import VERDICT_COLUMNS, edit_of
 from forge.splits.gates import unit_of
@@ -44,6 +47,8 @@ class Resolution:
     verdicts: pd.DataFrame  # verdict rows with edit outcome and staleness filled in
     status: dict[str, str]  # item_id → accepted / rejected / disputed / pending / not_required
     reasons: dict[str, str] = field(default_factory=dict)  # rejected item → the reviewers' reason
+    # items rejected with their source (a ``drop_source`` reason, forge/review/consequences.py)
+    source_drops: dict[str, SourceDrop] = field(default_factory=dict)
 
 
 def needs_review(items: pd.DataFrame, spec: ReviewSpec) -> pd.Series:
@@ -152,8 +157,9 @@ def resolve(items: pd.DataFrame, verdicts: pd.DataFrame, spec: ReviewSpec, data_
         status[item_id] = s
         if why:
             reasons[item_id] = why
+    drops = apply_source_drops(current, status, reasons, spec)  # a dropped clip or image takes all its items
     current = current.assign(review_status=current["item_id"].astype(str).map(status))
-    return Resolution(current, v, status, reasons)
+    return Resolution(current, v, status, reasons, drops)
 
 
 def export_filter(

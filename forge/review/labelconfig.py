@@ -5,8 +5,8 @@ Three kinds of project per benchmark (docs/review.md):
 * ``review``: the reviewer sees the media (clip player and/or image, the item's boxes drawn and
   editable when the spec says so), the question, the options with the gold marked, the
   statements and foils; answers accept / reject (with a required reason from the spec's fixed
-  list, each with its help text, and an optional note) / edit (corrected question, options one
-  per line, answer; a moved box);
+  list, each with its help text and its consequence, e.g. "then: drops the clip", and an optional
+  note) / edit (corrected question, options one per line, answer; a moved box);
 * ``adjudication``: the same form plus the verdicts the reviewers disagreed on;
 * ``human``: the blind form of the human baseline: only what the model under test sees (media,
   question, options); no gold, option types, category, split, item id or labels. The answer is
@@ -79,6 +79,13 @@ def reason_help(reason: str) -> str:
     return REASON_HELP.get(reason, "")
 
 
+def reason_hint(spec: ReviewSpec, reason: str) -> str:
+    """What the reason means and what it does next (``ReviewSpec.consequences``), shown beside it."""
+    c = spec.consequences.get(reason)
+    then = f"then: {c.describe(spec.media)}" if c is not None else ""
+    return "; ".join(p for p in (reason_help(reason), then) if p)
+
+
 def _reasons(spec: ReviewSpec) -> list[str]:
     """The reject view: a required reason (hotkeys 1-9, a hint each), the help lines, a note."""
     out = ['  <View visibleWhen="choice-selected" whenTagName="verdict" whenChoiceValue="reject">']
@@ -91,11 +98,11 @@ def _reasons(spec: ReviewSpec) -> list[str]:
         attrs = f"value={quoteattr(r)}"
         if i < 9:
             attrs += f' hotkey="{i + 1}"'
-        if reason_help(r):
-            attrs += f" hint={quoteattr(reason_help(r))}"
+        if reason_hint(spec, r):
+            attrs += f" hint={quoteattr(reason_hint(spec, r))}"
         out.append(f"      <Choice {attrs}/>")
     out.append("    </Choices>")
-    lines = [f"{i + 1 if i < 9 else '-'}  {r}: {reason_help(r) or r}" for i, r in enumerate(spec.reasons)]
+    lines = [f"{i + 1 if i < 9 else '-'}  {r}: {reason_hint(spec, r) or r}" for i, r in enumerate(spec.reasons)]
     out.append(f'    <Text name="reason_help" value={quoteattr(chr(10).join(lines), {chr(10): "&#10;"})}/>')
     out.append(
         f'    <TextArea name="{REASON_NOTE}" toName="question" maxSubmissions="1" editable="true" rows="2" '

@@ -1,10 +1,11 @@
 """ "Regenerate rejected": the generating stage asks again, through the LLM cache, for the items
 reviewers rejected (docs/review.md), Dagster-free.
 
-A benchmark opts in with ``ReviewSpec.regenerate`` (the generating asset, and the item column
-that equals that stage's ``LLMRequest.item_id``). The stage calls ``attempts`` once and
-``bump`` on its requests: a request whose items were rejected gets ``params.seed`` moved by n, n =
-the number of rejected item revisions recorded for it. The seed is part of the cache key, so that
+A reject reason sends its item back to a stage when its consequence says so
+(``ReviewSpec.consequences``: ``regenerate``, the stage that made the faulted field, and the item
+column that equals that stage's ``LLMRequest.item_id``). The stage calls ``attempts`` once with its
+own name and ``bump`` on its requests: a request whose items were rejected for such a reason gets
+``params.seed`` moved by n, n = the number of those rejected item revisions recorded for it. The seed is part of the cache key, so that
 request is sent again (a new reply, a new revision, a new review task; the old verdicts stay in
 ``verdicts``, stale ``item_changed``), while every other request is the cached one and costs
 nothing. n only grows with new rejections (stale verdicts keep counting), so re-running the stage
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from collections.abc import Callable
 
 import pandas as pd
@@ -28,34 +30,50 @@ from forge.storage import TableStore
 SEED_PARAM = "seed"  # an OpenAI chat-completions parameter; part of the engine's cache key
 
 
-def rejected_revisions(verdicts: pd.DataFrame, reviewers: int) -> set[tuple[str, str]]:
-    """(item, revision) pairs reviewers rejected, current or stale (a deleted task's verdicts excluded)."""
+def rejected_revisions(verdicts: pd.DataFrame, reviewers: int) -> dict[tuple[str, str], str]:
+    """(item, revision) pairs reviewers rejected, current or stale (a deleted task's verdicts
+    excluded) -> the reviewers' reason."""
     if verdicts.empty:
-        return set()
-    out = set()
+        return {}
+    out = {}
     for item_id, g in verdicts.groupby("item_id"):
         for rev in g["revision"].dropna().astype(str).unique():
-            if gate.item_status(g, rev, reviewers)[0] == "rejected":
-                out.add((str(item_id), rev))
+            status, why = gate.item_status(g, rev, reviewers)
+            if status == "rejected":
+                out[(str(item_id), rev)] = why or "other"
     return out
 
 
-def attempts(store: TableStore, spec: BenchmarkSpec) -> dict[str, int]:
-    """Generating request id -> its regeneration attempt (rejected revisions of its items); {} when
-    the benchmark declares no regeneration or nothing was rejected."""
+def regenerations(store: TableStore, spec: BenchmarkSpec, stage: str) -> dict[str, Counter[str]]:
+    """Generating request id of ``stage`` -> its items' rejected revisions whose reason's consequence
+    regenerates ``stage`` (``ReviewSpec.consequences``), per item; {} when none does."""
     rs = settings(spec)
-    if rs.regenerate is None:
+    if not any(stage in c.stages() for c in rs.consequences.values()):
         return {}
     verdicts, items = read(store, "verdicts", spec.name), gated_items(store, spec.name)
-    keys = _keys(items, rs.regenerate.key)
-    if verdicts.empty or keys is None:
+    if verdicts.empty or items.empty:
         return {}
-    key_of = {i: k for i, k in zip(items["item_id"].astype(str), keys, strict=True) if k is not None}
-    out: dict[str, int] = {}
-    for item_id, _rev in rejected_revisions(verdicts, rs.reviewers):
-        if item_id in key_of:
-            out[key_of[item_id]] = out.get(key_of[item_id], 0) + 1
+    ids = items["item_id"].astype(str).tolist()
+    category = dict(zip(ids, items["category"].astype(str), strict=True)) if "category" in items else {}
+    key_of: dict[str, dict[str, str | None]] = {}  # consequence key -> item -> request id
+    out: dict[str, Counter[str]] = {}
+    for (item_id, _rev), reason in sorted(rejected_revisions(verdicts, rs.reviewers).items()):
+        c = rs.consequences.get(reason)
+        if c is None or item_id not in category or c.stage_for(category[item_id]) != stage:
+            continue
+        if c.key not in key_of:
+            keys = _keys(items, c.key)
+            key_of[c.key] = dict(zip(ids, keys, strict=True)) if keys is not None else {}
+        k = key_of[c.key].get(item_id)
+        if k is not None:
+            out.setdefault(k, Counter())[item_id] += 1
     return out
+
+
+def attempts(store: TableStore, spec: BenchmarkSpec, stage: str) -> dict[str, int]:
+    """Generating request id of ``stage`` -> its regeneration attempt (rejected revisions of its
+    items whose reason sends them back to ``stage``); {} when nothing was."""
+    return {k: sum(c.values()) for k, c in regenerations(store, spec, stage).items()}
 
 
 def _keys(items: pd.DataFrame, key: str) -> list[str | None] | None:

@@ -250,17 +250,18 @@ def run_verdicts(
     out.tables["review_status"] = review_status(spec.name, res, rs.policy, spec.split.unit_key)
     log = RejectLog(gate.STAGE, spec.name)
     for item_id, why in sorted(res.reasons.items()):
+        drop = res.source_drops.get(item_id)
+        by = drop.rejected_item if drop else item_id  # an item that left with its source: who rejected that
         who = sorted(
             res.verdicts.loc[
-                (res.verdicts["item_id"] == item_id)
-                & (res.verdicts["verdict"] == "reject")
-                & res.verdicts["flag"].isna(),
+                (res.verdicts["item_id"] == by) & (res.verdicts["verdict"] == "reject") & res.verdicts["flag"].isna(),
                 "reviewer",
             ]
             .astype(str)
             .unique()
         )
-        log.add(item_id, REJECT_REASON, detail=f"{why}: rejected by {', '.join(who) or 'a reviewer'}")
+        source = f"{drop.source} dropped with {drop.rejected_item}, " if drop and drop.rejected_item != item_id else ""
+        log.add(item_id, REJECT_REASON, detail=f"{why}: {source}rejected by {', '.join(who) or 'a reviewer'}")
     out.rejects = [log]
     out.metadata = gate.summary(res, rs, rs.policy)
     out.metadata["polled_verdicts"] = len(polled)

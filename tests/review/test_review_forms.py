@@ -77,7 +77,8 @@ def test_review_form_hotkeys_reasons_and_fields():
     assert [choices[r].get("hotkey") for r in spec.reasons] == [str(i) for i in range(1, len(spec.reasons) + 1)]
     assert all(choices[r].get("hint") for r in spec.reasons)  # help text on hover
     help_ = next(t.get("value") for t in root.iter("Text") if t.get("name") == "reason_help")
-    assert "1  wrong_gold: the marked answer is not the right one" in help_.splitlines()  # visible under the reasons
+    # visible under the reasons, each with its consequence (ReviewSpec.consequences)
+    assert "1  wrong_gold: the marked answer is not the right one; then: drops this item only" in help_.splitlines()
     reason = next(c for c in root.iter("Choices") if c.get("name") == "reason")
     assert reason.get("required") == "true"
     fields = {t.get("name"): t for t in root.iter("TextArea")}

@@ -196,7 +196,7 @@ def hummus_annotations(
     store, engine = run.store, run.engine
     prompt = load_prompt(P_ANNOTATE)
     # read, not a dep: the verdicts are downstream of these annotations (a dep would be a cycle)
-    tries = regenerate.attempts(store, HUMMUS) if config.regenerate_rejected else {}
+    tries = regenerate.attempts(store, HUMMUS, "hummus_annotations") if config.regenerate_rejected else {}
 
     def annotate(part: str, rej: RejectLog) -> tuple[dict[str, int], dict[str, int]]:  # batches at once, one budget
         pairs = {r["frame_id"]: r for r in store.read("hummus_pairs", parts=[part]).to_dict("records")}

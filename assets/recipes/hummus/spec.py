@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.review_spec import Media, Regenerate, ReviewSpec
+from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy, PaperCard
 
 from .logic import scoring
@@ -39,8 +39,19 @@ SPEC = BenchmarkSpec(
         editable=("question", "answer", "box"),
         boxes=True,
         note="Hummus §3 and Limitations: one expert linguist annotates every item, boxes included; one reviewer per item.",
-        # "regenerate rejected": a cartoon's annotation (all its items) is written again
-        regenerate=Regenerate(stage="hummus_annotations", key="unit_id"),
+        # what each reject reason does next (forge/review/consequences.py); key: the cartoon
+        consequences={
+            # §4: one annotation per pair holds every gold (verdict, metaphors, boxes, span,
+            # explanation); a reviewed verdict is kept when it is written again (logic/annotations.py)
+            "wrong_gold": Consequence(Action.REGENERATE, "hummus_annotations"),
+            "ambiguous": Consequence(Action.REGENERATE, "hummus_annotations"),
+            # §4.1: a pair unfit for annotation is tagged "Discard" and leaves the benchmark
+            "no_implicit_meaning": Consequence(Action.DROP_SOURCE),
+            "needs_outside_knowledge": Consequence(Action.DROP_SOURCE),
+            "bad_media": Consequence(Action.DROP_SOURCE),
+            "offensive_or_private": Consequence(Action.DROP_SOURCE),
+            "other": Consequence(Action.DROP_ITEM),
+        },
     ),
     eval=EvalSpec(
         kinds={

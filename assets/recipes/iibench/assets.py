@@ -382,7 +382,7 @@ def iibench_items(
     n_q = it.questions_wanted(config.questions_per_image)
     zero = {"images": 0, "questions_accepted": 0, "questions_rejected": 0, "images_rejected": 0, "refine_rounds": 0}
     # read, not a dep: the verdicts are downstream of these items (a dep would be a cycle)
-    tries = regenerate.attempts(store, IIBENCH) if config.regenerate_rejected else {}
+    tries = regenerate.attempts(store, IIBENCH, "iibench_items") if config.regenerate_rejected else {}
 
     def generate(part: str, rej: RejectLog) -> tuple[dict[str, int], dict[str, int]]:  # batches at once, one budget
         stats, reasons = dict(zero), {}

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.review_spec import Media, Regenerate, ReviewSpec
+from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy, PaperCard
 
 from .logic.evaluation import build_request, parse_reply
@@ -37,8 +37,20 @@ SPEC = BenchmarkSpec(
         reviewers=3,
         editable=("question", "options", "answer"),
         note="II-Bench Appendix (Quality Control): each question was manually validated by at least three annotators and inconsistencies were resolved together (adjudication).",
-        # "regenerate rejected": an image's question set (all its items) is asked again
-        regenerate=Regenerate(stage="iibench_items", key="unit_id"),
+        # what each reject reason does next (forge/review/consequences.py); key: the image
+        consequences={
+            # §3.2 "Data Annotation" / App. B: questions with "only one correct answer and five
+            # distractor options" are written per image: a wrong or second defensible answer is that stage's
+            "wrong_gold": Consequence(Action.REGENERATE, "iibench_items"),
+            "ambiguous": Consequence(Action.REGENERATE, "iibench_items"),
+            # §3.2 "Data Filtration" Stage 3: human inspection discards images "lacking pertinent
+            # metaphorical or suggestive implications" and "irrelevant and poor-quality images"
+            "no_implicit_meaning": Consequence(Action.DROP_SOURCE),
+            "needs_outside_knowledge": Consequence(Action.DROP_SOURCE),
+            "bad_media": Consequence(Action.DROP_SOURCE),
+            "offensive_or_private": Consequence(Action.DROP_SOURCE),
+            "other": Consequence(Action.DROP_ITEM),
+        },
     ),
     eval=EvalSpec(
         kinds={"mcq": "mcq"},

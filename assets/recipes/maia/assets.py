@@ -456,7 +456,7 @@ def maia_answer_pools(
     acfg, pcfg = settings()["answers"], settings()["pools"]
     prompts, size = pool_prompts("answers"), int(acfg["pool_size"])
     # read, not a dep: the verdicts are downstream of these pools (a dep would be a cycle)
-    tries = regenerate.attempts(store, MAIA) if config.regenerate_rejected else {}
+    tries = regenerate.attempts(store, MAIA, "maia_answer_pools") if config.regenerate_rejected else {}
     # a regenerated pool's seeds lie past every fresh draw of a member (seed i + size × draw)
     stride = size * (int(acfg.get("reseed_attempts", 2)) + 1)
 

@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.review_spec import Media, Regenerate, ReviewSpec
+from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
 from forge.benchmarks.spec import (
     BenchmarkSpec,
     BlindAction,
@@ -51,8 +51,18 @@ SPEC = BenchmarkSpec(
         reviewers=1,
         editable=("question", "options", "answer"),
         note="MAIA §3: a manual review checked every question against the guidelines and its category, and an additional annotator resolved the 9.75% of answer pools with contradictions (fn. 7); one reviewer per item.",
-        # "regenerate rejected": a question's answer pool (its statements, foils and items follow) is drawn again
-        regenerate=Regenerate(stage="maia_answer_pools", key="labels.question_id"),
+        # what each reject reason does next (forge/review/consequences.py): an item's faults redraw its
+        # question's answer pool (statements, foils and items follow); a faulty clip leaves (§3.1)
+        consequences={
+            **{
+                r: Consequence(Action.REGENERATE, "maia_answer_pools", key="labels.question_id")
+                for r in ("wrong_gold", "ambiguous", "other")
+            },
+            **{
+                r: Consequence(Action.DROP_SOURCE)
+                for r in ("no_implicit_meaning", "needs_outside_knowledge", "bad_media", "offensive_or_private")
+            },
+        },
     ),
     eval=EvalSpec(
         kinds={"statement_verification": "mcq", "open_ended": "text"},

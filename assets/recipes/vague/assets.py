@@ -408,7 +408,7 @@ def vague_indirect(
     run, emb = StageRun(context, storage, llm), embedder.embedder()  # the embedder serializes its own calls
     store, cfg = run.store, settings()["indirect"]
     # read, not a dep: the verdicts are downstream of these expressions (a dep would be a cycle)
-    tries = regenerate.attempts(store, VAGUE) if config.regenerate_rejected else {}
+    tries = regenerate.attempts(store, VAGUE, "vague_indirect") if config.regenerate_rejected else {}
 
     def indirect(part: str, log: RejectLog) -> None:  # batches at once on the engine's one budget
         direct, cands = _read(store, "vague_direct", part), _read(store, "vague_candidates", part)

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.review_spec import Media, Regenerate, ReviewSpec
+from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
 from forge.benchmarks.spec import (
     BenchmarkSpec,
     BlindAction,
@@ -43,8 +43,20 @@ SPEC = BenchmarkSpec(
         reviewers=1,
         editable=("question", "options", "answer"),
         note="VAGUE §3.2 / Fig. 3: every generated expression and candidate is rated and filtered by human raters (the count per item is not given: one reviewer); human accuracy 94% on a 400-item subset (§5.3).",
-        # "regenerate rejected": an image's indirect expression (and so its options) is written again
-        regenerate=Regenerate(stage="vague_indirect", key="unit_id"),
+        # what each reject reason does next (forge/review/consequences.py); key: the image
+        consequences={
+            # §4.2.1: the correct option is the true intent T, written with the direct expression (vague_direct)
+            "wrong_gold": Consequence(Action.REGENERATE, "vague_direct"),
+            # §3.2.2 / §4.2.2: the indirect expression must fit T, stay ambiguous without the image and
+            # not state T (consistency, ambiguity; people select and rate it): vague_indirect writes it
+            "ambiguous": Consequence(Action.REGENERATE, "vague_indirect"),
+            "no_implicit_meaning": Consequence(Action.REGENERATE, "vague_indirect"),
+            # §4.1 visual data curation: an unusable image leaves with its item
+            "needs_outside_knowledge": Consequence(Action.DROP_SOURCE),
+            "bad_media": Consequence(Action.DROP_SOURCE),
+            "offensive_or_private": Consequence(Action.DROP_SOURCE),
+            "other": Consequence(Action.DROP_ITEM),
+        },
     ),
     eval=EvalSpec(
         kinds={"mcq": "mcq"},

@@ -186,7 +186,7 @@ def vimu_questions(
     gen_p, ref_p, val_p = (load_prompt(p) for p in QA_PROMPTS)
     terms = tax.hint_terms(tuple(config.hint_axes))
     # read, not a dep: the verdicts are downstream of these questions (a dep would be a cycle)
-    tries = regenerate.attempts(store, VIMU) if config.regenerate_rejected else {}
+    tries = regenerate.attempts(store, VIMU, "vimu_questions") if config.regenerate_rejected else {}
 
     def generate(batch: str, log: RejectLog):  # batches run at once on the engine's one budget
         annotations = {r["clip_id"]: r for r in store.read("vimu_annotations", parts=[batch]).to_dict("records")}

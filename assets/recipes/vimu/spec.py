@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.review_spec import Media, Regenerate, ReviewSpec
+from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, EvalSpec, OptionPolicy, PaperCard
 
 from .logic.evaluation import build_request, parse_reply
@@ -38,8 +38,21 @@ SPEC = BenchmarkSpec(
         reviewers=5,
         editable=("question", "options", "answer"),
         note="ViMU §3 'Filtering and Quality Control': the dataset is finally validated by 5 human experts (read here as five reviewers per item; the paper does not say how the work was divided).",
-        # "regenerate rejected": a clip's question (all four of its items) is asked again
-        regenerate=Regenerate(stage="vimu_questions", key="unit_id"),
+        # what each reject reason does next (forge/review/consequences.py); key: the clip
+        consequences={
+            # App. A Stage 2: the RM / SV / EG gold are the annotation's taxonomy labels (Stage 5 builds
+            # the choice items from them); the OE reference answer is Stage 3's. Only the faulted task's
+            # labels are replaced: the clip's question and its OE item stay as reviewed (logic/annotate.py)
+            "wrong_gold": Consequence(Action.REGENERATE, "vimu_annotations", by_category={"OE": "vimu_questions"}),
+            # §3 "Filtering and Quality Control": videos that "exhibit ambiguous semantics" or "require
+            # strong external context" are filtered out, as are unusable ones: the clip leaves
+            "ambiguous": Consequence(Action.DROP_SOURCE),
+            "needs_outside_knowledge": Consequence(Action.DROP_SOURCE),
+            "no_implicit_meaning": Consequence(Action.DROP_SOURCE),  # §3 (i)-(ii): subtext is the point
+            "bad_media": Consequence(Action.DROP_SOURCE),
+            "offensive_or_private": Consequence(Action.DROP_SOURCE),
+            "other": Consequence(Action.DROP_ITEM),
+        },
     ),
     eval=EvalSpec(
         kinds={"open_ended": "text", "multi_select": "multi"},

@@ -1,0 +1,65 @@
+"""What a reviewer's reject reason does to the rest of the benchmark (``ReviewSpec.consequences``),
+Dagster-free.
+
+* ``drop_source``: the source (the clip or image, the consequence's ``key`` column) leaves the
+  benchmark: every other item of it is rejected too, with the reviewer's reason, whatever its own
+  review says (as ViMU's filtering and II-Bench's Stage 3 inspection removed such sources);
+* ``regenerate``: the stage that made the faulted field is asked again for the item's unit
+  (``forge/review/regenerate.py`` counts the attempts; the stage bumps its request's seed);
+* ``drop_item``: the rejected item alone is dropped (the gate's plain reject).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from forge.benchmarks.review_spec import Action, ReviewSpec
+
+
+@dataclass(frozen=True)
+class SourceDrop:
+    """An item that leaves with its source: the reason and the rejected item that decided it."""
+
+    reason: str
+    source: str  # the source's key value (clip id, image id)
+    rejected_item: str
+
+
+def source_drops(items: pd.DataFrame, reasons: dict[str, str], spec: ReviewSpec) -> dict[str, SourceDrop]:
+    """Every item whose source a ``drop_source`` reject removes -> why (the rejected items
+    themselves included). ``reasons``: rejected item -> the reviewers' reason."""
+    if items.empty:
+        return {}
+    ids = items["item_id"].astype(str)
+    out: dict[str, SourceDrop] = {}
+    for item_id, reason in sorted(reasons.items()):
+        c = spec.consequences.get(reason)
+        if c is None or c.action != Action.DROP_SOURCE or c.key not in items:
+            continue
+        source = items.loc[ids == item_id, c.key]
+        if source.empty or pd.isna(source.iloc[0]):
+            continue
+        value = str(source.iloc[0])
+        for member in ids[items[c.key].astype(str) == value]:
+            out.setdefault(member, SourceDrop(reason, value, item_id))
+    return out
+
+
+def apply_source_drops(
+    items: pd.DataFrame, status: dict[str, str], reasons: dict[str, str], spec: ReviewSpec
+) -> dict[str, SourceDrop]:
+    """Mark every item of a dropped source ``rejected`` with the source's reason (in place), and
+    return the drops; an item rejected for a reason of its own keeps that reason."""
+    drops = source_drops(items, reasons, spec)
+    for item_id, d in drops.items():
+        status[item_id] = "rejected"
+        reasons.setdefault(item_id, d.reason)
+    return drops
+
+
+def consequence_of(reason: str | None, spec: ReviewSpec) -> str:
+    """The consequence of a reason in words (``drop_item`` for an unknown one: nothing else happens)."""
+    c = spec.consequences.get(str(reason))
+    return c.describe(spec.media) if c is not None else "drops this item only"
