@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from forge.benchmarks.protocol_spec import HumanStep
 from forge.benchmarks.review_spec import ReviewSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -223,6 +224,9 @@ class BenchmarkSpec:
     # Human review (forge/review, docs/review.md): what a reviewer sees and answers, reviewers per
     # item, splits reviewed, the policy that gates the export.
     review: ReviewSpec = field(default_factory=ReviewSpec)
+    # Human protocol steps (forge/protocol, docs/review.md "Protocol steps"): what people did in the paper
+    # whose output a recipe stage reads, with the LLM's output as their suggestion.
+    human_steps: tuple[HumanStep, ...] = ()
 
     def __post_init__(self) -> None:
         self.review.check_stages(self.name, self.recipe_assets)  # a reason may only regenerate its own stages

@@ -25,6 +25,7 @@ from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.llm.types import ImageInput, LLMRequest
+from forge.protocol import steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
@@ -33,6 +34,7 @@ from resources.storage import StorageResource
 
 from .logic import implication as imp
 from .logic import items as it
+from .logic import protocol as proto
 from .logic import taxonomy as tax
 from .spec import SPEC as IIBENCH
 
@@ -260,10 +262,12 @@ def iibench_labels(
         "difficulties": tax.values("difficulty"),
     }
     label_vars = {k: ", ".join(v) for k, v in label_vars.items()}
+    inspected = steps.decisions(store, IIBENCH, proto.INSPECTION)
 
     def label(part: str, rej: RejectLog) -> int:  # batches at once on the engine's one budget
-        kept = store.read("iibench_implication", parts=[part])
-        kept = kept[kept["keep"].astype(bool)] if len(kept) else kept
+        # people's inspection (protocol step) decides where they inspected: a dropped image is never labelled
+        kept, seen = proto.kept_images(store.read("iibench_implication", parts=[part]), inspected)
+        run.note(part, **seen)
         by_id = {r["frame_id"]: r for r in kept.to_dict("records")}
         reqs = [
             LLMRequest(
@@ -383,10 +387,13 @@ def iibench_items(
     zero = {"images": 0, "questions_accepted": 0, "questions_rejected": 0, "images_rejected": 0, "refine_rounds": 0}
     # read, not a dep: the verdicts are downstream of these items (a dep would be a cycle)
     tries = regenerate.attempts(store, IIBENCH, "iibench_items") if config.regenerate_rejected else {}
+    inspected = steps.decisions(store, IIBENCH, proto.INSPECTION)
+    human_labels = steps.decisions(store, IIBENCH, proto.LABELS)
 
     def generate(part: str, rej: RejectLog) -> tuple[dict[str, int], dict[str, int]]:  # batches at once, one budget
         stats, reasons = dict(zero), {}
-        lab = store.read("iibench_labels", parts=[part])
+        # people's labels (protocol step) replace the LLM's; an image they dropped at inspection is left out
+        lab = proto.labelled(store.read("iibench_labels", parts=[part]), human_labels, inspected)
         recs = {r["frame_id"]: r for r in lab.to_dict("records")}
         stats["images"] += len(recs)
         reqs = []

@@ -18,6 +18,7 @@ from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy, PaperCard
 
 from .logic.evaluation import build_request, parse_reply
+from .logic.protocol import STEPS
 from .logic.release import parse_release
 from .logic.scoring import score_setting
 from .rejects import REJECTS
@@ -52,6 +53,8 @@ SPEC = BenchmarkSpec(
             "other": Consequence(Action.DROP_ITEM),
         },
     ),
+    # §3.2 Stage 3 inspection, then App. B.2 labels: people correct the LLM's (logic/protocol.py)
+    human_steps=STEPS,
     eval=EvalSpec(
         kinds={"mcq": "mcq"},
         build_request=build_request,

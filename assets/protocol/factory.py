@@ -1,0 +1,79 @@
+"""Human protocol step assets, two per step a paper declares (``BenchmarkSpec.human_steps``; logic in
+``forge/protocol``; docs/review.md "Protocol steps"):
+
+* ``<name>_<step>_tasks``: the units of the stage the step corrects become Label Studio tasks with the
+  LLM's answer as a prediction (idempotent: a unit with a task is not pushed again);
+* ``<name>_<step>_results`` (tables ``protocol_results``, ``protocol_answers``): every annotation read
+  back, one row per unit with ``decided_by`` human or llm. The recipe stage after the step reads it.
+
+Both need Label Studio (``make review``); down, they fail with the way out and write nothing.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets.common import contract_check_specs, publish, table_metadata
+from assets.review.factory import md_values
+from forge.benchmarks.protocol_spec import HumanStep
+from forge.benchmarks.registry import resolve
+from forge.benchmarks.spec import BenchmarkSpec
+from forge.protocol import steps
+from forge.provenance.versioning import content_hash
+from forge.storage import TableStore
+from resources.review import ReviewResource
+from resources.storage import StorageResource
+
+GROUP = "protocol"
+VERSION = "protocol-1"
+TABLES = [steps.RESULTS, steps.ANSWERS]
+
+
+def _frame(store: TableStore, step: HumanStep):
+    try:
+        return steps.stage_frame(store, step)
+    except ValueError as exc:
+        raise dg.Failure(str(exc)) from exc
+
+
+def step_defs(spec: BenchmarkSpec, step: HumanStep) -> list[dg.AssetsDefinition]:
+    tasks_key, results_key = spec.asset(f"{step.name}_tasks"), spec.asset(f"{step.name}_results")
+    version = content_hash(VERSION, repr(step.fields), repr(step.sample), repr(step.thresholds), step.annotators)
+
+    @dg.asset(
+        name=tasks_key,
+        group_name=GROUP,
+        kinds={"python"},
+        deps=[step.corrects],
+        code_version=version,
+        description=f"{spec.title} protocol step {step.name!r}: the units of {step.corrects} as Label Studio "
+        f"tasks with the LLM's answer as a prediction people accept or correct. {step.note}",
+    )
+    def _tasks(storage: StorageResource, review: ReviewResource) -> dg.MaterializeResult:
+        store = TableStore(storage.data_dir)
+        counts = steps.push(review.client(store.data_dir), store, spec, step, _frame(store, step))
+        return dg.MaterializeResult(metadata=md_values(counts))
+
+    @dg.asset(
+        name=results_key,
+        group_name=GROUP,
+        kinds={"python"},
+        deps=[tasks_key],
+        code_version=version,
+        check_specs=contract_check_specs(results_key, TABLES),
+        metadata=table_metadata(TABLES),
+        description=f"{spec.title} protocol step {step.name!r} read back: one row per unit of {step.corrects}, "
+        "the human result where one exists, the LLM's otherwise (decided_by); the recipe stage after it reads it.",
+    )
+    def _results(storage: StorageResource, review: ReviewResource) -> dg.MaterializeResult:
+        store = TableStore(storage.data_dir)
+        ans, res, figures = steps.read(review.client(store.data_dir), store, spec, step, _frame(store, step))
+        key = steps.part(spec, step)
+        return publish(store, {steps.RESULTS: {key: res}, steps.ANSWERS: {key: ans}}, metadata=md_values(figures))
+
+    return [_tasks, _results]
+
+
+def protocol_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
+    spec = resolve(benchmark)
+    return dg.Definitions(assets=[a for step in spec.human_steps for a in step_defs(spec, step)])

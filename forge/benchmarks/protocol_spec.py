@@ -1,0 +1,118 @@
+"""What a paper declares of its human protocol steps (``BenchmarkSpec.human_steps``; forge/protocol).
+
+A protocol step is a task people did in the paper whose output a recipe stage reads: II-Bench's
+image inspection and labels, VAGUE's ratings and selection, Hummus's annotation, MAIA's answers.
+The LLM's output of the stage the step ``corrects`` is loaded into Label Studio as a prediction
+(a pre-annotation); a person accepts or corrects it, and the stage reads the human result where
+one exists, the LLM's otherwise (docs/review.md, "Protocol steps"). Dagster-free, plain data
+plus the paper's own callables (in its ``logic/``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class FieldKind(enum.StrEnum):
+    """A control of the step's form, and how several people's answers combine."""
+
+    CHOICE = "choice"  # one of ``options``; people combine by majority
+    MULTI = "multi"  # one or more of ``options``; an option is in when half the people chose it
+    RATING = "rating"  # an integer 1..``scale`` (Label Studio's Rating); people combine by mean
+    TEXT = "text"  # free text (TextArea); the latest person's text counts
+    BOXES = "boxes"  # RectangleLabels over the image (labels = ``options``); the latest person's
+    SPANS = "spans"  # Labels over a shown text (labels = ``options``); the latest person's
+
+
+@dataclass(frozen=True)
+class StepField:
+    """One answer of the form. ``options``: (stored value, shown label) pairs, so the table keeps a
+    paper's canonical spelling and the form shows the official one; ``to``: the shown data
+    (``Display.name``) it is about, None = the first one."""
+
+    name: str
+    kind: FieldKind
+    title: str = ""
+    options: tuple[tuple[str, str], ...] = ()
+    scale: int = 5
+    required: bool = True
+    to: str | None = None
+
+
+@dataclass(frozen=True)
+class Display:
+    """What the form shows: a task data key as an image or a text (``Text`` / ``Image`` tags)."""
+
+    name: str
+    kind: str = "text"  # text | image
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class StepSample:
+    """Which units a step asks people about: all (the default), a share, or a count, drawn by a
+    seeded hash of the unit id, so a unit's membership never changes between pushes."""
+
+    share: float | None = None
+    count: int | None = None
+    seed: str = "protocol"
+
+    def __post_init__(self) -> None:
+        if self.share is not None and not 0 < self.share <= 1:
+            raise ValueError(f"sample share must be in (0, 1], got {self.share}")
+        if self.count is not None and self.count < 1:
+            raise ValueError(f"sample count must be at least 1, got {self.count}")
+        if self.share is not None and self.count is not None:
+            raise ValueError("a sample declares a share or a count, not both")
+
+
+@dataclass(frozen=True)
+class Control:
+    """Control questions screening annotators (MAIA §3.1): units whose answer is known; a person
+    answering fewer than ``threshold`` of the controls they saw correctly is excluded."""
+
+    field: str
+    threshold: float = 0.9
+    min_answered: int = 1
+
+
+@dataclass(frozen=True)
+class HumanStep:
+    """One human step of a paper.
+
+    ``corrects``: the stage table whose rows are its units (``unit_key`` names them) and whose
+    LLM output becomes the prediction. ``task_data(row)``: what the form shows (keys of
+    ``display``), media paths relative to the data dir under the keys of image displays.
+    ``llm_values(row)``: the LLM's answer as field → value (the prediction; the fallback).
+    ``thresholds``: field → the paper's minimum of a rating (a unit below any is not kept);
+    ``keep_choice``: (field, values) a choice that keeps the unit (an inspection). ``annotators``:
+    people per unit (Label Studio's overlap). ``controls(row)``: field → known answer of a control
+    unit, or None. ``note``: what the paper says people did, shown as the project's description."""
+
+    name: str
+    corrects: str
+    unit_key: str
+    fields: tuple[StepField, ...]
+    display: tuple[Display, ...]
+    task_data: Callable[[Mapping[str, Any]], dict[str, Any]]
+    llm_values: Callable[[Mapping[str, Any]], dict[str, Any]]
+    sample: StepSample = field(default_factory=StepSample)
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    keep_choice: tuple[str, tuple[str, ...]] | None = None
+    annotators: int = 1
+    control: Control | None = None
+    controls: Callable[[Mapping[str, Any]], dict[str, Any] | None] | None = None
+    note: str = ""
+    instruction: str = ""
+    # Columns of other tables the form needs, joined on ``unit_key`` (table, columns): an image path
+    # the corrected stage does not repeat.
+    joins: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def control_of(self, name: str) -> StepField:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"step {self.name!r} has no field {name!r}")

@@ -1,0 +1,365 @@
+"""Human protocol steps on Label Studio (docs/review.md, "Protocol steps"), Dagster-free.
+
+* ``push``: the units of the stage a step corrects (its declared sample) become tasks of the step's
+  one project, the LLM's answer a *prediction* (``model_version``: the model that wrote it); a unit
+  that already has a task is left alone, so pushing again adds only new units.
+* ``read``: every annotation back (table ``protocol_answers``), then one row per unit (table
+  ``protocol_results``): the human result where valid human answers exist, the LLM's otherwise,
+  with ``decided_by`` saying which. A refused answer (a rating outside the scale, an empty answer)
+  never counts; a person below the control threshold is excluded, with the reason.
+* ``decisions``: what the recipe stage after the step reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import pandas as pd
+
+from forge.benchmarks.protocol_spec import FieldKind, HumanStep, StepSample
+from forge.benchmarks.spec import BenchmarkSpec
+from forge.labelstudio.client import LabelStudio
+from forge.protocol import form
+from forge.storage import TableStore
+
+RESULTS = "protocol_results"
+ANSWERS = "protocol_answers"
+
+
+def part(spec: BenchmarkSpec, step: HumanStep) -> str:
+    """The partition of a step in both tables: one file per benchmark and step."""
+    return f"{spec.name}__{step.name}"
+
+
+def title(spec: BenchmarkSpec, step: HumanStep) -> str:
+    return f"{spec.title} {step.name} · {spec.name}"
+
+
+def step_of(spec: BenchmarkSpec, name: str) -> HumanStep:
+    for s in spec.human_steps:
+        if s.name == name:
+            return s
+    raise KeyError(f"{spec.name} declares no human step {name!r} (BenchmarkSpec.human_steps)")
+
+
+# -- the sample ------------------------------------------------------------------------------------
+
+
+def _draw(seed: str, unit: str) -> float:
+    return int(hashlib.sha1(f"{seed}:{unit}".encode()).hexdigest()[:12], 16) / 16**12
+
+
+def sampled(units: list[str], sample: StepSample) -> set[str]:
+    """The units the step asks about. A share keeps a unit when its seeded draw is below it (a unit's
+    membership never changes when others arrive); a count takes the lowest draws."""
+    if sample.share is not None:
+        return {u for u in units if _draw(sample.seed, u) < sample.share}
+    if sample.count is not None:
+        return set(sorted(units, key=lambda u: _draw(sample.seed, u))[: sample.count])
+    return set(units)
+
+
+def units(step: HumanStep, frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """unit id → its row of the corrected stage (the first row of a unit id that repeats)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in frame.to_dict("records"):
+        out.setdefault(str(r[step.unit_key]), r)
+    return out
+
+
+def stage_frame(store: TableStore, step: HumanStep) -> pd.DataFrame:
+    """The corrected stage's rows (every partition), with the step's joined columns."""
+    if not store.exists(step.corrects):
+        raise ValueError(f"{step.corrects} has no rows yet: materialize it before its human step {step.name!r}")
+    df = store.read(step.corrects)
+    for table, cols in step.joins:
+        other = store.read(table)[[step.unit_key, *cols]].drop_duplicates(step.unit_key)
+        df = df.merge(other, on=step.unit_key, how="left", suffixes=("", f"_{table}"))
+    return df
+
+
+# -- push --------------------------------------------------------------------------------------------
+
+
+def local_url(rel: str) -> str:
+    """Label Studio's URL of a file under its document root (the data dir)."""
+    return "/data/local-files/?d=" + quote(str(rel).lstrip("/"))
+
+
+def task_data(step: HumanStep, unit: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    data = dict(step.task_data(row))
+    for d in step.display:
+        if d.kind == "image" and data.get(d.name):
+            data[d.name] = local_url(str(data[d.name]))
+    return {**data, "unit_id": unit}
+
+
+def ensure_project(ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, step: HumanStep) -> int:
+    """The step's one project (its form, overlap = people per unit), serving the data dir's media."""
+    p = ls.ensure_project(
+        title(spec, step),
+        form.label_config(step),
+        description=f"Subtext Forge protocol step {step.name} of {spec.title}: {step.note}".strip(),
+        maximum_annotations=step.annotators,
+        show_collab_predictions=True,  # the LLM's answer is shown as the suggestion to accept or correct
+    )
+    pid = int(p["id"])
+    if any(d.kind == "image" for d in step.display):
+        ls.ensure_local_storage(pid, str(store.data_dir.resolve() / "media"))
+    return pid
+
+
+def push(
+    ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, step: HumanStep, frame: pd.DataFrame
+) -> dict[str, int]:
+    """Tasks for the sampled units that have none yet; returns the counts."""
+    ls.ensure_up()
+    pid = ensure_project(ls, store, spec, step)
+    rows = units(step, frame)
+    want = sampled(sorted(rows), step.sample)
+    have = {str(t["data"].get("unit_id")) for t in ls.tasks(pid)}
+    new = sorted(want - have)
+    for u in new:
+        row = rows[u]
+        version = str(row.get("model") or "llm")
+        pred = form.prediction(step, step.llm_values(row), version)
+        ls.create_task(pid, task_data(step, u, row), [pred] if pred["result"] else None)
+    return {"units": len(rows), "sampled": len(want), "pushed": len(new), "already_there": len(want & have)}
+
+
+# -- read ---------------------------------------------------------------------------------------------
+
+
+def _person(a: Mapping[str, Any], users: Mapping[int, str]) -> str:
+    v = a.get("updated_by") or a.get("completed_by")
+    v = v.get("id") if isinstance(v, dict) else v
+    return users.get(int(v), str(v)) if v is not None else "unknown"
+
+
+def _answer_rows(
+    ls: LabelStudio, spec: BenchmarkSpec, step: HumanStep, pid: int, rows: Mapping[str, Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    users = ls.users()
+    out, task_of = [], {}
+    for t in ls.tasks(pid):
+        unit = str(t["data"].get("unit_id"))
+        task_of[unit] = int(t["id"])
+        known = step.controls(rows[unit]) if step.controls and unit in rows else None
+        for a in ls.annotations(int(t["id"])):
+            if a.get("was_cancelled"):
+                continue  # skipped: no answer
+            values, refused = None, None
+            try:
+                values = form.read(step, a.get("result"))
+            except form.Refused as exc:
+                refused = str(exc)
+            correct = None
+            if known is not None and values is not None:
+                correct = all(values.get(k) == v for k, v in known.items())
+            out.append(
+                {
+                    "benchmark": spec.name,
+                    "step": step.name,
+                    "answer_id": f"{pid}:{a['id']}",
+                    "unit_id": unit,
+                    "task_id": int(t["id"]),
+                    "person": _person(a, users),
+                    "values": json.dumps(values) if values is not None else None,
+                    "refused": refused,
+                    "control": known is not None,
+                    "control_correct": correct,
+                    "excluded": None,
+                    "seconds": float(a["lead_time"]) if a.get("lead_time") is not None else None,
+                    "created_at": pd.Timestamp(a["created_at"]) if a.get("created_at") else None,
+                }
+            )
+    return out, task_of
+
+
+def screen(step: HumanStep, answers: list[dict[str, Any]]) -> dict[str, str]:
+    """person → why excluded: below the step's control threshold (MAIA §3.1: 90 %)."""
+    if step.control is None:
+        return {}
+    by: dict[str, list[bool]] = {}
+    for a in answers:
+        if a["control"] and a["control_correct"] is not None:
+            by.setdefault(a["person"], []).append(bool(a["control_correct"]))
+    out = {}
+    for person, hits in by.items():
+        share = sum(hits) / len(hits)
+        if len(hits) >= step.control.min_answered and share < step.control.threshold:
+            out[person] = (
+                f"below_control_threshold: {sum(hits)} of {len(hits)} control answers right "
+                f"({share:.0%} < {step.control.threshold:.0%})"
+            )
+    return out
+
+
+def combine(step: HumanStep, answers: list[dict[str, Any]], llm: Mapping[str, Any]) -> dict[str, Any]:
+    """Several people's values of one unit as one (choice: majority, a tie going to the LLM's choice
+    when it is among the tied, else the first option; multi: chosen by at least half; rating: the
+    mean; text, boxes, spans: the latest answer's)."""
+    vals = [json.loads(a["values"]) for a in sorted(answers, key=lambda a: (a["created_at"] is None, a["created_at"]))]
+    out: dict[str, Any] = {}
+    for f in step.fields:
+        got = [v.get(f.name) for v in vals if v.get(f.name) is not None]
+        if not got:
+            out[f.name] = None
+        elif f.kind is FieldKind.CHOICE:
+            counts = Counter(got)
+            top = max(counts.values())
+            tied = [o for o, _ in f.options if counts.get(o) == top]
+            out[f.name] = llm.get(f.name) if llm.get(f.name) in tied else tied[0]
+        elif f.kind is FieldKind.MULTI:
+            counts = Counter(x for g in got for x in g)
+            out[f.name] = [o for o, _ in f.options if counts.get(o, 0) * 2 >= len(got)]
+        elif f.kind is FieldKind.RATING:
+            out[f.name] = round(sum(got) / len(got), 4)
+        else:
+            out[f.name] = got[-1]
+    return out
+
+
+def keeps(step: HumanStep, values: Mapping[str, Any]) -> bool:
+    """The paper's rule over the values: every threshold met, and the keep choice made."""
+    for name, minimum in step.thresholds.items():
+        v = values.get(name)
+        if v is None or (isinstance(v, float) and math.isnan(v)) or float(v) < minimum:
+            return False
+    if step.keep_choice is not None:
+        name, allowed = step.keep_choice
+        return values.get(name) in allowed
+    return True
+
+
+def _changed(step: HumanStep, human: Mapping[str, Any], llm: Mapping[str, Any]) -> bool:
+    for f in step.fields:
+        h, m = human.get(f.name), llm.get(f.name)
+        if f.kind is FieldKind.RATING and h is not None and m is not None:
+            if abs(float(h) - float(m)) > 1e-9:
+                return True
+        elif h != m:
+            return True
+    return False
+
+
+def read(
+    ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, step: HumanStep, frame: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """(answers, results, figures) of the step: one row per annotation, one per unit of ``frame``."""
+    ls.ensure_up()
+    pid = ensure_project(ls, store, spec, step)
+    rows = units(step, frame)
+    answers, task_of = _answer_rows(ls, spec, step, pid, rows)
+    excluded = screen(step, answers)
+    for a in answers:
+        a["excluded"] = excluded.get(a["person"])
+    valid: dict[str, list[dict[str, Any]]] = {}
+    refused: Counter[str] = Counter()
+    for a in answers:
+        if a["refused"]:
+            refused[a["unit_id"]] += 1
+        elif not a["excluded"]:
+            valid.setdefault(a["unit_id"], []).append(a)
+    want = sampled(sorted(rows), step.sample)
+    results = []
+    for u, row in rows.items():
+        llm = step.llm_values(row)
+        mine = valid.get(u, [])
+        if mine:
+            values, by, why = combine(step, mine, llm), "human", None
+        else:
+            values, by = llm, "llm"
+            answered = any(a["unit_id"] == u for a in answers)
+            why = (
+                "not_sampled"
+                if u not in want
+                else "refused"
+                if refused[u]
+                else "excluded"
+                if answered
+                else "not_answered"
+            )
+        results.append(
+            {
+                "benchmark": spec.name,
+                "step": step.name,
+                "corrects": step.corrects,
+                "unit_id": u,
+                "decided_by": by,
+                "why_llm": why,
+                "keep": keeps(step, values),
+                "values": json.dumps(values),
+                "llm_values": json.dumps(llm),
+                "changed": _changed(step, values, llm) if by == "human" else None,
+                "people": json.dumps(sorted({a["person"] for a in mine})) if mine else None,
+                "n_answers": len(mine),
+                "n_refused": int(refused[u]),
+                "task_id": task_of.get(u),
+            }
+        )
+    res = pd.DataFrame(results, columns=RESULT_COLUMNS)
+    ans = pd.DataFrame(answers, columns=ANSWER_COLUMNS)
+    return ans, res, figures(res, ans, excluded)
+
+
+RESULT_COLUMNS = [
+    "benchmark", "step", "corrects", "unit_id", "decided_by", "why_llm", "keep", "values", "llm_values",
+    "changed", "people", "n_answers", "n_refused", "task_id",
+]  # fmt: skip
+ANSWER_COLUMNS = [
+    "benchmark", "step", "answer_id", "unit_id", "task_id", "person", "values", "refused", "control",
+    "control_correct", "excluded", "seconds", "created_at",
+]  # fmt: skip
+
+
+def figures(res: pd.DataFrame, ans: pd.DataFrame, excluded: Mapping[str, str]) -> dict[str, Any]:
+    """What the card and the asset say of a step: how many units people decided, for how many the
+    LLM's result was used (and why), changed drafts, refusals, exclusions."""
+    human = res[res["decided_by"] == "human"]
+    return {
+        "units": len(res),
+        "decided_by_human": len(human),
+        "llm_result_used": int((res["decided_by"] == "llm").sum()),
+        "llm_result_used_why": {str(k): int(v) for k, v in res["why_llm"].value_counts().items()},
+        "human_changed_llm": int(human["changed"].fillna(False).astype(bool).sum()),
+        "kept": int(res["keep"].sum()),
+        "answers": len(ans),
+        "answers_refused": int(ans["refused"].notna().sum()),
+        "people": int(ans["person"].nunique()),
+        "people_excluded": dict(excluded),
+    }
+
+
+# -- what the stage reads ------------------------------------------------------------------------------
+
+
+def decisions(store: TableStore, spec: BenchmarkSpec, name: str) -> dict[str, dict[str, Any]]:
+    """unit id → {decided_by, keep, values} of the step's last read; {} before any read (the stage
+    then runs on the LLM's output alone, as before)."""
+    step = step_of(spec, name)
+    key = part(spec, step)
+    if not store.exists(RESULTS) or key not in store.parts(RESULTS):
+        return {}
+    df = store.read(RESULTS, parts=[key])
+    return {
+        str(r["unit_id"]): {"decided_by": r["decided_by"], "keep": bool(r["keep"]), "values": json.loads(r["values"])}
+        for r in df.to_dict("records")
+    }
+
+
+def exclusions(store: TableStore, spec: BenchmarkSpec, name: str) -> dict[str, str]:
+    """person → why excluded from the step (control screening): pools and baselines leave them out."""
+    step = step_of(spec, name)
+    key = part(spec, step)
+    if not store.exists(ANSWERS) or key not in store.parts(ANSWERS):
+        return {}
+    df = store.read(ANSWERS, parts=[key])
+    df = df[df["excluded"].notna()]
+    return dict(zip(df["person"], df["excluded"]))

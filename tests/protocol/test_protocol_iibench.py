@@ -1,0 +1,113 @@
+"""II-Bench's human steps on a real Label Studio with scripted people: the LLM judge's verdicts and
+labels arrive as predictions; a person drops an image at inspection and corrects a label; the
+stages read the results: the dropped image never reaches labels or questions, and the corrected
+label is the items' label. Re-reading never duplicates a row."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+import pytest
+
+from forge.storage import TableStore
+from resources.storage import StorageResource
+from tests.protocol import helpers as h
+from tests.recipes.iibench.test_iibench_assets import BATCH, _frames, _q
+from tests.review import scripted as sr
+
+pytestmark = pytest.mark.slow  # a real Label Studio server
+
+
+def responder(body):
+    name = (body.get("response_format") or {}).get("json_schema", {}).get("name")
+    if name == "iibench_implication":  # the judge keeps every image
+        return {"has_implication": True, "implication": "time slips away", "reason": "a visual metaphor"}
+    if name == "iibench_labels":
+        return {
+            "image_type": "painting",
+            "domain": "life",
+            "emotion": "negative",
+            "rhetoric": ["metaphor"],
+            "difficulty": "middle",
+            "explanation": "The melting clock shows how time slips away unnoticed while we are busy with work.",
+        }
+    if name == "iibench_questions":
+        return {"questions": [_q("What does the clock mean?", "Time slips away.")]}
+    if name == "iibench_distractor_judge":
+        ok = [{"distractor": i, "plausible": True, "also_correct": False, "reason": ""} for i in range(1, 6)]
+        return {"questions": [{"index": 1, "answer_supported": True, "answer_reason": "", "distractors": ok}]}
+    return None
+
+
+def _stages(data, llm, names: list[str]) -> dg.ExecuteInProcessResult:
+    from assets.recipes.iibench import assets as A
+
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("batches", [BATCH])
+    return dg.materialize(
+        [A.iibench_implication, A.iibench_labels, A.iibench_items],
+        selection=names,
+        partition_key=BATCH,
+        instance=instance,
+        resources={"storage": StorageResource(data_dir=str(data)), "llm": llm},
+        run_config={"ops": {"iibench_labels": {"config": {"min_explanation_chars": 20}}}}
+        if "iibench_labels" in names
+        else None,
+    )
+
+
+def test_an_image_dropped_at_inspection_never_reaches_annotation(review_env, llm_double, llm_double_resource, tmp_path):
+    data, ls, _srv, _configure = review_env
+    store = TableStore(data)
+    _frames(store, tmp_path)
+    llm_double.responder = responder
+    llm = llm_double_resource()
+    assert _stages(data, llm, ["iibench_implication"]).success  # a, b, c, f kept by the LLM judge
+
+    h.materialize(data, "iibench", ["iibench_inspection_tasks"])
+    tasks = h.tasks(ls, "inspection · iibench")
+    assert sorted(tasks) == ["img_a", "img_b", "img_c", "img_f"]
+    pred = tasks["img_b"]["predictions"][0]  # the LLM's verdict is a suggestion, not an answer
+    assert pred["result"][0]["value"]["choices"] == ["keep"] and not tasks["img_b"]["annotations"]
+    h.materialize(data, "iibench", ["iibench_inspection_tasks"])  # pushing again adds nothing
+    assert len(h.tasks(ls, "inspection · iibench")) == 4
+
+    person = sr.reviewer(ls, "inspector@example.org")
+    sr.submit(ls, tasks["img_b"], person, [h.choice("inspection", "drop")])  # no implication: dropped
+    sr.submit(ls, tasks["img_a"], person, pred["result"])  # accepted
+    sr.submit(ls, tasks["img_c"], person, [])  # an empty answer is refused: the LLM's verdict stands
+    for _ in range(2):  # re-reading never duplicates rows
+        h.materialize(data, "iibench", ["iibench_inspection_results"])
+    res = h.results(data, "iibench__inspection")
+    assert len(store.read("protocol_results", parts=["iibench__inspection"])) == 4
+    assert (res["img_b"]["decided_by"], res["img_b"]["keep"], res["img_b"]["changed"]) == ("human", False, True)
+    assert (res["img_a"]["decided_by"], res["img_a"]["keep"], res["img_a"]["changed"]) == ("human", True, False)
+    assert (res["img_c"]["decided_by"], res["img_c"]["why_llm"], res["img_c"]["n_refused"]) == ("llm", "refused", 1)
+    assert (res["img_f"]["decided_by"], res["img_f"]["why_llm"]) == ("llm", "not_answered")
+    ans = store.read("protocol_answers", parts=["iibench__inspection"])
+    assert ans["refused"].dropna().str.startswith("inspection: empty_answer").tolist() == [True]
+    assert set(ans["person"]) == {"inspector@example.org"}
+
+    assert _stages(data, llm, ["iibench_labels"]).success
+    labels = store.read("iibench_labels")
+    assert sorted(labels["frame_id"]) == ["img_a", "img_c", "img_f"]  # img_b never reaches annotation
+
+    # the labels step: a person corrects the domain the LLM chose (official spelling on the form)
+    h.materialize(data, "iibench", ["iibench_labels_tasks"])
+    ltasks = h.tasks(ls, "labels · iibench")
+    assert sorted(ltasks) == ["img_a", "img_c", "img_f"]
+    (proj,) = [p for p in ls.projects() if "labels · iibench" in p["title"]]
+    assert 'value="Others" alias="other"' in proj["label_config"]
+    lpred = ltasks["img_a"]["predictions"][0]["result"]
+    fixed = [r if r["from_name"] != "domain" else {**r, "value": {"choices": ["society"]}} for r in lpred]
+    sr.submit(ls, ltasks["img_a"], person, fixed)
+    h.materialize(data, "iibench", ["iibench_labels_results"])
+    lres = h.results(data, "iibench__labels")
+    assert lres["img_a"]["decided_by"] == "human" and lres["img_a"]["values"]["domain"] == "society"
+    assert lres["img_a"]["values"]["rhetoric"] == ["metaphor"]
+
+    assert _stages(data, llm, ["iibench_items"]).success
+    items = store.read("iibench_items")
+    domains = {r["unit_id"]: json.loads(r["labels"])["domain"] for r in items.to_dict("records")}
+    assert domains == {"img_a": "society", "img_c": "life", "img_f": "life"}  # img_b: no question
