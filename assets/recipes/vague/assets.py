@@ -27,6 +27,7 @@ from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
+from forge.protocol import steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
@@ -35,6 +36,7 @@ from resources.llm import LLMResource
 from resources.storage import StorageResource
 
 from .logic import logic
+from .logic import protocol as proto
 from .logic.objects import VISION_CONFIG, object_filter
 from .spec import SPEC as VAGUE
 
@@ -49,6 +51,13 @@ PROMPT_FILES = {
     "fake_scene": PROMPTS_DIR / "fake_scene.yaml",
     "nonexistent": PROMPTS_DIR / "nonexistent.yaml",
 }
+
+
+class DirectConfig(dg.Config):
+    # "Regenerate rejected" (docs/review.md): an image whose correct option (the intention, §4.2.1)
+    # reviewers rejected as wrong_gold gets its direct expression and intention written again with a
+    # new seed (indirect expression, options and item follow; the others come from the cache).
+    regenerate_rejected: bool = True
 
 
 class IndirectConfig(dg.Config):
@@ -79,6 +88,16 @@ def _lst(v: Any) -> list:
 
 def _read(store: TableStore, table: str, part: str) -> pd.DataFrame:
     return store.read(table, parts=[part])
+
+
+def _direct(store: TableStore, part: str) -> pd.DataFrame:
+    """vague_direct as the later stages use it: people's ratings (protocol step) where they rated."""
+    return proto.rated_direct(_read(store, "vague_direct", part), steps.decisions(store, VAGUE, proto.DIRECT))
+
+
+def _indirect(store: TableStore, part: str) -> pd.DataFrame:
+    """vague_indirect as the later stages use it: people's selection and rating where they selected."""
+    return proto.selected_indirect(_read(store, "vague_indirect", part), steps.decisions(store, VAGUE, proto.INDIRECT))
 
 
 def _image(store: TableStore, rel: str) -> list[ImageInput]:
@@ -143,22 +162,28 @@ def vague_candidates(context: dg.AssetExecutionContext, storage: StorageResource
 
 
 def run_direct(
-    engine, store: TableStore, part: str, cands: pd.DataFrame, cfg: dict[str, Any], log: RejectLog
+    engine,
+    store: TableStore,
+    part: str,
+    cands: pd.DataFrame,
+    cfg: dict[str, Any],
+    log: RejectLog,
+    tries: dict[str, int] | None = None,
 ) -> pd.DataFrame:
+    """``tries``: frame → regeneration attempt of its intention ("regenerate rejected")."""
     gen_p, rate_p = load_prompt(PROMPT_FILES["direct"]), load_prompt(PROMPT_FILES["rate_direct"])
     cands = cands.reset_index(drop=True)
     reqs = []
     for c in cands.itertuples(index=False):
         labels, objects = _lst(c.person_labels), _lst(c.objects)
         prompt = logic.specialise(gen_p, {"subject": labels or [logic.NO_LABEL_SUBJECT], "object": objects})
-        reqs.append(
-            LLMRequest(
-                c.frame_id,
-                prompt,
-                {"person_labels": labels or [logic.NO_LABEL_SUBJECT], "objects": objects},
-                _image(store, c.image_path),
-            )
+        req = LLMRequest(
+            c.frame_id,
+            prompt,
+            {"person_labels": labels or [logic.NO_LABEL_SUBJECT], "objects": objects},
+            _image(store, c.image_path),
         )
+        reqs.append(regenerate.bump([req], tries or {})[0])
 
     def checked(c: Any, res: LLMResult) -> tuple[dict | None, list]:
         """(the triple, with its object matched to the frame's tags; None when it fails) and the
@@ -247,14 +272,20 @@ def run_direct(
     description="VAGUE §4.2.1: direct expression + (subject, action, object) with object ∈ the frame's tags "
     "(enforced in code), rated 1-5 for relevance and solvability by an LLM judge; keep ≥ the minimum.",
 )
-def vague_direct(context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource) -> dg.MaterializeResult:
+def vague_direct(
+    context: dg.AssetExecutionContext, config: DirectConfig, storage: StorageResource, llm: LLMResource
+) -> dg.MaterializeResult:
     run, cfg = StageRun(context, storage, llm), settings()["direct"]
+    # read, not a dep: the verdicts are downstream of these intentions (a dep would be a cycle)
+    tries = regenerate.attempts(run.store, VAGUE, "vague_direct") if config.regenerate_rejected else {}
     run.map_partitions(  # batches at once on the engine's one budget
         lambda part, log: run.put(
-            part, run_direct(run.engine, run.store, part, _read(run.store, "vague_candidates", part), cfg, log)
+            part, run_direct(run.engine, run.store, part, _read(run.store, "vague_candidates", part), cfg, log, tries)
         )
     )
-    return run.publish({"advisory_rows": int(run.frame()["advisory"].notna().sum())})
+    md = {"advisory_rows": int(run.frame()["advisory"].notna().sum())}
+    md["regenerated_images"] = len(tries)  # images whose intention was written again (seed = attempt)
+    return run.publish(md)
 
 
 # ----------------------------------------------------------------------------- indirect (§4.2.2)
@@ -411,7 +442,7 @@ def vague_indirect(
     tries = regenerate.attempts(store, VAGUE, "vague_indirect") if config.regenerate_rejected else {}
 
     def indirect(part: str, log: RejectLog) -> None:  # batches at once on the engine's one budget
-        direct, cands = _read(store, "vague_direct", part), _read(store, "vague_candidates", part)
+        direct, cands = _direct(store, part), _read(store, "vague_candidates", part)
         run.put(part, run_indirect(run.engine, emb, store, part, direct, cands, cfg, log, tries))
 
     run.map_partitions(indirect)
@@ -572,7 +603,7 @@ def vague_options(
     store, cfg = run.store, settings()["options"]
 
     def options(part: str, log: RejectLog) -> None:  # batches at once on the engine's one budget
-        direct, indirect = _read(store, "vague_direct", part), _read(store, "vague_indirect", part)
+        direct, indirect = _direct(store, part), _indirect(store, part)
         df, att = run_options(
             run.engine, emb, store, part, direct, indirect, _read(store, "vague_candidates", part), cfg, log
         )
@@ -681,8 +712,8 @@ def vague_items(context: dg.AssetExecutionContext, storage: StorageResource) -> 
         items = build_items(
             part,
             _read(store, "vague_candidates", part),
-            _read(store, "vague_direct", part),
-            _read(store, "vague_indirect", part),
+            _direct(store, part),
+            _indirect(store, part),
             _read(store, "vague_options", part),
             cfg["options"],
             cfg["seed"],

@@ -24,6 +24,7 @@ from forge.benchmarks.spec import (
 )
 
 from .logic.evaluation import build_request, parse_reply
+from .logic.protocol import STEPS
 from .logic.release import parse_release
 from .logic.scoring import score_setting
 from .rejects import REJECTS
@@ -58,6 +59,8 @@ SPEC = BenchmarkSpec(
             "other": Consequence(Action.DROP_ITEM),
         },
     ),
+    # §4.2.1 direct ratings, §4.2.2 indirect selection and rating: people correct the LLM judge's (logic/protocol.py)
+    human_steps=STEPS,
     eval=EvalSpec(
         kinds={"mcq": "mcq"},
         build_request=build_request,
