@@ -3,9 +3,11 @@
 * ``<name>_human_tasks`` (table ``review_tasks``, file ``<name>__human``): the latest export's
   test items, blind (no gold), in a Label Studio project per export version;
 * ``<name>_human_eval`` (tables ``eval_predictions`` / ``eval_scores``, file ``human__<name>``;
-  ``human_answers``, file ``<name>``): the answers read back (the review sensor materializes it)
-  and scored by the benchmark's own scorers; the ``leaderboard`` view shows them as model
-  ``human`` with n and a CI. An answer by someone who saw the item's gold is kept, not scored.
+  ``human_answers`` and ``human_scores``, file ``<name>``): the answers read back (the review
+  sensor materializes it), each person's scored on their own by the benchmark's own scorers (the
+  judge's open-ended verdicts from the ``llm`` resource, as for the models); the ``leaderboard``
+  view shows ``human (avg)`` and ``human (best)`` with n and a CI. An answer by someone who saw the
+  item's gold, or by an annotator the control questions excluded, is kept, not scored.
 """
 
 import time
@@ -20,8 +22,11 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import human
 from forge.labelstudio.client import ReviewServerDown
 from forge.provenance.versioning import content_hash
+from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource
+
+TABLES = ["eval_predictions", "eval_scores", "human_answers", "human_scores"]
 
 
 def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
@@ -62,30 +67,37 @@ def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         kinds={"python"},
         deps=[tasks_key],
         code_version=version,
-        check_specs=contract_check_specs(eval_key, ["eval_predictions", "eval_scores", "human_answers"]),
-        metadata=table_metadata(["eval_predictions", "eval_scores", "human_answers"]),
-        description=f"People's blind answers to the {spec.title} test items, scored by the benchmark's own scorers: "
-        "model `human` on the leaderboard, with n and a bootstrap CI. Every answer is in `human_answers`; one by "
-        "someone who reviewed the item (saw its gold) is excluded, with the reason.",
+        check_specs=contract_check_specs(eval_key, TABLES),
+        metadata=table_metadata(TABLES),
+        description=f"People's blind answers to the {spec.title} test items, each person's scored on their own by the "
+        "benchmark's scorers (open-ended ones by its judge): models `human (avg)` and `human (best)` on the "
+        "leaderboard, each person in `human_scores`, with n and a bootstrap CI. Every answer is in `human_answers`; "
+        "one by someone who reviewed the item (saw its gold) or whom the control questions excluded is kept, "
+        "with the reason.",
     )
     def _eval(
-        context: dg.AssetExecutionContext, storage: StorageResource, review: ReviewResource
+        context: dg.AssetExecutionContext, storage: StorageResource, review: ReviewResource, llm: LLMResource
     ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         store = storage.store
         part = f"{human.MODEL}__{spec.name}"
+        judge = llm.engine() if spec.eval.judge_prompt else None
         try:
-            preds, scores, answers, md = human.score(store, spec, review.client(store.data_dir))
+            out = human.score(
+                store, spec, review.client(store.data_dir), judge, human.control_exclusions(store, spec.name)
+            )
+            tables = {"eval_predictions": out.predictions, "eval_scores": out.scores}
+            tables |= {"human_answers": out.answers, "human_scores": out.people}
+            md = out.metadata
         except ReviewServerDown as exc:  # advisory: the recorded scores stay as they are
-            note = server_down(spec, exc, context)
-            preds, scores = (store.read(t, parts=[part]) for t in ("eval_predictions", "eval_scores"))
-            answers = store.read("human_answers", parts=[spec.name])
-            md = {"note": note}
-        if answers.empty:
-            answers = pd.DataFrame(columns=human.ANSWER_COLUMNS)
+            md = {"note": server_down(spec, exc, context)}
+            tables = {t: store.read(t, parts=[part]) for t in ("eval_predictions", "eval_scores")}
+            tables |= {t: store.read(t, parts=[spec.name]) for t in ("human_answers", "human_scores")}
+        if tables["human_answers"].empty:
+            tables["human_answers"] = pd.DataFrame(columns=human.ANSWER_COLUMNS)
         return publish(
             store,
-            {"eval_predictions": {part: preds}, "eval_scores": {part: scores}, "human_answers": {spec.name: answers}},
+            {t: {part if t.startswith("eval_") else spec.name: f} for t, f in tables.items()},
             metadata=md_values(md),
             started=t0,
         )

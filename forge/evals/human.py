@@ -1,14 +1,18 @@
 """The human baseline: people answer the exported test items blind (no gold) in a second Label
-Studio project per benchmark and export version; their answers are read as replies and scored by
-the benchmark's own scorers (``forge/evals``), as model ``human`` with n and a bootstrap CI, the
-way the papers report human performance (e.g. VAGUE §5.3, Table 2). Dagster-free.
+Studio project per benchmark and export version; each person's answers are read as replies and
+scored on their own by the benchmark's own scorers (``forge/evals``), open-ended ones by its judge,
+the way the papers report human performance: per annotator with n and a CI, their average and their
+best (II-Bench Table 3: Human_avg, Human_best; ``forge/evals/per_person.py``). The leaderboard shows
+models ``human (avg)`` and ``human (best)``; ``human_scores`` holds each person's rows. The run
+covers a declared subset of the test items (``human.subset`` in the paper's evals.yaml; VAGUE §5.3:
+400), drawn by seed. Dagster-free.
 
 The baseline is blind: a task carries only what the model under test sees (``items.blind_task_data``)
-and an opaque key that ``review_tasks`` maps back to the item. Each item's earliest answer by
-someone who did not see its gold is the reply; an answer by a reviewer of the item is kept in
-``human_answers`` with ``excluded_reason`` and never scored (``human_answers`` > 1 collects more
-answers per item; the extra ones are counted, not scored). Open-ended replies stay unscored: their
-judge is an LLM, and a human baseline judged by a model is not what the papers report.
+and an opaque key that ``review_tasks`` maps back to the item. A person's earliest answer to an
+item is scored in that person's baseline; an answer by someone who saw the item's gold (a reviewer
+of it), an empty one, one changed by someone else, one outside the subset, or one by an annotator
+the control questions excluded is kept in ``human_answers`` with ``excluded_reason`` and never
+scored.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +30,9 @@ from forge.benchmarks.review_spec import Media, ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import requests as rq
 from forge.evals.config import ModelSpec, Setting, benchmark_block, load_eval_config, settings_for
-from forge.evals.pipeline import load_export, prompt_files
-from forge.evals.scoring import Scorer, score_benchmark
+from forge.evals.per_person import baseline_frames, person_model, sample_ids, score_person
+from forge.evals.pipeline import judge_rows, load_export, prompt_files
+from forge.evals.scoring import unparseable_open_ended
 from forge.labelstudio.client import LabelStudio
 from forge.llm.prompts import load_prompt
 from forge.llm.types import LLMResult
@@ -101,6 +107,7 @@ def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | No
     ``review_tasks`` (file ``<b>__human``) map each task back to its item and revision."""
     rs = settings(spec)
     items, version = test_items(store, spec)
+    items = subset_of(items, spec, load_eval_config())
     prev = read(store, "review_tasks", part(spec.name))
     prev = prev if len(prev) else pd.DataFrame(columns=sync.TASK_COLUMNS)
     out = StageOut(metadata={"export_version": version or "none", "items": len(items)})
@@ -218,17 +225,56 @@ def saw_gold(
     return out
 
 
-def pick(found: list[dict[str, Any]], seen: dict[tuple[str, str], str]) -> list[dict[str, Any]]:
-    """Each answer with ``used`` / ``excluded_reason``: per item the earliest answer by someone who
-    did not see its gold is scored; the others are kept and say why not."""
-    used: set[str] = set()
+def pick(
+    found: list[dict[str, Any]],
+    seen: dict[tuple[str, str], str],
+    subset: set[str] | None = None,
+    excluded: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Each answer with ``used`` / ``excluded_reason``: per item and person the earliest answer is
+    scored, in that person's own baseline, unless it is empty (refused), changed by someone else,
+    outside the declared subset, by an excluded annotator (``excluded``: person → reason, e.g. the
+    control questions) or by someone who saw the item's gold. The others are kept and say why not."""
+    used: set[tuple[str, str]] = set()
     for r in found:
-        why = r.get("flag") or seen.get((r["item_id"], r["person"]))
-        r["used"] = why is None and r["item_id"] not in used
-        r["excluded_reason"] = why if why else (None if r["used"] else "later_answer: an earlier answer is scored")
-        if r["used"]:
-            used.add(r["item_id"])
+        key = (r["item_id"], r["person"])
+        why = r.get("flag")
+        if why is None and not reply_of(r["annotation"], "", []):
+            why = "refused: empty_answer (no choice, text or box)"
+        if why is None and subset is not None and r["item_id"] not in subset:
+            why = "not_in_subset: the item is outside the human run's declared subset"
+        if why is None and (excluded or {}).get(r["person"]):
+            why = f"excluded_annotator: {excluded[r['person']]}"
+        why = why or seen.get(key)
+        if why is None and key in used:
+            why = "later_answer: the person's earlier answer is scored"
+        r["used"], r["excluded_reason"] = why is None, why
+        if why is None:
+            used.add(key)
     return found
+
+
+def human_block(spec: BenchmarkSpec, cfg: dict[str, Any]) -> dict[str, Any]:
+    """The human run's settings (``human:`` of the paper's evals.yaml, overridable in
+    config/evals.yaml): ``subset`` items (None = every test item; the paper's size, VAGUE 400),
+    drawn by ``seed``; ``min_answers`` a person needs to count in ``human (avg)`` / ``(best)``."""
+    raw = dict(benchmark_block(cfg, spec).get("human") or {})
+    unknown = set(raw) - {"subset", "seed", "min_answers"}
+    if unknown:
+        raise ValueError(f"{spec.name}: unknown human-baseline settings {sorted(unknown)}")
+    size = raw.get("subset")
+    if size is not None and (not isinstance(size, int) or size < 1):
+        raise ValueError(f"{spec.name}: human.subset must be a positive integer or null, got {size!r}")
+    return {"subset": size, "seed": raw.get("seed", 0), "min_answers": int(raw.get("min_answers", 1))}
+
+
+def subset_of(items: pd.DataFrame, spec: BenchmarkSpec, cfg: dict[str, Any]) -> pd.DataFrame:
+    """The test items of the human run: the declared subset, deterministic by seed."""
+    if items.empty:
+        return items
+    h = human_block(spec, cfg)
+    keep = set(sample_ids(items["item_id"].astype(str), h["subset"], h["seed"]))
+    return items[items["item_id"].astype(str).isin(keep)].reset_index(drop=True)
 
 
 def visual_setting(spec: BenchmarkSpec, cfg: dict[str, Any]) -> Setting:
@@ -254,35 +300,133 @@ ANSWER_COLUMNS = [
 ]
 
 
+@dataclass
+class Baseline:
+    """What ``score`` writes: each person's predictions (``eval_predictions``, model
+    ``human:<person>``), the ``human (avg)`` / ``human (best)`` rows (``eval_scores``), each
+    person's scores (``human_scores``), every answer (``human_answers``) and the metadata."""
+
+    predictions: pd.DataFrame
+    scores: pd.DataFrame
+    people: pd.DataFrame
+    answers: pd.DataFrame
+    metadata: dict[str, Any]
+
+
+def _person_predictions(
+    spec: BenchmarkSpec,
+    setting: Setting,
+    reqs: list[rq.EvalRequest],
+    mine: dict[str, dict[str, Any]],
+    by_id: dict[str, dict[str, Any]],
+    judge: Any,
+    person: str,
+    scoring: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """One person's answers as prediction rows, open-ended ones judged by the benchmark's judge."""
+    model = person_model(person)
+    chosen = [er for er in reqs if str(er.item["item_id"]) in mine]
+    results = []
+    for er in chosen:
+        reply = reply_of(mine[str(er.item["item_id"])], er.kind, list(er.options or []))
+        results.append(
+            LLMResult(er.request.item_id, True, {"text": reply}, reply, None, None, MODEL, "", model, MODEL, False, 1)
+        )
+    split_of = {str(er.item["item_id"]): str(er.item.get("split") or "test") for er in chosen}
+    rows = rq.prediction_rows(model, spec, setting, split_of, chosen, results, scoring)
+    unparseable_open_ended(spec, rows)
+    judge_rows(spec, rows, by_id, judge, f"{model}__{setting.name}", HUMAN, scoring)
+    return rows
+
+
 def score(
-    store: TableStore, spec: BenchmarkSpec, ls: LabelStudio
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """(eval_predictions rows, eval_scores rows, human_answers rows, metadata) of model ``human``.
-    An answer by someone who saw the item's gold is never scored (``saw_gold``)."""
+    store: TableStore,
+    spec: BenchmarkSpec,
+    ls: LabelStudio,
+    judge: Any = None,
+    excluded: dict[str, str] | None = None,
+) -> Baseline:
+    """The per-annotator human baseline (II-Bench's Human_avg / Human_best): every person's answers
+    scored on their own by the benchmark's scorers (open-ended ones by its judge, ``judge``: the
+    models' judge engine), their average and their best. ``excluded``: person → why their answers
+    do not count (``control_exclusions``). An answer by someone who saw the item's gold is never
+    scored (``saw_gold``)."""
     tasks = read(store, "review_tasks", part(spec.name))
+    cfg = load_eval_config()
     items, version = test_items(store, spec)
     none = pd.DataFrame(columns=ANSWER_COLUMNS)
     if not len(tasks) or items.empty:
-        return pd.DataFrame(), pd.DataFrame(), none, {"note": "no human-baseline tasks yet", "answered": 0}
+        md = {"note": "no human-baseline tasks yet", "answered": 0}
+        return Baseline(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), none, md)
     ls.ensure_up()
     users = ls.users()
-    found = pick(answers(ls, tasks, users), saw_gold(store, spec, ls, users))
-    first = {r["item_id"]: r["annotation"] for r in found if r["used"]}
-    cfg = load_eval_config()
+    chosen = subset_of(items, spec, cfg)
+    subset = set(chosen["item_id"].astype(str))
+    found = pick(answers(ls, tasks, users), saw_gold(store, spec, ls, users), subset, excluded)
     setting = visual_setting(spec, cfg)
-    answered = items[items["item_id"].astype(str).isin(first)].to_dict("records")
+    answered_ids = {r["item_id"] for r in found if r["used"]}
+    answered = chosen[chosen["item_id"].astype(str).isin(answered_ids)].to_dict("records")
     prompts = {p.name: load_prompt(p) for p in prompt_files(spec, cfg)}  # as forge.evals.pipeline.evaluate
     for task, fname in (benchmark_block(cfg, spec).get("prompts") or {}).items():
         prompts[f"task:{task}"] = prompts[fname]
     reqs, skipped = rq.build_requests(spec, setting, answered, prompts, HUMAN, store.data_dir)
     kind_of = {str(er.item["item_id"]): (er.kind, list(er.options or [])) for er in reqs}
-    results = []
-    for er in reqs:
-        reply = reply_of(first[str(er.item["item_id"])], er.kind, list(er.options or []))
-        results.append(
-            LLMResult(er.request.item_id, True, {"text": reply}, reply, None, None, "human", "", MODEL, MODEL, False, 1)
-        )
-    table = pd.DataFrame(
+    table = _answer_table(spec, version, found, kind_of)
+    scoring = dict(benchmark_block(cfg, spec).get("scoring") or {})
+    by_id = {str(r["item_id"]): r for r in items.to_dict("records")}
+    b = cfg.get("bootstrap") or {}
+    boot = (int(b.get("n", 1000)), int(b.get("seed", 0)), float(b.get("alpha", 0.05)))
+    h = human_block(spec, cfg)
+    preds, people = [], []
+    for person in sorted({r["person"] for r in found if r["used"]}):
+        mine = {r["item_id"]: r["annotation"] for r in found if r["used"] and r["person"] == person}
+        rows = _person_predictions(spec, setting, reqs, mine, by_id, judge, person, scoring)
+        frame = pd.DataFrame(rows)
+        if frame.empty:
+            continue
+        preds.append(frame)
+        people.append((score_person(spec, person, frame, items, boot, scoring), len(frame) >= h["min_answers"]))
+    counted = [p for p, ok in people if ok]
+    per, summary, best = baseline_frames(counted, setting.name, boot)
+    below = [p for p, ok in people if not ok]
+    if below:
+        more, _, _ = baseline_frames(below, setting.name, boot)
+        per = pd.concat([per, more], ignore_index=True)
+    if len(per):
+        per["counted"] = per["person"].isin([p.person for p in counted])
+    why = table["excluded_reason"].fillna("").astype(str)
+    excluded_rows = table[(why != "") & ~why.str.startswith("later_answer")]
+    md = {
+        "setting": setting.name,
+        "items": len(items),
+        "subset": len(chosen),
+        "answered": len(answered_ids),
+        "answers": len(found),
+        "people": len(people),
+        "people_counted": len(counted),
+        "best_person": best,
+        "excluded": excluded_rows["excluded_reason"].str.split(":").str[0].value_counts().to_dict(),
+        "excluded_people": sorted(set(excluded or {})),
+        "skipped": len(skipped),
+    }
+    pred_frame = pd.concat(preds, ignore_index=True) if preds else pd.DataFrame()
+    if len(pred_frame):
+        pred_frame["detail"] = pred_frame["detail"].map(lambda d: json.dumps(d, ensure_ascii=False, default=str))
+    split = setting_split({str(r["item_id"]): str(r.get("split") or "test") for r in answered})
+    for frame in (pred_frame, summary, per):
+        if len(frame):
+            frame["benchmark"] = spec.name
+            frame["export_version"] = version
+            if frame is not pred_frame:
+                frame["split"] = split
+                frame["backend"] = MODEL
+    return Baseline(pred_frame, summary, per, table, md)
+
+
+def _answer_table(
+    spec: BenchmarkSpec, version: str, found: list[dict[str, Any]], kind_of: dict[str, tuple[str, list[str]]]
+) -> pd.DataFrame:
+    return pd.DataFrame(
         [
             {
                 **{k: r[k] for k in ANSWER_COLUMNS if k in r},
@@ -294,35 +438,18 @@ def score(
         ],
         columns=ANSWER_COLUMNS,
     )
-    excluded = table[table["excluded_reason"].fillna("").str.startswith("saw_gold")]
-    md = {
-        "setting": setting.name,
-        "answered": len(first),
-        "answers": len(found),
-        "excluded_saw_gold": len(excluded),
-        "excluded_people": sorted(excluded["person"].unique().tolist()),
-        "items": len(items),
-        "skipped": len(skipped),
-    }
-    scoring = dict(benchmark_block(cfg, spec).get("scoring") or {})
-    split_of = {str(r["item_id"]): str(r.get("split") or "test") for r in answered}
-    preds = pd.DataFrame(rq.prediction_rows(MODEL, spec, setting, split_of, reqs, results, scoring))
-    if preds.empty:
-        return preds, pd.DataFrame(), table, md
-    for_scores = preds.copy()
-    preds["detail"] = preds["detail"].map(lambda d: json.dumps(d, ensure_ascii=False, default=str))
-    b = cfg.get("bootstrap") or {}
-    sc = Scorer(int(b.get("n", 1000)), int(b.get("seed", 0)), float(b.get("alpha", 0.05)))
-    scores = pd.DataFrame(score_benchmark(spec, for_scores, items, sc, scoring))
-    if len(scores):
-        scores.insert(0, "model", MODEL)
-        scores.insert(1, "benchmark", spec.name)
-        scores["split"] = setting_split(split_of)
-        scores["backend"] = MODEL
-    for frame in (preds, scores):
-        if len(frame):
-            frame["export_version"] = version
-    return preds, scores, table, md
+
+
+def control_exclusions(store: TableStore, benchmark: str) -> dict[str, str]:
+    """person → why their answers do not count: the annotators a protocol step's control questions
+    excluded (``protocol_answers.excluded``, docs/review.md), for every step of the benchmark."""
+    if not store.exists("protocol_answers"):
+        return {}
+    df = store.read("protocol_answers", where="benchmark = ? and excluded is not null", params=[benchmark])
+    out: dict[str, str] = {}
+    for r in df.sort_values("step").itertuples() if len(df) else []:
+        out.setdefault(str(r.person), f"{r.step}: {r.excluded}")
+    return out
 
 
 def setting_split(split_of: dict[str, str]) -> str:

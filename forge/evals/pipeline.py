@@ -142,6 +142,29 @@ def select_items(
     return items, items, "all"
 
 
+def judge_rows(
+    bench: BenchmarkSpec,
+    srows: list[dict[str, Any]],
+    by_id: dict[str, dict[str, Any]],
+    judge: LLMEngine | None,
+    part: str,
+    spec: ModelSpec,
+    scoring: dict[str, Any],
+) -> None:
+    """The benchmark's judge over the open-ended rows of one setting (the models' path, and the
+    human baseline's): the stub never scores, and a stub model's placeholders are never judged."""
+    if not bench.eval.judge_prompt or judge is None:
+        return
+    jp = load_prompt(bench.eval.prompts_dir / bench.eval.judge_prompt)
+    pairs = judge_requests(bench, srows, by_id, jp)
+    if pairs and advisory(judge):  # the stub never scores: a placeholder verdict is no verdict
+        judge_unavailable(srows, pairs, "the judge is the offline stub backend (configure an endpoint)")
+    elif pairs and spec.backend == "stub":  # a paid judge is never sent placeholder replies
+        judge_unavailable(srows, pairs, f"model {spec.name} is the offline stub: its replies are not judged")
+    elif pairs:
+        apply_judge(bench, srows, pairs, judge.run(f"{bench.name}_eval_judge", part, [p for _, p in pairs]), scoring)
+
+
 def evaluate(
     benchmark: str | BenchmarkSpec,
     spec: ModelSpec,
@@ -211,15 +234,7 @@ def evaluate(
         results = engine.run(stage, part, [r.request for r in reqs])
         srows = rq.prediction_rows(spec.name, bench, setting, split_of, reqs, results, scoring)
         unparseable_open_ended(bench, srows)
-        if bench.eval.judge_prompt and judge is not None:
-            jp = load_prompt(bench.eval.prompts_dir / bench.eval.judge_prompt)
-            pairs = judge_requests(bench, srows, by_id, jp)
-            if pairs and advisory(judge):  # the stub never scores: a placeholder verdict is no verdict
-                judge_unavailable(srows, pairs, "the judge is the offline stub backend (configure an endpoint)")
-            elif pairs and spec.backend == "stub":  # a paid judge is never sent placeholder replies
-                judge_unavailable(srows, pairs, f"model {spec.name} is the offline stub: its replies are not judged")
-            elif pairs:
-                apply_judge(bench, srows, pairs, judge.run(f"{name}_eval_judge", part, [p for _, p in pairs]), scoring)
+        judge_rows(bench, srows, by_id, judge, part, spec, scoring)
         if bench.eval.similarity or bench.eval.text_metrics:
             similarity_scores(bench, srows, by_id, embedder, bcfg.get("thresholds") or {}, bcfg)
         rows += srows

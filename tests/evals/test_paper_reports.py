@@ -77,7 +77,7 @@ def test_iibench_published_beside_ours_flagged_beyond_rounding(tmp_path):
         [
             _row("GPT-4o", "none", "accuracy", "all", 0.7264),  # 72.6 printed: Δ +0.04, within rounding
             _row("GPT-4o", "none", "accuracy", "domain=life", 0.70),  # paper 72.5: Δ −2.5, flagged
-            _row("human", "none", "accuracy", "all", 0.903),
+            _row("human (avg)", "none", "accuracy", "all", 0.903),
             _row("my-model", "none", "accuracy", "all", 0.5),
         ]
     )
@@ -87,7 +87,7 @@ def test_iibench_published_beside_ours_flagged_beyond_rounding(tmp_path):
     assert math.isclose(g["ours"], 72.64) and math.isclose(g["paper"], 72.6) and not g["flag"]
     life = c[(c["model"] == "GPT-4o") & (c["column"] == "Life")].iloc[0]
     assert math.isclose(life["diff"], -2.5) and life["flag"]
-    h = c[(c["model"] == "human") & (c["column"] == "Overall")].iloc[0]
+    h = c[(c["model"] == "human (avg)") & (c["column"] == "Overall")].iloc[0]
     assert h["row"] == "Human_avg" and math.isclose(h["diff"], 0.0, abs_tol=1e-9)
     # GPT-4o evaluated on `none` only: its Table 4 CoT cell is empty (not 0) and the paper's figure is listed
     t4 = out["cells"]["table4"]

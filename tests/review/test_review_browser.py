@@ -327,5 +327,5 @@ def test_three_reviewers_in_chromium(review_env, browsers):
     assert not by_r1.used.any() and by_r1.excluded_reason.str.startswith("saw_gold: review").all()
     by_r3 = answers[answers.person == r3.email].set_index("item_id")
     assert by_r3.used.all() and by_r3.excluded_reason.isna().all()
-    preds = q(data, "select item_id, raw_reply, correct from eval_predictions where model = 'human' order by 1")
+    preds = q(data, f"select item_id, raw_reply from eval_predictions where model = 'human:{r3.email}' order by 1")
     assert preds.raw_reply.tolist() == by_r3.loc[["v1", "v2"], "reply"].tolist()

@@ -268,12 +268,13 @@ def test_human_baseline_row_on_the_leaderboard(review_env):
     (req,) = tick.run_requests  # one run: the human scores (and vague's first review push)
     assert "vague_human_eval" in {k.to_user_string() for k in req.asset_selection}
     dg.materialize(assets, selection=["vague_human_eval"], resources=_resources(data))
-    lb = q(data, "select * from leaderboard where model = 'human'")
+    # each person answered one item (right, right, wrong): the average of 1, 1, 0 over the 3 items
+    lb = q(data, "select * from leaderboard where model = 'human (avg)'")
     assert len(lb) == 1 and lb.benchmark.iloc[0] == "vague" and lb.backend.iloc[0] == "human"
     row = lb.iloc[0]
     assert row.setting == "VLM" and row.n == 3 and row.value == pytest.approx(2 / 3)
     assert row.ci_low <= row.value <= row.ci_high
-    preds = q(data, "select item_id, raw_reply, correct from eval_predictions where model = 'human' order by 1")
+    preds = q(data, "select item_id, raw_reply, correct from eval_predictions where model like 'human:%' order by 1")
     assert list(preds.raw_reply) == list(picks.values()) and list(preds.correct) == [True, True, False]
 
 

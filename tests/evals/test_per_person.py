@@ -1,0 +1,141 @@
+"""Per-annotator human baselines (forge/evals/per_person.py): each person scored by the benchmark's
+own scorers, their average with a shared-draw interval, their best; the seeded subset; the
+answer picking (empty refused, excluded annotators, later answers)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forge.evals import per_person as pp
+from forge.evals.bootstrap import cluster_bootstrap
+from forge.evals.human import pick
+
+ITEMS = [f"i{k}" for k in range(1, 6)]
+DOMAIN = {"i1": "life", "i2": "life", "i3": "art", "i4": "art", "i5": "art"}
+
+
+def items() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "item_id": ITEMS,
+            "labels": [json.dumps({"domain": DOMAIN[i]}) for i in ITEMS],
+            "source_item_id": [f"img{i}" for i in ITEMS],
+        }
+    )
+
+
+def preds(person: str, right: dict[str, bool]) -> pd.DataFrame:
+    """II-Bench prediction rows as forge.evals.requests.prediction_rows writes them (detail as dicts)."""
+    return pd.DataFrame(
+        [
+            {
+                "model": pp.person_model(person),
+                "setting": "none",
+                "item_id": i,
+                "variant": 0,
+                "task": "mcq",
+                "source_item_id": f"img{i}",
+                "status": "ok",
+                "parse_method": "letter",
+                "score": float(ok),
+                "correct": ok,
+                "detail": {},
+            }
+            for i, ok in right.items()
+        ]
+    )
+
+
+ANSWERS = {  # three people, hand-made: 4/5, 3/5, 5/5 right
+    "a@x": {"i1": True, "i2": True, "i3": True, "i4": False, "i5": True},
+    "b@x": {"i1": True, "i2": False, "i3": True, "i4": False, "i5": True},
+    "c@x": dict.fromkeys(ITEMS, True),
+}
+BOOT = (200, 0, 0.05)
+
+
+def people() -> list[pp.PersonScores]:
+    return [pp.score_person("iibench", p, preds(p, a), items(), BOOT) for p, a in ANSWERS.items()]
+
+
+def _row(df: pd.DataFrame, model: str, metric: str = "accuracy", slice_: str = "all") -> pd.Series:
+    return df[(df.model == model) & (df.metric == metric) & (df.slice == slice_)].iloc[0]
+
+
+def test_each_person_avg_and_best_equal_a_hand_computation():
+    per, summary, best = pp.baseline_frames(people(), "none", BOOT)
+    acc = {p: _row(per, pp.person_model(p)).value for p in ANSWERS}
+    assert acc == {"a@x": 0.8, "b@x": 0.6, "c@x": 1.0}
+    assert all(_row(per, pp.person_model(p)).n == 5 for p in ANSWERS)
+    avg, top = _row(summary, pp.AVG), _row(summary, pp.BEST)
+    assert avg.value == pytest.approx((0.8 + 0.6 + 1.0) / 3) and avg.n == 5 and bool(avg.primary)
+    assert best == "c@x" and top.value == 1.0 and per.loc[per.best, "person"].unique().tolist() == ["c@x"]
+    # slices: the average is the mean of each person's slice value (life: 1, 0.5, 1)
+    assert _row(summary, pp.AVG, slice_="domain=life").value == pytest.approx((1.0 + 0.5 + 1.0) / 3)
+    assert _row(summary, pp.BEST, slice_="domain=art").value == 1.0
+
+
+def test_the_average_interval_resamples_items_shared_by_every_person():
+    _, summary, _ = pp.baseline_frames(people(), "none", BOOT)
+    avg = _row(summary, pp.AVG)
+    m = np.array([[float(ANSWERS[p][i]) for i in ITEMS] for p in ANSWERS])  # people × items
+
+    def stat(w: np.ndarray) -> float:  # w: one weight per item, the same draw for every person
+        return float(np.mean([(row * w).sum() / w.sum() for row in m]))
+
+    lo, hi = cluster_bootstrap(stat, [f"img{i}" for i in ITEMS], *BOOT)
+    assert (avg.ci_low, avg.ci_high) == pytest.approx((lo, hi))
+    assert avg.ci_low <= avg.value <= avg.ci_high and avg.ci_low < avg.ci_high
+
+
+def test_one_person_is_both_avg_and_best():
+    one = [pp.score_person("iibench", "a@x", preds("a@x", ANSWERS["a@x"]), items(), BOOT)]
+    _, summary, best = pp.baseline_frames(one, "none", BOOT)
+    assert best == "a@x" and _row(summary, pp.AVG).value == _row(summary, pp.BEST).value == 0.8
+
+
+def test_the_subset_is_seeded_stable_and_nested():
+    ids = [f"x{k}" for k in range(1000)]
+    a, b = pp.sample_ids(ids, 400, 0), pp.sample_ids(reversed(ids), 400, 0)
+    assert a == b and len(a) == 400  # the order items come in does not matter
+    assert set(pp.sample_ids(ids, 100, 0)) <= set(a)  # a larger subset keeps a smaller one
+    assert pp.sample_ids(ids, 400, 1) != a
+    assert pp.sample_ids(ids[:10], 400, 0) == sorted(ids[:10])  # the paper's size above the items: all
+    with pytest.raises(ValueError, match="at least 1"):
+        pp.sample_ids(ids, 0)
+
+
+def _answer(aid: str, item: str, person: str, result: list, flag: str | None = None) -> dict:
+    return {"answer_id": aid, "item_id": item, "person": person, "flag": flag, "annotation": {"result": result}}
+
+
+def test_pick_refuses_empty_answers_and_excludes_annotators_with_a_reason():
+    a = [{"from_name": "choice", "value": {"choices": ["A"]}}]
+    found = [
+        _answer("1", "i1", "a@x", a),
+        _answer("2", "i1", "a@x", a),  # the same person again: not scored twice
+        _answer("3", "i1", "b@x", []),  # empty
+        _answer("4", "i1", "c@x", a),  # failed the controls
+        _answer("5", "i9", "d@x", a),  # outside the subset
+        _answer("6", "i2", "d@x", a, flag="changed_by_other: e@x changed the annotation d@x made"),
+        _answer("7", "i2", "e@x", a),  # reviewed i2
+        _answer("8", "i2", "b@x", a),
+    ]
+    out = pick(found, {("i2", "e@x"): "saw_gold: review verdict v1"}, {"i1", "i2"}, {"c@x": "answers: 1/2 controls"})
+    why = {r["answer_id"]: (r["excluded_reason"] or "").split(":")[0] for r in out}
+    assert why == {
+        "1": "",
+        "2": "later_answer",
+        "3": "refused",
+        "4": "excluded_annotator",
+        "5": "not_in_subset",
+        "6": "changed_by_other",
+        "7": "saw_gold",
+        "8": "",
+    }
+    assert [r["answer_id"] for r in out if r["used"]] == ["1", "8"]
+    assert "answers: 1/2 controls" in out[3]["excluded_reason"]
