@@ -110,6 +110,9 @@ class HumanStep:
     # Columns of other tables the form needs, joined on ``unit_key`` (table, columns): an image path
     # the corrected stage does not repeat.
     joins: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # (stage rows, read(table) → rows) → the rows the form is made of, for what a join cannot say
+    # (Hummus: each annotation's list of regions).
+    prepare: Callable[[Any, Callable[[str], Any]], Any] | None = None
 
     def control_of(self, name: str) -> StepField:
         for f in self.fields:

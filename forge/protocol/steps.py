@@ -81,6 +81,8 @@ def stage_frame(store: TableStore, step: HumanStep) -> pd.DataFrame:
     for table, cols in step.joins:
         other = store.read(table)[[step.unit_key, *cols]].drop_duplicates(step.unit_key)
         df = df.merge(other, on=step.unit_key, how="left", suffixes=("", f"_{table}"))
+    if step.prepare is not None:
+        df = step.prepare(df, lambda table: store.read(table) if store.exists(table) else pd.DataFrame())
     return df
 
 
