@@ -11,11 +11,20 @@ import base64
 import hashlib
 import io
 from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-from forge.llm.types import ImageInput
+
+@dataclass(frozen=True)
+class ImageInput:
+    """An image sent with a request: a file path (resized/encoded by the engine) or raw bytes."""
+
+    path: Path | None = None
+    data: bytes | None = None
+    detail: str = "auto"
 
 
 def image_bytes(img: ImageInput) -> bytes:

@@ -9,20 +9,14 @@ and a reason, never an empty string or a placeholder.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # annotation only: at run time prompts imports images, which imports this module
+# An image a request carries is declared beside its encoder (forge/llm/images.py), which imports
+# nothing of the engine: prompts -> images, and this module -> images, prompts, with no way back.
+from forge.llm.images import ImageInput
+
+if TYPE_CHECKING:
     from forge.llm.prompts import Prompt
-
-
-@dataclass(frozen=True)
-class ImageInput:
-    """An image sent with a request: a file path (resized/encoded by the engine) or raw bytes."""
-
-    path: Path | None = None
-    data: bytes | None = None
-    detail: str = "auto"
 
 
 @dataclass

@@ -9,10 +9,8 @@ line box, two lines whose boxes touch) are counted once. Ratio = text pixels / i
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import cv2
@@ -20,23 +18,10 @@ import numpy as np
 import pandas as pd
 
 from forge.media.hashing import open_image
-from forge.models.protocols import OCRReader
+from forge.models.protocols import OCRReader, OCRResult
 
 ClipRule = Literal["any", "all", "mean"]
 Polygon = Sequence[Sequence[float]]  # [[x, y], ...] in pixels
-
-
-@dataclass(frozen=True)
-class OCRResult:
-    ratio: float
-    n_boxes: int
-    text: str
-    boxes: list[dict[str, Any]] = field(default_factory=list)  # poly (original pixels), text, conf
-    width: int = 0
-    height: int = 0
-
-    def boxes_json(self) -> str:
-        return json.dumps(self.boxes, separators=(",", ":"))
 
 
 def union_area_ratio(polygons: Sequence[Polygon], width: int, height: int, max_side: int = 1024) -> float:

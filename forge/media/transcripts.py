@@ -16,7 +16,6 @@ import io
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from forge.llm.stub import STUB_BACKEND
 from forge.llm.types import AudioRequest
 from forge.media.audio import NoAudioStream, extract_audio
 from forge.media.clips import SILENCE_DB
-from forge.models.protocols import Transcriber
+from forge.models.protocols import Heard, Transcriber
 from forge.provenance.versioning import sha256_bytes
 from forge.scale.ray_pool import RayPlacement, actor_pool, map_shards
 from forge.storage import RejectLog
@@ -49,18 +48,6 @@ TRANSCRIPT_COLUMNS = [
 ]
 SUBTITLE_STATUSES = ("subtitles", "automatic_captions")
 TRANSCRIBERS = ("llm", "faster-whisper", "off")
-
-
-@dataclass
-class Heard:
-    """One recogniser answer: ``text`` ('' = no speech) or ``error``."""
-
-    ok: bool
-    text: str = ""
-    error: str = ""
-    model: str = ""
-    request_key: str = ""
-    unsupported: bool = False  # the endpoint serves no transcriptions at all (a chat-only server)
 
 
 # 404/405/501 on the audio route: the endpoint has no audio.transcriptions, which says nothing

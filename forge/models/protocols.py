@@ -4,12 +4,16 @@ A stage types its model with these and calls only what they name, so another eng
 runtime, an OCR library, a tagger, a transcriber) is one adapter that satisfies the protocol, not
 an edit to every stage. The optional capabilities are protocols of their own, checked with
 ``isinstance`` (``runtime_checkable``: an attribute check, as the ``getattr`` probes they replace).
-This module imports no project module at run time, so any floor may use it.
+What a protocol returns is declared beside it (``OCRResult``, ``Heard``), so the engines import
+this module and it imports none of them. It imports no project module at run time, so any floor
+may use it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -19,8 +23,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from forge.llm.types import AudioRequest
-    from forge.media.ocr import OCRResult
-    from forge.media.transcripts import Heard
 
 
 class Detector(Protocol):
@@ -82,6 +84,21 @@ class TextDetectorEngine(Protocol):
     sha256: str  # of the ONNX graph it runs
 
 
+@dataclass(frozen=True)
+class OCRResult:
+    """What an OCR read of one image found (``OCR.read``): the text area ratio, boxes and text."""
+
+    ratio: float
+    n_boxes: int
+    text: str
+    boxes: list[dict[str, Any]] = field(default_factory=list)  # poly (original pixels), text, conf
+    width: int = 0
+    height: int = 0
+
+    def boxes_json(self) -> str:
+        return json.dumps(self.boxes, separators=(",", ":"))
+
+
 class OCR(Protocol):
     """What the text_ratio stage takes (``resources.ocr.OCRResource``): its readers, the build
     arguments a Ray replica builds its own reader from, and where it hears what they ran."""
@@ -106,6 +123,18 @@ class Tagger(Protocol):
     model_version: str
 
     def tag(self, images: Sequence[Any]) -> list[list[tuple[str, float]]]: ...
+
+
+@dataclass
+class Heard:
+    """One recogniser answer: ``text`` ('' = no speech) or ``error``."""
+
+    ok: bool
+    text: str = ""
+    error: str = ""
+    model: str = ""
+    request_key: str = ""
+    unsupported: bool = False  # the endpoint serves no transcriptions at all (a chat-only server)
 
 
 class Transcriber(Protocol):
