@@ -15,8 +15,9 @@ This module imports nothing from ``forge.benchmarks`` (the benchmark spec import
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class ReviewPolicy(enum.StrEnum):
@@ -149,6 +150,14 @@ class ReviewSpec:
     # reject reason -> what it does next (every reason declares one; each paper cites its section)
     # {}: the defaults (DEFAULT_CONSEQUENCES; a reason of the paper's own drops its item)
     consequences: Mapping[str, Consequence] = field(default_factory=dict)
+    # The recipe's own rules for what follows an edit (forge/review/consequences.py), so an edited
+    # item reads as the recipe would have built it: ``follow_edit(original, edited)`` -> the edited
+    # item with the fields that follow (Hummus: a Classification answer sets labels.verdict, category
+    # and references); ``recipe_drops(current items)`` -> {item: (why, the item that decided it)} for
+    # items the recipe would not build from the current revisions (Hummus: the detail items of a pair
+    # whose verdict is now No).
+    follow_edit: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
+    recipe_drops: Callable[[Any], dict[str, tuple[str, str]]] | None = None
     # the review sensor's run also re-exports (a new version only when the content changed); off:
     # publishing stays the user's step (the export shows Unsynced after a review either way)
     export_after_review: bool = False

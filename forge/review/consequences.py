@@ -7,6 +7,10 @@ Dagster-free.
 * ``regenerate``: the stage that made the faulted field is asked again for the item's unit
   (``forge/review/regenerate.py`` counts the attempts; the stage bumps its request's seed);
 * ``drop_item``: the rejected item alone is dropped (the gate's plain reject).
+
+An edit follows the recipe's own rules (``ReviewSpec.follow_edit`` / ``recipe_drops``): Hummus'
+edited Classification verdict updates the pair's labels, and a pair edited to No loses its detail
+items, as ``hummus_items`` would build it.
 """
 
 from __future__ import annotations
@@ -57,6 +61,23 @@ def apply_source_drops(
         status[item_id] = "rejected"
         reasons.setdefault(item_id, d.reason)
     return drops
+
+
+def apply_recipe_drops(
+    items: pd.DataFrame, status: dict[str, str], reasons: dict[str, str], spec: ReviewSpec
+) -> dict[str, SourceDrop]:
+    """Mark the items the recipe would no longer build from the current (edited) revisions
+    ``rejected`` (``ReviewSpec.recipe_drops``; Hummus: a pair edited to No keeps only its
+    Classification), in place, and return them with the item whose edit decided it."""
+    if spec.recipe_drops is None or items.empty:
+        return {}
+    unit = dict(zip(items["item_id"].astype(str), items.get("unit_id", items["item_id"]).astype(str), strict=True))
+    out = {}
+    for item_id, (why, by) in sorted(spec.recipe_drops(items).items()):
+        status[item_id] = "rejected"
+        reasons[item_id] = why
+        out[item_id] = SourceDrop(why, unit.get(item_id, item_id), by)
+    return out
 
 
 def consequence_of(reason: str | None, spec: ReviewSpec) -> str:

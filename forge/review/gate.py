@@ -32,7 +32,7 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.review import agreement
-from forge.review.consequences import SourceDrop, apply_source_drops
+from forge.review.consequences import SourceDrop, apply_recipe_drops, apply_source_drops
 from forge.review.items import apply_edits, as_json, revision
 from forge.review.verdicts import VERDICT_COLUMNS, edit_of
 from forge.splits.gates import unit_of
@@ -72,10 +72,11 @@ def with_probe(new: dict, edit_blind: Any) -> tuple[dict | None, str]:
 
 
 def apply_revisions(
-    items: pd.DataFrame, verdicts: pd.DataFrame, data_dir: Path | None
+    items: pd.DataFrame, verdicts: pd.DataFrame, data_dir: Path | None, spec: ReviewSpec | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Items with their applied edits; verdict rows with edit_status / edit_note / new_revision."""
     v = verdicts.reindex(columns=VERDICT_COLUMNS).copy()
+    made = v["new_revision"].copy()  # what each edit made when last resolved (the recipe may adopt it)
     v["edit_status"] = None
     v["edit_note"] = None
     v["new_revision"] = None
@@ -87,9 +88,17 @@ def apply_revisions(
         if item is None:
             continue
         if row["revision"] != revision(item):
-            v.loc[idx, ["edit_status", "edit_note"]] = ["stale", "made on an older revision"]
+            if made[idx] == revision(item):  # the recipe rebuilt the item as the edit made it (Hummus' verdict)
+                v.loc[idx, ["edit_status", "new_revision"]] = ["applied", made[idx]]
+                extra = as_json(item.get("extra"))
+                extra["edited_by"] = sorted({*extra.get("edited_by", []), str(row["reviewer"])})
+                by_id[str(row["item_id"])] = {**item, "extra": json.dumps(extra, ensure_ascii=False)}
+            else:
+                v.loc[idx, ["edit_status", "edit_note"]] = ["stale", "made on an older revision"]
             continue
         new, why = apply_edits(item, edit_of(row.to_dict()), data_dir)
+        if new is not None and spec is not None and spec.follow_edit is not None:
+            new = spec.follow_edit(item, new)  # the fields the recipe derives from the edited one
         if new is not None:
             new, why = with_probe(new, row.get("edit_blind"))
         if new is None:
@@ -138,7 +147,7 @@ def item_status(g: pd.DataFrame, rev: str, required: int) -> tuple[str, str | No
 
 
 def resolve(items: pd.DataFrame, verdicts: pd.DataFrame, spec: ReviewSpec, data_dir: Path | None) -> Resolution:
-    current, v = apply_revisions(items, verdicts, data_dir)
+    current, v = apply_revisions(items, verdicts, data_dir, spec)
     revs = {str(r["item_id"]): revision(r) for r in current.to_dict("records")}
     changed = (v["revision"] != v["item_id"].map(revs)) & (v["edit_status"] != "applied")
     keep_deleted = v["stale_reason"] == "task_deleted"
@@ -158,6 +167,7 @@ def resolve(items: pd.DataFrame, verdicts: pd.DataFrame, spec: ReviewSpec, data_
         if why:
             reasons[item_id] = why
     drops = apply_source_drops(current, status, reasons, spec)  # a dropped clip or image takes all its items
+    drops.update(apply_recipe_drops(current, status, reasons, spec))  # what the recipe would not build now
     current = current.assign(review_status=current["item_id"].astype(str).map(status))
     return Resolution(current, v, status, reasons, drops)
 

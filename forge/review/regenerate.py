@@ -24,7 +24,7 @@ import pandas as pd
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.llm.types import LLMRequest
 from forge.review import gate
-from forge.review.stages import gated_items, read, settings
+from forge.review.stages import gated_items, read, resolution, settings
 from forge.storage import TableStore
 
 SEED_PARAM = "seed"  # an OpenAI chat-completions parameter; part of the engine's cache key
@@ -74,6 +74,14 @@ def attempts(store: TableStore, spec: BenchmarkSpec, stage: str) -> dict[str, in
     """Generating request id of ``stage`` -> its regeneration attempt (rejected revisions of its
     items whose reason sends them back to ``stage``); {} when nothing was."""
     return {k: sum(c.values()) for k, c in regenerations(store, spec, stage).items()}
+
+
+def reviewed(store: TableStore, spec: BenchmarkSpec) -> pd.DataFrame:
+    """The gated items at their current revision (reviewers' edits applied) with their
+    ``review_status``: what people decided, for a stage that keeps it when it writes again
+    (Hummus' verdict); empty before anything was gated."""
+    items = gated_items(store, spec.name)
+    return resolution(store, spec, settings(spec), items).items if len(items) else items
 
 
 def _keys(items: pd.DataFrame, key: str) -> list[str | None] | None:

@@ -34,6 +34,7 @@ from resources.storage import StorageResource
 
 from .logic import annotations as A
 from .logic import items as H
+from .logic import review as HR
 from .logic.taxonomy import TAXONOMY_PATH, devices
 from .spec import SPEC as HUMMUS
 
@@ -161,13 +162,21 @@ def whole_pair_reject(o: Any, rej: RejectLog, reasons: dict[str, int]) -> bool:
     return False
 
 
-def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int | None):
+def annotation_check(pairs: dict[str, dict[str, Any]], max_words: int | None, kept: dict[str, str] | None = None):
+    """``kept``: frame → the verdict people decided (logic/review.py): a reply of the other class gets
+    feedback to keep it instead of ``verdict_changed``; a kept No needs no details checked."""
     first: dict[str, str] = {}  # item → the verdict of its first generation (one item's rounds run in order)
 
     def annotation_valid(req: LLMRequest, data: dict[str, Any]) -> Verdict | None:
         p = pairs[req.item_id]
         verdict = str(data.get("verdict") or "")
-        if not req.extra_messages:
+        human = (kept or {}).get(req.item_id)
+        if human is not None:
+            if why := HR.kept_verdict_problem(human, verdict):
+                return Verdict("major", why, HR.VERDICT_KEPT)
+            if human not in H.POSITIVE:
+                return None  # its details are dropped (logic/review.py keep_verdicts)
+        elif not req.extra_messages:
             first[req.item_id] = verdict
         elif why := A.verdict_change(first.get(req.item_id), verdict):
             return Verdict("reject", why, A.VERDICT_CHANGED)
@@ -197,6 +206,7 @@ def hummus_annotations(
     prompt = load_prompt(P_ANNOTATE)
     # read, not a dep: the verdicts are downstream of these annotations (a dep would be a cycle)
     tries = regenerate.attempts(store, HUMMUS, "hummus_annotations") if config.regenerate_rejected else {}
+    kept = HR.kept_verdicts(regenerate.reviewed(store, HUMMUS))  # people's verdicts stay when written again
 
     def annotate(part: str, rej: RejectLog) -> tuple[dict[str, int], dict[str, int]]:  # batches at once, one budget
         pairs = {r["frame_id"]: r for r in store.read("hummus_pairs", parts=[part]).to_dict("records")}
@@ -223,7 +233,9 @@ def hummus_annotations(
             regenerate.bump(reqs, tries),
             # the benchmark's language first (§4: CapCon captions are English): text in another
             # language is wrong_language before any annotation check reads it
-            checks=language_first(LANGUAGE, ANNOTATION_TEXT, [annotation_check(pairs, config.explanation_max_words)]),
+            checks=language_first(
+                LANGUAGE, ANNOTATION_TEXT, [annotation_check(pairs, config.explanation_max_words, kept)]
+            ),
             max_rounds=config.max_rounds,
         )
         rows, regions = [], []
@@ -316,8 +328,8 @@ def hummus_annotations(
                     }
                 )
             counts[ann.verdict] = counts.get(ann.verdict, 0) + 1
-        run.put(part, rows, "hummus_annotations")
-        run.put(part, regions, "hummus_regions")
+        for table, frame in zip(("hummus_annotations", "hummus_regions"), HR.keep_verdicts(rows, regions, kept)):
+            run.put(part, frame, table)  # people's verdicts kept (logic/review.py)
         run.add_attempts(loop.attempts_frame())
         return counts, reasons
 

@@ -20,6 +20,7 @@ from .logic import scoring
 from .logic.evaluation import build_request, descriptions, parse_reply
 from .logic.gold import GOLD
 from .logic.release import parse_release
+from .logic.review import follow_edit, recipe_drops
 from .rejects import REJECTS
 
 SPEC = BenchmarkSpec(
@@ -52,6 +53,9 @@ SPEC = BenchmarkSpec(
             "offensive_or_private": Consequence(Action.DROP_SOURCE),
             "other": Consequence(Action.DROP_ITEM),
         },
+        # an edited Classification is the pair's verdict: labels follow, a No pair loses its details (§4.2)
+        follow_edit=follow_edit,
+        recipe_drops=recipe_drops,
     ),
     eval=EvalSpec(
         kinds={

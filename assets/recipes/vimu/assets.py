@@ -10,6 +10,7 @@ the hint-leak check and the validator's verdict on placeholder text are recorded
 columns, ``llm_attempts`` rows marked advisory) but never filter, so the demo yields items.
 """
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,9 @@ class AnnotateConfig(dg.Config):
     max_frames: int = config_default("vimu", "annotate", "max_frames", 8)
     drop_requires_external_context: bool = config_default("vimu", "annotate", "drop_requires_external_context", True)
     drop_ambiguous: bool = config_default("vimu", "annotate", "drop_ambiguous", True)
+    # "Regenerate rejected" (docs/review.md): an RM / SV / EG item rejected as wrong_gold asks Stage 2
+    # again (new seed) for that task's labels only (logic/annotate.py regold). False replays the first.
+    regenerate_rejected: bool = True
 
 
 class QuestionsConfig(dg.Config):
@@ -96,6 +100,8 @@ def vimu_annotations(
     run = StageRun(context, storage, llm)
     store, engine = run.store, run.engine
     tax, prompt = load_taxonomy(), load_prompt(ANNOTATE_PROMPT)
+    # read, not a dep: the verdicts are downstream of these annotations (a dep would be a cycle)
+    wrong = regenerate.regenerations(store, VIMU, "vimu_annotations") if config.regenerate_rejected else {}
 
     def annotate(batch: str, log: RejectLog) -> int:  # batches run at once on the engine's one budget
         bundles = ann.clip_bundles(
@@ -116,9 +122,9 @@ def vimu_annotations(
             else:
                 log.add(b.clip_id, "no_frames", detail="the clip has no clip_frame frames")
         progress = Progress(context.log, f"vimu_annotations[{batch}]", len(usable))
-        results = engine.run(
-            "vimu_annotations", batch, [ann.annotation_request(prompt, tax, b, store.data_dir) for b in usable]
-        )
+        requests = [ann.annotation_request(prompt, tax, b, store.data_dir) for b in usable]
+        results = engine.run("vimu_annotations", batch, requests)
+        gold = _regenerated_gold(engine, batch, tax, usable, requests, wrong)
         rows, notes = [], 0
         for b, res in zip(usable, results):
             progress.step()
@@ -138,6 +144,8 @@ def vimu_annotations(
                 if config.drop_ambiguous and row["ambiguous"]:
                     log.add(b.clip_id, "ambiguous", detail=row["intended_meaning"])
                     continue
+            if b.clip_id in gold:  # the tasks a reviewer sent back get the new reply's labels
+                row = ann.regold(row, gold[b.clip_id][0]) | {"gold_attempts": json.dumps(gold[b.clip_id][1])}
             notes += bool(row["label_notes"])
             rows.append(row)
         run.put(batch, rows)
@@ -152,8 +160,36 @@ def vimu_annotations(
         "social_value_macro_counts": dg.MetadataValue.json(_explode_counts(all_rows, "social_value_macros")),
         "evidence_macro_counts": dg.MetadataValue.json(_explode_counts(all_rows, "evidence_macros")),
         "prompt_hash": prompt.hash,
+        "regenerated_gold_clips": len(wrong),  # clips whose RM / SV / EG gold reviewers sent back (seed = attempt)
     }
     return run.publish(md)
+
+
+def _regenerated_gold(
+    engine: Any, batch: str, tax: Any, usable: list, requests: list, wrong: dict
+) -> dict[str, tuple[dict[str, dict[str, Any]], dict[str, int]]]:
+    """clip -> (task -> the annotation row of its regenerated reply, task -> attempt) for the clips
+    whose RM / SV / EG gold reviewers rejected: one request per distinct attempt, its seed moved by
+    it (``forge/review/regenerate.py``). A reply that fails or breaks the taxonomy keeps the first
+    gold: the item stays as rejected, and the export drops it."""
+    asks = []  # (clip evidence, attempt, tasks, request)
+    for b, req in zip(usable, requests):
+        tasks = itm.gold_tasks(b.clip_id, wrong.get(b.clip_id))
+        for n in sorted(set(tasks.values())):
+            asks.append((b, n, [t for t, k in tasks.items() if k == n], regenerate.bump([req], {b.clip_id: n})[0]))
+    results = engine.run("vimu_annotations", batch, [a[3] for a in asks]) if asks else []
+    out: dict[str, tuple[dict[str, dict[str, Any]], dict[str, int]]] = {}
+    for (b, n, tasks, _), res in zip(asks, results):
+        replies, tries = out.setdefault(b.clip_id, ({}, {}))
+        try:
+            row = ann.parse_annotation(tax, b, res) if res.ok else None
+        except ann.AnnotationError:
+            row = None
+        for t in tasks:
+            tries[t] = n
+            if row is not None:
+                replies[t] = row
+    return out
 
 
 def _explode_counts(df: pd.DataFrame, col: str) -> dict[str, int]:

@@ -232,6 +232,8 @@ def parse_annotation(tax: Taxonomy, ev: ClipEvidence, res: LLMResult) -> dict[st
         "requires_external_context": bool(d.get("requires_external_context", False)),
         "ambiguous": bool(d.get("ambiguous", False)),
         "label_notes": "; ".join(notes) or None,
+        "first_gold": None,  # set by ``regold`` when a reviewer sent a task's gold back
+        "gold_attempts": None,
         "taxonomy_version": tax.version,
         "prompt_name": res.prompt_name,
         "prompt_hash": res.prompt_hash,
@@ -240,8 +242,45 @@ def parse_annotation(tax: Taxonomy, ev: ClipEvidence, res: LLMResult) -> dict[st
     }
 
 
+# The gold of each choice task: the annotation fields Stage 5 builds its items from (App. C, D). A
+# reviewer's ``wrong_gold`` on one of these items asks Stage 2 again for that task's fields only.
+GOLD_FIELDS: dict[str, tuple[str, ...]] = {
+    "RM": ("rhetoric_mechanisms", "rhetoric_macros"),
+    "SV": ("social_value_signals", "social_value_macros"),
+    "EG": ("evidence_sources", "evidence_macros", "evidence"),
+}
+
+
+def regold(first: dict[str, Any], replies: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``first`` (the annotation as first written) with the gold of each task in ``replies`` (task ->
+    the annotation row of its regenerated reply) replaced, and nothing else: the intended meaning,
+    the question asked from it and the OE item stay as reviewed. ``first_gold`` keeps the replaced
+    fields' first values (``as_first``); ``gold_attempts`` says which tasks were asked again."""
+    row = dict(first)
+    kept: dict[str, Any] = {}
+    for task, new in sorted(replies.items()):
+        for f in GOLD_FIELDS[task]:
+            kept[f] = _plain(first[f])
+            row[f] = new[f]
+    row["first_gold"] = json.dumps(kept, ensure_ascii=False) if kept else None
+    return row
+
+
+def as_first(row: dict[str, Any]) -> dict[str, Any]:
+    """The annotation as first written (before any gold regeneration): what the clip's question
+    and its OE item are made from."""
+    first = row.get("first_gold")
+    return {**row, **json.loads(first)} if isinstance(first, str) and first else row
+
+
+def _plain(v: Any) -> Any:
+    return v if isinstance(v, str | type(None)) else [x for x in v]
+
+
 def annotation_for_prompt(row: dict[str, Any]) -> str:
-    """The annotation as the QA prompts see it (no ids, no provenance)."""
+    """The annotation as the QA prompts see it (no ids, no provenance): as first written, so a
+    regenerated gold never changes the clip's question."""
+    row = as_first(row)
 
     def load(v: Any) -> Any:
         return json.loads(v) if isinstance(v, str) else v

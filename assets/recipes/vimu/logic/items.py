@@ -20,6 +20,7 @@ import yaml
 
 from forge.llm.prompts import render_template
 
+from .annotate import GOLD_FIELDS, as_first
 from .taxonomy import LETTERS, Taxonomy
 
 TASK_PROMPTS_PATH = Path(__file__).with_name("task_prompts.yaml")
@@ -38,6 +39,13 @@ def load_task_prompts(path: str | Path = TASK_PROMPTS_PATH) -> dict[str, Any]:
 
 def item_id(clip_id: str, task: str) -> str:
     return f"vimu_{task.lower()}_" + hashlib.sha1(f"vimu:{task}:{clip_id}".encode()).hexdigest()[:12]
+
+
+def gold_tasks(clip_id: str, rejected: dict[str, int] | None) -> dict[str, int]:
+    """Choice task -> its regeneration attempt: the rejected revisions of the clip's RM / SV / EG
+    item whose reason sends it back to Stage 2 (``forge/review/regenerate.py regenerations``)."""
+    rejected = rejected or {}
+    return {t: int(rejected[item_id(clip_id, t)]) for t in GOLD_FIELDS if rejected.get(item_id(clip_id, t))}
 
 
 def answer_letters(letters: list[str]) -> str:
@@ -94,16 +102,10 @@ def build_items(
         "social_value": list(annotation["social_value_macros"]),
         "evidence": list(annotation["evidence_macros"]),
     }
-    labels = {
-        "rhetoric_macros": macro_sets["rhetoric"],
-        "social_value_macros": macro_sets["social_value"],
-        "evidence_macros": macro_sets["evidence"],
-        "rhetoric_mechanisms": list(annotation["rhetoric_mechanisms"]),
-        "social_value_signals": list(annotation["social_value_signals"]),
-        "evidence_sources": list(annotation["evidence_sources"]),
-        "target_kinds": _as_list(annotation.get("target_kinds")),
-        "taxonomy_version": tax.version,
-    }
+    labels = _labels(tax, annotation)
+    # the OE item is made from the annotation its question was asked from (a regenerated RM / SV /
+    # EG gold leaves it, and its review, as they were: logic/annotate.py ``regold``)
+    first = as_first(annotation)
     common = {
         "benchmark": "vimu",
         "media_paths": list(annotation["media_paths"]),
@@ -132,14 +134,15 @@ def build_items(
             "answer": question["answer"],
             "references": [question["answer"]],
             **common,
+            "labels": json.dumps(_labels(tax, first), ensure_ascii=False),
             "extra": json.dumps(
                 {
                     "reference_points": list(question["reference_points"]),
                     "transcript": transcript,
-                    "intended_meaning": annotation["intended_meaning"],
+                    "intended_meaning": first["intended_meaning"],
                     # what the official OE judge reads besides the gold (scripts/01-vimu_oe_judge.py)
-                    "literal_summary": annotation.get("literal_content"),
-                    "evidence": _plain_evidence(annotation.get("evidence")),
+                    "literal_summary": first.get("literal_content"),
+                    "evidence": _plain_evidence(first.get("evidence")),
                     "prompts": oe_variants,
                 },
                 ensure_ascii=False,
@@ -185,6 +188,19 @@ def build_items(
             }
         )
     return items, skipped
+
+
+def _labels(tax: Taxonomy, annotation: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "rhetoric_macros": list(annotation["rhetoric_macros"]),
+        "social_value_macros": list(annotation["social_value_macros"]),
+        "evidence_macros": list(annotation["evidence_macros"]),
+        "rhetoric_mechanisms": list(annotation["rhetoric_mechanisms"]),
+        "social_value_signals": list(annotation["social_value_signals"]),
+        "evidence_sources": list(annotation["evidence_sources"]),
+        "target_kinds": _as_list(annotation.get("target_kinds")),
+        "taxonomy_version": tax.version,
+    }
 
 
 def _as_list(v: Any) -> list:
