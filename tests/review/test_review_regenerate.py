@@ -1,6 +1,6 @@
 """ "Regenerate rejected" on ViMU end to end: a reviewer rejects a clip's item in Label Studio,
-the generating stage (vimu_questions) asks again for that clip only, the other clips' requests come
-from the LLM cache, the new version gets a new review task and the old verdict stays, stale.
+the stage that made the faulted field (an OE answer: vimu_questions) asks again for that clip only,
+the other clips' requests come from the LLM cache, the new version gets a new review task and the old verdict stays, stale.
 
 Then the same hook in the generating stage of II-Bench, VAGUE, Hummus and MAIA (stub backend, no
 server: the reject verdict is written in the ``verdicts`` shape the review stage writes)."""
@@ -82,7 +82,7 @@ def test_regenerate_rejected_asks_again_for_rejected_items_only(review_env, tmp_
     tasks = sr.tasks_by_item(ls, "review · vimu")
     bad, good = item_id("clip_pass", "OE"), item_id("clip_minor", "OE")
     r1 = sr.reviewer(ls, "r1@review.test")
-    sr.submit(ls, tasks[bad], r1, sr.reject("ambiguous"))
+    sr.submit(ls, tasks[bad], r1, sr.reject("wrong_gold"))  # an OE reference answer is vimu_questions' (spec)
     sr.submit(ls, tasks[good], r1, sr.ACCEPT)
     _review(data, "vimu_verdicts")
 
