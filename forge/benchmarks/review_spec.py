@@ -161,6 +161,16 @@ class ReviewSpec:
     # the review sensor's run also re-exports (a new version only when the content changed); off:
     # publishing stays the user's step (the export shows Unsynced after a review either way)
     export_after_review: bool = False
+    # The paper's review unit (docs/review.md, "Review units"): items sharing the value of this item
+    # column, ``labels.<field>`` or ``extra.<field>`` are judged together in one task, and the export
+    # takes the unit whole or not at all; None: each item is its own unit.
+    unit: str | None = None
+    # The stage's own checks of an edited member, beyond the gates' contract: (edited item, original,
+    # the unit's other items) → why the edit is refused, or None (MAIA: a foil's minimal edit, NLI).
+    member_check: Callable[[dict[str, Any], dict[str, Any], list[dict[str, Any]]], str | None] | None = None
+    # Flags (``extra.review`` notes, by their code) that send a unit to adjudication before any review
+    # (MAIA: ``pool_contradiction``, the pools an additional annotator resolved, §3 fn. 7).
+    adjudicate_flags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.reviewers < 1:
@@ -170,6 +180,8 @@ class ReviewSpec:
             raise ValueError(f"unknown editable field(s) {bad}; known: {EDITABLE_FIELDS}")
         if not self.reasons:
             raise ValueError("a review needs at least one reject reason")
+        if self.unit is not None and not self.unit.strip():
+            raise ValueError("unit names an item column, labels.<field> or extra.<field>; None for one item")
         if not self.consequences:
             default = {r: DEFAULT_CONSEQUENCES.get(r, Consequence(Action.DROP_ITEM)) for r in self.reasons}
             object.__setattr__(self, "consequences", default)

@@ -31,11 +31,10 @@ from typing import Any
 import pandas as pd
 
 from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
-from forge.review import agreement
+from forge.review import agreement, units
 from forge.review.consequences import SourceDrop, apply_recipe_drops, apply_source_drops
 from forge.review.items import apply_edits, as_json, revision
 from forge.review.verdicts import VERDICT_COLUMNS, edit_of
-from forge.splits.gates import unit_of
 
 STAGE = "human_review"
 DECIDED = ("accepted", "rejected")
@@ -74,7 +73,10 @@ def with_probe(new: dict, edit_blind: Any) -> tuple[dict | None, str]:
 def apply_revisions(
     items: pd.DataFrame, verdicts: pd.DataFrame, data_dir: Path | None, spec: ReviewSpec | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Items with their applied edits; verdict rows with edit_status / edit_note / new_revision."""
+    """Items with their applied edits; verdict rows with edit_status / edit_note / new_revision.
+    With ``spec.unit``, an edited member must also keep its unit whole (``units.unit_problem``:
+    as many answers, none repeated, the stage's own checks of the member)."""
+    unit_of_item = units.unit_ids(items, spec.unit if spec else None)
     v = verdicts.reindex(columns=VERDICT_COLUMNS).copy()
     made = v["new_revision"].copy()  # what each edit made when last resolved (the recipe may adopt it)
     v["edit_status"] = None
@@ -99,6 +101,13 @@ def apply_revisions(
         new, why = apply_edits(item, edit_of(row.to_dict()), data_dir)
         if new is not None and spec is not None and spec.follow_edit is not None:
             new = spec.follow_edit(item, new)  # the fields the recipe derives from the edited one
+        if new is not None and spec is not None and (spec.unit or spec.member_check):
+            u = unit_of_item.get(str(row["item_id"]))
+            others = [
+                it for i, it in by_id.items() if u is not None and i != str(row["item_id"]) and unit_of_item.get(i) == u
+            ]
+            why = units.unit_problem(new, item, others, spec) or ""
+            new = None if why else new
         if new is not None:
             new, why = with_probe(new, row.get("edit_blind"))
         if new is None:
@@ -146,7 +155,70 @@ def item_status(g: pd.DataFrame, rev: str, required: int) -> tuple[str, str | No
     return "pending", None
 
 
+def mark_adjudicators(items: pd.DataFrame, v: pd.DataFrame, key: str | None) -> pd.DataFrame:
+    """An adjudication verdict by someone who gave a review verdict on the same unit does not count
+    (``flag``): the paper's additional annotator is another person (MAIA §3 fn. 7)."""
+    if not len(v):
+        return v
+    v = v.copy()
+    unit_of_item = units.unit_ids(items, key)
+    unit = v["item_id"].astype(str).map(lambda i: unit_of_item.get(i, f"item={i}"))
+    who = v["reviewer"].astype(str)
+    review = v["project_kind"] == "review"
+    reviewed = set(zip(unit[review], who[review], strict=True))
+    bad = (v["project_kind"] == "adjudication") & v["flag"].isna()
+    bad &= pd.Series([(u, r) in reviewed for u, r in zip(unit, who, strict=True)], index=v.index)
+    if bad.any():
+        v["flag"] = v["flag"].astype(object)
+        v.loc[bad, "flag"] = (
+            "adjudicator_reviewed: " + who[bad] + " reviewed this unit; another annotator adjudicates it"
+        )
+    return v
+
+
+def record_flags(current: pd.DataFrame, v: pd.DataFrame, status: dict[str, str]) -> pd.DataFrame:
+    """Each decided item with flags (``extra.review``) records what its review did to them
+    (``extra.flags_reviewed``: cleared by an accept, fixed by an edit, confirmed by a reject; who,
+    which verdict). ``extra`` is outside the revision: recording changes no revision."""
+    counted = v[~v["stale"].astype(bool) & v["flag"].isna() & v["verdict"].isin(["accept", "reject", "edit"])]
+    last = {str(r.item_id): r for r in counted.sort_values(["updated_at", "verdict_id"], kind="stable").itertuples()}
+    rows = []
+    for it in current.to_dict("records"):
+        # a member's own flags where the recipe names them (MAIA: ``answer 3``), else the item's
+        notes = list(units.member_flags(it).items()) or [("item", n) for n in units.flags(it)]
+        r = last.get(str(it["item_id"]))
+        if notes and r is not None and status.get(str(it["item_id"])) in DECIDED:
+            extra = as_json(it.get("extra"))
+            named = str(r.member) if isinstance(r.member, str) else ""
+            extra["flags_reviewed"] = [
+                {
+                    "member": label,
+                    "flag": n,
+                    # an edit fixes the flag of the member it names, or of every member of the item's block
+                    "outcome": units.flag_outcome(
+                        str(r.verdict), label in named.split(", ") or "member " in named or label == "item"
+                    ),
+                    "by": str(r.reviewer),
+                    "verdict_id": str(r.verdict_id),
+                }
+                for label, n in notes
+            ]
+            it = {**it, "extra": json.dumps(extra, ensure_ascii=False)}
+        rows.append(it)
+    return pd.DataFrame(rows, columns=current.columns) if rows else current
+
+
+def _adjudicated(g: pd.DataFrame) -> bool:
+    """A counting adjudication verdict on any revision of the item (the adjudicator's edit makes a
+    new revision: the adjudicated answers then stand without a second adjudication)."""
+    if not len(g):
+        return False
+    adj = g[(g["project_kind"] == "adjudication") & g["flag"].isna() & (g["stale_reason"] != "task_deleted")]
+    return bool((adj["verdict"].isin(["accept", "reject"]) | (adj["edit_status"] == "applied")).any())
+
+
 def resolve(items: pd.DataFrame, verdicts: pd.DataFrame, spec: ReviewSpec, data_dir: Path | None) -> Resolution:
+    verdicts = mark_adjudicators(items, verdicts.reindex(columns=VERDICT_COLUMNS), spec.unit)
     current, v = apply_revisions(items, verdicts, data_dir, spec)
     revs = {str(r["item_id"]): revision(r) for r in current.to_dict("records")}
     changed = (v["revision"] != v["item_id"].map(revs)) & (v["edit_status"] != "applied")
@@ -158,16 +230,26 @@ def resolve(items: pd.DataFrame, verdicts: pd.DataFrame, spec: ReviewSpec, data_
     status, reasons = {}, {}
     groups = {str(k): g for k, g in v.groupby("item_id")} if len(v) else {}
     empty = v.iloc[0:0]
+    # a unit whose flags the paper settled by adjudication (MAIA: contradicting pools) goes there first
+    to_adjudicate = {
+        i
+        for members in units.groups(current, spec.unit).values()
+        if units.needs_adjudication(members, spec.adjudicate_flags)
+        for i in (str(m["item_id"]) for m in members)
+    }
     for item_id, need in zip(current["item_id"].astype(str), gated, strict=True):
         if not need:
             status[item_id] = "not_required"
             continue
         s, why = item_status(groups.get(item_id, empty), revs[item_id], spec.reviewers)
+        if item_id in to_adjudicate and s != "rejected" and not _adjudicated(groups.get(item_id, empty)):
+            s, why = "disputed", None
         status[item_id] = s
         if why:
             reasons[item_id] = why
     drops = apply_source_drops(current, status, reasons, spec)  # a dropped clip or image takes all its items
     drops.update(apply_recipe_drops(current, status, reasons, spec))  # what the recipe would not build now
+    current = record_flags(current, v, status)
     current = current.assign(review_status=current["item_id"].astype(str).map(status))
     return Resolution(current, v, status, reasons, drops)
 
@@ -185,9 +267,9 @@ def export_filter(
     if policy == ReviewPolicy.OFF:
         rejected = pd.Series(False, index=items.index)
     held = pd.Series(held, index=items.index, dtype=bool)
-    units = unit_of(items, unit_key)
-    if units:
-        unit = items["item_id"].astype(str).map(lambda i: units.get(i, f"item={i}"))
+    members = units.unit_ids(items, unit_key)  # item_id → its unit (a column, labels.<f>, extra.<f>)
+    if members:
+        unit = items["item_id"].astype(str).map(lambda i: members.get(i, f"item={i}"))
         held |= unit.isin(set(unit[rejected | held])) & ~rejected
     keep = ~(rejected | held)
     out = {

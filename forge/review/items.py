@@ -231,13 +231,34 @@ def follow_gold(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any
     return new, ""
 
 
+def apply_references(item: dict[str, Any], refs: Any) -> tuple[dict[str, Any] | None, str]:
+    """The item with corrected references (``{index: text}``, or a whole list); its answer follows
+    when it was the first reference (MAIA's open question)."""
+    old = as_list(item.get("references")) or []
+    if isinstance(refs, dict):
+        new_refs = list(old)
+        for k, text in refs.items():
+            j = int(k)
+            if j >= len(new_refs):
+                return None, f"unknown_member: the item has no answer {j + 1}"
+            new_refs[j] = str(text).strip()
+    else:
+        new_refs = [str(t).strip() for t in as_list(refs) or []]
+    if any(not r for r in new_refs):
+        return None, "empty_field: a corrected answer is empty"
+    out = {**item, "references": new_refs}
+    if old and str(item.get("answer")) == str(old[0]) and new_refs:
+        out["answer"] = new_refs[0]
+    return out, ""
+
+
 def apply_edits(
     item: dict[str, Any], edits: dict[str, Any], data_dir: Path | None
 ) -> tuple[dict[str, Any] | None, str]:
     """The edited item, or (None, why it was refused). ``edits``: ``question`` / ``answer``
     (text; an option's text stands for its letter), ``options`` (list), ``boxes`` (index →
     [top, left, height, width] normalised). The gold's marks follow the answer (``follow_gold``).
-    The edited item must pass the gates' field contract (``forge.splits.gates.field_problem``)
+    ``references`` (index → text, or a whole list: a pool's answers). The edited item must pass the gates' field contract (``forge.splits.gates.field_problem``)
     and keep every box inside the image; otherwise the original stays."""
     new = dict(item)
     if "question" in edits:
@@ -255,6 +276,10 @@ def apply_edits(
     new, why = follow_gold(item, new)
     if new is None:
         return None, why
+    if "references" in edits:  # one answer of a pool corrected in place (forge/review/units.py)
+        new, why = apply_references(new, edits["references"])
+        if new is None:
+            return None, why
     if edits.get("boxes"):
         labels = as_json(item.get("labels"))
         boxes = [dict(b) for b in labels.get("boxes") or []]

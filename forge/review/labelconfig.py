@@ -147,11 +147,53 @@ def _verdict_controls(spec: ReviewSpec) -> list[str]:
     return out + _reasons(spec) + _corrections(spec)
 
 
+def _unit_blocks(spec: ReviewSpec) -> list[str]:
+    """A unit's members (``ReviewSpec.unit``, ``forge/review/units.py``): one block per item (its own
+    reject with a reason, its own corrections: ``m_<control>_<i>``) and one per answer of an item
+    built from several (``p_edit_<j>``), repeated over the task's ``members`` / ``parts`` (Label
+    Studio's ``Repeater``). A unit of one item has neither: the form above is the item's."""
+    lim = spec.limits
+    out = [
+        '  <Header value="Members: the unit verdict above applies to every member you leave unmarked; '
+        'reject one member here, or correct it in place (choose edit above)" size="4"/>',
+        '  <Repeater on="$members" indexFlag="{{idx}}">',
+        '    <Header value="$members[{{idx}}].title" size="5"/>',
+        '    <Text name="m_text_{{idx}}" value="$members[{{idx}}].text"/>',
+        '    <Choices name="m_verdict_{{idx}}" toName="m_text_{{idx}}" choice="single" showInline="true">'
+        '<Choice value="reject" hint="reject this member only (pick its reason)"/></Choices>',
+        '    <Choices name="m_reason_{{idx}}" toName="m_text_{{idx}}" choice="single" showInline="true">',
+        *[f"      <Choice value={quoteattr(r)} hint={quoteattr(reason_hint(spec, r) or r)}/>" for r in spec.reasons],
+        "    </Choices>",
+    ]
+    hint = {
+        "question": f"corrected question of this member (at most {lim.question} characters)",
+        "options": f"corrected options of this member, one per line, A first (at most {lim.options} of {lim.option})",
+        "answer": f"corrected answer of this member: letter(s) or text (at most {lim.answer} characters)",
+    }
+    for f in (f for f in spec.editable if f in FIELD_TAGS):
+        out.append(
+            f'    <TextArea name="m_{f}_{{{{idx}}}}" toName="m_text_{{{{idx}}}}" maxSubmissions="1" editable="true" '
+            f'rows="{FIELD_ROWS[f]}" placeholder={quoteattr(hint[f])}/>'
+        )
+    out += [
+        "  </Repeater>",
+        '  <Repeater on="$parts" indexFlag="{{idx}}">',
+        '    <Header value="$parts[{{idx}}].title" size="5"/>',
+        '    <Text name="p_text_{{idx}}" value="$parts[{{idx}}].text"/>',
+        '    <TextArea name="p_edit_{{idx}}" toName="p_text_{{idx}}" maxSubmissions="1" editable="true" rows="2" '
+        f'placeholder="corrected text of this answer only (at most {lim.answer} characters)"/>',
+        "  </Repeater>",
+    ]
+    return out
+
+
 def review_config(spec: ReviewSpec, adjudication: bool = False) -> str:
     lines = ["<View>", *_media(spec, spec.boxes), *_item_text(spec.show_gold)]
     if adjudication:
         lines += ['  <Header value="Verdicts so far (they disagree)"/>', '  <Text name="prior" value="$prior_text"/>']
     lines += _verdict_controls(spec)
+    if spec.unit:
+        lines += _unit_blocks(spec)
     lines.append("</View>")
     return "\n".join(lines)
 

@@ -22,8 +22,9 @@ import pandas as pd
 from forge.benchmarks.review_spec import ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.labelstudio.client import LabelStudio
-from forge.review import status, sync
+from forge.review import status, sync, units
 from forge.review.items import task_data
+from forge.review.verdicts import annotation_key
 from forge.storage import TableStore
 from forge.storage.contracts import load_contract
 
@@ -118,6 +119,8 @@ def returned(
     by_id = {str(r["item_id"]): r for r in items.to_dict("records")}
     out: dict[str, sync.Wanted] = {}
     for r in back.to_dict("records"):
+        if str(r.get("why") or "").startswith("adjudicator_reviewed"):
+            continue  # not theirs to answer again: another annotator adjudicates the unit
         flagged = isinstance(r.get("author"), str) and r["author"] != r["reviewer"] and not _refused(v, r)
         who = str(r["author"] if flagged else r["reviewer"])
         mine = v[(v["item_id"] == r["item_id"]) & (v["reviewer"].astype(str) == who)]
@@ -128,6 +131,12 @@ def returned(
         what = "verdict was changed by someone else" if flagged else "verdict was not taken"
         data = task_data(item, rs, clips.get(str(item.get("unit_id"))), "review")
         key = f"{RETURNED_PREFIX}{r['verdict_id']}"
+        unit = units.unit_of_item(items, rs.unit, str(item["item_id"])) if rs.unit else None
+        if unit is not None and len(unit[1]) > 1:  # a unit's annotation goes back once, as the unit's task
+            key = f"{RETURNED_PREFIX}{annotation_key(str(r['verdict_id']))}"
+            if key in out:
+                continue
+            data = units.unit_task_data(unit[0], unit[1], rs, clips.get(str(item.get("unit_id"))))
         data.update(
             {
                 "task_key": key,

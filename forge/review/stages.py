@@ -17,7 +17,7 @@ import pandas as pd
 from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.labelstudio.client import LabelStudio, ReviewServerDown
-from forge.review import gate, loop, sync
+from forge.review import gate, loop, sync, units
 from forge.review.config import review_spec
 from forge.review.items import box_predictions, task_data
 from forge.review.labelconfig import review_config
@@ -142,7 +142,7 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
         titles[int(projects["returned"]["id"])] = str(projects["returned"]["title"])
     known = set(zip(ledger["task_key"].astype(str), ledger["revision"].astype(str), strict=True))
     recorded = set(res.verdicts["verdict_id"].astype(str))
-    ids = set(res.items["item_id"].astype(str))
+    ids = set(units.groups(res.items, rs.unit)) if rs.unit else set(res.items["item_id"].astype(str))
     plans = [
         sync.plan(
             spec.name,
@@ -205,6 +205,13 @@ def _loop_wanted(
     items = res.items
     current = res.verdicts[~res.verdicts["stale"].astype(bool)]
     prior = {str(i): {"prior_text": prior_text(g)} for i, g in current.groupby("item_id")}
+    if rs.unit:  # one task per unit, every member shown (forge/review/units.py)
+        prior_text_of = {k: v["prior_text"] for k, v in prior.items()}
+        return {
+            "review": units.wanted(items, rs, clips, "review"),
+            "adjudication": units.wanted(items, rs, clips, "adjudication", prior_text_of),
+            "returned": loop.returned(name, res.verdicts, items, rs, clips),
+        }
     return {
         "review": _wanted(items[items["review_status"] == "pending"], rs, clips, "review"),
         "adjudication": _wanted(items[items["review_status"] == "disputed"], rs, clips, "adjudication", prior),
@@ -247,7 +254,7 @@ def run_verdicts(
         probed, out.engine = reprobe(res.items, res.verdicts, probe, spec.asset("verdicts"), spec.name)
         res = gate.resolve(items, probed, rs, store.data_dir) if out.engine is not None else res
     out.tables["verdicts"] = res.verdicts
-    out.tables["review_status"] = review_status(spec.name, res, rs.policy, spec.split.unit_key)
+    out.tables["review_status"] = review_status(spec.name, res, rs.policy, rs.unit or spec.split.unit_key)
     log = RejectLog(gate.STAGE, spec.name)
     for item_id, why in sorted(res.reasons.items()):
         drop = res.source_drops.get(item_id)
@@ -277,7 +284,7 @@ def export_gate(store: TableStore, spec: BenchmarkSpec, gated: pd.DataFrame) -> 
     if gated.empty:
         return gated, {"policy": str(rs.policy)}
     res = resolution(store, spec, rs, gated)
-    kept, left_out = gate.export_filter(res, rs.policy, spec.split.unit_key)  # a unit goes out whole
+    kept, left_out = gate.export_filter(res, rs.policy, rs.unit or spec.split.unit_key)  # a unit goes out whole
     info = gate.summary(res, rs, rs.policy)
     info.update({"held_back": len(left_out["held_back"]), "rejected_ids": left_out["rejected"][:50]})
     shown = res.items.loc[res.items["item_id"].isin(kept["item_id"]), "review_status"]

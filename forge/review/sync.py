@@ -87,7 +87,10 @@ def live_tasks(ls: LabelStudio, project_ids: Iterable[int]) -> dict[int, list[di
 
 
 def _recorded(task: dict[str, Any], pid: int, recorded: set[str]) -> bool:
-    return all(f"{pid}:{a['id']}" in recorded for a in task.get("annotations") or [])
+    """Every annotation of the task is in the verdicts table (``recorded``: verdict ids; a unit
+    task's rows are ``<project>:<annotation>:<item>``, one per member)."""
+    keys = {":".join(v.split(":")[:2]) for v in recorded}
+    return all(f"{pid}:{a['id']}" in keys for a in task.get("annotations") or [])
 
 
 # -- the ledger ----------------------------------------------------------------------------------
@@ -362,7 +365,9 @@ def unread(by_kind: Mapping[str, list[tuple[int, list[dict[str, Any]]]]], verdic
     not hold at that version (new, or changed since it was read): what the next read takes in."""
     have: dict[str, Any] = {}
     if len(verdicts):
-        have = dict(zip(verdicts["verdict_id"].astype(str), verdicts["updated_at"], strict=True))
+        # a unit task's annotation has one row per member (``<project>:<annotation>:<item>``)
+        keys = [":".join(v.split(":")[:2]) for v in verdicts["verdict_id"].astype(str)]
+        have = dict(zip(keys, verdicts["updated_at"], strict=True))
     out = []
     for projects in by_kind.values():
         for pid, ts in projects:

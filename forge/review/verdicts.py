@@ -22,12 +22,14 @@ import pandas as pd
 from forge.benchmarks.review_spec import FieldLimits
 from forge.review.items import as_list
 from forge.review.labelconfig import FIELD_TAGS, VERDICTS
+from forge.review.units import parse_unit
 
 VERDICT_COLUMNS = [
     "verdict_id",
     "benchmark",
     "item_id",
     "revision",
+    "member",
     "project_kind",
     "project_id",
     "task_id",
@@ -262,37 +264,60 @@ def verdict_rows(
         for a in t.get("annotations") or []:
             if a.get("was_cancelled"):
                 continue
-            parsed = parse_annotation(a.get("result") or [], boxes, reasons, limits)
             reviewer, author, flag = who(a, users)
-            rows.append(
-                {
-                    "verdict_id": f"{project_id}:{a['id']}",
-                    "benchmark": benchmark,
-                    "item_id": str(data.get("item_id")),
-                    "revision": str(data.get("revision")),
-                    "project_kind": kind,
-                    "project_id": int(project_id),
-                    "task_id": int(t["id"]),
-                    "reviewer": reviewer,
-                    "author": author,
-                    "flag": flag,
-                    "verdict": parsed["verdict"],
-                    "reason": parsed["reason"],
-                    "note": parsed["note"],
-                    "refusal": parsed["refused"],
-                    "edits": json.dumps(parsed["edits"], ensure_ascii=False) if parsed["edits"] else None,
-                    "edit_status": None,
-                    "edit_note": None,
-                    "new_revision": None,
-                    "seconds": _seconds(a.get("lead_time")),
-                    "created_at": _ts(a.get("created_at")),
-                    "updated_at": _ts(a.get("updated_at")),
-                    "stale": False,
-                    "stale_reason": None,
-                    "polled_at": now,
-                }
-            )
+            if data.get("members"):  # a unit task: one row per member item (forge/review/units.py)
+                parsed_all = parse_unit(a.get("result") or [], data, reasons, limits)
+                for p in parsed_all:
+                    row = _row(benchmark, kind, project_id, t, a, p, reviewer, author, flag, now)
+                    # the task's time is shared by its members: the minutes figure counts it once
+                    secs = row["seconds"] / len(parsed_all) if row["seconds"] is not None else None
+                    rows.append({**row, "verdict_id": f"{project_id}:{a['id']}:{p['item_id']}", "seconds": secs})
+                continue
+            parsed = {**parse_annotation(a.get("result") or [], boxes, reasons, limits), "member": None}
+            parsed.update(item_id=str(data.get("item_id")), revision=str(data.get("revision")))
+            rows.append(_row(benchmark, kind, project_id, t, a, parsed, reviewer, author, flag, now))
     return rows
+
+
+def _row(
+    benchmark: str,
+    kind: str,
+    project_id: int,
+    t: dict[str, Any],
+    a: dict[str, Any],
+    parsed: dict[str, Any],
+    reviewer: str,
+    author: str | None,
+    flag: str | None,
+    now: pd.Timestamp,
+) -> dict[str, Any]:
+    return {
+        "verdict_id": f"{project_id}:{a['id']}",
+        "benchmark": benchmark,
+        "item_id": str(parsed["item_id"]),
+        "revision": str(parsed["revision"]),
+        "member": parsed["member"],
+        "project_kind": kind,
+        "project_id": int(project_id),
+        "task_id": int(t["id"]),
+        "reviewer": reviewer,
+        "author": author,
+        "flag": flag,
+        "verdict": parsed["verdict"],
+        "reason": parsed["reason"],
+        "note": parsed["note"],
+        "refusal": parsed["refused"],
+        "edits": json.dumps(parsed["edits"], ensure_ascii=False) if parsed["edits"] else None,
+        "edit_status": None,
+        "edit_note": None,
+        "new_revision": None,
+        "seconds": _seconds(a.get("lead_time")),
+        "created_at": _ts(a.get("created_at")),
+        "updated_at": _ts(a.get("updated_at")),
+        "stale": False,
+        "stale_reason": None,
+        "polled_at": now,
+    }
 
 
 def _results(p: dict[str, Any]) -> list[dict[str, Any]]:
@@ -324,6 +349,11 @@ def merge(previous: pd.DataFrame, polled: list[dict[str, Any]], live_tasks: set[
     frames = [f for f in (old, new) if len(f)]
     out = pd.concat(frames, ignore_index=True) if frames else new
     return out.sort_values(["item_id", "created_at", "verdict_id"], kind="stable").reset_index(drop=True)
+
+
+def annotation_key(verdict_id: str) -> str:
+    """``<project id>:<annotation id>`` of a verdict row (a unit task's rows add ``:<item id>``)."""
+    return ":".join(str(verdict_id).split(":")[:2])
 
 
 def edit_of(row: dict[str, Any]) -> dict[str, Any]:

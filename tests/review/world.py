@@ -112,3 +112,57 @@ def vague(store: TableStore, n: int = 3) -> pd.DataFrame:
             )
         )
     return write_gated(store, "vague", rows)
+
+
+def maia_pool(store: TableStore, qid: str = "q1", pairs: int = 8, flags: dict[str, str] | None = None) -> list[dict]:
+    """One MAIA pool as the recipe builds it: the open question with its 8 answers (references) and
+    8 statement pairs, every item with ``labels.question_id`` and ``extra.review`` /
+    ``extra.review_members`` (``flags``: member label → note, e.g. ``{"answer 3": "inconsistent_answer: ..."}``)."""
+    media = image(store.data_dir, f"maia_{qid}", (30, 90, 150))
+    flags = flags or {}
+    notes = sorted(set(flags.values())) or None
+    answers = [f"Pool {qid}: the cook leaves because the oven number {i + 1} is too hot." for i in range(pairs)]
+    rows = []
+    for i in range(pairs):
+        own = {k: v for k, v in flags.items() if k in (f"statement {i + 1}", f"foil {i + 1}")}
+        rows.append(
+            base(
+                f"{qid}_sv{i + 1}",
+                "maia",
+                media,
+                question="Which of the two statements is true for the video?",
+                options=[
+                    f"The cook in {qid} opens oven number {i + 1}.",
+                    f"The cook in {qid} closes oven number {i + 1}.",
+                ],
+                option_types=["correct", "foil"],
+                unit_id=f"clip_{qid}",
+                labels=json.dumps({"question_id": qid, "pool_index": i, "category": "implicit_causal"}),
+                extra=json.dumps(
+                    {
+                        "profile": "paper",
+                        "maia_question": f"Why does the cook in {qid} leave?",
+                        "review": notes,
+                        "review_members": own or None,
+                    }
+                ),
+            )
+        )
+    own = {k: v for k, v in flags.items() if k.startswith("answer ")}
+    rows.append(
+        base(
+            f"{qid}_oe",
+            "maia",
+            media,
+            task="open_ended",
+            question=f"Why does the cook in {qid} leave?",
+            options=None,
+            option_types=None,
+            answer=answers[0],
+            references=answers,
+            unit_id=f"clip_{qid}",
+            labels=json.dumps({"question_id": qid, "category": "implicit_causal"}),
+            extra=json.dumps({"profile": "paper", "review": notes, "review_members": own or None}),
+        )
+    )
+    return rows

@@ -31,6 +31,7 @@ from forge.benchmarks.spec import (
 from .logic.evaluation import build_request
 from .logic.gold import GOLD
 from .logic.release import parse_release
+from .logic.review import member_check
 from .logic.scoring import score_setting
 from .rejects import REJECTS
 
@@ -51,6 +52,12 @@ SPEC = BenchmarkSpec(
         reviewers=1,
         editable=("question", "options", "answer"),
         note="MAIA §3: a manual review checked every question against the guidelines and its category, and an additional annotator resolved the 9.75% of answer pools with contradictions (fn. 7); one reviewer per item.",
+        # the review unit is the pool (§3: the question, its 8 answers, 8 true/false pairs): one task,
+        # the export takes 8 pairs or none; a contradicting pool goes to another annotator first
+        # (adjudication, fn. 7); an edited pair passes the foil stage's own checks (logic/review.py)
+        unit="labels.question_id",
+        member_check=member_check,
+        adjudicate_flags=("pool_contradiction",),
         # what each reject reason does next (forge/review/consequences.py): an item's faults redraw its
         # question's answer pool (statements, foils and items follow); a faulty clip leaves (§3.1)
         consequences={

@@ -177,6 +177,7 @@ def test_contradiction_check_failure_keeps_the_pool_flagged(flow, llm_double):
 
 
 def test_contradicting_member_is_regenerated_then_redrawn_then_flagged(flow, llm_double):
+    """contradicting_answers: regenerate (not the paper's step) asks the named answer again."""
     base = responder()
 
     def reply(body):
@@ -185,6 +186,8 @@ def test_contradicting_member_is_regenerated_then_redrawn_then_flagged(flow, llm
         return base(body)
 
     llm_double.responder = reply
+    engine, prompts, acfg, pcfg = flow
+    flow = (engine, prompts, {**acfg, "contradicting_answers": "regenerate"}, pcfg)
     out = build(flow)
     rounds, reseeds = int(flow[2]["regenerate_rounds"]), int(flow[2]["reseed_attempts"])
     assert out.status == "kept" and len(out.pool.kept_texts()) == 8
@@ -196,9 +199,10 @@ def test_contradicting_member_is_regenerated_then_redrawn_then_flagged(flow, llm
 
 
 def test_contradiction_before_fix_is_kept_and_the_setting_can_flag_at_once(flow, llm_double):
-    """The first contradiction test is recorded before any regeneration (the paper's 9.75 % is a
-    share before its annotator's fix); with regenerate_contradicting_answers: false the named
-    answer is flagged for a person at once and nothing is asked again."""
+    """The first contradiction test is recorded before any fix (the paper's 9.75 % is a share
+    before its annotator's fix); with contradicting_answers: adjudicate (the default, the paper's
+    step) the named answer is flagged for a person at once and nothing is asked again; the old
+    key is refused by name."""
     base = responder()
     calls = {"n": 0}
 
@@ -212,15 +216,17 @@ def test_contradiction_before_fix_is_kept_and_the_setting_can_flag_at_once(flow,
         return base(body)
 
     llm_double.responder = reply
-    out = build(flow)  # regenerated once, then no contradiction
+    engine, prompts, acfg, pcfg = flow
+    out = build((engine, prompts, {**acfg, "contradicting_answers": "regenerate"}, pcfg))  # regenerated once
     assert out.contradiction_before_fix is True and out.contradiction is False and not out.review
     llm_double.requests.clear()
     calls["n"] = 0
-    engine, prompts, acfg, pcfg = flow
-    out = build((engine, prompts, {**acfg, "regenerate_contradicting_answers": False}, pcfg))
+    out = build(flow)  # the default: adjudicate
     assert out.contradiction_before_fix is True and out.contradiction is True
     assert set(out.review) == {2} and out.review[2].startswith("pool_contradiction")
     assert not any(regenerated(b) for b in sent(llm_double) if name_of(b) == "maia_answers")
+    with pytest.raises(ValueError, match="regenerate_contradicting_answers is gone"):
+        build((engine, prompts, {**acfg, "regenerate_contradicting_answers": True}, pcfg))
 
 
 def test_answer_in_the_wrong_language_is_redrawn_as_wrong_language(flow, llm_double):

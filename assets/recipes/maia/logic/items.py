@@ -75,6 +75,28 @@ def _reviews(*frames: pd.DataFrame) -> dict[str, list[str]]:
     return out
 
 
+def _member_reviews(answers: pd.DataFrame, statements: pd.DataFrame, foils: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """Question id → member label (``answer 3``, ``statement 3``, ``foil 3``; 1-based pool index) →
+    that member's own review note: the review task shows each flag on the member it concerns."""
+    out: dict[str, dict[str, str]] = {}
+    for kind, df, col in (
+        ("answer", answers, "answer_id"),
+        ("statement", statements, "statement_id"),
+        ("foil", foils, "foil_id"),
+    ):
+        if not len(df) or "review" not in df.columns:
+            continue
+        for r in df.to_dict("records"):
+            note = r.get("review")
+            if isinstance(note, str) and note:
+                idx = r.get("idx")
+                idx = (
+                    int(idx) if isinstance(idx, int | float) and idx == idx else int(str(r[col]).rsplit("_", 1)[-1][1:])
+                )
+                out.setdefault(str(r["question_id"]), {})[f"{kind} {idx + 1}"] = note
+    return out
+
+
 def _causal(q: dict[str, Any]) -> dict[str, str]:
     """``causal_type`` label of a causal question (explicit / implicit; Tables 10 and 13 report them apart)."""
     t = q.get("causal_type")
@@ -98,6 +120,7 @@ def build_items(
     rows: list[dict[str, Any]] = []
     sizes = aligned_pools(answers, statements, foils)
     reviews = _reviews(answers, statements, foils)
+    by_member = _member_reviews(answers, statements, foils)
     for q, n in sizes.items():
         if n < pool_size:
             reviews.setdefault(q, []).insert(0, f"pool_short: {n}/{pool_size} members")
@@ -149,6 +172,12 @@ def build_items(
                         "nli_label": f["nli_label"],
                         "origin": q["origin"],
                         "review": reviews.get(q["question_id"]) or None,
+                        "review_members": {
+                            k: v
+                            for k, v in by_member.get(q["question_id"], {}).items()
+                            if k in (f"statement {int(st['idx']) + 1}", f"foil {int(st['idx']) + 1}")
+                        }
+                        or None,
                     }
                 ),
             }
@@ -189,7 +218,15 @@ def build_items(
                     "model": str(grp["model"].iloc[0]),
                     "prompt_hash": str(grp["prompt_hash"].iloc[0]),
                     "extra": json.dumps(
-                        {"origin": q["origin"], "n_references": len(refs), "review": reviews.get(qid) or None}
+                        {
+                            "origin": q["origin"],
+                            "n_references": len(refs),
+                            "review": reviews.get(qid) or None,
+                            "review_members": {
+                                k: v for k, v in by_member.get(str(qid), {}).items() if k.startswith("answer ")
+                            }
+                            or None,
+                        }
                     ),
                 }
             )

@@ -294,9 +294,11 @@ def build_answer_pool(
         return out.reject_pool("pool_too_small", _short(out, _missing(texts), "answers"))
 
     # contradiction inside the pool (Fig. 9B): the first test's result is kept (comparable with the
-    # paper's 9.75 %, measured before its annotator's fix); the named answers are then regenerated
-    # with feedback, then drawn afresh (answers.regenerate_contradicting_answers: true), or flagged
-    # for a person at once (false); still contradicting after the redraws → flagged, never dropped
+    # paper's 9.75 %, measured before any fix). answers.contradicting_answers: adjudicate (the
+    # paper's step, §3 fn. 7) flags the named answers `pool_contradiction` at once, and the review
+    # sends the pool to another annotator (forge/review/units.py); regenerate (not the paper: it
+    # pushes the pool towards consensus) asks the named answers again with feedback, then draws them
+    # afresh; still contradicting after the redraws → flagged, never dropped
     base = dict(enumerate(requests or []))
     current = dict(base)
     for rnd in range(rounds + reseeds + 1):
@@ -319,7 +321,7 @@ def build_answer_pool(
         if not out.contradiction or advisory(cr):
             break
         named = sorted({int(k) - 1 for k in cr.data.get("conflicting") or [] if 1 <= int(k) <= size})
-        regenerate = bool(cfg.get("regenerate_contradicting_answers", True))
+        regenerate = contradicting_answers(cfg) == "regenerate"
         if imported is not None or not named or not regenerate or rnd == rounds + reseeds:
             for i in named or range(size):
                 if texts[i] is not None:
@@ -342,6 +344,24 @@ def build_answer_pool(
     out.pool = Pool(key=qid, member_ids=ids, texts=[t or "" for t in texts], context={"question": q["question"]})
     _mark_gaps(out.pool, texts)
     return _rephrase_and_close(engine, stage, batch, out, prompts, pcfg, size, "answers")
+
+
+CONTRADICTING = ("adjudicate", "regenerate")
+
+
+def contradicting_answers(cfg: dict[str, Any]) -> str:
+    """``answers.contradicting_answers``: what a contradicting pool's named answers get (adjudicate:
+    flagged for another annotator; regenerate: asked again with feedback). The old key
+    ``regenerate_contradicting_answers`` is refused by name, never read as something else."""
+    if "regenerate_contradicting_answers" in cfg:
+        raise ValueError(
+            "answers.regenerate_contradicting_answers is gone: use answers.contradicting_answers: adjudicate "
+            "(the paper: another annotator resolves the pool in review) or regenerate"
+        )
+    v = str(cfg.get("contradicting_answers", "adjudicate"))
+    if v not in CONTRADICTING:
+        raise ValueError(f"answers.contradicting_answers: {v!r} is not one of {', '.join(CONTRADICTING)}")
+    return v
 
 
 def _imported_answers(
