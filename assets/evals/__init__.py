@@ -1,10 +1,12 @@
 """Model evaluations (group ``evals``): one asset per benchmark partitioned by model, one report per benchmark,
-the paper's own tables per benchmark (``<paper>_paper_report``) and MAIA's unimodal baseline."""
+the paper's own tables per benchmark (``<paper>_paper_report``), MAIA's unimodal baseline and the judge
+checked against people (``<name>_judge_tasks`` → ``<name>_judge_validation``)."""
 
 import dagster as dg
 
 from assets.evals.assets import build_defs
 from assets.evals.baselines import baseline_defs
+from assets.evals.judge_validation import judge_defs
 from assets.evals.paper_reports import paper_report_defs
 
-defs = dg.Definitions.merge(build_defs(), baseline_defs(), paper_report_defs())
+defs = dg.Definitions.merge(build_defs(), baseline_defs(), paper_report_defs(), judge_defs())

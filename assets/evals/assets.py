@@ -236,6 +236,12 @@ def _report_asset(spec: BenchmarkSpec):
             else pd.DataFrame()
         )
         md: dict = {"models": int(scores["model"].nunique()) if len(scores) else 0}
+        for table, render, key in (
+            ("human_scores", rp.human_table, "human_baselines"),
+            ("judge_agreement", rp.judge_table, "judge_validation"),
+        ):
+            if store.exists(table):  # people measured beside the models (docs/evals.md)
+                md[key] = dg.MetadataValue.md(render(store.read(table, where="benchmark = ?", params=[bench])))
         if scores.empty:
             md["table"] = dg.MetadataValue.md("_no scores yet_")
             return dg.MaterializeResult(metadata=md)

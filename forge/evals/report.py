@@ -120,3 +120,32 @@ def heatmap(matrix: np.ndarray, rows: list[str], cols: list[str], path: Path, ti
 
 def list_col(v) -> list:
     return as_list(v)
+
+
+def human_table(people: pd.DataFrame) -> str:
+    """Each person's primary score (slice ``all``) with n and CI, the best marked, those below
+    ``human.min_answers`` shown but not counted (forge/evals/per_person.py)."""
+    df = people[people["primary"].astype(bool) & (people["slice"] == "all")] if len(people) else people
+    if df.empty:
+        return "_no human answers scored yet_"
+    lines = ["| person | setting / metric | value [95% CI] | n | counted |", "|---|---|---|---|---|"]
+    for r in df.sort_values(["setting", "value"], ascending=[True, False]).itertuples():
+        mark = " (best)" if r.best else ""
+        lines.append(
+            f"| {r.person}{mark} | {r.setting} / {r.metric} | {_fmt(r.value, (r.ci_low, r.ci_high))} | {r.n} | "
+            f"{'yes' if r.counted else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
+def judge_table(rows: pd.DataFrame) -> str:
+    """The judge-validation figures (forge/evals/judge_validation.py): Fleiss' kappa between the
+    people, of people and judge together (MAIA §4.2: 0.82), each person's Cohen's kappa with the judge."""
+    if rows.empty:
+        return "_the judge has not been checked against people yet_"
+    lines = ["| measure | person | kappa | answers | raters | judge |", "|---|---|---|---|---|---|"]
+    for r in rows.itertuples():
+        who = r.person if isinstance(r.person, str) else "–"
+        lines.append(f"| {r.measure} | {who} | {_fmt(r.value)} | {r.units} | {r.raters} | {r.judge_model or '–'} |")
+    note = next((n for n in rows["note"] if isinstance(n, str) and n), None)
+    return "\n".join(lines) + (f"\n\n{note}" if note else "")

@@ -55,8 +55,67 @@ def card_lines(info: dict[str, Any], cost: dict[str, Any] | None = None) -> tupl
         ]
     if info.get("procedure"):
         lines += [f"Paper's procedure: {info['procedure']}", ""]
-    return top, lines
+    return top, lines + human_figure_lines(info.get("human_figures") or {})
 
 
 def _usd(v: Any) -> str:
     return f"${float(v):.5f}" if isinstance(v, (int, float)) else "n/a"
+
+
+HUMAN_MODELS = ("human (avg)", "human (best)")  # forge/evals/per_person.py writes them
+
+
+def human_figures(store: Any, benchmark: str) -> dict[str, Any]:
+    """The latest human-baseline rows (``eval_scores``, primary, slice ``all``) and judge-validation
+    figures (``judge_agreement``) of ``benchmark``, for the card. Tables, not imports: the evals
+    that write them sit above this layer. Empty when neither has been measured."""
+    out: dict[str, Any] = {}
+    if store.exists("eval_scores"):
+        s = store.read("eval_scores", where="benchmark = ? and model in (?, ?)", params=[benchmark, *HUMAN_MODELS])
+        s = s[s["primary"].astype(bool) & (s["slice"] == "all")] if len(s) else s
+        out["baselines"] = s.to_dict("records")
+    if store.exists("human_scores"):
+        p = store.read("human_scores", where="benchmark = ? and counted", params=[benchmark], columns=["person"])
+        out["people"] = int(p["person"].nunique()) if len(p) else 0
+    if store.exists("judge_agreement"):
+        out["judge"] = store.read("judge_agreement", where="benchmark = ?", params=[benchmark]).to_dict("records")
+    return {k: v for k, v in out.items() if v}
+
+
+def _value(r: dict[str, Any]) -> str:
+    v, lo, hi = r.get("value"), r.get("ci_low"), r.get("ci_high")
+    if v is None or v != v:
+        return "n/a"
+    ci = f" [{lo:.3g}, {hi:.3g}]" if lo is not None and lo == lo and hi is not None and hi == hi else ""
+    return f"{v:.3g}{ci}"
+
+
+def _kappa(v: Any) -> str:
+    return "n/a" if v is None or v != v else f"{float(v):.3f}"
+
+
+def human_figure_lines(figs: dict[str, Any]) -> list[str]:
+    """The card's ``Human baselines and judge validation`` section (people are counted, never named)."""
+    if not figs:
+        return []
+    lines = ["## Human baselines and judge validation", "", "| figure | value |", "|---|---|"]
+    for r in sorted(figs.get("baselines") or [], key=lambda r: (str(r["setting"]), str(r["model"]))):
+        lines.append(
+            f"| {r['model']}, setting `{r['setting']}`, {r['metric']} | {_value(r)} over {r['n']} items "
+            f"({figs.get('people', '?')} people; export {r.get('export_version')}) |"
+        )
+    judge = figs.get("judge") or []
+    by = {r["measure"]: r for r in judge if r.get("person") is None or r.get("person") != r.get("person")}
+    cohen = [r for r in judge if r["measure"] == "cohen_person_vs_judge"]
+    if by:
+        f = by.get("fleiss_people") or {}
+        g = by.get("fleiss_people_and_judge") or {}
+        lines += [
+            f"| judge validation: Fleiss' kappa between {f.get('raters')} people | {_kappa(f.get('value'))} over "
+            f"{f.get('units')} answers (labels {f.get('labels')}) |",
+            f"| Fleiss' kappa of the people and the judge (`{f.get('judge_model')}`) | {_kappa(g.get('value'))} |",
+        ]
+    if cohen:
+        each = ", ".join(f"rater {k} {_kappa(r['value'])} (n={r['units']})" for k, r in enumerate(cohen, start=1))
+        lines.append(f"| Cohen's kappa, each person vs the judge | {each} |")
+    return [*lines, ""]

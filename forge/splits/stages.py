@@ -27,6 +27,7 @@ from forge.llm.stub import StubOutputError, ensure_no_stub, stub_made
 from forge.provenance.lineage import union as lineage_union
 from forge.provenance.versioning import content_hash, sha256_bytes, sha256_file
 from forge.releases.gold import with_gold
+from forge.review.card import human_figures
 from forge.review.stages import export_gate as review_gate
 from forge.splits import assign as sa
 from forge.splits import blind
@@ -571,6 +572,7 @@ def run_export(
     # human review (forge/review, docs/review.md): rejected items leave, and under policy `required`
     # so do items without their accepted verdicts; reviewers' edits arrive as new revisions
     gated, review = _review(store, spec, gated, GateConfig.from_config(cfg).imported.review)
+    review["human_figures"] = human_figures(store, name)  # the card's human baselines and judge kappas
     md: dict[str, Any] = {"force_stub": force_stub, "review_coverage": review.get("coverage", "")}
     if review.get("summary"):  # what was reviewed and what is held back, as the card's first line says it
         md["review"] = review["summary"]

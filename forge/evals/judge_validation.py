@@ -1,0 +1,282 @@
+"""The judge checked against people, as MAIA validates its GPT-4o judge (§4.2: 100 samples rated by
+two people and the judge, Fleiss' kappa 0.82). Dagster-free.
+
+* ``run_judge_tasks``: a seeded sample of the models' judged open-ended answers becomes tasks of one
+  Label Studio project per benchmark (``<title> judge validation · <name>``, overlap = the raters):
+  each shows what the judge was shown (its prompt's instruction and variables: question, answer,
+  references) and asks for the judge's own verdict, with the judge's labels (the enum of its
+  schema's ``field``). Neither the judge's verdict nor the model's name is shown; a task carries
+  an opaque key (a hash of model, setting and item) that ``sample_frame`` maps back.
+* ``read_ratings``: every annotation back (table ``judge_ratings``, one row per annotation; an
+  empty, unknown or double choice is refused with its reason, one changed by someone else is
+  flagged), re-read whole, never duplicated.
+* ``agreement``: Fleiss' kappa between the people (``statsmodels``), Fleiss' kappa of the people
+  and the judge as raters together (MAIA's figure), and each person's Cohen's kappa with the judge
+  (``scikit-learn``), over the sampled answers rated by ``raters`` people (table
+  ``judge_agreement``; the card and the eval report show it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.inter_rater import fleiss_kappa
+
+from forge.benchmarks.spec import BenchmarkSpec
+from forge.evals.config import benchmark_block
+from forge.evals.per_person import PREFIX, sample_ids
+from forge.evals.requests import jload
+from forge.evals.scoring import reference_variables
+from forge.labelstudio.client import LabelStudio
+from forge.llm.prompts import Prompt, load_prompt
+from forge.review.verdicts import who
+
+CONTROL = "verdict"  # the form's choice control
+RATING_COLUMNS = [
+    "benchmark",
+    "answer_id",
+    "sample_key",
+    "model",
+    "setting",
+    "item_id",
+    "task_id",
+    "person",
+    "label",
+    "judge_label",
+    "refused",
+    "seconds",
+    "created_at",
+]
+AGREEMENT_COLUMNS = ["benchmark", "measure", "person", "value", "units", "raters", "labels", "judge_model", "note"]
+
+
+def settings(spec: BenchmarkSpec, cfg: dict[str, Any]) -> dict[str, Any]:
+    """``judge_validation:`` of the paper's evals.yaml: ``field`` (the judge's verdict field),
+    ``sample`` (answers, MAIA 100), ``raters`` (people per answer, MAIA 2), ``seed``."""
+    raw = dict(benchmark_block(cfg, spec).get("judge_validation") or {})
+    unknown = set(raw) - {"field", "sample", "raters", "seed"}
+    if unknown:
+        raise ValueError(f"{spec.name}: unknown judge_validation settings {sorted(unknown)}")
+    out = {"field": str(raw.get("field", "label")), "sample": raw.get("sample", 100), "seed": raw.get("seed", 0)}
+    out["raters"] = int(raw.get("raters", 2))
+    if out["raters"] < 2:
+        raise ValueError(f"{spec.name}: judge_validation.raters must be at least 2 (agreement needs two people)")
+    return out
+
+
+def judge_prompt(spec: BenchmarkSpec) -> Prompt:
+    if not spec.eval.judge_prompt:
+        raise ValueError(f"{spec.name} has no judge (EvalSpec.judge_prompt)")
+    return load_prompt(spec.eval.prompts_dir / spec.eval.judge_prompt)
+
+
+def labels(prompt: Prompt, field: str) -> list[str]:
+    """The judge's labels: the enum of its schema's ``field``, as the judge gives them."""
+    prop = ((prompt.schema or {}).get("properties") or {}).get(field) or {}
+    if not prop.get("enum"):
+        raise ValueError(f"judge prompt {prompt.name}: schema field {field!r} has no enum of labels")
+    return [str(v) for v in prop["enum"]]
+
+
+def instruction(prompt: Prompt) -> str:
+    """What the judge is told before the inputs: the prompt's text up to its first variable."""
+    text = "\n".join(t for t in (prompt.system, prompt.user) if t)
+    return re.split(r"\{\{", text, maxsplit=1)[0].strip()
+
+
+def sample_key(model: str, setting: str, item_id: str) -> str:
+    return hashlib.sha256(f"judge|{model}|{setting}|{item_id}".encode()).hexdigest()[:16]
+
+
+def sample_frame(preds: pd.DataFrame, field: str, size: int | None, seed: int | str) -> pd.DataFrame:
+    """The models' judged open-ended answers (a verdict in ``judge_json[field]``; people's own
+    baselines left out), keyed, and the seeded sample of ``size`` of them."""
+    if preds.empty:
+        return preds.assign(sample_key=[], judge_label=[])
+    p = preds[(preds["task"] == "open_ended") & preds["judge_ok"].fillna(False).astype(bool)]
+    p = p[~p["model"].astype(str).str.startswith(PREFIX) & (p["variant"] == 0)].copy()
+    p["judge_label"] = [jload(j).get(field) for j in p["judge_json"]]
+    p = p[p["judge_label"].notna()]
+    p["judge_label"] = p["judge_label"].astype(str)
+    p["sample_key"] = [sample_key(m, s, i) for m, s, i in zip(p["model"], p["setting"], p["item_id"], strict=True)]
+    keep = set(sample_ids(p["sample_key"], size, seed))
+    return p[p["sample_key"].isin(keep)].sort_values("sample_key").reset_index(drop=True)
+
+
+def label_config(variables: list[str], choices: list[str]) -> str:
+    """The form: the judge's instruction, each of its inputs, and one required choice of its labels."""
+    parts = [
+        "<View>",
+        '  <Header value="What the judge is asked"/>',
+        '  <Text name="instruction" value="$instruction"/>',
+    ]
+    for v in variables:
+        parts += [f"  <Header value={quoteattr(v)}/>", f'  <Text name="in_{escape(v)}" value="$in_{escape(v)}"/>']
+    parts.append('  <Header value="Your verdict, as the judge would give it"/>')
+    parts.append(f'  <Choices name="{CONTROL}" toName="instruction" choice="single-radio" required="true">')
+    parts += [f"    <Choice value={quoteattr(c)}/>" for c in choices]
+    parts += ["  </Choices>", "</View>"]
+    return "\n".join(parts)
+
+
+def title(spec: BenchmarkSpec) -> str:
+    return f"{spec.title} judge validation · {spec.name}"
+
+
+def run_judge_tasks(
+    ls: LabelStudio, spec: BenchmarkSpec, preds: pd.DataFrame, items: pd.DataFrame, cfg: dict[str, Any]
+) -> dict[str, Any]:
+    """Tasks for the sampled answers that have none yet (a re-push adds only new ones)."""
+    s = settings(spec, cfg)
+    prompt = judge_prompt(spec)
+    choices = labels(prompt, s["field"])
+    sample = sample_frame(preds, s["field"], s["sample"], s["seed"])
+    if sample.empty:
+        return {"sampled": 0, "pushed": 0, "note": f"no judged open-ended {spec.name} answers yet: evaluate a model"}
+    by_id = {str(r["item_id"]): r for r in items.to_dict("records")}
+    variables = spec.eval.judge_variables or reference_variables
+    ls.ensure_up()
+    desc = f"Give the verdict {spec.title}'s LLM judge gives ({', '.join(choices)}); the judge's own is not shown."
+    project = ls.ensure_project(
+        title(spec),
+        label_config(list(prompt.variables), choices),
+        maximum_annotations=s["raters"],
+        overlap_cohort_percentage=100,
+        sampling="Sequential sampling",
+        enable_empty_annotation=False,
+        description=desc,
+    )
+    pid = int(project["id"])
+    have = {str((t.get("data") or {}).get("sample_key")) for t in ls.tasks(pid)}
+    pushed = 0
+    for r in sample.to_dict("records"):
+        if r["sample_key"] in have or str(r["item_id"]) not in by_id:
+            continue
+        v = variables({**r, "detail": jload(r.get("detail"))}, by_id[str(r["item_id"])])
+        data = {"sample_key": r["sample_key"], "instruction": instruction(prompt)}
+        data |= {f"in_{k}": str(v.get(k, "")) for k in prompt.variables}
+        ls.create_task(pid, data)
+        pushed += 1
+    return {"project_id": pid, "sampled": len(sample), "pushed": pushed, "already_there": len(sample) - pushed}
+
+
+def read_ratings(ls: LabelStudio, spec: BenchmarkSpec, preds: pd.DataFrame, cfg: dict[str, Any]) -> pd.DataFrame:
+    """Every annotation of the project, one row each, mapped back to its answer and the judge's label."""
+    s = settings(spec, cfg)
+    choices = labels(judge_prompt(spec), s["field"])
+    project = ls.project_by_title(title(spec))
+    if project is None:
+        return pd.DataFrame(columns=RATING_COLUMNS)
+    keyed = sample_frame(preds, s["field"], None, s["seed"]).set_index("sample_key")
+    users = ls.users()
+    rows = []
+    for t in ls.tasks(int(project["id"])):
+        key = str((t.get("data") or {}).get("sample_key"))
+        ref = keyed.loc[key] if key in keyed.index else None
+        for a in ls.annotations(int(t["id"])):
+            if a.get("was_cancelled"):
+                continue
+            person, _author, flag = who(a, users)
+            label, refused = read_label(a.get("result") or [], choices)
+            rows.append(
+                {
+                    "benchmark": spec.name,
+                    "answer_id": f"{project['id']}:{a['id']}",
+                    "sample_key": key,
+                    "model": None if ref is None else str(ref["model"]),
+                    "setting": None if ref is None else str(ref["setting"]),
+                    "item_id": None if ref is None else str(ref["item_id"]),
+                    "task_id": int(t["id"]),
+                    "person": person,
+                    "label": label,
+                    "judge_label": None if ref is None else str(ref["judge_label"]),
+                    "refused": flag
+                    or refused
+                    or (None if ref is not None else "unknown_answer: not in eval_predictions"),
+                    "seconds": float(a["lead_time"]) if a.get("lead_time") is not None else None,
+                    "created_at": pd.Timestamp(a["created_at"]) if a.get("created_at") else None,
+                }
+            )
+    return pd.DataFrame(rows, columns=RATING_COLUMNS)
+
+
+def read_label(result: list[dict[str, Any]], choices: list[str]) -> tuple[str | None, str | None]:
+    """(label, None) or (None, why refused): exactly one of the judge's labels."""
+    picked = [c for r in result if r.get("from_name") == CONTROL for c in (r.get("value") or {}).get("choices") or []]
+    if not picked:
+        return None, "empty_answer: no verdict chosen"
+    if len(picked) > 1:
+        return None, f"several_choices: {picked}"
+    if picked[0] not in choices:
+        return None, f"unknown_choice: {picked[0]!r} is not one of {choices}"
+    return picked[0], None
+
+
+def units(ratings: pd.DataFrame, raters: int) -> pd.DataFrame:
+    """Answers × rating slots: the earliest valid rating of each person, answers with at least
+    ``raters`` people, their first ``raters`` ratings (Fleiss' kappa takes any people per answer,
+    the same number of them)."""
+    ok = ratings[ratings["refused"].isna() & ratings["label"].notna()]
+    ok = ok.sort_values(["created_at", "answer_id"]).drop_duplicates(["sample_key", "person"], keep="first")
+    counts = ok.groupby("sample_key")["person"].transform("size")
+    ok = ok[counts >= raters]
+    return ok.groupby("sample_key", sort=True).head(raters)
+
+
+def _kappa(f: Any, *args: Any, **kw: Any) -> float | None:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = float(f(*args, **kw))
+    return None if np.isnan(v) else round(v, 4)
+
+
+def fleiss(table: pd.DataFrame, choices: list[str]) -> float | None:
+    """Fleiss' kappa of rows = answers, columns = raters, cells = labels (statsmodels)."""
+    counts = np.array([[int((row == c).sum()) for c in choices] for row in table.to_numpy()])
+    return _kappa(fleiss_kappa, counts, "fleiss") if len(counts) >= 2 else None
+
+
+def agreement(ratings: pd.DataFrame, choices: list[str], raters: int) -> dict[str, Any]:
+    """{units, people, fleiss_people, fleiss_people_and_judge, cohen: {person: {kappa, units}}}."""
+    u = units(ratings, raters)
+    out: dict[str, Any] = {"units": int(u["sample_key"].nunique()), "raters": raters, "labels": choices}
+    if out["units"] < 2:
+        return out | {"note": f"fewer than two answers rated by {raters} people", "cohen": {}}
+    slots = u.assign(slot=u.groupby("sample_key").cumcount()).pivot(index="sample_key", columns="slot", values="label")
+    judge = u.drop_duplicates("sample_key").set_index("sample_key")["judge_label"].reindex(slots.index)
+    out["fleiss_people"] = fleiss(slots, choices)
+    out["fleiss_people_and_judge"] = fleiss(slots.assign(judge=judge), choices)
+    valid = ratings[ratings["refused"].isna() & ratings["label"].notna()]
+    valid = valid.sort_values(["created_at", "answer_id"]).drop_duplicates(["sample_key", "person"], keep="first")
+    out["cohen"] = {
+        str(p): {"kappa": _kappa(cohen_kappa_score, g["label"], g["judge_label"], labels=choices), "units": len(g)}
+        for p, g in valid.groupby("person", sort=True)
+    }
+    out["people"] = sorted(out["cohen"])
+    return out
+
+
+def agreement_rows(benchmark: str, fig: dict[str, Any], judge_model: str | None) -> pd.DataFrame:
+    """The figures as ``judge_agreement`` rows: one per measure (and per person for Cohen's kappa)."""
+    base = {
+        "benchmark": benchmark,
+        "units": fig["units"],
+        "raters": fig["raters"],
+        "labels": ", ".join(fig["labels"]),
+        "judge_model": judge_model,
+        "note": fig.get("note"),
+    }
+    rows = [
+        {**base, "measure": m, "person": None, "value": fig.get(m)}
+        for m in ("fleiss_people", "fleiss_people_and_judge")
+    ]
+    rows += [
+        {**base, "measure": "cohen_person_vs_judge", "person": p, "value": c["kappa"], "units": c["units"]}
+        for p, c in fig.get("cohen", {}).items()
+    ]
+    return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
