@@ -1,9 +1,11 @@
 """Model evaluations (group ``evals``): one asset per benchmark partitioned by model, one report per benchmark,
 the paper's own tables per benchmark (``<paper>_paper_report``), MAIA's unimodal baseline and the judge
-checked against people (``<name>_judge_tasks`` → ``<name>_judge_validation``)."""
+checked against people (``<name>_judge_tasks`` → ``<name>_judge_validation``); the human steps'
+agreement and workload views (``assets/evals/human_steps.py``)."""
 
 import dagster as dg
 
+import assets.evals.human_steps  # noqa: F401 - registers the protocol_agreement / _minutes / _changes views
 from assets.evals.assets import build_defs
 from assets.evals.baselines import baseline_defs
 from assets.evals.judge_validation import judge_defs
