@@ -141,3 +141,54 @@ def test_three_people_give_human_avg_and_best_on_the_leaderboard(review_env):
     ).iloc[0]
     assert (counts.a, counts.p) == (17, 12) and counts.s == len(q(data, "select * from human_scores"))
     assert q(data, "select count(*) n from leaderboard where model like 'human%'").n.iloc[0] == 2
+
+
+def test_open_ended_human_answers_are_judged_by_the_benchmark_judge(review_env, llm_double, llm_double_resource):
+    """MAIA's open-ended answers typed by two people are judged by MAIA's judge through the models'
+    path (the `llm` resource; the LLM double on 127.0.0.1 stands in for the paid judge)."""
+    from tests.review.test_judge_flow import maia_open_ended
+
+    data, ls, _srv, configure = review_env
+    configure("defaults: {policy: advisory}\nbenchmarks:\n  maia: {human_answers: 2}\n")
+    store = TableStore(data)
+    maia_open_ended(store, 3)
+    spec = get("maia")
+    run_export(store, spec, benchmark_config(spec), force_stub=False)
+
+    def judge(body):  # the MAIA judge schema: Correct when the answer mentions the rain
+        if (body.get("response_format") or {}).get("json_schema", {}).get("name") == "eval_maia_oe_judge":
+            answer = body["messages"][-1]["content"]
+            answer = answer if isinstance(answer, str) else " ".join(p.get("text", "") for p in answer)
+            return {"label": "Correct" if "rain" in answer.split("A: ")[-1].split("\n")[0] else "Incorrect"}
+        return None
+
+    llm_double.responder = judge
+    resources = {**_resources(data), "llm": llm_double_resource()}
+    assets = list(human_defs("maia").assets)
+    dg.materialize(assets, selection=["maia_human_tasks"], resources=resources)
+    item_of = dict(q(data, "select task_id, item_id from review_tasks where kind = 'human'").itertuples(index=False))
+    project = next(p for p in ls.projects() if "human baseline" in p["title"])
+    tasks = {item_of[t["id"]]: t for t in ls.tasks(project["id"])}
+    typed = {  # h1: all three about the rain (3/3); h2: one of three (1/3)
+        "h1": {"oe1": "Because of the rain.", "oe2": "The rain started.", "oe3": "It is raining, rain everywhere."},
+        "h2": {"oe1": "He is bored.", "oe2": "The rain.", "oe3": "He hears his phone."},
+    }
+    for name, answers in typed.items():
+        who = sr.reviewer(ls, f"{name}@human.test")
+        for item, text in answers.items():
+            sr.submit(ls, tasks[item], who, [sr.text("answer_text", text)])
+    dg.materialize(assets, selection=["maia_human_eval"], resources=resources)
+    preds = q(
+        data, "select model, item_id, judge_ok, judge_model, score from eval_predictions where model like 'human:%'"
+    )
+    assert len(preds) == 6 and preds.judge_ok.all() and set(preds.judge_model) == {"double-model"}
+    per = q(data, "select person, value from human_scores where metric = 'oe_accuracy' and slice = 'all'")
+    assert dict(zip(per.person, per.value, strict=True)) == pytest.approx(
+        {"h1@human.test": 1.0, "h2@human.test": 1 / 3}
+    )
+    avg = q(
+        data, "select value from eval_scores where model = 'human (avg)' and metric = 'oe_accuracy' and slice = 'all'"
+    )
+    assert avg.value.iloc[0] == pytest.approx((1.0 + 1 / 3) / 2)
+    judged = [b for b in llm_double.chat_requests if "Because of the rain." in json.dumps(b)]
+    assert judged, "the judge was asked about the people's answers"
