@@ -166,7 +166,7 @@ class ReviewSpec:
     # takes the unit whole or not at all; None: each item is its own unit.
     unit: str | None = None
     # The stage's own checks of an edited member, beyond the gates' contract: (edited item, original,
-    # the unit's other items) → why the edit is refused, or None (MAIA: a foil's minimal edit, NLI).
+    # the unit's other items) → why the edit is refused, or None (MAIA: a foil's minimal edit).
     member_check: Callable[[dict[str, Any], dict[str, Any], list[dict[str, Any]]], str | None] | None = None
     # Flags (``extra.review`` notes, by their code) that send a unit to adjudication before any review
     # (MAIA: ``pool_contradiction``, the pools an additional annotator resolved, §3 fn. 7).

@@ -152,6 +152,7 @@ def _member_block(item: dict[str, Any], spec: ReviewSpec, status: str | None) ->
         "item_id": str(item["item_id"]),
         "revision": revision(item),
         "title": head,
+        "boxes": bool(as_json(item.get("labels")).get("boxes")),
         "text": "\n".join(x for x in lines if x),
         "context": context_text(item),
     }
@@ -251,6 +252,8 @@ def _check_names(result: Any, n_members: int, n_parts: int) -> list[dict[str, An
         m, p = MEMBER_NAME.match(name), PART_NAME.match(name)
         if name in UNIT_LEVEL:
             ok = kind == ("textarea" if name == "reason_note" else "choices")
+        elif name == "box":
+            ok = kind == "rectanglelabels"
         elif m:
             ok = int(m.group(2)) < n_members and kind == (
                 "choices" if m.group(1) in ("verdict", "reason") else "textarea"
@@ -282,16 +285,21 @@ def _member_edits(result: list[dict[str, Any]], i: int, limits: FieldLimits) -> 
 
 
 def parse_unit(
-    result: list[dict[str, Any]], data: dict[str, Any], reasons: tuple[str, ...], limits: FieldLimits | None = None
+    result: list[dict[str, Any]],
+    data: dict[str, Any],
+    reasons: tuple[str, ...],
+    limits: FieldLimits | None = None,
+    moved: dict[str, list[float]] | str | None = None,
 ) -> list[dict[str, Any]]:
     """One parsed verdict per member item of a unit annotation: ``item_id``, ``revision`` (the one
     shown), ``member`` (what the verdict names: ``unit``, the member block, or the parts edited),
+    ``moved``: the unit's boxes a reviewer moved (``verdicts.moved_boxes``; its refusal as text),
     ``verdict``, ``reason``, ``note``, ``edits``, ``refused``. The unit's verdict applies to every
     member its block leaves unmarked; a member's reject needs its reason; corrections need the unit
     verdict ``edit``. Anything else is refused for every member, with the reason, never guessed."""
     members, parts = list(data.get("members") or []), list(data.get("parts") or [])
     try:
-        return _parse_unit(result, members, parts, reasons, limits or FieldLimits())
+        return _parse_unit(result, members, parts, reasons, limits or FieldLimits(), moved or {})
     except UnitRefused as exc:
         return [_row(m, "unit", "refused", refused=str(exc)) for m in members]
 
@@ -314,6 +322,7 @@ def _parse_unit(
     parts: list[dict[str, Any]],
     reasons: tuple[str, ...],
     limits: FieldLimits,
+    moved: dict[str, list[float]] | str,
 ) -> list[dict[str, Any]]:
     result = _check_names(result, len(members), len(parts))
     unit = _choice(_one(result, "verdict"), ("accept", "reject", "edit"), "verdict")
@@ -337,6 +346,16 @@ def _parse_unit(
             refs = edits.setdefault(str(p["item_id"]), {}).setdefault("references", {})
             refs[str(p["index"])] = t
             named.setdefault(str(p["item_id"]), []).append(f"answer {int(p['index']) + 1}")
+    # the unit's shared image regions (Hummus: the annotation's boxes, in every item of the pair): a
+    # moved box edits every member that carries boxes, and makes the unit's accept an edit
+    if isinstance(moved, str):  # a box drawn anew, or one the reader could not place (verdicts.moved_boxes)
+        raise UnitRefused(moved)
+    if moved:
+        unit = "edit" if unit == "accept" and not edits else unit
+        for m in members:
+            if m.get("boxes"):
+                edits.setdefault(str(m["item_id"]), {})["boxes"] = moved
+                named.setdefault(str(m["item_id"]), []).append("boxes")
     if edits and unit != "edit":
         raise UnitRefused(f"{unit}_with_corrections: {unit} was chosen with corrections: choose edit to apply them")
     if unit == "edit" and not edits:
@@ -424,7 +443,8 @@ def wanted(
                 *(f"{m['item_id']}: {line}" for m in members for line in prior.get(str(m["item_id"]), "").splitlines()),
             ]
             data["prior_text"] = "\n".join(lines) or "(no verdicts yet: the unit's flags send it here)"
-        preds = box_predictions(members[0]) if spec.boxes and len(members) == 1 else []
+        boxed = [m for m in members if as_json(m.get("labels")).get("boxes")]
+        preds = box_predictions(boxed[0]) if spec.boxes and boxed else []  # the unit's shared regions
         out[key] = sync.Wanted(data, preds)
     return out
 

@@ -266,7 +266,12 @@ def verdict_rows(
                 continue
             reviewer, author, flag = who(a, users)
             if data.get("members"):  # a unit task: one row per member item (forge/review/units.py)
-                parsed_all = parse_unit(a.get("result") or [], data, reasons, limits)
+                try:
+                    result = a.get("result") if isinstance(a.get("result"), list) else []
+                    moved: dict[str, list[float]] | str = moved_boxes(result, boxes)
+                except Refused as exc:
+                    moved = str(exc)
+                parsed_all = parse_unit(a.get("result") or [], data, reasons, limits, moved)
                 for p in parsed_all:
                     row = _row(benchmark, kind, project_id, t, a, p, reviewer, author, flag, now)
                     # the task's time is shared by its members: the minutes figure counts it once

@@ -43,6 +43,19 @@ def box(idx: int, top: float, left: float, height: float, width: float) -> dict[
 ACCEPT = [choice("verdict", "accept")]
 
 
+def member(i: int, control: str, value: str) -> dict[str, Any]:
+    """What member block ``i`` of a unit task sends (``m_<control>_<i>``, on the member's own text)."""
+    kind = "choices" if control in ("verdict", "reason") else "textarea"
+    body = {"choices": [value]} if kind == "choices" else {"text": [value]}
+    return {"from_name": f"m_{control}_{i}", "to_name": f"m_text_{i}", "type": kind, "value": body}
+
+
+def reject_member(task: dict[str, Any], item_id: str, reason: str) -> list[dict[str, Any]]:
+    """A unit task's verdict: the unit accepted, the member ``item_id`` rejected with ``reason``."""
+    i = [m["item_id"] for m in task["data"]["members"]].index(item_id)
+    return [choice("verdict", "accept"), member(i, "verdict", "reject"), member(i, "reason", reason)]
+
+
 def reject(reason: str) -> list[dict[str, Any]]:
     return [choice("verdict", "reject"), choice("reason", reason)]
 

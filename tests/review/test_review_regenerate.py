@@ -79,11 +79,12 @@ def test_regenerate_rejected_asks_again_for_rejected_items_only(review_env, tmp_
     first = _questions(store)
     _gate(store)
     _review(data, "vimu_review_tasks")
-    tasks = sr.tasks_by_item(ls, "review · vimu")
+    tasks = sr.tasks_by_item(ls, "review · vimu")  # one task per clip, ViMU's review unit
     bad, good = item_id("clip_pass", "OE"), item_id("clip_minor", "OE")
     r1 = sr.reviewer(ls, "r1@review.test")
-    sr.submit(ls, tasks[bad], r1, sr.reject("wrong_gold"))  # an OE reference answer is vimu_questions' (spec)
-    sr.submit(ls, tasks[good], r1, sr.ACCEPT)
+    # an OE reference answer is vimu_questions' (spec): the OE member rejected, the clip's others accepted
+    sr.submit(ls, tasks["unit:clip_pass"], r1, sr.reject_member(tasks["unit:clip_pass"], bad, "wrong_gold"))
+    sr.submit(ls, tasks["unit:clip_minor"], r1, sr.ACCEPT)
     _review(data, "vimu_verdicts")
 
     build(vimu_questions, vimu_items)  # what `cli.build --select vimu_questions vimu_items ...` runs
@@ -97,8 +98,9 @@ def test_regenerate_rejected_asks_again_for_rejected_items_only(review_env, tmp_
     _review(data, "vimu_review_tasks")
     _review(data, "vimu_verdicts")
     new = sr.tasks_by_item(ls, "review · vimu")
-    assert new[bad]["id"] != tasks[bad]["id"] and new[bad]["data"]["question"] == second["clip_pass"]
-    assert new[good]["id"] == tasks[good]["id"]  # an unchanged item keeps its task and verdict
+    oe = next(m for m in new["unit:clip_pass"]["data"]["members"] if m["item_id"] == bad)
+    assert new["unit:clip_pass"]["id"] != tasks["unit:clip_pass"]["id"] and second["clip_pass"] in oe["text"]
+    assert new["unit:clip_minor"]["id"] == tasks["unit:clip_minor"]["id"]  # an unchanged clip keeps its task
     v = store.read("verdicts", parts=["vimu"]).set_index("item_id")
     assert (
         v.loc[bad, "verdict"] == "reject" and bool(v.loc[bad, "stale"]) and v.loc[bad, "stale_reason"] == "item_changed"

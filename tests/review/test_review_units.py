@@ -21,8 +21,10 @@ from forge.storage import TableStore, open_catalog
 from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource
+from tests.recipes.maia.test_maia_assets import corpus  # noqa: F401 - fixture
 from tests.review import scripted as sr
 from tests.review import world
+from tests.review.scripted import DOCS
 
 pytestmark = pytest.mark.slow  # a real Label Studio server
 
@@ -43,32 +45,22 @@ def _tasks(ls, kind: str) -> dict[str, dict]:
     return {t["data"]["item_id"]: t for t in ls.tasks(p["id"])} if p else {}
 
 
-def member(i: int, control: str, value: str) -> dict:
-    """What the form's member block ``i`` sends (``m_<control>_<i>``, on the member's own text)."""
-    kind = "choices" if control in ("verdict", "reason") else "textarea"
-    body = {"choices": [value]} if kind == "choices" else {"text": [value]}
-    return {"from_name": f"m_{control}_{i}", "to_name": f"m_text_{i}", "type": kind, "value": body}
-
-
 def part(j: int, value: str) -> dict:
     return {"from_name": f"p_edit_{j}", "to_name": f"p_text_{j}", "type": "textarea", "value": {"text": [value]}}
 
 
 def _exported_pools(data) -> dict[str, int]:
-    """The query of docs/review.md: statement pairs per exported MAIA pool."""
+    """Statement pairs per exported MAIA pool, by the query docs/review.md gives (its ```sql block)."""
+    import re
+
+    import duckdb
+
+    (sql,) = [b for b in re.findall(r"```sql\n(.*?)```", DOCS.read_text(), flags=re.S) if "as pairs" in b]
     versions = sorted((data / "exports" / "maia").glob("v*"))
-    rows = [
-        json.loads(x)
-        for f in sorted((versions[-1] / "data").glob("*/metadata.jsonl"))
-        for x in f.read_text().splitlines()
-        if x.strip()
-    ]
-    out: dict[str, int] = {}
-    for r in rows:
-        labels = r["labels"] if isinstance(r["labels"], dict) else json.loads(r["labels"])
-        if r["task"] == "statement_verification":
-            out[labels["question_id"]] = out.get(labels["question_id"], 0) + 1
-    return out
+    if not versions or not list((versions[-1] / "data").glob("*/metadata.jsonl")):
+        return {}
+    sql = sql.replace("<data dir>", str(data)).replace("<version>", versions[-1].name)
+    return {str(p): int(n) for p, n in duckdb.sql(sql).fetchall()}
 
 
 def test_a_maia_pool_is_one_task_and_one_edited_answer_changes_only_its_item(review_env):
@@ -136,7 +128,11 @@ def test_a_pool_with_one_rejected_pair_or_a_half_done_review_is_held_back_whole(
     tasks = _tasks(ls, "review")
     r1 = sr.reviewer(ls, "r1@units.test")
     # pool q1: the unit accepted, pair 4 rejected on its own block; pool q2 accepted whole
-    reject_pair = [sr.choice("verdict", "accept"), member(4, "verdict", "reject"), member(4, "reason", "ambiguous")]
+    reject_pair = [
+        sr.choice("verdict", "accept"),
+        sr.member(4, "verdict", "reject"),
+        sr.member(4, "reason", "ambiguous"),
+    ]
     sr.submit(ls, tasks["unit:q1"], r1, reject_pair)
     sr.submit(ls, tasks["unit:q2"], r1, sr.ACCEPT)
     _materialize(data, ["maia_verdicts", "maia_review_tasks"])
@@ -194,3 +190,43 @@ def test_a_contradicting_pool_is_resolved_by_an_adjudicator(review_env):
     ]
     oe = next(r for r in exported if r["item_id"] == "q1_oe")
     assert oe["references"][1] == new2 and oe["references"][4] == new5  # the pool's answers are the adjudicated ones
+
+
+def test_every_exported_maia_pool_built_by_the_recipe_has_8_pairs_after_a_scripted_review(review_env, request):
+    """The recipe's own stages (offline stub) build the fixture clip's pools; a scripted reviewer
+    reviews every pool task (one pair of one pool rejected); the docs' query finds 8 pairs in every
+    exported pool and none of the pool with the rejected pair."""
+    import shutil
+
+    from resources.nli import NLIResource
+    from tests.recipes.maia.test_maia_assets import ALL
+    from tests.review.test_review_regenerate import _builder
+
+    data, ls, _srv, configure = review_env
+    configure("defaults: {policy: required}\nbenchmarks:\n  maia: {reviewers: 1}\n")
+    built = request.getfixturevalue("corpus")  # the MAIA fixture clip (tests/recipes/maia)
+    stub = LLMResource(backend="stub", cache_path=str(built.data_dir / "cache.sqlite"))
+    res = {"storage": StorageResource(data_dir=str(built.data_dir)), "llm": stub, "nli": NLIResource(backend="llm")}
+    _builder(list(ALL), "b1", res, "maia_answer_pools")()
+    items = built.read("maia_items")
+    shutil.copytree(built.data_dir / "media", data / "media", dirs_exist_ok=True)
+    rows = items.assign(split="test", group_id=items["unit_id"], reshuffled=False, lineage=None)
+    world.write_gated(TableStore(data), "maia", rows.to_dict("records"))
+    pools = items["labels"].map(lambda x: json.loads(x)["question_id"])
+    sizes = pools[items["task"] == "statement_verification"].value_counts()
+    assert len(sizes) >= 2 and set(sizes) == {8}, sizes  # the recipe builds 8 pairs per pool
+
+    _materialize(data, ["maia_review_tasks"])
+    tasks = _tasks(ls, "review")
+    assert sorted(tasks) == sorted(f"unit:{q}" for q in sizes.index)  # one task per pool
+    r1 = sr.reviewer(ls, "r1@units.test")
+    first, *rest = sorted(tasks)
+    pair = next(m["item_id"] for m in tasks[first]["data"]["members"] if m["item_id"].startswith("maia_sv_"))
+    sr.submit(ls, tasks[first], r1, sr.reject_member(tasks[first], pair, "ambiguous"))
+    for key in rest:
+        sr.submit(ls, tasks[key], r1, sr.ACCEPT)
+    _materialize(data, ["maia_verdicts"])
+    spec = get("maia")
+    run_export(TableStore(data), spec, benchmark_config(spec), force_stub=False)
+    exported = _exported_pools(data)
+    assert exported == {k.removeprefix("unit:"): 8 for k in rest}  # 8 pairs or none, every pool

@@ -37,6 +37,9 @@ SPEC = BenchmarkSpec(
         media=Media.IMAGE,
         reviewers=3,
         editable=("question", "options", "answer"),
+        # the review unit is the image (§3.2 Data Annotation: 1-3 questions per image with its labels;
+        # Appendix, Quality Control: each validated by three annotators): one task shows them all
+        unit="unit_id",
         note="II-Bench Appendix (Quality Control): each question was manually validated by at least three annotators and inconsistencies were resolved together (adjudication).",
         # what each reject reason does next (forge/review/consequences.py); key: the image
         consequences={

@@ -43,6 +43,7 @@ SPEC = BenchmarkSpec(
         media=Media.IMAGE,
         reviewers=1,
         editable=("question", "options", "answer"),
+        unit=None,  # the review unit is the item itself (§3.2: each image's question is rated on its own)
         note="VAGUE §3.2 / Fig. 3: every generated expression and candidate is rated and filtered by human raters (the count per item is not given: one reviewer); human accuracy 94% on a 400-item subset (§5.3).",
         # what each reject reason does next (forge/review/consequences.py); key: the image
         consequences={

@@ -37,6 +37,9 @@ SPEC = BenchmarkSpec(
         media=Media.VIDEO,
         reviewers=5,
         editable=("question", "options", "answer"),
+        # the review unit is the clip (App. A 'Filtering and Quality Control': 5 experts validate the
+        # dataset of 588 videos): one task shows a clip's OE, EG, RM and SV items; the export takes it whole
+        unit="unit_id",
         note="ViMU §3 'Filtering and Quality Control': the dataset is finally validated by 5 human experts (read here as five reviewers per item; the paper does not say how the work was divided).",
         # what each reject reason does next (forge/review/consequences.py); key: the clip
         consequences={

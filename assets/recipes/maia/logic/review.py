@@ -5,8 +5,8 @@ the recipe would not have kept is refused with its reason and the original stays
 * the foil must differ from the statement, and by a minimal edit (token edit ratio ≤
   ``foils.max_edit_ratio``, the recipe's ``minimal_edit_check``, App. A.7);
 * the statement must not repeat another pair's statement of the same pool;
-* NLI (statement → foil not entailment, App. A.8) needs a model: ``nli_problem`` runs it where the
-  review has one (``forge/review/stages.py`` hands the benchmark's NLI backend to the verdicts stage).
+* the NLI contradiction test and the structural judge need a model and are not run on a
+  reviewer's edit: the reviewer is the judge here (README, "Differences from the paper").
 """
 
 from __future__ import annotations
