@@ -270,7 +270,12 @@ def export_filter(
     members = units.unit_ids(items, unit_key)  # item_id → its unit (a column, labels.<f>, extra.<f>)
     if members:
         unit = items["item_id"].astype(str).map(lambda i: members.get(i, f"item={i}"))
-        held |= unit.isin(set(unit[rejected | held])) & ~rejected
+        # an item dropped by a rule because another item decided it (the recipe would no longer build
+        # it, e.g. Hummus' details of a pair edited to No; or its source left) is no longer a member
+        followed = (
+            items["item_id"].astype(str).map(lambda i: i in res.source_drops and res.source_drops[i].rejected_item != i)
+        )
+        held |= unit.isin(set(unit[(rejected & ~followed) | held])) & ~rejected
     keep = ~(rejected | held)
     out = {
         "rejected": sorted(items.loc[rejected, "item_id"].astype(str)),

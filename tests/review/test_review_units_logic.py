@@ -196,3 +196,30 @@ def test_the_unit_form_repeats_a_block_per_member_and_per_answer():
     names = {e.get("name") for r in reps for e in r.iter() if e.get("name")}
     assert {"m_verdict_{{idx}}", "m_reason_{{idx}}", "m_options_{{idx}}", "p_edit_{{idx}}"} <= names
     assert ET.fromstring(review_config(get("vague").review)).find("Repeater") is None  # VAGUE: the item is the unit
+
+
+def test_a_hummus_pair_is_one_unit_and_a_pair_edited_to_no_still_exports_its_classification():
+    """The pair (extra.annotation_id) goes out whole, except the detail items the recipe no longer
+    builds once the verdict is edited to No: they leave, the Classification is exported."""
+    from tests.review.test_review_hummus_edits import _cls, pair
+    from tests.review.test_review_logic import _v
+
+    rs = get("hummus").review
+    items = pair("Yes")
+    (members,) = units.groups(items, rs.unit).values()
+    assert len(members) == len(items) > 1  # one task for the annotation and its items
+    cls = _cls(items)
+    rows = [_v(cls["item_id"], revision(cls), "a", "edit", n=1, edits=json.dumps({"answer": "B"}))]
+    rows += [_v(i, revision(r), "a", "accept", n=2) for i, r in zip(items["item_id"], items.to_dict("records"))]
+    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), rs, None)
+    kept, out = gate.export_filter(res, rs.policy, rs.unit)
+    assert kept["item_id"].tolist() == [cls["item_id"]] and not out["held_back"]
+    # a detail item a reviewer rejected holds its pair back whole
+    one = next(i for i in items["item_id"] if i != cls["item_id"])
+    rows = [
+        _v(i, revision(r), "a", "reject" if i == one else "accept", n=2)
+        for i, r in zip(items["item_id"], items.to_dict("records"))
+    ]
+    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), rs, None)
+    kept, out = gate.export_filter(res, rs.policy, rs.unit)
+    assert kept.empty and out["rejected"] == [one] and len(out["held_back"]) == len(items) - 1

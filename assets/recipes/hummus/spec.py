@@ -39,6 +39,9 @@ SPEC = BenchmarkSpec(
         reviewers=1,
         editable=("question", "answer", "box"),
         boxes=True,
+        # the review unit is the pair (§3: one annotation of a cartoon and caption, and the items made
+        # from it): one task shows them all, the annotation's boxes drawn once; the export takes it whole
+        unit="extra.annotation_id",
         note="Hummus §3 and Limitations: one expert linguist annotates every item, boxes included; one reviewer per item.",
         # what each reject reason does next (forge/review/consequences.py); key: the cartoon
         consequences={
