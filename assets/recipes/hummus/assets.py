@@ -26,6 +26,7 @@ from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE
 from forge.llm.types import ImageInput, LLMRequest
+from forge.protocol import steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.storage import RejectLog
@@ -34,6 +35,7 @@ from resources.storage import StorageResource
 
 from .logic import annotations as A
 from .logic import items as H
+from .logic import protocol as HP
 from .logic import review as HR
 from .logic.taxonomy import TAXONOMY_PATH, devices
 from .spec import SPEC as HUMMUS
@@ -364,9 +366,11 @@ def hummus_items(
 ) -> dg.MaterializeResult:
     run = StageRun(context, storage)
     store = run.store
+    annotated = steps.decisions(store, HUMMUS, HP.ANNOTATION)  # the expert's annotation where one exists
     for part, rej in run.partitions():
-        anns = store.read("hummus_annotations", parts=[part])
-        regs = store.read("hummus_regions", parts=[part])
+        anns, regs = HP.annotated(
+            store.read("hummus_annotations", parts=[part]), store.read("hummus_regions", parts=[part]), annotated
+        )
         by_ann = {k: g.to_dict("records") for k, g in regs.groupby("annotation_id")} if len(regs) else {}
         sel = H.select_annotations(anns.to_dict("records"), config.on_detail_failure)
         for r in sel.rejects:

@@ -19,6 +19,7 @@ from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, Blind
 from .logic import scoring
 from .logic.evaluation import build_request, descriptions, parse_reply
 from .logic.gold import GOLD
+from .logic.protocol import STEPS
 from .logic.release import parse_release
 from .logic.review import follow_edit, recipe_drops
 from .rejects import REJECTS
@@ -34,6 +35,7 @@ SPEC = BenchmarkSpec(
     package=__package__,  # config.yaml, contracts/, evals.yaml, eval_prompts/, README.md beside this file
     rejects=REJECTS,
     gold=GOLD,  # human gold from its release (logic/gold.py)
+    human_steps=STEPS,  # §4: the expert's annotation, the LLM's draft as the suggestion (logic/protocol.py)
     review=ReviewSpec(
         media=Media.IMAGE,
         reviewers=1,
