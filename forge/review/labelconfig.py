@@ -154,8 +154,9 @@ def _unit_blocks(spec: ReviewSpec) -> list[str]:
     Studio's ``Repeater``). A unit of one item has neither: the form above is the item's."""
     lim = spec.limits
     out = [
-        '  <Header value="Members: the unit verdict above applies to every member you leave unmarked; '
-        'reject one member here, or correct it in place (choose edit above)" size="4"/>',
+        '  <Header value="Members (a task of several items): the unit verdict above applies to every member '
+        "you leave unmarked; reject one member here, or correct it in place in its own block (choose edit "
+        'above; the correction fields above are for a task of one item)" size="4"/>',
         '  <Repeater on="$members" indexFlag="{{idx}}">',
         '    <Header value="$members[{{idx}}].title" size="5"/>',
         '    <Text name="m_text_{{idx}}" value="$members[{{idx}}].text"/>',

@@ -29,12 +29,14 @@ from forge.benchmarks.review_spec import FieldLimits, ReviewSpec
 from forge.provenance.versioning import content_hash
 from forge.review import sync
 from forge.review.items import as_json, as_list, box_predictions, context_text, options_text, revision, task_data
+from forge.review.labelconfig import FIELD_TAGS
 
 UNIT_PREFIX = "unit:"  # a unit task's key: unit:<value>
 MEMBER_CONTROLS = ("verdict", "reason", "question", "options", "answer")  # m_<control>_<i>
 MEMBER_NAME = re.compile(r"^m_(verdict|reason|question|options|answer)_(\d+)$")
 PART_NAME = re.compile(r"^p_edit_(\d+)$")
 UNIT_LEVEL = ("verdict", "reason", "reason_note")  # the unit's own controls; corrections go to members
+ITEM_FIELDS = tuple(FIELD_TAGS.values())  # the item form's corrections (a task of one item)
 
 
 def field_value(item: dict[str, Any], key: str) -> Any:
@@ -250,6 +252,8 @@ def _check_names(result: Any, n_members: int, n_parts: int) -> list[dict[str, An
         name = str(r.get("from_name")) if isinstance(r, dict) else ""
         kind = r.get("type") if isinstance(r, dict) else None
         m, p = MEMBER_NAME.match(name), PART_NAME.match(name)
+        if name in ITEM_FIELDS:  # the item form's own corrections: a unit of several items has none
+            raise UnitRefused(f"unit_correction: {name} corrects one item; correct each member in its own block")
         if name in UNIT_LEVEL:
             ok = kind == ("textarea" if name == "reason_note" else "choices")
         elif name == "box":

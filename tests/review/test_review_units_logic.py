@@ -69,7 +69,7 @@ def _rows(items, result, who=1, kind="review", aid=9) -> list[dict]:
         ([c("verdict", "edit"), t("p_edit_8", "a ninth answer")], "unknown_control"),
         ([c("verdict", "edit"), t("p_edit_1", "   ")], "empty_field"),
         ([c("verdict", "reject"), c("reason", "ambiguous"), t("p_edit_1", "x")], "reject_with_corrections"),
-        ([c("verdict", "edit"), t("corrected_question", "Why?")], "unknown_control"),
+        ([c("verdict", "edit"), t("corrected_question", "Why?")], "unit_correction"),
     ],
 )
 def test_a_unit_annotation_is_read_exactly_or_refused_for_every_member(tmp_path, result, code):
@@ -223,3 +223,15 @@ def test_a_hummus_pair_is_one_unit_and_a_pair_edited_to_no_still_exports_its_cla
     res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), rs, None)
     kept, out = gate.export_filter(res, rs.policy, rs.unit)
     assert kept.empty and out["rejected"] == [one] and len(out["held_back"]) == len(items) - 1
+
+
+def test_the_unit_reader_knows_every_control_of_the_unit_form():
+    """Every control of the unit form (block 0 of each Repeater) is read with the type Label Studio
+    gives it; none is refused as unknown (the item form's corrections are refused as unit_correction)."""
+    types = {"Choices": "choices", "TextArea": "textarea", "RectangleLabels": "rectanglelabels"}
+    for adjudication in (False, True):
+        root = ET.fromstring(review_config(SPEC, adjudication=adjudication))
+        for e in root.iter():
+            if e.get("toName") and e.get("name") not in units.ITEM_FIELDS:  # those: a task of one item
+                result = [{"from_name": e.get("name").replace("{{idx}}", "0"), "type": types[e.tag], "value": {}}]
+                units._check_names(result, 1, 1)  # raises UnitRefused for an unknown control

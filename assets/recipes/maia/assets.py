@@ -454,6 +454,7 @@ def maia_answer_pools(
     run = StageRun(context, storage, llm, tables=["maia_answer_pools", "maia_pool_stats"])
     store, engine, stage = run.store, run.engine, run.stage
     acfg, pcfg = settings()["answers"], settings()["pools"]
+    PF.contradicting_answers(acfg)  # a stale or unknown key fails the run at its start, never mid-pool
     prompts, size = pool_prompts("answers"), int(acfg["pool_size"])
     # read, not a dep: the verdicts are downstream of these pools (a dep would be a cycle)
     tries = regenerate.attempts(store, MAIA, "maia_answer_pools") if config.regenerate_rejected else {}
