@@ -235,3 +235,15 @@ def test_the_unit_reader_knows_every_control_of_the_unit_form():
             if e.get("toName") and e.get("name") not in units.ITEM_FIELDS:  # those: a task of one item
                 result = [{"from_name": e.get("name").replace("{{idx}}", "0"), "type": types[e.tag], "value": {}}]
                 units._check_names(result, 1, 1)  # raises UnitRefused for an unknown control
+
+
+def test_a_refused_unit_annotation_goes_back_once_as_the_units_task(tmp_path):
+    from forge.review import loop
+
+    items = _pool(tmp_path)
+    rows = _rows(items, [c("verdict", "edit")])  # edit_without_changes: refused for all 9 members
+    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), SPEC, tmp_path)
+    back = loop.returned("maia", res.verdicts, res.items, SPEC, {})
+    (key,) = back
+    assert key == "returned:1:9" and len(back[key].data["members"]) == 9
+    assert back[key].data["returned_to"] == "r1" and "edit_without_changes" in back[key].data["returned_reason"]
