@@ -17,6 +17,9 @@ Rules (docs/review.md):
   reject when one reviewer is required) is ``rejected``, anything else is ``pending``;
 * policy ``required``: the export holds back pending and disputed items; ``advisory``: it holds
   back nothing; in both, rejected items are dropped (rejects with stage ``human_review``);
+* a unit (``ReviewSpec.unit``, ``forge/review/units.py``) goes out whole or not at all; an edited
+  member must keep its unit whole (``units.unit_problem``); a unit with an ``adjudicate_flags`` flag
+  is ``disputed`` until adjudicated, and an adjudicator who reviewed the unit does not count;
 * a reject whose reason drops the source (``ReviewSpec.consequences``) rejects every item of its
   clip or image with that reason (``forge/review/consequences.py``).
 """
