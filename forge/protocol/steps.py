@@ -356,6 +356,13 @@ def decisions(store: TableStore, spec: BenchmarkSpec, name: str) -> dict[str, di
     }
 
 
+def last(store: TableStore, table: str, key: str) -> pd.DataFrame:
+    """The step's last read of ``table`` (empty before any)."""
+    if store.exists(table) and key in store.parts(table):
+        return store.read(table, parts=[key])
+    return pd.DataFrame(columns=RESULT_COLUMNS if table == RESULTS else ANSWER_COLUMNS)
+
+
 def exclusions(store: TableStore, spec: BenchmarkSpec, name: str) -> dict[str, str]:
     """person → why excluded from the step (control screening): pools and baselines leave them out."""
     step = step_of(spec, name)

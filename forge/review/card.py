@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from forge.protocol import card as protocol_card
+
 
 def card_lines(info: dict[str, Any], cost: dict[str, Any] | None = None) -> tuple[list[str], list[str]]:
     """(the card's first-lines notice, its ``Human review`` section)."""
@@ -55,7 +57,9 @@ def card_lines(info: dict[str, Any], cost: dict[str, Any] | None = None) -> tupl
         ]
     if info.get("procedure"):
         lines += [f"Paper's procedure: {info['procedure']}", ""]
-    return top, lines + human_figure_lines(info.get("human_figures") or {})
+    figs = info.get("human_figures") or {}
+    rest = {k: v for k, v in figs.items() if k != "protocol"}
+    return top, lines + human_figure_lines(rest) + protocol_card.lines(figs.get("protocol"))
 
 
 def _usd(v: Any) -> str:
@@ -79,6 +83,7 @@ def human_figures(store: Any, benchmark: str) -> dict[str, Any]:
         out["people"] = int(p["person"].nunique()) if len(p) else 0
     if store.exists("judge_agreement"):
         out["judge"] = store.read("judge_agreement", where="benchmark = ?", params=[benchmark]).to_dict("records")
+    out["protocol"] = protocol_card.figures(store, benchmark)  # the paper's human steps (forge/protocol)
     return {k: v for k, v in out.items() if v}
 
 

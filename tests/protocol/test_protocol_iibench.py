@@ -10,6 +10,7 @@ import json
 import dagster as dg
 import pytest
 
+from forge.review.card import card_lines, human_figures
 from forge.storage import TableStore
 from resources.storage import StorageResource
 from tests.protocol import helpers as h
@@ -111,3 +112,8 @@ def test_an_image_dropped_at_inspection_never_reaches_annotation(review_env, llm
     items = store.read("iibench_items")
     domains = {r["unit_id"]: json.loads(r["labels"])["domain"] for r in items.to_dict("records")}
     assert domains == {"img_a": "society", "img_c": "life", "img_f": "life"}  # img_b: no question
+
+    # the card says for how many units people decided and for how many the LLM's result was used
+    section = card_lines({"policy": "advisory", "human_figures": human_figures(store, "iibench")})[1]
+    assert "| inspection (iibench_implication) | 4 | 2 (1) | 2 (not_answered 1, refused 1) | 3 | 1 | 1 (0) |" in section
+    assert "| labels (iibench_labels) | 3 | 1 (1) | 2 (not_answered 2) | 3 | 0 | 1 (0) |" in section

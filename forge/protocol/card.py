@@ -1,0 +1,59 @@
+"""The dataset card's ``Protocol steps`` section: per human step of the paper, how many units
+people decided and for how many the LLM's result was used (and why), from the step tables
+(``protocol_results``, ``protocol_answers``). Dagster-free; tables, not imports, so the card
+(forge/review/card.py) reads it without importing the recipe."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from forge.protocol.steps import ANSWERS, RESULTS
+from forge.storage import TableStore
+
+
+def figures(store: TableStore, benchmark: str) -> list[dict[str, Any]]:
+    """One dict per step of ``benchmark`` that has been read back; [] before any read."""
+    if not store.exists(RESULTS):
+        return []
+    res = store.read(RESULTS, where="benchmark = ?", params=[benchmark])
+    ans = store.read(ANSWERS, where="benchmark = ?", params=[benchmark]) if store.exists(ANSWERS) else None
+    out = []
+    for step, g in res.groupby("step", sort=True):
+        a = ans[ans["step"] == step] if ans is not None and len(ans) else None
+        llm = g[g["decided_by"] == "llm"]
+        out.append(
+            {
+                "step": str(step),
+                "corrects": str(g["corrects"].iloc[0]),
+                "units": len(g),
+                "human": int((g["decided_by"] == "human").sum()),
+                "llm": len(llm),
+                "llm_why": {str(k): int(v) for k, v in llm["why_llm"].value_counts().items()},
+                "changed": int(g["changed"].fillna(False).astype(bool).sum()),
+                "kept": int(g["keep"].astype(bool).sum()),
+                "refused": int(a["refused"].notna().sum()) if a is not None else 0,
+                "people": int(a["person"].nunique()) if a is not None else 0,
+                "excluded": int(a.loc[a["excluded"].notna(), "person"].nunique()) if a is not None else 0,
+            }
+        )
+    return out
+
+
+def lines(figs: list[dict[str, Any]] | None) -> list[str]:
+    """The card section (people are counted, never named)."""
+    if not figs:
+        return []
+    out = [
+        "## Protocol steps (people's work the recipe read)",
+        "",
+        "| step (corrects) | units | decided by people (changed the LLM's) | LLM's result used (why) | kept | "
+        "answers refused | people (excluded) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for f in figs:
+        why = ", ".join(f"{k} {v}" for k, v in sorted(f["llm_why"].items())) or "-"
+        out.append(
+            f"| {f['step']} ({f['corrects']}) | {f['units']} | {f['human']} ({f['changed']}) | {f['llm']} ({why}) | "
+            f"{f['kept']} | {f['refused']} | {f['people']} ({f['excluded']}) |"
+        )
+    return [*out, ""]
