@@ -47,7 +47,7 @@ class Display:
     """What the form shows: a task data key as an image or a text (``Text`` / ``Image`` tags)."""
 
     name: str
-    kind: str = "text"  # text | image
+    kind: str = "text"  # text | image | images (a list of paths: a clip's frames)
     title: str = ""
 
 
@@ -77,6 +77,8 @@ class Control:
     field: str
     threshold: float = 0.9
     min_answered: int = 1
+    # (known answer, the person's values) → right? None: the field's value equals the known one.
+    check: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] | None = None
 
 
 @dataclass(frozen=True)

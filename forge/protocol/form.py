@@ -44,6 +44,9 @@ def label_config(step: HumanStep) -> str:
     for d in step.display:
         if d.title:
             out.append(f"  <Header value={quoteattr(d.title)}/>")
+        if d.kind == "images":  # a gallery of the clip's frames
+            out.append(f'  <Image name="{d.name}" valueList="${d.name}"/>')
+            continue
         tag = "Image" if d.kind == "image" else "Text"
         out.append(f'  <{tag} name="{d.name}" value="${d.name}"/>')
     for f in step.fields:

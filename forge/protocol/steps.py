@@ -99,6 +99,8 @@ def task_data(step: HumanStep, unit: str, row: Mapping[str, Any]) -> dict[str, A
     for d in step.display:
         if d.kind == "image" and data.get(d.name):
             data[d.name] = local_url(str(data[d.name]))
+        elif d.kind == "images":
+            data[d.name] = [local_url(str(p)) for p in data.get(d.name) or []]
     return {**data, "unit_id": unit}
 
 
@@ -112,7 +114,7 @@ def ensure_project(ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, step
         show_collab_predictions=True,  # the LLM's answer is shown as the suggestion to accept or correct
     )
     pid = int(p["id"])
-    if any(d.kind == "image" for d in step.display):
+    if any(d.kind in ("image", "images") for d in step.display):
         ls.ensure_local_storage(pid, str(store.data_dir.resolve() / "media"))
     return pid
 
@@ -163,7 +165,8 @@ def _answer_rows(
                 refused = str(exc)
             correct = None
             if known is not None and values is not None:
-                correct = all(values.get(k) == v for k, v in known.items())
+                rule = step.control.check if step.control and step.control.check else None
+                correct = bool(rule(known, values)) if rule else all(values.get(k) == v for k, v in known.items())
             out.append(
                 {
                     "benchmark": spec.name,

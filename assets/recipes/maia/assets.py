@@ -29,6 +29,7 @@ from forge.llm.prompts import load_prompt
 from forge.llm.refine import refine
 from forge.llm.stub import advisory
 from forge.llm.types import ImageInput, LLMRequest
+from forge.protocol import steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
@@ -38,6 +39,7 @@ from resources.storage import StorageResource
 
 from .logic import foils as F
 from .logic import pool_flow as PF
+from .logic import protocol as MP
 from .logic import questions as Q
 from .logic.items import build_items
 from .logic.language import LanguagePrompts, recipe_language
@@ -461,12 +463,21 @@ def maia_answer_pools(
     # a regenerated pool's seeds lie past every fresh draw of a member (seed i + size × draw)
     stride = size * (int(acfg.get("reseed_attempts", 2)) + 1)
 
+    # answers.source: people's answers from the protocol step (answers excluded by the control screen left out)
+    source = str(acfg.get("source", "personas"))
+    people = (
+        MP.people_answers(steps.last(store, steps.ANSWERS, steps.part(MAIA, MP.STEP))) if source != "personas" else {}
+    )
+
     def partition(batch: str, log: RejectLog) -> None:
         qs = store.read_batch("maia_questions", batch)
         qmap = {q["question_id"]: q for q in (qs.to_dict("records") if len(qs) else [])}
 
         def body(qid: str) -> PF.PoolOutcome:
             q = qmap[qid]
+            mine = MP.pool_source(source, people.get(qid, []), size)
+            if mine is not None:
+                return PF.build_answer_pool(engine, stage, batch, q, prompts, acfg, pcfg, imported=mine)
             if q.get("imported_answers") is not None and len(q["imported_answers"]):
                 return PF.build_answer_pool(
                     engine,
@@ -505,6 +516,7 @@ def maia_answer_pools(
             if out.status != "kept":
                 continue
             origin = "imported" if q.get("imported_answers") is not None and len(q["imported_answers"]) else "generated"
+            origin = "people" if MP.pool_source(source, people.get(out.key, []), size) is not None else origin
             for i in p.alive():
                 rows.append(
                     {

@@ -30,6 +30,7 @@ from forge.benchmarks.spec import (
 
 from .logic.evaluation import build_request
 from .logic.gold import GOLD
+from .logic.protocol import STEPS
 from .logic.release import parse_release
 from .logic.review import member_check
 from .logic.scoring import score_setting
@@ -46,6 +47,7 @@ SPEC = BenchmarkSpec(
     split=SplitPolicy(unit_key="question_id"),
     package=__package__,  # config.yaml, contracts/, evals.yaml, eval_prompts/, README.md beside this file
     rejects=REJECTS,
+    human_steps=STEPS,  # §3.1: eight people answer each question, screened by the control questions
     gold=GOLD,  # human gold from its release (logic/gold.py)
     review=ReviewSpec(
         media=Media.VIDEO,
