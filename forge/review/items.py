@@ -134,6 +134,10 @@ def task_data(item: dict[str, Any], spec: ReviewSpec, video: str | None, kind: s
         "image": local_url(media[0]) if media else "",
         "answer_text": str(item.get("answer") or ""),
         "context_text": context_text(item),
+        # a unit form repeats blocks over these (forge/review/units.py); Label Studio refuses a task
+        # whose data lacks a key its form names, so an item's own task has them, empty
+        "members": [],
+        "parts": [],
     }
     if spec.media == Media.VIDEO:
         data["video"] = local_url(video) if video else ""

@@ -184,7 +184,7 @@ def unit_task_data(
     media, a heading naming the unit, the unit's own flags, and one block per member and per part."""
     first = members[0]
     if len(members) == 1:
-        return {**task_data(first, spec, video, kind), "members": [], "parts": []}
+        return task_data(first, spec, video, kind)  # its ``members`` and ``parts`` are empty
     data = task_data(first, spec, video, kind)
     status = status or {}
     shared = as_json(first.get("extra")).get("maia_question") or first.get("question")
