@@ -25,8 +25,6 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import cohen_kappa_score
-from statsmodels.stats.inter_rater import fleiss_kappa
 
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals.config import benchmark_block
@@ -237,6 +235,8 @@ def _kappa(f: Any, *args: Any, **kw: Any) -> float | None:
 
 def fleiss(table: pd.DataFrame, choices: list[str]) -> float | None:
     """Fleiss' kappa of rows = answers, columns = raters, cells = labels (statsmodels)."""
+    from statsmodels.stats.inter_rater import fleiss_kappa  # here: loading definitions stays fast
+
     counts = np.array([[int((row == c).sum()) for c in choices] for row in table.to_numpy()])
     return _kappa(fleiss_kappa, counts, "fleiss") if len(counts) >= 2 else None
 
@@ -251,6 +251,8 @@ def agreement(ratings: pd.DataFrame, choices: list[str], raters: int) -> dict[st
     judge = u.drop_duplicates("sample_key").set_index("sample_key")["judge_label"].reindex(slots.index)
     out["fleiss_people"] = fleiss(slots, choices)
     out["fleiss_people_and_judge"] = fleiss(slots.assign(judge=judge), choices)
+    from sklearn.metrics import cohen_kappa_score  # here: loading definitions stays fast
+
     valid = ratings[ratings["refused"].isna() & ratings["label"].notna()]
     valid = valid.sort_values(["created_at", "answer_id"]).drop_duplicates(["sample_key", "person"], keep="first")
     out["cohen"] = {
