@@ -247,3 +247,19 @@ def test_a_refused_unit_annotation_goes_back_once_as_the_units_task(tmp_path):
     (key,) = back
     assert key == "returned:1:9" and len(back[key].data["members"]) == 9
     assert back[key].data["returned_to"] == "r1" and "edit_without_changes" in back[key].data["returned_reason"]
+
+
+def test_a_box_moved_in_a_hummus_pair_task_edits_every_member_that_carries_it():
+    from tests.review.test_review_hummus_edits import pair
+
+    rs = get("hummus").review
+    items = pair("Yes")
+    ((key, members),) = units.groups(items, rs.unit).items()
+    data = units.unit_task_data(key, members, rs, None)
+    moved = {"0": [0.2, 0.3, 0.3, 0.4]}
+    rows = units.parse_unit([c("verdict", "accept")], data, rs.reasons, rs.limits, moved)
+    boxed = {m["item_id"] for m in data["members"] if m["boxes"]}
+    assert boxed and {r["item_id"] for r in rows if r["verdict"] == "edit"} == boxed  # the accept became an edit
+    assert all(r["edits"]["boxes"] == moved for r in rows if r["item_id"] in boxed)
+    drawn = units.parse_unit([c("verdict", "accept")], data, rs.reasons, rs.limits, "box_drawn: a new box was drawn")
+    assert {r["refused"] for r in drawn} == {"box_drawn: a new box was drawn"}
