@@ -269,7 +269,7 @@ def hummus_annotations(
             else:
                 stub = o.advisory is not None  # placeholder text: checks recorded, not applied
                 ann, probs = A.validate_annotation(
-                    o.data or {},
+                    HR.with_kept(o.data or {}, kept.get(o.item_id)),
                     p["caption"],
                     int(p["width"]),
                     int(p["height"]),

@@ -95,6 +95,12 @@ def kept_verdict_problem(kept: str, reply: str) -> str | None:
     )
 
 
+def with_kept(reply: dict[str, Any], kept: str | None) -> dict[str, Any]:
+    """A reply to check as the annotation of a pair people said No to: that verdict, whose details
+    are not checked (keep_verdicts drops them); any other reply as it is."""
+    return {**reply, "verdict": kept} if kept is not None and kept not in POSITIVE else reply
+
+
 def keep_verdicts(
     rows: list[dict[str, Any]], regions: list[dict[str, Any]], kept: dict[str, str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

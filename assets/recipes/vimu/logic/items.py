@@ -104,7 +104,7 @@ def build_items(
     }
     labels = _labels(tax, annotation)
     # the OE item is made from the annotation its question was asked from (a regenerated RM / SV /
-    # EG gold leaves it, and its review, as they were: logic/annotate.py ``regold``)
+    # EG gold leaves it, and its review, as it was: logic/annotate.py ``regold``)
     first = as_first(annotation)
     common = {
         "benchmark": "vimu",
@@ -176,6 +176,9 @@ def build_items(
                 "answer": answer_letters(gold),
                 "references": None,
                 **common,
+                # its own task's labels as last written, the others' as first (a regenerated RM gold
+                # leaves the SV and EG items, and their reviews, as they were)
+                "labels": json.dumps(_labels(tax, {**first, **_gold(annotation, task)}), ensure_ascii=False),
                 "extra": json.dumps(
                     {
                         "gold_names": tax.macro_names(axis, gold),
@@ -188,6 +191,10 @@ def build_items(
             }
         )
     return items, skipped
+
+
+def _gold(annotation: dict[str, Any], task: str) -> dict[str, Any]:
+    return {f: annotation[f] for f in GOLD_FIELDS[task] if f in annotation}
 
 
 def _labels(tax: Taxonomy, annotation: dict[str, Any]) -> dict[str, Any]:
