@@ -254,6 +254,15 @@ def _changed(step: HumanStep, human: Mapping[str, Any], llm: Mapping[str, Any]) 
     return False
 
 
+def _why_llm(in_sample: bool, refused: int, answered: bool) -> str:
+    """Why a unit has no human result: not asked, only refused answers, only excluded people's, none."""
+    if not in_sample:
+        return "not_sampled"
+    if refused:
+        return "refused"
+    return "excluded" if answered else "not_answered"
+
+
 def read(
     ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, step: HumanStep, frame: pd.DataFrame
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
@@ -281,16 +290,7 @@ def read(
             values, by, why = combine(step, mine, llm), "human", None
         else:
             values, by = llm, "llm"
-            answered = any(a["unit_id"] == u for a in answers)
-            why = (
-                "not_sampled"
-                if u not in want
-                else "refused"
-                if refused[u]
-                else "excluded"
-                if answered
-                else "not_answered"
-            )
+            why = _why_llm(u in want, refused[u], any(a["unit_id"] == u for a in answers))
         results.append(
             {
                 "benchmark": spec.name,

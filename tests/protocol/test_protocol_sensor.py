@@ -1,0 +1,63 @@
+"""The protocol sensor on a real Label Studio: a corrected stage materialized → its step is pushed
+and read in one run; nothing changed → no run; a person's answer → the step is read again."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from resources.review import ReviewResource
+from resources.storage import StorageResource
+from sensors.protocol import protocol_sensor
+from tests.protocol import helpers as h
+from tests.protocol.test_protocol_browser import _vague
+from tests.review import scripted as sr
+
+pytestmark = pytest.mark.slow  # a real Label Studio server
+
+
+def _tick(data, instance, cursor):
+    ctx = dg.build_sensor_context(
+        instance=instance,
+        cursor=cursor,
+        resources={"storage": StorageResource(data_dir=str(data)), "review": ReviewResource()},
+    )
+    return protocol_sensor(ctx)
+
+
+def _run(data, result) -> None:
+    for req in result.run_requests or []:
+        h.materialize(data, "vague", [k.to_user_string() for k in req.asset_selection])
+
+
+def test_the_sensor_pushes_and_reads_a_step_when_it_changed(review_env):
+    data, ls, _srv, _configure = review_env
+    _vague(data)
+    instance = dg.DagsterInstance.ephemeral()
+    first = _tick(data, instance, None)
+    assert not first.run_requests  # vague_direct never materialized: nothing to push
+    instance.report_runless_asset_event(dg.AssetMaterialization("vague_direct"))
+    due = _tick(data, instance, first.cursor)
+    (req,) = due.run_requests
+    assert sorted(k.to_user_string() for k in req.asset_selection) == [
+        "vague_direct_rating_results",
+        "vague_direct_rating_tasks",
+    ]
+    _run(data, due)
+    again = _tick(data, instance, due.cursor)  # the project now exists: read once more
+    _run(data, again)
+    quiet = _tick(data, instance, again.cursor or due.cursor)
+    assert not quiet.run_requests and "no step changed" in quiet.skip_reason.skip_message
+
+    task = h.tasks(ls, "direct_rating · vague")["fr_kitchen"]
+    sr.submit(
+        ls,
+        task,
+        sr.reviewer(ls, "sensor-rater@example.org"),
+        [h.rating("relevance", 3, "direct"), h.rating("solvability", 4, "direct")],
+    )
+    after = _tick(data, instance, quiet.cursor)
+    assert after.run_requests
+    _run(data, after)
+    res = h.results(data, "vague__direct_rating")["fr_kitchen"]
+    assert res["decided_by"] == "human" and not res["keep"]
