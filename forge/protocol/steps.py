@@ -17,12 +17,14 @@ import json
 import math
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
 import pandas as pd
 
 from forge.benchmarks.protocol_spec import FieldKind, HumanStep, StepSample
+from forge.benchmarks.settings import recipe_settings
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.labelstudio.client import LabelStudio
 from forge.protocol import form
@@ -44,8 +46,35 @@ def title(spec: BenchmarkSpec, step: HumanStep) -> str:
 def step_of(spec: BenchmarkSpec, name: str) -> HumanStep:
     for s in spec.human_steps:
         if s.name == name:
-            return s
+            return configured(spec, s)
     raise KeyError(f"{spec.name} declares no human step {name!r} (BenchmarkSpec.human_steps)")
+
+
+SETTABLE = ("share", "count", "seed", "annotators", "thresholds")
+
+
+def configured(spec: BenchmarkSpec, step: HumanStep) -> HumanStep:
+    """The step as the recipe's settings say (``protocol: <step>: {share | count, seed, annotators,
+    thresholds}`` in its config.yaml, under the active profile); the paper's declaration otherwise."""
+    try:
+        cfg = (recipe_settings(spec.name).get("protocol") or {}).get(step.name) or {}
+    except (FileNotFoundError, TypeError, ValueError):  # a plug-in without a settings file
+        cfg = {}
+    unknown = sorted(set(cfg) - set(SETTABLE))
+    if unknown:
+        raise ValueError(f"{spec.name} protocol.{step.name}: unknown settings {unknown} (allowed: {SETTABLE})")
+    if not cfg:
+        return step
+    sample = step.sample
+    if {"share", "count", "seed"} & set(cfg):
+        seed = str(cfg.get("seed", sample.seed))
+        sample = StepSample(share=cfg.get("share"), count=cfg.get("count"), seed=seed)
+    return replace(
+        step,
+        sample=sample,
+        annotators=int(cfg.get("annotators", step.annotators)),
+        thresholds={**step.thresholds, **(cfg.get("thresholds") or {})},
+    )
 
 
 # -- the sample ------------------------------------------------------------------------------------
@@ -123,6 +152,7 @@ def push(
     ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, step: HumanStep, frame: pd.DataFrame
 ) -> dict[str, int]:
     """Tasks for the sampled units that have none yet; returns the counts."""
+    step = configured(spec, step)
     ls.ensure_up()
     pid = ensure_project(ls, store, spec, step)
     rows = units(step, frame)
@@ -267,6 +297,7 @@ def read(
     ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, step: HumanStep, frame: pd.DataFrame
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """(answers, results, figures) of the step: one row per annotation, one per unit of ``frame``."""
+    step = configured(spec, step)
     ls.ensure_up()
     pid = ensure_project(ls, store, spec, step)
     rows = units(step, frame)

@@ -93,3 +93,16 @@ def test_label_studio_down(tmp_path, monkeypatch):
     monkeypatch.setenv("SUBTEXT_REVIEW_POLICY", "required")
     res = dg.materialize(assets, selection=["iibench_inspection_tasks"], resources=resources, raise_on_error=False)
     assert not res.success
+
+
+def test_the_settings_say_the_sample_people_and_thresholds(recipe_overrides):
+    assert steps.configured(get("vague"), VAGUE_DIRECT) is VAGUE_DIRECT  # the paper's: every unit, one rater
+    cfg = {"share": 0.25, "seed": "round-2", "annotators": 3, "thresholds": {"relevance": 3}}
+    recipe_overrides("vague", {"protocol": {"direct_rating": cfg}})
+    step = steps.configured(get("vague"), VAGUE_DIRECT)
+    assert step.sample == StepSample(share=0.25, seed="round-2") and step.annotators == 3
+    assert step.thresholds == {"relevance": 3, "solvability": 4}
+    assert steps.step_of(get("vague"), "direct_rating") == step
+    recipe_overrides("vague", {"protocol": {"direct_rating": {"raters": 3}}})
+    with pytest.raises(ValueError, match="unknown settings"):
+        steps.configured(get("vague"), VAGUE_DIRECT)
