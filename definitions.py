@@ -8,6 +8,7 @@ per resource key. They are discovered here, so adding a stage never touches this
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
 import sys
 import warnings
@@ -17,21 +18,7 @@ from types import ModuleType
 
 import dagster as dg
 
-from cli.console import defs as build_console_defs
-from cli.console import quiet_dagster_warnings
-from forge.models.offline_env import apply as apply_offline_env
-from forge.provenance.environment import apply_recorded_environment
-
-# The code server and every run worker import this file: the dependencies' usage-reporting
-# opt-outs are set here, before any stage imports them (forge/models/offline_env.py, docs/security.md).
-apply_offline_env()
-
-# The UI's code server, `dagster definitions validate` and cli.build all load this file: Dagster's
-# beta / preview warnings (30+ identical lines per load, for APIs used on purpose) are hidden there.
-quiet_dagster_warnings()
-# The settings the data dir was built with (forge/provenance/environment.py), under what the environment sets:
-# `make ui`, its sensors and `dg launch` build a demo data dir with the demo's profile and sources.
-apply_recorded_environment()
+from forge.console.build_console import console_logger
 
 _ROOT = str(Path(__file__).resolve().parent)
 
@@ -118,21 +105,58 @@ def collect_defs(package: ModuleType) -> Iterator[dg.Definitions]:
             yield found
 
 
+LOGGER_KEY = "build_console"
+
+
+@dg.logger(
+    {"log_level": dg.Field(str, is_required=False, default_value="INFO")},
+    description="cli.build's compact console: INFO and up, one progress line per long stage.",
+)
+def build_console_logger(init_context: dg.InitLoggerContext) -> logging.Logger:
+    return console_logger(init_context.logger_config["log_level"])
+
+
+def quiet_dagster_warnings() -> None:
+    """Ignore Dagster's BetaWarning / PreviewWarning (the APIs are used on purpose; 30+ lines per
+    definitions load); every other warning category is untouched."""
+    for category in (dg.BetaWarning, dg.PreviewWarning):
+        warnings.filterwarnings("ignore", category=category)
+
+
+def prepare_process() -> None:
+    """What a process that loads the location needs before any stage is imported (the code server,
+    every run worker, `dagster definitions validate`, cli.build all call ``build_defs``)."""
+    from forge.models.offline_env import apply as apply_offline_env
+    from forge.provenance.environment import apply_recorded_environment
+
+    # the dependencies' usage-reporting opt-outs (forge/models/offline_env.py, docs/security.md)
+    apply_offline_env()
+    # Dagster's beta / preview warnings: 30+ identical lines per load, for APIs used on purpose
+    quiet_dagster_warnings()
+    # the settings the data dir was built with (forge/provenance/environment.py), under what the
+    # environment sets: `make ui`, its sensors and `dg launch` build a demo data dir with the demo's
+    # profile and sources
+    apply_recorded_environment()
+
+
 def build_defs() -> dg.Definitions:
     # The CLI (`dagster asset materialize -m definitions`, `dg launch`) imports this module with
     # the repo root on sys.path, then restores sys.path before calling the lazy `defs`; the stage
     # packages (assets/, forge/, ...) must stay importable when it does.
     if _ROOT not in sys.path:
         sys.path.insert(0, _ROOT)
+    prepare_process()
     import assets
     import jobs
     import resources
     import sensors
     from jobs.stages import stage_jobs
 
-    # The build console logger (cli/console.py) is declared by every job of the location, so a
-    # `cli.build` run's stored config is valid for its job and re-executes from the UI.
-    parts = [resources.defs, build_console_defs]
+    # The build console logger is declared by every job of the location (unused unless a run's
+    # config names it, as cli.build's runs do), so a `cli.build` run's stored config is valid for its
+    # job and re-executes from the UI as it was made; Dagster's console logger stays the default.
+    console = dg.Definitions(loggers={"console": dg.colored_console_logger, LOGGER_KEY: build_console_logger})
+    parts = [resources.definitions(), console]
     for package in (assets, jobs, sensors):
         parts.extend(collect_defs(package))
     with warnings.catch_warnings():  # map_asset_specs is "preview" in 1.13; its behaviour is what we need

@@ -15,7 +15,7 @@ history on those jobs in the UI's Jobs page. A segment no single named job cover
 into pieces, one per smallest covering job, run in dependency order.
 
 The console is INFO (``--verbose``: Dagster's DEBUG run events), one progress line per long
-stage (``cli/console.py``), and ends with a summary read from the catalog
+stage (``forge/console/build_console.py``), and ends with a summary read from the catalog
 (``forge/console/build_summary.py``).
 """
 
@@ -29,19 +29,22 @@ import time
 from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 
-from cli.console import Heartbeat, project_logs_through_dagster_only, quiet_dagster_warnings, quiet_run
 from cli.freshness import fresh_keys
 from cli.origin import execute_in_location, workspace_job_origin
 from cli.outcomes import Outcomes
-from cli.run_health import LAUNCHED_BY_TAG, Terminated
 from cli.run_health import BuildHealth as Health
+from cli.run_health import Terminated
+from definitions import LOGGER_KEY, build_console_logger, quiet_dagster_warnings
+from forge.console.build_console import Heartbeat, project_logs_through_dagster_only
 from forge.console.build_summary import summarize, weights_caveats
 from forge.models.offline_env import apply as apply_offline_env
 from forge.models.offline_env import ensure_dagster_telemetry_off
 from forge.provenance.environment import apply_recorded_environment, env_path
+from sensors.run_health import LAUNCHED_BY_TAG
 
 # The run tags that make a run cover a range of partitions (a single-run backfill): the keys Dagster
 # sets on such runs itself, and the documented way to ask for one (tests/foundation/test_layout.py
@@ -257,6 +260,15 @@ def describe_plan(seg: Segment, instance: dg.DagsterInstance, keys: list[str] | 
     return f"  {seg.job or '(asset job)'}{where}: {names}"
 
 
+def quiet_run(job: dg.JobDefinition, verbose: bool) -> tuple[dg.JobDefinition, dict[str, Any] | None]:
+    """The job and run config ``cli.build`` executes: the compact console, or with ``verbose``
+    Dagster's own console logger at DEBUG (every run event)."""
+    if verbose:
+        return job, None
+    job = job.with_logger_defs({**job.loggers, LOGGER_KEY: build_console_logger})
+    return job, {"loggers": {LOGGER_KEY: {"config": {"log_level": "INFO"}}}}
+
+
 def build(
     selection: list[str] | None = None,
     instance: dg.DagsterInstance | None = None,
@@ -355,11 +367,11 @@ def print_build_summary() -> None:
     """The closing table: items per benchmark and stage, rejects, exports, caveats, next commands."""
     from forge.benchmarks import registry
     from resources.detector import default_detector
-    from resources.ocr import RESOURCES as OCR
+    from resources.ocr import resources as ocr_resources
     from resources.storage import default_storage
 
     det = default_detector()
-    caveats = weights_caveats(det.weights, det.is_random, OCR["ocr"].detector_engine)
+    caveats = weights_caveats(det.weights, det.is_random, ocr_resources()["ocr"].detector_engine)
     print("\n".join(summarize(default_storage().store, registry.specs(), caveats).lines()), flush=True)
 
 

@@ -29,10 +29,6 @@ from dagster._core.execution.context_creation_job import (  # the orchestration 
     orchestration_context_event_generator,
 )
 
-# cli/run_health.py: ``DagsterInstance.get_run_step_stats`` reports each step's status with this enum,
-# which ``dagster`` does not export; a dead run's failure names the steps still in progress.
-from dagster._core.execution.stats import StepEventStatus
-
 # cli/freshness.py: the stale-status resolver needs a loading context; Dagster builds one only inside
 # a UI request or a daemon tick.
 from dagster._core.loader import LoadingContext
@@ -58,7 +54,6 @@ __all__ = [
     "RemoteJobOrigin",
     "RemoteRepositoryOrigin",
     "StaleStatus",
-    "StepEventStatus",
     "check_captured_interrupt",
     "create_execution_plan",
     "job_execution_iterator",

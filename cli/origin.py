@@ -70,7 +70,7 @@ def execute_in_location(
     plan = create_execution_plan(wrapped, run_config=run_config, instance_ref=ref)
     run = instance.create_run_for_job(
         job_def=ephemeral,
-        run_config=run_config,  # its console logger is declared by every job of the location (cli/console.py)
+        run_config=run_config,  # its console logger is declared by every job of the location (definitions.py)
         tags={**job.run_tags, **tags},  # what execute_in_process tags a run with (no partition key)
         asset_selection=frozenset(selection),
         execution_plan=plan,

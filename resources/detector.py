@@ -152,4 +152,5 @@ def default_detector() -> DetectorResource:
     return DetectorResource(weights=os.environ.get("SUBTEXT_YOLO_WEIGHTS", "yolo11n.yaml"))
 
 
-RESOURCES = {"detector": default_detector()}
+def resources() -> dict[str, DetectorResource]:
+    return {"detector": default_detector()}

@@ -27,4 +27,5 @@ class EmbedderResource(dg.ConfigurableResource):
         return self._model
 
 
-RESOURCES = {"embedder": EmbedderResource()}
+def resources() -> dict[str, EmbedderResource]:
+    return {"embedder": EmbedderResource()}

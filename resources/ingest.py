@@ -79,4 +79,5 @@ def default_ingest() -> IngestResource:
     return IngestResource(sources_path=os.environ.get("SUBTEXT_SOURCES", "config/sources.yaml"))
 
 
-RESOURCES = {"ingest": default_ingest()}
+def resources() -> dict[str, IngestResource]:
+    return {"ingest": default_ingest()}

@@ -155,4 +155,5 @@ def default_llm() -> LLMResource:
     )
 
 
-RESOURCES = {"llm": default_llm()}
+def resources() -> dict[str, LLMResource]:
+    return {"llm": default_llm()}

@@ -70,4 +70,5 @@ def default_nli() -> NLIResource:
     )
 
 
-RESOURCES = {"nli": default_nli()}
+def resources() -> dict[str, NLIResource]:
+    return {"nli": default_nli()}

@@ -75,4 +75,5 @@ class OCRResource(dg.ConfigurableResource):
 
 
 # SUBTEXT_OCR_DETECTOR_ENGINE picks the engine for CLI builds too (e.g. onnx-int8); "" = auto
-RESOURCES = {"ocr": OCRResource(detector_engine=os.environ.get("SUBTEXT_OCR_DETECTOR_ENGINE") or "auto")}
+def resources() -> dict[str, OCRResource]:
+    return {"ocr": OCRResource(detector_engine=os.environ.get("SUBTEXT_OCR_DETECTOR_ENGINE") or "auto")}

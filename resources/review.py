@@ -24,4 +24,5 @@ class ReviewResource(dg.ConfigurableResource):
         return LabelStudio(self.url or s.url, self.token or s.token)
 
 
-RESOURCES = {"review": ReviewResource()}
+def resources() -> dict[str, ReviewResource]:
+    return {"review": ReviewResource()}

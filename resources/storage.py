@@ -23,4 +23,5 @@ def default_storage() -> StorageResource:
     return StorageResource(data_dir=os.environ.get("SUBTEXT_DATA_DIR", "data"))
 
 
-RESOURCES = {"storage": default_storage()}
+def resources() -> dict[str, StorageResource]:
+    return {"storage": default_storage()}

@@ -69,4 +69,5 @@ def default_tagger() -> TaggerResource:
     return TaggerResource(backend="ram" if ckpt else "yolo", ram_checkpoint=ckpt)
 
 
-RESOURCES = {"tagger": default_tagger()}
+def resources() -> dict[str, TaggerResource]:
+    return {"tagger": default_tagger()}

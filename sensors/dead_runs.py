@@ -1,13 +1,13 @@
 """The daemon's dead-run sweep: every minute, runs whose process died are marked failed,
-their pool slots freed and their row written to `run_failures` (see cli/run_health.py)."""
+their pool slots freed and their row written to `run_failures` (sensors/run_health.py)."""
 
 from __future__ import annotations
 
 import dagster as dg
 
-from cli.run_health import sweep_dead_runs
 from resources.storage import StorageResource
 from sensors.failures import record_failure
+from sensors.run_health import sweep_dead_runs
 
 
 @dg.sensor(

@@ -283,7 +283,7 @@ def test_the_detector_engine_comes_from_the_environment_for_cli_builds():
     import subprocess
     import sys
 
-    code = "from resources.ocr import RESOURCES; print(RESOURCES['ocr'].detector_engine)"
+    code = "from resources.ocr import resources; print(resources()['ocr'].detector_engine)"
     env = {k: v for k, v in os.environ.items() if k != "SUBTEXT_OCR_DETECTOR_ENGINE"}
     for value, want in (("onnx-int8", "onnx-int8"), ("", "auto"), (None, "auto")):
         e = env if value is None else {**env, "SUBTEXT_OCR_DETECTOR_ENGINE": value}

@@ -11,7 +11,7 @@ import dagster as dg
 
 from assets.common import Progress
 from cli.build import run_segment, segment_label
-from cli.console import ConsoleHandler
+from forge.console.build_console import ConsoleHandler
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_beta_warning_filtered_user_warning_printed():
     code = (
         "import warnings, dagster as dg\n"
-        "from cli.console import quiet_dagster_warnings\n"
+        "from definitions import quiet_dagster_warnings\n"
         "quiet_dagster_warnings()\n"
         "warnings.warn('beta thing', dg.BetaWarning)\n"
         "warnings.warn('preview thing', dg.PreviewWarning)\n"
@@ -84,7 +84,8 @@ def test_quiet_segment_prints_info_not_dagster_debug_events(capfd):
 ENGINE_LIKE_BUILD = """
 import logging, sys, dagster as dg
 from cli.build import Segment, run_segment
-from cli.console import project_logs_through_dagster_only
+from forge.console.build_console import project_logs_through_dagster_only
+import forge.llm.progress  # what an LLM stage imports: the engine's logger at INFO
 
 @dg.asset
 def engine_like() -> None:

@@ -41,8 +41,9 @@ def _type_checking_only(node: ast.If) -> bool:
     )
 
 
-def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement that can run, at any depth (an ``if TYPE_CHECKING:`` body never does)."""
+def _imports(tree: ast.AST, type_checking: bool = False) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run, at any depth (an ``if TYPE_CHECKING:`` body never does;
+    ``type_checking``: those too, the imports a type checker follows)."""
     found: list[ast.Import | ast.ImportFrom] = []
     stack: list[ast.AST] = [tree]
     while stack:
@@ -50,7 +51,7 @@ def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
         if isinstance(node, ast.Import | ast.ImportFrom):
             found.append(node)
         children = list(ast.iter_child_nodes(node))
-        if isinstance(node, ast.If) and _type_checking_only(node):
+        if isinstance(node, ast.If) and _type_checking_only(node) and not type_checking:
             children = [c for c in children if c not in node.body]
         stack.extend(children)
     return found
@@ -66,12 +67,12 @@ def _resolve(name: str, modules: set[str]) -> str | None:
     return None
 
 
-def import_graph(files: dict[str, Path]) -> dict[str, set[str]]:
+def import_graph(files: dict[str, Path], type_checking: bool = False) -> dict[str, set[str]]:
     modules = set(files)
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for module, path in files.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node in _imports(ast.parse(path.read_text(), filename=str(path))):
+        for node in _imports(ast.parse(path.read_text(), filename=str(path)), type_checking):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             else:

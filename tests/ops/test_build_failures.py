@@ -125,7 +125,7 @@ def test_operational_tags_stay_out_of_sight(monkeypatch):
     tags carry Dagster's hidden prefix (the dead-run sweep still reads them)."""
     from dagster._core.storage.tags import TagType, get_tag_type
 
-    from cli.run_health import PID_TAG
+    from sensors.run_health import PID_TAG
 
     monkeypatch.setitem(BROKEN, "how", "none")
     instance = dg.DagsterInstance.ephemeral()

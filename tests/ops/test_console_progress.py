@@ -5,7 +5,7 @@ import io
 import logging
 import time
 
-from cli.console import ConsoleHandler, Heartbeat
+from forge.console.build_console import ConsoleHandler, Heartbeat
 
 
 def _record(msg: str) -> logging.LogRecord:

@@ -19,8 +19,8 @@ import pytest
 from dagster._core.events import EngineEventData
 from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
 
-from cli.run_health import process_tags
 from forge.storage import TableStore
+from sensors.run_health import process_tags
 from tests.llm_double import Reply
 from tests.recipes.iibench.test_iibench_assets import BATCH, _frames, responder
 
@@ -210,9 +210,9 @@ def test_a_step_waiting_for_a_slot_stops_on_sigterm(project, llm_double):
 
 
 def test_daemon_sweep_fails_dead_and_silent_runs_only(tmp_path):
-    from cli.run_health import HEARTBEAT_TAG, HOST_TAG, PID_TAG
     from resources.storage import StorageResource
     from sensors.dead_runs import sweep_dead_runs_sensor
+    from sensors.run_health import HEARTBEAT_TAG, HOST_TAG, PID_TAG
 
     home = tmp_path / "home"
     home.mkdir()

@@ -1,4 +1,4 @@
-"""Is a run's process alive, and the same one? (cli/run_health.py). The dead-run sweep of one
+"""Is a run's process alive, and the same one? (sensors/run_health.py). The dead-run sweep of one
 build must never fail a live build's run: under a full `make test` four concurrent builds once
 waited 10 minutes for their four pool slots, which the sweep can free. A wall-clock start time
 is not a process's identity: psutil adds /proc/stat's whole-second boot time, which moves when
@@ -13,8 +13,8 @@ import time
 import psutil
 import pytest
 
-from cli import run_health
-from cli.run_health import PID_TAG, PROC_START_TAG, WALL_START_TAG, HealthSettings, process_alive, why_dead
+from sensors import run_health
+from sensors.run_health import PID_TAG, PROC_START_TAG, WALL_START_TAG, HealthSettings, process_alive, why_dead
 
 
 class _Run:

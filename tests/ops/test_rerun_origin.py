@@ -86,7 +86,7 @@ def test_a_build_run_is_listed_under_its_job_and_re_executes_from_the_ui(world):
 def test_a_re_execution_is_not_swept_for_its_parent_s_process():
     """A re-executed run inherits the parent's process tags; the dead-run sweep must not fail it
     when the `cli.build` process that made the parent is gone."""
-    from cli.run_health import PID_TAG, HealthSettings, process_tags, why_dead
+    from sensors.run_health import PID_TAG, HealthSettings, process_tags, why_dead
 
     dead = {**process_tags(), PID_TAG: "999999"}
     parent = dg.DagsterRun(job_name="j", run_id="p", tags=dead, status=DagsterRunStatus.STARTED)

@@ -40,7 +40,8 @@ def test_apply_sets_what_is_missing_and_keeps_an_explicit_choice():
 @pytest.mark.parametrize(
     "code",
     [
-        "import definitions",  # the code server and every run worker
+        # the code server and every run worker load the definitions (importing the module does nothing)
+        "import definitions; definitions.build_defs()",
         "from cli.build import main; main(['--dry-run', '--select', 'sources'])",  # the CLI
     ],
 )

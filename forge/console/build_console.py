@@ -3,8 +3,8 @@ stages' progress lines (``done/total (rate/s, ETA …)`` from ``assets.common.Pr
 LLM engine) as one line per long stage instead of a line every few seconds.
 
 Dagster's own console logger prints every run event at DEBUG (a build's console was ~1,000
-lines); ``--verbose`` keeps it. Dagster's beta / preview warnings about APIs this project
-chose deliberately are filtered by class, so every other warning still shows.
+lines); ``--verbose`` keeps it. The Dagster logger that every job of the location declares
+(``build_console_logger``, definitions.py) hands its records to ``console_logger`` here.
 """
 
 from __future__ import annotations
@@ -15,21 +15,10 @@ import re
 import sys
 import threading
 import time
-import warnings
 from typing import Any, TextIO
 
-import dagster as dg
-
-LOGGER_KEY = "build_console"
 # "ocr local-0000: 12/68 (1.3/s, ETA 43s)" and "<stage> b-0000: 3/40 LLM requests (0.5/s, ETA 74s); ..."
 PROGRESS = re.compile(r"^(?P<what>.+?): (?P<done>\d+)/(?P<total>\d+)\b.*\(\S+/s, ETA [^)]*\)")
-
-
-def quiet_dagster_warnings() -> None:
-    """Ignore Dagster's BetaWarning / PreviewWarning (the APIs are used on purpose; 30+ lines per
-    definitions load); every other warning category is untouched."""
-    for category in (dg.BetaWarning, dg.PreviewWarning):
-        warnings.filterwarnings("ignore", category=category)
 
 
 def project_logs_through_dagster_only() -> None:
@@ -144,13 +133,10 @@ def console_handler() -> ConsoleHandler:
     return _HANDLER
 
 
-@dg.logger(
-    {"log_level": dg.Field(str, is_required=False, default_value="INFO")},
-    description="cli.build's compact console: INFO and up, one progress line per long stage.",
-)
-def build_console_logger(init_context: dg.InitLoggerContext) -> logging.Logger:
+def console_logger(level: str = "INFO") -> logging.Logger:
+    """The build's logger: ``level`` and up, through the one console handler, not to the root."""
     log = logging.getLogger("subtext_forge.build")
-    log.setLevel(init_context.logger_config["log_level"])
+    log.setLevel(level)
     log.propagate = False
     log.handlers = [console_handler()]
     return log
@@ -178,18 +164,3 @@ class Heartbeat:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
-
-
-def quiet_run(job: dg.JobDefinition, verbose: bool) -> tuple[dg.JobDefinition, dict[str, Any] | None]:
-    """The job and run config ``cli.build`` executes: the compact console, or with ``verbose``
-    Dagster's own console logger at DEBUG (every run event)."""
-    if verbose:
-        return job, None
-    job = job.with_logger_defs({**job.loggers, LOGGER_KEY: build_console_logger})
-    return job, {"loggers": {LOGGER_KEY: {"config": {"log_level": "INFO"}}}}
-
-
-# Every job of the code location declares the build console (unused unless a run's config names
-# it, as cli.build's runs do), so a build run's stored config is valid for the location's job
-# and re-executes from the UI as it was made; Dagster's console logger stays the default.
-defs = dg.Definitions(loggers={"console": dg.colored_console_logger, LOGGER_KEY: build_console_logger})
