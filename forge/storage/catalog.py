@@ -196,11 +196,14 @@ def _build(store: TableStore, statements: dict[str, str]) -> list[str]:
                 con.execute(_search_path(store.data_dir))  # relative globs bind against the data dir
                 con.execute("begin")  # one commit: each statement on its own would sync the WAL
                 try:
-                    extra = _put_views(con, statements)
+                    _put_table_views(con, statements)
                 except BaseException:
                     con.execute("rollback")
                     raise
                 con.execute("commit")
+                # each derived view on its own: a failed statement aborts a DuckDB transaction, so
+                # one view that cannot bind yet would otherwise cost every view after it
+                extra = _put_derived_views(con, statements)
                 con.execute("checkpoint")
             finally:
                 con.execute("use memory")
@@ -215,34 +218,46 @@ def _build(store: TableStore, statements: dict[str, str]) -> list[str]:
     return extra
 
 
-def _put_views(con: duckdb.DuckDBPyConnection, statements: dict[str, str]) -> list[str]:
-    """In the attached ``build`` file: (re)create each view whose statement changed (the view's
-    comment holds its statement's hash), drop views of tables that are gone, keep derived views
-    another process registered (it imported the stage that owns them)."""
-    current = dict(
-        con.execute(
-            "select view_name, comment from duckdb_views() where database_name = 'build' and not internal"
-        ).fetchall()
-    )
-    wanted = {n: (_TABLE_TAG, sql) for n, sql in statements.items()}
-    wanted.update({n: (_VIEW_TAG, sql) for n, sql in EXTRA_VIEWS.items() if n not in statements})
+def _current_tags(con: duckdb.DuckDBPyConnection) -> dict[str, str | None]:
+    """The views of the attached ``build`` file and their comments (the hash of their statement)."""
+    rows = con.execute(
+        "select view_name, comment from duckdb_views() where database_name = 'build' and not internal"
+    ).fetchall()
+    return dict(rows)
+
+
+def _put_table_views(con: duckdb.DuckDBPyConnection, statements: dict[str, str]) -> None:
+    """In the attached ``build`` file: (re)create each table view whose statement changed (the
+    view's comment holds its statement's hash) and drop views of tables that are gone."""
+    current = _current_tags(con)
     for name, tag in current.items():
-        if name not in wanted and (tag or "").startswith(_TABLE_TAG):
+        if name not in statements and (tag or "").startswith(_TABLE_TAG):
             con.execute(f"drop view {quote_ident(name)}")
+    for name, sql in statements.items():
+        tag = _TABLE_TAG + hashlib.sha256(sql.encode()).hexdigest()[:32]
+        if current.get(name) != tag:
+            con.execute(f"create or replace view {quote_ident(name)} as {sql}")
+            con.execute(f"comment on view {quote_ident(name)} is {quote_literal(tag)}")
+
+
+def _put_derived_views(con: duckdb.DuckDBPyConnection, statements: dict[str, str]) -> list[str]:
+    """(Re)create the registered derived views whose statement changed, each on its own, and keep
+    those another process registered (it imported the stage that owns them); a view over a table
+    not built yet is skipped and the others still come. Returns the derived views present."""
+    current = _current_tags(con)
     extra: list[str] = []
-    for name, (kind, sql) in wanted.items():
-        tag = kind + hashlib.sha256(sql.encode()).hexdigest()[:32]
+    for name, sql in EXTRA_VIEWS.items():
+        if name in statements:
+            continue
+        tag = _VIEW_TAG + hashlib.sha256(sql.encode()).hexdigest()[:32]
         if current.get(name) != tag:
             try:
                 con.execute(f"create or replace view {quote_ident(name)} as {sql}")
             except duckdb.Error as exc:
-                if kind == _TABLE_TAG:
-                    raise
-                log.debug("view %s skipped: %s", name, exc)  # a derived view over a table not built yet
+                log.debug("view %s skipped: %s", name, exc)
                 continue
             con.execute(f"comment on view {quote_ident(name)} is {quote_literal(tag)}")
-        if kind == _VIEW_TAG:
-            extra.append(name)
+        extra.append(name)
     return extra
 
 
