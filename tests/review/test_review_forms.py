@@ -124,19 +124,24 @@ def test_an_edited_answer_moves_the_correct_mark(tmp_path):
 
 def test_an_answer_by_someone_who_saw_the_gold_is_not_scored():
     t = pd.Timestamp("2026-01-01", tz="UTC")
+    chose_a = {"result": [{"from_name": "choice", "value": {"choices": ["A"]}}]}
     found = [
         {"answer_id": "9:1", "item_id": "v1", "person": "r1@x", "created_at": t},
         {"answer_id": "9:2", "item_id": "v1", "person": "p1@x", "created_at": t + pd.Timedelta(1, "min")},
         {"answer_id": "9:3", "item_id": "v1", "person": "p2@x", "created_at": t + pd.Timedelta(2, "min")},
         {"answer_id": "9:4", "item_id": "v2", "person": "r1@x", "created_at": t},
+        {"answer_id": "9:5", "item_id": "v1", "person": "p1@x", "created_at": t + pd.Timedelta(3, "min")},
     ]
+    for r in found:
+        r["annotation"] = chose_a
     seen = {("v1", "r1@x"): "saw_gold: review verdict 3:7 on the item"}
     out = {r["answer_id"]: (r["used"], r["excluded_reason"]) for r in pick(found, seen)}
     assert out == {
         "9:1": (False, "saw_gold: review verdict 3:7 on the item"),
         "9:2": (True, None),
-        "9:3": (False, "later_answer: an earlier answer is scored"),
+        "9:3": (True, None),  # each person's answers make their own baseline
         "9:4": (True, None),  # r1 reviewed v1 only
+        "9:5": (False, "later_answer: the person's earlier answer is scored"),
     }
 
 
