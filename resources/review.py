@@ -1,6 +1,6 @@
 """Label Studio, the human-review tool (docs/review.md): where it listens and its API token.
 
-Unset fields come from ``forge.review.config.server``: ``SUBTEXT_REVIEW_URL`` /
+Unset fields come from ``forge.labelstudio.config.server``: ``SUBTEXT_REVIEW_URL`` /
 ``SUBTEXT_REVIEW_TOKEN`` from the environment, else what ``make review`` set up for the data dir
 (127.0.0.1:8080, the generated admin token in ``<data dir>/review/admin.json``).
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 import dagster as dg
 
 from forge.labelstudio.client import LabelStudio
-from forge.review.config import server
+from forge.labelstudio.config import server
 
 
 class ReviewResource(dg.ConfigurableResource):

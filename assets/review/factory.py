@@ -28,14 +28,14 @@ from assets.llm_support import record_llm_calls
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.review_spec import ReviewPolicy
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.gates.stages import BLIND_PROMPT
 from forge.labelstudio.client import ReviewServerDown
 from forge.provenance.versioning import content_hash
 from forge.review import stages as rv
 from forge.review.loop import LEDGER
 from forge.review.reprobe import Reprobe
 from forge.review.sync import PushInterrupted
-from forge.splits.config import benchmark_config
-from forge.splits.stages import BLIND_PROMPT
+from forge.splits.config import stage_settings
 from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource
@@ -131,7 +131,7 @@ def benchmark_review_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
     ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         store = storage.store
-        probe = Reprobe(benchmark_config(spec), llm.engine, BLIND_PROMPT)  # edited revisions re-enter the probe
+        probe = Reprobe(stage_settings(spec), llm.engine, BLIND_PROMPT)  # edited revisions re-enter the probe
         try:
             out = rv.run_verdicts(store, spec, review.client(store.data_dir), probe=probe)
         except ReviewServerDown as exc:

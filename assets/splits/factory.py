@@ -1,5 +1,5 @@
 """One identical set of downstream assets per registered benchmark:
-``<name>_splits → <name>_gated → <name>_export`` (logic in ``forge/splits/stages.py``).
+``<name>_splits → <name>_gated → <name>_export`` (logic in ``forge/splits/stages.py``, ``forge/gates/stages.py``, ``forge/export/stages.py``).
 
 * ``<name>_splits`` (table ``splits``, file ``<name>``): leakage groups (source item,
   channel, near-duplicate image, and the benchmark's unit such as a pool) assigned
@@ -28,10 +28,13 @@ from assets.llm_support import record_llm_calls
 from assets.releases.keys import release_deps
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.export import stages as export
+from forge.gates import stages as gates
+from forge.gold.apply import gold_version
+from forge.items import outcome
 from forge.provenance.versioning import content_hash
-from forge.releases.gold import gold_version
 from forge.splits import stages as st
-from forge.splits.config import benchmark_config
+from forge.splits.config import StageSettings, stage_settings
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 
@@ -39,12 +42,12 @@ SEVERITY = {"warn": dg.AssetCheckSeverity.WARN, "error": dg.AssetCheckSeverity.E
 
 
 def as_metadata(md: dict[str, Any]) -> dict[str, Any]:
-    """Plain values from ``forge.splits.stages`` → Dagster metadata values."""
+    """Plain values from the stages (``forge/items/outcome.py``) → Dagster metadata values."""
     out: dict[str, Any] = {}
     for k, v in md.items():
-        if isinstance(v, st.Markdown):
+        if isinstance(v, outcome.Markdown):
             out[k] = dg.MetadataValue.md(str(v))
-        elif isinstance(v, st.FilePath):
+        elif isinstance(v, outcome.FilePath):
             out[k] = dg.MetadataValue.path(str(v))
         elif isinstance(v, (dict, list, tuple)):
             out[k] = dg.MetadataValue.json(json.loads(json.dumps(v, default=str)))
@@ -55,7 +58,7 @@ def as_metadata(md: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def check_result(c: st.Check, asset_key: dg.AssetKey | None = None) -> dg.AssetCheckResult:
+def check_result(c: outcome.Check, asset_key: dg.AssetKey | None = None) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         check_name=c.name,
         passed=bool(c.passed),
@@ -68,12 +71,15 @@ def check_result(c: st.Check, asset_key: dg.AssetKey | None = None) -> dg.AssetC
 def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
     """The shared stages of one benchmark: splits (with its leakage check), gated, export."""
     spec = resolve(benchmark)
-    cfg = benchmark_config(spec)
-    splits, leak = _splits_defs(spec, cfg)
-    return dg.Definitions(assets=[splits, _gated_asset(spec, cfg), _export_asset(spec, cfg)], asset_checks=[leak])
+    settings = stage_settings(spec)  # parsed once; every stage below gets it whole
+    splits, leak = _splits_defs(spec, settings)
+    return dg.Definitions(
+        assets=[splits, _gated_asset(spec, settings), _export_asset(spec, settings)], asset_checks=[leak]
+    )
 
 
-def _splits_defs(spec: BenchmarkSpec, cfg: dict[str, Any]) -> tuple[dg.AssetsDefinition, dg.AssetChecksDefinition]:
+def _splits_defs(spec: BenchmarkSpec, settings: StageSettings) -> tuple[dg.AssetsDefinition, dg.AssetChecksDefinition]:
+    cfg = settings.raw
     split_key = spec.asset("splits")
 
     @dg.asset(
@@ -82,8 +88,8 @@ def _splits_defs(spec: BenchmarkSpec, cfg: dict[str, Any]) -> tuple[dg.AssetsDef
         kinds={"python"},
         deps=[spec.items_asset, *release_deps(spec.name)],
         automation_condition=FAN_IN,
-        # gold_version: the explicit gold step (forge/releases/gold.py) these three assets read items through
-        code_version=content_hash(st.VERSION, st.split_config_slice(cfg), cfg.get("unit_key"), gold_version(spec.name)),
+        # gold_version: the explicit gold step (forge/gold/apply.py) these three assets read items through
+        code_version=content_hash(st.VERSION, st.split_config_slice(cfg), cfg.get("unit_key"), gold_version(spec)),
         check_specs=contract_check_specs(split_key, ["splits"]),
         metadata=table_metadata(["splits"]),
         description=f"Leakage-free, category-stratified splits of `{spec.items_table}` (table `splits`, file "
@@ -93,7 +99,7 @@ def _splits_defs(spec: BenchmarkSpec, cfg: dict[str, Any]) -> tuple[dg.AssetsDef
     )
     def _splits(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
         t0 = time.perf_counter()
-        rows, md = st.compute_splits(storage.store, spec, cfg)
+        rows, md = st.compute_splits(storage.store, spec, settings)
         return publish(
             storage.store,
             {"splits": {spec.name: rows}},
@@ -110,19 +116,20 @@ def _splits_defs(spec: BenchmarkSpec, cfg: dict[str, Any]) -> tuple[dg.AssetsDef
         "threshold) across two splits, re-audited from the written `splits` table.",
     )
     def _leak(storage: StorageResource) -> dg.AssetCheckResult:
-        return check_result(st.leakage_check(storage.store, spec, cfg))
+        return check_result(st.leakage_check(storage.store, spec, settings))
 
     return _splits, _leak
 
 
-def _gated_asset(spec: BenchmarkSpec, cfg: dict[str, Any]) -> dg.AssetsDefinition:
+def _gated_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefinition:
+    cfg = settings.raw
     split_key, gated_key = spec.asset("splits"), spec.asset("gated")
 
     class GateConfigRun(dg.Config):
         blind_action: str = str((cfg.get("blind") or {}).get("action", "report"))  # report | drop (opt-in) | off
 
     gate_specs = contract_check_specs(gated_key, ["gated_items", "gate_results"]) + [
-        dg.AssetCheckSpec(name, asset=gated_key, description=desc) for name, desc in st.GATE_CHECKS.items()
+        dg.AssetCheckSpec(name, asset=gated_key, description=desc) for name, desc in gates.GATE_CHECKS.items()
     ]
 
     @dg.asset(
@@ -132,7 +139,7 @@ def _gated_asset(spec: BenchmarkSpec, cfg: dict[str, Any]) -> dg.AssetsDefinitio
         pool="llm",
         deps=[split_key],
         code_version=content_hash(
-            st.VERSION, st.gate_config_slice(cfg), gold_version(spec.name), files=[st.BLIND_PROMPT]
+            st.VERSION, gates.gate_config_slice(cfg), gold_version(spec), files=[gates.BLIND_PROMPT]
         ),
         check_specs=gate_specs,
         metadata=table_metadata(["gated_items"]),
@@ -150,11 +157,9 @@ def _gated_asset(spec: BenchmarkSpec, cfg: dict[str, Any]) -> dg.AssetsDefinitio
         context: dg.AssetExecutionContext, config: GateConfigRun, storage: StorageResource, llm: LLMResource
     ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
-        run_cfg = json.loads(json.dumps(cfg))
-        run_cfg.setdefault("blind", {})["action"] = config.blind_action
-        out = st.run_gates(storage.store, spec, run_cfg, llm.engine)
+        out = gates.run_gates(storage.store, spec, settings.with_blind_action(config.blind_action), llm.engine)
         if out.engine is not None:
-            record_llm_calls(storage.store, out.engine, [(st.BLIND_STAGE, spec.name)])
+            record_llm_calls(storage.store, out.engine, [(gates.BLIND_STAGE, spec.name)])
         res = publish(
             storage.store,
             {
@@ -176,7 +181,8 @@ def _gated_asset(spec: BenchmarkSpec, cfg: dict[str, Any]) -> dg.AssetsDefinitio
     return _gated
 
 
-def _export_asset(spec: BenchmarkSpec, cfg: dict[str, Any]) -> dg.AssetsDefinition:
+def _export_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefinition:
+    cfg = settings.raw
     gated_key, export_key = spec.asset("gated"), spec.asset("export")
 
     class ExportConfigRun(dg.Config):
@@ -194,8 +200,8 @@ def _export_asset(spec: BenchmarkSpec, cfg: dict[str, Any]) -> dg.AssetsDefiniti
         code_version=content_hash(
             st.VERSION,
             {k: v for k, v in (cfg.get("export") or {}).items() if k != "force_stub"},
-            gold_version(spec.name),
-            files=[st.BLIND_PROMPT],
+            gold_version(spec),
+            files=[gates.BLIND_PROMPT],
         ),
         check_specs=contract_check_specs(export_key, ["exports"])
         + [
@@ -218,7 +224,7 @@ def _export_asset(spec: BenchmarkSpec, cfg: dict[str, Any]) -> dg.AssetsDefiniti
         context: dg.AssetExecutionContext, config: ExportConfigRun, storage: StorageResource
     ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
-        frame, md, checks = st.run_export(storage.store, spec, cfg, config.force_stub)
+        frame, md, checks = export.run_export(storage.store, spec, settings, config.force_stub)
         if md.get("status") == "refused":  # a refused export is a failed step, not a green run
             raise dg.Failure(
                 description=str(md.get("note", f"{spec.name} export refused")),

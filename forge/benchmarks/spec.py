@@ -166,7 +166,7 @@ class EvalSpec:
 @dataclass(frozen=True)
 class GoldRules:
     """How an imported release's human gold replaces LLM-made fields of built items (the explicit,
-    versioned gold step, forge/releases/gold.py; switched on in config/releases.yaml ``gold:``).
+    versioned gold step, forge/gold/apply.py; switched on in config/releases.yaml ``gold:``).
 
     ``match_key(row)`` pairs a built item with an imported one: (text key, task key) or None.
     ``fields``: gold field → the tasks whose answer columns it replaces. ``labels_keys``: gold field
@@ -184,7 +184,7 @@ class GoldRules:
 @dataclass(frozen=True)
 class PaperCard:
     """What the dataset card says of the paper: its BibTeX, what the benchmark measures, and the
-    limitations of this rebuild (forge/splits/hub.py, forge/splits/card.py)."""
+    limitations of this rebuild (forge/export/hub.py, forge/export/card.py)."""
 
     citation: str  # BibTeX
     measures: str

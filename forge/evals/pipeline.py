@@ -29,14 +29,14 @@ from forge.evals.scoring import (
     similarity_scores,
     unparseable_open_ended,
 )
+from forge.items.manifest import existing_versions, read_manifest
+from forge.items.typed import restore
 from forge.llm.backends import OpenAIBackend, StubBackend
 from forge.llm.cache import LLMCache
 from forge.llm.engine import LLMEngine
 from forge.llm.prompts import load_prompt
 from forge.llm.settings import EngineSettings
 from forge.llm.stub import advisory
-from forge.splits.export import existing_versions, read_manifest
-from forge.splits.typed import restore
 
 TEST_SPLIT = "test"
 DEV_SPLITS = ("dev", "val", "validation")

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TextIO
 
 from forge.labelstudio.client import LabelStudio
+from forge.labelstudio.config import CREDENTIALS, Server, server
 from forge.models.offline_env import OFFLINE_ENV
-from forge.review.config import CREDENTIALS, Server, server
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("SUBTEXT_REVIEW_VENV") or ROOT / ".venv-review")

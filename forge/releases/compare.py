@@ -30,8 +30,7 @@ import pandas as pd
 
 from forge.checks import mcq
 from forge.checks.text import pool_stats, tokens
-from forge.releases.gold import json_field
-from forge.splits.gates import missing
+from forge.items.fields import json_field, missing
 
 BUILT = "built"
 

@@ -1,4 +1,4 @@
-"""The dataset card's human-review lines (``forge/splits/card.py`` calls ``card_lines``),
+"""The dataset card's human-review lines (``forge/export/card.py`` calls ``card_lines``),
 from the figures ``forge.review.stages.export_gate`` gathered. Dagster-free; imports nothing
 from ``forge.splits`` (the card module imports this one).
 """

@@ -1,37 +1,20 @@
 """Review settings: the benchmark's declaration overlaid with ``config/review.yaml`` (profile
-and per-benchmark blocks) and the environment; the Label Studio server's address and admin
-credentials. Dagster-free.
-
-Credentials: ``SUBTEXT_REVIEW_TOKEN`` / ``SUBTEXT_REVIEW_PASSWORD`` / ``SUBTEXT_REVIEW_USER``
-from the environment; without them, ``make review`` generates them once into
-``<data dir>/review/admin.json`` (mode 0600, never logged), for a server that listens on
-127.0.0.1 only, and the review assets read them from there.
+and per-benchmark blocks) and the environment. Dagster-free. The server's address and
+credentials (the same file's ``server`` block) are ``forge/labelstudio/config.py``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import secrets
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.settings import active_profile, merge
+from forge.labelstudio.config import load_doc
 
-ROOT = Path(__file__).resolve().parents[2]
-CONFIG_PATH = ROOT / "config" / "review.yaml"
 POLICY_ENV = "SUBTEXT_REVIEW_POLICY"
-CREDENTIALS = "admin.json"
-
-
-def load_doc(path: Path | None = None) -> dict[str, Any]:
-    p = Path(os.environ.get("SUBTEXT_REVIEW_CONFIG") or path or CONFIG_PATH)
-    return yaml.safe_load(p.read_text()) or {} if p.is_file() else {}
 
 
 def review_spec(name: str, declared: ReviewSpec, profile: str | None = None, path: Path | None = None) -> ReviewSpec:
@@ -67,54 +50,3 @@ def review_spec(name: str, declared: ReviewSpec, profile: str | None = None, pat
     if "export_after_review" in block:
         changes["export_after_review"] = bool(block["export_after_review"])
     return dataclasses.replace(declared, **changes)
-
-
-@dataclass(frozen=True)
-class Server:
-    url: str
-    host: str
-    port: int
-    username: str
-    password: str
-    token: str
-    secret_key: str
-    home: Path  # <data dir>/review: Label Studio's SQLite database and files
-    document_root: Path  # the data dir: tasks show its media through local-files storage
-
-
-def _credentials(home: Path, create: bool) -> dict[str, str]:
-    f = home / CREDENTIALS
-    if f.is_file():
-        return json.loads(f.read_text())
-    if not create:
-        return {}
-    home.mkdir(parents=True, exist_ok=True)
-    creds = {
-        "password": secrets.token_urlsafe(18),
-        "token": secrets.token_hex(20),  # Label Studio's legacy tokens are 40 hex characters
-        "secret_key": secrets.token_urlsafe(40),  # stable Django sessions across restarts
-    }
-    fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        json.dump(creds, out)
-    return creds
-
-
-def server(data_dir: Path, create: bool = False, path: Path | None = None) -> Server:
-    """The server's settings; ``create`` makes the credentials file when it is missing."""
-    cfg = load_doc(path).get("server") or {}
-    host = str(cfg.get("host", "127.0.0.1"))
-    port = int(os.environ.get("SUBTEXT_REVIEW_PORT") or cfg.get("port", 8080))
-    home = Path(data_dir).resolve() / "review"
-    creds = _credentials(home, create)
-    return Server(
-        url=os.environ.get("SUBTEXT_REVIEW_URL") or f"http://{host}:{port}",
-        host=host,
-        port=port,
-        username=os.environ.get("SUBTEXT_REVIEW_USER") or str(cfg.get("username", "admin@subtext.local")),
-        password=os.environ.get("SUBTEXT_REVIEW_PASSWORD") or creds.get("password", ""),
-        token=os.environ.get("SUBTEXT_REVIEW_TOKEN") or creds.get("token", ""),
-        secret_key=creds.get("secret_key", ""),
-        home=home,
-        document_root=Path(data_dir).resolve(),
-    )

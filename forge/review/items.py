@@ -17,9 +17,9 @@ from urllib.parse import quote
 
 from forge.benchmarks.review_spec import Media, ReviewSpec
 from forge.checks.mcq import CORRECT
+from forge.items.fields import answer_letters, field_problem
 from forge.provenance.versioning import content_hash
 from forge.review.labelconfig import BOX_LABEL, LETTERS
-from forge.splits.gates import answer_letters, field_problem
 
 REVISED_FIELDS = ("question", "options", "option_types", "answer", "references", "media_paths", "labels")
 BOX_ANSWER = re.compile(
@@ -262,7 +262,7 @@ def apply_edits(
     """The edited item, or (None, why it was refused). ``edits``: ``question`` / ``answer``
     (text; an option's text stands for its letter), ``options`` (list), ``boxes`` (index →
     [top, left, height, width] normalised). The gold's marks follow the answer (``follow_gold``).
-    ``references`` (index → text, or a whole list: a pool's answers). The edited item must pass the gates' field contract (``forge.splits.gates.field_problem``)
+    ``references`` (index → text, or a whole list: a pool's answers). The edited item must pass the gates' field contract (``forge.items.fields.field_problem``)
     and keep every box inside the image; otherwise the original stays."""
     new = dict(item)
     if "question" in edits:

@@ -1,4 +1,4 @@
-"""An edited revision re-enters the text-only probe (``forge/splits/blind.py``), Dagster-free.
+"""An edited revision re-enters the text-only probe (``forge/gates/blind.py``), Dagster-free.
 
 The field contract and the box check run inside ``items.apply_edits``; the probe needs the LLM
 engine, so ``<b>_verdicts`` runs it on the multiple-choice items an edit changed, with the
@@ -20,11 +20,11 @@ from typing import Any
 
 import pandas as pd
 
+from forge.gates import blind
+from forge.items.fields import is_mcq
 from forge.llm.prompts import load_prompt
 from forge.review.items import revision
-from forge.splits import blind
-from forge.splits.config import GateConfig
-from forge.splits.gates import is_mcq
+from forge.splits.config import StageSettings
 
 FIGURES = ("trials", "correct", "chance", "p_value", "flagged")
 
@@ -32,11 +32,11 @@ FIGURES = ("trials", "correct", "chance", "p_value", "flagged")
 @dataclass(frozen=True)
 class Reprobe:
     """What the probe needs, handed in by the asset: the benchmark's gate settings
-    (``forge.splits.config.benchmark_config``), the engine factory (called only when something is
-    probed) and the blind prompt file (``forge.splits.stages.BLIND_PROMPT``: that module imports
-    this package, so it is passed, not imported)."""
+    (``forge.splits.config.StageSettings``), the engine factory (called only when something is
+    probed) and the blind prompt file (``forge.gates.stages.BLIND_PROMPT``, which the asset also
+    versions)."""
 
-    cfg: dict[str, Any]
+    settings: StageSettings
     engine_factory: Callable[[], Any]
     prompt: Path
 
@@ -56,7 +56,7 @@ def reprobe(
 ) -> tuple[pd.DataFrame, Any]:
     """``verdicts`` with ``edit_blind`` filled for the edits it probed, and the engine (None when
     nothing was probed: probe off, or no edited multiple-choice item)."""
-    bc = GateConfig.from_config(how.cfg).blind
+    bc = how.settings.gates.blind
     todo = edited(items, verdicts)
     todo = todo[todo.apply(is_mcq, axis=1)] if len(todo) else todo
     if not bc.enabled or todo.empty:

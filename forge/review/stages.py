@@ -1,5 +1,5 @@
 """The review stages of one benchmark, Dagster-free: push tasks, read verdicts back, gate the
-export. ``assets/review`` wraps them; ``forge/splits/stages.run_export`` calls ``export_gate``.
+export. ``assets/review`` wraps them; ``forge/export/stages.run_export`` calls ``export_gate``.
 
 Tables: ``review_tasks`` (live Label Studio tasks per benchmark, kinds ``review`` /
 ``adjudication`` / ``returned`` / ``human``), ``review_task_ledger`` (every task a review push
@@ -16,6 +16,7 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.items.fields import LIST_COLUMNS, lst
 from forge.labelstudio.client import LabelStudio, ReviewServerDown
 from forge.review import gate, loop, sync, units
 from forge.review.config import review_spec
@@ -24,7 +25,6 @@ from forge.review.labelconfig import review_config
 from forge.review.reprobe import Reprobe, reprobe
 from forge.review.status import review_status
 from forge.review.verdicts import VERDICT_COLUMNS, merge, verdict_rows
-from forge.splits.gates import LIST_COLUMNS, _lst
 from forge.storage import RejectLog, TableStore
 
 REJECT_REASON = "reviewer_rejected"  # rejects.reason; the reviewer's own reason leads the detail
@@ -50,7 +50,7 @@ def gated_items(store: TableStore, name: str) -> pd.DataFrame:
     df = read(store, "gated_items", name)
     for c in LIST_COLUMNS:
         if c in df:
-            df[c] = df[c].map(_lst)
+            df[c] = df[c].map(lst)
     return df
 
 

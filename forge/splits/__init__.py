@@ -1,1 +1,1 @@
-"""Leakage-free splits, quality gates and versioned exports of benchmark items (docs/splits.md)."""
+"""Leakage-free splits of a benchmark's items: leakage groups, stratified assignment, split settings (docs/splits.md)."""

@@ -10,6 +10,7 @@ and the blind unit (item or pool).
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -18,7 +19,6 @@ from typing import Any
 
 import yaml
 
-from forge.benchmarks.registry import resolve
 from forge.benchmarks.settings import active_profile, effective, merge
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindUnit, OptionPolicy
 
@@ -61,8 +61,8 @@ def spec_block(spec: BenchmarkSpec) -> dict[str, Any]:
     return out
 
 
-def benchmark_config(benchmark: str | BenchmarkSpec, path: Path = SPLITS_CONFIG) -> dict[str, Any]:
-    spec = resolve(benchmark)
+def benchmark_config(spec: BenchmarkSpec, path: Path = SPLITS_CONFIG) -> dict[str, Any]:
+    """The merged settings document of ``spec`` (see the module's docstring for the order)."""
     doc = yaml.safe_load(path.read_text()) or {}
     cfg = deep_merge(doc.get("defaults") or {}, spec_block(spec))
     cfg = deep_merge(cfg, _recipe_block(spec))
@@ -260,3 +260,31 @@ class GateConfig:
             kw["rebalance_positions"] = False  # fixed-order options never move, whatever the config says
         imported = ImportedPolicy.from_dict(g.get("imported"))
         return cls(**kw, blind=BlindConfig.from_dict(cfg.get("blind")), imported=imported)
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """One benchmark's splits / gates / export settings, parsed once where the spec is resolved
+    (the asset factories) and passed down whole. ``raw`` is the merged document as read: the
+    stages' code versions and the export's recorded configuration are made from it."""
+
+    raw: dict[str, Any]
+    sizes: SplitSizes
+    gates: GateConfig
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> StageSettings:
+        return cls(raw, SplitSizes.from_config(raw), GateConfig.from_config(raw))
+
+    def with_blind_action(self, action: str) -> StageSettings:
+        """These settings under a run's own blind action (the gated asset's run config)."""
+        if action == str(self.gates.blind.action):
+            return self
+        raw = json.loads(json.dumps(self.raw))
+        raw.setdefault("blind", {})["action"] = action
+        return StageSettings.parse(raw)
+
+
+def stage_settings(spec: BenchmarkSpec, path: Path = SPLITS_CONFIG) -> StageSettings:
+    """``spec``'s settings document, parsed."""
+    return StageSettings.parse(benchmark_config(spec, path))

@@ -286,14 +286,15 @@ def build_items(data: Path) -> dict[str, pd.DataFrame]:
 def publish_items(data: Path, bench: str, df: pd.DataFrame, dev: pd.DataFrame | None = None) -> None:
     """Export ``df`` as the test split (and ``dev`` as the dev split) of ``bench``: what the
     evaluation reads is the published export, never the items table."""
-    from forge.splits.export import write_export
+    from forge.benchmarks import registry
+    from forge.export.write import write_export
 
     parts = [df.assign(split="test")] + ([dev.assign(split="dev")] if dev is not None else [])
     items = pd.concat(parts, ignore_index=True).assign(group_id=lambda d: d["item_id"])
     write_export(
         exports_dir=data / "exports",
         data_dir=data,
-        benchmark=bench,
+        spec=registry.get(bench),
         items=items,
         provenance=pd.DataFrame(columns=["item_id", "source_item_id", "license", "source"]),
         split_order=["dev", "test"],
@@ -644,12 +645,13 @@ def test_empty_test_split_fails_the_not_empty_check(tmp_path):
 
     data = tmp_path / "data"
     items = build_items(data)
-    from forge.splits.export import write_export
+    from forge.benchmarks import registry
+    from forge.export.write import write_export
 
     write_export(
         exports_dir=data / "exports",
         data_dir=data,
-        benchmark="vague",
+        spec=registry.get("vague"),
         items=items["vague"].assign(split="dev", group_id=lambda d: d["item_id"]),
         provenance=pd.DataFrame(columns=["item_id", "source_item_id", "license", "source"]),
         split_order=["dev", "test"],

@@ -68,13 +68,13 @@ FORWARDED: dict[tuple[str, str], list[str] | str] = {
         "assets/recipes/hummus/logic/annotations.py:validate_annotation"
     ],
     ("assets/recipes/vague/logic/logic.py", "reason"): FORWARDS,  # the local reject() helper
-    ("forge/splits/stages.py", "reason"): [
-        "forge/splits/gates.py:field_problem",
-        "forge/splits/gates.py:media_problem",
-        "forge/splits/gate_steps.py:field_and_duplicates",
-        "forge/splits/gate_steps.py:blind_drops",
+    ("forge/gates/stages.py", "reason"): [
+        "forge/items/fields.py:field_problem",
+        "forge/items/fields.py:media_problem",
+        "forge/gates/steps.py:field_and_duplicates",
+        "forge/gates/steps.py:blind_drops",
     ],
-    ("forge/splits/gate_steps.py", "st[0] if st else None"): FORWARDS,
+    ("forge/gates/steps.py", "st[0] if st else None"): FORWARDS,
     ("assets/releases/factory.py", "r.reason"): FORWARDS,  # ParsedRelease.reject
     ("assets/vision/assets.py", "r"): FORWARDS,  # vision pipeline results
     ("forge/vision/pipeline.py", "p.result.reason"): FORWARDS,

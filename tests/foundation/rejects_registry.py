@@ -91,7 +91,7 @@ SHARED_STAGES: dict[str, dict[str, str]] = {
         "audio_extraction_failed": UNTESTED,
         "transcription_failed": "tests/ingest/test_transcripts.py",
     },
-    "<benchmark>_gated": {  # forge/splits/stages.py run_gates
+    "<benchmark>_gated": {  # forge/gates/stages.py run_gates
         "empty_field": "tests/splits/test_gates_logic.py",
         "contract_violation": "tests/splits/test_gates_logic.py",
         "media_missing": "tests/splits/test_gates_logic.py",

@@ -41,7 +41,7 @@ SHARED = [
     ROOT / "forge/benchmarks/settings.py",
     # the central per-paper tables that are gone (#38): each paper's package holds its own
     ROOT / "forge/releases/config.py",
-    ROOT / "forge/releases/gold.py",
+    ROOT / "forge/gold/apply.py",
     ROOT / "tests/foundation/rejects_registry.py",
     *(ROOT / "config" / f"{n}.yaml" for n in ("evals", "splits", "review", "releases")),
     *(
@@ -101,10 +101,10 @@ def test_paper_policies():
         BlindUnit.POOL,
         "question_id",
     )
-    from forge.splits.config import GateConfig, benchmark_config
+    from forge.splits.config import stage_settings
 
-    assert not GateConfig.from_config(benchmark_config("vimu")).rebalance_positions
-    assert GateConfig.from_config(benchmark_config("vague")).rebalance_positions
+    assert not stage_settings(registry.get("vimu")).gates.rebalance_positions
+    assert stage_settings(registry.get("vague")).gates.rebalance_positions
 
 
 def _tokens(path: Path) -> list[str]:

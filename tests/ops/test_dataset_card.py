@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from forge.benchmarks import registry
 from forge.evals.pipeline import load_export
-from forge.splits.export import write_export
+from forge.export.write import write_export
 from tests.evals.test_e2e import CARD, build_items
 
 
@@ -21,7 +22,7 @@ def _export(tmp_path, bench: str, forced_stub: bool = False):
     out = write_export(
         exports_dir=data / "exports",
         data_dir=data,
-        benchmark=bench,
+        spec=registry.get(bench),
         items=df,
         provenance=pd.DataFrame(columns=["item_id", "source_item_id", "license", "source"]),
         split_order=["dev", "test"],
@@ -84,7 +85,7 @@ def test_the_card_has_every_hub_field_and_section(tmp_path):
 
 
 def test_an_italian_export_says_so(tmp_path):
-    from forge.splits.hub import languages, size_category
+    from forge.export.hub import languages, size_category
 
     df = pd.DataFrame({"question": ["Che cosa fa la persona nel video e perché lo fa?"] * 3})
     assert languages(df) == ["it"]

@@ -10,8 +10,9 @@ import pandas as pd
 from assets.recipes.hummus.logic.items import build_items
 from assets.recipes.hummus.logic.release import parse_release as parse_hummus
 from assets.recipes.maia.logic.release import parse_release as parse_maia
+from forge.benchmarks import registry
+from forge.gold.apply import apply_gold, with_gold
 from forge.releases.config import ReleaseInfo, with_options
-from forge.releases.gold import apply_gold, with_gold
 
 
 def _built_hummus(caption: str) -> pd.DataFrame:
@@ -58,7 +59,7 @@ def test_hummus_gold_fields_and_provenance(hummus_dir):
     imported = parse_hummus(ReleaseInfo("hummus", "hummus-v1", hummus_dir, "e08a44f", "CC BY 4.0")).items
     built = _built_hummus("The quarterly review is in the tank")  # final punctuation differs: still a match
     items = pd.concat([built, imported], ignore_index=True)
-    out, counts = apply_gold("hummus", items, ["boxes", "spans", "descriptions"])
+    out, counts = apply_gold(registry.get("hummus"), items, ["boxes", "spans", "descriptions"])
     b = out[out["origin"].isna()].set_index("task")
     assert counts == {"boxes": 2, "spans": 1, "descriptions": 6}
     assert b.loc["image_box", "answer"] == "shark: [0.500, 0.400, 0.500, 0.300]"
@@ -72,9 +73,9 @@ def test_hummus_gold_fields_and_provenance(hummus_dir):
     assert json.loads(b.loc["explanation", "extra"])["image_description"].startswith("A man in a suit")
     # imported rows untouched; nothing changes with the switch off or without a match
     pd.testing.assert_frame_equal(out[out["origin"].eq("imported")], items[items["origin"].eq("imported")])
-    assert apply_gold("hummus", items, [])[0] is items
+    assert apply_gold(registry.get("hummus"), items, [])[0] is items
     other = pd.concat([_built_hummus("A caption nobody published."), imported], ignore_index=True)
-    assert not apply_gold("hummus", other, ["boxes"])[1]
+    assert not apply_gold(registry.get("hummus"), other, ["boxes"])[1]
 
 
 def test_maia_pools_and_config_switch(maia_info, tmp_path):
@@ -98,9 +99,9 @@ def test_maia_pools_and_config_switch(maia_info, tmp_path):
     items = pd.concat([built, imported], ignore_index=True)
     cfg = tmp_path / "releases.yaml"
     cfg.write_text("releases: []\ngold:\n  maia: {enabled: false, fields: [pools]}\n")
-    assert with_gold(items, "maia", str(cfg)).loc[0, "answer"] == "llm"
+    assert with_gold(items, registry.get("maia"), str(cfg)).loc[0, "answer"] == "llm"
     cfg.write_text("releases: []\ngold:\n  maia: {enabled: true, fields: [pools]}\n")
-    out = with_gold(items, "maia", str(cfg))
+    out = with_gold(items, registry.get("maia"), str(cfg))
     assert list(out.loc[0, "references"]) == list(q["references"]) and len(out.loc[0, "references"]) == 8
     assert json.loads(out.loc[0, "extra"])["provenance"] == {"pools": "release:maia-dev-ita@dev-20pct"}
 
@@ -130,7 +131,7 @@ def test_maia_statement_pairs_by_pool_position(maia_info):
             }
         ]
     )
-    out, counts = apply_gold("maia", pd.concat([built, imported], ignore_index=True), ["statements"])
+    out, counts = apply_gold(registry.get("maia"), pd.concat([built, imported], ignore_index=True), ["statements"])
     assert counts == {"statements": 1}
     assert list(out.loc[0, "options"]) == list(pos3["options"]) and out.loc[0, "answer"] == pos3["answer"]
 

@@ -16,8 +16,8 @@ import assets.evals.assets  # noqa: F401 - registers the leaderboard view (as th
 from assets.review.human import human_defs
 from forge.benchmarks.registry import get
 from forge.evals.pipeline import load_export
-from forge.splits.config import benchmark_config
-from forge.splits.stages import run_export
+from forge.export.stages import run_export
+from forge.splits.config import stage_settings
 from forge.storage import TableStore
 from forge.storage.contracts import load_contract
 from tests.review import scripted as sr
@@ -77,7 +77,7 @@ def test_three_people_give_human_avg_and_best_on_the_leaderboard(review_env):
     store = TableStore(data)
     iibench_items(store)
     spec = get("iibench")
-    run_export(store, spec, benchmark_config(spec), force_stub=False)
+    run_export(store, spec, stage_settings(spec), force_stub=False)
     gold = dict(zip(*(load_export(data / "exports", "iibench").items[c] for c in ("item_id", "answer")), strict=True))
     assert sorted(gold) == ["ii1", "ii2", "ii3", "ii4"]
     assets = list(human_defs("iibench").assets)
@@ -153,7 +153,7 @@ def test_open_ended_human_answers_are_judged_by_the_benchmark_judge(review_env, 
     store = TableStore(data)
     maia_open_ended(store, 3)
     spec = get("maia")
-    run_export(store, spec, benchmark_config(spec), force_stub=False)
+    run_export(store, spec, stage_settings(spec), force_stub=False)
 
     def judge(body):  # the MAIA judge schema: Correct when the answer mentions the rain
         if (body.get("response_format") or {}).get("json_schema", {}).get("name") == "eval_maia_oe_judge":

@@ -16,8 +16,8 @@ from assets.evals.assets import build_defs
 from assets.evals.judge_validation import judge_validation_defs
 from forge.benchmarks.registry import get
 from forge.evals import judge_validation as jv
-from forge.splits.config import benchmark_config
-from forge.splits.stages import run_export
+from forge.export.stages import run_export
+from forge.splits.config import stage_settings
 from forge.storage import TableStore
 from forge.storage.contracts import load_contract
 from tests.evals.test_judge_validation import hand_cohen, hand_fleiss
@@ -90,7 +90,7 @@ def test_the_judge_validated_by_two_people(review_env):
     store = TableStore(data)
     maia_open_ended(store, 4)
     spec = get("maia")
-    run_export(store, spec, benchmark_config(spec), force_stub=False)
+    run_export(store, spec, stage_settings(spec), force_stub=False)
     C, I = "Correct", "Incorrect"  # noqa: E741 - the judge's labels
     keys = [(m, f"oe{i}") for m in ("m-a", "m-b") for i in range(1, 5)]
     judge = dict(zip(keys, [C, C, I, I, C, I, C, I], strict=True))
@@ -145,7 +145,7 @@ def test_the_judge_validated_by_two_people(review_env):
     )
     # the next export's card shows them (one more item makes a new version)
     maia_open_ended(store, 5)
-    run_export(store, spec, benchmark_config(spec), force_stub=False)
+    run_export(store, spec, stage_settings(spec), force_stub=False)
     card = sorted((data / "exports" / "maia").glob("v*"))[-1].joinpath("README.md").read_text()
     fleiss = got[("fleiss_people", "")]
     assert f"| judge validation: Fleiss' kappa between 2 people | {fleiss:.3f} over 8 answers" in card

@@ -26,9 +26,9 @@ import pytest
 from assets.review.factory import benchmark_review_defs
 from assets.review.human import human_defs
 from forge.benchmarks.registry import get
+from forge.export.stages import run_export
 from forge.review.stages import resolution, settings
-from forge.splits.config import benchmark_config
-from forge.splits.stages import run_export
+from forge.splits.config import stage_settings
 from forge.storage import TableStore
 from tests.review import scripted as sr
 from tests.review import world
@@ -288,7 +288,7 @@ def test_three_reviewers_in_chromium(review_env, browsers):
     edit = v[(v.item_id == "v1")].iloc[0]
     assert edit.verdict == "edit" and edit.edit_status == "applied" and edit.reviewer == r1.email
     spec = get("vague")
-    run_export(store, spec, benchmark_config(spec), force_stub=False)
+    run_export(store, spec, stage_settings(spec), force_stub=False)
     rows = {json.loads(line)["item_id"]: json.loads(line) for line in _export_lines(data, "vague")}
     assert rows["v1"]["answer"] == "C"
     assert rows["v1"]["options"] == ["Mop the floor 1", "Open the window", "Sing a song softly", "Buy a hat"]

@@ -17,9 +17,9 @@ from assets.review.factory import benchmark_review_defs
 from assets.review.human import human_defs
 from assets.splits.factory import benchmark_defs
 from forge.benchmarks.registry import get
+from forge.export.stages import run_export
 from forge.review.config import review_spec
-from forge.splits.config import benchmark_config
-from forge.splits.stages import run_export
+from forge.splits.config import stage_settings
 from forge.storage import TableStore, open_catalog
 from resources.llm import LLMResource
 from resources.review import ReviewResource
@@ -154,7 +154,7 @@ def test_review_gates_the_export_end_to_end(review_env):
 
     # the export holds back m4 (one accept of two), drops m2, keeps m1 and the adjudicated m3
     spec = get("maia")
-    frame, md_export, _ = run_export(store, spec, benchmark_config(spec), force_stub=False)
+    frame, md_export, _ = run_export(store, spec, stage_settings(spec), force_stub=False)
     exported = {json.loads(line)["item_id"] for line in _export_lines(data, "maia")}
     assert exported == {"m1", "m3"}
     assert md_export["review_coverage"] == "3/4"
@@ -174,7 +174,7 @@ def test_review_gates_the_export_end_to_end(review_env):
 
     # Hummus: the moved box is the new gold (edited_by provenance); the refused edit left h2 as it was
     hspec = get("hummus")
-    run_export(store, hspec, benchmark_config(hspec), force_stub=False)
+    run_export(store, hspec, stage_settings(hspec), force_stub=False)
     rows = {json.loads(line)["item_id"]: json.loads(line) for line in _export_lines(data, "hummus")}
     assert set(rows) == {"h1"}  # h2 still pending
     assert rows["h1"]["answer"] == "chains: [0.150, 0.250, 0.300, 0.400]"
@@ -250,7 +250,7 @@ def test_human_baseline_row_on_the_leaderboard(review_env):
     store = TableStore(data)
     world.vague(store, n=3)
     spec = get("vague")
-    run_export(store, spec, benchmark_config(spec), force_stub=False)
+    run_export(store, spec, stage_settings(spec), force_stub=False)
     assets = list(human_defs("vague").assets)
     dg.materialize(assets, selection=["vague_human_tasks"], resources=_resources(data))
     keyed = sr.tasks_by_item(ls, "human baseline")  # blind tasks carry an opaque key; review_tasks maps it back

@@ -267,9 +267,10 @@ def test_label_configs_are_xml_with_the_declared_controls():
 def test_an_edited_revision_re_enters_the_text_only_probe(tmp_path, llm_double, llm_double_resource, action):
     """The edit passes the field contract, then the gates' probe asks the blind solver about the new
     text; its figures land on the revision (report) or a flagged edit is refused (opt-in drop)."""
+    from forge.benchmarks import registry
+    from forge.gates.stages import BLIND_PROMPT
     from forge.review.reprobe import Reprobe, reprobe
-    from forge.splits.config import benchmark_config
-    from forge.splits.stages import BLIND_PROMPT
+    from forge.splits.config import stage_settings
     from forge.storage import TableStore
     from tests.llm_double.server import message_text
 
@@ -280,9 +281,8 @@ def test_an_edited_revision_re_enters_the_text_only_probe(tmp_path, llm_double, 
     spec = ReviewSpec(reviewers=1)
     res = gate.resolve(items, pd.DataFrame([edit]), spec, tmp_path)
     assert res.verdicts["edit_status"].tolist() == ["applied"]
-    cfg = benchmark_config("maia")
-    cfg = {**cfg, "blind": {**cfg.get("blind", {}), "action": action}}
-    how = Reprobe(cfg, llm_double_resource().engine, BLIND_PROMPT)
+    settings = stage_settings(registry.get("maia")).with_blind_action(action)
+    how = Reprobe(settings, llm_double_resource().engine, BLIND_PROMPT)
     probed, engine = reprobe(res.items, res.verdicts, how, "maia_verdicts", "maia")
     asked = [message_text(b) for b in llm_double.chat_requests]
     assert engine is not None and len(asked) >= 4

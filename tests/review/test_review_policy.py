@@ -10,7 +10,8 @@ import pytest
 
 from forge.benchmarks.registry import get
 from forge.benchmarks.review_spec import ReviewPolicy
-from forge.review.config import CONFIG_PATH, review_spec
+from forge.labelstudio.config import CONFIG_PATH
+from forge.review.config import review_spec
 
 
 @pytest.fixture(autouse=True)

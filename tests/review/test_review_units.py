@@ -13,10 +13,10 @@ import pytest
 
 from assets.review.factory import benchmark_review_defs
 from forge.benchmarks.registry import get
+from forge.export.stages import run_export
 from forge.review import loop
 from forge.review.items import revision
-from forge.splits.config import benchmark_config
-from forge.splits.stages import run_export
+from forge.splits.config import stage_settings
 from forge.storage import TableStore, open_catalog
 from resources.llm import LLMResource
 from resources.review import ReviewResource
@@ -101,7 +101,7 @@ def test_a_maia_pool_is_one_task_and_one_edited_answer_changes_only_its_item(rev
     assert changed == ["q1_oe"]  # only the item built from the edited answer has a new revision
     gated = TableStore(data).read("gated_items", parts=["maia"])
     spec = get("maia")
-    run_export(store, spec, benchmark_config(spec), force_stub=False)
+    run_export(store, spec, stage_settings(spec), force_stub=False)
     assert _exported_pools(data) == {"q1": 8, "q2": 8}
     versions = sorted((data / "exports" / "maia").glob("v*"))
     exported = [
@@ -156,7 +156,7 @@ def test_a_pool_with_one_rejected_pair_or_a_half_done_review_is_held_back_whole(
     titles = {m["item_id"]: m["title"] for m in again["members"]}
     assert titles["q2_sv1"].endswith("pending") and titles["q2_sv2"].endswith("accepted")
     spec = get("maia")
-    run_export(store, spec, benchmark_config(spec), force_stub=False)
+    run_export(store, spec, stage_settings(spec), force_stub=False)
     versions = sorted((data / "exports" / "maia").glob("v*"))
     assert not versions or _exported_pools(data) == {}  # neither pool goes out in part
 
@@ -182,7 +182,7 @@ def test_a_contradicting_pool_is_resolved_by_an_adjudicator(review_env):
     status = _q(data, "select item_id, status, export from review_status where current")
     assert set(status.status) == {"accepted"} and set(status.export) == {"kept"}
     spec = get("maia")
-    run_export(store, spec, benchmark_config(spec), force_stub=False)
+    run_export(store, spec, stage_settings(spec), force_stub=False)
     assert _exported_pools(data) == {"q1": 8}
     versions = sorted((data / "exports" / "maia").glob("v*"))
     exported = [
@@ -227,6 +227,6 @@ def test_every_exported_maia_pool_built_by_the_recipe_has_8_pairs_after_a_script
         sr.submit(ls, tasks[key], r1, sr.ACCEPT)
     _materialize(data, ["maia_verdicts"])
     spec = get("maia")
-    run_export(TableStore(data), spec, benchmark_config(spec), force_stub=True)  # the stub built them
+    run_export(TableStore(data), spec, stage_settings(spec), force_stub=True)  # the stub built them
     exported = _exported_pools(data)
     assert exported == {k.removeprefix("unit:"): 8 for k in rest}  # 8 pairs or none, every pool

@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 
 from forge.benchmarks.registry import get
+from forge.export.stages import run_export
 from forge.review.config import review_spec
 from forge.review.items import revision
 from forge.review.stages import resolution
 from forge.review.status import returned
-from forge.splits.config import benchmark_config
-from forge.splits.stages import run_export
+from forge.splits.config import stage_settings
 from forge.storage import TableStore
 from tests.review import scripted as sr
 from tests.review import world
@@ -99,7 +99,7 @@ def test_two_reviewers_each_own_verdict_and_an_overwrite_is_flagged(review_env):
     assert by_sql.items_accepted == md["accepted"].value == 1
     assert by_sql.minutes_per_accepted_item == md["reviewer_minutes_per_accepted_item"].value
     spec = get("maia")
-    run_export(store, spec, benchmark_config(spec), force_stub=False)
+    run_export(store, spec, stage_settings(spec), force_stub=False)
     card = next((data / "exports" / "maia").glob("v*/README.md")).read_text()
     line = next(x for x in card.splitlines() if x.startswith("| reviewer minutes per accepted item"))
     assert f"| {by_sql.minutes_per_accepted_item} (" in line  # (40 + 5) s / 60 on one accepted item
@@ -155,7 +155,7 @@ def test_malformed_annotations_are_refused_with_their_reason_and_nothing_is_expo
 
     # advisory exports every item, each as it was: nothing of a refused annotation reaches it
     spec = get("maia")
-    run_export(store, spec, benchmark_config(spec), force_stub=False)
+    run_export(store, spec, stage_settings(spec), force_stub=False)
     exported = {json.loads(line)["item_id"]: json.loads(line) for line in _export_lines(data, "maia")}
     assert set(exported) == set(originals)
     card = next((data / "exports" / "maia").glob("v*/README.md")).read_text()

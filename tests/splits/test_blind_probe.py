@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from forge.benchmarks import registry
+from forge.gates import blind
+from forge.gates.stages import BLIND_PROMPT, BLIND_STAGE
 from forge.llm.prompts import load_prompt
-from forge.splits import blind
 from forge.splits.config import SPLITS_CONFIG, BlindConfig, SplitSizes, benchmark_config
-from forge.splits.stages import BLIND_PROMPT, BLIND_STAGE
 from tests.llm_double.server import message_text
 from tests.splits.helpers import make_world
 from tests.splits.test_splits_assets import _run, _specs, store  # noqa: F401 (fixture)
@@ -97,11 +97,11 @@ def test_probe_reports_on_every_mcq_card_and_drops_nothing(paper, store, llm_dou
 
 
 def test_a_dev_split_where_the_paper_has_none_is_an_opt_in(tmp_path):
-    assert SplitSizes.from_config(benchmark_config("vague")).names == ["test"]
-    assert SplitSizes.from_config(benchmark_config("iibench")).names == ["dev", "validation", "test"]
+    assert SplitSizes.from_config(benchmark_config(registry.get("vague"))).names == ["test"]
+    assert SplitSizes.from_config(benchmark_config(registry.get("iibench"))).names == ["dev", "validation", "test"]
     doc = yaml.safe_load(SPLITS_CONFIG.read_text())
     doc["benchmarks"]["vague"] = {"sizes": {"dev": 0.1, "test": "rest"}, "blind": {"action": "drop"}}
     p = tmp_path / "splits.yaml"
     p.write_text(yaml.safe_dump(doc))
-    cfg = benchmark_config("vague", path=p)
+    cfg = benchmark_config(registry.get("vague"), path=p)
     assert SplitSizes.from_config(cfg).names == ["dev", "test"] and cfg["blind"]["action"] == "drop"

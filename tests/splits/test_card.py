@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from forge.splits.card import label_distributions
+from forge.export.card import label_distributions
 
 
 def test_label_distributions_leave_out_identifiers():

@@ -3,8 +3,9 @@
 import pandas as pd
 
 from forge.checks import mcq
+from forge.gates import checks as sg
+from forge.items import fields
 from forge.llm.types import LLMResult
-from forge.splits import gates as sg
 from forge.splits.config import BlindConfig
 
 
@@ -68,7 +69,7 @@ def test_field_problems_and_duplicates(tmp_path):
         "references": None,
         "media_paths": ["media/x.png"],
     }
-    assert sg.field_problem(pd.Series(base), tmp_path) is None
+    assert fields.field_problem(pd.Series(base), tmp_path) is None
     cases = {
         "empty_field": [dict(base, question="  "), dict(base, options=["x", ""]), dict(base, category=None)],
         "contract_violation": [dict(base, answer="C"), dict(base, option_types=["correct"]), dict(base, answer="yes")],
@@ -76,7 +77,7 @@ def test_field_problems_and_duplicates(tmp_path):
     }
     for reason, rows in cases.items():
         for r in rows:
-            assert sg.field_problem(pd.Series(r), tmp_path)[0] == reason, r
+            assert fields.field_problem(pd.Series(r), tmp_path)[0] == reason, r
     df = pd.DataFrame(
         [dict(base, item_id="b"), dict(base, item_id="a", question="Q!"), dict(base, item_id="c", question="other")]
     )
@@ -141,8 +142,8 @@ def test_paper_specific_columns_fold_into_extra():
             }
         ]
     )
-    out = sg.normalise_items(df, "vague")
-    assert list(out.columns) == sg.COMMON_COLUMNS + ["extra"]
+    out = fields.normalise_items(df, "vague")
+    assert list(out.columns) == fields.COMMON_COLUMNS + ["extra"]
     assert out.loc[0, "benchmark"] == "vague" and out.loc[0, "item_id"] == "1"
     import json
 
@@ -175,7 +176,7 @@ def test_dropping_one_member_drops_its_whole_unit():
             "labels": ['{"question_id": "q1"}', '{"question_id": "q1"}', '{"question_id": "q2"}', None],
         }
     )
-    assert sg.unit_of(df, "question_id") == units and sg.unit_of(df, None) == {}
+    assert fields.unit_of(df, "question_id") == units and fields.unit_of(df, None) == {}
 
 
 def test_guess_drop_probability_is_the_tests_false_positive_rate():
@@ -188,8 +189,8 @@ def test_guess_drop_probability_is_the_tests_false_positive_rate():
 
 
 def test_blind_prompt_never_states_the_number_of_correct_options():
+    from forge.gates.stages import BLIND_PROMPT
     from forge.llm.prompts import load_prompt
-    from forge.splits.stages import BLIND_PROMPT
 
     p = load_prompt(BLIND_PROMPT)
     text = (p.system + p.user).lower()

@@ -16,10 +16,11 @@ from assets.recipes.iibench.logic.release import parse_release
 from forge.benchmarks import registry
 from forge.checks.mcq import letter_index
 from forge.evals.pipeline import load_export
+from forge.export.stages import _card_sections
+from forge.gates.stages import run_gates
 from forge.releases.config import ReleaseInfo
 from forge.releases.records import batch_part, place_media
-from forge.splits.config import benchmark_config
-from forge.splits.stages import _card_sections, run_gates
+from forge.splits.config import StageSettings, benchmark_config
 from forge.storage.contracts import load_contract
 from tests.splits.helpers import noise_image
 from tests.splits.test_splits_assets import _check, _md, _run, store  # noqa: F401 (fixture)
@@ -125,12 +126,13 @@ def test_opt_ins_change_imported_items_and_the_card_says_so(store, tmp_path, llm
     cfg = benchmark_config(spec)
     cfg["gates"]["imported"] = {"rebalance_positions": True, "drop_blind_solvable": True}
     cfg["blind"]["action"] = "drop"
-    out = run_gates(store, spec, cfg, llm_double_resource().engine)
+    out = run_gates(store, spec, StageSettings.parse(cfg), llm_double_resource().engine)
     res = out.tables["gate_results"]
     assert (res["reason"] == "blind_solvable").all()  # both opt-ins on: flagged imported items dropped
     cfg["blind"]["action"] = "report"
-    out = run_gates(store, spec, cfg, llm_double_resource().engine)
+    settings = StageSettings.parse(cfg)
+    out = run_gates(store, spec, settings, llm_double_resource().engine)
     gated = out.tables["gated_items"]
     assert gated["reshuffled"].sum() > 0 and set(gated["answer"]) != {"A"}  # re-lettered, by opt-in only
-    card = "\n".join(_card_sections(gated, out.tables["gate_results"], cfg))
+    card = "\n".join(_card_sections(gated, out.tables["gate_results"], settings.gates))
     assert "Imported items changed by opt-in options" in card and "gates.imported.rebalance_positions" in card

@@ -10,7 +10,7 @@ import pytest
 
 from assets.splits.factory import benchmark_defs
 from forge.benchmarks import registry
-from forge.splits.config import benchmark_config
+from forge.splits.config import stage_settings
 from forge.splits.stages import leakage_check
 from forge.storage import TableStore, open_catalog
 from resources.llm import LLMResource
@@ -257,7 +257,7 @@ def test_leak_check_fails_on_hand_made_leaking_split(store):
 
     c = load_contract("splits")
     store.write("splits", c.conform(rows), PAPER, schema=c.arrow_schema())
-    r = leakage_check(store, registry.get(PAPER), benchmark_config(PAPER))
+    r = leakage_check(store, registry.get(PAPER), stage_settings(registry.get(PAPER)))
     assert not r.passed
     assert r.metadata["pairs_by_kind"]["source_item_id"] == 1
     assert r.metadata["near_duplicate_pairs"] >= 1

@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 
+from forge.benchmarks import registry
 from forge.splits import assign as sa
 from forge.splits import leakage as lk
 from forge.splits.config import SplitSizes, benchmark_config
@@ -129,7 +130,7 @@ def test_stratification_beats_random_group_assignment():
 
 
 def test_fixed_sizes_iibench_from_recipe_config():
-    cfg = benchmark_config("iibench")
+    cfg = benchmark_config(registry.get("iibench"))
     sizes = SplitSizes.parse(cfg["sizes"])
     assert sizes.names == ["dev", "validation", "test"]
     items = pd.DataFrame({"item_id": [f"q{i:03d}" for i in range(100)], "category": ["a", "b"] * 50})

@@ -1,4 +1,4 @@
-"""Hummus's gold rules (forge/releases/gold.py): a built item takes the released annotation of the
+"""Hummus's gold rules (forge/gold/apply.py): a built item takes the released annotation of the
 item with the same caption (normalised: case, spaces, final punctuation) and task."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 from forge.benchmarks.spec import GoldRules
 from forge.checks.text import canonical
-from forge.releases.gold import json_field
+from forge.items.fields import json_field
 
 
 def match_key(row: dict[str, Any]) -> tuple[str, str] | None:

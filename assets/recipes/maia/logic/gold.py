@@ -1,4 +1,4 @@
-"""MAIA's gold rules (forge/releases/gold.py): matched on the question text (normalised) and task.
+"""MAIA's gold rules (forge/gold/apply.py): matched on the question text (normalised) and task.
 ``pools``: an open-ended item takes the human 8-answer pool (answer and references);
 ``statements``: a statement-verification item takes the released true / false pair at the same
 pool position (the recipe counts from 0, the release from 1)."""
@@ -9,7 +9,7 @@ from typing import Any
 
 from forge.benchmarks.spec import GoldRules
 from forge.checks.text import canonical
-from forge.releases.gold import json_field
+from forge.items.fields import json_field
 
 
 def match_key(row: dict[str, Any]) -> tuple[str, str] | None:

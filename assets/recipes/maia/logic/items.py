@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from forge.checks.mcq import shuffle_options
+from forge.items.fields import COMMON_COLUMNS
 
 from .questions import stable_id
 from .taxonomy import CAUSAL
@@ -16,28 +17,8 @@ from .taxonomy import CAUSAL
 SV_QUESTION = "Which of the two statements is true for the video?"
 # the item's own question in the benchmark's language (the evaluation prompt carries the instruction)
 SV_QUESTIONS = {"en": SV_QUESTION, "it": "Quale delle due affermazioni è vera per il video?"}
-ITEM_COLUMNS = [
-    "item_id",
-    "benchmark",
-    "task",
-    "category",
-    "question",
-    "options",
-    "option_types",
-    "answer",
-    "references",
-    "media_paths",
-    "unit_id",
-    "source_item_id",
-    "source",
-    "channel",
-    "batch",
-    "labels",
-    "backend",
-    "model",
-    "prompt_hash",
-    "extra",
-]
+# the common item columns (forge/items); `lineage` is added when the table is written (assets/common.py)
+ITEM_COLUMNS = [c for c in COMMON_COLUMNS if c != "lineage"] + ["extra"]
 
 
 def _backend(*values: Any) -> str:

@@ -1,4 +1,4 @@
-"""ViMU's gold rules (forge/releases/gold.py): matched on the question text and the category;
+"""ViMU's gold rules (forge/gold/apply.py): matched on the question text and the category;
 ``annotations`` replaces answer, references, options and option types of OE / EG / RM / SV."""
 
 from __future__ import annotations

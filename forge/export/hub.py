@@ -17,8 +17,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from forge.benchmarks.registry import resolve
-from forge.benchmarks.spec import PaperCard
+from forge.benchmarks.spec import BenchmarkSpec
 from forge.checks.text import guess_language
 
 GENERAL_LIMITATIONS = (
@@ -40,19 +39,8 @@ _TASK_CATEGORIES = {
 }
 
 
-def paper_card(benchmark: str) -> PaperCard | None:
-    """The registered benchmark's paper facts (None for an unregistered name or a plug-in without them)."""
-    try:
-        return resolve(benchmark).paper
-    except KeyError:
-        return None
-
-
-def task_categories(df: pd.DataFrame, benchmark: str) -> list[str]:
-    try:  # the spec's review media says what an item shows (an unregistered name: images)
-        video = resolve(benchmark).review.media == "video"
-    except KeyError:
-        video = False
+def task_categories(df: pd.DataFrame, spec: BenchmarkSpec) -> list[str]:
+    video = spec.review.media == "video"  # the spec's review media says what an item shows
     cats = {"video-text-to-text" if video else "visual-question-answering"}
     tasks = set(df["task"].dropna().astype(str)) if "task" in df else set()
     cats |= {_TASK_CATEGORIES[t] for t in tasks if t in _TASK_CATEGORIES}

@@ -22,10 +22,11 @@ from typing import Any
 
 import pandas as pd
 
+from forge.gates.checks import BlindScore, render_options, score_blind
+from forge.items.fields import is_mcq
 from forge.llm.types import LLMRequest, LLMResult
 from forge.provenance.versioning import content_hash
 from forge.splits.config import BlindConfig
-from forge.splits.gates import BlindScore, is_mcq, render_options, score_blind
 
 
 def text_key(row: Any) -> str:

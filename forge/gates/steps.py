@@ -1,4 +1,4 @@
-"""The steps of the gate stage (``forge.splits.stages.run_gates`` runs them in order).
+"""The steps of the gate stage (``forge.gates.stages.run_gates`` runs them in order).
 
 Items of a published release (``origin = imported``) reach export as released: no step drops,
 re-letters or de-duplicates them unless a named opt-in (``gates.imported.*``, ``ImportedPolicy``)
@@ -15,8 +15,9 @@ import pandas as pd
 
 from forge.benchmarks.spec import BlindAction
 from forge.checks import mcq
-from forge.splits import gates as sg
-from forge.splits.blind import Probe
+from forge.gates import checks as sg
+from forge.gates.blind import Probe
+from forge.items import fields
 from forge.splits.config import GateConfig
 
 Status = dict[str, tuple[str, str]]  # item_id → (reason, detail) of a dropped item
@@ -41,13 +42,13 @@ def field_and_duplicates(
     for _, r in df.iterrows():
         i = r["item_id"]
         if i in imported and not gcfg.imported.drop_field_problems:
-            p = sg.media_problem(r, media_dir)  # the release's text is as published; a missing file is not
+            p = fields.media_problem(r, media_dir)  # the release's text is as published; a missing file is not
             if p:
                 status[i] = p
-            elif sg.field_problem(r, None):
-                kept_problems[i] = sg.field_problem(r, None)
+            elif fields.field_problem(r, None):
+                kept_problems[i] = fields.field_problem(r, None)
             continue
-        p = sg.field_problem(r, media_dir)
+        p = fields.field_problem(r, media_dir)
         if p:
             status[i] = p
     status |= sg.whole_units(status, units)
@@ -60,7 +61,7 @@ def field_and_duplicates(
     member_dups = len(sg.duplicate_items(pool)) - len(dups) if units else 0
     alive = df[~df["item_id"].isin(status)]
     dup_opts = mcq.duplicate_stats(
-        ((r["item_id"], list(r["options"])) for _, r in alive.iterrows() if sg.is_mcq(r)),
+        ((r["item_id"], list(r["options"])) for _, r in alive.iterrows() if fields.is_mcq(r)),
         gcfg.duplicate_option_threshold,
     )
     return FieldStep(status, dups, member_dups, dup_opts, kept_problems)
@@ -122,7 +123,7 @@ def result_rows(
                 "status": "dropped" if st else "kept",
                 "reason": st[0] if st else None,
                 "detail": st[1] if st else None,
-                "mcq": bool(sg.is_mcq(r)),
+                "mcq": bool(fields.is_mcq(r)),
                 "unit_id": units.get(r["item_id"]),
                 "blind_trials": s.trials if s else None,
                 "blind_correct": s.correct if s else None,

@@ -11,7 +11,7 @@ Each paper declares its match key and fields in its spec (``BenchmarkSpec.gold``
 default fields; ``fields: [...]`` names others.
 
 The gold step is explicit and versioned (#38): ``with_gold`` is the transform ``<paper>_splits``,
-``_gated`` and ``_export`` apply where they read ``<paper>_items``, and ``gold_version(paper)``
+``_gated`` and ``_export`` apply where they read ``<paper>_items``, and ``gold_version(spec)``
 (the enabled fields plus this module's rules; ``off`` when the switch is off) is part of each of
 their code versions, so switching gold on, changing its fields or its rules marks them changed
 instead of leaving them "up to date" on items they would now read differently.
@@ -29,32 +29,17 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from forge.benchmarks import registry
-from forge.benchmarks.spec import GoldRules
+from forge.benchmarks.spec import BenchmarkSpec
+from forge.items.fields import json_field
 from forge.provenance.versioning import content_hash
 from forge.releases.config import config_path
 
 ANSWER_COLUMNS = ("answer", "references", "options", "option_types")
 
 
-def json_field(v: Any) -> dict[str, Any]:
-    """A JSON-object column value (``labels``, ``extra``) as a dict (a dict as it is); {} when
-    empty or unreadable."""
-    if isinstance(v, dict):
-        return v
-    try:
-        return json.loads(v) if isinstance(v, str) and v else {}
-    except ValueError:
-        return {}
-
-
-def rules_of(paper: str) -> GoldRules | None:
-    return registry.get(paper).gold
-
-
-def apply_gold(paper: str, items: pd.DataFrame, fields: Iterable[str]) -> tuple[pd.DataFrame, Counter]:
+def apply_gold(spec: BenchmarkSpec, items: pd.DataFrame, fields: Iterable[str]) -> tuple[pd.DataFrame, Counter]:
     """``items`` with the enabled gold fields taken from imported rows; counts per field replaced."""
-    rules = rules_of(paper)
+    rules = spec.gold
     fields = [f for f in fields if rules is not None and f in rules.fields]
     counts: Counter = Counter()
     if rules is None or items.empty or not fields or "origin" not in items:
@@ -104,11 +89,11 @@ def apply_gold(paper: str, items: pd.DataFrame, fields: Iterable[str]) -> tuple[
     return out, counts
 
 
-def gold_policy(paper: str, doc: dict[str, Any] | None) -> list[str]:
-    """The enabled gold fields of ``paper`` in a releases config document ([] when off or when the
+def gold_policy(spec: BenchmarkSpec, doc: dict[str, Any] | None) -> list[str]:
+    """The enabled gold fields of ``spec`` in a releases config document ([] when off or when the
     paper has no gold rules); ``enabled: true`` without ``fields`` takes the paper's defaults."""
-    entry = ((doc or {}).get("gold") or {}).get(paper) or {}
-    rules = rules_of(paper)
+    entry = ((doc or {}).get("gold") or {}).get(spec.name) or {}
+    rules = spec.gold
     if not entry.get("enabled") or rules is None:
         return []
     return list(entry.get("fields") or rules.default_fields)
@@ -124,18 +109,18 @@ def _doc(config: str | Path | None = None) -> dict[str, Any]:
         return {}
 
 
-def gold_version(paper: str, config: str | Path | None = None) -> str:
-    """The version of ``paper``'s gold step: ``off``, or a hash of the enabled fields, of this
+def gold_version(spec: BenchmarkSpec, config: str | Path | None = None) -> str:
+    """The version of ``spec``'s gold step: ``off``, or a hash of the enabled fields, of this
     module (how fields are replaced) and of the paper's rules module (what matches). Part of the code version of every asset that
     reads ``<paper>_items`` through ``with_gold`` (``<paper>_splits``, ``_gated``, ``_export``)."""
-    fields = gold_policy(paper, _doc(config))
+    fields = gold_policy(spec, _doc(config))
     if not fields:
         return "off"
-    rules_file = Path(inspect.getsourcefile(rules_of(paper).match_key) or __file__)
-    return content_hash(GOLD_VERSION, paper, sorted(fields), files=[Path(__file__), rules_file])
+    rules_file = Path(inspect.getsourcefile(spec.gold.match_key) or __file__)
+    return content_hash(GOLD_VERSION, spec.name, sorted(fields), files=[Path(__file__), rules_file])
 
 
-def with_gold(items: pd.DataFrame, paper: str, config: str | Path | None = None) -> pd.DataFrame:
+def with_gold(items: pd.DataFrame, spec: BenchmarkSpec, config: str | Path | None = None) -> pd.DataFrame:
     """``items`` after the gold switch of the releases config (unchanged when it is off)."""
-    fields = gold_policy(paper, _doc(config))
-    return apply_gold(paper, items, fields)[0] if fields else items
+    fields = gold_policy(spec, _doc(config))
+    return apply_gold(spec, items, fields)[0] if fields else items

@@ -23,160 +23,20 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from forge.checks import mcq
+from forge.items.fields import answer_letters, blank, is_mcq, lst, missing, unit_of  # noqa: F401
 from forge.llm.types import LLMRequest, LLMResult
 from forge.splits.config import BlindConfig
 
-COMMON_COLUMNS = [
-    "item_id",
-    "benchmark",
-    "task",
-    "category",
-    "question",
-    "options",
-    "option_types",
-    "answer",
-    "references",
-    "media_paths",
-    "unit_id",
-    "source_item_id",
-    "source",
-    "channel",
-    "batch",
-    "labels",
-    "backend",
-    "model",
-    "prompt_hash",
-    "lineage",
-]
-LIST_COLUMNS = ("options", "option_types", "references", "media_paths")
-
-
-def missing(v: Any) -> bool:
-    """None, NaN or pd.NA (DuckDB reads nulls as any of them); never true for a list."""
-    if v is None or v is pd.NA:
-        return True
-    return isinstance(v, float) and math.isnan(v)
-
-
-def _lst(v: Any) -> list | None:
-    return None if missing(v) else [x for x in list(v)]
-
-
-def _blank(v: Any) -> bool:
-    return missing(v) or str(v).strip() == ""
-
-
-def normalise_items(df: pd.DataFrame, benchmark: str) -> pd.DataFrame:
-    """The common item columns plus ``extra`` (JSON) holding every paper-specific column."""
-    out = df.copy()
-    for c in COMMON_COLUMNS:
-        if c not in out:
-            out[c] = None
-    out["benchmark"] = out["benchmark"].where(out["benchmark"].notna(), benchmark)
-    for c in LIST_COLUMNS:
-        out[c] = out[c].map(_lst)
-    paper_cols = [c for c in out.columns if c not in COMMON_COLUMNS and c != "extra"]
-
-    def extra(row: pd.Series) -> str | None:
-        base: dict[str, Any] = {}
-        if "extra" in row and not _blank(row["extra"]):
-            try:
-                base = json.loads(row["extra"]) if isinstance(row["extra"], str) else dict(row["extra"])
-            except (ValueError, TypeError):
-                base = {"extra": str(row["extra"])}
-        for c in paper_cols:
-            v = row[c]
-            if isinstance(v, np.ndarray):
-                v = v.tolist()
-            if isinstance(v, (list, dict)) or not _blank(v):
-                base[c] = v
-        return json.dumps(base, ensure_ascii=False, default=str) if base else None
-
-    out["extra"] = out.apply(extra, axis=1) if len(out) else pd.Series(dtype=object)
-    out["item_id"] = out["item_id"].astype(str)
-    return out[COMMON_COLUMNS + ["extra"]].reset_index(drop=True)
-
-
-def answer_letters(answer: Any) -> list[int] | None:
-    """``"A,C"`` → [0, 2]; None when the answer is not option letters."""
-    if _blank(answer):
-        return None
-    try:
-        return [mcq.letter_index(p) for p in str(answer).split(",") if p.strip()] or None
-    except ValueError:
-        return None
-
-
-def is_mcq(row: Any) -> bool:
-    opts = _lst(row["options"])
-    letters = answer_letters(row["answer"])
-    return bool(opts) and len(opts) >= 2 and letters is not None and all(i < len(opts) for i in letters)
-
-
-def field_problem(row: Any, data_dir: Path | None = None) -> tuple[str, str] | None:
-    """(reason, detail) of the first problem that makes an item unpublishable, else None."""
-    if _blank(row["question"]):
-        return "empty_field", "question is empty"
-    if _blank(row["answer"]) and not _lst(row["references"]):
-        return "empty_field", "neither an answer nor references"
-    if _blank(row["category"]):
-        return "empty_field", "category is empty"
-    opts = _lst(row["options"])
-    if opts is not None:
-        if any(_blank(o) for o in opts):
-            return "empty_field", "an option is empty"
-        types = _lst(row["option_types"])
-        if types is not None and len(types) != len(opts):
-            return "contract_violation", f"{len(opts)} options but {len(types)} option types"
-        if len(opts) >= 2:
-            letters = answer_letters(row["answer"])
-            if letters is None:
-                return "contract_violation", f"answer {row['answer']!r} is not option letters"
-            if any(i >= len(opts) for i in letters):
-                return "contract_violation", f"answer {row['answer']!r} outside {len(opts)} options"
-    return media_problem(row, data_dir)
-
-
-def media_problem(row: Any, data_dir: Path | None) -> tuple[str, str] | None:
-    """("media_missing", detail) when a media file of the item is not in the data dir."""
-    if data_dir is None:
-        return None
-    for p in _lst(row["media_paths"]) or []:
-        if _blank(p) or not (Path(data_dir) / str(p)).is_file():
-            return "media_missing", f"media file not found: {p}"
-    return None
-
-
-def imported_ids(df: pd.DataFrame) -> set[str]:
-    """Ids of items imported from a published release (``origin = imported``; in gated items the
-    column is folded into ``extra``)."""
-    if df.empty:
-        return set()
-    if "origin" in df:
-        return set(df.loc[df["origin"].eq("imported"), "item_id"].astype(str))
-    if "extra" not in df:
-        return set()
-    out = set()
-    for item_id, ex in zip(df["item_id"], df["extra"]):
-        try:
-            d = json.loads(ex) if isinstance(ex, str) else (ex or {})
-        except ValueError:
-            d = {}
-        if isinstance(d, dict) and d.get("origin") == "imported":
-            out.add(str(item_id))
-    return out
-
 
 def _item_key(r: Any) -> str:
-    opts = sorted(mcq.normalize_option(o) for o in (_lst(r.options) or []))
-    return json.dumps([mcq.normalize_option(r.question or ""), opts, sorted(_lst(r.media_paths) or [])])
+    opts = sorted(mcq.normalize_option(o) for o in (lst(r.options) or []))
+    return json.dumps([mcq.normalize_option(r.question or ""), opts, sorted(lst(r.media_paths) or [])])
 
 
 def duplicate_items(df: pd.DataFrame) -> dict[str, str]:
@@ -290,7 +150,7 @@ def rebalance_positions(df: pd.DataFrame, tolerance: float, seed: object) -> tup
         for i in np.flatnonzero(mask.to_numpy()):
             row = out.iloc[i]
             opts = list(row["options"])
-            types = _lst(row["option_types"])
+            types = lst(row["option_types"])
             ci = answer_letters(row["answer"])[0]
             # Shuffle option indices so any type labels (or none) stay aligned.
             sh = mcq.shuffle_options(
@@ -349,7 +209,7 @@ _LETTER = re.compile(r"^[A-Za-z]$")
 
 def parse_letters(answer: Any) -> frozenset[int] | None:
     """The option letters in a reply (``"B"``, ``"b)"``, ``"A, C"``); None when unreadable."""
-    if _blank(answer):
+    if blank(answer):
         return None
     toks = [t.strip().strip(").:").strip() for t in re.split(r"[,\s/;]+", str(answer)) if t.strip()]
     toks = [t for t in toks if t]
@@ -455,23 +315,6 @@ def guess_drop_table(df: pd.DataFrame, cfg: BlindConfig, units: dict[str, str] |
         if label not in out:
             out[label] = round(cfg.guess_drop_probability(float(np.prod(chances))), 6)
     return dict(sorted(out.items()))
-
-
-def unit_of(df: pd.DataFrame, key: str | None) -> dict[str, str]:
-    """item_id → unit id: the value of ``key`` in the item's ``labels`` JSON (items without
-    it are units of their own). Empty when the benchmark has no unit key."""
-    if not key or df.empty:
-        return {}
-    out: dict[str, str] = {}
-    for item_id, labels in zip(df["item_id"], df["labels"]):
-        try:
-            d = json.loads(labels) if isinstance(labels, str) else (labels or {})
-        except ValueError:
-            d = {}
-        v = d.get(key) if isinstance(d, dict) else None
-        if v is not None and str(v).strip():
-            out[str(item_id)] = f"{key}={v}"
-    return out
 
 
 def whole_units(status: dict[str, tuple[str, str]], units: dict[str, str]) -> dict[str, tuple[str, str]]:

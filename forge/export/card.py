@@ -19,10 +19,12 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from forge.benchmarks.spec import PaperCard
 from forge.checks import mcq
+from forge.export.hub import GENERAL_LIMITATIONS, USES
+from forge.items.outcome import md_table
 from forge.models.weights import weights_summary_lines
 from forge.review.card import card_lines
-from forge.splits.hub import GENERAL_LIMITATIONS, USES, paper_card
 
 
 def _words(s: Any) -> int:
@@ -97,18 +99,6 @@ def label_distributions(df: pd.DataFrame, top: int = 12) -> dict[str, dict[str, 
         for k, c in sorted(counts.items())
         if not (len(c) > top and len(c) == sum(c.values()))  # all distinct: an identifier, not a label
     }
-
-
-def md_table(df: pd.DataFrame) -> str:
-    if df.empty:
-        return "_none_"
-    cols = [str(c) for c in df.columns]
-    head = "| " + " | ".join([df.index.name or ""] + cols) + " |"
-    sep = "|" + "---|" * (len(cols) + 1)
-    rows = [
-        "| " + " | ".join([str(i)] + [str(v) for v in r]) + " |" for i, r in zip(df.index, df.itertuples(index=False))
-    ]
-    return "\n".join([head, sep] + rows)
 
 
 def category_table(df: pd.DataFrame, split_order: list[str]) -> pd.DataFrame:
@@ -189,7 +179,7 @@ def front_matter(
     benchmark: str, version: str, splits: list[str], licenses: list[str], hub: dict[str, Any] | None = None
 ) -> str:
     """YAML header the Hub and ``datasets.load_dataset`` read: licence, languages, task and size
-    categories, typed features (``hub``: forge/splits/hub.py), configs and data files."""
+    categories, typed features (``hub``: forge/export/hub.py), configs and data files."""
     known = sorted({lic for lic in licenses if lic != "unknown"})
     hub = hub or {}
     doc: dict[str, Any] = {
@@ -224,7 +214,7 @@ def front_matter(
 
 
 def render_card(ctx: dict[str, Any]) -> str:
-    """The README body from the pieces ``forge.splits.export`` gathered."""
+    """The README body from the pieces ``forge.export.write`` gathered."""
     df: pd.DataFrame = ctx["items"]
     b, v = ctx["benchmark"], ctx["version"]
     path = ctx["path_hint"].replace("<version>", v)  # the loading snippet names this very version
@@ -261,7 +251,7 @@ def render_card(ctx: dict[str, Any]) -> str:
         "`provenance.jsonl` (item → source, url, uploader, licence), `manifest.json` (hashes of every file).",
         "",
     ]
-    lines += hub_intro(b, ctx.get("title"), hub)
+    lines += hub_intro(b, ctx.get("title"), hub, ctx.get("paper"))
     ov = overall_stats(df)
     lines += ["## Statistics", "", "| statistic | value |", "|---|---|"]
     for k, val in ov.items():
@@ -355,7 +345,7 @@ def render_card(ctx: dict[str, Any]) -> str:
         ]
     for section in ctx.get("extra_sections") or []:  # the benchmark spec's own card sections
         lines += [section.rstrip(), ""]
-    lines += hub_outro(b, ctx.get("title"))
+    lines += hub_outro(b, ctx.get("title"), ctx.get("paper"))
     ch = ctx.get("changes")
     lines += ["## Changes", ""]
     if ch and ch.get("previous"):
@@ -373,9 +363,8 @@ def render_card(ctx: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def hub_intro(benchmark: str, title: str | None, hub: dict[str, Any]) -> list[str]:
+def hub_intro(benchmark: str, title: str | None, hub: dict[str, Any], paper: PaperCard | None) -> list[str]:
     """What the benchmark measures and the gallery of example items (after Loading)."""
-    paper = paper_card(benchmark)
     lines = ["## What it measures", ""]
     lines += [paper.measures if paper else f"The {title or benchmark} benchmark's task, built by its recipe.", ""]
     if hub.get("gallery"):
@@ -388,9 +377,8 @@ def hub_intro(benchmark: str, title: str | None, hub: dict[str, Any]) -> list[st
     return lines
 
 
-def hub_outro(benchmark: str, title: str | None) -> list[str]:
-    """Uses and limitations, and the paper's citation."""
-    paper = paper_card(benchmark)
+def hub_outro(benchmark: str, title: str | None, paper: PaperCard | None) -> list[str]:
+    """Uses and limitations, and the paper's citation (``paper``: the spec's facts; None for a plug-in without them)."""
     lines = ["## Uses and limitations", "", f"**Uses.** {USES}", ""]
     lines += [f"**Limitations.** {(paper.limitations + ' ') if paper else ''}{GENERAL_LIMITATIONS}", ""]
     lines += ["## Citation", ""]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import stat
 import uuid
@@ -34,13 +33,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from forge.benchmarks.spec import BenchmarkSpec
+from forge.export.card import draw_plots, license_summary, render_card
+from forge.export.hub import draw_gallery, hub_features, languages, size_category, task_categories
+from forge.items.manifest import MANIFEST, existing_versions, read_manifest
+from forge.items.outcome import md_table
+from forge.items.typed import conform, parse_object, typed_struct
 from forge.provenance.versioning import content_hash, sha256_file, stable_json
-from forge.splits.card import draw_plots, license_summary, md_table, render_card
-from forge.splits.hub import draw_gallery, hub_features, languages, size_category, task_categories
-from forge.splits.typed import conform, parse_object, typed_struct
 
-MANIFEST = "manifest.json"
-_VERSION = re.compile(r"^v(\d+)$")
 # Exported item fields (never null: a column must have one type in every split's metadata file).
 ROW_FIELDS = [
     "item_id",
@@ -70,7 +70,7 @@ _LIST_FIELDS = {"options", "option_types", "references", "file_names", "media_pa
 GALLERY = "examples.png"  # plots/: the card's picture of example items
 METADATA_FILE = "metadata.parquet"  # the imagefolder metadata `datasets` loads (card: metadata_filenames)
 OBJECT_FIELDS = {"labels", "extra"}  # JSON objects → one struct type per export (Hub: typed features)
-# The text-only probe's figures per item (forge/splits/blind.py), typed so a user can filter on
+# The text-only probe's figures per item (forge/gates/blind.py), typed so a user can filter on
 # them; never null: 0 trials = not probed (no options, or the probe off).
 BLIND_FIELDS = {"blind_trials": pa.int64(), "blind_correct": pa.int64(), "blind_flagged": pa.bool_()}
 
@@ -123,7 +123,7 @@ def export_rows(items: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def type_objects(rows: list[dict[str, Any]]) -> tuple[pa.Schema, dict[str, list[str]]]:
-    """Give ``labels`` / ``extra`` one struct type across the export (forge/splits/typed.py),
+    """Give ``labels`` / ``extra`` one struct type across the export (forge/items/typed.py),
     conforming every row in place; the export's Arrow schema and, per column, the keys kept as
     JSON text (recorded in the manifest for readers). A column no item fills stays a JSON text."""
     fields, json_keys = [], {}
@@ -141,21 +141,6 @@ def type_objects(rows: list[dict[str, Any]]) -> tuple[pa.Schema, dict[str, list[
 
 def item_hashes(rows: list[dict[str, Any]], media_sha: dict[str, str]) -> dict[str, str]:
     return {r["item_id"]: content_hash(r, [media_sha.get(p, "") for p in r["media_paths"]], length=16) for r in rows}
-
-
-def existing_versions(bench_dir: Path) -> list[tuple[int, Path]]:
-    if not bench_dir.is_dir():
-        return []
-    out = []
-    for d in bench_dir.iterdir():
-        m = _VERSION.match(d.name)
-        if m and (d / MANIFEST).is_file():
-            out.append((int(m.group(1)), d))
-    return sorted(out)
-
-
-def read_manifest(path: Path) -> dict[str, Any]:
-    return json.loads((path / MANIFEST).read_text())
 
 
 def diff(prev: dict[str, str] | None, cur: dict[str, str]) -> dict[str, Any]:
@@ -214,7 +199,7 @@ def write_export(
     *,
     exports_dir: Path,
     data_dir: Path,
-    benchmark: str,
+    spec: BenchmarkSpec,
     items: pd.DataFrame,
     provenance: pd.DataFrame,
     split_order: list[str],
@@ -224,7 +209,8 @@ def write_export(
     stub_items: int = 0,
     copy_media: bool = True,
 ) -> ExportResult:
-    """Write a new version of ``benchmark``'s export, or return the latest if nothing changed."""
+    """Write a new version of ``spec``'s export, or return the latest if nothing changed."""
+    benchmark = spec.name
     rows = export_rows(items)
     schema, json_keys = type_objects(rows)
     media = sorted({p for r in rows for p in r["media_paths"]})
@@ -267,7 +253,7 @@ def write_export(
         gallery = bool(len(items)) and draw_gallery(items, data_dir, tmp / "plots" / GALLERY)
         hub = {
             "languages": languages(items),
-            "task_categories": task_categories(items, benchmark),
+            "task_categories": task_categories(items, spec),
             "size_category": size_category(len(rows)),
             "features": hub_features(schema),
             "split_sizes": {s: sum(1 for r in rows if r["split"] == s) for s in present},
@@ -280,6 +266,7 @@ def write_export(
         ctx = dict(
             card_context,
             benchmark=benchmark,
+            paper=spec.paper,
             version=f"v{n}",
             items=items,
             split_order=present,
@@ -309,7 +296,7 @@ def write_export(
             "item_hashes": ihash,
             "files": files,
             "config": json.loads(stable_json(stage_config)),
-            "json_keys": json_keys,  # labels / extra keys stored as JSON text (forge.splits.typed.restore)
+            "json_keys": json_keys,  # labels / extra keys stored as JSON text (forge.items.typed.restore)
         }
         # Take the next free version number; a concurrent build that got there first bumps us.
         while True:

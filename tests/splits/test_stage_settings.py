@@ -1,0 +1,66 @@
+"""Resolve once, pass down: a benchmark's splits / gates / export settings are parsed once into
+``StageSettings`` where the spec is resolved, and nothing in the after-recipe layers turns a
+name back into a spec or parses the gate settings again."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from forge.benchmarks import registry
+from forge.benchmarks.spec import BlindAction
+from forge.splits.config import GateConfig, SplitSizes, StageSettings, benchmark_config, stage_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+BELOW_FACTORY = ("items", "gold", "splits", "gates", "review", "export")
+
+
+def test_parsed_once_equals_parsing_each_part():
+    raw = benchmark_config(registry.get("iibench"))
+    s = StageSettings.parse(raw)
+    assert s.raw is raw
+    assert s.sizes == SplitSizes.from_config(raw) and s.sizes.names == ["dev", "validation", "test"]
+    assert s.gates == GateConfig.from_config(raw)
+    assert stage_settings(registry.get("vimu")).gates.rebalance_positions is False  # fixed-order options
+
+
+def test_a_run_blind_action_overrides_without_touching_the_original():
+    s = stage_settings(registry.get("vague"))
+    assert s.with_blind_action(str(s.gates.blind.action)) is s
+    other = "off" if s.gates.blind.action != BlindAction.OFF else "report"
+    run = s.with_blind_action(other)
+    assert str(run.gates.blind.action) == other and run.raw["blind"]["action"] == other
+    assert s.gates.blind.action != BlindAction(other) and s.raw["blind"].get("action") != other
+
+
+def test_the_run_action_wins_over_legacy_keys():
+    # `blind: {enabled: false}` (no action) parses as off; a run that asks for report gets report
+    raw = dict(benchmark_config(registry.get("vague")), blind={"enabled": False, "unit": "item"})
+    s = StageSettings.parse(raw)
+    assert s.gates.blind.action == BlindAction.OFF
+    assert s.with_blind_action("report").gates.blind.action == BlindAction.REPORT
+
+
+def _calls_below_factory() -> list[str]:
+    """``resolve(...)`` / ``registry.get(...)`` / ``GateConfig.from_config(...)`` calls and registry
+    imports in the after-recipe layers (outside the one parse in ``StageSettings``)."""
+    found = []
+    for pkg in BELOW_FACTORY:
+        for f in sorted((ROOT / "forge" / pkg).rglob("*.py")):
+            rel = f.relative_to(ROOT)
+            for node in ast.walk(ast.parse(f.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module == "forge.benchmarks.registry":
+                    found.append(f"{rel}:{node.lineno}: imports the registry")
+                if isinstance(node, ast.ImportFrom) and node.module == "forge.benchmarks":
+                    if any(a.name == "registry" for a in node.names):
+                        found.append(f"{rel}:{node.lineno}: imports the registry")
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    owner = node.func.value
+                    name = f"{getattr(owner, 'id', '')}.{node.func.attr}"
+                    if name == "GateConfig.from_config" and rel.as_posix() != "forge/splits/config.py":
+                        found.append(f"{rel}:{node.lineno}: parses GateConfig again")
+    return found
+
+
+def test_nothing_below_the_factory_looks_a_benchmark_up_by_name():
+    assert _calls_below_factory() == []
