@@ -28,6 +28,7 @@ from assets.llm_support import record_llm_calls
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.review_spec import ReviewPolicy
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.checks.nli import NLIResult
 from forge.gates.stages import BLIND_PROMPT
 from forge.labelstudio.client import ReviewServerDown
 from forge.provenance.versioning import content_hash
@@ -37,12 +38,34 @@ from forge.review.reprobe import Reprobe
 from forge.review.sync import PushInterrupted
 from forge.splits.config import stage_settings
 from resources.llm import LLMResource
+from resources.nli import default_nli
 from resources.review import ReviewResource
 from resources.storage import StorageResource
 
 GROUP = "review"
 VERSION = "review-1"
 COVERAGE_CHECK = "review_coverage"
+
+
+class StageNLI:
+    """The foil stage's NLI backend for the member checks of an edit (``EditChecks.nli``): the
+    definitions' ``nli`` resource (``resources.nli.default_nli``, the same settings the stage runs
+    with), built on the first edit that needs it (no weights loaded, no engine started otherwise);
+    its LLM calls go to ``llm_calls`` under ``<b>_verdicts_nli``."""
+
+    name = "stage_nli"
+
+    def __init__(self, llm: LLMResource, stage: str, partition: str):
+        self.llm, self.stage, self.partition = llm, stage, partition
+        self.engine: Any = None
+        self.backend: Any = None
+
+    def classify(self, pairs: Any, item_ids: Any = None) -> list[NLIResult]:
+        if self.backend is None:
+            self.engine = self.llm.engine()
+            self.backend = default_nli().classifier(engine=self.engine, stage=self.stage, partition=self.partition)
+            self.name = self.backend.name
+        return self.backend.classify(pairs, item_ids)
 
 
 def md_values(md: dict[str, Any]) -> dict[str, Any]:
@@ -132,12 +155,15 @@ def benchmark_review_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         t0 = time.perf_counter()
         store = storage.store
         probe = Reprobe(stage_settings(spec), llm.engine, BLIND_PROMPT)  # edited revisions re-enter the probe
+        nli = StageNLI(llm, f"{verdicts_key}_nli", spec.name)  # an edited foil's contradiction test
         try:
-            out = rv.run_verdicts(store, spec, review.client(store.data_dir), probe=probe)
+            out = rv.run_verdicts(store, spec, review.client(store.data_dir), probe=probe, nli=nli)
         except ReviewServerDown as exc:
-            out = rv.run_verdicts(store, spec, None, server_down(spec, exc, context, "nothing read"), probe=probe)
-        if out.engine is not None:
-            record_llm_calls(store, out.engine)
+            down = server_down(spec, exc, context, "nothing read")
+            out = rv.run_verdicts(store, spec, None, down, probe=probe, nli=nli)
+        for engine in (out.engine, nli.engine):
+            if engine is not None:
+                record_llm_calls(store, engine)
         res = publish(
             store,
             {t: {spec.name: out.tables[t]} for t in ("verdicts", "review_status")},

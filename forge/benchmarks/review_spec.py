@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from forge.checks.nli import NLIBackend
+
 
 class ReviewPolicy(enum.StrEnum):
     """What review does to the export."""
@@ -130,6 +132,21 @@ DEFAULT_CONSEQUENCES: dict[str, Consequence] = {
 }
 
 
+@dataclass
+class EditChecks:
+    """What a member check (``ReviewSpec.member_check``) may use beyond the items, and what it
+    leaves behind. ``nli``: the stage's NLI backend (None where the caller has none: then the
+    recorded result decides, or the check says it was not run). ``recorded``: what the check
+    measured on an earlier read of the same verdict (the verdict row's ``edit_nli``), so that every
+    resolve (the export gate's too, which has no model) decides the edit alike. The check fills
+    ``record`` (kept on the verdict row) and ``notes`` (the verdict's ``edit_note``)."""
+
+    nli: NLIBackend | None = None
+    recorded: dict[str, Any] = field(default_factory=dict)
+    record: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class ReviewSpec:
     """Paper defaults of human review; ``config/review.yaml`` may override ``policy``,
@@ -166,8 +183,9 @@ class ReviewSpec:
     # takes the unit whole or not at all; None: each item is its own unit.
     unit: str | None = None
     # The stage's own checks of an edited member, beyond the gates' contract: (edited item, original,
-    # the unit's other items) → why the edit is refused, or None (MAIA: a foil's minimal edit).
-    member_check: Callable[[dict[str, Any], dict[str, Any], list[dict[str, Any]]], str | None] | None = None
+    # the unit's other items, ``EditChecks``) → why the edit is refused, or None (MAIA: a foil's
+    # minimal edit and its NLI contradiction test).
+    member_check: Callable[[dict[str, Any], dict[str, Any], list[dict[str, Any]], EditChecks], str | None] | None = None
     # Flags (``extra.review`` notes, by their code) that send a unit to adjudication before any review
     # (MAIA: ``pool_contradiction``, the pools an additional annotator resolved, §3 fn. 7).
     adjudicate_flags: tuple[str, ...] = ()

@@ -33,7 +33,8 @@ from typing import Any
 
 import pandas as pd
 
-from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
+from forge.benchmarks.review_spec import EditChecks, ReviewPolicy, ReviewSpec
+from forge.checks.nli import NLIBackend
 from forge.review import agreement, units
 from forge.review.consequences import SourceDrop, apply_recipe_drops, apply_source_drops
 from forge.review.items import apply_edits, as_json, revision
@@ -74,17 +75,23 @@ def with_probe(new: dict, edit_blind: Any) -> tuple[dict | None, str]:
 
 
 def apply_revisions(
-    items: pd.DataFrame, verdicts: pd.DataFrame, data_dir: Path | None, spec: ReviewSpec | None = None
+    items: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    data_dir: Path | None,
+    spec: ReviewSpec | None = None,
+    nli: NLIBackend | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Items with their applied edits; verdict rows with edit_status / edit_note / new_revision.
     With ``spec.unit``, an edited member must also keep its unit whole (``units.unit_problem``:
-    as many answers, none repeated, the stage's own checks of the member)."""
+    as many answers, none repeated, the stage's own checks of the member, run with ``nli`` or
+    decided by what an earlier read recorded in ``edit_nli``)."""
     unit_of_item = units.unit_ids(items, spec.unit if spec else None)
     v = verdicts.reindex(columns=VERDICT_COLUMNS).copy()
     made = v["new_revision"].copy()  # what each edit made when last resolved (the recipe may adopt it)
     v["edit_status"] = None
     v["edit_note"] = None
     v["new_revision"] = None
+    v["edit_nli"] = v["edit_nli"].astype(object)  # JSON text (an empty read gives floats)
     by_id = {str(r["item_id"]): r for r in items.to_dict("records")}
     live = ~(v["stale_reason"] == "task_deleted") & v["flag"].isna()  # a flagged edit is not its author's
     edits = v[(v["verdict"] == "edit") & live].sort_values(["created_at", "verdict_id"], kind="stable")
@@ -109,8 +116,13 @@ def apply_revisions(
             others = [
                 it for i, it in by_id.items() if u is not None and i != str(row["item_id"]) and unit_of_item.get(i) == u
             ]
-            why = units.unit_problem(new, item, others, spec) or ""
+            checks = EditChecks(nli=nli, recorded=as_json(row.get("edit_nli")))
+            why = units.unit_problem(new, item, others, spec, checks) or ""
             new = None if why else new
+            v.loc[idx, ["edit_nli", "edit_note"]] = [
+                json.dumps(checks.record, ensure_ascii=False) if checks.record else None,
+                "; ".join(checks.notes) or None,  # what a check measured or could not run
+            ]
         if new is not None:
             new, why = with_probe(new, row.get("edit_blind"))
         if new is None:
@@ -220,9 +232,15 @@ def _adjudicated(g: pd.DataFrame) -> bool:
     return bool((adj["verdict"].isin(["accept", "reject"]) | (adj["edit_status"] == "applied")).any())
 
 
-def resolve(items: pd.DataFrame, verdicts: pd.DataFrame, spec: ReviewSpec, data_dir: Path | None) -> Resolution:
+def resolve(
+    items: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    spec: ReviewSpec,
+    data_dir: Path | None,
+    nli: NLIBackend | None = None,
+) -> Resolution:
     verdicts = mark_adjudicators(items, verdicts.reindex(columns=VERDICT_COLUMNS), spec.unit)
-    current, v = apply_revisions(items, verdicts, data_dir, spec)
+    current, v = apply_revisions(items, verdicts, data_dir, spec, nli)
     revs = {str(r["item_id"]): revision(r) for r in current.to_dict("records")}
     changed = (v["revision"] != v["item_id"].map(revs)) & (v["edit_status"] != "applied")
     keep_deleted = v["stale_reason"] == "task_deleted"

@@ -16,6 +16,7 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.checks.nli import NLIBackend
 from forge.items.fields import LIST_COLUMNS, lst
 from forge.labelstudio.client import LabelStudio, ReviewServerDown
 from forge.review import gate, loop, sync, units
@@ -220,12 +221,19 @@ def _loop_wanted(
 
 
 def run_verdicts(
-    store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "", probe: Reprobe | None = None
+    store: TableStore,
+    spec: BenchmarkSpec,
+    ls: LabelStudio | None,
+    note: str = "",
+    probe: Reprobe | None = None,
+    nli: NLIBackend | None = None,
 ) -> StageOut:
     """Read every annotation back, merge with the recorded verdicts, apply edits, reject what
     reviewers rejected (stage ``human_review``). ``ls`` None (the tool is down, policy
     advisory): the recorded verdicts are re-resolved, nothing read, with ``note``. ``probe``:
-    edited multiple-choice revisions re-enter the text-only probe (``forge/review/reprobe.py``)."""
+    edited multiple-choice revisions re-enter the text-only probe (``forge/review/reprobe.py``).
+    ``nli``: the stage's NLI backend for the member checks (MAIA: an edited foil must contradict
+    its statement); its results stay on the verdict rows (``edit_nli``) for the export gate."""
     rs = settings(spec)
     tasks = loop.load_ledger(store, spec.name)  # every task ever pushed, in whichever project it lives
     prev = read(store, "verdicts", spec.name)
@@ -249,10 +257,10 @@ def run_verdicts(
         ]
         merged = merge(prev, polled, live, sync.pushed_ids(tasks))
     items = gated_items(store, spec.name)
-    res = gate.resolve(items, merged, rs, store.data_dir)
+    res = gate.resolve(items, merged, rs, store.data_dir, nli)
     if probe is not None:
         probed, out.engine = reprobe(res.items, res.verdicts, probe, spec.asset("verdicts"), spec.name)
-        res = gate.resolve(items, probed, rs, store.data_dir) if out.engine is not None else res
+        res = gate.resolve(items, probed, rs, store.data_dir, nli) if out.engine is not None else res
     out.tables["verdicts"] = res.verdicts
     out.tables["review_status"] = review_status(spec.name, res, rs.policy, rs.unit or spec.split.unit_key)
     log = RejectLog(gate.STAGE, spec.name)

@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from forge.benchmarks.review_spec import FieldLimits, ReviewSpec
+from forge.benchmarks.review_spec import EditChecks, FieldLimits, ReviewSpec
 from forge.provenance.versioning import content_hash
 from forge.review import sync
 from forge.review.items import as_json, as_list, box_predictions, context_text, options_text, revision, task_data
@@ -388,11 +388,15 @@ def _parse_unit(
 
 
 def unit_problem(
-    new: dict[str, Any], old: dict[str, Any], others: list[dict[str, Any]], spec: ReviewSpec
+    new: dict[str, Any],
+    old: dict[str, Any],
+    others: list[dict[str, Any]],
+    spec: ReviewSpec,
+    checks: EditChecks | None = None,
 ) -> str | None:
     """Why an edited member breaks its unit (None when it does not): the number of references (a
     pool's answers) must stay, no two may be equal, and the stage's own checks of the member
-    (``ReviewSpec.member_check``) must pass."""
+    (``ReviewSpec.member_check``, with the stage's NLI backend in ``checks``) must pass."""
     was, now = as_list(old.get("references")) or [], as_list(new.get("references")) or []
     if len(was) > 1 and len(now) != len(was):
         return f"unit_size: the edit leaves {len(now)} answers where the unit has {len(was)}"
@@ -403,7 +407,7 @@ def unit_problem(
             return f"duplicate_member: answer {j + 1} repeats answer {seen[k] + 1} ({str(r)[:80]})"
         seen[k] = j
     if spec.member_check is not None:
-        return spec.member_check(new, old, others)
+        return spec.member_check(new, old, others, checks if checks is not None else EditChecks())
     return None
 
 

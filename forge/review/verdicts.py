@@ -45,6 +45,7 @@ VERDICT_COLUMNS = [
     "edit_note",
     "new_revision",
     "edit_blind",
+    "edit_nli",
     "seconds",
     "created_at",
     "updated_at",
