@@ -31,7 +31,7 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.checks.nli import NLIResult
 from forge.gates.stages import BLIND_PROMPT
 from forge.labelstudio.client import ReviewServerDown
-from forge.provenance.versioning import content_hash
+from forge.provenance.versioning import content_hash, spec_parts
 from forge.review import stages as rv
 from forge.review.loop import LEDGER
 from forge.review.reprobe import Reprobe
@@ -95,7 +95,7 @@ def server_down(
 def benchmark_review_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
     spec = resolve(benchmark)
     tasks_key, verdicts_key = spec.asset("review_tasks"), spec.asset("verdicts")
-    version = content_hash(VERSION, repr(spec.review))
+    version = content_hash(VERSION, spec_parts(spec.review))
 
     @dg.asset(
         name=tasks_key,

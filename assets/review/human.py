@@ -21,7 +21,7 @@ from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import human
 from forge.labelstudio.client import ReviewServerDown
-from forge.provenance.versioning import content_hash
+from forge.provenance.versioning import content_hash, spec_parts
 from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource
@@ -32,7 +32,7 @@ TABLES = ["eval_predictions", "eval_scores", "human_answers", "human_scores"]
 def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
     spec = resolve(benchmark)
     tasks_key, eval_key = spec.asset("human_tasks"), spec.asset("human_eval")
-    version = content_hash(VERSION, "human", repr(spec.review))
+    version = content_hash(VERSION, "human", spec_parts(spec.review))
 
     @dg.asset(
         name=tasks_key,

@@ -40,6 +40,32 @@ def content_hash(*parts: Any, files: list[str | Path] | tuple = (), length: int 
     return h.hexdigest()[:length]
 
 
+def spec_parts(value: Any) -> Any:
+    """A spec as JSON-able parts for ``content_hash``: dataclasses by field, enums by value, and a
+    callable by its qualified name and source (``repr`` of a function holds its memory address, so
+    a code version taken from it would differ in every process)."""
+    import dataclasses
+    import enum
+    import inspect
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: spec_parts(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): spec_parts(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [spec_parts(v) for v in value]
+        return sorted(items, key=stable_json) if isinstance(value, set | frozenset) else items
+    if callable(value):
+        name = f"{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', type(value).__name__)}"
+        try:
+            return {"callable": name, "source": sha256_bytes(inspect.getsource(value).encode())[:16]}
+        except (OSError, TypeError):
+            return {"callable": name}
+    return value
+
+
 def _is_volatile(name: str, dtype: Any) -> bool:
     """A ``*_at`` timestamp says when a row was made (listed_at, fetched_at), not what it holds."""
     import pandas as pd
