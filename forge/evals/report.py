@@ -140,7 +140,8 @@ def human_table(people: pd.DataFrame) -> str:
 
 def judge_table(rows: pd.DataFrame) -> str:
     """The judge-validation figures (forge/evals/judge_validation.py): Fleiss' kappa between the
-    people, of people and judge together (MAIA §4.2: 0.82), each person's Cohen's kappa with the judge."""
+    people, of people and judge together (the figure a paper reports for its judge), each person's
+    Cohen's kappa with the judge."""
     if rows.empty:
         return "_the judge has not been checked against people yet_"
     lines = ["| measure | person | kappa | answers | raters | judge |", "|---|---|---|---|---|---|"]

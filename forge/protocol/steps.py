@@ -218,7 +218,7 @@ def _answer_rows(
 
 
 def screen(step: HumanStep, answers: list[dict[str, Any]]) -> dict[str, str]:
-    """person → why excluded: below the step's control threshold (MAIA §3.1: 90 %)."""
+    """person → why excluded: below the step's control threshold (the paper's, e.g. 90 %)."""
     if step.control is None:
         return {}
     by: dict[str, list[bool]] = {}

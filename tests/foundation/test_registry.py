@@ -20,7 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SPECS = registry.specs()
 # The shared stages (and the files that used to list the papers): they read the registry.
 SHARED = [
-    *sorted((ROOT / "forge" / "splits").glob("*.py")),
+    # the after-recipe chain and the protocol steps serve every paper alike
+    *sorted(
+        f
+        for pkg in ("items", "gold", "splits", "gates", "export", "protocol", "labelstudio")
+        for f in (ROOT / "forge" / pkg).glob("*.py")
+    ),
     *sorted((ROOT / "assets" / "splits").glob("*.py")),
     ROOT / "forge/evals/config.py",
     ROOT / "forge/evals/pipeline.py",
