@@ -198,7 +198,7 @@ def test_in_label_studio_a_foil_the_llm_nli_calls_entailment_is_refused_and_the_
     assert "maia_verdicts_nli" in set(calls["stage"])
     spec = get("maia")
     run_export(store, spec, stage_settings(spec), force_stub=False)
-    assert dict(zip(status.item_id, status.status, strict=True))["q1_sv2"] == "pending"  # its edit did not count
+    assert dict(zip(status.item_id, status.status, strict=True))["q1_sv2"] == "refused"  # pending, its edit refused
     assert _exported_pools(data) == {}  # the pool waits whole: no pool goes out with 7 pairs
     gated = store.read("gated_items", parts=["maia"]).set_index("item_id")
     assert FOIL not in list(gated.loc["q1_sv2", "options"])  # the original stays
