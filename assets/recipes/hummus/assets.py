@@ -309,26 +309,7 @@ def hummus_annotations(
             )
             counts["advisory"] = counts.get("advisory", 0) + bool(stub and probs)
             counts["verdict_only"] = counts.get("verdict_only", 0) + bool(detail)
-            for k, rg in enumerate(ann.regions):
-                regions.append(
-                    {
-                        "annotation_id": aid,
-                        "region_index": k,
-                        "frame_id": o.item_id,
-                        "batch": part,
-                        "label": rg.label,
-                        "box_px_x0": rg.x0,
-                        "box_px_y0": rg.y0,
-                        "box_px_x1": rg.x1,
-                        "box_px_y1": rg.y1,
-                        "box_norm_top": rg.top,
-                        "box_norm_left": rg.left,
-                        "box_norm_height": rg.height,
-                        "box_norm_width": rg.width,
-                        "image_width": int(p["width"]),
-                        "image_height": int(p["height"]),
-                    }
-                )
+            regions += A.region_rows(aid, o.item_id, part, ann.regions, p["width"], p["height"])
             counts[ann.verdict] = counts.get(ann.verdict, 0) + 1
         for table, frame in zip(("hummus_annotations", "hummus_regions"), HR.keep_verdicts(rows, regions, kept)):
             run.put(part, frame, table)  # people's verdicts kept (logic/review.py)

@@ -161,6 +161,32 @@ class Region:
         return f"{self.label}: [" + ", ".join(f"{v:.3f}" for v in self.norm_tlhw) + "]"
 
 
+def region_rows(
+    annotation_id: str, frame_id: str, batch: str, regions: list[Region], width: int, height: int
+) -> list[dict[str, Any]]:
+    """The ``hummus_regions`` rows of one annotation's boxes (the LLM's or a person's)."""
+    return [
+        {
+            "annotation_id": annotation_id,
+            "region_index": k,
+            "frame_id": frame_id,
+            "batch": batch,
+            "label": rg.label,
+            "box_px_x0": rg.x0,
+            "box_px_y0": rg.y0,
+            "box_px_x1": rg.x1,
+            "box_px_y1": rg.y1,
+            "box_norm_top": rg.top,
+            "box_norm_left": rg.left,
+            "box_norm_height": rg.height,
+            "box_norm_width": rg.width,
+            "image_width": int(width),
+            "image_height": int(height),
+        }
+        for k, rg in enumerate(regions)
+    ]
+
+
 def region_from_norm(
     label: str, box: Any, width: int, height: int, eps: float = 1e-3
 ) -> tuple[Region | None, str | None]:

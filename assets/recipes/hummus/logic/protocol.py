@@ -167,26 +167,9 @@ def human_annotation(row: Mapping[str, Any], values: Mapping[str, Any]) -> tuple
         "detail_problems": [],
     }
     out.pop("regions", None)
-    regions = [
-        {
-            "annotation_id": row["annotation_id"],
-            "region_index": k,
-            "frame_id": row["frame_id"],
-            "batch": row["batch"],
-            "label": rg.label,
-            "box_px_x0": rg.x0,
-            "box_px_y0": rg.y0,
-            "box_px_x1": rg.x1,
-            "box_px_y1": rg.y1,
-            "box_norm_top": rg.top,
-            "box_norm_left": rg.left,
-            "box_norm_height": rg.height,
-            "box_norm_width": rg.width,
-            "image_width": int(row["width"]),
-            "image_height": int(row["height"]),
-        }
-        for k, rg in enumerate(ann.regions)
-    ]
+    regions = A.region_rows(
+        row["annotation_id"], row["frame_id"], row["batch"], ann.regions, row["width"], row["height"]
+    )
     return out, regions
 
 
