@@ -1,7 +1,8 @@
 """The demo environment: the sample corpus built from installed packages, served on 127.0.0.1.
 
-The port is fixed (``SUBTEXT_DEMO_PORT``, default 8765) because item ids derive from
-URLs: a stable URL keeps a re-run of the demo idempotent instead of adding new items.
+The port is ``SUBTEXT_DEMO_PORT`` (default 8765), or a free one when that is taken: item ids
+come from the URLs as declared (``${SAMPLE_SERVER}/...``, forge/media/sources.py
+``declared_locator``), so the port never changes an id and a re-run adds no new items.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def prepare_demo(data_dir: str | None = None) -> Iterator[dict[str, str]]:
     port = int(os.environ.get("SUBTEXT_DEMO_PORT", "8765"))
     try:
         server = LoopbackServer(corpus.web_dir, port=port).start()
-    except OSError as exc:  # port taken: still run, at the cost of new ids for the loopback items
+    except OSError as exc:  # port taken (another demo): ids do not depend on it
         print(f"Port {port} unavailable ({exc}); serving on a free port instead.")
         server = LoopbackServer(corpus.web_dir, port=0).start()
     values = {**corpus.as_variables(), "SAMPLE_SERVER": server.url}

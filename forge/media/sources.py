@@ -93,6 +93,13 @@ class SourceSpec:
     max_items: int | None = None
     batch_size: int = 50
     subtitle_langs: tuple[str, ...] = ("en", "en.*")
+    # (NAME, value) of each ``${NAME}`` the declaration used: ids are taken from the source as
+    # declared, so a per-run value (the demo server's port, the data dir) never changes an id.
+    placeholders: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        # Read back from the sources table's JSON the pairs are lists: keep the spec hashable.
+        object.__setattr__(self, "placeholders", tuple((str(n), str(v)) for n, v in self.placeholders))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=list)
@@ -131,10 +138,21 @@ class Expansion:
 
 
 def item_id(kind: str, source: str, locator: str) -> str:
-    """Stable id from the source and the item's locator (URL or path relative to the source)."""
+    """Stable id from the source and the item's locator (URL or path relative to the source;
+    see :func:`declared_locator` for one that went through ``${...}`` substitution)."""
     prefix = "vid" if kind == "video" else "img"
     digest = hashlib.sha1(f"{source}\n{locator}".encode()).hexdigest()[:12]
     return f"{prefix}_{digest}"
+
+
+def declared_locator(spec: SourceSpec, locator: str) -> str:
+    """``locator`` as the sources file declares it: the value of every placeholder the source
+    used is written back as ``${NAME}`` (longest value first). ``${SAMPLE_SERVER}/bikes.mp4`` is
+    one item whatever port the server got, and so are the playlist entries served under it."""
+    for name, value in sorted(spec.placeholders, key=lambda p: -len(p[1])):
+        if value:
+            locator = locator.replace(value, f"${{{name}}}")
+    return locator
 
 
 def batch_key(source: str, index: int) -> str:
@@ -192,7 +210,8 @@ def parse_spec(
     policy = policy or IngestPolicy()
     if not isinstance(raw, Mapping):
         raise ValueError(f"a source must be a mapping, got {type(raw).__name__}")
-    doc = _subst_tree({**defaults, **raw}, variables, refused)
+    declared = {**defaults, **raw}
+    doc = _subst_tree(declared, variables, refused)
     name = str(doc.get("name", ""))
     if not _NAME.match(name):
         raise ValueError(f"source name {name!r} must match [A-Za-z0-9_]+ (it prefixes batch keys)")
@@ -206,7 +225,7 @@ def parse_spec(
                 raise ValueError(f"source {name}: {key} must be a string")
             p = Path(doc[key]) if Path(doc[key]).is_absolute() else base_dir / doc[key]
             doc[key] = str(confine(p, policy, key))  # '..' and symlinks resolved, then confined
-    known = set(SourceSpec.__dataclass_fields__)
+    known = set(SourceSpec.__dataclass_fields__) - {"placeholders"}  # set here, never declared
     unknown = set(doc) - known
     if unknown:
         raise ValueError(f"source {name}: unknown keys {sorted(unknown)}")
@@ -216,7 +235,8 @@ def parse_spec(
                 raise ValueError(f"source {name}: {key} must be a list")
             doc[key] = tuple(doc[key] or ())
     _check_types(name, doc)
-    return SourceSpec(**doc)
+    used = sorted(set(_VAR.findall(json.dumps(declared, default=str))))  # substitution succeeded: all are set
+    return SourceSpec(**doc, placeholders=tuple((n, variables[n]) for n in used))
 
 
 _STR_KEYS = (
@@ -396,7 +416,7 @@ def _expand_folder(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> No
         if kind is None:
             continue  # sidecars (.vtt, .srt), notes, ...
         rel = p.relative_to(root).as_posix()
-        iid = item_id(kind, spec.name, rel)
+        iid = item_id(kind, spec.name, rel)  # relative to the folder: the same wherever it lies
         try:
             real = confine(p, policy, "file")  # a link inside the folder may lead outside it
             regular_file(real)
@@ -436,7 +456,7 @@ def _expand_table(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> Non
         ref = str(row.get(spec.image_column) or "").strip()
         caption = row.get(spec.caption_column)
         locator = ref or f"row{n}"
-        iid = item_id("image", spec.name, locator)
+        iid = item_id("image", spec.name, declared_locator(spec, locator))
         if not ref:
             out.rejects.append(
                 SourceReject(iid, spec.name, "missing_image", "", f"row {n}: empty {spec.image_column!r}")
@@ -485,7 +505,7 @@ def _urls_of(spec: SourceSpec, policy: IngestPolicy) -> list[str]:
 
 def _item_from_info(spec: SourceSpec, url: str, info: Mapping[str, Any], origin: str) -> SourceItem:
     return SourceItem(
-        item_id("video", spec.name, url),
+        item_id("video", spec.name, declared_locator(spec, url)),
         spec.name,
         "video",
         origin,
@@ -543,7 +563,7 @@ def _expand_urls(spec: SourceSpec, out: Expansion, lister: Lister, policy: Inges
         )
         urls = urls[: policy.max_urls_per_source]
     for url in urls:
-        iid = item_id("video", spec.name, url)
+        iid = item_id("video", spec.name, declared_locator(spec, url))
         try:
             check_url(url, policy)
             info = _listed(lister, url, spec, policy)
