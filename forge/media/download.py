@@ -180,7 +180,10 @@ def probe_video(path: str | Path, policy: IngestPolicy | None = None) -> Probe:
     except ProbeError:
         raise
     except (av.FFmpegError, StopIteration, ValueError, OSError) as exc:
-        raise ProbeError("decode_error", f"{path.name}: {type(exc).__name__}: {exc}") from exc
+        # FFmpeg's message names the full path: the file name alone keeps the data dir out of rejects.
+        raise ProbeError(
+            "decode_error", f"{path.name}: {type(exc).__name__}: {str(exc).replace(str(path), path.name)}"
+        ) from exc
 
 
 def ffmpeg_exe(location: str | None = None) -> str:

@@ -6,7 +6,10 @@ must give the same items, or every clip, benchmark item and export differs betwe
 
 import shutil
 
+import pytest
+
 from forge.media.batch import spec_from_json
+from forge.media.download import ProbeError, probe_video
 from forge.media.loopback import serve
 from forge.media.policy import IngestPolicy
 from forge.media.sources import SourceSpec, declared_locator, expand_source, load_sources
@@ -72,3 +75,11 @@ def test_placeholders_are_recorded_and_survive_the_sources_table(tmp_path):
     g.write_text("sources:\n  - {name: lb, type: urls, urls: [], placeholders: [[A, b]]}\n")
     specs, rejects = load_sources(g)
     assert specs == [] and [r.reason for r in rejects] == ["invalid_source"]  # set by the loader only
+
+
+def test_a_decode_error_names_the_file_not_the_data_dir(corpus):
+    bad = corpus.videos_dir / "not_a_video.mp4"
+    with pytest.raises(ProbeError) as err:
+        probe_video(bad)
+    assert err.value.reason == "decode_error" and "not_a_video.mp4" in str(err.value)
+    assert str(corpus.root) not in str(err.value)  # the same reject row in any data dir
