@@ -69,10 +69,10 @@ def run(n: int, latency: float, concurrency: int, seq_n: int) -> None:
                 EngineSettings(max_concurrency=conc, timeout_s=30),
                 cache,
             )
-            reqs, _ = build_requests("iibench", setting, subset, prompts, spec, data)
+            reqs, _ = build_requests(get("iibench"), setting, subset, prompts, spec, data)
             t0 = time.perf_counter()
             res = engine.run("iibench_eval", "bench", [r.request for r in reqs])
-            rows = prediction_rows("bench", "iibench", setting, {}, reqs, res)
+            rows = prediction_rows("bench", get("iibench"), setting, {}, reqs, res)
             return time.perf_counter() - t0, rows
 
         wall, rows = once(concurrency, recs, data / "c1.sqlite")

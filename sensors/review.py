@@ -19,12 +19,14 @@ review``; nothing is lost, the next tick catches up.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import dagster as dg
 
 from forge.benchmarks import registry
 from forge.benchmarks.review_spec import ReviewPolicy
+from forge.benchmarks.spec import BenchmarkSpec
 from forge.labelstudio.client import ReviewServerDown
 from forge.provenance.versioning import content_hash
 from forge.review import loop, sync
@@ -70,7 +72,7 @@ def _in_flight(instance: dg.DagsterInstance) -> bool:
 
 
 def _due(
-    context: dg.SensorEvaluationContext, store: Any, ls: Any, cur: dict[str, Any]
+    context: dg.SensorEvaluationContext, store: Any, ls: Any, cur: dict[str, Any], specs: Sequence[BenchmarkSpec]
 ) -> tuple[dict[str, list[str]], list[dg.AssetKey], dict[str, str]]:
     """(benchmark → why its loop runs, the run's asset keys, the human projects' fingerprints)."""
     tasks = store.read("review_tasks") if store.exists("review_tasks") else None
@@ -79,8 +81,9 @@ def _due(
     due: dict[str, list[str]] = {}
     keys: list[dg.AssetKey] = []
     human_fp: dict[str, str] = {}
-    for name in registry.names():
-        rs = review_spec(name, registry.get(name).review)
+    for spec in specs:
+        name = spec.name
+        rs = review_spec(name, spec.review)  # read per tick: a changed review setting counts at once
         if rs.policy == ReviewPolicy.OFF:
             continue
         why = loop.todo(ls, store, name) + _regenerated(context.instance, name)
@@ -97,13 +100,18 @@ def _due(
     return due, keys, human_fp
 
 
-def tick(context: dg.SensorEvaluationContext, storage: StorageResource, review: ReviewResource) -> dg.SensorResult:
+def tick(
+    context: dg.SensorEvaluationContext,
+    storage: StorageResource,
+    review: ReviewResource,
+    specs: Sequence[BenchmarkSpec],
+) -> dg.SensorResult:
     store = storage.store
     cur = _cursor(context.cursor)
     if not store.exists("gated_items") and not store.exists("review_tasks"):
         return dg.SensorResult(skip_reason=dg.SkipReason("nothing to review yet"), cursor=context.cursor)
     try:
-        due, keys, human_fp = _due(context, store, review.client(store.data_dir), cur)
+        due, keys, human_fp = _due(context, store, review.client(store.data_dir), cur, specs)
     except ReviewServerDown as exc:  # retried once the tool is back, even for the same situation
         down = {**cur, "requested": None, "outages": cur["outages"] + 1}
         return dg.SensorResult(skip_reason=dg.SkipReason(str(exc)), cursor=json.dumps(down, sort_keys=True))
@@ -126,19 +134,25 @@ def tick(context: dg.SensorEvaluationContext, storage: StorageResource, review: 
     return dg.SensorResult(run_requests=[req], cursor=json.dumps(new, sort_keys=True))
 
 
-@dg.sensor(
-    name="review_sensor",
-    minimum_interval_seconds=30,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    target=dg.AssetSelection.assets(*[k for n in registry.names() for k in targets(n, {"review", "human"}, True)]),
-    description="Closes the review loop (make review): one run per tick reads the verdicts and pushes "
-    "(<benchmark>_verdicts, then <benchmark>_review_tasks; disputes to adjudication, edited revisions to "
-    "review, refused verdicts back to their reviewers), and scores the human baseline (<benchmark>_human_eval).",
-)
-def review_sensor(
-    context: dg.SensorEvaluationContext, storage: StorageResource, review: ReviewResource
-) -> dg.SensorResult:
-    return tick(context, storage, review)
+def build_review_sensor(specs: Sequence[BenchmarkSpec]) -> dg.SensorDefinition:
+    """The sensor over these benchmarks, resolved once here: its target and every tick use them."""
+
+    @dg.sensor(
+        name="review_sensor",
+        minimum_interval_seconds=30,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        target=dg.AssetSelection.assets(*[k for s in specs for k in targets(s.name, {"review", "human"}, True)]),
+        description="Closes the review loop (make review): one run per tick reads the verdicts and pushes "
+        "(<benchmark>_verdicts, then <benchmark>_review_tasks; disputes to adjudication, edited revisions to "
+        "review, refused verdicts back to their reviewers), and scores the human baseline (<benchmark>_human_eval).",
+    )
+    def review_sensor(
+        context: dg.SensorEvaluationContext, storage: StorageResource, review: ReviewResource
+    ) -> dg.SensorResult:
+        return tick(context, storage, review, specs)
+
+    return review_sensor
 
 
+review_sensor = build_review_sensor(registry.specs())
 defs = dg.Definitions(sensors=[review_sensor])

@@ -120,7 +120,7 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
     ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         store = storage.store
-        pub = load_export(store.data_dir / "exports", spec.name, bcfg["export_version"])
+        pub = load_export(store.data_dir / "exports", spec, bcfg["export_version"])
         items = pub.items
         judge = llm.engine() if spec.eval.judge_prompt else None
         emb = embedder.embedder() if spec.eval.similarity and len(items) else None

@@ -7,6 +7,7 @@ import time
 import dagster as dg
 
 from assets.common import contract_check_specs, publish, table_metadata
+from forge.benchmarks.registry import resolve
 from forge.evals import unimodal as um
 from forge.evals.config import benchmark_block, load_eval_config
 from forge.evals.pipeline import load_export, select_items
@@ -26,6 +27,8 @@ def _skipped(why: str) -> dg.MaterializeResult:
 
 
 def baseline_defs() -> dg.Definitions:
+    spec = resolve("maia")  # the one lookup: the asset passes the spec down
+
     @dg.asset(
         name=NAME,
         group_name="evals",
@@ -44,19 +47,19 @@ def baseline_defs() -> dg.Definitions:
         t0 = time.perf_counter()
         store = storage.store
         cfg = load_eval_config()
-        bcfg = benchmark_block(cfg, "maia")
+        bcfg = benchmark_block(cfg, spec)
         ucfg = um.unimodal_config(bcfg.get("unimodal"))
         if ucfg is None:
             # no model, no rows: the recorded baseline (if any) stays as it was
             context.log.warning(um.HOW_TO_CONFIGURE)
             return _skipped(um.HOW_TO_CONFIGURE)
-        pub = load_export(store.data_dir / "exports", "maia", bcfg["export_version"])
+        pub = load_export(store.data_dir / "exports", spec, bcfg["export_version"])
         if pub.items.empty:
             return _skipped(pub.note or "the MAIA export has no items")
-        items, _, split = select_items("maia", pub.items, None, bcfg["split"])
+        items, _, split = select_items(spec, pub.items, None, bcfg["split"])
         b = cfg.get("bootstrap") or {}
         preds = um.unimodal_predictions(items.assign(split=split), ucfg)
-        scores = um.unimodal_scores(preds, items, int(b.get("n", 1000)), int(b.get("seed", 0)))
+        scores = um.unimodal_scores(spec, preds, items, int(b.get("n", 1000)), int(b.get("seed", 0)))
         for frame in (preds, scores):
             if len(frame):
                 frame["export_version"] = pub.version

@@ -53,7 +53,7 @@ def judge_validation_defs(spec: BenchmarkSpec) -> list:
     ) -> dg.MaterializeResult:
         store = storage.store
         cfg = load_eval_config()
-        items = load_export(store.data_dir / "exports", spec.name, benchmark_block(cfg, spec)["export_version"]).items
+        items = load_export(store.data_dir / "exports", spec, benchmark_block(cfg, spec)["export_version"]).items
         try:
             md = jv.run_judge_tasks(review.client(store.data_dir), spec, _preds(store, spec), items, cfg)
         except ReviewServerDown as exc:
@@ -87,7 +87,7 @@ def judge_validation_defs(spec: BenchmarkSpec) -> list:
         s = jv.settings(spec, cfg)
         fig = jv.agreement(ratings, jv.labels(jv.judge_prompt(spec), s["field"]), s["raters"])
         judges = sorted(preds["judge_model"].dropna().astype(str).unique()) if "judge_model" in preds else []
-        rows = jv.agreement_rows(spec.name, fig, ", ".join(judges) or None)
+        rows = jv.agreement_rows(spec, fig, ", ".join(judges) or None)
         md = {k: v for k, v in fig.items() if k != "labels"} | {"ratings": len(ratings)}
         return publish(
             store,

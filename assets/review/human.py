@@ -56,7 +56,7 @@ def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
             out = human.run_human_tasks(store, spec, None, server_down(spec, exc, context))
         return publish(
             store,
-            {"review_tasks": {human.part(spec.name): out.tables["review_tasks"]}},
+            {"review_tasks": {human.part(spec): out.tables["review_tasks"]}},
             metadata=md_values(out.metadata),
             started=t0,
         )
@@ -84,7 +84,7 @@ def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         judge = llm.engine() if spec.eval.judge_prompt else None
         try:
             out = human.score(
-                store, spec, review.client(store.data_dir), judge, human.control_exclusions(store, spec.name)
+                store, spec, review.client(store.data_dir), judge, human.control_exclusions(store, spec)
             )
             tables = {"eval_predictions": out.predictions, "eval_scores": out.scores}
             tables |= {"human_answers": out.answers, "human_scores": out.people}

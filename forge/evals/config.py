@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from forge.benchmarks.spec import BenchmarkSpec
+
 ROOT = Path(__file__).resolve().parents[2]
 MODELS_PATH = ROOT / "config" / "models.yaml"
 EVALS_PATH = ROOT / "config" / "evals.yaml"
@@ -117,21 +119,21 @@ class Setting:
     frames: int = 1
     caption_prompt: str | None = None
 
-    def applicable(self, spec: ModelSpec) -> tuple[bool, str]:
-        """Whether ``spec`` can take this setting's input (else the reason it is skipped)."""
+    def applicable(self, model: ModelSpec) -> tuple[bool, str]:
+        """Whether ``model`` can take this setting's input (else the reason it is skipped)."""
         visual = self.input not in ("none", "description")
-        if visual and spec.accepts == "text":
+        if visual and model.accepts == "text":
             return False, "model accepts text only"
-        if self.input == "frames" and self.frames > 1 and spec.accepts != "frames":
+        if self.input == "frames" and self.frames > 1 and model.accepts != "frames":
             return False, "model accepts a single image, setting needs several frames"
         return True, ""
 
-    def n_frames(self, spec: ModelSpec) -> int:
+    def n_frames(self, model: ModelSpec) -> int:
         if self.input in ("image", "first_frame", "self_caption"):
             return 1
         if self.input in ("none", "description"):
             return 0
-        cap = spec.max_frames if spec.accepts == "frames" else 1
+        cap = model.max_frames if model.accepts == "frames" else 1
         return max(1, min(self.frames, cap))
 
 
@@ -139,13 +141,10 @@ def load_eval_config(path: str | Path | None = None) -> dict[str, Any]:
     return yaml.safe_load(Path(path or EVALS_PATH).read_text())
 
 
-def benchmark_block(cfg: dict[str, Any], benchmark: Any) -> dict[str, Any]:
+def benchmark_block(cfg: dict[str, Any], spec: BenchmarkSpec) -> dict[str, Any]:
     """One benchmark's evaluation settings: the spec's defaults, then ``benchmarks.<name>``
     of ``config/evals.yaml`` key by key (the file wins), then the export version and split
     to evaluate (per benchmark, else the file's top level, else ``latest`` / ``test``)."""
-    from forge.benchmarks.registry import resolve
-
-    spec = resolve(benchmark)
     block = {**dict(spec.eval.defaults), **((cfg.get("benchmarks") or {}).get(spec.name) or {})}
     block.setdefault("export_version", cfg.get("export_version", "latest"))
     block.setdefault("split", cfg.get("split", "test"))
@@ -154,23 +153,21 @@ def benchmark_block(cfg: dict[str, Any], benchmark: Any) -> dict[str, Any]:
     return block
 
 
-def settings_for(cfg: dict[str, Any], benchmark: Any) -> list[Setting]:
-    from forge.benchmarks.registry import resolve
-
-    benchmark = resolve(benchmark).name
+def settings_for(cfg: dict[str, Any], spec: BenchmarkSpec) -> list[Setting]:
+    """The benchmark's evaluation settings, checked (known keys, known input, unique names)."""
     out = []
     fields = {f.name for f in dataclasses.fields(Setting)}
-    for raw in benchmark_block(cfg, benchmark)["settings"]:
+    for raw in benchmark_block(cfg, spec)["settings"]:
         unknown = set(raw) - fields
         if unknown:
-            raise ValueError(f"{benchmark} setting {raw.get('name')}: unknown keys {sorted(unknown)}")
+            raise ValueError(f"{spec.name} setting {raw.get('name')}: unknown keys {sorted(unknown)}")
         if raw["input"] not in INPUTS:
-            raise ValueError(f"{benchmark} setting {raw['name']}: input must be one of {INPUTS}")
+            raise ValueError(f"{spec.name} setting {raw['name']}: input must be one of {INPUTS}")
         kw = dict(raw)
         if kw.get("tasks") is not None:
             kw["tasks"] = tuple(kw["tasks"])
-        out.append(Setting(benchmark=benchmark, **kw))
+        out.append(Setting(benchmark=spec.name, **kw))
     names = [s.name for s in out]
     if len(set(names)) != len(names):
-        raise ValueError(f"{benchmark}: duplicate setting names {names}")
+        raise ValueError(f"{spec.name}: duplicate setting names {names}")
     return out

@@ -48,15 +48,15 @@ BLIND_DIR = "review/blind"  # under the data dir: media of the blind tasks, unde
 HUMAN = ModelSpec(name=MODEL, model=MODEL, backend=MODEL, accepts="frames", max_frames=64)
 
 
-def part(name: str) -> str:
+def part(spec: BenchmarkSpec) -> str:
     """The ``review_tasks`` file of a benchmark's human-baseline tasks."""
-    return f"{name}__human"
+    return f"{spec.name}__human"
 
 
 def test_items(store: TableStore, spec: BenchmarkSpec) -> tuple[pd.DataFrame, str]:
     """The latest export's evaluated split, media paths relative to the data dir."""
     split = benchmark_block(load_eval_config(), spec)["split"]
-    pub = load_export(store.data_dir / "exports", spec.name)
+    pub = load_export(store.data_dir / "exports", spec)
     items = pub.items
     if items.empty:
         return items, pub.version
@@ -66,13 +66,13 @@ def test_items(store: TableStore, spec: BenchmarkSpec) -> tuple[pd.DataFrame, st
     return items, pub.version
 
 
-def blind_media(data_dir: Path, benchmark: str, name: str, rel: str | None) -> str | None:
+def blind_media(data_dir: Path, spec: BenchmarkSpec, name: str, rel: str | None) -> str | None:
     """The file at ``rel`` (data-dir relative) under a name that says nothing about the item
     (``review/blind/<benchmark>/<name><suffix>``, a hard link where the file system allows, else a
     copy): an exported path names the split and the source file. None when there is no file."""
     if not rel or not (data_dir / rel).is_file():
         return None
-    out = f"{BLIND_DIR}/{benchmark}/{name}{Path(rel).suffix}"
+    out = f"{BLIND_DIR}/{spec.name}/{name}{Path(rel).suffix}"
     dst = data_dir / out
     if not dst.is_file():
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -94,9 +94,9 @@ def _wanted(store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, items: pd.Da
     for it in items.to_dict("records"):
         key = human_key_of(spec.name, str(it["item_id"]), revision(it))
         media = as_list(it.get("media_paths")) or []
-        image = blind_media(root, spec.name, key, media[0]) if media else None
+        image = blind_media(root, spec, key, media[0]) if media else None
         clip = clips.get(str(it.get("unit_id"))) if rs.media == Media.VIDEO else None
-        video = blind_media(root, spec.name, f"{key}-clip", clip)
+        video = blind_media(root, spec, f"{key}-clip", clip)
         out[key] = sync.Wanted(blind_task_data(it, rs, key, image, video))
     return out
 
@@ -108,7 +108,7 @@ def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | No
     rs = settings(spec)
     items, version = test_items(store, spec)
     items = subset_of(items, spec, load_eval_config())
-    prev = read(store, "review_tasks", part(spec.name))
+    prev = read(store, "review_tasks", part(spec))
     prev = prev if len(prev) else pd.DataFrame(columns=sync.TASK_COLUMNS)
     out = StageOut(metadata={"export_version": version or "none", "items": len(items)})
     if items.empty or ls is None or rs.policy == ReviewPolicy.OFF:
@@ -351,7 +351,7 @@ def score(
     models' judge engine), their average and their best. ``excluded``: person → why their answers
     do not count (``control_exclusions``). An answer by someone who saw the item's gold is never
     scored (``saw_gold``)."""
-    tasks = read(store, "review_tasks", part(spec.name))
+    tasks = read(store, "review_tasks", part(spec))
     cfg = load_eval_config()
     items, version = test_items(store, spec)
     none = pd.DataFrame(columns=ANSWER_COLUMNS)
@@ -440,12 +440,12 @@ def _answer_table(
     )
 
 
-def control_exclusions(store: TableStore, benchmark: str) -> dict[str, str]:
+def control_exclusions(store: TableStore, spec: BenchmarkSpec) -> dict[str, str]:
     """person → why their answers do not count: the annotators a protocol step's control questions
     excluded (``protocol_answers.excluded``, docs/review.md), for every step of the benchmark."""
     if not store.exists("protocol_answers"):
         return {}
-    df = store.read("protocol_answers", where="benchmark = ? and excluded is not null", params=[benchmark])
+    df = store.read("protocol_answers", where="benchmark = ? and excluded is not null", params=[spec.name])
     out: dict[str, str] = {}
     for r in df.sort_values("step").itertuples() if len(df) else []:
         out.setdefault(str(r.person), f"{r.step}: {r.excluded}")

@@ -263,10 +263,10 @@ def agreement(ratings: pd.DataFrame, choices: list[str], raters: int) -> dict[st
     return out
 
 
-def agreement_rows(benchmark: str, fig: dict[str, Any], judge_model: str | None) -> pd.DataFrame:
+def agreement_rows(spec: BenchmarkSpec, fig: dict[str, Any], judge_model: str | None) -> pd.DataFrame:
     """The figures as ``judge_agreement`` rows: one per measure (and per person for Cohen's kappa)."""
     base = {
-        "benchmark": benchmark,
+        "benchmark": spec.name,
         "units": fig["units"],
         "raters": fig["raters"],
         "labels": ", ".join(fig["labels"]),

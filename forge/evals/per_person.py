@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from forge.benchmarks.protocol_spec import StepSample
+from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals.bootstrap import cluster_bootstrap
 from forge.evals.scorers import weighted_mean
 from forge.evals.scoring import Scorer, score_benchmark
@@ -90,7 +91,7 @@ class PersonScores:
 
 
 def score_person(
-    benchmark: Any,
+    spec: BenchmarkSpec,
     person: str,
     preds: pd.DataFrame,
     items: pd.DataFrame,
@@ -100,7 +101,7 @@ def score_person(
     """One person's predictions (rows of ``eval_predictions``, ``detail`` as dicts) scored by the
     benchmark's own scorers."""
     sc = KeepingScorer(*boot)
-    rows = score_benchmark(benchmark, preds, items, sc, options)
+    rows = score_benchmark(spec, preds, items, sc, options)
     return PersonScores(person, rows, sc.stats)
 
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import pandas as pd
 
-from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import requests as rq
 from forge.evals.config import ModelSpec, benchmark_block, settings_for
@@ -43,7 +42,7 @@ DEV_SPLITS = ("dev", "val", "validation")
 
 
 def model_engine(
-    spec: ModelSpec, base: EngineSettings, cache_path: Path, prices: dict[str, Any] | None = None
+    model: ModelSpec, base: EngineSettings, cache_path: Path, prices: dict[str, Any] | None = None
 ) -> LLMEngine:
     """The engine for the model under test: its own endpoint and key, the shared cache. One
     request per item and setting (``verbatim``): no repair turns, the reply as it came (an empty
@@ -51,15 +50,15 @@ def model_engine(
     (429, 5xx, timeouts), but a slow reply is waited for, never hedged with a second copy."""
     backend = (
         StubBackend()
-        if spec.backend == "stub"
-        else OpenAIBackend(spec.base_url, spec.api_key(), timeout=base.timeout_s)
+        if model.backend == "stub"
+        else OpenAIBackend(model.base_url, model.api_key(), timeout=base.timeout_s)
     )
     return LLMEngine(
         backend,
         LLMCache(cache_path),
         base.model_copy(
             update=dict(
-                model=spec.model,
+                model=model.model,
                 stage_overrides={},
                 repair=False,
                 verbatim=True,
@@ -71,15 +70,15 @@ def model_engine(
     )
 
 
-def prompt_files(benchmark: str | BenchmarkSpec, cfg: dict[str, Any]) -> list[Path]:
-    bench = resolve(benchmark)
+def prompt_files(spec: BenchmarkSpec, cfg: dict[str, Any]) -> list[Path]:
+    """Every prompt file the benchmark's evaluation reads (settings, per-task prompts, judge)."""
     names = set()
-    for s in settings_for(cfg, bench):
+    for s in settings_for(cfg, spec):
         names |= {n for n in (s.prompt, s.caption_prompt) if n}
-    names |= set((benchmark_block(cfg, bench).get("prompts") or {}).values())
-    if bench.eval.judge_prompt:
-        names.add(bench.eval.judge_prompt)
-    return sorted(bench.eval.prompts_dir / n for n in names)
+    names |= set((benchmark_block(cfg, spec).get("prompts") or {}).values())
+    if spec.eval.judge_prompt:
+        names.add(spec.eval.judge_prompt)
+    return sorted(spec.eval.prompts_dir / n for n in names)
 
 
 @dataclasses.dataclass
@@ -93,14 +92,15 @@ class PublishedItems:
     note: str = ""
 
 
-def load_export(exports_dir: Path, benchmark: str, version: str = "latest") -> PublishedItems:
-    """The rows of ``data/exports/<benchmark>/<version>/parquet/*.parquet`` (``latest``: the
+def load_export(exports_dir: Path, spec: BenchmarkSpec, version: str = "latest") -> PublishedItems:
+    """The rows of ``data/exports/<name>/<version>/parquet/*.parquet`` (``latest``: the
     highest version). Media paths are made absolute into the export's own copies, so the
     evaluation sees exactly the published files."""
-    versions = existing_versions(exports_dir / benchmark)
+    name = spec.name
+    versions = existing_versions(exports_dir / name)
     if not versions:
         return PublishedItems(
-            pd.DataFrame(), "", None, note=f"no export of {benchmark} yet: materialize `{benchmark}_export` first"
+            pd.DataFrame(), "", None, note=f"no export of {name} yet: materialize `{name}_export` first"
         )
     chosen = (
         versions[-1][1]
@@ -109,7 +109,7 @@ def load_export(exports_dir: Path, benchmark: str, version: str = "latest") -> P
     )
     if chosen is None:
         raise ValueError(
-            f"{benchmark}: export version {version!r} not found (have {', '.join(d.name for _, d in versions)})"
+            f"{name}: export version {version!r} not found (have {', '.join(d.name for _, d in versions)})"
         )
     manifest = read_manifest(chosen)
     parts = sorted((chosen / "parquet").glob("*.parquet"))
@@ -126,7 +126,7 @@ def load_export(exports_dir: Path, benchmark: str, version: str = "latest") -> P
 
 
 def select_items(
-    benchmark: str, items: pd.DataFrame, splits: pd.DataFrame | None, split_name: str = TEST_SPLIT
+    spec: BenchmarkSpec, items: pd.DataFrame, splits: pd.DataFrame | None, split_name: str = TEST_SPLIT
 ) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """(evaluation items, dev pool for few-shot, which split). Exported items carry their
     ``split``; otherwise a ``splits`` table assigns them; with neither, every item is
@@ -134,7 +134,7 @@ def select_items(
     if "split" in items.columns and items["split"].notna().any():
         return (items[items["split"] == split_name], items[items["split"].isin(DEV_SPLITS)], split_name)
     if splits is not None and len(splits):
-        s = splits[splits["benchmark"] == benchmark]
+        s = splits[splits["benchmark"] == spec.name]
         if len(s):
             test_ids = set(s.loc[s["split"] == split_name, "item_id"])
             dev_ids = set(s.loc[s["split"].isin(DEV_SPLITS), "item_id"])
@@ -143,31 +143,31 @@ def select_items(
 
 
 def judge_rows(
-    bench: BenchmarkSpec,
+    spec: BenchmarkSpec,
     srows: list[dict[str, Any]],
     by_id: dict[str, dict[str, Any]],
     judge: LLMEngine | None,
     part: str,
-    spec: ModelSpec,
+    model: ModelSpec,
     scoring: dict[str, Any],
 ) -> None:
     """The benchmark's judge over the open-ended rows of one setting (the models' path, and the
     human baseline's): the stub never scores, and a stub model's placeholders are never judged."""
-    if not bench.eval.judge_prompt or judge is None:
+    if not spec.eval.judge_prompt or judge is None:
         return
-    jp = load_prompt(bench.eval.prompts_dir / bench.eval.judge_prompt)
-    pairs = judge_requests(bench, srows, by_id, jp)
+    jp = load_prompt(spec.eval.prompts_dir / spec.eval.judge_prompt)
+    pairs = judge_requests(spec, srows, by_id, jp)
     if pairs and advisory(judge):  # the stub never scores: a placeholder verdict is no verdict
         judge_unavailable(srows, pairs, "the judge is the offline stub backend (configure an endpoint)")
-    elif pairs and spec.backend == "stub":  # a paid judge is never sent placeholder replies
-        judge_unavailable(srows, pairs, f"model {spec.name} is the offline stub: its replies are not judged")
+    elif pairs and model.backend == "stub":  # a paid judge is never sent placeholder replies
+        judge_unavailable(srows, pairs, f"model {model.name} is the offline stub: its replies are not judged")
     elif pairs:
-        apply_judge(bench, srows, pairs, judge.run(f"{bench.name}_eval_judge", part, [p for _, p in pairs]), scoring)
+        apply_judge(spec, srows, pairs, judge.run(f"{spec.name}_eval_judge", part, [p for _, p in pairs]), scoring)
 
 
 def evaluate(
-    benchmark: str | BenchmarkSpec,
-    spec: ModelSpec,
+    spec: BenchmarkSpec,
+    model: ModelSpec,
     cfg: dict[str, Any],
     items: pd.DataFrame,
     splits: pd.DataFrame | None,
@@ -178,19 +178,18 @@ def evaluate(
     descriptions: dict[str, str] | None = None,
     log: Any = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Predictions and scores of ``spec`` on ``benchmark`` under all its settings."""
-    bench = resolve(benchmark)
-    name = bench.name
-    bcfg = benchmark_block(cfg, bench)
+    """Predictions and scores of ``model`` on the benchmark ``spec`` under all its settings."""
+    name = spec.name
+    bcfg = benchmark_block(cfg, spec)
     scoring = dict(bcfg.get("scoring") or {})  # named scoring options; all off = the paper's rules
     items = items.sort_values("item_id").reset_index(drop=True)
-    eval_items, dev, split = select_items(name, items, splits, bcfg["split"])
+    eval_items, dev, split = select_items(spec, items, splits, bcfg["split"])
     if cfg.get("max_items"):
         eval_items = eval_items.head(int(cfg["max_items"]))
     records = eval_items.to_dict("records")
     by_id = {r["item_id"]: r for r in items.to_dict("records")}
     split_of = {r["item_id"]: split for r in records}
-    prompts = {p.name: load_prompt(p) for p in prompt_files(bench, cfg)}  # keyed by file name
+    prompts = {p.name: load_prompt(p) for p in prompt_files(spec, cfg)}  # keyed by file name
     for task, fname in (bcfg.get("prompts") or {}).items():  # per-task prompts: `task:<task>`
         prompts[f"task:{task}"] = prompts[fname]
     stage = f"{name}_eval"
@@ -202,27 +201,27 @@ def evaluate(
         "settings_skipped": {},
         "items_skipped": {},
     }
-    for setting in settings_for(cfg, bench):
-        ok, why = setting.applicable(spec)
+    for setting in settings_for(cfg, spec):
+        ok, why = setting.applicable(model)
         if not ok:
             meta["settings_skipped"][setting.name] = why
             continue
-        part = f"{spec.name}__{setting.name}"
+        part = f"{model.name}__{setting.name}"
         captions: dict[str, str] = {}
         if setting.input == "self_caption":
             creqs = rq.caption_requests(
-                records, load_prompt(bench.eval.prompts_dir / setting.caption_prompt), spec, data_dir
+                records, load_prompt(spec.eval.prompts_dir / setting.caption_prompt), model, data_dir
             )
             for res in engine.run(stage, f"{part}__caption", creqs):
                 text = (res.data or {}).get("text") if res.ok else None
                 if text and text.strip():
                     captions[res.item_id] = text.strip()
         reqs, skipped = rq.build_requests(
-            bench,
+            spec,
             setting,
             records,
             prompts,
-            spec,
+            model,
             data_dir,
             circular=bool(cfg.get("circular")),
             dev_items=dev.to_dict("records"),
@@ -230,13 +229,13 @@ def evaluate(
             captions=captions,
         )
         if log:
-            log.info(f"{name} × {spec.name} × {setting.name}: {len(reqs)} requests")
+            log.info(f"{name} × {model.name} × {setting.name}: {len(reqs)} requests")
         results = engine.run(stage, part, [r.request for r in reqs])
-        srows = rq.prediction_rows(spec.name, bench, setting, split_of, reqs, results, scoring)
-        unparseable_open_ended(bench, srows)
-        judge_rows(bench, srows, by_id, judge, part, spec, scoring)
-        if bench.eval.similarity or bench.eval.text_metrics:
-            similarity_scores(bench, srows, by_id, embedder, bcfg.get("thresholds") or {}, bcfg)
+        srows = rq.prediction_rows(model.name, spec, setting, split_of, reqs, results, scoring)
+        unparseable_open_ended(spec, srows)
+        judge_rows(spec, srows, by_id, judge, part, model, scoring)
+        if spec.eval.similarity or spec.eval.text_metrics:
+            similarity_scores(spec, srows, by_id, embedder, bcfg.get("thresholds") or {}, bcfg)
         rows += srows
         meta["settings_run"].append(setting.name)
         if skipped:
@@ -250,11 +249,11 @@ def evaluate(
         preds_for_scores = preds
     b = cfg.get("bootstrap") or {}
     sc = Scorer(int(b.get("n", 1000)), int(b.get("seed", 0)), float(b.get("alpha", 0.05)))
-    scores = pd.DataFrame(score_benchmark(bench, preds_for_scores, items, sc, scoring))
+    scores = pd.DataFrame(score_benchmark(spec, preds_for_scores, items, sc, scoring))
     if len(scores):
-        scores.insert(0, "model", spec.name)
+        scores.insert(0, "model", model.name)
         scores.insert(1, "benchmark", name)
         scores["split"] = split
-        scores["backend"] = spec.backend
+        scores["backend"] = model.backend
     meta["scored_items"] = int(preds["item_id"].nunique()) if len(preds) else 0
     return preds, scores, meta

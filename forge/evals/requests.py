@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import extract as ex
 from forge.evals.config import ModelSpec, Setting
 from forge.evals.scorers import chosen_option_type, error_composition, partial_set_score, rotations
@@ -80,9 +81,9 @@ def black_jpeg(width: int = 640, height: int = 360) -> bytes:
     return buf.getvalue()
 
 
-def images_for(item: dict[str, Any], setting: Setting, spec: ModelSpec, data_dir: Path) -> list[ImageInput]:
+def images_for(item: dict[str, Any], setting: Setting, model: ModelSpec, data_dir: Path) -> list[ImageInput]:
     paths = as_list(item.get("media_paths"))
-    n = setting.n_frames(spec)
+    n = setting.n_frames(model)
     if setting.input in ("none", "description") or n == 0:
         return []
     if setting.input == "black":
@@ -94,8 +95,10 @@ def images_for(item: dict[str, Any], setting: Setting, spec: ModelSpec, data_dir
     return [ImageInput(path=data_dir / p) for p in chosen]
 
 
-def _req(item_id: str, prompt: Any, variables: dict[str, Any], images: list[ImageInput], spec: ModelSpec) -> LLMRequest:
-    return LLMRequest(item_id=item_id, prompt=prompt, variables=variables, images=images, params=dict(spec.params))
+def _req(
+    item_id: str, prompt: Any, variables: dict[str, Any], images: list[ImageInput], model: ModelSpec
+) -> LLMRequest:
+    return LLMRequest(item_id=item_id, prompt=prompt, variables=variables, images=images, params=dict(model.params))
 
 
 def request_id(item_id: str, variant: int) -> str:
@@ -132,11 +135,11 @@ class RequestContext:
 
 
 def build_requests(
-    benchmark: Any,
+    spec: BenchmarkSpec,
     setting: Setting,
     items: list[dict[str, Any]],
     prompts: dict[str, Any],
-    spec: ModelSpec,
+    model: ModelSpec,
     data_dir: Path,
     *,
     circular: bool = False,
@@ -147,15 +150,12 @@ def build_requests(
 ) -> tuple[list[EvalRequest], list[tuple[str, str]]]:
     """Requests for every applicable item, and ``(item_id, reason)`` for items left out.
 
-    ``benchmark``: a registered name or a ``BenchmarkSpec``; its ``eval.kinds`` says how each
-    task's reply is parsed and its ``eval.build_request`` renders the prompt."""
-    from forge.benchmarks.registry import resolve
-
-    bench = resolve(benchmark)
+    ``spec``: the benchmark; its ``eval.kinds`` says how each task's reply is parsed and its
+    ``eval.build_request`` renders the prompt. ``model``: the model under test."""
     out: list[EvalRequest] = []
     skipped: list[tuple[str, str]] = []
     for item in items:
-        kind = bench.eval.kinds.get(item["task"])
+        kind = spec.eval.kinds.get(item["task"])
         if kind is None:
             skipped.append((item["item_id"], f"task_not_evaluated:{item['task']}"))
             continue
@@ -165,9 +165,9 @@ def build_requests(
         options = as_list(item.get("options")) or None
         variants = [(options, item["answer"])]
         # circular evaluation rotates lettered options; a free-form setting shows none
-        if circular and kind == "mcq" and bench.eval.circular and options and setting.variant != "free_form":
+        if circular and kind == "mcq" and spec.eval.circular and options and setting.variant != "free_form":
             variants = rotations(options, item["answer"])
-        images = images_for(item, setting, spec, data_dir)
+        images = images_for(item, setting, model, data_dir)
         if setting.input in ("frames", "first_frame", "image", "self_caption") and not images:
             skipped.append((item["item_id"], "no_media"))
             continue
@@ -180,7 +180,7 @@ def build_requests(
                 request_id=request_id(item["item_id"], k),
                 images=images,
                 prompts=prompts,
-                model=spec,
+                model=model,
                 data_dir=data_dir,
                 dev_items=dev_items or [],
                 descriptions=descriptions or {},
@@ -190,7 +190,7 @@ def build_requests(
                 labels=labels,
             )
             try:
-                req = bench.eval.build_request(ctx)
+                req = spec.eval.build_request(ctx)
             except SkipItem as exc:
                 skipped.append((item["item_id"], str(exc)))
                 break
@@ -224,30 +224,23 @@ def pick_shots(item: dict[str, Any], pool: list[dict[str, Any]], k: int, seed: s
     ]
 
 
-def caption_requests(items: list[dict[str, Any]], prompt: Any, spec: ModelSpec, data_dir: Path) -> list[LLMRequest]:
+def caption_requests(items: list[dict[str, Any]], prompt: Any, model: ModelSpec, data_dir: Path) -> list[LLMRequest]:
     """Self-caption settings, step 1: the model's own caption of each item's image."""
     out = []
     for item in items:
         paths = as_list(item.get("media_paths"))
         if paths:
-            out.append(_req(item["item_id"], prompt, {}, [ImageInput(path=data_dir / paths[0])], spec))
+            out.append(_req(item["item_id"], prompt, {}, [ImageInput(path=data_dir / paths[0])], model))
     return out
 
 
 def parse_reply(
-    er: EvalRequest, text: str | None, options: dict[str, Any] | None = None, benchmark: Any = None
+    er: EvalRequest, text: str | None, options: dict[str, Any] | None = None, spec: BenchmarkSpec | None = None
 ) -> ex.Extraction:
     """The paper's own reading of a reply: the benchmark's ``eval.parse_reply`` hook first
     (``options``: its scoring options, config/evals.yaml ``benchmarks.<name>.scoring``), then
-    the generic reading of the reply kind. ``benchmark``: a registered name or a spec (default:
-    the item's ``benchmark``); without one only the generic kinds apply."""
-    from forge.benchmarks.registry import resolve
-
-    ref = benchmark if benchmark is not None else er.item.get("benchmark")
-    try:
-        hook = resolve(ref).eval.parse_reply if ref is not None else None
-    except KeyError:  # an item of no registered benchmark: generic reading only
-        hook = None
+    the generic reading of the reply kind. Without a ``spec`` only the generic kinds apply."""
+    hook = spec.eval.parse_reply if spec is not None else None
     if hook is not None:
         e = hook(er, text, dict(options or {}))
         if e is not None:
@@ -273,7 +266,7 @@ def parse_reply(
 
 def prediction_rows(
     model: str,
-    benchmark: Any,
+    spec: BenchmarkSpec,
     setting: Setting,
     split_of: dict[str, str],
     reqs: list[EvalRequest],
@@ -281,17 +274,14 @@ def prediction_rows(
     scoring: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per request: raw reply, parse, and the item score where no judge is needed.
-    ``benchmark``: a registered name or a spec; ``scoring``: its scoring options."""
-    from forge.benchmarks.registry import resolve
-
-    bench = resolve(benchmark)
+    ``model``: the model's name; ``spec``: the benchmark; ``scoring``: its scoring options."""
     rows = []
     for er, res in zip(reqs, results, strict=True):
         item = er.item
         raw = (res.data or {}).get("text") if res.ok else res.text
         row: dict[str, Any] = {
             "model": model,
-            "benchmark": bench.name,
+            "benchmark": spec.name,
             "setting": setting.name,
             "item_id": item["item_id"],
             "variant": er.variant,
@@ -326,7 +316,7 @@ def prediction_rows(
             # The call itself failed (after retries): not the model's answer, so not scored.
             row.update(status="call_failed", error=f"{res.error_class}: {res.error}")
         else:
-            e = parse_reply(er, raw, scoring, bench)
+            e = parse_reply(er, raw, scoring, spec)
             row.update(
                 parsed=e.answer or None,
                 parse_ok=e.ok,

@@ -31,18 +31,12 @@ from forge.evals.scorers import (
 from forge.llm.types import LLMRequest, LLMResult
 
 
-def _spec(benchmark: Any) -> BenchmarkSpec:
-    from forge.benchmarks.registry import resolve  # the registry imports the recipes, which import this module
-
-    return resolve(benchmark)
-
-
-def reply_kind(bench: BenchmarkSpec, row: dict[str, Any]) -> str | None:
+def reply_kind(spec: BenchmarkSpec, row: dict[str, Any]) -> str | None:
     """How a prediction's reply was read: its task's kind, or ``text`` for a setting that asked
     for words instead of a letter (as ``forge.evals.requests.build_requests`` decides)."""
     if ((row.get("detail") or {}).get("context") or {}).get("answer_type") == "free_form":
         return "text"
-    return bench.eval.kinds.get(row["task"])
+    return spec.eval.kinds.get(row["task"])
 
 
 # -- judges ----------------------------------------------------------------------------------
@@ -59,14 +53,13 @@ def reference_variables(row: dict[str, Any], item: dict[str, Any]) -> dict[str, 
 
 
 def judge_requests(
-    benchmark: Any, rows: list[dict[str, Any]], items: dict[str, dict[str, Any]], prompt: Any
+    spec: BenchmarkSpec, rows: list[dict[str, Any]], items: dict[str, dict[str, Any]], prompt: Any
 ) -> list[tuple[int, LLMRequest]]:
     """(row index, judge request) for every open-ended prediction the judge rates: the parsed
     answers, and the unreadable replies too where the spec says ``judge_unparseable`` (else
     an empty answer is simply not correct, see ``unparseable_open_ended``)."""
-    bench = _spec(benchmark)
-    judged = ("ok", "unparseable") if bench.eval.judge_unparseable else ("ok",)
-    variables = bench.eval.judge_variables or reference_variables
+    judged = ("ok", "unparseable") if spec.eval.judge_unparseable else ("ok",)
+    variables = spec.eval.judge_variables or reference_variables
     out = []
     for i, r in enumerate(rows):
         if r["task"] != "open_ended" or r["status"] not in judged:
@@ -87,7 +80,7 @@ def read_label(row: dict[str, Any], data: dict[str, Any], options: dict[str, Any
 
 
 def apply_judge(
-    benchmark: Any,
+    spec: BenchmarkSpec,
     rows: list[dict[str, Any]],
     pairs: list[tuple[int, LLMRequest]],
     results: list[LLMResult],
@@ -95,7 +88,7 @@ def apply_judge(
 ) -> None:
     """Judge verdicts into rows, read by the spec's ``read_judgement`` (default: the label);
     a judge reply it cannot use leaves the row unscored (a judge failure, never a guess)."""
-    read = _spec(benchmark).eval.read_judgement or read_label
+    read = spec.eval.read_judgement or read_label
     opts = dict(options or {})
     for (i, _), res in zip(pairs, results, strict=True):
         r = rows[i]
@@ -123,26 +116,25 @@ def judge_unavailable(rows: list[dict[str, Any]], pairs: list[tuple[int, LLMRequ
         )
 
 
-def unparseable_open_ended(benchmark: Any, rows: list[dict[str, Any]]) -> None:
+def unparseable_open_ended(spec: BenchmarkSpec, rows: list[dict[str, Any]]) -> None:
     """Open-ended rows scored without a judge: an empty/echo reply is the model's failure, 0
     (unless the spec's judge rates every reply, ``judge_unparseable``); a failed call gets the
     spec's ``judge_failed_call`` verdict where it has one, else stays unscored."""
-    bench = _spec(benchmark)
     for r in rows:
         if r["task"] != "open_ended":
             continue
-        if r["status"] == "unparseable" and not bench.eval.judge_unparseable:
+        if r["status"] == "unparseable" and not spec.eval.judge_unparseable:
             r.update(score=0.0, correct=False)
-        elif r["status"] == "call_failed" and bench.eval.judge_failed_call is not None:
-            bench.eval.judge_failed_call(r)
+        elif r["status"] == "call_failed" and spec.eval.judge_failed_call is not None:
+            spec.eval.judge_failed_call(r)
 
 
 # -- embedding / overlap item scores ---------------------------------------------------------
 
 
-def text_references(bench: BenchmarkSpec, item: dict[str, Any]) -> list[str]:
+def text_references(spec: BenchmarkSpec, item: dict[str, Any]) -> list[str]:
     """What a free-text reply is compared with (``EvalSpec.text_reference``)."""
-    if bench.eval.text_reference == TextReference.CORRECT_OPTION:
+    if spec.eval.text_reference == TextReference.CORRECT_OPTION:
         opts = as_list(item.get("options"))
         k = ord(str(item["answer"]).strip()[:1] or "A") - 65
         return [str(opts[k])] if 0 <= k < len(opts) else []
@@ -150,7 +142,7 @@ def text_references(bench: BenchmarkSpec, item: dict[str, Any]) -> list[str]:
 
 
 def text_metric_scores(
-    benchmark: Any,
+    spec: BenchmarkSpec,
     rows: list[dict[str, Any]],
     items: dict[str, dict[str, Any]],
     metrics_cfg: dict[str, Any] | None = None,
@@ -159,14 +151,13 @@ def text_metric_scores(
     (``forge.evals.textmetrics``), for a spec with ``text_metrics``. An empty answer scores as
     the empty string; a failed call has no value. Metrics that cannot run here are recorded
     with the reason."""
-    bench = _spec(benchmark)
-    if not bench.eval.text_metrics:
+    if not spec.eval.text_metrics:
         return
-    idx = [i for i, r in enumerate(rows) if r["status"] in ("ok", "unparseable") and reply_kind(bench, r) == "text"]
+    idx = [i for i, r in enumerate(rows) if r["status"] in ("ok", "unparseable") and reply_kind(spec, r) == "text"]
     if not idx:
         return
     preds = [rows[i]["parsed"] if rows[i]["status"] == "ok" else "" for i in idx]
-    refs = [text_references(bench, items[rows[i]["item_id"]]) for i in idx]
+    refs = [text_references(spec, items[rows[i]["item_id"]]) for i in idx]
     values, skipped = textmetrics.similarity_table(preds, refs, (metrics_cfg or {}).get("bertscore"))
     for k, i in enumerate(idx):
         d = rows[i]["detail"]
@@ -177,7 +168,7 @@ def text_metric_scores(
 
 
 def similarity_scores(
-    benchmark: Any,
+    spec: BenchmarkSpec,
     rows: list[dict[str, Any]],
     items: dict[str, dict[str, Any]],
     embedder: Any,
@@ -187,22 +178,21 @@ def similarity_scores(
     """Reference-overlap metrics of text replies (``text_metrics``), and for a spec with
     ``similarity``: the embedding similarity of text replies to their references, and the
     naming / image_label / box / caption / explanation scores."""
-    bench = _spec(benchmark)
-    text_metric_scores(bench, rows, items, metrics_cfg)
-    if not bench.eval.similarity:
+    text_metric_scores(spec, rows, items, metrics_cfg)
+    if not spec.eval.similarity:
         return
     pairs: list[tuple[int, list[str]]] = []
     for i, r in enumerate(rows):
         if r["status"] != "ok":
-            if r["status"] == "unparseable" and bench.eval.unparseable_is_wrong:
+            if r["status"] == "unparseable" and spec.eval.unparseable_is_wrong:
                 r.update(score=0.0, correct=False)
             continue
         item = items[r["item_id"]]
         refs = [str(x) for x in as_list(item.get("references")) or [item["answer"]]]
-        if reply_kind(bench, r) == "text":
+        if reply_kind(spec, r) == "text":
             pairs.append((i, refs))
-        elif bench.eval.score_structured is not None:
-            embed = bench.eval.score_structured(r, item, refs, thresholds)
+        elif spec.eval.score_structured is not None:
+            embed = spec.eval.score_structured(r, item, refs, thresholds)
             if embed:
                 pairs.append((i, embed))
     if pairs and embedder is not None:
@@ -214,7 +204,7 @@ def similarity_scores(
             s = float(max(sim[n, pos[t]] for t in refs))
             r = rows[i]
             r["detail"]["similarity"] = s
-            if bench.eval.similarity_is_score:
+            if spec.eval.similarity_is_score:
                 r.update(score=s, correct=s >= thresholds.get(r["task"], 0.6))
 
 
@@ -351,15 +341,11 @@ def skipped_reason(g: pd.DataFrame, metric: str) -> str | None:
 
 
 def score_benchmark(
-    benchmark: Any, preds: pd.DataFrame, items: pd.DataFrame, sc: Scorer, options: dict[str, Any] | None = None
+    spec: BenchmarkSpec, preds: pd.DataFrame, items: pd.DataFrame, sc: Scorer, options: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
-    """Aggregate rows of one model. ``benchmark``: a registered name or a spec, whose
-    ``eval.score_setting`` and ``eval.primary_metric`` score each setting; ``options``: its
-    named scoring options (config/evals.yaml ``benchmarks.<name>.scoring``; all off = the
+    """Aggregate rows of one model. ``spec``: the benchmark, whose ``eval.score_setting`` and
+    ``eval.primary_metric`` score each setting; ``options``: its named scoring options (config/evals.yaml ``benchmarks.<name>.scoring``; all off = the
     paper's own rules)."""
-    from forge.benchmarks.registry import resolve
-
-    bench = resolve(benchmark)
     if preds.empty:
         return []
     items_by = items.set_index("item_id")
@@ -373,5 +359,5 @@ def score_benchmark(
         sc.success(setting, g)
         if "circular_correct" in g and g["circular_correct"].notna().any():
             sc.add(setting, "circular_accuracy", g, values=as_flags(g["circular_correct"]))
-        bench.eval.score_setting(setting, g, sc, bench.eval.primary_metric, dict(options or {}))
+        spec.eval.score_setting(setting, g, sc, spec.eval.primary_metric, dict(options or {}))
     return sc.rows

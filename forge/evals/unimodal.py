@@ -34,6 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from forge.benchmarks.spec import BenchmarkSpec
+from forge.evals.scoring import Scorer, score_benchmark
+
 ENV_MODELS = "SUBTEXT_MAIA_UNIMODAL_MODELS"
 MODEL = "unimodal"  # the leaderboard's model name
 SETTING = "text_only"  # no video: the statements alone
@@ -156,18 +159,19 @@ def unimodal_predictions(
     return pd.DataFrame(rows)
 
 
-def unimodal_scores(preds: pd.DataFrame, items: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """``eval_scores`` rows of the baseline by MAIA's own scorer (sv_accuracy, pool_consistency,
-    pool_majority per category); ``pool_consistency`` (Table 1's number) is its primary metric."""
-    from forge.evals.scoring import Scorer, score_benchmark
-
+def unimodal_scores(
+    spec: BenchmarkSpec, preds: pd.DataFrame, items: pd.DataFrame, n_boot: int = 1000, seed: int = 0
+) -> pd.DataFrame:
+    """``eval_scores`` rows of the baseline by MAIA's own scorer (``spec``: MAIA; sv_accuracy,
+    pool_consistency, pool_majority per category); ``pool_consistency`` (Table 1's number) is
+    its primary metric."""
     if preds.empty:
         return pd.DataFrame()
     p = preds.assign(detail=[json.loads(d) if isinstance(d, str) else d for d in preds["detail"]])
-    rows = pd.DataFrame(score_benchmark("maia", p, items, Scorer(n_boot, seed)))
+    rows = pd.DataFrame(score_benchmark(spec, p, items, Scorer(n_boot, seed)))
     rows["primary"] = (rows["metric"] == "pool_consistency") & (rows["slice"] == "all")
     rows.insert(0, "model", MODEL)
-    rows.insert(1, "benchmark", "maia")
+    rows.insert(1, "benchmark", spec.name)
     rows["split"] = preds["split"].dropna().iloc[0] if preds["split"].notna().any() else "all"
     rows["backend"] = MODEL
     return rows

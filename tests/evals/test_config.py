@@ -8,7 +8,7 @@ def test_demo_config_has_the_stub_model_and_all_paper_settings():
     models = load_models()
     assert [m.backend for m in models] == ["stub"]
     cfg = load_eval_config()
-    names = {b: [s.name for s in settings_for(cfg, b)] for b in registry.names()}
+    names = {b: [s.name for s in settings_for(cfg, registry.get(b))] for b in registry.names()}
     assert names["iibench"] == ["none", "1-shot", "2-shot", "3-shot", "cot", "domain", "emotion", "rhetoric"]
     assert names["vimu"] == ["unguided", "guided"] and names["vague"] == [
         "LM",
@@ -41,10 +41,10 @@ def test_applicability_by_what_the_model_accepts():
             ]
         }
     )
-    vague = {s.name: s for s in settings_for(cfg, "vague")}
+    vague = {s.name: s for s in settings_for(cfg, registry.get("vague"))}
     assert vague["LM"].applicable(text)[0] and not vague["VLM"].applicable(text)[0]
     assert not vague["SM"].applicable(text)[0]  # SM needs the model's own caption
-    maia = {s.name: s for s in settings_for(cfg, "maia")}
+    maia = {s.name: s for s in settings_for(cfg, registry.get("maia"))}
     assert not maia["32_frames"].applicable(image)[0] and maia["1_frame"].applicable(image)[0]
     assert maia["32_frames"].n_frames(frames) == 8  # capped by the model's max_frames
 

@@ -118,7 +118,7 @@ def test_the_sample_is_seeded_and_leaves_people_and_unjudged_answers_out():
 
 def test_card_and_report_show_the_figures():
     fig = jv.agreement(ratings(), LABELS, 2)
-    rows = jv.agreement_rows("maia", fig, "gpt-4o")
+    rows = jv.agreement_rows(get("maia"), fig, "gpt-4o")
     card = "\n".join(human_figure_lines({"judge": rows.to_dict("records")}))
     assert f"Fleiss' kappa between 2 people | {fig['fleiss_people']:.3f} over 6 answers" in card
     assert f"| {fig['fleiss_people_and_judge']:.3f} |" in card and "a@x" not in card  # people counted, not named

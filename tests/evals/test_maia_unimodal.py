@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from forge.benchmarks.registry import get
 from forge.evals import unimodal as um
 
 torch = pytest.importorskip("torch")
@@ -110,7 +111,7 @@ def test_baseline_end_to_end_two_models(tmp_path):
         best = int(np.argmax(np.max(np.array(s), axis=0)))
         want.append("AB"[best] == r.answer)
     assert preds["correct"].tolist() == want
-    scores = um.unimodal_scores(preds, items, n_boot=50)
+    scores = um.unimodal_scores(get("maia"), preds, items, n_boot=50)
     acc = scores[(scores["metric"] == "sv_accuracy") & (scores["slice"] == "all")]["value"].iloc[0]
     assert math.isclose(acc, sum(want) / 4)
     pool = scores[(scores["metric"] == "pool_consistency") & (scores["slice"] == "all")]

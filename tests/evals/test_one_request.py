@@ -12,6 +12,7 @@ from collections import Counter
 
 import yaml
 
+from forge.benchmarks.registry import get
 from forge.evals.config import EVALS_PATH, ModelSpec, benchmark_block
 from forge.evals.pipeline import evaluate, model_engine
 from tests.evals.test_e2e import _text, build_items
@@ -25,14 +26,14 @@ def _cfg(**settings):
     cfg["bootstrap"]["n"] = 20
     cfg["circular"] = False
     for bench, names in settings.items():
-        block = benchmark_block(cfg, bench)
+        block = benchmark_block(cfg, get(bench))
         cfg["benchmarks"][bench] = {**block, "settings": [s for s in block["settings"] if s["name"] in names]}
     return cfg
 
 
 def _engines(tmp_path, llm_double, llm_double_resource, monkeypatch):
     monkeypatch.setenv("DOUBLE_KEY", "sk-double")
-    spec = ModelSpec(
+    model = ModelSpec(
         name=MODEL,
         model=MODEL,
         base_url=llm_double.base_url,
@@ -46,8 +47,8 @@ def _engines(tmp_path, llm_double, llm_double_resource, monkeypatch):
     base = llm.settings().model_copy(
         update=dict(retry_budgets={"server": 1}, backoff_base_s=0.01, backoff_max_s=0.02, hedge_after_s=0.1)
     )
-    engine = model_engine(spec, base, tmp_path / "eval_cache.sqlite")
-    return spec, engine, llm.engine()
+    engine = model_engine(model, base, tmp_path / "eval_cache.sqlite")
+    return model, engine, llm.engine()
 
 
 def _model_requests(double) -> list[str]:
@@ -59,7 +60,7 @@ def test_iibench_one_request_per_item_and_setting_empty_reply_is_wrong(
 ):
     data = tmp_path / "data"
     items = build_items(data)["iibench"].assign(split="test")  # ii0..ii5, gold = ii<i> option <i>
-    spec, engine, _ = _engines(tmp_path, llm_double, llm_double_resource, monkeypatch)
+    model, engine, _ = _engines(tmp_path, llm_double, llm_double_resource, monkeypatch)
     seen: Counter = Counter()
 
     def reply(body):
@@ -80,7 +81,7 @@ def test_iibench_one_request_per_item_and_setting_empty_reply_is_wrong(
 
     llm_double.responder = reply
     cfg = _cfg(iibench=("none", "cot"))
-    preds, scores, _ = evaluate("iibench", spec, cfg, items, None, data, engine, None)
+    preds, scores, _ = evaluate(get("iibench"), model, cfg, items, None, data, engine, None)
 
     asked = Counter((re.search(r"Q-ii(\d)", t).group(1), "step by step" in t) for t in _model_requests(llm_double))
     # one request per item and setting; ii0 once more in one setting (its 429), ii1 twice per
@@ -106,14 +107,14 @@ def test_iibench_one_request_per_item_and_setting_empty_reply_is_wrong(
 
     # re-run: every reply came from the cache, the empty ones included
     n = len(llm_double.chat_requests)
-    evaluate("iibench", spec, cfg, items, None, data, engine, None)
+    evaluate(get("iibench"), model, cfg, items, None, data, engine, None)
     assert len(llm_double.chat_requests) - n == 2 * 2  # only ii1's failed call is asked again (+1 retry)
 
 
 def test_vimu_empty_open_ended_reply_is_judged(tmp_path, llm_double, llm_double_resource, monkeypatch):
     data = tmp_path / "data"
     items = build_items(data)["vimu"].assign(split="test")
-    spec, engine, judge = _engines(tmp_path, llm_double, llm_double_resource, monkeypatch)
+    model, engine, judge = _engines(tmp_path, llm_double, llm_double_resource, monkeypatch)
     judged: list[str] = []
 
     def reply(body):
@@ -133,7 +134,7 @@ def test_vimu_empty_open_ended_reply_is_judged(tmp_path, llm_double, llm_double_
         return None
 
     llm_double.responder = reply
-    preds, scores, _ = evaluate("vimu", spec, _cfg(vimu=("unguided",)), items, None, data, engine, judge)
+    preds, scores, _ = evaluate(get("vimu"), model, _cfg(vimu=("unguided",)), items, None, data, engine, judge)
 
     asked = _model_requests(llm_double)
     markers = Counter(re.search(r"Q-vm(OE|EG|RM|SV)\d", t).group(0) for t in asked)

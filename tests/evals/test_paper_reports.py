@@ -236,7 +236,7 @@ def test_vague_table1_columns_come_from_the_release_subset():
             "source": "release:vague",
         }
     )
-    out = {(r["metric"], r["slice"]): r["value"] for r in score_benchmark("vague", p, items, Scorer(n_boot=0))}
+    out = {(r["metric"], r["slice"]): r["value"] for r in score_benchmark(resolve("vague"), p, items, Scorer(n_boot=0))}
     assert out[("accuracy", "subset=vcr")] == 0.5 and out[("accuracy", "subset=ego4d")] == 1.0
 
 

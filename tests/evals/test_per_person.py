@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from forge.benchmarks.registry import get
 from forge.evals import per_person as pp
 from forge.evals.bootstrap import cluster_bootstrap
 from forge.evals.human import pick
@@ -59,7 +60,7 @@ BOOT = (200, 0, 0.05)
 
 
 def people() -> list[pp.PersonScores]:
-    return [pp.score_person("iibench", p, preds(p, a), items(), BOOT) for p, a in ANSWERS.items()]
+    return [pp.score_person(get("iibench"), p, preds(p, a), items(), BOOT) for p, a in ANSWERS.items()]
 
 
 def _row(df: pd.DataFrame, model: str, metric: str = "accuracy", slice_: str = "all") -> pd.Series:
@@ -93,7 +94,7 @@ def test_the_average_interval_resamples_items_shared_by_every_person():
 
 
 def test_one_person_is_both_avg_and_best():
-    one = [pp.score_person("iibench", "a@x", preds("a@x", ANSWERS["a@x"]), items(), BOOT)]
+    one = [pp.score_person(get("iibench"), "a@x", preds("a@x", ANSWERS["a@x"]), items(), BOOT)]
     _, summary, best = pp.baseline_frames(one, "none", BOOT)
     assert best == "a@x" and _row(summary, pp.AVG).value == _row(summary, pp.BEST).value == 0.8
 

@@ -16,7 +16,7 @@ from resources.storage import StorageResource
 
 
 def _rows(bench: str, stale: bool = False) -> list[dict]:
-    current = current_prompt_hashes(prompt_files(bench, load_eval_config()))
+    current = current_prompt_hashes(prompt_files(registry.get(bench), load_eval_config()))
     return [
         {"benchmark": bench, "prompt_name": name, "prompt_hash": "0" * 12 if stale else h}
         for name, h in current.items()

@@ -57,7 +57,7 @@ def test_datasets_loads_typed_features_the_card_declares(tmp_path, bench):
             for k, v in want.items():
                 assert got[k] == v or (isinstance(v, dict) and json.loads(got[k]) == v), (col, k)
     # evaluation reads the export as before: labels / extra as the items' JSON text
-    back = load_export(data / "exports", bench).items.set_index("item_id")
+    back = load_export(data / "exports", registry.get(bench)).items.set_index("item_id")
     for iid, r in by_id.items():
         for col in ("labels", "extra"):
             want = json.loads(r[col]) if isinstance(r[col], str) and r[col] else {}

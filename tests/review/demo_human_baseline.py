@@ -37,6 +37,7 @@ def main(data: Path) -> int:
 
     import assets.evals.assets  # the leaderboard view (registered on import)
     from assets.review.human import human_defs
+    from forge.benchmarks.registry import get
     from forge.evals.pipeline import load_export
     from forge.labelstudio import server
     from forge.storage import TableStore, open_catalog
@@ -57,7 +58,7 @@ def main(data: Path) -> int:
         }
         assets = list(human_defs("iibench").assets)
         dg.materialize(assets, selection=["iibench_human_tasks"], resources=res)
-        items = load_export(data / "exports", "iibench").items
+        items = load_export(data / "exports", get("iibench")).items
         gold = dict(zip(items["item_id"], items["answer"], strict=True))
         with open_catalog(TableStore(data)) as con:
             item_of = dict(con.execute("select task_id, item_id from review_tasks where kind = 'human'").fetchall())

@@ -78,7 +78,7 @@ def test_three_people_give_human_avg_and_best_on_the_leaderboard(review_env):
     iibench_items(store)
     spec = get("iibench")
     run_export(store, spec, stage_settings(spec), force_stub=False)
-    gold = dict(zip(*(load_export(data / "exports", "iibench").items[c] for c in ("item_id", "answer")), strict=True))
+    gold = dict(zip(*(load_export(data / "exports", spec).items[c] for c in ("item_id", "answer")), strict=True))
     assert sorted(gold) == ["ii1", "ii2", "ii3", "ii4"]
     assets = list(human_defs("iibench").assets)
     dg.materialize(assets, selection=["iibench_human_tasks"], resources=_resources(data))

@@ -104,7 +104,8 @@ def test_imported_release_reaches_export_and_evaluation_as_released(
     for line in (v1 / "data" / "test" / "metadata.jsonl").read_text().splitlines():  # the JSONL copy too
         row = json.loads(line)
         assert row["options"] == released[row["question"]]["options"] and row["answer"] == "A"
-    _assert_as_released(load_export(store.data_dir / "exports", "iibench").items, released)  # what evaluation reads
+    published = load_export(store.data_dir / "exports", registry.get("iibench")).items
+    _assert_as_released(published, released)  # what evaluation reads
     card = (v1 / "README.md").read_text()
     assert "exactly as released" in card and "## Text-only (blind) accuracy" in card
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from assets.recipes.hummus.logic.boxes import BoxError, parse_box
+from forge.benchmarks.registry import get
 from forge.evals import requests as rq
 from forge.evals.requests import EvalRequest
 from forge.evals.scoring import similarity_scores
@@ -101,7 +102,7 @@ def _er():
 
 
 def _row(er, reply, options=None):
-    e = rq.parse_reply(er, reply, options or {}, "hummus")
+    e = rq.parse_reply(er, reply, options or {}, get("hummus"))
     row = {
         "benchmark": "hummus",
         "item_id": "hum_1",
@@ -110,7 +111,7 @@ def _row(er, reply, options=None):
         "parse_method": e.method or e.reason,
         "detail": {"parsed": e.values} if e.values else {},
     }
-    similarity_scores("hummus", [row], {"hum_1": er.item}, None, {"iou": 0.5})
+    similarity_scores(get("hummus"), [row], {"hum_1": er.item}, None, {"iou": 0.5})
     return row
 
 

@@ -13,6 +13,7 @@ from PIL import Image
 from assets.recipes.hummus.logic import evaluation as E
 from assets.recipes.hummus.logic.items import question
 from assets.recipes.hummus.logic.scoring import random_baseline, random_f1
+from forge.benchmarks.registry import get
 from forge.evals.config import ModelSpec, settings_for
 from forge.evals.requests import build_requests, parse_reply
 from forge.evals.scorers import f1_per_class
@@ -44,7 +45,7 @@ def _items():
 
 def _settings():
     cfg = yaml.safe_load((ROOT / "config" / "evals.yaml").read_text())
-    return {s.name: s for s in settings_for(cfg, "hummus")}
+    return {s.name: s for s in settings_for(cfg, get("hummus"))}
 
 
 @pytest.fixture
@@ -56,7 +57,7 @@ def data(tmp_path):
 def _requests(setting, data):
     spec = ModelSpec(name="m", model="m", accepts="image")
     prompts = {"hummus_task.yaml": PROMPT}
-    return build_requests("hummus", setting, _items(), prompts, spec, data, seed="eval")
+    return build_requests(get("hummus"), setting, _items(), prompts, spec, data, seed="eval")
 
 
 def test_the_three_section_6_2_prompts_are_settings(data):
@@ -83,9 +84,9 @@ def test_a_or_b_order_is_random_per_item_and_read_back_as_yes_no(data):
         letter_of_pos = "AB"[r.context["ab_order"].index("pos")]
         assert f"{letter_of_pos}. {E.AB_OPTIONS['pos']}" in q
         # "involves" chosen → Yes (the item's A); "does not involve" → No (B)
-        assert parse_reply(r, f"{letter_of_pos}").letters == ("A",)
-        assert parse_reply(r, "AB".replace(letter_of_pos, "")).letters == ("B",)
-        assert not parse_reply(r, "maybe").ok
+        assert parse_reply(r, f"{letter_of_pos}", None, get("hummus")).letters == ("A",)
+        assert parse_reply(r, "AB".replace(letter_of_pos, ""), None, get("hummus")).letters == ("B",)
+        assert not parse_reply(r, "maybe", None, get("hummus")).ok
 
 
 def test_random_baseline_averages_100_iterations():

@@ -9,6 +9,7 @@ import pytest
 
 from assets.recipes.hummus.logic.evaluation import text_variables as hummus_text_variables
 from assets.recipes.hummus.logic.scoring import CALIBRATION_PAIRS
+from forge.benchmarks.registry import get
 from forge.evals.calibration import calibrate_task, calibrate_threshold, load_pairs
 from forge.evals.config import benchmark_block, load_eval_config
 from forge.evals.extract import extract_box, extract_choice, extract_highlight, extract_naming, extract_word
@@ -100,7 +101,7 @@ def test_thresholds_are_the_calibration_for_minilm():
     from forge.checks.embeddings import load_embedder
 
     emb = load_embedder()
-    th = benchmark_block(load_eval_config(), "hummus")["thresholds"]
+    th = benchmark_block(load_eval_config(), get("hummus"))["thresholds"]
     for task in ("naming", "image_label"):
         r = calibrate_task(emb, task, load_pairs(CALIBRATION_PAIRS))
         assert th[task] == pytest.approx(round(r["threshold"], 2)), task

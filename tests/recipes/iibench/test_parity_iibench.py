@@ -13,6 +13,7 @@ import pytest
 from assets.recipes.iibench.logic.evaluation import extract_iibench
 from assets.recipes.iibench.logic.scoring import iibench_accuracy_values
 from assets.recipes.iibench.spec import SPEC
+from forge.benchmarks.registry import get
 from forge.evals import requests as rq
 from forge.evals.config import ModelSpec, load_eval_config, settings_for
 from forge.evals.scoring import Scorer, score_benchmark
@@ -137,10 +138,10 @@ def _official(mode: str, shots: list[dict]) -> str:
 @pytest.mark.parametrize("name", ["none", "1-shot", "2-shot", "3-shot", "cot", "domain", "emotion", "rhetoric"])
 def test_prompts_byte_identical(name):
     cfg = load_eval_config()
-    setting = next(s for s in settings_for(cfg, "iibench") if s.name == name)
+    setting = next(s for s in settings_for(cfg, get("iibench")) if s.name == name)
     prompts = {p.name: load_prompt(p) for p in PROMPTS_DIR.glob("iibench_*.yaml")}
     spec = ModelSpec(name="m", model="m")
-    reqs, skipped = rq.build_requests("iibench", setting, [ITEM], prompts, spec, Path("/data"), dev_items=DEV)
+    reqs, skipped = rq.build_requests(get("iibench"), setting, [ITEM], prompts, spec, Path("/data"), dev_items=DEV)
     assert not skipped and len(reqs) == 1
     msgs = reqs[0].request.prompt.render(reqs[0].request.variables)
     assert len(msgs) == 1 and msgs[0]["role"] == "user"
@@ -183,7 +184,7 @@ def test_api_errors_counted_as_eval_py_counts_them():
         ["iib_word", "iib_word", "miss", None, "empty"],
     )
     items = pd.DataFrame({"item_id": p["item_id"], "labels": [{}] * len(p)})
-    rows = {(r["metric"], r["slice"]): r for r in score_benchmark("iibench", p, items, Scorer(n_boot=0))}
+    rows = {(r["metric"], r["slice"]): r for r in score_benchmark(get("iibench"), p, items, Scorer(n_boot=0))}
     acc = rows[("accuracy", "all")]
     assert acc["value"] == pytest.approx(0.2) and acc["coverage"] == pytest.approx(0.8) and acc["n"] == 5
     assert rows[("error_rate", "all")]["value"] == pytest.approx(0.2)
@@ -237,9 +238,11 @@ def test_keywords_are_the_release_spelling_of_an_imported_record(mode, tmp_path)
     items = parse_release(info).items.to_dict("records")
     assert len(items) == 1 and json.loads(items[0]["labels"])["domain"] == "other"  # stored canonical
     item = {**items[0], "labels": json.loads(items[0]["labels"]), "media_paths": ["img/q.jpg"]}
-    setting = next(s for s in settings_for(load_eval_config(), "iibench") if s.name == mode)
+    setting = next(s for s in settings_for(load_eval_config(), get("iibench")) if s.name == mode)
     prompts = {p.name: load_prompt(p) for p in PROMPTS_DIR.glob("iibench_*.yaml")}
-    reqs, skipped = rq.build_requests("iibench", setting, [item], prompts, ModelSpec(name="m", model="m"), tmp_path)
+    reqs, skipped = rq.build_requests(
+        get("iibench"), setting, [item], prompts, ModelSpec(name="m", model="m"), tmp_path
+    )
     assert not skipped
     text = reqs[0].request.prompt.render(reqs[0].request.variables)[0]["content"]
     assert f"\nKey words: {official_keywords(RECORD['meta_data'], mode)}\n" in text

@@ -4,6 +4,7 @@ Italian prompts by default, the English ones for items in English (the recipe's 
 from pathlib import Path
 
 from assets.recipes.maia.logic.evaluation import item_language, task_prompt
+from forge.benchmarks.registry import get
 from forge.checks.language import detect
 from forge.evals.config import benchmark_block, load_eval_config
 from forge.llm.prompts import load_prompt
@@ -14,7 +15,7 @@ PROMPTS = ROOT / "assets" / "recipes" / "maia" / "eval_prompts"
 
 def maia_prompts() -> dict:
     """``task:<task>`` keys as the evaluation pipeline builds them from config/evals.yaml."""
-    cfg = benchmark_block(load_eval_config(), "maia")["prompts"]
+    cfg = benchmark_block(load_eval_config(), get("maia"))["prompts"]
     return {f"task:{task}": load_prompt(PROMPTS / name) for task, name in cfg.items()}
 
 

@@ -18,6 +18,7 @@ from assets.recipes.maia.logic.items import build_items
 from assets.recipes.maia.logic.language import LanguagePrompts, prompt_file, prompts_dir, recipe_language
 from assets.recipes.maia.logic.release import causal_type_of_record
 from assets.recipes.maia.logic.taxonomy import CATEGORY_NAMES, CAUSAL_TYPES, category
+from forge.benchmarks.registry import get
 from forge.benchmarks.settings import recipe_settings
 from forge.checks.text import guess_language, tokens
 from forge.evals.scoring import Scorer, score_benchmark
@@ -253,7 +254,7 @@ def test_scores_split_causal_into_explicit_and_implicit():
     items = pd.DataFrame({"item_id": df["item_id"], "labels": labels})
     out = {
         (r["metric"], r["slice"]): r["value"]
-        for r in score_benchmark("maia", df.drop(columns=["ctype"]), items, Scorer(n_boot=0))
+        for r in score_benchmark(get("maia"), df.drop(columns=["ctype"]), items, Scorer(n_boot=0))
     }
     assert out[("sv_accuracy", "category=causal")] == pytest.approx(0.5)  # the main tables: one column
     for metric in ("sv_accuracy", "oe_accuracy", "pool_consistency", "agg_accuracy"):

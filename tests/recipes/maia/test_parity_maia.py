@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from forge.benchmarks.registry import get
 from forge.evals import textmetrics as tm
 from forge.evals.extract import extract_choice
 from forge.evals.scoring import Scorer, score_benchmark
@@ -91,7 +92,7 @@ def test_pool_consistency_and_agg_acc_count_failures_as_not_correct():
     items = pd.DataFrame({"item_id": p["item_id"], "labels": p["labels_json"]})
     out = {
         (r["metric"], r["slice"]): r
-        for r in score_benchmark("maia", p.drop(columns="labels_json"), items, Scorer(n_boot=0))
+        for r in score_benchmark(get("maia"), p.drop(columns="labels_json"), items, Scorer(n_boot=0))
     }
     # pools right: q1, q4 → 2/4; coverage: answered pairs share per pool (q2 half answered) = (1 + .5 + 1 + 1) / 4
     assert out[("pool_consistency", "all")]["value"] == pytest.approx(0.5)
@@ -105,7 +106,7 @@ def test_pool_consistency_and_agg_acc_count_failures_as_not_correct():
     lenient = {
         (r["metric"], r["slice"]): r
         for r in score_benchmark(
-            "maia", p.drop(columns="labels_json"), items, Scorer(n_boot=0), {"maia_unscored_as_missing": True}
+            get("maia"), p.drop(columns="labels_json"), items, Scorer(n_boot=0), {"maia_unscored_as_missing": True}
         )
     }
     assert lenient[("pool_consistency", "all")]["value"] == pytest.approx(2 / 3)  # q2 unknown

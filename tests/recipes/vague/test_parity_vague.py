@@ -12,6 +12,7 @@ import pytest
 
 from assets.recipes.vague.logic.evaluation import extract_vague
 from assets.recipes.vague.spec import SPEC as VAGUE_SPEC
+from forge.benchmarks.registry import get
 from forge.evals import requests as rq
 from forge.evals.config import ModelSpec, load_eval_config, settings_for
 from forge.evals.scoring import Scorer, score_benchmark
@@ -132,10 +133,10 @@ EXPECTED = {
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_prompts_byte_identical(name):
-    setting = next(s for s in settings_for(load_eval_config(), "vague") if s.name == name)
+    setting = next(s for s in settings_for(load_eval_config(), get("vague")) if s.name == name)
     prompts = {p.name: load_prompt(p) for p in PROMPTS_DIR.glob("vague_*.yaml")}
     reqs, skipped = rq.build_requests(
-        "vague", setting, [ITEM], prompts, ModelSpec(name="m", model="m"), Path("/d"), captions={"v1": "CAP"}
+        get("vague"), setting, [ITEM], prompts, ModelSpec(name="m", model="m"), Path("/d"), captions={"v1": "CAP"}
     )
     assert not skipped
     assert reqs[0].request.prompt.render(reqs[0].request.variables)[0]["content"] == EXPECTED[name]
@@ -163,7 +164,7 @@ def test_accuracy_per_source_and_error_counts():
     items = pd.DataFrame(
         {"item_id": p["item_id"], "labels": [{}] * 5, "source": ["vcr", "vcr", "ego4d", "ego4d", "ego4d"]}
     )
-    out = {(r["metric"], r["slice"]): r["value"] for r in score_benchmark("vague", p, items, Scorer(n_boot=0))}
+    out = {(r["metric"], r["slice"]): r["value"] for r in score_benchmark(get("vague"), p, items, Scorer(n_boot=0))}
     assert out[("accuracy", "all")] == pytest.approx(0.4)
     assert out[("accuracy", "source=vcr")] == pytest.approx(0.5) and out[("accuracy", "source=ego4d")] == pytest.approx(
         1 / 3

@@ -13,6 +13,7 @@ import pytest
 from assets.recipes.vimu.logic.evaluation import clean_option_keys, extract_vimu_selection
 from assets.recipes.vimu.logic.report import oe_cross_model as vimu_oe_cross_model
 from assets.recipes.vimu.logic.scoring import vimu_oe_intersection, vimu_oe_normalised, vimu_oe_total, vimu_set_score
+from forge.benchmarks.registry import get
 from forge.evals.scorers import micro_f1, selection_conservatism
 from forge.evals.scoring import Scorer, score_benchmark
 
@@ -188,7 +189,7 @@ def test_task_means_all_avg_and_failed_calls():
     sv = _rows("SV", ["ok", "ok"], [0.0, 1.0], [["A", "D"], ["D"]], [["D"], ["D"]])
     p = pd.concat([oe, eg, rm, sv], ignore_index=True)
     items = pd.DataFrame({"item_id": p["item_id"], "labels": [{}] * len(p)})
-    rows = {(r["metric"], r["slice"]): r for r in score_benchmark("vimu", p, items, Scorer(n_boot=0))}
+    rows = {(r["metric"], r["slice"]): r for r in score_benchmark(get("vimu"), p, items, Scorer(n_boot=0))}
     oe_v = (11 / 3 + 6) / 15 * 100
     assert rows[("OE", "all")]["value"] == pytest.approx(oe_v)
     assert rows[("EG", "all")]["value"] == pytest.approx(50.0)  # failed call = empty selection = 0
