@@ -1,6 +1,6 @@
 """Resolve once, pass down: a benchmark's splits / gates / export settings are parsed once into
-``StageSettings`` where the spec is resolved, and nothing in the after-recipe layers turns a
-name back into a spec or parses the gate settings again."""
+``StageSettings`` where the spec is resolved, and nothing in the after-recipe layers or the
+evaluations turns a name back into a spec or parses the gate settings again."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from forge.benchmarks.spec import BlindAction
 from forge.splits.config import GateConfig, SplitSizes, StageSettings, benchmark_config, stage_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-BELOW_FACTORY = ("items", "gold", "splits", "gates", "review", "export")
+BELOW_FACTORY = ("items", "gold", "splits", "gates", "review", "export", "evals")
 
 
 def test_parsed_once_equals_parsing_each_part():
@@ -41,26 +41,69 @@ def test_the_run_action_wins_over_legacy_keys():
     assert s.with_blind_action("report").gates.blind.action == BlindAction.REPORT
 
 
+def _lookups(source: str, rel: str) -> list[str]:
+    """``resolve(...)`` / ``registry.get(...)`` (any import of the registry, a function-local one
+    too) and ``GateConfig.from_config(...)`` calls (outside the one parse in ``StageSettings``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import) and any(a.name == "forge.benchmarks.registry" for a in node.names):
+            found.append(f"{rel}:{node.lineno}: imports the registry")
+        if isinstance(node, ast.ImportFrom) and node.module == "forge.benchmarks.registry":
+            found.append(f"{rel}:{node.lineno}: imports the registry")
+        if isinstance(node, ast.ImportFrom) and node.module == "forge.benchmarks":
+            if any(a.name == "registry" for a in node.names):
+                found.append(f"{rel}:{node.lineno}: imports the registry")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            name = f"{getattr(owner, 'id', '')}.{node.func.attr}"
+            if name == "GateConfig.from_config" and rel != "forge/splits/config.py":
+                found.append(f"{rel}:{node.lineno}: parses GateConfig again")
+    return found
+
+
 def _calls_below_factory() -> list[str]:
-    """``resolve(...)`` / ``registry.get(...)`` / ``GateConfig.from_config(...)`` calls and registry
-    imports in the after-recipe layers (outside the one parse in ``StageSettings``)."""
+    """Name-to-spec lookups in the after-recipe layers and the evaluations (the Dagster factories,
+    the CLI and the sensors resolve; everything under them gets the spec)."""
     found = []
     for pkg in BELOW_FACTORY:
         for f in sorted((ROOT / "forge" / pkg).rglob("*.py")):
-            rel = f.relative_to(ROOT)
-            for node in ast.walk(ast.parse(f.read_text())):
-                if isinstance(node, ast.ImportFrom) and node.module == "forge.benchmarks.registry":
-                    found.append(f"{rel}:{node.lineno}: imports the registry")
-                if isinstance(node, ast.ImportFrom) and node.module == "forge.benchmarks":
-                    if any(a.name == "registry" for a in node.names):
-                        found.append(f"{rel}:{node.lineno}: imports the registry")
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                    owner = node.func.value
-                    name = f"{getattr(owner, 'id', '')}.{node.func.attr}"
-                    if name == "GateConfig.from_config" and rel.as_posix() != "forge/splits/config.py":
-                        found.append(f"{rel}:{node.lineno}: parses GateConfig again")
+            found += _lookups(f.read_text(), f.relative_to(ROOT).as_posix())
     return found
 
 
 def test_nothing_below_the_factory_looks_a_benchmark_up_by_name():
     assert _calls_below_factory() == []
+
+
+def test_the_lookup_check_sees_a_lookup_inside_a_function():
+    # the shape the evaluations had: a function-local import "because of cycles"
+    planted = (
+        "def score(benchmark):\n"
+        "    from forge.benchmarks.registry import resolve\n"
+        "    return resolve(benchmark)\n"
+        "import forge.benchmarks.registry\n"
+        "from forge.benchmarks import registry\n"
+    )
+    assert [x.split(": ", 1)[1] for x in _lookups(planted, "forge/evals/x.py")] == ["imports the registry"] * 3
+
+
+BENCHMARK_PARAMS = {"benchmark", "bench"}  # the benchmark is `spec` (its name: `spec.name`)
+
+
+def _benchmark_params(source: str, rel: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+                if arg.arg in BENCHMARK_PARAMS:
+                    found.append(f"{rel}:{node.lineno}: {node.name}({arg.arg})")
+    return found
+
+
+def test_the_evaluations_call_the_benchmark_spec():
+    found = []
+    for f in sorted((ROOT / "forge" / "evals").rglob("*.py")):
+        found += _benchmark_params(f.read_text(), f.relative_to(ROOT).as_posix())
+    assert found == []
+    assert _benchmark_params("def f(bench, spec): ...", "x.py") == ["x.py:1: f(bench)"]  # the check can fail
