@@ -43,6 +43,10 @@ PG_PORT ?= 5433
 
 .PHONY: setup pools demo test ui query validate clean bench postgres postgres-stop review
 
+# `make test TEST_WORKERS=2` runs pytest on two workers (pytest-xdist; tests/conftest.py hands out
+# a file at a time); 0 is one process (docs/operations.md, "How long the suite takes").
+TEST_WORKERS ?= 0
+
 # Concurrency pools (docs/operations.md "Instance"): named pool limits live in the instance's
 # storage, not in dagster.yaml, so setup applies them (idempotent; re-applied when these change).
 GPU_POOL_LIMIT ?= 1
@@ -78,7 +82,7 @@ test: setup
 	bash scripts/ensure_postgres.sh
 	bash scripts/ensure_strace.sh
 	$(PY) -m dagster definitions validate -w workspace.yaml
-	$(PY) -m pytest --durations=25
+	$(PY) -m pytest -n $(TEST_WORKERS) --durations=25
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	bash scripts/fresh_clone_check.sh

@@ -37,14 +37,19 @@ SKIP = {
 
 
 def _status() -> dict[str, tuple[int, int]]:
-    """Every file of the repository with its size and modification time."""
+    """Every file of the repository with its size and modification time. What git ignores is not
+    the repository's (the instance's runtime files under .dagster_home/, which tests running at the
+    same time on the other worker write)."""
     out = {}
     for folder, dirs, files in os.walk(ROOT):
         dirs[:] = [d for d in dirs if d not in SKIP]
         for name in files:
             st = os.stat(os.path.join(folder, name))
             out[os.path.relpath(os.path.join(folder, name), ROOT)] = (st.st_size, st.st_mtime_ns)
-    return out
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--stdin"], cwd=ROOT, input="\n".join(out), capture_output=True, text=True
+    ).stdout.splitlines()
+    return {k: v for k, v in out.items() if k not in set(ignored)}
 
 
 def test_a_copied_paper_package_builds_and_evaluates_end_to_end(tmp_path):
