@@ -21,6 +21,10 @@ from typing import Any, TextIO
 PROGRESS = re.compile(r"^(?P<what>.+?): (?P<done>\d+)/(?P<total>\d+)\b.*\(\S+/s, ETA [^)]*\)")
 
 
+# what differs between the same warning from two steps: the benchmark before it, a note after it
+WARNING_GIST = re.compile(r"^[\w-]+: |\s*\([^()]*\)\s*$")
+
+
 def project_logs_through_dagster_only() -> None:
     """The project's stdlib loggers (``subtext_forge.*``, e.g. the LLM engine's progress) reach the
     console through Dagster's managed-logger capture (dagster.yaml). A library that configures the
@@ -49,6 +53,7 @@ class ConsoleHandler(logging.Handler):
         self._open = False  # a progress line is drawn without its newline (terminal only)
         self.last_write = time.monotonic()  # a heartbeat speaks after every_s of silence (not a terminal)
         self._lock = threading.RLock()  # records and the heartbeat thread write to the same stream
+        self._warned: dict[str, int] = {}  # a warning's gist → how many steps gave it
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -69,12 +74,25 @@ class ConsoleHandler(logging.Handler):
             self._progress(f"{source}|{match['what']}", prefix + message, match["done"] == match["total"])
             return
         self._close()
+        if record.levelno == logging.WARNING and self._repeated(message):
+            return
         error = getattr(meta.get("dagster_event"), "event_specific_data", None)
         error = getattr(error, "error", None)
         text = prefix + message
         if error is not None:  # a step failure: the error and where, not Dagster's header
             text += "\n" + "\n".join("    " + line for line in error.to_string().rstrip().splitlines())
         self._write(text + "\n")
+
+    def _repeated(self, message: str) -> bool:
+        """True when another step already gave this warning (the same text but for its leading
+        ``<benchmark>:`` and trailing parenthesis): it is not printed again, so one cause (Label
+        Studio not started) is one line, not one per step; the second time says so once. The run's
+        logs in the UI keep every step's warning."""
+        gist = WARNING_GIST.sub("", message).strip()
+        seen = self._warned[gist] = self._warned.get(gist, 0) + 1
+        if seen == 2:
+            self._write(f"  (more steps give the same warning: {gist[:80]}…; each is in the run's logs)\n")
+        return seen > 1
 
     def _write(self, text: str) -> None:
         self.stream.write(text)

@@ -43,3 +43,22 @@ def test_a_terminal_gets_no_heartbeat_lines():
     with Heartbeat("x", ConsoleHandler(out, every_s=0.1)):
         time.sleep(0.5)
     assert out.getvalue() == ""
+
+
+def _warning(msg: str) -> logging.LogRecord:
+    return logging.LogRecord("t", logging.WARNING, __file__, 1, msg, None, None)
+
+
+def test_one_cause_warned_by_many_steps_is_one_line_and_a_note():
+    out = io.StringIO()
+    handler = ConsoleHandler(out)
+    down = "Label Studio is not running at http://127.0.0.1:8080; start it with `make review`"
+    for bench, note in [("hummus", "nothing pushed"), ("maia", "nothing read"), ("vague", "nothing pushed")] * 4:
+        handler.emit(_warning(f"{bench}: {down} (policy advisory: {note})"))
+    handler.emit(_warning("iibench: 3 items have no gold"))  # another cause is printed
+    handler.emit(_warning("vague: 5 items have no gold"))  # so is the same words with other figures
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 4, lines
+    assert lines[0].startswith("  WARNING: hummus: Label Studio is not running")
+    assert lines[1].startswith("  (more steps give the same warning: Label Studio is not running")
+    assert lines[2:] == ["  WARNING: iibench: 3 items have no gold", "  WARNING: vague: 5 items have no gold"]
