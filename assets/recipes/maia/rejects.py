@@ -30,7 +30,7 @@ REJECTS: dict[str, dict[str, str]] = {
         "wrong_language": _MAIA_POOLS,
         "consistency_check_failed": E2E,
         "inconsistent_answer": E2E,
-        "pool_contradiction": E2E,
+        "pool_contradiction": _MAIA_POOLS,  # only under contradicting_answers: regenerate (the default adjudicates)
         "pool_too_small": _MAIA_POOLS,  # no member of the pool has any text at all
     },
     "maia_statements": {  # discarded draws of a statement (drawn again, then kept flagged for review)
