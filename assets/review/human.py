@@ -83,9 +83,7 @@ def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         part = f"{human.MODEL}__{spec.name}"
         judge = llm.engine() if spec.eval.judge_prompt else None
         try:
-            out = human.score(
-                store, spec, review.client(store.data_dir), judge, human.control_exclusions(store, spec)
-            )
+            out = human.score(store, spec, review.client(store.data_dir), judge, human.control_exclusions(store, spec))
             tables = {"eval_predictions": out.predictions, "eval_scores": out.scores}
             tables |= {"human_answers": out.answers, "human_scores": out.people}
             md = out.metadata
