@@ -45,7 +45,7 @@ def _engines(tmp_path, llm_double, llm_double_resource, monkeypatch):
     llm = llm_double_resource()
     # hedge_after_s 0.1: a generation stage would send a second copy of a reply slower than that
     base = llm.settings().model_copy(
-        update=dict(retry_budgets={"server": 1}, backoff_base_s=0.01, backoff_max_s=0.02, hedge_after_s=0.1)
+        update=dict(retry_budgets={"server": 1}, backoff_base_s=0.01, backoff_max_s=0.02, hedge=True, hedge_after_s=0.1)
     )
     engine = model_engine(model, base, tmp_path / "eval_cache.sqlite")
     return model, engine, llm.engine()

@@ -37,7 +37,7 @@ def warm(engine, prompt, double):
 
 
 def test_hung_request_is_hedged_and_the_first_reply_wins(llm_double, llm_double_resource, prompt_dir, tmp_path):
-    res = llm_double_resource(hedge_after_s=0.3, timeout_s=30, ledger_path=str(tmp_path / "l.sqlite"))
+    res = llm_double_resource(hedge=True, hedge_after_s=0.3, timeout_s=30, ledger_path=str(tmp_path / "l.sqlite"))
     engine = res.engine()
     warm(engine, load_prompt(prompt_dir / "qa.yaml"), llm_double)
     llm_double.script(Reply.hang(), Reply.json(GOOD))
@@ -285,7 +285,9 @@ def test_hedges_on_a_full_budget_never_deadlock(llm_double, llm_double_resource,
     """Every slot is held by a stalled request that wants a hedge: the slots are per HTTP attempt, so
     when a stalled copy ends (an error, the total timeout) its slot goes to a waiting hedge."""
     qa = load_prompt(prompt_dir / "qa.yaml")
-    engine = llm_double_resource(max_concurrency=2, hedge_after_s=0.2, timeout_s=1.0, backoff_base_s=0.05).engine()
+    engine = llm_double_resource(
+        max_concurrency=2, hedge=True, hedge_after_s=0.2, timeout_s=1.0, backoff_base_s=0.05
+    ).engine()
     warm(engine, qa, llm_double)
     stall = Reply(status=500, error_message="upstream died", delay=0.6) if first == "slow 5xx" else Reply.hang()
     llm_double.script(stall, stall, Reply.json(GOOD), Reply.json(GOOD))
@@ -321,7 +323,7 @@ def test_a_hedge_goes_ahead_of_queued_requests_on_a_full_budget(llm_double, llm_
     """Mid-stage the budget is full and requests queue for it; a stalled request's hedge takes the
     next free slot instead of waiting behind the whole queue (FIFO would send it last)."""
     qa = load_prompt(prompt_dir / "qa.yaml")
-    engine = llm_double_resource(max_concurrency=2, hedge_after_s=1.0, timeout_s=30).engine()
+    engine = llm_double_resource(max_concurrency=2, hedge=True, hedge_after_s=1.0, timeout_s=30).engine()
     warm(engine, qa, llm_double)
     llm_double.responder = lambda body: Reply.json(GOOD, delay=0.3)
     llm_double.script(Reply.hang(), match="stalled text")

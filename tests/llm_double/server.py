@@ -485,7 +485,9 @@ class LLMDouble:
 
 
 def double_resource(double: LLMDouble, cache_path: str, **overrides: Any) -> Any:
-    """An ``LLMResource`` pointing at ``double`` (fast retries, for tests)."""
+    """An ``LLMResource`` pointing at ``double`` (fast retries, for tests). Adaptive hedging is off:
+    on a loaded machine (two test workers on two cores) a slow scripted reply would be sent twice
+    and its copy would take the next scripted reply; the tests of hedging turn it on."""
     from resources.llm import LLMResource
 
     cfg: dict[str, Any] = {
@@ -495,6 +497,7 @@ def double_resource(double: LLMDouble, cache_path: str, **overrides: Any) -> Any
         "model": "double-model",
         "cache_path": str(cache_path),
         "timeout_s": 5.0,
+        "hedge": False,
     }
     cfg.update(overrides)
     return LLMResource(**cfg)
