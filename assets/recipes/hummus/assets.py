@@ -281,7 +281,6 @@ def hummus_annotations(
                     continue
                 meta = {"prompt_hash": o.result.prompt_hash, "model": o.result.model, "backend": o.result.backend}
             aid = annotation_id(o.item_id, p["caption"])
-            hl = ann.highlight
             rows.append(
                 {
                     "annotation_id": aid,
@@ -290,12 +289,7 @@ def hummus_annotations(
                     "incongruities": ann.incongruities,
                     "resolution": ann.resolution,
                     "metaphors": ann.metaphors,
-                    "caption_highlighted": hl.highlighted if hl else None,
-                    "span_texts": hl.spans if hl else [],
-                    "span_starts": [a for a, _ in hl.offsets] if hl else [],
-                    "span_ends": [b for _, b in hl.offsets] if hl else [],
-                    "explanation": ann.explanation or None,
-                    "explanation_words": A.word_count(ann.explanation),
+                    **A.text_fields(ann),
                     "devices": ann.devices,
                     "discard_reason": ann.discard_reason or None,
                     "n_regions": len(ann.regions),

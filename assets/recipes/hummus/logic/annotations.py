@@ -161,6 +161,20 @@ class Region:
         return f"{self.label}: [" + ", ".join(f"{v:.3f}" for v in self.norm_tlhw) + "]"
 
 
+def text_fields(ann: Any) -> dict[str, Any]:
+    """The caption spans and explanation columns of ``hummus_annotations`` for one annotation
+    (the LLM's or a person's)."""
+    hl = ann.highlight
+    return {
+        "caption_highlighted": hl.highlighted if hl else None,
+        "span_texts": hl.spans if hl else [],
+        "span_starts": [a for a, _ in hl.offsets] if hl else [],
+        "span_ends": [b for _, b in hl.offsets] if hl else [],
+        "explanation": ann.explanation or None,
+        "explanation_words": word_count(ann.explanation),
+    }
+
+
 def region_rows(
     annotation_id: str, frame_id: str, batch: str, regions: list[Region], width: int, height: int
 ) -> list[dict[str, Any]]:

@@ -151,17 +151,11 @@ def human_annotation(row: Mapping[str, Any], values: Mapping[str, Any]) -> tuple
         "resolution": row.get("resolution") or "",
     }
     ann, _ = A.validate_annotation(data, str(row["caption"]), int(row["width"]), int(row["height"]), human=True)
-    hl = ann.highlight
     out = {
         **row,
         "verdict": ann.verdict,
         "metaphors": ann.metaphors,
-        "caption_highlighted": hl.highlighted if hl else None,
-        "span_texts": hl.spans if hl else [],
-        "span_starts": [a for a, _ in hl.offsets] if hl else [],
-        "span_ends": [b for _, b in hl.offsets] if hl else [],
-        "explanation": ann.explanation or None,
-        "explanation_words": A.word_count(ann.explanation),
+        **A.text_fields(ann),
         "n_regions": len(ann.regions),
         "detail_reject": None,
         "detail_problems": [],
