@@ -2,7 +2,6 @@
 pass, yes/no question reject, inconsistent answer, equal strings and overlap → rephrase,
 foil entailment → regenerate, structural-check reject, and the import path."""
 
-import itertools
 import json
 import time
 
@@ -66,18 +65,20 @@ _WORDS = (
     "savanna",
     "tundra",
 )
-# every rephrase is new wording that shares no word with anything else in the pool
-FRESH = iter(f"{a} {b}" for a, b in itertools.combinations(_WORDS, 2) if True)
-_USED: set[str] = set()
+# every rephrase is new wording that shares no word with anything else in the pool; the words are
+# handed out afresh for each test (the ``corpus`` fixture): other files reuse this responder, and
+# words used up by an earlier test would make a later one's rephrases fail
+_FRESH: list[str] = []
+
+
+def reset_fresh_words() -> None:
+    _FRESH[:] = [f"Near the {a} and {b}." for a, b in zip(_WORDS[::2], _WORDS[1::2], strict=True)]
 
 
 def fresh() -> str:
-    for cand in FRESH:
-        a, b = cand.split()
-        if a not in _USED and b not in _USED:
-            _USED.update((a, b))
-            return f"Near the {a} and {b}."
-    raise AssertionError("out of fresh words")
+    if not _FRESH:
+        raise AssertionError("out of fresh words")
+    return _FRESH.pop(0)
 
 
 def user_turn(body):
@@ -141,6 +142,7 @@ def responder(body):
 @pytest.fixture
 def corpus(tmp_path, monkeypatch, recipe_overrides):
     """One clip with 4 real frames, its evidence and video row, in a fresh data dir."""
+    reset_fresh_words()
     data = tmp_path / "data"
     store = TableStore(data)
     (data / "media" / "frames").mkdir(parents=True)
