@@ -17,6 +17,9 @@ def llm_double():
 
     with LLMDouble() as double:
         yield double
+    if double.responder_errors:  # each was answered HTTP 500 and retried: a broken script, not a fault
+        errors = sorted(set(double.responder_errors))
+        _pytest_llm.fail(f"the test's LLM responder raised {len(double.responder_errors)} times: {errors[:5]}")
 
 
 @_pytest_llm.fixture

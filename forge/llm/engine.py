@@ -204,8 +204,7 @@ class LLMEngine(TransportMixin, ParsingMixin, AudioMixin):
         try:
             return list(await asyncio.gather(*(one(x) for x in items)))
         finally:
-            if ticker is not None:
-                ticker.cancel()
+            await _Progress.stop(ticker)
 
     # -- the seam for other send paths (forge/llm/batch.py) -----------------------------------
     # lookup(stage, partition, req, mode) (ParsingMixin): the prepared request, or its result when

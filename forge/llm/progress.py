@@ -62,6 +62,14 @@ class _Progress:
         task.add_done_callback(lambda _t: self.close())
         return task
 
+    @staticmethod
+    async def stop(ticker: asyncio.Future[None] | None) -> None:
+        """Cancels the ticker and waits for it, so its name is let go (``close``) before the run
+        returns, not at some later turn of the loop."""
+        if ticker is not None:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+
     def close(self) -> None:
         with _SHARED_LOCK:
             left = _SHARED_LIVE.get(self.what, 1) - 1

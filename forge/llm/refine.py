@@ -354,6 +354,5 @@ async def arefine(
     try:
         await asyncio.gather(*(one(i) for i in range(n)))
     finally:
-        if ticker is not None:
-            ticker.cancel()
+        await _Progress.stop(ticker)
     return RefineRun(stage, partition, [o for o in outcomes if o is not None])

@@ -239,3 +239,20 @@ def test_secrets_never_in_calls_frame_or_metadata(llm_double, llm_double_resourc
     assert "sk-test-double-secret" not in blob
     assert md["llm_calls"] == 2 and md["llm_backend"] == "openai"
     assert store.parts("llm_calls") == ["gen__b"]
+
+
+def test_a_responder_that_raises_answers_500_and_is_kept_for_the_fixture_to_fail_on():
+    """A test's broken responder is not a silent retry: the double answers 500 and keeps the error,
+    which the ``llm_double`` fixture turns into a failure of the test (tests/conftest.py)."""
+    import requests
+
+    from tests.llm_double import LLMDouble
+
+    def broken(body):
+        raise AssertionError("out of scripted words")
+
+    with LLMDouble() as double:
+        double.responder = broken
+        r = requests.post(f"{double.base_url}/chat/completions", json={"model": "m", "messages": []}, timeout=10)
+    assert r.status_code == 500
+    assert double.responder_errors == ["AssertionError: out of scripted words"]

@@ -21,7 +21,9 @@ A ``Reply`` injects faults: ``Reply.rate_limited(retry_after)``, ``Reply.error(5
 ``Reply.text("{not json")``,
 ``Reply.json({...})`` (anything, schema-valid or not), ``delay=`` extra latency.
 Every request is recorded in ``double.requests``; ``double.max_in_flight`` is the peak
-number of chat requests handled at once.
+number of chat requests handled at once. A responder that raises answers HTTP 500 and its error
+is kept in ``double.responder_errors``: the ``llm_double`` fixture fails the test on any (a fault
+a test means to inject is a ``Reply``; a raised one is a broken script the client would only retry).
 """
 
 from __future__ import annotations
@@ -134,6 +136,7 @@ class LLMDouble:
         self.batch_expire_lines = 0  # the next batch leaves its first N lines unanswered (expired)
         self.record_bodies = record_bodies
         self.responder: Callable[[dict[str, Any]], Any] | None = None
+        self.responder_errors: list[str] = []
         self.transcript = "[double] transcript"  # "{bytes}" is replaced by the uploaded file's size
         self.audio_replies: deque[Reply] = deque()  # queued transcription replies (faults, texts)
         self.requests: list[dict[str, Any]] = []
@@ -173,6 +176,7 @@ class LLMDouble:
             self._scripts.clear()
             self.audio_replies.clear()
             self.max_in_flight = self.hung = 0
+            self.responder_errors.clear()
         self.responder = None
 
     @property
@@ -246,7 +250,11 @@ class LLMDouble:
                 if match in text:
                     return q.popleft()
         if self.responder is not None:
-            out = self.responder(body)
+            try:
+                out = self.responder(body)
+            except Exception as exc:
+                self.responder_errors.append(f"{type(exc).__name__}: {exc}")
+                raise
             if out is not None:
                 return out
         if rf.get("type") == "json_schema":
