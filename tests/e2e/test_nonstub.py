@@ -61,6 +61,7 @@ def built(tmp_path_factory):
         )
         second = build(work, double, port, select=llm_assets())
         n_second = len(double.chat_requests) - n_first
+        model.responder_errors = list(double.responder_errors)
     model.rejects_first, model.counted_first = rejects_first, counted_first
     return TableStore(work / "data"), first, second, n_first, n_second, model
 
@@ -69,6 +70,7 @@ def test_run_exits_zero_and_every_benchmark_exports(built):
     store, first, _, n_first, _, _ = built
     assert first.returncode == 0, first.stdout[-5000:] + first.stderr[-3000:]
     assert n_first > 0
+    assert not built[5].responder_errors  # the plausible double answered every request it was sent
     ex = store.read("exports")
     got = ex.groupby("benchmark")["n_items"].max().to_dict()
     assert all(got.get(b, 0) > 0 for b in BENCHMARKS), got
