@@ -476,7 +476,7 @@ def maia_answer_pools(
         def body(qid: str) -> PF.PoolOutcome:
             q = qmap[qid]
             mine = MP.pool_source(source, people.get(qid, []), size)
-            if mine is not None:
+            if mine is not None and (source == "people" or len(mine) >= size):
                 return PF.build_answer_pool(engine, stage, batch, q, prompts, acfg, pcfg, imported=mine)
             if q.get("imported_answers") is not None and len(q["imported_answers"]):
                 return PF.build_answer_pool(
@@ -500,7 +500,8 @@ def maia_answer_pools(
                 size,
             )
             reqs = regenerate.bump(reqs, tries, key=lambda _r: qid, stride=stride)  # the pool is the unit
-            return PF.build_answer_pool(engine, stage, batch, q, prompts, acfg, pcfg, requests=reqs)
+            # mixed: the people's answers take the first slots, personas fill the rest
+            return PF.build_answer_pool(engine, stage, batch, q, prompts, acfg, pcfg, requests=reqs, imported=mine)
 
         rows, stats = [], []
         for out in PF.each_pool(engine, list(qmap), body):
@@ -516,7 +517,7 @@ def maia_answer_pools(
             if out.status != "kept":
                 continue
             origin = "imported" if q.get("imported_answers") is not None and len(q["imported_answers"]) else "generated"
-            origin = "people" if MP.pool_source(source, people.get(out.key, []), size) is not None else origin
+            n_people = len(MP.pool_source(source, people.get(out.key, []), size) or [])
             for i in p.alive():
                 rows.append(
                     {
@@ -531,7 +532,7 @@ def maia_answer_pools(
                         "consistency": out.scores.get(i),
                         "rephrased": p.rephrased.get(i, 0),
                         "regenerated": out.regenerated.get(i, 0),
-                        "origin": origin,
+                        "origin": "people" if i < n_people else origin,
                         **out.provenance(i),
                         "review": out.member_review(i),
                     }

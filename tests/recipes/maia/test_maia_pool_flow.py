@@ -198,6 +198,38 @@ def test_contradicting_member_is_regenerated_then_redrawn_then_flagged(flow, llm
     assert [m[:2] for m in out.member_rejects] == [("q1_a1", "pool_contradiction")] * reseeds
 
 
+def test_mixed_pool_takes_the_peoples_answers_first_and_personas_fill_the_rest(flow, llm_double):
+    """answers.source: mixed: three people answered, so only annotators 4-8 (personas) are asked;
+    under contradicting_answers: regenerate a contradicting person's answer is flagged, never asked
+    again, while a contradicting persona's answer is asked again."""
+    base = responder()
+    people = ["On the left of the oven, by the wall.", "Standing at a counter near the till.", "Behind glass shelves."]
+
+    def reply(body):
+        if name_of(body) == "maia_pool_contradiction":  # a person (1) and a persona (6) contradict the rest
+            return Reply.json({"contradiction": not regenerated_any(), "conflicting": [1, 6]})
+        if name_of(body) == "maia_answers" and regenerated(body):  # the fix: a new answer
+            return Reply.json({"answer": "Beside a tall shelf of flour sacks."})
+        return base(body)
+
+    def regenerated_any():
+        return any(regenerated(b) for b in sent(llm_double) if name_of(b) == "maia_answers")
+
+    llm_double.responder = reply
+    engine, prompts, acfg, pcfg = flow
+    acfg = {**acfg, "contradicting_answers": "regenerate"}
+    reqs = PF.annotator_requests(Q, prompts.generate, [], {"evidence": "(see frames)"}, PERSONAS, 8)
+    out = PF.build_answer_pool(
+        engine, "maia_answer_pools", "b1", Q, prompts, acfg, pcfg, requests=reqs, imported=people
+    )
+    assert out.status == "kept" and out.pool.kept_texts()[:3] == people
+    assert out.pool.kept_texts()[3:] == [*ANSWERS[3:5], "Beside a tall shelf of flour sacks.", *ANSWERS[6:]]
+    asked = [annotator(b) for b in sent(llm_double) if name_of(b) == "maia_answers"]
+    assert sorted(set(asked)) == [3, 4, 5, 6, 7]  # no persona stands in for a person who answered
+    assert [annotator(b) for b in sent(llm_double) if name_of(b) == "maia_answers" and regenerated(b)] == [5]
+    assert set(out.review) == {0} and out.review[0].startswith("pool_contradiction")  # the person's answer
+
+
 def test_contradiction_before_fix_is_kept_and_the_setting_can_flag_at_once(flow, llm_double):
     """The first contradiction test is recorded before any fix (the paper's 9.75 % is a share
     before its annotator's fix); with contradicting_answers: adjudicate (the default, the paper's
@@ -353,3 +385,17 @@ def test_statement_pool_without_any_text_is_rejected(flow, llm_double):
     out = _statement_flow(flow)()
     assert out.status == "rejected" and out.reason == "pool_too_small"
     assert {m[1] for m in out.member_rejects} == {"llm_failed"}  # the discarded first draws
+
+
+def test_pool_source_under_each_setting():
+    from assets.recipes.maia.logic.protocol import pool_source
+
+    three = ["a", "b", "c"]
+    assert pool_source("personas", three, 8) is None
+    assert pool_source("people", three, 8) == three  # a short pool keeps its gaps
+    assert pool_source("people", [], 8) == []
+    assert pool_source("mixed", three, 8) == three  # personas fill slots 4-8
+    assert pool_source("mixed", [], 8) is None  # nobody answered: the personas' pool
+    assert pool_source("mixed", [str(i) for i in range(9)], 8) == [str(i) for i in range(8)]
+    with pytest.raises(ValueError, match="answers.source"):
+        pool_source("crowd", three, 8)

@@ -254,7 +254,9 @@ def build_answer_pool(
     requests: list[LLMRequest] | None = None,
     imported: list[str] | None = None,
 ) -> PoolOutcome:
-    """The answer pool of question ``q`` (generated from ``requests`` or the ``imported`` answers)."""
+    """The answer pool of question ``q``: generated from ``requests``, or the ``imported`` answers,
+    or both (``answers.source: mixed``): the imported answers take the first slots and the requests
+    of the remaining slots fill the gaps. Imported answers are people's: checked, never regenerated."""
     qid, size, rounds = q["question_id"], int(cfg["pool_size"]), int(cfg.get("regenerate_rounds", 2))
     reseeds = int(cfg.get("reseed_attempts", 2))
     ids = [f"{qid}_a{i}" for i in range(size)]
@@ -284,10 +286,12 @@ def build_answer_pool(
             if text is not None:  # a member with no text at all stays a gap in the pool
                 texts[i] = text
 
+    given = [str(a).strip() for a in imported or []][:size]
     if imported is not None:
-        _imported_answers(engine, stage, batch, q, prompts, ids, [str(a).strip() for a in imported][:size], out, texts)
-    else:
-        generate(dict(enumerate(requests or [])))
+        _imported_answers(engine, stage, batch, q, prompts, ids, given, out, texts)
+    base = {i: r for i, r in enumerate(requests or []) if i >= len(given)}  # the slots no person filled
+    if base:
+        generate(dict(base))
     out.n_partially_consistent = sum(1 for s in out.scores.values() if s == 2)
     if not any(texts):
         out.pool.texts = [""] * size
@@ -299,7 +303,6 @@ def build_answer_pool(
     # sends the pool to another annotator (forge/review/units.py); regenerate (not the paper: it
     # pushes the pool towards consensus) asks the named answers again with feedback, then draws them
     # afresh; still contradicting after the redraws → flagged, never dropped
-    base = dict(enumerate(requests or []))
     current = dict(base)
     for rnd in range(rounds + reseeds + 1):
         listing = "\n".join(f"A{i + 1}: {t}" for i, t in enumerate(texts) if t is not None)
@@ -322,11 +325,14 @@ def build_answer_pool(
             break
         named = sorted({int(k) - 1 for k in cr.data.get("conflicting") or [] if 1 <= int(k) <= size})
         regenerate = contradicting_answers(cfg) == "regenerate"
-        if imported is not None or not named or not regenerate or rnd == rounds + reseeds:
-            for i in named or range(size):
-                if texts[i] is not None:
-                    out.flag(i, "pool_contradiction", f"answers {[k + 1 for k in named]} contradict the others")
+        # a person's answer (answers.source people/mixed) is flagged, never asked again
+        redraw = [i for i in named if i in base] if regenerate and rnd < rounds + reseeds else []
+        for i in [i for i in named if i not in redraw] if redraw else named or range(size):
+            if texts[i] is not None:
+                out.flag(i, "pool_contradiction", f"answers {[k + 1 for k in named]} contradict the others")
+        if not redraw:
             break
+        named = redraw
         if rnd < rounds:
             fix = {
                 i: revise_with_feedback(

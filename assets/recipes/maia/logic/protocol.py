@@ -8,8 +8,8 @@ judged acceptability with GPT-4o few-shot; here a word rule does (``acceptable``
 no model. People answer blind: no persona's answer is shown (it would anchor them).
 
 ``maia_answer_pools`` reads ``people_answers`` under ``answers.source``: ``personas`` (the LLM
-personas, as before), ``people`` (the pool is the people's answers), ``mixed`` (a question with a
-full pool of people's answers takes them, one with fewer the personas' pool).
+personas, as before), ``people`` (the pool is the people's answers), ``mixed`` (the people's answers
+first, LLM personas filling the slots they left: a question two people answered gets six personas).
 """
 
 from __future__ import annotations
@@ -83,9 +83,11 @@ def people_answers(answers: pd.DataFrame) -> dict[str, list[str]]:
 
 
 def pool_source(source: str, people: list[str], size: int) -> list[str] | None:
-    """The people's answers a pool is built from, or None for the personas' pool."""
+    """The people's answers a pool is built from (the first slots of the pool), or None for the
+    personas' pool. Under ``mixed`` the personas fill the slots the people left (the pool's
+    ``origin`` says which member came from whom)."""
     if source not in SOURCES:
         raise ValueError(f"answers.source must be one of {SOURCES}, got {source!r}")
-    if source == "people" or (source == "mixed" and len(people) >= size):
+    if source == "people" or (source == "mixed" and people):
         return people[:size]
     return None
