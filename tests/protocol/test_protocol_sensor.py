@@ -61,3 +61,19 @@ def test_the_sensor_pushes_and_reads_a_step_when_it_changed(review_env):
     _run(data, after)
     res = h.results(data, "vague__direct_rating")["fr_kitchen"]
     assert res["decided_by"] == "human" and not res["keep"]
+
+
+def test_the_sensor_pushes_and_reads_the_judge_validation_after_an_eval(review_env):
+    """A new ``maia_eval`` brings new judged answers: the judge validation's two assets run, in the
+    same run as any step that changed; nothing new → no run."""
+    data, _ls, _srv, _configure = review_env
+    instance = dg.DagsterInstance.ephemeral()
+    first = _tick(data, instance, None)
+    assert not first.run_requests
+    instance.report_runless_asset_event(dg.AssetMaterialization("maia_eval"))
+    due = _tick(data, instance, first.cursor)
+    (req,) = due.run_requests
+    assert sorted(k.to_user_string() for k in req.asset_selection) == ["maia_judge_tasks", "maia_judge_validation"]
+    assert req.tags["subtext/protocol_steps"] == "maia/judge_validation"
+    quiet = _tick(data, instance, due.cursor)
+    assert not quiet.run_requests
