@@ -58,17 +58,18 @@ def recipe_overrides(monkeypatch, tmp_path):
 # --- Two workers (pytest-xdist: `make test` runs `-n 2`) ---------------------------------------------
 # Work is handed out a file at a time (xdist's loadfile): a file's tests run on one worker, in order,
 # so its module-scoped fixtures (a whole demo, a Ray cluster, a webserver) are built once, not once per
-# worker. tests/review counts as one file: its tests share one Label Studio server (tests/review/
-# conftest.py), so one server starts per run. (xdist_group marks are not used: xdist 3.8 tags them onto
+# worker. tests/review and tests/protocol count as one file: their tests share one Label Studio server
+# (tests/review/conftest.py), so one server starts per run. (xdist_group marks are not used: xdist 3.8 tags them onto
 # the node id, which pytest 9.2 no longer lets a plugin change.) The files with tests marked e2e, slow,
 # browser or cli are handed out first, so neither worker is left with a long one at the end.
 _FIRST = ("e2e", "slow", "browser", "cli")
 
 
 def xdist_scope(nodeid: str) -> str:
-    """The unit of work a test is handed out in: its file, or ``tests/review`` for the server's users."""
+    """The unit of work a test is handed out in: its file, or ``tests/review`` for the Label Studio
+    server's users (tests/review and tests/protocol share its session fixture: one start per run)."""
     path = nodeid.split("::", 1)[0]
-    return "tests/review" if path.startswith("tests/review/") else path
+    return "tests/review" if path.startswith(("tests/review/", "tests/protocol/")) else path
 
 
 def pytest_xdist_make_scheduler(config: _pytest_llm.Config, log):
