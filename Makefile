@@ -43,9 +43,9 @@ PG_PORT ?= 5433
 
 .PHONY: setup pools demo test ui query validate clean bench postgres postgres-stop review
 
-# `make test TEST_WORKERS=2` runs pytest on two workers (pytest-xdist; tests/conftest.py hands out
-# a file at a time); 0 is one process (docs/operations.md, "How long the suite takes").
-TEST_WORKERS ?= 0
+# `make test` runs pytest on two workers (pytest-xdist; tests/conftest.py hands out
+# a file at a time); TEST_WORKERS=0 is one process (docs/operations.md, "How long the suite takes").
+TEST_WORKERS ?= 2
 
 # Concurrency pools (docs/operations.md "Instance"): named pool limits live in the instance's
 # storage, not in dagster.yaml, so setup applies them (idempotent; re-applied when these change).
