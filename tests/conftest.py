@@ -9,6 +9,9 @@ _os_env.environ.setdefault("SUBTEXT_REVIEW_POLICY", "advisory")
 # --- LLM test double (issue 4; see docs/llm.md "Testing against the double") ---------------
 import pytest as _pytest_llm
 
+# the real Label Studio server (ls_server, review_env) of tests/review and tests/protocol
+pytest_plugins = ("tests.labelstudio_server",)
+
 
 @_pytest_llm.fixture
 def llm_double():
@@ -59,7 +62,7 @@ def recipe_overrides(monkeypatch, tmp_path):
 # Work is handed out a file at a time (xdist's loadfile): a file's tests run on one worker, in order,
 # so its module-scoped fixtures (a whole demo, a Ray cluster, a webserver) are built once, not once per
 # worker. tests/review and tests/protocol count as one file: their tests share one Label Studio server
-# (tests/review/conftest.py), so one server starts per run. (xdist_group marks are not used: xdist 3.8 tags them onto
+# (tests/labelstudio_server.py), so one server starts per run. (xdist_group marks are not used: xdist 3.8 tags them onto
 # the node id, which pytest 9.2 no longer lets a plugin change.) The files with tests marked e2e, slow,
 # browser or cli are handed out first, so neither worker is left with a long one at the end.
 _FIRST = ("e2e", "slow", "browser", "cli")

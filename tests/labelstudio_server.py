@@ -1,6 +1,9 @@
-"""One real Label Studio server for every review test (session-scoped), started from its own
-environment (.venv-review, installed once per CI run by scripts/ensure_review.sh, which
-`make test` calls). Each test starts from an empty tool and an empty data dir's tables."""
+"""One real Label Studio server for every test that needs it (session-scoped: ``ls_server``), started
+from its own environment (.venv-review, installed once per CI run by scripts/ensure_review.sh, which
+`make test` calls). Each test starts from an empty tool and an empty data dir's tables
+(``review_env``). A plugin of tests/conftest.py, not a conftest of tests/review: a fixture a second
+conftest imports is a second fixture, and tests/protocol then started a second server.
+"""
 
 from __future__ import annotations
 
