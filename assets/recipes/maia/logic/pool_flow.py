@@ -327,7 +327,8 @@ def build_answer_pool(
         regenerate = contradicting_answers(cfg) == "regenerate"
         # a person's answer (answers.source people/mixed) is flagged, never asked again
         redraw = [i for i in named if i in base] if regenerate and rnd < rounds + reseeds else []
-        for i in [i for i in named if i not in redraw] if redraw else named or range(size):
+        stay = [i for i in named if i not in redraw] if redraw else named or list(range(size))
+        for i in stay:
             if texts[i] is not None:
                 out.flag(i, "pool_contradiction", f"answers {[k + 1 for k in named]} contradict the others")
         if not redraw:
