@@ -27,14 +27,15 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import EditChecks, FieldLimits, ReviewSpec
 from forge.provenance.versioning import content_hash
-from forge.review import sync
+from forge.review import sync, text_rules
 from forge.review.items import as_json, as_list, box_predictions, context_text, options_text, revision, task_data
 from forge.review.labelconfig import FIELD_TAGS
 
 UNIT_PREFIX = "unit:"  # a unit task's key: unit:<value>
 MEMBER_CONTROLS = ("verdict", "reason", "question", "options", "answer")  # m_<control>_<i>
-MEMBER_NAME = re.compile(r"^m_(verdict|reason|question|options|answer)_(\d+)$")
-PART_NAME = re.compile(r"^p_edit_(\d+)$")
+# the Repeater's index as Label Studio writes it (no leading zero: ``m_verdict_01`` is no control)
+MEMBER_NAME = re.compile(r"^m_(verdict|reason|question|options|answer)_(0|[1-9][0-9]*)$")
+PART_NAME = re.compile(r"^p_edit_(0|[1-9][0-9]*)$")
 UNIT_LEVEL = ("verdict", "reason", "reason_note")  # the unit's own controls; corrections go to members
 ITEM_FIELDS = tuple(FIELD_TAGS.values())  # the item form's corrections (a task of one item)
 
@@ -237,11 +238,19 @@ def _typed(entry: dict[str, Any] | None, what: str, limit: int) -> str | None:
         return None
     text = (entry.get("value") or {}).get("text")
     parts = text if isinstance(text, list) else [text]
-    value = "\n".join(str(t) for t in parts if t is not None).strip()
-    if not value:
-        raise UnitRefused(f"empty_field: the corrected {what} is empty (leave the field out to keep it)")
-    if len(value) > limit:
-        raise UnitRefused(f"too_long: the corrected {what} has {len(value)} characters (limit {limit})")
+    return _readable("\n".join(str(t) for t in parts if t is not None), f"the corrected {what}", limit)
+
+
+def _readable(value: str, what: str, limit: int) -> str:
+    """``value`` as text people can read (``forge.review.text_rules``) within ``limit`` characters."""
+    for _ in range(2):  # before the rules walk a megabyte, and after NFC
+        if len(value) > limit:
+            raise UnitRefused(f"too_long: {what} has {len(value)} characters (limit {limit})")
+        try:
+            value = text_rules.clean(value, what)
+        except text_rules.TextRefused as exc:
+            hint = " (leave the field out to keep it)" if exc.code == "empty_field" else ""
+            raise UnitRefused(f"{exc}{hint}") from exc
     return value
 
 
@@ -250,24 +259,28 @@ def _check_names(result: Any, n_members: int, n_parts: int) -> list[dict[str, An
         raise UnitRefused("empty_result: the annotation holds no answer")
     for r in result:
         name = str(r.get("from_name")) if isinstance(r, dict) else ""
-        kind = r.get("type") if isinstance(r, dict) else None
+        kind, to = (r.get("type"), r.get("to_name")) if isinstance(r, dict) else (None, None)
         m, p = MEMBER_NAME.match(name), PART_NAME.match(name)
         if name in ITEM_FIELDS:  # the item form's own corrections: a unit of several items has none
             raise UnitRefused(f"unit_correction: {name} corrects one item; correct each member in its own block")
+        target = "question"
         if name in UNIT_LEVEL:
             ok = kind == ("textarea" if name == "reason_note" else "choices")
         elif name == "box":
-            ok = kind == "rectanglelabels"
+            ok, target = kind == "rectanglelabels", "image"
         elif m:
             ok = int(m.group(2)) < n_members and kind == (
                 "choices" if m.group(1) in ("verdict", "reason") else "textarea"
             )
+            target = f"m_text_{int(m.group(2))}"  # a member's controls are about its own block
         elif p:
-            ok = int(p.group(1)) < n_parts and kind == "textarea"
+            ok, target = int(p.group(1)) < n_parts and kind == "textarea", f"p_text_{int(p.group(1))}"
         else:
             ok = False
         if not ok:
             raise UnitRefused(f"unknown_control: {name!r} ({kind}) is not a control of this unit's form")
+        if to != target:  # an answer about another object than its control's is read as nothing
+            raise UnitRefused(f"unknown_target: {name!r} names {to!r}; the form's {name} is about {target!r}")
     return result
 
 
@@ -281,10 +294,11 @@ def _member_edits(result: list[dict[str, Any]], i: int, limits: FieldLimits) -> 
     if a is not None:
         edits["answer"] = a
     if o is not None:
-        lines = [x.strip() for x in o.splitlines() if x.strip()]
-        if len(lines) > limits.options or any(len(x) > limits.option for x in lines):
+        lines = [x for x in o.splitlines() if x.strip()]  # blank lines are layout
+        if len(lines) > limits.options or any(len(x.strip()) > limits.option for x in lines):
             raise UnitRefused(f"too_long: the options of member {i + 1} exceed {limits.options} × {limits.option}")
-        edits["options"] = lines
+        what = f"option {{}} of member {i + 1}"
+        edits["options"] = [_readable(x, what.format(j + 1), limits.option) for j, x in enumerate(lines)]
     return edits
 
 
@@ -305,7 +319,12 @@ def parse_unit(
     try:
         return _parse_unit(result, members, parts, reasons, limits or FieldLimits(), moved or {})
     except UnitRefused as exc:
-        return [_row(m, "unit", "refused", refused=str(exc)) for m in members]
+        return refused_unit(data, str(exc))
+
+
+def refused_unit(data: dict[str, Any], why: str) -> list[dict[str, Any]]:
+    """The unit annotation refused for every member, with the reason."""
+    return [_row(m, "unit", "refused", refused=why) for m in data.get("members") or []]
 
 
 def _row(m: dict[str, Any], member: str, verdict: str, **kw: Any) -> dict[str, Any]:

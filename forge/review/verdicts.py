@@ -20,9 +20,10 @@ from typing import Any
 import pandas as pd
 
 from forge.benchmarks.review_spec import FieldLimits
+from forge.review import text_rules
 from forge.review.items import as_list
 from forge.review.labelconfig import FIELD_TAGS, VERDICTS
-from forge.review.units import parse_unit
+from forge.review.units import parse_unit, refused_unit
 
 VERDICT_COLUMNS = [
     "verdict_id",
@@ -56,16 +57,20 @@ VERDICT_COLUMNS = [
 
 
 # Every control the review and adjudication forms have (``forge/review/labelconfig.py``), with the
-# result type Label Studio gives it; anything else in a result is refused, never ignored.
+# result type Label Studio gives it and the object it names (``to_name``); anything else in a
+# result is refused, never ignored.
 REASON_NOTE = "reason_note"  # optional free-text note with a reject (a TextArea in the form)
 CONTROLS = {
-    "verdict": "choices",
-    "reason": "choices",
-    REASON_NOTE: "textarea",
-    **dict.fromkeys(FIELD_TAGS.values(), "textarea"),
-    "box": "rectanglelabels",
+    "verdict": ("choices", "question"),
+    "reason": ("choices", "question"),
+    REASON_NOTE: ("textarea", "question"),
+    **dict.fromkeys(FIELD_TAGS.values(), ("textarea", "question")),
+    "box": ("rectanglelabels", "image"),
 }
 FIELD_LIMIT = {"question": "question", "answer": "answer"}  # edited field → its ``FieldLimits`` attribute
+
+
+SKIPPED = "skipped: the task was skipped (Label Studio's Skip), which gives no verdict; the item still needs one"
 
 
 class Refused(ValueError):
@@ -97,9 +102,12 @@ def _check_controls(result: Any) -> list[dict[str, Any]]:
     if not isinstance(result, list) or not result:
         raise Refused("empty_result: the annotation holds no answer")
     for r in result:
-        name, kind = (r.get("from_name"), r.get("type")) if isinstance(r, dict) else (None, None)
-        if CONTROLS.get(str(name)) != kind:
+        name, kind, to = (r.get("from_name"), r.get("type"), r.get("to_name")) if isinstance(r, dict) else (None,) * 3
+        want = CONTROLS.get(str(name))
+        if want is None or want[0] != kind:
             raise Refused(f"unknown_control: {name!r} ({kind}) is not a control of the review form")
+        if want[1] != to:  # an answer about an object the form does not have is read as nothing
+            raise Refused(f"unknown_target: {name!r} names {to!r}; the form's {name} is about {want[1]!r}")
     return result
 
 
@@ -114,12 +122,23 @@ def _one_choice(result: list[dict[str, Any]], name: str, allowed: tuple[str, ...
     return picked[0]
 
 
-def _sized(field: str, value: str, limit: int) -> str:
-    if not value:
-        raise Refused(f"empty_field: the corrected {field} is empty (leave the field out to keep it)")
-    if len(value) > limit:
-        raise Refused(f"too_long: the corrected {field} has {len(value)} characters (limit {limit})")
+def readable(value: str, what: str, limit: int) -> str:
+    """``value`` as text people can read (``forge.review.text_rules``: NFC; refused when empty,
+    invisible, holding a control or bidi character, or markup) within ``limit`` characters."""
+    if len(value) > limit:  # before the rules walk a megabyte
+        raise Refused(f"too_long: {what} has {len(value)} characters (limit {limit})")
+    try:
+        value = text_rules.clean(value, what)
+    except text_rules.TextRefused as exc:
+        hint = " (leave the field out to keep it)" if exc.code == "empty_field" else ""
+        raise Refused(f"{exc}{hint}") from exc
+    if len(value) > limit:  # NFC may compose a text that was longer
+        raise Refused(f"too_long: {what} has {len(value)} characters (limit {limit})")
     return value
+
+
+def _sized(field: str, value: str, limit: int) -> str:
+    return readable(value, f"the corrected {field}", limit)
 
 
 def _corrections(result: list[dict[str, Any]], limits: FieldLimits) -> dict[str, Any]:
@@ -130,14 +149,11 @@ def _corrections(result: list[dict[str, Any]], limits: FieldLimits) -> dict[str,
             edits[field] = _sized(field, t, getattr(limits, FIELD_LIMIT[field]))
     opts = _text(result, FIELD_TAGS["options"])
     if opts is not None:
-        lines = [line.strip() for line in _sized("options", opts, limits.options_chars()).splitlines()]
-        lines = [line for line in lines if line]  # blank lines between options are layout, not options
+        lines = [line for line in _sized("options", opts, limits.options_chars()).splitlines() if line.strip()]
+        # blank lines between options are layout, not options; each option is a text of its own
         if len(lines) > limits.options:
             raise Refused(f"too_many_options: {len(lines)} options given (limit {limits.options})")
-        for i, line in enumerate(lines):
-            if len(line) > limits.option:
-                raise Refused(f"too_long: corrected option {i + 1} has {len(line)} characters (limit {limits.option})")
-        edits["options"] = lines
+        edits["options"] = [readable(line, f"corrected option {i + 1}", limits.option) for i, line in enumerate(lines)]
     return edits
 
 
@@ -188,8 +204,7 @@ def _parse(
     result = _check_controls(result)
     verdict = _one_choice(result, "verdict", VERDICTS, "verdict")
     note = _text(result, REASON_NOTE)
-    if note and len(note) > limits.reason_note:
-        raise Refused(f"too_long: the reason note has {len(note)} characters (limit {limits.reason_note})")
+    note = readable(note, "the reason note", limits.reason_note) if note else None  # a blank note is none
     out = {"verdict": verdict, "reason": None, "note": note or None, "edits": {}, "refused": None}
     if verdict == "reject":
         return {**out, "reason": _one_choice(result, "reason", reasons, "reason")}
@@ -255,31 +270,36 @@ def verdict_rows(
     reasons: tuple[str, ...],
     limits: FieldLimits | None = None,
 ) -> list[dict[str, Any]]:
-    """Every submitted (not cancelled) annotation of a project's tasks as a verdict row: read
-    exactly, refused with its reason (``verdict = refused``), or flagged (changed by another)."""
+    """Every annotation of a project's tasks as a verdict row: read exactly, refused with its reason
+    (``verdict = refused``; a skip too), or flagged (changed by another)."""
     now = pd.Timestamp(datetime.now(UTC))
     rows = []
     for t in tasks:
         data = t.get("data") or {}
         boxes = {r["id"][1:]: _box_of(r) for p in t.get("predictions") or [] for r in _results(p) if _is_box(r)}
         for a in t.get("annotations") or []:
-            if a.get("was_cancelled"):
-                continue
             reviewer, author, flag = who(a, users)
             if data.get("members"):  # a unit task: one row per member item (forge/review/units.py)
-                try:
-                    result = a.get("result") if isinstance(a.get("result"), list) else []
-                    moved: dict[str, list[float]] | str = moved_boxes(result, boxes)
-                except Refused as exc:
-                    moved = str(exc)
-                parsed_all = parse_unit(a.get("result") or [], data, reasons, limits, moved)
+                if a.get("was_cancelled"):
+                    parsed_all = refused_unit(data, SKIPPED)
+                else:
+                    try:
+                        result = a.get("result") if isinstance(a.get("result"), list) else []
+                        moved: dict[str, list[float]] | str = moved_boxes(result, boxes)
+                    except Refused as exc:
+                        moved = str(exc)
+                    parsed_all = parse_unit(a.get("result") or [], data, reasons, limits, moved)
                 for p in parsed_all:
                     row = _row(benchmark, kind, project_id, t, a, p, reviewer, author, flag, now)
                     # the task's time is shared by its members: the minutes figure counts it once
                     secs = row["seconds"] / len(parsed_all) if row["seconds"] is not None else None
                     rows.append({**row, "verdict_id": f"{project_id}:{a['id']}:{p['item_id']}", "seconds": secs})
                 continue
-            parsed = {**parse_annotation(a.get("result") or [], boxes, reasons, limits), "member": None}
+            if a.get("was_cancelled"):  # a skip is no verdict: recorded, refused, back to its reviewer
+                parsed = {"verdict": "refused", "reason": None, "note": None, "edits": {}, "refused": SKIPPED}
+            else:
+                parsed = parse_annotation(a.get("result") or [], boxes, reasons, limits)
+            parsed["member"] = None
             parsed.update(item_id=str(data.get("item_id")), revision=str(data.get("revision")))
             rows.append(_row(benchmark, kind, project_id, t, a, parsed, reviewer, author, flag, now))
     return rows

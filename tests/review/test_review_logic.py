@@ -300,14 +300,15 @@ def test_an_edited_revision_re_enters_the_text_only_probe(tmp_path, llm_double, 
 
 def test_the_reader_knows_every_control_of_the_review_forms():
     """The forms (labelconfig) and the reader (verdicts.CONTROLS) name the same controls with the
-    result type Label Studio gives each, so no answer a form can give is refused as unknown."""
+    result type Label Studio gives each and the object each is about (``toName``), so no answer a
+    form can give is refused as unknown."""
     from forge.review.verdicts import CONTROLS
 
     types = {"Choices": "choices", "TextArea": "textarea", "RectangleLabels": "rectanglelabels"}
     spec = ReviewSpec(media=Media.VIDEO, boxes=True, editable=("question", "options", "answer", "box"))
     for adjudication in (False, True):
         root = ET.fromstring(review_config(spec, adjudication=adjudication))
-        controls = {e.get("name"): types[e.tag] for e in root.iter() if e.get("toName")}
+        controls = {e.get("name"): (types[e.tag], e.get("toName")) for e in root.iter() if e.get("toName")}
         assert controls == CONTROLS
 
 

@@ -31,12 +31,20 @@ def _data(items: pd.DataFrame) -> dict:
     return units.unit_task_data(key, members, SPEC, None)
 
 
+def _to(name: str) -> str:
+    """The object a control of the unit form is about (its ``toName``)."""
+    m = units.MEMBER_NAME.match(name) or units.PART_NAME.match(name)
+    if m is None:
+        return "question"
+    return f"p_text_{m.group(1)}" if name.startswith("p_") else f"m_text_{m.group(2)}"
+
+
 def c(name: str, value: str) -> dict:
-    return {"from_name": name, "type": "choices", "value": {"choices": [value]}}
+    return {"from_name": name, "to_name": _to(name), "type": "choices", "value": {"choices": [value]}}
 
 
 def t(name: str, value: str) -> dict:
-    return {"from_name": name, "type": "textarea", "value": {"text": [value]}}
+    return {"from_name": name, "to_name": _to(name), "type": "textarea", "value": {"text": [value]}}
 
 
 def _rows(items, result, who=1, kind="review", aid=9) -> list[dict]:
@@ -233,8 +241,9 @@ def test_the_unit_reader_knows_every_control_of_the_unit_form():
         root = ET.fromstring(review_config(SPEC, adjudication=adjudication))
         for e in root.iter():
             if e.get("toName") and e.get("name") not in units.ITEM_FIELDS:  # those: a task of one item
-                result = [{"from_name": e.get("name").replace("{{idx}}", "0"), "type": types[e.tag], "value": {}}]
-                units._check_names(result, 1, 1)  # raises UnitRefused for an unknown control
+                name, to = (e.get(k).replace("{{idx}}", "0") for k in ("name", "toName"))
+                result = [{"from_name": name, "to_name": to, "type": types[e.tag], "value": {}}]
+                units._check_names(result, 1, 1)  # raises UnitRefused for an unknown control or target
 
 
 def test_a_refused_unit_annotation_goes_back_once_as_the_units_task(tmp_path):
