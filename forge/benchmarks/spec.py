@@ -98,6 +98,22 @@ class TextReference(enum.StrEnum):
     CORRECT_OPTION = "correct_option"  # the text of the gold option (a free-form run of a choice item)
 
 
+class ImagePlacement(enum.StrEnum):
+    """Where a request's image parts go in its user turn, relative to the text."""
+
+    BEFORE_TEXT = "before_text"
+    AFTER_TEXT = "after_text"
+
+
+@dataclass(frozen=True)
+class PartOrder:
+    """The order of image and text parts as the paper's official script sends them, and the
+    file (and function) it is read from (docs/evals.md "Order of parts")."""
+
+    images: ImagePlacement
+    source: str
+
+
 @dataclass(frozen=True)
 class EvalSpec:
     """How the evaluation stage runs and scores this benchmark.
@@ -156,11 +172,22 @@ class EvalSpec:
     # A text stand-in for the image (a description-instead-of-image ablation): (items, evidence table) → item_id → text.
     descriptions: Callable[[Any, Any], dict[str, str]] | None = None
     report_slices: tuple[tuple[str, str], ...] = ()  # (metric, labels key) bar plots
+    # ``labels`` keys whose value is a list of every slice the item belongs to (a list, or one
+    # string): the item counts in each, as the paper's tables count it. Every other labels key
+    # a slice reads holds one value; a list there is an error (forge/evals/scoring.py label_slices).
+    multi_label: tuple[str, ...] = ()
+    # setting → order of image and text parts (key ``*``: every setting not named); empty: the
+    # images after the text. Read by forge/evals/requests.py build_requests (``order_for``).
+    part_order: Mapping[str, PartOrder] = field(default_factory=dict)
     report_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # metadata name → metrics
     report_plots: Callable[[Any, Any, Path], list[Path]] | None = None  # (scores, predictions, dir)
     # Tables that need the predictions (e.g. a comparison on the items every model answered):
     # (scores, predictions) → metadata name → DataFrame.
     report_prediction_tables: Callable[[Any, Any], Mapping[str, Any]] | None = None
+
+    def order_for(self, setting: str) -> PartOrder | None:
+        """The declared order of parts of ``setting`` (None: none declared, images after the text)."""
+        return self.part_order.get(setting) or self.part_order.get("*")
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ figures (each paper's ``published.yaml``, docs/evals.md "Paper reports").
   (an ``eval_scores`` metric; a column may name its own), ``scale`` (100 when the paper prints
   percentages), ``decimals`` (the paper's rounding), ``columns`` (``name`` → ``setting``,
   ``slice``, optional ``metric``; ``settings: [...]`` instead of ``setting`` = the mean over
-  those settings, as a paper's mean over prompts) and, for tables whose rows are model ×
-  setting, ``row_settings``;
+  those settings, as a paper's mean over prompts; optional ``n``: the item count the paper prints
+  in that column's header) and, for tables whose rows are model × setting, ``row_settings``;
 * ``published``: the paper's figures: ``table``, ``row`` (the paper's row label), ``column``,
   ``value``, optional ``setting`` (row setting) and ``model`` (the project's model that row is,
   e.g. ``human``; default: the row label itself).
@@ -18,6 +18,10 @@ empty, never 0. A published figure sits beside the project's value of the same m
 and column, with the difference; a difference above half a unit of the paper's last printed
 digit is flagged. A published figure whose model, setting or column the project does not have
 is listed as not reproduced, with the reason.
+
+Every cell shows its n (``eval_scores.n``: the items behind the value; a question of several
+slices counts in each, ``EvalSpec.multi_label``); a column whose n differs from the paper's
+header count for the same set is named under its table with both counts.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class Column:
     slice: str = "all"
     metric: str | None = None
     settings: tuple[str, ...] = ()  # instead of `setting`: the mean over these (empty unless all were run)
+    n: int | None = None  # the item count printed in the paper's column header (None: none printed)
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,7 @@ def load_published(path: Path) -> PaperTables:
                 str(c.get("slice", "all")),
                 c.get("metric"),
                 tuple(c.get("settings") or ()),
+                int(c["n"]) if c.get("n") is not None else None,
             )
             for c in t["columns"]
         )
@@ -147,31 +153,38 @@ def table_cells(
     spec: TableSpec, scores: pd.DataFrame, published: pd.DataFrame, known_settings: set[str]
 ) -> pd.DataFrame:
     """One row per (model, row setting, column): ``ours`` (scaled, unrounded; NaN when the model
-    was not evaluated there), ``paper``, ``diff`` = ours − paper, ``flag``; plus the published
-    figures nobody here reproduces, with ``reason``."""
+    was not evaluated there), ``n`` (items behind it; a mean over settings of unequal n: "a/b"),
+    ``paper_n`` (the paper's header count), ``paper``, ``diff`` = ours − paper, ``flag``; plus the
+    published figures nobody here reproduces, with ``reason``."""
     pub = published[published["table"] == spec.id]
     row_settings = spec.row_settings or (None,)
     cells: list[dict[str, Any]] = []
     by_key: dict[tuple[str, str | None, str, str], float] = {}
+    n_by: dict[tuple[str, str | None, str, str], Any] = {}
+    has_n = "n" in scores
     for r in scores.itertuples():
         by_key[(str(r.model), str(r.setting), str(r.metric), str(r.slice))] = r.value
+        n_by[(str(r.model), str(r.setting), str(r.metric), str(r.slice))] = r.n if has_n else None
     models = sorted({str(m) for m in scores["model"]}) if len(scores) else []
     for model in models:
         for rs in row_settings:
             row = []
             for c in spec.columns:
                 if c.settings:  # e.g. a mean over prompts: every one must have a value
-                    vs = [by_key.get((model, s, c.metric or spec.metric, c.slice)) for s in c.settings]
+                    keys = [(model, s, c.metric or spec.metric, c.slice) for s in c.settings]
+                    vs = [by_key.get(k) for k in keys]
                     ok = all(v is not None and not _nan(v) for v in vs)
                     v = float(np.mean([float(x) for x in vs])) if ok else None
                 else:
                     setting = c.setting if c.setting is not None else rs
-                    v = by_key.get((model, str(setting), c.metric or spec.metric, c.slice))
+                    keys = [(model, str(setting), c.metric or spec.metric, c.slice)]
+                    v = by_key.get(keys[0])
                 ours = float(v) * spec.scale if v is not None and not _nan(v) else math.nan
-                row.append({"model": model, "setting": rs, "column": c.name, "ours": ours})
+                n = _cell_n([n_by.get(k) for k in keys]) if not math.isnan(ours) else None
+                row.append({"model": model, "setting": rs, "column": c.name, "ours": ours, "n": n, "paper_n": c.n})
             if any(not math.isnan(x["ours"]) for x in row):  # a model with nothing in this table is no row
                 cells += row
-    frame = pd.DataFrame(cells, columns=["model", "setting", "column", "ours"])
+    frame = pd.DataFrame(cells, columns=["model", "setting", "column", "ours", "n", "paper_n"])
     half_unit = 0.5 * 10 ** (-spec.decimals) + 1e-9
     out = []
     for x in frame.to_dict("records"):
@@ -203,6 +216,8 @@ def table_cells(
                 "setting": setting,
                 "column": p["column"],
                 "ours": math.nan,
+                "n": None,
+                "paper_n": next((c.n for c in spec.columns if c.name == p["column"]), None),
                 "row": p["row"],
                 "paper": p["value"],
                 "diff": math.nan,
@@ -210,12 +225,43 @@ def table_cells(
                 "reason": _why_not(spec, p, setting, models, known_settings, frame),
             }
         )
-    cols = ["model", "setting", "column", "ours", "row", "paper", "diff", "flag", "reason"]
+    cols = ["model", "setting", "column", "ours", "n", "paper_n", "row", "paper", "diff", "flag", "reason"]
     return pd.DataFrame(out, columns=cols)
 
 
 def _nan(v: Any) -> bool:
     return isinstance(v, float) and math.isnan(v)
+
+
+def _cell_n(ns: list[Any]) -> int | str | None:
+    """The n of a cell: its row's ``n``; for a mean over settings, the one n they share, else
+    each setting's joined with "/" (None: the scores carry no n)."""
+    got = [int(x) for x in ns if x is not None and not _nan(x)]
+    if len(got) < len(ns) or not got:
+        return None
+    return got[0] if len(set(got)) == 1 else "/".join(str(x) for x in got)
+
+
+def n_text(v: Any) -> str | None:
+    """A cell's n as printed ("291", or "291/290" for a mean over settings); None when it has none
+    (a column of ints with gaps comes back from pandas as floats)."""
+    if v is None or _nan(v):
+        return None
+    return str(int(v)) if isinstance(v, (int, float, np.integer, np.floating)) else str(v)
+
+
+def n_differences(spec: TableSpec, cells: pd.DataFrame) -> list[str]:
+    """One line per column whose n here differs from the paper's header count, with both."""
+    lines = []
+    ours = cells[cells["reason"].isna()] if len(cells) else cells
+    for c in spec.columns:
+        if c.n is None or not len(ours):
+            continue
+        got = {n_text(x) for x in ours.loc[ours["column"] == c.name, "n"]} - {None}
+        differ = sorted(x for x in got if x != str(c.n))
+        if differ:
+            lines.append(f"- {c.name}: n = {', '.join(differ)} here, {c.n} in the paper's header")
+    return lines
 
 
 def _why_not(spec: TableSpec, p: dict[str, Any], setting: str | None, models: list[str], known: set[str], frame) -> str:
@@ -238,8 +284,9 @@ def render_table(spec: TableSpec, cells: pd.DataFrame) -> str:
     """Markdown: the paper's columns; our rows (``paper …, Δ …`` beside a published figure, ⚠
     beyond the rounding), then the paper's rows not reproduced here (†)."""
     cols = [c.name for c in spec.columns]
+    heads = [f"{c.name} (paper n={c.n})" if c.n is not None else c.name for c in spec.columns]
     lead = ["model", "setting"] if spec.row_settings else ["model"]
-    lines = [f"**{spec.title}**", "", "| " + " | ".join(lead + cols) + " |", "|" + "---|" * (len(lead) + len(cols))]
+    lines = [f"**{spec.title}**", "", "| " + " | ".join(lead + heads) + " |", "|" + "---|" * (len(lead) + len(cols))]
     ours = cells[cells["reason"].isna()] if len(cells) else cells
     for (model, setting), g in ours.groupby(["model", "setting"], sort=False, dropna=False):
         by_col = {r["column"]: r for r in g.to_dict("records")}
@@ -254,6 +301,8 @@ def render_table(spec: TableSpec, cells: pd.DataFrame) -> str:
                 sign = "+" if r["diff"] >= 0 else "−"
                 s += f" (paper {_fmt(r['paper'], spec.decimals)}, Δ {sign}{abs(r['diff']):.{spec.decimals}f}"
                 s += f" {FLAG})" if r["flag"] else ")"
+            if s and n_text(r.get("n")) is not None:
+                s += f" · n={n_text(r['n'])}"  # the items behind the value
             out.append(s)
         head = [str(model)] + ([str(setting)] if spec.row_settings else [])
         lines.append("| " + " | ".join(head + out) + " |")
@@ -267,6 +316,9 @@ def render_table(spec: TableSpec, cells: pd.DataFrame) -> str:
         lines += ["", "† published, not reproduced here:"]
         for (row, reason), _ in theirs.groupby(["row", "reason"], sort=False):
             lines.append(f"- {row}: {reason}")
+    differ = n_differences(spec, cells)
+    if differ:
+        lines += ["", "n differs from the paper's header count (the paper's figure rests on another set):", *differ]
     if spec.note:
         lines += ["", spec.note]
     return "\n".join(lines)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from forge.benchmarks.spec import BenchmarkSpec
+from forge.benchmarks.spec import BenchmarkSpec, ImagePlacement
 from forge.evals import extract as ex
 from forge.evals.config import ModelSpec, Setting
 from forge.evals.scorers import chosen_option_type, error_composition, partial_set_score, rotations
@@ -194,6 +194,8 @@ def build_requests(
             except SkipItem as exc:
                 skipped.append((item["item_id"], str(exc)))
                 break
+            order = spec.eval.order_for(setting.name)  # the paper's official order of parts
+            req.images_first = bool(req.images) and order is not None and order.images == ImagePlacement.BEFORE_TEXT
             # a setting that asks for words instead of a letter (ctx.context["answer_type"]) is read as text
             rkind = "text" if ctx.context.get("answer_type") == "free_form" else kind
             out.append(

@@ -211,10 +211,40 @@ def similarity_scores(
 # -- aggregation -----------------------------------------------------------------------------
 
 
+def label_slices(g: pd.DataFrame, key: str, multi_label: tuple[str, ...] = ()) -> list[tuple[str, pd.DataFrame]]:
+    """(value, rows) of each slice of the ``labels`` key ``key`` (column ``labels_d``), in value
+    order. A key of ``multi_label`` (``EvalSpec.multi_label``) lists every slice an item belongs to
+    (one string is a list of one): the item counts in each, so the slices' n may sum past the
+    item count, as the paper's tables count. Any other key holds one value per item; a list there
+    is a ``ValueError`` naming the key and the item (the spec must declare it multi-label)."""
+    multi = key in multi_label
+    pos: dict[str, list[int]] = {}
+    for i, d in enumerate(g["labels_d"]):
+        v = (d or {}).get(key)
+        if isinstance(v, (list, tuple, np.ndarray)):
+            if not multi:
+                item = g["item_id"].iloc[i] if "item_id" in g else i
+                raise ValueError(
+                    f"labels key {key!r} of item {item} lists {list(v)!r}; the spec declares it single-label"
+                )
+            vals = list(dict.fromkeys(str(x) for x in v if x not in (None, "")))
+        else:
+            vals = [] if v in (None, "") or (isinstance(v, float) and np.isnan(v)) else [str(v)]
+        for x in vals:
+            pos.setdefault(x, []).append(i)
+    return [(x, g.iloc[pos[x]]) for x in sorted(pos)]
+
+
 class Scorer:
     def __init__(self, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05):
         self.n_boot, self.seed, self.alpha = n_boot, seed, alpha
         self.rows: list[dict[str, Any]] = []
+        # the benchmark's multi-label ``labels`` keys (``EvalSpec.multi_label``; set by score_benchmark)
+        self.multi_label: tuple[str, ...] = ()
+
+    def label_slices(self, g: pd.DataFrame, key: str) -> list[tuple[str, pd.DataFrame]]:
+        """``label_slices`` with this benchmark's multi-label keys."""
+        return label_slices(g, key, self.multi_label)
 
     def add(
         self,
@@ -354,6 +384,7 @@ def score_benchmark(
     df["labels_d"] = [jload(items_by.at[i, "labels"]) if i in items_by.index else {} for i in df["item_id"]]
     if "source" in items_by.columns:
         df["source"] = [items_by.at[i, "source"] if i in items_by.index else None for i in df["item_id"]]
+    sc.multi_label = tuple(spec.eval.multi_label)
     for setting, g in df.groupby("setting", sort=False):
         g = g.reset_index(drop=True)
         sc.success(setting, g)

@@ -11,7 +11,7 @@ from typing import Any
 from forge.llm.accounting import CallRecord, reply_latency
 from forge.llm.backends import BackendError, Reply
 from forge.llm.cache import cache_key
-from forge.llm.prompts import Prompt
+from forge.llm.prompts import Prompt, user_parts
 from forge.llm.settings import DEFAULT_REPAIRS
 from forge.llm.types import LLMRequest, LLMResult, Prepared
 
@@ -86,7 +86,8 @@ class ParsingMixin:
         key_messages = [dict(m) for m in messages]
         if req.images:
             image_keys = [self.images.key(i) for i in req.images]
-            key_messages.append({"role": "images", "content": image_keys})
+            where = {"images_first": True} if req.images_first else {}  # images after the text: keys as before
+            key_messages.append({"role": "images", "content": image_keys, **where})
         key = cache_key(
             {
                 "endpoint": self.endpoint,
@@ -108,7 +109,8 @@ class ParsingMixin:
             idx = max(i for i, m in enumerate(msgs) if m["role"] == "user")
             text = msgs[idx]["content"]
             parts = text if isinstance(text, list) else [{"type": "text", "text": text}]
-            msgs[idx] = {"role": "user", "content": parts + [self.images.part(i) for i in prep.req.images]}
+            images = [self.images.part(i) for i in prep.req.images]
+            msgs[idx] = {"role": "user", "content": user_parts(parts, images, prep.req.images_first)}
         if prep.prompt.schema is not None and self._mode == "json_object":
             note = "Reply with one JSON object only, satisfying this JSON Schema:\n" + json.dumps(
                 prep.prompt.schema, ensure_ascii=False

@@ -86,12 +86,15 @@ class Prompt:
     hash: str = ""
     path: Path | None = field(default=None, compare=False)
 
-    def render(self, variables: dict[str, Any] | None = None, images: list[Any] | None = None) -> list[dict[str, Any]]:
+    def render(
+        self, variables: dict[str, Any] | None = None, images: list[Any] | None = None, images_first: bool = False
+    ) -> list[dict[str, Any]]:
         """Chat messages: system, few-shot turns, then the user turn.
 
-        ``images`` (``ImageInput``s) are attached to the user turn as data-URL parts,
-        encoded with default settings; the engine does its own (configured, cached)
-        encoding and calls ``render`` without images.
+        ``images`` (``ImageInput``s) are attached to the user turn as data-URL parts, after the
+        text, or before it with ``images_first`` (a paper's official order, ``user_parts``),
+        encoded with default settings; the engine does its own (configured, cached) encoding
+        with the same ``user_parts`` and calls ``render`` without images.
         """
         variables = dict(variables or {})
         missing = [v for v in self.variables if v not in variables or variables[v] is None]
@@ -113,8 +116,7 @@ class Prompt:
             from forge.llm.images import ImageEncoder
 
             enc = ImageEncoder()
-            parts: list[dict[str, Any]] = [{"type": "text", "text": user}]
-            parts += [enc.part(img) for img in images]
+            parts = user_parts([{"type": "text", "text": user}], [enc.part(img) for img in images], images_first)
             msgs.append({"role": "user", "content": parts})
         else:
             msgs.append({"role": "user", "content": user})
@@ -123,6 +125,13 @@ class Prompt:
     @property
     def schema_name(self) -> str:
         return self.name
+
+
+def user_parts(
+    text_parts: list[dict[str, Any]], image_parts: list[dict[str, Any]], images_first: bool = False
+) -> list[dict[str, Any]]:
+    """The user turn's content parts in order: the images after the text, or before it."""
+    return image_parts + text_parts if images_first else text_parts + image_parts
 
 
 def parse_prompt(doc: dict[str, Any], raw: bytes, path: Path | None = None) -> Prompt:

@@ -25,6 +25,9 @@ class LLMRequest:
     prompt: Any  # forge.llm.prompts.Prompt
     variables: dict[str, Any] = field(default_factory=dict)
     images: list[ImageInput] = field(default_factory=list)
+    # The images go before the text in the user turn (a paper's official order of parts); part of
+    # the cache key when set, so a reply to the other order is never reused.
+    images_first: bool = False
     # Extra turns appended after the rendered prompt (e.g. refine feedback).
     extra_messages: list[dict[str, Any]] = field(default_factory=list)
     # Per-request overrides of generation params (temperature, n, seed, max_tokens...).

@@ -15,7 +15,17 @@
 from __future__ import annotations
 
 from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
-from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy, PaperCard
+from forge.benchmarks.spec import (
+    BenchmarkSpec,
+    BlindAction,
+    BlindPolicy,
+    BlindUnit,
+    EvalSpec,
+    ImagePlacement,
+    OptionPolicy,
+    PaperCard,
+    PartOrder,
+)
 
 from .logic.evaluation import build_request, parse_reply
 from .logic.protocol import STEPS
@@ -66,6 +76,11 @@ SPEC = BenchmarkSpec(
         primary_metric="accuracy",
         circular=True,
         report_slices=tuple(("accuracy", k) for k in ("domain", "emotion", "image_type", "difficulty", "rhetoric")),
+        # data/test.json meta_data lists one or more image types and rhetoric devices per image;
+        # Tables 6 / 7 count a question under each (their columns sum past 1,399)
+        multi_label=("image_type", "rhetoric"),
+        # API models: infer/models/gpt4v.py make_content (the text part, then each image)
+        part_order={"*": PartOrder(ImagePlacement.AFTER_TEXT, "II-Bench infer/models/gpt4v.py make_content")},
     ),
     paper=PaperCard(
         "@inproceedings{liu2024iibench,\n  title={II-Bench: An Image Implication Understanding Benchmark for "

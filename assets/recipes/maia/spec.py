@@ -23,8 +23,10 @@ from forge.benchmarks.spec import (
     BlindPolicy,
     BlindUnit,
     EvalSpec,
+    ImagePlacement,
     OptionPolicy,
     PaperCard,
+    PartOrder,
     SplitPolicy,
 )
 
@@ -104,6 +106,9 @@ SPEC = BenchmarkSpec(
                 "agg_accuracy",
             )
         },
+        multi_label=(),  # category and causal type: one per question in the release
+        # eval_model.py sends its frames through vllm_engine.py: the frames, then the text
+        part_order={"*": PartOrder(ImagePlacement.BEFORE_TEXT, "MAIA vllm_engine.py VllmModel._build_conversation")},
     ),
     paper=PaperCard(
         "@article{testa2025maia,\n  title={All-in-one: Understanding and Generation in Multimodal Reasoning with "

@@ -18,8 +18,10 @@ from forge.benchmarks.spec import (
     BlindPolicy,
     BlindUnit,
     EvalSpec,
+    ImagePlacement,
     OptionPolicy,
     PaperCard,
+    PartOrder,
     TextReference,
 )
 
@@ -73,6 +75,9 @@ SPEC = BenchmarkSpec(
         text_reference=TextReference.CORRECT_OPTION,
         report_slices=(("accuracy", "category"),),
         report_tables={"errors": ("correct_count", "errors_FS", "errors_SU", "errors_NE")},
+        multi_label=(),  # category / subset / source: one value per item in the release
+        # the text part, then the image (captioning and answering alike)
+        part_order={"*": PartOrder(ImagePlacement.AFTER_TEXT, "VAGUE models/gpt.py run_gpt")},
     ),
     paper=PaperCard(
         "@inproceedings{nam2025vague,\n  title={VAGUE: Visual Contexts Clarify Ambiguous Expressions},\n"

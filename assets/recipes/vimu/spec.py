@@ -13,7 +13,16 @@
 from __future__ import annotations
 
 from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
-from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, EvalSpec, OptionPolicy, PaperCard
+from forge.benchmarks.spec import (
+    BenchmarkSpec,
+    BlindAction,
+    BlindPolicy,
+    EvalSpec,
+    ImagePlacement,
+    OptionPolicy,
+    PaperCard,
+    PartOrder,
+)
 
 from .logic.evaluation import build_request, parse_reply
 from .logic.gold import GOLD
@@ -71,6 +80,14 @@ SPEC = BenchmarkSpec(
         read_judgement=read_judgement,
         judge_failed_call=judge_failed_call,
         report_tables={"tasks": ("OE", "EG", "RM", "SV", "SSU-Avg", "All-Avg")},
+        multi_label=(),  # slices are tasks, one per question
+        # the text part, then up to 8 frames (call_openai_compatible_model of each script)
+        part_order={
+            "*": PartOrder(
+                ImagePlacement.AFTER_TEXT,
+                "ViMU scripts/00-vimu_oe.py, 10-vimu_eg.py, 20-vimu_ss.py call_openai_compatible_model",
+            )
+        },
         report_plots=plots,
         report_prediction_tables=prediction_tables,
     ),

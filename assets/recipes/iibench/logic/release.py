@@ -9,7 +9,9 @@ suffix varies, jpg / webp / png / jpeg), found by that path first, else by its f
 kept in the release's order (the gold letter is the release's); duplicated options (they occur
 in dev.json) are kept and counted, the gates report them. Labels are normalised with the
 recipe's taxonomy; a value outside it is kept in ``labels`` as written and reported (the
-``category`` column, bound to the six domains, then says ``other``).
+``category`` column, bound to the six domains, then says ``other``). ``labels.image_type`` is the
+release's list where it gives one (test.json), like ``rhetoric``: both are the spec's
+``multi_label`` keys, so a question counts under each of its types (Table 6).
 
 A clone of the whole official repository also holds ``results/*.jsonl``: model replies written by
 the official ``infer/infer.py`` in the same record shape, each question with ``prompt`` and
@@ -95,18 +97,30 @@ def _model_outputs(data: Any) -> bool:
     return False
 
 
+def _label(axis: str, raw: Any, out: ParsedRelease) -> Any:
+    """One label normalised with the taxonomy; a value outside it kept as written and reported."""
+    norm = normalise_label(axis, raw) if isinstance(raw, str) else None
+    if norm is None and raw not in (None, ""):
+        out.keep_unknown(axis, raw)
+    return norm if norm is not None else raw
+
+
 def _labels(meta: dict[str, Any], out: ParsedRelease) -> dict[str, Any]:
     labels: dict[str, Any] = {}
     types = meta.get("image_type")
-    if isinstance(types, list):  # test.json lists one or more types per image
-        labels["image_types"] = [normalise_label("image_type", t) or str(t) for t in types]
-    for axis in ("image_type", "domain", "emotion", "difficulty"):
+    if isinstance(types, list):
+        # test.json lists one or more types per image and Table 6 counts a question under each
+        # (its columns sum to 1,496 for 1,399 questions): the whole list is kept, in order
+        kept: list[Any] = []
+        for t in types:
+            if (x := _label("image_type", t, out)) not in kept:
+                kept.append(x)
+        labels["image_type"] = kept
+    else:
+        labels["image_type"] = _label("image_type", types, out)  # dev.json: one type, a string
+    for axis in ("domain", "emotion", "difficulty"):
         raw = meta.get(axis)
-        raw = raw[0] if isinstance(raw, list) and raw else raw
-        norm = normalise_label(axis, raw) if isinstance(raw, str) else None
-        if norm is None and raw not in (None, ""):
-            out.keep_unknown(axis, raw)
-        labels[axis] = norm if norm is not None else raw
+        labels[axis] = _label(axis, raw[0] if isinstance(raw, list) and raw else raw, out)
     rh = meta.get("rhetoric") or []
     rh = rh if isinstance(rh, list) else [x.strip() for x in str(rh).split(",")]
     labels["rhetoric"] = []

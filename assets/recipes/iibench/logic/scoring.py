@@ -1,6 +1,7 @@
 """II-Bench scoring rules as the official ``eval.py`` counts (App. C): accuracy over every
 question (an API error and an unreadable reply are wrong), its "Errors" and "Miss" columns,
-and accuracy per label (domain, emotion, image type, difficulty, rhetoric)."""
+and accuracy per label (domain, emotion, image type, difficulty, rhetoric), a question counted
+under every image type and rhetoric device it lists (the spec's ``multi_label``)."""
 
 from __future__ import annotations
 
@@ -36,9 +37,8 @@ def score_setting(setting: str, g: pd.DataFrame, sc: Scorer, primary: str, optio
         g,
         values=((g["status"] == "unparseable") & (g["parse_method"] == "miss")).to_numpy(dtype=float),
     )
+    # a question counts under every image type and rhetoric device its meta_data lists
+    # (the spec's multi_label), as Tables 6 and 7 count it
     for key in SLICES:
-        vals = g["labels_d"].map(lambda d, k=key: d.get(k))
-        exploded = pd.DataFrame({"i": range(len(g)), "v": vals}).explode("v")
-        for val, sub in exploded.dropna().groupby("v"):
-            part = g.iloc[sub["i"].tolist()]
+        for val, part in sc.label_slices(g, key):
             sc.mean(setting, "accuracy", part, "score", slice_=f"{key}={val}", coverage=answered_share(part))
