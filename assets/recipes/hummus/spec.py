@@ -14,7 +14,17 @@
 from __future__ import annotations
 
 from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
-from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, BlindUnit, EvalSpec, OptionPolicy, PaperCard
+from forge.benchmarks.spec import (
+    BenchmarkSpec,
+    BlindAction,
+    BlindPolicy,
+    BlindUnit,
+    EvalSpec,
+    ImagePlacement,
+    OptionPolicy,
+    PaperCard,
+    PartOrder,
+)
 
 from .logic import scoring
 from .logic.evaluation import build_request, descriptions, parse_reply
@@ -81,6 +91,12 @@ SPEC = BenchmarkSpec(
         similarity=True,
         descriptions=descriptions,
         report_tables={"all_metrics": ()},
+        multi_label=(),  # slices are tasks, one per item (hummus_dataset.json)
+        # model_evaluation/multimodal.py (a_or_b.py for CLAS11): the image part, then the text
+        part_order={
+            "*": PartOrder(ImagePlacement.BEFORE_TEXT, "Hummus model_evaluation/multimodal.py query_answer"),
+            "clas_a_or_b": PartOrder(ImagePlacement.BEFORE_TEXT, "Hummus model_evaluation/a_or_b.py query_answer"),
+        },
     ),
     paper=PaperCard(
         "@article{tong2025hummus,\n  title={Hummus: A Dataset of Humorous Multimodal Metaphor Use},\n"
