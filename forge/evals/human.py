@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from forge.evals.scoring import unparseable_open_ended
 from forge.labelstudio.client import LabelStudio
 from forge.llm.prompts import load_prompt
 from forge.llm.types import LLMResult
-from forge.review import sync
+from forge.review import sync, text_rules
 from forge.review.items import as_list, blind_task_data, box_answer, human_key_of, revision
 from forge.review.labelconfig import BOX_LABEL, LETTERS, human_config
 from forge.review.stages import StageOut, clip_paths, project_settings, read, settings
@@ -148,6 +149,37 @@ def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | No
     return out
 
 
+# the blind form's controls (``labelconfig.human_config``): result type and the object each is about
+BLIND_CONTROLS = {
+    "choice": ("choices", "question"),
+    "answer_text": ("textarea", "question"),
+    "box": ("rectanglelabels", "image"),
+}
+
+
+def refusal_of(annotation: dict[str, Any]) -> str | None:
+    """Why a blind answer cannot be read exactly (None when it can): a skip, a control or object the
+    blind form does not have, or a typed answer that is not text people can read
+    (``forge.review.text_rules``). Such an answer is kept, with the reason, and never scored."""
+    if annotation.get("was_cancelled"):
+        return "refused: skipped: the task was skipped (Label Studio's Skip), which gives no answer"
+    for r in annotation.get("result") or []:
+        name, kind, to = (r.get("from_name"), r.get("type"), r.get("to_name")) if isinstance(r, dict) else (None,) * 3
+        want = BLIND_CONTROLS.get(str(name))
+        if want is None or want[0] != kind:
+            return f"refused: unknown_control: {name!r} ({kind}) is not a control of the blind form"
+        if to != want[1]:
+            return f"refused: unknown_target: {name!r} names {to!r}; the form's {name} is about {want[1]!r}"
+        t = (r.get("value") or {}).get("text") if name == "answer_text" else None
+        text = "\n".join(str(x) for x in (t if isinstance(t, list) else [t]) if x is not None)
+        if text.strip():
+            try:
+                text_rules.clean(text, "the typed answer")
+            except text_rules.TextRefused as exc:
+                return f"refused: {exc}"
+    return None
+
+
 def reply_of(annotation: dict[str, Any], kind: str, options: list[str]) -> str:
     """A submitted answer as the reply text the benchmark's reader parses (a drawn box as
     ``region: [top, left, height, width]``, the box answer format)."""
@@ -158,6 +190,7 @@ def reply_of(annotation: dict[str, Any], kind: str, options: list[str]) -> str:
         elif r.get("from_name") == "answer_text":
             t = (r.get("value") or {}).get("text") or []
             text = "\n".join(t if isinstance(t, list) else [str(t)]).strip()
+            text = unicodedata.normalize("NFC", text)  # as text_rules.clean gives it (refusal_of refuses the rest)
         elif r.get("from_name") == "box" and not box:
             v = r.get("value") or {}
             box = box_answer(BOX_LABEL, [float(v.get(k, 0)) / 100 for k in ("y", "x", "height", "width")])
@@ -178,7 +211,7 @@ def answers(ls: LabelStudio, task_rows: pd.DataFrame, users: dict[int, str]) -> 
         for t in tasks:
             item = item_of.get(int(t["id"]))
             for a in t.get("annotations") or []:
-                if item is None or a.get("was_cancelled"):
+                if item is None:  # a skip is kept: ``pick`` records it with its reason
                     continue
                 # the person is whoever last changed the answer (the request's user, as for verdicts);
                 # an answer changed by someone other than its author is not scored
@@ -232,13 +265,14 @@ def pick(
     excluded: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Each answer with ``used`` / ``excluded_reason``: per item and person the earliest answer is
-    scored, in that person's own baseline, unless it is empty (refused), changed by someone else,
+    scored, in that person's own baseline, unless it is refused (empty, skipped, an unknown control
+    or object, a typed answer ``text_rules`` refuses: ``refusal_of``), changed by someone else,
     outside the declared subset, by an excluded annotator (``excluded``: person → reason, e.g. the
     control questions) or by someone who saw the item's gold. The others are kept and say why not."""
     used: set[tuple[str, str]] = set()
     for r in found:
         key = (r["item_id"], r["person"])
-        why = r.get("flag")
+        why = r.get("flag") or refusal_of(r["annotation"])
         if why is None and not reply_of(r["annotation"], "", []):
             why = "refused: empty_answer (no choice, text or box)"
         if why is None and subset is not None and r["item_id"] not in subset:

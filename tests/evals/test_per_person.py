@@ -115,7 +115,7 @@ def _answer(aid: str, item: str, person: str, result: list, flag: str | None = N
 
 
 def test_pick_refuses_empty_answers_and_excludes_annotators_with_a_reason():
-    a = [{"from_name": "choice", "value": {"choices": ["A"]}}]
+    a = [{"from_name": "choice", "to_name": "question", "type": "choices", "value": {"choices": ["A"]}}]
     found = [
         _answer("1", "i1", "a@x", a),
         _answer("2", "i1", "a@x", a),  # the same person again: not scored twice

@@ -124,7 +124,9 @@ def test_an_edited_answer_moves_the_correct_mark(tmp_path):
 
 def test_an_answer_by_someone_who_saw_the_gold_is_not_scored():
     t = pd.Timestamp("2026-01-01", tz="UTC")
-    chose_a = {"result": [{"from_name": "choice", "value": {"choices": ["A"]}}]}
+    chose_a = {
+        "result": [{"from_name": "choice", "to_name": "question", "type": "choices", "value": {"choices": ["A"]}}]
+    }
     found = [
         {"answer_id": "9:1", "item_id": "v1", "person": "r1@x", "created_at": t},
         {"answer_id": "9:2", "item_id": "v1", "person": "p1@x", "created_at": t + pd.Timedelta(1, "min")},
