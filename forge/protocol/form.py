@@ -12,6 +12,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from forge.benchmarks.protocol_spec import FieldKind, HumanStep, StepField
+from forge.review import text_rules
 
 # Label Studio's result ``type`` of each kind, and the value key holding the answer.
 LS_TYPE = {
@@ -136,6 +137,9 @@ def read(step: HumanStep, result: Any) -> dict[str, Any]:
         name = r.get("from_name") if isinstance(r, dict) else None
         if name not in names:
             raise Refused("unknown_control", str(name), f"the form has no control {name!r}")
+        to = r.get("to_name")
+        if to != _target(step, names[name]):  # an answer about another object is read as nothing
+            raise Refused("unknown_target", name, f"names {to!r}; the control is about {_target(step, names[name])!r}")
         by.setdefault(name, []).append(r)
     return {f.name: _value(f, by.get(f.name, [])) for f in step.fields}
 
@@ -156,9 +160,11 @@ def _value(f: StepField, rs: list[dict[str, Any]]) -> Any:
         return _rating(f, vals)
     if f.kind is FieldKind.TEXT:
         text = " ".join(" ".join(str(t) for t in (v if isinstance(v, list) else [v])) for v in vals).strip()
-        if not text and f.required:
-            raise Refused("empty_answer", f.name, "the text is empty")
-        return text or None
+        if not text:
+            if f.required:
+                raise Refused("empty_answer", f.name, "the text is empty")
+            return None
+        return _readable(f.name, text)
     chosen = [str(c) for v in vals for c in (v if isinstance(v, list) else [v])]
     allowed = {o for o, _ in f.options}
     bad = [c for c in chosen if c not in allowed]
@@ -191,4 +197,15 @@ def _region(f: StepField, v: dict[str, Any]) -> dict[str, Any]:
         if box["width"] <= 0 or box["height"] <= 0:
             raise Refused("empty_answer", f.name, "a box without area")
         return {"label": labels[0], **box}
-    return {"label": labels[0], "start": int(v["start"]), "end": int(v["end"]), "text": str(v.get("text", ""))}
+    # a span's text is the shown text's slice (markup there is the source's): only the other rules
+    text = _readable(f.name, v["text"], plain=False) if str(v.get("text") or "").strip() else ""
+    return {"label": labels[0], "start": int(v["start"]), "end": int(v["end"]), "text": text}
+
+
+def _readable(name: str, text: Any, plain: bool = True) -> str:
+    """A typed text as people can read it (``forge.review.text_rules``: NFC; refused when empty or
+    invisible, holding a control or bidi character, or markup: every text field is plain)."""
+    try:
+        return text_rules.clean(str(text or ""), f"the answer {name}", plain=plain)
+    except text_rules.TextRefused as exc:
+        raise Refused("empty_answer" if exc.code == "empty_field" else exc.code, name, exc.detail) from exc

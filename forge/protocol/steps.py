@@ -186,10 +186,10 @@ def _answer_rows(
         task_of[unit] = int(t["id"])
         known = step.controls(rows[unit]) if step.controls and unit in rows else None
         for a in ls.annotations(int(t["id"])):
-            if a.get("was_cancelled"):
-                continue  # skipped: no answer
             values, refused = None, None
             try:
+                if a.get("was_cancelled"):  # a skip gives no answer: recorded with why, never counted
+                    raise form.Refused("skipped", "result", "the task was skipped (Label Studio's Skip)")
                 values = form.read(step, a.get("result"))
             except form.Refused as exc:
                 refused = str(exc)
