@@ -2,10 +2,13 @@
 
 A protocol step is a task people did in the paper whose output a recipe stage reads: II-Bench's
 image inspection and labels, VAGUE's ratings and selection, Hummus's annotation, MAIA's answers.
-The LLM's output of the stage the step ``corrects`` is loaded into Label Studio as a prediction
-(a pre-annotation); a person accepts or corrects it, and the stage reads the human result where
-one exists, the LLM's otherwise (docs/review.md, "Protocol steps"). Dagster-free, plain data
-plus the paper's own callables (in its ``logic/``).
+Each step declares how the LLM's output of the stage it ``corrects`` (its *draft*) is shown
+(``DraftMode``): by default ``hidden``, as the papers' people worked (they answered unprompted);
+``after_commit`` shows it only once the person has answered, for an optional second pass recorded
+separately; ``suggestion`` pre-fills the form with it (LLM-assisted annotation, an opt-in recorded
+on every row it shaped). The stage reads the human result where one exists, the LLM's otherwise
+(docs/review.md, "Protocol steps"). Dagster-free, plain data plus the paper's own callables (in its
+``logic/``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,19 @@ class FieldKind(enum.StrEnum):
     SPANS = "spans"  # Labels over a shown text (labels = ``options``); the latest person's
 
 
+class DraftMode(enum.StrEnum):
+    """How a step shows the LLM's draft to a person (docs/review.md "Protocol steps")."""
+
+    HIDDEN = "hidden"  # never before the person commits: no prediction, no draft text in the task
+    AFTER_COMMIT = "after_commit"  # hidden first; once answered, a second-pass task shows the draft
+    SUGGESTION = "suggestion"  # pre-filled (LLM-assisted annotation; opt-in)
+
+    @property
+    def shows_draft(self) -> bool:
+        """The first-pass form carries the draft (prediction and draft displays)."""
+        return self is DraftMode.SUGGESTION
+
+
 @dataclass(frozen=True)
 class StepField:
     """One answer of the form. ``options``: (stored value, shown label) pairs, so the table keeps a
@@ -44,11 +60,14 @@ class StepField:
 
 @dataclass(frozen=True)
 class Display:
-    """What the form shows: a task data key as an image or a text (``Text`` / ``Image`` tags)."""
+    """What the form shows: a task data key as an image or a text (``Text`` / ``Image`` tags).
+    ``draft``: the display is the LLM's output (a judge's verdict, its explanation): shown only
+    where the step's draft is (``DraftMode``), never in a hidden form."""
 
     name: str
     kind: str = "text"  # text | image | images (a list of paths: a clip's frames)
     title: str = ""
+    draft: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,6 +137,11 @@ class HumanStep:
 
     def control_of(self, name: str) -> StepField:
         for f in self.fields:
+    draft: DraftMode = DraftMode.HIDDEN
+
+    def displays(self, with_draft: bool) -> tuple[Display, ...]:
+        """The displays of a form that shows the draft (``with_draft``) or not."""
+        return tuple(d for d in self.display if with_draft or not d.draft)
             if f.name == name:
                 return f
         raise KeyError(f"step {self.name!r} has no field {name!r}")

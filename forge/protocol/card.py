@@ -1,5 +1,7 @@
 """The dataset card's ``Protocol steps`` section: per human step of the paper, how many units
-people decided and for how many the LLM's result was used (and why), from the step tables
+people decided and for how many the LLM's result was used (and why), and how often a person's
+answer agreed with the LLM's draft, counted over ``hidden`` answers only (a person who saw the draft
+pre-filled or before answering is anchored by it: their agreement measures that), from the step tables
 (``protocol_results``, ``protocol_answers``). Dagster-free; tables, not imports, so the card
 (forge/review/card.py) reads it without importing the recipe."""
 
@@ -21,6 +23,7 @@ def figures(store: TableStore, benchmark: str) -> list[dict[str, Any]]:
     for step, g in res.groupby("step", sort=True):
         a = ans[ans["step"] == step] if ans is not None and len(ans) else None
         llm = g[g["decided_by"] == "llm"]
+        agree = _hidden_agreement(a)
         out.append(
             {
                 "step": str(step),
@@ -34,9 +37,28 @@ def figures(store: TableStore, benchmark: str) -> list[dict[str, Any]]:
                 "refused": int(a["refused"].notna().sum()) if a is not None else 0,
                 "people": int(a["person"].nunique()) if a is not None else 0,
                 "excluded": int(a.loc[a["excluded"].notna(), "person"].nunique()) if a is not None else 0,
+                "agree": agree,
+                "modes": _modes(g, a),
             }
         )
     return out
+
+
+def _hidden_agreement(a: Any) -> tuple[int, int] | None:
+    """(answers equal to the LLM's draft, answers) over the counted hidden answers: not refused,
+    not excluded, not a control; None when there are none (or the LLM has no draft to agree with)."""
+    if a is None or "draft_mode" not in a.columns:
+        return None
+    h = a[(a["draft_mode"] == "hidden") & a["refused"].isna() & a["excluded"].isna() & ~a["control"].astype(bool)]
+    h = h[h["agrees_llm"].notna()]
+    return (int(h["agrees_llm"].astype(bool).sum()), len(h)) if len(h) else None
+
+
+def _modes(g: Any, a: Any) -> str:
+    """The draft modes people answered under, e.g. ``hidden 3, after_commit 1`` (answers)."""
+    if a is None or "draft_mode" not in a.columns or not len(a):
+        return "-"
+    return ", ".join(f"{k} {int(v)}" for k, v in sorted(a["draft_mode"].value_counts().items())) or "-"
 
 
 def lines(figs: list[dict[str, Any]] | None) -> list[str]:
@@ -47,13 +69,18 @@ def lines(figs: list[dict[str, Any]] | None) -> list[str]:
         "## Protocol steps (people's work the recipe read)",
         "",
         "| step (corrects) | units | decided by people (changed the LLM's) | LLM's result used (why) | kept | "
-        "answers refused | people (excluded) |",
-        "|---|---|---|---|---|---|---|",
+        "answers refused | people (excluded) | answers by draft mode | person–LLM agreement (hidden answers) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for f in figs:
         why = ", ".join(f"{k} {v}" for k, v in sorted(f["llm_why"].items())) or "-"
+        agree = f"{f['agree'][0]} of {f['agree'][1]} ({f['agree'][0] / f['agree'][1]:.0%})" if f.get("agree") else "-"
         out.append(
             f"| {f['step']} ({f['corrects']}) | {f['units']} | {f['human']} ({f['changed']}) | {f['llm']} ({why}) | "
-            f"{f['kept']} | {f['refused']} | {f['people']} ({f['excluded']}) |"
+            f"{f['kept']} | {f['refused']} | {f['people']} ({f['excluded']}) | {f.get('modes', '-')} | {agree} |"
         )
-    return [*out, ""]
+    note = (
+        'Agreement counts only answers given with the LLM\'s draft hidden (docs/review.md "Draft modes"); '
+        "answers under `suggestion` are LLM-assisted annotation: the draft was pre-filled."
+    )
+    return [*out, "", note, ""]

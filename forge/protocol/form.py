@@ -37,12 +37,15 @@ def _target(step: HumanStep, f: StepField) -> str:
     return f.to or step.display[0].name
 
 
-def label_config(step: HumanStep) -> str:
-    """The step's labeling config (XML): what it shows, then one control per field."""
+def label_config(step: HumanStep, with_draft: bool | None = None) -> str:
+    """The step's labeling config (XML): what it shows, then one control per field. Displays of the
+    LLM's draft (``Display.draft``) are in it only where the draft is shown (``with_draft``; by
+    default as the step's ``DraftMode`` says of its first pass)."""
+    show = step.draft.shows_draft if with_draft is None else with_draft
     out = ["<View>"]
     if step.instruction:
         out.append(f"  <Header value={quoteattr(step.instruction)}/>")
-    for d in step.display:
+    for d in step.displays(show):
         if d.title:
             out.append(f"  <Header value={quoteattr(d.title)}/>")
         if d.kind == "images":  # a gallery of the clip's frames

@@ -1,12 +1,17 @@
 """Human protocol steps on Label Studio (docs/review.md, "Protocol steps"), Dagster-free.
 
 * ``push``: the units of the stage a step corrects (its declared sample) become tasks of the step's
-  one project, the LLM's answer a *prediction* (``model_version``: the model that wrote it); a unit
-  that already has a task is left alone, so pushing again adds only new units.
-* ``read``: every annotation back (table ``protocol_answers``), then one row per unit (table
-  ``protocol_results``): the human result where valid human answers exist, the LLM's otherwise,
-  with ``decided_by`` saying which. A refused answer (a rating outside the scale, an empty answer)
-  never counts; a person below the control threshold is excluded, with the reason.
+  one project; a unit that already has a task is left alone, so pushing again adds only new units.
+  The LLM's answer goes with them only under ``DraftMode.SUGGESTION`` (a *prediction*,
+  ``model_version``: the model that wrote it); ``hidden`` and ``after_commit`` tasks carry no
+  prediction and no draft display, and the project does not show predictions.
+* ``read``: every annotation back (table ``protocol_answers``, each with the ``draft_mode`` it was
+  given under), then one row per unit (table ``protocol_results``): the human result where valid
+  human answers exist, the LLM's otherwise, with ``decided_by`` saying which. A refused answer (a
+  rating outside the scale, an empty answer) never counts; a person below the control threshold is
+  excluded, with the reason. Under ``after_commit`` a unit a person has answered gets a task in the
+  step's second-pass project, which shows the draft; a second-pass answer is recorded as its own
+  row (``draft_mode = after_commit``) and replaces that person's first answer in the result.
 * ``decisions``: what the recipe stage after the step reads.
 """
 
@@ -23,7 +28,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from forge.benchmarks.protocol_spec import FieldKind, HumanStep, StepSample
+from forge.benchmarks.protocol_spec import DraftMode, FieldKind, HumanStep, StepSample
 from forge.benchmarks.settings import recipe_settings
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.labelstudio.client import LabelStudio
@@ -39,8 +44,8 @@ def part(spec: BenchmarkSpec, step: HumanStep) -> str:
     return f"{spec.name}__{step.name}"
 
 
-def title(spec: BenchmarkSpec, step: HumanStep) -> str:
-    return f"{spec.title} {step.name} · {spec.name}"
+def title(spec: BenchmarkSpec, step: HumanStep, second: bool = False) -> str:
+    return f"{spec.title} {step.name} · {spec.name}" + (" · second pass" if second else "")
 
 
 def step_of(spec: BenchmarkSpec, name: str) -> HumanStep:
@@ -50,12 +55,13 @@ def step_of(spec: BenchmarkSpec, name: str) -> HumanStep:
     raise KeyError(f"{spec.name} declares no human step {name!r} (BenchmarkSpec.human_steps)")
 
 
-SETTABLE = ("share", "count", "seed", "annotators", "thresholds")
+SETTABLE = ("share", "count", "seed", "annotators", "thresholds", "draft")
 
 
 def configured(spec: BenchmarkSpec, step: HumanStep) -> HumanStep:
     """The step as the recipe's settings say (``protocol: <step>: {share | count, seed, annotators,
-    thresholds}`` in its config.yaml, under the active profile); the paper's declaration otherwise."""
+    thresholds, draft}`` in its config.yaml, under the active profile); the paper's declaration
+    otherwise. ``draft: suggestion`` is LLM-assisted annotation (docs/review.md "Draft modes")."""
     try:
         cfg = (recipe_settings(spec.name).get("protocol") or {}).get(step.name) or {}
     except (FileNotFoundError, TypeError, ValueError):  # a plug-in without a settings file
@@ -74,7 +80,16 @@ def configured(spec: BenchmarkSpec, step: HumanStep) -> HumanStep:
         sample=sample,
         annotators=int(cfg.get("annotators", step.annotators)),
         thresholds={**step.thresholds, **(cfg.get("thresholds") or {})},
+        draft=_mode(spec, step, cfg.get("draft", step.draft)),
     )
+
+
+def _mode(spec: BenchmarkSpec, step: HumanStep, value: Any) -> DraftMode:
+    try:
+        return DraftMode(str(value))
+    except ValueError:
+        allowed = [m.value for m in DraftMode]
+        raise ValueError(f"{spec.name} protocol.{step.name}.draft: {value!r} is not one of {allowed}") from None
 
 
 # -- the sample ------------------------------------------------------------------------------------
@@ -123,9 +138,14 @@ def local_url(rel: str) -> str:
     return "/data/local-files/?d=" + quote(str(rel).lstrip("/"))
 
 
-def task_data(step: HumanStep, unit: str, row: Mapping[str, Any]) -> dict[str, Any]:
+def task_data(step: HumanStep, unit: str, row: Mapping[str, Any], with_draft: bool = False) -> dict[str, Any]:
+    """What a task shows of ``row``: the draft displays' keys only ``with_draft`` (never in a form
+    the person answers before seeing the LLM's draft)."""
     data = dict(step.task_data(row))
     for d in step.display:
+        if d.draft and not with_draft:
+            data.pop(d.name, None)
+            continue
         if d.kind == "image" and data.get(d.name):
             data[d.name] = local_url(str(data[d.name]))
         elif d.kind == "images":
@@ -133,14 +153,28 @@ def task_data(step: HumanStep, unit: str, row: Mapping[str, Any]) -> dict[str, A
     return {**data, "unit_id": unit}
 
 
-def ensure_project(ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, step: HumanStep) -> int:
-    """The step's one project (its form, overlap = people per unit), serving the data dir's media."""
+def ensure_project(
+    ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, step: HumanStep, second: bool = False
+) -> int:
+    """The step's project (its form, overlap = people per unit), serving the data dir's media;
+    ``second``: its second-pass project (``after_commit``), whose form shows the draft. Label Studio
+    shows predictions only where the draft is meant to be seen."""
+    shows = second or step.draft.shows_draft
+    what = (
+        "second pass: the LLM's draft shown after your own answer"
+        if second
+        else {
+            DraftMode.HIDDEN: "answer on your own (the LLM's draft is not shown)",
+            DraftMode.AFTER_COMMIT: "answer on your own; the LLM's draft is shown after, in the second-pass project",
+            DraftMode.SUGGESTION: "LLM-assisted annotation: the LLM's draft is pre-filled",
+        }[step.draft]
+    )
     p = ls.ensure_project(
-        title(spec, step),
-        form.label_config(step),
-        description=f"Subtext Forge protocol step {step.name} of {spec.title}: {step.note}".strip(),
+        title(spec, step, second),
+        form.label_config(step, with_draft=shows),
+        description=f"Subtext Forge protocol step {step.name} of {spec.title} ({what}): {step.note}".strip(),
         maximum_annotations=step.annotators,
-        show_collab_predictions=True,  # the LLM's answer is shown as the suggestion to accept or correct
+        show_collab_predictions=shows,
     )
     pid = int(p["id"])
     if any(d.kind in ("image", "images") for d in step.display):
@@ -159,12 +193,37 @@ def push(
     want = sampled(sorted(rows), step.sample)
     have = {str(t["data"].get("unit_id")) for t in ls.tasks(pid)}
     new = sorted(want - have)
+    shows = step.draft.shows_draft
     for u in new:
         row = rows[u]
-        version = str(row.get("model") or "llm")
-        pred = form.prediction(step, step.llm_values(row), version)
-        ls.create_task(pid, task_data(step, u, row), [pred] if pred["result"] else None)
+        pred = _draft(step, row) if shows else None
+        ls.create_task(pid, task_data(step, u, row, with_draft=shows), [pred] if pred else None)
     return {"units": len(rows), "sampled": len(want), "pushed": len(new), "already_there": len(want & have)}
+
+
+def _draft(step: HumanStep, row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The LLM's answer of ``row`` as a prediction, None when it has no value to show."""
+    pred = form.prediction(step, step.llm_values(row), str(row.get("model") or "llm"))
+    return pred if pred["result"] else None
+
+
+def second_pass(
+    ls: LabelStudio,
+    store: TableStore,
+    spec: BenchmarkSpec,
+    step: HumanStep,
+    rows: Mapping[str, Mapping[str, Any]],
+    answered: set[str],
+) -> int:
+    """``after_commit``: a second-pass task, with the draft, for every unit someone has answered
+    (a unit never gets one before an answer exists); returns how many were added."""
+    pid = ensure_project(ls, store, spec, step, second=True)
+    have = {str(t["data"].get("unit_id")) for t in ls.tasks(pid)}
+    new = sorted((answered & set(rows)) - have)
+    for u in new:
+        pred = _draft(step, rows[u])
+        ls.create_task(pid, task_data(step, u, rows[u], with_draft=True), [pred] if pred else None)
+    return len(new)
 
 
 # -- read ---------------------------------------------------------------------------------------------
@@ -177,8 +236,14 @@ def _person(a: Mapping[str, Any], users: Mapping[int, str]) -> str:
 
 
 def _answer_rows(
-    ls: LabelStudio, spec: BenchmarkSpec, step: HumanStep, pid: int, rows: Mapping[str, Mapping[str, Any]]
+    ls: LabelStudio,
+    spec: BenchmarkSpec,
+    step: HumanStep,
+    pid: int,
+    rows: Mapping[str, Mapping[str, Any]],
+    mode: DraftMode,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """One row per annotation of project ``pid``, given under draft ``mode``."""
     users = ls.users()
     out, task_of = [], {}
     for t in ls.tasks(pid):
@@ -197,6 +262,7 @@ def _answer_rows(
             if known is not None and values is not None:
                 rule = step.control.check if step.control and step.control.check else None
                 correct = bool(rule(known, values)) if rule else all(values.get(k) == v for k, v in known.items())
+            llm = step.llm_values(rows[unit]) if unit in rows else {}
             out.append(
                 {
                     "benchmark": spec.name,
@@ -212,6 +278,8 @@ def _answer_rows(
                     "excluded": None,
                     "seconds": float(a["lead_time"]) if a.get("lead_time") is not None else None,
                     "created_at": pd.Timestamp(a["created_at"]) if a.get("created_at") else None,
+                    "draft_mode": mode.value,
+                    "agrees_llm": (not _changed(step, values, llm)) if values is not None and llm else None,
                 }
             )
     return out, task_of
@@ -222,8 +290,8 @@ def screen(step: HumanStep, answers: list[dict[str, Any]]) -> dict[str, str]:
     if step.control is None:
         return {}
     by: dict[str, list[bool]] = {}
-    for a in answers:
-        if a["control"] and a["control_correct"] is not None:
+    for a in answers:  # a second pass saw the draft: screening counts first answers only
+        if a["control"] and a["control_correct"] is not None and a["draft_mode"] != DraftMode.AFTER_COMMIT:
             by.setdefault(a["person"], []).append(bool(a["control_correct"]))
     out = {}
     for person, hits in by.items():
@@ -293,6 +361,44 @@ def _why_llm(in_sample: bool, refused: int, answered: bool) -> str:
     return "excluded" if answered else "not_answered"
 
 
+def _checked_second(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Second-pass answers, refused where their author had not answered the unit first (they would
+    have seen the draft before committing: not a second pass)."""
+    first_at: dict[tuple[str, str], list[Any]] = {}
+    for a in first:
+        if not a["refused"]:
+            first_at.setdefault((a["unit_id"], a["person"]), []).append(a["created_at"])
+    for a in second:
+        ts = first_at.get((a["unit_id"], a["person"]))
+        ok = bool(ts) and (a["created_at"] is None or any(t is None or t <= a["created_at"] for t in ts))
+        if not a["refused"] and not ok:
+            a["refused"] = "second_pass: no_first_answer: the person had not answered this unit before seeing the draft"
+            a["values"], a["agrees_llm"] = None, None
+    return second
+
+
+def _counted(step: HumanStep, answers: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """unit → the answers that count: neither refused nor excluded; a person's second pass in place
+    of their first answer."""
+    valid: dict[str, list[dict[str, Any]]] = {}
+    for a in answers:
+        if not a["refused"] and not a["excluded"]:
+            valid.setdefault(a["unit_id"], []).append(a)
+    for u, got in valid.items():
+        revised = {a["person"] for a in got if a["draft_mode"] == DraftMode.AFTER_COMMIT}
+        valid[u] = [a for a in got if a["draft_mode"] == DraftMode.AFTER_COMMIT or a["person"] not in revised]
+    return valid
+
+
+def _mode_of(mine: list[dict[str, Any]]) -> str:
+    """The draft mode a unit's result was given under: the most-exposed of its answers."""
+    modes = {a["draft_mode"] for a in mine}
+    for m in (DraftMode.SUGGESTION, DraftMode.AFTER_COMMIT):
+        if m in modes:
+            return m.value
+    return DraftMode.HIDDEN.value
+
+
 def read(
     ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, step: HumanStep, frame: pd.DataFrame
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
@@ -301,17 +407,18 @@ def read(
     ls.ensure_up()
     pid = ensure_project(ls, store, spec, step)
     rows = units(step, frame)
-    answers, task_of = _answer_rows(ls, spec, step, pid, rows)
+    first_mode = DraftMode.SUGGESTION if step.draft is DraftMode.SUGGESTION else DraftMode.HIDDEN
+    answers, task_of = _answer_rows(ls, spec, step, pid, rows, first_mode)
+    added = 0
+    if step.draft is DraftMode.AFTER_COMMIT:
+        pid2 = ensure_project(ls, store, spec, step, second=True)
+        answers += _checked_second(answers, _answer_rows(ls, spec, step, pid2, rows, DraftMode.AFTER_COMMIT)[0])
+        added = second_pass(ls, store, spec, step, rows, {a["unit_id"] for a in answers if not a["refused"]})
     excluded = screen(step, answers)
     for a in answers:
         a["excluded"] = excluded.get(a["person"])
-    valid: dict[str, list[dict[str, Any]]] = {}
-    refused: Counter[str] = Counter()
-    for a in answers:
-        if a["refused"]:
-            refused[a["unit_id"]] += 1
-        elif not a["excluded"]:
-            valid.setdefault(a["unit_id"], []).append(a)
+    valid = _counted(step, answers)
+    refused = Counter(a["unit_id"] for a in answers if a["refused"])
     want = sampled(sorted(rows), step.sample)
     results = []
     for u, row in rows.items():
@@ -338,20 +445,21 @@ def read(
                 "n_answers": len(mine),
                 "n_refused": int(refused[u]),
                 "task_id": task_of.get(u),
+                "draft_mode": _mode_of(mine) if mine else None,
             }
         )
     res = pd.DataFrame(results, columns=RESULT_COLUMNS)
     ans = pd.DataFrame(answers, columns=ANSWER_COLUMNS)
-    return ans, res, figures(res, ans, excluded)
+    return ans, res, {**figures(res, ans, excluded), "draft_mode": step.draft.value, "second_pass_tasks_added": added}
 
 
 RESULT_COLUMNS = [
     "benchmark", "step", "corrects", "unit_id", "decided_by", "why_llm", "keep", "values", "llm_values",
-    "changed", "people", "n_answers", "n_refused", "task_id",
+    "changed", "people", "n_answers", "n_refused", "task_id", "draft_mode",
 ]  # fmt: skip
 ANSWER_COLUMNS = [
     "benchmark", "step", "answer_id", "unit_id", "task_id", "person", "values", "refused", "control",
-    "control_correct", "excluded", "seconds", "created_at",
+    "control_correct", "excluded", "seconds", "created_at", "draft_mode", "agrees_llm",
 ]  # fmt: skip
 
 
@@ -385,7 +493,12 @@ def decisions(store: TableStore, spec: BenchmarkSpec, name: str) -> dict[str, di
         return {}
     df = store.read(RESULTS, parts=[key])
     return {
-        str(r["unit_id"]): {"decided_by": r["decided_by"], "keep": bool(r["keep"]), "values": json.loads(r["values"])}
+        str(r["unit_id"]): {
+            "decided_by": r["decided_by"],
+            "keep": bool(r["keep"]),
+            "values": json.loads(r["values"]),
+            "draft_mode": r.get("draft_mode"),
+        }
         for r in df.to_dict("records")
     }
 

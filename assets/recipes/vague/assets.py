@@ -237,17 +237,17 @@ def run_direct(
             log.add(c.frame_id, "direct_judge_failed", jr.error_class or "LLMError", jr.error or "")
             continue
         low = logic.rating_verdict(jr.data, mins)
-        notes = []
+        notes, judge_keep = [], True
         if low and advisory(jr):
             notes.append(f"low_direct_rating: {', '.join(low)}")
-        elif low:
+        elif low:  # the judge's drop; the row stays for the raters, whose ratings decide (§4.2.1)
             log.add(
                 c.frame_id,
                 "low_direct_rating",
                 "RatingBelowMinimum",
-                f"{', '.join(low)}: {jr.data.get('rationale', '')}",
+                f"{', '.join(low)}: {jr.data.get('rationale', '')} (the LLM judge's; people's ratings decide)",
             )
-            continue
+            judge_keep = False
         rows.append(
             {
                 "frame_id": c.frame_id,
@@ -259,6 +259,7 @@ def run_direct(
                 **_gen_cols(res, gen_p.hash),
                 "judge_prompt_hash": rate_p.hash,
                 "advisory": _advisory_col(notes),
+                "judge_keep": judge_keep,
             }
         )
     return pd.DataFrame(rows)
@@ -388,19 +389,19 @@ def run_indirect(
         if not sr.ok:
             log.add(d.frame_id, "indirect_judge_failed", sr.error_class or "LLMError", sr.error or "")
             continue
-        chosen = ok[int(sr.data["selected"])]
+        chosen, judge_keep = ok[int(sr.data["selected"])], True
         if int(sr.data["rating"]) < cfg["min_rating"]:
             if advisory(sr):
                 notes = notes + [f"low_indirect_rating: rating={sr.data['rating']}<{cfg['min_rating']}"]
-            else:
+            else:  # the judge's drop; the row stays for the annotators, whose selection decides (§4.2.2)
                 log.add(
                     d.frame_id,
                     "low_indirect_rating",
                     "RatingBelowMinimum",
                     f"rating={sr.data['rating']}<{cfg['min_rating']} ({chosen['strategy']}): "
-                    f"{sr.data.get('rationale', '')}",
+                    f"{sr.data.get('rationale', '')} (the LLM judge's; people's selection decides)",
                 )
-                continue
+                judge_keep = False
         rows.append(
             {
                 "frame_id": d.frame_id,
@@ -416,6 +417,7 @@ def run_indirect(
                 **_gen_cols(res, gen_p.hash),
                 "select_prompt_hash": sel_p.hash,
                 "advisory": _advisory_col(notes),
+                "judge_keep": judge_keep,
             }
         )
     return pd.DataFrame(rows)

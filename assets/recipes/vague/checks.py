@@ -59,7 +59,12 @@ def _rules_check(
                 "violations": len(bad),
                 "examples": dg.MetadataValue.json(bad[:10]),
                 "stub_rows_not_checked": int(stub.sum()),
-                **failure_rates(store, asset, len(df)),
+                # a row the judge dropped stays for the people (judge_keep false): its reject counts it
+                **failure_rates(
+                    store,
+                    asset,
+                    int(df["judge_keep"].fillna(True).astype(bool).sum()) if "judge_keep" in df else len(df),
+                ),
             },
         )
 

@@ -221,7 +221,10 @@ def test_vague_recipe_through_the_double(data, llm_double, llm_double_resource, 
     assert rejects.loc["fr_umbrella", "reason"] == "ne_object_present"
 
     direct = store.read("vague_direct").set_index("frame_id")
-    assert sorted(direct.index) == ["fr_bicycle", "fr_kettle", "fr_laptop", "fr_umbrella"]
+    # the lamp the judge rated low stays for the raters (judge_keep false): people's ratings decide
+    assert sorted(direct.index) == ["fr_bicycle", "fr_kettle", "fr_lamp", "fr_laptop", "fr_umbrella"]
+    assert direct["judge_keep"].to_dict() == {f: f != "fr_lamp" for f in direct.index}
+    assert "fr_lamp" not in set(store.read("vague_indirect")["frame_id"])  # no person rated: the judge's drop stands
     assert direct.loc["fr_bicycle", "subject"] == "someone"
     assert (direct["backend"] == "openai").all() and (direct["prompt_hash"].str.len() == 16).all()
 

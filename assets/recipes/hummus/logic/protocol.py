@@ -1,5 +1,7 @@
 """Hummus's human step (§4: one expert linguist writes every annotation; docs/review.md "Protocol
-steps"): the annotation itself, the LLM's draft shown as a suggestion, nothing of a gold shown.
+steps"): the annotation itself, written on the expert's own: the LLM's draft is hidden
+(``DraftMode.HIDDEN``; ``protocol: annotation: {draft: suggestion}`` pre-fills it, LLM-assisted
+annotation), nothing of a gold shown.
 
 The form: the verdict, the conceptual metaphors (one per line), the metaphor-related boxes drawn on
 the image (their labels one per line, in drawing order), the metaphor spans marked on the caption

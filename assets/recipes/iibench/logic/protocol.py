@@ -1,6 +1,7 @@
 """II-Bench's human steps (§3.2; docs/review.md "Protocol steps"): people inspect every image before
-annotation (Stage 3: keep only images with an implication), then correct its labels (App. B.2:
-image type, domain, emotion, rhetoric, difficulty), the LLM's answers shown as suggestions.
+annotation (Stage 3: keep only images with an implication), then label it (App. B.2: image type,
+domain, emotion, rhetoric, difficulty). As the paper's people, they answer on their own: the LLM's
+verdict, explanation and labels are hidden (``DraftMode.HIDDEN``) unless the recipe opts in.
 
 The stages read the results through ``kept_images`` and ``labelled``: an image people dropped never
 reaches labels or questions, and people's labels replace the LLM's in the items.
@@ -65,7 +66,8 @@ STEPS = (
                 to="image",
             ),
         ),
-        display=(Display("image", "image"), Display("judge", "text", "The LLM judge's verdict (a suggestion)")),
+        # the judge's verdict is the draft: hidden by default (§3.2: people inspected the images themselves)
+        display=(Display("image", "image"), Display("judge", "text", "The LLM judge's verdict", draft=True)),
         task_data=_inspection_data,
         llm_values=_inspection_llm,
         keep_choice=("inspection", ("keep",)),
@@ -77,7 +79,10 @@ STEPS = (
         corrects="iibench_labels",
         unit_key="frame_id",
         fields=tuple(_axis_field(a) for a in tax.AXES),
-        display=(Display("image", "image"), Display("explanation", "text", "The implication (LLM explanation)")),
+        display=(
+            Display("image", "image"),
+            Display("explanation", "text", "The implication (LLM explanation)", draft=True),
+        ),
         task_data=_labels_data,
         llm_values=_labels_llm,
         note="App. B.2: each image's type, domain, emotion, rhetoric (one or more) and difficulty, in the "

@@ -1,14 +1,17 @@
-"""VAGUE's human steps (§4.2.1, §4.2.2; docs/review.md "Protocol steps"), the LLM judge's ratings and
-selection shown as suggestions:
+"""VAGUE's human steps (§4.2.1, §4.2.2; docs/review.md "Protocol steps"); people rate and select on
+their own, the LLM judge's ratings and selection hidden (``DraftMode.HIDDEN``, the paper's way):
 
 * ``direct_rating``: raters score each direct expression 1-5 for relevance and solvability; only
   4 and 5 are kept (§4.2.1);
 * ``indirect_selection``: annotators pick the best of the three indirect candidates (sarcasm,
   humour, meme/idiom) and rate it 1-5; only 3 and above are kept (§4.2.2).
 
-Several raters combine by their mean (the paper names no rule). The stages read the results
-through ``rated_direct`` and ``selected_indirect``: a direct expression people rated below the
-threshold gets no indirect expression, and a selection people rated below 3 is not used.
+Several raters combine by their mean (the paper names no rule). People decide, the LLM judge is
+advisory: the stages keep the rows the judge rated low (``judge_keep`` false), people are asked
+about every row, and the stages read the results through ``rated_direct`` and
+``selected_indirect``: a direct expression people rated 4-5 is used even where the judge dropped
+it, one people rated below the threshold gets no indirect expression even where the judge kept
+it; the judge's verdict counts only where no person answered.
 """
 
 from __future__ import annotations
@@ -112,8 +115,9 @@ STEPS = (
 
 def rated_direct(direct: pd.DataFrame, decided: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """The direct expressions the indirect stage builds on: people's ratings replace the judge's
-    where people rated; one below the paper's thresholds is left out."""
-    if direct.empty or not decided:
+    where people rated, and decide; one below the paper's thresholds is left out. Where no person
+    rated, the judge's verdict (``judge_keep``) stands."""
+    if direct.empty:
         return direct
     df = direct.copy()
     for i, f in zip(df.index, df["frame_id"]):
@@ -121,14 +125,24 @@ def rated_direct(direct: pd.DataFrame, decided: Mapping[str, Mapping[str, Any]])
         if d is not None and d["decided_by"] == "human":
             for k in DIRECT_MIN:  # the table keeps whole ratings: the raters' mean, rounded half up
                 df.at[i, k] = int(float(d["values"][k]) + 0.5)
-    keep = [decided[f]["keep"] if f in decided else True for f in df["frame_id"]]
-    return df[keep]
+    return df[_keep(df, decided)]
+
+
+def _keep(df: pd.DataFrame, decided: Mapping[str, Mapping[str, Any]]) -> list[bool]:
+    """People's keep where they answered, the judge's (``judge_keep``; older files: kept) otherwise."""
+    judge = df["judge_keep"] if "judge_keep" in df else pd.Series(True, index=df.index)
+    out = []
+    for f, j in zip(df["frame_id"], judge):
+        d = decided.get(f)
+        out.append(bool(d["keep"]) if d is not None and d["decided_by"] == "human" else bool(pd.isna(j) or j))
+    return out
 
 
 def selected_indirect(indirect: pd.DataFrame, decided: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """The indirect expressions the options and items stages use: people's selected candidate and
-    rating where people selected; a selection rated below 3 is not used (the row is left out)."""
-    if indirect.empty or not decided:
+    rating where people selected; a selection rated below 3 is not used (the row is left out), even
+    where the judge kept it, and one people rated 3 or more is used even where the judge dropped it."""
+    if indirect.empty:
         return indirect
     df = indirect.copy()
     for i, r in zip(df.index, df.to_dict("records")):
@@ -141,5 +155,4 @@ def selected_indirect(indirect: pd.DataFrame, decided: Mapping[str, Mapping[str,
         df.at[i, "superficial_interpretation"] = chosen["superficial_interpretation"]
         df.at[i, "rating"] = int(float(d["values"]["rating"]) + 0.5)
         df.at[i, "ambiguity_report"] = json.dumps(chosen.get("ambiguity") or {})
-    keep = [decided[f]["keep"] if f in decided else True for f in df["frame_id"]]
-    return df[keep]
+    return df[_keep(df, decided)]
