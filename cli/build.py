@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterable
@@ -44,7 +45,7 @@ from forge.console.build_summary import summarize, weights_caveats
 from forge.models.offline_env import apply as apply_offline_env
 from forge.models.offline_env import ensure_dagster_telemetry_off
 from forge.provenance.environment import apply_recorded_environment, env_path
-from sensors.run_health import LAUNCHED_BY_TAG
+from sensors.run_health import LAUNCHED_BY_TAG, WATCH_TAG
 
 # The run tags that make a run cover a range of partitions (a single-run backfill): the keys Dagster
 # sets on such runs itself, and the documented way to ask for one (tests/foundation/test_layout.py
@@ -194,16 +195,21 @@ def run_segment(
     job, run_config = quiet_run(job, verbose)
     with health.signals, health.watch() as watch, Heartbeat(segment_label(seg)):  # no silent log files
         origin = workspace_job_origin(job.name) if in_location else None
-        if origin is not None:
-            result = execute_in_location(job, instance, seg.keys, {**tags, **watch.tags()}, run_config, origin)
-        else:
-            result = job.execute_in_process(
-                run_config=run_config,
-                instance=instance,
-                asset_selection=seg.keys,
-                tags={**tags, **watch.tags()},
-                raise_on_error=False,
-            )
+        try:
+            with health.signals.launching():
+                if origin is not None:
+                    result = execute_in_location(job, instance, seg.keys, {**tags, **watch.tags()}, run_config, origin)
+                else:
+                    result = job.execute_in_process(
+                        run_config=run_config,
+                        instance=instance,
+                        asset_selection=seg.keys,
+                        tags={**tags, **watch.tags()},
+                        raise_on_error=False,
+                    )
+        except Terminated as exc:  # the signal came while the run was created or closed: no run left open
+            close_unfinished(instance, watch.watch_id, str(exc))
+            raise
     if outcomes is not None:
         outcomes.record_run(defs.resolve_asset_graph(), seg.keys, result)
     failed = failed_checks(result)
@@ -299,8 +305,9 @@ def build(
     summary: list[str] = []
     outcomes = Outcomes()
     ok, runs, t0, selected = True, 0, time.perf_counter(), len(keys)
+    plan = assign_jobs(graph, plan_segments(graph, keys), named_job_selections(defs, graph))
     with health.signals:
-        for seg in assign_jobs(graph, plan_segments(graph, keys), named_job_selections(defs, graph)):
+        for i, seg in enumerate(plan):
             # What depends on a failed asset would read what it did not write: dropped, the rest runs.
             runnable = outcomes.keep_runnable(graph, seg.keys)
             for k in seg.keys:
@@ -310,20 +317,27 @@ def build(
             if not runnable:
                 continue
             seg = Segment(seg.partitions_def, runnable, seg.job)
-            for keys in partition_ranges(seg, instance, batch_patterns):
+            ranges = partition_ranges(seg, instance, batch_patterns)
+            for j, keys in enumerate(ranges):
                 for seg_run in stale_waves(instance, graph, seg, keys, outcomes) if only_stale else [seg]:
                     if dry_run:
                         print(describe_plan(seg_run, instance, keys), flush=True)
                         continue
-                    ok = (
-                        run_segment(defs, instance, seg_run, summary, health, verbose, outcomes, keys, in_location)
-                        and ok
-                    )
+                    left = [(seg, r) for r in ranges[j:]] + [(s, None) for s in plan[i + 1 :]]
+                    if health.signals.stopping():  # between runs: nothing more is launched
+                        raise stopped(health, instance, None, left)
+                    try:
+                        ok = (
+                            run_segment(defs, instance, seg_run, summary, health, verbose, outcomes, keys, in_location)
+                            and ok
+                        )
+                    except Terminated:
+                        raise stopped(health, instance, seg_run, left[1:]) from None
                     runs += seg_run.partitions_def is None or bool(
                         keys or seg_run.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
                     )  # a segment with no partitions yet made no run
-                    if health.signals.signalled:  # SIGTERM / SIGINT: the run failed and freed its slots; stop
-                        raise Terminated(f"{health.signals.signalled} received")
+                    if health.signals.stopping():  # SIGTERM / SIGINT: the run in flight was stopped; stop
+                        raise stopped(health, instance, seg_run, left[1:])
     _print_summary(summary)
     for line in outcomes.lines():
         print(line, flush=True)
@@ -331,6 +345,36 @@ def build(
         bad = f", {len(outcomes.failed)} failed, {len(outcomes.skipped)} skipped" if outcomes else ""
         print(f"\nThis build: {runs} run(s), {selected} asset(s) selected{bad}, {time.perf_counter() - t0:.0f}s")
     return ok and not outcomes
+
+
+def watched_run(instance: dg.DagsterInstance, watch_id: str) -> dg.DagsterRun | None:
+    """The run a ``RunWatch`` tagged (None: the run was never created)."""
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={WATCH_TAG: watch_id}), limit=1)
+    return runs[0] if runs else None
+
+
+def close_unfinished(instance: dg.DagsterInstance, watch_id: str, message: str) -> None:
+    """The run of ``watch_id``, when a signal left it unfinished (created, never started), is
+    recorded canceled with the signal's message."""
+    run = watched_run(instance, watch_id)
+    if run is not None and not run.is_finished:
+        instance.report_run_canceled(run, message=message)
+
+
+def stopped(health: Health, instance: dg.DagsterInstance, seg: Segment | None, left: list) -> Terminated:
+    """Print what a signal stopped (the run in flight, how it ended) and every planned run not
+    launched; the ``Terminated`` to raise. ``left``: (segment, partition range or None: all)."""
+    sig = health.signals.stopping() or "signal"
+    print(f"\nStopped by {sig}: no further run is launched.", flush=True)
+    if seg is not None:
+        run = watched_run(instance, health.current.watch_id) if health.current is not None else None
+        how = f"run {run.run_id[:8]} ended {run.status.value}" if run is not None else "no run was recorded"
+        print(f"  stopped in flight: {seg.job or '(asset job)'}: {segment_label(seg)} ({how})", flush=True)
+    print(f"  not launched: {len(left)} planned run(s)" + (":" if left else ""), flush=True)
+    for s, keys in left:
+        where = f" [{keys[0]} … {keys[-1]}]" if keys else ""
+        print(f"    - {s.job or '(asset job)'}: {segment_label(s)}{where}", flush=True)
+    return Terminated(f"{sig} received", signal=sig)
 
 
 def stale_waves(instance: dg.DagsterInstance, graph, seg: Segment, keys: list[str] | None, outcomes: Outcomes):
@@ -392,11 +436,13 @@ EXAMPLES = """examples:
   python -m cli.build --select 'group:evals'          # evaluations only (every model partition)
   python -m cli.build --only-stale                    # leave Synced assets alone (an unchanged re-run)
 
-exit status: 0 all built, 1 something failed (see the closing summary), 143 stopped by a signal.
+exit status: 0 all built, 1 something failed (see the closing summary), 143 stopped by SIGTERM,
+130 by Ctrl-C (SIGINT): no run is launched after the signal, the run in flight is stopped.
 """
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, defs: dg.Definitions | None = None) -> int:
+    """The command line; ``defs``: other definitions than the project's (tests)."""
     parser = argparse.ArgumentParser(
         prog="python -m cli.build",
         description=HELP,
@@ -439,13 +485,14 @@ def main(argv: list[str] | None = None) -> int:
             ok = build(
                 args.select,
                 verbose=args.verbose,
+                defs=defs,
                 batch_patterns=args.batch,
                 dry_run=args.dry_run,
                 only_stale=args.only_stale,
             )
-        except dg.DagsterExecutionInterruptedError as exc:  # a signal between runs
+        except dg.DagsterExecutionInterruptedError as exc:  # SIGTERM / SIGINT: what it stopped is printed above
             print(f"\nStopped: {exc}", flush=True)
-            return 143
+            return 128 + getattr(signal, getattr(exc, "signal", None) or "SIGTERM", signal.SIGTERM)
     if args.dry_run:
         return 0
     print("\nDone." if ok else "\nFinished with failed steps (see above and the Dagster UI).", flush=True)

@@ -14,7 +14,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Self
 
@@ -38,7 +39,11 @@ class SlotWaitTimeout(dg.DagsterExecutionInterruptedError):
 
 
 class Terminated(dg.DagsterExecutionInterruptedError):
-    """The process got SIGTERM (or SIGINT) while a run was executing."""
+    """The process got SIGTERM (or SIGINT): the build stops. ``signal``: its name, when known."""
+
+    def __init__(self, message: str = "", signal: str | None = None):
+        super().__init__(message)
+        self.signal = signal
 
 
 # -- watching a run while it executes -------------------------------------------------------
@@ -167,25 +172,40 @@ class RunWatch:
 
 
 class interrupt_handlers:
-    """SIGTERM and SIGINT end the current run (a failure naming the signal; its slots are freed)
-    and ``cli.build`` then stops. Inside a run Dagster holds these signals until a step starts,
-    so the ``RunWatch`` re-raises them (and its slot-wait timeout) through SIGUSR1."""
+    """SIGTERM and SIGINT stop the build: ``cli.build`` launches no run after one arrives (it asks
+    ``stopping()`` before each launch and after each run) and the run in flight is stopped, not
+    awaited to completion: Dagster raises the signal inside the run's executing step, the
+    ``RunWatch`` re-raises one Dagster holds while steps wait for a slot (SIGUSR1, as it does its
+    slot-wait timeout), and one that lands while the run is being created or closed (``launching``)
+    raises ``Terminated`` here. Between runs a signal is only recorded.
+
+    During a run Dagster's own handlers replace these and consume the signal, so a wakeup fd
+    records every signal the process receives, whoever handles it: none is missed."""
 
     def __init__(self, stop_reason: Callable[[], tuple[str, str] | None]):
         self.stop_reason = stop_reason
         self.signalled: str | None = None
         self._depth = 0
         self._old: dict[int, object] = {}
+        self._launching = False
+        self._wake: tuple[int, int] | None = None  # (read, write) ends of the wakeup pipe
+        self._old_wakeup = -1
+
+    def _note(self, signum: int) -> str:
+        self.signalled = self.signalled or signal.Signals(signum).name  # the first one stops the build
+        return self.signalled
 
     def __enter__(self) -> Self:  # re-entrant: the outermost one installs them
         def terminate(signum: int, _frame: object) -> None:
-            self.signalled = signal.Signals(signum).name
-            raise Terminated(f"{self.signalled} received: run stopped")
+            name = self._note(signum)
+            if self._launching:
+                raise Terminated(f"{name} received: run stopped")
 
         def from_watch(_signum: int, _frame: object) -> None:
             kind, message = self.stop_reason() or ("timeout", "gave up waiting for a pool slot")
             if kind == "signal":
-                self.signalled = "SIGTERM"
+                self.stopping()  # which signal it was (the wakeup fd has it); SIGTERM if none
+                self.signalled = self.signalled or "SIGTERM"
                 raise Terminated(message)
             raise SlotWaitTimeout(message)
 
@@ -194,15 +214,47 @@ class interrupt_handlers:
                 s: signal.signal(s, h)
                 for s, h in ((signal.SIGTERM, terminate), (signal.SIGINT, terminate), (signal.SIGUSR1, from_watch))
             }
+            read, write = os.pipe()
+            os.set_blocking(read, False)
+            os.set_blocking(write, False)
+            self._old_wakeup = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+            self._wake = (read, write)
         self._depth += 1
         return self
+
+    def stopping(self) -> str | None:
+        """The name of the signal that stops the build, None while none arrived."""
+        if self._wake is not None:
+            try:
+                received = os.read(self._wake[0], 4096)
+            except BlockingIOError:
+                received = b""
+            for signum in received:
+                if signum in (signal.SIGTERM, signal.SIGINT):
+                    self._note(signum)
+        return self.signalled
+
+    @contextmanager
+    def launching(self) -> Iterator[None]:
+        """Around the launch of a run: a signal our handler (not Dagster's) gets here raises."""
+        self._launching = True
+        try:
+            yield
+        finally:
+            self._launching = False
 
     def __exit__(self, *exc: object) -> None:
         self._depth -= 1
         if self._depth == 0:
+            self.stopping()  # a signal that came with the last run is not lost with the pipe
             for s, h in self._old.items():
                 signal.signal(s, h)
             self._old = {}
+            if self._wake is not None:
+                signal.set_wakeup_fd(self._old_wakeup)
+                for fd in self._wake:
+                    os.close(fd)
+                self._wake = None
 
 
 class BuildHealth:
