@@ -14,6 +14,7 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.STOPPED,
     minimum_interval_seconds=60,
+    run_tags={"subtext/queue": "build"},  # the build queue (.dagster_home/dagster.yaml): never the review loop's slot
     description="Materializes the fan-ins (duplicates, <paper>_splits) and reports (<paper>_release_report, "
     "<paper>_eval_report) after their parents update. Stopped by default; gates, evals and exports stay manual.",
 )

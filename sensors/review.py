@@ -27,6 +27,7 @@ import dagster as dg
 from forge.benchmarks import registry
 from forge.benchmarks.review_spec import ReviewPolicy
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.evals import human as baseline
 from forge.labelstudio.client import ReviewServerDown
 from forge.provenance.versioning import content_hash
 from forge.review import loop, sync
@@ -35,6 +36,7 @@ from resources.review import ReviewResource
 from resources.storage import StorageResource
 
 LOOP_TAG = "subtext/review_loop"
+QUEUE = "subtext/queue"
 ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
     dg.DagsterRunStatus.NOT_STARTED,
@@ -48,6 +50,7 @@ def targets(name: str, kinds: set[str], export: bool = False) -> list[dg.AssetKe
     ``export_after_review``, the export, which depends on the verdicts), the human baseline's scores."""
     keys = [dg.AssetKey(f"{name}_verdicts"), dg.AssetKey(f"{name}_review_tasks")] if "review" in kinds else []
     keys += [dg.AssetKey(f"{name}_export")] if keys and export else []
+    keys += [dg.AssetKey(f"{name}_human_tasks")] if "human_push" in kinds else []
     return keys + ([dg.AssetKey(f"{name}_human_eval")] if "human" in kinds else [])
 
 
@@ -65,6 +68,29 @@ def _regenerated(instance: dg.DagsterInstance, name: str) -> list[str]:
     if gated is not None and (pushed is None or gated.timestamp > pushed.timestamp):
         return [f"gated items changed at {gated.timestamp}"]
     return []
+
+
+def _never_pushed(store: Any, name: str) -> list[str]:
+    """A push recorded while Label Studio was down (an empty ``review_tasks`` part, no task in the
+    ledger) with gated items waiting: the first push is still due once the tool is up."""
+    if not (store.exists("review_tasks") and name in store.parts("review_tasks")):
+        return []  # loop.todo's own "first push"
+    if sync.pushed_ids(loop.load_ledger(store, name)):
+        return []
+    gated = store.exists("gated_items") and name in store.parts("gated_items")
+    return ["first push (no task in the tool yet)"] if gated and len(store.read("gated_items", parts=[name])) else []
+
+
+def _baseline_unpushed(store: Any, spec: BenchmarkSpec, human_rows: Any) -> list[str]:
+    """The latest export's test items have no baseline task of that version (the export was made
+    while Label Studio was down, or since the last push): ``<b>_human_tasks`` is due."""
+    items, version = baseline.test_items(store, spec)
+    if items.empty:
+        return []
+    titles = set(human_rows["project_title"].astype(str)) if human_rows is not None else set()
+    if any(t.endswith(f" {version}") for t in titles):
+        return []
+    return [f"human baseline of {version} not pushed yet"]
 
 
 def _in_flight(instance: dg.DagsterInstance) -> bool:
@@ -86,9 +112,13 @@ def _due(
         rs = review_spec(name, spec.review)  # read per tick: a changed review setting counts at once
         if rs.policy == ReviewPolicy.OFF:
             continue
-        why = loop.todo(ls, store, name) + _regenerated(context.instance, name)
+        why = loop.todo(ls, store, name) + _regenerated(context.instance, name) + _never_pushed(store, name)
         kinds = {"review"} if why else set()
         human = tasks[(tasks["benchmark"] == name) & (tasks["kind"] == "human")] if tasks is not None else None
+        unpushed = _baseline_unpushed(store, spec, human)
+        if unpushed:
+            why += unpushed
+            kinds |= {"human", "human_push"}
         if human is not None and len(human):
             human_fp[name] = content_hash(sync.fingerprint(ls, human), length=16)
             if cur["human"].get(name) != human_fp[name]:
@@ -128,7 +158,13 @@ def tick(
     req = dg.RunRequest(
         run_key=f"review:{cur['outages']}:{state}",
         asset_selection=keys,
-        tags={LOOP_TAG: "1", "subtext/review_benchmarks": ",".join(sorted(due))},
+        # its own run queue (.dagster_home/dagster.yaml) and first in line: never behind a recipe re-run
+        tags={
+            LOOP_TAG: "1",
+            QUEUE: "loop",
+            "dagster/priority": "10",
+            "subtext/review_benchmarks": ",".join(sorted(due)),
+        },
     )
     new = {**cur, "requested": state, "human": {**cur["human"], **human_fp}}
     return dg.SensorResult(run_requests=[req], cursor=json.dumps(new, sort_keys=True))
@@ -141,7 +177,9 @@ def build_review_sensor(specs: Sequence[BenchmarkSpec]) -> dg.SensorDefinition:
         name="review_sensor",
         minimum_interval_seconds=30,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        target=dg.AssetSelection.assets(*[k for s in specs for k in targets(s.name, {"review", "human"}, True)]),
+        target=dg.AssetSelection.assets(
+            *[k for s in specs for k in targets(s.name, {"review", "human", "human_push"}, True)]
+        ),
         description="Closes the review loop (make review): one run per tick reads the verdicts and pushes "
         "(<benchmark>_verdicts, then <benchmark>_review_tasks; disputes to adjudication, edited revisions to "
         "review, refused verdicts back to their reviewers), and scores the human baseline (<benchmark>_human_eval).",

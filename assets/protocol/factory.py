@@ -17,7 +17,7 @@ from forge.benchmarks.protocol_spec import HumanStep
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.labelstudio.client import ReviewServerDown
-from forge.protocol import steps
+from forge.protocol import flow, steps
 from forge.provenance.versioning import content_hash
 from forge.storage import TableStore
 from resources.review import ReviewResource
@@ -74,9 +74,12 @@ def step_defs(spec: BenchmarkSpec, step: HumanStep) -> list[dg.AssetsDefinition]
         key = steps.part(spec, step)
         try:
             ans, res, figures = steps.read(review.client(store.data_dir), store, spec, step, _frame(store, step))
-        except ReviewServerDown as exc:  # the last read stands (written again as it is); the stage keeps reading it
-            figures = {"note": server_down(spec, exc, context, "nothing read; the last read stands")}
+        except ReviewServerDown as exc:  # under every policy: the last read stands, the LLM decides the rest
+            note = f"{exc} (nothing read; the last read stands, the LLM's result is used for every other unit)"
+            context.log.warning(f"{spec.name} {step.name}: {note}")
             res, ans = (steps.last(store, t, key) for t in (steps.RESULTS, steps.ANSWERS))
+            res = flow.offline_results(spec, step, _frame(store, step), res)
+            figures = {"note": note, **steps.figures(res, ans, {})}
         return publish(store, {steps.RESULTS: {key: res}, steps.ANSWERS: {key: ans}}, metadata=md_values(figures))
 
     return [_tasks, _results]

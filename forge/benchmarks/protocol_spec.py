@@ -128,6 +128,9 @@ class HumanStep:
     controls: Callable[[Mapping[str, Any]], dict[str, Any] | None] | None = None
     note: str = ""
     instruction: str = ""
+    # The recipe stages that read the step's result, in order (the next stage and what follows it up
+    # to the items): protocol_sensor re-runs them for the batches whose units people decided anew.
+    read_by: tuple[str, ...] = ()
     # Columns of other tables the form needs, joined on ``unit_key`` (table, columns): an image path
     # the corrected stage does not repeat.
     joins: tuple[tuple[str, tuple[str, ...]], ...] = ()

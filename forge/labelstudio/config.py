@@ -4,6 +4,11 @@ Credentials: ``SUBTEXT_REVIEW_TOKEN`` / ``SUBTEXT_REVIEW_PASSWORD`` / ``SUBTEXT_
 from the environment; without them, ``make review`` generates them once into
 ``<data dir>/review/admin.json`` (mode 0600, never logged), for a server that listens on
 127.0.0.1 only, and the review assets read them from there.
+
+Address: ``SUBTEXT_REVIEW_URL`` / ``SUBTEXT_REVIEW_PORT``, else the address the last ``make
+review`` started on (``<data dir>/review/address.json``, written at its start), else
+``config/review.yaml``'s ``server`` (127.0.0.1:8080). So ``make review PORT=18080`` alone is
+enough: ``make ui``'s sensors, the review assets and the CLI find it there.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_PATH = ROOT / "config" / "review.yaml"
 CREDENTIALS = "admin.json"
+ADDRESS = "address.json"  # where the last started server listens: {"url", "host", "port"}
 
 
 def load_doc(path: Path | None = None) -> dict[str, Any]:
@@ -58,15 +64,39 @@ def _credentials(home: Path, create: bool) -> dict[str, str]:
     return creds
 
 
+def recorded_address(home: Path) -> dict[str, Any]:
+    """What the last server start recorded ({} when none, or unreadable: the configured address)."""
+    try:
+        doc = json.loads((home / ADDRESS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _record_address(home: Path, url: str, host: str, port: int) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    tmp = home / f".{ADDRESS}.tmp"
+    tmp.write_text(json.dumps({"url": url, "host": host, "port": port}))
+    tmp.replace(home / ADDRESS)  # a reader never sees half a file
+
+
 def server(data_dir: Path, create: bool = False, path: Path | None = None) -> Server:
-    """The server's settings; ``create`` makes the credentials file when it is missing."""
+    """The server's settings; ``create`` (the server's own start) makes the credentials file when it
+    is missing and records the address it listens on; clients read that record where neither
+    ``SUBTEXT_REVIEW_URL`` nor ``SUBTEXT_REVIEW_PORT`` is set."""
     cfg = load_doc(path).get("server") or {}
     host = str(cfg.get("host", "127.0.0.1"))
-    port = int(os.environ.get("SUBTEXT_REVIEW_PORT") or cfg.get("port", 8080))
     home = Path(data_dir).resolve() / "review"
+    seen = {} if create else recorded_address(home)
+    port = int(os.environ.get("SUBTEXT_REVIEW_PORT") or seen.get("port") or cfg.get("port", 8080))
+    url = os.environ.get("SUBTEXT_REVIEW_URL") or (
+        str(seen["url"]) if seen.get("url") and not os.environ.get("SUBTEXT_REVIEW_PORT") else f"http://{host}:{port}"
+    )
     creds = _credentials(home, create)
+    if create:
+        _record_address(home, url, host, port)
     return Server(
-        url=os.environ.get("SUBTEXT_REVIEW_URL") or f"http://{host}:{port}",
+        url=url,
         host=host,
         port=port,
         username=os.environ.get("SUBTEXT_REVIEW_USER") or str(cfg.get("username", "admin@subtext.local")),

@@ -16,8 +16,12 @@ def test_project_instance_config(tmp_path, monkeypatch):
     with dg.DagsterInstance.get() as instance:
         cfg = instance.get_concurrency_config()
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
-        assert cfg.run_queue_config.max_concurrent_runs == 2
-        assert {"key": "subtext/inbox_batch", "limit": 1} in cfg.run_queue_config.tag_concurrency_limits
+        assert cfg.run_queue_config.max_concurrent_runs == 4
+        limits = cfg.run_queue_config.tag_concurrency_limits
+        assert {"key": "subtext/inbox_batch", "limit": 1} in limits
+        # each sensor's kind of run takes one slot at most: the review loop always has one of its own
+        for queue in ("loop", "protocol", "build"):
+            assert {"key": "subtext/queue", "value": queue, "limit": 1} in limits
         assert cfg.pool_config.default_pool_limit == 4
         assert instance.run_monitoring_enabled
         assert instance.run_monitoring_settings["free_slots_after_run_end_seconds"] == 60

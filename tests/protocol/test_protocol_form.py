@@ -89,10 +89,20 @@ def test_label_studio_down(tmp_path, monkeypatch):
     )
     md = res.asset_materializations_for_node("iibench_inspection_tasks")[0].metadata
     assert res.success and "make review" in md["note"].value
-    assert store.read("protocol_results", parts=["iibench__inspection"]).empty  # nothing read: the LLM's stands
+    # nothing read: the LLM decides every unit, and the row says so (a build with no tool)
+    (row,) = store.read("protocol_results", parts=["iibench__inspection"]).to_dict("records")
+    assert (row["unit_id"], row["decided_by"], row["why_llm"], row["keep"]) == ("f1", "llm", "no_label_studio", True)
     monkeypatch.setenv("SUBTEXT_REVIEW_POLICY", "required")
     res = dg.materialize(assets, selection=["iibench_inspection_tasks"], resources=resources, raise_on_error=False)
     assert not res.success
+    # the results still record who decided, under every policy; a later read without the tool keeps them
+    store.write("iibench_implication", pd.concat([implication, implication.assign(frame_id="f2", keep=False)]), "b1")
+    assert dg.materialize(assets, selection=["iibench_inspection_results"], resources=resources).success
+    res = store.read("protocol_results", parts=["iibench__inspection"]).set_index("unit_id")
+    assert res["decided_by"].to_dict() == {"f1": "llm", "f2": "llm"} and res["keep"].to_dict() == {
+        "f1": True,
+        "f2": False,
+    }
 
 
 def test_the_settings_say_the_sample_people_and_thresholds(recipe_overrides):

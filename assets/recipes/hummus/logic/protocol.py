@@ -110,6 +110,7 @@ STEP = HumanStep(
     prepare=lambda anns, read: with_regions(anns, read("hummus_regions")),
     note="§4: one expert linguist writes every annotation (verdict, metaphors, boxes, caption spans, explanation); "
     "the LLM's draft is a suggestion and no gold is shown.",
+    read_by=("hummus_items",),
 )
 STEPS = (STEP,)
 

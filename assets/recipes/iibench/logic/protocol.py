@@ -73,6 +73,7 @@ STEPS = (
         keep_choice=("inspection", ("keep",)),
         note="§3.2 Stage 3: every image is inspected by a person before annotation; only images with an "
         "implication are kept.",
+        read_by=("iibench_labels", "iibench_items"),
     ),
     HumanStep(
         name=LABELS,
@@ -87,6 +88,7 @@ STEPS = (
         llm_values=_labels_llm,
         note="App. B.2: each image's type, domain, emotion, rhetoric (one or more) and difficulty, in the "
         "official release's spelling.",
+        read_by=("iibench_items",),
     ),
 )
 

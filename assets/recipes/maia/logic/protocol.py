@@ -66,6 +66,7 @@ STEP = HumanStep(
     controls=_controls,
     note="§3.1 / App. A.3: eight native speakers answer each question; annotators below 90 % on the control "
     "questions (out-of-scope: a negation; uncertainty: uncertain) are excluded.",
+    read_by=("maia_answer_pools", "maia_statements", "maia_foils", "maia_items"),
 )
 STEPS = (STEP,)
 

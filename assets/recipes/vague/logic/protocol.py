@@ -84,6 +84,7 @@ STEPS = (
         thresholds=DIRECT_MIN,
         joins=(("vague_candidates", ("image_path",)),),
         note="§4.2.1: human raters score each direct expression 1-5 for relevance and solvability; 4 and 5 are kept.",
+        read_by=("vague_indirect", "vague_options", "vague_items"),
     ),
     HumanStep(
         name=INDIRECT,
@@ -109,6 +110,7 @@ STEPS = (
         thresholds=INDIRECT_MIN,
         joins=(("vague_candidates", ("image_path",)), ("vague_direct", ("direct_expression",))),
         note="§4.2.2: annotators select the best of three indirect candidates and rate it 1-5; 3 and above are kept.",
+        read_by=("vague_options", "vague_items"),
     ),
 )
 
