@@ -262,6 +262,7 @@ def _report_asset(spec: BenchmarkSpec):
         plots = []
         primary_metric = scores.loc[scores["primary"], "metric"].iloc[0] if scores["primary"].any() else None
         for metric, key in spec.eval.report_slices:
+            md[f"{metric}_by_{key}"] = dg.MetadataValue.md(rp.slice_table(scores, metric, key))  # values with their n
             p = rp.bar_plot(scores, metric, key, out_dir / f"{metric}_by_{key}.png", f"{bench}: {metric} by {key}")
             if p:
                 plots.append(p)

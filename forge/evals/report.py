@@ -19,8 +19,14 @@ def _fmt(v: float | None, ci: tuple[float | None, float | None] = (None, None)) 
     return s
 
 
+def _n(r) -> str:
+    """`` · n=…``: the items behind a value (``eval_scores.n``), when the row has one."""
+    n = getattr(r, "n", None)
+    return "" if n is None or (isinstance(n, float) and np.isnan(n)) else f" · n={int(n)}"
+
+
 def main_table(scores: pd.DataFrame, metrics: list[str] | None = None) -> str:
-    """models × (setting/metric) on slice all: value [95% CI] (coverage when < 1)."""
+    """models × (setting/metric) on slice all: value [95% CI] (coverage when < 1) · n."""
     df = scores[scores["slice"] == "all"]
     if metrics:
         df = df[df["metric"].isin(metrics)]
@@ -34,9 +40,23 @@ def main_table(scores: pd.DataFrame, metrics: list[str] | None = None) -> str:
             c = _fmt(r.value, (r.ci_low, r.ci_high))
             if r.coverage is not None and r.coverage < 1:
                 c += f" (cov {r.coverage:.0%})"
-            cells[f"{r.setting} / {r.metric}"] = c
+            cells[f"{r.setting} / {r.metric}"] = c + _n(r)
         stub = " ⚠stub" if (g["backend"] == "stub").any() else ""
         lines.append(f"| {model}{stub} | " + " | ".join(cells.get(c, "–") for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def slice_table(scores: pd.DataFrame, metric: str, prefix: str) -> str:
+    """(model, setting) × the slices ``prefix=…`` of ``metric``: value [95% CI] · n (the items in
+    the slice; a multi-label key's slices may sum past the item count, ``EvalSpec.multi_label``)."""
+    df = scores[(scores["metric"] == metric) & scores["slice"].astype(str).str.startswith(prefix + "=")]
+    if df.empty:
+        return "_no scores_"
+    cats = sorted(set(df["slice"].str.split("=", n=1).str[1]))
+    lines = ["| model | setting | " + " | ".join(cats) + " |", "|---|---|" + "---|" * len(cats)]
+    for (model, setting), g in df.groupby(["model", "setting"], sort=True):
+        cells = {r.slice.split("=", 1)[1]: _fmt(r.value, (r.ci_low, r.ci_high)) + _n(r) for r in g.itertuples()}
+        lines.append(f"| {model} | {setting} | " + " | ".join(cells.get(c, "–") for c in cats) + " |")
     return "\n".join(lines)
 
 

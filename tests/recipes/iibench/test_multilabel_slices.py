@@ -124,3 +124,17 @@ def test_paper_report_of_the_imported_release_shows_each_columns_n():
     # every column with a paper count is named under the table with both counts
     assert f"- Meme: n = {types['meme']} here, 292 in the paper's header" in table
     assert f"- Overall: n = {len(items)} here, 1399 in the paper's header" in table
+
+
+def test_eval_report_shows_each_cells_n():
+    from forge.evals import report as rp
+
+    items = _imported()
+    scores = _scores(items)
+    types = _release_counts("image_type")
+    table = rp.slice_table(scores, "accuracy", "image_type")
+    head, _, row = table.split("\n")
+    cols = [c.strip() for c in head.strip("|").split("|")][2:]
+    cells = dict(zip(cols, [c.strip() for c in row.strip("|").split("|")][2:], strict=True))
+    assert {c: cells[c].rsplit("n=", 1)[1] for c in cols} == {t: str(k) for t, k in types.items()}
+    assert f"· n={len(items)}" in rp.main_table(scores[scores["primary"]])
