@@ -33,7 +33,7 @@ from forge.gates.stages import BLIND_PROMPT
 from forge.labelstudio.client import ReviewServerDown
 from forge.provenance.versioning import content_hash, spec_parts
 from forge.review import stages as rv
-from forge.review.loop import LEDGER
+from forge.review.loop import LEDGER, RECONCILIATION
 from forge.review.reprobe import Reprobe
 from forge.review.sync import PushInterrupted
 from forge.splits.config import stage_settings
@@ -103,8 +103,8 @@ def benchmark_review_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         kinds={"python"},
         deps=[spec.asset("gated"), verdicts_key],
         code_version=version,
-        check_specs=contract_check_specs(tasks_key, ["review_tasks", LEDGER]),
-        metadata=table_metadata(["review_tasks", LEDGER]),
+        check_specs=contract_check_specs(tasks_key, ["review_tasks", LEDGER, RECONCILIATION]),
+        metadata=table_metadata(["review_tasks", LEDGER, RECONCILIATION]),
         description=f"Pushes the gated {spec.title} items that need human review to the benchmark's one Label "
         "Studio review project (disputed items to its adjudication project, refused verdicts back to their "
         "reviewers), after reading the verdicts; every task in the append-only ledger. Start the tool with "
@@ -119,9 +119,12 @@ def benchmark_review_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
             out = rv.run_review_tasks(store, spec, review.client(store.data_dir))
         except ReviewServerDown as exc:
             out = rv.run_review_tasks(store, spec, None, server_down(spec, exc, context))
+        said = (out.metadata.get("reconciliation") or {}).get("message")
+        if said:  # the catalog and the tool disagreed (a replaced database, ...): said, never fixed by deleting
+            context.log.warning(said)
         return publish(
             store,
-            {"review_tasks": {spec.name: out.tables["review_tasks"]}, LEDGER: {spec.name: out.tables[LEDGER]}},
+            {t: {spec.name: out.tables[t]} for t in ("review_tasks", LEDGER, RECONCILIATION)},
             metadata=md_values(out.metadata),
             asset_key=context.asset_key,
             started=t0,

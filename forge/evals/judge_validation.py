@@ -31,6 +31,7 @@ from forge.evals.config import benchmark_block
 from forge.evals.per_person import PREFIX, sample_ids
 from forge.evals.requests import jload
 from forge.evals.scoring import reference_variables
+from forge.labelstudio import identity as ident
 from forge.labelstudio.client import LabelStudio
 from forge.llm.prompts import Prompt, load_prompt
 from forge.review.verdicts import who
@@ -151,7 +152,8 @@ def run_judge_tasks(
         description=desc,
     )
     pid = int(project["id"])
-    have = {str((t.get("data") or {}).get("sample_key")) for t in ls.tasks(pid)}
+    own = ident.Owner(ls, pid, spec.name, "judge", "sample_key")  # only its own tasks count (identity.py)
+    have = {own.key(t) for t in own.tasks()}
     pushed = 0
     for r in sample.to_dict("records"):
         if r["sample_key"] in have or str(r["item_id"]) not in by_id:
@@ -159,9 +161,10 @@ def run_judge_tasks(
         v = variables({**r, "detail": jload(r.get("detail"))}, by_id[str(r["item_id"])])
         data = {"sample_key": r["sample_key"], "instruction": instruction(prompt)}
         data |= {f"in_{k}": str(v.get(k, "")) for k in prompt.variables}
-        ls.create_task(pid, data)
+        own.create(data)
         pushed += 1
-    return {"project_id": pid, "sampled": len(sample), "pushed": pushed, "already_there": len(sample) - pushed}
+    out = {"project_id": pid, "sampled": len(sample), "pushed": pushed, "already_there": len(sample) - pushed}
+    return out | ({"not_ours": own.others} if own.others else {})
 
 
 def read_ratings(ls: LabelStudio, spec: BenchmarkSpec, preds: pd.DataFrame, cfg: dict[str, Any]) -> pd.DataFrame:
@@ -174,7 +177,7 @@ def read_ratings(ls: LabelStudio, spec: BenchmarkSpec, preds: pd.DataFrame, cfg:
     keyed = sample_frame(preds, s["field"], None, s["seed"]).set_index("sample_key")
     users = ls.users()
     rows = []
-    for t in ls.tasks(int(project["id"])):
+    for t in ident.Owner(ls, int(project["id"]), spec.name, "judge", "sample_key").tasks():
         key = str((t.get("data") or {}).get("sample_key"))
         ref = keyed.loc[key] if key in keyed.index else None
         for a in ls.annotations(int(t["id"])):

@@ -5,8 +5,9 @@ annotations, users. ``label-studio-sdk`` lives in the tool's own environment (it
 with the project's), so the project speaks the documented REST API directly. Authentication is
 the legacy ``Authorization: Token <token>`` header (``make review`` enables it).
 
-Every failure to reach the server raises ``ReviewServerDown`` with a message that names
-``make review``, so an asset fails with the way out in its first line and writes nothing.
+Every failure to use the server raises ``ReviewServerDown`` with a message that says which it is,
+not reachable (names ``make review``) or reachable but failing (``ReviewServerFailing``, HTTP 5xx:
+never read as "not found"), so an asset fails with the way out in its first line and writes nothing.
 """
 
 from __future__ import annotations
@@ -21,11 +22,26 @@ PAGE = 100
 
 
 class ReviewServerDown(RuntimeError):
-    """Label Studio cannot be reached (or refuses the token)."""
+    """Label Studio cannot be used: not reachable, failing (HTTP 5xx), or refusing the token."""
+
+
+class ReviewServerFailing(ReviewServerDown):
+    """Label Studio is reachable but answers with a server error (HTTP 5xx): running, not working."""
 
 
 class ReviewAPIError(RuntimeError):
-    """Label Studio answered with an error."""
+    """Label Studio answered with an error about the request (HTTP 4xx)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+def failing(url: str, status: int, where: str) -> str:
+    return (
+        f"Label Studio at {url} is reachable but failing (HTTP {status} on {where}): see its server.log "
+        "under <data dir>/review, or restart it with `make review`"
+    )
 
 
 class LabelStudio:
@@ -36,13 +52,14 @@ class LabelStudio:
         self.session.headers["Authorization"] = f"Token {token}"
 
     # -- plumbing ---------------------------------------------------------------------------------
+    def unreachable(self, exc: BaseException) -> str:
+        return f"Label Studio is not reachable at {self.url} ({exc.__class__.__name__}); {START_HINT}"
+
     def request(self, method: str, path: str, **kw: Any) -> Any:
         try:
             r = self.session.request(method, f"{self.url}{path}", timeout=self.timeout, **kw)
         except requests.RequestException as exc:
-            raise ReviewServerDown(
-                f"Label Studio is not reachable at {self.url} ({exc.__class__.__name__}); {START_HINT}"
-            ) from exc
+            raise ReviewServerDown(self.unreachable(exc)) from exc
         if r.status_code in (401, 403):
             raise ReviewServerDown(
                 f"Label Studio at {self.url} refused the API token (HTTP {r.status_code}); "
@@ -50,22 +67,38 @@ class LabelStudio:
             )
         if r.status_code == 404 and method == "DELETE":
             return None  # already gone: deleting is idempotent
+        if r.status_code >= 500:  # never read as "not found": a failing server deleted nothing
+            raise ReviewServerFailing(failing(self.url, r.status_code, f"{method} {path}"))
         if r.status_code >= 400:
-            raise ReviewAPIError(f"{method} {path}: HTTP {r.status_code}: {r.text[:500]}")
+            raise ReviewAPIError(f"{method} {path}: HTTP {r.status_code}: {r.text[:500]}", r.status_code)
         if r.status_code == 204 or not r.content:
             return None
         return r.json()
 
-    def health(self) -> bool:
+    def probe(self) -> int | None:
+        """The HTTP status of ``/health`` (200 only when it reports UP; a wrong answer counts as 502),
+        None when nothing answers."""
         try:
             r = self.session.get(f"{self.url}/health", timeout=5)
-            return r.ok and r.json().get("status") == "UP"
-        except (requests.RequestException, ValueError):
-            return False
+        except requests.RequestException:
+            return None
+        try:
+            up = r.ok and r.json().get("status") == "UP"
+        except ValueError:
+            up = False
+        return 200 if up else (r.status_code if r.status_code >= 400 else 502)
+
+    def health(self) -> bool:
+        return self.probe() == 200
 
     def ensure_up(self) -> None:
-        if not self.health():
-            raise ReviewServerDown(f"Label Studio is not running at {self.url}; {START_HINT}")
+        """Raises ``ReviewServerDown`` saying which: not reachable, reachable but failing (HTTP 5xx
+        or a wrong answer: ``ReviewServerFailing``), or refusing the token."""
+        status = self.probe()
+        if status is None:
+            raise ReviewServerDown(f"Label Studio is not reachable at {self.url}; {START_HINT}")
+        if status != 200:
+            raise ReviewServerFailing(failing(self.url, status, "GET /health"))
         self.request("GET", "/api/current-user/whoami")  # the token works
 
     def _pages(self, path: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
@@ -113,13 +146,19 @@ class LabelStudio:
         return list(self._pages("/api/tasks", {"project": project_id, "fields": "all"}))
 
     def create_task(
-        self, project_id: int, data: dict[str, Any], predictions: list[dict[str, Any]] | None = None
+        self,
+        project_id: int,
+        data: dict[str, Any],
+        predictions: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> int:
         """One task (and its pre-annotations) through the project's import, as Label Studio adds
         tasks; returns the task id. Imported, a task takes the project's overlap
         (``maximum_annotations``); ``POST /api/tasks`` leaves it at 1, and the labeling stream would
-        then hand it to one reviewer only."""
+        then hand it to one reviewer only. ``meta``: never shown in the form (the task's identity,
+        ``forge/labelstudio/identity.py``)."""
         task: dict[str, Any] = {"data": data, **({"predictions": predictions} if predictions else {})}
+        task |= {"meta": meta} if meta else {}
         out = self.request(
             "POST", f"/api/projects/{project_id}/import", params={"return_task_ids": "true"}, json=[task]
         )

@@ -31,6 +31,7 @@ import pandas as pd
 from forge.benchmarks.protocol_spec import DraftMode, FieldKind, HumanStep, StepSample
 from forge.benchmarks.settings import recipe_settings
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.labelstudio import identity as ident
 from forge.labelstudio.client import LabelStudio
 from forge.protocol import form
 from forge.storage import TableStore
@@ -169,7 +170,7 @@ def ensure_project(
             DraftMode.SUGGESTION: "LLM-assisted annotation: the LLM's draft is pre-filled",
         }[step.draft]
     )
-    p = ls.ensure_project(
+    p = ls.ensure_project(  # stamped by ident.Owner (forge/labelstudio/identity.py)
         title(spec, step, second),
         form.label_config(step, with_draft=shows),
         description=f"Subtext Forge protocol step {step.name} of {spec.title} ({what}): {step.note}".strip(),
@@ -191,14 +192,21 @@ def push(
     pid = ensure_project(ls, store, spec, step)
     rows = units(step, frame)
     want = sampled(sorted(rows), step.sample)
-    have = {str(t["data"].get("unit_id")) for t in ls.tasks(pid)}
+    own = ident.Owner(ls, pid, spec.name, kind_of(step), "unit_id")  # only its own tasks count
+    have = {own.key(t) for t in own.tasks()}
     new = sorted(want - have)
     shows = step.draft.shows_draft
     for u in new:
         row = rows[u]
         pred = _draft(step, row) if shows else None
-        ls.create_task(pid, task_data(step, u, row, with_draft=shows), [pred] if pred else None)
-    return {"units": len(rows), "sampled": len(want), "pushed": len(new), "already_there": len(want & have)}
+        own.create(task_data(step, u, row, with_draft=shows), [pred] if pred else None)
+    counts = {"units": len(rows), "sampled": len(want), "pushed": len(new), "already_there": len(want & have)}
+    return counts | ({"not_ours": own.others} if own.others else {})
+
+
+def kind_of(step: HumanStep, second: bool = False) -> str:
+    """The kind a step's tasks carry in their identity (forge/labelstudio/identity.py)."""
+    return f"protocol:{step.name}" + (":second" if second else "")
 
 
 def _draft(step: HumanStep, row: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -218,11 +226,12 @@ def second_pass(
     """``after_commit``: a second-pass task, with the draft, for every unit someone has answered
     (a unit never gets one before an answer exists); returns how many were added."""
     pid = ensure_project(ls, store, spec, step, second=True)
-    have = {str(t["data"].get("unit_id")) for t in ls.tasks(pid)}
+    own = ident.Owner(ls, pid, spec.name, kind_of(step, second=True), "unit_id")
+    have = {own.key(t) for t in own.tasks()}
     new = sorted((answered & set(rows)) - have)
     for u in new:
         pred = _draft(step, rows[u])
-        ls.create_task(pid, task_data(step, u, rows[u], with_draft=True), [pred] if pred else None)
+        own.create(task_data(step, u, rows[u], with_draft=True), [pred] if pred else None)
     return len(new)
 
 
@@ -246,7 +255,8 @@ def _answer_rows(
     """One row per annotation of project ``pid``, given under draft ``mode``."""
     users = ls.users()
     out, task_of = [], {}
-    for t in ls.tasks(pid):
+    own = ident.Owner(ls, pid, spec.name, kind_of(step, second=mode is DraftMode.AFTER_COMMIT), "unit_id")
+    for t in own.tasks():  # another's task in the project (a replaced database's) is never read
         unit = str(t["data"].get("unit_id"))
         task_of[unit] = int(t["id"])
         known = step.controls(rows[unit]) if step.controls and unit in rows else None

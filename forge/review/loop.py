@@ -29,6 +29,19 @@ from forge.storage import TableStore
 from forge.storage.contracts import load_contract
 
 LEDGER = "review_task_ledger"
+RECONCILIATION = "review_reconciliation"
+RECONCILIATION_COLUMNS = [
+    "benchmark",
+    "recorded_at",
+    "state",
+    "catalog_instance",
+    "tool_instances",
+    "adopted",
+    "missing",
+    "lost",
+    "foreign",
+    "message",
+]
 KINDS = ("review", "adjudication", "returned")  # the loop's project kinds (the human baseline is apart)
 RETURNED_PREFIX = "returned:"  # a returned task's key: returned:<verdict id>
 
@@ -70,7 +83,10 @@ def load_ledger(store: TableStore, name: str) -> pd.DataFrame:
     """The benchmark's ledger; before the ledger existed, seeded from ``review_tasks`` (each
     recorded task adopted), so the tasks of earlier pushes keep counting."""
     if store.exists(LEDGER) and name in store.parts(LEDGER):
-        return store.read(LEDGER, parts=[name])
+        out = store.read(LEDGER, parts=[name]).reindex(columns=sync.LEDGER_COLUMNS)
+        for c in ("instance", "task_uid"):  # rows from before identities have none
+            out[c] = out[c].where(out[c].map(lambda v: isinstance(v, str)), "")
+        return out
     prev = store.read("review_tasks", parts=[name]) if store.exists("review_tasks") else pd.DataFrame()
     prev = prev[prev["benchmark"] == name] if len(prev) else prev
     return sync.seed_ledger(prev, KINDS)
@@ -84,7 +100,9 @@ def append(ledger: pd.DataFrame, events: Iterable[Mapping[str, Any]]) -> pd.Data
     frames = [f for f in (ledger.reindex(columns=sync.LEDGER_COLUMNS), new) if len(f)]
     out = pd.concat(frames, ignore_index=True)
     out["task_id"] = out["task_id"].astype("int64")
-    return out.drop_duplicates(["task_id", "event"], keep="first").reset_index(drop=True)
+    out[["instance", "task_uid"]] = out[["instance", "task_uid"]].fillna("")
+    # a task is its id and its identity: a replaced database reuses ids
+    return out.drop_duplicates(["task_id", "task_uid", "event"], keep="first").reset_index(drop=True)
 
 
 def write_ledger(store: TableStore, name: str, ledger: pd.DataFrame) -> None:
@@ -95,6 +113,47 @@ def write_ledger(store: TableStore, name: str, ledger: pd.DataFrame) -> None:
     if problems:
         raise ValueError(f"{LEDGER} [{name}]: " + "; ".join(problems[:5]))
     store.write(LEDGER, df, name, schema=contract.arrow_schema())
+
+
+def reconciliation(store: TableStore, name: str, figures: Mapping[str, Any]) -> tuple[pd.DataFrame, str | None]:
+    """The benchmark's reconciliation table with this push's row added when the catalog and the
+    tool disagreed (a replaced database, tasks adopted, missing, lost, or foreign tasks in projects
+    the catalog named), and the message that says so (None when they agreed)."""
+    old = (
+        store.read(RECONCILIATION, parts=[name])
+        if store.exists(RECONCILIATION) and name in store.parts(RECONCILIATION)
+        else pd.DataFrame(columns=RECONCILIATION_COLUMNS)
+    )
+    msg = reconciliation_message(name, figures)
+    if msg is None:
+        return old, None
+    row = {k: figures.get(k) for k in RECONCILIATION_COLUMNS if k in figures}
+    row |= {"benchmark": name, "recorded_at": pd.Timestamp.now(tz="UTC"), "message": msg}
+    row["tool_instances"] = ",".join(figures.get("tool_instances") or [])
+    new = pd.DataFrame([row], columns=RECONCILIATION_COLUMNS)
+    return pd.concat([f for f in (old, new) if len(f)], ignore_index=True), msg
+
+
+def reconciliation_message(name: str, f: Mapping[str, Any]) -> str | None:
+    parts = []
+    if f.get("state") == "replaced":
+        parts.append(
+            f"Label Studio's database was replaced (the catalog's tasks were made in instance "
+            f"{str(f.get('catalog_instance'))[:8]}, which no project in the tool carries now): "
+            f"{f.get('lost', 0)} tasks recorded lost (their verdicts stand), open items pushed again"
+        )
+    if f.get("adopted"):
+        parts.append(f"{f['adopted']} tasks of {name} found in the tool that the catalog did not list: adopted")
+    if f.get("missing"):
+        parts.append(f"{f['missing']} tasks gone from the tool (deleted there): pushed again")
+    if f.get("lost") and f.get("state") != "replaced":
+        parts.append(f"{f['lost']} tasks recorded lost with an earlier database")
+    if f.get("foreign"):
+        parts.append(
+            f"{f['foreign']} tasks in projects the catalog named are not provably {name}'s "
+            "(another benchmark's, another database's, or made by hand): left alone"
+        )
+    return f"{name}: " + "; ".join(parts) if parts else None
 
 
 # -- verdicts returned to their reviewer ---------------------------------------------------------
@@ -183,8 +242,13 @@ def todo(ls: LabelStudio, store: TableStore, name: str) -> list[str]:
     ledger = load_ledger(store, name)
     if not len(ledger):
         return []
-    by_kind, live = sync.poll(ls, ledger, KINDS)
+    seen = sync.view(ls, [name], ledger, {k: sync.ledger_projects(ledger, k) for k in KINDS})
+    by_kind = {k: list(ps.items()) for k, ps in seen.ours.items()}
     v = store.read("verdicts", parts=[name]) if store.exists("verdicts") and name in store.parts("verdicts") else None
     out = [f"unread {a}" for a in sync.unread(by_kind, v if v is not None else pd.DataFrame())]
-    out += [f"deleted in the tool: task {t}" for t in sorted(sync.unacknowledged(ledger, live))]
+    state, before = sync.instance_state(ledger, seen.instances)
+    if state == "replaced":  # the push re-adopts what is there and records the lost tasks
+        out.append(f"Label Studio database replaced: instance {before[:8]} is gone")
+    else:
+        out += [f"deleted in the tool: task {t}" for t in sorted(sync.unacknowledged(ledger, seen.live_refs()))]
     return out

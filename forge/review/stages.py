@@ -18,6 +18,7 @@ from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.checks.nli import NLIBackend
 from forge.items.fields import LIST_COLUMNS, lst
+from forge.labelstudio import identity as ident
 from forge.labelstudio.client import LabelStudio, ReviewServerDown
 from forge.review import gate, loop, sync, units
 from forge.review.config import review_spec
@@ -121,25 +122,31 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
     if rs.policy == ReviewPolicy.OFF or ls is None:
         out.metadata["note"] = note or f"review policy off for {spec.name}: nothing pushed"
         out.tables.update({"review_tasks": prev, loop.LEDGER: ledger})
+        out.tables[loop.RECONCILIATION] = loop.reconciliation(store, spec.name, {})[0]
         return out
     ls.ensure_up()
-    projects = {k: _project(ls, store, spec, rs, k) for k in ("review", "adjudication")}
+    inst = ident.instance_of(ls.projects()) or ident.new_id()  # this database's (forge/labelstudio/identity.py)
+    projects = {k: _project(ls, store, spec, rs, k, inst) for k in ("review", "adjudication")}
     found = ls.project_by_title(loop.title(spec, "returned"))
-    projects.update({"returned": found} if found else {})
+    projects.update({"returned": ident.ensure_stamp(ls, found, inst)} if found else {})
     titles = {int(p["id"]): str(p["title"]) for p in ls.projects()}
-    live = {
-        k: sync.live_tasks(ls, {*([int(projects[k]["id"])] if k in projects else []), *sync.ledger_projects(ledger, k)})
-        for k in loop.KINDS
+    looked = {
+        k: {*([int(projects[k]["id"])] if k in projects else []), *sync.ledger_projects(ledger, k)} for k in loop.KINDS
     }
-    ledger = loop.append(ledger, sync.reconcile(spec.name, ledger, live, titles))
-    live_ids = {int(t["id"]) for ps in live.values() for ts in ps.values() for t in ts}
+    seen = sync.view(ls, [spec.name], ledger, looked)  # only tasks provably this benchmark's count
+    events, figures = sync.reconcile(spec.name, ledger, seen, titles)
+    ledger = loop.append(ledger, events)
+    out.tables[loop.RECONCILIATION], said = loop.reconciliation(store, spec.name, figures)
+    out.metadata["reconciliation"] = {**figures, **({"message": said} if said else {})}
+    live = seen.ours
+    live_ids = seen.live_ids()
     # a task deleted in the tool makes its verdicts stale before anything is decided, so the push
     # recreates it whether or not the verdicts were read since (the read marks them the same way)
     verdicts = merge(read(store, "verdicts", spec.name), [], live_ids, sync.pushed_ids(ledger))
     res = gate.resolve(gated_items(store, spec.name), verdicts, rs, store.data_dir)
     wanted = _loop_wanted(spec.name, res, rs, clip_paths(store))
     if wanted["returned"] and "returned" not in projects:
-        projects["returned"] = _project(ls, store, spec, rs, "returned")
+        projects["returned"] = _project(ls, store, spec, rs, "returned", inst)
         titles[int(projects["returned"]["id"])] = str(projects["returned"]["title"])
     known = set(zip(ledger["task_key"].astype(str), ledger["revision"].astype(str), strict=True))
     recorded = set(res.verdicts["verdict_id"].astype(str))
@@ -184,15 +191,19 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
     return out
 
 
-def _project(ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, kind: str) -> dict[str, Any]:
+def _project(
+    ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, kind: str, instance: str
+) -> dict[str, Any]:
     """The benchmark's one project of ``kind`` (created, or brought up to date; for ``review``, an
-    earlier release's newest per-version project is adopted), with its media storage."""
+    earlier release's newest per-version project is adopted), with its media storage and its
+    identity stamp (of ``instance``)."""
     name = loop.title(spec, kind)
     if kind == "review":
         loop.adopt_legacy(ls, name)
     overlap = rs.reviewers if kind == "review" else 1
     config = review_config(rs, adjudication=kind == "adjudication")
     project = ls.ensure_project(name, config, **project_settings(rs, overlap, loop.description(spec, rs, kind)))
+    project = ident.ensure_stamp(ls, project, instance)
     ls.ensure_overlap(int(project["id"]), overlap)  # tasks an older release made keep overlap 1
     ls.ensure_local_storage(int(project["id"]), str(store.data_dir.resolve() / "media"))
     return project

@@ -31,7 +31,9 @@ from typing import Any
 
 import pandas as pd
 
+from forge.labelstudio import identity as ident
 from forge.labelstudio.client import LabelStudio, ReviewAPIError, ReviewServerDown
+from forge.review import ownership
 
 TASK_COLUMNS = [
     "benchmark",
@@ -55,8 +57,11 @@ LEDGER_COLUMNS = [
     "task_id",
     "event",
     "recorded_at",
+    "instance",
+    "task_uid",
 ]
 MADE = ("created", "recreated", "moved", "adopted")  # ledger events of a task the tool should have
+GONE = ("deleted", "lost")  # ledger events after which the tool no longer should have the task
 COUNTS = ("kept", "created", "recreated", "moved", "replaced", "deleted", "deferred")
 
 
@@ -66,13 +71,8 @@ class Wanted:
     predictions: list[dict[str, Any]] = field(default_factory=list)
 
 
-def task_key(task: Mapping[str, Any]) -> str:
-    data = task.get("data") or {}
-    return str(data.get("task_key") or data.get("item_id"))
-
-
-def _rev(task: Mapping[str, Any]) -> str:
-    return str((task.get("data") or {}).get("revision"))
+task_key = ownership.task_key
+_rev = ownership.revision
 
 
 def live_tasks(ls: LabelStudio, project_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
@@ -81,9 +81,15 @@ def live_tasks(ls: LabelStudio, project_ids: Iterable[int]) -> dict[int, list[di
     for pid in sorted(set(project_ids)):
         try:
             out[pid] = ls.tasks(pid)
-        except ReviewAPIError:
+        except ReviewAPIError as exc:
+            if exc.status != 404:
+                raise
             continue  # deleted in the tool: its tasks are gone, their items are queued again
     return out
+
+
+def stamps(projects: Iterable[Mapping[str, Any]]) -> dict[int, ident.Stamp | None]:
+    return {int(p["id"]): ident.stamp_of(p) for p in projects}
 
 
 def _recorded(task: dict[str, Any], pid: int, recorded: set[str]) -> bool:
@@ -100,21 +106,30 @@ def empty_ledger() -> pd.DataFrame:
     return pd.DataFrame(columns=LEDGER_COLUMNS)
 
 
-def _ids(ledger: pd.DataFrame, events: Iterable[str]) -> set[int]:
+def _refs(ledger: pd.DataFrame, events: Iterable[str]) -> dict[str, int]:
+    """ref → task id of the ledger's rows of ``events`` (``ownership.ref``)."""
     if not len(ledger):
-        return set()
-    return {int(t) for t in ledger.loc[ledger["event"].isin(list(events)), "task_id"]}
+        return {}
+    rows = ledger.loc[ledger["event"].isin(list(events))]
+    return dict(zip(ownership.row_refs(rows), rows["task_id"].astype(int), strict=True))
+
+
+def _pushed(ledger: pd.DataFrame) -> dict[str, int]:
+    gone = _refs(ledger, GONE)
+    return {r: t for r, t in _refs(ledger, MADE).items() if r not in gone}
 
 
 def pushed_ids(ledger: pd.DataFrame) -> set[int]:
-    """Tasks a push made or adopted and never deleted itself: the tool should have each of them."""
-    return _ids(ledger, MADE) - _ids(ledger, ("deleted",))
+    """Tasks a push made or adopted and never deleted itself, in the database the tool runs now
+    (a task ``lost`` with a replaced database is not counted): the tool should have each of them."""
+    return set(_pushed(ledger).values())
 
 
-def unacknowledged(ledger: pd.DataFrame, live: set[int]) -> set[int]:
-    """Tasks the tool should have, does not, and no push has noted missing yet (the next push
-    recreates their keys)."""
-    return pushed_ids(ledger) - _ids(ledger, ("missing",)) - live
+def unacknowledged(ledger: pd.DataFrame, live: set[str]) -> set[int]:
+    """Tasks the tool should have, does not (``live``: refs of the benchmark's own live tasks), and
+    no push has noted missing yet (the next push recreates their keys)."""
+    missing = _refs(ledger, ("missing",))
+    return {t for r, t in _pushed(ledger).items() if r not in missing and r not in live}
 
 
 def ledger_projects(ledger: pd.DataFrame, kind: str) -> set[int]:
@@ -125,6 +140,7 @@ def event(
     benchmark: str, kind: str, key: str, task: Mapping[str, Any], pid: int, title: str, name: str, at: Any
 ) -> dict[str, Any]:
     data = task.get("data") or {}
+    me = ident.identity(task) or {}
     return {
         "benchmark": benchmark,
         "kind": kind,
@@ -136,6 +152,8 @@ def event(
         "task_id": int(task["id"]),
         "event": name,
         "recorded_at": at,
+        "instance": str(me.get("instance") or task.get("instance") or ""),
+        "task_uid": str(me.get("uid") or task.get("task_uid") or ""),
     }
 
 
@@ -145,34 +163,100 @@ def seed_ledger(review_tasks: pd.DataFrame, kinds: Iterable[str]) -> pd.DataFram
     if not len(rows):
         return empty_ledger()
     out = rows.assign(task_key=rows["item_id"].astype(str), event="adopted", recorded_at=rows["pushed_at"])
-    return out.reindex(columns=LEDGER_COLUMNS).reset_index(drop=True)
+    return out.assign(instance="", task_uid="").reindex(columns=LEDGER_COLUMNS).reset_index(drop=True)
+
+
+@dataclass
+class View:
+    """What a push or read of one benchmark sees of the tool: per kind, its own live tasks by
+    project (``ownership.sort_out``); the other tasks of the projects it looked at (``foreign``,
+    never touched); the instance ids the tool's projects carry."""
+
+    ours: dict[str, dict[int, list[dict[str, Any]]]]
+    foreign: list[dict[str, Any]]
+    instances: set[str]
+
+    def live_refs(self) -> set[str]:
+        return {ownership.task_ref(t) for ps in self.ours.values() for ts in ps.values() for t in ts}
+
+    def live_ids(self) -> set[int]:
+        return {int(t["id"]) for ps in self.ours.values() for ts in ps.values() for t in ts}
+
+
+def view(
+    ls: LabelStudio, benchmarks: Iterable[str], rows: pd.DataFrame, project_ids: Mapping[str, Iterable[int]]
+) -> View:
+    """The tool as a push or read of ``benchmarks`` (usually one) may use it: ``project_ids`` (kind →
+    the projects to look in), ``rows`` the catalog's records of their tasks (ledger or review_tasks)."""
+    projects, names = ls.projects(), list(benchmarks)
+    st = stamps(projects)
+    ours, foreign = {}, []
+    for kind, pids in project_ids.items():
+        s = ownership.sort_out(kind, live_tasks(ls, pids), st, names, rows)
+        ours[kind] = s.ours
+        foreign += s.foreign
+    return View(ours, foreign, ident.instances(projects))
+
+
+def instance_state(ledger: pd.DataFrame, tool: set[str]) -> tuple[str, str]:
+    """(state, the instance the catalog's live tasks were made in): ``new`` when the catalog holds
+    no live task with identity, ``same`` when the tool's projects carry their instance,
+    ``replaced`` when some were made in an instance no project in the tool carries now (the
+    database was replaced or re-created, or every Subtext Forge project deleted in the tool) and
+    are not yet recorded ``lost``."""
+    pushed = _pushed(ledger)
+    rows = ledger.assign(ref=ownership.row_refs(ledger)) if len(ledger) else ledger
+    live = rows[rows["ref"].isin(list(pushed)) & rows["event"].isin(MADE)] if len(rows) else rows
+    seen = [str(i) for i in live["instance"] if isinstance(i, str) and i] if len(live) else []
+    gone = [i for i in seen if i not in tool]
+    if gone:
+        return "replaced", gone[-1]
+    return ("same", seen[-1]) if seen else ("new", "")
 
 
 def reconcile(
-    benchmark: str,
-    ledger: pd.DataFrame,
-    live: Mapping[str, Mapping[int, list[dict[str, Any]]]],
-    titles: Mapping[int, str],
-) -> list[dict[str, Any]]:
-    """Ledger events for what the tool shows now: live tasks of our projects the ledger does not
-    know (``adopted``), and tasks it should have but does not (``missing``, once per task)."""
+    benchmark: str, ledger: pd.DataFrame, v: View, titles: Mapping[int, str]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The catalog and the tool compared both ways: ledger events for the benchmark's own live
+    tasks the ledger does not know (``adopted``: made by a push that was killed, or found again in
+    a restored database), for tasks it should have but does not (``missing``, once per task: the
+    next push recreates them), and for tasks made in a database the tool no longer runs (``lost``,
+    once: their verdicts keep counting, their open keys are pushed again); and the figures of the
+    reconciliation (``review_reconciliation``). Nothing is deleted for a disagreement."""
     now = pd.Timestamp(datetime.now(UTC))
-    known = _ids(ledger, (*MADE, "deleted"))
-    out, live_ids = [], set()
-    for kind, projects in live.items():
+    known = set(_refs(ledger, (*MADE, *GONE)))
+    out = []
+    for kind, projects in v.ours.items():
         for pid, ts in projects.items():
             for t in ts:
-                live_ids.add(int(t["id"]))
-                if int(t["id"]) not in known:
+                if ownership.task_ref(t) not in known:
                     out.append(event(benchmark, kind, task_key(t), t, pid, titles.get(pid, ""), "adopted", now))
-    gone = unacknowledged(ledger, live_ids)
-    if gone:
-        last = ledger[ledger["task_id"].astype(int).isin(gone)].drop_duplicates("task_id", keep="last")
-        for r in last.itertuples():
-            data = {"item_id": r.item_id, "revision": r.revision}
-            t = {"id": r.task_id, "data": data}
-            out.append(event(benchmark, r.kind, str(r.task_key), t, int(r.project_id), r.project_title, "missing", now))
-    return out
+    state, before = instance_state(ledger, v.instances)
+    pushed = _pushed(ledger)
+    last = ledger.assign(ref=ownership.row_refs(ledger)).drop_duplicates("ref", keep="last") if len(ledger) else ledger
+    live, missing = v.live_refs(), set(_refs(ledger, ("missing",)))
+    lost = 0
+    for r in last.itertuples() if len(last) else []:
+        if r.ref not in pushed or r.ref in live:
+            continue
+        inst = r.instance if isinstance(r.instance, str) else ""
+        name = "lost" if inst and inst not in v.instances else "missing"
+        if name == "missing" and r.ref in missing:
+            continue
+        lost += name == "lost"
+        t = {"id": r.task_id, "data": {"item_id": r.item_id, "revision": r.revision}}
+        t |= {"instance": inst, "task_uid": r.task_uid if isinstance(r.task_uid, str) else ""}
+        out.append(event(benchmark, r.kind, str(r.task_key), t, int(r.project_id), r.project_title, name, now))
+    figures = {
+        "state": state,
+        "catalog_instance": before,
+        "tool_instances": sorted(v.instances),
+        "adopted": sum(e["event"] == "adopted" for e in out),
+        "missing": sum(e["event"] == "missing" for e in out),
+        "lost": lost,
+        "foreign": len(v.foreign),
+    }
+    return out, figures
 
 
 # -- plan and execute ----------------------------------------------------------------------------
@@ -307,9 +391,13 @@ def execute(ls: LabelStudio, p: Plan, progress: Progress) -> tuple[pd.DataFrame,
                 )
             else:
                 assert s.wanted is not None
-                tid = ls.create_task(s.project_id, s.wanted.data, s.wanted.predictions)
+                stamp = ident.stamp_of(p.project)
+                if stamp is None:  # a task without identity could never be verified, so never retired
+                    raise ValueError(f"project {p.project.get('id')} carries no identity stamp: stamp it first")
+                meta = ident.task_meta(stamp, p.benchmark, p.kind, s.key, str(s.wanted.data["revision"]))
+                tid = ls.create_task(s.project_id, s.wanted.data, s.wanted.predictions, meta=meta)
                 progress.done += 1
-                t = {"id": tid, "data": s.wanted.data}
+                t = {"id": tid, "data": s.wanted.data, "meta": meta}
                 progress.events.append(
                     event(p.benchmark, p.kind, s.key, t, s.project_id, p.titles.get(s.project_id, ""), s.label, now)
                 )
@@ -336,25 +424,33 @@ def push(
     itself, with the ledger): bring ``project`` (and the projects of ``kind`` named in
     ``previous``) in line with ``wanted``. Returns the task rows and counts by action."""
     prev = previous[previous["kind"] == kind] if len(previous) else previous
+    project = ident.ensure_stamp(ls, project)
     pids = {int(project["id"]), *(int(pid) for pid in (prev["project_id"] if len(prev) else []))}
     seen = {(str(r.item_id), str(r.revision)) for r in prev.itertuples()} if len(prev) else set()
     titles = {int(r.project_id): str(r.project_title) for r in prev.itertuples()} if len(prev) else {}
-    pl = plan(benchmark, kind, project, wanted, live_tasks(ls, pids), recorded, keep, seen, titles)
-    return execute(ls, pl, Progress(pl.creations()))
+    rows = prev.assign(task_key=prev["item_id"].astype(str)) if len(prev) else prev
+    v = view(ls, [benchmark], rows, {kind: pids})
+    pl = plan(benchmark, kind, project, wanted, v.ours[kind], recorded, keep, seen, titles)
+    out, counts = execute(ls, pl, Progress(pl.creations()))
+    if v.foreign:  # tasks in the projects looked at that are not provably this push's: left alone
+        counts["not_ours"] = len(v.foreign)
+    return out, counts
 
 
 def poll(
     ls: LabelStudio, task_rows: pd.DataFrame, kinds: tuple[str, ...]
 ) -> tuple[dict[str, list[tuple[int, list[dict[str, Any]]]]], set[int]]:
-    """kind → [(project id, its tasks with annotations)], and the ids of every live task.
-    ``task_rows``: ``review_tasks`` or ledger rows (their ``kind`` and ``project_id``)."""
+    """kind → [(project id, its own tasks with annotations)], and the ids of those live tasks.
+    ``task_rows``: ``review_tasks`` or ledger rows (their ``benchmark``, ``kind`` and
+    ``project_id``); only tasks provably theirs are read (``ownership.sort_out``)."""
     out: dict[str, list[tuple[int, list[dict[str, Any]]]]] = {k: [] for k in kinds}
     live: set[int] = set()
     if not len(task_rows):
         return out, live
+    pids = {k: {int(p) for p in task_rows.loc[task_rows["kind"] == k, "project_id"]} for k in kinds}
+    v = view(ls, set(task_rows["benchmark"].astype(str)), task_rows, pids)
     for kind in kinds:
-        pids = {int(p) for p in task_rows.loc[task_rows["kind"] == kind, "project_id"]}
-        for pid, ts in live_tasks(ls, pids).items():
+        for pid, ts in v.ours[kind].items():
             out[kind].append((pid, ts))
             live |= {int(t["id"]) for t in ts}
     return out, live
