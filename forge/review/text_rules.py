@@ -16,7 +16,7 @@ protocol answers, blind answers), so an edit is text people can read or it is re
   - ``not_text``: a lone surrogate, which no UTF-8 file can hold;
   - ``markup``: HTML where the field is plain text: a tag, comment or declaration (``<`` followed
     by a letter, ``/``, ``!`` or ``?``, as the HTML tokenizer starts one), a character reference
-    (``&lt;``, ``&#60;``) or an event-handler attribute (``onerror=alert(1)``).
+    (``&lt;``, ``&#60;``; a name HTML5 defines) or an event-handler attribute (``onerror=alert(1)``).
 
 Invisible characters that are not refused (a zero-width joiner in an emoji sequence or a
 Persian word, a soft hyphen) stay in the text: only a text made of nothing else is refused.
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from html.entities import html5
 
 # Unicode bidirectional classes of the explicit embedding, override and isolate controls (UAX #9)
 BIDI_CONTROLS = frozenset({"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
@@ -34,7 +35,7 @@ LINE_BREAKS = frozenset("\n\t")  # the Cc characters a multi-line field keeps
 # the HTML tokenizer's tag open state: a letter (start tag), "/" (end tag), "!" (comment or
 # declaration), "?" (processing instruction); "a < b" and "<3" stay text
 TAG = re.compile(r"<[A-Za-z/!?]")
-CHAR_REF = re.compile(r"&(#[0-9]+|#[xX][0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);")
+CHAR_REF = re.compile(r"&(#[0-9]+;?|#[xX][0-9A-Fa-f]+;?|[A-Za-z][A-Za-z0-9]*;)")
 EVENT_ATTR = re.compile(r"\bon[a-z]+\s*=\s*([\"'`]|[A-Za-z_$][\w$.]*\s*\()", re.IGNORECASE)
 
 
@@ -77,6 +78,11 @@ def has_visible(text: str) -> bool:
     return False
 
 
+def _is_reference(body: str) -> bool:
+    """A numeric reference, or a name HTML5 defines (``html.entities.html5``): "R&D;" stays text."""
+    return body.startswith("#") or body in html5
+
+
 def clean(text: str, what: str, multiline: bool = True, plain: bool = True) -> str:
     """``text`` normalised (NFC, ``\\n`` line ends, outer whitespace removed), or ``TextRefused``
     with the rule it breaks; ``what`` names the field for people ("the corrected question");
@@ -105,7 +111,8 @@ def clean(text: str, what: str, multiline: bool = True, plain: bool = True) -> s
         (CHAR_REF, "an HTML character reference"),
         (EVENT_ATTR, "an event handler"),
     ):
-        m = pattern.search(t)
+        m = next((m for m in pattern.finditer(t) if pattern is not CHAR_REF or _is_reference(m.group(1))), None)
         if m:
-            raise TextRefused("markup", f"{what} is plain text and holds {kind} ({t[m.start() : m.start() + 20]!r})")
+            # where, not what: the refusal goes back to people and must not carry the markup itself
+            raise TextRefused("markup", f"{what} is plain text and holds {kind} at character {m.start() + 1}")
     return t
