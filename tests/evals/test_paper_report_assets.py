@@ -58,5 +58,6 @@ def test_iibench_paper_report_asset(tmp_path):
     md = res.asset_materializations_for_node("iibench_paper_report")[0].metadata
     path = tmp_path / "exports" / "iibench" / "paper_report" / "paper_report.md"
     assert path.is_file() and md["path"].value == str(path)
-    assert "| GPT-4o | 72.6 (paper 72.6, Δ +0.0) |" in md["report"].value
+    assert "| GPT-4o | 72.6 (paper 72.6, Δ +0.0) · n=10 |" in md["report"].value  # the n behind the cell
+    assert "- Overall: n = 10 here, 1399 in the paper's header" in md["report"].value
     assert md["cells_flagged"].value == 0
