@@ -169,3 +169,19 @@ def test_blind_answers_pass_the_same_rules_and_a_skip_is_kept_with_its_reason():
         "skipped",
     ]
     assert refusal_of({"result": typed("fine")}) is None
+
+
+def test_a_unit_annotation_passes_the_same_rules_for_every_member(tmp_path):
+    from tests.review.test_review_units_logic import _pool, _rows, c, t
+
+    items = _pool(tmp_path)
+    n = len(items)
+    hidden = _rows(items, [c("verdict", "edit"), t("m_question_1", "\u200b\u2060")])
+    assert len(hidden) == n and {r["verdict"] for r in hidden} == {"refused"}
+    assert hidden[0]["refusal"].startswith("invisible_only: the corrected question of member 2")
+    shown_elsewhere = [c("verdict", "accept"), {**c("m_verdict_1", "reject"), "to_name": "m_text_2"}]
+    assert {r["refusal"].split(":")[0] for r in _rows(items, shown_elsewhere)} == {"unknown_target"}
+    padded = [c("verdict", "accept"), {**c("m_verdict_1", "reject"), "from_name": "m_verdict_01"}]
+    assert {r["refusal"].split(":")[0] for r in _rows(items, padded)} == {"unknown_control"}
+    fixed = _rows(items, [c("verdict", "edit"), t("m_question_1", "Cafe\u0301?")])
+    assert [r for r in fixed if r["verdict"] == "edit"][0]["edits"] == '{"question": "Caf\u00e9?"}'
