@@ -1,0 +1,49 @@
+"""Which live tasks a push may treat as its own (forge/review/ownership.py): only those whose
+identity names the project's stamp, the benchmark, the kind, the key and the revision; a task
+without identity only where the catalog recorded exactly it."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from forge.labelstudio import identity as ident
+from forge.review.ownership import sort_out
+
+
+def _task(tid: int, key: str, meta: dict | None, benchmark: str = "maia") -> dict:
+    return {"id": tid, "data": {"item_id": key, "revision": "r1", "benchmark": benchmark}, "meta": meta or {}}
+
+
+def _ledger(rows: list[tuple[int, int, str]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"kind": "review", "project_id": p, "task_id": t, "task_key": k, "revision": "r1", "event": "created"}
+            | {"task_uid": ""}
+            for p, t, k in rows
+        ]
+    )
+
+
+def test_only_tasks_with_the_projects_stamp_and_the_pushs_owner_are_ours():
+    stamp = ident.Stamp(ident.new_id(), ident.new_id())
+    other = ident.Stamp(ident.new_id(), ident.new_id())  # a fresh database's project under the same id
+    mine = _task(1, "m1", ident.task_meta(stamp, "maia", "review", "m1", "r1"))
+    vague = _task(2, "v1", ident.task_meta(stamp, "vague", "review", "v1", "r1"), "vague")
+    elsewhere = _task(3, "m2", ident.task_meta(other, "maia", "review", "m2", "r1"))
+    changed = _task(4, "m3", ident.task_meta(stamp, "maia", "review", "m3", "r0"))
+    s = sort_out("review", {5: [mine, vague, elsewhere, changed]}, {5: stamp}, ["maia"], _ledger([]))
+    assert [t["id"] for t in s.ours[5]] == [1]
+    assert {f["task_id"]: f["why"] for f in s.foreign} == {2: "other_owner", 3: "other_project", 4: "changed"}
+
+
+def test_a_task_without_identity_is_ours_only_where_the_catalog_recorded_it():
+    ledger = _ledger([(5, 1, "m1"), (5, 2, "m2")])
+    recorded = _task(1, "m1", None)
+    other_key = _task(2, "x9", None)  # a new database's task under a recorded id
+    other_bench = _task(3, "m3", None, "vague")
+    s = sort_out("review", {5: [recorded, other_key, other_bench]}, {5: None}, ["maia"], ledger)
+    assert [t["id"] for t in s.ours[5]] == [1]
+    assert {f["task_id"] for f in s.foreign} == {2, 3}
+    # the same ids in another project (a replaced database's numbering) are not the recorded tasks
+    s = sort_out("review", {6: [recorded]}, {6: None}, ["maia"], ledger)
+    assert s.ours[6] == [] and len(s.foreign) == 1
