@@ -18,6 +18,7 @@ import duckdb
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.models.weights import WeightsMismatch, easyocr_model_dir
 from forge.storage import TableStore, open_catalog, quote_ident, quote_literal
+from forge.storage.paths import resolve_stored
 
 TOP_REJECTS = 8
 
@@ -117,7 +118,7 @@ def summarize(
                     "version": version,
                     "n_items": n,
                     "splits": json.loads(splits) if splits else {},
-                    "path": path,
+                    "path": str(resolve_stored(path, store.data_dir)) if path else path,  # this data dir's own
                     "stub_items": stub or 0,
                 }
             )

@@ -196,7 +196,7 @@ def run_export(
         ),
         Check("export_integrity", not bad, "error", {"versions": n_versions, "modified_files": bad[:20]}),
     ]
-    return exports_frame(exports_dir(store), name), md, checks
+    return exports_frame(exports_dir(store), name, store.data_dir), md, checks
 
 
 def _review(

@@ -40,6 +40,7 @@ from forge.items.manifest import MANIFEST, existing_versions, read_manifest
 from forge.items.outcome import md_table
 from forge.items.typed import conform, parse_object, typed_struct
 from forge.provenance.versioning import content_hash, sha256_file, stable_json
+from forge.storage.paths import stored_path
 
 # Exported item fields (never null: a column must have one type in every split's metadata file).
 ROW_FIELDS = [
@@ -331,8 +332,11 @@ def _freeze(path: Path) -> None:
             p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
-def exports_frame(exports_dir: Path, benchmark: str) -> pd.DataFrame:
-    """The ``exports`` table rows of one benchmark, rebuilt from the manifests on disk."""
+def exports_frame(exports_dir: Path, benchmark: str, data_dir: Path | None = None) -> pd.DataFrame:
+    """The ``exports`` table rows of one benchmark, rebuilt from the manifests on disk. ``path``
+    is relative to the data dir (default: the parent of ``exports_dir``), so a copied data dir
+    names its own exports (forge/storage/paths.py)."""
+    data_dir = exports_dir.parent if data_dir is None else data_dir
     rows = []
     for n, d in existing_versions(exports_dir / benchmark):
         m = read_manifest(d)
@@ -341,7 +345,7 @@ def exports_frame(exports_dir: Path, benchmark: str) -> pd.DataFrame:
                 "benchmark": benchmark,
                 "version": m["version"],
                 "version_number": n,
-                "path": str(d),
+                "path": stored_path(d, data_dir),
                 "content_hash": m["content_hash"],
                 "n_items": m["n_items"],
                 "splits": json.dumps(m.get("splits", {})),

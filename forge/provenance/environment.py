@@ -8,6 +8,11 @@ which applies the record, so none of them silently builds the same data dir with
 settings: an inbox drop after the demo still resolves the demo's sources, a CLI re-run uses
 the demo's profile.
 
+A value that is a path inside the data dir (the sample corpus) is recorded relative to it,
+its name listed under ``data_dir_relative``, and read back under the data dir the record is in:
+a data dir copied elsewhere builds from its own corpus (forge/storage/paths.py). A record
+written before that (absolute paths, no list) is read as it is.
+
 A variable set in the environment wins over the record (an explicit choice), and is
 reported; ``SUBTEXT_RECORDED_ENV=off`` ignores the record. Secrets are never recorded: a name that looks like one (``KEY``, ``TOKEN``,
 ``SECRET``, ``PASSWORD``, ...) is refused, and ``OPENAI_API_KEY`` stays in the environment.
@@ -21,8 +26,11 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from forge.storage.paths import resolve_stored, stored_path
+
 ENV_FILE = "environment.json"
 DATA_DIR_ENV = "SUBTEXT_DATA_DIR"
+RELATIVE_KEY = "data_dir_relative"  # the names whose values are paths relative to the data dir
 SWITCH_ENV = "SUBTEXT_RECORDED_ENV"  # `off`: ignore the record (tests/conftest.py sets it)
 # Endpoint settings a build reads (docs/llm.md); the key is a secret and is not among them.
 ENDPOINT_VARIABLES = ("OPENAI_BASE_URL", "SUBTEXT_LLM_MODEL", "SUBTEXT_LLM_TRANSCRIPTION_MODEL", "SUBTEXT_TRANSCRIBER")
@@ -60,10 +68,22 @@ def record_environment(values: Mapping[str, str], data: str | os.PathLike[str] |
         raise ValueError(f"refusing to record secrets in the data dir: {', '.join(refused)}")
     path = env_path(data)
     path.parent.mkdir(parents=True, exist_ok=True)
+    doc: dict[str, object] = dict(recordable(values))
+    inside = [k for k, v in doc.items() if _in_data_dir(str(v), path.parent)]
+    for k in inside:
+        doc[k] = stored_path(str(doc[k]), path.parent)
+    if inside:
+        doc[RELATIVE_KEY] = sorted(inside)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(recordable(values), indent=2, sort_keys=True) + "\n")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     tmp.replace(path)
     return path
+
+
+def _in_data_dir(value: str, root: Path) -> bool:
+    """An absolute path inside the data dir (a URL or a list of names is not)."""
+    p = Path(value)
+    return p.is_absolute() and not Path(stored_path(p, root)).is_absolute()
 
 
 def recorded_environment(data: str | os.PathLike[str] | None = None) -> dict[str, str]:
@@ -78,7 +98,15 @@ def recorded_environment(data: str | os.PathLike[str] | None = None) -> dict[str
         raise ValueError(f"{path}: not a readable environment record ({exc}); delete it or re-run `make demo`") from exc
     if not isinstance(doc, dict):
         raise ValueError(f"{path}: not a mapping of variable names to values; delete it or re-run `make demo`")
-    return recordable({str(k): str(v) for k, v in doc.items()})
+    relative = doc.pop(RELATIVE_KEY, [])
+    if not isinstance(relative, list):
+        raise ValueError(f"{path}: {RELATIVE_KEY} must be a list of names; delete it or re-run `make demo`")
+    out = recordable({str(k): str(v) for k, v in doc.items()})
+    root = path.parent.absolute()  # the data dir this record is in, wherever it was copied
+    for k in relative:
+        if k in out:
+            out[k] = str(resolve_stored(out[k], root))
+    return out
 
 
 def apply_recorded_environment(
