@@ -206,11 +206,18 @@ def parse_spec(
     variables: Mapping[str, str],
     policy: IngestPolicy | None = None,
     refused: Collection[str] = (),
+    url_rejects: list[SourceReject] | None = None,
 ) -> SourceSpec:
+    """One declared source, placeholders resolved and paths confined. With ``url_rejects``, a URL
+    of ``urls`` whose placeholder is unset or not allowed is refused there, on its own (the
+    source keeps its other URLs); without, it makes the whole source invalid."""
     policy = policy or IngestPolicy()
     if not isinstance(raw, Mapping):
         raise ValueError(f"a source must be a mapping, got {type(raw).__name__}")
     declared = {**defaults, **raw}
+    bad_urls: list[tuple[int, str, ValueError]] = []
+    if url_rejects is not None and isinstance(declared.get("urls"), list):
+        declared["urls"], bad_urls = _resolvable_urls(declared["urls"], variables, refused)
     doc = _subst_tree(declared, variables, refused)
     name = str(doc.get("name", ""))
     if not _NAME.match(name):
@@ -235,8 +242,33 @@ def parse_spec(
                 raise ValueError(f"source {name}: {key} must be a list")
             doc[key] = tuple(doc[key] or ())
     _check_types(name, doc)
+    # the URL as declared in each message: placeholder names, never values
+    details = [f"urls[{k}] {url!r}: {exc}" for k, url, exc in bad_urls]
+    if bad_urls and not doc.get("urls") and not doc.get("url_file"):  # no URL left: the source is refused
+        raise type(bad_urls[0][2])("; ".join(details))
+    for (_, url, exc), detail in zip(bad_urls, details, strict=True):  # bad_urls: only with url_rejects
+        reason = "variable_not_allowed" if isinstance(exc, RefusedVariable) else "unresolved_variable"
+        if url_rejects is not None:
+            url_rejects.append(SourceReject(item_id("video", name, url), name, reason, type(exc).__name__, detail))
     used = sorted(set(_VAR.findall(json.dumps(declared, default=str))))  # substitution succeeded: all are set
     return SourceSpec(**doc, placeholders=tuple((n, variables[n]) for n in used))
+
+
+def _resolvable_urls(
+    urls: list[Any], variables: Mapping[str, str], refused: Collection[str]
+) -> tuple[list[Any], list[tuple[int, str, ValueError]]]:
+    """The declared URLs whose placeholders all resolve (as declared, substituted later), and
+    (index, URL, error) of the others. Entries that are not strings stay for the type check."""
+    kept, bad = [], []
+    for k, url in enumerate(urls):
+        if isinstance(url, str):
+            try:
+                substitute(url, variables, refused)
+            except (UnresolvedVariable, RefusedVariable) as exc:
+                bad.append((k, url, exc))
+                continue
+        kept.append(url)
+    return kept, bad
 
 
 _STR_KEYS = (
@@ -314,11 +346,13 @@ def load_sources(
         given = raw.get("name") if isinstance(raw, Mapping) else None
         name = re.sub(r"[\x00-\x1f\x7f]", "?", given)[:100] if isinstance(given, str) and given else f"source_{i}"
         try:
-            spec = parse_spec(raw, defaults, path.parent, env, policy, refused)
+            url_rejects: list[SourceReject] = []
+            spec = parse_spec(raw, defaults, path.parent, env, policy, refused, url_rejects)
             if spec.name in seen:
                 raise ValueError(f"source name {spec.name!r} declared twice")
             seen.add(spec.name)
             specs.append(spec)
+            rejects += url_rejects  # a URL with an unset or refused placeholder: that URL only
         except UnresolvedVariable as exc:
             rejects.append(SourceReject(f"source:{name}", name, "unresolved_variable", type(exc).__name__, str(exc)))
         except RefusedVariable as exc:
@@ -426,24 +460,74 @@ def _expand_folder(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> No
         out.items.append(SourceItem(iid, spec.name, kind, "folder", path=str(p), title=p.stem, license=spec.license))
 
 
-def _read_table(path: Path, policy: IngestPolicy) -> list[dict[str, Any]]:
+@dataclass
+class TableLine:
+    """One data line of a source table: its row, or why the line is refused (``row`` None)."""
+
+    line: int  # 1-based line number in the file (where the row starts)
+    row: dict[str, Any] | None
+    refused: str = ""
+
+
+def _jsonl_lines(text: str) -> list[TableLine]:
+    out = []
+    # split on newlines only: str.splitlines also breaks at U+2028 and others, which JSON strings may hold
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            out.append(TableLine(n, None, f"not JSON ({getattr(exc, 'msg', exc)})"))
+            continue
+        if isinstance(row, dict):
+            out.append(TableLine(n, row))
+        else:
+            out.append(TableLine(n, None, f"a JSON {type(row).__name__}, not an object"))
+    return out
+
+
+def _csv_lines(text: str) -> list[TableLine]:
+    """Rows keyed by the header; a line with a different number of fields than the header (an
+    unquoted comma would shift the caption) or that the csv module cannot read is refused."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)  # bad quoting is refused, not guessed
+    header: list[str] | None = None
+    out = []
+    while True:
+        start = reader.line_num + 1
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return out
+        except csv.Error as exc:  # the reader resumes at the next line
+            if header is None:
+                raise
+            span = f"(to line {reader.line_num}) " if reader.line_num > start else ""  # an unclosed quote
+            out.append(TableLine(start, None, f"{span}not readable as CSV ({exc})"))
+            continue
+        if not fields:  # a blank line
+            continue
+        if header is None:
+            header = fields
+        elif len(fields) != len(header):
+            out.append(TableLine(start, None, f"{len(fields)} fields where the header has {len(header)}"))
+        else:
+            out.append(TableLine(start, dict(zip(header, fields, strict=True))))
+
+
+def _read_table(path: Path, policy: IngestPolicy) -> list[TableLine]:
+    """Every data line of a CSV or JSONL table; a bad line is refused on its own, with its number.
+    A file that cannot be read at all (size, encoding, a CSV header) raises."""
     text = read_text_capped(path, policy, "table")
     if path.suffix.lower() in (".jsonl", ".ndjson"):
-        rows = []
-        for line in text.splitlines():
-            if line.strip():
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    raise ValueError("every JSONL line must be an object")
-                rows.append(row)
-        return rows
-    return list(csv.DictReader(io.StringIO(text, newline="")))
+        return _jsonl_lines(text)
+    return _csv_lines(text)
 
 
 def _expand_table(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> None:
     path = Path(spec.path or "")
     try:
-        rows = _read_table(path, policy)
+        lines = _read_table(path, policy)
     except PolicyViolation as exc:
         _reject_policy(out, f"source:{spec.name}", exc)
         return
@@ -452,45 +536,56 @@ def _expand_table(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> Non
             SourceReject(f"source:{spec.name}", spec.name, "unreadable_table", type(exc).__name__, str(exc))
         )
         return
-    for n, row in enumerate(rows):
-        ref = str(row.get(spec.image_column) or "").strip()
-        caption = row.get(spec.caption_column)
-        locator = ref or f"row{n}"
-        iid = item_id("image", spec.name, declared_locator(spec, locator))
-        if not ref:
+    for n, tl in enumerate(lines):
+        if tl.row is None:  # this line only: the others are read
+            iid = item_id("image", spec.name, declared_locator(spec, f"{path.name}:line{tl.line}"))
             out.rejects.append(
-                SourceReject(iid, spec.name, "missing_image", "", f"row {n}: empty {spec.image_column!r}")
+                SourceReject(iid, spec.name, "bad_line", "", f"{path.name} line {tl.line}: {tl.refused}")
             )
             continue
-        is_url = bool(_URLISH.match(ref)) and not Path(ref).is_absolute()
-        local = None
-        try:
-            if is_url:
-                check_url(ref, policy)  # file://, data:, loopback ... refused before any request
-            else:
-                local = confine(Path(ref) if Path(ref).is_absolute() else path.parent / ref, policy, f"row {n} image")
-        except PolicyViolation as exc:
-            _reject_policy(out, iid, exc)
-            continue
-        if local is not None and not local.is_file():
-            out.rejects.append(
-                SourceReject(
-                    iid, spec.name, "missing_image", "FileNotFoundError", f"row {n}: {Path(ref).name} not found"
-                )
-            )
-            continue
-        out.items.append(
-            SourceItem(
-                iid,
-                spec.name,
-                "image",
-                "table",
-                url=ref if is_url else None,
-                path=str(local) if local else None,
-                caption=None if caption is None else str(caption),
-                license=spec.license,
-            )
+        _table_row(spec, out, policy, path, n, tl)
+
+
+def _table_row(spec: SourceSpec, out: Expansion, policy: IngestPolicy, path: Path, n: int, tl: TableLine) -> None:
+    """One row of a table source: an item, or a reject naming the row's line."""
+    row, where = tl.row or {}, f"line {tl.line}"
+    ref = str(row.get(spec.image_column) or "").strip()
+    caption = row.get(spec.caption_column)
+    locator = ref or f"row{n}"
+    iid = item_id("image", spec.name, declared_locator(spec, locator))
+    if not ref:
+        out.rejects.append(SourceReject(iid, spec.name, "missing_image", "", f"{where}: empty {spec.image_column!r}"))
+        return
+    is_url = bool(_URLISH.match(ref)) and not Path(ref).is_absolute()
+    local = None
+    try:
+        if is_url:
+            check_url(ref, policy)  # file://, data:, loopback ... refused before any request
+        else:
+            local = confine(Path(ref) if Path(ref).is_absolute() else path.parent / ref, policy, f"{where} image")
+    except PolicyViolation as exc:
+        _reject_policy(out, iid, exc)
+        return
+    except ValueError as exc:  # a NUL in the path: no file can have that name
+        out.rejects.append(SourceReject(iid, spec.name, "invalid_path", type(exc).__name__, f"{where}: {exc}"))
+        return
+    if local is not None and not local.is_file():
+        out.rejects.append(
+            SourceReject(iid, spec.name, "missing_image", "FileNotFoundError", f"{where}: {Path(ref).name} not found")
         )
+        return
+    out.items.append(
+        SourceItem(
+            iid,
+            spec.name,
+            "image",
+            "table",
+            url=ref if is_url else None,
+            path=str(local) if local else None,
+            caption=None if caption is None else str(caption),
+            license=spec.license,
+        )
+    )
 
 
 def _urls_of(spec: SourceSpec, policy: IngestPolicy) -> list[str]:

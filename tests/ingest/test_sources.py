@@ -96,3 +96,88 @@ def test_license_policy():
     assert not license_allowed("creative_commons", "Standard YouTube License")[0]
     assert not license_allowed("creative_commons", None)[0]
     assert license_allowed("any", None)[0]
+
+
+def test_a_bad_jsonl_line_refuses_that_line_and_imports_the_others(corpus, tmp_path):
+    """Issue #55: the line is refused with its number; the table is not."""
+    from forge.media.batch import list_sources
+    from forge.storage import RejectLog
+
+    img = corpus.table_path.parent / "images"
+    table = tmp_path / "pairs.jsonl"
+    table.write_text(
+        json.dumps({"img": str(img / "rocket.png"), "text": "to the moon"})
+        + "\n\n"  # a blank line is no row
+        + '{"img": "'
+        + str(img / "chelsea.png")
+        + '", "text": "unterminated\n'  # line 3: broken JSON
+        + '["a", "list"]\n'  # line 4: JSON, not an object
+        + json.dumps({"img": str(img / "deadline.png"), "text": "line\u2028separator kept"})  # line 5
+        + "\n"
+    )
+    (tmp_path / "sources.yaml").write_text(
+        f"sources:\n  - {{name: jl, type: table, path: '{table}', image_column: img, caption_column: text}}\n"
+    )
+    log = RejectLog("sources", "all")
+    listing = list_sources(tmp_path / "sources.yaml", {}, log)
+    assert sorted(listing.items["caption"]) == ["line\u2028separator kept", "to the moon"]
+    bad = sorted((r["reason"], r["detail"]) for r in log.rows)
+    assert [r for r, _ in bad] == ["bad_line", "bad_line"], bad
+    assert bad[0][1].startswith("pairs.jsonl line 3: not JSON"), bad
+    assert bad[1][1] == "pairs.jsonl line 4: a JSON list, not an object", bad
+    assert len({r["item_id"] for r in log.rows}) == 2  # one reject per line, each its own id
+    again = RejectLog("sources", "all")
+    list_sources(tmp_path / "sources.yaml", {}, again)
+    assert [r["item_id"] for r in again.rows] == [r["item_id"] for r in log.rows]  # re-runs: same ids
+
+
+def test_a_bad_csv_line_refuses_that_line_and_imports_the_others(corpus, tmp_path):
+    table = tmp_path / "captions.csv"
+    images = corpus.table_path.parent / "images"
+    table.write_text(
+        "image,caption\n"
+        f"{images}/rocket.png,ready for launch\n"
+        f"{images}/chelsea.png,an unquoted, comma shifts the caption\n"  # line 3: 3 fields
+        f'{images}/deadline.png,"a quoted caption\nover two lines"\n'  # lines 4-5: one row
+        f"{images}/rocket.png\n"  # line 6: 1 field
+        f'{images}/rocket.png,"quoted"then more\n'  # line 7: text after a closing quote
+        "nul\x00byte.png,x\n"  # line 8: a path no file can have
+        f"{images}/chelsea.png,the last line\n"
+        f'{images}/rocket.png,"never closed\n'  # line 10: swallows the rest of the file
+        f"{images}/deadline.png,would be line 11\n",
+        encoding="utf-8",
+    )
+    exp = expand_source(SourceSpec(name="cap", type="table", path=str(table)))
+    assert [it.caption for it in exp.items] == ["ready for launch", "a quoted caption\nover two lines", "the last line"]
+    assert sorted((r.reason, r.detail) for r in exp.rejects) == [
+        ("bad_line", "captions.csv line 10: (to line 11) not readable as CSV (unexpected end of data)"),
+        ("bad_line", "captions.csv line 3: 3 fields where the header has 2"),
+        ("bad_line", "captions.csv line 6: 1 fields where the header has 2"),
+        ("bad_line", "captions.csv line 7: not readable as CSV (',' expected after '\"')"),
+        ("invalid_path", "line 8: embedded null byte"),
+    ]
+
+
+def test_an_unresolved_placeholder_refuses_that_url_not_the_source(tmp_path, monkeypatch):
+    monkeypatch.delenv("SUBTEXT_NOT_SET_XYZ", raising=False)
+    monkeypatch.setenv("SUBTEXT_MIRROR", "https://example.org")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-expanded")
+    f = tmp_path / "sources.yaml"
+    f.write_text(
+        "sources:\n"
+        "  - name: web\n"
+        "    type: urls\n"
+        "    urls: ['https://example.org/a.mp4', '${SUBTEXT_NOT_SET_XYZ}/b.mp4',\n"
+        "           '${SUBTEXT_MIRROR}/c.mp4', 'https://example.org/d.mp4?k=${OPENAI_API_KEY}']\n"
+    )
+    specs, rejects = load_sources(f)
+    [spec] = specs
+    assert spec.urls == ("https://example.org/a.mp4", "https://example.org/c.mp4")
+    assert dict(spec.placeholders) == {"SUBTEXT_MIRROR": "https://example.org"}
+    got = {r.detail.rsplit("': ", 1)[0] + "'": (r.source, r.reason) for r in rejects}
+    assert got == {
+        "urls[1] '${SUBTEXT_NOT_SET_XYZ}/b.mp4'": ("web", "unresolved_variable"),
+        "urls[3] 'https://example.org/d.mp4?k=${OPENAI_API_KEY}'": ("web", "variable_not_allowed"),
+    }
+    assert all(r.item_id.startswith("vid_") for r in rejects)  # the URL's own id, not the source's
+    assert not any("sk-never-expanded" in r.detail for r in rejects)
