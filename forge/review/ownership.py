@@ -53,18 +53,14 @@ def row_refs(rows: pd.DataFrame) -> list[str]:
 def _legacy(rows: pd.DataFrame, kind: str) -> dict[tuple[int, int], tuple[str, str] | None]:
     """(project id, task id) → (key, revision) recorded for tasks without identity (None: the
     rows record no key, as ``review_tasks`` does)."""
-    if not len(rows):
-        return {}
-    r = rows[rows["kind"] == kind] if "kind" in rows else rows
-    if "event" in r:
-        r = r[r["event"].isin(MADE)]
-    if "task_uid" in r:
-        r = r[~r["task_uid"].map(lambda u: isinstance(u, str) and bool(u))]
-    keys = r["task_key"] if "task_key" in r else [None] * len(r)
-    return {
-        (int(p), int(t)): (str(k), str(v)) if k is not None else None
-        for p, t, k, v in zip(r["project_id"], r["task_id"], keys, r["revision"], strict=True)
-    }
+    out: dict[tuple[int, int], tuple[str, str] | None] = {}
+    for r in rows.to_dict("records") if len(rows) else []:
+        uid = r.get("task_uid")
+        if r.get("kind", kind) != kind or r.get("event", "created") not in MADE or (isinstance(uid, str) and uid):
+            continue
+        key = r.get("task_key")
+        out[(int(r["project_id"]), int(r["task_id"]))] = (str(key), str(r["revision"])) if key is not None else None
+    return out
 
 
 @dataclass

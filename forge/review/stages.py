@@ -149,7 +149,7 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
         projects["returned"] = _project(ls, store, spec, rs, "returned", inst)
         titles[int(projects["returned"]["id"])] = str(projects["returned"]["title"])
     known = set(zip(ledger["task_key"].astype(str), ledger["revision"].astype(str), strict=True))
-    recorded = set(res.verdicts["verdict_id"].astype(str))
+    recorded = sync.recorded_keys(res.verdicts)  # an annotation is read when its id and creation time match
     ids = set(units.groups(res.items, rs.unit)) if rs.unit else set(res.items["item_id"].astype(str))
     plans = [
         sync.plan(
@@ -266,7 +266,9 @@ def run_verdicts(
                 spec.name, "adjudication" if kind == "adjudication" else "review", pid, ts, users, rs.reasons, rs.limits
             )
         ]
-        merged = merge(prev, polled, live, sync.pushed_ids(tasks))
+        # tasks of a replaced database are not deleted in the tool: their verdicts keep counting
+        expected = sync.pushed_ids(tasks, ident.instances(ls.projects()) if len(tasks) else None)
+        merged = merge(prev, polled, live, expected)
     items = gated_items(store, spec.name)
     res = gate.resolve(items, merged, rs, store.data_dir, nli)
     if probe is not None:

@@ -92,11 +92,23 @@ def stamps(projects: Iterable[Mapping[str, Any]]) -> dict[int, ident.Stamp | Non
     return {int(p["id"]): ident.stamp_of(p) for p in projects}
 
 
+def _when(v: Any) -> str:
+    return "" if v is None or pd.isna(v) else pd.Timestamp(v).tz_convert("UTC").isoformat()
+
+
+def recorded_keys(verdicts: pd.DataFrame) -> set[str]:
+    """``<project>:<annotation>@<created>`` of every verdict row (a unit task's rows are
+    ``<project>:<annotation>:<item>``, one per member): an annotation counts as read only when its
+    id and its creation time match, since a replaced database hands out the same ids again."""
+    if not len(verdicts):
+        return set()
+    keys = (":".join(str(v).split(":")[:2]) for v in verdicts["verdict_id"])
+    return {f"{k}@{_when(c)}" for k, c in zip(keys, verdicts["created_at"], strict=True)}
+
+
 def _recorded(task: dict[str, Any], pid: int, recorded: set[str]) -> bool:
-    """Every annotation of the task is in the verdicts table (``recorded``: verdict ids; a unit
-    task's rows are ``<project>:<annotation>:<item>``, one per member)."""
-    keys = {":".join(v.split(":")[:2]) for v in recorded}
-    return all(f"{pid}:{a['id']}" in keys for a in task.get("annotations") or [])
+    """Every annotation of the task is in the verdicts table (``recorded``: ``recorded_keys``)."""
+    return all(f"{pid}:{a['id']}@{_when(a.get('created_at'))}" in recorded for a in task.get("annotations") or [])
 
 
 # -- the ledger ----------------------------------------------------------------------------------
@@ -119,10 +131,19 @@ def _pushed(ledger: pd.DataFrame) -> dict[str, int]:
     return {r: t for r, t in _refs(ledger, MADE).items() if r not in gone}
 
 
-def pushed_ids(ledger: pd.DataFrame) -> set[int]:
+def pushed_ids(ledger: pd.DataFrame, instances: set[str] | None = None) -> set[int]:
     """Tasks a push made or adopted and never deleted itself, in the database the tool runs now
-    (a task ``lost`` with a replaced database is not counted): the tool should have each of them."""
-    return set(_pushed(ledger).values())
+    (a task ``lost`` with a replaced database is not counted; with ``instances``, the instance ids
+    the tool's projects carry, neither is one made in another instance and not yet recorded lost):
+    the tool should have each of them."""
+    pushed = _pushed(ledger)
+    if instances is None or not pushed:
+        return set(pushed.values())
+    refs = ownership.row_refs(ledger)
+    elsewhere = {
+        r for r, i in zip(refs, ledger["instance"], strict=True) if isinstance(i, str) and i and i not in instances
+    }
+    return {t for r, t in pushed.items() if r not in elsewhere}
 
 
 def unacknowledged(ledger: pd.DataFrame, live: set[str]) -> set[int]:
@@ -133,7 +154,13 @@ def unacknowledged(ledger: pd.DataFrame, live: set[str]) -> set[int]:
 
 
 def ledger_projects(ledger: pd.DataFrame, kind: str) -> set[int]:
-    return {int(p) for p in ledger.loc[ledger["kind"] == kind, "project_id"]} if len(ledger) else set()
+    """The projects of ``kind`` where the ledger expects tasks of its own (tasks deleted or lost
+    name projects that another database may have given the same id)."""
+    if not len(ledger):
+        return set()
+    pushed = set(_pushed(ledger))
+    rows = ledger[(ledger["kind"] == kind) & pd.Series(ownership.row_refs(ledger), index=ledger.index).isin(pushed)]
+    return {int(p) for p in rows["project_id"]}
 
 
 def event(

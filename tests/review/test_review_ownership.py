@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from forge.labelstudio import identity as ident
+from forge.review import sync
 from forge.review.ownership import sort_out
 
 
@@ -47,3 +48,17 @@ def test_a_task_without_identity_is_ours_only_where_the_catalog_recorded_it():
     # the same ids in another project (a replaced database's numbering) are not the recorded tasks
     s = sort_out("review", {6: [recorded]}, {6: None}, ["maia"], ledger)
     assert s.ours[6] == [] and len(s.foreign) == 1
+
+
+def test_an_annotation_counts_as_read_only_with_its_id_and_creation_time():
+    """A replaced database hands out the same annotation ids: a new annotation under a read one's
+    id is not read, so its task is never retired before the read takes it in."""
+    v = pd.DataFrame(
+        {"verdict_id": ["5:9", "5:10:m2"], "created_at": pd.to_datetime(["2026-01-01T10:00:00Z"] * 2, utc=True)}
+    )
+    rec = sync.recorded_keys(v)
+    same = {"annotations": [{"id": 9, "created_at": "2026-01-01T10:00:00Z"}]}
+    unit = {"annotations": [{"id": 10, "created_at": "2026-01-01T10:00:00.000000Z"}]}
+    other = {"annotations": [{"id": 9, "created_at": "2026-03-02T08:00:00Z"}]}  # same id, another annotation
+    assert sync._recorded(same, 5, rec) and sync._recorded(unit, 5, rec)
+    assert not sync._recorded(other, 5, rec) and not sync._recorded(same, 6, rec)
