@@ -99,7 +99,16 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
         # What is evaluated is what was published: the gated, exported items.
         deps=[dg.AssetDep(spec.asset("export"))],
         code_version=content_hash(
-            VERSION, {"cfg": bcfg, "circular": cfg.get("circular"), "bootstrap": cfg.get("bootstrap")}, files=files
+            VERSION,
+            {
+                "cfg": bcfg,
+                "circular": cfg.get("circular"),
+                "bootstrap": cfg.get("bootstrap"),
+                # the requests' order of parts and the slices' labels: a change re-evaluates
+                "part_order": {k: [o.images.value, o.source] for k, o in sorted(spec.eval.part_order.items())},
+                "multi_label": list(spec.eval.multi_label),
+            },
+            files=files,
         ),
         check_specs=contract_check_specs(name, ["eval_predictions", "eval_scores"])
         + [
