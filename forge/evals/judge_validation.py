@@ -181,10 +181,10 @@ def read_ratings(ls: LabelStudio, spec: BenchmarkSpec, preds: pd.DataFrame, cfg:
         key = str((t.get("data") or {}).get("sample_key"))
         ref = keyed.loc[key] if key in keyed.index else None
         for a in ls.annotations(int(t["id"])):
-            if a.get("was_cancelled"):
-                continue
             person, _author, flag = who(a, users)
             label, refused = read_label(a.get("result") or [], choices)
+            if a.get("was_cancelled"):  # a skip gives no rating: recorded with why, never counted
+                label, refused = None, "skipped: the task was skipped (Label Studio's Skip), which gives no rating"
             rows.append(
                 {
                     "benchmark": spec.name,
@@ -208,7 +208,14 @@ def read_ratings(ls: LabelStudio, spec: BenchmarkSpec, preds: pd.DataFrame, cfg:
 
 
 def read_label(result: list[dict[str, Any]], choices: list[str]) -> tuple[str | None, str | None]:
-    """(label, None) or (None, why refused): exactly one of the judge's labels."""
+    """(label, None) or (None, why refused): exactly one of the judge's labels, from the form's one
+    control about the instruction (any other control or object is refused, never ignored)."""
+    for r in result:
+        name, kind, to = (r.get("from_name"), r.get("type"), r.get("to_name")) if isinstance(r, dict) else (None,) * 3
+        if name != CONTROL or kind != "choices":
+            return None, f"unknown_control: {name!r} ({kind}) is not a control of the form"
+        if to != "instruction":
+            return None, f"unknown_target: {name!r} names {to!r}; the form's {CONTROL} is about 'instruction'"
     picked = [c for r in result if r.get("from_name") == CONTROL for c in (r.get("value") or {}).get("choices") or []]
     if not picked:
         return None, "empty_answer: no verdict chosen"

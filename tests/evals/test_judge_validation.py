@@ -84,11 +84,18 @@ def test_too_few_answers_say_why():
 
 
 def test_the_reader_refuses_what_is_not_one_label():
-    pick = lambda *v: [{"from_name": jv.CONTROL, "value": {"choices": list(v)}}]  # noqa: E731
+    pick = lambda *v: [
+        {"from_name": jv.CONTROL, "to_name": "instruction", "type": "choices", "value": {"choices": list(v)}}
+    ]  # noqa: E731
     assert jv.read_label(pick("Correct"), LABELS) == ("Correct", None)
     assert jv.read_label([], LABELS)[1].startswith("empty_answer")
     assert jv.read_label(pick("Correct", "Incorrect"), LABELS)[1].startswith("several_choices")
     assert jv.read_label(pick("Maybe"), LABELS)[1].startswith("unknown_choice")
+    elsewhere = [{**pick("Correct")[0], "to_name": "in_answer"}]
+    assert jv.read_label(elsewhere, LABELS)[1].startswith("unknown_target")  # never read as a label
+    assert jv.read_label([*pick("Correct"), {**pick("x")[0], "from_name": "mood"}], LABELS)[1].startswith(
+        "unknown_control"
+    )
 
 
 def test_the_form_and_labels_come_from_the_judge_prompt():

@@ -116,7 +116,9 @@ def test_the_judge_validated_by_two_people(review_env):
     for name, labels in (("j1", p1), ("j2", p2)):
         who = sr.reviewer(ls, f"{name}@judge.test")
         for key, t in tasks.items():
-            sr.submit(ls, t, who, [sr.choice(jv.CONTROL, labels[of_key[key]])], seconds=15)
+            sr.submit(
+                ls, t, who, [{**sr.choice(jv.CONTROL, labels[of_key[key]]), "to_name": "instruction"}], seconds=15
+            )
     sr.submit(ls, next(iter(tasks.values())), sr.reviewer(ls, "j3@judge.test"), [])  # refused, not counted
 
     for _ in range(2):  # re-reading never duplicates a row
