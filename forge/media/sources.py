@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import json
 import os
 import re
@@ -54,6 +53,7 @@ from forge.media.policy import (
     regular_file,
     variable_allowed,
 )
+from forge.media.table_lines import TableLine, csv_lines, jsonl_lines
 
 VIDEO_EXTS = {".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v", ".mpg", ".mpeg", ".ts", ".flv"}
 IMAGE_EXTS = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"}
@@ -460,68 +460,13 @@ def _expand_folder(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> No
         out.items.append(SourceItem(iid, spec.name, kind, "folder", path=str(p), title=p.stem, license=spec.license))
 
 
-@dataclass
-class TableLine:
-    """One data line of a source table: its row, or why the line is refused (``row`` None)."""
-
-    line: int  # 1-based line number in the file (where the row starts)
-    row: dict[str, Any] | None
-    refused: str = ""
-
-
-def _jsonl_lines(text: str) -> list[TableLine]:
-    out = []
-    # split on newlines only: str.splitlines also breaks at U+2028 and others, which JSON strings may hold
-    for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            out.append(TableLine(n, None, f"not JSON ({getattr(exc, 'msg', exc)})"))
-            continue
-        if isinstance(row, dict):
-            out.append(TableLine(n, row))
-        else:
-            out.append(TableLine(n, None, f"a JSON {type(row).__name__}, not an object"))
-    return out
-
-
-def _csv_lines(text: str) -> list[TableLine]:
-    """Rows keyed by the header; a line with a different number of fields than the header (an
-    unquoted comma would shift the caption) or that the csv module cannot read is refused."""
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)  # bad quoting is refused, not guessed
-    header: list[str] | None = None
-    out = []
-    while True:
-        start = reader.line_num + 1
-        try:
-            fields = next(reader)
-        except StopIteration:
-            return out
-        except csv.Error as exc:  # the reader resumes at the next line
-            if header is None:
-                raise
-            span = f"(to line {reader.line_num}) " if reader.line_num > start else ""  # an unclosed quote
-            out.append(TableLine(start, None, f"{span}not readable as CSV ({exc})"))
-            continue
-        if not fields:  # a blank line
-            continue
-        if header is None:
-            header = fields
-        elif len(fields) != len(header):
-            out.append(TableLine(start, None, f"{len(fields)} fields where the header has {len(header)}"))
-        else:
-            out.append(TableLine(start, dict(zip(header, fields, strict=True))))
-
-
 def _read_table(path: Path, policy: IngestPolicy) -> list[TableLine]:
     """Every data line of a CSV or JSONL table; a bad line is refused on its own, with its number.
     A file that cannot be read at all (size, encoding, a CSV header) raises."""
     text = read_text_capped(path, policy, "table")
     if path.suffix.lower() in (".jsonl", ".ndjson"):
-        return _jsonl_lines(text)
-    return _csv_lines(text)
+        return jsonl_lines(text)
+    return csv_lines(text)
 
 
 def _expand_table(spec: SourceSpec, out: Expansion, policy: IngestPolicy) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from forge.media.table_lines import TableLine, csv_lines, jsonl_lines
 from forge.releases.config import ReleaseInfo
 from forge.releases.files import ReleaseFiles, scan
 from forge.storage import safe_name
@@ -103,39 +104,49 @@ def file_label(files: ReleaseFiles, f: Path) -> str:
     return files.label(f)
 
 
+UNPARSABLE = "__unparsable__"  # a record that stands for a refused line: why, and ``LINE`` its number
+LINE = "__line__"
+
+
 def read_table(path: Path) -> Any:
     """A released file as Python data: JSON as it is (list, dict of records, nested), JSONL
-    and CSV / TSV / Parquet as a list of row dicts (CSV cells stay strings)."""
+    and CSV / TSV / Parquet as a list of row dicts (CSV cells stay strings). A line of a JSONL
+    or CSV / TSV file that cannot be read is a record ``{UNPARSABLE: "line N: why", LINE: N}``
+    in its place (the importers reject it, with its line); the other lines are read."""
     suf = path.suffix.lower()
     if suf == ".json":
         text = path.read_text(encoding="utf-8-sig")
         try:
             return json.loads(text)
         except json.JSONDecodeError:  # some releases name JSON-lines files .json
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
+            return _records(jsonl_lines(text), objects_only=False)
     if suf == ".jsonl":
-        out = []
-        for k, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines()):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    out.append({"__unparsable__": f"line {k + 1}: {e}"})
-        return out
+        return _records(jsonl_lines(path.read_text(encoding="utf-8-sig")), objects_only=False)
     if suf in (".csv", ".tsv"):
-        return pd.read_csv(path, sep="\t" if suf == ".tsv" else ",", dtype=str, keep_default_na=False).to_dict(
-            "records"
-        )
+        return _records(csv_lines(path.read_text(encoding="utf-8-sig"), "\t" if suf == ".tsv" else ","))
     if suf == ".parquet":
         return pd.read_parquet(path).to_dict("records")
     raise ValueError(f"unsupported release file {path.name}")
 
 
+def _records(lines: list[TableLine], objects_only: bool = True) -> list[Any]:
+    out: list[Any] = []
+    for tl in lines:
+        if tl.row is not None:
+            out.append(tl.row)
+        elif not objects_only and tl.value is not None:  # JSON, not an object: the importer says what it is
+            out.append(tl.value)
+        else:
+            out.append({UNPARSABLE: f"line {tl.line}: {tl.refused}", LINE: tl.line})
+    return out
+
+
 def rows_of(data: Any) -> Iterator[tuple[str, Any]]:
-    """(key, record) pairs of a table: list rows get their index, a dict of records (a JSON
-    object keyed by id) gets its keys, any other object is one record."""
+    """(key, record) pairs of a table: list rows get their index (a refused line: ``line N``), a
+    dict of records (a JSON object keyed by id) gets its keys, any other object is one record."""
     if isinstance(data, list):
-        yield from ((str(k), r) for k, r in enumerate(data))
+        for k, r in enumerate(data):
+            yield (f"line {r[LINE]}" if isinstance(r, dict) and LINE in r else str(k)), r
     elif isinstance(data, dict) and data and all(isinstance(v, dict) for v in data.values()):
         yield from ((str(k), v) for k, v in data.items())
     else:

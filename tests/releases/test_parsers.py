@@ -265,3 +265,32 @@ def test_maia_parquet_form_reads_like_jsonl(maia_dir, maia_info):
     assert sorted(pq.items["item_id"]) == sorted(jsonl.items["item_id"])
     assert sorted(r.reason for r in pq.rejects) == sorted(r.reason for r in jsonl.rejects)
     assert any(r.record.startswith("mc/train-00000-of-00001.parquet") for r in pq.rejects)
+
+
+def test_a_bad_release_line_is_refused_with_its_number_and_the_others_import(vimu_dir, tmp_path):
+    """Issue #55: a line of a released JSONL or CSV / TSV file that cannot be read is one reject
+    naming the line; the file's other lines are imported."""
+    from assets.recipes.vimu.logic.release import parse_release as parse_vimu
+    from forge.releases.records import read_table, rows_of
+
+    oe = vimu_dir / "metadata" / "open_ended_qa.jsonl"
+    good, missing = oe.read_text().splitlines()
+    oe.write_text("\n".join([good, '{"id": "oe-3", "video_id": "clip01", "question": "cut off', missing]) + "\n")
+    r = parse_vimu(ReleaseInfo("vimu", "vimu-v1", vimu_dir, "1", "CC BY-NC 4.0", "en"))
+    bad = [x for x in r.rejects if x.reason == "unparsable_record"]
+    assert [(x.record, x.detail.split(" (")[0]) for x in bad] == [
+        ("metadata/open_ended_qa.jsonl[line 2]", "line 2: not JSON")
+    ]
+    assert "OE" in set(r.items["category"])  # line 1 still imported
+    assert ("metadata/open_ended_qa.jsonl[2]", "missing_field") in {(x.record, x.reason) for x in r.rejects}
+
+    for name, sep in (("t.csv", ","), ("t.tsv", "\t")):
+        f = tmp_path / name
+        f.write_text(
+            sep.join(["id", "text"]) + "\n" + sep.join(["1", "a"]) + "\n" + sep.join(["2", "b", "c"]) + "\n3\n"
+        )
+        f.write_text(f.read_text() + sep.join(["4", "d"]) + "\n")
+        rows = dict(rows_of(read_table(f)))
+        assert rows["0"] == {"id": "1", "text": "a"} and rows["3"] == {"id": "4", "text": "d"}
+        assert rows["line 3"]["__unparsable__"] == "line 3: 3 fields where the header has 2"
+        assert rows["line 4"]["__unparsable__"] == "line 4: 1 fields where the header has 2"
