@@ -25,11 +25,9 @@ def score_setting(setting: str, g: pd.DataFrame, sc: Scorer, primary: str, optio
         if col in g:
             for val, sub in g.groupby(col):
                 sc.mean(setting, "accuracy", sub, "score", slice_=f"{col}={val}")
-    # Table 1's columns: the release's image subset (VCR / Ego4D), kept in the item's labels
-    subset = g["labels_d"].map(lambda d: (d or {}).get("subset")) if "labels_d" in g else None
-    if subset is not None and subset.notna().any():
-        for val, sub in g.groupby(subset.to_numpy(), dropna=True):
-            sc.mean(setting, "accuracy", sub, "score", slice_=f"subset={val}")
+    # Table 1's columns: the release's image subset (VCR / Ego4D), one per item, kept in its labels
+    for val, sub in sc.label_slices(g, "subset") if "labels_d" in g else ():
+        sc.mean(setting, "accuracy", sub, "score", slice_=f"subset={val}")
     chosen = g["detail"].map(lambda d: (d or {}).get("chosen_type"))
     correct = np.nan_to_num(as_float(g["score"]))
     sc.add(setting, "correct_count", g, stat=lambda w, f=correct: float((f * w).sum()))
