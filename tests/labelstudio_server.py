@@ -1,5 +1,6 @@
-"""One real Label Studio server for every test that needs it (session-scoped: ``ls_server``), started
-from its own environment (.venv-review, installed once per CI run by scripts/ensure_review.sh, which
+"""One real Label Studio server for every test that needs it (session-scoped: ``ls_server``), and the
+blind baseline's own instance beside it (``ls_blind``), both started at once as `make review` does,
+from their own environment (.venv-review, installed once per CI run by scripts/ensure_review.sh, which
 `make test` calls). Each test starts from an empty tool and an empty data dir's tables
 (``review_env``). A plugin of tests/conftest.py, not a conftest of tests/review: a fixture a second
 conftest imports is a second fixture, and tests/protocol then started a second server.
@@ -26,27 +27,35 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+ENV = ("SUBTEXT_REVIEW_PORT", "SUBTEXT_REVIEW_URL", "SUBTEXT_REVIEW_BLIND_PORT", "SUBTEXT_REVIEW_BLIND_URL")
+
+
 @pytest.fixture(scope="session")
-def ls_server(tmp_path_factory):
-    """(data dir, client, server settings) of a running Label Studio."""
+def ls_servers(tmp_path_factory):
+    """(data dir, [(client, server settings)] of the review instance, then the blind one)."""
     if not (review_server.VENV / "bin" / "label-studio").is_file():
         pytest.skip(
             f"Label Studio is not installed in {review_server.VENV}: run `bash scripts/ensure_review.sh` "
             "(`make test` does unless SUBTEXT_SKIP_REVIEW_TESTS=1; it needs the package registry once)"
         )
     data = tmp_path_factory.mktemp("review-data")
-    old = {k: os.environ.get(k) for k in ("SUBTEXT_REVIEW_PORT", "SUBTEXT_REVIEW_URL")}
+    old = {k: os.environ.get(k) for k in ENV}
     os.environ["SUBTEXT_REVIEW_PORT"] = str(_free_port())
+    os.environ["SUBTEXT_REVIEW_BLIND_PORT"] = str(_free_port())
     os.environ.pop("SUBTEXT_REVIEW_URL", None)
-    proc, srv = review_server.start(data, timeout=300)
+    os.environ.pop("SUBTEXT_REVIEW_BLIND_URL", None)
+    started = review_server.start_both(data, timeout=300)
     try:
-        yield data, LabelStudio(srv.url, srv.token), srv
+        yield data, [(LabelStudio(srv.url, srv.token), srv) for _proc, srv in started]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except Exception:  # noqa: BLE001 - a server that ignores SIGTERM is killed (our own pid)
-            proc.kill()
+        procs = [proc for proc, _srv in started]
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except Exception:  # noqa: BLE001 - a server that ignores SIGTERM is killed (our own pid)
+                proc.kill()
         for k, v in old.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -54,12 +63,27 @@ def ls_server(tmp_path_factory):
                 os.environ[k] = v
 
 
+@pytest.fixture(scope="session")
+def ls_server(ls_servers):
+    """(data dir, client, server settings) of the running review instance."""
+    data, [(ls, srv), _blind] = ls_servers
+    return data, ls, srv
+
+
+@pytest.fixture(scope="session")
+def ls_blind(ls_servers):
+    """(client, server settings) of the running blind-baseline instance (same data dir)."""
+    _data, [_review, (ls, srv)] = ls_servers
+    return ls, srv
+
+
 @pytest.fixture
-def review_env(ls_server, monkeypatch, tmp_path):
-    """A clean slate on the shared server: no projects, no tables; review config for the test."""
+def review_env(ls_server, ls_blind, monkeypatch, tmp_path):
+    """A clean slate on the shared servers: no projects, no tables; review config for the test."""
     data, ls, srv = ls_server
-    for p in ls.projects():
-        ls.request("DELETE", f"/api/projects/{p['id']}")
+    for client in (ls, ls_blind[0]):
+        for p in client.projects():
+            client.request("DELETE", f"/api/projects/{p['id']}")
     shutil.rmtree(data / "tables", ignore_errors=True)
     shutil.rmtree(data / "exports", ignore_errors=True)
     (data / "catalog.duckdb").unlink(missing_ok=True)

@@ -1,7 +1,9 @@
 """The human baseline (docs/review.md), per benchmark:
 
 * ``<name>_human_tasks`` (table ``review_tasks``, file ``<name>__human``): the latest export's
-  test items, blind (no gold), in a Label Studio project per export version;
+  test items, blind (no gold), in a project per export version on the blind baseline's own Label
+  Studio instance (``make review`` starts it beside the review one; its accounts never see a
+  review project);
 * ``<name>_human_eval`` (tables ``eval_predictions`` / ``eval_scores``, file ``human__<name>``;
   ``human_answers`` and ``human_scores``, file ``<name>``): the answers read back (the review
   sensor materializes it), each person's scored on their own by the benchmark's own scorers (the
@@ -42,8 +44,9 @@ def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         code_version=version,
         check_specs=contract_check_specs(tasks_key, ["review_tasks"]),
         metadata=table_metadata(["review_tasks"]),
-        description=f"Pushes the exported {spec.title} test items, without gold, to a Label Studio project where "
-        "people answer them (the human baseline). Start the tool with `make review`.",
+        description=f"Pushes the exported {spec.title} test items, without gold, to a project on the blind baseline's "
+        "own Label Studio instance, where people answer them (the human baseline). Start both instances with "
+        "`make review`.",
     )
     def _tasks(
         context: dg.AssetExecutionContext, storage: StorageResource, review: ReviewResource
@@ -51,7 +54,7 @@ def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         t0 = time.perf_counter()
         store = storage.store
         try:
-            out = human.run_human_tasks(store, spec, review.client(store.data_dir))
+            out = human.run_human_tasks(store, spec, review.blind_client(store.data_dir))
         except ReviewServerDown as exc:
             out = human.run_human_tasks(store, spec, None, server_down(spec, exc, context))
         return publish(
@@ -83,7 +86,8 @@ def human_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
         part = f"{human.MODEL}__{spec.name}"
         judge = llm.engine() if spec.eval.judge_prompt else None
         try:
-            out = human.score(store, spec, review.client(store.data_dir), judge, human.control_exclusions(store, spec))
+            blind, reviews = review.blind_client(store.data_dir), review.client(store.data_dir)
+            out = human.score(store, spec, blind, judge, human.control_exclusions(store, spec), reviews)
             tables = {"eval_predictions": out.predictions, "eval_scores": out.scores}
             tables |= {"human_answers": out.answers, "human_scores": out.people}
             md = out.metadata

@@ -7,19 +7,21 @@ models ``human (avg)`` and ``human (best)``; ``human_scores`` holds each person'
 covers a declared subset of the test items (``human.subset`` in the paper's evals.yaml; VAGUE §5.3:
 400), drawn by seed. Dagster-free.
 
-The baseline is blind: a task carries only what the model under test sees (``items.blind_task_data``)
-and an opaque key that ``review_tasks`` maps back to the item. A person's earliest answer to an
-item is scored in that person's baseline; an answer by someone who saw the item's gold (a reviewer
-of it), an empty one, one changed by someone else, one outside the subset, or one by an annotator
-the control questions excluded is kept in ``human_answers`` with ``excluded_reason`` and never
-scored.
+The baseline is blind: its tasks live on a Label Studio instance of their own (``make review``
+starts it beside the review one; ``forge.labelstudio.blind_room``), whose accounts cannot reach a
+review project or its gold. A task carries only what the model under test sees
+(``items.blind_task_data``) and an opaque key (a keyed hash under the data dir's secret) that only
+``review_tasks`` maps back to the item; its media are re-encoded under such keys
+(``blind_media``), so neither its ids nor its files' bytes match a review task. A person's
+earliest answer to an item is scored in that person's baseline; an answer by someone who saw the
+item's gold (a reviewer of it, known by e-mail on both instances), an empty one, one changed by
+someone else, one outside the subset, or one by an annotator the control questions excluded is
+kept in ``human_answers`` with ``excluded_reason`` and never scored.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,22 +32,26 @@ import pandas as pd
 from forge.benchmarks.review_spec import Media, ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import requests as rq
+from forge.evals.blind_media import BlindMediaError, reencode, suffix_for
 from forge.evals.config import ModelSpec, Setting, benchmark_block, load_eval_config, settings_for
 from forge.evals.per_person import baseline_frames, person_model, sample_ids, score_person
 from forge.evals.pipeline import judge_rows, load_export, prompt_files
 from forge.evals.scoring import unparseable_open_ended
+from forge.labelstudio.blind_room import blind_key
 from forge.labelstudio.client import LabelStudio
+from forge.labelstudio.links import BLIND_MEDIA, refuse_links
 from forge.llm.prompts import load_prompt
 from forge.llm.types import LLMResult
 from forge.review import sync, text_rules
-from forge.review.items import as_list, blind_task_data, box_answer, human_key_of, revision
+from forge.review.items import as_list, blind_task_data, box_answer, revision
 from forge.review.labelconfig import BOX_LABEL, LETTERS, human_config
 from forge.review.stages import StageOut, clip_paths, project_settings, read, settings
 from forge.review.verdicts import who
 from forge.storage import TableStore
 
 MODEL = "human"
-BLIND_DIR = "review/blind"  # under the data dir: media of the blind tasks, under names that say nothing
+BLIND_DIR = BLIND_MEDIA  # under the data dir: the blind instance's document root (its media only)
+BLIND_TITLE = "blind baseline"  # in every blind project's title; older human projects lived on the review instance
 HUMAN = ModelSpec(name=MODEL, model=MODEL, backend=MODEL, accepts="frames", max_frames=64)
 
 
@@ -67,85 +73,120 @@ def test_items(store: TableStore, spec: BenchmarkSpec) -> tuple[pd.DataFrame, st
     return items, pub.version
 
 
+def task_key(data_dir: Path, spec: BenchmarkSpec, item_id: str, rev: str) -> str:
+    """The blind task's key: stable for one revision (a re-push keeps the task), computable only
+    with the data dir's secret (``blind_room.blind_key``); ``review_tasks`` maps it back."""
+    return blind_key(data_dir, "task", spec.name, item_id, rev)
+
+
 def blind_media(data_dir: Path, spec: BenchmarkSpec, name: str, rel: str | None) -> str | None:
-    """The file at ``rel`` (data-dir relative) under a name that says nothing about the item
-    (``review/blind/<benchmark>/<name><suffix>``, a hard link where the file system allows, else a
-    copy): an exported path names the split and the source file. None when there is no file."""
+    """The file at ``rel`` (data-dir relative) re-encoded under a name that says nothing about the
+    item (``review/blind/<benchmark>/<name><suffix>``, ``blind_media.reencode``): its path relative
+    to the blind instance's document root. None when there is no file; ``BlindMediaError`` when it
+    cannot be re-encoded."""
     if not rel or not (data_dir / rel).is_file():
         return None
-    out = f"{BLIND_DIR}/{spec.name}/{name}{Path(rel).suffix}"
-    dst = data_dir / out
-    if not dst.is_file():
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dst.with_name(dst.name + ".tmp")
-        tmp.unlink(missing_ok=True)
-        try:
-            os.link(data_dir / rel, tmp)
-        except OSError:
-            shutil.copyfile(data_dir / rel, tmp)
-        tmp.replace(dst)
+    src = data_dir / rel
+    out = f"{spec.name}/{blind_key(data_dir, 'media', name)}{suffix_for(src)}"
+    dst = data_dir / BLIND_DIR / out
+    # made before: kept, unless it is the source itself (a hard link an older version made)
+    if dst.is_file() and not dst.is_symlink() and not dst.samefile(src):
+        return out
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    reencode(src, dst)
     return out
 
 
-def _wanted(store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, items: pd.DataFrame) -> dict[str, sync.Wanted]:
-    """Blind tasks keyed by their opaque key (``items.human_key``), media under blind names."""
+def _wanted(
+    store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, items: pd.DataFrame
+) -> tuple[dict[str, sync.Wanted], dict[str, str]]:
+    """Blind tasks keyed by their opaque key, media re-encoded under blind names; and item id →
+    why it has no task (its media could not be re-encoded: the other items still go)."""
     root = store.data_dir.resolve()
     clips = clip_paths(store)
-    out = {}
+    out, refused = {}, {}
     for it in items.to_dict("records"):
-        key = human_key_of(spec.name, str(it["item_id"]), revision(it))
+        key = task_key(root, spec, str(it["item_id"]), revision(it))
         media = as_list(it.get("media_paths")) or []
-        image = blind_media(root, spec, key, media[0]) if media else None
         clip = clips.get(str(it.get("unit_id"))) if rs.media == Media.VIDEO else None
-        video = blind_media(root, spec, f"{key}-clip", clip)
+        try:
+            image = blind_media(root, spec, key, media[0]) if media else None
+            video = blind_media(root, spec, f"{key}-clip", clip)
+        except BlindMediaError as exc:
+            refused[str(it["item_id"])] = f"blind_media: {exc}"
+            continue
         out[key] = sync.Wanted(blind_task_data(it, rs, key, image, video))
-    return out
+    return out, refused
+
+
+def blind_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The ``review_tasks`` rows of tasks on the blind instance (an older version pushed the
+    baseline to the review instance: those rows name projects there, never polled here)."""
+    if not len(rows):
+        return rows
+    return rows[rows["project_title"].astype(str).str.contains(BLIND_TITLE, regex=False)]
 
 
 def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "") -> StageOut:
-    """Push the latest export's test items, blind; ``ls`` None (tool down, policy advisory): the
-    recorded tasks stay, with ``note``. The tool's tasks carry only an opaque key; the rows of
-    ``review_tasks`` (file ``<b>__human``) map each task back to its item and revision."""
+    """Push the latest export's test items, blind, to the blind instance (``ls``: its client;
+    None: tool down, policy advisory: the recorded tasks stay, with ``note``). The tool's tasks
+    carry only an opaque key; the rows of ``review_tasks`` (file ``<b>__human``) map each task back
+    to its item and revision. Rows of an older baseline on the review instance are kept as they
+    are, never pushed against here (their project ids mean other projects on this instance)."""
     rs = settings(spec)
     items, version = test_items(store, spec)
     items = subset_of(items, spec, load_eval_config())
-    prev = read(store, "review_tasks", part(spec))
-    prev = prev if len(prev) else pd.DataFrame(columns=sync.TASK_COLUMNS)
+    recorded = read(store, "review_tasks", part(spec))
+    recorded = recorded if len(recorded) else pd.DataFrame(columns=sync.TASK_COLUMNS)
+    prev = blind_rows(recorded)
+    legacy = recorded.drop(prev.index)
     out = StageOut(metadata={"export_version": version or "none", "items": len(items)})
+    if len(legacy):
+        out.metadata["legacy_tasks"] = (
+            f"{len(legacy)} task(s) of an older human baseline on the review instance, kept as they are "
+            "(answers there were given where the gold was reachable; they are not read)"
+        )
     if items.empty or ls is None or rs.policy == ReviewPolicy.OFF:
         out.metadata["note"] = note or (
             f"review policy off for {spec.name}"
             if rs.policy == ReviewPolicy.OFF
             else f"no exported {spec.name} test items yet: materialize `{spec.name}_export` first"
         )
-        out.tables["review_tasks"] = prev
+        out.tables["review_tasks"] = recorded
         return out
     ls.ensure_up()
+    root = store.data_dir.resolve()
+    blind = root / BLIND_DIR / spec.name
+    blind.mkdir(parents=True, exist_ok=True)  # Label Studio refuses a storage on a missing folder
+    links = refuse_links(root, [root / BLIND_DIR])  # served folders hold regular files only
     max_opts = max([len(as_list(o) or []) for o in items["options"]] + [2])
-    title = f"{spec.title} human baseline · {spec.name} {version}"
+    title = f"{spec.title} {BLIND_TITLE} · {spec.name} {version}"
     desc = f"Answer each {spec.title} item as you understand it (no gold shown); scored like a model."
     project = ls.ensure_project(title, human_config(rs, max_opts), **project_settings(rs, rs.human_answers, desc))
-    wanted = _wanted(store, spec, rs, items)
-    blind = store.data_dir.resolve() / BLIND_DIR / spec.name
-    blind.mkdir(parents=True, exist_ok=True)  # Label Studio refuses a storage on a missing folder
+    wanted, refused = _wanted(store, spec, rs, items)
+    wanted = dict(sorted(wanted.items()))  # created in key order: a task's id says nothing of its item
     ls.ensure_local_storage(int(project["id"]), str(blind))
     # the push matches tasks by the key they carry; the table keeps item id and revision
     real = {
-        human_key_of(spec.name, str(it["item_id"]), revision(it)): (str(it["item_id"]), revision(it))
+        task_key(root, spec, str(it["item_id"]), revision(it)): (str(it["item_id"]), revision(it))
         for it in items.to_dict("records")
     }
     for r in prev.itertuples():
-        real.setdefault(human_key_of(spec.name, str(r.item_id), str(r.revision)), (str(r.item_id), str(r.revision)))
+        real.setdefault(task_key(root, spec, str(r.item_id), str(r.revision)), (str(r.item_id), str(r.revision)))
     keyed = prev.copy()
     if len(keyed):
-        keys = [human_key_of(spec.name, str(r.item_id), str(r.revision)) for r in prev.itertuples()]
+        keys = [task_key(root, spec, str(r.item_id), str(r.revision)) for r in prev.itertuples()]
         keyed["item_id"], keyed["revision"] = keys, keys
     rows, counts = sync.push(ls, spec.name, "human", project, wanted, keyed, set())
-    known = rows["item_id"].isin(list(real))  # a task pushed before keys (item id in its data) stays as it is
+    known = rows["item_id"].isin(list(real))
     rows.loc[known, "revision"] = [real[k][1] for k in rows.loc[known, "item_id"]]
     rows.loc[known, "item_id"] = [real[k][0] for k in rows.loc[known, "item_id"]]
-    out.tables["review_tasks"] = rows
+    out.tables["review_tasks"] = pd.concat([legacy, rows], ignore_index=True) if len(legacy) else rows
     out.metadata["pushed"] = counts
+    if refused:
+        out.metadata["refused"] = refused
+    if links:
+        out.metadata["refused_links"] = [f"{r.path} ({r.reason}: {r.detail})" for r in links]
     return out
 
 
@@ -202,8 +243,10 @@ def reply_of(annotation: dict[str, Any], kind: str, options: list[str]) -> str:
 
 
 def answers(ls: LabelStudio, task_rows: pd.DataFrame, users: dict[int, str]) -> list[dict[str, Any]]:
-    """Every submitted answer of the recorded blind tasks, oldest first, mapped back to its item
-    through ``task_rows`` (the tasks themselves carry only an opaque key)."""
+    """Every submitted answer of the recorded blind tasks (``ls``: the blind instance), oldest
+    first, mapped back to its item through ``task_rows`` (the tasks themselves carry only an opaque
+    key; rows of an older baseline on the review instance are not read: ``blind_rows``)."""
+    task_rows = blind_rows(task_rows)
     by_kind, _ = sync.poll(ls, task_rows, ("human",))
     item_of = {int(r.task_id): str(r.item_id) for r in task_rows.itertuples()}
     out = []
@@ -232,12 +275,13 @@ def answers(ls: LabelStudio, task_rows: pd.DataFrame, users: dict[int, str]) -> 
 
 
 def saw_gold(
-    store: TableStore, spec: BenchmarkSpec, ls: LabelStudio, users: dict[int, str]
+    store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, users: dict[int, str]
 ) -> dict[tuple[str, str], str]:
     """(item id, person) → how that person saw the item's gold: a verdict on it in ``verdicts``
     (any revision, stale or not), or an annotation in a live review, adjudication or returned task
-    not yet read back. Label Studio's community edition shows every project to every member of the
-    organisation (no workspaces or project membership), so this is where the baseline stays blind."""
+    of the review instance (``ls``, its ``users``; None: the verdicts table only) not yet read back.
+    Participants answer on the blind instance, which holds no review project; a person is the same
+    person on both by their e-mail, so a reviewer also invited there is still caught here."""
     out: dict[tuple[str, str], str] = {}
     v = read(store, "verdicts", spec.name)
     for r in v.to_dict("records") if len(v) else []:
@@ -246,6 +290,8 @@ def saw_gold(
             if isinstance(person, str) and person:
                 out.setdefault((str(r["item_id"]), person), why)
     tasks = read(store, "review_tasks", spec.name)
+    if ls is None:
+        return out
     by_kind, _ = sync.poll(ls, tasks, ("review", "adjudication", "returned"))
     for kind, projects in by_kind.items():
         for pid, ts in projects:
@@ -379,12 +425,13 @@ def score(
     ls: LabelStudio,
     judge: Any = None,
     excluded: dict[str, str] | None = None,
+    review: LabelStudio | None = None,
 ) -> Baseline:
     """The per-annotator human baseline (II-Bench's Human_avg / Human_best): every person's answers
     scored on their own by the benchmark's scorers (open-ended ones by its judge, ``judge``: the
     models' judge engine), their average and their best. ``excluded``: person → why their answers
     do not count (``control_exclusions``). An answer by someone who saw the item's gold is never
-    scored (``saw_gold``)."""
+    scored (``saw_gold``; ``review``: the review instance, ``ls`` the blind one)."""
     tasks = read(store, "review_tasks", part(spec))
     cfg = load_eval_config()
     items, version = test_items(store, spec)
@@ -394,9 +441,10 @@ def score(
         return Baseline(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), none, md)
     ls.ensure_up()
     users = ls.users()
+    seen = saw_gold(store, spec, review, review.users() if review is not None else {})
     chosen = subset_of(items, spec, cfg)
     subset = set(chosen["item_id"].astype(str))
-    found = pick(answers(ls, tasks, users), saw_gold(store, spec, ls, users), subset, excluded)
+    found = pick(answers(ls, tasks, users), seen, subset, excluded)
     setting = visual_setting(spec, cfg)
     answered_ids = {r["item_id"] for r in found if r["used"]}
     answered = chosen[chosen["item_id"].astype(str).isin(answered_ids)].to_dict("records")

@@ -1,17 +1,23 @@
 """Start Label Studio from its own environment (``.venv-review``, ``scripts/ensure_review.sh``).
 
-``python -m forge.labelstudio.server [--data-dir DIR] [--port N]`` (what ``make review`` runs) starts
-it in the foreground on 127.0.0.1 with SQLite under ``<data dir>/review``, creates the admin
-user and API token without prompts, serves the data dir's media through local-files storage,
-and turns off everything that would reach the internet (analytics, version check, Sentry).
-Tests call ``start()`` and stop the process they started.
+``python -m forge.labelstudio.server [--data-dir DIR] [--port N] [--blind-port M]`` (what ``make
+review`` runs) starts two instances in the foreground on 127.0.0.1, side by side: the review
+instance (SQLite under ``<data dir>/review``) and the blind baseline's own instance (SQLite under
+``<data dir>/review/blind-studio``, ``forge.labelstudio.blind_room``; default port the review port
++ 1). Each gets its admin user and API token without prompts, serves its media through
+local-files storage, and turns off everything that would reach the internet (analytics, version
+check, Sentry). Their folders are the owner's only (0700, files 0600: the SQLite holds the admin
+token and every annotation); a served folder holds regular files only (``links``). Ctrl-C stops
+both. Tests call ``start()`` / ``start_both()`` and stop the processes they started.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import threading
@@ -19,8 +25,10 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from forge.labelstudio.blind_room import blind_server
 from forge.labelstudio.client import LabelStudio
 from forge.labelstudio.config import CREDENTIALS, Server, server
+from forge.labelstudio.links import WATCH_S, refuse_links
 from forge.models.offline_env import OFFLINE_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +36,7 @@ VENV = Path(os.environ.get("SUBTEXT_REVIEW_VENV") or ROOT / ".venv-review")
 # Not an opt-out (those are forge.models.offline_env.OFFLINE_ENV, the project's one table): reviewers
 # join by invite only.
 SERVER_ENV = {"LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true"}
+PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
 
 
 def executable() -> Path:
@@ -37,13 +46,56 @@ def executable() -> Path:
     return exe
 
 
+def make_private(s: Server) -> None:
+    """The instance's folder and Label Studio's data folder in it 0700, every file there 0600 (the
+    SQLite holds the admin token and every annotation; ``admin.json`` the credentials). New files
+    are private by the server's umask; this covers files made before, and runs again once the
+    server is up (Django creates the database)."""
+    data = s.home / "label-studio"
+    data.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    for d in (s.home, data):
+        os.chmod(d, PRIVATE_DIR)
+    for f in s.home.iterdir():  # the credentials, the address record, the log, the task-key secret
+        if f.is_file() and not f.is_symlink():
+            os.chmod(f, PRIVATE_FILE)
+    for root, dirs, files in os.walk(data):
+        for name in dirs:
+            p = os.path.join(root, name)
+            if not os.path.islink(p):
+                os.chmod(p, PRIVATE_DIR)
+        for name in files:
+            p = os.path.join(root, name)
+            if stat.S_ISREG(os.lstat(p).st_mode):
+                os.chmod(p, PRIVATE_FILE)
+
+
+def _ls_version() -> str:
+    found = sorted(VENV.glob("lib/python*/site-packages/label_studio-*.dist-info"))
+    return found[-1].name.removesuffix(".dist-info").split("-")[1] if found else ""
+
+
+def pin_version_info() -> None:
+    """``/version`` (public) shows Label Studio's release only. Label Studio asks ``git`` in its own
+    package folder for a commit; inside this checkout git found the project's repository, and
+    ``/version`` showed the project's commit (and Label Studio wrote it into its ``version_.py``).
+    The server's environment stops git at the venv (``GIT_CEILING_DIRECTORIES``); Label Studio then
+    reads ``ls-version_.py`` first, written here with the release and no commit, so a
+    ``version_.py`` written by an older start shows nothing either."""
+    for core in VENV.glob("lib/python*/site-packages/label_studio/core"):
+        info = {"message": "", "commit": "", "date": "", "branch": "", "version": _ls_version()}
+        text = f"info = {json.dumps(info)}\n# written by forge.labelstudio.server: no commit is shown\n"
+        f = core / "ls-version_.py"
+        if not f.is_file() or f.read_text() != text:
+            f.write_text(text)
+
+
 def command(s: Server) -> tuple[list[str], dict[str, str]]:
     """The command line and environment of the server. The command line carries no secret (any
     local user can read it in ``ps``): the admin's credentials, the API token and Django's secret
     key reach Label Studio through its own environment variables (``LABEL_STUDIO_USERNAME`` /
     ``_PASSWORD`` / ``_USER_TOKEN``, ``SECRET_KEY``). ``--internal-host`` is the address the web
     server binds (Label Studio's default is 0.0.0.0; its ``--host`` only names a public URL)."""
-    (s.home / "label-studio").mkdir(parents=True, exist_ok=True)
+    make_private(s)
     cmd = [
         str(executable()),
         "start",
@@ -69,8 +121,19 @@ def command(s: Server) -> tuple[list[str], dict[str, str]]:
         "LABEL_STUDIO_PASSWORD": s.password,
         "LABEL_STUDIO_USER_TOKEN": s.token,
         "SECRET_KEY": s.secret_key,
+        "GIT_CEILING_DIRECTORIES": str(VENV.resolve()),  # pin_version_info
     }
     return cmd, env
+
+
+def launch(s: Server, out: int | TextIO) -> subprocess.Popen:
+    """The server process, with a private umask: every file Label Studio makes is the owner's."""
+    s.document_root.mkdir(parents=True, exist_ok=True)  # Label Studio serves nothing from a missing root
+    pin_version_info()
+    cmd, env = command(s)
+    return subprocess.Popen(
+        cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, umask=0o077, cwd=s.home
+    )
 
 
 def wait_up(s: Server, proc: subprocess.Popen | None, timeout: float) -> None:
@@ -80,23 +143,57 @@ def wait_up(s: Server, proc: subprocess.Popen | None, timeout: float) -> None:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"Label Studio exited with {proc.returncode}; see {s.home / 'server.log'}")
         if client.health():
+            make_private(s)  # the database Django just created
             return
         time.sleep(1)
     raise TimeoutError(f"Label Studio did not answer on {s.url}/health within {timeout:.0f}s")
 
 
-def start(data_dir: Path, timeout: float = 240, log: Path | None = None) -> tuple[subprocess.Popen, Server]:
-    """Start in the background (tests); the caller stops the returned process."""
-    s = server(data_dir, create=True)
-    cmd, env = command(s)
-    out = open(log or s.home / "server.log", "ab")  # the child owns it while it runs
-    proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+def _log(s: Server, log: Path | None) -> int:
+    return os.open(log or s.home / "server.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
+
+
+def start(
+    data_dir: Path, timeout: float = 240, log: Path | None = None, blind: bool = False
+) -> tuple[subprocess.Popen, Server]:
+    """Start one instance (the review one; ``blind``: the blind baseline's) in the background
+    (tests); the caller stops the returned process."""
+    s = blind_server(data_dir, create=True) if blind else server(data_dir, create=True)
+    refuse_links(data_dir)
+    fd = _log(s, log)
+    try:
+        proc = launch(s, fd)  # the child owns the log while it runs
+    finally:
+        os.close(fd)
     try:
         wait_up(s, proc, timeout)
     except BaseException:
         proc.terminate()
         raise
     return proc, s
+
+
+def start_both(data_dir: Path, timeout: float = 240) -> list[tuple[subprocess.Popen, Server]]:
+    """Both instances in the background, started at once (they boot in parallel): [(process,
+    settings)] of the review instance, then the blind one; the caller stops both."""
+    review = server(data_dir, create=True)
+    blind = blind_server(data_dir, create=True)
+    refuse_links(data_dir)
+    started: list[tuple[subprocess.Popen, Server]] = []
+    try:
+        for s in (review, blind):
+            fd = _log(s, None)
+            try:
+                started.append((launch(s, fd), s))
+            finally:
+                os.close(fd)
+        for proc, s in started:
+            wait_up(s, proc, timeout)
+    except BaseException:
+        for proc, _s in started:
+            proc.terminate()
+        raise
+    return started
 
 
 # Django's access lines ('[...] [django.server::log_message::213] [INFO] "GET /health HTTP/1.1" 200 16'):
@@ -109,11 +206,12 @@ def for_terminal(line: str) -> bool:
     return m is None or int(m.group(1)) >= 400
 
 
-def relay(proc: subprocess.Popen, log: Path, terminal: TextIO) -> None:
+def relay(proc: subprocess.Popen, log: Path, terminal: TextIO, prefix: str = "") -> None:
     """Every line of the server's output into ``log`` (Label Studio logs each line twice: once),
-    the ones a person needs to see on ``terminal``."""
+    the ones a person needs to see on ``terminal`` (after ``prefix``: which instance)."""
     last = None
-    with open(log, "a", encoding="utf-8", errors="replace") as out:
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
+    with open(fd, "a", encoding="utf-8", errors="replace") as out:
         for raw in proc.stdout or ():
             line = raw.decode("utf-8", errors="replace")
             if line == last:
@@ -122,29 +220,55 @@ def relay(proc: subprocess.Popen, log: Path, terminal: TextIO) -> None:
             out.write(line)
             out.flush()
             if for_terminal(line):
-                terminal.write(line)
+                terminal.write(prefix + line)
                 terminal.flush()
 
 
-def serve(s: Server) -> int:
-    """Run in the foreground until Ctrl-C (or the server exits); the log goes to server.log."""
-    cmd, env = command(s)
-    log = s.home / "server.log"
-    # A session of its own: Ctrl-C reaches this process only, which stops the server cleanly.
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    pump = threading.Thread(target=relay, args=(proc, log, sys.stdout), daemon=True)
-    pump.start()
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        pump.join(timeout=5)
-        print(f"\nLabel Studio stopped (log: {log}); annotations are kept in {s.home / 'label-studio'}.")
+
+
+def serve(servers: list[Server], data_dir: Path) -> int:
+    """Run every instance in the foreground until Ctrl-C (or one exits: the others are stopped
+    too); each log goes to its ``server.log``. The served folders are checked for links every
+    ``WATCH_S`` seconds (``links.refuse_links``)."""
+    # A session of their own: Ctrl-C reaches this process only, which stops the servers cleanly.
+    procs, pumps = [], []
+    for s in servers:
+        proc = launch(s, subprocess.PIPE)
+        tag = "[blind] " if s.home.name == "blind-studio" else ""
+        pump = threading.Thread(target=relay, args=(proc, s.home / "server.log", sys.stdout, tag), daemon=True)
+        pump.start()
+        procs.append(proc)
+        pumps.append(pump)
+    secured: set[int] = set()
+    try:
+        while all(p.poll() is None for p in procs):
+            time.sleep(WATCH_S)
+            for i, s in enumerate(servers):
+                if i not in secured and LabelStudio(s.url, s.token).health():
+                    make_private(s)  # the database Django created
+                    secured.add(i)
+            refuse_links(data_dir)
+        code = next(p.returncode for p in procs if p.poll() is not None)
+        _stop(procs)
+        return code
+    except KeyboardInterrupt:
+        _stop(procs)
+        for pump in pumps:
+            pump.join(timeout=5)
+        for s in servers:
+            print(
+                f"\nLabel Studio stopped (log: {s.home / 'server.log'}); annotations are kept in {s.home / 'label-studio'}."
+            )
         return 0
 
 
@@ -152,15 +276,24 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Start Label Studio for human review (docs/review.md)")
     ap.add_argument("--data-dir", default=os.environ.get("SUBTEXT_DATA_DIR", "data"))
     ap.add_argument("--port", type=int, default=None)
+    ap.add_argument("--blind-port", type=int, default=None, help="the blind baseline's instance (default: port + 1)")
     args = ap.parse_args(argv)
     if args.port:
         os.environ["SUBTEXT_REVIEW_PORT"] = str(args.port)
-    s = server(Path(args.data_dir), create=True)
-    print(f"Label Studio on {s.url}  (log in as {s.username}; password and API token: {s.home / CREDENTIALS})")
-    print(f"Listening on {s.host} only; the full log is {s.home / 'server.log'}. Ctrl-C stops it.")
+    if args.blind_port:
+        os.environ["SUBTEXT_REVIEW_BLIND_PORT"] = str(args.blind_port)
+    data = Path(args.data_dir)
+    s = server(data, create=True)
+    b = blind_server(data, create=True)
+    for r in refuse_links(data):
+        print(f"Refused in a served folder: {r.path} ({r.reason}: {r.detail}); moved to {r.moved_to or '(removed)'}")
+    print(f"Label Studio (review) on {s.url}  (log in as {s.username}; password and API token: {s.home / CREDENTIALS})")
+    print(f"Label Studio (blind baseline) on {b.url}  (log in as {b.username}; credentials: {b.home / CREDENTIALS})")
+    print("Invite reviewers to the first only, blind-baseline participants to the second only (docs/review.md).")
+    print(f"Listening on {s.host} only; the full logs are each instance's server.log. Ctrl-C stops both.")
     print("Then: make ui; the review sensor pushes tasks and records verdicts (docs/review.md).")
     sys.stdout.flush()
-    return serve(s)
+    return serve([s, b], data)
 
 
 if __name__ == "__main__":

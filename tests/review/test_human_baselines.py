@@ -1,6 +1,6 @@
 """Per-annotator human baselines on a real Label Studio (II-Bench Table 3's Human_avg and
 Human_best): three people answer the exported II-Bench test items blind, each in their own session
-through the real API; each is scored on their own, and the leaderboard shows `human (avg)` and
+through the real API of the blind baseline's own instance; each is scored on their own, and the leaderboard shows `human (avg)` and
 `human (best)` with the hand-computed values. An annotator the control questions excluded and an
 empty answer are kept with their reasons, never scored; re-reading adds no row."""
 
@@ -71,8 +71,9 @@ def excluded_by_controls(store: TableStore, person: str) -> None:
     store.write("protocol_answers", c.conform(pd.DataFrame([row])), "iibench__inspection", schema=c.arrow_schema())
 
 
-def test_three_people_give_human_avg_and_best_on_the_leaderboard(review_env):
-    data, ls, _srv, configure = review_env
+def test_three_people_give_human_avg_and_best_on_the_leaderboard(review_env, ls_blind):
+    data, _ls, _srv, configure = review_env
+    ls = ls_blind[0]  # the blind baseline's own instance
     configure("defaults: {policy: advisory}\nbenchmarks:\n  iibench: {human_answers: 5}\n")
     store = TableStore(data)
     iibench_items(store)
@@ -82,7 +83,7 @@ def test_three_people_give_human_avg_and_best_on_the_leaderboard(review_env):
     assert sorted(gold) == ["ii1", "ii2", "ii3", "ii4"]
     assets = list(human_defs("iibench").assets)
     dg.materialize(assets, selection=["iibench_human_tasks"], resources=_resources(data))
-    project = next(p for p in ls.projects() if "human baseline" in p["title"])
+    project = next(p for p in ls.projects() if "blind baseline" in p["title"])
     assert project["maximum_annotations"] == 5  # every person answers every item
     item_of = dict(q(data, "select task_id, item_id from review_tasks where kind = 'human'").itertuples(index=False))
     tasks = {item_of[t["id"]]: t for t in ls.tasks(project["id"])}
@@ -143,12 +144,15 @@ def test_three_people_give_human_avg_and_best_on_the_leaderboard(review_env):
     assert q(data, "select count(*) n from leaderboard where model like 'human%'").n.iloc[0] == 2
 
 
-def test_open_ended_human_answers_are_judged_by_the_benchmark_judge(review_env, llm_double, llm_double_resource):
+def test_open_ended_human_answers_are_judged_by_the_benchmark_judge(
+    review_env, ls_blind, llm_double, llm_double_resource
+):
     """MAIA's open-ended answers typed by two people are judged by MAIA's judge through the models'
     path (the `llm` resource; the LLM double on 127.0.0.1 stands in for the paid judge)."""
     from tests.review.test_judge_flow import maia_open_ended
 
-    data, ls, _srv, configure = review_env
+    data, _ls, _srv, configure = review_env
+    ls = ls_blind[0]  # the blind baseline's own instance
     configure("defaults: {policy: advisory}\nbenchmarks:\n  maia: {human_answers: 2}\n")
     store = TableStore(data)
     maia_open_ended(store, 3)
@@ -167,7 +171,7 @@ def test_open_ended_human_answers_are_judged_by_the_benchmark_judge(review_env, 
     assets = list(human_defs("maia").assets)
     dg.materialize(assets, selection=["maia_human_tasks"], resources=resources)
     item_of = dict(q(data, "select task_id, item_id from review_tasks where kind = 'human'").itertuples(index=False))
-    project = next(p for p in ls.projects() if "human baseline" in p["title"])
+    project = next(p for p in ls.projects() if "blind baseline" in p["title"])
     tasks = {item_of[t["id"]]: t for t in ls.tasks(project["id"])}
     typed = {  # h1: all three about the rain (3/3); h2: one of three (1/3)
         "h1": {"oe1": "Because of the rain.", "oe2": "The rain started.", "oe3": "It is raining, rain everywhere."},

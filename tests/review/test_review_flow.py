@@ -242,10 +242,12 @@ def test_label_studio_down_fails_naming_make_review_and_writes_nothing(review_en
     assert "make review" in res.asset_materializations_for_node("maia_review_tasks")[0].metadata["note"].value
 
 
-def test_human_baseline_row_on_the_leaderboard(review_env):
-    """People answer the exported test items blind (VAGUE §5.3 reports human accuracy); the
-    benchmark's own scorers score them, and the leaderboard shows model `human` with n and a CI."""
-    data, ls, _srv, configure = review_env
+def test_human_baseline_row_on_the_leaderboard(review_env, ls_blind):
+    """People answer the exported test items blind (VAGUE §5.3 reports human accuracy) on the blind
+    baseline's own instance; the benchmark's own scorers score them, and the leaderboard shows model
+    `human` with n and a CI."""
+    data, _ls, _srv, configure = review_env
+    ls = ls_blind[0]
     configure("defaults: {policy: advisory}\n")
     store = TableStore(data)
     world.vague(store, n=3)
@@ -253,7 +255,7 @@ def test_human_baseline_row_on_the_leaderboard(review_env):
     run_export(store, spec, stage_settings(spec), force_stub=False)
     assets = list(human_defs("vague").assets)
     dg.materialize(assets, selection=["vague_human_tasks"], resources=_resources(data))
-    keyed = sr.tasks_by_item(ls, "human baseline")  # blind tasks carry an opaque key; review_tasks maps it back
+    keyed = sr.tasks_by_item(ls, "blind baseline")  # blind tasks carry an opaque key; review_tasks maps it back
     item_of = dict(q(data, "select task_id, item_id from review_tasks where kind = 'human'").itertuples(index=False))
     tasks = {item_of[t["id"]]: t for t in keyed.values()}
     assert sorted(tasks) == ["v1", "v2", "v3"]

@@ -1,0 +1,93 @@
+"""The blind baseline's own Label Studio (docs/review.md, "Two rooms").
+
+Label Studio's community edition shows every project of its one organisation to every member, so
+a participant invited where the review projects live could open the gold. The human baseline's
+tasks therefore live on a second instance, started by ``make review`` beside the first: its own
+data folder (``<data dir>/review/blind-studio/label-studio``, its own SQLite), its own admin and
+API token (``<data dir>/review/blind-studio/admin.json``, 0600), its own accounts, its own port
+(``config/review.yaml`` ``server.blind_port``; default the review port + 1;
+``SUBTEXT_REVIEW_BLIND_PORT`` / ``SUBTEXT_REVIEW_BLIND_URL`` / ``SUBTEXT_REVIEW_BLIND_TOKEN`` /
+``SUBTEXT_REVIEW_BLIND_PASSWORD`` / ``SUBTEXT_REVIEW_BLIND_USER`` override). It serves only
+``<data dir>/review/blind`` (re-encoded media, ``forge.evals.human``). The review instance
+does not know its users, and it does not know the review instance's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from forge.labelstudio.config import Server, _credentials, load_doc, server
+from forge.labelstudio.links import BLIND_MEDIA
+
+HOME = "review/blind-studio"
+ADDRESS = "address.json"
+KEYS = "task_keys.json"  # the secret behind the blind tasks' opaque keys (0600)
+
+
+def _recorded(home: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads((home / ADDRESS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def blind_server(data_dir: Path, create: bool = False, path: Path | None = None) -> Server:
+    """The blind instance's settings; ``create`` (its own start) makes its credentials file when
+    missing and records the address it listens on, which clients then read."""
+    cfg = load_doc(path).get("server") or {}
+    review = server(Path(data_dir), path=path)
+    home = Path(data_dir).resolve() / HOME
+    seen = {} if create else _recorded(home)
+    env_port = os.environ.get("SUBTEXT_REVIEW_BLIND_PORT")
+    port = int(env_port or seen.get("port") or cfg.get("blind_port") or review.port + 1)
+    url = os.environ.get("SUBTEXT_REVIEW_BLIND_URL") or (
+        str(seen["url"]) if seen.get("url") and not env_port else f"http://{review.host}:{port}"
+    )
+    creds = _credentials(home, create)
+    if create:
+        tmp = home / f".{ADDRESS}.tmp"
+        tmp.write_text(json.dumps({"url": url, "host": review.host, "port": port}))
+        tmp.replace(home / ADDRESS)
+    return Server(
+        url=url,
+        host=review.host,
+        port=port,
+        username=os.environ.get("SUBTEXT_REVIEW_BLIND_USER") or str(cfg.get("blind_username", "admin@blind.local")),
+        password=os.environ.get("SUBTEXT_REVIEW_BLIND_PASSWORD") or creds.get("password", ""),
+        token=os.environ.get("SUBTEXT_REVIEW_BLIND_TOKEN") or creds.get("token", ""),
+        secret_key=creds.get("secret_key", ""),
+        home=home,
+        document_root=Path(data_dir).resolve() / BLIND_MEDIA,
+    )
+
+
+def _key_secret(data_dir: Path) -> bytes:
+    """A random secret made once per data dir (``<blind home>/task_keys.json``, 0600)."""
+    home = Path(data_dir).resolve() / HOME
+    f = home / KEYS
+    if not f.is_file():
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # made meanwhile by a concurrent run
+            pass
+        else:
+            with os.fdopen(fd, "w") as out:
+                json.dump({"secret": secrets.token_hex(32)}, out)
+    return bytes.fromhex(json.loads(f.read_text())["secret"])
+
+
+def blind_key(data_dir: Path, *parts: str) -> str:
+    """An opaque key for a blind task or its media: a keyed hash (HMAC-SHA256) of ``parts`` under
+    the data dir's secret, so it is stable for one item revision (a re-push keeps the task) but
+    no one without the secret can compute it from an item id, nor match it to a review task.
+    ``review_tasks`` maps each key back to its item."""
+    msg = "\x1f".join(parts).encode()
+    return hmac.new(_key_secret(data_dir), msg, hashlib.sha256).hexdigest()[:20]
