@@ -33,6 +33,7 @@ from forge.benchmarks.settings import recipe_settings
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.labelstudio import identity as ident
 from forge.labelstudio.client import LabelStudio
+from forge.labelstudio.links import refuse_links
 from forge.protocol import form
 from forge.storage import TableStore
 
@@ -179,6 +180,7 @@ def ensure_project(
     )
     pid = int(p["id"])
     if any(d.kind in ("image", "images") for d in step.display):
+        refuse_links(store.data_dir, [store.data_dir.resolve() / "media"])  # the served folder: regular files only
         ls.ensure_local_storage(pid, str(store.data_dir.resolve() / "media"))
     return pid
 

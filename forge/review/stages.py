@@ -20,6 +20,7 @@ from forge.checks.nli import NLIBackend
 from forge.items.fields import LIST_COLUMNS, lst
 from forge.labelstudio import identity as ident
 from forge.labelstudio.client import LabelStudio, ReviewServerDown
+from forge.labelstudio.links import refuse_links
 from forge.review import gate, loop, sync, units
 from forge.review.config import review_spec
 from forge.review.items import box_predictions, task_data
@@ -205,6 +206,7 @@ def _project(
     project = ls.ensure_project(name, config, **project_settings(rs, overlap, loop.description(spec, rs, kind)))
     project = ident.ensure_stamp(ls, project, instance)
     ls.ensure_overlap(int(project["id"]), overlap)  # tasks an older release made keep overlap 1
+    refuse_links(store.data_dir, [store.data_dir.resolve() / "media"])  # the served folder: regular files only
     ls.ensure_local_storage(int(project["id"]), str(store.data_dir.resolve() / "media"))
     return project
 
