@@ -93,12 +93,13 @@ ui: export SUBTEXT_RECIPE_PROFILE ?= $(shell cat $(SUBTEXT_DATA_DIR)/recipe_prof
 ui: setup
 	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(or $(PORT),3000)
 
-# Human review (docs/review.md): Label Studio from its own environment (.venv-review, installed
-# once), on 127.0.0.1:8080 (`make review PORT=8081`) with SQLite under $(SUBTEXT_DATA_DIR)/review;
-# Ctrl-C stops it.
+# Human review (docs/review.md): two Label Studio instances from their own environment
+# (.venv-review, installed once): review on 127.0.0.1:8080 (`make review PORT=8081`), SQLite under
+# $(SUBTEXT_DATA_DIR)/review; the blind baseline's own on the next port (`BLIND_PORT=9090`), SQLite
+# under $(SUBTEXT_DATA_DIR)/review/blind-studio. Ctrl-C stops both.
 review: setup
 	bash scripts/ensure_review.sh
-	$(PY) -m forge.labelstudio.server --data-dir $(SUBTEXT_DATA_DIR) $(if $(PORT),--port $(PORT))
+	$(PY) -m forge.labelstudio.server --data-dir $(SUBTEXT_DATA_DIR) $(if $(PORT),--port $(PORT)) $(if $(BLIND_PORT),--blind-port $(BLIND_PORT))
 
 validate: setup
 	$(PY) -m dagster definitions validate -w workspace.yaml
