@@ -320,12 +320,12 @@ def build(
             ranges = partition_ranges(seg, instance, batch_patterns)
             for j, keys in enumerate(ranges):
                 for seg_run in stale_waves(instance, graph, seg, keys, outcomes) if only_stale else [seg]:
-                    if dry_run:
-                        print(describe_plan(seg_run, instance, keys), flush=True)
-                        continue
                     left = [(seg, r) for r in ranges[j:]] + [(s, None) for s in plan[i + 1 :]]
                     if health.signals.stopping():  # between runs: nothing more is launched
                         raise stopped(health, instance, None, left)
+                    if dry_run:
+                        print(describe_plan(seg_run, instance, keys), flush=True)
+                        continue
                     try:
                         ok = (
                             run_segment(defs, instance, seg_run, summary, health, verbose, outcomes, keys, in_location)
