@@ -51,6 +51,8 @@ SHARED_STAGES: dict[str, dict[str, str]] = {
         "missing_path": UNTESTED,
         "missing_image": _SOURCES,
         "unreadable_table": UNTESTED,
+        "bad_line": _SOURCES,  # one line of a table source (issue #55)
+        "invalid_path": _SOURCES,
         "license": _DOWNLOAD,
         "too_long": _DOWNLOAD,
         "address_not_allowed": "tests/security/test_network.py",
