@@ -9,6 +9,10 @@ _os_env.environ.setdefault("SUBTEXT_REVIEW_POLICY", "advisory")
 # --- LLM test double (issue 4; see docs/llm.md "Testing against the double") ---------------
 import pytest as _pytest_llm
 
+# The registry hands the contracts (forge/storage) the benchmarks' names and contract folders when it
+# is imported, as every entry point does (definitions, cli, the console); a test file run alone too.
+import forge.benchmarks.registry  # noqa: F401
+
 # the real Label Studio server (ls_server, review_env) of tests/review and tests/protocol
 pytest_plugins = ("tests.labelstudio_server",)
 

@@ -13,8 +13,10 @@ import importlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.storage.contracts import hand_benchmarks
 
 # One line per built-in benchmark: the module holding its ``SPEC``.
 BUILTIN = (
@@ -67,12 +69,9 @@ def by_group() -> dict[str, BenchmarkSpec]:
     return {s.group: s for s in specs()}
 
 
-def for_table(table: str) -> BenchmarkSpec | None:
-    """The benchmark whose own contracts folder holds ``table`` (plug-in contracts)."""
-    for s in specs():
-        if s.contracts_dir is not None and (s.contracts_dir / f"{table}.yaml").is_file():
-            return s
-    return None
+def contract_dirs() -> tuple[Path, ...]:
+    """Every registered benchmark's own contracts folder (its package's ``contracts/``)."""
+    return tuple(s.contracts_dir for s in specs() if s.contracts_dir is not None)
 
 
 def register(spec: BenchmarkSpec) -> None:
@@ -92,3 +91,8 @@ def registered(spec: BenchmarkSpec) -> Iterator[BenchmarkSpec]:
         yield spec
     finally:
         unregister(spec.name)
+
+
+# The contracts (forge/storage, a floor below) are handed where the names and folders come from;
+# this stores two functions and reads nothing: they are called when a contract is looked up.
+hand_benchmarks(names, contract_dirs)

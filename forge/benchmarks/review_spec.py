@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from forge.checks.nli import NLIBackend
+from forge.models.protocols import NLIBackend
 
 
 class ReviewPolicy(enum.StrEnum):

@@ -18,9 +18,24 @@ inspection, so callers usually test ``label == "entailment"``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
+
+# The result and backend types sit with the other model protocols (the benchmark spec names them).
+from forge.models.protocols import NLIBackend, NLIResult
+
+__all__ = [
+    "DEFAULT_PROMPT",
+    "LABELS",
+    "LLMNLI",
+    "CrossEncoderNLI",
+    "NLIBackend",
+    "NLIError",
+    "NLIResult",
+    "canonical_label",
+    "label_rates",
+    "parse_llm_result",
+]
 
 LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
 DEFAULT_PROMPT = Path(__file__).resolve().parent / "prompts" / "nli.yaml"
@@ -40,27 +55,6 @@ def canonical_label(raw: Any) -> str | None:
     if s.startswith("neutral"):
         return "neutral"
     return None
-
-
-@dataclass
-class NLIResult:
-    item_id: str
-    label: str | None  # one of LABELS, None when the call failed
-    scores: dict[str, float] | None  # per-label probabilities (cross-encoder only)
-    backend: str  # "cross_encoder" or the engine backend ("openai" / "stub")
-    model: str
-    prompt_hash: str | None = None
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.label is not None
-
-
-class NLIBackend(Protocol):
-    name: str
-
-    def classify(self, pairs: Sequence[tuple[str, str]], item_ids: Sequence[str] | None = None) -> list[NLIResult]: ...
 
 
 class CrossEncoderNLI:

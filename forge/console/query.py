@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+import forge.benchmarks.registry  # noqa: F401  (hands the contracts the benchmarks' own tables)
 from forge.storage import TableStore, open_catalog, quote_ident
 from forge.storage.contracts import all_contracts
 

@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from forge.checks.text import guess_language
 from forge.llm.stub import STUB_MARK, placeholder
 from forge.llm.tokens import count_message_tokens, count_tokens
 
@@ -67,6 +66,7 @@ class Backend(Protocol):
         *,
         timeouts: dict[str, float] | None = None,
         request_id: str | None = None,
+        language: str = "en",
     ) -> Reply: ...
 
     async def transcribe(
@@ -139,7 +139,7 @@ class OpenAIBackend:
         self.client()
 
     async def complete(
-        self, model, messages, params, response_format, schema, seed, *, timeouts=None, request_id=None
+        self, model, messages, params, response_format, schema, seed, *, timeouts=None, request_id=None, language="en"
     ) -> Reply:
         import httpx2
         from openai.types.chat import ChatCompletion
@@ -311,15 +311,6 @@ def _short(exc: Exception, n: int = 300) -> str:
     return msg[:n]
 
 
-def _prompt_text(messages: list[dict[str, Any]]) -> str:
-    """The text parts of chat messages (what the stub reads to answer in the prompt's language)."""
-    out = []
-    for m in messages:
-        c = m.get("content")
-        out += [c] if isinstance(c, str) else [p.get("text", "") for p in c or [] if isinstance(p, dict)]
-    return "\n".join(out)
-
-
 class StubBackend:
     """Offline: a schema-valid placeholder per request, deterministic, no network."""
 
@@ -327,9 +318,11 @@ class StubBackend:
     endpoint = "stub"
 
     async def complete(
-        self, model, messages, params, response_format, schema, seed, *, timeouts=None, request_id=None
+        self, model, messages, params, response_format, schema, seed, *, timeouts=None, request_id=None, language="en"
     ) -> Reply:
-        value = placeholder(schema, seed, guess_language(_prompt_text(messages)))
+        # ``language``: the prompt's declared language (its ``language:`` key), so an Italian prompt
+        # gets Italian filler without the LLM layer importing the text checks that could guess it.
+        value = placeholder(schema, seed, language)
         text = json.dumps(value, ensure_ascii=False) if (schema or response_format) else f"{STUB_MARK} reply"
         return Reply(
             text=text,

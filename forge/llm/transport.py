@@ -105,6 +105,7 @@ class TransportMixin:
                         prep.key,
                         timeouts=t,
                         request_id=rid,
+                        language=prep.prompt.language,
                     )
         except TimeoutError as exc:
             latency = time.perf_counter() - t0

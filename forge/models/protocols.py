@@ -143,3 +143,28 @@ class Transcriber(Protocol):
     label: str  # transcript_source of what it hears
 
     def hear(self, partition: str, audio: list[AudioRequest]) -> list[Heard]: ...
+
+
+@dataclass
+class NLIResult:
+    """One NLI verdict on a (premise, hypothesis) pair (``forge.checks.nli``)."""
+
+    item_id: str
+    label: str | None  # "entailment" / "neutral" / "contradiction" (forge.checks.nli.LABELS); None when the call failed
+    scores: dict[str, float] | None  # per-label probabilities (cross-encoder only)
+    backend: str  # "cross_encoder" or the engine backend ("openai" / "stub")
+    model: str
+    prompt_hash: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.label is not None
+
+
+class NLIBackend(Protocol):
+    """Natural language inference over pairs: ``forge.checks.nli.CrossEncoderNLI`` or ``LLMNLI``."""
+
+    name: str
+
+    def classify(self, pairs: Sequence[tuple[str, str]], item_ids: Sequence[str] | None = None) -> list[NLIResult]: ...

@@ -12,7 +12,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from forge.benchmarks.protocol_spec import FieldKind, HumanStep, StepField
-from forge.review import text_rules
+from forge.checks import text_rules
 
 # Label Studio's result ``type`` of each kind, and the value key holding the answer.
 LS_TYPE = {
@@ -206,7 +206,7 @@ def _region(f: StepField, v: dict[str, Any]) -> dict[str, Any]:
 
 
 def _readable(name: str, text: Any, plain: bool = True) -> str:
-    """A typed text as people can read it (``forge.review.text_rules``: NFC; refused when empty or
+    """A typed text as people can read it (``forge.checks.text_rules``: NFC; refused when empty or
     invisible, holding a control or bidi character, or markup: every text field is plain)."""
     try:
         return text_rules.clean(str(text or ""), f"the answer {name}", plain=plain)

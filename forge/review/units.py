@@ -26,8 +26,9 @@ from typing import Any
 import pandas as pd
 
 from forge.benchmarks.review_spec import EditChecks, FieldLimits, ReviewSpec
+from forge.checks import text_rules
 from forge.provenance.versioning import content_hash
-from forge.review import sync, text_rules
+from forge.review import sync
 from forge.review.items import as_json, as_list, box_predictions, context_text, options_text, revision, task_data
 from forge.review.labelconfig import FIELD_TAGS
 
@@ -242,7 +243,7 @@ def _typed(entry: dict[str, Any] | None, what: str, limit: int) -> str | None:
 
 
 def _readable(value: str, what: str, limit: int) -> str:
-    """``value`` as text people can read (``forge.review.text_rules``) within ``limit`` characters."""
+    """``value`` as text people can read (``forge.checks.text_rules``) within ``limit`` characters."""
     for _ in range(2):  # before the rules walk a megabyte, and after NFC
         if len(value) > limit:
             raise UnitRefused(f"too_long: {what} has {len(value)} characters (limit {limit})")

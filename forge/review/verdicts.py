@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from forge.benchmarks.review_spec import FieldLimits
-from forge.review import text_rules
+from forge.checks import text_rules
 from forge.review.items import as_list
 from forge.review.labelconfig import FIELD_TAGS, VERDICTS
 from forge.review.units import parse_unit, refused_unit
@@ -123,7 +123,7 @@ def _one_choice(result: list[dict[str, Any]], name: str, allowed: tuple[str, ...
 
 
 def readable(value: str, what: str, limit: int) -> str:
-    """``value`` as text people can read (``forge.review.text_rules``: NFC; refused when empty,
+    """``value`` as text people can read (``forge.checks.text_rules``: NFC; refused when empty,
     invisible, holding a control or bidi character, or markup) within ``limit`` characters."""
     if len(value) > limit:  # before the rules walk a megabyte
         raise Refused(f"too_long: {what} has {len(value)} characters (limit {limit})")

@@ -17,13 +17,16 @@ Contract format::
       - {name: benchmark, type: string, values: registered_benchmarks}   # a named set, resolved when validating
 
 Named value sets (``DYNAMIC_VALUES``) keep lists that grow elsewhere out of the YAML: the
-benchmark names come from the registry (``forge/benchmarks``), so a new benchmark never
-edits a contract. A table not in ``data_contracts/`` belongs to a registered benchmark, whose
-package holds its own contracts folder (``BenchmarkSpec.contracts_dir``).
+benchmark names, so a new benchmark never edits a contract. A table not in ``data_contracts/``
+belongs to a registered benchmark, whose package holds its own contracts folder
+(``BenchmarkSpec.contracts_dir``). Storage sits below the benchmarks, so it never asks the
+registry: ``forge.benchmarks.registry`` hands it both, as functions read when a contract is
+looked up (``hand_benchmarks``), so a benchmark registered later is seen.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -66,10 +69,30 @@ class Column:
         return set(DYNAMIC_VALUES[self.values]()) if isinstance(self.values, str) else set(self.values)
 
 
-def _benchmark_names() -> tuple[str, ...]:
-    from forge.benchmarks.registry import names
+@dataclass
+class _Benchmarks:
+    """What the contracts know of the registered benchmarks: nothing until the registry hands it."""
 
-    return names()
+    names: Callable[[], Iterable[str]] = tuple
+    contract_dirs: Callable[[], Iterable[Path]] = tuple
+
+
+_BENCHMARKS = _Benchmarks()
+
+
+def hand_benchmarks(names: Callable[[], Iterable[str]], contract_dirs: Callable[[], Iterable[Path]]) -> None:
+    """Tell the contracts where the registered benchmarks' names and contract folders come from
+    (``forge.benchmarks.registry`` does, once): the ``registered_benchmarks`` value set and the
+    folders searched for a table outside ``data_contracts/``."""
+    _BENCHMARKS.names, _BENCHMARKS.contract_dirs = names, contract_dirs
+
+
+def _benchmark_names() -> tuple[str, ...]:
+    return tuple(_BENCHMARKS.names())
+
+
+def _benchmark_dirs() -> list[Path]:
+    return [d for d in _BENCHMARKS.contract_dirs() if d != CONTRACTS_DIR]
 
 
 DYNAMIC_VALUES = {"registered_benchmarks": _benchmark_names}
@@ -181,13 +204,12 @@ def parse_contract(doc: dict[str, Any], path: Path | None = None) -> Contract:
 def load_contract(table: str, contracts_dir: Path = CONTRACTS_DIR) -> Contract:
     path = contracts_dir / f"{table}.yaml"
     if not path.exists() and contracts_dir == CONTRACTS_DIR:
-        from forge.benchmarks.registry import for_table
-
-        spec = for_table(table)
-        if spec is not None and spec.contracts_dir is not None:
-            path = spec.contracts_dir / f"{table}.yaml"
+        path = next((d / f"{table}.yaml" for d in _benchmark_dirs() if (d / f"{table}.yaml").is_file()), path)
     if not path.exists():
-        raise FileNotFoundError(f"no data contract for table {table!r} at {path}")
+        raise FileNotFoundError(
+            f"no data contract for table {table!r} at {path}"
+            + ("" if contracts_dir != CONTRACTS_DIR or _benchmark_dirs() else " (nor any benchmark's: none handed yet)")
+        )
     return parse_contract(yaml.safe_load(path.read_text()), path)
 
 
@@ -196,7 +218,5 @@ def all_contracts(contracts_dir: Path | None = None) -> dict[str, Contract]:
     each registered benchmark's own (its package's ``contracts/``)."""
     if contracts_dir is not None:
         return {p.stem: load_contract(p.stem, contracts_dir) for p in sorted(contracts_dir.glob("*.yaml"))}
-    from forge.benchmarks.registry import specs
-
-    dirs = [CONTRACTS_DIR, *(s.contracts_dir for s in specs() if s.contracts_dir not in (None, CONTRACTS_DIR))]
+    dirs = [CONTRACTS_DIR, *_benchmark_dirs()]
     return {p.stem: load_contract(p.stem, d) for d in dirs for p in sorted(d.glob("*.yaml"))}

@@ -1,9 +1,14 @@
-"""The after-recipe half of ``forge/`` is layered in the order the data flows, and no import runs
-back up: benchmarks / labelstudio → items → gold → splits → gates → review → export → evals.
+"""Every package of ``forge/`` sits on one floor, and a package imports only from the floors below
+it: no import runs back up, and no two packages import each other (no knot). The floors, lowest
+first: storage, provenance, llm, models, the checks / scale / labelstudio, vision / media,
+benchmarks, then the after-recipe half in the order the data flows: items → releases → gold →
+splits → gates → protocol → review → export → evals, and the console on top.
 
-Every ``import`` / ``from ... import`` in a layer's files counts, at any depth: inside functions
-and under ``if TYPE_CHECKING:`` too (a type-only arrow still couples a lower layer to a higher
-one). A synthetic package tree with one upward import shows the test can fail.
+Every ``import`` / ``from ... import`` in a package's files counts, at any depth: inside functions
+and under ``if TYPE_CHECKING:`` too (a type-only arrow still couples a lower floor to a higher
+one). Packages on one floor are independent: an import between them counts too. Synthetic package
+trees with one upward or sideways import show the test can fail; ``test_every_package_has_its_floor``
+keeps the list whole (a new package must be placed).
 """
 
 from __future__ import annotations
@@ -13,16 +18,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Lowest first; packages on one line share a layer. Packages not named here are outside the chain.
+# Lowest first; packages on one line share a floor and do not import each other. Every package is named.
 LAYERS: list[tuple[str, ...]] = [
-    ("benchmarks", "labelstudio"),
+    ("storage",),  # tables, catalog, contracts (handed the benchmark names: forge/benchmarks/registry.py)
+    ("provenance",),  # hashes, lineage, the recorded environment
+    ("llm",),  # the engine, its backends and cache
+    ("models",),  # the model protocols (NLI's among them), weights, runtimes
+    ("checks", "scale", "labelstudio"),  # text, language, NLI, MCQ checks; the Ray pool; the review server
+    ("vision", "media"),
+    ("benchmarks",),  # the spec, the registry, recipe settings
     ("items",),
+    ("releases",),
     ("gold",),
     ("splits",),
     ("gates",),
+    ("protocol",),
     ("review",),
     ("export",),
     ("evals",),
+    ("console",),  # the build summary and catalog queries
 ]
 
 
@@ -47,7 +61,8 @@ def _imported(tree: ast.AST, module: str) -> list[tuple[int, str]]:
 
 
 def upward_imports(root: Path, layers: list[tuple[str, ...]] = LAYERS) -> list[str]:
-    """``file:line: forge.<low> imports forge.<high>`` for every arrow from a lower layer to a higher one."""
+    """``file:line: forge.<low> imports forge.<high>`` for every arrow from a lower layer to a higher one,
+    or between two packages of one layer."""
     rank = _rank(layers)
     bad: list[str] = []
     for pkg, r in rank.items():
@@ -59,7 +74,7 @@ def upward_imports(root: Path, layers: list[tuple[str, ...]] = LAYERS) -> list[s
             module = ".".join(parts) + (".__init__" if rel.name == "__init__" else "")
             for line, name in _imported(ast.parse(f.read_text(), str(f)), module):
                 seg = name.split(".")
-                if len(seg) > 1 and seg[0] == "forge" and rank.get(seg[1], -1) > r:
+                if len(seg) > 1 and seg[0] == "forge" and seg[1] != pkg and rank.get(seg[1], -1) >= r:
                     bad.append(f"{f.relative_to(root)}:{line}: forge.{pkg} imports {name}")
     return sorted(set(bad))
 
@@ -70,9 +85,15 @@ def test_no_import_runs_back_up():
     assert not bad, "a lower layer imports a higher one:\n" + "\n".join(bad)
 
 
-def test_every_chain_package_exists():
-    for pkg in _rank(LAYERS):
-        assert (ROOT / "forge" / pkg / "__init__.py").is_file(), pkg
+def packages(root: Path) -> set[str]:
+    return {p.parent.name for p in (root / "forge").glob("*/__init__.py")}
+
+
+def test_every_package_has_its_floor():
+    named = [pkg for group in LAYERS for pkg in group]
+    assert len(named) == len(set(named)), named  # one floor each
+    assert set(named) == packages(ROOT), (sorted(packages(ROOT) - set(named)), sorted(set(named) - packages(ROOT)))
+    assert len(named) == 20
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -119,3 +140,34 @@ def test_type_checking_and_relative_imports_count(tmp_path):
 def test_a_downward_import_passes(tmp_path):
     root = _tree(tmp_path, {"forge/export/w.py": "from forge.items import fields\nimport forge.review.gate\n"})
     assert upward_imports(root, [("items",), ("review",), ("export",)]) == []
+
+
+def test_an_import_between_packages_of_one_floor_fails(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "forge/checks/text.py": "import forge.scale.pool\n",
+            "forge/scale/pool.py": "from forge.models import protocols\n",
+            "forge/models/protocols.py": "",
+        },
+    )
+    bad = upward_imports(root, [("models",), ("checks", "scale")])
+    assert bad == ["forge/checks/text.py:1: forge.checks imports forge.scale.pool"]
+
+
+def test_a_knot_fails_whichever_floor_is_lower(tmp_path):
+    """Two packages importing each other (storage → benchmarks → storage, as contracts once did
+    through the registry inside a function): one of the two arrows runs up, whatever the order."""
+    root = _tree(
+        tmp_path,
+        {
+            "forge/storage/contracts.py": "def names():\n    from forge.benchmarks.registry import names\n",
+            "forge/benchmarks/registry.py": "from forge.storage.contracts import Contract\n",
+        },
+    )
+    assert upward_imports(root, [("storage",), ("benchmarks",)]) == [
+        "forge/storage/contracts.py:2: forge.storage imports forge.benchmarks.registry"
+    ]
+    assert upward_imports(root, [("benchmarks",), ("storage",)]) == [
+        "forge/benchmarks/registry.py:1: forge.benchmarks imports forge.storage.contracts"
+    ]

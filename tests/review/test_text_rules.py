@@ -1,4 +1,4 @@
-"""The rules for people's typed text (``forge/review/text_rules.py``) without a server, and every
+"""The rules for people's typed text (``forge/checks/text_rules.py``) without a server, and every
 reader that applies them: the review item and unit forms, protocol answers and blind answers."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import unicodedata
 import pytest
 
 from forge.benchmarks.protocol_spec import Display, FieldKind, HumanStep, StepField
+from forge.checks.text_rules import TextRefused, clean
 from forge.evals.human import pick, refusal_of, reply_of
 from forge.protocol import form
-from forge.review.text_rules import TextRefused, clean
 from forge.review.verdicts import SKIPPED, parse_annotation, verdict_rows
 from tests.review import scripted as sr
 

@@ -270,7 +270,7 @@ def test_stub_fills_italian_prompts_with_italian_words():
 
     def reply(p):
         msgs = p.render({"question": "Q", "answer": "A"})
-        r = asyncio.run(stub.complete("m", msgs, {}, None, p.schema, "seed"))
+        r = asyncio.run(stub.complete("m", msgs, {}, None, p.schema, "seed", language=p.language))
         return json.loads(r.text)["statement"]
 
     it, en = reply(p_it), reply(p_en)
