@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.export.card import is_human_reviewed
 from forge.models.weights import WeightsMismatch, easyocr_model_dir
 from forge.storage import TableStore, open_catalog, quote_ident, quote_literal
 from forge.storage.paths import resolve_stored
@@ -56,12 +57,21 @@ class BuildSummary:
         for e in self.exports:
             splits = ", ".join(f"{k} {v}" for k, v in e["splits"].items())
             stub = f", {e['stub_items']} stub items" if e["stub_items"] else ""
-            out.append(f"    {e['benchmark']} {e['version']}: {e['n_items']} items ({splits}){stub}  {e['path']}")
+            said = "human-reviewed" if e.get("reviewed") else "NOT human-reviewed"  # never taken for a reviewed one
+            out.append(
+                f"    {e['benchmark']} {e['version']}: {e['n_items']} items ({splits}){stub}, {said}  {e['path']}"
+            )
         if self.caveats:
             out.append("  caveats:")
             out += [f"    ! {c}" for c in self.caveats]
         out += ["", "Next", *[f"  {c}" for c in next_commands(self.data_dir, self.exports)]]
         return out
+
+
+def _reviewed(path: str | None, data_dir: Path) -> bool:
+    """The export's own card says it is human-reviewed (its first lines; forge/export/card.py)."""
+    card = resolve_stored(path, data_dir) / "README.md" if path else None
+    return card is not None and card.is_file() and is_human_reviewed(card.read_text())
 
 
 def _short(table: str, bench: str) -> str:
@@ -120,6 +130,7 @@ def summarize(
                     "splits": json.loads(splits) if splits else {},
                     "path": str(resolve_stored(path, store.data_dir)) if path else path,  # this data dir's own
                     "stub_items": stub or 0,
+                    "reviewed": _reviewed(path, store.data_dir),
                 }
             )
         stub_requests = _count(con, "llm_ledger", "backend = 'stub' and kind <> 'cache_hit'") or 0

@@ -26,6 +26,14 @@ from forge.items.outcome import md_table
 from forge.models.weights import weights_summary_lines
 from forge.review.card import card_lines
 
+HUMAN_REVIEWED = "> Human-reviewed:"  # the first-lines notice of an export every reviewed item of which people accepted
+
+
+def is_human_reviewed(card_text: str) -> bool:
+    """Whether a written card says its export is human-reviewed (``forge.review.card.card_lines``'
+    notice in its first lines); an unreviewed one says "Not human-reviewed", a policy ``off`` nothing."""
+    return any(line.startswith(HUMAN_REVIEWED) for line in card_text.splitlines()[:30])
+
 
 def _words(s: Any) -> int:
     return 0 if s is None or s is pd.NA or (isinstance(s, float) and math.isnan(s)) else len(str(s).split())

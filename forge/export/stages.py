@@ -12,7 +12,7 @@ import pandas as pd
 
 from forge.benchmarks.settings import profiles_of, settings_hash
 from forge.benchmarks.spec import BenchmarkSpec
-from forge.export.card import blind_section, card_for_ui, imported_section
+from forge.export.card import blind_section, card_for_ui, imported_section, is_human_reviewed
 from forge.export.provenance import benchmark_cost, provenance
 from forge.export.write import exports_frame, write_export
 from forge.gates import blind
@@ -30,6 +30,7 @@ from forge.review.card import human_figures
 from forge.review.stages import export_gate as review_gate
 from forge.splits.config import GateConfig, StageSettings
 from forge.storage import TableStore
+from forge.storage.paths import resolve_stored
 
 
 def exports_dir(store: TableStore) -> Path:
@@ -82,6 +83,7 @@ def run_export(
     # human review (forge/review, docs/review.md): rejected items leave, and under policy `required`
     # so do items without their accepted verdicts; reviewers' edits arrive as new revisions
     cfg, gcfg = settings.raw, settings.gates
+    built = len(gated)
     gated, review = _review(store, spec, gated, gcfg.imported.review)
     review["human_figures"] = human_figures(store, name)  # the card's human baselines and judge kappas
     md: dict[str, Any] = {"force_stub": force_stub, "review_coverage": review.get("coverage", "")}
@@ -89,7 +91,9 @@ def run_export(
         md["review"] = review["summary"]
     stub_n = sum(1 for r in gated.to_dict("records") if stub_made(r))
     status, refused = "nothing", False
-    if gated.empty:
+    if gated.empty and built and str(review.get("policy")) == "required":  # review held every item back
+        md["note"] = nothing_accepted_note(store, name, review, built)
+    elif gated.empty:
         md["note"] = f"no gated items for {name}: nothing exported (is `{spec.items_table}` empty?)"
     else:
         try:
@@ -197,6 +201,28 @@ def run_export(
         Check("export_integrity", not bad, "error", {"versions": n_versions, "modified_files": bad[:20]}),
     ]
     return exports_frame(exports_dir(store), name, store.data_dir), md, checks
+
+
+def nothing_accepted_note(store: TableStore, name: str, review: dict[str, Any], built: int) -> str:
+    """Under ``required`` with no item accepted: "no reviewed items yet: 0 of 20 accepted; the latest
+    export v1 is unreviewed" (or "no export yet"), so no one takes the old version for a reviewed one."""
+    out = f"no reviewed items yet: {review.get('accepted', 0)} of {review.get('items_needing_review', built)} accepted"
+    latest = latest_export(store, name)
+    if latest is None:
+        return out + f"; no {name} export yet"
+    version, reviewed = latest
+    return out + f"; the latest export {version} is " + ("human-reviewed" if reviewed else "unreviewed")
+
+
+def latest_export(store: TableStore, name: str) -> tuple[str, bool] | None:
+    """(version, whether its card says human-reviewed) of the benchmark's latest export; None without one."""
+    ex = read_table(store, "exports")
+    ex = ex[ex["benchmark"] == name] if len(ex) else ex
+    if not len(ex):
+        return None
+    row = ex.sort_values("version_number").iloc[-1]
+    card = resolve_stored(str(row["path"]), store.data_dir) / "README.md"
+    return str(row["version"]), card.is_file() and is_human_reviewed(card.read_text())
 
 
 def _review(

@@ -24,6 +24,7 @@ from forge.provenance.versioning import content_hash
 from forge.storage import TableStore
 
 NO_TOOL = "no_label_studio"  # why_llm of a unit decided while Label Studio could not be reached
+DROPPED = "dropped_by_people"  # the rejects reason of a unit people dropped at a step
 
 
 def offline_results(spec: BenchmarkSpec, step: HumanStep, frame: pd.DataFrame, last: pd.DataFrame) -> pd.DataFrame:
@@ -74,6 +75,22 @@ def people_of(store: TableStore, spec: BenchmarkSpec, name: str) -> dict[str, li
     for r in res.to_dict("records"):
         if r.get("decided_by") == "human" and isinstance(r.get("people"), str):
             out[str(r["unit_id"])] = list(json.loads(r["people"]))
+    return out
+
+
+def dropped_by_people(
+    frame: pd.DataFrame,
+    unit_key: str,
+    decisions: Mapping[str, Mapping[str, Any]],
+    people: Mapping[str, list[str]],
+) -> list[tuple[str, str]]:
+    """(unit, who) for each unit of ``frame`` people decided not to keep: the stage records each in
+    ``rejects`` (reason ``dropped_by_people``), so a unit that left says who took it out."""
+    out = []
+    for u in dict.fromkeys(frame[unit_key].astype(str)) if len(frame) else ():
+        d = decisions.get(u)
+        if d is not None and d.get("decided_by") == "human" and not d.get("keep", True):
+            out.append((u, ", ".join(people.get(u) or []) or "people"))
     return out
 
 

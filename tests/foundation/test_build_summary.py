@@ -63,10 +63,33 @@ def test_summary_reports_stages_rejects_exports_and_caveats(tmp_path):
     text = "\n".join(s.lines())
     assert "maia  questions 3 → answer_pools 0 → statements 0 → foils 0 → items 2 → gated 1" in text
     assert "frames: blurry       2" in text
-    assert "maia v2: 1 items (dev 0, test 1), 1 stub items  /x/exports/maia/v2" in text
+    # no card saying human-reviewed: the summary never presents the export as a reviewed one
+    assert "maia v2: 1 items (dev 0, test 1), 1 stub items, NOT human-reviewed  /x/exports/maia/v2" in text
     assert "! weights caveat" in text
     assert 'make query Q="select stage, reason' in text and "duckdb " not in text
     assert "ls /x/exports/maia/v2" in text and "<" not in text.split("Next")[1]  # no placeholder to fill in
+
+
+def test_summary_says_which_export_people_reviewed(tmp_path):
+    """The export's card decides: "> Human-reviewed:" up front, or not; a required build that
+    accepted nothing names the latest export as unreviewed (forge.export.stages)."""
+    from forge.export.stages import nothing_accepted_note
+
+    store = _store(tmp_path)
+    v2 = tmp_path / "exports" / "maia" / "v2"
+    v2.mkdir(parents=True)
+    (v2 / "README.md").write_text("# MAIA\n\n> **Not human-reviewed.** Review policy `advisory`: 0 of 1\n")
+    store.write("exports", store.read("exports").assign(path=["exports/maia/v1", "exports/maia/v2"]))
+    refresh_catalog(store)
+    review = {"accepted": 0, "items_needing_review": 20}
+    assert nothing_accepted_note(store, "maia", review, 20) == (
+        "no reviewed items yet: 0 of 20 accepted; the latest export v2 is unreviewed"
+    )
+    assert "1 stub items, NOT human-reviewed" in "\n".join(summarize(store, [registry.get("maia")]).lines())
+    (v2 / "README.md").write_text("# MAIA\n\n> Human-reviewed: 1 of 1 items human-accepted (by 1 reviewer(s))\n")
+    assert "1 stub items, human-reviewed" in "\n".join(summarize(store, [registry.get("maia")]).lines())
+    assert nothing_accepted_note(store, "maia", review, 20).endswith("the latest export v2 is human-reviewed")
+    assert nothing_accepted_note(store, "vague", review, 20).endswith("no vague export yet")
 
 
 def test_summary_without_a_catalog_says_so(tmp_path):

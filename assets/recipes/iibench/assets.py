@@ -25,7 +25,7 @@ from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.llm.types import ImageInput, LLMRequest
-from forge.protocol import steps
+from forge.protocol import flow, steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
@@ -263,11 +263,15 @@ def iibench_labels(
     }
     label_vars = {k: ", ".join(v) for k, v in label_vars.items()}
     inspected = steps.decisions(store, IIBENCH, proto.INSPECTION)
+    dropped_by = flow.people_of(store, IIBENCH, proto.INSPECTION)  # who dropped an image (the rejects row)
 
     def label(part: str, rej: RejectLog) -> int:  # batches at once on the engine's one budget
         # people's inspection (protocol step) decides where they inspected: a dropped image is never labelled
-        kept, seen = proto.kept_images(store.read("iibench_implication", parts=[part]), inspected)
+        implication = store.read("iibench_implication", parts=[part])
+        kept, seen = proto.kept_images(implication, inspected)
         run.note(part, **seen)
+        for fid, who in flow.dropped_by_people(implication, "frame_id", inspected, dropped_by):
+            rej.add(fid, flow.DROPPED, "ProtocolStep", f"inspection: dropped by {who}")
         by_id = {r["frame_id"]: r for r in kept.to_dict("records")}
         reqs = [
             LLMRequest(
@@ -308,6 +312,7 @@ def iibench_labels(
                     "prompt_hash": o.result.prompt_hash,
                     "model": o.result.model,
                     "backend": o.result.backend,
+                    "decided_by": json.dumps(flow.decided_by({proto.INSPECTION: inspected}, r["frame_id"])),
                 }
             )
         run.put(part, with_profile(pd.DataFrame(rows), "iibench"))
@@ -450,6 +455,9 @@ def iibench_items(
                 }
                 row = it.build_item(q, r, labels, config.seed)
                 extra = json.loads(row["extra"]) | {"judge_prompt_hash": judge_hash}
+                extra["decided_by"] = flow.decided_by(
+                    {proto.INSPECTION: inspected, proto.LABELS: human_labels}, o.item_id
+                )  # who decided each protocol step this item was built on
                 if q.problems:  # stub only: what the checks and the judge would have rejected it for
                     extra["advisory"] = [f"{c}: {f}" for c, f in zip(q.problems, q.feedback)] or q.problems
                 row |= {
