@@ -24,7 +24,8 @@ def results(data, part: str) -> dict[str, dict]:
 
 def tasks(ls, title_part: str) -> dict[str, dict]:
     """unit id → task of the project whose title contains ``title_part``."""
-    (p,) = [p for p in ls.projects() if title_part in p["title"]]
+    second = "second pass" in title_part  # a step's second-pass project shares its title's start
+    (p,) = [p for p in ls.projects() if title_part in p["title"] and ("second pass" in p["title"]) == second]
     return {t["data"]["unit_id"]: t for t in ls.tasks(p["id"])}
 
 

@@ -1,7 +1,9 @@
 """VAGUE's human steps on a real Label Studio with scripted raters, through the real stages (LLM
-test double): people's direct ratings replace the judge's (one rated 2 is dropped before the
-indirect stage; a rating of 7 is refused and the judge's stands); people's indirect selection
-replaces the judge's, and a candidate its raters rated 2 is not used: no options, no item."""
+test double). People decide, the LLM judge is advisory: raters see every direct expression, the
+one the judge dropped included, with the judge's ratings hidden; one the judge dropped and people
+rated 5 is used (it gets an indirect expression and an item), one the judge kept and people rated
+2 is not; a rating of 7 is refused and the judge's stands. People's indirect selection replaces
+the judge's, and a candidate its raters rated 2 is not used: no options, no item."""
 
 from __future__ import annotations
 
@@ -52,19 +54,24 @@ def test_a_candidate_rated_2_by_its_raters_is_not_used(
     llm = llm_double_resource()
     _stages(store, llm, ["vague_candidates", "vague_direct", "vague_indirect", "vague_options", "vague_items"])
     assert sorted(store.read("vague_items")["unit_id"]) == ["fr_bicycle", "fr_kettle"]  # the LLM alone
+    assert not store.read("vague_direct").set_index("frame_id").loc["fr_lamp", "judge_keep"]  # the judge's 2
 
-    # 1. direct ratings (§4.2.1): the judge's 5 / 5 are the prediction
+    # 1. direct ratings (§4.2.1): every expression, the one the judge dropped too; its ratings hidden
     h.materialize(store.data_dir, "vague", ["vague_direct_rating_tasks"])
     tasks = h.tasks(ls, "direct_rating · vague")
-    assert sorted(tasks) == ["fr_bicycle", "fr_kettle", "fr_laptop", "fr_umbrella"]
-    assert {r["value"]["rating"] for r in tasks["fr_kettle"]["predictions"][0]["result"]} == {5}
+    assert sorted(tasks) == ["fr_bicycle", "fr_kettle", "fr_lamp", "fr_laptop", "fr_umbrella"]
+    for t in tasks.values():  # the form as Label Studio returns it: no prediction, no rating, no rationale
+        full = ls.request("GET", f"/api/tasks/{t['id']}")
+        assert not full["predictions"] and set(full["data"]) == {"image", "direct", "unit_id"}
     a, b = sr.reviewer(ls, "rater-a@example.org"), sr.reviewer(ls, "rater-b@example.org")
-    rate(a, tasks["fr_umbrella"], "direct", relevance=2, solvability=4)  # below 4: dropped
+    rate(a, tasks["fr_umbrella"], "direct", relevance=2, solvability=4)  # the judge kept it; people: 2, dropped
+    rate(a, tasks["fr_lamp"], "direct", relevance=5, solvability=5)  # the judge dropped it; people: 5, used
     rate(a, tasks["fr_kettle"], "direct", relevance=5, solvability=5)
     rate(b, tasks["fr_bicycle"], "direct", relevance=7, solvability=5)  # outside 1-5: refused
     h.materialize(store.data_dir, "vague", ["vague_direct_rating_results"])
     res = h.results(store.data_dir, "vague__direct_rating")
     assert (res["fr_umbrella"]["decided_by"], res["fr_umbrella"]["keep"]) == ("human", False)
+    assert (res["fr_lamp"]["decided_by"], res["fr_lamp"]["keep"], res["fr_lamp"]["changed"]) == ("human", True, True)
     assert (res["fr_bicycle"]["decided_by"], res["fr_bicycle"]["why_llm"], res["fr_bicycle"]["keep"]) == (
         "llm",
         "refused",
@@ -74,13 +81,13 @@ def test_a_candidate_rated_2_by_its_raters_is_not_used(
     assert ans["refused"].dropna().tolist() == ["relevance: rating_out_of_range: 7 is not a whole number from 1 to 5"]
 
     _stages(store, llm, ["vague_indirect"])
-    assert sorted(store.read("vague_indirect")["frame_id"]) == ["fr_bicycle", "fr_kettle"]  # umbrella: never asked
+    # the lamp people rated 5 goes on; the umbrella people rated 2 does not
+    assert sorted(store.read("vague_indirect")["frame_id"]) == ["fr_bicycle", "fr_kettle", "fr_lamp"]
 
-    # 2. indirect selection and rating (§4.2.2): the judge selected humour, rated 4
+    # 2. indirect selection and rating (§4.2.2): the judge selected humour, rated 4 (hidden)
     h.materialize(store.data_dir, "vague", ["vague_indirect_selection_tasks"])
     itasks = h.tasks(ls, "indirect_selection · vague")
-    pred = {r["from_name"]: r["value"] for r in itasks["fr_kettle"]["predictions"][0]["result"]}
-    assert pred == {"selected": {"choices": ["humour"]}, "rating": {"rating": 4}}
+    assert not itasks["fr_kettle"]["predictions"]
     assert "Marie Kondo" in itasks["fr_kettle"]["data"]["candidates"]
     for person in (a, b):  # both raters: meme / idiom, rated 2
         sr.submit(
@@ -102,7 +109,9 @@ def test_a_candidate_rated_2_by_its_raters_is_not_used(
     assert ires["fr_bicycle"]["values"]["selected"] == "sarcasm" and ires["fr_bicycle"]["keep"]
 
     _stages(store, llm, ["vague_options", "vague_items"])
-    assert sorted(store.read("vague_options")["frame_id"].unique()) == ["fr_bicycle"]  # kettle's is not used
-    items = store.read("vague_items")
-    assert items["unit_id"].tolist() == ["fr_bicycle"]
-    assert items["category"].tolist() == ["sarcasm"] and "decorating with clutter" in items["question"].iloc[0]
+    # kettle's is not used; the lamp, dropped by the judge and rated 5 by people, is
+    assert sorted(store.read("vague_options")["frame_id"].unique()) == ["fr_bicycle", "fr_lamp"]
+    items = store.read("vague_items").set_index("unit_id")
+    assert sorted(items.index) == ["fr_bicycle", "fr_lamp"]
+    assert items.loc["fr_bicycle", "category"] == "sarcasm"
+    assert "decorating with clutter" in items.loc["fr_bicycle", "question"]
