@@ -131,8 +131,8 @@ def test_a_recreated_database_costs_no_live_task_of_any_benchmark(replaceable):
     assert maia_rows.state.tolist() == ["replaced"] and maia_rows.lost.tolist() == [4]
     lost = q(data, "select item_id from review_task_ledger where benchmark = 'maia' and event = 'lost'")
     assert sorted(lost.item_id) == ["m1", "m2", "m3", "m4"]
-    v = q(data, "select item_id, stale from verdicts where benchmark = 'maia'")
-    assert v.item_id.tolist() == ["m1"] and not v.stale.any()  # read before: it keeps counting
+    v = q(data, "select item_id, stale, stale_reason from verdicts where benchmark = 'maia'")
+    assert v.item_id.tolist() == ["m1"] and not v.stale.any(), v.to_dict("records")  # read before: it counts
     # the next push agrees with the tool: no further reconciliation row
     push(data, "maia")
     assert len(q(data, "select * from review_reconciliation where benchmark = 'maia'")) == 1
