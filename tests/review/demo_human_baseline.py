@@ -28,9 +28,13 @@ def _free_port() -> int:
 
 def main(data: Path) -> int:
     os.environ.update(
-        SUBTEXT_DATA_DIR=str(data), SUBTEXT_REVIEW_PORT=str(_free_port()), SUBTEXT_REVIEW_POLICY="advisory"
+        SUBTEXT_DATA_DIR=str(data),
+        SUBTEXT_REVIEW_PORT=str(_free_port()),
+        SUBTEXT_REVIEW_BLIND_PORT=str(_free_port()),
+        SUBTEXT_REVIEW_POLICY="advisory",
     )
     os.environ.pop("SUBTEXT_REVIEW_URL", None)
+    os.environ.pop("SUBTEXT_REVIEW_BLIND_URL", None)
     cfg = data / "review_demo_human.yaml"
     cfg.write_text("benchmarks:\n  iibench: {human_answers: 3}\n")
     os.environ["SUBTEXT_REVIEW_CONFIG"] = str(cfg)
@@ -46,11 +50,12 @@ def main(data: Path) -> int:
     from resources.storage import StorageResource
     from tests.review import scripted as sr
 
-    proc, srv = server.start(data, timeout=300)
+    started = server.start_both(data, timeout=300)  # the review instance and the blind baseline's
     try:
         from forge.labelstudio.client import LabelStudio
 
-        ls = LabelStudio(srv.url, srv.token)
+        _review, (_proc, srv) = started
+        ls = LabelStudio(srv.url, srv.token)  # the blind instance: the baseline's tasks live there
         res = {
             "storage": StorageResource(data_dir=str(data)),
             "review": ReviewResource(),
@@ -62,7 +67,7 @@ def main(data: Path) -> int:
         gold = dict(zip(items["item_id"], items["answer"], strict=True))
         with open_catalog(TableStore(data)) as con:
             item_of = dict(con.execute("select task_id, item_id from review_tasks where kind = 'human'").fetchall())
-        project = next(p for p in ls.projects() if "II-Bench human baseline" in p["title"])
+        project = next(p for p in ls.projects() if "II-Bench blind baseline" in p["title"])
         tasks = sorted(((item_of[t["id"]], t) for t in ls.tasks(project["id"])), key=lambda x: x[0])
         right = {"p0": lambda k: True, "p1": lambda k: k > 0, "p2": lambda k: k % 2 == 0}
         for name, ok in right.items():
@@ -85,8 +90,10 @@ def main(data: Path) -> int:
         print("hand-computed:", {m: round(v, 4) for m, v in want.items()}, "→", "OK" if ok else "MISMATCH")
         return 0 if ok else 1
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        for proc, _s in started:
+            proc.terminate()
+        for proc, _s in started:
+            proc.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -225,7 +225,7 @@ def _materialize(data, keys: list[str]) -> None:
 BLIND_LEAKS = ("GOLD", "Gold answer", "[correct]", "[FS]", "[SU]", "[NE]", "sarcasm", "mcq", "split", "strategy")
 
 
-def test_three_reviewers_in_chromium(review_env, browsers):
+def test_three_reviewers_in_chromium(review_env, ls_blind, browsers):
     from selenium.webdriver.common.by import By
 
     data, ls, srv, configure = review_env
@@ -295,15 +295,20 @@ def test_three_reviewers_in_chromium(review_env, browsers):
     assert rows["v1"]["option_types"] == ["SU", "FS", "correct", "NE"]
     assert rows["v2"]["option_types"] == ["correct", "FS", "SU", "NE"]
 
-    # the blind baseline: r3 answers from a form that shows what the model sees, and nothing else
+    # the blind baseline, on its own instance: r3, invited there too, answers from a form that shows
+    # what the model sees, and nothing else
+    bls, bsrv = ls_blind
     _materialize(data, ["vague_human_tasks"])
-    human_p = _project(ls, "VAGUE human baseline · vague")
-    tasks = ls.tasks(human_p)
+    human_p = _project(bls, "VAGUE blind baseline · vague")
+    assert not [p for p in ls.projects() if "baseline" in p["title"]]  # none on the review instance
+    tasks = bls.tasks(human_p)
     assert len(tasks) == 2
     for t in tasks:
         assert not {"category", "split", "task", "heading", "answer_text", "context_text"} & set(t["data"])
-        assert t["data"]["item_id"] not in ("v1", "v2") and "review/blind/vague/" in t["data"]["image"]
-    _open_stream(d, srv.url, human_p)
+        assert t["data"]["item_id"] not in ("v1", "v2") and t["data"]["image"].startswith("/data/local-files/?d=vague/")
+    b1, _b3 = sr.reviewer(bls, r1.email), sr.reviewer(bls, r3.email)
+    _login(d, bsrv.url, r3.email, sr.PASSWORD)
+    _open_stream(d, bsrv.url, human_p)
     form = d.find_element(By.CSS_SELECTOR, ".lsf-main-view").text
     assert "Pick the option letter(s)" in form and "Sing a song" in form
     leaks = [x for x in BLIND_LEAKS if x in d.find_element(By.TAG_NAME, "body").text]
@@ -311,13 +316,18 @@ def test_three_reviewers_in_chromium(review_env, browsers):
     d.save_screenshot(str(ARTIFACTS / "human_blind.png"))
     _click_text(d, "C")
     _press(d, "Submit")
-    _open_stream(d, srv.url, human_p)
+    _open_stream(d, bsrv.url, human_p)
     _click_text(d, "A")
     _press(d, "Submit")
-    # r1 reviewed both items: r1's answers are kept and not scored
+    # the same browser, on the review instance, is sent to log in: the blind session opens nothing there
+    _go(d, f"{srv.url}/projects/{vague_p}/data")
+    _wait(lambda: "/user/login" in d.current_url)
+    _go(d, f"{srv.url}/api/projects")
+    assert "vague" not in d.find_element(By.TAG_NAME, "body").text.lower()
+    # r1 reviewed both items (on the review instance; the same person by e-mail): kept, not scored
     item_of = dict(q(data, "select task_id, item_id from review_tasks where kind = 'human'").itertuples(index=False))
     for t in tasks:
-        sr.annotate(r1, {**t, "project": human_p}, [sr.choice("choice", "C")])
+        sr.annotate(b1, {**t, "project": human_p}, [sr.choice("choice", "C")])
     _materialize(data, ["vague_human_eval"])
     answers = q(
         data, "select item_id, person, reply, used, excluded_reason from human_answers order by person, item_id"
