@@ -1,7 +1,8 @@
-"""Hummus's human step on a real Label Studio: the expert's annotation (verdict, metaphors, boxes,
-caption spans, explanation) replaces the LLM's draft, which the form shows as a prediction with no
-gold; the items stage builds the pair's items from the expert's annotation, the other pair's
-from the LLM's."""
+"""Hummus's human step on a real Label Studio: the expert writes the annotation (verdict, metaphors,
+boxes, caption spans, explanation) on their own: the form carries nothing of the LLM's draft (no
+prediction, no draft text, as Label Studio's API returns the task) and no gold; the expert's
+annotation replaces the LLM's, and the items stage builds the pair's items from it, the other
+pair's from the LLM's."""
 
 from __future__ import annotations
 
@@ -116,19 +117,22 @@ def test_the_experts_annotation_replaces_the_llms_and_its_items_follow(review_en
     h.materialize(data, "hummus", ["hummus_annotation_tasks"])
     tasks = h.tasks(ls, "annotation · hummus")
     task = tasks["hma_owl"]
-    assert set(task["data"]) == {"image", "caption", "unit_id"}  # no gold shown: the draft is the prediction
-    pred = {r["from_name"]: r for r in task["predictions"][0]["result"]}
-    assert pred["metaphors"]["value"]["text"] == ["TIME IS MONEY"]
-    assert pred["boxes"]["value"]["x"] == pytest.approx(10.0) and pred["spans"]["value"]["text"] == "flies"
+    for t in tasks.values():  # hidden: neither a gold nor the LLM's draft (its metaphor, box, words)
+        full = ls.request("GET", f"/api/tasks/{t['id']}")
+        assert set(full["data"]) == {"image", "caption", "unit_id"} and not full["predictions"]
+        shown = json.dumps(full)
+        assert "TIME IS MONEY" not in shown and "LLM draft explanation" not in shown and "<i>" not in shown
     assert not task["annotations"]
 
-    # the expert keeps the verdict, rewrites the metaphor, moves the box, marks another span
+    # the expert's own annotation: the verdict, a metaphor, a box, a span, an explanation
     result = [
-        r
-        for r in task["predictions"][0]["result"]
-        if r["from_name"] not in ("metaphors", "boxes", "spans", "region_labels")
-    ]
-    result += [
+        h.choice("verdict", "Yes", "image"),
+        {
+            "from_name": "explanation",
+            "to_name": "caption",
+            "type": "textarea",
+            "value": {"text": ["A clock with wings."]},
+        },
         {"from_name": "metaphors", "to_name": "caption", "type": "textarea", "value": {"text": ["TIME IS A BIRD"]}},
         {"from_name": "region_labels", "to_name": "caption", "type": "textarea", "value": {"text": ["winged clock"]}},
         {
