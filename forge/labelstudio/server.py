@@ -85,8 +85,11 @@ def pin_version_info() -> None:
         info = {"message": "", "commit": "", "date": "", "branch": "", "version": _ls_version()}
         text = f"info = {json.dumps(info)}\n# written by forge.labelstudio.server: no commit is shown\n"
         f = core / "ls-version_.py"
-        if not f.is_file() or f.read_text() != text:
-            f.write_text(text)
+        try:
+            if not f.is_file() or f.read_text() != text:
+                f.write_text(text)
+        except OSError as exc:  # a read-only install: git stays stopped, an older version_.py may show
+            print(f"note: could not write {f} ({exc.__class__.__name__}); /version may show an old commit")
 
 
 def command(s: Server) -> tuple[list[str], dict[str, str]]:
