@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -66,6 +66,33 @@ def decided_by(decisions: Mapping[str, Mapping[str, Mapping[str, Any]]], unit: s
     """step → ``human`` | ``llm`` for one unit, over the steps a stage used (``steps.decisions`` of
     each): a unit no read holds was decided by the LLM (no person saw it)."""
     return {name: str((d.get(str(unit)) or {}).get("decided_by") or "llm") for name, d in decisions.items()}
+
+
+def mark_items(
+    items: pd.DataFrame, unit_of: Callable[[Mapping[str, Any]], str], decisions: Mapping[str, Mapping[str, Any]]
+) -> pd.DataFrame:
+    """``items`` with ``extra.decided_by`` (step → human | llm) for the unit each item was built
+    from (``unit_of(row)``); ``extra`` is outside an item's revision, so marking changes none."""
+    if not len(items) or "extra" not in items:
+        return items
+    out = items.copy()
+    out["extra"] = [
+        json.dumps(
+            {**(json.loads(e) if isinstance(e, str) and e else {}), "decided_by": decided_by(decisions, unit_of(r))}
+        )
+        for e, r in zip(items["extra"], items.to_dict("records"))
+    ]
+    return out
+
+
+def unit_in(column: str, key: str) -> Callable[[Mapping[str, Any]], str]:
+    """An item's unit id from a JSON column (``labels`` / ``extra``) of the item row."""
+
+    def get(row: Mapping[str, Any]) -> str:
+        v = row.get(column)
+        return str((json.loads(v) if isinstance(v, str) and v else {}).get(key))
+
+    return get
 
 
 def people_of(store: TableStore, spec: BenchmarkSpec, name: str) -> dict[str, list[str]]:

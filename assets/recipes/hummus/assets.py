@@ -26,7 +26,7 @@ from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE
 from forge.llm.types import ImageInput, LLMRequest
-from forge.protocol import steps
+from forge.protocol import flow, steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.storage import RejectLog
@@ -351,7 +351,8 @@ def hummus_items(
         for r in sel.rejects:
             rej.add(r["item_id"], r["reason"], "AnnotationDetail", r.get("detail", ""), r.get("related_id"))
         rows = [row for a in sel.kept for row in H.build_items(a, by_ann.get(a["annotation_id"], []))]
-        run.put(part, with_profile(pd.DataFrame(rows), "hummus"))
+        items = flow.mark_items(pd.DataFrame(rows), flow.unit_in("extra", "annotation_id"), {HP.ANNOTATION: annotated})
+        run.put(part, with_profile(items, "hummus"))
     run.show_items()
 
     def describe(df: pd.DataFrame) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from forge.llm.prompts import load_prompt
 from forge.llm.refine import refine
 from forge.llm.stub import advisory
 from forge.llm.types import ImageInput, LLMRequest
-from forge.protocol import steps
+from forge.protocol import flow, steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
@@ -771,9 +771,10 @@ def maia_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
                 q["clip_id"],
                 {"item_id": q["source_item_id"], "source": q["source"], "media_paths": list(q["media_paths"])},
             )
+        pools = store.read_batch("maia_answer_pools", batch)
         items = build_items(
             qs,
-            store.read_batch("maia_answer_pools", batch),
+            pools,
             store.read_batch("maia_statements", batch),
             store.read_batch("maia_foils", batch),
             units,
@@ -781,6 +782,10 @@ def maia_items(context: dg.AssetExecutionContext, storage: StorageResource) -> d
             pool_size=int(settings()["answers"]["pool_size"]),
             lang=language(),
         )
+        # people decided a pool's answers where it holds theirs (answers.source people / mixed)
+        people = set(pools.loc[pools["origin"] == "people", "question_id"].astype(str)) if len(pools) else set()
+        answered = {q: {"decided_by": "human"} for q in people}
+        items = flow.mark_items(items, flow.unit_in("labels", "question_id"), {MP.ANSWERS: answered})
         run.put(batch, with_profile(items, "maia"))
     run.show_items()
     return run.publish(

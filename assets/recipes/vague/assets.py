@@ -27,7 +27,7 @@ from forge.llm.prompts import load_prompt
 from forge.llm.refine import Verdict, refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
-from forge.protocol import steps
+from forge.protocol import flow, steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.storage import RejectLog, TableStore
@@ -98,6 +98,10 @@ def _direct(store: TableStore, part: str) -> pd.DataFrame:
 def _indirect(store: TableStore, part: str) -> pd.DataFrame:
     """vague_indirect as the later stages use it: people's selection and rating where they selected."""
     return proto.selected_indirect(_read(store, "vague_indirect", part), steps.decisions(store, VAGUE, proto.INDIRECT))
+
+
+def _protocol_decisions(store: TableStore) -> dict[str, dict[str, Any]]:
+    return {name: steps.decisions(store, VAGUE, name) for name in (proto.DIRECT, proto.INDIRECT)}
 
 
 def _image(store: TableStore, rel: str) -> list[ImageInput]:
@@ -722,6 +726,8 @@ def vague_items(context: dg.AssetExecutionContext, storage: StorageResource) -> 
             chan,
             log,
         )
+        # who decided the protocol steps each item was built on (the image's rating and selection)
+        items = flow.mark_items(items, lambda r: str(r["unit_id"]), _protocol_decisions(store))
         run.put(part, with_profile(items, "vague"))
     allr = run.frame()
     md: dict[str, Any] = {}
