@@ -87,13 +87,17 @@ class Action(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Consequence:
-    """One reject reason's consequence. ``key``: for ``drop_source`` the item column naming the
-    source (its other items leave with it); for ``regenerate`` the item column (or
-    ``labels.<field>``) equal to the stage's ``LLMRequest.item_id`` (``forge/review/regenerate.py``)."""
+    """One reject reason's consequence. ``key``: for ``drop_source`` the item column (or
+    ``labels.<field>`` / ``extra.<field>``) naming the unit the reason is about (its other items
+    leave with it: the clip or image by default, a narrower unit where the reason names one, as
+    Hummus' pair or MAIA's question); ``names``: that unit in words (the form says what leaves);
+    for ``regenerate`` the item column (or ``labels.<field>``) equal to the stage's
+    ``LLMRequest.item_id`` (``forge/review/regenerate.py``)."""
 
     action: Action
     stage: str | None = None  # regenerate: the recipe asset that made the faulted field
     key: str = "unit_id"
+    names: str = ""  # drop_source: the unit the key names, in words ("" = the clip / image)
     # regenerate: item category -> the stage that made that category's field instead (ViMU: the OE
     # reference answer is written by vimu_questions, the RM/SV/EG gold by vimu_annotations)
     by_category: Mapping[str, str] = field(default_factory=dict)
@@ -115,6 +119,8 @@ class Consequence:
     def describe(self, media: Media) -> str:
         """The consequence in the words the review form shows beside the reason."""
         source = "clip" if media == Media.VIDEO else "image"
+        if self.action == Action.DROP_SOURCE and self.names:
+            return f"drops the {self.names}: every item of it leaves the benchmark (the rest of the {source} stays)"
         if self.action == Action.DROP_SOURCE:
             return f"drops the {source}: every item of it leaves the benchmark"
         if self.action == Action.DROP_ITEM:

@@ -1,9 +1,11 @@
 """What a reviewer's reject reason does to the rest of the benchmark (``ReviewSpec.consequences``),
 Dagster-free.
 
-* ``drop_source``: the source (the clip or image, the consequence's ``key`` column) leaves the
-  benchmark: every other item of it is rejected too, with the reviewer's reason, whatever its own
-  review says (as ViMU's filtering and II-Bench's Stage 3 inspection removed such sources);
+* ``drop_source``: the unit the reason is about (the consequence's ``key``: the clip or image by
+  default; Hummus' pair, MAIA's question where the reason names only that) leaves the benchmark:
+  every other item of it is rejected too, with the reviewer's reason, whatever its own review says
+  (as ViMU's filtering and II-Bench's Stage 3 inspection removed such sources); the other units
+  of the same clip or image stay;
 * ``regenerate``: the stage that made the faulted field is asked again for the item's unit
   (``forge/review/regenerate.py`` counts the attempts; the stage bumps its request's seed);
 * ``drop_item``: the rejected item alone is dropped (the gate's plain reject).
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from forge.benchmarks.review_spec import Action, ReviewSpec
+from forge.review.items import as_json
 
 
 @dataclass(frozen=True)
@@ -38,17 +41,32 @@ def source_drops(items: pd.DataFrame, reasons: dict[str, str], spec: ReviewSpec)
         return {}
     ids = items["item_id"].astype(str)
     out: dict[str, SourceDrop] = {}
+    keys: dict[str, pd.Series | None] = {}
     for item_id, reason in sorted(reasons.items()):
         c = spec.consequences.get(reason)
-        if c is None or c.action != Action.DROP_SOURCE or c.key not in items:
+        if c is None or c.action != Action.DROP_SOURCE:
             continue
-        source = items.loc[ids == item_id, c.key]
-        if source.empty or pd.isna(source.iloc[0]):
+        col = keys[c.key] if c.key in keys else keys.setdefault(c.key, _key_values(items, c.key))
+        if col is None:
+            continue
+        source = col[ids == item_id]
+        if source.empty or source.iloc[0] is None:
             continue
         value = str(source.iloc[0])
-        for member in ids[items[c.key].astype(str) == value]:
+        for member in ids[col == value]:
             out.setdefault(member, SourceDrop(reason, value, item_id))
     return out
+
+
+def _key_values(items: pd.DataFrame, key: str) -> pd.Series | None:
+    """Each item's value of ``key``: a column, or ``labels.<field>`` / ``extra.<field>`` (a field of
+    that JSON column); None when the items have no such column."""
+    where, _, name = key.partition(".")
+    if key in items or where not in ("labels", "extra") or where not in items:
+        if key not in items:
+            return None
+        return items[key].map(lambda v: None if v is None or (isinstance(v, float) and v != v) else str(v))
+    return items[where].map(lambda v: None if as_json(v).get(name) is None else str(as_json(v).get(name)))
 
 
 def apply_source_drops(

@@ -34,6 +34,8 @@ from .logic.release import parse_release
 from .logic.review import follow_edit, recipe_drops
 from .rejects import REJECTS
 
+PAIR, PAIR_WORDS = "extra.annotation_id", "pair (this caption of the cartoon)"
+
 SPEC = BenchmarkSpec(
     name="hummus",
     importer=parse_release,  # the published release (docs/releases.md)
@@ -61,9 +63,11 @@ SPEC = BenchmarkSpec(
             # explanation); a reviewed verdict is kept when it is written again (logic/annotations.py)
             "wrong_gold": Consequence(Action.REGENERATE, "hummus_annotations"),
             "ambiguous": Consequence(Action.REGENERATE, "hummus_annotations"),
-            # §4.1: a pair unfit for annotation is tagged "Discard" and leaves the benchmark
-            "no_implicit_meaning": Consequence(Action.DROP_SOURCE),
-            "needs_outside_knowledge": Consequence(Action.DROP_SOURCE),
+            # §4.1: a pair unfit for annotation is tagged "Discard" and leaves the benchmark: the pair,
+            # not the cartoon (its other captions are pairs of their own); a fault of the cartoon
+            # itself (a broken image, offensive or private content) takes every pair of it
+            "no_implicit_meaning": Consequence(Action.DROP_SOURCE, key=PAIR, names=PAIR_WORDS),
+            "needs_outside_knowledge": Consequence(Action.DROP_SOURCE, key=PAIR, names=PAIR_WORDS),
             "bad_media": Consequence(Action.DROP_SOURCE),
             "offensive_or_private": Consequence(Action.DROP_SOURCE),
             "other": Consequence(Action.DROP_ITEM),

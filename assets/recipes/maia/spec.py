@@ -63,16 +63,18 @@ SPEC = BenchmarkSpec(
         member_check=member_check,
         adjudicate_flags=("pool_contradiction",),
         # what each reject reason does next (forge/review/consequences.py): an item's faults redraw its
-        # question's answer pool (statements, foils and items follow); a faulty clip leaves (§3.1)
+        # question's answer pool (statements, foils and items follow); a reason about the question
+        # drops its pool only (the clip's other questions stay); a faulty clip leaves (§3.1)
         consequences={
             **{
                 r: Consequence(Action.REGENERATE, "maia_answer_pools", key="labels.question_id")
                 for r in ("wrong_gold", "ambiguous", "other")
             },
             **{
-                r: Consequence(Action.DROP_SOURCE)
-                for r in ("no_implicit_meaning", "needs_outside_knowledge", "bad_media", "offensive_or_private")
+                r: Consequence(Action.DROP_SOURCE, key="labels.question_id", names="question (its whole pool)")
+                for r in ("no_implicit_meaning", "needs_outside_knowledge")
             },
+            **{r: Consequence(Action.DROP_SOURCE) for r in ("bad_media", "offensive_or_private")},
         },
     ),
     eval=EvalSpec(
