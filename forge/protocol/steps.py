@@ -213,8 +213,16 @@ def kind_of(step: HumanStep, second: bool = False) -> str:
 
 def _draft(step: HumanStep, row: Mapping[str, Any]) -> dict[str, Any] | None:
     """The LLM's answer of ``row`` as a prediction, None when it has no value to show."""
-    pred = form.prediction(step, step.llm_values(row), str(row.get("model") or "llm"))
+    pred = form.prediction(step, step.llm_values(row), written_by(row))
     return pred if pred["result"] else None
+
+
+def written_by(row: Mapping[str, Any]) -> str:
+    """Who wrote the draft, as its prediction's ``model_version``: ``stub`` for the offline stub
+    backend (its rows carry the configured model's name, which did not write them), else the model."""
+    if str(row.get("backend") or "") == "stub":
+        return "stub"
+    return str(row.get("model") or row.get("backend") or "llm")
 
 
 def second_pass(

@@ -116,3 +116,18 @@ def test_the_settings_say_the_sample_people_and_thresholds(recipe_overrides):
     recipe_overrides("vague", {"protocol": {"direct_rating": {"raters": 3}}})
     with pytest.raises(ValueError, match="unknown settings"):
         steps.configured(get("vague"), VAGUE_DIRECT)
+
+
+def test_a_draft_says_who_wrote_it_and_a_discard_is_never_a_blank_suggestion():
+    """The stub backend's rows carry the configured model's name: their prediction says ``stub``.
+    A pair the LLM marked Discard is suggested with its verdict and the reason (issue #53)."""
+    from assets.recipes.hummus.logic.protocol import STEP as HUMMUS
+
+    assert steps.written_by({"backend": "stub", "model": "gpt-4o-mini"}) == "stub"
+    assert steps.written_by({"backend": "openai", "model": "gpt-4o-mini"}) == "gpt-4o-mini"
+    row = {"verdict": "Discard", "discard_reason": "the pun needs the French original", "regions": [], "caption": "c"}
+    pred = form.prediction(HUMMUS, HUMMUS.llm_values(row), "stub")["result"]
+    assert {r["from_name"]: r["value"] for r in pred} == {
+        "verdict": {"choices": ["Discard"]},
+        "explanation": {"text": ["Discard: the pun needs the French original"]},
+    }

@@ -56,8 +56,14 @@ def _llm(row: Mapping[str, Any]) -> dict[str, Any]:
         "boxes": boxes,
         "region_labels": labels or None,
         "spans": spans,
-        "explanation": row.get("explanation") or None,
+        # a Discard has no explanation: its reason is the suggestion, so the form is never blank
+        "explanation": row.get("explanation") or _discarded(row),
     }
+
+
+def _discarded(row: Mapping[str, Any]) -> str | None:
+    reason = row.get("discard_reason")
+    return f"Discard: {reason}" if row.get("verdict") == "Discard" and isinstance(reason, str) and reason else None
 
 
 STEP = HumanStep(
@@ -109,7 +115,7 @@ STEP = HumanStep(
     llm_values=_llm,
     prepare=lambda anns, read: with_regions(anns, read("hummus_regions")),
     note="§4: one expert linguist writes every annotation (verdict, metaphors, boxes, caption spans, explanation); "
-    "the LLM's draft is a suggestion and no gold is shown.",
+    "no gold is shown.",
     read_by=("hummus_items",),
 )
 STEPS = (STEP,)
