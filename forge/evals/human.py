@@ -34,7 +34,7 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import requests as rq
 from forge.evals.blind_media import BlindMediaError, reencode, suffix_for
 from forge.evals.config import ModelSpec, Setting, benchmark_block, load_eval_config, settings_for
-from forge.evals.per_person import baseline_frames, person_model, sample_ids, score_person
+from forge.evals.per_person import baseline_frames, items_of, person_model, sample_ids, score_person
 from forge.evals.pipeline import judge_rows, load_export, prompt_files
 from forge.evals.scoring import unparseable_open_ended
 from forge.labelstudio.blind_room import blind_key
@@ -337,15 +337,31 @@ def pick(
 def human_block(spec: BenchmarkSpec, cfg: dict[str, Any]) -> dict[str, Any]:
     """The human run's settings (``human:`` of the paper's evals.yaml, overridable in
     config/evals.yaml): ``subset`` items (None = every test item; the paper's size, VAGUE 400),
-    drawn by ``seed``; ``min_answers`` a person needs to count in ``human (avg)`` / ``(best)``."""
+    drawn by ``seed``; ``min_answers`` a person needs to count in ``human (avg)`` / ``(best)``;
+    ``best_min_items`` a person needs to be ``human (best)`` (null: half the subset's items, so one
+    lucky answer is never the best)."""
     raw = dict(benchmark_block(cfg, spec).get("human") or {})
-    unknown = set(raw) - {"subset", "seed", "min_answers"}
+    unknown = set(raw) - {"subset", "seed", "min_answers", "best_min_items"}
     if unknown:
         raise ValueError(f"{spec.name}: unknown human-baseline settings {sorted(unknown)}")
     size = raw.get("subset")
     if size is not None and (not isinstance(size, int) or size < 1):
         raise ValueError(f"{spec.name}: human.subset must be a positive integer or null, got {size!r}")
-    return {"subset": size, "seed": raw.get("seed", 0), "min_answers": int(raw.get("min_answers", 1))}
+    best = raw.get("best_min_items")
+    if best is not None and (isinstance(best, bool) or not isinstance(best, int) or best < 1):
+        raise ValueError(f"{spec.name}: human.best_min_items must be a positive integer or null, got {best!r}")
+    return {
+        "subset": size,
+        "seed": raw.get("seed", 0),
+        "min_answers": int(raw.get("min_answers", 1)),
+        "best_min_items": best,
+    }
+
+
+def best_min_items(h: dict[str, Any], subset: int) -> int:
+    """The fewest items a person answers to be ``human (best)``: the declared number, else half the
+    items of the human run (none of the papers says; a person who answered one item is no best)."""
+    return int(h["best_min_items"]) if h.get("best_min_items") else max(1, -(-subset // 2))
 
 
 def subset_of(items: pd.DataFrame, spec: BenchmarkSpec, cfg: dict[str, Any]) -> pd.DataFrame:
@@ -469,7 +485,8 @@ def score(
         preds.append(frame)
         people.append((score_person(spec, person, frame, items, boot, scoring), len(frame) >= h["min_answers"]))
     counted = [p for p, ok in people if ok]
-    per, summary, best = baseline_frames(counted, setting.name, boot)
+    need = best_min_items(h, len(chosen))
+    per, summary, best = baseline_frames(counted, setting.name, boot, need)
     below = [p for p, ok in people if not ok]
     if below:
         more, _, _ = baseline_frames(below, setting.name, boot)
@@ -487,6 +504,8 @@ def score(
         "people": len(people),
         "people_counted": len(counted),
         "best_person": best,
+        "best_person_items": next((items_of(p) for p in counted if p.person == best), None),
+        "best_min_items": need,
         "excluded": excluded_rows["excluded_reason"].str.split(":").str[0].value_counts().to_dict(),
         "excluded_people": sorted(set(excluded or {})),
         "skipped": len(skipped),

@@ -150,24 +150,28 @@ def average_rows(people: list[PersonScores], boot: tuple[int, int, float] = (100
     return out
 
 
-def best_person(people: list[PersonScores], setting: str) -> PersonScores | None:
-    """The person with the highest primary score in ``setting`` (ties: more items, then name)."""
-    ranked = [
-        (p.primary(setting), next((r["n"] for r in p.rows if r["primary"] and r["slice"] == "all"), 0), p)
-        for p in people
-    ]
-    ranked = [t for t in ranked if not _nan(t[0])]
+def items_of(p: PersonScores) -> int:
+    """How many items the person's primary score stands on (its ``n``)."""
+    return int(next((r["n"] for r in p.rows if r["primary"] and r["slice"] == "all"), 0) or 0)
+
+
+def best_person(people: list[PersonScores], setting: str, min_items: int = 1) -> PersonScores | None:
+    """The person with the highest primary score in ``setting`` among those who answered at least
+    ``min_items`` items (one lucky answer is no best; ties: more items, then name)."""
+    ranked = [(p.primary(setting), items_of(p), p) for p in people]
+    ranked = [t for t in ranked if not _nan(t[0]) and t[1] >= min_items]
     if not ranked:
         return None
     return sorted(ranked, key=lambda t: (-t[0], -t[1], t[2].person))[0][2]
 
 
 def baseline_frames(
-    people: list[PersonScores], setting: str, boot: tuple[int, int, float] = (1000, 0, 0.05)
+    people: list[PersonScores], setting: str, boot: tuple[int, int, float] = (1000, 0, 0.05), best_min_items: int = 1
 ) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
     """(per-person rows with ``person`` and ``best``, the ``human (avg)`` + ``human (best)`` rows, the
-    best person). Rows carry the ``eval_scores`` columns the scorers write, plus ``model``."""
-    best = best_person(people, setting)
+    best person: one with at least ``best_min_items`` items; the best rows' ``n`` is theirs). Rows
+    carry the ``eval_scores`` columns the scorers write, plus ``model``."""
+    best = best_person(people, setting, best_min_items)
     per = [
         {**r, "model": person_model(p.person), "person": p.person, "best": best is not None and p is best}
         for p in people

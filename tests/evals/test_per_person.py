@@ -140,3 +140,27 @@ def test_pick_refuses_empty_answers_and_excludes_annotators_with_a_reason():
     }
     assert [r["answer_id"] for r in out if r["used"]] == ["1", "8"]
     assert "answers: 1/2 controls" in out[3]["excluded_reason"]
+
+
+def test_human_best_counts_only_people_with_enough_items_and_shows_their_n():
+    """One item right is no best: ``d@x`` answered one item (1/1) and is left out of the best below
+    ``best_min_items``; the best row's ``n`` is the best person's items."""
+    lucky = pp.score_person(get("iibench"), "d@x", preds("d@x", {"i1": True}), items(), BOOT)
+    everyone = [*people(), lucky]
+    assert pp.baseline_frames(everyone, "none", BOOT)[2] in ("c@x", "d@x")  # 1 item allowed: ties by n
+    _, summary, best = pp.baseline_frames(everyone, "none", BOOT, best_min_items=3)
+    assert best == "c@x" and _row(summary, pp.BEST).n == 5
+    assert pp.baseline_frames([lucky], "none", BOOT, best_min_items=3)[2] is None  # nobody qualifies: no best row
+
+
+def test_the_human_run_declares_the_best_minimum_and_defaults_to_half_its_items():
+    from forge.evals.human import best_min_items, human_block
+
+    spec = get("iibench")
+    h = human_block(spec, {"benchmarks": {"iibench": {"human": {"best_min_items": 40}}}})
+    assert best_min_items(h, 1399) == 40
+    h = human_block(spec, {"benchmarks": {"iibench": {"human": {}}}})
+    assert best_min_items(h, 1399) == 700 and best_min_items(h, 1) == 1
+    with pytest.raises(ValueError, match="best_min_items"):
+        human_block(spec, {"benchmarks": {"iibench": {"human": {"best_min_items": 0}}}})
+    assert spec.review.human_answers == 3  # II-Bench: three people per question

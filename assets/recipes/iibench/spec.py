@@ -46,6 +46,9 @@ SPEC = BenchmarkSpec(
     review=ReviewSpec(
         media=Media.IMAGE,
         reviewers=3,
+        # the human baseline: three people answer each test question (Appendix, Quality Control: three
+        # annotators per question), so human (avg) / (best) stand on people who share the items
+        human_answers=3,
         editable=("question", "options", "answer"),
         # the review unit is the image (§3.2 Data Annotation: 1-3 questions per image with its labels;
         # Appendix, Quality Control: each validated by three annotators): one task shows them all
