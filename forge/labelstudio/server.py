@@ -204,7 +204,14 @@ def start_both(data_dir: Path, timeout: float = 240) -> list[tuple[subprocess.Po
 ACCESS = re.compile(r'django\.server.*"[A-Z]+ \S+ HTTP/[\d.]+" (\d{3}) ')
 
 
+# Label Studio's tips panel asks its own server for GitHub's live tips on every page view; offline
+# that answers 404 by design (nothing reaches the internet), so those lines stay in the log only.
+TIPS_404 = re.compile(r'"GET /heidi-tips/?\S* HTTP/[\d.]+" 404 |Not Found: /heidi-tips')
+
+
 def for_terminal(line: str) -> bool:
+    if TIPS_404.search(line):
+        return False
     m = ACCESS.search(line)
     return m is None or int(m.group(1)) >= 400
 

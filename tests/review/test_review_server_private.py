@@ -52,3 +52,10 @@ def test_terminal_shows_failed_requests_only():
     assert not review_server.for_terminal(ok)
     assert review_server.for_terminal(bad)
     assert review_server.for_terminal("Starting development server at http://127.0.0.1:8080/\n")
+    # the tips panel's request, 404 offline on every page view: expected, kept out of the terminal
+    tips = '[2026-11-29 02:40:01,113] [django.server::log_message::213] [WARNING] "GET /heidi-tips/ HTTP/1.1" 404 2\n'
+    assert not review_server.for_terminal(tips)
+    assert not review_server.for_terminal(
+        "[2026-11-29 02:40:01,112] [django.request::log_response::253] [WARNING] Not Found: /heidi-tips/\n"
+    )
+    assert review_server.for_terminal(bad.replace("/api/x", "/api/tasks/9"))
