@@ -38,6 +38,34 @@ from forge.benchmarks.protocol_spec import HumanStep
 from forge.benchmarks.review_spec import ReviewSpec
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+class YamlFile(Mapping[str, Any]):
+    """A YAML mapping file read the first time it is looked into, never when a spec is made (a
+    spec is declared at import); a missing file is an empty mapping."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._doc: dict[str, Any] | None = None
+
+    def _read(self) -> dict[str, Any]:
+        if self._doc is None:
+            self._doc = (yaml.safe_load(self.path.read_text()) or {}) if self.path.is_file() else {}
+        return self._doc
+
+    def __getitem__(self, key: str) -> Any:
+        return self._read()[key]
+
+    def __iter__(self):
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __repr__(self) -> str:
+        return f"YamlFile({str(self.path)!r})"
+
+
 # How a declared reject reason is made to happen (``BenchmarkSpec.rejects``): the whole demo run over
 # HTTP provokes it (tests/e2e/test_nonstub.py), or no test does yet; else a test file that names it.
 E2E = "e2e"
@@ -272,8 +300,8 @@ class BenchmarkSpec:
         ev = self.eval
         if ev.prompts_dir is None:
             object.__setattr__(ev, "prompts_dir", home / "eval_prompts")
-        if not ev.defaults and (home / "evals.yaml").is_file():
-            object.__setattr__(ev, "defaults", yaml.safe_load((home / "evals.yaml").read_text()) or {})
+        if isinstance(ev.defaults, dict) and not ev.defaults:  # none declared: the package's evals.yaml, read when used
+            object.__setattr__(ev, "defaults", YamlFile(home / "evals.yaml"))
 
     @property
     def home(self) -> Path:

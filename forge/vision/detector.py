@@ -30,10 +30,14 @@ from forge.provenance.versioning import sha256_file
 from forge.vision.images import LoadedImage
 from forge.vision.offline import import_ultralytics
 
-# config/weights.yaml: the only sizes / hashes a real copy of these files may have.
-REFERENCE_WEIGHTS: dict[str, tuple[int, str]] = {
-    e.file: (int(e.bytes or 0), e.sha256) for e in load_manifest().values() if e.file.endswith(".pt") and e.sha256
-}
+
+def reference_weights() -> dict[str, tuple[int, str]]:
+    """config/weights.yaml's COCO checkpoints: the only sizes / hashes a real copy of these files
+    may have (read when asked, never at import)."""
+    return {
+        e.file: (int(e.bytes or 0), e.sha256) for e in load_manifest().values() if e.file.endswith(".pt") and e.sha256
+    }
+
 
 DETECTION_COLUMNS = [
     "frame_id",

@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from forge.vision.detector import (
-    REFERENCE_WEIGHTS,
     WeightsError,
     detection_rows,
     parse_boxes,
     parse_result,
+    reference_weights,
     resolve_weights,
 )
 from forge.vision.images import load_image
@@ -159,7 +159,7 @@ def test_nothing_touches_the_network(tmp_path):
 
 def test_reference_table_comes_from_the_weights_manifest():
     # The COCO files' published sizes / sha256 (Ultralytics assets release), pinned in config/weights.yaml.
-    assert REFERENCE_WEIGHTS == {
+    assert reference_weights() == {
         "yolo11n.pt": (5_613_764, "0ebbc80d4a7680d14987a577cd21342b65ecfd94632bd9a8da63ae6417644ee1"),
         "yolov8n.pt": (6_534_387, "31e20dde3def09e2cf938c7be6fe23d9150bbbe503982af13345706515f2ef95"),
     }

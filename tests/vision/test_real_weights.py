@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from forge.provenance.versioning import sha256_file
-from forge.vision.detector import REFERENCE_WEIGHTS, YoloDetector
+from forge.vision.detector import YoloDetector, reference_weights
 from forge.vision.images import load_image
 
 
@@ -26,9 +26,9 @@ def _verified_weights() -> tuple[Path | None, str]:
     p = Path(raw)
     if not p.is_file():
         return None, f"SUBTEXT_YOLO_WEIGHTS={raw} does not exist"
-    ref = REFERENCE_WEIGHTS.get(p.name)
+    ref = reference_weights().get(p.name)
     if ref is None:
-        return None, f"{p.name} is not a reference file ({', '.join(REFERENCE_WEIGHTS)})"
+        return None, f"{p.name} is not a reference file ({', '.join(reference_weights())})"
     digest = sha256_file(p)
     if digest != ref[1]:
         return None, f"{p} sha256 {digest} != reference {ref[1]} (config/weights.yaml)"
@@ -52,7 +52,7 @@ def _counts(dets):
 
 
 def test_real_detections_on_known_photos(real_detector, photos):
-    assert real_detector.spec.kind == "file" and real_detector.spec.sha256 == REFERENCE_WEIGHTS[WEIGHTS.name][1]
+    assert real_detector.spec.kind == "file" and real_detector.spec.sha256 == reference_weights()[WEIGHTS.name][1]
     ims = [load_image(photos[k]) for k in ("bus", "astronaut", "coffee")]
     bus, astro, coffee = (_counts(d) for d in real_detector.detect(ims))
     assert bus.get("person", 0) >= 3 and bus.get("bus", 0) >= 1, bus

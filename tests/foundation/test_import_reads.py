@@ -1,0 +1,106 @@
+"""Nothing acts at import (issue #56, point 2): importing ``definitions`` and every module of ``forge/``
+reads no file but code. A fresh interpreter records every ``open`` through an audit hook
+(``sys.addaudithook``); what it may open is the project's ``.py`` / ``.pyc`` files and whatever lies
+in the interpreter's own trees (the standard library, the installed packages and their data files),
+plus the null device and the system's time-zone database (read by a library when it loads).
+Settings, weights manifests, contracts and prompts are read when a stage or a definitions load asks
+for them, never as a side effect of an import. A synthetic module that reads its settings at import
+shows the check can fail.
+
+The paper packages' spec modules still read files when the registry loads them (``SPEC_READS``):
+listed, so the list can only shrink (a new read there fails this test).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# What the registry's loading of the built-in specs still reads: their logic modules' taxonomies and
+# the items contracts their release importers read at import (assets/recipes/<paper>/; to be made lazy).
+SPEC_READS = {
+    "assets/recipes/hummus/contracts/hummus_items.yaml",
+    "assets/recipes/hummus/logic/taxonomy.yaml",
+    "assets/recipes/iibench/contracts/iibench_items.yaml",
+    "assets/recipes/iibench/logic/taxonomy.yaml",
+    "assets/recipes/maia/contracts/maia_items.yaml",
+    "assets/recipes/maia/logic/categories.yaml",
+    "assets/recipes/vague/contracts/vague_items.yaml",
+    "assets/recipes/vimu/contracts/vimu_items.yaml",
+}
+
+# Run in a fresh interpreter: the hook sees every open from the first import on. Prints, per phase,
+# the files opened that are neither the project's code nor inside the interpreter's trees.
+PROBE = r"""
+import importlib, json, os, pkgutil, sys
+root, phases = sys.argv[1], sys.argv[2:]
+opened = []
+sys.addaudithook(lambda event, args: opened.append(args[0]) if event == "open" and args else None)
+trees = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+system = ("/dev/null", "/usr/share/zoneinfo/")
+
+def outside(paths):
+    out = set()
+    for p in paths:
+        if not isinstance(p, (str, bytes, os.PathLike)):
+            continue  # a file descriptor: opened by path before
+        real = os.path.realpath(os.fsdecode(p))
+        in_code = real.startswith(root + os.sep) and (real.endswith((".py", ".pyc")) or "/__pycache__/" in real)
+        if not (in_code or real.startswith(trees) or real.startswith(system)):
+            out.add(os.path.relpath(real, root) if real.startswith(root + os.sep) else real)
+    return sorted(out)
+
+result = {}
+for phase in phases:
+    del opened[:]
+    if phase == "specs":
+        from forge.benchmarks import registry
+        registry.specs()
+    else:
+        module = importlib.import_module(phase)
+        for info in pkgutil.walk_packages(getattr(module, "__path__", []), phase + "."):
+            importlib.import_module(info.name)
+    result[phase] = outside(list(opened))
+print(json.dumps(result))
+"""
+
+
+def reads_at_import(root: Path, *phases: str) -> dict[str, list[str]]:
+    """Per phase (a module, with every module under it, or ``specs``: the registry's specs), the
+    files outside the code that importing it opened, in a fresh interpreter run in ``root``."""
+    proc = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", PROBE, str(root.resolve()), *phases],
+        cwd=root,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "SUBTEXT_RECORDED_ENV": "off"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_importing_definitions_and_forge_reads_no_file_but_code():
+    got = reads_at_import(ROOT, "definitions", "forge", "specs")
+    assert got["definitions"] == [], got["definitions"]
+    assert got["forge"] == [], got["forge"]
+    assert set(got["specs"]) <= SPEC_READS, sorted(set(got["specs"]) - SPEC_READS)
+
+
+def test_a_module_reading_its_settings_at_import_is_caught(tmp_path):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "vision.yaml").write_text("max_side: 960\n")
+    (tmp_path / "eager").mkdir()
+    (tmp_path / "eager" / "__init__.py").write_text("")
+    (tmp_path / "eager" / "settings.py").write_text(
+        "from pathlib import Path\nSETTINGS = (Path(__file__).parents[1] / 'config' / 'vision.yaml').read_text()\n"
+    )
+    (tmp_path / "lazy.py").write_text(
+        "from pathlib import Path\ndef settings():\n    return (Path(__file__).parent / 'config' / 'vision.yaml').read_text()\n"
+    )
+    got = reads_at_import(tmp_path, "eager", "lazy")
+    assert got == {"eager": ["config/vision.yaml"], "lazy": []}
