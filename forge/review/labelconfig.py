@@ -188,11 +188,21 @@ def _unit_blocks(spec: ReviewSpec) -> list[str]:
     return out
 
 
+def verdict_first(spec: ReviewSpec) -> bool:
+    """A clip player or an image with boxes fills the screen: its verdict controls go above the
+    media, where the reviewer finds them without scrolling past it (MAIA, ViMU, Hummus)."""
+    return spec.media == Media.VIDEO or spec.boxes
+
+
 def review_config(spec: ReviewSpec, adjudication: bool = False) -> str:
-    lines = ["<View>", *_media(spec, spec.boxes), *_item_text(spec.show_gold)]
+    first, item = verdict_first(spec), _item_text(spec.show_gold)
+    if first:  # the task's heading (e.g. a returned verdict's reason) still opens the form
+        lines = ["<View>", item[0], *_verdict_controls(spec), *_media(spec, spec.boxes), *item[1:]]
+    else:
+        lines = ["<View>", *_media(spec, spec.boxes), *item]
     if adjudication:
         lines += ['  <Header value="Verdicts so far (they disagree)"/>', '  <Text name="prior" value="$prior_text"/>']
-    lines += _verdict_controls(spec)
+    lines += [] if first else _verdict_controls(spec)
     if spec.unit:
         lines += _unit_blocks(spec)
     lines.append("</View>")

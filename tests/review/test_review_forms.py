@@ -155,3 +155,20 @@ def test_adjudication_shows_no_nan_reason():
         ]
     )
     assert prior_text(rows) == "r1: accept\nr2: reject (ambiguous)"
+
+
+def test_the_verdict_sits_above_a_clip_player_or_a_boxed_image():
+    """MAIA and ViMU (a clip player and its frame) and Hummus (an image with boxes): the verdict, its
+    reasons and corrections come first, under the task's heading; II-Bench and VAGUE keep the media
+    first (issue #53)."""
+    from forge.benchmarks.registry import get
+
+    def order(name: str) -> list[str]:
+        root = ET.fromstring(review_config(get(name).review))
+        return [el.get("name") or el.get("value") for el in root if el.get("name") in ("verdict", "image", "video")
+                or el.get("value") == "$heading"]  # fmt: skip
+
+    assert order("maia") == ["$heading", "verdict", "video", "image"]
+    assert order("hummus") == ["$heading", "verdict", "image"]
+    assert order("vague") == ["image", "$heading", "verdict"]
+    assert order("iibench") == ["image", "$heading", "verdict"]
