@@ -16,6 +16,7 @@ from forge.benchmarks import registry
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import paper_report as pr
 from forge.evals.config import load_eval_config, settings_for
+from forge.evals.pipeline import load_export
 from forge.evals.unimodal import SETTING as UNIMODAL_SETTING
 from resources.storage import StorageResource
 
@@ -28,12 +29,31 @@ def published_path(spec: BenchmarkSpec) -> Path:
     return Path(importlib.import_module(spec.package).__file__).parent / "published.yaml"
 
 
-def build_paper_report(spec: BenchmarkSpec, scores: pd.DataFrame, preds: pd.DataFrame | None, out_dir: Path) -> dict:
-    """The report's Markdown, cells and figure paths for one paper (no Dagster)."""
+def evaluated(store_dir: Path, spec: BenchmarkSpec, scores: pd.DataFrame) -> list[pr.Evaluated]:
+    """What the scores were computed on: one ``Evaluated`` per export version they name."""
+    if not len(scores) or "export_version" not in scores:
+        return []
+    out = []
+    for version, g in scores.dropna(subset=["export_version"]).groupby("export_version", sort=True):
+        pub = load_export(store_dir / "exports", spec, str(version))
+        split = str(g["split"].iloc[0]) if "split" in g else "test"
+        out.append(pr.evaluated_of(pub.items, str(version), split))
+    return out
+
+
+def build_paper_report(
+    spec: BenchmarkSpec,
+    scores: pd.DataFrame,
+    preds: pd.DataFrame | None,
+    out_dir: Path,
+    what: list[pr.Evaluated] | None = None,
+) -> dict:
+    """The report's Markdown, cells and figure paths for one paper (no Dagster); ``what``: the
+    export versions evaluated (``evaluated``)."""
     path = published_path(spec)
     paper = pr.load_published(path) if path.is_file() else pr.PaperTables((), pr.load_published_empty())
     known = {s.name for s in settings_for(load_eval_config(), spec)} | {UNIMODAL_SETTING}
-    md, cells = pr.paper_report(spec.title, paper, scores, known)
+    md, cells = pr.paper_report(spec.title, paper, scores, known, what)
     paths: list[Path] = []
     if paper.figures:
         text, paths = pr.draw_figures(paper, cells, out_dir)
@@ -78,13 +98,15 @@ def _paper_report_asset(spec: BenchmarkSpec):
                 params=[bench],
                 columns=["model", "setting", "category", "item_id", "variant", "gold", "detail"],
             )
-        out = build_paper_report(spec, scores, preds, store.data_dir / "exports" / bench / "paper_report")
+        what = evaluated(store.data_dir, spec, scores)
+        out = build_paper_report(spec, scores, preds, store.data_dir / "exports" / bench / "paper_report", what)
         flagged = sum(int(c["flag"].sum()) for c in out["cells"].values() if len(c))
         md = {
             "report": dg.MetadataValue.md(out["markdown"]),
             "path": dg.MetadataValue.path(str(out["path"])),
             "models": int(scores["model"].nunique()) if len(scores) else 0,
             "cells_flagged": flagged,
+            "evaluated": "; ".join(e.describe() for e in what) or "no export named by the scores",
         }
         for p in out["figures"]:
             md[f"figure_{p.stem}"] = dg.MetadataValue.path(str(p))

@@ -19,6 +19,12 @@ and column, with the difference; a difference above half a unit of the paper's l
 digit is flagged. A published figure whose model, setting or column the project does not have
 is listed as not reproduced, with the reason.
 
+The report opens with what it evaluated (``Evaluated``): the export version and its items, and
+whether they are the paper's own published release (imported, docs/releases.md) or a set this
+project built. A difference from a published figure is flagged only on the paper's own set: beside
+a built set the figure is context, and a note gives both sizes (``items`` at the top of
+``published.yaml``: the paper's evaluated set, where the paper states it).
+
 Every cell shows its n (``eval_scores.n``: the items behind the value; a question of several
 slices counts in each, ``EvalSpec.multi_label``); a column whose n differs from the paper's
 header count for the same set is named under its table with both counts.
@@ -26,6 +32,7 @@ header count for the same set is named under its table with both counts.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +81,56 @@ class PaperTables:
     tables: tuple[TableSpec, ...]
     published: pd.DataFrame  # table, row, model, setting, column, value
     figures: tuple[FigureSpec, ...] = field(default_factory=tuple)
+    items: int | None = None  # the paper's evaluated set (``items:`` of published.yaml; None: not stated)
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """What the scores were computed on: export ``version`` (``v1``) of ``n_items`` items of ``split``,
+    ``releases`` the published releases its items were imported from (``name version``), ``built`` the
+    items this project built. The paper's own set: every item imported from a release."""
+
+    version: str
+    n_items: int
+    split: str = "test"
+    releases: tuple[str, ...] = ()
+    built: int = 0
+
+    @property
+    def paper_own(self) -> bool:
+        return bool(self.releases) and self.built == 0 and self.n_items > 0
+
+    def describe(self) -> str:
+        what = f"export {self.version} of {self.n_items:,} items ({self.split} split)"
+        if self.paper_own:
+            return f"the published release {', '.join(self.releases)}: {what}"
+        if self.releases:
+            return f"{what}: {self.built:,} built here, the rest imported from {', '.join(self.releases)}"
+        return f"{what}, built by this project"
+
+
+def evaluated_of(items: pd.DataFrame, version: str, split: str = "test") -> Evaluated:
+    """``Evaluated`` of one export version's rows over ``split``: an item with ``origin`` imported
+    (a column, or folded into ``extra`` as gated items and exports hold it) came from the release its
+    ``release`` / ``release_version`` name; anything else was built here."""
+    rows = items[items["split"] == split] if split != "all" and "split" in items and len(items) else items
+    names, imported = set(), 0
+    for r in rows.to_dict("records"):
+        d = {**_extra(r.get("extra")), **{k: r[k] for k in ("origin", "release", "release_version") if k in r}}
+        if d.get("origin") != "imported":
+            continue
+        imported += 1
+        v = d.get("release_version")
+        names.add(f"`{d.get('release')}`" + (f" (version {v})" if v not in (None, "") and not _nan(v) else ""))
+    return Evaluated(version, len(rows), split, tuple(sorted(names)), len(rows) - imported)
+
+
+def _extra(v: Any) -> dict[str, Any]:
+    try:
+        d = json.loads(v) if isinstance(v, str) else (v or {})
+    except ValueError:
+        return {}
+    return d if isinstance(d, dict) else {}
 
 
 def load_published(path: Path) -> PaperTables:
@@ -137,7 +194,8 @@ def load_published(path: Path) -> PaperTables:
                 tuple(str(c) for c in f.get("exclude") or ()),
             )
         )
-    return PaperTables(tuple(tables), published, tuple(figures))
+    items = raw.get("items")
+    return PaperTables(tuple(tables), published, tuple(figures), int(items) if items is not None else None)
 
 
 def load_published_empty() -> pd.DataFrame:
@@ -324,11 +382,36 @@ def render_table(spec: TableSpec, cells: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def evaluated_lines(evaluated: list[Evaluated], paper_items: int | None) -> list[str]:
+    """The report's opening: what was evaluated, and, beside a built set, both sizes."""
+    if not evaluated:
+        return ["Evaluated: no export named by the scores (differences are not flagged).", ""]
+    out = [f"Evaluated: {e.describe()}." for e in evaluated]
+    if not all(e.paper_own for e in evaluated):
+        theirs = f"{paper_items:,} items" if paper_items else "a size published.yaml does not state"
+        ours = ", ".join(f"{e.n_items:,}" for e in evaluated)
+        out.append(
+            f"The published figures rest on the paper's own set ({theirs}); this set has {ours} items and is "
+            "not the paper's: they are shown for context and differences are not flagged."
+        )
+    return [*out, ""]
+
+
 def paper_report(
-    title: str, paper: PaperTables, scores: pd.DataFrame, known_settings: set[str]
+    title: str,
+    paper: PaperTables,
+    scores: pd.DataFrame,
+    known_settings: set[str],
+    evaluated: list[Evaluated] | None = None,
 ) -> tuple[str, dict[str, pd.DataFrame]]:
-    """(Markdown of every table, in the file's order, and each table's cells)."""
+    """(Markdown of every table, in the file's order, and each table's cells). ``evaluated``: what
+    the scores were computed on (one per export version they name); a difference is flagged only
+    when every one is the paper's own release (None: not said, flagged as before)."""
     parts = [f"# {title}: the paper's tables from this catalog", ""]
+    own = True
+    if evaluated is not None:
+        parts += evaluated_lines(evaluated, paper.items)
+        own = bool(evaluated) and all(e.paper_own for e in evaluated)
     if "backend" in scores and (scores["backend"] == "stub").any():
         # the offline stub's replies are placeholders: its row stays, named for what it is
         stub = (scores["backend"] == "stub").to_numpy()
@@ -337,6 +420,8 @@ def paper_report(
     all_cells = {}
     for spec in paper.tables:
         cells = table_cells(spec, scores, paper.published, known_settings)
+        if not own and len(cells):  # a built set is not the paper's: its differences are context
+            cells = cells.assign(flag=False)
         all_cells[spec.id] = cells
         parts += [render_table(spec, cells), ""]
         flagged = int(cells["flag"].sum()) if len(cells) else 0
