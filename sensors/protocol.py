@@ -81,12 +81,13 @@ def fingerprint(instance: dg.DagsterInstance, ls: LabelStudio, w: Watched) -> st
     stage = instance.get_latest_materialization_event(w.upstream)
     if stage is None:
         return None
-    project = ls.project_by_title(w.title)
     parts = [f"stage@{stage.timestamp}"]
-    if project is not None:
-        pid = int(project["id"])
-        parts.append(",".join(str(project.get(k)) for k in KEYS))
-        parts.append(",".join(f"{t['id']}/{t.get('updated_at')}" for t in ls.tasks(pid)))
+    # the step's project, and its second-pass project where it has one (draft mode after_commit)
+    for project in (ls.project_by_title(w.title), ls.project_by_title(w.title + steps.SECOND_PASS)):
+        if project is not None:
+            pid = int(project["id"])
+            parts.append(",".join(str(project.get(k)) for k in KEYS))
+            parts.append(",".join(f"{t['id']}/{t.get('updated_at')}" for t in ls.tasks(pid)))
     return content_hash("|".join(parts), length=16)
 
 

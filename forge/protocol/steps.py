@@ -46,8 +46,11 @@ def part(spec: BenchmarkSpec, step: HumanStep) -> str:
     return f"{spec.name}__{step.name}"
 
 
+SECOND_PASS = " · second pass"  # the title suffix of a step's second-pass project (after_commit)
+
+
 def title(spec: BenchmarkSpec, step: HumanStep, second: bool = False) -> str:
-    return f"{spec.title} {step.name} · {spec.name}" + (" · second pass" if second else "")
+    return f"{spec.title} {step.name} · {spec.name}" + (SECOND_PASS if second else "")
 
 
 def step_of(spec: BenchmarkSpec, name: str) -> HumanStep:

@@ -19,7 +19,7 @@ import pandas as pd
 from forge.benchmarks.protocol_spec import Display, FieldKind, HumanStep, StepField
 
 from . import annotations as A
-from .taxonomy import verdicts
+from .taxonomy import taxonomy, verdicts
 
 ANNOTATION = "annotation"
 REGION = "region"
@@ -52,12 +52,15 @@ def _llm(row: Mapping[str, Any]) -> dict[str, Any]:
     labels = "\n".join(str(r["label"]) for r in sorted(row.get("regions") or [], key=lambda r: r["region_index"]))
     return {
         "verdict": row["verdict"],
+        "incongruities": "\n".join(_list(row.get("incongruities"))) or None,
+        "resolution": row.get("resolution") or None,
         "metaphors": "\n".join(_list(row.get("metaphors"))) or None,
         "boxes": boxes,
         "region_labels": labels or None,
         "spans": spans,
         # a Discard has no explanation: its reason is the suggestion, so the form is never blank
         "explanation": row.get("explanation") or _discarded(row),
+        "devices": [d for d in _list(row.get("devices")) if d in taxonomy()["devices"]],
     }
 
 
@@ -78,6 +81,11 @@ STEP = HumanStep(
             tuple((v, v) for v in verdicts()),
             to="image",
         ),
+        # humor understanding first (§4.1): the incongruities and how the caption resolves them
+        StepField(
+            "incongruities", FieldKind.TEXT, "Incongruities in the image, one per line", required=False, to="caption"
+        ),
+        StepField("resolution", FieldKind.TEXT, "How the caption resolves them", required=False, to="caption"),
         StepField(
             "metaphors",
             FieldKind.TEXT,
@@ -109,6 +117,14 @@ STEP = HumanStep(
             to="caption",
         ),
         StepField("explanation", FieldKind.TEXT, "How the metaphor makes it funny", required=False, to="caption"),
+        StepField(
+            "devices",
+            FieldKind.MULTI,
+            "Other figurative devices (§4.2)",
+            tuple((d, d) for d in taxonomy()["devices"]),
+            required=False,
+            to="image",
+        ),
     ),
     display=(Display("image", "image"), Display("caption", "text", "Caption")),
     task_data=_data,
@@ -155,15 +171,19 @@ def human_annotation(row: Mapping[str, Any], values: Mapping[str, Any]) -> tuple
         if values.get("spans")
         else "",
         "explanation": values.get("explanation") or "",
-        "devices": _list(row.get("devices")),
-        "incongruities": _list(row.get("incongruities")),
-        "resolution": row.get("resolution") or "",
+        # the person's own humor understanding and devices, never the LLM's (the form hid them)
+        "devices": list(values.get("devices") or []),
+        "incongruities": [x.strip() for x in str(values.get("incongruities") or "").splitlines() if x.strip()],
+        "resolution": str(values.get("resolution") or "").strip(),
     }
     ann, _ = A.validate_annotation(data, str(row["caption"]), int(row["width"]), int(row["height"]), human=True)
     out = {
         **row,
         "verdict": ann.verdict,
         "metaphors": ann.metaphors,
+        "incongruities": ann.incongruities,
+        "resolution": ann.resolution or None,
+        "devices": ann.devices,
         **A.text_fields(ann),
         "n_regions": len(ann.regions),
         "detail_reject": None,
