@@ -79,6 +79,7 @@ demo: setup
 test: setup
 	bash scripts/ensure_chromium.sh
 	bash scripts/ensure_review.sh
+	bash scripts/ensure_lmms.sh
 	bash scripts/ensure_postgres.sh
 	bash scripts/ensure_strace.sh
 	$(PY) -m dagster definitions validate -w workspace.yaml

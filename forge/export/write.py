@@ -36,6 +36,8 @@ import pyarrow.parquet as pq
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.export.card import draw_plots, license_summary, render_card
 from forge.export.hub import draw_gallery, hub_features, languages, size_category, task_categories
+from forge.export.lmms import FOLDER as LMMS_FOLDER
+from forge.export.lmms import LmmsTasks, card_section, write_task_folder
 from forge.items.manifest import MANIFEST, existing_versions, read_manifest
 from forge.items.outcome import md_table
 from forge.items.typed import conform, parse_object, typed_struct
@@ -264,6 +266,7 @@ def write_export(
         n = versions[-1][0] + 1 if versions else 1
         lic = license_summary(provenance)
         (tmp / "LICENSE.md").write_text(licence_file(benchmark, lic), encoding="utf-8")  # the card's license_link
+        lmms = _lmms_folder(tmp, spec, f"v{n}", items, data_dir, bench_dir, forced_stub, stub_items)
         ctx = dict(
             card_context,
             benchmark=benchmark,
@@ -282,6 +285,7 @@ def write_export(
             stage_config=stage_config,
             hub=hub,
         )
+        ctx["extra_sections"] = [*(ctx.get("extra_sections") or []), card_section(lmms, benchmark, f"v{n}")]
         (tmp / "README.md").write_text(render_card(ctx), encoding="utf-8")
         files = {str(p.relative_to(tmp)): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
         manifest = {
@@ -316,6 +320,12 @@ def write_export(
                     continue
                 raise
         if manifest["version"] != ctx["version"]:  # version bumped by a race: re-render the card's title
+            if (final / LMMS_FOLDER).exists():  # task names and data path carry the version
+                shutil.rmtree(final / LMMS_FOLDER)
+                lmms = _lmms_folder(
+                    final, spec, manifest["version"], items, data_dir, bench_dir, forced_stub, stub_items
+                )
+            ctx["extra_sections"][-1] = card_section(lmms, benchmark, manifest["version"])
             (final / "README.md").chmod(0o644)
             (final / "README.md").write_text(render_card(dict(ctx, version=manifest["version"])), encoding="utf-8")
         _freeze(final)
@@ -323,6 +333,22 @@ def write_export(
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _lmms_folder(
+    root: Path,
+    spec: BenchmarkSpec,
+    version: str,
+    items: pd.DataFrame,
+    data_dir: Path,
+    bench_dir: Path,
+    forced_stub: bool,
+    stub_items: int,
+) -> LmmsTasks:
+    """The export's lmms-eval task folder (forge/export/lmms.py); none for unforced stub items."""
+    if stub_items and not forced_stub:
+        return LmmsTasks(left_out={"(all)": f"{stub_items} stub item(s) and the export was not forced"})
+    return write_task_folder(root / LMMS_FOLDER, spec, version, items, data_dir, bench_dir / version)
 
 
 def _freeze(path: Path) -> None:

@@ -1,0 +1,1 @@
+"""lmms-eval, run for real on the task folders the exports write (issue #58)."""

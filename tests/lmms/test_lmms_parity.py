@@ -1,0 +1,161 @@
+"""lmms-eval's own command line on the task folders the exports write: the same replies give the
+same per-item scores as the project's ``<paper>_eval`` for every closed setting of all five
+benchmarks (MCQ, statement verification, Yes/No, A/B, multi-select).
+
+One loopback OpenAI-protocol server (tests/llm_double) answers both paths with a reply chosen by
+the prompt's text, from the reply forms the papers' readers tell apart (right, wrong, prose,
+JSON, empty, unreadable). One lmms-eval run covers every closed task of the five exports; its
+``--log_samples`` output is compared item by item with ``prediction_rows`` of ``evaluate``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from forge.benchmarks.registry import get
+from forge.evals.config import ModelSpec
+from forge.evals.pipeline import evaluate, load_export, model_engine
+from forge.export.lmms import FOLDER
+from tests.evals.test_e2e import build_items, dev_items, publish_items
+from tests.llm_double import Reply
+from tests.llm_double.server import message_text
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV = Path(os.environ.get("SUBTEXT_LMMS_VENV") or ROOT / ".venv-lmms")
+BENCHES = ("iibench", "vimu", "vague", "maia", "hummus")
+# reply forms: the right and wrong letters in several spellings, a JSON selection (ViMU's official
+# form), prose, Yes/No words, empty and unreadable replies
+REPLIES = (
+    "Answer: (A)",
+    "(B)",
+    "C",
+    "The answer is D.",
+    '{"selected_options": ["A", "C"]}',
+    '{"selected_options": ["B"]}',
+    '{"selected_options": ["D", "E"]}',
+    "Yes",
+    "No",
+    "A",
+    "B",
+    "",
+    "I cannot tell from the picture.",
+    "Answer: (F)",
+    "answer2: B",
+)
+
+
+def reply_for(body: dict) -> Reply:
+    text = message_text(body)
+    k = int(hashlib.sha1(text.encode()).hexdigest(), 16) % len(REPLIES)
+    return Reply.text(REPLIES[k])
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory) -> Path:
+    data = tmp_path_factory.mktemp("lmms-data")
+    items = build_items(data)
+    for b in BENCHES:
+        publish_items(data, b, items[b], dev_items(data) if b == "iibench" else None)
+    return data
+
+
+def _closed_tasks(data: Path) -> dict[str, tuple[str, str]]:
+    """lmms task name → (benchmark, setting), read from the YAMLs the exports wrote."""
+    import yaml
+
+    out = {}
+    for b in BENCHES:
+        folder = data / "exports" / b / "v1" / FOLDER
+        utils = (folder / "utils.py").read_text()
+        for y in sorted(folder.glob("*.yaml")):
+            doc = yaml.safe_load(y.read_text().replace("!function ", ""))
+            if "group" in doc or doc["task"].endswith("_oe"):
+                continue
+            key = doc["process_results"].split(".")[1].removesuffix("_results")
+            setting = utils.split(f"{key}_paper = _setting(")[1].split(")")[0].strip("'\"")
+            out[doc["task"]] = (b, setting)
+    return out
+
+
+def _project_scores(data: Path, double, llm_double_resource, tmp_path) -> dict[tuple[str, str, str], float]:
+    model = ModelSpec(name="m-forge", model="m-forge", base_url=double.base_url, accepts="frames", max_frames=32)
+    engine = model_engine(model, llm_double_resource().settings(), tmp_path / "eval_cache.sqlite")
+    out = {}
+    for b in BENCHES:
+        spec = get(b)
+        pub = load_export(data / "exports", spec, "v1")
+        cfg = {"benchmarks": {}, "circular": False, "bootstrap": {"n": 10}}  # the paper's settings
+        preds, _, _ = evaluate(spec, model, cfg, pub.items, None, data, engine, None)
+        for r in preds.to_dict("records"):
+            if r["variant"] == 0 and r["score"] is not None and not pd.isna(r["score"]):
+                out[(b, r["setting"], r["item_id"])] = float(r["score"])
+    return out
+
+
+def _lmms_scores(data: Path, double, tasks: list[str], out: Path) -> dict[tuple[str, str], float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SUBTEXT_FORGE_ROOT", "HF_", "PYTHON"))}
+    env |= {"HF_HOME": str(out / "hf"), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+    cmd = [
+        str(VENV / "bin" / "lmms-eval"),
+        "--model",
+        "openai",
+        "--model_args",
+        f"model=m-lmms,base_url={double.base_url},api_key=sk-loopback,num_concurrent=8,max_retries=1",
+        "--include_path",
+        "exports",
+        "--tasks",
+        ",".join(tasks),
+        "--log_samples",
+        "--output_path",
+        str(out / "results"),
+    ]
+    proc = subprocess.run(cmd, cwd=data, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and list((out / "results").rglob("*_results.json")), proc.stderr[-4000:]
+    scores = {}
+    for f in (out / "results").rglob("*_samples_*.jsonl"):
+        task = f.name.split("_samples_")[1].removesuffix(".jsonl")
+        for line in f.read_text().splitlines():
+            s = json.loads(line)
+            scores[(task, s["paper"]["item_id"])] = s["score"]  # the row process_results logged
+    return scores
+
+
+@pytest.mark.skipif(
+    os.environ.get("SUBTEXT_SKIP_LMMS_TESTS") == "1", reason="SUBTEXT_SKIP_LMMS_TESTS=1: lmms-eval tests skipped"
+)
+def test_lmms_eval_scores_equal_project_eval_item_for_item(exports, llm_double, llm_double_resource, tmp_path):
+    assert (VENV / "bin" / "lmms-eval").is_file(), (
+        f"lmms-eval is not installed in {VENV}: run `bash scripts/ensure_lmms.sh` (`make test` does; "
+        "SUBTEXT_SKIP_LMMS_TESTS=1 skips this test on purpose)"
+    )
+    llm_double.responder = reply_for
+    tasks = _closed_tasks(exports)
+    assert {b for b, _ in tasks.values()} == set(BENCHES)
+    project = _project_scores(exports, llm_double, llm_double_resource, tmp_path)
+    project_texts = {message_text(r["body"]) for r in llm_double.requests}
+    llm_double.reset()  # clears the responder too
+    llm_double.responder = reply_for
+    lmms = _lmms_scores(exports, llm_double, sorted(tasks), tmp_path)
+
+    compared = 0
+    for task, (b, setting) in tasks.items():
+        got = {i: v for (t, i), v in lmms.items() if t == task}
+        want = {i: v for (bb, s, i), v in project.items() if bb == b and s == setting and i in got}
+        assert got, f"{task}: lmms-eval logged no samples"
+        assert set(got) == set(want), f"{task}: items differ: {sorted(set(got) ^ set(want))}"
+        for i, v in got.items():
+            assert v == pytest.approx(want[i]), f"{task} {i}: lmms-eval {v} != {b}_eval {want[i]}"
+        compared += len(got)
+    # the replies must exercise both outcomes, or equal scores would prove little
+    values = list(lmms.values())
+    assert compared >= 40 and 0 < sum(values) < len(values)
+    # the same prompt text went out on both paths
+    missing = {message_text(r["body"]) for r in llm_double.requests} - project_texts
+    assert not missing, f"lmms-eval sent prompts the project never sent: {sorted(missing)[:2]}"
