@@ -162,3 +162,146 @@ def test_tag_benchmark_selects_one_papers_assets_from_recipe_to_report():
     assert not {"frames", "detections"} & {
         k.to_user_string() for k in dg.AssetSelection.tag("benchmark", "vimu").resolve(graph)
     }
+
+
+# --- Every shared file, found (not listed): the code outside the paper packages names no paper ------
+# A paper's name in code is its registry name (``maia``) or a name it prefixes (``maia_items``);
+# prose (comments, docstrings) may cite a paper as the docs do ("as MAIA measures it"), so the scan
+# reads a Python file's names, imports, keywords and string literals other than docstrings, and a
+# YAML file's keys and values. Paper packages hold their own files; tests, docs and scripts are not
+# shared code. The opt-outs say why; ``PAPER_LEAKS`` are the known leaks still to move (the list
+# can only shrink: a new leak anywhere fails).
+NOT_SHARED = ("tests/", "docs/", "perf/", "scripts/", ".dagster_home/")
+OPT_OUT = {
+    "forge/benchmarks/registry.py": "the registry: one line per built-in paper (BUILTIN)",
+}
+PAPER_LEAKS = {
+    "forge/evals/unimodal.py": "MAIA's unimodal baseline (issue #56, point 1: to its package)",
+    "assets/evals/baselines.py": "MAIA's unimodal baseline asset (issue #56, point 1)",
+    "assets/evals/paper_reports.py": "ViMU's figure hook and MAIA's baseline dependency (issue #56, point 1)",
+    "forge/review/units.py": "reads MAIA's shared question from an item's extra ('maia_question')",
+    "config/quality.yaml": "per-stage ceilings keyed by two papers' stage names",
+}
+CODE_SUFFIXES = (".py", ".yaml", ".yml")
+
+
+def paper_homes(root: Path = ROOT) -> list[Path]:
+    return sorted({s.home.relative_to(root) for s in SPECS if s.home.is_relative_to(root)})
+
+
+def project_files(root: Path = ROOT) -> list[str]:
+    """Every code or settings file of the checkout, tracked or new (what git does not ignore)."""
+    import subprocess
+
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    return sorted(f for f in set(out) if f.endswith(CODE_SUFFIXES) and (root / f).is_file())
+
+
+def shared_files(files: list[str], homes: list[Path]) -> list[str]:
+    """The shared ones: outside every paper package, not tests / docs / scripts, not opted out."""
+    return [
+        f
+        for f in files
+        if not f.startswith(NOT_SHARED)
+        and not any(Path(f).is_relative_to(h) for h in homes)
+        and f not in OPT_OUT
+        and f not in PAPER_LEAKS
+    ]
+
+
+def _code_words(path: Path) -> list[str]:
+    import ast
+
+    text = path.read_text()
+    if path.suffix != ".py":
+        return re.findall(r"[A-Za-z][\w-]*", json.dumps(yaml.safe_load(text)))
+    tree = ast.parse(text)
+    bodies = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    docstrings = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, bodies)
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+        and isinstance(n.body[0].value.value, str)
+    }
+    out: list[str] = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            out.append(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.append(n.attr)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append(n.name)
+        elif isinstance(n, ast.alias):
+            out += [n.name, n.asname or ""]
+        elif isinstance(n, ast.ImportFrom):
+            out.append(n.module or "")
+        elif isinstance(n, (ast.arg, ast.keyword)):
+            out.append(n.arg or "")
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings:
+            out.append(n.value)
+    return [w for s in out for w in re.findall(r"[A-Za-z][\w-]*", s)]
+
+
+def papers_named(path: Path, names: set[str]) -> list[str]:
+    return sorted({w for w in _code_words(path) if w in names or any(w.startswith(f"{n}_") for n in names)})
+
+
+def test_no_shared_file_names_a_paper():
+    names = set(registry.names())
+    files = shared_files(project_files(), paper_homes())
+    hits = {f: found for f in files if (found := papers_named(ROOT / f, names))}
+    assert not hits, hits
+
+
+def test_the_scan_covers_every_shared_file():
+    """Every code and settings file of the checkout is scanned, in a paper package, not shared code,
+    or opted out with a reason; the opt-outs exist and the known leaks still leak."""
+    files = project_files()
+    homes = paper_homes()
+    assert len(homes) == len(SPECS) and all(h.parts[:2] == ("assets", "recipes") for h in homes)
+    scanned = set(shared_files(files, homes))
+    placed = {
+        f
+        for f in files
+        if f in scanned
+        or f.startswith(NOT_SHARED)
+        or any(Path(f).is_relative_to(h) for h in homes)
+        or f in OPT_OUT
+        or f in PAPER_LEAKS
+    }
+    assert placed == set(files)
+    for must in ("definitions.py", "forge/evals/pipeline.py", "assets/evals/assets.py", "config/evals.yaml"):
+        assert must in scanned, must
+    old = {f for f in SHARED if f.is_file() and not f.is_relative_to(ROOT / "tests")}  # the hand-kept list, code part
+    assert old <= {ROOT / f for f in scanned | set(PAPER_LEAKS)}
+    assert sum(f.startswith(("forge/", "assets/", "resources/", "sensors/", "jobs/", "cli/")) for f in scanned) > 200
+    names = set(registry.names())
+    for f in (*OPT_OUT, *PAPER_LEAKS):
+        assert (ROOT / f).is_file(), f
+    still = {f for f in PAPER_LEAKS if papers_named(ROOT / f, names)}
+    assert still == set(PAPER_LEAKS), f"moved: take {sorted(set(PAPER_LEAKS) - still)} off PAPER_LEAKS"
+
+
+def test_the_scan_finds_a_paper_named_in_code_not_in_prose(tmp_path):
+    (tmp_path / "shared.py").write_text(
+        '"""As MAIA measures it (App. A.4)."""\n# maia_items is the paper\'s table\n'
+        "def f(row):\n    return row['extra'].get('maia_question')\n"
+    )
+    (tmp_path / "prose.py").write_text('"""maia: cited in a docstring."""\n# vimu too\nX = "a sentence about ViMU"\n')
+    (tmp_path / "settings.yaml").write_text("stages:\n  vague_candidates: 1.0  # a comment naming iibench\n")
+    names = {"maia", "vimu", "vague", "iibench"}
+    assert papers_named(tmp_path / "shared.py", names) == ["maia_question"]
+    assert papers_named(tmp_path / "prose.py", names) == []
+    assert papers_named(tmp_path / "settings.yaml", names) == ["vague_candidates"]
+    homes = [Path("assets/recipes/maia")]
+    files = ["assets/recipes/maia/logic/x.py", "assets/evals/y.py", "tests/z.py", "forge/benchmarks/registry.py"]
+    assert shared_files(files, homes) == ["assets/evals/y.py"]
