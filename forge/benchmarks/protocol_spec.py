@@ -137,14 +137,14 @@ class HumanStep:
     # (stage rows, read(table) → rows) → the rows the form is made of, for what a join cannot say
     # (Hummus: each annotation's list of regions).
     prepare: Callable[[Any, Callable[[str], Any]], Any] | None = None
-
-    def control_of(self, name: str) -> StepField:
-        for f in self.fields:
     draft: DraftMode = DraftMode.HIDDEN
 
     def displays(self, with_draft: bool) -> tuple[Display, ...]:
         """The displays of a form that shows the draft (``with_draft``) or not."""
         return tuple(d for d in self.display if with_draft or not d.draft)
+
+    def control_of(self, name: str) -> StepField:
+        for f in self.fields:
             if f.name == name:
                 return f
         raise KeyError(f"step {self.name!r} has no field {name!r}")
