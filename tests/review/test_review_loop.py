@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from assets.review.factory import benchmark_review_defs
+from assets.review.human import human_defs
 from assets.splits.factory import benchmark_defs
 from forge.benchmarks.registry import get
 from forge.labelstudio import server as review_server
@@ -42,6 +43,7 @@ def _resources(data) -> dict:
 
 def _assets() -> list:
     out = [a for n in ("maia", "hummus") for a in benchmark_review_defs(n).assets]
+    out += list(human_defs("maia").assets)  # an export's baseline is pushed by the loop too
     return out + [a for a in benchmark_defs("maia").assets if a.key == dg.AssetKey("maia_export")]
 
 
@@ -167,6 +169,8 @@ def test_the_sensor_takes_a_review_from_push_to_export_with_no_manual_step(revie
 
     t3 = tick(data, instance, t2.cursor)
     assert len(t3.run_requests) == 1
+    # the export v1 the last run made has no blind baseline yet: this run pushes it (issue #53)
+    assert {"maia_human_tasks", "maia_human_eval"} <= keys_of(t3)
     run(data, instance, t3)
     ids, card = _exported(data, "maia")
     assert ids == {"m1", "m2", "m3"}
@@ -176,6 +180,10 @@ def test_the_sensor_takes_a_review_from_push_to_export_with_no_manual_step(revie
     assert tasks_in(ls, loop.title(hummus, "returned")) == {}  # answered: the returned task is retired
     status = q(data, "select count(*) as n from verdicts where benchmark = 'hummus' and not stale").n.iloc[0]
     assert status == 3
+    t3b = tick(data, instance, t3.cursor)  # the baseline's new projects are read once
+    assert keys_of(t3b) == {"maia_human_eval"}
+    run(data, instance, t3b)
+    t3 = t3b
     assert not tick(data, instance, t3.cursor).run_requests  # the loop is at rest
 
     # a regeneration: m2 is asked again upstream and the gates publish its new revision; the
