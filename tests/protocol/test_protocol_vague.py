@@ -7,6 +7,7 @@ the judge's, and a candidate its raters rated 2 is not used: no options, no item
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import dagster as dg
@@ -83,6 +84,15 @@ def test_a_candidate_rated_2_by_its_raters_is_not_used(
     _stages(store, llm, ["vague_indirect"])
     # the lamp people rated 5 goes on; the umbrella people rated 2 does not
     assert sorted(store.read("vague_indirect")["frame_id"]) == ["fr_bicycle", "fr_kettle", "fr_lamp"]
+    # the stage says who decided each rating it used, and who dropped the umbrella (issue #53)
+    by = {
+        r["frame_id"]: json.loads(r["decided_by"])["direct_rating"]
+        for r in store.read("vague_indirect").to_dict("records")
+    }
+    assert by == {"fr_bicycle": "llm", "fr_kettle": "human", "fr_lamp": "human"}
+    rej = store.read("rejects")
+    (row,) = rej[(rej["stage"] == "vague_indirect") & (rej["reason"] == "dropped_by_people")].to_dict("records")
+    assert row["item_id"] == "fr_umbrella" and "rater-a@example.org" in row["detail"]
 
     # 2. indirect selection and rating (§4.2.2): the judge selected humour, rated 4 (hidden)
     h.materialize(store.data_dir, "vague", ["vague_indirect_selection_tasks"])

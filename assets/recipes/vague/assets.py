@@ -447,9 +447,17 @@ def vague_indirect(
     # read, not a dep: the verdicts are downstream of these expressions (a dep would be a cycle)
     tries = regenerate.attempts(store, VAGUE, "vague_indirect") if config.regenerate_rejected else {}
 
+    rated = steps.decisions(store, VAGUE, proto.DIRECT)
+    raters = flow.people_of(store, VAGUE, proto.DIRECT)  # who rated an expression below the threshold
+
     def indirect(part: str, log: RejectLog) -> None:  # batches at once on the engine's one budget
         direct, cands = _direct(store, part), _read(store, "vague_candidates", part)
-        run.put(part, run_indirect(run.engine, emb, store, part, direct, cands, cfg, log, tries))
+        for fid, who in flow.dropped_by_people(_read(store, "vague_direct", part), "frame_id", rated, raters):
+            log.add(fid, flow.DROPPED, "ProtocolStep", f"direct_rating: rated below the threshold by {who}")
+        df = run_indirect(run.engine, emb, store, part, direct, cands, cfg, log, tries)
+        if len(df):  # who decided the rating this expression was written from
+            df["decided_by"] = [json.dumps(flow.decided_by({proto.DIRECT: rated}, f)) for f in df["frame_id"]]
+        run.put(part, df)
 
     run.map_partitions(indirect)
     md = {"embedder": emb.name, "advisory_rows": int(run.frame()["advisory"].notna().sum())}
