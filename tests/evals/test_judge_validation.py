@@ -101,7 +101,7 @@ def test_the_reader_refuses_what_is_not_one_label():
 def test_the_form_and_labels_come_from_the_judge_prompt():
     maia = jv.judge_prompt(get("maia"))
     assert jv.labels(maia, "label") == ["Correct", "Incorrect"]
-    assert "at least one of the reference answers" in jv.instruction(maia) and "{{" not in jv.instruction(maia)
+    assert "at least one reference answer" in jv.instruction(maia) and "{{" not in jv.instruction(maia)
     assert jv.labels(jv.judge_prompt(get("vimu")), "verdict") == ["excellent", "good", "partial", "poor", "wrong"]
     xml = jv.label_config(list(maia.variables), ["Correct", "Incorrect"])
     assert 'value="$in_answer"' in xml and '<Choice value="Incorrect"/>' in xml and 'required="true"' in xml

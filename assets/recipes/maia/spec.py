@@ -10,8 +10,10 @@
 * Split/gate unit **pool**: the 8 TS/FS pairs of a question and its open question stay
   together (§3, Fig. 2: 2 questions × 12 categories × 8 answers per video); a gate that
   removes one member removes the pool.
-* Evaluation: §4.3 settings (black video, 1 frame, 32 frames); statement verification and
-  open-ended answers judged against the 8-answer pool; primary metric Agg-Acc (§6).
+* Evaluation: §4.3 settings (black video, 1 frame, 32 frames); prompts, the A/B reading and the
+  judge of the official repository (Caput97/MAIA-Multimodal_AI_Assessment: eval_model.py,
+  compute_mc_scores.py, compute_llm-as-a-judge.py); pool consistency and the primary metric
+  Agg-Acc from the paper (§5.1, §6; the repository has no code for them).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from forge.benchmarks.spec import (
     SplitPolicy,
 )
 
-from .logic.evaluation import build_request
+from .logic.evaluation import build_request, judge_variables, parse_reply
 from .logic.gold import GOLD
 from .logic.protocol import STEPS
 from .logic.release import parse_release
@@ -82,7 +84,12 @@ SPEC = BenchmarkSpec(
         build_request=build_request,
         score_setting=score_setting,
         primary_metric="agg_accuracy",
+        # the official repository's reading (compute_mc_scores.py: first standalone A/B) and judge
+        # (compute_llm-as-a-judge.py: every reply judged as generated, against R1..R8)
+        parse_reply=parse_reply,
         judge_prompt="maia_oe_judge.yaml",
+        judge_variables=judge_variables,
+        judge_unparseable=True,
         similarity=True,
         text_metrics=True,  # Table 4: BLEU / ROUGE-L / METEOR / CIDEr / BERTScore vs the pool of 8 references
         circular=True,

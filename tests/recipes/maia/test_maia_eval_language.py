@@ -1,5 +1,6 @@
-"""MAIA is evaluated in its items' language (§4.1: the best VSV prompt was Italian): the paper's
-Italian prompts by default, the English ones for items in English (the recipe's `en` option)."""
+"""MAIA is evaluated in its items' language: Italian items (all of MAIA's) get the official prompts
+of eval_model.py (PROMPT_MC in Italian, PROMPT_GEN asking for an Italian answer), items in English
+the recipe's English ones (the `@en` option)."""
 
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def test_italian_items_get_the_italian_prompts_by_default():
         ("open_ended", None, "Dove si trova il cuoco durante il video?"),
     ):
         p = task_prompt(prompts, task, opts, q)
-        assert p.language == "it" and detect(text_of(p)).language == "it", task
+        assert p.language == "it" and p.path.name.endswith("_it.yaml"), task
     for task, opts, q in (
         ("statement_verification", sv_en, ""),
         ("open_ended", None, "Where is the chef standing during the video?"),
@@ -49,4 +50,6 @@ def test_the_default_task_prompts_are_the_italian_files():
     assert prompts["task:statement_verification"].language == "it"
     assert prompts["task:open_ended"].language == "it"
     sv = text_of(prompts["task:statement_verification"])
-    assert "A oppure B" in sv and "Quale delle due affermazioni" in sv
+    assert sv.startswith("Scegli la descrizione corretta:") and "Rispondi solo A o B" in sv
+    assert detect(sv).language == "it"
+    assert "in Italian" in text_of(prompts["task:open_ended"])
