@@ -59,3 +59,24 @@ def test_terminal_shows_failed_requests_only():
         "[2026-11-29 02:40:01,112] [django.request::log_response::253] [WARNING] Not Found: /heidi-tips/\n"
     )
     assert review_server.for_terminal(bad.replace("/api/x", "/api/tasks/9"))
+
+
+def test_make_review_records_its_address_for_the_sensors_and_the_cli(tmp_path, monkeypatch):
+    """`make review PORT=18080` is enough: the start records where it listens, and every client of
+    the data dir (sensors, assets, CLI) finds it there unless SUBTEXT_REVIEW_URL / _PORT say otherwise."""
+    from forge.labelstudio.config import server
+
+    monkeypatch.delenv("SUBTEXT_REVIEW_URL", raising=False)
+    monkeypatch.setenv("SUBTEXT_REVIEW_PORT", "18080")  # what `make review PORT=18080` sets for the server
+    started = server(tmp_path, create=True)
+    assert started.url == "http://127.0.0.1:18080"
+    monkeypatch.delenv("SUBTEXT_REVIEW_PORT")  # `make ui` in another terminal: nothing exported
+    assert (server(tmp_path).url, server(tmp_path).port) == ("http://127.0.0.1:18080", 18080)
+    monkeypatch.setenv("SUBTEXT_REVIEW_PORT", "9001")  # an explicit setting still wins
+    assert server(tmp_path).url == "http://127.0.0.1:9001"
+    monkeypatch.delenv("SUBTEXT_REVIEW_PORT")
+    monkeypatch.setenv("SUBTEXT_REVIEW_URL", "https://review.example.org")
+    assert server(tmp_path).url == "https://review.example.org"
+    monkeypatch.delenv("SUBTEXT_REVIEW_URL")
+    assert server(tmp_path, create=True).url == "http://127.0.0.1:8080"  # a plain `make review` again
+    assert server(tmp_path).url == "http://127.0.0.1:8080"
