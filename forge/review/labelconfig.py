@@ -13,7 +13,8 @@ Three kinds of project per benchmark (docs/review.md):
   an option letter, a free text or a drawn box.
 
 Hotkeys are fixed, the same in every benchmark: accept ``a``, reject ``x``, edit ``e``, the
-reasons ``1``-``9`` in the spec's order, the box label ``b``; the blind form's letters ``1``-``9``.
+reasons ``1``-``9`` in the spec's order, the box label ``b``; the blind form's letters ``1``-``9``;
+a unit's member blocks take none (``NO_HOTKEY``), however many members it has.
 Label Studio 1.23.2's TextArea has no ``maxlength``: every typed field names its limit
 (``ReviewSpec.limits``) in its placeholder, the tool counts the characters under it, and reading
 the annotation refuses a longer value (``forge/review/verdicts.py``).
@@ -32,6 +33,11 @@ VERDICTS = ("accept", "reject", "edit")
 VERDICT_HOTKEYS = {"accept": "a", "reject": "x", "edit": "e"}
 BOX_LABEL = "region"
 BOX_HOTKEY = "b"
+# Label Studio 1.23.2 gives every choice without a hotkey the next free key of
+# "1234567890qwetasdfgzxcvbyiopjklnm" (Annotation.setupHotKeys): a unit's member blocks (9 members
+# x 8 choices in a MAIA pool) would get scattered letters until they run out. Member blocks take no
+# key: this one is truthy, so nothing is assigned, and no keyboard sends it (key code 8211).
+NO_HOTKEY = "\u2013"
 FIELD_TAGS = {"question": "corrected_question", "options": "corrected_options", "answer": "corrected_answer"}
 REASON_NOTE = "reason_note"  # the optional note with a reject (read by forge/review/verdicts.py)
 FIELD_ROWS = {"question": 3, "options": 6, "answer": 2}
@@ -161,9 +167,12 @@ def _unit_blocks(spec: ReviewSpec) -> list[str]:
         '    <Header value="$members[{{idx}}].title" size="5"/>',
         '    <Text name="m_text_{{idx}}" value="$members[{{idx}}].text"/>',
         '    <Choices name="m_verdict_{{idx}}" toName="m_text_{{idx}}" choice="single" showInline="true">'
-        '<Choice value="reject" hint="reject this member only (pick its reason)"/></Choices>',
+        f'<Choice value="reject" hotkey="{NO_HOTKEY}" hint="reject this member only (pick its reason)"/></Choices>',
         '    <Choices name="m_reason_{{idx}}" toName="m_text_{{idx}}" choice="single" showInline="true">',
-        *[f"      <Choice value={quoteattr(r)} hint={quoteattr(reason_hint(spec, r) or r)}/>" for r in spec.reasons],
+        *[
+            f'      <Choice value={quoteattr(r)} hotkey="{NO_HOTKEY}" hint={quoteattr(reason_hint(spec, r) or r)}/>'
+            for r in spec.reasons
+        ],
         "    </Choices>",
     ]
     hint = {

@@ -172,3 +172,17 @@ def test_the_verdict_sits_above_a_clip_player_or_a_boxed_image():
     assert order("hummus") == ["$heading", "verdict", "image"]
     assert order("vague") == ["image", "$heading", "verdict"]
     assert order("iibench") == ["image", "$heading", "verdict"]
+
+
+def test_member_blocks_take_no_hotkey_however_many_members():
+    """Label Studio gives every choice without a hotkey the next free key, until they run out: every
+    member-block choice carries the no-key placeholder, the unit's own keys stay (issue #53)."""
+    from forge.benchmarks.registry import get
+    from forge.review.labelconfig import NO_HOTKEY
+
+    root = ET.fromstring(review_config(get("maia").review))
+    repeated = [c for rep in root.iter("Repeater") for c in rep.iter("Choice")]
+    assert repeated and {c.get("hotkey") for c in repeated} == {NO_HOTKEY}
+    assert NO_HOTKEY.isprintable() and ord(NO_HOTKEY) > 255  # no key event carries it
+    top = {c.get("value"): c.get("hotkey") for ch in root if ch.tag == "Choices" for c in ch}
+    assert top == {"accept": "a", "reject": "x", "edit": "e"}
