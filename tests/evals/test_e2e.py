@@ -390,7 +390,7 @@ def responder(body):
             "reasoning_short": "j",
         }
     if rf == "eval_maia_oe_judge":
-        return {"label": "Correct" if "GOOD" in text.split("A: ")[-1].split("\n")[0] else "Incorrect"}
+        return {"label": "Correct" if "GOOD" in text.split("Candidate Answer: ")[-1].split("\n")[0] else "Incorrect"}
     if "Describe this image" in text:
         return "A person stands in a room."
     if "Answer the question with A or B." in text:  # Hummus §6.2 prompt (3): options in a seeded order

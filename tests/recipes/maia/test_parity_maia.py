@@ -1,6 +1,7 @@
-"""MAIA parity with the paper (no evaluation code is published; the rules are §4.1, §4.2, §6 and
-Table 4, docs/evals.md "MAIA rules"): the statement label a reply gives, pool consistency and
-Agg-Acc with failures counted as not correct, and the Table 4 similarity metrics."""
+"""MAIA rules the official repository has no code for (paper §5.1, §6, Table 4; docs/evals.md
+"MAIA"): pool consistency and Agg-Acc with failures counted as not correct, the Table 4 similarity
+metrics; and the project's marker reader of option ``maia_marker_extraction``. The official
+prompts, A/B reading and judge: test_maia_official.py."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from forge.evals.scoring import Scorer, score_benchmark
 
 STATEMENTS = ["There is no cake in the video.", "There is a cake in the video."]
 
-# §4.1: the model "generates only the label"; replies that carry one label (letter, bracketed
-# letter, "Answer: X", or the statement's text) give it; anything else is no answer (not correct).
+# Option maia_marker_extraction (§4.1: the model "generates only the label"): replies that carry
+# one label (letter, bracketed letter, "Answer: X", or the statement's text) give it; anything else
+# is no answer (not correct). The default is compute_mc_scores.py's reading (test_maia_official.py).
 CASES = [
     ("A", "A"),
     ("B", "B"),
