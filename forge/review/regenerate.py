@@ -18,6 +18,7 @@ import dataclasses
 import json
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
@@ -25,6 +26,7 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.llm.types import LLMRequest
 from forge.review import gate
 from forge.review.stages import gated_items, read, resolution, settings
+from forge.review.verdicts import edit_of
 from forge.storage import TableStore
 
 SEED_PARAM = "seed"  # an OpenAI chat-completions parameter; part of the engine's cache key
@@ -85,16 +87,17 @@ def reviewed(store: TableStore, spec: BenchmarkSpec) -> pd.DataFrame:
 
 
 def _keys(items: pd.DataFrame, key: str) -> list[str | None] | None:
-    """The regeneration key of each item: a column, or ``labels.<field>`` (a field of the labels JSON,
-    e.g. MAIA's pool = ``labels.question_id``); None when the items do not have it."""
+    """The regeneration key of each item: a column, or ``labels.<field>`` / ``extra.<field>`` (a field
+    of that JSON column, e.g. MAIA's pool = ``labels.question_id``, its pair = ``extra.statement_id``);
+    None when the items do not have it (an item without the field is not regenerated)."""
     if items.empty:
         return None
     if key in items:
         return items[key].astype(str).tolist()
-    field = key.removeprefix("labels.")
-    if field == key or "labels" not in items:
+    where, _, field = key.partition(".")
+    if where not in ("labels", "extra") or not field or where not in items:
         return None
-    out = [json.loads(v).get(field) if isinstance(v, str) and v else None for v in items["labels"]]
+    out = [json.loads(v).get(field) if isinstance(v, str) and v else None for v in items[where]]
     return [None if v is None else str(v) for v in out]
 
 
@@ -113,4 +116,23 @@ def bump(
         n = tries.get(key(r))
         seed = int((r.params or {}).get(SEED_PARAM, 0)) + stride * int(n) if n else None
         out.append(r if seed is None else dataclasses.replace(r, params={**(r.params or {}), SEED_PARAM: seed}))
+    return out
+
+
+def applied_edits(store: TableStore, spec: BenchmarkSpec) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(item at its current revision, the edit) of every live edit the gate applied, oldest first:
+    what a stage reads to rebuild what it made from a corrected field (MAIA: a corrected answer's
+    statement and foil, ``assets/recipes/maia/logic/corrections.py``); [] before anything was gated."""
+    items = gated_items(store, spec.name)
+    if items.empty:
+        return []
+    res = resolution(store, spec, settings(spec), items)
+    v = res.verdicts
+    live = v[(v["verdict"] == "edit") & (v["edit_status"] == "applied") & ~v["stale"].astype(bool)]
+    by_id = {str(r["item_id"]): r for r in res.items.to_dict("records")}
+    out = []
+    for row in live.sort_values(["created_at", "verdict_id"], kind="stable").to_dict("records"):
+        item = by_id.get(str(row["item_id"]))
+        if item is not None:
+            out.append((item, edit_of(row)))
     return out

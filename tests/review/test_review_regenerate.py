@@ -202,15 +202,16 @@ def _maia(request, stub, tmp_path):
 
     store = request.getfixturevalue("corpus")  # the MAIA fixture clip (tests/recipes/maia)
     res = {"storage": StorageResource(data_dir=str(store.data_dir)), "llm": stub, "nli": NLIResource(backend="llm")}
-    return store, _builder(list(ALL), "b1", res, "maia_answer_pools")
+    return store, _builder(list(ALL), "b1", res, "maia_foils")
 
 
-# paper → (setup, generating stage); MAIA keys on the pool: its requests are "<question id>_a<i>"
+# paper → (setup, generating stage); MAIA's `ambiguous` faults a pair's foil: the foil stage asks again
+# for that pair alone (its requests are the statement ids "<question id>_s<i>")
 CASES = {
     "iibench": (_iibench, "iibench_items"),
     "hummus": (_hummus, "hummus_annotations"),
     "vague": (_vague, "vague_indirect"),
-    "maia": (_maia, "maia_answer_pools"),
+    "maia": (_maia, "maia_foils"),
 }
 
 

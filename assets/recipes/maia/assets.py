@@ -37,6 +37,7 @@ from resources.llm import LLMResource
 from resources.nli import NLIResource
 from resources.storage import StorageResource
 
+from .logic import corrections as MC
 from .logic import foils as F
 from .logic import pool_flow as PF
 from .logic import protocol as MP
@@ -469,11 +470,22 @@ def maia_answer_pools(
         MP.people_answers(steps.last(store, steps.ANSWERS, steps.part(MAIA, MP.STEP))) if source != "personas" else {}
     )
 
+    # a reviewer's corrected answers (applied edits of the open question's references): each goes
+    # into its slot after the pool is built, checked by the stage (logic/corrections.py)
+    corrected = MC.corrected_answers(regenerate.applied_edits(store, MAIA))
+
     def partition(batch: str, log: RejectLog) -> None:
         qs = store.read_batch("maia_questions", batch)
         qmap = {q["question_id"]: q for q in (qs.to_dict("records") if len(qs) else [])}
+        replaced: dict[str, dict[int, str]] = {}  # question → member → the text a correction replaced
 
         def body(qid: str) -> PF.PoolOutcome:
+            out = build(qid)
+            fix = corrected.get(qid, {})
+            replaced[qid] = MC.correct_answers(engine, stage, batch, qmap[qid], prompts, pcfg, out, fix) if fix else {}
+            return out
+
+        def build(qid: str) -> PF.PoolOutcome:
             q = qmap[qid]
             mine = MP.pool_source(source, people.get(qid, []), size)
             if mine is not None and (source == "people" or len(mine) >= size):
@@ -532,7 +544,8 @@ def maia_answer_pools(
                         "consistency": out.scores.get(i),
                         "rephrased": p.rephrased.get(i, 0),
                         "regenerated": out.regenerated.get(i, 0),
-                        "origin": "people" if i < n_people else origin,
+                        "origin": "reviewer" if i in replaced[out.key] else "people" if i < n_people else origin,
+                        "corrected_from": replaced[out.key].get(i),
                         **out.provenance(i),
                         "review": out.member_review(i),
                     }
@@ -566,10 +579,13 @@ def maia_answer_pools(
     "processing of each pool; a statement failing every draw is kept flagged for review (`review`).",
 )
 def maia_statements(
-    context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource
+    context: dg.AssetExecutionContext, config: PoolsConfig, storage: StorageResource, llm: LLMResource
 ) -> dg.MaterializeResult:
     run = StageRun(context, storage, llm, tables=["maia_statements", "maia_pool_stats"])
     store, engine, stage = run.store, run.engine, run.stage
+    # a pair rejected for a fault of its true statement (spec: wrong_gold, other) asks this stage again
+    # for that statement alone (keyed by statement id; its foil follows, the rest is the cached one)
+    tries = regenerate.attempts(store, MAIA, "maia_statements") if config.regenerate_rejected else {}
     scfg, pcfg = settings()["statements"], settings()["pools"]
     prompts, size = pool_prompts("statement"), int(settings()["answers"]["pool_size"])
 
@@ -583,7 +599,26 @@ def maia_statements(
                 by_q.setdefault(a["question_id"], []).append(a)
 
         def body(qid: str) -> PF.PoolOutcome:
-            return PF.build_statement_pool(engine, stage, batch, qmap[qid], by_q[qid], prompts, scfg, pcfg, size)
+            # the pool from the texts the stage first had (a corrected answer's ``corrected_from``: every
+            # other statement is the cached one), then the corrected answers' statements regenerated
+            members = by_q[qid]
+            first = [{**a, "answer": a["corrected_from"]} if _corrected(a) else a for a in members]
+            out = PF.build_statement_pool(engine, stage, batch, qmap[qid], first, prompts, scfg, pcfg, size)
+            redo = {k for k, a in enumerate(members) if f"{qid}_s{int(a['idx'])}" in tries}
+            MC.correct_statements(
+                engine,
+                stage,
+                batch,
+                qmap[qid],
+                members,
+                prompts,
+                scfg,
+                pcfg,
+                out,
+                redo,
+                lambda r: regenerate.bump(r, tries, stride=int(scfg.get("reseed_attempts", 2)) + 1),
+            )
+            return out
 
         rows, stats = [], []
         for out in PF.each_pool(engine, sorted(by_q), body):
@@ -623,6 +658,10 @@ def maia_statements(
     return run.publish(md, attempts_key="pool_attempts", record_attempts=True)
 
 
+def _corrected(a: dict[str, Any]) -> bool:
+    return isinstance(a.get("corrected_from"), str)
+
+
 # -- 4. foils ------------------------------------------------------------------------------------
 @recipe_asset(
     group=GROUP,
@@ -640,10 +679,17 @@ def maia_statements(
     "afresh; a foil failing every draw is kept flagged for review (`review`), never dropping its pool.",
 )
 def maia_foils(
-    context: dg.AssetExecutionContext, storage: StorageResource, llm: LLMResource, nli: NLIResource
+    context: dg.AssetExecutionContext,
+    config: PoolsConfig,
+    storage: StorageResource,
+    llm: LLMResource,
+    nli: NLIResource,
 ) -> dg.MaterializeResult:
     stage_run, fcfg = StageRun(context, storage, llm), settings()["foils"]
     store, engine, stage = stage_run.store, stage_run.engine, stage_run.stage
+    # a pair rejected for a fault of its foil (spec: ambiguous) asks this stage again for that foil alone
+    tries = regenerate.attempts(store, MAIA, "maia_foils") if config.regenerate_rejected else {}
+    stride = int(fcfg.get("reseed_attempts", 2)) + 1  # past the foil's own fresh draws (seed + draw)
     lang = language()
     foil_prompts = {c: load_prompt(P[F.foil_prompt_file(Path(), c).stem]) for c in CATEGORY_NAMES}
     struct_p = load_prompt(P["foil_structural"])
@@ -661,6 +707,7 @@ def maia_foils(
             )
             for r in recs
         ]
+        reqs = regenerate.bump(reqs, tries, stride=stride)
         labels: dict[str, str] = {}
         first_labels: dict[str, str] = {}
         nli_clf = nli.classifier(engine=engine, stage=f"{stage}_nli", partition=batch)

@@ -383,13 +383,30 @@ def _imported_answers(
     texts: list[str | None],
 ) -> None:
     """Human answers are checked, never regenerated: a failing one is kept, flagged for review."""
+    for i, a in enumerate(given):
+        texts[i] = a
+    check_people(engine, stage, batch, q, prompts, ids, dict(enumerate(given)), out)
+
+
+def check_people(
+    engine: Any,
+    stage: str,
+    batch: str,
+    q: dict[str, Any],
+    prompts: PoolPrompts,
+    ids: list[str],
+    given: dict[int, str],
+    out: PoolOutcome,
+) -> None:
+    """The consistency check (Fig. 9A) of people's answers (member -> text), imported or a reviewer's
+    correction: checked, never regenerated; a failing or unchecked one is flagged for review."""
     res = engine.run(
         stage,
         batch,
-        [consistency_request(prompts.consistency, q["question"], ids[i], a) for i, a in enumerate(given)],
+        [consistency_request(prompts.consistency, q["question"], ids[i], a) for i, a in given.items()],
     )
-    for i, (a, r) in enumerate(zip(given, res)):
-        texts[i], out.results[i] = a, None
+    for (i, a), r in zip(given.items(), res, strict=True):
+        out.results[i] = None
         if not r.ok:  # fail closed: an answer whose check did not run is never passed silently
             out.flag(i, "consistency_check_failed", f"{r.error_class or ''}: {r.error or ''}")
             continue
@@ -442,8 +459,10 @@ def build_statement_pool(
     cfg: dict[str, Any],
     pcfg: dict[str, Any],
     size: int,
+    adjust: Callable[[list[LLMRequest]], list[LLMRequest]] | None = None,
 ) -> PoolOutcome:
-    """The true-statement pool of question ``q`` from its kept answers (sorted by ``idx``)."""
+    """The true-statement pool of question ``q`` from its kept answers (sorted by ``idx``); ``adjust``
+    rewrites the requests first (a rejected statement's seed moved: "regenerate rejected")."""
     qid = q["question_id"]
     ids = [f"{qid}_s{int(a['idx'])}" for a in answers]
     out = PoolOutcome(qid, Pool(key=qid, member_ids=ids, texts=[""] * len(ids)))
@@ -455,6 +474,8 @@ def build_statement_pool(
         )
         for k, a in enumerate(answers)
     }
+    if adjust is not None:
+        reqs = dict(zip(reqs, adjust(list(reqs.values())), strict=True))
     checks = language_first(
         prompts.lang, ["statement"], [lambda req, data: declarative_statement(req, data, prompts.lang)]
     )
