@@ -30,6 +30,16 @@ class ReviewPolicy(enum.StrEnum):
     OFF = "off"  # no review assets push anything
 
 
+class MemberAnswers(enum.StrEnum):
+    """What a unit task's own verdict says about its members (``ReviewSpec.member_answers``)."""
+
+    # the unit's accept (or edit) stands for every member its block leaves unmarked (member = unit)
+    UNIT_COVERS = "unit_covers"
+    # each member needs an answer of its own (accept, reject or a correction in its block): a unit
+    # answer with members left unanswered is refused for those members (member_unanswered)
+    REQUIRED = "required"
+
+
 class Media(enum.StrEnum):
     """What the reviewer looks at."""
 
@@ -195,8 +205,13 @@ class ReviewSpec:
     # Flags (``extra.review`` notes, by their code) that send a unit to adjudication before any review
     # (MAIA: ``pool_contradiction``, the pools an additional annotator resolved, §3 fn. 7).
     adjudicate_flags: tuple[str, ...] = ()
+    # Whether a unit task's own verdict stands for its members (docs/review.md, "Review units"):
+    # ``unit_covers`` where the paper's people judged the unit as a whole, ``required`` where each
+    # member was judged on its own (each paper's spec says which, and why)
+    member_answers: MemberAnswers = MemberAnswers.UNIT_COVERS
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "member_answers", MemberAnswers(self.member_answers))  # a typo names the values
         if self.reviewers < 1:
             raise ValueError("reviewers must be at least 1")
         bad = [f for f in self.editable if f not in EDITABLE_FIELDS]

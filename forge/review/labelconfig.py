@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import quoteattr
 
-from forge.benchmarks.review_spec import Media, ReviewSpec
+from forge.benchmarks.review_spec import Media, MemberAnswers, ReviewSpec
 
 LETTERS = "ABCDEFGHIJ"
 VERDICTS = ("accept", "reject", "edit")
@@ -157,17 +157,30 @@ def _unit_blocks(spec: ReviewSpec) -> list[str]:
     """A unit's members (``ReviewSpec.unit``, ``forge/review/units.py``): one block per item (its own
     reject with a reason, its own corrections: ``m_<control>_<i>``) and one per answer of an item
     built from several (``p_edit_<j>``), repeated over the task's ``members`` / ``parts`` (Label
-    Studio's ``Repeater``). A unit of one item has neither: the form above is the item's."""
+    Studio's ``Repeater``). A unit of one item has neither: the form above is the item's. Where each
+    member needs its own answer (``ReviewSpec.member_answers = required``) its block offers accept too,
+    and the header says the unit's verdict does not stand for a member left unanswered."""
     lim = spec.limits
+    required = spec.member_answers == MemberAnswers.REQUIRED
+    covers = (
+        "each member needs its own answer: accept or reject it here, or correct it in its own block (choose edit "
+        "above); a member left unanswered is returned to you, the unit verdict does not stand for it "
+        "(reject above rejects every member)"
+        if required
+        else "the unit verdict above applies to every member you leave unmarked; reject one member here, or "
+        "correct it in place in its own block (choose edit above)"
+    )
+    marks = [("accept", "accept this member")] if required else []
+    marks.append(("reject", "reject this member only (pick its reason)"))
     out = [
-        '  <Header value="Members (a task of several items): the unit verdict above applies to every member '
-        "you leave unmarked; reject one member here, or correct it in place in its own block (choose edit "
-        'above; the correction fields above are for a task of one item)" size="4"/>',
+        f'  <Header value="Members (a task of several items): {covers}; the correction fields above are for a '
+        'task of one item" size="4"/>',
         '  <Repeater on="$members" indexFlag="{{idx}}">',
         '    <Header value="$members[{{idx}}].title" size="5"/>',
         '    <Text name="m_text_{{idx}}" value="$members[{{idx}}].text"/>',
         '    <Choices name="m_verdict_{{idx}}" toName="m_text_{{idx}}" choice="single" showInline="true">'
-        f'<Choice value="reject" hotkey="{NO_HOTKEY}" hint="reject this member only (pick its reason)"/></Choices>',
+        + "".join(f'<Choice value="{v}" hotkey="{NO_HOTKEY}" hint={quoteattr(h)}/>' for v, h in marks)
+        + "</Choices>",
         '    <Choices name="m_reason_{{idx}}" toName="m_text_{{idx}}" choice="single" showInline="true">',
         *[
             f'      <Choice value={quoteattr(r)} hotkey="{NO_HOTKEY}" hint={quoteattr(reason_hint(spec, r) or r)}/>'

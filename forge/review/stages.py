@@ -265,7 +265,14 @@ def run_verdicts(
             for pid, ts in projects
             # a returned task is reviewed again: its verdict counts as a review verdict
             for r in verdict_rows(
-                spec.name, "adjudication" if kind == "adjudication" else "review", pid, ts, users, rs.reasons, rs.limits
+                spec.name,
+                "adjudication" if kind == "adjudication" else "review",
+                pid,
+                ts,
+                users,
+                rs.reasons,
+                rs.limits,
+                rs.member_answers,
             )
         ]
         # tasks of a replaced database are not deleted in the tool: their verdicts keep counting

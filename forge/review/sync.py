@@ -34,6 +34,7 @@ import pandas as pd
 from forge.labelstudio import identity as ident
 from forge.labelstudio.client import LabelStudio, ReviewAPIError, ReviewServerDown
 from forge.review import ownership
+from forge.review.verdict_ids import annotation_ref
 
 TASK_COLUMNS = [
     "benchmark",
@@ -97,12 +98,12 @@ def _when(v: Any) -> str:
 
 
 def recorded_keys(verdicts: pd.DataFrame) -> set[str]:
-    """``<project>:<annotation>@<created>`` of every verdict row (a unit task's rows are
-    ``<project>:<annotation>:<item>``, one per member): an annotation counts as read only when its
-    id and its creation time match, since a replaced database hands out the same ids again."""
+    """``<project>:<annotation>@<created>`` of every verdict row (a unit task's rows are one per
+    member): an annotation counts as read only when its id and its creation time match, since a
+    replaced database hands out the same ids again."""
     if not len(verdicts):
         return set()
-    keys = (":".join(str(v).split(":")[:2]) for v in verdicts["verdict_id"])
+    keys = (annotation_ref(v) for v in verdicts["verdict_id"])
     return {f"{k}@{_when(c)}" for k, c in zip(keys, verdicts["created_at"], strict=True)}
 
 
@@ -485,21 +486,24 @@ def poll(
 
 def unread(by_kind: Mapping[str, list[tuple[int, list[dict[str, Any]]]]], verdicts: pd.DataFrame) -> list[str]:
     """``<project>:<annotation>@<updated>`` of each submitted annotation the verdicts table does
-    not hold at that version (new, or changed since it was read): what the next read takes in."""
+    not hold at that version (new, or changed since it was read): what the next read takes in. A
+    skip counts too: the read records it (``skipped``) and sends it back to its reviewer. An
+    annotation is the recorded one only with the same creation time (a replaced database reuses ids)."""
     have: dict[str, Any] = {}
     if len(verdicts):
-        # a unit task's annotation has one row per member (``<project>:<annotation>:<item>``)
-        keys = [":".join(v.split(":")[:2]) for v in verdicts["verdict_id"].astype(str)]
+        # a unit task's annotation has one row per member
+        keys = [
+            f"{annotation_ref(v)}@{_when(c)}"
+            for v, c in zip(verdicts["verdict_id"], verdicts["created_at"], strict=True)
+        ]
         have = dict(zip(keys, verdicts["updated_at"], strict=True))
     out = []
     for projects in by_kind.values():
         for pid, ts in projects:
             for t in ts:
                 for a in t.get("annotations") or []:
-                    if a.get("was_cancelled"):
-                        continue
                     vid, upd = f"{pid}:{a['id']}", a.get("updated_at")
-                    rec = have.get(vid)
+                    rec = have.get(f"{vid}@{_when(a.get('created_at'))}")
                     if rec is None or (upd and pd.Timestamp(upd) > pd.Timestamp(rec)):
                         out.append(f"{vid}@{upd}")
     return sorted(out)

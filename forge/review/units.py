@@ -11,8 +11,11 @@ A benchmark declares its unit in ``ReviewSpec.unit`` (an item column, ``labels.<
   question), each correctable alone (``p_edit_<j>``): fixing one answer changes only the item that
   holds it.
 
-The unit's own verdict (``verdict``, ``reason``) applies to every member a block does not mark.
-A unit of one item is today's item task (``members`` and ``parts`` empty). Each member row names
+The unit's own verdict (``verdict``, ``reason``) applies to every member a block does not mark
+where the spec lets it (``ReviewSpec.member_answers = unit_covers``; the row says ``member = unit``).
+Where each member needs its own answer (``required``), a unit accept or edit is never read as an
+unmarked member's accept: that member's row is refused (``member_unanswered``) and the task goes back
+to its reviewer; a unit reject still rejects every member. A unit of one item is today's item task (``members`` and ``parts`` empty). Each member row names
 the member it concerns (``verdicts.member``) and the revision its reviewer saw.
 """
 
@@ -25,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from forge.benchmarks.review_spec import EditChecks, FieldLimits, ReviewSpec
+from forge.benchmarks.review_spec import EditChecks, FieldLimits, MemberAnswers, ReviewSpec
 from forge.checks import text_rules
 from forge.provenance.versioning import content_hash
 from forge.review import sync
@@ -309,16 +312,21 @@ def parse_unit(
     reasons: tuple[str, ...],
     limits: FieldLimits | None = None,
     moved: dict[str, list[float]] | str | None = None,
+    member_answers: MemberAnswers | str = MemberAnswers.UNIT_COVERS,
 ) -> list[dict[str, Any]]:
     """One parsed verdict per member item of a unit annotation: ``item_id``, ``revision`` (the one
     shown), ``member`` (what the verdict names: ``unit``, the member block, or the parts edited),
     ``moved``: the unit's boxes a reviewer moved (``verdicts.moved_boxes``; its refusal as text),
-    ``verdict``, ``reason``, ``note``, ``edits``, ``refused``. The unit's verdict applies to every
-    member its block leaves unmarked; a member's reject needs its reason; corrections need the unit
-    verdict ``edit``. Anything else is refused for every member, with the reason, never guessed."""
+    ``verdict``, ``reason``, ``note``, ``edits``, ``refused``. Under ``unit_covers`` the unit's
+    verdict applies to every member its block leaves unmarked; under ``required`` a member needs its
+    own answer (accept or reject in its block, or a correction there) unless the unit is rejected,
+    and one left unanswered is refused alone (``member_unanswered``). A member's reject needs its
+    reason; corrections need the unit verdict ``edit``. Anything else is refused for every member,
+    with the reason, never guessed."""
     members, parts = list(data.get("members") or []), list(data.get("parts") or [])
+    covers = MemberAnswers(member_answers) == MemberAnswers.UNIT_COVERS
     try:
-        return _parse_unit(result, members, parts, reasons, limits or FieldLimits(), moved or {})
+        return _parse_unit(result, members, parts, reasons, limits or FieldLimits(), moved or {}, covers)
     except UnitRefused as exc:
         return refused_unit(data, str(exc))
 
@@ -347,6 +355,7 @@ def _parse_unit(
     reasons: tuple[str, ...],
     limits: FieldLimits,
     moved: dict[str, list[float]] | str,
+    covers: bool = True,
 ) -> list[dict[str, Any]]:
     result = _check_names(result, len(members), len(parts))
     unit = _choice(_one(result, "verdict"), ("accept", "reject", "edit"), "verdict")
@@ -370,6 +379,7 @@ def _parse_unit(
             refs = edits.setdefault(str(p["item_id"]), {}).setdefault("references", {})
             refs[str(p["index"])] = t
             named.setdefault(str(p["item_id"]), []).append(f"answer {int(p['index']) + 1}")
+    own = set(edits)  # members corrected in their own blocks: an answer of their own (a moved box is not)
     # the unit's shared image regions (Hummus: the annotation's boxes, in every item of the pair): a
     # moved box edits every member that carries boxes, and makes the unit's accept an edit
     if isinstance(moved, str):  # a box drawn anew, or one the reader could not place (verdicts.moved_boxes)
@@ -384,10 +394,11 @@ def _parse_unit(
         raise UnitRefused(f"{unit}_with_corrections: {unit} was chosen with corrections: choose edit to apply them")
     if unit == "edit" and not edits:
         raise UnitRefused("edit_without_changes: 'edit' was chosen but no member was corrected")
+    marks = ("reject",) if covers else ("accept", "reject")  # the form offers a member's accept where it needs one
     out = []
     for i, m in enumerate(members):
         iid = str(m["item_id"])
-        mark = _choice(_one(result, f"m_verdict_{i}"), ("reject",), "member verdict")
+        mark = _choice(_one(result, f"m_verdict_{i}"), marks, "member verdict")
         why = _choice(_one(result, f"m_reason_{i}"), reasons, "reason")
         if mark == "reject":
             if why is None:
@@ -395,13 +406,29 @@ def _parse_unit(
             if iid in edits:
                 raise UnitRefused(f"reject_with_corrections: member {i + 1} was both rejected and corrected")
             out.append(_row(m, f"member {i + 1}", "reject", reason=why, note=note))
+        elif mark == "accept" and unit == "reject":
+            raise UnitRefused(f"accept_in_rejected_unit: member {i + 1} was accepted and the unit rejected")
+        elif mark == "accept" and iid in own:
+            raise UnitRefused(f"accept_with_corrections: member {i + 1} was accepted and corrected in its block")
         elif unit == "reject":
             out.append(_row(m, "unit", "reject", reason=unit_reason, note=note))
-        elif iid in edits:
+        elif iid in edits and (covers or mark or iid in own):
             out.append(_row(m, ", ".join(named[iid]), "edit", note=note, edits=edits[iid]))
-        else:
+        elif mark == "accept":
+            out.append(_row(m, f"member {i + 1}", "accept", note=note))
+        elif covers:
             out.append(_row(m, "unit", "accept", note=note))
+        else:  # the unit's answer is not this member's: refused alone, the task goes back for it
+            out.append(_row(m, "unit", "refused", refused=unanswered(i, m, unit)))
     return out
+
+
+def unanswered(i: int, m: dict[str, Any], unit: str) -> str:
+    """Why a member left unanswered under ``member_answers = required`` is refused (for people)."""
+    return (
+        f"member_unanswered: member {i + 1} ({m.get('title')}) has no answer of its own; the unit's {unit} "
+        "does not stand for it: accept it, reject it with a reason, or correct it in its own block"
+    )
 
 
 # -- a member edit checked against its unit --------------------------------------------------------

@@ -1,7 +1,8 @@
 """Label Studio annotations → verdict rows, merged with the verdicts already recorded.
 
-One row per annotation (``verdict_id`` = ``<project id>:<annotation id>``): re-reading the tool
-replaces a row, never adds a second one. Rows whose task was deleted in the tool stay (nothing
+One row per annotation (``verdict_id`` = ``<project id>:<annotation id>@<created>``,
+``forge/review/verdict_ids.py``): re-reading the tool replaces a row, never adds a second one, and a
+replaced database's new annotation that reuses an old one's ids adds its own row beside it. Rows whose task was deleted in the tool stay (nothing
 is lost) and are marked stale (``task_deleted``); the item goes back into the queue.
 
 Every annotation is read exactly or refused (``verdict = refused``, ``refusal`` says why for
@@ -19,11 +20,13 @@ from typing import Any
 
 import pandas as pd
 
-from forge.benchmarks.review_spec import FieldLimits
+from forge.benchmarks.review_spec import FieldLimits, MemberAnswers
 from forge.checks import text_rules
 from forge.review.items import as_list
 from forge.review.labelconfig import FIELD_TAGS, VERDICTS
 from forge.review.units import parse_unit, refused_unit
+from forge.review.verdict_ids import annotation_key as annotation_key  # the readers' name for it
+from forge.review.verdict_ids import annotation_ref, created_stamp, is_legacy, member_part, verdict_key
 
 VERDICT_COLUMNS = [
     "verdict_id",
@@ -269,9 +272,11 @@ def verdict_rows(
     users: dict[int, str],
     reasons: tuple[str, ...],
     limits: FieldLimits | None = None,
+    member_answers: MemberAnswers | str = MemberAnswers.UNIT_COVERS,
 ) -> list[dict[str, Any]]:
     """Every annotation of a project's tasks as a verdict row: read exactly, refused with its reason
-    (``verdict = refused``; a skip too), or flagged (changed by another)."""
+    (``verdict = refused``; a skip too), or flagged (changed by another). ``member_answers``: whether
+    a unit task's own verdict stands for its unmarked members (``ReviewSpec.member_answers``)."""
     now = pd.Timestamp(datetime.now(UTC))
     rows = []
     for t in tasks:
@@ -288,12 +293,12 @@ def verdict_rows(
                         moved: dict[str, list[float]] | str = moved_boxes(result, boxes)
                     except Refused as exc:
                         moved = str(exc)
-                    parsed_all = parse_unit(a.get("result") or [], data, reasons, limits, moved)
+                    parsed_all = parse_unit(a.get("result") or [], data, reasons, limits, moved, member_answers)
                 for p in parsed_all:
                     row = _row(benchmark, kind, project_id, t, a, p, reviewer, author, flag, now)
                     # the task's time is shared by its members: the minutes figure counts it once
                     secs = row["seconds"] / len(parsed_all) if row["seconds"] is not None else None
-                    rows.append({**row, "verdict_id": f"{project_id}:{a['id']}:{p['item_id']}", "seconds": secs})
+                    rows.append({**row, "verdict_id": f"{row['verdict_id']}:{p['item_id']}", "seconds": secs})
                 continue
             if a.get("was_cancelled"):  # a skip is no verdict: recorded, refused, back to its reviewer
                 parsed = {"verdict": "refused", "reason": None, "note": None, "edits": {}, "refused": SKIPPED}
@@ -318,7 +323,7 @@ def _row(
     now: pd.Timestamp,
 ) -> dict[str, Any]:
     return {
-        "verdict_id": f"{project_id}:{a['id']}",
+        "verdict_id": verdict_key(project_id, a),
         "benchmark": benchmark,
         "item_id": str(parsed["item_id"]),
         "revision": str(parsed["revision"]),
@@ -362,12 +367,15 @@ def _box_of(r: dict[str, Any]) -> list[float]:
 
 def merge(previous: pd.DataFrame, polled: list[dict[str, Any]], live_tasks: set[int], pushed: set[int]) -> pd.DataFrame:
     """Recorded verdicts ∪ polled ones, one row per ``verdict_id`` (the polled row wins).
+    A row recorded before ids carried the annotation's creation time is the polled row's when it
+    names the same annotation and member and the same creation time (or none); a replaced database's
+    annotation that reuses its ids is another annotation, and both rows stay.
     A recorded verdict whose task was deleted in the tool (``pushed``, the live tasks the last push
     recorded, holds it, the tool does not) stays, marked stale (``task_deleted``); a task the push
     itself replaced is not a deletion: its verdicts keep their meaning."""
     new = pd.DataFrame(polled, columns=VERDICT_COLUMNS)
     old = previous.reindex(columns=VERDICT_COLUMNS) if len(previous) else pd.DataFrame(columns=VERDICT_COLUMNS)
-    old = old[~old["verdict_id"].isin(set(new["verdict_id"]))].copy()
+    old = old[~old["verdict_id"].isin(set(new["verdict_id"])) & ~_read_again(old, new)].copy()
     tid = old["task_id"].astype("Int64")
     gone = ~tid.isin(list(live_tasks)) & tid.isin(list(pushed))
     old.loc[gone, "stale"] = True
@@ -377,9 +385,17 @@ def merge(previous: pd.DataFrame, polled: list[dict[str, Any]], live_tasks: set[
     return out.sort_values(["item_id", "created_at", "verdict_id"], kind="stable").reset_index(drop=True)
 
 
-def annotation_key(verdict_id: str) -> str:
-    """``<project id>:<annotation id>`` of a verdict row (a unit task's rows add ``:<item id>``)."""
-    return ":".join(str(verdict_id).split(":")[:2])
+def _read_again(old: pd.DataFrame, new: pd.DataFrame) -> pd.Series:
+    """Old rows (ids without a creation time) that the polled rows read again."""
+    polled: dict[tuple[str, str], set[str]] = {}
+    for vid, created in zip(new["verdict_id"], new["created_at"], strict=True):
+        polled.setdefault((annotation_ref(vid), member_part(vid)), set()).add(created_stamp(created))
+    flags = []
+    for vid, created in zip(old["verdict_id"], old["created_at"], strict=True):
+        seen = polled.get((annotation_ref(vid), member_part(vid))) if is_legacy(vid) else None
+        stamp = created_stamp(created)
+        flags.append(bool(seen) and (not stamp or stamp in seen))
+    return pd.Series(flags, index=old.index, dtype=bool)
 
 
 def edit_of(row: dict[str, Any]) -> dict[str, Any]:

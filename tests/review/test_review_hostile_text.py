@@ -17,6 +17,7 @@ from forge.export.stages import run_export
 from forge.review.config import review_spec
 from forge.review.stages import resolution
 from forge.review.status import returned
+from forge.review.verdict_ids import annotation_ref
 from forge.splits.config import stage_settings
 from forge.storage import TableStore
 from tests.review import scripted as sr
@@ -68,7 +69,7 @@ def test_hostile_edits_a_skip_and_an_unknown_target_are_refused_and_never_export
     assert set(v.index) == set(posted)  # every annotation has its row, the skip included
     for item_id, (case, code, a) in posted.items():
         row, st = v.loc[item_id], status.loc[item_id]
-        assert row.verdict_id == f"{pid}:{a['id']}" and row.reviewer == "alice@team.test", case
+        assert annotation_ref(row.verdict_id) == f"{pid}:{a['id']}" and row.reviewer == "alice@team.test", case
         assert row.verdict == "refused" and row.refusal.startswith(f"{code}: "), (case, row.refusal)
         assert pd.isna(row.edits) and st.status == "refused" and row.refusal in st.reasons, case
     assert "U+202E RIGHT-TO-LEFT OVERRIDE" in v.loc[posted_by(posted, "rtl_override")].refusal

@@ -14,6 +14,7 @@ from forge.review import gate
 from forge.review.items import apply_edits, revision
 from forge.review.labelconfig import human_config, review_config
 from forge.review.status import returned
+from forge.review.verdict_ids import annotation_ref
 from forge.review.verdicts import VERDICT_COLUMNS, merge, parse_annotation, verdict_rows
 from tests.review import scripted as sr
 from tests.review import world
@@ -94,7 +95,7 @@ def test_the_reviewer_is_who_last_changed_the_annotation_and_an_overwrite_is_fla
         ],
     }
     rows = verdict_rows("maia", "review", 5, [task], users, REASONS)
-    by = {r["verdict_id"]: r for r in rows}
+    by = {annotation_ref(r["verdict_id"]): r for r in rows}  # the ids the tool shows
     assert (by["5:1"]["reviewer"], by["5:1"]["author"], by["5:1"]["flag"]) == ("u1@t", "u1@t", None)
     assert by["5:2"]["reviewer"] == "u3@t" and by["5:2"]["author"] == "u2@t"
     assert by["5:2"]["flag"] == "changed_by_other: u3@t changed the annotation u2@t made"
@@ -107,7 +108,9 @@ def test_the_reviewer_is_who_last_changed_the_annotation_and_an_overwrite_is_fla
     res2 = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), ReviewSpec(reviewers=2), tmp_path)
     assert res2.status == {"m1": "accepted"}
     back = returned("maia", res.verdicts)
-    assert back[["verdict_id", "reviewer", "author"]].values.tolist() == [["5:2", "u3@t", "u2@t"]]
+    assert back[["verdict_id", "reviewer", "author"]].values.tolist() == [
+        ["5:2@20260101T000000.000000Z", "u3@t", "u2@t"]
+    ]
 
 
 def test_a_flagged_edit_is_never_applied(tmp_path):

@@ -91,7 +91,9 @@ def test_a_unit_verdict_applies_to_every_member_a_block_leaves_unmarked(tmp_path
     rows = _rows(items, [c("verdict", "accept"), c("m_verdict_2", "reject"), c("m_reason_2", "wrong_gold")])
     by = {r["item_id"]: (r["member"], r["verdict"], r["reason"]) for r in rows}
     assert by["q1_sv2"] == ("member 3", "reject", "wrong_gold") and by["q1_oe"] == ("unit", "accept", None)
-    assert len({r["verdict_id"] for r in rows}) == 9 and all(r["verdict_id"].startswith("1:9:") for r in rows)
+    assert len({r["verdict_id"] for r in rows}) == 9 and all(
+        r["verdict_id"].startswith("1:9@20260101T000009.000000Z:") for r in rows
+    )
     v = pd.DataFrame(rows, columns=VERDICT_COLUMNS)
     again = merge(merge(pd.DataFrame(columns=VERDICT_COLUMNS), rows, {5}, {5}), rows, {5}, {5})
     assert len(again) == 9  # re-reading replaces, never duplicates
@@ -254,7 +256,7 @@ def test_a_refused_unit_annotation_goes_back_once_as_the_units_task(tmp_path):
     res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), SPEC, tmp_path)
     back = loop.returned("maia", res.verdicts, res.items, SPEC, {})
     (key,) = back
-    assert key == "returned:1:9" and len(back[key].data["members"]) == 9
+    assert key == "returned:1:9@20260101T000009.000000Z" and len(back[key].data["members"]) == 9
     assert back[key].data["returned_to"] == "r1" and "edit_without_changes" in back[key].data["returned_reason"]
 
 

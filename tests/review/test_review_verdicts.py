@@ -18,6 +18,7 @@ from forge.review.config import review_spec
 from forge.review.items import revision
 from forge.review.stages import resolution
 from forge.review.status import returned
+from forge.review.verdict_ids import annotation_ref
 from forge.splits.config import stage_settings
 from forge.storage import TableStore
 from tests.review import scripted as sr
@@ -56,7 +57,7 @@ def test_two_reviewers_each_own_verdict_and_an_overwrite_is_flagged(review_env):
     item = first_a["data"]["item_id"]
 
     materialize(data, ["maia_verdicts"])
-    v = q(data, "select * from verdicts").set_index("verdict_id")
+    v = _by_annotation(q(data, "select * from verdicts"))
     for ann, who in ((a1, alice), (b1, bob)):
         row = v.loc[f"{pid}:{ann['id']}"]
         assert (row.reviewer, row.author, row.verdict) == (who.email, who.email, "accept") and row.flag is None
@@ -71,7 +72,7 @@ def test_two_reviewers_each_own_verdict_and_an_overwrite_is_flagged(review_env):
     assert latest["id"] == b1["id"]
     sr.update(carol, latest, sr.reject("ambiguous"))
     res = materialize(data, ["maia_verdicts"])
-    row = q(data, "select * from verdicts").set_index("verdict_id").loc[f"{pid}:{b1['id']}"]
+    row = _by_annotation(q(data, "select * from verdicts")).loc[f"{pid}:{b1['id']}"]
     assert (row.reviewer, row.author, row.verdict) == ("carol@team.test", "bob@team.test", "reject")
     flag = "changed_by_other: carol@team.test changed the annotation bob@team.test made"
     assert row.flag == flag
@@ -88,7 +89,7 @@ def test_two_reviewers_each_own_verdict_and_an_overwrite_is_flagged(review_env):
     # bob opens his own annotation and submits it again: it is his once more, and counts
     sr.update(bob, latest, sr.ACCEPT, 5)
     res = materialize(data, ["maia_verdicts"])
-    row = q(data, "select * from verdicts").set_index("verdict_id").loc[f"{pid}:{b1['id']}"]
+    row = _by_annotation(q(data, "select * from verdicts")).loc[f"{pid}:{b1['id']}"]
     assert (row.reviewer, row.flag, row.verdict) == ("bob@team.test", None, "accept")
     st = q(data, f"select * from review_status where item_id = '{item}' and current").iloc[0]
     assert st.status == "accepted" and st.reasons is None
@@ -136,7 +137,7 @@ def test_malformed_annotations_are_refused_with_their_reason_and_nothing_is_expo
     status = q(data, "select * from review_status where current").set_index("item_id")
     for item_id, (case, ann) in posted.items():
         row, st = v.loc[item_id], status.loc[item_id]
-        assert row.verdict_id == f"{pid}:{ann['id']}" and row.reviewer == "alice@team.test"
+        assert annotation_ref(row.verdict_id) == f"{pid}:{ann['id']}" and row.reviewer == "alice@team.test"
         if case == "breaks_contract":
             assert (row.verdict, row.edit_status) == ("edit", "refused") and "outside 2 options" in row.edit_note
             why = row.edit_note
@@ -165,3 +166,9 @@ def test_malformed_annotations_are_refused_with_their_reason_and_nothing_is_expo
         assert list(row["options"]) == list(originals[item_id]["options"])
     gated = {r["item_id"]: revision(r) for r in items.to_dict("records")}
     assert set(q(data, "select revision from review_status where current").revision) == set(gated.values())
+
+
+def _by_annotation(v: pd.DataFrame) -> pd.DataFrame:
+    """Verdict rows by the ids the tool shows (``<project>:<annotation>``; the row's id adds its
+    creation time, ``forge/review/verdict_ids.py``)."""
+    return v.set_index(v["verdict_id"].map(annotation_ref))

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
+from forge.benchmarks.review_spec import Action, Consequence, Media, MemberAnswers, ReviewSpec
 from forge.benchmarks.spec import (
     BenchmarkSpec,
     BlindAction,
@@ -56,6 +56,9 @@ SPEC = BenchmarkSpec(
         # the review unit is the pair (§3: one annotation of a cartoon and caption, and the items made
         # from it): one task shows them all, the annotation's boxes drawn once; the export takes it whole
         unit="extra.annotation_id",
+        # §4.1-4.2: the pair's items are different tasks (the verdict, then metaphors, devices, span,
+        # explanation, boxes) the expert answers one by one: each member needs its own answer
+        member_answers=MemberAnswers.REQUIRED,
         note="Hummus §3 and Limitations: one expert linguist annotates every item, boxes included; one reviewer per item.",
         # what each reject reason does next (forge/review/consequences.py); key: the cartoon
         consequences={

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
+from forge.benchmarks.review_spec import Action, Consequence, Media, MemberAnswers, ReviewSpec
 from forge.benchmarks.spec import (
     BenchmarkSpec,
     BlindAction,
@@ -53,6 +53,8 @@ SPEC = BenchmarkSpec(
         # the review unit is the image (§3.2 Data Annotation: 1-3 questions per image with its labels;
         # Appendix, Quality Control: each validated by three annotators): one task shows them all
         unit="unit_id",
+        # Appendix, Quality Control: "each question was manually validated": each member its own answer
+        member_answers=MemberAnswers.REQUIRED,
         note="II-Bench Appendix (Quality Control): each question was manually validated by at least three annotators and inconsistencies were resolved together (adjudication).",
         # what each reject reason does next (forge/review/consequences.py); key: the image
         consequences={

@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
+from forge.benchmarks.review_spec import Action, Consequence, Media, MemberAnswers, ReviewSpec
 from forge.benchmarks.spec import (
     BenchmarkSpec,
     BlindAction,
@@ -62,20 +62,19 @@ SPEC = BenchmarkSpec(
         # the export takes 8 pairs or none; a contradicting pool goes to another annotator first
         # (adjudication, fn. 7); an edited pair passes the foil stage's own checks (logic/review.py)
         unit="labels.question_id",
+        # §3: the manual review checked each question (the pool's); its answers, statements and foils
+        # passed semi-automatic checks, hand-fixed where flagged: the pool's verdict covers them
+        member_answers=MemberAnswers.UNIT_COVERS,
         member_check=member_check,
         adjudicate_flags=("pool_contradiction",),
-        # what each reject reason does next (forge/review/consequences.py): a pair's fault asks again the
-        # stage that made the faulty field, for that pair alone (keyed by its statement id; the pool's
-        # other pairs stay): the marked true statement (wrong_gold, other: the statement stage, its foil
-        # follows) or the foil that leaves two defensible options (ambiguous: the foil stage); the open
-        # question's answers are corrected one by one in the form (logic/corrections.py); a reason
-        # about the question drops its pool only (the clip's other questions stay); a faulty clip leaves (§3.1)
+        # what each reject reason does next (forge/review/consequences.py): an item's faults redraw its
+        # question's answer pool (statements, foils and items follow); a reason about the question
+        # drops its pool only (the clip's other questions stay); a faulty clip leaves (§3.1)
         consequences={
             **{
-                r: Consequence(Action.REGENERATE, "maia_statements", key="extra.statement_id")
-                for r in ("wrong_gold", "other")
+                r: Consequence(Action.REGENERATE, "maia_answer_pools", key="labels.question_id")
+                for r in ("wrong_gold", "ambiguous", "other")
             },
-            "ambiguous": Consequence(Action.REGENERATE, "maia_foils", key="extra.statement_id"),
             **{
                 r: Consequence(Action.DROP_SOURCE, key="labels.question_id", names="question (its whole pool)")
                 for r in ("no_implicit_meaning", "needs_outside_knowledge")

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
+from forge.benchmarks.review_spec import Action, Consequence, Media, MemberAnswers, ReviewSpec
 from forge.benchmarks.spec import (
     BenchmarkSpec,
     BlindAction,
@@ -46,6 +46,7 @@ SPEC = BenchmarkSpec(
         reviewers=1,
         editable=("question", "options", "answer"),
         unit=None,  # the review unit is the item itself (§3.2: each image's question is rated on its own)
+        member_answers=MemberAnswers.UNIT_COVERS,  # a unit of one item has no members to answer
         note="VAGUE §3.2 / Fig. 3: every generated expression and candidate is rated and filtered by human raters (the count per item is not given: one reviewer); human accuracy 94% on a 400-item subset (§5.3).",
         # what each reject reason does next (forge/review/consequences.py); key: the image
         consequences={

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.review_spec import Action, Consequence, Media, ReviewSpec
+from forge.benchmarks.review_spec import Action, Consequence, Media, MemberAnswers, ReviewSpec
 from forge.benchmarks.spec import (
     BenchmarkSpec,
     BlindAction,
@@ -49,6 +49,8 @@ SPEC = BenchmarkSpec(
         # the review unit is the clip (App. A 'Filtering and Quality Control': 5 experts validate the
         # dataset of 588 videos): one task shows a clip's OE, EG, RM and SV items; the export takes it whole
         unit="unit_id",
+        # App. A Filtering and Quality Control: the dataset (its clips) is validated, no step per question
+        member_answers=MemberAnswers.UNIT_COVERS,
         note="ViMU §3 'Filtering and Quality Control': the dataset is finally validated by 5 human experts (read here as five reviewers per item; the paper does not say how the work was divided).",
         # what each reject reason does next (forge/review/consequences.py); key: the clip
         consequences={
