@@ -67,14 +67,18 @@ SPEC = BenchmarkSpec(
         member_answers=MemberAnswers.UNIT_COVERS,
         member_check=member_check,
         adjudicate_flags=("pool_contradiction",),
-        # what each reject reason does next (forge/review/consequences.py): an item's faults redraw its
-        # question's answer pool (statements, foils and items follow); a reason about the question
-        # drops its pool only (the clip's other questions stay); a faulty clip leaves (§3.1)
+        # what each reject reason does next (forge/review/consequences.py): a pair's fault asks again the
+        # stage that made the faulty field, for that pair alone (keyed by its statement id; the pool's
+        # other pairs stay): the marked true statement (wrong_gold, other: the statement stage, its foil
+        # follows) or the foil that leaves two defensible options (ambiguous: the foil stage); the open
+        # question's answers are corrected one by one in the form (logic/corrections.py); a reason
+        # about the question drops its pool only (the clip's other questions stay); a faulty clip leaves (§3.1)
         consequences={
             **{
-                r: Consequence(Action.REGENERATE, "maia_answer_pools", key="labels.question_id")
-                for r in ("wrong_gold", "ambiguous", "other")
+                r: Consequence(Action.REGENERATE, "maia_statements", key="extra.statement_id")
+                for r in ("wrong_gold", "other")
             },
+            "ambiguous": Consequence(Action.REGENERATE, "maia_foils", key="extra.statement_id"),
             **{
                 r: Consequence(Action.DROP_SOURCE, key="labels.question_id", names="question (its whole pool)")
                 for r in ("no_implicit_meaning", "needs_outside_knowledge")
