@@ -27,6 +27,7 @@ SKIP = {
     ".git",
     ".venv",
     ".venv-review",
+    ".venv-lmms",
     "data",
     "test-artifacts",
     "__pycache__",
