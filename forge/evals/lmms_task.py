@@ -12,8 +12,10 @@ prompt through the project's engine, at the endpoint lmms-eval's judge tasks rea
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import sys
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from forge.llm.types import LLMResult
 LMMS_FAILED = "[LMMS_EVAL_REQUEST_FAILED"
 MODEL = "lmms-eval"
 CLOSED_KINDS = ("mcq", "yesno", "multi")
+PAPER_LINE = "subtext-forge paper metric:"  # the stderr line of each task's aggregate
 
 
 class JudgeMissing(RuntimeError):
@@ -161,16 +164,24 @@ class ExportTask:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
-    def aggregate(self, setting: str, rows: list[dict[str, Any]], metric: str) -> float:
-        """The paper's aggregate ``metric`` over the rows of one setting (``score_benchmark``)."""
+    def aggregate(self, setting: str, rows: list[dict[str, Any]]) -> float:
+        """The paper's aggregate over the rows of one task (``score_benchmark``): the benchmark's
+        primary metric where these rows give it, else the first metric its scorer reports (MAIA's
+        closed task: ``sv_accuracy``; ViMU's: ``EG``). Every metric is printed to stderr, one line."""
         if not rows:
             return float("nan")
-        preds = pd.DataFrame(rows)
         b = self.cfg.get("bootstrap") or {}
         sc = Scorer(int(b.get("n", 200)), int(b.get("seed", 0)), float(b.get("alpha", 0.05)))
-        scores = score_benchmark(self.spec, preds, self.items, sc, self.scoring)
-        hit = [s for s in scores if s["metric"] == metric and s.get("slice") == "all"]
-        return float(hit[0]["value"]) if hit else float("nan")
+        scores = score_benchmark(self.spec, pd.DataFrame(rows), self.items, sc, self.scoring)
+        overall = {s["metric"]: float(s["value"]) for s in scores if s["slice"] == "all"}
+        names = [m for m in overall if m != "success_rate"] or list(overall)
+        name = self.spec.eval.primary_metric if self.spec.eval.primary_metric in overall else names[0]
+        print(
+            f"{PAPER_LINE} {self.spec.name} {setting}: {name} = {overall[name]!r}; all: {json.dumps(overall)}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return overall[name]
 
 
 def mean_score(values: list[Any]) -> float:

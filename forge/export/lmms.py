@@ -134,7 +134,7 @@ def _setting(name):
         return {{"score": row["score"], "paper": row}}
 
     def paper(rows):
-        return _task().aggregate(setting, rows, {primary!r})
+        return _task().aggregate(setting, rows)
 
     return docs, messages, text, visuals, results, paper
 
@@ -150,7 +150,7 @@ def mean_score(values):
 '''
 
 
-def _yaml(name: str, key: str, data_file: str) -> dict[str, Any]:
+def _yaml(name: str, key: str, data_file: str, benchmark: str, setting: str) -> dict[str, Any]:
     return {
         "task": name,
         "dataset_path": "parquet",
@@ -168,7 +168,7 @@ def _yaml(name: str, key: str, data_file: str) -> dict[str, Any]:
             {"metric": "score", "aggregation": "!function utils.mean_score", "higher_is_better": True},
             {"metric": "paper", "aggregation": f"!function utils.{key}_paper", "higher_is_better": True},
         ],
-        "metadata": {"version": 1},
+        "metadata": {"version": 1, "benchmark": benchmark, "setting": setting},
     }
 
 
@@ -192,7 +192,8 @@ def write_task_folder(
         bindings.append(
             f"{key}_docs, {key}_messages, {key}_text, {key}_visuals, {key}_results, {key}_paper = _setting({setting!r})"
         )
-        (dest / f"{name}.yaml").write_text(_dump(_yaml(name, key, data_file)), encoding="utf-8")
+        doc = _yaml(name, key, data_file, spec.name, setting)
+        (dest / f"{name}.yaml").write_text(_dump(doc), encoding="utf-8")
     (dest / f"{p.group}.yaml").write_text(
         _dump({"group": p.group, "task": list(p.tasks), "metadata": {"version": 1}}), encoding="utf-8"
     )
@@ -203,7 +204,6 @@ def write_task_folder(
             version=version,
             root_rel=root_rel,
             closed=CLOSED,
-            primary=spec.eval.primary_metric,
             bindings="\n".join(bindings),
         ),
         encoding="utf-8",
@@ -229,7 +229,9 @@ def card_section(p: LmmsTasks, benchmark: str, version: str) -> str:
             "",
             "The lmms-eval environment needs the project's light dependencies for the scorers "
             "(`pip install duckdb py3langid==0.4.0 cloudpickle`; `scripts/ensure_lmms.sh` builds one). "
-            "Metric `score` is the mean per-item score (a failed call is unscored), `paper` the paper's aggregate.",
+            "Metric `score` is the mean per-item score (a failed call is unscored), `paper` the paper's aggregate "
+            "(its primary metric where the task's items give it, else the first the paper reports; every "
+            "metric is printed on a `subtext-forge paper metric:` line).",
             "",
             "| task | setting |",
             "|---|---|",

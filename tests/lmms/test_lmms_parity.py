@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from forge.benchmarks.registry import get
 from forge.evals.config import ModelSpec, benchmark_block
+from forge.evals.lmms_task import PAPER_LINE
 from forge.evals.pipeline import evaluate, load_export, model_engine
 from forge.export.lmms import FOLDER
 from tests.evals.test_e2e import build_items, dev_items, publish_items
@@ -69,42 +71,41 @@ def exports(tmp_path_factory) -> Path:
 
 def _closed_tasks(data: Path) -> dict[str, tuple[str, str]]:
     """lmms task name → (benchmark, setting), read from the YAMLs the exports wrote."""
-    import yaml
-
     out = {}
     for b in BENCHES:
-        folder = data / "exports" / b / "v1" / FOLDER
-        utils = (folder / "utils.py").read_text()
-        for y in sorted(folder.glob("*.yaml")):
+        for y in sorted((data / "exports" / b / "v1" / FOLDER).glob("*.yaml")):
             doc = yaml.safe_load(y.read_text().replace("!function ", ""))
-            if "group" in doc or doc["task"].endswith("_oe"):
-                continue
-            key = doc["process_results"].split(".")[1].removesuffix("_results")
-            setting = utils.split(f"{key}_paper = _setting(")[1].split(")")[0].strip("'\"")
-            out[doc["task"]] = (b, setting)
+            if "group" not in doc and not doc["metadata"]["setting"].endswith(":oe"):
+                out[doc["task"]] = (doc["metadata"]["benchmark"], doc["metadata"]["setting"])
     return out
 
 
 def _project_scores(
     data: Path, double, llm_double_resource, tmp_path, settings: dict[str, set[str]]
-) -> dict[tuple[str, str, str], float]:
+) -> tuple[dict[tuple[str, str, str], float], dict[tuple[str, str, str], float]]:
+    """(per item, per aggregate metric) of ``evaluate`` on the settings the task folders hold."""
     model = ModelSpec(name="m-forge", model="m-forge", base_url=double.base_url, accepts="frames", max_frames=32)
     engine = model_engine(model, llm_double_resource().settings(), tmp_path / "eval_cache.sqlite")
-    out = {}
+    out, agg = {}, {}
     for b in BENCHES:
         spec = get(b)
         pub = load_export(data / "exports", spec, "v1")
         cfg = {"benchmarks": {}, "circular": False, "bootstrap": {"n": 10}}  # the paper's settings ...
         block = benchmark_block(cfg, spec)  # ... those the task folder holds (the test's time)
         cfg["benchmarks"][b] = {**block, "settings": [x for x in block["settings"] if x["name"] in settings[b]]}
-        preds, _, _ = evaluate(spec, model, cfg, pub.items, None, data, engine, None)
+        preds, scores, _ = evaluate(spec, model, cfg, pub.items, None, data, engine, None)
         for r in preds.to_dict("records"):
             if r["variant"] == 0 and r["score"] is not None and not pd.isna(r["score"]):
                 out[(b, r["setting"], r["item_id"])] = float(r["score"])
-    return out
+        for r in scores[scores["slice"] == "all"].to_dict("records"):
+            agg[(b, r["setting"], r["metric"])] = float(r["value"])
+    return out, agg
 
 
-def _lmms_scores(data: Path, double, tasks: list[str], out: Path) -> dict[tuple[str, str], float]:
+def _lmms_scores(
+    data: Path, double, tasks: list[str], out: Path
+) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str, str], float]]:
+    """(per task and item from --log_samples, the paper aggregates the tasks printed)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SUBTEXT_FORGE_ROOT", "HF_", "PYTHON"))}
     env |= {"HF_HOME": str(out / "hf"), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
     cmd = [
@@ -131,7 +132,12 @@ def _lmms_scores(data: Path, double, tasks: list[str], out: Path) -> dict[tuple[
         for line in f.read_text().splitlines():
             s = json.loads(line)
             scores[(task, s["paper"]["item_id"])] = s["score"]  # the row process_results logged
-    return scores
+    paper = {}
+    for line in proc.stderr.splitlines():
+        if line.startswith(PAPER_LINE):
+            bench, setting, metric, _, value = line.removeprefix(PAPER_LINE).split(";")[0].split()
+            paper[(bench, setting.rstrip(":"), metric)] = float(value)
+    return scores, paper
 
 
 @pytest.mark.skipif(
@@ -146,11 +152,11 @@ def test_lmms_eval_scores_equal_project_eval_item_for_item(exports, llm_double, 
     tasks = _closed_tasks(exports)
     assert {b for b, _ in tasks.values()} == set(BENCHES)
     settings = {b: {s for bb, s in tasks.values() if bb == b} for b in BENCHES}
-    project = _project_scores(exports, llm_double, llm_double_resource, tmp_path, settings)
+    project, project_agg = _project_scores(exports, llm_double, llm_double_resource, tmp_path, settings)
     project_texts = {message_text(r["body"]) for r in llm_double.requests}
     llm_double.reset()  # clears the responder too
     llm_double.responder = reply_for
-    lmms = _lmms_scores(exports, llm_double, sorted(tasks), tmp_path)
+    lmms, lmms_agg = _lmms_scores(exports, llm_double, sorted(tasks), tmp_path)
 
     compared = 0
     for task, (b, setting) in tasks.items():
@@ -161,6 +167,10 @@ def test_lmms_eval_scores_equal_project_eval_item_for_item(exports, llm_double, 
         for i, v in got.items():
             assert v == pytest.approx(want[i]), f"{task} {i}: lmms-eval {v} != {b}_eval {want[i]}"
         compared += len(got)
+    # each task's `paper` metric is the paper's aggregate `<paper>_eval` reports for that setting
+    assert {(b, s) for b, s, _ in lmms_agg} == set(tasks.values())
+    for key, v in lmms_agg.items():
+        assert v == pytest.approx(project_agg[key], nan_ok=True), f"{key}: {v} != {project_agg.get(key)}"
     # the replies must exercise both outcomes, or equal scores would prove little
     values = list(lmms.values())
     assert compared >= 40 and 0 < sum(values) < len(values)
