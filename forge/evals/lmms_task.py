@@ -166,8 +166,9 @@ class ExportTask:
 
     def aggregate(self, setting: str, rows: list[dict[str, Any]]) -> float:
         """The paper's aggregate over the rows of one task (``score_benchmark``): the benchmark's
-        primary metric where these rows give it, else the first metric its scorer reports (MAIA's
-        closed task: ``sv_accuracy``; ViMU's: ``EG``). Every metric is printed to stderr, one line."""
+        primary metric where these rows give it (a closed-answer task of a benchmark whose primary
+        metric needs its judged answers does not), else the first metric its scorer reports. Every
+        metric is printed to stderr, one line."""
         if not rows:
             return float("nan")
         b = self.cfg.get("bootstrap") or {}
