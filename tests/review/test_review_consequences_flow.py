@@ -18,6 +18,8 @@ from assets.recipes.vimu.assets import vimu_annotations, vimu_items, vimu_questi
 from assets.recipes.vimu.checks import CHECKS
 from assets.recipes.vimu.logic.items import item_id as vimu_item
 from assets.review.factory import benchmark_review_defs
+from forge.benchmarks.registry import get
+from forge.benchmarks.review_spec import MemberAnswers
 from forge.review.items import revision
 from forge.storage import TableStore, open_catalog
 from resources.llm import LLMResource
@@ -50,7 +52,10 @@ def _verdicts(ls, rv, bench: str, verdicts: dict[str, list[dict]]) -> None:
     """``rv`` gives each item its verdict (accept / reject / edit, as the form sends them): on the
     item's own task, or, where the paper's unit is one task, in one annotation of that unit: each
     named member's own block (reject with its reason, corrections), the unit accepted (``edit``
-    when a member is corrected), which the members left unmarked take."""
+    when a member is corrected), which the members left unmarked take; where the paper asks each
+    member for its answer (``member_answers = required``), each member left unmarked is accepted in
+    its own block."""
+    required = get(bench).review.member_answers == MemberAnswers.REQUIRED
     tasks = sr.tasks_by_item(ls, f"review · {bench}")
     units: dict[int, tuple[dict, list[dict]]] = {}
     for item, result in verdicts.items():
@@ -68,6 +73,9 @@ def _verdicts(ls, rv, bench: str, verdicts: dict[str, list[dict]]) -> None:
                 entries.append({**r, "from_name": f"m_{name}_{i}", "to_name": f"m_text_{i}"})
     for task, entries in units.values():
         corrected = any(not e["from_name"].startswith(("m_verdict_", "m_reason_")) for e in entries)
+        named = {e["from_name"].rsplit("_", 1)[1] for e in entries}
+        n = len(task["data"]["members"])
+        entries += [sr.member(i, "verdict", "accept") for i in range(n) if required and str(i) not in named]
         sr.submit(ls, task, rv, [sr.choice("verdict", "edit" if corrected else "accept"), *entries])
 
 
