@@ -79,11 +79,18 @@ def test_open_ended_is_judged_at_lmms_evals_judge_endpoint(maia, llm_double, mon
     monkeypatch.setenv("OPENAI_API_KEY", "sk-judge")
     monkeypatch.setenv("MODEL_VERSION", "judge-model")
     monkeypatch.setenv("SUBTEXT_LMMS_JUDGE_CACHE", str(tmp_path / "judge.sqlite"))
-    llm_double.responder = lambda body: Reply.json(
-        {"label": "Correct" if "Candidate Answer: to catch the bus" in message_text(body) else "Incorrect"}
-    )
+
+    def verdict(body):
+        text = message_text(body)
+        if "Candidate Answer: no idea" in text:
+            return Reply.json({"label": "Maybe"})  # not a label the schema allows, even when asked again
+        return Reply.json({"label": "Correct" if "Candidate Answer: to catch the bus" in text else "Incorrect"})
+
+    llm_double.responder = verdict
     right = maia.row("black_video", maia.by_id["ma_oe0"], "to catch the bus")
     wrong = maia.row("black_video", maia.by_id["ma_oe1"], "he likes running")
     assert (right["judge_ok"], right["score"]) == (True, 1.0)
     assert (wrong["judge_ok"], wrong["score"]) == (True, 0.0)
+    failed = maia.row("black_video", maia.by_id["ma_oe1"], "no idea")
+    assert (failed["judge_ok"], failed["score"]) == (False, None)  # unscored, never 0
     assert {r["body"]["model"] for r in llm_double.requests} == {"judge-model"}
