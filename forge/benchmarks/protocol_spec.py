@@ -65,7 +65,7 @@ class Display:
     where the step's draft is (``DraftMode``), never in a hidden form."""
 
     name: str
-    kind: str = "text"  # text | image | images (a list of paths: a clip's frames)
+    kind: str = "text"  # text | image | images (a list of paths: a clip's frames) | video (a clip file)
     title: str = ""
     draft: bool = False
 
@@ -90,14 +90,31 @@ class StepSample:
 
 @dataclass(frozen=True)
 class Control:
-    """Control questions screening annotators (MAIA §3.1): units whose answer is known; a person
-    answering fewer than ``threshold`` of the controls they saw correctly is excluded."""
+    """Control questions screening annotators (MAIA App. A.3): units whose acceptable answer is known.
+
+    ``rate``: the share of a person's queue that is control questions (the push spreads the control
+    units among the others at that rate, so everyone meets them while working through the queue).
+    A person counts only after answering at least ``min_answered`` controls (every control of the
+    queue when it holds fewer) with at least ``threshold`` of them right; otherwise their answers are
+    excluded, with the reason. ``check(known, values)``: the offline rule (None: the field's value
+    equals the known one). ``judge(engine, [(known, values)])``: the benchmark's judge (an LLM
+    prompt), one ``(right, judged_by)`` per pair; it falls back to ``check`` where it cannot judge."""
 
     field: str
     threshold: float = 0.9
     min_answered: int = 1
+    rate: float = 0.1
     # (known answer, the person's values) → right? None: the field's value equals the known one.
     check: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] | None = None
+    judge: Callable[[Any, list[tuple[Mapping[str, Any], Mapping[str, Any]]]], list[tuple[bool, str]]] | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 < self.rate <= 1:
+            raise ValueError(f"controls.rate must be in (0, 1], got {self.rate}")
+        if not 0 <= self.threshold <= 1:
+            raise ValueError(f"controls.threshold must be in [0, 1], got {self.threshold}")
+        if self.min_answered < 1:
+            raise ValueError(f"controls.min_answered must be at least 1, got {self.min_answered}")
 
 
 @dataclass(frozen=True)

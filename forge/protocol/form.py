@@ -51,6 +51,9 @@ def label_config(step: HumanStep, with_draft: bool | None = None) -> str:
         if d.kind == "images":  # a gallery of the clip's frames
             out.append(f'  <Image name="{d.name}" valueList="${d.name}"/>')
             continue
+        if d.kind == "video":  # the clip itself, played in the form (as the review form's <Video>)
+            out.append(f'  <Video name="{d.name}" value="${d.name}"/>')
+            continue
         tag = "Image" if d.kind == "image" else "Text"
         out.append(f'  <{tag} name="{d.name}" value="${d.name}"/>')
     for f in step.fields:

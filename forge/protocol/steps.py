@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from forge.benchmarks.protocol_spec import DraftMode, FieldKind, HumanStep, StepSample
+from forge.benchmarks.protocol_spec import Control, DraftMode, FieldKind, HumanStep, StepSample
 from forge.benchmarks.settings import recipe_settings
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.labelstudio import identity as ident
@@ -60,13 +60,15 @@ def step_of(spec: BenchmarkSpec, name: str) -> HumanStep:
     raise KeyError(f"{spec.name} declares no human step {name!r} (BenchmarkSpec.human_steps)")
 
 
-SETTABLE = ("share", "count", "seed", "annotators", "thresholds", "draft")
+SETTABLE = ("share", "count", "seed", "annotators", "thresholds", "draft", "controls")
+CONTROL_SETTINGS = ("rate", "min_answered", "threshold")
 
 
 def configured(spec: BenchmarkSpec, step: HumanStep) -> HumanStep:
     """The step as the recipe's settings say (``protocol: <step>: {share | count, seed, annotators,
-    thresholds, draft}`` in its config.yaml, under the active profile); the paper's declaration
-    otherwise. ``draft: suggestion`` is LLM-assisted annotation (docs/review.md "Draft modes")."""
+    thresholds, draft, controls: {rate, min_answered, threshold}}`` in its config.yaml, under the
+    active profile); the paper's declaration otherwise. ``draft: suggestion`` is LLM-assisted
+    annotation (docs/review.md "Draft modes")."""
     try:
         cfg = (recipe_settings(spec.name).get("protocol") or {}).get(step.name) or {}
     except (FileNotFoundError, TypeError, ValueError):  # a plug-in without a settings file
@@ -86,7 +88,30 @@ def configured(spec: BenchmarkSpec, step: HumanStep) -> HumanStep:
         annotators=int(cfg.get("annotators", step.annotators)),
         thresholds={**step.thresholds, **(cfg.get("thresholds") or {})},
         draft=_mode(spec, step, cfg.get("draft", step.draft)),
+        control=_control(spec, step, cfg.get("controls")),
     )
+
+
+def _control(spec: BenchmarkSpec, step: HumanStep, cfg: Any) -> Control | None:
+    """The step's control screening with the recipe's ``controls`` settings over the paper's."""
+    if not cfg:
+        return step.control
+    where = f"{spec.name} protocol.{step.name}.controls"
+    if step.control is None:
+        raise ValueError(f"{where}: the step declares no control questions")
+    unknown = sorted(set(cfg) - set(CONTROL_SETTINGS))
+    if unknown:
+        raise ValueError(f"{where}: unknown settings {unknown} (allowed: {CONTROL_SETTINGS})")
+    c = step.control
+    try:
+        return replace(
+            c,
+            rate=float(cfg.get("rate", c.rate)),
+            min_answered=int(cfg.get("min_answered", c.min_answered)),
+            threshold=float(cfg.get("threshold", c.threshold)),
+        )
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def _mode(spec: BenchmarkSpec, step: HumanStep, value: Any) -> DraftMode:
@@ -155,6 +180,8 @@ def task_data(step: HumanStep, unit: str, row: Mapping[str, Any], with_draft: bo
             data[d.name] = local_url(str(data[d.name]))
         elif d.kind == "images":
             data[d.name] = [local_url(str(p)) for p in data.get(d.name) or []]
+        elif d.kind == "video" and data.get(d.name):  # the clip itself, played in the form
+            data[d.name] = local_url(str(data[d.name]))
     return {**data, "unit_id": unit}
 
 
@@ -182,7 +209,7 @@ def ensure_project(
         show_collab_predictions=shows,
     )
     pid = int(p["id"])
-    if any(d.kind in ("image", "images") for d in step.display):
+    if any(d.kind in ("image", "images", "video") for d in step.display):
         refuse_links(store.data_dir, [store.data_dir.resolve() / "media"])  # the served folder: regular files only
         ls.ensure_local_storage(pid, str(store.data_dir.resolve() / "media"))
     return pid
@@ -199,7 +226,7 @@ def push(
     want = sampled(sorted(rows), step.sample)
     own = ident.Owner(ls, pid, spec.name, kind_of(step), "unit_id")  # only its own tasks count
     have = {own.key(t) for t in own.tasks()}
-    new = sorted(want - have)
+    new = queue(step, rows, sorted(want - have))
     shows = step.draft.shows_draft
     for u in new:
         row = rows[u]
@@ -207,6 +234,29 @@ def push(
         own.create(task_data(step, u, row, with_draft=shows), [pred] if pred else None)
     counts = {"units": len(rows), "sampled": len(want), "pushed": len(new), "already_there": len(want & have)}
     return counts | ({"not_ours": own.others} if own.others else {})
+
+
+def is_control(step: HumanStep, row: Mapping[str, Any]) -> bool:
+    return step.control is not None and step.controls is not None and step.controls(row) is not None
+
+
+def queue(step: HumanStep, rows: Mapping[str, Mapping[str, Any]], new: list[str]) -> list[str]:
+    """The order new units become tasks (Label Studio serves a project's tasks in that order): the
+    control units spread among the others at the step's control rate (one in every ``1 / rate``,
+    the first within the first stretch), so every annotator meets them while working through the
+    queue; controls left over follow at the end (they are questions of the benchmark too)."""
+    if step.control is None:
+        return new
+    ctrl = [u for u in new if is_control(step, rows[u])]
+    rest = [u for u in new if u not in set(ctrl)]
+    every = max(1, round(1 / step.control.rate))  # positions per control
+    out: list[str] = []
+    while rest or ctrl:
+        if ctrl and (len(out) % every == every // 2 or not rest):  # a control in the middle of each stretch
+            out.append(ctrl.pop(0))
+        else:
+            out.append(rest.pop(0))
+    return out
 
 
 def kind_of(step: HumanStep, second: bool = False) -> str:
@@ -281,10 +331,6 @@ def _answer_rows(
                 values = form.read(step, a.get("result"))
             except form.Refused as exc:
                 refused = str(exc)
-            correct = None
-            if known is not None and values is not None:
-                rule = step.control.check if step.control and step.control.check else None
-                correct = bool(rule(known, values)) if rule else all(values.get(k) == v for k, v in known.items())
             llm = step.llm_values(rows[unit]) if unit in rows else {}
             out.append(
                 {
@@ -297,7 +343,9 @@ def _answer_rows(
                     "values": json.dumps(values) if values is not None else None,
                     "refused": refused,
                     "control": known is not None,
-                    "control_correct": correct,
+                    "control_correct": None,  # judged below, all of the read's control answers at once
+                    "control_judge": None,
+                    "known": known,
                     "excluded": None,
                     "seconds": float(a["lead_time"]) if a.get("lead_time") is not None else None,
                     "created_at": pd.Timestamp(a["created_at"]) if a.get("created_at") else None,
@@ -308,21 +356,47 @@ def _answer_rows(
     return out, task_of
 
 
-def screen(step: HumanStep, answers: list[dict[str, Any]]) -> dict[str, str]:
-    """person → why excluded: below the step's control threshold (the paper's, e.g. 90 %)."""
+def judge_controls(step: HumanStep, answers: list[dict[str, Any]], engine: Any = None) -> None:
+    """Fill ``control_correct`` / ``control_judge`` of the control answers: the step's judge
+    (``Control.judge``, given ``engine``; it falls back to the offline rule itself), else the rule
+    (``Control.check``, or equality with the known values)."""
+    todo = [a for a in answers if a.get("known") is not None and a["values"] is not None]
+    if step.control is None or not todo:
+        return
+    pairs = [(a["known"], json.loads(a["values"])) for a in todo]
+    if step.control.judge is not None:
+        verdicts = step.control.judge(engine, pairs)
+    else:
+        rule = step.control.check or (lambda known, v: all(v.get(k) == x for k, x in known.items()))
+        verdicts = [(bool(rule(k, v)), "rule") for k, v in pairs]
+    for a, (right, by) in zip(todo, verdicts, strict=True):
+        a["control_correct"], a["control_judge"] = bool(right), by
+
+
+def screen(step: HumanStep, answers: list[dict[str, Any]], n_controls: int) -> dict[str, str]:
+    """person → why excluded (MAIA App. A.3): a person counts only after answering at least the
+    step's ``min_answered`` control questions (all ``n_controls`` of the queue when it holds fewer),
+    with at least ``threshold`` of them right. Everyone who answered is screened: a person who never
+    met a control is excluded too."""
     if step.control is None:
         return {}
-    by: dict[str, list[bool]] = {}
+    need = max(1, min(step.control.min_answered, n_controls))
+    by: dict[str, dict[str, bool]] = {}
     for a in answers:  # a second pass saw the draft: screening counts first answers only
-        if a["control"] and a["control_correct"] is not None and a["draft_mode"] != DraftMode.AFTER_COMMIT:
-            by.setdefault(a["person"], []).append(bool(a["control_correct"]))
+        if a["draft_mode"] == DraftMode.AFTER_COMMIT:
+            continue
+        mine = by.setdefault(a["person"], {})
+        if a["control"] and a["control_correct"] is not None:  # one per control unit: their latest
+            mine[a["unit_id"]] = bool(a["control_correct"])
     out = {}
     for person, hits in by.items():
-        share = sum(hits) / len(hits)
-        if len(hits) >= step.control.min_answered and share < step.control.threshold:
+        right = sum(hits.values())
+        if len(hits) < need:
+            out[person] = f"screening: met {len(hits)} of {need} control questions"
+        elif right / len(hits) < step.control.threshold:
             out[person] = (
-                f"below_control_threshold: {sum(hits)} of {len(hits)} control answers right "
-                f"({share:.0%} < {step.control.threshold:.0%})"
+                f"screening: {right} of {len(hits)} controls correct "
+                f"({right / len(hits):.0%} < {step.control.threshold:.0%})"
             )
     return out
 
@@ -423,9 +497,15 @@ def _mode_of(mine: list[dict[str, Any]]) -> str:
 
 
 def read(
-    ls: LabelStudio, store: TableStore, spec: BenchmarkSpec, step: HumanStep, frame: pd.DataFrame
+    ls: LabelStudio,
+    store: TableStore,
+    spec: BenchmarkSpec,
+    step: HumanStep,
+    frame: pd.DataFrame,
+    engine: Any = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """(answers, results, figures) of the step: one row per annotation, one per unit of ``frame``."""
+    """(answers, results, figures) of the step: one row per annotation, one per unit of ``frame``;
+    ``engine``: the LLM engine the step's control judge uses (None: its offline rule)."""
     step = configured(spec, step)
     ls.ensure_up()
     pid = ensure_project(ls, store, spec, step)
@@ -437,7 +517,8 @@ def read(
         pid2 = ensure_project(ls, store, spec, step, second=True)
         answers += _checked_second(answers, _answer_rows(ls, spec, step, pid2, rows, DraftMode.AFTER_COMMIT)[0])
         added = second_pass(ls, store, spec, step, rows, {a["unit_id"] for a in answers if not a["refused"]})
-    excluded = screen(step, answers)
+    judge_controls(step, answers, engine)
+    excluded = screen(step, answers, sum(1 for u in task_of if u in rows and is_control(step, rows[u])))
     for a in answers:
         a["excluded"] = excluded.get(a["person"])
     valid = _counted(step, answers)
@@ -482,7 +563,7 @@ RESULT_COLUMNS = [
 ]  # fmt: skip
 ANSWER_COLUMNS = [
     "benchmark", "step", "answer_id", "unit_id", "task_id", "person", "values", "refused", "control",
-    "control_correct", "excluded", "seconds", "created_at", "draft_mode", "agrees_llm",
+    "control_correct", "control_judge", "excluded", "seconds", "created_at", "draft_mode", "agrees_llm",
 ]  # fmt: skip
 
 

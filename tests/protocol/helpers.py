@@ -8,12 +8,15 @@ import dagster as dg
 
 from assets.protocol.factory import protocol_defs
 from forge.storage import TableStore
+from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource
 
 
-def materialize(data, benchmark: str, keys: list[str]) -> dg.ExecuteInProcessResult:
-    res = {"storage": StorageResource(data_dir=str(data)), "review": ReviewResource()}
+def materialize(data, benchmark: str, keys: list[str], llm: LLMResource | None = None) -> dg.ExecuteInProcessResult:
+    """``llm``: the engine a step's control judge uses (MAIA's answers); the offline stub by default."""
+    llm = llm or LLMResource(backend="stub", cache_path=str(data / "cache" / "llm_cache.sqlite"))
+    res = {"storage": StorageResource(data_dir=str(data)), "review": ReviewResource(), "llm": llm}
     return dg.materialize(list(protocol_defs(benchmark).assets), selection=keys, resources=res)
 
 
