@@ -23,6 +23,7 @@ REJECTS: dict[str, dict[str, str]] = {
         "generation_failed": E2E,
         "wrong_language": "tests/recipes/iibench/test_iibench_logic.py",  # not English, before the label checks
         "invalid_labels": _IIBENCH_STUB,
+        "dropped_by_people": "tests/review/test_loop_starts_and_flows.py",  # people dropped it at inspection
     },
     "iibench_items": {
         "generation_failed": UNTESTED,
