@@ -47,7 +47,9 @@ def _unexpressible(setting: dict[str, Any]) -> str | None:
             "OpenAI-compatible model sends one request per item and has no multi-round generation"
         )
     if setting.get("input") == "description":
-        return "the §6.3 image description comes from the evidence table, which the export does not hold"
+        return (
+            "the text description that replaces the image comes from the evidence table, which the export does not hold"
+        )
     if setting.get("variant") == "free_form":
         return "free-form answers are scored by BERTScore/METEOR against a local model; run `<paper>_eval`"
     return None
