@@ -37,11 +37,21 @@ def figures(store: TableStore, benchmark: str) -> list[dict[str, Any]]:
                 "refused": int(a["refused"].notna().sum()) if a is not None else 0,
                 "people": int(a["person"].nunique()) if a is not None else 0,
                 "excluded": int(a.loc[a["excluded"].notna(), "person"].nunique()) if a is not None else 0,
+                "excluded_why": _excluded_why(a),
                 "agree": agree,
                 "modes": _modes(g, a),
             }
         )
     return out
+
+
+def _excluded_why(a: Any) -> list[str]:
+    """Each excluded person's reason (the control screening), in the order people first answered;
+    people are numbered, never named (their e-mails stay in protocol_answers)."""
+    if a is None or not len(a):
+        return []
+    ex = a[a["excluded"].notna()].drop_duplicates("person")
+    return [str(r) for r in ex["excluded"]]
 
 
 def _hidden_agreement(a: Any) -> tuple[int, int] | None:
@@ -79,6 +89,10 @@ def lines(figs: list[dict[str, Any]] | None) -> list[str]:
             f"| {f['step']} ({f['corrects']}) | {f['units']} | {f['human']} ({f['changed']}) | {f['llm']} ({why}) | "
             f"{f['kept']} | {f['refused']} | {f['people']} ({f['excluded']}) | {f.get('modes', '-')} | {agree} |"
         )
+    for f in figs:
+        if f.get("excluded_why"):
+            who = "; ".join(f"person {i} — {why}" for i, why in enumerate(f["excluded_why"], 1))
+            out += ["", f"Excluded from {f['step']} (their answers kept in `protocol_answers`, not counted): {who}."]
     note = (
         'Agreement counts only answers given with the LLM\'s draft hidden (docs/review.md "Draft modes"); '
         "answers under `suggestion` are LLM-assisted annotation: the draft was pre-filled."

@@ -16,7 +16,7 @@ import pytest
 import assets.recipes.maia.assets as A
 from assets.recipes.maia.logic import protocol as MP
 from forge.benchmarks.registry import get
-from forge.protocol import form, steps
+from forge.protocol import card, form, steps
 from forge.storage import TableStore
 from resources.nli import NLIResource
 from resources.storage import StorageResource
@@ -114,6 +114,9 @@ def test_people_watch_the_clip_and_are_screened_by_the_llm_judged_controls(
         odd.email: "screening: 1 of 2 controls correct (50% < 90%)",
         late.email: "screening: met 0 of 2 control questions",
     }
+    shown = "\n".join(card.lines(card.figures(store, "maia")))  # the card says who was excluded and why
+    assert "screening: met 0 of 2 control questions" in shown and "1 of 2 controls correct" in shown
+    assert late.email not in shown and odd.email not in shown  # numbered, never named
     ans = steps.last(store, steps.ANSWERS, "maia__answers")
     assert ans.loc[ans["person"] == late.email, "excluded"].notna().all()  # recorded on their rows, not dropped
     ctrl = ans[ans["control"].astype(bool)]
