@@ -53,21 +53,13 @@ P_CONTRARY = 0.25
 
 # The LLM part of the graph: what a second, unchanged run re-materializes (all from the cache).
 LLM_GROUPS = ("hummus", "iibench", "maia", "vague", "vimu", "splits", "evals")
-# The resources every LLM request goes through (the engine, and NLI through it): an asset that
-# requires neither cannot make a request, so re-running it could not show an uncached one.
-LLM_RESOURCES = frozenset({"llm", "nli"})
 
 
 def llm_assets() -> list[str]:
-    """The assets of ``LLM_GROUPS`` that can make an LLM request (they require ``LLM_RESOURCES``)."""
     from definitions import build_defs
 
     graph = build_defs().resolve_asset_graph()
-    return sorted(
-        k.to_user_string()
-        for k in graph.materializable_asset_keys
-        if graph.get(k).group_name in LLM_GROUPS and LLM_RESOURCES & graph.get(k).assets_def.required_resource_keys
-    )
+    return sorted(k.to_user_string() for k in graph.materializable_asset_keys if graph.get(k).group_name in LLM_GROUPS)
 
 
 def build(
