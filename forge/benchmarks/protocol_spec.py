@@ -49,13 +49,13 @@ class StepField:
     paper's canonical spelling and the form shows the official one; ``to``: the shown data
     (``Display.name``) it is about, None = the first one."""
 
-    name: str
-    kind: FieldKind
-    title: str = ""
-    options: tuple[tuple[str, str], ...] = ()
-    scale: int = 5
-    required: bool = True
-    to: str | None = None
+    name: str  # the answer's column in the step's results
+    kind: FieldKind  # the control, and how several people's answers combine
+    title: str = ""  # the question the form asks
+    options: tuple[tuple[str, str], ...] = ()  # (stored value, shown label) pairs
+    scale: int = 5  # a rating's top (1..scale)
+    required: bool = True  # the form cannot be submitted without it
+    to: str | None = None  # the display it is about (Display.name); None: the first one
 
 
 @dataclass(frozen=True)
@@ -64,10 +64,10 @@ class Display:
     ``draft``: the display is the LLM's output (a judge's verdict, its explanation): shown only
     where the step's draft is (``DraftMode``), never in a hidden form."""
 
-    name: str
+    name: str  # the task data key shown
     kind: str = "text"  # text | image | images (a list of paths: a clip's frames) | video (a clip file)
-    title: str = ""
-    draft: bool = False
+    title: str = ""  # the heading above it
+    draft: bool = False  # the LLM's output: shown only where the step's draft is
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,9 @@ class StepSample:
     """Which units a step asks people about: all (the default), a share, or a count, drawn by a
     seeded hash of the unit id, so a unit's membership never changes between pushes."""
 
-    share: float | None = None
-    count: int | None = None
-    seed: str = "protocol"
+    share: float | None = None  # a share of the units, in (0, 1]
+    count: int | None = None  # a number of units (not with share); neither: all
+    seed: str = "protocol"  # the hash seed drawing the sample
 
     def __post_init__(self) -> None:
         if self.share is not None and not 0 < self.share <= 1:
@@ -100,12 +100,13 @@ class Control:
     equals the known one). ``judge(engine, [(known, values)])``: the benchmark's judge (an LLM
     prompt), one ``(right, judged_by)`` per pair; it falls back to ``check`` where it cannot judge."""
 
-    field: str
-    threshold: float = 0.9
-    min_answered: int = 1
-    rate: float = 0.1
+    field: str  # the step field whose answer is checked
+    threshold: float = 0.9  # the share of controls a person must get right
+    min_answered: int = 1  # controls a person answers before counting
+    rate: float = 0.1  # the share of a person's queue that is control questions
     # (known answer, the person's values) → right? None: the field's value equals the known one.
     check: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] | None = None
+    # (engine, [(known, values)]) → one (right, judged_by) per pair: the benchmark's judge; None: ``check``
     judge: Callable[[Any, list[tuple[Mapping[str, Any], Mapping[str, Any]]]], list[tuple[bool, str]]] | None = None
 
     def __post_init__(self) -> None:
@@ -130,21 +131,24 @@ class HumanStep:
     people per unit (Label Studio's overlap). ``controls(row)``: field → known answer of a control
     unit, or None. ``note``: what the paper says people did, shown as the project's description."""
 
-    name: str
-    corrects: str
-    unit_key: str
-    fields: tuple[StepField, ...]
-    display: tuple[Display, ...]
+    name: str  # the step's name (``<name>_<step>_tasks`` / ``_results``)
+    corrects: str  # the stage table whose rows are its units and whose LLM output is the prediction
+    unit_key: str  # the column naming a unit
+    fields: tuple[StepField, ...]  # the form's answers
+    display: tuple[Display, ...]  # what the form shows
+    # (row) → what the form shows (keys of ``display``; media paths relative to the data dir)
     task_data: Callable[[Mapping[str, Any]], dict[str, Any]]
+    # (row) → the LLM's answer as field → value (the prediction; the fallback)
     llm_values: Callable[[Mapping[str, Any]], dict[str, Any]]
-    sample: StepSample = field(default_factory=StepSample)
-    thresholds: Mapping[str, float] = field(default_factory=dict)
-    keep_choice: tuple[str, tuple[str, ...]] | None = None
-    annotators: int = 1
-    control: Control | None = None
+    sample: StepSample = field(default_factory=StepSample)  # which units people are asked about
+    thresholds: Mapping[str, float] = field(default_factory=dict)  # field → the paper's minimum rating kept
+    keep_choice: tuple[str, tuple[str, ...]] | None = None  # (field, values): a choice that keeps the unit
+    annotators: int = 1  # people per unit (Label Studio's overlap)
+    control: Control | None = None  # the control questions screening annotators
+    # (row) → field → known answer of a control unit, or None
     controls: Callable[[Mapping[str, Any]], dict[str, Any] | None] | None = None
-    note: str = ""
-    instruction: str = ""
+    note: str = ""  # what the paper says people did (the project's description)
+    instruction: str = ""  # the header line above the form
     # The recipe stages that read the step's result, in order (the next stage and what follows it up
     # to the items): protocol_sensor re-runs them for the batches whose units people decided anew.
     read_by: tuple[str, ...] = ()
@@ -154,7 +158,7 @@ class HumanStep:
     # (stage rows, read(table) → rows) → the rows the form is made of, for what a join cannot say
     # (Hummus: each annotation's list of regions).
     prepare: Callable[[Any, Callable[[str], Any]], Any] | None = None
-    draft: DraftMode = DraftMode.HIDDEN
+    draft: DraftMode = DraftMode.HIDDEN  # how the LLM's draft is shown (the papers' way: hidden)
 
     def displays(self, with_draft: bool) -> tuple[Display, ...]:
         """The displays of a form that shows the draft (``with_draft``) or not."""

@@ -104,9 +104,9 @@ class Consequence:
     for ``regenerate`` the item column (or ``labels.<field>``) equal to the stage's
     ``LLMRequest.item_id`` (``forge/review/regenerate.py``)."""
 
-    action: Action
+    action: Action  # what the reason does next
     stage: str | None = None  # regenerate: the recipe asset that made the faulted field
-    key: str = "unit_id"
+    key: str = "unit_id"  # the item column (or labels.<field> / extra.<field>) naming the unit or the stage's item id
     names: str = ""  # drop_source: the unit the key names, in words ("" = the clip / image)
     # regenerate: item category -> the stage that made that category's field instead (ViMU: the OE
     # reference answer is written by vimu_questions, the RM/SV/EG gold by vimu_annotations)
@@ -157,10 +157,10 @@ class EditChecks:
     resolve (the export gate's too, which has no model) decides the edit alike. The check fills
     ``record`` (kept on the verdict row) and ``notes`` (the verdict's ``edit_note``)."""
 
-    nli: NLIBackend | None = None
-    recorded: dict[str, Any] = field(default_factory=dict)
-    record: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    nli: NLIBackend | None = None  # the stage's NLI backend; None where the caller has none
+    recorded: dict[str, Any] = field(default_factory=dict)  # what an earlier read of the verdict measured
+    record: dict[str, Any] = field(default_factory=dict)  # filled by the check: kept on the verdict row
+    notes: list[str] = field(default_factory=list)  # filled by the check: the verdict's edit_note
 
 
 @dataclass(frozen=True)
@@ -169,14 +169,14 @@ class ReviewSpec:
     ``reviewers`` and ``splits`` per benchmark or per settings profile (the demo's profile
     sets the policy to ``advisory``)."""
 
-    media: Media = Media.IMAGE
+    media: Media = Media.IMAGE  # what the reviewer looks at
     reviewers: int = 1  # accepted verdicts an item needs (Label Studio's overlap)
     splits: tuple[str, ...] = ()  # splits that need review; () = every split
-    policy: ReviewPolicy = ReviewPolicy.REQUIRED
+    policy: ReviewPolicy = ReviewPolicy.REQUIRED  # what review does to the export
     show_gold: bool = True  # mark the gold option / answer for the reviewer
-    editable: tuple[str, ...] = ("question", "options", "answer")
+    editable: tuple[str, ...] = ("question", "options", "answer")  # fields a reviewer may correct (EDITABLE_FIELDS)
     boxes: bool = False  # draw the item's boxes (labels.boxes) on the image, editable
-    reasons: tuple[str, ...] = DEFAULT_REASONS
+    reasons: tuple[str, ...] = DEFAULT_REASONS  # the fixed list of reject reasons a reviewer picks from
     limits: FieldLimits = FieldLimits()  # most characters per typed field (form and reader)
     human_answers: int = 1  # blind answers per test item for the human baseline
     note: str = ""  # the paper's procedure, for the card
@@ -186,10 +186,10 @@ class ReviewSpec:
     # The recipe's own rules for what follows an edit (forge/review/consequences.py), so an edited
     # item reads as the recipe would have built it: ``follow_edit(original, edited)`` -> the edited
     # item with the fields that follow (Hummus: a Classification answer sets labels.verdict, category
-    # and references); ``recipe_drops(current items)`` -> {item: (why, the item that decided it)} for
-    # items the recipe would not build from the current revisions (Hummus: the detail items of a pair
-    # whose verdict is now No).
+    # and references).
     follow_edit: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
+    # ``recipe_drops(current items)`` -> {item: (why, the item that decided it)} for items the recipe
+    # would not build from the current revisions (Hummus: the detail items of a pair whose verdict is now No).
     recipe_drops: Callable[[Any], dict[str, tuple[str, str]]] | None = None
     # the review sensor's run also re-exports (a new version only when the content changed); off:
     # publishing stays the user's step (the export shows Unsynced after a review either way)

@@ -7,7 +7,8 @@ A ``BenchmarkSpec`` is plain data plus a few callables. The shared stages read i
   (text-only) filter policy (drop / report / off, per item or per pool, trial budget);
 * exports: card sections and the recipe config shown on the card;
 * evaluations (``forge/evals``): settings, reply kinds per task, the request builder, the
-  setting scorer, the primary metric, judge / similarity needs, report slices and plots;
+  setting scorer, the primary metric, judge / similarity needs, report slices and plots, the
+  evaluations beside the models (a paper's own baseline) and the paper report's figures;
 * the Dagster layer: group, owners, the recipe asset that writes the items table.
 * human review (``forge/review``): what a reviewer sees and answers, how many reviewers, which
   splits, and whether review gates the export (``ReviewSpec``).
@@ -100,7 +101,7 @@ class BlindPolicy:
     ``action`` and ``trials`` (a documented deviation), never the unit."""
 
     action: BlindAction = BlindAction.REPORT  # no paper filters on a text-only model; drop is opt-in
-    unit: BlindUnit = BlindUnit.ITEM
+    unit: BlindUnit = BlindUnit.ITEM  # what one verdict is about; the paper's, no config changes it
     trials: int | None = None  # None: the ``config/splits.yaml`` default
 
 
@@ -115,8 +116,8 @@ class SplitPolicy:
     ``sizes``: the paper's split sizes (None: ``config/splits.yaml`` defaults apply).
     """
 
-    sizes: Mapping[str, int | float | str] | None = None
-    unit_key: str | None = None
+    sizes: Mapping[str, int | float | str] | None = None  # the paper's split sizes; None: config/splits.yaml
+    unit_key: str | None = None  # a ``labels`` key whose items are kept whole (MAIA: ``question_id``)
 
 
 class TextReference(enum.StrEnum):
@@ -138,8 +139,30 @@ class PartOrder:
     """The order of image and text parts as the paper's official script sends them, and the
     file (and function) it is read from (docs/evals.md "Order of parts")."""
 
-    images: ImagePlacement
-    source: str
+    images: ImagePlacement  # where the image parts go, relative to the text
+    source: str  # the official file (and function) the order is read from
+
+
+@dataclass(frozen=True)
+class ExtraEval:
+    """An evaluation the paper reports beside the models of config/models.yaml (e.g. a baseline
+    that is no chat model). The shared factory (assets/evals/baselines.py) makes one asset
+    ``<paper>_<name>`` after ``<paper>_export`` for each: it reads the benchmark's
+    config/evals.yaml block, loads the evaluated export's items, and writes the rows
+    ``evaluate`` returns to ``eval_predictions`` / ``eval_scores`` (part ``<model>__<paper>``);
+    the paper report runs after it and knows its ``settings``."""
+
+    name: str  # asset ``<paper>_<name>``
+    model: str  # its model on the leaderboard
+    settings: tuple[str, ...]  # the settings its rows carry
+    code_version: str  # the asset's code version
+    description: str  # the asset's description
+    # (the benchmark's config/evals.yaml block) → its settings, or None: not configured, nothing runs
+    configure: Callable[[Mapping[str, Any]], Any]
+    how_to_configure: str  # the message when ``configure`` returns None (logged, in metadata)
+    # (spec, items, split, settings, bootstrap n, seed) → (eval_predictions rows, eval_scores rows,
+    # metadata figures)
+    evaluate: Callable[..., tuple[Any, Any, Mapping[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -164,11 +187,14 @@ class EvalSpec:
     ``judge_variables``, ``read_judgement`` and ``judge_failed_call`` replace those steps.
     """
 
-    kinds: Mapping[str, str]
-    build_request: Callable[..., Any]
+    kinds: Mapping[str, str]  # task → how a reply is parsed (mcq, multi, yesno, text, ...)
+    build_request: Callable[..., Any]  # (RequestContext) → the paper's request for one item × setting
+    # (setting, g, sc, primary, options) → adds the aggregate rows of one setting (the paper's rules
+    # with every scoring option off; assets/recipes/<paper>/logic/scoring.py)
     score_setting: Callable[..., None]
-    primary_metric: str
+    primary_metric: str  # the leaderboard's metric
     prompts_dir: Path | None = None  # None: the package's eval_prompts/
+    # settings when config/evals.yaml has none (the file wins key by key); {}: the package's evals.yaml
     defaults: Mapping[str, Any] = field(default_factory=dict)
     judge_prompt: str | None = None  # open-ended answers judged by the `llm` resource's model
     similarity: bool = False  # needs the embedder (similarity / overlap scores)
@@ -212,6 +238,11 @@ class EvalSpec:
     # Tables that need the predictions (e.g. a comparison on the items every model answered):
     # (scores, predictions) → metadata name → DataFrame.
     report_prediction_tables: Callable[[Any, Any], Mapping[str, Any]] | None = None
+    # Evaluations beside the configured models (``ExtraEval``): each its own asset, before the paper report.
+    extra_evals: tuple[ExtraEval, ...] = ()
+    # The paper report's figures drawn from the predictions: (eval_predictions rows, out dir) →
+    # (Markdown, PNG paths); None: the report draws the published tables' figures only.
+    paper_figures: Callable[[Any, Path], tuple[str, list[Path]]] | None = None
 
     def order_for(self, setting: str) -> PartOrder | None:
         """The declared order of parts of ``setting`` (None: none declared, images after the text)."""
@@ -229,10 +260,11 @@ class GoldRules:
     imported row with the same text key (whatever its task). ``default_fields``: the fields a bare
     ``enabled: true`` switches on. The module of ``match_key`` is part of the step's version."""
 
-    match_key: Callable[[dict[str, Any]], tuple[str, str] | None]
-    fields: Mapping[str, tuple[str, ...]]
-    default_fields: tuple[str, ...] = ()
-    labels_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    match_key: Callable[[dict[str, Any]], tuple[str, str] | None]  # (row) → (text key, task key) or None
+    fields: Mapping[str, tuple[str, ...]]  # gold field → the tasks whose answer columns it replaces
+    default_fields: tuple[str, ...] = ()  # the fields a bare ``enabled: true`` switches on
+    labels_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # gold field → labels keys copied
+    # gold field → ``extra`` keys copied from any imported row with the same text key
     extra_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
@@ -242,8 +274,8 @@ class PaperCard:
     limitations of this rebuild (forge/export/hub.py, forge/export/card.py)."""
 
     citation: str  # BibTeX
-    measures: str
-    limitations: str
+    measures: str  # what the benchmark measures
+    limitations: str  # the limitations of this rebuild
 
 
 @dataclass(frozen=True)
@@ -254,11 +286,11 @@ class BenchmarkSpec:
     title: str  # the paper's name, for cards and docs
     group: str  # Dagster group of its recipe assets
     recipe_assets: tuple[str, ...]  # its recipe assets, last one writes ``items_table``
-    eval: EvalSpec
-    options: OptionPolicy = OptionPolicy.BALANCE
-    blind: BlindPolicy = field(default_factory=BlindPolicy)
-    split: SplitPolicy = field(default_factory=SplitPolicy)
-    owners: tuple[str, ...] = ("team:recipes",)
+    eval: EvalSpec  # how the evaluation stage runs and scores it
+    options: OptionPolicy = OptionPolicy.BALANCE  # may the gate move the correct option?
+    blind: BlindPolicy = field(default_factory=BlindPolicy)  # the text-only probe
+    split: SplitPolicy = field(default_factory=SplitPolicy)  # split sizes and the unit kept whole
+    owners: tuple[str, ...] = ("team:recipes",)  # Dagster owners of its recipe assets
     # The paper's package (its spec's ``__package__``); the defaults below come from its folder.
     package: str | None = None
     contracts_dir: Path | None = None  # None: the package's contracts/ (else data_contracts/)
@@ -280,7 +312,7 @@ class BenchmarkSpec:
     # item, splits reviewed, the policy that gates the export.
     review: ReviewSpec = field(default_factory=ReviewSpec)
     # Human protocol steps (forge/protocol, docs/review.md "Protocol steps"): what people did in the paper
-    # whose output a recipe stage reads, with the LLM's output as their suggestion.
+    # whose output a recipe stage reads, with the LLM's output as their draft (shown as ``HumanStep.draft`` says).
     human_steps: tuple[HumanStep, ...] = ()
 
     def __post_init__(self) -> None:

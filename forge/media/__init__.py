@@ -1,0 +1,2 @@
+"""Media in and out of the pipeline: sources, downloads, the inbox, clips, frames, audio and transcripts,
+image and frame hashing, near-duplicates, OCR (docs/ingest.md)."""

@@ -16,28 +16,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from forge.layers import LAYERS  # the one list of floors (scripts/gen_docs.py draws the house from it)
 
-# Lowest first; packages on one line share a floor and do not import each other. Every package is named.
-LAYERS: list[tuple[str, ...]] = [
-    ("storage",),  # tables, catalog, contracts (handed the benchmark names: forge/benchmarks/registry.py)
-    ("provenance",),  # hashes, lineage, the recorded environment
-    ("llm",),  # the engine, its backends and cache
-    ("models",),  # the model protocols (NLI's among them), weights, runtimes
-    ("checks", "scale", "labelstudio"),  # text, language, NLI, MCQ checks; the Ray pool; the review server
-    ("vision", "media"),
-    ("benchmarks",),  # the spec, the registry, recipe settings
-    ("items",),
-    ("releases",),
-    ("gold",),
-    ("splits",),
-    ("gates",),
-    ("protocol",),
-    ("review",),
-    ("export",),
-    ("evals",),
-    ("console",),  # the build summary and catalog queries
-]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _rank(layers: list[tuple[str, ...]]) -> dict[str, int]:
