@@ -1,5 +1,6 @@
 """Model evaluations (group ``evals``): one asset per benchmark partitioned by model, one report per benchmark,
-the paper's own tables per benchmark (``<paper>_paper_report``), MAIA's unimodal baseline and the judge
+the paper's own tables per benchmark (``<paper>_paper_report``), the evaluations a paper declares
+beside the models (``EvalSpec.extra_evals``, e.g. MAIA's unimodal baseline) and the judge
 checked against people (``<name>_judge_tasks`` → ``<name>_judge_validation``); the human steps'
 agreement and workload views (``assets/evals/human_steps.py``)."""
 

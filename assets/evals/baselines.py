@@ -1,5 +1,7 @@
-"""Paper baselines that are not models of config/models.yaml: MAIA's unimodal baseline
-(forge/evals/unimodal.py), model ``unimodal`` on the leaderboard (part ``unimodal__maia``)."""
+"""Evaluations a paper reports beside the models of config/models.yaml (``EvalSpec.extra_evals``,
+e.g. a baseline that is no chat model): one asset ``<paper>_<name>`` each, after the paper's
+export, writing ``eval_predictions`` / ``eval_scores`` part ``<model>__<paper>``. The paper's
+package holds what it computes; this factory only wires it."""
 
 # No `from __future__ import annotations`: Dagster reads the `context` annotation at definition time.
 import time
@@ -7,79 +9,66 @@ import time
 import dagster as dg
 
 from assets.common import contract_check_specs, publish, table_metadata
-from forge.benchmarks.registry import resolve
-from forge.evals import unimodal as um
+from forge.benchmarks import registry
+from forge.benchmarks.spec import BenchmarkSpec, ExtraEval
 from forge.evals.config import benchmark_block, load_eval_config
 from forge.evals.pipeline import load_export, select_items
 from resources.storage import StorageResource
 
-VERSION = "unimodal-1"
-NAME = "maia_unimodal_eval"
+TABLES = ["eval_predictions", "eval_scores"]
 
 
 def _skipped(why: str) -> dg.MaterializeResult:
     """Nothing evaluated, nothing written: the contract checks hold on the unchanged tables."""
-    checks = [
-        dg.AssetCheckResult(check_name=f"contract_{t}", passed=True, metadata={"skipped": why})
-        for t in ("eval_predictions", "eval_scores")
-    ]
+    checks = [dg.AssetCheckResult(check_name=f"contract_{t}", passed=True, metadata={"skipped": why}) for t in TABLES]
     return dg.MaterializeResult(metadata={"skipped": why}, check_results=checks)
 
 
-def baseline_defs() -> dg.Definitions:
-    spec = resolve("maia")  # the one lookup: the asset passes the spec down
+def _extra_eval_asset(spec: BenchmarkSpec, extra: ExtraEval) -> dg.AssetsDefinition:
+    name = spec.asset(extra.name)
 
     @dg.asset(
-        name=NAME,
+        name=name,
         group_name="evals",
         kinds={"python"},
-        deps=[dg.AssetDep("maia_export")],
-        code_version=VERSION,
-        check_specs=contract_check_specs(NAME, ["eval_predictions", "eval_scores"]),
-        metadata=table_metadata(["eval_predictions", "eval_scores"]),
-        description="MAIA §4.3 unimodal baseline: each true/false statement pair of the exported test items "
-        "scored by local causal LMs (minicons, mean token log-probability, App. B); the more probable "
-        "statement over all configured models is the answer. Model `unimodal`, setting `text_only`, on the "
-        "leaderboard (primary: pool consistency, Table 1). Skipped with a message when no local model is "
-        "configured (`benchmarks.maia.unimodal.models` or SUBTEXT_MAIA_UNIMODAL_MODELS).",
+        deps=[dg.AssetDep(spec.asset("export"))],
+        code_version=extra.code_version,
+        check_specs=contract_check_specs(name, TABLES),
+        metadata=table_metadata(TABLES),
+        description=extra.description,
     )
     def _asset(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         store = storage.store
         cfg = load_eval_config()
         bcfg = benchmark_block(cfg, spec)
-        ucfg = um.unimodal_config(bcfg.get("unimodal"))
-        if ucfg is None:
-            # no model, no rows: the recorded baseline (if any) stays as it was
-            context.log.warning(um.HOW_TO_CONFIGURE)
-            return _skipped(um.HOW_TO_CONFIGURE)
+        settings = extra.configure(bcfg)
+        if settings is None:
+            # not configured, no rows: what it recorded before (if anything) stays as it was
+            context.log.warning(extra.how_to_configure)
+            return _skipped(extra.how_to_configure)
         pub = load_export(store.data_dir / "exports", spec, bcfg["export_version"])
         if pub.items.empty:
-            return _skipped(pub.note or "the MAIA export has no items")
+            return _skipped(pub.note or f"the {spec.title} export has no items")
         items, _, split = select_items(spec, pub.items, None, bcfg["split"])
         b = cfg.get("bootstrap") or {}
-        preds = um.unimodal_predictions(items.assign(split=split), ucfg)
-        scores = um.unimodal_scores(spec, preds, items, int(b.get("n", 1000)), int(b.get("seed", 0)))
+        preds, scores, figures = extra.evaluate(
+            spec, items, split, settings, int(b.get("n", 1000)), int(b.get("seed", 0))
+        )
         for frame in (preds, scores):
             if len(frame):
                 frame["export_version"] = pub.version
         if len(preds):
             preds = preds.assign(n_images=0, cached=False)
-        part = f"{um.MODEL}__maia"
-        md = {
-            "models": ", ".join(ucfg.models),
-            "pairs": len(preds),
-            "export_version": pub.version,
-            "split": split,
-        }
-        if len(scores):
-            main = scores[(scores["slice"] == "all")].set_index("metric")["value"]
-            md.update({f"{m}": float(main[m]) for m in ("sv_accuracy", "pool_consistency") if m in main})
+        md = {**figures, "export_version": pub.version, "split": split}
+        part = f"{extra.model}__{spec.name}"
         return publish(
-            store,
-            {"eval_predictions": {part: preds}, "eval_scores": {part: scores}},
-            metadata=md,
-            started=t0,
+            store, {t: {part: f} for t, f in zip(TABLES, (preds, scores), strict=True)}, metadata=md, started=t0
         )
 
-    return dg.Definitions(assets=[_asset])
+    return _asset
+
+
+def baseline_defs(specs: tuple[BenchmarkSpec, ...] | None = None) -> dg.Definitions:
+    specs = specs if specs is not None else registry.specs()
+    return dg.Definitions(assets=[_extra_eval_asset(s, e) for s in specs for e in s.eval.extra_evals])

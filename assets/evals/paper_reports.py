@@ -2,7 +2,9 @@
 (every model on the leaderboard a row, the human baseline where the paper has one) beside the
 paper's published figures (``assets/recipes/<paper>/published.yaml``; forge/evals/paper_report.py).
 Written to ``data/exports/<paper>/paper_report/paper_report.md`` (+ PNG figures) and shown as
-asset metadata."""
+asset metadata. What a paper adds is declared on its spec: the evaluations beside the models it
+runs after (``EvalSpec.extra_evals``) and the figures it draws from the predictions
+(``EvalSpec.paper_figures``)."""
 
 # No `from __future__ import annotations`: Dagster reads the `context` annotation at definition time.
 import importlib
@@ -17,12 +19,7 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import paper_report as pr
 from forge.evals.config import load_eval_config, settings_for
 from forge.evals.pipeline import load_export
-from forge.evals.unimodal import SETTING as UNIMODAL_SETTING
 from resources.storage import StorageResource
-
-# Figures that need predictions, per paper: module (in the paper's package) → function(preds, out_dir)
-FIGURES = {"vimu": ("logic.error_analysis", "paper_figures")}
-EXTRA_DEPS = {"maia": ["maia_unimodal_eval"]}
 
 
 def published_path(spec: BenchmarkSpec) -> Path:
@@ -52,16 +49,15 @@ def build_paper_report(
     export versions evaluated (``evaluated``)."""
     path = published_path(spec)
     paper = pr.load_published(path) if path.is_file() else pr.PaperTables((), pr.load_published_empty())
-    known = {s.name for s in settings_for(load_eval_config(), spec)} | {UNIMODAL_SETTING}
+    extra = {s for e in spec.eval.extra_evals for s in e.settings}
+    known = {s.name for s in settings_for(load_eval_config(), spec)} | extra
     md, cells = pr.paper_report(spec.title, paper, scores, known, what)
     paths: list[Path] = []
     if paper.figures:
         text, paths = pr.draw_figures(paper, cells, out_dir)
         md += "\n## Figures\n\n" + text + "\n"
-    if spec.name in FIGURES and preds is not None and len(preds):
-        module, fn = FIGURES[spec.name]
-        figs = getattr(importlib.import_module(f"{spec.package}.{module}"), fn)
-        text, more = figs(preds, out_dir)
+    if spec.eval.paper_figures is not None and preds is not None and len(preds):
+        text, more = spec.eval.paper_figures(preds, out_dir)
         paths += more
         md += "\n## Figures from the predictions\n\n" + text + "\n"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -76,7 +72,7 @@ def _paper_report_asset(spec: BenchmarkSpec):
     @dg.asset(
         name=name,
         group_name="evals",
-        deps=[dg.AssetDep(spec.asset("eval")), *[dg.AssetDep(d) for d in EXTRA_DEPS.get(bench, [])]],
+        deps=[dg.AssetDep(spec.asset("eval")), *[dg.AssetDep(spec.asset(e.name)) for e in spec.eval.extra_evals]],
         automation_condition=REPORT,
         kinds={"python"},
         description=f"{spec.title}: the paper's own tables (same rows, columns, aggregation and rounding) with every "
@@ -91,7 +87,7 @@ def _paper_report_asset(spec: BenchmarkSpec):
             else pd.DataFrame(columns=["model", "setting", "metric", "slice", "value"])
         )
         preds = None
-        if bench in FIGURES and store.exists("eval_predictions"):
+        if spec.eval.paper_figures is not None and store.exists("eval_predictions"):
             preds = store.read(
                 "eval_predictions",
                 where="benchmark = ?",

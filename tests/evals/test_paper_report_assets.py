@@ -1,8 +1,11 @@
-"""The Dagster assets of issue 46 materialized on a catalog: the MAIA unimodal baseline skips with
-its configuration message when no model is configured; a paper report reads eval_scores, writes its
-Markdown into the export folder and shows it as metadata."""
+"""The Dagster assets of issue 46 materialized on a catalog: a paper report reads eval_scores, writes
+its Markdown into the export folder and shows it as metadata; an evaluation a spec declares beside
+the models (``EvalSpec.extra_evals``) gets its own asset, and the paper report runs after it. MAIA's
+own baseline is tested beside its paper (tests/recipes/maia/test_maia_unimodal_report.py)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import dagster as dg
 import pandas as pd
@@ -10,24 +13,14 @@ import pandas as pd
 from assets.common import publish
 from assets.evals.baselines import baseline_defs
 from assets.evals.paper_reports import paper_report_defs
+from forge.benchmarks import registry
 from forge.benchmarks.registry import resolve
-from forge.evals import unimodal as um
+from forge.benchmarks.spec import ExtraEval
 from resources.storage import StorageResource
 
 
 def _assets(defs: dg.Definitions, name: str):
     return next(a for a in defs.assets if name in {k.to_user_string() for k in a.keys})
-
-
-def test_unimodal_skipped_without_a_model(tmp_path, monkeypatch):
-    monkeypatch.delenv(um.ENV_MODELS, raising=False)
-    res = dg.materialize(
-        [_assets(baseline_defs(), "maia_unimodal_eval")],
-        resources={"storage": StorageResource(data_dir=str(tmp_path))},
-        raise_on_error=True,
-    )
-    md = res.asset_materializations_for_node("maia_unimodal_eval")[0].metadata
-    assert md["skipped"].value == um.HOW_TO_CONFIGURE
 
 
 def test_iibench_paper_report_asset(tmp_path):
@@ -61,3 +54,39 @@ def test_iibench_paper_report_asset(tmp_path):
     assert "| GPT-4o | 72.6 (paper 72.6, Δ +0.0) · n=10 |" in md["report"].value  # the n behind the cell
     assert "- Overall: n = 10 here, 1399 in the paper's header" in md["report"].value
     assert md["cells_flagged"].value == 0
+
+
+def _coin(spec, items, split, cfg, n_boot, seed):
+    raise AssertionError("not configured: never called")
+
+
+COIN = ExtraEval(
+    name="coin_eval",
+    model="coin",
+    settings=("blind",),
+    code_version="coin-1",
+    description="a coin toss per item",
+    configure=lambda block: block.get("coin"),
+    how_to_configure="set benchmarks.<name>.coin",
+    evaluate=_coin,
+)
+
+
+def test_a_declared_extra_evaluation_gets_its_asset_before_the_paper_report(tmp_path):
+    base = resolve("iibench")
+    assert base.eval.extra_evals == ()  # a paper that declares none gets no such asset
+    assert not baseline_defs((base,)).assets
+    toy = replace(base, name="coinbench", group="coinbench", eval=replace(base.eval, extra_evals=(COIN,)))
+    with registry.registered(toy):
+        asset = _assets(baseline_defs((toy,)), "coinbench_coin_eval")
+        assert asset.code_versions_by_key[dg.AssetKey("coinbench_coin_eval")] == "coin-1"
+        assert {k.to_user_string() for k in asset.dependency_keys} == {"coinbench_export"}
+        report = _assets(paper_report_defs((toy,)), "coinbench_paper_report")
+        assert {k.to_user_string() for k in report.dependency_keys} == {"coinbench_eval", "coinbench_coin_eval"}
+        res = dg.materialize(
+            [asset], resources={"storage": StorageResource(data_dir=str(tmp_path))}, raise_on_error=True
+        )
+    md = res.asset_materializations_for_node("coinbench_coin_eval")[0].metadata
+    assert md["skipped"].value == "set benchmarks.<name>.coin"  # not configured: nothing evaluated
+    checks = res.get_asset_check_evaluations()
+    assert {c.check_name for c in checks} == {"contract_eval_predictions", "contract_eval_scores"}

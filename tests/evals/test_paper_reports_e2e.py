@@ -12,12 +12,12 @@ import dagster as dg
 
 from assets.evals.baselines import baseline_defs
 from assets.evals.paper_reports import paper_report_defs, published_path
+from assets.recipes.maia.logic import unimodal as um
 from forge.benchmarks.registry import resolve
 from forge.evals import paper_report as pr
-from forge.evals import unimodal as um
 from forge.storage import open_catalog, refresh_catalog
 from tests.evals.test_e2e import setup  # noqa: F401  (the fixture)
-from tests.evals.test_maia_unimodal import _tiny_lm
+from tests.recipes.maia.test_maia_unimodal import _tiny_lm
 
 PAPERS = ("iibench", "vimu", "vague", "maia", "hummus")
 

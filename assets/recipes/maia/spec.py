@@ -38,6 +38,7 @@ from .logic.protocol import STEPS
 from .logic.release import parse_release
 from .logic.review import member_check
 from .logic.scoring import score_setting
+from .logic.unimodal import UNIMODAL
 from .rejects import REJECTS
 
 SPEC = BenchmarkSpec(
@@ -91,6 +92,7 @@ SPEC = BenchmarkSpec(
         build_request=build_request,
         score_setting=score_setting,
         primary_metric="agg_accuracy",
+        extra_evals=(UNIMODAL,),  # §4.3 "Unimodal": the statements scored by text-only LMs (logic/unimodal.py)
         # the official repository's reading (compute_mc_scores.py: first standalone A/B) and judge
         # (compute_llm-as-a-judge.py: every reply judged as generated, against R1..R8)
         parse_reply=parse_reply,

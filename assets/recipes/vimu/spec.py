@@ -24,6 +24,7 @@ from forge.benchmarks.spec import (
     PartOrder,
 )
 
+from .logic.error_analysis import paper_figures
 from .logic.evaluation import build_request, parse_reply
 from .logic.gold import GOLD
 from .logic.release import parse_release
@@ -92,6 +93,7 @@ SPEC = BenchmarkSpec(
         },
         report_plots=plots,
         report_prediction_tables=prediction_tables,
+        paper_figures=paper_figures,  # Figs. 7 and 10 from the predictions (logic/error_analysis.py)
     ),
     paper=PaperCard(
         "@article{li2026vimu,\n  title={ViMU: Benchmarking Video Metaphorical Understanding},\n"

@@ -20,13 +20,16 @@ single highest normalised score over all configured models.
 
 Models come from local folders only (``benchmarks.maia.unimodal.models`` in config/evals.yaml
 or ``SUBTEXT_MAIA_UNIMODAL_MODELS``, paths separated by ``os.pathsep``); nothing is downloaded.
+
+``UNIMODAL`` declares it to the spec (``EvalSpec.extra_evals``): the shared factory
+(assets/evals/baselines.py) makes the asset ``maia_unimodal_eval`` of it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forge.benchmarks.spec import BenchmarkSpec
+from forge.benchmarks.spec import BenchmarkSpec, ExtraEval
 from forge.evals.scoring import Scorer, score_benchmark
 
 ENV_MODELS = "SUBTEXT_MAIA_UNIMODAL_MODELS"
@@ -58,7 +61,7 @@ class UnimodalConfig:
     bos_token: bool = False
 
 
-def unimodal_config(block: dict[str, Any] | None, env: dict[str, str] | None = None) -> UnimodalConfig | None:
+def unimodal_config(block: Mapping[str, Any] | None, env: Mapping[str, str] | None = None) -> UnimodalConfig | None:
     """The baseline's settings from ``benchmarks.maia.unimodal`` (the environment variable adds
     models); None when no model is configured. A configured path that is not a folder is an
     error: a typo must not silently drop a model from the baseline."""
@@ -175,3 +178,40 @@ def unimodal_scores(
     rows["split"] = preds["split"].dropna().iloc[0] if preds["split"].notna().any() else "all"
     rows["backend"] = MODEL
     return rows
+
+
+def configure(block: Mapping[str, Any]) -> UnimodalConfig | None:
+    """The baseline's settings from the benchmark's config/evals.yaml block (its ``unimodal`` key)."""
+    return unimodal_config(block.get("unimodal"))
+
+
+def evaluate(
+    spec: BenchmarkSpec, items: pd.DataFrame, split: str, cfg: UnimodalConfig, n_boot: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """The baseline on the evaluated items: its predictions, its scores by MAIA's own scorer, and
+    the figures shown on the asset (models, pairs, the main metrics)."""
+    preds = unimodal_predictions(items.assign(split=split), cfg)
+    if len(preds):
+        preds["benchmark"] = spec.name  # a copy of the package under another name scores as itself
+    scores = unimodal_scores(spec, preds, items, n_boot, seed)
+    md: dict[str, Any] = {"models": ", ".join(cfg.models), "pairs": len(preds)}
+    if len(scores):
+        main = scores[(scores["slice"] == "all")].set_index("metric")["value"]
+        md.update({m: float(main[m]) for m in ("sv_accuracy", "pool_consistency") if m in main})
+    return preds, scores, md
+
+
+UNIMODAL = ExtraEval(
+    name="unimodal_eval",
+    model=MODEL,
+    settings=(SETTING,),
+    code_version="unimodal-1",
+    description="MAIA §4.3 unimodal baseline: each true/false statement pair of the exported test items "
+    "scored by local causal LMs (minicons, mean token log-probability, App. B); the more probable "
+    "statement over all configured models is the answer. Model `unimodal`, setting `text_only`, on the "
+    "leaderboard (primary: pool consistency, Table 1). Skipped with a message when no local model is "
+    "configured (`benchmarks.maia.unimodal.models` or SUBTEXT_MAIA_UNIMODAL_MODELS).",
+    configure=configure,
+    how_to_configure=HOW_TO_CONFIGURE,
+    evaluate=evaluate,
+)

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from assets.recipes.maia.logic import unimodal as um
 from forge.benchmarks.registry import get
-from forge.evals import unimodal as um
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
