@@ -198,6 +198,9 @@ class ReviewSpec:
     # column, ``labels.<field>`` or ``extra.<field>`` are judged together in one task, and the export
     # takes the unit whole or not at all; None: each item is its own unit.
     unit: str | None = None
+    # Where a unit task's heading question is read (an item column, ``labels.<field>`` or
+    # ``extra.<field>`` of its first member: the question its members share); None: that member's question.
+    unit_question: str | None = None
     # The stage's own checks of an edited member, beyond the gates' contract: (edited item, original,
     # the unit's other items, ``EditChecks``) → why the edit is refused, or None (MAIA: a foil's
     # minimal edit and its NLI contradiction test).

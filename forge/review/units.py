@@ -192,7 +192,7 @@ def unit_task_data(
         return task_data(first, spec, video, kind)  # its ``members`` and ``parts`` are empty
     data = task_data(first, spec, video, kind)
     status = status or {}
-    shared = as_json(first.get("extra")).get("maia_question") or first.get("question")
+    shared = (field_value(first, spec.unit_question) if spec.unit_question else None) or first.get("question")
     notes = sorted({n for it in members for n in flags(it)})
     data.update(
         {

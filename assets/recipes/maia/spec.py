@@ -63,6 +63,7 @@ SPEC = BenchmarkSpec(
         # the export takes 8 pairs or none; a contradicting pool goes to another annotator first
         # (adjudication, fn. 7); an edited pair passes the foil stage's own checks (logic/review.py)
         unit="labels.question_id",
+        unit_question="extra.maia_question",  # the pool's open question, which every pair carries
         # §3: the manual review checked each question (the pool's); its answers, statements and foils
         # passed semi-automatic checks, hand-fixed where flagged: the pool's verdict covers them
         member_answers=MemberAnswers.UNIT_COVERS,
