@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from forge.benchmarks.registry import get
+from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import requests as rq
 from forge.evals.config import ModelSpec, Setting, benchmark_block, settings_for
 from forge.evals.pipeline import judge_rows, load_export, select_items
@@ -58,8 +58,8 @@ def judge_endpoint() -> tuple[str, str, str]:
 class ExportTask:
     """One export version of one benchmark, as the lmms-eval task sees it."""
 
-    def __init__(self, export_dir: Path, benchmark: str, split: str = "test"):
-        self.export_dir, self.spec, self.split = Path(export_dir).resolve(), get(benchmark), split
+    def __init__(self, export_dir: Path, spec: BenchmarkSpec, split: str = "test"):
+        self.export_dir, self.spec, self.split = Path(export_dir).resolve(), spec, split
         pub = load_export(self.export_dir.parent.parent, self.spec, self.export_dir.name)
         self.items = pub.items.sort_values("item_id").reset_index(drop=True)
         self.cfg: dict[str, Any] = {"benchmarks": {}, "circular": False}  # the paper's settings
@@ -205,14 +205,3 @@ def _image(img: Any) -> Any:
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
     """A row lmms-eval can log as JSON (NaN → None)."""
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-
-
-_TASKS: dict[tuple[str, str], ExportTask] = {}
-
-
-def task_for(export_dir: str | Path, benchmark: str) -> ExportTask:
-    """One ``ExportTask`` per export per process (every setting's YAML shares it)."""
-    key = (str(Path(export_dir).resolve()), benchmark)
-    if key not in _TASKS:
-        _TASKS[key] = ExportTask(Path(export_dir), benchmark)
-    return _TASKS[key]

@@ -102,14 +102,14 @@ CLOSED = {closed!r}
 
 def _task():
     root = Path(os.environ.get("SUBTEXT_FORGE_ROOT") or (EXPORT / ROOT_FROM_EXPORT)).resolve()
-    if not (root / "forge" / "evals" / "lmms_task.py").is_file():
+    if not (root / "cli" / "lmms_task.py").is_file():
         raise RuntimeError(
             f"Subtext Forge not found at {{root}}: set SUBTEXT_FORGE_ROOT to the project checkout "
             "(its scorers score this task; the lmms-eval environment needs its light deps: see the card)"
         )
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    from forge.evals.lmms_task import task_for
+    from cli.lmms_task import task_for
 
     return task_for(EXPORT, BENCHMARK)
 

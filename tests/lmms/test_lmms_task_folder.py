@@ -45,7 +45,7 @@ def test_vague_folder_holds_expressible_settings_and_the_card_says_why_others_ar
     group = yaml.safe_load((folder / "subtext_vague_v1.yaml").read_text())
     assert group["task"] == names[1:]
     utils = (folder / "utils.py").read_text()
-    assert "from forge.evals.lmms_task import task_for" in utils and "def extract" not in utils
+    assert "from cli.lmms_task import task_for" in utils and "def extract" not in utils
     card = (out.path / "README.md").read_text()
     assert "lmms-eval --model openai" in card and "--include_path exports/vague/v1/lmms" in card
     for left_out in ("`SM`: two requests per item", "`SM+CoT`: two requests", "`LM-free-form`: free-form"):
@@ -63,7 +63,7 @@ def test_stub_export_writes_no_task_folder_unless_forced(tmp_path):
 @pytest.fixture
 def maia(tmp_path):
     publish_items(tmp_path, "maia", build_items(tmp_path)["maia"])
-    return ExportTask(tmp_path / "exports" / "maia" / "v1", "maia")
+    return ExportTask(tmp_path / "exports" / "maia" / "v1", get("maia"))
 
 
 def test_open_ended_without_judge_endpoint_fails_with_a_clear_message(maia, monkeypatch):
