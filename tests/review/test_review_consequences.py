@@ -34,7 +34,8 @@ EXPECTED = {
     "vague": {"wrong_gold": ("regenerate", "vague_direct"), "ambiguous": ("regenerate", "vague_indirect")},
     "iibench": {"wrong_gold": ("regenerate", "iibench_items"), "no_implicit_meaning": ("drop_source", None)},
     "hummus": {"wrong_gold": ("regenerate", "hummus_annotations"), "other": ("drop_item", None)},
-    "maia": {"wrong_gold": ("regenerate", "maia_answer_pools")},
+    # MAIA: a pair's fault goes to the stage that made the faulty field (issue #54): its statement, or its foil
+    "maia": {"wrong_gold": ("regenerate", "maia_statements"), "ambiguous": ("regenerate", "maia_foils")},
 }
 
 
