@@ -129,13 +129,34 @@ def command(s: Server) -> tuple[list[str], dict[str, str]]:
     return cmd, env
 
 
+# Ignored and blocked signals survive exec: a server started from a process that ignores or blocks
+# SIGTERM / SIGINT (a supervisor, or a test worker after a library blocked them, which cost the
+# suite 30-120 s a stop) would never stop. The command runs behind this shim, which resets both
+# and execs it in place (same pid); no preexec_fn, which is unsafe beside the start threads.
+_DEFAULT_SIGNALS = (
+    "import os, signal, sys; s = {signal.SIGTERM, signal.SIGINT}; signal.pthread_sigmask(signal.SIG_UNBLOCK, s); "
+    "[signal.signal(x, signal.SIG_DFL) for x in s]; os.execvp(sys.argv[1], sys.argv[1:])"
+)
+
+
+def with_default_signals(cmd: list[str]) -> list[str]:
+    """``cmd`` run with SIGTERM and SIGINT at their defaults, whatever this process has."""
+    return [sys.executable, "-c", _DEFAULT_SIGNALS, *cmd]
+
+
 def launch(s: Server, out: int | TextIO) -> subprocess.Popen:
     """The server process, with a private umask: every file Label Studio makes is the owner's."""
     s.document_root.mkdir(parents=True, exist_ok=True)  # Label Studio serves nothing from a missing root
     pin_version_info()
     cmd, env = command(s)
     return subprocess.Popen(
-        cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, umask=0o077, cwd=s.home
+        with_default_signals(cmd),
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        umask=0o077,
+        cwd=s.home,
     )
 
 

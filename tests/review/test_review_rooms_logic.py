@@ -8,6 +8,7 @@ import _thread
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -123,7 +124,12 @@ def _dummy(monkeypatch, tmp_path, lives: list[float]) -> list[subprocess.Popen]:
     started: list[subprocess.Popen] = []
 
     def launch(s, out):
-        p = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({lives[len(started)]})"], stdout=out)
+        p = subprocess.Popen(
+            review_server.with_default_signals(
+                [sys.executable, "-c", f"import time; time.sleep({lives[len(started)]})"]
+            ),
+            stdout=out,
+        )
         started.append(p)
         return p
 
@@ -147,3 +153,26 @@ def test_one_instance_ending_stops_the_other(tmp_path, monkeypatch):
     servers = [server(tmp_path, create=True), blind_server(tmp_path, create=True)]
     assert review_server.serve(servers, tmp_path) == 0  # the first exited with 0
     assert all(p.poll() is not None for p in started)
+
+
+def test_a_server_stops_on_sigterm_even_when_its_parent_ignores_and_blocks_it():
+    """Ignored and blocked signals survive exec; the launch shim resets both (a test worker once
+    had SIGTERM blocked, and every Label Studio stop then waited out its timeout)."""
+    probe = (
+        "import signal; print(signal.getsignal(signal.SIGTERM), sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])))"
+    )
+    old_handler = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        plain = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+        shimmed = subprocess.run(
+            review_server.with_default_signals([sys.executable, "-c", probe]),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        signal.signal(signal.SIGTERM, old_handler)
+    assert plain.split()[0] == str(int(signal.SIG_IGN))  # what a plain child inherits (SIG_IGN)
+    assert shimmed.split()[0] == str(int(signal.SIG_DFL)) and shimmed.strip().endswith("[]")
