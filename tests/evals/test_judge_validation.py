@@ -84,9 +84,9 @@ def test_too_few_answers_say_why():
 
 
 def test_the_reader_refuses_what_is_not_one_label():
-    pick = lambda *v: [
-        {"from_name": jv.CONTROL, "to_name": "instruction", "type": "choices", "value": {"choices": list(v)}}
-    ]  # noqa: E731
+    def pick(*v):
+        return [{"from_name": jv.CONTROL, "to_name": "instruction", "type": "choices", "value": {"choices": list(v)}}]
+
     assert jv.read_label(pick("Correct"), LABELS) == ("Correct", None)
     assert jv.read_label([], LABELS)[1].startswith("empty_answer")
     assert jv.read_label(pick("Correct", "Incorrect"), LABELS)[1].startswith("several_choices")

@@ -163,7 +163,9 @@ def test_open_ended_human_answers_are_judged_by_the_benchmark_judge(
         if (body.get("response_format") or {}).get("json_schema", {}).get("name") == "eval_maia_oe_judge":
             answer = body["messages"][-1]["content"]
             answer = answer if isinstance(answer, str) else " ".join(p.get("text", "") for p in answer)
-            return {"label": "Correct" if "rain" in answer.split("Candidate Answer: ")[-1].split("\n")[0] else "Incorrect"}
+            return {
+                "label": "Correct" if "rain" in answer.split("Candidate Answer: ")[-1].split("\n")[0] else "Incorrect"
+            }
         return None
 
     llm_double.responder = judge

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import av
@@ -142,9 +143,17 @@ def test_make_review_runs_both_and_ctrl_c_stops_both(tmp_path, monkeypatch):
     monkeypatch.setenv("SUBTEXT_REVIEW_CONFIG", str(tmp_path / "none.yaml"))
     started = _dummy(monkeypatch, tmp_path, [60, 60])
     servers = [server(tmp_path, create=True), blind_server(tmp_path, create=True)]
-    threading.Timer(1.0, _thread.interrupt_main).start()
-    assert review_server.serve(servers, tmp_path) == 0
+    # A test worker may run with another SIGINT handler (pytest-xdist's): the one a terminal gives
+    # `make review` raises KeyboardInterrupt, and without it this test waited out the 60 s children.
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        t0 = time.monotonic()
+        threading.Timer(1.0, _thread.interrupt_main).start()
+        assert review_server.serve(servers, tmp_path) == 0
+    finally:
+        signal.signal(signal.SIGINT, old)
     assert len(started) == 2 and all(p.poll() is not None for p in started)
+    assert time.monotonic() - t0 < 30  # Ctrl-C stopped them, not the children's own 60 s
 
 
 def test_one_instance_ending_stops_the_other(tmp_path, monkeypatch):
