@@ -54,13 +54,17 @@ def test_hostile_checkpoint_named_like_a_reference_file_is_refused(tmp_path):
     assert not marker.exists()
 
 
-def test_easyocr_reader_leaves_sys_path_and_tmp_alone(monkeypatch):
+def test_easyocr_reader_leaves_sys_path_and_tmp_alone(monkeypatch, tmp_path):
     import tempfile
 
     import forge.media.ocr_reader as ocr_reader
     from resources.ocr import OCRResource
 
     monkeypatch.setattr(ocr_reader, "_READERS", {})  # build a fresh reader in this test
+    # A temp dir of this test's own: the other test worker's OCR readers make (and remove) theirs
+    # in the shared /tmp meanwhile, and one seen mid-life failed this test in a full run.
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     before = list(sys.path)
     tmp_before = set(os.listdir(tempfile.gettempdir()))
     OCRResource(gpu=False).reader()
