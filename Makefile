@@ -100,7 +100,7 @@ ui: setup
 # under $(SUBTEXT_DATA_DIR)/review/blind-studio. Ctrl-C stops both.
 review: setup
 	bash scripts/ensure_review.sh
-	$(PY) -m forge.labelstudio.server --data-dir $(SUBTEXT_DATA_DIR) $(if $(PORT),--port $(PORT)) $(if $(BLIND_PORT),--blind-port $(BLIND_PORT))
+	$(PY) -m forge.people.server --data-dir $(SUBTEXT_DATA_DIR) $(if $(PORT),--port $(PORT)) $(if $(BLIND_PORT),--blind-port $(BLIND_PORT))
 
 validate: setup
 	$(PY) -m dagster definitions validate -w workspace.yaml

@@ -10,7 +10,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("provenance",),  # hashes, lineage, the recorded environment
     ("llm",),  # the engine, its backends and cache
     ("models",),  # the model protocols (NLI's among them), weights, runtimes
-    ("checks", "scale", "labelstudio"),  # text, language, NLI, MCQ checks; the Ray pool; the review server
+    (
+        "checks",
+        "scale",
+        "people",
+    ),  # text, language, NLI, MCQ checks; the Ray pool; the people loop's core (Label Studio, tasks, ledger, agreement)
     ("vision", "media"),
     ("benchmarks",),  # the spec, the registry, recipe settings
     ("items",),

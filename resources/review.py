@@ -1,9 +1,9 @@
 """Label Studio, the human-review tool (docs/review.md): where it listens and its API token.
 
-Unset fields come from ``forge.labelstudio.config.server``: ``SUBTEXT_REVIEW_URL`` /
+Unset fields come from ``forge.people.config.server``: ``SUBTEXT_REVIEW_URL`` /
 ``SUBTEXT_REVIEW_TOKEN`` from the environment, else what ``make review`` set up for the data dir
 (127.0.0.1:8080, the generated admin token in ``<data dir>/review/admin.json``). The blind
-baseline's own instance (``blind_client``): ``forge.labelstudio.blind_room.blind_server``.
+baseline's own instance (``blind_client``): ``forge.people.blind_room.blind_server``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from forge.labelstudio.blind_room import blind_server
-from forge.labelstudio.client import LabelStudio
-from forge.labelstudio.config import server
+from forge.people.blind_room import blind_server
+from forge.people.client import LabelStudio
+from forge.people.config import server
 
 
 class ReviewResource(dg.ConfigurableResource):

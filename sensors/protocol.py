@@ -26,7 +26,7 @@ import dagster as dg
 
 from forge.benchmarks import registry
 from forge.evals import judge_validation as jv
-from forge.labelstudio.client import LabelStudio, ReviewServerDown
+from forge.people.client import LabelStudio, ReviewServerDown
 from forge.protocol import flow, steps
 from forge.provenance.versioning import content_hash
 from resources.review import ReviewResource

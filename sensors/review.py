@@ -28,9 +28,10 @@ from forge.benchmarks import registry
 from forge.benchmarks.review_spec import ReviewPolicy
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import human as baseline
-from forge.labelstudio.client import ReviewServerDown
+from forge.people import sync
+from forge.people.client import ReviewServerDown
 from forge.provenance.versioning import content_hash
-from forge.review import loop, sync
+from forge.review import loop
 from forge.review.config import review_spec
 from resources.review import ReviewResource
 from resources.storage import StorageResource

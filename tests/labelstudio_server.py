@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from forge.labelstudio import server as review_server
-from forge.labelstudio.client import LabelStudio
+from forge.people import server as review_server
+from forge.people.client import LabelStudio
 
 ROOT = Path(__file__).resolve().parents[2]
 

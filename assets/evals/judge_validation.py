@@ -21,7 +21,7 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import judge_validation as jv
 from forge.evals.config import benchmark_block, load_eval_config
 from forge.evals.pipeline import load_export
-from forge.labelstudio.client import ReviewServerDown
+from forge.people.client import ReviewServerDown
 from resources.review import ReviewResource
 from resources.storage import StorageResource
 

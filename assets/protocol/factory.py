@@ -17,7 +17,7 @@ from assets.review.factory import md_values, server_down
 from forge.benchmarks.protocol_spec import HumanStep
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
-from forge.labelstudio.client import ReviewServerDown
+from forge.people.client import ReviewServerDown
 from forge.protocol import flow, steps
 from forge.provenance.versioning import content_hash
 from forge.storage import TableStore

@@ -7,7 +7,7 @@
 * ``<name>_review_tasks`` (tables ``review_tasks``, ``review_task_ledger``), downstream of the
   verdicts: pushes every gated item that needs review to the benchmark's one review project,
   disputed items to its adjudication project, refused verdicts back to their reviewers
-  (``returned``); idempotent (``forge/review/sync.py``, ``forge/review/loop.py``). The review
+  (``returned``); idempotent (``forge/people/sync.py``, ``forge/review/loop.py``). The review
   sensor runs both, in this order, in one run per tick (``sensors/review.py``);
 * ``<name>_human_tasks`` / ``<name>_human_eval``: the human baseline (``assets/review/human.py``).
 
@@ -30,12 +30,12 @@ from forge.benchmarks.review_spec import ReviewPolicy
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.checks.nli import NLIResult
 from forge.gates.stages import BLIND_PROMPT
-from forge.labelstudio.client import ReviewServerDown
+from forge.people.client import ReviewServerDown
+from forge.people.sync import PushInterrupted
 from forge.provenance.versioning import content_hash, spec_parts
 from forge.review import stages as rv
 from forge.review.loop import LEDGER, RECONCILIATION
 from forge.review.reprobe import Reprobe
-from forge.review.sync import PushInterrupted
 from forge.splits.config import stage_settings
 from resources.llm import LLMResource
 from resources.nli import default_nli

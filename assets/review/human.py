@@ -22,7 +22,7 @@ from assets.review.factory import GROUP, VERSION, md_values, server_down
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import human
-from forge.labelstudio.client import ReviewServerDown
+from forge.people.client import ReviewServerDown
 from forge.provenance.versioning import content_hash, spec_parts
 from resources.llm import LLMResource
 from resources.review import ReviewResource

@@ -8,7 +8,7 @@ covers a declared subset of the test items (``human.subset`` in the paper's eval
 400), drawn by seed. Dagster-free.
 
 The baseline is blind: its tasks live on a Label Studio instance of their own (``make review``
-starts it beside the review one; ``forge.labelstudio.blind_room``), whose accounts cannot reach a
+starts it beside the review one; ``forge.people.blind_room``), whose accounts cannot reach a
 review project or its gold. A task carries only what the model under test sees
 (``items.blind_task_data``) and an opaque key (a keyed hash under the data dir's secret) that only
 ``review_tasks`` maps back to the item; its media are re-encoded under such keys
@@ -31,18 +31,19 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import Media, ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.checks import text_rules
 from forge.evals import requests as rq
 from forge.evals.blind_media import BlindMediaError, reencode, suffix_for
 from forge.evals.config import ModelSpec, Setting, benchmark_block, load_eval_config, settings_for
 from forge.evals.per_person import baseline_frames, items_of, person_model, sample_ids, score_person
 from forge.evals.pipeline import judge_rows, load_export, prompt_files
 from forge.evals.scoring import unparseable_open_ended
-from forge.labelstudio.blind_room import blind_key
-from forge.labelstudio.client import LabelStudio
-from forge.labelstudio.links import BLIND_MEDIA, refuse_links
 from forge.llm.prompts import load_prompt
 from forge.llm.types import LLMResult
-from forge.review import sync, text_rules
+from forge.people import sync
+from forge.people.blind_room import blind_key
+from forge.people.client import LabelStudio
+from forge.people.links import BLIND_MEDIA, refuse_links
 from forge.review.items import as_list, blind_task_data, box_answer, revision
 from forge.review.labelconfig import BOX_LABEL, LETTERS, human_config
 from forge.review.stages import StageOut, clip_paths, project_settings, read, settings
@@ -201,7 +202,7 @@ BLIND_CONTROLS = {
 def refusal_of(annotation: dict[str, Any]) -> str | None:
     """Why a blind answer cannot be read exactly (None when it can): a skip, a control or object the
     blind form does not have, or a typed answer that is not text people can read
-    (``forge.review.text_rules``). Such an answer is kept, with the reason, and never scored."""
+    (``forge.checks.text_rules``). Such an answer is kept, with the reason, and never scored."""
     if annotation.get("was_cancelled"):
         return "refused: skipped: the task was skipped (Label Studio's Skip), which gives no answer"
     for r in annotation.get("result") or []:

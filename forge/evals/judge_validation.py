@@ -31,9 +31,9 @@ from forge.evals.config import benchmark_block
 from forge.evals.per_person import PREFIX, sample_ids
 from forge.evals.requests import jload
 from forge.evals.scoring import reference_variables
-from forge.labelstudio import identity as ident
-from forge.labelstudio.client import LabelStudio
 from forge.llm.prompts import Prompt, load_prompt
+from forge.people import identity as ident
+from forge.people.client import LabelStudio
 from forge.review.verdicts import who
 
 CONTROL = "verdict"  # the form's choice control

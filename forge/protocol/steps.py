@@ -31,9 +31,9 @@ import pandas as pd
 from forge.benchmarks.protocol_spec import Control, DraftMode, FieldKind, HumanStep, StepSample
 from forge.benchmarks.settings import recipe_settings
 from forge.benchmarks.spec import BenchmarkSpec
-from forge.labelstudio import identity as ident
-from forge.labelstudio.client import LabelStudio
-from forge.labelstudio.links import refuse_links
+from forge.people import identity as ident
+from forge.people.client import LabelStudio
+from forge.people.links import refuse_links
 from forge.protocol import form
 from forge.storage import TableStore
 
@@ -201,7 +201,7 @@ def ensure_project(
             DraftMode.SUGGESTION: "LLM-assisted annotation: the LLM's draft is pre-filled",
         }[step.draft]
     )
-    p = ls.ensure_project(  # stamped by ident.Owner (forge/labelstudio/identity.py)
+    p = ls.ensure_project(  # stamped by ident.Owner (forge/people/identity.py)
         title(spec, step, second),
         form.label_config(step, with_draft=shows),
         description=f"Subtext Forge protocol step {step.name} of {spec.title} ({what}): {step.note}".strip(),
@@ -260,7 +260,7 @@ def queue(step: HumanStep, rows: Mapping[str, Mapping[str, Any]], new: list[str]
 
 
 def kind_of(step: HumanStep, second: bool = False) -> str:
-    """The kind a step's tasks carry in their identity (forge/labelstudio/identity.py)."""
+    """The kind a step's tasks carry in their identity (forge/people/identity.py)."""
     return f"protocol:{step.name}" + (":second" if second else "")
 
 

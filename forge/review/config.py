@@ -1,6 +1,6 @@
 """Review settings: the benchmark's declaration overlaid with ``config/review.yaml`` (profile
 and per-benchmark blocks) and the environment. Dagster-free. The server's address and
-credentials (the same file's ``server`` block) are ``forge/labelstudio/config.py``'s.
+credentials (the same file's ``server`` block) are ``forge/people/config.py``'s.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.settings import active_profile, merge
-from forge.labelstudio.config import load_doc
+from forge.people.config import load_doc
 
 POLICY_ENV = "SUBTEXT_REVIEW_POLICY"
 

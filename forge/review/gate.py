@@ -35,7 +35,8 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import EditChecks, ReviewPolicy, ReviewSpec
 from forge.checks.nli import NLIBackend
-from forge.review import agreement, units
+from forge.people import agreement
+from forge.review import units
 from forge.review.consequences import SourceDrop, apply_recipe_drops, apply_source_drops
 from forge.review.items import apply_edits, as_json, revision
 from forge.review.verdicts import VERDICT_COLUMNS, edit_of

@@ -1,7 +1,7 @@
 """The review loop's bookkeeping, Dagster-free (docs/review.md, "The loop"):
 
 * the task ledger (table ``review_task_ledger``, one file per benchmark, append-only): every task
-  a push made, found, deleted or found gone (``forge/review/sync.py``);
+  a push made, found, deleted or found gone (``forge/people/sync.py``);
 * one Label Studio project per benchmark and kind, carried across export versions; the
   per-version projects of earlier releases (``<Title> review · <b> v<N>``) are adopted: the
   newest is renamed, the others' tasks are moved by the next push;
@@ -21,8 +21,9 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
-from forge.labelstudio.client import LabelStudio
-from forge.review import status, sync, units
+from forge.people import sync
+from forge.people.client import LabelStudio
+from forge.review import status, units
 from forge.review.items import task_data
 from forge.review.verdicts import annotation_key
 from forge.storage import TableStore

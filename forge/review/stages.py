@@ -18,10 +18,11 @@ from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.checks.nli import NLIBackend
 from forge.items.fields import LIST_COLUMNS, lst
-from forge.labelstudio import identity as ident
-from forge.labelstudio.client import LabelStudio, ReviewServerDown
-from forge.labelstudio.links import refuse_links
-from forge.review import gate, loop, sync, units
+from forge.people import identity as ident
+from forge.people import sync
+from forge.people.client import LabelStudio, ReviewServerDown
+from forge.people.links import refuse_links
+from forge.review import gate, loop, units
 from forge.review.config import review_spec
 from forge.review.items import box_predictions, task_data
 from forge.review.labelconfig import review_config
@@ -126,7 +127,7 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
         out.tables[loop.RECONCILIATION] = loop.reconciliation(store, spec.name, {})[0]
         return out
     ls.ensure_up()
-    inst = ident.instance_of(ls.projects()) or ident.new_id()  # this database's (forge/labelstudio/identity.py)
+    inst = ident.instance_of(ls.projects()) or ident.new_id()  # this database's (forge/people/identity.py)
     projects = {k: _project(ls, store, spec, rs, k, inst) for k in ("review", "adjudication")}
     found = ls.project_by_title(loop.title(spec, "returned"))
     projects.update({"returned": ident.ensure_stamp(ls, found, inst)} if found else {})

@@ -30,8 +30,8 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import EditChecks, FieldLimits, MemberAnswers, ReviewSpec
 from forge.checks import text_rules
+from forge.people import sync
 from forge.provenance.versioning import content_hash
-from forge.review import sync
 from forge.review.items import as_json, as_list, box_predictions, context_text, options_text, revision, task_data
 from forge.review.labelconfig import FIELD_TAGS
 

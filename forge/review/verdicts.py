@@ -1,7 +1,7 @@
 """Label Studio annotations → verdict rows, merged with the verdicts already recorded.
 
 One row per annotation (``verdict_id`` = ``<project id>:<annotation id>@<created>``,
-``forge/review/verdict_ids.py``): re-reading the tool replaces a row, never adds a second one, and a
+``forge/people/verdict_ids.py``): re-reading the tool replaces a row, never adds a second one, and a
 replaced database's new annotation that reuses an old one's ids adds its own row beside it. Rows whose task was deleted in the tool stay (nothing
 is lost) and are marked stale (``task_deleted``); the item goes back into the queue.
 
@@ -22,11 +22,11 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import FieldLimits, MemberAnswers
 from forge.checks import text_rules
+from forge.people.verdict_ids import annotation_key as annotation_key  # the readers' name for it
+from forge.people.verdict_ids import annotation_ref, created_stamp, is_legacy, member_part, verdict_key
 from forge.review.items import as_list
 from forge.review.labelconfig import FIELD_TAGS, VERDICTS
 from forge.review.units import parse_unit, refused_unit
-from forge.review.verdict_ids import annotation_key as annotation_key  # the readers' name for it
-from forge.review.verdict_ids import annotation_ref, created_stamp, is_legacy, member_part, verdict_key
 
 VERDICT_COLUMNS = [
     "verdict_id",

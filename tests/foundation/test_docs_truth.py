@@ -26,7 +26,7 @@ PLANTED = {
     "link": "See [the guide](docs/no-such-page.md).",
     "path": "Settings live in `config/no_such_file.yaml`.",
     "test": "Held by `tests/foundation/test_docs_truth.py::test_that_was_never_written`.",
-    "name": "Read by `forge/labelstudio/server.no_such_function`.",
+    "name": "Read by `forge/people/server.no_such_function`.",
     "make": "Run `make no-such-target` first.",
     "module": "Run `python -m forge.review.no_such_module`.",
     "setting": "Set SUBTEXT_NO_SUCH_SETTING=1.",
@@ -49,7 +49,7 @@ def test_what_exists_passes(repo_facts, tmp_path):
     targets, code = repo_facts
     doc = docs_truth.ROOT / "docs" / f".planted-ok-{tmp_path.name}.md"
     doc.write_text(
-        "[review](review.md), `forge/labelstudio/server.py::main`, `forge/labelstudio/server.command`,"
+        "[review](review.md), `forge/people/server.py::main`, `forge/people/server.command`,"
         " `make review`, SUBTEXT_REVIEW_PORT, official `scripts/20-vimu_ss.py`.\n"
     )
     try:

@@ -43,7 +43,7 @@ def main(data: Path) -> int:
     from assets.review.human import human_defs
     from forge.benchmarks.registry import get
     from forge.evals.pipeline import load_export
-    from forge.labelstudio import server
+    from forge.people import server
     from forge.storage import TableStore, open_catalog
     from resources.llm import LLMResource
     from resources.review import ReviewResource
@@ -52,7 +52,7 @@ def main(data: Path) -> int:
 
     started = server.start_both(data, timeout=300)  # the review instance and the blind baseline's
     try:
-        from forge.labelstudio.client import LabelStudio
+        from forge.people.client import LabelStudio
 
         _review, (_proc, srv) = started
         ls = LabelStudio(srv.url, srv.token)  # the blind instance: the baseline's tasks live there

@@ -11,7 +11,7 @@ from typing import Any
 import requests
 
 from forge.benchmarks.review_spec import FieldLimits
-from forge.labelstudio.client import LabelStudio, ReviewAPIError
+from forge.people.client import LabelStudio, ReviewAPIError
 
 
 def choice(name: str, value: str) -> dict[str, Any]:

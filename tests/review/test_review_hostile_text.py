@@ -14,10 +14,10 @@ import pytest
 from assets.review.factory import benchmark_review_defs
 from forge.benchmarks.registry import get
 from forge.export.stages import run_export
+from forge.people.verdict_ids import annotation_ref
 from forge.review.config import review_spec
 from forge.review.stages import resolution
 from forge.review.status import returned
-from forge.review.verdict_ids import annotation_ref
 from forge.splits.config import stage_settings
 from forge.storage import TableStore
 from tests.review import scripted as sr

@@ -14,8 +14,8 @@ import pytest
 
 from assets.review.factory import benchmark_review_defs
 from forge.benchmarks.registry import get
-from forge.labelstudio import server as review_server
-from forge.labelstudio.client import LabelStudio
+from forge.people import server as review_server
+from forge.people.client import LabelStudio
 from forge.review import loop
 from forge.storage import TableStore, open_catalog
 from resources.llm import LLMResource

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 from forge.benchmarks.review_spec import FieldLimits, Media, ReviewPolicy, ReviewSpec
+from forge.people.verdict_ids import annotation_ref
 from forge.review import gate
 from forge.review.items import apply_edits, revision
 from forge.review.labelconfig import human_config, review_config
 from forge.review.status import returned
-from forge.review.verdict_ids import annotation_ref
 from forge.review.verdicts import VERDICT_COLUMNS, merge, parse_annotation, verdict_rows
 from tests.review import scripted as sr
 from tests.review import world

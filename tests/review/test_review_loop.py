@@ -18,8 +18,8 @@ from assets.review.factory import benchmark_review_defs
 from assets.review.human import human_defs
 from assets.splits.factory import benchmark_defs
 from forge.benchmarks.registry import get
-from forge.labelstudio import server as review_server
-from forge.labelstudio.client import LabelStudio
+from forge.people import server as review_server
+from forge.people.client import LabelStudio
 from forge.review import loop
 from forge.review.items import task_data
 from forge.review.labelconfig import review_config

@@ -10,10 +10,11 @@ import pytest
 
 from forge.benchmarks.registry import get
 from forge.benchmarks.review_spec import MemberAnswers, ReviewSpec
-from forge.review import gate, sync, units
+from forge.people import sync
+from forge.people.verdict_ids import annotation_ref
+from forge.review import gate, units
 from forge.review.labelconfig import review_config
 from forge.review.status import returned
-from forge.review.verdict_ids import annotation_ref
 from forge.review.verdicts import VERDICT_COLUMNS, merge, verdict_rows
 from tests.review.test_review_hummus_edits import pair
 from tests.review.test_review_units_logic import c, t

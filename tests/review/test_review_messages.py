@@ -12,9 +12,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pandas as pd
 import pytest
 
-from forge.labelstudio import identity as ident
-from forge.labelstudio.client import LabelStudio, ReviewAPIError, ReviewServerDown, ReviewServerFailing
-from forge.review import sync
+from forge.people import identity as ident
+from forge.people import sync
+from forge.people.client import LabelStudio, ReviewAPIError, ReviewServerDown, ReviewServerFailing
 
 
 class Failing(BaseHTTPRequestHandler):

@@ -1,4 +1,4 @@
-"""Which live tasks a push may treat as its own (forge/review/ownership.py): only those whose
+"""Which live tasks a push may treat as its own (forge/people/ownership.py): only those whose
 identity names the project's stamp, the benchmark, the kind, the key and the revision; a task
 without identity only where the catalog recorded exactly it."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from forge.labelstudio import identity as ident
-from forge.review import sync
-from forge.review.ownership import sort_out
+from forge.people import identity as ident
+from forge.people import sync
+from forge.people.ownership import sort_out
 
 
 def _task(tid: int, key: str, meta: dict | None, benchmark: str = "maia") -> dict:

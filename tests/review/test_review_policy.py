@@ -10,7 +10,7 @@ import pytest
 
 from forge.benchmarks.registry import get
 from forge.benchmarks.review_spec import ReviewPolicy
-from forge.labelstudio.config import CONFIG_PATH
+from forge.people.config import CONFIG_PATH
 from forge.review.config import review_spec
 
 

@@ -26,7 +26,7 @@ from assets.review.factory import benchmark_review_defs
 from assets.review.human import human_defs
 from forge.benchmarks.registry import get
 from forge.export.stages import run_export
-from forge.labelstudio.links import QUARANTINE
+from forge.people.links import QUARANTINE
 from forge.splits.config import stage_settings
 from forge.storage import TableStore
 from tests.review import scripted as sr

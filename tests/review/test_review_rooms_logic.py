@@ -21,10 +21,10 @@ import pytest
 from PIL import Image
 
 from forge.evals.blind_media import BlindMediaError, reencode, suffix_for
-from forge.labelstudio import server as review_server
-from forge.labelstudio.blind_room import blind_key, blind_server
-from forge.labelstudio.config import server
-from forge.labelstudio.links import QUARANTINE, refuse_links
+from forge.people import server as review_server
+from forge.people.blind_room import blind_key, blind_server
+from forge.people.config import server
+from forge.people.links import QUARANTINE, refuse_links
 
 
 def sha(p: Path) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forge.labelstudio import server as review_server
 from forge.models import offline_env
+from forge.people import server as review_server
 
 SENTRY = ("LABEL_STUDIO_SENTRY_DSN", "SENTRY_DSN", "LABEL_STUDIO_FRONTEND_SENTRY_DSN", "FRONTEND_SENTRY_DSN")
 

@@ -8,7 +8,7 @@ import ipaddress
 import subprocess
 from pathlib import Path
 
-from forge.labelstudio import server as review_server
+from forge.people import server as review_server
 
 
 def listening(port: int) -> list[str]:
@@ -64,7 +64,7 @@ def test_terminal_shows_failed_requests_only():
 def test_make_review_records_its_address_for_the_sensors_and_the_cli(tmp_path, monkeypatch):
     """`make review PORT=18080` is enough: the start records where it listens, and every client of
     the data dir (sensors, assets, CLI) finds it there unless SUBTEXT_REVIEW_URL / _PORT say otherwise."""
-    from forge.labelstudio.config import server
+    from forge.people.config import server
 
     monkeypatch.delenv("SUBTEXT_REVIEW_URL", raising=False)
     monkeypatch.setenv("SUBTEXT_REVIEW_PORT", "18080")  # what `make review PORT=18080` sets for the server

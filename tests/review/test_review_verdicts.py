@@ -14,11 +14,11 @@ import pytest
 
 from forge.benchmarks.registry import get
 from forge.export.stages import run_export
+from forge.people.verdict_ids import annotation_ref
 from forge.review.config import review_spec
 from forge.review.items import revision
 from forge.review.stages import resolution
 from forge.review.status import returned
-from forge.review.verdict_ids import annotation_ref
 from forge.splits.config import stage_settings
 from forge.storage import TableStore
 from tests.review import scripted as sr
@@ -170,5 +170,5 @@ def test_malformed_annotations_are_refused_with_their_reason_and_nothing_is_expo
 
 def _by_annotation(v: pd.DataFrame) -> pd.DataFrame:
     """Verdict rows by the ids the tool shows (``<project>:<annotation>``; the row's id adds its
-    creation time, ``forge/review/verdict_ids.py``)."""
+    creation time, ``forge/people/verdict_ids.py``)."""
     return v.set_index(v["verdict_id"].map(annotation_ref))

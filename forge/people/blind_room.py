@@ -22,8 +22,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from forge.labelstudio.config import Server, _credentials, load_doc, server
-from forge.labelstudio.links import BLIND_MEDIA
+from forge.people.config import Server, _credentials, load_doc, server
+from forge.people.links import BLIND_MEDIA
 
 HOME = "review/blind-studio"
 ADDRESS = "address.json"

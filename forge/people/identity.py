@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from forge.labelstudio.client import LabelStudio
+from forge.people.client import LabelStudio
 
 META = "subtext_forge"  # the key of a task's identity in its ``meta``
 FIELD = "expert_instruction"  # the project field that holds the stamp
@@ -71,7 +71,7 @@ def ensure_stamp(ls: LabelStudio, project: Mapping[str, Any], instance: str | No
     """``project`` with its stamp: one it carries stays; else it gets one of ``instance`` (default:
     the database's, ``instance_of``, or a new one). A project found by title without a stamp (made
     before stamps) is stamped too: its tasks without identity count as ours only where the catalog
-    recorded them (``forge.review.ownership``)."""
+    recorded them (``forge.people.ownership``)."""
     if stamp_of(project) is not None:
         return dict(project)
     inst = instance or instance_of(ls.projects()) or new_id()

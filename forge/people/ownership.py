@@ -1,5 +1,5 @@
 """Which live Label Studio tasks a push or a read of one benchmark may treat as its own,
-Dagster-free (docs/review.md, "Identity and reconciliation"; ``forge/labelstudio/identity.py``).
+Dagster-free (docs/review.md, "Identity and reconciliation"; ``forge/people/identity.py``).
 
 A task is the benchmark's own, for a kind, when
 
@@ -20,8 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from forge.labelstudio import identity as ident
-from forge.labelstudio.identity import Stamp
+from forge.people import identity as ident
+from forge.people.identity import Stamp
 
 MADE = ("created", "recreated", "moved", "adopted")  # ledger events of a task a push made or found
 

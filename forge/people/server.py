@@ -1,9 +1,9 @@
 """Start Label Studio from its own environment (``.venv-review``, ``scripts/ensure_review.sh``).
 
-``python -m forge.labelstudio.server [--data-dir DIR] [--port N] [--blind-port M]`` (what ``make
+``python -m forge.people.server [--data-dir DIR] [--port N] [--blind-port M]`` (what ``make
 review`` runs) starts two instances in the foreground on 127.0.0.1, side by side: the review
 instance (SQLite under ``<data dir>/review``) and the blind baseline's own instance (SQLite under
-``<data dir>/review/blind-studio``, ``forge.labelstudio.blind_room``; default port the review port
+``<data dir>/review/blind-studio``, ``forge.people.blind_room``; default port the review port
 + 1). Each gets its admin user and API token without prompts, serves its media through
 local-files storage, and turns off everything that would reach the internet (analytics, version
 check, Sentry). Their folders are the owner's only (0700, files 0600: the SQLite holds the admin
@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from forge.labelstudio.blind_room import blind_server
-from forge.labelstudio.client import LabelStudio
-from forge.labelstudio.config import CREDENTIALS, Server, server
-from forge.labelstudio.links import WATCH_S, refuse_links
 from forge.models.offline_env import OFFLINE_ENV
+from forge.people.blind_room import blind_server
+from forge.people.client import LabelStudio
+from forge.people.config import CREDENTIALS, Server, server
+from forge.people.links import WATCH_S, refuse_links
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("SUBTEXT_REVIEW_VENV") or ROOT / ".venv-review")
@@ -83,7 +83,7 @@ def pin_version_info() -> None:
     ``version_.py`` written by an older start shows nothing either."""
     for core in VENV.glob("lib/python*/site-packages/label_studio/core"):
         info = {"message": "", "commit": "", "date": "", "branch": "", "version": _ls_version()}
-        text = f"info = {json.dumps(info)}\n# written by forge.labelstudio.server: no commit is shown\n"
+        text = f"info = {json.dumps(info)}\n# written by forge.people.server: no commit is shown\n"
         f = core / "ls-version_.py"
         try:
             if not f.is_file() or f.read_text() != text:

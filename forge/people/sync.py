@@ -31,10 +31,10 @@ from typing import Any
 
 import pandas as pd
 
-from forge.labelstudio import identity as ident
-from forge.labelstudio.client import LabelStudio, ReviewAPIError, ReviewServerDown
-from forge.review import ownership
-from forge.review.verdict_ids import annotation_ref
+from forge.people import identity as ident
+from forge.people import ownership
+from forge.people.client import LabelStudio, ReviewAPIError, ReviewServerDown
+from forge.people.verdict_ids import annotation_ref
 
 TASK_COLUMNS = [
     "benchmark",

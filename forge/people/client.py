@@ -156,7 +156,7 @@ class LabelStudio:
         tasks; returns the task id. Imported, a task takes the project's overlap
         (``maximum_annotations``); ``POST /api/tasks`` leaves it at 1, and the labeling stream would
         then hand it to one reviewer only. ``meta``: never shown in the form (the task's identity,
-        ``forge/labelstudio/identity.py``)."""
+        ``forge/people/identity.py``)."""
         task: dict[str, Any] = {"data": data, **({"predictions": predictions} if predictions else {})}
         task |= {"meta": meta} if meta else {}
         out = self.request(
