@@ -45,7 +45,7 @@ from .logic import questions as Q
 from .logic.items import build_items
 from .logic.language import LanguagePrompts, recipe_language
 from .logic.pools import Pool
-from .logic.taxonomy import CATEGORIES_FILE, CATEGORY_NAMES, CAUSAL, categories
+from .logic.taxonomy import CATEGORIES_FILE, CAUSAL, categories, category_names
 from .spec import SPEC as MAIA
 
 VERSION = "maia-1"
@@ -80,11 +80,11 @@ P = LanguagePrompts(
         "rephrase_overlap",
         "statement",
         "foil_structural",
-        *(F.foil_prompt_file(Path(), c).stem for c in CATEGORY_NAMES),
+        *(F.foil_prompt_file(Path(), c).stem for c in category_names()),
     ),
     language,
 )
-FOIL_PROMPTS = [P[F.foil_prompt_file(Path(), c).stem] for c in CATEGORY_NAMES]
+FOIL_PROMPTS = [P[F.foil_prompt_file(Path(), c).stem] for c in category_names()]
 GROUP = "maia"
 
 
@@ -141,7 +141,7 @@ def maia_questions(
 ) -> dg.MaterializeResult:
     run, cfg = StageRun(context, storage, llm), settings()["questions"]
     store, engine = run.store, run.engine
-    cats = CATEGORY_NAMES if cfg.get("categories", "all") == "all" else tuple(cfg["categories"])
+    cats = category_names() if cfg.get("categories", "all") == "all" else tuple(cfg["categories"])
     prompt, max_overlap = load_prompt(P["questions"]), float(cfg.get("pair_max_overlap", 0.5))
     imported: list[Q.ImportedQuestion] = []
     import_bad: list[tuple[str, str]] = []
@@ -691,7 +691,7 @@ def maia_foils(
     tries = regenerate.attempts(store, MAIA, "maia_foils") if config.regenerate_rejected else {}
     stride = int(fcfg.get("reseed_attempts", 2)) + 1  # past the foil's own fresh draws (seed + draw)
     lang = language()
-    foil_prompts = {c: load_prompt(P[F.foil_prompt_file(Path(), c).stem]) for c in CATEGORY_NAMES}
+    foil_prompts = {c: load_prompt(P[F.foil_prompt_file(Path(), c).stem]) for c in category_names()}
     struct_p = load_prompt(P["foil_structural"])
     if nli.backend == "cross_encoder":
         nli.classifier()  # loaded once here, not by each partition's thread

@@ -8,12 +8,12 @@ from assets.recipes.maia.logic import foils as F
 from assets.recipes.maia.logic import questions as Q
 from assets.recipes.maia.logic.items import build_items
 from assets.recipes.maia.logic.pools import Pool, postprocess_pools
-from assets.recipes.maia.logic.taxonomy import CATEGORY_NAMES, categories
+from assets.recipes.maia.logic.taxonomy import categories, category_names
 from forge.llm.types import LLMRequest
 
 
 def test_twelve_categories_with_definitions():
-    assert len(CATEGORY_NAMES) == 12
+    assert len(category_names()) == 12
     assert {c.macro for c in categories().values()} == {
         "causal",
         "counterfactual",

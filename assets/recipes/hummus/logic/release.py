@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,13 @@ from forge.releases.records import (
 from .annotations import Annotation, validate_annotation
 from .items import build_items
 
-COLUMNS = item_columns("hummus_items", Path(__file__).resolve().parents[1] / "contracts")
+
+@cache
+def columns() -> tuple[str, ...]:
+    """The columns of ``hummus_items`` (its contract, read when a release is parsed, not at import)."""
+    return tuple(item_columns("hummus_items", Path(__file__).resolve().parents[1] / "contracts"))
+
+
 # Fields the items are built from; any other field of a record (``image_hl_desc``, ``complete``,
 # ``text_hl``, ``solution`` on No / Discard pairs; annotation fields of a pair whose verdict
 # makes no detail item) is kept in ``extra.release_fields`` and reported.
@@ -317,7 +324,7 @@ def _stats(dataset: dict, test: dict, items: pd.DataFrame) -> dict[str, tuple[An
 
 
 def parse_release(info: ReleaseInfo) -> ParsedRelease:
-    out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
+    out = ParsedRelease(items=pd.DataFrame(columns=list(columns())))
     files, dataset, test, descriptions = _read(info, out)
     images = files.index(IMAGE_SUFFIXES)
     require_media = bool(info.option("require_media", True))
@@ -340,7 +347,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
         new = _items(info, cid, where, r, only_classification, src, descriptions, test, out)
         rows += new or []
         tested += bool(new) and cid in test
-    out.items = pd.DataFrame(rows, columns=COLUMNS)
+    out.items = pd.DataFrame(rows, columns=list(columns()))
     out.notes["image_descriptions"] = len(descriptions)
     out.count("pairs", len(ids), out.items["extra"].map(lambda e: json.loads(e)["combi_id"]).nunique() if rows else 0)
     out.count("test pairs", len(test), tested)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,13 @@ from forge.releases.records import (
 
 from .taxonomy import normalise_label
 
-COLUMNS = item_columns("iibench_items", Path(__file__).resolve().parents[1] / "contracts")
+
+@cache
+def columns() -> tuple[str, ...]:
+    """The columns of ``iibench_items`` (its contract, read when a release is parsed, not at import)."""
+    return tuple(item_columns("iibench_items", Path(__file__).resolve().parents[1] / "contracts"))
+
+
 # Every key of a released record is read (meta_data.explanation goes to extra.explanation).
 IMAGE_KEYS = ("local_path", "questions", "meta_data")
 QUESTION_KEYS = ("id", "question", "options", "correct_option", "answer")
@@ -187,7 +194,7 @@ def _stats(records: list[dict[str, Any]], items: pd.DataFrame) -> dict[str, tupl
 
 
 def parse_release(info: ReleaseInfo) -> ParsedRelease:
-    out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
+    out = ParsedRelease(items=pd.DataFrame(columns=list(columns())))
     files = open_release(info, out)
     images = files.index(IMAGE_SUFFIXES)
     require_media = bool(info.option("require_media", True))
@@ -273,7 +280,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                         **provenance(info, split),
                     }
                 )
-    out.items = pd.DataFrame(rows, columns=COLUMNS)
+    out.items = pd.DataFrame(rows, columns=list(columns()))
     out.count("questions", out.records, len(out.items))
     out.count("images", len(records), out.items["unit_id"].nunique() if rows else 0)
     out.stats = _stats(records, out.items)

@@ -1,7 +1,8 @@
 """II-Bench label sets (App. B.2) as data, and their validation.
 
-The sets live in ``taxonomy.yaml`` next to this file so that a reader (or a prompt) sees
-exactly what is allowed; this module normalises spellings and says what is wrong.
+The sets are declared here (``_TAXONOMY``) so that a reader (or a prompt) sees exactly what is
+allowed and the human step's form (``logic/protocol.py``, part of the spec) is plain data built
+without reading a file; this module normalises spellings and says what is wrong.
 """
 
 from __future__ import annotations
@@ -10,25 +11,108 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-TAXONOMY_PATH = Path(__file__).with_name("taxonomy.yaml")
+# The file whose content versions the stages that use these sets (``assets.py``'s code versions).
+TAXONOMY_PATH = Path(__file__)
 SINGLE_AXES = ("image_type", "domain", "emotion", "difficulty")
 MULTI_AXES = ("rhetoric",)
 AXES = SINGLE_AXES + MULTI_AXES
 
+# Paper App. B.2 "Specific Instructions"; counts in §3.3 / Table 1. Values are the canonical
+# lower-case labels stored in tables; ``aliases`` map spellings an annotator or model may use (the
+# paper itself writes both "middle" and "medium", "others" and "other", "exaggerate" and
+# "exaggeration") onto them; ``official`` is how the official release's ``meta_data`` spells each
+# value (data/test.json), which the keyword prompts (domain / emotion / rhetoric modes of
+# infer/data_loader.py) print as written.
+_TAXONOMY: dict[str, dict[str, Any]] = {
+    "image_type": {
+        "values": ["single-panel comic", "multi-panel comic", "poster", "logo", "meme", "illustration", "painting"],
+        "aliases": {
+            "single panel comic": "single-panel comic",
+            "multi panel comic": "multi-panel comic",
+            "comic": "single-panel comic",
+        },
+        "official": {
+            "single-panel comic": "Single-panel Comic",
+            "multi-panel comic": "Multi-panel Comic",
+            "poster": "Poster",
+            "logo": "Logo",
+            "meme": "Meme",
+            "illustration": "Illustration",
+            "painting": "Painting",
+        },
+    },
+    "domain": {
+        "values": ["life", "art", "society", "psychology", "environment", "other"],
+        "aliases": {"others": "other"},
+        "official": {
+            "life": "Life",
+            "art": "Art",
+            "society": "Society",
+            "psychology": "Psychology",
+            "environment": "Environment",
+            "other": "Others",
+        },
+    },
+    "emotion": {
+        "values": ["positive", "neutral", "negative"],
+        "aliases": {},
+        "official": {"positive": "Positive", "neutral": "Neutral", "negative": "Negative"},
+    },
+    "rhetoric": {  # multi-label, at least one
+        "values": [
+            "metaphor",
+            "exaggerate",
+            "symbolism",
+            "contrast",
+            "visual dislocation",
+            "antithesis",
+            "analogy",
+            "personification",
+            "other",
+        ],
+        "aliases": {
+            "exaggeration": "exaggerate",
+            "others": "other",
+            "symbol": "symbolism",
+            "visual-dislocation": "visual dislocation",
+        },
+        "official": {
+            "metaphor": "Metaphor",
+            "exaggerate": "Exaggerate",
+            "symbolism": "Symbolism",
+            "contrast": "Contrast",
+            "visual dislocation": "Visual Dislocation",
+            "antithesis": "Antithesis",
+            "analogy": "Analogy",
+            "personification": "Personification",
+            "other": "Others",
+        },
+    },
+    "difficulty": {
+        "values": ["easy", "middle", "hard"],
+        "aliases": {"medium": "middle"},
+        "official": {"easy": "Easy", "middle": "Middle", "hard": "Hard"},
+    },
+}
+
 
 @cache
-def taxonomy(path: str = str(TAXONOMY_PATH)) -> dict[str, dict[str, Any]]:
-    doc = yaml.safe_load(Path(path).read_text())
+def taxonomy() -> dict[str, dict[str, Any]]:
+    """The label sets, checked: every axis present, ``official`` spelling every value once."""
+    return parse_taxonomy(_TAXONOMY)
+
+
+def parse_taxonomy(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     missing = [a for a in AXES if a not in doc]
     if missing:
-        raise ValueError(f"{path}: axes missing: {missing}")
+        raise ValueError(f"II-Bench taxonomy: axes missing: {missing}")
     out = {}
     for a in AXES:
         vals, official = list(doc[a]["values"]), dict(doc[a].get("official") or {})
         if set(official) != set(vals):
-            raise ValueError(f"{path}: {a}.official must spell every value once: {sorted(set(vals) ^ set(official))}")
+            raise ValueError(
+                f"II-Bench taxonomy: {a}.official must spell every value once: {sorted(set(vals) ^ set(official))}"
+            )
         out[a] = {"values": vals, "aliases": dict(doc[a].get("aliases") or {}), "official": official}
     return out
 

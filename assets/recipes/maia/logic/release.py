@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,12 @@ from .items import SV_QUESTION
 from .questions import stable_id
 from .taxonomy import categories
 
-COLUMNS = item_columns("maia_items", Path(__file__).resolve().parents[1] / "contracts")
+
+@cache
+def columns() -> tuple[str, ...]:
+    """The columns of ``maia_items`` (its contract, read when a release is parsed, not at import)."""
+    return tuple(item_columns("maia_items", Path(__file__).resolve().parents[1] / "contracts"))
+
 
 # Compact spelling (letters only, lower case) → category. Italian names as released, English
 # names as the paper writes them, and ours.
@@ -513,7 +519,7 @@ def _stats(items: pd.DataFrame, questions: dict, pairs: list) -> dict[str, tuple
 
 def parse_release(info: ReleaseInfo) -> ParsedRelease:
     """Items of one MAIA release (see the module docstring for the forms)."""
-    out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
+    out = ParsedRelease(items=pd.DataFrame(columns=list(columns())))
     files = open_release(info, out)
     records = _read(info, files, out)
     out.records = len(records)
@@ -521,7 +527,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
     common = _Common(info, files, out)
     sv_question = str(info.option("sv_question", SV_QUESTION))  # the recipe's (English) wording unless set
     rows = _open_ended(questions, common) + _statements(questions, pairs, common, sv_question)
-    out.items = pd.DataFrame(rows, columns=COLUMNS)
+    out.items = pd.DataFrame(rows, columns=list(columns()))
     tasks = out.items["task"].value_counts()
     videos = {q["video"] for q in questions.values()} | {
         text(r.get("video_id") or r.get("video")) for _, r, *_ in pairs

@@ -82,4 +82,6 @@ def category(name: str, lang: str = "en", causal_type: str | None = None) -> Cat
     return categories()[name].localized(lang).of_type(causal_type)
 
 
-CATEGORY_NAMES: tuple[str, ...] = tuple(sorted(categories()))
+def category_names() -> tuple[str, ...]:
+    """The categories' names, sorted (read from ``categories.yaml`` when first asked, not at import)."""
+    return tuple(sorted(categories()))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,13 @@ from forge.releases.records import (
 
 from .logic import QUESTION
 
-COLUMNS = item_columns("vague_items", Path(__file__).resolve().parents[1] / "contracts")
+
+@cache
+def columns() -> tuple[str, ...]:
+    """The columns of ``vague_items`` (its contract, read when a release is parsed, not at import)."""
+    return tuple(item_columns("vague_items", Path(__file__).resolve().parents[1] / "contracts"))
+
+
 OPTION_KEYS = {"correct": "correct", "fake_scene": "FS", "surface_understanding": "SU", "wrong_entity": "NE"}
 UNSPECIFIED = "unspecified"
 _KEY = re.compile(r"^(\d+)_(.+)$")
@@ -88,7 +95,7 @@ def _solution(s: str) -> dict[str, str]:
 
 
 def parse_release(info: ReleaseInfo) -> ParsedRelease:
-    out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
+    out = ParsedRelease(items=pd.DataFrame(columns=list(columns())))
     files = open_release(info, out)
     images = files.index(IMAGE_SUFFIXES)
     require_media = bool(info.option("require_media", True))
@@ -191,7 +198,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                     **provenance(info, text(r.get("split")) or None),
                 }
             )
-    out.items = pd.DataFrame(rows, columns=COLUMNS)
+    out.items = pd.DataFrame(rows, columns=list(columns()))
     out.count("records", out.records, len(out.items))
     out.stats = {"items": (len(out.items), PAPER["items"])} | {
         f"items ({s})": (subsets.get(s, 0), PAPER[s]) for s in ("vcr", "ego4d")

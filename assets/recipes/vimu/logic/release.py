@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,13 @@ from forge.releases.records import (
 from .items import MCQ_TASKS, TASK_KIND
 from .taxonomy import load_taxonomy
 
-COLUMNS = item_columns("vimu_items", Path(__file__).resolve().parents[1] / "contracts")
+
+@cache
+def columns() -> tuple[str, ...]:
+    """The columns of ``vimu_items`` (its contract, read when a release is parsed, not at import)."""
+    return tuple(item_columns("vimu_items", Path(__file__).resolve().parents[1] / "contracts"))
+
+
 FILE_TASKS = (("open_ended", "OE"), ("evidence", "EG"), ("rhetoric", "RM"), ("social", "SV"))
 TASK_ALIASES = {
     "oe": "OE",
@@ -106,7 +113,7 @@ def _gold_letters(raw: Any, options: list[str]) -> list[str] | None:
 
 
 def parse_release(info: ReleaseInfo) -> ParsedRelease:
-    out = ParsedRelease(items=pd.DataFrame(columns=COLUMNS))
+    out = ParsedRelease(items=pd.DataFrame(columns=list(columns())))
     files = open_release(info, out)
     videos = files.index(VIDEO_SUFFIXES)
     require_media = bool(info.option("require_media", True))
@@ -208,7 +215,7 @@ def parse_release(info: ReleaseInfo) -> ParsedRelease:
                     ),
                 }
             )
-    out.items = pd.DataFrame(rows, columns=COLUMNS)
+    out.items = pd.DataFrame(rows, columns=list(columns()))
     out.count("questions", out.records, len(out.items))
     per_task = out.items["category"].value_counts() if rows else {}
     out.stats = {
