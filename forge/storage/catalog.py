@@ -19,6 +19,12 @@ Readers and runs never wait on each other:
   first time ``open_catalog`` (``make query``, the build summary) opens it, or by the next
   publish; until then a bare client on the copy reads the original's files, or, when those are
   gone, fails naming the missing path.
+
+On object storage (``SUBTEXT_DATA_URL=s3://...``) the views name the objects' URLs and the
+catalog file is this machine's own (in its work dir): ``open_catalog`` rebuilds it from the
+bucket's manifests each time, reading only, so ``make query`` on a laptop reads a team's bucket
+without writing to it; only a build's publish sweeps retired objects. Each connection gets the
+fsspec filesystem registered (``tables.attach_filesystem``): DuckDB's httpfs is not used.
 """
 
 from __future__ import annotations
@@ -34,9 +40,9 @@ from pathlib import Path
 import duckdb
 from filelock import FileLock, Timeout
 
-from forge.storage import manifest
+from forge.storage import manifest, remote_manifest
 from forge.storage.contracts import Contract, all_contracts
-from forge.storage.tables import TableStore, quote_ident, quote_literal
+from forge.storage.tables import TableStore, attach_filesystem, quote_ident, quote_literal
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +74,15 @@ def register_view(name: str, sql: str) -> None:
     EXTRA_VIEWS[name] = sql
 
 
-def view_sql(store: TableStore, table: str, contract: Contract | None, files: list[Path] | None = None) -> str:
+def view_sql(
+    store: TableStore, table: str, contract: Contract | None, files: list[Path] | list[str] | None = None
+) -> str:
     """The view's query: over ``files`` (default: the table's live files), else the contract's
     typed empty table."""
     files = store.files(table) if files is None else files
+    if files and store.remote is not None:  # URLs: the same on every machine
+        paths = ", ".join(quote_literal(str(f)) for f in files)
+        return f"select * from read_parquet([{paths}], union_by_name=true)"
     if files:  # absolute: a client opened anywhere reads them
         paths = ", ".join(quote_literal(f"{_root(store)}/{f.relative_to(store.data_dir).as_posix()}") for f in files)
         return f"select * from read_parquet([{paths}], union_by_name=true)"
@@ -86,7 +97,7 @@ def _search_path(data_dir: Path) -> str:
 
 
 def _root(store: TableStore) -> str:
-    return store.data_dir.resolve().as_posix()
+    return store.url if store.remote is not None else store.data_dir.resolve().as_posix()
 
 
 def _points_elsewhere(con: duckdb.DuckDBPyConnection, store: TableStore) -> bool:
@@ -104,6 +115,8 @@ def open_catalog(data_dir: str | os.PathLike[str] | TableStore) -> duckdb.DuckDB
     file, it never locks you out, and an open connection keeps answering from the publish it
     opened (its files stay for ``SUBTEXT_TABLE_GRACE_S``); reopen to see a newer one."""
     store = data_dir if isinstance(data_dir, TableStore) else TableStore(data_dir)
+    if store.remote is not None:  # this machine's catalog of the bucket, rebuilt reading only
+        refresh_catalog(store, sweep=False)
     con = _attach_read_only(store)
     if _points_elsewhere(con, store):  # a copied or moved data dir: its views re-pointed at itself
         con.close()
@@ -131,6 +144,8 @@ def _attach_read_only(store: TableStore) -> duckdb.DuckDBPyConnection:
         raise duckdb.IOException(f"no catalog at {store.catalog_path}: build something first (make demo)")
     con = duckdb.connect()
     try:
+        if store.remote is not None:
+            attach_filesystem(con, store.remote)
         path = quote_literal(str(store.catalog_path))
         con.execute(f"attach {path} as {quote_ident(_ATTACHED)} (type duckdb, read_only)")
         con.execute(f"use {quote_ident(_ATTACHED)}")
@@ -140,10 +155,11 @@ def _attach_read_only(store: TableStore) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def refresh_catalog(store: TableStore) -> list[str]:
+def refresh_catalog(store: TableStore, sweep: bool = True) -> list[str]:
     """Make the catalog hold one view per table (and every registered derived view); returns
     the view names. Builds a new file and swaps it in atomically; readers are never waited on.
-    Then starts the grace period of the files it stopped naming, and deletes those past it."""
+    Then starts the grace period of the files it stopped naming, and deletes those past it
+    (``sweep=False``: a reader's rebuild, which changes nothing in the data location)."""
     grace = manifest.grace_s()  # a bad setting fails before anything is built
     started = time.time()
     contracts = all_contracts()
@@ -168,7 +184,8 @@ def refresh_catalog(store: TableStore) -> list[str]:
             if len(extra) == len(EXTRA_VIEWS):
                 sig_path.write_text(signature)
         # the catalog in place names only files live at ``started``: older retirees' grace starts now
-        _sweep(store, started, grace)
+        if sweep:
+            _sweep(store, started, grace)
     finally:
         lock.release()
     return names + sorted(extra)
@@ -185,6 +202,8 @@ def _build(store: TableStore, statements: dict[str, str]) -> list[str]:
             shutil.copyfile(store.catalog_path, tmp)
         with _BUILDER_LOCK:
             con = _builder()
+            if store.remote is not None:  # binding a view reads its files' footers
+                attach_filesystem(con, store.remote)
             try:
                 con.execute(f"attach {quote_literal(str(tmp))} as build")
             except duckdb.Error as exc:  # not a DuckDB file (a torn copy, a stray file): build afresh
@@ -277,6 +296,13 @@ def _builder() -> duckdb.DuckDBPyConnection:
 
 
 def _sweep(store: TableStore, unlisted_before: float, grace: float) -> None:
+    if store.remote is not None:
+        for table in store.remote.subdirs("tables"):
+            try:
+                remote_manifest.sweep(store.remote, f"tables/{table}", unlisted_before, grace)
+            except (OSError, ValueError) as exc:  # the catalog is in place; the objects wait for the next publish
+                log.warning("old objects of %s not removed: %s", table, exc)
+        return
     if not store.tables_dir.is_dir():
         return
     for table_dir in store.tables_dir.iterdir():

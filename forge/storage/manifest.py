@@ -64,18 +64,39 @@ def load(table_dir: Path) -> Manifest:
     """The table's manifest; for a directory written before manifests, its ``<part>.parquet`` files."""
     path = table_dir / MANIFEST
     try:
-        raw = json.loads(path.read_text())
+        text = path.read_text()
     except FileNotFoundError:
         if not table_dir.is_dir():
             return Manifest()
         return Manifest(parts={p.stem: p.name for p in table_dir.glob("*.parquet")})
+    return parse(text, str(path))
+
+
+def parse(text: str | bytes, where: str) -> Manifest:
+    """A manifest from its JSON (``where`` names it in the error)."""
+    try:
+        raw = json.loads(text)
     except ValueError as exc:  # written whole and swapped in, so only a hand edit gets here
-        raise ValueError(f"{path} is not a table manifest: {exc}") from exc
+        raise ValueError(f"{where} is not a table manifest: {exc}") from exc
     return Manifest(
         parts=dict(raw.get("parts", {})),
         retired={k: float(v) for k, v in raw.get("retired", {}).items()},
         unlisted={k: float(v) for k, v in raw.get("unlisted", {}).items()},
     )
+
+
+def dumps(m: Manifest) -> str:
+    return json.dumps({"parts": dict(sorted(m.parts.items())), "retired": m.retired, "unlisted": m.unlisted})
+
+
+def apply_publish(m: Manifest, part: str, name: str | None, now: float) -> str | None:
+    """Make ``name`` the partition's file in ``m`` (``None``: drop it); returns the file it retired."""
+    old = m.parts.pop(part, None)
+    if name is not None:
+        m.parts[part] = name
+    if old is not None and old != name:
+        m.retired[old] = now
+    return old
 
 
 def new_file_name(part: str) -> str:
@@ -98,11 +119,7 @@ def publish(table_dir: Path, part: str, name: str | None) -> str | None:
     retired. One atomic manifest swap: readers see the old file or the new one, never both."""
     with _locked(table_dir):
         m = load(table_dir)
-        old = m.parts.pop(part, None)
-        if name is not None:
-            m.parts[part] = name
-        if old is not None and old != name:
-            m.retired[old] = time.time()
+        old = apply_publish(m, part, name, time.time())
         if old != name:
             _save(table_dir, m)
     return old
@@ -135,13 +152,19 @@ def _work(
     m: Manifest, table_dir: Path, unlisted_before: float, now: float, grace: float
 ) -> tuple[list[str], list[str], list[Path]]:
     """(retired files to stamp unlisted now, files whose grace period is over, a killed write's files)."""
+    stamp, due = due_files(m, unlisted_before, now, grace)
+    known = set(m.parts.values()) | set(m.retired)
+    strays = [table_dir / n for n in _data_files(table_dir) if n not in known and _mtime(table_dir / n) <= now - grace]
+    return stamp, due, strays
+
+
+def due_files(m: Manifest, unlisted_before: float, now: float, grace: float) -> tuple[list[str], list[str]]:
+    """(retired files to stamp unlisted now, files whose grace period is over)."""
     live = set(m.parts.values())
     stamp = [n for n, t in m.retired.items() if t < unlisted_before and n not in m.unlisted and n not in live]
     unlisted = {**m.unlisted, **dict.fromkeys(stamp, now)}
     due = [n for n, t in unlisted.items() if t <= now - grace and n not in live]
-    known = live | set(m.retired)
-    strays = [table_dir / n for n in _data_files(table_dir) if n not in known and _mtime(table_dir / n) <= now - grace]
-    return stamp, due, strays
+    return stamp, due
 
 
 @contextmanager
@@ -152,7 +175,7 @@ def _locked(table_dir: Path) -> Iterator[None]:
 
 
 def _save(table_dir: Path, m: Manifest) -> None:
-    text = json.dumps({"parts": dict(sorted(m.parts.items())), "retired": m.retired, "unlisted": m.unlisted})
+    text = dumps(m)
     fd, tmp = tempfile.mkstemp(dir=table_dir, prefix=".manifest.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:

@@ -7,10 +7,17 @@ duplicates them. A write never touches a path a reader may hold: it writes a new
 temporary name, renamed) and swaps the manifest, so a reader sees the old or the new partition,
 never a half-written one, and a killed run leaves the previous version in place. The superseded
 file stays readable for a grace period (``forge/storage/manifest.py``).
+
+With ``SUBTEXT_DATA_URL=s3://bucket/prefix`` the same layout lives under the URL
+(``forge/storage/location.py``): a partition's file is one PUT of a new object (whole or absent)
+and the manifest is swapped by a conditional PUT (``forge/storage/remote_manifest.py``); DuckDB
+reads the objects through the fsspec filesystem registered on its connection (no extension to
+download). ``data_dir`` is then this machine's private work directory, never a shared path.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import tempfile
@@ -22,7 +29,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from forge.storage import manifest
+from forge.storage import manifest, remote_manifest
+from forge.storage.location import Remote, is_remote, local_path, open_remote, work_dir
 
 UNPARTITIONED = "all"
 _SAFE = re.compile(r"[^A-Za-z0-9._=-]+")
@@ -48,15 +56,28 @@ def safe_name(value: str, max_len: int = 120) -> str:
 class TableWrite:
     table: str
     part: str
-    path: Path
+    path: Path | str  # a URL on object storage
     rows: int
 
 
 class TableStore:
-    """Reads and writes the project's tables under ``data_dir``."""
+    """Reads and writes the project's tables under ``data_dir`` (a local directory, or an
+    object-storage URL such as ``s3://bucket/prefix``)."""
 
     def __init__(self, data_dir: str | os.PathLike[str]):
-        self.data_dir = Path(data_dir).resolve()
+        self.remote: Remote | None = None
+        if is_remote(data_dir):
+            self.remote = open_remote(str(data_dir))  # checked: a bad bucket stops here, nothing written
+            self.url = self.remote.url
+            self.data_dir = work_dir(self.url)  # this machine's scratch (catalog file, tools' files)
+        else:
+            self.data_dir = local_path(data_dir).resolve()
+            self.url = str(self.data_dir)
+
+    @property
+    def location(self) -> str:
+        """What the data is stored under: the URL on object storage, else the data dir."""
+        return self.url
 
     # -- paths -----------------------------------------------------------------------
     @property
@@ -79,12 +100,28 @@ class TableStore:
         name = manifest.load(self.table_dir(table)).parts.get(safe_name(part))
         return self.table_dir(table) / (name or f"absent/{safe_name(part)}.parquet")
 
-    def files(self, table: str, parts: list[str] | None = None) -> list[Path]:
+    def files(self, table: str, parts: list[str] | None = None) -> list[Path] | list[str]:
         """The live files of ``table`` (of ``parts`` only, when given), one per partition, from one
-        read of its manifest: a consistent set, each file readable for the grace period."""
-        live = manifest.load(self.table_dir(table)).parts
+        read of its manifest: a consistent set, each file readable for the grace period. On
+        object storage, their URLs."""
+        live = self._manifest(table).parts
         keys = sorted(live) if parts is None else [safe_name(p) for p in parts]
+        if self.remote is not None:
+            return [self.remote.url_of(f"{_table_rel(table)}/{live[k]}") for k in keys if k in live]
         return [self.table_dir(table) / live[k] for k in keys if k in live]
+
+    def _manifest(self, table: str) -> manifest.Manifest:
+        if self.remote is not None:
+            return remote_manifest.load(self.remote, _table_rel(table))
+        return manifest.load(self.table_dir(table))
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB that can read this store's files (on object storage: through the
+        fsspec filesystem, with extension downloads off: nothing downloads at run time)."""
+        con = duckdb.connect()
+        if self.remote is not None:
+            attach_filesystem(con, self.remote)
+        return con
 
     # -- writing ---------------------------------------------------------------------
     def write(
@@ -96,8 +133,10 @@ class TableStore:
         re-run that now yields nothing removes the rows an earlier run wrote.
         """
         key = safe_name(part)
-        path = self.table_dir(table) / manifest.new_file_name(key)
         arrow = _to_arrow(df, schema)
+        if self.remote is not None:
+            return self._write_remote(table, part, key, arrow)
+        path = self.table_dir(table) / manifest.new_file_name(key)
         manifest.ensure(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
         os.close(fd)
@@ -114,18 +153,34 @@ class TableStore:
             raise
         return TableWrite(table=table, part=part, path=path, rows=arrow.num_rows)
 
+    def _write_remote(self, table: str, part: str, key: str, arrow: pa.Table) -> TableWrite:
+        """One PUT of a new object (whole or absent), then the manifest's conditional swap."""
+        assert self.remote is not None
+        rel = f"{_table_rel(table)}/{manifest.new_file_name(key)}"
+        buf = io.BytesIO()
+        pq.write_table(arrow, buf)
+        self.remote.put(rel, buf.getvalue())
+        try:
+            remote_manifest.publish(self.remote, _table_rel(table), key, rel.rsplit("/", 1)[1])
+        except BaseException:  # not published: nobody can have been given the object
+            self.remote.delete(rel)
+            raise
+        return TableWrite(table=table, part=part, path=self.remote.url_of(rel), rows=arrow.num_rows)
+
     def delete_part(self, table: str, part: str) -> bool:
         """Drop a partition (its file is retired, not deleted: a reader may hold it)."""
+        if self.remote is not None:
+            return remote_manifest.publish(self.remote, _table_rel(table), safe_name(part), None) is not None
         if not self.table_dir(table).is_dir():
             return False
         return manifest.publish(self.table_dir(table), safe_name(part), None) is not None
 
     # -- reading ---------------------------------------------------------------------
     def exists(self, table: str) -> bool:
-        return bool(manifest.load(self.table_dir(table)).parts)
+        return bool(self._manifest(table).parts)
 
     def parts(self, table: str) -> list[str]:
-        return sorted(manifest.load(self.table_dir(table)).parts)
+        return sorted(self._manifest(table).parts)
 
     def read(
         self,
@@ -146,7 +201,7 @@ class TableStore:
         sql = f"select {cols} from read_parquet(?, union_by_name=true)"
         if where:
             sql += f" where {where}"
-        with duckdb.connect() as con:
+        with self.connect() as con:
             return con.execute(sql, [files, *(params or [])]).df()
 
     def read_batch(self, table: str, batch: str) -> pd.DataFrame:
@@ -163,7 +218,7 @@ class TableStore:
 
     def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
         """Run SQL where every existing table is visible as a view of the same name."""
-        with duckdb.connect() as con:
+        with self.connect() as con:
             for table in self.table_names():
                 files = ", ".join(quote_literal(str(f)) for f in self.files(table))
                 con.execute(
@@ -172,9 +227,26 @@ class TableStore:
             return con.execute(sql, params or []).df()
 
     def table_names(self) -> list[str]:
+        if self.remote is not None:
+            return [t for t in self.remote.subdirs("tables") if self._manifest(t).parts]
         if not self.tables_dir.is_dir():
             return []
         return sorted(d.name for d in self.tables_dir.iterdir() if d.is_dir() and manifest.load(d).parts)
+
+
+def _table_rel(table: str) -> str:
+    return f"tables/{safe_name(table)}"
+
+
+def attach_filesystem(con: duckdb.DuckDBPyConnection, remote: Remote) -> None:
+    """Let ``con`` read ``remote``'s URLs through its fsspec filesystem. DuckDB's own S3 reader
+    (the httpfs extension) is not bundled and must not be downloaded, so autoloading is off."""
+    con.execute("set autoinstall_known_extensions = false")
+    con.execute("set autoload_known_extensions = false")
+    for name in con.list_filesystems():  # another store's (or an older) client: this one replaces it
+        if name in ("s3", "s3a") or "S3FileSystem" in name:
+            con.unregister_filesystem(name)
+    con.register_filesystem(remote.fs)
 
 
 def _to_arrow(df: pd.DataFrame, schema: pa.Schema | None) -> pa.Table:
