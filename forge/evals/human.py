@@ -40,14 +40,16 @@ from forge.evals.pipeline import judge_rows, load_export, prompt_files
 from forge.evals.scoring import unparseable_open_ended
 from forge.llm.prompts import load_prompt
 from forge.llm.types import LLMResult
-from forge.people import sync
+from forge.people import project
 from forge.people.blind_room import blind_key
 from forge.people.client import LabelStudio
-from forge.people.links import BLIND_MEDIA, refuse_links
+from forge.people.links import BLIND_MEDIA
+from forge.people.push import TASK_COLUMNS, Wanted, push
+from forge.people.read import lead_time, poll, who
+from forge.people.refusal import control_problem, skipped
 from forge.review.items import as_list, blind_task_data, box_answer, revision
 from forge.review.labelconfig import BOX_LABEL, LETTERS, human_config
-from forge.review.stages import StageOut, clip_paths, project_settings, read, settings
-from forge.review.verdicts import who
+from forge.review.stages import StageOut, clip_paths, read, settings
 from forge.storage import TableStore
 
 MODEL = "human"
@@ -100,7 +102,7 @@ def blind_media(data_dir: Path, spec: BenchmarkSpec, name: str, rel: str | None)
 
 def _wanted(
     store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, items: pd.DataFrame
-) -> tuple[dict[str, sync.Wanted], dict[str, str]]:
+) -> tuple[dict[str, Wanted], dict[str, str]]:
     """Blind tasks keyed by their opaque key, media re-encoded under blind names; and item id →
     why it has no task (its media could not be re-encoded: the other items still go)."""
     root = store.data_dir.resolve()
@@ -116,7 +118,7 @@ def _wanted(
         except BlindMediaError as exc:
             refused[str(it["item_id"])] = f"blind_media: {exc}"
             continue
-        out[key] = sync.Wanted(blind_task_data(it, rs, key, image, video))
+        out[key] = Wanted(blind_task_data(it, rs, key, image, video))
     return out, refused
 
 
@@ -138,7 +140,7 @@ def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | No
     items, version = test_items(store, spec)
     items = subset_of(items, spec, load_eval_config())
     recorded = read(store, "review_tasks", part(spec))
-    recorded = recorded if len(recorded) else pd.DataFrame(columns=sync.TASK_COLUMNS)
+    recorded = recorded if len(recorded) else pd.DataFrame(columns=TASK_COLUMNS)
     prev = blind_rows(recorded)
     legacy = recorded.drop(prev.index)
     out = StageOut(metadata={"export_version": version or "none", "items": len(items)})
@@ -159,14 +161,13 @@ def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | No
     root = store.data_dir.resolve()
     blind = root / BLIND_DIR / spec.name
     blind.mkdir(parents=True, exist_ok=True)  # Label Studio refuses a storage on a missing folder
-    links = refuse_links(root, [root / BLIND_DIR])  # served folders hold regular files only
     max_opts = max([len(as_list(o) or []) for o in items["options"]] + [2])
     title = f"{spec.title} {BLIND_TITLE} · {spec.name} {version}"
     desc = f"Answer each {spec.title} item as you understand it (no gold shown); scored like a model."
-    project = ls.ensure_project(title, human_config(rs, max_opts), **project_settings(rs, rs.human_answers, desc))
+    p = project.ensure(ls, title, human_config(rs, max_opts), project.settings(rs.human_answers, desc))
     wanted, refused = _wanted(store, spec, rs, items)
     wanted = dict(sorted(wanted.items()))  # created in key order: a task's id says nothing of its item
-    ls.ensure_local_storage(int(project["id"]), str(blind))
+    links = project.serve(ls, int(p["id"]), root, root / BLIND_DIR, blind)  # served folders: regular files only
     # the push matches tasks by the key they carry; the table keeps item id and revision
     real = {
         task_key(root, spec, str(it["item_id"]), revision(it)): (str(it["item_id"]), revision(it))
@@ -178,7 +179,7 @@ def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | No
     if len(keyed):
         keys = [task_key(root, spec, str(r.item_id), str(r.revision)) for r in prev.itertuples()]
         keyed["item_id"], keyed["revision"] = keys, keys
-    rows, counts = sync.push(ls, spec.name, "human", project, wanted, keyed, set())
+    rows, counts = push(ls, spec.name, "human", p, wanted, keyed, set())
     known = rows["item_id"].isin(list(real))
     rows.loc[known, "revision"] = [real[k][1] for k in rows.loc[known, "item_id"]]
     rows.loc[known, "item_id"] = [real[k][0] for k in rows.loc[known, "item_id"]]
@@ -204,15 +205,12 @@ def refusal_of(annotation: dict[str, Any]) -> str | None:
     blind form does not have, or a typed answer that is not text people can read
     (``forge.checks.text_rules``). Such an answer is kept, with the reason, and never scored."""
     if annotation.get("was_cancelled"):
-        return "refused: skipped: the task was skipped (Label Studio's Skip), which gives no answer"
+        return f"refused: {skipped('answer')}"
+    why = control_problem(annotation.get("result"), BLIND_CONTROLS, "the blind form")
+    if why:
+        return f"refused: {why}"
     for r in annotation.get("result") or []:
-        name, kind, to = (r.get("from_name"), r.get("type"), r.get("to_name")) if isinstance(r, dict) else (None,) * 3
-        want = BLIND_CONTROLS.get(str(name))
-        if want is None or want[0] != kind:
-            return f"refused: unknown_control: {name!r} ({kind}) is not a control of the blind form"
-        if to != want[1]:
-            return f"refused: unknown_target: {name!r} names {to!r}; the form's {name} is about {want[1]!r}"
-        t = (r.get("value") or {}).get("text") if name == "answer_text" else None
+        t = (r.get("value") or {}).get("text") if r.get("from_name") == "answer_text" else None
         text = "\n".join(str(x) for x in (t if isinstance(t, list) else [t]) if x is not None)
         if text.strip():
             try:
@@ -248,7 +246,7 @@ def answers(ls: LabelStudio, task_rows: pd.DataFrame, users: dict[int, str]) -> 
     first, mapped back to its item through ``task_rows`` (the tasks themselves carry only an opaque
     key; rows of an older baseline on the review instance are not read: ``blind_rows``)."""
     task_rows = blind_rows(task_rows)
-    by_kind, _ = sync.poll(ls, task_rows, ("human",))
+    by_kind, _ = poll(ls, task_rows, ("human",))
     item_of = {int(r.task_id): str(r.item_id) for r in task_rows.itertuples()}
     out = []
     for pid, tasks in by_kind["human"]:
@@ -268,7 +266,7 @@ def answers(ls: LabelStudio, task_rows: pd.DataFrame, users: dict[int, str]) -> 
                         "person": person,
                         "flag": flag,
                         "annotation": a,
-                        "seconds": float(a["lead_time"]) if a.get("lead_time") is not None else None,
+                        "seconds": lead_time(a),
                         "created_at": pd.Timestamp(a["created_at"]).tz_convert("UTC") if a.get("created_at") else None,
                     }
                 )
@@ -293,7 +291,7 @@ def saw_gold(
     tasks = read(store, "review_tasks", spec.name)
     if ls is None:
         return out
-    by_kind, _ = sync.poll(ls, tasks, ("review", "adjudication", "returned"))
+    by_kind, _ = poll(ls, tasks, ("review", "adjudication", "returned"))
     for kind, projects in by_kind.items():
         for pid, ts in projects:
             for t in ts:

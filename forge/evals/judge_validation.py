@@ -33,10 +33,14 @@ from forge.evals.requests import jload
 from forge.evals.scoring import reference_variables
 from forge.llm.prompts import Prompt, load_prompt
 from forge.people import identity as ident
+from forge.people import project
 from forge.people.client import LabelStudio
-from forge.review.verdicts import who
+from forge.people.push import Wanted, add_new
+from forge.people.read import lead_time, who
+from forge.people.refusal import control_problem, skipped
 
 CONTROL = "verdict"  # the form's choice control
+CONTROLS = {CONTROL: ("choices", "instruction")}  # the form's one control: a choice about the instruction
 RATING_COLUMNS = [
     "benchmark",
     "answer_id",
@@ -142,27 +146,18 @@ def run_judge_tasks(
     variables = spec.eval.judge_variables or reference_variables
     ls.ensure_up()
     desc = f"Give the verdict {spec.title}'s LLM judge gives ({', '.join(choices)}); the judge's own is not shown."
-    project = ls.ensure_project(
-        title(spec),
-        label_config(list(prompt.variables), choices),
-        maximum_annotations=s["raters"],
-        overlap_cohort_percentage=100,
-        sampling="Sequential sampling",
-        enable_empty_annotation=False,
-        description=desc,
-    )
-    pid = int(project["id"])
+    config = label_config(list(prompt.variables), choices)
+    pid = int(project.ensure(ls, title(spec), config, project.settings(s["raters"], desc, predictions=False))["id"])
     own = ident.Owner(ls, pid, spec.name, "judge", "sample_key")  # only its own tasks count (identity.py)
-    have = {own.key(t) for t in own.tasks()}
-    pushed = 0
+    wanted = {}
     for r in sample.to_dict("records"):
-        if r["sample_key"] in have or str(r["item_id"]) not in by_id:
+        if str(r["item_id"]) not in by_id:
             continue
         v = variables({**r, "detail": jload(r.get("detail"))}, by_id[str(r["item_id"])])
         data = {"sample_key": r["sample_key"], "instruction": instruction(prompt)}
         data |= {f"in_{k}": str(v.get(k, "")) for k in prompt.variables}
-        own.create(data)
-        pushed += 1
+        wanted[str(r["sample_key"])] = Wanted(data)
+    pushed = len(add_new(own, wanted))
     out = {"project_id": pid, "sampled": len(sample), "pushed": pushed, "already_there": len(sample) - pushed}
     return out | ({"not_ours": own.others} if own.others else {})
 
@@ -184,7 +179,7 @@ def read_ratings(ls: LabelStudio, spec: BenchmarkSpec, preds: pd.DataFrame, cfg:
             person, _author, flag = who(a, users)
             label, refused = read_label(a.get("result") or [], choices)
             if a.get("was_cancelled"):  # a skip gives no rating: recorded with why, never counted
-                label, refused = None, "skipped: the task was skipped (Label Studio's Skip), which gives no rating"
+                label, refused = None, skipped("rating")
             rows.append(
                 {
                     "benchmark": spec.name,
@@ -200,7 +195,7 @@ def read_ratings(ls: LabelStudio, spec: BenchmarkSpec, preds: pd.DataFrame, cfg:
                     "refused": flag
                     or refused
                     or (None if ref is not None else "unknown_answer: not in eval_predictions"),
-                    "seconds": float(a["lead_time"]) if a.get("lead_time") is not None else None,
+                    "seconds": lead_time(a),
                     "created_at": pd.Timestamp(a["created_at"]) if a.get("created_at") else None,
                 }
             )
@@ -210,12 +205,9 @@ def read_ratings(ls: LabelStudio, spec: BenchmarkSpec, preds: pd.DataFrame, cfg:
 def read_label(result: list[dict[str, Any]], choices: list[str]) -> tuple[str | None, str | None]:
     """(label, None) or (None, why refused): exactly one of the judge's labels, from the form's one
     control about the instruction (any other control or object is refused, never ignored)."""
-    for r in result:
-        name, kind, to = (r.get("from_name"), r.get("type"), r.get("to_name")) if isinstance(r, dict) else (None,) * 3
-        if name != CONTROL or kind != "choices":
-            return None, f"unknown_control: {name!r} ({kind}) is not a control of the form"
-        if to != "instruction":
-            return None, f"unknown_target: {name!r} names {to!r}; the form's {CONTROL} is about 'instruction'"
+    why = control_problem(result, CONTROLS)
+    if why:
+        return None, why
     picked = [c for r in result if r.get("from_name") == CONTROL for c in (r.get("value") or {}).get("choices") or []]
     if not picked:
         return None, "empty_answer: no verdict chosen"

@@ -32,8 +32,11 @@ from forge.benchmarks.protocol_spec import Control, DraftMode, FieldKind, HumanS
 from forge.benchmarks.settings import recipe_settings
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.people import identity as ident
+from forge.people import project
 from forge.people.client import LabelStudio
-from forge.people.links import refuse_links
+from forge.people.push import Wanted, add_new
+from forge.people.read import lead_time, who
+from forge.people.refusal import SKIP
 from forge.protocol import form
 from forge.storage import TableStore
 
@@ -201,17 +204,11 @@ def ensure_project(
             DraftMode.SUGGESTION: "LLM-assisted annotation: the LLM's draft is pre-filled",
         }[step.draft]
     )
-    p = ls.ensure_project(  # stamped by ident.Owner (forge/people/identity.py)
-        title(spec, step, second),
-        form.label_config(step, with_draft=shows),
-        description=f"Subtext Forge protocol step {step.name} of {spec.title} ({what}): {step.note}".strip(),
-        maximum_annotations=step.annotators,
-        show_collab_predictions=shows,
-    )
-    pid = int(p["id"])
+    desc = f"Subtext Forge protocol step {step.name} of {spec.title} ({what}): {step.note}".strip()
+    options = {"description": desc, "maximum_annotations": step.annotators, "show_collab_predictions": shows}
+    pid = int(project.ensure(ls, title(spec, step, second), form.label_config(step, with_draft=shows), options)["id"])
     if any(d.kind in ("image", "images", "video") for d in step.display):
-        refuse_links(store.data_dir, [store.data_dir.resolve() / "media"])  # the served folder: regular files only
-        ls.ensure_local_storage(pid, str(store.data_dir.resolve() / "media"))
+        project.serve(ls, pid, store.data_dir, store.data_dir.resolve() / "media")
     return pid
 
 
@@ -225,14 +222,9 @@ def push(
     rows = units(step, frame)
     want = sampled(sorted(rows), step.sample)
     own = ident.Owner(ls, pid, spec.name, kind_of(step), "unit_id")  # only its own tasks count
-    have = {own.key(t) for t in own.tasks()}
-    new = queue(step, rows, sorted(want - have))
-    shows = step.draft.shows_draft
-    for u in new:
-        row = rows[u]
-        pred = _draft(step, row) if shows else None
-        own.create(task_data(step, u, row, with_draft=shows), [pred] if pred else None)
-    counts = {"units": len(rows), "sampled": len(want), "pushed": len(new), "already_there": len(want & have)}
+    # the queue spreads the controls among the new units only (what is there stays where it is)
+    new = add_new(own, _wanted(step, rows, sorted(want), step.draft.shows_draft), lambda ks: queue(step, rows, ks))
+    counts = {"units": len(rows), "sampled": len(want), "pushed": len(new), "already_there": len(want) - len(new)}
     return counts | ({"not_ours": own.others} if own.others else {})
 
 
@@ -290,21 +282,19 @@ def second_pass(
     (a unit never gets one before an answer exists); returns how many were added."""
     pid = ensure_project(ls, store, spec, step, second=True)
     own = ident.Owner(ls, pid, spec.name, kind_of(step, second=True), "unit_id")
-    have = {own.key(t) for t in own.tasks()}
-    new = sorted((answered & set(rows)) - have)
-    for u in new:
-        pred = _draft(step, rows[u])
-        own.create(task_data(step, u, rows[u], with_draft=True), [pred] if pred else None)
-    return len(new)
+    return len(add_new(own, _wanted(step, rows, sorted(answered & set(rows)), True)))
+
+
+def _wanted(step: HumanStep, rows: Mapping[str, Mapping[str, Any]], order: list[str], shows: bool) -> dict[str, Wanted]:
+    """unit → its task, in ``order``: the draft as a prediction only where the form ``shows`` it."""
+    out = {}
+    for u in order:
+        pred = _draft(step, rows[u]) if shows else None
+        out[u] = Wanted(task_data(step, u, rows[u], with_draft=shows), [pred] if pred else [])
+    return out
 
 
 # -- read ---------------------------------------------------------------------------------------------
-
-
-def _person(a: Mapping[str, Any], users: Mapping[int, str]) -> str:
-    v = a.get("updated_by") or a.get("completed_by")
-    v = v.get("id") if isinstance(v, dict) else v
-    return users.get(int(v), str(v)) if v is not None else "unknown"
 
 
 def _answer_rows(
@@ -327,7 +317,7 @@ def _answer_rows(
             values, refused = None, None
             try:
                 if a.get("was_cancelled"):  # a skip gives no answer: recorded with why, never counted
-                    raise form.Refused("skipped", "result", "the task was skipped (Label Studio's Skip)")
+                    raise form.Refused("skipped", "result", SKIP.removeprefix("skipped: "))
                 values = form.read(step, a.get("result"))
             except form.Refused as exc:
                 refused = str(exc)
@@ -339,7 +329,7 @@ def _answer_rows(
                     "answer_id": f"{pid}:{a['id']}",
                     "unit_id": unit,
                     "task_id": int(t["id"]),
-                    "person": _person(a, users),
+                    "person": who(a, users)[0],
                     "values": json.dumps(values) if values is not None else None,
                     "refused": refused,
                     "control": known is not None,
@@ -347,7 +337,7 @@ def _answer_rows(
                     "control_judge": None,
                     "known": known,
                     "excluded": None,
-                    "seconds": float(a["lead_time"]) if a.get("lead_time") is not None else None,
+                    "seconds": lead_time(a),
                     "created_at": pd.Timestamp(a["created_at"]) if a.get("created_at") else None,
                     "draft_mode": mode.value,
                     "agrees_llm": (not _changed(step, values, llm)) if values is not None and llm else None,

@@ -1,7 +1,7 @@
 """The review loop's bookkeeping, Dagster-free (docs/review.md, "The loop"):
 
 * the task ledger (table ``review_task_ledger``, one file per benchmark, append-only): every task
-  a push made, found, deleted or found gone (``forge/people/sync.py``);
+  a push made, found, deleted or found gone (``forge/people/ledger.py``);
 * one Label Studio project per benchmark and kind, carried across export versions; the
   per-version projects of earlier releases (``<Title> review · <b> v<N>``) are adopted: the
   newest is renamed, the others' tasks are moved by the next push;
@@ -14,35 +14,24 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from forge.benchmarks.review_spec import ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
-from forge.people import sync
+from forge.people import ledger, read
 from forge.people.client import LabelStudio
+from forge.people.push import Wanted
+from forge.people.refusal import back_to
 from forge.review import status, units
 from forge.review.items import task_data
 from forge.review.verdicts import annotation_key
 from forge.storage import TableStore
-from forge.storage.contracts import load_contract
 
 LEDGER = "review_task_ledger"
-RECONCILIATION = "review_reconciliation"
-RECONCILIATION_COLUMNS = [
-    "benchmark",
-    "recorded_at",
-    "state",
-    "catalog_instance",
-    "tool_instances",
-    "adopted",
-    "missing",
-    "lost",
-    "foreign",
-    "message",
-]
+RECONCILIATION = "review_reconciliation"  # forge/people/reconcile.py
 KINDS = ("review", "adjudication", "returned")  # the loop's project kinds (the human baseline is apart)
 RETURNED_PREFIX = "returned:"  # a returned task's key: returned:<verdict id>
 
@@ -81,80 +70,9 @@ def adopt_legacy(ls: LabelStudio, name: str) -> int | None:
 
 
 def load_ledger(store: TableStore, name: str) -> pd.DataFrame:
-    """The benchmark's ledger; before the ledger existed, seeded from ``review_tasks`` (each
-    recorded task adopted), so the tasks of earlier pushes keep counting."""
-    if store.exists(LEDGER) and name in store.parts(LEDGER):
-        out = store.read(LEDGER, parts=[name]).reindex(columns=sync.LEDGER_COLUMNS)
-        for c in ("instance", "task_uid"):  # rows from before identities have none
-            out[c] = out[c].where(out[c].map(lambda v: isinstance(v, str)), "")
-        return out
-    prev = store.read("review_tasks", parts=[name]) if store.exists("review_tasks") else pd.DataFrame()
-    prev = prev[prev["benchmark"] == name] if len(prev) else prev
-    return sync.seed_ledger(prev, KINDS)
-
-
-def append(ledger: pd.DataFrame, events: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """The ledger with ``events`` added at the end (an event already recorded is not added twice)."""
-    new = pd.DataFrame(list(events), columns=sync.LEDGER_COLUMNS)
-    if not len(new):
-        return ledger if len(ledger) else sync.empty_ledger()
-    frames = [f for f in (ledger.reindex(columns=sync.LEDGER_COLUMNS), new) if len(f)]
-    out = pd.concat(frames, ignore_index=True)
-    out["task_id"] = out["task_id"].astype("int64")
-    out[["instance", "task_uid"]] = out[["instance", "task_uid"]].fillna("")
-    # a task is its id and its identity: a replaced database reuses ids
-    return out.drop_duplicates(["task_id", "task_uid", "event"], keep="first").reset_index(drop=True)
-
-
-def write_ledger(store: TableStore, name: str, ledger: pd.DataFrame) -> None:
-    """Write the ledger now (a push that Label Studio interrupted: the asset writes nothing else)."""
-    contract = load_contract(LEDGER)
-    df = contract.conform(ledger)
-    problems = contract.validate(df)
-    if problems:
-        raise ValueError(f"{LEDGER} [{name}]: " + "; ".join(problems[:5]))
-    store.write(LEDGER, df, name, schema=contract.arrow_schema())
-
-
-def reconciliation(store: TableStore, name: str, figures: Mapping[str, Any]) -> tuple[pd.DataFrame, str | None]:
-    """The benchmark's reconciliation table with this push's row added when the catalog and the
-    tool disagreed (a replaced database, tasks adopted, missing, lost, or foreign tasks in projects
-    the catalog named), and the message that says so (None when they agreed)."""
-    old = (
-        store.read(RECONCILIATION, parts=[name])
-        if store.exists(RECONCILIATION) and name in store.parts(RECONCILIATION)
-        else pd.DataFrame(columns=RECONCILIATION_COLUMNS)
-    )
-    msg = reconciliation_message(name, figures)
-    if msg is None:
-        return old, None
-    row = {k: figures.get(k) for k in RECONCILIATION_COLUMNS if k in figures}
-    row |= {"benchmark": name, "recorded_at": pd.Timestamp.now(tz="UTC"), "message": msg}
-    row["tool_instances"] = ",".join(figures.get("tool_instances") or [])
-    new = pd.DataFrame([row], columns=RECONCILIATION_COLUMNS)
-    return pd.concat([f for f in (old, new) if len(f)], ignore_index=True), msg
-
-
-def reconciliation_message(name: str, f: Mapping[str, Any]) -> str | None:
-    parts = []
-    if f.get("state") == "replaced":
-        parts.append(
-            f"Label Studio's database was replaced (the catalog's tasks were made in instance "
-            f"{str(f.get('catalog_instance'))[:8]}, which no project in the tool carries now): "
-            f"{f.get('lost', 0)} tasks recorded lost (their verdicts stand), open items pushed again"
-        )
-    if f.get("adopted"):
-        parts.append(f"{f['adopted']} tasks of {name} found in the tool that the catalog did not list: adopted")
-    if f.get("missing"):
-        parts.append(f"{f['missing']} tasks gone from the tool (deleted there): pushed again")
-    if f.get("lost") and f.get("state") != "replaced":
-        parts.append(f"{f['lost']} tasks recorded lost with an earlier database")
-    if f.get("foreign"):
-        parts.append(
-            f"{f['foreign']} tasks in projects the catalog named are not provably {name}'s "
-            "(another benchmark's, another database's, or made by hand): left alone"
-        )
-    return f"{name}: " + "; ".join(parts) if parts else None
+    """The benchmark's review ledger (``forge/people/ledger.py``), seeded from ``review_tasks``
+    before the ledger existed."""
+    return ledger.load(store, LEDGER, name, KINDS)
 
 
 # -- verdicts returned to their reviewer ---------------------------------------------------------
@@ -166,7 +84,7 @@ def _when(v: pd.DataFrame) -> pd.Series:
 
 def returned(
     benchmark: str, verdicts: pd.DataFrame, items: pd.DataFrame, rs: ReviewSpec, clips: Mapping[str, str]
-) -> dict[str, sync.Wanted]:
+) -> dict[str, Wanted]:
     """``returned:<verdict id>`` → the task that returns a verdict to its reviewer with the reason
     (``forge.review.status.returned``: refused, or changed by someone other than its author, who
     gets it back): the item as it is now, the reason in the heading. Only while that person has
@@ -177,18 +95,16 @@ def returned(
     v = verdicts[~verdicts["stale"].astype(bool)]
     when = dict(zip(v["verdict_id"].astype(str), _when(v), strict=True))
     by_id = {str(r["item_id"]): r for r in items.to_dict("records")}
-    out: dict[str, sync.Wanted] = {}
+    out: dict[str, Wanted] = {}
     for r in back.to_dict("records"):
         if str(r.get("why") or "").startswith("adjudicator_reviewed"):
             continue  # not theirs to answer again: another annotator adjudicates the unit
-        flagged = isinstance(r.get("author"), str) and r["author"] != r["reviewer"] and not _refused(v, r)
-        who = str(r["author"] if flagged else r["reviewer"])
+        who, what = back_to(str(r["reviewer"]), r.get("author"), _refused(v, r))
         mine = v[(v["item_id"] == r["item_id"]) & (v["reviewer"].astype(str) == who)]
         later = (_when(mine) > when.get(str(r["verdict_id"]), pd.Timestamp.min.tz_localize("UTC"))).any()
         item = by_id.get(str(r["item_id"]))
         if later or item is None:
             continue
-        what = "verdict was changed by someone else" if flagged else "verdict was not taken"
         data = task_data(item, rs, clips.get(str(item.get("unit_id"))), "review")
         key = f"{RETURNED_PREFIX}{r['verdict_id']}"
         unit = units.unit_of_item(items, rs.unit, str(item["item_id"])) if rs.unit else None
@@ -203,11 +119,11 @@ def returned(
                 "returned_to": who,
                 "returned_reason": str(r["why"]),
                 "returned_verdict": str(r["verdict_id"]),
-                "heading": f"RETURNED to {who}: your {what} on item {item['item_id']} ({r['why']}). "
+                "heading": f"RETURNED to {who}: your verdict was {what} on item {item['item_id']} ({r['why']}). "
                 "The item is as it is now; review it again.",
             }
         )
-        out[key] = sync.Wanted(data)
+        out[key] = Wanted(data)
     return out
 
 
@@ -216,7 +132,7 @@ def _refused(v: pd.DataFrame, r: Mapping[str, Any]) -> bool:
     return bool(len(row)) and bool(((row["verdict"] == "refused") | (row["edit_status"] == "refused")).any())
 
 
-def reviewer_tabs(ls: LabelStudio, project_id: int, wanted: Mapping[str, sync.Wanted]) -> list[str]:
+def reviewer_tabs(ls: LabelStudio, project_id: int, wanted: Mapping[str, Wanted]) -> list[str]:
     """One Data Manager tab per reviewer with returned tasks ("Returned to <e-mail>"); Label Studio's
     tabs are shared by the organisation, so each reviewer finds theirs."""
     people = sorted({str(w.data.get("returned_to")) for w in wanted.values()})
@@ -240,16 +156,16 @@ def todo(ls: LabelStudio, store: TableStore, name: str) -> list[str]:
     pushed_once = store.exists("review_tasks") and name in store.parts("review_tasks")
     if not pushed_once:
         return ["first push"] if gated else []
-    ledger = load_ledger(store, name)
-    if not len(ledger):
+    book = load_ledger(store, name)
+    if not len(book):
         return []
-    seen = sync.view(ls, [name], ledger, {k: sync.ledger_projects(ledger, k) for k in KINDS})
+    seen = read.view(ls, [name], book, {k: ledger.projects(book, k) for k in KINDS})
     by_kind = {k: list(ps.items()) for k, ps in seen.ours.items()}
     v = store.read("verdicts", parts=[name]) if store.exists("verdicts") and name in store.parts("verdicts") else None
-    out = [f"unread {a}" for a in sync.unread(by_kind, v if v is not None else pd.DataFrame())]
-    state, before = sync.instance_state(ledger, seen.instances)
+    out = [f"unread {a}" for a in read.unread(by_kind, v if v is not None else pd.DataFrame())]
+    state, before = ledger.instance_state(book, seen.instances)
     if state == "replaced":  # the push re-adopts what is there and records the lost tasks
         out.append(f"Label Studio database replaced: instance {before[:8]} is gone")
     else:
-        out += [f"deleted in the tool: task {t}" for t in sorted(sync.unacknowledged(ledger, seen.live_refs()))]
+        out += [f"deleted in the tool: task {t}" for t in sorted(ledger.unacknowledged(book, seen.live_refs()))]
     return out

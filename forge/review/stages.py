@@ -19,9 +19,10 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.checks.nli import NLIBackend
 from forge.items.fields import LIST_COLUMNS, lst
 from forge.people import identity as ident
-from forge.people import sync
+from forge.people import ledger, project, reconcile
+from forge.people import read as tool
 from forge.people.client import LabelStudio, ReviewServerDown
-from forge.people.links import refuse_links
+from forge.people.push import TASK_COLUMNS, Plan, Progress, PushInterrupted, Wanted, execute, plan
 from forge.review import gate, loop, units
 from forge.review.config import review_spec
 from forge.review.items import box_predictions, task_data
@@ -72,32 +73,15 @@ def resolution(
     return gate.resolve(items, v, rs, store.data_dir)
 
 
-def project_settings(rs: ReviewSpec, overlap: int, description: str) -> dict[str, Any]:
-    """Label Studio project settings that give each reviewer an annotation of their own: a task
-    takes ``overlap`` annotations (the reviewers an item needs), every task gets the full overlap,
-    and the labeling stream ("Label All Tasks") hands each reviewer the next task they have not
-    annotated (``sampling``; Label Studio 1.23.2 accepts "Sequential sampling", "Uniform sampling"
-    and "Uncertainty sampling"; each leaves out the tasks the reviewer already annotated)."""
-    return {
-        "maximum_annotations": overlap,
-        "overlap_cohort_percentage": 100,
-        "sampling": "Sequential sampling",  # in task order, so a team's items finish together
-        "show_overlap_first": False,  # every task has the same overlap: nothing to put first
-        "enable_empty_annotation": False,  # the form refuses an empty submit (the reader refuses one too)
-        "show_collab_predictions": True,  # the item's boxes are pre-drawn and editable
-        "description": description,
-    }
-
-
 def _wanted(
     items: pd.DataFrame, rs: ReviewSpec, clips: dict[str, str], kind: str, extra: dict[str, dict] | None = None
-) -> dict[str, sync.Wanted]:
+) -> dict[str, Wanted]:
     out = {}
     for it in items.to_dict("records"):
         data = task_data(it, rs, clips.get(str(it.get("unit_id"))), kind)
         data.update((extra or {}).get(str(it["item_id"]), {}))
         preds = box_predictions(it) if rs.boxes and kind != "human" else []
-        out[str(it["item_id"])] = sync.Wanted(data, preds)
+        out[str(it["item_id"])] = Wanted(data, preds)
     return out
 
 
@@ -115,16 +99,16 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
     verdicts back to their reviewers (``returned``); append what was done to the task ledger.
     ``ls`` None (the tool is down, policy advisory): the recorded tasks stay as they are, with
     ``note``. Label Studio stopping mid-push: the ledger keeps the tasks made so far and
-    ``sync.PushInterrupted`` says how many; the next push continues."""
+    ``PushInterrupted`` says how many; the next push continues."""
     rs = settings(spec)
     out = StageOut(metadata={"policy": str(rs.policy), "reviewers_per_item": rs.reviewers})
     prev = read(store, "review_tasks", spec.name)
-    prev = prev if len(prev) else pd.DataFrame(columns=sync.TASK_COLUMNS)
-    ledger = loop.load_ledger(store, spec.name)
+    prev = prev if len(prev) else pd.DataFrame(columns=TASK_COLUMNS)
+    book = loop.load_ledger(store, spec.name)
     if rs.policy == ReviewPolicy.OFF or ls is None:
         out.metadata["note"] = note or f"review policy off for {spec.name}: nothing pushed"
-        out.tables.update({"review_tasks": prev, loop.LEDGER: ledger})
-        out.tables[loop.RECONCILIATION] = loop.reconciliation(store, spec.name, {})[0]
+        out.tables.update({"review_tasks": prev, loop.LEDGER: book})
+        out.tables[loop.RECONCILIATION] = reconcile.table(store, loop.RECONCILIATION, spec.name, {})[0]
         return out
     ls.ensure_up()
     inst = ident.instance_of(ls.projects()) or ident.new_id()  # this database's (forge/people/identity.py)
@@ -132,29 +116,27 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
     found = ls.project_by_title(loop.title(spec, "returned"))
     projects.update({"returned": ident.ensure_stamp(ls, found, inst)} if found else {})
     titles = {int(p["id"]): str(p["title"]) for p in ls.projects()}
-    looked = {
-        k: {*([int(projects[k]["id"])] if k in projects else []), *sync.ledger_projects(ledger, k)} for k in loop.KINDS
-    }
-    seen = sync.view(ls, [spec.name], ledger, looked)  # only tasks provably this benchmark's count
-    events, figures = sync.reconcile(spec.name, ledger, seen, titles)
-    ledger = loop.append(ledger, events)
-    out.tables[loop.RECONCILIATION], said = loop.reconciliation(store, spec.name, figures)
+    looked = {k: {*([int(projects[k]["id"])] if k in projects else []), *ledger.projects(book, k)} for k in loop.KINDS}
+    seen = tool.view(ls, [spec.name], book, looked)  # only tasks provably this benchmark's count
+    events, figures = reconcile.reconcile(spec.name, book, seen, titles)
+    book = ledger.append(book, events)
+    out.tables[loop.RECONCILIATION], said = reconcile.table(store, loop.RECONCILIATION, spec.name, figures)
     out.metadata["reconciliation"] = {**figures, **({"message": said} if said else {})}
     live = seen.ours
     live_ids = seen.live_ids()
     # a task deleted in the tool makes its verdicts stale before anything is decided, so the push
     # recreates it whether or not the verdicts were read since (the read marks them the same way)
-    verdicts = merge(read(store, "verdicts", spec.name), [], live_ids, sync.pushed_ids(ledger))
+    verdicts = merge(read(store, "verdicts", spec.name), [], live_ids, ledger.pushed_ids(book))
     res = gate.resolve(gated_items(store, spec.name), verdicts, rs, store.data_dir)
     wanted = _loop_wanted(spec.name, res, rs, clip_paths(store))
     if wanted["returned"] and "returned" not in projects:
         projects["returned"] = _project(ls, store, spec, rs, "returned", inst)
         titles[int(projects["returned"]["id"])] = str(projects["returned"]["title"])
-    known = set(zip(ledger["task_key"].astype(str), ledger["revision"].astype(str), strict=True))
-    recorded = sync.recorded_keys(res.verdicts)  # an annotation is read when its id and creation time match
+    known = set(zip(book["task_key"].astype(str), book["revision"].astype(str), strict=True))
+    recorded = tool.recorded_keys(res.verdicts)  # an annotation is read when its id and creation time match
     ids = set(units.groups(res.items, rs.unit)) if rs.unit else set(res.items["item_id"].astype(str))
-    plans = [
-        sync.plan(
+    plans: list[Plan] = [
+        plan(
             spec.name,
             k,
             projects[k],
@@ -169,19 +151,19 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
         for k in loop.KINDS
         if k in projects
     ]
-    progress = sync.Progress(sum(p.creations() for p in plans))
+    progress = Progress(sum(p.creations() for p in plans))
     frames, counts = [], {}
     try:
         for p in plans:
-            rows, counts[p.kind] = sync.execute(ls, p, progress)
+            rows, counts[p.kind] = execute(ls, p, progress)
             frames.append(rows)
         if wanted["returned"]:
             out.metadata["returned_to"] = loop.reviewer_tabs(ls, int(projects["returned"]["id"]), wanted["returned"])
     except ReviewServerDown as exc:  # the tasks made so far are recorded now: the next push continues
-        loop.write_ledger(store, spec.name, loop.append(ledger, progress.events))
-        raise exc if isinstance(exc, sync.PushInterrupted) else sync.PushInterrupted(progress, exc) from exc
+        ledger.write(store, loop.LEDGER, spec.name, ledger.append(book, progress.events))
+        raise exc if isinstance(exc, PushInterrupted) else PushInterrupted(progress, exc) from exc
     out.tables["review_tasks"] = pd.concat([prev[prev["kind"] == "human"], *frames], ignore_index=True)
-    out.tables[loop.LEDGER] = loop.append(ledger, progress.events)
+    out.tables[loop.LEDGER] = ledger.append(book, progress.events)
     out.metadata.update(
         {
             "projects": {k: str(p["title"]) for k, p in projects.items()},
@@ -204,17 +186,15 @@ def _project(
         loop.adopt_legacy(ls, name)
     overlap = rs.reviewers if kind == "review" else 1
     config = review_config(rs, adjudication=kind == "adjudication")
-    project = ls.ensure_project(name, config, **project_settings(rs, overlap, loop.description(spec, rs, kind)))
-    project = ident.ensure_stamp(ls, project, instance)
-    ls.ensure_overlap(int(project["id"]), overlap)  # tasks an older release made keep overlap 1
-    refuse_links(store.data_dir, [store.data_dir.resolve() / "media"])  # the served folder: regular files only
-    ls.ensure_local_storage(int(project["id"]), str(store.data_dir.resolve() / "media"))
-    return project
+    p = project.ensure(ls, name, config, project.settings(overlap, loop.description(spec, rs, kind)), instance)
+    ls.ensure_overlap(int(p["id"]), overlap)  # tasks an older release made keep overlap 1
+    project.serve(ls, int(p["id"]), store.data_dir, store.data_dir.resolve() / "media")
+    return p
 
 
 def _loop_wanted(
     name: str, res: gate.Resolution, rs: ReviewSpec, clips: dict[str, str]
-) -> dict[str, dict[str, sync.Wanted]]:
+) -> dict[str, dict[str, Wanted]]:
     """kind → key → task: pending items to review, disputed ones to adjudication (with the
     verdicts so far), refused verdicts back to their reviewers."""
     items = res.items
@@ -258,7 +238,7 @@ def run_verdicts(
     else:
         if len(tasks):
             ls.ensure_up()
-        by_kind, live = sync.poll(ls, tasks, loop.KINDS)
+        by_kind, live = tool.poll(ls, tasks, loop.KINDS)
         users = ls.users() if len(tasks) else {}
         polled = [
             r
@@ -277,7 +257,7 @@ def run_verdicts(
             )
         ]
         # tasks of a replaced database are not deleted in the tool: their verdicts keep counting
-        expected = sync.pushed_ids(tasks, ident.instances(ls.projects()) if len(tasks) else None)
+        expected = ledger.pushed_ids(tasks, ident.instances(ls.projects()) if len(tasks) else None)
         merged = merge(prev, polled, live, expected)
     items = gated_items(store, spec.name)
     res = gate.resolve(items, merged, rs, store.data_dir, nli)

@@ -30,7 +30,7 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import EditChecks, FieldLimits, MemberAnswers, ReviewSpec
 from forge.checks import text_rules
-from forge.people import sync
+from forge.people.push import Wanted
 from forge.provenance.versioning import content_hash
 from forge.review.items import as_json, as_list, box_predictions, context_text, options_text, revision, task_data
 from forge.review.labelconfig import FIELD_TAGS
@@ -480,13 +480,13 @@ def wanted(
     clips: dict[str, str],
     kind: str,
     prior: dict[str, str] | None = None,
-) -> dict[str, sync.Wanted]:
+) -> dict[str, Wanted]:
     """Task key → the task of every unit ``kind`` wants (``items`` carry ``review_status``): a unit
     with a disputed member goes to adjudication whole (the adjudicator's verdict is final for every
     member), one with a pending member (and none disputed) to review. A unit of one item is the
     item's task, its boxes pre-drawn."""
     status = dict(zip(items["item_id"].astype(str), items["review_status"].astype(str), strict=True))
-    out: dict[str, sync.Wanted] = {}
+    out: dict[str, Wanted] = {}
     for key, members in groups(items, spec.unit).items():
         states = {status.get(str(m["item_id"])) for m in members}
         if ("disputed" in states) != (kind == "adjudication") or (kind == "review" and "pending" not in states):
@@ -500,7 +500,7 @@ def wanted(
             data["prior_text"] = "\n".join(lines) or "(no verdicts yet: the unit's flags send it here)"
         boxed = [m for m in members if as_json(m.get("labels")).get("boxes")]
         preds = box_predictions(boxed[0]) if spec.boxes and boxed else []  # the unit's shared regions
-        out[key] = sync.Wanted(data, preds)
+        out[key] = Wanted(data, preds)
     return out
 
 

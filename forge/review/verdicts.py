@@ -22,6 +22,8 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import FieldLimits, MemberAnswers
 from forge.checks import text_rules
+from forge.people.read import who
+from forge.people.refusal import control_problem, skipped
 from forge.people.verdict_ids import annotation_key as annotation_key  # the readers' name for it
 from forge.people.verdict_ids import annotation_ref, created_stamp, is_legacy, member_part, verdict_key
 from forge.review.items import as_list
@@ -73,7 +75,7 @@ CONTROLS = {
 FIELD_LIMIT = {"question": "question", "answer": "answer"}  # edited field → its ``FieldLimits`` attribute
 
 
-SKIPPED = "skipped: the task was skipped (Label Studio's Skip), which gives no verdict; the item still needs one"
+SKIPPED = skipped("verdict") + "; the item still needs one"
 
 
 class Refused(ValueError):
@@ -104,13 +106,9 @@ def _text(result: list[dict[str, Any]], name: str) -> str | None:
 def _check_controls(result: Any) -> list[dict[str, Any]]:
     if not isinstance(result, list) or not result:
         raise Refused("empty_result: the annotation holds no answer")
-    for r in result:
-        name, kind, to = (r.get("from_name"), r.get("type"), r.get("to_name")) if isinstance(r, dict) else (None,) * 3
-        want = CONTROLS.get(str(name))
-        if want is None or want[0] != kind:
-            raise Refused(f"unknown_control: {name!r} ({kind}) is not a control of the review form")
-        if want[1] != to:  # an answer about an object the form does not have is read as nothing
-            raise Refused(f"unknown_target: {name!r} names {to!r}; the form's {name} is about {want[1]!r}")
+    why = control_problem(result, CONTROLS, "the review form")
+    if why:
+        raise Refused(why)
     return result
 
 
@@ -229,15 +227,6 @@ def _parse(
     return out
 
 
-def _user(v: Any, users: dict[int, str]) -> str:
-    if isinstance(v, dict):
-        return str(v.get("email") or v.get("username") or v.get("id"))
-    try:
-        return users.get(int(v), str(v))
-    except (TypeError, ValueError):
-        return str(v)
-
-
 def _seconds(v: Any) -> float | None:
     """Label Studio's lead time; a value no clock gives (negative, not a number) is unknown."""
     try:
@@ -249,19 +238,6 @@ def _seconds(v: Any) -> float | None:
 
 def _ts(v: Any) -> pd.Timestamp | None:
     return pd.Timestamp(v).tz_convert("UTC") if v else None
-
-
-def who(a: dict[str, Any], users: dict[int, str]) -> tuple[str, str | None, str | None]:
-    """(reviewer, author, flag) of one annotation. The reviewer is whoever last changed it
-    (``updated_by``, which Label Studio sets from the request's user on every save and no request
-    body can set); ``completed_by`` names the author, and any request may claim it. An annotation
-    last changed by someone else than its author is flagged, and its verdict does not count."""
-    author = _user(a["completed_by"], users) if a.get("completed_by") is not None else None
-    changer = _user(a["updated_by"], users) if a.get("updated_by") is not None else author
-    reviewer = changer or "unknown"
-    if author is not None and changer != author:
-        return reviewer, author, f"changed_by_other: {changer} changed the annotation {author} made"
-    return reviewer, author, None
 
 
 def verdict_rows(

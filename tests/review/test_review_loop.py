@@ -17,13 +17,14 @@ import pytest
 from assets.review.factory import benchmark_review_defs
 from assets.review.human import human_defs
 from assets.splits.factory import benchmark_defs
+from forge.people import project
 from forge.benchmarks.registry import get
 from forge.people import server as review_server
 from forge.people.client import LabelStudio
 from forge.review import loop
 from forge.review.items import task_data
 from forge.review.labelconfig import review_config
-from forge.review.stages import gated_items, project_settings, settings
+from forge.review.stages import gated_items, settings
 from forge.storage import TableStore, open_catalog
 from forge.storage.contracts import load_contract
 from resources.llm import LLMResource
@@ -333,7 +334,7 @@ def test_projects_of_earlier_export_rounds_are_adopted_and_no_task_is_stranded(r
     title = loop.title(spec, "review")
     old = {}
     for n, ids in ((1, ["m1", "m2"]), (2, ["m3"])):
-        p = ls.ensure_project(f"{title} v{n}", review_config(rs), **project_settings(rs, 1, "older round"))
+        p = ls.ensure_project(f"{title} v{n}", review_config(rs), **project.settings(1, "older round"))
         for i in ids:
             old[i] = (int(p["id"]), ls.create_task(int(p["id"]), task_data(items[i], rs, None, "review")))
     now = pd.Timestamp.now(tz="UTC")

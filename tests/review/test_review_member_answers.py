@@ -10,7 +10,7 @@ import pytest
 
 from forge.benchmarks.registry import get
 from forge.benchmarks.review_spec import MemberAnswers, ReviewSpec
-from forge.people import sync
+from forge.people import read
 from forge.people.verdict_ids import annotation_ref
 from forge.review import gate, units
 from forge.review.labelconfig import review_config
@@ -179,11 +179,11 @@ def test_rows_recorded_before_creation_times_in_ids_are_read_as_they_are():
 def test_a_skip_is_unread_until_the_read_records_it():
     skip = _annotation(3, [], "2026-01-01T10:00:00Z", was_cancelled=True)
     by_kind = {"review": [(2, [_vague_task([skip])])]}
-    assert sync.unread(by_kind, pd.DataFrame()) == ["2:3@2026-01-01T10:00:00Z"]
+    assert read.unread(by_kind, pd.DataFrame()) == ["2:3@2026-01-01T10:00:00Z"]
     (row,) = _item_rows([skip])
     assert row["verdict"] == "refused" and row["refusal"].startswith("skipped: ")
     recorded = merge(pd.DataFrame(), [row], {7}, {7})
-    assert sync.unread(by_kind, recorded) == []
+    assert read.unread(by_kind, recorded) == []
     # a replaced database's annotation 3 (another creation time) is not the recorded one
     reused = {"review": [(2, [_vague_task([_annotation(3, [c("verdict", "accept")], "2026-05-05T10:00:00Z")])])]}
-    assert sync.unread(reused, recorded) == ["2:3@2026-05-05T10:00:00Z"]
+    assert read.unread(reused, recorded) == ["2:3@2026-05-05T10:00:00Z"]

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from forge.people import identity as ident
-from forge.people import sync
+from forge.people import ledger, read
 from forge.people.client import LabelStudio, ReviewAPIError, ReviewServerDown, ReviewServerFailing
 
 
@@ -65,7 +65,7 @@ def test_a_server_answering_500_is_reachable_but_failing_not_down(failing_server
 def test_a_500_on_a_projects_tasks_is_never_read_as_a_deleted_project(failing_server):
     # a deleted project is skipped (its tasks then count as deleted in the tool); a failing server is not
     with pytest.raises(ReviewServerFailing):
-        sync.live_tasks(LabelStudio(failing_server, "t"), [7])
+        read.live_tasks(LabelStudio(failing_server, "t"), [7])
 
 
 def test_nothing_listening_is_not_reachable():
@@ -86,13 +86,13 @@ def _ledger(instance: str) -> pd.DataFrame:
     row = {"benchmark": "maia", "kind": "review", "item_id": "m1", "revision": "r", "task_key": "m1"}
     row |= {"project_id": 1, "project_title": "MAIA review · maia", "task_id": 1, "event": "created"}
     row |= {"recorded_at": pd.Timestamp.now(tz="UTC"), "instance": instance, "task_uid": "a" * 32}
-    return pd.DataFrame([row], columns=sync.LEDGER_COLUMNS)
+    return pd.DataFrame([row], columns=ledger.LEDGER_COLUMNS)
 
 
 def test_database_replaced_is_told_apart_from_tasks_deleted_in_the_tool():
     old, new = ident.new_id(), ident.new_id()
-    assert sync.instance_state(_ledger(old), {old}) == ("same", old)
-    assert sync.instance_state(_ledger(old), {new}) == ("replaced", old)
-    assert sync.instance_state(_ledger(""), {new}) == ("new", "")  # tasks from before identities
+    assert ledger.instance_state(_ledger(old), {old}) == ("same", old)
+    assert ledger.instance_state(_ledger(old), {new}) == ("replaced", old)
+    assert ledger.instance_state(_ledger(""), {new}) == ("new", "")  # tasks from before identities
     lost = pd.concat([_ledger(old), _ledger(old).assign(event="lost")], ignore_index=True)
-    assert sync.instance_state(lost, {new}) == ("new", "")  # once recorded lost, the catalog agrees again
+    assert ledger.instance_state(lost, {new}) == ("new", "")  # once recorded lost, the catalog agrees again

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from forge.people import identity as ident
-from forge.people import sync
+from forge.people import read
 from forge.people.ownership import sort_out
 
 
@@ -56,9 +56,9 @@ def test_an_annotation_counts_as_read_only_with_its_id_and_creation_time():
     v = pd.DataFrame(
         {"verdict_id": ["5:9", "5:10:m2"], "created_at": pd.to_datetime(["2026-01-01T10:00:00Z"] * 2, utc=True)}
     )
-    rec = sync.recorded_keys(v)
+    rec = read.recorded_keys(v)
     same = {"annotations": [{"id": 9, "created_at": "2026-01-01T10:00:00Z"}]}
     unit = {"annotations": [{"id": 10, "created_at": "2026-01-01T10:00:00.000000Z"}]}
     other = {"annotations": [{"id": 9, "created_at": "2026-03-02T08:00:00Z"}]}  # same id, another annotation
-    assert sync._recorded(same, 5, rec) and sync._recorded(unit, 5, rec)
-    assert not sync._recorded(other, 5, rec) and not sync._recorded(same, 6, rec)
+    assert read.recorded(same, 5, rec) and read.recorded(unit, 5, rec)
+    assert not read.recorded(other, 5, rec) and not read.recorded(same, 6, rec)
