@@ -1,7 +1,7 @@
 """Model evaluations (group ``evals``): one asset per benchmark partitioned by model, one report per benchmark,
 the paper's own tables per benchmark (``<paper>_paper_report``), the evaluations a paper declares
-beside the models (``EvalSpec.extra_evals``, e.g. MAIA's unimodal baseline) and the judge
-checked against people (``<name>_judge_tasks`` → ``<name>_judge_validation``); the human steps'
+beside the models (``EvalSpec.extra_evals``, e.g. MAIA's unimodal baseline); the judge checked
+against people (``<name>_judge_tasks`` → ``<name>_judge_results``) comes from ``assets/people``; the human steps'
 agreement and workload views (``assets/evals/human_steps.py``)."""
 
 import dagster as dg
@@ -9,7 +9,6 @@ import dagster as dg
 import assets.evals.human_steps  # noqa: F401 - registers the protocol_agreement / _minutes / _changes views
 from assets.evals.assets import build_defs
 from assets.evals.baselines import baseline_defs
-from assets.evals.judge_validation import judge_defs
 from assets.evals.paper_reports import paper_report_defs
 
-defs = dg.Definitions.merge(build_defs(), baseline_defs(), paper_report_defs(), judge_defs())
+defs = dg.Definitions.merge(build_defs(), baseline_defs(), paper_report_defs())

@@ -192,9 +192,9 @@ def _export_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefi
         name=export_key,
         group_name="splits",
         kinds={"python", "parquet"},
-        # the review gate reads <name>_verdicts: a review marks the export Unsynced (docs/review.md);
+        # the review gate reads <name>_review_results: a review marks the export Unsynced (docs/review.md);
         # no cycle, the review tasks read the gated items, not the export
-        deps=[gated_key, spec.asset("verdicts")],
+        deps=[gated_key, spec.asset("review_results")],
         # force_stub is a run flag (the demo sets it), not logic: it stays out of the version so a
         # demo run does not leave every export Unsynced in the UI.
         code_version=content_hash(

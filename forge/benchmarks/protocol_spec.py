@@ -150,7 +150,7 @@ class HumanStep:
     note: str = ""  # what the paper says people did (the project's description)
     instruction: str = ""  # the header line above the form
     # The recipe stages that read the step's result, in order (the next stage and what follows it up
-    # to the items): protocol_sensor re-runs them for the batches whose units people decided anew.
+    # to the items): people_sensor re-runs them for the batches whose units people decided anew.
     read_by: tuple[str, ...] = ()
     # Columns of other tables the form needs, joined on ``unit_key`` (table, columns): an image path
     # the corrected stage does not repeat.

@@ -5,7 +5,7 @@
   decided by the LLM (``why_llm = no_label_studio``), so a build with no tool records who decided
   every step;
 * ``decided_by``: what a stage that used a step writes on its rows and items (step → human | llm);
-* ``human_marks`` and ``batches_of``: what protocol_sensor compares between ticks, and the batches
+* ``human_marks`` and ``batches_of``: what people_sensor compares between ticks, and the batches
   of the stages reading a step that a new human result makes stale.
 """
 

@@ -1,7 +1,7 @@
 """An edited revision re-enters the text-only probe (``forge/gates/blind.py``), Dagster-free.
 
 The field contract and the box check run inside ``items.apply_edits``; the probe needs the LLM
-engine, so ``<b>_verdicts`` runs it on the multiple-choice items an edit changed, with the
+engine, so ``<b>_review_results`` runs it on the multiple-choice items an edit changed, with the
 benchmark's own gate settings (``config/splits.yaml`` ``blind``) and the same prompt, through the
 engine's cache (a re-read pays nothing). Its figures go into the applying verdict row's
 ``edit_blind`` (with the revision they were measured on); ``gate.apply_revisions`` then copies them

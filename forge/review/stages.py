@@ -3,7 +3,7 @@ export. ``assets/review`` wraps them; ``forge/export/stages.run_export`` calls `
 
 Tables: ``review_tasks`` (live Label Studio tasks per benchmark, kinds ``review`` /
 ``adjudication`` / ``returned`` / ``human``), ``review_task_ledger`` (every task a review push
-made, found or deleted; append-only, ``forge/review/loop.py``), ``verdicts`` (one row per
+made, found or deleted; append-only, ``forge/people/ledger.py``), ``verdicts`` (one row per
 annotation), ``human_answers`` (the blind answers of the human baseline). One file per benchmark each.
 """
 
@@ -262,7 +262,7 @@ def run_verdicts(
     items = gated_items(store, spec.name)
     res = gate.resolve(items, merged, rs, store.data_dir, nli)
     if probe is not None:
-        probed, out.engine = reprobe(res.items, res.verdicts, probe, spec.asset("verdicts"), spec.name)
+        probed, out.engine = reprobe(res.items, res.verdicts, probe, spec.asset("review_results"), spec.name)
         res = gate.resolve(items, probed, rs, store.data_dir, nli) if out.engine is not None else res
     out.tables["verdicts"] = res.verdicts
     out.tables["review_status"] = review_status(spec.name, res, rs.policy, rs.unit or spec.split.unit_key)

@@ -2,7 +2,7 @@
 revision: status, reviewers, reasons, minutes, what the export does with it) and the verdicts that
 go back to their reviewers (refused or flagged, with the reason).
 
-``<b>_verdicts`` writes ``review_status`` from the same resolution that gates the export
+``<b>_review_results`` writes ``review_status`` from the same resolution that gates the export
 (``forge/review/gate.py``), so a row's status is the one the export acts on.
 """
 

@@ -19,8 +19,8 @@ def test_project_instance_config(tmp_path, monkeypatch):
         assert cfg.run_queue_config.max_concurrent_runs == 4
         limits = cfg.run_queue_config.tag_concurrency_limits
         assert {"key": "subtext/inbox_batch", "limit": 1} in limits
-        # each sensor's kind of run takes one slot at most: the review loop always has one of its own
-        for queue in ("loop", "protocol", "build"):
+        # each sensor's kind of run takes one slot at most: the people loop always has one of its own
+        for queue in ("loop", "build"):
             assert {"key": "subtext/queue", "value": queue, "limit": 1} in limits
         assert cfg.pool_config.default_pool_limit == 4
         assert instance.run_monitoring_enabled

@@ -6,7 +6,7 @@ import json
 
 import dagster as dg
 
-from assets.protocol.factory import protocol_defs
+from assets.people.factory import people_defs
 from forge.storage import TableStore
 from resources.llm import LLMResource
 from resources.review import ReviewResource
@@ -17,7 +17,7 @@ def materialize(data, benchmark: str, keys: list[str], llm: LLMResource | None =
     """``llm``: the engine a step's control judge uses (MAIA's answers); the offline stub by default."""
     llm = llm or LLMResource(backend="stub", cache_path=str(data / "cache" / "llm_cache.sqlite"))
     res = {"storage": StorageResource(data_dir=str(data)), "review": ReviewResource(), "llm": llm}
-    return dg.materialize(list(protocol_defs(benchmark).assets), selection=keys, resources=res)
+    return dg.materialize(list(people_defs(benchmark, "step").assets), selection=keys, resources=res)
 
 
 def results(data, part: str) -> dict[str, dict]:

@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from assets.protocol.factory import protocol_defs
+from assets.people.factory import people_defs
 from forge.benchmarks.protocol_spec import StepSample
 from forge.benchmarks.registry import get
 from forge.protocol import form, steps
@@ -82,7 +82,7 @@ def test_label_studio_down(tmp_path, monkeypatch):
         "storage": StorageResource(data_dir=str(tmp_path)),
         "review": ReviewResource(url="http://127.0.0.1:9", token="t"),
     }
-    assets = list(protocol_defs("iibench").assets)
+    assets = list(people_defs("iibench", "step").assets)
     monkeypatch.setenv("SUBTEXT_REVIEW_POLICY", "advisory")
     res = dg.materialize(
         assets, selection=["iibench_inspection_tasks", "iibench_inspection_results"], resources=resources

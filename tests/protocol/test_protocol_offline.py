@@ -9,7 +9,7 @@ import json
 
 import dagster as dg
 
-from assets.protocol.factory import protocol_defs
+from assets.people.factory import people_defs
 from forge.review.card import card_lines, human_figures
 from forge.storage import TableStore
 from resources.review import ReviewResource
@@ -33,7 +33,7 @@ def test_a_build_without_label_studio_says_the_llm_decided_every_step(
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("batches", [BATCH])
     recipe = [A.iibench_implication, A.iibench_labels, A.iibench_items]
-    protocol = list(protocol_defs("iibench").assets)
+    protocol = list(people_defs("iibench", "step").assets)
     config = {"ops": {"iibench_labels": {"config": {"min_explanation_chars": 20}}}}
 
     def stage(name: str) -> None:

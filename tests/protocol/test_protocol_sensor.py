@@ -1,4 +1,4 @@
-"""The protocol sensor on a real Label Studio: a corrected stage materialized → its step is pushed
+"""The people sensor's protocol steps on a real Label Studio: a corrected stage materialized → its step is pushed
 and read in one run; nothing changed → no run; a person's answer → the step is read again."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from resources.review import ReviewResource
 from resources.storage import StorageResource
-from sensors.protocol import protocol_sensor
+from sensors.people import people_sensor
 from tests.protocol import helpers as h
 from tests.protocol.test_protocol_browser import _vague
 from tests.review import scripted as sr
@@ -22,7 +22,7 @@ def _tick(data, instance, cursor):
         cursor=cursor,
         resources={"storage": StorageResource(data_dir=str(data)), "review": ReviewResource()},
     )
-    return protocol_sensor(ctx)
+    return people_sensor(ctx)
 
 
 def _run(data, result) -> None:
@@ -47,7 +47,7 @@ def test_the_sensor_pushes_and_reads_a_step_when_it_changed(review_env):
     again = _tick(data, instance, due.cursor)  # the project now exists: read once more
     _run(data, again)
     quiet = _tick(data, instance, again.cursor or due.cursor)
-    assert not quiet.run_requests and "no step changed" in quiet.skip_reason.skip_message
+    assert not quiet.run_requests and "nothing to read or push" in quiet.skip_reason.skip_message
 
     task = h.tasks(ls, "direct_rating · vague")["fr_kitchen"]
     sr.submit(
@@ -73,7 +73,8 @@ def test_the_sensor_pushes_and_reads_the_judge_validation_after_an_eval(review_e
     instance.report_runless_asset_event(dg.AssetMaterialization("maia_eval"))
     due = _tick(data, instance, first.cursor)
     (req,) = due.run_requests
-    assert sorted(k.to_user_string() for k in req.asset_selection) == ["maia_judge_tasks", "maia_judge_validation"]
-    assert req.tags["subtext/protocol_steps"] == "maia/judge_validation"
+    assert sorted(k.to_user_string() for k in req.asset_selection) == ["maia_judge_results", "maia_judge_tasks"]
+    assert req.tags["subtext/protocol_steps"] == "maia/judge"
+    assert req.tags["subtext/queue"] == "loop" and req.job_name == "people_loop"  # the loop's one run
     quiet = _tick(data, instance, due.cursor)
     assert not quiet.run_requests

@@ -7,7 +7,7 @@ Label Studio, and the leaderboard shows ``human (avg)`` and ``human (best)`` for
 Starts its own Label Studio on the data dir (a free port), signs three people up through the
 invite link, has each answer every item in their own session (p0 every gold letter, p1 every item
 but the first, p2 every other item), materializes ``iibench_human_tasks`` and
-``iibench_human_eval``, prints the rows and checks them against the hand-computed values.
+``iibench_human_results``, prints the rows and checks them against the hand-computed values.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def main(data: Path) -> int:
     os.environ["SUBTEXT_REVIEW_CONFIG"] = str(cfg)
 
     import assets.evals.assets  # the leaderboard view (registered on import)
-    from assets.review.human import human_defs
+    from assets.people.factory import people_defs
     from forge.benchmarks.registry import get
     from forge.evals.pipeline import load_export
     from forge.people import server
@@ -61,7 +61,7 @@ def main(data: Path) -> int:
             "review": ReviewResource(),
             "llm": LLMResource(backend="stub", cache_path=str(data / "cache" / "demo_human.sqlite")),
         }
-        assets = list(human_defs("iibench").assets)
+        assets = list(people_defs("iibench", "human").assets)
         dg.materialize(assets, selection=["iibench_human_tasks"], resources=res)
         items = load_export(data / "exports", get("iibench")).items
         gold = dict(zip(items["item_id"], items["answer"], strict=True))
@@ -75,7 +75,7 @@ def main(data: Path) -> int:
             for k, (item, t) in enumerate(tasks):
                 letter = gold[item] if ok(k) else ("B" if gold[item] != "B" else "C")
                 sr.submit(ls, t, who, [sr.choice("choice", letter)], seconds=20)
-        dg.materialize(assets, selection=["iibench_human_eval"], resources=res)
+        dg.materialize(assets, selection=["iibench_human_results"], resources=res)
         with open_catalog(TableStore(data)) as con:
             lb = con.execute(
                 "select model, setting, round(value, 4) v, ci_low, ci_high, n from leaderboard "

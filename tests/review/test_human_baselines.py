@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import assets.evals.assets  # noqa: F401 - registers the leaderboard view (as the code location does)
-from assets.review.human import human_defs
+from assets.people.factory import people_defs
 from forge.benchmarks.registry import get
 from forge.evals.pipeline import load_export
 from forge.export.stages import run_export
@@ -81,7 +81,7 @@ def test_three_people_give_human_avg_and_best_on_the_leaderboard(review_env, ls_
     run_export(store, spec, stage_settings(spec), force_stub=False)
     gold = dict(zip(*(load_export(data / "exports", spec).items[c] for c in ("item_id", "answer")), strict=True))
     assert sorted(gold) == ["ii1", "ii2", "ii3", "ii4"]
-    assets = list(human_defs("iibench").assets)
+    assets = list(people_defs("iibench", "human").assets)
     dg.materialize(assets, selection=["iibench_human_tasks"], resources=_resources(data))
     project = next(p for p in ls.projects() if "blind baseline" in p["title"])
     assert project["maximum_annotations"] == 5  # every person answers every item
@@ -103,7 +103,7 @@ def test_three_people_give_human_avg_and_best_on_the_leaderboard(review_env, ls_
     sr.submit(ls, tasks["ii1"], empty, [])  # the API takes an empty result; the reader refuses it
     excluded_by_controls(store, "p3@human.test")
 
-    dg.materialize(assets, selection=["iibench_human_eval"], resources=_resources(data))
+    dg.materialize(assets, selection=["iibench_human_results"], resources=_resources(data))
     lb = q(data, "select * from leaderboard where model like 'human%' order by model").set_index("model")
     assert list(lb.index) == ["human (avg)", "human (best)"] and set(lb.setting) == {"none"}
     assert lb.loc["human (avg)", "value"] == pytest.approx((1.0 + 0.75 + 0.5) / 3)
@@ -134,7 +134,7 @@ def test_three_people_give_human_avg_and_best_on_the_leaderboard(review_env, ls_
     assert len(answers) == 17 and answers.used.sum() == 12
 
     # re-reading the tool never duplicates rows
-    dg.materialize(assets, selection=["iibench_human_eval"], resources=_resources(data))
+    dg.materialize(assets, selection=["iibench_human_results"], resources=_resources(data))
     counts = q(
         data,
         "select (select count(*) from human_answers) a, (select count(*) from human_scores) s, "
@@ -170,7 +170,7 @@ def test_open_ended_human_answers_are_judged_by_the_benchmark_judge(
 
     llm_double.responder = judge
     resources = {**_resources(data), "llm": llm_double_resource()}
-    assets = list(human_defs("maia").assets)
+    assets = list(people_defs("maia", "human").assets)
     dg.materialize(assets, selection=["maia_human_tasks"], resources=resources)
     item_of = dict(q(data, "select task_id, item_id from review_tasks where kind = 'human'").itertuples(index=False))
     project = next(p for p in ls.projects() if "blind baseline" in p["title"])
@@ -183,7 +183,7 @@ def test_open_ended_human_answers_are_judged_by_the_benchmark_judge(
         who = sr.reviewer(ls, f"{name}@human.test")
         for item, text in answers.items():
             sr.submit(ls, tasks[item], who, [sr.text("answer_text", text)])
-    dg.materialize(assets, selection=["maia_human_eval"], resources=resources)
+    dg.materialize(assets, selection=["maia_human_results"], resources=resources)
     preds = q(
         data, "select model, item_id, judge_ok, judge_model, score from eval_predictions where model like 'human:%'"
     )

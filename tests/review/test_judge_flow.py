@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from assets.evals.assets import build_defs
-from assets.evals.judge_validation import judge_validation_defs
+from assets.people.factory import people_defs
 from forge.benchmarks.registry import get
 from forge.evals import judge_validation as jv
 from forge.export.stages import run_export
@@ -98,7 +98,7 @@ def test_the_judge_validated_by_two_people(review_env):
     p2 = dict(zip(keys, [C, I, I, C, C, I, I, I], strict=True))
     judged_predictions(store, judge)
 
-    assets = judge_validation_defs(spec)
+    assets = list(people_defs(spec, "judge").assets)
     dg.materialize(assets, selection=["maia_judge_tasks"], resources=_resources(data))
     project = ls.project_by_title(jv.title(spec))
     assert project is not None and project["maximum_annotations"] == 2
@@ -122,7 +122,7 @@ def test_the_judge_validated_by_two_people(review_env):
     sr.submit(ls, next(iter(tasks.values())), sr.reviewer(ls, "j3@judge.test"), [])  # refused, not counted
 
     for _ in range(2):  # re-reading never duplicates a row
-        dg.materialize(assets, selection=["maia_judge_validation"], resources=_resources(data))
+        dg.materialize(assets, selection=["maia_judge_results"], resources=_resources(data))
     ratings = q(data, "select * from judge_ratings")
     assert len(ratings) == 17 and ratings.refused.notna().sum() == 1
     assert ratings.loc[ratings.person == "j3@judge.test", "refused"].iloc[0].startswith("empty_answer")

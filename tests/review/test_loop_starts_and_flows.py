@@ -1,11 +1,11 @@
 """The people's loop starts by itself and hands results on (issue #53), on a real Label Studio with
 scripted people and the sensors evaluated directly:
 
-* a build made while Label Studio was down recorded empty review tasks: once it is up, ONE review
+* a build made while Label Studio was down recorded empty review tasks: once it is up, ONE people
   sensor tick pushes them (no hand-run build);
 * a dispute reaches adjudication within a tick and one short run (the time from the second
   reviewer's submit to the adjudication task, median and worst, printed);
-* people drop an image at II-Bench inspection: the protocol sensor reads it, then asks for
+* people drop an image at II-Bench inspection: the people sensor reads it, then asks for
   ``iibench_labels`` (and ``iibench_items``) of that batch, which leave the image out with a
   ``rejects`` row naming who dropped it.
 """
@@ -20,16 +20,14 @@ import time
 import dagster as dg
 import pytest
 
-from assets.protocol.factory import protocol_defs
-from assets.review.factory import benchmark_review_defs
+from assets.people.factory import people_defs
 from forge.benchmarks.registry import get
 from forge.review import loop
 from forge.storage import TableStore
 from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource
-from sensors.protocol import protocol_sensor
-from sensors.review import review_sensor
+from sensors.people import people_sensor
 from tests.protocol import helpers as h
 from tests.protocol.test_protocol_iibench import responder
 from tests.recipes.iibench.test_iibench_assets import BATCH, _frames
@@ -46,11 +44,11 @@ def _res(data, review: ReviewResource | None = None) -> dict:
 
 
 def _review_tick(data, instance, cursor=None, review=None) -> dg.SensorResult:
-    return review_sensor(dg.build_sensor_context(instance=instance, cursor=cursor, resources=_res(data, review)))
+    return people_sensor(dg.build_sensor_context(instance=instance, cursor=cursor, resources=_res(data, review)))
 
 
 def _review_run(data, instance, keys, review=None) -> dg.ExecuteInProcessResult:
-    assets = list(benchmark_review_defs("vague").assets)
+    assets = list(people_defs("vague", "review").assets)
     llm = LLMResource(backend="stub", cache_path=str(data / "cache" / "llm_cache.sqlite"))
     return dg.materialize(assets, selection=keys, resources={**_res(data, review), "llm": llm}, instance=instance)
 
@@ -69,7 +67,7 @@ def test_a_build_made_with_label_studio_down_is_pushed_by_the_next_tick(review_e
     instance = dg.DagsterInstance.ephemeral()
 
     # the build, Label Studio down: the push completes with its note and records an empty part
-    _review_run(data, instance, ["vague_verdicts", "vague_review_tasks"], review=DOWN)
+    _review_run(data, instance, ["vague_review_results", "vague_review_tasks"], review=DOWN)
     assert store.read("review_tasks", parts=["vague"]).empty
     down = _review_tick(data, instance, review=DOWN)
     assert not down.run_requests and "make review" in down.skip_reason.skip_message
@@ -77,7 +75,7 @@ def test_a_build_made_with_label_studio_down_is_pushed_by_the_next_tick(review_e
     # Label Studio up: the next tick asks for the push, one run puts every item in front of people
     up = _review_tick(data, instance, down.cursor)
     (req,) = up.run_requests
-    assert {k.to_user_string() for k in req.asset_selection} == {"vague_verdicts", "vague_review_tasks"}
+    assert {k.to_user_string() for k in req.asset_selection} == {"vague_review_results", "vague_review_tasks"}
     assert req.tags["subtext/queue"] == "loop"  # the loop's own run queue (.dagster_home/dagster.yaml)
     _review_run(data, instance, list(req.asset_selection))
     assert sorted(_titles(ls, vague, "review")) == ["v1", "v2", "v3"]
@@ -102,7 +100,7 @@ def test_a_build_made_with_label_studio_down_is_pushed_by_the_next_tick(review_e
 
 
 def _protocol_tick(data, instance, cursor) -> dg.SensorResult:
-    return protocol_sensor(dg.build_sensor_context(instance=instance, cursor=cursor, resources=_res(data)))
+    return people_sensor(dg.build_sensor_context(instance=instance, cursor=cursor, resources=_res(data)))
 
 
 def _run_all(data, instance, llm, result: dg.SensorResult) -> list[dg.RunRequest]:
@@ -113,7 +111,7 @@ def _run_all(data, instance, llm, result: dg.SensorResult) -> list[dg.RunRequest
     for req in result.run_requests or []:
         keys = [k.to_user_string() for k in req.asset_selection]
         if req.partition_key is None:
-            assets = list(protocol_defs("iibench").assets)
+            assets = list(people_defs("iibench", "step").assets)
             dg.materialize(assets, selection=keys, resources=_res(data), instance=instance)
             continue
         dg.materialize(
@@ -152,7 +150,7 @@ def test_an_image_dropped_at_inspection_leaves_the_labels_by_the_sensors_request
 
     first = _protocol_tick(data, instance, None)  # both steps pushed and read; no human result yet
     reqs = _run_all(data, instance, llm, first)
-    assert reqs and all(r.tags["subtext/queue"] == "protocol" for r in reqs)
+    assert reqs and all(r.tags["subtext/queue"] == "loop" for r in reqs)  # steps are loop work too
     cursor = first.cursor
     for _ in range(2):  # the push made the projects: read once more
         t = _protocol_tick(data, instance, cursor)

@@ -154,12 +154,12 @@ def test_an_edited_statement_is_tested_against_its_foil_and_an_answer_edit_asks_
 def test_in_label_studio_a_foil_the_llm_nli_calls_entailment_is_refused_and_the_pool_exports_its_original(
     review_env, llm_double, tmp_path, monkeypatch
 ):
-    """A reviewer edits pair 2's foil in the pool's task through Label Studio's API; ``maia_verdicts``
+    """A reviewer edits pair 2's foil in the pool's task through Label Studio's API; ``maia_review_results``
     asks the stage's NLI backend (``llm``: the prompt through the LLM engine, here the OpenAI double)
     and refuses the entailed foil; the export carries the original foil, the call is in ``llm_calls``."""
     import dagster as dg
 
-    from assets.review.factory import benchmark_review_defs
+    from assets.people.factory import people_defs
     from forge.export.stages import run_export
     from forge.splits.config import stage_settings
     from forge.storage import open_catalog
@@ -177,7 +177,7 @@ def test_in_label_studio_a_foil_the_llm_nli_calls_entailment_is_refused_and_the_
     world.write_gated(store, "maia", world.maia_pool(store, "q1"))
     llm = double_resource(llm_double, str(tmp_path / "llm_cache.sqlite"))
     res = {"storage": StorageResource(data_dir=str(data)), "review": ReviewResource(), "llm": llm}
-    defs = list(benchmark_review_defs("maia").assets)
+    defs = list(people_defs("maia", "review").assets)
     dg.materialize(defs, selection=["maia_review_tasks"], resources=res)
 
     llm_double.script(Reply.json({"label": "entailment"}), match="nli")
@@ -186,7 +186,7 @@ def test_in_label_studio_a_foil_the_llm_nli_calls_entailment_is_refused_and_the_
     options = {"from_name": "m_options_2", "to_name": "m_text_2", "type": "textarea", "value": {"text": []}}
     options["value"]["text"] = [f"{STATEMENT}\n{FOIL}"]
     sr.submit(ls, task, r1, [sr.choice("verdict", "edit"), options], 60)
-    dg.materialize(defs, selection=["maia_verdicts"], resources=res)
+    dg.materialize(defs, selection=["maia_review_results"], resources=res)
 
     with open_catalog(store) as con:
         v = con.execute("select * from verdicts where item_id = 'q1_sv2'").df().iloc[0]
@@ -195,7 +195,7 @@ def test_in_label_studio_a_foil_the_llm_nli_calls_entailment_is_refused_and_the_
     assert v.edit_status == "refused" and v.edit_note.startswith("nli_entailment:"), v.edit_note
     assert json.loads(v.edit_nli)["label"] == "entailment"
     assert [b for b in llm_double.chat_requests if FOIL in json.dumps(b)]  # the pair went to the NLI prompt
-    assert "maia_verdicts_nli" in set(calls["stage"])
+    assert "maia_review_results_nli" in set(calls["stage"])
     spec = get("maia")
     run_export(store, spec, stage_settings(spec), force_stub=False)
     assert dict(zip(status.item_id, status.status, strict=True))["q1_sv2"] == "refused"  # pending, its edit refused

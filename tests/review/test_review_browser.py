@@ -23,8 +23,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from assets.review.factory import benchmark_review_defs
-from assets.review.human import human_defs
+from assets.people.factory import people_defs
 from forge.benchmarks.registry import get
 from forge.export.stages import run_export
 from forge.review.stages import resolution, settings
@@ -218,7 +217,9 @@ def test_reviewer_in_chromium(review_env, browser):
 
 
 def _materialize(data, keys: list[str]) -> None:
-    assets = [a for n in ("maia", "vague") for a in benchmark_review_defs(n).assets] + list(human_defs("vague").assets)
+    assets = [a for n in ("maia", "vague") for a in people_defs(n, "review").assets] + list(
+        people_defs("vague", "human").assets
+    )
     dg.materialize(assets, selection=keys, resources=_resources(data))
 
 
@@ -276,7 +277,7 @@ def test_three_reviewers_in_chromium(review_env, ls_blind, browsers):
     anns = {a["completed_by"]: a for a in ls.annotations(int(m1["id"]))}
     assert set(anns) == {r1.id, r2.id}  # two annotations, each with its author
 
-    _materialize(data, ["maia_verdicts", "vague_verdicts"])
+    _materialize(data, ["maia_review_results", "vague_review_results"])
     v = q(data, "select item_id, reviewer, author, flag, verdict, edit_status from verdicts order by item_id, reviewer")
     maia = v[v.item_id == "m1"].set_index("reviewer")
     assert maia.loc[r1.email, "verdict"] == "accept" and pd.isna(maia.loc[r1.email, "flag"])
@@ -328,7 +329,7 @@ def test_three_reviewers_in_chromium(review_env, ls_blind, browsers):
     item_of = dict(q(data, "select task_id, item_id from review_tasks where kind = 'human'").itertuples(index=False))
     for t in tasks:
         sr.annotate(b1, {**t, "project": human_p}, [sr.choice("choice", "C")])
-    _materialize(data, ["vague_human_eval"])
+    _materialize(data, ["vague_human_results"])
     answers = q(
         data, "select item_id, person, reply, used, excluded_reason from human_answers order by person, item_id"
     )

@@ -14,10 +14,10 @@ import dagster as dg
 import pandas as pd
 import pytest
 
+from assets.people.factory import people_defs
 from assets.recipes.vimu.assets import vimu_annotations, vimu_items, vimu_questions
 from assets.recipes.vimu.checks import CHECKS
 from assets.recipes.vimu.logic.items import item_id as vimu_item
-from assets.review.factory import benchmark_review_defs
 from forge.benchmarks.registry import get
 from forge.benchmarks.review_spec import MemberAnswers
 from forge.review.items import revision
@@ -39,7 +39,7 @@ def _review(data, bench: str, *keys: str) -> None:
     llm = LLMResource(backend="stub", cache_path=str(data / "cache" / "llm_cache.sqlite"))
     res = {"storage": StorageResource(data_dir=str(data)), "review": ReviewResource(), "llm": llm}
     for key in keys:
-        dg.materialize(list(benchmark_review_defs(bench).assets), selection=[f"{bench}_{key}"], resources=res)
+        dg.materialize(list(people_defs(bench, "review").assets), selection=[f"{bench}_{key}"], resources=res)
 
 
 def _gate(store: TableStore, bench: str, items: pd.DataFrame) -> None:
@@ -239,7 +239,7 @@ def test_a_vague_wrong_option_asks_the_intention_stage_again(review_env, request
     rres = {"storage": StorageResource(data_dir=str(store.data_dir)), "review": ReviewResource(), "llm": llm}
 
     def review(key: str) -> None:
-        dg.materialize(list(benchmark_review_defs("vague").assets), selection=[f"vague_{key}"], resources=rres)
+        dg.materialize(list(people_defs("vague", "review").assets), selection=[f"vague_{key}"], resources=rres)
 
     review("review_tasks")
     bad = items.iloc[0]
@@ -314,7 +314,7 @@ def _hummus(data, tmp_path, double, flip: bool = False):
 def _hummus_review(store, key: str, tmp_path) -> None:
     llm = LLMResource(backend="stub", cache_path=str(tmp_path / "review-cache.sqlite"))
     res = {"storage": StorageResource(data_dir=str(store.data_dir)), "review": ReviewResource(), "llm": llm}
-    dg.materialize(list(benchmark_review_defs("hummus").assets), selection=[f"hummus_{key}"], resources=res)
+    dg.materialize(list(people_defs("hummus", "review").assets), selection=[f"hummus_{key}"], resources=res)
 
 
 def _pair(items: pd.DataFrame, frame: str) -> pd.DataFrame:

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 import assets.evals.assets  # noqa: F401 - registers the leaderboard view (as the code location does)
-from assets.review.factory import benchmark_review_defs
-from assets.review.human import human_defs
+from assets.people.factory import people_defs
 from assets.splits.factory import benchmark_defs
 from forge.benchmarks.registry import get
 from forge.export.stages import run_export
@@ -24,7 +23,7 @@ from forge.storage import TableStore, open_catalog
 from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource
-from sensors.review import review_sensor
+from sensors.people import people_sensor
 from tests.review import scripted as sr
 from tests.review import world
 
@@ -40,7 +39,7 @@ def _resources(data) -> dict:
 def _assets(*names: str) -> list:
     out = []
     for n in names:
-        out += list(benchmark_review_defs(n).assets)
+        out += list(people_defs(n, "review").assets)
     return out
 
 
@@ -52,7 +51,7 @@ def materialize(data, keys: list[str], raise_on_error: bool = True) -> dg.Execut
 
 def sensor_tick(data, instance, cursor=None) -> dg.SensorResult:
     ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources=_resources(data))
-    return review_sensor(ctx)
+    return people_sensor(ctx)
 
 
 def run_requests(data, result: dg.SensorResult) -> None:
@@ -102,9 +101,9 @@ def test_review_gates_the_export_end_to_end(review_env):
     instance = dg.DagsterInstance.ephemeral()
     tick = sensor_tick(data, instance)
     assert {k.to_user_string() for r in tick.run_requests for k in r.asset_selection} == {
-        "maia_verdicts",
+        "maia_review_results",
         "maia_review_tasks",
-        "hummus_verdicts",
+        "hummus_review_results",
         "hummus_review_tasks",
     }
     run_requests(data, tick)  # one run: read, then push
@@ -126,11 +125,11 @@ def test_review_gates_the_export_end_to_end(review_env):
     # re-reading the tool never duplicates rows; an unchanged tool launches no run
     again = sensor_tick(data, instance, tick.cursor)
     assert not again.run_requests
-    res = materialize(data, ["maia_verdicts"])
+    res = materialize(data, ["maia_review_results"])
     assert len(q(data, "select * from verdicts")) == 9
     cov = check(res, "review_coverage")
     assert not cov.passed and cov.metadata["coverage"].value == "2/4"  # m1 accepted, m2 rejected
-    md = res.asset_materializations_for_node("maia_verdicts")[0].metadata
+    md = res.asset_materializations_for_node("maia_review_results")[0].metadata
     # m4: only r1 judged its first revision, so it is not a unit; m1 m2 m3 are (r1, r2)
     expected = krippendorff.alpha(reliability_data=np.array([[1, 0, 1], [1, 0, 0]]), level_of_measurement="nominal")
     assert md["agreement"].value["alpha"] == pytest.approx(expected, abs=1e-4)
@@ -234,8 +233,8 @@ def test_label_studio_down_fails_naming_make_review_and_writes_nothing(review_en
     assert not store.exists("review_tasks")
     configure("defaults: {policy: advisory}\n")  # the demo's profile: a note, not a failure
     res = dg.materialize(
-        _assets("maia") + list(human_defs("maia").assets),
-        selection=["maia_review_tasks", "maia_verdicts", "maia_human_tasks", "maia_human_eval"],
+        _assets("maia") + list(people_defs("maia", "human").assets),
+        selection=["maia_review_tasks", "maia_review_results", "maia_human_tasks", "maia_human_results"],
         resources=_resources(data),
     )
     assert res.success  # nothing pushed yet: the verdicts and the human baseline have nothing to read
@@ -253,7 +252,7 @@ def test_human_baseline_row_on_the_leaderboard(review_env, ls_blind):
     world.vague(store, n=3)
     spec = get("vague")
     run_export(store, spec, stage_settings(spec), force_stub=False)
-    assets = list(human_defs("vague").assets)
+    assets = list(people_defs("vague", "human").assets)
     dg.materialize(assets, selection=["vague_human_tasks"], resources=_resources(data))
     keyed = sr.tasks_by_item(ls, "blind baseline")  # blind tasks carry an opaque key; review_tasks maps it back
     item_of = dict(q(data, "select task_id, item_id from review_tasks where kind = 'human'").itertuples(index=False))
@@ -268,8 +267,8 @@ def test_human_baseline_row_on_the_leaderboard(review_env, ls_blind):
         sr.submit(ls, tasks[item], who, [sr.choice("choice", letter)])
     tick = sensor_tick(data, dg.DagsterInstance.ephemeral())
     (req,) = tick.run_requests  # one run: the human scores (and vague's first review push)
-    assert "vague_human_eval" in {k.to_user_string() for k in req.asset_selection}
-    dg.materialize(assets, selection=["vague_human_eval"], resources=_resources(data))
+    assert "vague_human_results" in {k.to_user_string() for k in req.asset_selection}
+    dg.materialize(assets, selection=["vague_human_results"], resources=_resources(data))
     # each person answered one item (right, right, wrong): the average of 1, 1, 0 over the 3 items
     lb = q(data, "select * from leaderboard where model = 'human (avg)'")
     assert len(lb) == 1 and lb.benchmark.iloc[0] == "vague" and lb.backend.iloc[0] == "human"
@@ -285,12 +284,12 @@ def _gold(data) -> list[tuple[str, str]]:
 
 
 def test_export_reads_verdicts_and_the_sensor_run_re_exports(review_env):
-    """<b>_export depends on <b>_verdicts (a review marks it Unsynced); with export_after_review the
+    """<b>_export depends on <b>_review_results (a review marks it Unsynced); with export_after_review the
     sensor's run materializes both, so the export that follows a review already leaves the rejected item out."""
     data, ls, _srv, configure = review_env
     configure("defaults: {policy: required}\nbenchmarks:\n  maia: {reviewers: 1, export_after_review: true}\n")
     export = next(a for a in benchmark_defs("maia").assets if a.key == dg.AssetKey("maia_export"))
-    assert dg.AssetKey("maia_verdicts") in export.dependency_keys
+    assert dg.AssetKey("maia_review_results") in export.dependency_keys
     store = TableStore(data)
     world.maia(store, n=2)
     materialize(data, ["maia_review_tasks"])
@@ -300,7 +299,11 @@ def test_export_reads_verdicts_and_the_sensor_run_re_exports(review_env):
     sr.submit(ls, tasks["m2"], r1, sr.reject("wrong_gold"))
     tick = sensor_tick(data, dg.DagsterInstance.ephemeral())
     (req,) = tick.run_requests
-    assert [k.to_user_string() for k in req.asset_selection] == ["maia_verdicts", "maia_review_tasks", "maia_export"]
-    assets = [a for a in benchmark_review_defs("maia").assets if a.key in req.asset_selection]
+    assert [k.to_user_string() for k in req.asset_selection] == [
+        "maia_review_results",
+        "maia_review_tasks",
+        "maia_export",
+    ]
+    assets = [a for a in people_defs("maia", "review").assets if a.key in req.asset_selection]
     dg.materialize([*assets, export], resources=_resources(data))  # the run: verdicts, then the export
     assert {json.loads(line)["item_id"] for line in _export_lines(data, "maia")} == {"m1"}

@@ -11,7 +11,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from assets.review.factory import benchmark_review_defs
+from assets.people.factory import people_defs
 from forge.benchmarks.registry import get
 from forge.export.stages import run_export
 from forge.people.verdict_ids import annotation_ref
@@ -39,7 +39,7 @@ LEAKS = ("\u200b", "\u2060", "\ufeff", "\x00", "\x1b", "\u202e", "<script", "one
 
 
 def _mat(data, keys: list[str]) -> dg.ExecuteInProcessResult:
-    return dg.materialize(list(benchmark_review_defs("vague").assets), selection=keys, resources=_resources(data))
+    return dg.materialize(list(people_defs("vague", "review").assets), selection=keys, resources=_resources(data))
 
 
 def test_hostile_edits_a_skip_and_an_unknown_target_are_refused_and_never_exported(review_env):
@@ -63,7 +63,7 @@ def test_hostile_edits_a_skip_and_an_unknown_target_are_refused_and_never_export
     assert ann["was_cancelled"] is True
     posted[skipped] = ("skip", "skipped", ann)
 
-    res = _mat(data, ["vague_verdicts"])
+    res = _mat(data, ["vague_review_results"])
     v = q(data, "select * from verdicts").set_index("item_id")
     status = q(data, "select * from review_status where current").set_index("item_id")
     assert set(v.index) == set(posted)  # every annotation has its row, the skip included
@@ -77,7 +77,7 @@ def test_hostile_edits_a_skip_and_an_unknown_target_are_refused_and_never_export
         "U+0000" in v.loc[posted_by(posted, "nul")].refusal
         and "U+200B" in v.loc[posted_by(posted, "zero_width_only")].refusal
     )
-    md = res.asset_materializations_for_node("vague_verdicts")[0].metadata
+    md = res.asset_materializations_for_node("vague_review_results")[0].metadata
     assert md["verdicts_refused"].value == len(posted) and md["accepted"].value == 0
     rs = review_spec("vague", get("vague").review)
     back = returned("vague", resolution(store, get("vague"), rs).verdicts)  # each goes back to alice

@@ -12,7 +12,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from assets.review.factory import benchmark_review_defs
+from assets.people.factory import people_defs
 from forge.benchmarks.registry import get
 from forge.people import server as review_server
 from forge.people.client import LabelStudio
@@ -41,8 +41,8 @@ def push(data, name: str) -> dict:
         "review": ReviewResource(),
         "llm": LLMResource(backend="stub", cache_path=str(data / "cache" / "llm_cache.sqlite")),
     }
-    assets = [a for n in NAMES for a in benchmark_review_defs(n).assets]
-    res = dg.materialize(assets, selection=[f"{name}_verdicts", f"{name}_review_tasks"], resources=resources)
+    assets = [a for n in NAMES for a in people_defs(n, "review").assets]
+    res = dg.materialize(assets, selection=[f"{name}_review_results", f"{name}_review_tasks"], resources=resources)
     return res.asset_materializations_for_node(f"{name}_review_tasks")[0].metadata
 
 

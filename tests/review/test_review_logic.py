@@ -286,7 +286,7 @@ def test_an_edited_revision_re_enters_the_text_only_probe(tmp_path, llm_double, 
     assert res.verdicts["edit_status"].tolist() == ["applied"]
     settings = stage_settings(registry.get("maia")).with_blind_action(action)
     how = Reprobe(settings, llm_double_resource().engine, BLIND_PROMPT)
-    probed, engine = reprobe(res.items, res.verdicts, how, "maia_verdicts", "maia")
+    probed, engine = reprobe(res.items, res.verdicts, how, "maia_review_results", "maia")
     asked = [message_text(b) for b in llm_double.chat_requests]
     assert engine is not None and len(asked) >= 4
     assert all("Why does the person leave?" in t for t in asked)  # only the edited item was asked

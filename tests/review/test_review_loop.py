@@ -14,11 +14,10 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from assets.review.factory import benchmark_review_defs
-from assets.review.human import human_defs
+from assets.people.factory import people_defs
 from assets.splits.factory import benchmark_defs
-from forge.people import project
 from forge.benchmarks.registry import get
+from forge.people import project
 from forge.people import server as review_server
 from forge.people.client import LabelStudio
 from forge.review import loop
@@ -30,7 +29,7 @@ from forge.storage.contracts import load_contract
 from resources.llm import LLMResource
 from resources.review import ReviewResource
 from resources.storage import StorageResource
-from sensors.review import review_sensor
+from sensors.people import people_sensor
 from tests.review import scripted as sr
 from tests.review import world
 
@@ -43,8 +42,8 @@ def _resources(data) -> dict:
 
 
 def _assets() -> list:
-    out = [a for n in ("maia", "hummus") for a in benchmark_review_defs(n).assets]
-    out += list(human_defs("maia").assets)  # an export's baseline is pushed by the loop too
+    out = [a for n in ("maia", "hummus") for a in people_defs(n, "review").assets]
+    out += list(people_defs("maia", "human").assets)  # an export's baseline is pushed by the loop too
     return out + [a for a in benchmark_defs("maia").assets if a.key == dg.AssetKey("maia_export")]
 
 
@@ -55,7 +54,7 @@ def materialize(data, keys, instance=None, raise_on_error: bool = True) -> dg.Ex
 
 
 def tick(data, instance, cursor=None) -> dg.SensorResult:
-    return review_sensor(dg.build_sensor_context(instance=instance, cursor=cursor, resources=_resources(data)))
+    return people_sensor(dg.build_sensor_context(instance=instance, cursor=cursor, resources=_resources(data)))
 
 
 def keys_of(result: dg.SensorResult) -> set[str]:
@@ -106,10 +105,10 @@ def test_the_sensor_takes_a_review_from_push_to_export_with_no_manual_step(revie
     t1 = tick(data, instance)
     assert len(t1.run_requests) == 1
     assert keys_of(t1) == {
-        "maia_verdicts",
+        "maia_review_results",
         "maia_review_tasks",
         "maia_export",
-        "hummus_verdicts",
+        "hummus_review_results",
         "hummus_review_tasks",
     }
     run(data, instance, t1)
@@ -138,7 +137,7 @@ def test_the_sensor_takes_a_review_from_push_to_export_with_no_manual_step(revie
     cov = next(
         e
         for e in res.get_asset_check_evaluations()
-        if e.asset_key == dg.AssetKey("maia_verdicts") and e.check_name == "review_coverage"
+        if e.asset_key == dg.AssetKey("maia_review_results") and e.check_name == "review_coverage"
     )
     assert not cov.passed  # held back under `required`: a warning, the run is green
     assert cov.severity == dg.AssetCheckSeverity.WARN and cov.metadata["held_back"].value == 2
@@ -171,7 +170,7 @@ def test_the_sensor_takes_a_review_from_push_to_export_with_no_manual_step(revie
     t3 = tick(data, instance, t2.cursor)
     assert len(t3.run_requests) == 1
     # the export v1 the last run made has no blind baseline yet: this run pushes it (issue #53)
-    assert {"maia_human_tasks", "maia_human_eval"} <= keys_of(t3)
+    assert {"maia_human_tasks", "maia_human_results"} <= keys_of(t3)
     run(data, instance, t3)
     ids, card = _exported(data, "maia")
     assert ids == {"m1", "m2", "m3"}
@@ -182,7 +181,7 @@ def test_the_sensor_takes_a_review_from_push_to_export_with_no_manual_step(revie
     status = q(data, "select count(*) as n from verdicts where benchmark = 'hummus' and not stale").n.iloc[0]
     assert status == 3
     t3b = tick(data, instance, t3.cursor)  # the baseline's new projects are read once
-    assert keys_of(t3b) == {"maia_human_eval"}
+    assert keys_of(t3b) == {"maia_human_results"}
     run(data, instance, t3b)
     t3 = t3b
     assert not tick(data, instance, t3.cursor).run_requests  # the loop is at rest
@@ -195,7 +194,7 @@ def test_the_sensor_takes_a_review_from_push_to_export_with_no_manual_step(revie
     world.write_gated(store, "maia", rows)
     instance.report_runless_asset_event(dg.AssetMaterialization(asset_key="maia_gated"))
     t4 = tick(data, instance, t3.cursor)
-    assert keys_of(t4) == {"maia_verdicts", "maia_review_tasks", "maia_export"}
+    assert keys_of(t4) == {"maia_review_results", "maia_review_tasks", "maia_export"}
     run(data, instance, t4)
     assert tasks_in(ls, review_title)["m2"]["data"]["question"] == "Which statement about clip m2 holds, asked again?"
     ids, card = _exported(data, "maia")
@@ -209,18 +208,20 @@ def test_a_deleted_task_comes_back_and_its_verdict_goes_stale(review_env, order)
     store = TableStore(data)
     world.maia(store, n=2)
     title = loop.title(get("maia"), "review")
-    materialize(data, ["maia_verdicts", "maia_review_tasks"])
+    materialize(data, ["maia_review_results", "maia_review_tasks"])
     first = tasks_in(ls, title)
     r1 = sr.reviewer(ls, "r1@loop.test")
     sr.submit(ls, first["m1"], r1, sr.ACCEPT)
-    materialize(data, ["maia_verdicts"])
+    materialize(data, ["maia_review_results"])
     assert q(data, "select stale from verdicts").stale.tolist() == [False]  # m1 accepted
     ls.delete_task(int(first["m1"]["id"]))
     instance = dg.DagsterInstance.ephemeral()
     assert "maia_review_tasks" in keys_of(tick(data, instance))  # the sensor notices the deletion
 
     steps = (
-        ["maia_review_tasks", "maia_verdicts"] if order == "push then read" else ["maia_verdicts", "maia_review_tasks"]
+        ["maia_review_tasks", "maia_review_results"]
+        if order == "push then read"
+        else ["maia_review_results", "maia_review_tasks"]
     )
     pushed = None
     for key in steps:
@@ -235,7 +236,7 @@ def test_a_deleted_task_comes_back_and_its_verdict_goes_stale(review_env, order)
     ledger = q(data, "select task_id, item_id, event from review_task_ledger order by recorded_at, task_id")
     assert sorted(ledger.loc[ledger.item_id == "m1", "event"]) == ["created", "missing", "recreated"]
     assert len(q(data, "select * from review_tasks where item_id = 'm1'")) == 1
-    again = materialize(data, ["maia_verdicts", "maia_review_tasks"])  # a re-run changes nothing
+    again = materialize(data, ["maia_review_results", "maia_review_tasks"])  # a re-run changes nothing
     counts = again.asset_materializations_for_node("maia_review_tasks")[0].metadata["pushed"].value["review"]
     assert counts["kept"] == 2 and counts["recreated"] == counts["created"] == 0
     assert len(q(data, "select * from review_task_ledger")) == len(ledger)
@@ -348,7 +349,7 @@ def test_projects_of_earlier_export_rounds_are_adopted_and_no_task_is_stranded(r
     r1 = sr.reviewer(ls, "r1@loop.test")
     sr.submit(ls, {"id": old["m1"][1]}, r1, sr.ACCEPT)  # m1 decided in the v1 project
 
-    res = materialize(data, ["maia_verdicts", "maia_review_tasks"])
+    res = materialize(data, ["maia_review_results", "maia_review_tasks"])
     counts = res.asset_materializations_for_node("maia_review_tasks")[0].metadata["pushed"].value["review"]
     assert counts["moved"] == 1 and counts["kept"] == 2 and counts["created"] == 0
     titles = {p["title"]: p["id"] for p in ls.projects()}

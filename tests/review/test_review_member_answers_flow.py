@@ -10,7 +10,7 @@ import json
 import dagster as dg
 import pytest
 
-from assets.review.factory import benchmark_review_defs
+from assets.people.factory import people_defs
 from forge.benchmarks.registry import get
 from forge.export.stages import run_export
 from forge.review import loop
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow  # a real Label Studio server (shared by the sessi
 
 
 def _mat(data, keys: list[str]) -> dg.ExecuteInProcessResult:
-    return dg.materialize(list(benchmark_review_defs("hummus").assets), selection=keys, resources=_resources(data))
+    return dg.materialize(list(people_defs("hummus", "review").assets), selection=keys, resources=_resources(data))
 
 
 def _only_task(ls, kind: str) -> dict:
@@ -46,13 +46,13 @@ def test_an_accept_posted_to_a_hummus_unit_is_refused_for_its_members_and_never_
     alice = sr.reviewer(ls, "alice@team.test")
     sr.annotate(alice, task, sr.ACCEPT, 40)  # HTTP 201: the tool takes a unit accept alone
 
-    res = _mat(data, ["hummus_verdicts"])
+    res = _mat(data, ["hummus_review_results"])
     v = q(data, "select * from verdicts where benchmark = 'hummus'")
     assert len(v) == 6 and set(v.verdict) == {"refused"} and set(v.reviewer) == {"alice@team.test"}
     assert all(r.startswith("member_unanswered: member ") for r in v.refusal), list(v.refusal)
     status = q(data, "select * from review_status where current")
     assert "accepted" not in set(status.status) and set(status.export) == {"held_back"}
-    assert res.asset_materializations_for_node("hummus_verdicts")[0].metadata["accepted"].value == 0
+    assert res.asset_materializations_for_node("hummus_review_results")[0].metadata["accepted"].value == 0
 
     spec = get("hummus")
     run_export(store, spec, stage_settings(spec), force_stub=False)
@@ -64,7 +64,7 @@ def test_an_accept_posted_to_a_hummus_unit_is_refused_for_its_members_and_never_
     assert "member_unanswered" in back["data"]["returned_reason"]
     answers = [sr.member(i, "verdict", "accept") for i in range(len(back["data"]["members"]))]
     sr.annotate(alice, back, [*sr.ACCEPT, *answers], 60)
-    _mat(data, ["hummus_verdicts"])
+    _mat(data, ["hummus_review_results"])
     status = q(data, "select * from review_status where current")
     assert set(status.status) == {"accepted"} and len(status) == 6
     run_export(store, spec, stage_settings(spec), force_stub=False)

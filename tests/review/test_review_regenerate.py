@@ -13,10 +13,10 @@ import dagster as dg
 import pandas as pd
 import pytest
 
+from assets.people.factory import people_defs
 from assets.recipes.vimu.assets import vimu_annotations, vimu_items, vimu_questions
 from assets.recipes.vimu.checks import CHECKS
 from assets.recipes.vimu.logic.items import item_id
-from assets.review.factory import benchmark_review_defs
 from forge.storage import TableStore
 from forge.storage.contracts import load_contract
 from resources.llm import LLMResource
@@ -39,7 +39,7 @@ def _gate(store: TableStore) -> None:
 def _review(data, key: str) -> None:
     llm = LLMResource(backend="stub", cache_path=str(data / "cache" / "llm_cache.sqlite"))
     res = {"storage": StorageResource(data_dir=str(data)), "review": ReviewResource(), "llm": llm}
-    dg.materialize(list(benchmark_review_defs("vimu").assets), selection=[key], resources=res)
+    dg.materialize(list(people_defs("vimu", "review").assets), selection=[key], resources=res)
 
 
 def _questions(store: TableStore) -> dict[str, str]:
@@ -85,7 +85,7 @@ def test_regenerate_rejected_asks_again_for_rejected_items_only(review_env, tmp_
     # an OE reference answer is vimu_questions' (spec): the OE member rejected, the clip's others accepted
     sr.submit(ls, tasks["unit:clip_pass"], r1, sr.reject_member(tasks["unit:clip_pass"], bad, "wrong_gold"))
     sr.submit(ls, tasks["unit:clip_minor"], r1, sr.ACCEPT)
-    _review(data, "vimu_verdicts")
+    _review(data, "vimu_review_results")
 
     build(vimu_questions, vimu_items)  # what `cli.build --select vimu_questions vimu_items ...` runs
     second = _questions(store)
@@ -96,7 +96,7 @@ def test_regenerate_rejected_asks_again_for_rejected_items_only(review_env, tmp_
 
     _gate(store)
     _review(data, "vimu_review_tasks")
-    _review(data, "vimu_verdicts")
+    _review(data, "vimu_review_results")
     new = sr.tasks_by_item(ls, "review · vimu")
     oe = next(m for m in new["unit:clip_pass"]["data"]["members"] if m["item_id"] == bad)
     assert new["unit:clip_pass"]["id"] != tasks["unit:clip_pass"]["id"] and second["clip_pass"] in oe["text"]

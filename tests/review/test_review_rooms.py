@@ -22,8 +22,7 @@ import pytest
 import requests
 from PIL import Image
 
-from assets.review.factory import benchmark_review_defs
-from assets.review.human import human_defs
+from assets.people.factory import people_defs
 from forge.benchmarks.registry import get
 from forge.export.stages import run_export
 from forge.people.links import QUARANTINE
@@ -91,7 +90,7 @@ def _push_both(data: Path) -> None:
     iibench_items(store)
     spec = get("iibench")
     run_export(store, spec, stage_settings(spec), force_stub=False)
-    assets = list(benchmark_review_defs("iibench").assets) + list(human_defs("iibench").assets)
+    assets = list(people_defs("iibench", "review").assets) + list(people_defs("iibench", "human").assets)
     for key in ("iibench_review_tasks", "iibench_human_tasks"):
         assert dg.materialize(assets, selection=[key], resources=_resources(data)).success
 
@@ -178,7 +177,7 @@ def test_a_link_in_a_served_folder_is_refused_and_never_served(review_env, ls_bl
 
     # the next push refuses them before it names a file there, and says so
     res = dg.materialize(
-        list(human_defs("iibench").assets), selection=["iibench_human_tasks"], resources=_resources(data)
+        list(people_defs("iibench", "human").assets), selection=["iibench_human_tasks"], resources=_resources(data)
     )
     md = res.asset_materializations_for_node("iibench_human_tasks")[0].metadata
     refused = md["refused_links"].value

@@ -11,7 +11,7 @@ import json
 import dagster as dg
 import pytest
 
-from assets.review.factory import benchmark_review_defs
+from assets.people.factory import people_defs
 from forge.benchmarks.registry import get
 from forge.export.stages import run_export
 from forge.review import loop
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow  # a real Label Studio server
 def _materialize(data, keys: list[str]) -> None:
     llm = LLMResource(backend="stub", cache_path=str(data / "cache" / "llm_cache.sqlite"))
     res = {"storage": StorageResource(data_dir=str(data)), "review": ReviewResource(), "llm": llm}
-    dg.materialize(list(benchmark_review_defs("maia").assets), selection=keys, resources=res)
+    dg.materialize(list(people_defs("maia", "review").assets), selection=keys, resources=res)
 
 
 def _q(data, sql: str):
@@ -86,7 +86,7 @@ def test_a_maia_pool_is_one_task_and_one_edited_answer_changes_only_its_item(rev
     fixed = "The cook leaves because the kitchen fills with smoke."
     sr.submit(ls, tasks["unit:q1"], r1, [sr.choice("verdict", "edit"), part(2, fixed)], 120)
     sr.submit(ls, tasks["unit:q2"], r1, sr.ACCEPT, 90)
-    _materialize(data, ["maia_verdicts", "maia_review_tasks"])
+    _materialize(data, ["maia_review_results", "maia_review_tasks"])
 
     v = _q(data, "select * from verdicts order by verdict_id")
     assert len(v) == 18 and v.verdict_id.is_unique
@@ -115,7 +115,7 @@ def test_a_maia_pool_is_one_task_and_one_edited_answer_changes_only_its_item(rev
     assert [(f["member"], f["outcome"]) for f in seen] == [("answer 3", "fixed")], extra
     assert len(gated) == 18
 
-    _materialize(data, ["maia_verdicts"])  # a re-read replaces rows, never adds one
+    _materialize(data, ["maia_review_results"])  # a re-read replaces rows, never adds one
     assert len(_q(data, "select * from verdicts")) == 18
 
 
@@ -135,7 +135,7 @@ def test_a_pool_with_one_rejected_pair_or_a_half_done_review_is_held_back_whole(
     ]
     sr.submit(ls, tasks["unit:q1"], r1, reject_pair)
     sr.submit(ls, tasks["unit:q2"], r1, sr.ACCEPT)
-    _materialize(data, ["maia_verdicts", "maia_review_tasks"])
+    _materialize(data, ["maia_review_results", "maia_review_tasks"])
     v = _q(data, "select item_id, member, verdict, reason from verdicts where item_id = 'q1_sv4'").iloc[0]
     assert (v.member, v.verdict, v.reason) == ("member 5", "reject", "ambiguous")
     status = _q(data, "select item_id, status, export from review_status where current")
@@ -148,7 +148,7 @@ def test_a_pool_with_one_rejected_pair_or_a_half_done_review_is_held_back_whole(
     new = next(r for r in rows if r["item_id"] == "q2_sv1")
     new["options"] = ["The cook in q2 opens the oven door.", "The cook in q2 shuts the oven door."]
     world.write_gated(store, "maia", rows)
-    _materialize(data, ["maia_verdicts", "maia_review_tasks"])
+    _materialize(data, ["maia_review_results", "maia_review_tasks"])
     status = _q(data, "select item_id, status, export from review_status where current and item_id like 'q2%'")
     assert dict(zip(status.item_id, status.status, strict=True))["q2_sv1"] == "pending"
     assert set(status.export) == {"held_back"}  # 8 accepted members wait for the ninth
@@ -176,7 +176,7 @@ def test_a_contradicting_pool_is_resolved_by_an_adjudicator(review_env):
     r2 = sr.reviewer(ls, "adjudicator@units.test")
     new2, new5 = "The cook leaves to answer the phone.", "The cook leaves because the phone rings in the hall."
     sr.submit(ls, adj["unit:q1"], r2, [sr.choice("verdict", "edit"), part(1, new2), part(4, new5)])
-    _materialize(data, ["maia_verdicts", "maia_review_tasks"])
+    _materialize(data, ["maia_review_results", "maia_review_tasks"])
     v = _q(data, "select * from verdicts")
     assert set(v.project_kind) == {"adjudication"} and len(v) == 9
     status = _q(data, "select item_id, status, export from review_status where current")
@@ -225,7 +225,7 @@ def test_every_exported_maia_pool_built_by_the_recipe_has_8_pairs_after_a_script
     sr.submit(ls, tasks[first], r1, sr.reject_member(tasks[first], pair, "ambiguous"))
     for key in rest:
         sr.submit(ls, tasks[key], r1, sr.ACCEPT)
-    _materialize(data, ["maia_verdicts"])
+    _materialize(data, ["maia_review_results"])
     spec = get("maia")
     run_export(TableStore(data), spec, stage_settings(spec), force_stub=True)  # the stub built them
     exported = _exported_pools(data)

@@ -67,7 +67,7 @@ def test_a_maia_pool_task_in_chromium_shows_its_flags_and_edits_one_answer(revie
     d.save_screenshot(str(ARTIFACTS / "maia_pool_task.png"))
     _press(d, "Submit")
 
-    _materialize(data, ["maia_verdicts"])
+    _materialize(data, ["maia_review_results"])
     v = q(data, "select item_id, member, verdict, edit_status, reviewer from verdicts order by item_id")
     assert len(v) == 9 and set(v.reviewer) == {srv.username}
     oe = v[v.item_id == "q1_oe"].iloc[0]

@@ -56,7 +56,7 @@ def test_two_reviewers_each_own_verdict_and_an_overwrite_is_flagged(review_env):
     assert sr.open_next(alice, pid)["id"] != first_a["id"]  # the next task she has not done
     item = first_a["data"]["item_id"]
 
-    materialize(data, ["maia_verdicts"])
+    materialize(data, ["maia_review_results"])
     v = _by_annotation(q(data, "select * from verdicts"))
     for ann, who in ((a1, alice), (b1, bob)):
         row = v.loc[f"{pid}:{ann['id']}"]
@@ -71,7 +71,7 @@ def test_two_reviewers_each_own_verdict_and_an_overwrite_is_flagged(review_env):
     latest = max(opened["annotations"], key=lambda a: a["id"])
     assert latest["id"] == b1["id"]
     sr.update(carol, latest, sr.reject("ambiguous"))
-    res = materialize(data, ["maia_verdicts"])
+    res = materialize(data, ["maia_review_results"])
     row = _by_annotation(q(data, "select * from verdicts")).loc[f"{pid}:{b1['id']}"]
     assert (row.reviewer, row.author, row.verdict) == ("carol@team.test", "bob@team.test", "reject")
     flag = "changed_by_other: carol@team.test changed the annotation bob@team.test made"
@@ -79,7 +79,7 @@ def test_two_reviewers_each_own_verdict_and_an_overwrite_is_flagged(review_env):
     st = q(data, f"select * from review_status where item_id = '{item}' and current").iloc[0]
     assert st.status == "refused" and list(st.accepted_by) == ["alice@team.test"] and list(st.rejected_by) == []
     assert f"carol@team.test: not counted ({flag})" in st.reasons and st.export == "held_back"
-    md = res.asset_materializations_for_node("maia_verdicts")[0].metadata
+    md = res.asset_materializations_for_node("maia_review_results")[0].metadata
     assert md["verdicts_flagged"].value == 1 and md["flagged"].value == [f"{item}: {flag}"]
     cov = check(res, "review_coverage")
     assert cov.metadata["flagged"].value == [f"{item}: {flag}"] and cov.metadata["accepted"].value == 0
@@ -88,14 +88,14 @@ def test_two_reviewers_each_own_verdict_and_an_overwrite_is_flagged(review_env):
 
     # bob opens his own annotation and submits it again: it is his once more, and counts
     sr.update(bob, latest, sr.ACCEPT, 5)
-    res = materialize(data, ["maia_verdicts"])
+    res = materialize(data, ["maia_review_results"])
     row = _by_annotation(q(data, "select * from verdicts")).loc[f"{pid}:{b1['id']}"]
     assert (row.reviewer, row.flag, row.verdict) == ("bob@team.test", None, "accept")
     st = q(data, f"select * from review_status where item_id = '{item}' and current").iloc[0]
     assert st.status == "accepted" and st.reasons is None
 
     # one figure of reviewer minutes per accepted item: metadata, card and the docs' query
-    md = res.asset_materializations_for_node("maia_verdicts")[0].metadata
+    md = res.asset_materializations_for_node("maia_review_results")[0].metadata
     (by_sql,) = q(data, sr.docs_minutes_query()).itertuples()
     assert by_sql.items_accepted == md["accepted"].value == 1
     assert by_sql.minutes_per_accepted_item == md["reviewer_minutes_per_accepted_item"].value
@@ -132,7 +132,7 @@ def test_malformed_annotations_are_refused_with_their_reason_and_nothing_is_expo
     assert len(fine) == 1
     sr.annotate(alice, by_item[fine[0]], sr.ACCEPT, 12)
 
-    res = materialize(data, ["maia_verdicts"])
+    res = materialize(data, ["maia_review_results"])
     v = q(data, "select * from verdicts").set_index("item_id")
     status = q(data, "select * from review_status where current").set_index("item_id")
     for item_id, (case, ann) in posted.items():
@@ -149,7 +149,7 @@ def test_malformed_annotations_are_refused_with_their_reason_and_nothing_is_expo
         assert st.status == "refused" and why in st.reasons and list(st.accepted_by) == [], case
     assert max(len(str(x)) for x in v.to_numpy().ravel()) < 10_000  # the 1 MiB text is kept nowhere
     assert status.loc[fine[0], "status"] == "accepted"
-    md = res.asset_materializations_for_node("maia_verdicts")[0].metadata
+    md = res.asset_materializations_for_node("maia_review_results")[0].metadata
     assert md["verdicts_refused"].value == len(cases) and md["accepted"].value == 1
     back = returned("maia", resolution(store, get("maia"), rs).verdicts)
     assert set(back["item_id"]) == set(posted) and back["why"].str.len().gt(10).all()

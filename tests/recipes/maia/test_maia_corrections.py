@@ -52,7 +52,7 @@ def _gate(store: TableStore) -> pd.DataFrame:
 
 
 def _record(store: TableStore, rows: list[dict]) -> None:
-    """The verdicts as ``maia_verdicts`` records them (the gate's edit_status / new_revision kept)."""
+    """The verdicts as ``maia_review_results`` records them (the gate's edit_status / new_revision kept)."""
     spec = registry.get("maia")
     c = load_contract("verdicts")
     df = pd.DataFrame(rows, columns=VERDICT_COLUMNS)

@@ -6,7 +6,7 @@ the recipe would not have kept is refused with its reason and the original stays
   ``foils.max_edit_ratio``, the recipe's ``minimal_edit_check``, App. A.7);
 * the statement must not repeat another pair's statement of the same pool;
 * the edited pair goes through the foil stage's NLI contradiction test (App. A.7/A.8) with the
-  stage's backend (``EditChecks.nli``: the ``nli`` resource's, handed down by ``<b>_verdicts``), by
+  stage's backend (``EditChecks.nli``: the ``nli`` resource's, handed down by ``<b>_review_results``), by
   the stage's rule (``foils.nli_check``): an entailed foil is refused, a neutral one is kept (the
   paper found neutral foils valid on inspection). A failed NLI call refuses the edit with its
   error. The result stays on the verdict row (``edit_nli``), so the export gate, which runs no

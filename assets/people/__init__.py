@@ -1,10 +1,11 @@
-"""Human review (group ``review``, docs/review.md): per benchmark ``<name>_review_tasks`` →
-``<name>_verdicts`` (Label Studio, started by ``make review``), and the human baseline."""
+"""People's work (docs/review.md, "The loop"): per benchmark, every declared kind (item review, each
+protocol step, the blind baseline, judge validation; ``forge.evals.people_kinds.kinds_of``) as the
+pair ``<b>_<kind>_tasks`` → ``<b>_<kind>_results``, made by one factory (``factory.py``) and run by
+``people_sensor`` (sensors/people.py); the ``review_spend`` view."""
 
 import dagster as dg
 
-from assets.review.factory import benchmark_review_defs
-from assets.review.human import human_defs
+from assets.people.factory import people_defs
 from forge.benchmarks import registry
 from forge.storage import register_view
 
@@ -27,6 +28,5 @@ select t.benchmark, t.reviewers, t.verdicts, round(coalesce(s.reviewer_minutes, 
 from t left join s using (benchmark) order by t.benchmark""",
 )
 
-defs = dg.Definitions.merge(
-    *(benchmark_review_defs(spec) for spec in registry.specs()), *(human_defs(spec) for spec in registry.specs())
-)
+
+defs = dg.Definitions.merge(*(people_defs(spec) for spec in registry.specs()))
