@@ -113,7 +113,7 @@ class Consequence:
     by_category: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "action", Action(self.action))  # a typo names the allowed actions
+        Action(self.action)  # a typo names the allowed actions (checked, the declared value kept)
         if (self.action == Action.REGENERATE) != bool(self.stage) or (self.by_category and not self.stage):
             raise ValueError(
                 f"{self.action}: a stage is named for regenerate, and only for regenerate ({self.stage!r})"
@@ -214,7 +214,7 @@ class ReviewSpec:
     member_answers: MemberAnswers = MemberAnswers.UNIT_COVERS
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "member_answers", MemberAnswers(self.member_answers))  # a typo names the values
+        MemberAnswers(self.member_answers)  # a typo names the values (checked, the declared value kept)
         if self.reviewers < 1:
             raise ValueError("reviewers must be at least 1")
         bad = [f for f in self.editable if f not in EDITABLE_FIELDS]

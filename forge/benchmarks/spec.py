@@ -16,8 +16,9 @@ A ``BenchmarkSpec`` is plain data plus a few callables. The shared stages read i
 Every policy choice cites the paper section it follows in the spec's own docstring
 (``assets/recipes/<paper>/spec.py``). Dagster-free: nothing here imports ``dagster``.
 
-A paper is one package (docs/conventions.md): its spec names it (``package=__package__``) and the
-package's own files are found there, so a copy of the folder under a new name is a new benchmark:
+A paper is one package (docs/conventions.md): its spec is made by ``BenchmarkSpec.of_package``
+(``package=__package__``), which names the package's own files before the spec exists (a spec is
+frozen, declared values only, and reads no file when made), so a copy of the folder under a new name is a new benchmark:
 ``config.yaml`` (recipe settings), ``contracts/`` (its tables' contracts), ``evals.yaml`` and
 ``eval_prompts/`` (evaluation settings and prompts), ``README.md`` (its doc), ``definitions.py``
 (its Dagster ``defs``).
@@ -29,7 +30,7 @@ import enum
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -315,32 +316,42 @@ class BenchmarkSpec:
     # whose output a recipe stage reads, with the LLM's output as their draft (shown as ``HumanStep.draft`` says).
     human_steps: tuple[HumanStep, ...] = ()
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # checks only: a spec holds what was declared, unchanged
         self.review.check_stages(self.name, self.recipe_assets)  # a reason may only regenerate its own stages
-        if self.package is None:
-            return
-        home = self.home
+        unset = [k for k in _PACKAGE_FILES if getattr(self, k) is None]
+        if self.package is not None and (unset or self.eval.prompts_dir is None):
+            raise ValueError(
+                f"benchmark {self.name!r}: a package's spec is made by BenchmarkSpec.of_package, which names "
+                f"its folder's files ({', '.join(unset or ['eval.prompts_dir'])} unset)"
+            )
+
+    @classmethod
+    def of_package(cls, **declared: Any) -> BenchmarkSpec:
+        """A paper package's spec (``package=__package__``): what it leaves unset is its folder's
+        file, named here, before the spec is made: ``contracts/``, ``config.yaml``, ``README.md``,
+        ``<package>.definitions``, ``eval_prompts/`` and ``evals.yaml`` (read when first looked into)."""
+        package = declared["package"]
+        home = package_home(package)
         found = {
             "contracts_dir": home / "contracts",
             "recipe_config": home / "config.yaml",
             "doc": _relative(home / "README.md"),
-            "definitions_module": f"{self.package}.definitions",
+            "definitions_module": f"{package}.definitions",
         }
-        for key, value in found.items():
-            if getattr(self, key) is None:
-                object.__setattr__(self, key, value)
-        ev = self.eval
+        ev: EvalSpec = declared["eval"]
         if ev.prompts_dir is None:
-            object.__setattr__(ev, "prompts_dir", home / "eval_prompts")
+            ev = replace(ev, prompts_dir=home / "eval_prompts")
         if isinstance(ev.defaults, dict) and not ev.defaults:  # none declared: the package's evals.yaml, read when used
-            object.__setattr__(ev, "defaults", YamlFile(home / "evals.yaml"))
+            ev = replace(ev, defaults=YamlFile(home / "evals.yaml"))
+        unset = {k: v for k, v in found.items() if declared.get(k) is None}
+        return cls(**{**declared, **unset, "eval": ev})
 
     @property
     def home(self) -> Path:
         """The paper package's folder."""
         if self.package is None:
             raise ValueError(f"benchmark {self.name!r} names no package")
-        return Path(sys.modules[self.package].__file__).resolve().parent
+        return package_home(self.package)
 
     @property
     def items_table(self) -> str:
@@ -359,6 +370,15 @@ class BenchmarkSpec:
     def asset(self, stage: str) -> str:
         """``<name>_<stage>``: the shared stages' asset names (splits, gated, export, eval ...)."""
         return f"{self.name}_{stage}"
+
+
+# The fields ``BenchmarkSpec.of_package`` fills from the package's folder when a spec leaves them unset.
+_PACKAGE_FILES = ("contracts_dir", "recipe_config", "doc", "definitions_module")
+
+
+def package_home(package: str) -> Path:
+    """A paper package's folder (the package is being imported, or was, when its spec is made)."""
+    return Path(sys.modules[package].__file__).resolve().parent
 
 
 def _relative(path: Path) -> str:

@@ -36,7 +36,7 @@ from .rejects import REJECTS
 
 PAIR, PAIR_WORDS = "extra.annotation_id", "pair (this caption of the cartoon)"
 
-SPEC = BenchmarkSpec(
+SPEC = BenchmarkSpec.of_package(
     name="hummus",
     importer=parse_release,  # the published release (docs/releases.md)
     title="Hummus",

@@ -33,7 +33,7 @@ from .logic.release import parse_release
 from .logic.scoring import score_setting
 from .rejects import REJECTS
 
-SPEC = BenchmarkSpec(
+SPEC = BenchmarkSpec.of_package(
     name="iibench",
     importer=parse_release,  # the published release (docs/releases.md)
     title="II-Bench",

@@ -41,7 +41,7 @@ from .logic.scoring import score_setting
 from .logic.unimodal import UNIMODAL
 from .rejects import REJECTS
 
-SPEC = BenchmarkSpec(
+SPEC = BenchmarkSpec.of_package(
     name="maia",
     importer=parse_release,  # the published release (docs/releases.md)
     title="MAIA",

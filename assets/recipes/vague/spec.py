@@ -31,7 +31,7 @@ from .logic.release import parse_release
 from .logic.scoring import score_setting
 from .rejects import REJECTS
 
-SPEC = BenchmarkSpec(
+SPEC = BenchmarkSpec.of_package(
     name="vague",
     importer=parse_release,  # the published release (docs/releases.md)
     title="VAGUE",

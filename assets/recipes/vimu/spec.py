@@ -32,7 +32,7 @@ from .logic.report import plots, prediction_tables
 from .logic.scoring import judge_failed_call, judge_variables, read_judgement, score_setting
 from .rejects import REJECTS
 
-SPEC = BenchmarkSpec(
+SPEC = BenchmarkSpec.of_package(
     name="vimu",
     importer=parse_release,  # the published release (docs/releases.md)
     title="ViMU",
