@@ -271,6 +271,7 @@ def _make_remote(url: str, attempts: int | None = None) -> Remote:
 
     attempts = attempts or int(os.environ.get(ATTEMPTS_ENV, "") or DEFAULT_ATTEMPTS)
     fs = s3fs.S3FileSystem(
+        session=_session(),
         skip_instance_cache=True,  # a fresh client per process: the environment is read now
         use_listings_cache=False,  # another node's writes are seen at once
         config_kwargs={"retries": {"mode": "standard", "max_attempts": attempts}, "connect_timeout": 5},
@@ -280,6 +281,21 @@ def _make_remote(url: str, attempts: int | None = None) -> Remote:
     fs.s3.meta.events.register("response-received.s3", _count_response)
     root = (parts.netloc + parts.path).rstrip("/")
     return Remote(url=f"s3://{root}", protocol="s3", root=root, fs=fs)
+
+
+_SESSION: list[Any] = []
+
+
+def _session() -> Any:
+    """One botocore session per process: its loaded service models are shared by every client
+    (a new session re-reads them, ~0.5 s). Credentials are still resolved per client, from the
+    environment as it is then."""
+    if not _SESSION:
+        from aiobotocore.session import AioSession
+
+        _SESSION.append(AioSession())
+    _SESSION[0]._credentials = None  # the session caches what it resolved; each new client looks again
+    return _SESSION[0]
 
 
 def preflight(remote: Remote) -> None:

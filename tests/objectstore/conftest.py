@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from botocore.retries.standard import ExponentialBackoff
 
 from forge.storage import location
 from tests.objectstore.s3_server import S3Server
@@ -27,6 +28,8 @@ def s3_url(s3_server, monkeypatch, tmp_path):
         monkeypatch.setenv(k, v)
     monkeypatch.setenv(location.WORK_DIR_ENV, str(tmp_path / "work"))
     monkeypatch.setenv(location.ATTEMPTS_ENV, "6")
+    # botocore's real retry path, with its throttling backoff scaled down from 1 s (seconds per test otherwise)
+    monkeypatch.setitem(ExponentialBackoff._DEFAULT_BACKOFF_CONFIG, "throttling_base_scale", 0.02)
     bucket = f"subtext-test-{next(_BUCKETS)}"
     s3_server.make_bucket(bucket)
     s3_server.faults.pending.clear()

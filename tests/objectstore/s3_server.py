@@ -11,7 +11,6 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-
 _SLOWDOWN = (
     b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
     b"<Message>Please reduce your request rate.</Message></Error>"
@@ -49,7 +48,10 @@ def _enforce_credentials(endpoint: str) -> tuple[str, str]:
 
     settings.INITIAL_NO_AUTH_ACTION_COUNT = ActionAuthenticatorMixin.request_count + 3
     iam = boto3.client(
-        "iam", endpoint_url=endpoint, aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap",
+        "iam",
+        endpoint_url=endpoint,
+        aws_access_key_id="bootstrap",
+        aws_secret_access_key="bootstrap",
         region_name="us-east-1",
     )
     iam.create_user(UserName="forge")
