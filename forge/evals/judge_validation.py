@@ -175,7 +175,7 @@ def read_ratings(ls: LabelStudio, spec: BenchmarkSpec, preds: pd.DataFrame, cfg:
     for t in ident.Owner(ls, int(project["id"]), spec.name, "judge", "sample_key").tasks():
         key = str((t.get("data") or {}).get("sample_key"))
         ref = keyed.loc[key] if key in keyed.index else None
-        for a in ls.annotations(int(t["id"])):
+        for a in t.get("annotations") or []:  # the task list carries them: one request per page, not per task
             person, _author, flag = who(a, users)
             label, refused = read_label(a.get("result") or [], choices)
             if a.get("was_cancelled"):  # a skip gives no rating: recorded with why, never counted

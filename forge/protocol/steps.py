@@ -313,7 +313,7 @@ def _answer_rows(
         unit = str(t["data"].get("unit_id"))
         task_of[unit] = int(t["id"])
         known = step.controls(rows[unit]) if step.controls and unit in rows else None
-        for a in ls.annotations(int(t["id"])):
+        for a in t.get("annotations") or []:  # the task list carries them: one request per page, not per task
             values, refused = None, None
             try:
                 if a.get("was_cancelled"):  # a skip gives no answer: recorded with why, never counted
