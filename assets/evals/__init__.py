@@ -2,11 +2,11 @@
 the paper's own tables per benchmark (``<paper>_paper_report``), the evaluations a paper declares
 beside the models (``EvalSpec.extra_evals``, e.g. MAIA's unimodal baseline); the judge checked
 against people (``<name>_judge_tasks`` → ``<name>_judge_results``) comes from ``assets/people``; the human steps'
-agreement and workload views (``assets/evals/human_steps.py``)."""
+workload views (``assets/evals/human_steps.py``; their agreement is a table, ``forge/protocol/agreement.py``)."""
 
 import dagster as dg
 
-import assets.evals.human_steps  # noqa: F401 - registers the protocol_agreement / _minutes / _changes views
+import assets.evals.human_steps  # noqa: F401 - registers the protocol_minutes / _changes views
 from assets.evals.assets import build_defs
 from assets.evals.baselines import baseline_defs
 from assets.evals.paper_reports import paper_report_defs

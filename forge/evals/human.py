@@ -35,7 +35,7 @@ from forge.checks import text_rules
 from forge.evals import requests as rq
 from forge.evals.blind_media import BlindMediaError, reencode, suffix_for
 from forge.evals.config import ModelSpec, Setting, benchmark_block, load_eval_config, settings_for
-from forge.evals.per_person import baseline_frames, items_of, person_model, sample_ids, score_person
+from forge.evals.per_person import baseline_frames, items_of, person_model, score_person
 from forge.evals.pipeline import judge_rows, load_export, prompt_files
 from forge.evals.scoring import unparseable_open_ended
 from forge.llm.prompts import load_prompt
@@ -47,6 +47,7 @@ from forge.people.links import BLIND_MEDIA
 from forge.people.push import TASK_COLUMNS, Wanted, push
 from forge.people.read import lead_time, poll, who
 from forge.people.refusal import control_problem, skipped
+from forge.people.sample import subset
 from forge.review.items import as_list, blind_task_data, box_answer, revision
 from forge.review.labelconfig import BOX_LABEL, LETTERS, human_config
 from forge.review.stages import StageOut, clip_paths, read, settings
@@ -368,7 +369,7 @@ def subset_of(items: pd.DataFrame, spec: BenchmarkSpec, cfg: dict[str, Any]) -> 
     if items.empty:
         return items
     h = human_block(spec, cfg)
-    keep = set(sample_ids(items["item_id"].astype(str), h["subset"], h["seed"]))
+    keep = set(subset(items["item_id"].astype(str), h["subset"], h["seed"]))
     return items[items["item_id"].astype(str).isin(keep)].reset_index(drop=True)
 
 

@@ -10,10 +10,10 @@ two people and the judge, Fleiss' kappa 0.82). Dagster-free.
 * ``read_ratings``: every annotation back (table ``judge_ratings``, one row per annotation; an
   empty, unknown or double choice is refused with its reason, one changed by someone else is
   flagged), re-read whole, never duplicated.
-* ``agreement``: Fleiss' kappa between the people (``statsmodels``), Fleiss' kappa of the people
-  and the judge as raters together (MAIA's figure), and each person's Cohen's kappa with the judge
-  (``scikit-learn``), over the sampled answers rated by ``raters`` people (table
-  ``judge_agreement``; the card and the eval report show it).
+* ``agreement``: Fleiss' kappa between the people, Fleiss' kappa of the people and the judge as
+  raters together (MAIA's figure), and each person's Cohen's kappa with the judge
+  (``forge.people.agreement``: statsmodels, scikit-learn), over the sampled answers rated by
+  ``raters`` people (table ``judge_agreement``; the card and the eval report show it).
 """
 
 from __future__ import annotations
@@ -23,21 +23,22 @@ import re
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-import numpy as np
 import pandas as pd
 
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals.config import benchmark_block
-from forge.evals.per_person import PREFIX, sample_ids
+from forge.evals.per_person import PREFIX
 from forge.evals.requests import jload
 from forge.evals.scoring import reference_variables
 from forge.llm.prompts import Prompt, load_prompt
+from forge.people import agreement as ag
 from forge.people import identity as ident
 from forge.people import project
 from forge.people.client import LabelStudio
 from forge.people.push import Wanted, add_new
 from forge.people.read import lead_time, who
 from forge.people.refusal import control_problem, skipped
+from forge.people.sample import subset
 
 CONTROL = "verdict"  # the form's choice control
 CONTROLS = {CONTROL: ("choices", "instruction")}  # the form's one control: a choice about the instruction
@@ -108,7 +109,7 @@ def sample_frame(preds: pd.DataFrame, field: str, size: int | None, seed: int | 
     p = p[p["judge_label"].notna()]
     p["judge_label"] = p["judge_label"].astype(str)
     p["sample_key"] = [sample_key(m, s, i) for m, s, i in zip(p["model"], p["setting"], p["item_id"], strict=True)]
-    keep = set(sample_ids(p["sample_key"], size, seed))
+    keep = set(subset(p["sample_key"], size, seed))
     return p[p["sample_key"].isin(keep)].sort_values("sample_key").reset_index(drop=True)
 
 
@@ -229,40 +230,34 @@ def units(ratings: pd.DataFrame, raters: int) -> pd.DataFrame:
     return ok.groupby("sample_key", sort=True).head(raters)
 
 
-def _kappa(f: Any, *args: Any, **kw: Any) -> float | None:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        v = float(f(*args, **kw))
-    return None if np.isnan(v) else round(v, 4)
-
-
-def fleiss(table: pd.DataFrame, choices: list[str]) -> float | None:
-    """Fleiss' kappa of rows = answers, columns = raters, cells = labels (statsmodels)."""
-    from statsmodels.stats.inter_rater import fleiss_kappa  # here: loading definitions stays fast
-
-    counts = np.array([[int((row == c).sum()) for c in choices] for row in table.to_numpy()])
-    return _kappa(fleiss_kappa, counts, "fleiss") if len(counts) >= 2 else None
+JUDGE = "(the judge)"  # the judge as a rater beside the people (no person's e-mail has a space)
 
 
 def agreement(ratings: pd.DataFrame, choices: list[str], raters: int) -> dict[str, Any]:
-    """{units, people, fleiss_people, fleiss_people_and_judge, cohen: {person: {kappa, units}}}."""
+    """{units, people, fleiss_people, fleiss_people_and_judge, cohen: {person: {kappa, units}}}, measured
+    by forge.people.agreement (statsmodels' Fleiss, scikit-learn's Cohen)."""
     u = units(ratings, raters)
     out: dict[str, Any] = {"units": int(u["sample_key"].nunique()), "raters": raters, "labels": choices}
     if out["units"] < 2:
         return out | {"note": f"fewer than two answers rated by {raters} people", "cohen": {}}
-    slots = u.assign(slot=u.groupby("sample_key").cumcount()).pivot(index="sample_key", columns="slot", values="label")
-    judge = u.drop_duplicates("sample_key").set_index("sample_key")["judge_label"].reindex(slots.index)
-    out["fleiss_people"] = fleiss(slots, choices)
-    out["fleiss_people_and_judge"] = fleiss(slots.assign(judge=judge), choices)
-    from sklearn.metrics import cohen_kappa_score  # here: loading definitions stays fast
-
+    people = ag.long_rows(u, "sample_key", "person", "label")[ag.COLUMNS]
+    out["fleiss_people"] = ag.fleiss(people).kappa
+    out["fleiss_people_and_judge"] = ag.fleiss(pd.concat([people, _judge_rows(u)])).kappa
     valid = ratings[ratings["refused"].isna() & ratings["label"].notna()]
     valid = valid.sort_values(["created_at", "answer_id"]).drop_duplicates(["sample_key", "person"], keep="first")
-    out["cohen"] = {
-        str(p): {"kappa": _kappa(cohen_kappa_score, g["label"], g["judge_label"], labels=choices), "units": len(g)}
-        for p, g in valid.groupby("person", sort=True)
-    }
+    rows = pd.concat([ag.long_rows(valid, "sample_key", "person", "label")[ag.COLUMNS], _judge_rows(valid)])
+    out["cohen"] = {}
+    for p in sorted(valid["person"].astype(str).unique()):
+        c = ag.cohen(rows, p, JUDGE, choices)
+        out["cohen"][p] = {"kappa": c.kappa, "units": c.units}
     out["people"] = sorted(out["cohen"])
     return out
+
+
+def _judge_rows(ratings: pd.DataFrame) -> pd.DataFrame:
+    """The judge's label of each rated answer, as agreement rows of the rater ``JUDGE``."""
+    j = ratings.drop_duplicates("sample_key")
+    return pd.DataFrame({"unit": j["sample_key"], "person": JUDGE, "value": j["judge_label"]}, columns=ag.COLUMNS)
 
 
 def agreement_rows(spec: BenchmarkSpec, fig: dict[str, Any], judge_model: str | None) -> pd.DataFrame:

@@ -11,19 +11,17 @@ way, because the scorers hand ``Scorer.add`` a statistic of row weights (forge/e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from forge.benchmarks.protocol_spec import StepSample
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals.bootstrap import cluster_bootstrap
 from forge.evals.scorers import weighted_mean
 from forge.evals.scoring import Scorer, score_benchmark
-from forge.protocol.steps import sampled
 
 AVG, BEST = "human (avg)", "human (best)"  # the leaderboard's model names
 PREFIX = "human:"  # a person's predictions and scores: model ``human:<person>``
@@ -33,18 +31,6 @@ Key = tuple[str, str, str]  # setting, metric, slice
 
 def person_model(person: str) -> str:
     return f"{PREFIX}{person}"
-
-
-def sample_ids(ids: Iterable[str], size: int | None, seed: int | str = 0) -> list[str]:
-    """The human run's subset: ``size`` ids drawn as a protocol step draws its sample (the lowest
-    seeded draws, ``forge.protocol.steps.sampled``); all ids when ``size`` is None or larger. The
-    same seed gives the same subset on every run, and a larger size keeps every id of a smaller one."""
-    ids = sorted(set(map(str, ids)))
-    if size is None or size >= len(ids):
-        return ids
-    if size < 1:
-        raise ValueError(f"the human subset size must be at least 1, got {size}")
-    return sorted(sampled(ids, StepSample(count=size, seed=str(seed))))
 
 
 class KeepingScorer(Scorer):

@@ -1,7 +1,7 @@
 """A paper's human protocol step as a kind of people's work (``forge.people.kind``; docs/review.md,
 "Protocol steps"): ``<b>_<step>_tasks`` pushes the units of the stage the step corrects, with the
 LLM's answer as a prediction (a unit with a task is not pushed again); ``<b>_<step>_results``
-(tables ``protocol_results``, ``protocol_answers``) reads every annotation back, one row per unit
+(tables ``protocol_results``, ``protocol_answers``, ``protocol_agreement``) reads every annotation back, one row per unit
 with ``decided_by`` human or llm. Due when the corrected stage or the step's project changed; a
 new human result re-runs the stages that read the step (``HumanStep.read_by``)."""
 
@@ -17,10 +17,11 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.people.client import ReviewServerDown
 from forge.people.kind import FlowOn, Outcome, PairSide, PeopleKind, Probe, Side, Watch, project_watch
 from forge.protocol import flow, steps
+from forge.protocol.agreement import AGREEMENT, step_agreement
 from forge.provenance.versioning import content_hash
 
 VERSION = "protocol-1"
-TABLES = (steps.RESULTS, steps.ANSWERS)
+TABLES = (steps.RESULTS, steps.ANSWERS, AGREEMENT)
 
 
 def frame(side: Side, step: HumanStep) -> pd.DataFrame:
@@ -50,7 +51,7 @@ def read(spec: BenchmarkSpec, step: HumanStep, side: Side) -> Outcome:
         res = flow.offline_results(spec, step, frame(side, step), res)
         figures, recorded = {"note": note, **steps.figures(res, ans, {})}, False
     return Outcome(
-        tables={steps.RESULTS: {key: res}, steps.ANSWERS: {key: ans}},
+        tables={steps.RESULTS: {key: res}, steps.ANSWERS: {key: ans}, AGREEMENT: {key: step_agreement(ans)}},
         metadata=figures,
         llm_parts=[(side.asset, key)],
         record_llm=recorded,

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections import Counter
@@ -37,6 +36,7 @@ from forge.people.client import LabelStudio
 from forge.people.push import Wanted, add_new
 from forge.people.read import lead_time, who
 from forge.people.refusal import SKIP
+from forge.people.sample import pick
 from forge.protocol import form
 from forge.storage import TableStore
 
@@ -128,18 +128,10 @@ def _mode(spec: BenchmarkSpec, step: HumanStep, value: Any) -> DraftMode:
 # -- the sample ------------------------------------------------------------------------------------
 
 
-def _draw(seed: str, unit: str) -> float:
-    return int(hashlib.sha1(f"{seed}:{unit}".encode()).hexdigest()[:12], 16) / 16**12
-
-
 def sampled(units: list[str], sample: StepSample) -> set[str]:
-    """The units the step asks about. A share keeps a unit when its seeded draw is below it (a unit's
-    membership never changes when others arrive); a count takes the lowest draws."""
-    if sample.share is not None:
-        return {u for u in units if _draw(sample.seed, u) < sample.share}
-    if sample.count is not None:
-        return set(sorted(units, key=lambda u: _draw(sample.seed, u))[: sample.count])
-    return set(units)
+    """The units the step asks about: its share or count, drawn by the people loop's one seeded
+    sample (``forge.people.sample``: a unit's membership never changes when others arrive)."""
+    return pick(units, sample.seed, share=sample.share, count=sample.count)
 
 
 def units(step: HumanStep, frame: pd.DataFrame) -> dict[str, dict[str, Any]]:

@@ -364,11 +364,31 @@ def summary(res: Resolution, spec: ReviewSpec, policy: ReviewPolicy) -> dict[str
         "refused": [f"{r.item_id} by {r.reviewer}: {why(r)}" for r in refused.head(20).itertuples()],
         "flagged": [f"{r.item_id}: {r.flag}" for r in flagged.head(20).itertuples()],
         "reviewers": sorted(live["reviewer"].astype(str).unique().tolist()),
-        "agreement": agreement.alpha(review),
-        "agreement_by_category": agreement.by_category(review, cats),
+        **verdict_agreement(review, cats),
         **reviewer_minutes(res),
         "procedure": spec.note,
     }
+
+
+KEEPS = {"accept": 1, "edit": 1, "reject": 0}  # agreement's value: an edit keeps the item, as an accept does
+
+
+def verdict_agreement(review: pd.DataFrame, cats: dict[str, str]) -> dict[str, Any]:
+    """{agreement, agreement_by_category}: the reviewers' Krippendorff's alpha (forge.people.agreement),
+    overall and per item category; a unit is one item revision, a value keep (1) or reject (0)."""
+    v = review[review["verdict"].isin(list(KEEPS))]
+    v = v.assign(
+        unit=v["item_id"].astype(str) + "@" + v["revision"].astype(str),
+        value=v["verdict"].map(KEEPS),
+        category=v["item_id"].map(cats).fillna("unknown"),
+    )
+    rows = agreement.long_rows(v, "unit", "reviewer", "value")
+
+    def said(a: agreement.Alpha) -> dict[str, Any]:
+        return {"alpha": a.alpha, "units": a.units, "reviewers": a.people} | ({"note": a.note} if a.note else {})
+
+    by = agreement.alpha_by(rows, "category")
+    return {"agreement": said(agreement.alpha(rows)), "agreement_by_category": {c: said(a) for c, a in by.items()}}
 
 
 def why(r: Any) -> str:

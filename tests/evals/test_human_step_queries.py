@@ -1,6 +1,7 @@
-"""The ready queries of each human protocol step (assets/evals/human_steps.py, docs/operations.md):
-agreement (Fleiss' kappa, equal to statsmodels' on hand-made answers), minutes per unit (the
-definition of forge.review.gate.reviewer_minutes) and the share of LLM drafts people changed."""
+"""The ready queries of each human protocol step (docs/operations.md): the agreement table
+(forge/protocol/agreement.py: Fleiss' kappa, equal to statsmodels' on hand-made answers), and the
+views of assets/evals/human_steps.py: minutes per unit (the definition of
+forge.review.gate.reviewer_minutes) and the share of LLM drafts people changed."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from statsmodels.stats.inter_rater import fleiss_kappa
 
 import assets.evals.human_steps  # noqa: F401 - registers the views
+from forge.protocol.agreement import AGREEMENT, step_agreement
 from forge.storage import TableStore, open_catalog, refresh_catalog
 from forge.storage.contracts import load_contract
 
@@ -79,7 +81,8 @@ def results() -> pd.DataFrame:
 @pytest.fixture
 def catalog(tmp_path):
     store = TableStore(tmp_path)
-    for table, frame in (("protocol_answers", answers()), ("protocol_results", results())):
+    tables = {"protocol_answers": answers(), "protocol_results": results(), AGREEMENT: step_agreement(answers())}
+    for table, frame in tables.items():
         c = load_contract(table)
         store.write(table, c.conform(frame), "vague__rate_direct", schema=c.arrow_schema())
     refresh_catalog(store)

@@ -99,17 +99,6 @@ def test_one_person_is_both_avg_and_best():
     assert best == "a@x" and _row(summary, pp.AVG).value == _row(summary, pp.BEST).value == 0.8
 
 
-def test_the_subset_is_seeded_stable_and_nested():
-    ids = [f"x{k}" for k in range(1000)]
-    a, b = pp.sample_ids(ids, 400, 0), pp.sample_ids(reversed(ids), 400, 0)
-    assert a == b and len(a) == 400  # the order items come in does not matter
-    assert set(pp.sample_ids(ids, 100, 0)) <= set(a)  # a larger subset keeps a smaller one
-    assert pp.sample_ids(ids, 400, 1) != a
-    assert pp.sample_ids(ids[:10], 400, 0) == sorted(ids[:10])  # the paper's size above the items: all
-    with pytest.raises(ValueError, match="at least 1"):
-        pp.sample_ids(ids, 0)
-
-
 def _answer(aid: str, item: str, person: str, result: list, flag: str | None = None) -> dict:
     return {"answer_id": aid, "item_id": item, "person": person, "flag": flag, "annotation": {"result": result}}
 
