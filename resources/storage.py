@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 
 from forge.storage import TableStore
+from forge.storage.location import configured_location
 
 
 class StorageResource(dg.ConfigurableResource):
-    """The data directory (default ``./data``; ``SUBTEXT_DATA_DIR`` overrides it)."""
+    """The data directory (default ``./data``; ``SUBTEXT_DATA_DIR`` overrides it), or an object-storage
+    URL (``SUBTEXT_DATA_URL=s3://bucket/prefix``, docs/operations.md "Object storage")."""
 
     data_dir: str = "data"
 
@@ -20,7 +20,7 @@ class StorageResource(dg.ConfigurableResource):
 
 
 def default_storage() -> StorageResource:
-    return StorageResource(data_dir=os.environ.get("SUBTEXT_DATA_DIR", "data"))
+    return StorageResource(data_dir=configured_location())
 
 
 def resources() -> dict[str, StorageResource]:

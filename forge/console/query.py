@@ -4,8 +4,9 @@
     python -m forge.console.query query --file my.sql    # several statements: the last one's rows are shown
     python -m forge.console.query tables          # every table and view, its rows and what it holds
 
-Reads ``$SUBTEXT_DATA_DIR`` (default ``data``) through ``open_catalog`` (read-only, relative
-view paths resolved). A bad statement prints one ``error:`` line and exits 1; no SQL prints the
+Reads ``$SUBTEXT_DATA_URL`` or ``$SUBTEXT_DATA_DIR`` (default ``data``) through ``open_catalog``
+(read-only, relative view paths resolved; on object storage, a catalog of the bucket rebuilt on
+this machine, nothing written to the bucket). A bad statement prints one ``error:`` line and exits 1; no SQL prints the
 usage line and exits 2.
 """
 
@@ -21,6 +22,7 @@ import duckdb
 import forge.benchmarks.registry  # noqa: F401  (hands the contracts the benchmarks' own tables)
 from forge.storage import TableStore, open_catalog, quote_ident
 from forge.storage.contracts import all_contracts
+from forge.storage.location import StorageUnavailable, configured_location
 
 USAGE = 'usage: make query Q="select * from frames limit 5"   (Q=tables lists the tables; F=file.sql runs a file)'
 
@@ -37,8 +39,11 @@ def one_line(exc: BaseException) -> str:
 
 
 def _connect(data_dir: str | Path) -> duckdb.DuckDBPyConnection:
-    store = TableStore(data_dir)
-    if not store.catalog_path.exists():
+    try:
+        store = TableStore(data_dir)
+    except StorageUnavailable as exc:
+        raise QueryError(str(exc)) from None
+    if store.remote is None and not store.catalog_path.exists():
         raise QueryError(f"no catalog at {store.catalog_path}: build something first (make demo)")
     return open_catalog(store)
 
@@ -103,7 +108,7 @@ def sql_text(args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m forge.console.query", description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default=os.environ.get("SUBTEXT_DATA_DIR", "data"))
+    parser.add_argument("--data-dir", default=configured_location())
     sub = parser.add_subparsers(dest="command")
     q = sub.add_parser("query", help="run SQL against the catalog (the last statement's rows are shown)")
     q.add_argument("sql", nargs="?", default="")

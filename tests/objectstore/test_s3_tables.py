@@ -187,3 +187,13 @@ def test_no_credential_reaches_objects_catalog_or_logs(s3_url, s3_server, caplog
         if path.is_file():
             assert secret not in path.read_bytes(), path
     assert s3_server.secret_key not in caplog.text
+
+
+def test_make_query_reads_the_bucket_named_by_the_environment(s3_url, monkeypatch):
+    from forge.console import query
+
+    TableStore(s3_url).write("rejects_demo", pd.DataFrame({"stage": ["frames", "frames", "ocr"]}))
+    monkeypatch.setenv(location.DATA_URL_ENV, s3_url)
+    assert location.configured_location() == s3_url
+    out = query.run_query(location.configured_location(), "select count(*) as n from rejects_demo")
+    assert "3" in out

@@ -1,0 +1,63 @@
+"""Media and other files under the data location, by key (a path relative to it: the stored
+path tables already hold, ``media/frames/<sha>.jpg``).
+
+Locally a key is a file under the data dir, written to a temporary name and renamed. On object
+storage it is an object written once under a content-addressed key with a conditional PUT
+(``If-None-Match: *``): a retried task finds its object and writes no second copy, and a PUT is
+whole or absent, so no half object is ever seen. A worker that needs a POSIX file (ffmpeg,
+OpenCV) fetches the object into its own work directory (``fetch``), never a shared path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from forge.storage.tables import TableStore
+
+
+def content_key(data: bytes, prefix: str, suffix: str) -> str:
+    """``<prefix>/<sha256[:2]>/<sha256>.<suffix>``: the same bytes always get the same key."""
+    sha = hashlib.sha256(data).hexdigest()
+    return f"{prefix.strip('/')}/{sha[:2]}/{sha}{suffix}"
+
+
+def put_once(store: TableStore, key: str, data: bytes) -> bool:
+    """Write ``data`` under ``key`` unless something is there; ``True`` when this call wrote it."""
+    if store.remote is not None:
+        return store.remote.put_once(key, data)
+    dest = store.data_dir / key
+    if dest.exists():
+        return False
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return True
+
+
+def put_file_once(store: TableStore, key: str, path: str | os.PathLike[str]) -> bool:
+    """``put_once`` of a local file (a frame ffmpeg wrote in the work dir)."""
+    return put_once(store, key, Path(path).read_bytes())
+
+
+def exists(store: TableStore, key: str) -> bool:
+    if store.remote is not None:
+        return store.remote.exists(key)
+    return (store.data_dir / key).is_file()
+
+
+def fetch(store: TableStore, key: str) -> Path:
+    """A local file holding ``key``: the file itself locally; on object storage a copy in this
+    machine's work dir (fetched once: content-addressed keys never change)."""
+    local = store.data_dir / key
+    if store.remote is None or local.is_file():
+        return local
+    return store.remote.download(key, local)
