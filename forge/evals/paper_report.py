@@ -32,7 +32,6 @@ header count for the same set is named under its table with both counts.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +40,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import yaml
+
+from forge.items.cells import as_object
 
 FLAG = "⚠"
 
@@ -116,21 +117,13 @@ def evaluated_of(items: pd.DataFrame, version: str, split: str = "test") -> Eval
     rows = items[items["split"] == split] if split != "all" and "split" in items and len(items) else items
     names, imported = set(), 0
     for r in rows.to_dict("records"):
-        d = {**_extra(r.get("extra")), **{k: r[k] for k in ("origin", "release", "release_version") if k in r}}
+        d = {**as_object(r.get("extra")), **{k: r[k] for k in ("origin", "release", "release_version") if k in r}}
         if d.get("origin") != "imported":
             continue
         imported += 1
         v = d.get("release_version")
         names.add(f"`{d.get('release')}`" + (f" (version {v})" if v not in (None, "") and not _nan(v) else ""))
     return Evaluated(version, len(rows), split, tuple(sorted(names)), len(rows) - imported)
-
-
-def _extra(v: Any) -> dict[str, Any]:
-    try:
-        d = json.loads(v) if isinstance(v, str) else (v or {})
-    except ValueError:
-        return {}
-    return d if isinstance(d, dict) else {}
 
 
 def load_published(path: Path) -> PaperTables:

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from forge.evals.requests import as_list
+from forge.items.cells import as_list
 
 
 def _fmt(v: float | None, ci: tuple[float | None, float | None] = (None, None)) -> str:

@@ -23,11 +23,11 @@ import pandas as pd
 from forge.benchmarks.spec import BenchmarkSpec, TextReference
 from forge.evals import textmetrics
 from forge.evals.bootstrap import cluster_bootstrap
-from forge.evals.requests import as_list, jload
 from forge.evals.scorers import (
     all_correct,
     weighted_mean,
 )
+from forge.items.cells import as_list, as_object
 from forge.llm.types import LLMRequest, LLMResult
 
 
@@ -381,7 +381,7 @@ def score_benchmark(
     items_by = items.set_index("item_id")
     full = preds.copy()
     df = collapse_variants(full)
-    df["labels_d"] = [jload(items_by.at[i, "labels"]) if i in items_by.index else {} for i in df["item_id"]]
+    df["labels_d"] = [as_object(items_by.at[i, "labels"]) if i in items_by.index else {} for i in df["item_id"]]
     if "source" in items_by.columns:
         df["source"] = [items_by.at[i, "source"] if i in items_by.index else None for i in df["item_id"]]
     sc.multi_label = tuple(spec.eval.multi_label)

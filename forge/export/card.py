@@ -22,6 +22,7 @@ import yaml
 from forge.benchmarks.spec import PaperCard
 from forge.checks import mcq
 from forge.export.hub import GENERAL_LIMITATIONS, USES
+from forge.items.cells import as_object
 from forge.items.outcome import md_table
 from forge.models.weights import weights_summary_lines
 from forge.review.card import card_lines
@@ -43,22 +44,12 @@ def _mean(xs: list[float]) -> float:
     return round(sum(xs) / len(xs), 1) if xs else 0.0
 
 
-def _labels(v: Any) -> dict[str, Any]:
-    if v is None or v is pd.NA or not isinstance(v, (str, dict)) or not v:
-        return {}
-    try:
-        d = json.loads(v) if isinstance(v, str) else dict(v)
-    except (ValueError, TypeError):
-        return {}
-    return d if isinstance(d, dict) else {}
-
-
 def explanation_of(row: Any) -> str | None:
-    lab = _labels(row["labels"])
+    lab = as_object(row["labels"])
     for k in ("explanation", "rationale", "reasoning"):
         if isinstance(lab.get(k), str):
             return lab[k]
-    ex = _labels(row.get("extra") if hasattr(row, "get") else None)
+    ex = as_object(row.get("extra") if hasattr(row, "get") else None)
     return ex.get("explanation") if isinstance(ex.get("explanation"), str) else None
 
 
@@ -95,7 +86,7 @@ def label_distributions(df: pd.DataFrame, top: int = 12) -> dict[str, dict[str, 
     every value is distinct (more than ``top`` of them) are left out."""
     counts: dict[str, Counter] = {}
     for v in df["labels"]:
-        for k, x in _labels(v).items():
+        for k, x in as_object(v).items():
             if k in ("explanation", "rationale", "reasoning") or _is_id_key(k):
                 continue
             vals = x if isinstance(x, list) else [x]

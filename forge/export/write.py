@@ -38,9 +38,10 @@ from forge.export.card import draw_plots, license_summary, render_card
 from forge.export.hub import draw_gallery, hub_features, languages, size_category, task_categories
 from forge.export.lmms import FOLDER as LMMS_FOLDER
 from forge.export.lmms import LmmsTasks, card_section, write_task_folder
+from forge.items.cells import as_object
 from forge.items.manifest import MANIFEST, existing_versions, read_manifest
 from forge.items.outcome import md_table
-from forge.items.typed import conform, parse_object, typed_struct
+from forge.items.typed import conform, typed_struct
 from forge.provenance.versioning import content_hash, sha256_file, stable_json
 from forge.storage.paths import stored_path
 
@@ -109,7 +110,7 @@ def export_rows(items: pd.DataFrame) -> list[dict[str, Any]]:
             if f in _LIST_FIELDS:
                 row[f] = [str(x) for x in (row[f] or [])]
             elif f in OBJECT_FIELDS:
-                row[f] = parse_object(row[f])  # typed per export by ``type_objects``
+                row[f] = as_object(row[f])  # typed per export by ``type_objects``
             elif row[f] is None:
                 row[f] = ""
             elif not isinstance(row[f], str):

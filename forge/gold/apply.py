@@ -30,7 +30,7 @@ import pandas as pd
 import yaml
 
 from forge.benchmarks.spec import BenchmarkSpec
-from forge.items.fields import json_field
+from forge.items.cells import as_object
 from forge.provenance.versioning import content_hash
 from forge.releases.config import config_path
 
@@ -64,12 +64,12 @@ def apply_gold(spec: BenchmarkSpec, items: pd.DataFrame, fields: Iterable[str]) 
         any_g = g or by_caption.get(k[0])
         if any_g is None:
             continue
-        extra = json_field(row.get("extra"))
+        extra = as_object(row.get("extra"))
         prov = dict(extra.get("provenance") or {})
         source = f"release:{any_g.get('release')}@{any_g.get('release_version')}"
         for f in fields:
             if f in rules.extra_keys:  # from any imported row of the same text key, whatever its task
-                found = {key: v for key in rules.extra_keys[f] if (v := json_field(any_g.get("extra")).get(key))}
+                found = {key: v for key in rules.extra_keys[f] if (v := as_object(any_g.get("extra")).get(key))}
                 if found:
                     extra.update(found)
                     prov[f], counts[f] = source, counts[f] + 1
@@ -80,7 +80,7 @@ def apply_gold(spec: BenchmarkSpec, items: pd.DataFrame, fields: Iterable[str]) 
             for c in ANSWER_COLUMNS:
                 out.at[i, c] = g.get(c)
             if f in rules.labels_keys:
-                labels, gold_labels = json_field(row.get("labels")), json_field(g.get("labels"))
+                labels, gold_labels = as_object(row.get("labels")), as_object(g.get("labels"))
                 labels.update({key: gold_labels.get(key, []) for key in rules.labels_keys[f]})
                 out.at[i, "labels"] = json.dumps(labels, ensure_ascii=False)
             prov[f], counts[f] = source, counts[f] + 1

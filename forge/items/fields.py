@@ -9,7 +9,6 @@ pool) from ``labels``.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from forge.checks import mcq
+from forge.items.cells import as_list, as_object, missing
 
 COMMON_COLUMNS = [
     "item_id",
@@ -43,16 +43,9 @@ COMMON_COLUMNS = [
 LIST_COLUMNS = ("options", "option_types", "references", "media_paths")
 
 
-def missing(v: Any) -> bool:
-    """None, NaN or pd.NA (DuckDB reads nulls as any of them); never true for a list."""
-    if v is None or v is pd.NA:
-        return True
-    return isinstance(v, float) and math.isnan(v)
-
-
 def lst(v: Any) -> list | None:
-    """A list column's value as a list (Parquet gives numpy arrays); None when missing."""
-    return None if missing(v) else [x for x in list(v)]
+    """A list column's value as a list (``as_list``); None when missing (an empty list is a value)."""
+    return None if missing(v) else as_list(v)
 
 
 def blank(v: Any) -> bool:
@@ -152,11 +145,7 @@ def imported_ids(df: pd.DataFrame) -> set[str]:
         return set()
     out = set()
     for item_id, ex in zip(df["item_id"], df["extra"]):
-        try:
-            d = json.loads(ex) if isinstance(ex, str) else (ex or {})
-        except ValueError:
-            d = {}
-        if isinstance(d, dict) and d.get("origin") == "imported":
+        if as_object(ex).get("origin") == "imported":
             out.add(str(item_id))
     return out
 
@@ -168,22 +157,7 @@ def unit_of(df: pd.DataFrame, key: str | None) -> dict[str, str]:
         return {}
     out: dict[str, str] = {}
     for item_id, labels in zip(df["item_id"], df["labels"]):
-        try:
-            d = json.loads(labels) if isinstance(labels, str) else (labels or {})
-        except ValueError:
-            d = {}
-        v = d.get(key) if isinstance(d, dict) else None
+        v = as_object(labels).get(key)
         if v is not None and str(v).strip():
             out[str(item_id)] = f"{key}={v}"
     return out
-
-
-def json_field(v: Any) -> dict[str, Any]:
-    """A JSON-object column value (``labels``, ``extra``) as a dict (a dict as it is); {} when
-    empty or unreadable."""
-    if isinstance(v, dict):
-        return v
-    try:
-        return json.loads(v) if isinstance(v, str) and v else {}
-    except ValueError:
-        return {}

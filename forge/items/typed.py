@@ -15,22 +15,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from forge.items.cells import as_object
+
 _SCALARS = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
 _EMPTY_LIST = pa.list_(pa.null())  # [] fits any list type
 _MIXED = pa.null()  # an object or a mixed list: kept as JSON text
-
-
-def parse_object(v: Any) -> dict[str, Any]:
-    """A labels / extra value (JSON text, a mapping, or empty) as a dict."""
-    if isinstance(v, dict):
-        return v
-    if not isinstance(v, str) or not v.strip():
-        return {}
-    try:
-        out = json.loads(v)
-    except ValueError:
-        return {}
-    return out if isinstance(out, dict) else {}
 
 
 def _kind(v: Any) -> pa.DataType | None:
@@ -103,7 +92,7 @@ def restore(obj: Any, as_json: Iterable[str] = ()) -> dict[str, Any]:
     """An exported struct back as the item's object: keys the item lacked (null) dropped, JSON
     text keys decoded (what evaluation reads, as before typing)."""
     if not isinstance(obj, dict):
-        return parse_object(obj)
+        return as_object(obj)
     out = {}
     for k, v in obj.items():
         if v is None:

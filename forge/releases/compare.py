@@ -30,13 +30,9 @@ import pandas as pd
 
 from forge.checks import mcq
 from forge.checks.text import pool_stats, tokens
-from forge.items.fields import json_field, missing
+from forge.items.cells import as_list, as_object, missing
 
 BUILT = "built"
-
-
-def _list(v: Any) -> list:
-    return [] if missing(v) else list(v)
 
 
 def sides(items: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -56,7 +52,7 @@ def sides(items: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 def _language(df: pd.DataFrame, languages: Mapping[str, str], side: str) -> str:
     return languages.get(side) or next(
-        (str(e["language"]) for e in map(json_field, df.get("extra", [])) if e.get("language")), "en"
+        (str(e["language"]) for e in map(as_object, df.get("extra", [])) if e.get("language")), "en"
     )
 
 
@@ -69,11 +65,11 @@ def side_stats(df: pd.DataFrame, lang: str = "en", threshold: float = 0.5) -> di
     for cat, k in df["category"].fillna("(none)").value_counts().sort_index().items():
         s[f"category/{cat}"] = round(k / n, 4)
     if "labels" in df:
-        verdicts = Counter(json_field(v).get("verdict") for v in df.loc[df["task"] == "classification", "labels"])
+        verdicts = Counter(as_object(v).get("verdict") for v in df.loc[df["task"] == "classification", "labels"])
         total = sum(verdicts.values())
         for v, k in sorted((k, v) for k, v in verdicts.items() if k):
             s[f"label/{v}"] = round(k / total, 4)
-    mcq_rows = [(list(_list(o)), a) for o, a in zip(df["options"], df["answer"]) if len(_list(o)) >= 2]
+    mcq_rows = [(list(as_list(o)), a) for o, a in zip(df["options"], df["answer"]) if len(as_list(o)) >= 2]
     if mcq_rows:
         kmax = max(len(o) for o, _ in mcq_rows)
         idx = []
@@ -93,7 +89,7 @@ def side_stats(df: pd.DataFrame, lang: str = "en", threshold: float = 0.5) -> di
     for task, qs in df.groupby("task")["question"]:  # per task: fixed prompts (MAIA's SV question) stay apart
         s[f"question_tokens/{task}"] = round(float(np.mean([len(tokens(q, lang)) for q in qs.fillna("")])), 2)
     oe = df[df["task"] == "open_ended"]  # answer pools: open-ended references (MAIA's 8 answers)
-    pools = [[str(x) for x in _list(r)] for r in oe["references"] if len(_list(r)) >= 2]
+    pools = [[str(x) for x in as_list(r)] for r in oe["references"] if len(as_list(r)) >= 2]
     if pools:
         st = [pool_stats(p, threshold, lang=lang) for p in pools]
         s["answer_pools"] = len(pools)
@@ -105,8 +101,8 @@ def side_stats(df: pd.DataFrame, lang: str = "en", threshold: float = 0.5) -> di
     if len(sv):
         by_q: dict[str, list[str]] = {}
         for o, a, lab in zip(sv["options"], sv["answer"], sv["labels"]):
-            q = json_field(lab).get("question_id")
-            opts = _list(o)
+            q = as_object(lab).get("question_id")
+            opts = as_list(o)
             if q and opts:
                 by_q.setdefault(str(q), []).append(str(opts[mcq.letter_index(str(a))]))
         st = [pool_stats(p, threshold, lang=lang) for p in by_q.values() if len(p) >= 2]
@@ -171,7 +167,7 @@ def plot(items: pd.DataFrame, path: Path, title: str) -> Path | None:
     pos = (
         pd.DataFrame(
             {
-                k: v["answer"][v["options"].map(lambda o: len(_list(o)) >= 2)]
+                k: v["answer"][v["options"].map(lambda o: len(as_list(o)) >= 2)]
                 .map(lambda a: str(a)[:1])
                 .value_counts(normalize=True)
                 for k, v in parts.items()

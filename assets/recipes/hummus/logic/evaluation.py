@@ -9,7 +9,8 @@ from typing import Any
 import pandas as pd
 
 from forge.evals import extract as ex
-from forge.evals.requests import EvalRequest, RequestContext, SkipItem, as_list, jload
+from forge.evals.requests import EvalRequest, RequestContext, SkipItem
+from forge.items.cells import as_list, as_object
 from forge.llm.types import LLMRequest
 
 from .boxes import BoxError, parse_box
@@ -92,7 +93,7 @@ def descriptions(items: pd.DataFrame, evidence: pd.DataFrame) -> dict[str, str]:
     out: dict[str, str] = {}
     ev_by: dict[Any, dict[str, Any]] = {r["unit_id"]: r for r in evidence.to_dict("records")} if len(evidence) else {}
     for r in items.to_dict("records"):
-        desc = jload(r.get("extra")).get("image_description")
+        desc = as_object(r.get("extra")).get("image_description")
         if not desc and r.get("unit_id") in ev_by:
             e = ev_by[r["unit_id"]]
             parts = []
@@ -130,7 +131,7 @@ def parse_reply(er: EvalRequest, text: str | None, options: dict[str, Any]) -> e
         return ab_reply(er, text)
     if er.kind != "box" or options.get("hummus_box_strict"):
         return None
-    labels = jload(er.item.get("labels"))
+    labels = as_object(er.item.get("labels"))
     w, h = labels.get("image_width"), labels.get("image_height")
     try:
         b = parse_box(

@@ -7,11 +7,11 @@ from typing import Any
 
 from forge.benchmarks.spec import GoldRules
 from forge.checks.text import canonical
-from forge.items.fields import json_field
+from forge.items.cells import as_object
 
 
 def match_key(row: dict[str, Any]) -> tuple[str, str] | None:
-    cap = json_field(row.get("extra")).get("caption")
+    cap = as_object(row.get("extra")).get("caption")
     return (canonical(cap), str(row["task"])) if cap else None
 
 

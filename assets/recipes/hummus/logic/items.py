@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from forge.items.cells import as_list
+
 PREFIX = "The humor of the given image-and-caption combination involves metaphor use."
 INSTRUCTIONS = {
     "classification": (
@@ -70,9 +72,6 @@ def build_items(ann: dict[str, Any], regions: list[dict[str, Any]]) -> list[dict
         }
         for r in regions
     ]
-
-    def as_list(v: Any) -> list:  # parquet hands lists back as numpy arrays
-        return [] if v is None else [x.item() if hasattr(x, "item") else x for x in v]
 
     labels = {
         "verdict": verdict,

@@ -17,16 +17,13 @@ from typing import Any
 import pandas as pd
 
 from forge.benchmarks.protocol_spec import Display, FieldKind, HumanStep, StepField
+from forge.items.cells import as_list
 
 from . import annotations as A
 from .taxonomy import taxonomy, verdicts
 
 ANNOTATION = "annotation"
 REGION = "region"
-
-
-def _list(v: Any) -> list:
-    return [] if v is None else [x.item() if hasattr(x, "item") else x for x in v]
 
 
 def _data(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -47,20 +44,22 @@ def _llm(row: Mapping[str, Any]) -> dict[str, Any]:
     ]
     spans = [
         {"label": "metaphor", "start": int(a), "end": int(b), "text": str(t)}
-        for a, b, t in zip(_list(row.get("span_starts")), _list(row.get("span_ends")), _list(row.get("span_texts")))
+        for a, b, t in zip(
+            as_list(row.get("span_starts")), as_list(row.get("span_ends")), as_list(row.get("span_texts"))
+        )
     ]
     labels = "\n".join(str(r["label"]) for r in sorted(row.get("regions") or [], key=lambda r: r["region_index"]))
     return {
         "verdict": row["verdict"],
-        "incongruities": "\n".join(_list(row.get("incongruities"))) or None,
+        "incongruities": "\n".join(as_list(row.get("incongruities"))) or None,
         "resolution": row.get("resolution") or None,
-        "metaphors": "\n".join(_list(row.get("metaphors"))) or None,
+        "metaphors": "\n".join(as_list(row.get("metaphors"))) or None,
         "boxes": boxes,
         "region_labels": labels or None,
         "spans": spans,
         # a Discard has no explanation: its reason is the suggestion, so the form is never blank
         "explanation": row.get("explanation") or _discarded(row),
-        "devices": [d for d in _list(row.get("devices")) if d in taxonomy()["devices"]],
+        "devices": [d for d in as_list(row.get("devices")) if d in taxonomy()["devices"]],
     }
 
 

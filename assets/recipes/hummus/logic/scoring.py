@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from forge.evals import extract as ex
-from forge.evals.requests import jload
 from forge.evals.scorers import box_iou, f1_per_class, rouge_n, span_overlap
 from forge.evals.scoring import Scorer, as_flags
+from forge.items.cells import as_object
 
 
 def score_structured(
@@ -28,7 +28,7 @@ def score_structured(
         return refs
     if task == "image_box":
         pred = r["detail"]["parsed"]["box"]
-        golds = [b["box_norm_tlhw"] for b in jload(item.get("labels")).get("boxes", [])]
+        golds = [b["box_norm_tlhw"] for b in as_object(item.get("labels")).get("boxes", [])]
         best = max((box_iou(pred, g) for g in golds), key=lambda d: d["iou"], default=None)
         if best is None:
             r.update(status="no_gold", score=None)

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from forge.evals import extract as ex
-from forge.evals.requests import EvalRequest, RequestContext, SkipItem, as_list, letter_options, pick_shots
+from forge.evals.requests import EvalRequest, RequestContext, SkipItem, letter_options, pick_shots
+from forge.items.cells import as_list
 from forge.llm.types import ImageInput, LLMRequest
 
 from .taxonomy import official_label

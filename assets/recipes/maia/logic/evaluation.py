@@ -14,7 +14,8 @@ from typing import Any
 
 from forge.checks.language import detect
 from forge.evals import extract as ex
-from forge.evals.requests import RequestContext, as_list, letter_options
+from forge.evals.requests import RequestContext, letter_options
+from forge.items.cells import as_list
 from forge.llm.types import LLMRequest
 
 MIN_CONFIDENCE = 0.5  # below this the item's language is unclear: the official prompt

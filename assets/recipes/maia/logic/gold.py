@@ -9,14 +9,14 @@ from typing import Any
 
 from forge.benchmarks.spec import GoldRules
 from forge.checks.text import canonical
-from forge.items.fields import json_field
+from forge.items.cells import as_object
 
 
 def match_key(row: dict[str, Any]) -> tuple[str, str] | None:
     if row.get("task") == "open_ended":
         return canonical(str(row.get("question") or "")), "open_ended"
     if row.get("task") == "statement_verification":
-        q, pos = json_field(row.get("extra")).get("maia_question"), json_field(row.get("labels")).get("pool_index")
+        q, pos = as_object(row.get("extra")).get("maia_question"), as_object(row.get("labels")).get("pool_index")
         if not q or pos is None:
             return None
         pos = int(pos) + (0 if row.get("origin") == "imported" else 1)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from forge.items.cells import as_list
 from forge.llm.types import ImageInput, LLMRequest, LLMResult
 
 from .taxonomy import Taxonomy
@@ -50,14 +51,6 @@ def uniform_pick(n: int, k: int) -> list[int]:
     if k == 1:
         return [n // 2]
     return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)})
-
-
-def _list(v: Any) -> list:
-    if v is None:
-        return []
-    if isinstance(v, float) and pd.isna(v):
-        return []
-    return list(v)
 
 
 def _text(v: Any) -> str:
@@ -119,7 +112,7 @@ def clip_bundles(
                 transcript_source=_text(row.get("transcript_source"))
                 or ("subtitles" if row.get("transcript") else "none"),
                 ocr_text=_text(row.get("ocr_text")),
-                tags=[str(t) for t in _list(row.get("tags"))],
+                tags=[str(t) for t in as_list(row.get("tags"))],
                 persons=int(row.get("persons") or 0),
                 duration_s=dur,
             )

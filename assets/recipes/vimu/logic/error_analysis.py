@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from forge.evals.requests import jload
+from forge.items.cells import as_object
 
 LETTERS = ("A", "B", "C", "D", "E")
 TASKS = ("RM", "SV")
@@ -38,7 +38,7 @@ def option_error_rates(preds: pd.DataFrame) -> pd.DataFrame:
         df = df[df["variant"] == 0]
     out = []
     for (model, setting, task), g in df.groupby(["model", "setting", "category"], sort=True):
-        details = [jload(d) or {} for d in g["detail"]]
+        details = [as_object(d) or {} for d in g["detail"]]
         # a failed call has no parsed sets: its gold comes from the row (as the scorer reads it)
         golds = g["gold"] if "gold" in g else [None] * len(g)
         gold = [

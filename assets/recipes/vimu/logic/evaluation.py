@@ -11,7 +11,8 @@ from functools import lru_cache
 from typing import Any
 
 from forge.evals import extract as ex
-from forge.evals.requests import EvalRequest, RequestContext, SkipItem, as_list
+from forge.evals.requests import EvalRequest, RequestContext, SkipItem
+from forge.items.cells import as_list
 from forge.llm.types import LLMRequest
 
 # config/evals.yaml `prompts:` keys (the pipeline registers each as `task:<key>`)

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from forge.items.cells import as_list
 from forge.llm.prompts import render_template
 
 from .annotate import GOLD_FIELDS, as_first
@@ -205,14 +206,9 @@ def _labels(tax: Taxonomy, annotation: dict[str, Any]) -> dict[str, Any]:
         "rhetoric_mechanisms": list(annotation["rhetoric_mechanisms"]),
         "social_value_signals": list(annotation["social_value_signals"]),
         "evidence_sources": list(annotation["evidence_sources"]),
-        "target_kinds": _as_list(annotation.get("target_kinds")),
+        "target_kinds": as_list(annotation.get("target_kinds")),
         "taxonomy_version": tax.version,
     }
-
-
-def _as_list(v: Any) -> list:
-    """A list from a list, a numpy array (as Parquet reads list columns) or None."""
-    return [] if v is None else list(v)
 
 
 def _plain_evidence(raw: Any) -> list[dict[str, Any]]:

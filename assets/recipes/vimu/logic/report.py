@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from forge.evals.report import heatmap
-from forge.evals.requests import jload
 from forge.evals.scorers import cooccurrence
+from forge.items.cells import as_object
 
 from .scoring import vimu_oe_intersection, vimu_oe_normalised
 
@@ -81,7 +81,8 @@ def oe_cross_model(preds: pd.DataFrame) -> pd.DataFrame:
     oe = preds[(preds["benchmark"] == "vimu") & (preds["category"] == "OE")]
     for setting, g in oe.groupby("setting"):
         rows = [
-            (m, v, (jload(d) or {}).get("oe_total")) for m, v, d in zip(g["model"], g["source_item_id"], g["detail"])
+            (m, v, (as_object(d) or {}).get("oe_total"))
+            for m, v, d in zip(g["model"], g["source_item_id"], g["detail"])
         ]
         common = vimu_oe_intersection(rows)
         for model, totals in common.items():

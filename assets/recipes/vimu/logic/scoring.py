@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forge.evals.requests import jload
 from forge.evals.scorers import (
     cooccurrence,
     frobenius,
@@ -31,6 +30,7 @@ from forge.evals.scorers import (
     weighted_mean,
 )
 from forge.evals.scoring import Scorer, answered_share, as_float
+from forge.items.cells import as_object
 
 vimu_set_score = partial_set_score  # the official set score (App. I), one definition
 
@@ -125,7 +125,7 @@ def judge_variables(row: dict[str, Any], item: dict[str, Any]) -> dict[str, str]
     """01-vimu_oe_judge.py's inputs: question, gold answer, literal summary, intended meaning,
     evidence (JSON) and rubric (JSON; our reference points play that role), and every reply that
     came back is judged, an empty one included (its raw text)."""
-    extra = jload(item.get("extra"))
+    extra = as_object(item.get("extra"))
     pts = extra.get("reference_points") or extra.get("rubric") or []
     return {
         "question": item["question"],
