@@ -1,1 +1,1 @@
-"""The items table every recipe writes, as the after-recipe chain reads it: columns, field checks, typed rows, the export manifest reader (the lowest floor after the recipes, docs/splits.md)."""
+"""The items table every recipe writes, as the after-recipe chain reads it: columns, field checks, the one reader of list and JSON cells, typed rows, the export manifest reader (the lowest floor after the recipes, docs/splits.md)."""
