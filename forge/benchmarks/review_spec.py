@@ -191,7 +191,7 @@ class ReviewSpec:
     # ``recipe_drops(current items)`` -> {item: (why, the item that decided it)} for items the recipe
     # would not build from the current revisions (Hummus: the detail items of a pair whose verdict is now No).
     recipe_drops: Callable[[Any], dict[str, tuple[str, str]]] | None = None
-    # the review sensor's run also re-exports (a new version only when the content changed); off:
+    # the people sensor's loop run also re-exports (a new version only when the content changed); off:
     # publishing stays the user's step (the export shows Unsynced after a review either way)
     export_after_review: bool = False
     # The paper's review unit (docs/review.md, "Review units"): items sharing the value of this item
