@@ -19,10 +19,10 @@ from forge.benchmarks.spec import BenchmarkSpec, BlindAction
 from forge.gates import blind, steps
 from forge.gates import checks as sg
 from forge.gates.blind import Probe
-from forge.gold.apply import with_gold
+from forge.gold.apply import gold_items
 from forge.items.fields import imported_ids, is_mcq, normalise_items, unit_of
 from forge.items.outcome import Check, Markdown, md_table
-from forge.items.read import read_items, read_table
+from forge.items.read import read_table
 from forge.llm.prompts import load_prompt
 from forge.llm.stub import stub_made
 from forge.splits.config import GateConfig, StageSettings
@@ -95,7 +95,7 @@ def run_gates(
     cfg, gcfg = settings.raw, settings.gates
     name = spec.name
     rej = RejectLog(spec.asset("gated"), "all")
-    items = with_gold(read_items(store, spec), spec)
+    items = gold_items(store, spec)
     sp = read_table(store, "splits", parts=[name])
     md: dict[str, Any] = {
         "options": cfg.get("options"),

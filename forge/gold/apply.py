@@ -10,8 +10,10 @@ Each paper declares its match key and fields in its spec (``BenchmarkSpec.gold``
 ``config/releases.yaml`` ``gold.<paper>: {enabled: true}`` switches it on with the paper's
 default fields; ``fields: [...]`` names others.
 
-The gold step is explicit and versioned (#38): ``with_gold`` is the transform ``<paper>_splits``,
-``_gated`` and ``_export`` apply where they read ``<paper>_items``, and ``gold_version(spec)``
+The gold step is explicit and versioned (#38): ``gold_items`` reads ``<paper>_items`` and applies
+gold once per content of the table and of the switch (the releases config read once per version
+of the file), and ``<paper>_splits``, its leakage check and ``_gated`` read the items through it
+(``_export`` reads the gated items); ``gold_version(spec)``
 (the enabled fields plus this module's rules; ``off`` when the switch is off) is part of each of
 their code versions, so switching gold on, changing its fields or its rules marks them changed
 instead of leaving them "up to date" on items they would now read differently.
@@ -21,8 +23,10 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +35,10 @@ import yaml
 
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.items.cells import as_object
+from forge.items.read import read_items
 from forge.provenance.versioning import content_hash
 from forge.releases.config import config_path
+from forge.storage import TableStore
 
 ANSWER_COLUMNS = ("answer", "references", "options", "option_types")
 
@@ -102,18 +108,31 @@ def gold_policy(spec: BenchmarkSpec, doc: dict[str, Any] | None) -> list[str]:
 GOLD_VERSION = "1"  # bump when the matching or replacing rules change in a way the file hash would miss
 
 
-def _doc(config: str | Path | None = None) -> dict[str, Any]:
+def releases_doc(config: str | Path | None = None) -> dict[str, Any]:
+    """The releases config (``config/releases.yaml`` or ``SUBTEXT_RELEASES_CONFIG``), read once per
+    version of the file (its size and modification time); a missing file is {}."""
+    path = Path(config or config_path())
     try:
-        return yaml.safe_load(Path(config or config_path()).read_text()) or {}
+        st = path.stat()
+    except OSError:
+        return {}
+    return _read_doc(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=8)
+def _read_doc(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    try:
+        return yaml.safe_load(Path(path).read_text()) or {}
     except OSError:
         return {}
 
 
 def gold_version(spec: BenchmarkSpec, config: str | Path | None = None) -> str:
     """The version of ``spec``'s gold step: ``off``, or a hash of the enabled fields, of this
-    module (how fields are replaced) and of the paper's rules module (what matches). Part of the code version of every asset that
-    reads ``<paper>_items`` through ``with_gold`` (``<paper>_splits``, ``_gated``, ``_export``)."""
-    fields = gold_policy(spec, _doc(config))
+    module (how fields are replaced) and of the paper's rules module (what matches). Part of the code
+    version of every asset that reads ``<paper>_items`` through the gold step (``gold_items``:
+    ``<paper>_splits``, ``_gated``, ``_export``)."""
+    fields = gold_policy(spec, releases_doc(config))
     if not fields:
         return "off"
     rules_file = Path(inspect.getsourcefile(spec.gold.match_key) or __file__)
@@ -122,5 +141,43 @@ def gold_version(spec: BenchmarkSpec, config: str | Path | None = None) -> str:
 
 def with_gold(items: pd.DataFrame, spec: BenchmarkSpec, config: str | Path | None = None) -> pd.DataFrame:
     """``items`` after the gold switch of the releases config (unchanged when it is off)."""
-    fields = gold_policy(spec, _doc(config))
+    fields = gold_policy(spec, releases_doc(config))
     return apply_gold(spec, items, fields)[0] if fields else items
+
+
+# The gold step's results by content: (data dir, benchmark, enabled fields, the items table's live
+# files); a few entries, since a build moves through the benchmarks one after another.
+_STEP: OrderedDict[tuple[Any, ...], pd.DataFrame] = OrderedDict()
+_STEP_SIZE = 4
+_STEP_LOCK = threading.Lock()
+
+
+def _items_signature(store: TableStore, table: str) -> tuple[Any, ...]:
+    """The live files of ``table`` (a publish writes new ones), with size and time where local."""
+    if not store.exists(table):
+        return ()
+    out: list[Any] = []
+    for f in store.files(table):
+        st = f.stat() if isinstance(f, Path) else None
+        out.append((str(f), st.st_size, st.st_mtime_ns) if st else str(f))
+    return tuple(out)
+
+
+def gold_items(store: TableStore, spec: BenchmarkSpec, config: str | Path | None = None) -> pd.DataFrame:
+    """The gold step: ``spec``'s items table as the recipe wrote it, with the releases config's gold
+    applied (unchanged when it is off), made once per content of the table and of the switch and
+    shared by every stage that reads it (``<paper>_splits``, its leakage check, ``_gated``; in one
+    ``cli.build`` process, once per build). Each caller gets its own copy."""
+    fields = gold_policy(spec, releases_doc(config))
+    key = (store.location, spec.name, tuple(sorted(fields)), _items_signature(store, spec.items_table))
+    with _STEP_LOCK:
+        made = _STEP.get(key)
+        if made is None:
+            items = read_items(store, spec)
+            made = apply_gold(spec, items, fields)[0] if fields else items
+            _STEP[key] = made
+            while len(_STEP) > _STEP_SIZE:
+                _STEP.popitem(last=False)
+        else:
+            _STEP.move_to_end(key)
+    return made.copy()

@@ -12,10 +12,10 @@ from typing import Any
 import pandas as pd
 
 from forge.benchmarks.spec import BenchmarkSpec
-from forge.gold.apply import with_gold
+from forge.gold.apply import gold_items
 from forge.items.fields import unit_of
 from forge.items.outcome import Check, Markdown, md_table
-from forge.items.read import read_items, read_table
+from forge.items.read import read_table
 from forge.provenance.versioning import content_hash
 from forge.splits import assign as sa
 from forge.splits import leakage as lk
@@ -72,7 +72,7 @@ def compute_splits(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The ``splits`` rows of ``spec`` and metadata figures."""
     cfg = settings.raw
-    items = with_gold(read_items(store, spec), spec)
+    items = gold_items(store, spec)
     cols = load_contract("splits").column_names
     if items.empty:
         return pd.DataFrame(columns=cols), {
@@ -116,7 +116,7 @@ def leakage_check(store: TableStore, spec: BenchmarkSpec, settings: StageSetting
     """Audit the written ``splits`` table: linked item pairs (source, channel, near-duplicate
     group, pHash ≤ threshold) that sit in two different splits. Passes only at 0."""
     sp = read_table(store, "splits", parts=[spec.name])
-    items = with_gold(read_items(store, spec), spec)
+    items = gold_items(store, spec)
     if sp.empty or items.empty:
         return Check("no_leakage_across_splits", True, "error", {"items": 0, "note": "no split items"})
     items = lk.fill_channels(items[items["item_id"].astype(str).isin(set(sp["item_id"]))], read_table(store, "videos"))

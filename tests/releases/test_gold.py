@@ -161,3 +161,46 @@ def test_switching_gold_on_marks_splits_gated_and_export_changed(tmp_path, monke
     # another paper's switch leaves this paper's versions alone
     maia_off = versions("maia", "  hummus: {enabled: false, fields: [boxes]}\n")
     assert versions("maia", "  hummus: {enabled: true, fields: [boxes]}\n") == maia_off
+
+
+def test_gold_step_applies_once_per_content(maia_info, tmp_path, monkeypatch):
+    """``gold_items``: the items table read and gold applied once for every stage that reads them,
+    again when the table or the switch changes; each caller gets its own copy."""
+    import forge.gold.apply as gold
+    from forge.storage import TableStore
+
+    imported = parse_maia(with_options(maia_info, require_media=False)).items
+    q = imported[imported.task == "open_ended"].iloc[0]
+    built = {
+        "item_id": "b1",
+        "benchmark": "maia",
+        "task": "open_ended",
+        "category": q["category"],
+        "question": q["question"],
+        "answer": "llm",
+        "references": ["llm", "made"],
+        "extra": json.dumps({"origin": "generated"}),
+        "origin": None,
+    }
+    store, spec = TableStore(tmp_path / "data"), registry.get("maia")
+    store.write(spec.items_table, pd.concat([pd.DataFrame([built]), imported], ignore_index=True), part="b")
+    cfg = tmp_path / "releases.yaml"
+    cfg.write_text("releases: []\ngold:\n  maia: {enabled: true, fields: [pools]}\n")
+    calls = []
+    real = gold.apply_gold
+    monkeypatch.setattr(gold, "apply_gold", lambda *a: calls.append(1) or real(*a))
+
+    first = gold.gold_items(store, spec, cfg)
+    assert len(first.loc[first.item_id == "b1", "references"].iloc[0]) == 8  # the pool taken from the release
+    first.loc[:, "answer"] = "edited by a caller"
+    again = gold.gold_items(store, spec, cfg)  # the splits' leakage check, the gates
+    assert len(calls) == 1 and "edited by a caller" not in set(again["answer"])
+
+    cfg.write_text("releases: []\ngold:\n  maia: {enabled: false, fields: [pools]}\n")  # the switch turned off
+    off = gold.gold_items(store, spec, cfg)
+    assert off.loc[off.item_id == "b1", "answer"].iloc[0] == "llm" and len(calls) == 1  # off: nothing applied
+
+    cfg.write_text("releases: []\ngold:\n  maia: {enabled: true, fields: [pools]}\n")
+    store.write(spec.items_table, pd.concat([pd.DataFrame([{**built, "item_id": "b2"}]), imported]), part="b")
+    new = gold.gold_items(store, spec, cfg)  # a new items table: applied anew
+    assert len(calls) == 2 and "b2" in set(new["item_id"]) and "b1" not in set(new["item_id"])
