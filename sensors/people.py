@@ -36,12 +36,12 @@ from forge.evals.people_kinds import kinds_of
 from forge.people.client import ReviewServerDown
 from forge.people.kind import PeopleKind, Probe, Watch
 from forge.provenance.versioning import content_hash
+from jobs.people import FLOW_JOB, LOOP_JOB, people_jobs
 from resources.review import ReviewResource
 from resources.storage import StorageResource
 
 LOOP_TAG = "subtext/people_loop"
 QUEUE = "subtext/queue"  # the run queues of .dagster_home/dagster.yaml
-LOOP_JOB, FLOW_JOB = "people_loop", "people_flow"
 INTERVAL = 10  # seconds between ticks: a person's action reaches its next task within a tick and one run
 ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
@@ -179,17 +179,6 @@ def tick(
     return dg.SensorResult(run_requests=reqs, skip_reason=None if reqs else skip, cursor=_dump(cur))
 
 
-def jobs_for(kinds: Sequence[PeopleKind]) -> tuple[dg.UnresolvedAssetJobDefinition, dg.UnresolvedAssetJobDefinition]:
-    """The loop's job (every pair and what a loop run may add; in-process: one process, no
-    per-step start-up) and the flow-on job (the stages that read a step, batch-partitioned)."""
-    loop = sorted({a for k in kinds for a in [*k.targets(), *k.may_add]})
-    readers = sorted({a for k in kinds if k.flow is not None for a in k.flow.read_by})
-    return (
-        dg.define_asset_job(LOOP_JOB, selection=dg.AssetSelection.assets(*loop), executor_def=dg.in_process_executor),
-        dg.define_asset_job(FLOW_JOB, selection=dg.AssetSelection.assets(*readers)),
-    )
-
-
 def build_people_sensor(specs: Sequence[BenchmarkSpec]) -> dg.SensorDefinition:
     """The sensor over these benchmarks' kinds, resolved once here: its jobs and every tick use them."""
     kinds = [k for spec in specs for k in kinds_of(spec)]
@@ -198,7 +187,7 @@ def build_people_sensor(specs: Sequence[BenchmarkSpec]) -> dg.SensorDefinition:
         name="people_sensor",
         minimum_interval_seconds=INTERVAL,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        jobs=list(jobs_for(kinds)),
+        jobs=people_jobs(kinds),
         description="Keeps people's work moving (make review): each tick, one run reads and pushes every kind "
         "that is due (<benchmark>_<kind>_tasks / _results: item review, protocol steps, the blind baseline, "
         "judge validation; review reads first, so disputes reach adjudication at once); a new human result "
