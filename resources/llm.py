@@ -17,7 +17,7 @@ import dagster as dg
 from pydantic import Field
 
 from forge.llm.backends import OpenAIBackend, StubBackend
-from forge.llm.cache import LLMCache
+from forge.llm.cache import default_cache_path, open_cache
 from forge.llm.engine import LLMEngine
 from forge.llm.ledger import SpendLedger, ledger_beside, ledger_path
 from forge.llm.settings import EngineSettings, LLMSettings
@@ -71,7 +71,7 @@ class LLMResource(dg.ConfigurableResource, LLMSettings):
     def resolved_cache_path(self) -> Path:
         if self.cache_path:
             return Path(self.cache_path)
-        return Path(os.environ.get("SUBTEXT_DATA_DIR", "data")) / "cache" / "llm_cache.sqlite"
+        return default_cache_path()
 
     def resolved_ledger_path(self) -> Path:
         if self.ledger_path:
@@ -92,7 +92,7 @@ class LLMResource(dg.ConfigurableResource, LLMSettings):
         )
         return LLMEngine(
             backend,
-            LLMCache(self.resolved_cache_path()),
+            open_cache(self.resolved_cache_path()),
             self.settings(),
             self.prices,
             ledger=SpendLedger(self.resolved_ledger_path()),

@@ -13,7 +13,7 @@ import pandas as pd
 from pydantic import Field
 
 from assets.common import SINGLE_RUN, Progress, StageRun, batches, contract_check_specs, sum_counts, table_metadata
-from forge.llm.cache import LLMCache
+from forge.llm.cache import open_cache
 from forge.media.transcripts import (
     STAGE,
     TRANSCRIBERS,
@@ -55,7 +55,7 @@ def make_transcriber(config: TranscriptsConfig, llm: LLMResource) -> tuple[Trans
     if config.transcriber == "off":
         return None, None
     if config.transcriber == "faster-whisper":
-        cache = LLMCache(llm.resolved_cache_path())
+        cache = open_cache(llm.resolved_cache_path())
         return (
             WhisperTranscriber(
                 config.whisper_model_path,

@@ -31,7 +31,7 @@ from forge.evals.scoring import (
 from forge.items.manifest import existing_versions, read_manifest
 from forge.items.typed import restore
 from forge.llm.backends import OpenAIBackend, StubBackend
-from forge.llm.cache import LLMCache
+from forge.llm.cache import open_cache
 from forge.llm.engine import LLMEngine
 from forge.llm.prompts import load_prompt
 from forge.llm.settings import EngineSettings
@@ -55,7 +55,7 @@ def model_engine(
     )
     return LLMEngine(
         backend,
-        LLMCache(cache_path),
+        open_cache(cache_path),
         base.model_copy(
             update=dict(
                 model=model.model,

@@ -29,6 +29,8 @@ from typing import Any
 
 import pandas as pd
 
+from forge.storage.location import local_base
+
 LEDGER_TABLE = "llm_ledger"
 COLUMNS: dict[str, str] = {
     "request_id": "string",  # primary key; sent as X-Client-Request-Id
@@ -71,9 +73,10 @@ create trigger if not exists {LEDGER_TABLE}_no_delete before delete on {LEDGER_T
 
 
 def ledger_path(data_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Default location: ``<data_dir>/cache/llm_ledger.sqlite`` (``SUBTEXT_DATA_DIR`` when not given),
-    beside the default reply cache; clearing the cache file leaves it alone."""
-    base = Path(data_dir) if data_dir is not None else Path(os.environ.get("SUBTEXT_DATA_DIR", "data"))
+    """Default location: ``<data_dir>/cache/llm_ledger.sqlite`` (the configured data dir when not given;
+    on object storage this machine's work dir), beside the default reply cache; clearing the cache
+    file leaves it alone."""
+    base = Path(data_dir) if data_dir is not None else local_base()
     return base / "cache" / "llm_ledger.sqlite"
 
 

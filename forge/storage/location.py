@@ -74,6 +74,13 @@ def work_dir(url: str) -> Path:
     return Path(tempfile.gettempdir()) / "subtext-work" / tag
 
 
+def local_base(location: str | None = None) -> Path:
+    """The directory this machine writes its own files under (caches' working copies, tools'
+    scratch): the work dir of a remote location, else the local data dir itself."""
+    location = location or configured_location()
+    return work_dir(location.rstrip("/")) if is_remote(location) else local_path(location)
+
+
 def fault_counts() -> dict[str, int]:
     with _FAULTS_LOCK:
         return dict(FAULTS)

@@ -17,6 +17,13 @@ cost reads, not decoding, OCR or detection. ``StageCache`` (one SQLite file in W
 
 Keys never contain a time or a random value; a result computed by a killed run is simply
 absent (writes are single statements / atomic renames).
+
+On object storage (``SUBTEXT_DATA_URL``) the SQLite file and the Parquet files are this
+machine's working copy, in its work dir; every result and every batch's frames are also
+published to the bucket under their key (``cache/stages/<stage>/...``,
+``forge/storage/shared_entries.py``), and a miss here reads the bucket. A batch's media files
+are checked in the bucket, where the media live. File digests stay per machine (they remember
+this machine's files).
 """
 
 from __future__ import annotations
@@ -38,7 +45,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from forge.storage.location import Remote
 from forge.storage.rejects import RejectLog
+from forge.storage.shared_entries import SharedEntries
 from forge.storage.tables import TableStore, safe_name
 
 
@@ -49,8 +58,9 @@ def content_key(*parts: Any) -> str:
 
 
 class StageCache:
-    def __init__(self, root: str | os.PathLike[str]):
+    def __init__(self, root: str | os.PathLike[str], remote: Remote | None = None):
         self.root = Path(root)
+        self.remote = remote  # the bucket the entries are also published to
         self.root.mkdir(parents=True, exist_ok=True)
         self.db_path = self.root / "stages.sqlite"
         self._local = threading.local()
@@ -66,7 +76,10 @@ class StageCache:
 
     @classmethod
     def for_store(cls, store: TableStore) -> StageCache:
-        return cls(store.data_dir / "cache")
+        return cls(store.data_dir / "cache", store.remote)
+
+    def _shared(self, stage: str) -> SharedEntries | None:
+        return SharedEntries(self.remote, f"stages/{safe_name(stage)}") if self.remote is not None else None
 
     def _con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -80,8 +93,18 @@ class StageCache:
     # -- per-unit results --------------------------------------------------------------
     def get(self, stage: str, key: str) -> Any | None:
         row = self._con().execute("select value from results where key = ?", (f"{stage}:{key}",)).fetchone()
+        if row is None and (shared := self._shared(stage)) is not None:
+            found = self._adopt(stage, shared.get_many([key]))
+            row = (found[key],) if key in found else None
         (self.hits if row else self.misses)[stage] += 1
         return json.loads(row[0]) if row else None
+
+    def _adopt(self, stage: str, published: dict[str, bytes]) -> dict[str, str]:
+        """Keep entries read from the bucket in the working copy; their JSON text by key."""
+        texts = {k: v.decode() for k, v in published.items()}
+        if texts:
+            self._insert(stage, texts)
+        return texts
 
     def get_many(self, stage: str, keys: Iterable[str]) -> dict[str, Any]:
         """The cached values among ``keys`` (hits and misses counted)."""
@@ -95,6 +118,9 @@ class StageCache:
                 f"select key, value from results where key in ({marks})", [f"{stage}:{k}" for k in chunk]
             ):
                 found[k.split(":", 1)[1]] = json.loads(v)
+        missing = [k for k in keys if k not in found]
+        if missing and (shared := self._shared(stage)) is not None:
+            found.update({k: json.loads(v) for k, v in self._adopt(stage, shared.get_many(missing)).items()})
         self.hits[stage] += len(found)
         self.misses[stage] += len(keys) - len(found)
         return found
@@ -105,13 +131,19 @@ class StageCache:
     def put_many(self, stage: str, values: dict[str, Any]) -> None:
         if not values:
             return
+        texts = {k: json.dumps(v, default=str) for k, v in values.items()}
+        self._insert(stage, texts)
+        if (shared := self._shared(stage)) is not None:
+            shared.put_many({k: t.encode() for k, t in texts.items()})
+
+    def _insert(self, stage: str, texts: dict[str, str]) -> None:
         now = time.time()
         con = self._con()
         con.execute("begin immediate")
         try:
             con.executemany(
                 "insert or replace into results values (?, ?, ?, ?)",
-                [(f"{stage}:{k}", stage, json.dumps(v, default=str), now) for k, v in values.items()],
+                [(f"{stage}:{k}", stage, t, now) for k, t in texts.items()],
             )
             con.execute("commit")
         except BaseException:
@@ -136,7 +168,19 @@ class StageCache:
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
+            if self.remote is not None:  # before the index entry: a published entry's files exist
+                self.remote.put(self._frame_rel(stage, key, name), path.read_bytes())
         self.put(stage, key, sorted(frames))
+
+    def _frame_rel(self, stage: str, key: str, name: str) -> str:
+        return f"cache/stages/{safe_name(stage)}/frames/{key}.{name}.parquet"
+
+    def _frame_file(self, stage: str, key: str, name: str) -> Path:
+        """The frame's local file, fetched from the bucket when this machine lacks it."""
+        path = self._frame_path(stage, key, name)
+        if self.remote is not None and not path.is_file():
+            self.remote.download(self._frame_rel(stage, key, name), path)
+        return path
 
     def get_frames(
         self, stage: str, key: str, data_dir: Path | None = None, path_columns: Iterable[str] = ()
@@ -147,17 +191,23 @@ class StageCache:
         if names is None:
             return None
         try:
-            out = {n: pq.read_table(self._frame_path(stage, key, n)).to_pandas() for n in names}
+            out = {n: pq.read_table(self._frame_file(stage, key, n)).to_pandas() for n in names}
         except (OSError, pa.ArrowInvalid):
             self._miss(stage)
             return None
         rows = out.get("rows")
         if rows is not None and data_dir is not None:
             for col in path_columns:
-                if col in rows and not all((data_dir / p).is_file() for p in rows[col].dropna()):
+                if col in rows and not all(self._media_exists(data_dir, p) for p in rows[col].dropna()):
                     self._miss(stage)
                     return None
         return out
+
+    def _media_exists(self, data_dir: Path, stored: str) -> bool:
+        """A media file a cached row names: here, or (on object storage) in the bucket."""
+        if (data_dir / stored).is_file():
+            return True
+        return self.remote is not None and not Path(stored).is_absolute() and self.remote.exists(stored)
 
     def _miss(self, stage: str) -> None:  # counted as a hit by get(), but unusable
         self.hits[stage] -= 1
