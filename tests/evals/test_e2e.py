@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import threading
 from pathlib import Path
 
 import dagster as dg
@@ -564,15 +565,20 @@ def test_two_models_leaderboard(setup):
 
 
 def test_models_of_one_run_are_evaluated_at_once(setup):
-    """A run over two model partitions: every reply of m-good is held 1.5 s, and m-bad's requests
-    go out meanwhile (one model after the other, m-bad would wait for all of m-good's rounds);
-    each model keeps its own predictions."""
+    """A run over two model partitions: m-good's replies are held 1.5 s each until m-bad's first
+    request arrives, and m-bad's requests go out meanwhile (one model after the other, m-bad would
+    wait for all of m-good's held rounds); each model keeps its own predictions. Holding stops once
+    m-bad has started: later holds would only lengthen the run, not the check."""
     defs, resources, store, double = setup
     hold = 1.5
+    bad_started = threading.Event()
 
     def slow_good(body):
         r = responder(body)
         if body["model"] != "m-good":
+            bad_started.set()
+            return r
+        if bad_started.is_set():
             return r
         if isinstance(r, Reply):
             return dataclasses.replace(r, delay=hold)
