@@ -51,10 +51,10 @@ FORWARDED: dict[tuple[str, str], list[str] | str] = {
     ("assets/recipes/vimu/assets.py", "exc.reason"): FORWARDS,  # AnnotationError
     ("assets/recipes/vimu/assets.py", "reason"): ["assets/recipes/vimu/logic/items.py:build_items"],  # <task>_no_macro
     ("assets/recipes/vague/assets.py", "r['reason']"): FORWARDS,  # logic.candidates' reject rows
-    ("assets/recipes/vague/assets.py", "problems[0][0]"): ["assets/recipes/vague/logic/logic.py:triple_problems"],
-    ("assets/recipes/vague/assets.py", "reason"): [
+    ("assets/recipes/vague/logic/stages.py", "problems[0][0]"): ["assets/recipes/vague/logic/logic.py:triple_problems"],
+    ("assets/recipes/vague/logic/stages.py", "reason"): [
         "assets/recipes/vague/logic/logic.py:ne_problems",
-        "assets/recipes/vague/assets.py:run_options",
+        "assets/recipes/vague/logic/stages.py:run_options",
     ],
     ("assets/recipes/hummus/assets.py", "reason"): FORWARDS,  # a refine outcome or Problems.primary()
     ("assets/recipes/hummus/assets.py", "probs.primary() or 'invalid_annotation'"): [

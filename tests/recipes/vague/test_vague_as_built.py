@@ -5,7 +5,7 @@ object count, and no option exceeds 15 words."""
 import pandas as pd
 import pytest
 
-from assets.recipes.vague.assets import build_items
+from assets.recipes.vague.logic.stages import build_items
 from assets.recipes.vague.logic import logic
 from assets.recipes.vague.logic.objects import object_filter
 from forge.benchmarks.settings import recipe_settings

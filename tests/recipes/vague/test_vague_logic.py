@@ -36,7 +36,7 @@ def test_triple_problems():
 
 
 def test_specialise_restricts_schema_and_keeps_base_hash_prefix():
-    from assets.recipes.vague.assets import PROMPT_FILES
+    from assets.recipes.vague.logic.stages import PROMPT_FILES
     from forge.llm.prompts import load_prompt
 
     p = load_prompt(PROMPT_FILES["direct"])
