@@ -19,7 +19,7 @@ from forge.gates import blind
 from forge.gates import checks as sg
 from forge.gates.stages import BLIND_PROMPT
 from forge.items.fields import LIST_COLUMNS, imported_ids, is_mcq, lst
-from forge.items.manifest import existing_versions, read_manifest
+from forge.items.manifest import MANIFEST, existing_versions, read_manifest
 from forge.items.outcome import Check, FilePath, Markdown
 from forge.items.read import read_table
 from forge.llm.prompts import load_prompt
@@ -31,6 +31,7 @@ from forge.review.stages import export_gate as review_gate
 from forge.splits.config import GateConfig, StageSettings
 from forge.storage import TableStore
 from forge.storage.paths import resolve_stored
+from forge.storage.trees import fetch_tree, publish_tree
 
 
 def exports_dir(store: TableStore) -> Path:
@@ -150,6 +151,7 @@ def run_export(
             stage_cfg["export"] = dict(stage_cfg.get("export") or {}, force_stub=force_stub)
             stage_cfg["blind_prompt_hash"] = load_prompt(BLIND_PROMPT).hash
             stage_cfg["review"] = {k: review.get(k) for k in ("policy", "reviewers_per_item", "splits_reviewed")}
+            fetch_tree(store, f"exports/{name}")  # on object storage: earlier versions, to number and diff against
             out = write_export(
                 exports_dir=exports_dir(store),
                 data_dir=store.data_dir,
@@ -164,6 +166,8 @@ def run_export(
                 copy_media=bool((cfg.get("export") or {}).get("copy_media", True)),
             )
             status = out.status
+            if out.status == "written":  # on object storage: the new version into the bucket, its manifest last
+                publish_tree(store, f"exports/{name}/{out.version}", marker=MANIFEST, once=True)
             md.update(
                 {
                     "export_path": FilePath(str(out.path)),
