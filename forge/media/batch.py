@@ -25,7 +25,7 @@ from forge.media.policy import IngestPolicy
 from forge.media.sources import Lister, SourceItem, SourceSpec, expand_source, load_sources, now_utc
 from forge.models.dependencies import require_binary
 from forge.scale.ray_pool import RayPlacement, configured_placement, map_calls, shards_of
-from forge.storage import RejectLog, TableStore, safe_name
+from forge.storage import RejectLog, TableStore, objects, safe_name
 
 Step = Callable[[int], None]
 
@@ -206,6 +206,7 @@ def videos_for_batch(
                 rows.append(asdict(res))
         if step:
             step(1)
+    objects.publish_many(store, stored_keys(rows, "path", "subtitle_path"))  # on object storage: into the bucket
     return pd.DataFrame(rows, columns=VIDEO_COLUMNS)
 
 
@@ -311,7 +312,10 @@ def clips_for_batch(
         require_binary(ffmpeg, "ffmpeg", "set the ingest resource's ffmpeg_path or install imageio-ffmpeg")
     for v in videos.to_dict("records"):
         try:
-            rows += clips_for_video(v, store.data_dir, store.media_dir, ffmpeg, settings)
+            objects.fetch_many(store, stored_keys([v], "path", "subtitle_path"))  # another node's download
+            made = clips_for_video(v, store.data_dir, store.media_dir, ffmpeg, settings)
+            objects.publish_many(store, stored_keys(made, "path"))
+            rows += made
         except Exception as exc:  # noqa: BLE001 - ffmpeg failure on one video is a reject
             log.add_exception(v["video_id"], "clip_failed", exc)
         if step:
@@ -422,6 +426,8 @@ def frames_for_batch(
         vclips = vclips[["clip_id", "start_s", "end_s"]].to_dict("records") if len(vclips) else []
         unit = {k: v[k] for k in ("video_id", "path", "duration_s", "source")} | {"clips": vclips}
         calls.append((video_frames_unit, (unit, batch, store.data_dir, store.media_dir, fsettings), 1))
+        if store.remote is not None:  # the task fetches the video into its node's work dir, puts frames back
+            calls[-1] = (frames_on_bucket, (store.location, video_frames_unit, (unit, batch), "", (fsettings,)), 1)
     images = batch_rows(store, "source_items", batch, item_ids)
     images = images[images["kind"] == "image"] if len(images) else images
     items = [
@@ -432,6 +438,12 @@ def frames_for_batch(
         calls.append(
             (image_frames_unit, (part, batch, store.data_dir, store.media_dir / "images", isettings), len(part))
         )
+        if store.remote is not None:
+            calls[-1] = (
+                frames_on_bucket,
+                (store.location, image_frames_unit, (part, batch), "images", (isettings,)),
+                len(part),
+            )
     rows: list[dict] = []
     results = map_calls(placement, frames_unit, [(fn, args) for fn, args, _ in calls])
     for (_, _, n), (unit_rows, rejects) in zip(calls, results):
@@ -446,3 +458,23 @@ def frames_for_batch(
 def frames_unit(fn: Callable, args: tuple) -> tuple[list[dict], list[RejectArgs]]:
     """One unit of the frames stage (what ``map_calls`` runs: videos and images in one submit)."""
     return fn(*args)
+
+
+def stored_keys(rows: Iterable[Mapping], *columns: str) -> list[str]:
+    """The data-location keys the rows' ``columns`` name (relative stored paths; absolute paths,
+    files outside the data location, are left out)."""
+    return [r[c] for r in rows for c in columns if isinstance(r.get(c), str) and r[c] and not os.path.isabs(r[c])]
+
+
+def frames_on_bucket(
+    location: str, fn: Callable, head: tuple, sub: str, tail: tuple
+) -> tuple[list[dict], list[RejectArgs]]:
+    """A frames unit on object storage, wherever Ray runs it: this node's own store (its own work
+    dir), the unit's video fetched from the bucket, ``fn`` run as in-process, its frames put back
+    (one PUT each, none when the same bytes are there: a retried task writes no second copy)."""
+    store = TableStore(location)
+    objects.fetch_many(store, stored_keys(head[:1] if isinstance(head[0], Mapping) else [], "path"))
+    out_dir = store.media_dir / sub if sub else store.media_dir
+    rows, rejects = fn(*head, store.data_dir, out_dir, *tail)
+    objects.publish_many(store, stored_keys(rows, "path"))
+    return rows, rejects

@@ -167,6 +167,13 @@ class Remote:
         except FileNotFoundError:
             pass
 
+    def etag(self, rel: str) -> str | None:
+        """The object's ETag from one HEAD; ``None`` when absent."""
+        try:
+            return self.fs.call_s3("head_object", Bucket=self.bucket, Key=self.object_key(rel)).get("ETag")
+        except FileNotFoundError:
+            return None
+
     def exists(self, rel: str) -> bool:
         try:
             self.fs.call_s3("head_object", Bucket=self.bucket, Key=self.object_key(rel))

@@ -61,3 +61,27 @@ def fetch(store: TableStore, key: str) -> Path:
     if store.remote is None or local.is_file():
         return local
     return store.remote.download(key, local)
+
+
+def publish(store: TableStore, key: str) -> bool:
+    """Put the work dir's file ``key`` to the bucket under the same key unless an object with the
+    same bytes is there (its ETag, the MD5 of a single-PUT object, is compared): a retried task
+    finds its object and writes no second copy; a re-run with other settings replaces it whole in
+    one PUT. ``True`` when this call wrote it; locally nothing to do (``False``)."""
+    if store.remote is None:
+        return False
+    data = (store.data_dir / key).read_bytes()
+    if store.remote.etag(key) == f'"{hashlib.md5(data, usedforsecurity=False).hexdigest()}"':
+        return False
+    store.remote.put(key, data)
+    return True
+
+
+def publish_many(store: TableStore, keys: list[str]) -> int:
+    """``publish`` each of ``keys``; objects written."""
+    return sum(publish(store, k) for k in keys) if store.remote is not None else 0
+
+
+def fetch_many(store: TableStore, keys: list[str]) -> list[Path]:
+    """``fetch`` each of ``keys`` (this worker's inputs, into its own work dir)."""
+    return [fetch(store, k) for k in keys]

