@@ -117,6 +117,11 @@ def test_a_candidate_rated_2_by_its_raters_is_not_used(
     assert ires["fr_kettle"]["values"] == {"selected": "meme_idiom", "rating": 2.0} and not ires["fr_kettle"]["keep"]
     assert ires["fr_kettle"]["n_answers"] == 2 and ires["fr_kettle"]["changed"]
     assert ires["fr_bicycle"]["values"]["selected"] == "sarcasm" and ires["fr_bicycle"]["keep"]
+    # the read writes the step's agreement: the kettle, the one unit both raters answered, alike
+    agree = store.read("protocol_agreement", parts=["vague__indirect_selection"]).set_index("field")
+    assert sorted(agree.index) == ["rating", "selected"] and (agree["units"] == 1).all()
+    assert (agree["observed_agreement"] == 1).all() and agree["fleiss_kappa"].isna().all()  # one value: undefined
+    assert store.read("protocol_agreement", parts=["vague__direct_rating"]).empty  # one rater per unit
 
     _stages(store, llm, ["vague_options", "vague_items"])
     # kettle's is not used; the lamp, dropped by the judge and rated 5 by people, is
