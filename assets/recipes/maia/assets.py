@@ -24,15 +24,13 @@ from assets.common import Progress, StageRun
 from assets.recipes.asset_builder import recipe_asset
 from forge.benchmarks.settings import recipe_settings, with_profile
 from forge.checks.language import after_language, language_first
-from forge.checks.text import pool_stats
 from forge.llm.prompts import load_prompt
 from forge.llm.refine import refine
-from forge.llm.stub import advisory
-from forge.llm.types import ImageInput, LLMRequest
+from forge.llm.types import LLMRequest
 from forge.protocol import flow, steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
-from forge.storage import RejectLog, TableStore
+from forge.storage import RejectLog
 from resources.llm import LLMResource
 from resources.nli import NLIResource
 from resources.storage import StorageResource
@@ -44,8 +42,17 @@ from .logic import protocol as MP
 from .logic import questions as Q
 from .logic.items import build_items
 from .logic.language import LanguagePrompts, recipe_language
-from .logic.pools import Pool
-from .logic.taxonomy import CATEGORIES_FILE, CAUSAL, categories, category_names
+from .logic.stages import (
+    check_questions,
+    clip_units,
+    corrected,
+    images,
+    question_frame,
+    question_request,
+    question_row,
+    stats_row,
+)
+from .logic.taxonomy import CATEGORIES_FILE, CAUSAL, category_names
 from .spec import SPEC as MAIA
 
 VERSION = "maia-1"
@@ -89,43 +96,6 @@ GROUP = "maia"
 
 
 # -- inputs ----------------------------------------------------------------------------------
-def clip_units(store: TableStore, batch: str) -> list[dict[str, Any]]:
-    """Clips of the batch (MAIA's engaging ~30 s window first) with their frames, evidence and channel."""
-    clips = store.read_batch("clips", batch)
-    if clips.empty:
-        return []
-    if "is_engaging" in clips.columns and clips["is_engaging"].any():
-        clips = clips[clips["is_engaging"].astype(bool)]
-    frames = store.read_batch("frames", batch)
-    frames = frames[frames["kind"] == "clip_frame"] if len(frames) else frames
-    ev = store.read_batch("evidence", batch)
-    ev = ev[ev["unit"] == "clip"].set_index("unit_id").to_dict("index") if len(ev) else {}
-    vids = store.read_batch("videos", batch)
-    channel = {}
-    if len(vids):
-        for v in vids.to_dict("records"):
-            channel[v["video_id"]] = v.get("channel") or v.get("uploader")
-    out = []
-    for c in clips.sort_values("clip_id").to_dict("records"):
-        fr = frames[frames["clip_id"] == c["clip_id"]].sort_values("frame_index") if len(frames) else frames
-        vid = c.get("video_id") or c.get("item_id")
-        out.append(
-            {
-                "clip_id": c["clip_id"],
-                "item_id": vid,
-                "source": c.get("source"),
-                "channel": channel.get(vid),
-                "media_paths": [str(p) for p in fr["path"]] if len(fr) else [],
-                "evidence": ev.get(c["clip_id"]),
-            }
-        )
-    return out
-
-
-def images(store: TableStore, paths: list[str], k: int) -> list[ImageInput]:
-    return [ImageInput(path=store.data_dir / p) for p in Q.uniform_subsample(paths, k)]
-
-
 # -- 1. questions ----------------------------------------------------------------------------
 @recipe_asset(
     group=GROUP,
@@ -157,7 +127,7 @@ def maia_questions(
         # imported questions: every clip of the batch that the file names
         imp_here = [iq for iq in imported if iq.clip_id in by_clip]
         rows = [
-            _question_row(
+            question_row(
                 batch,
                 by_clip[iq.clip_id],
                 iq.category,
@@ -170,7 +140,7 @@ def maia_questions(
             )
             for iq in imp_here
         ]
-        kept = _check_questions([], rows, log, max_overlap, language())
+        kept = check_questions([], rows, log, max_overlap, language())
         gen_units = (
             [] if cfg.get("import_only") else [u for u in units if u["clip_id"] not in {iq.clip_id for iq in imp_here}]
         )
@@ -193,7 +163,9 @@ def maia_questions(
             todo = [(u, c, sl) for u, c in cells if (sl := [s for s in Q.SLOTS if (u["clip_id"], c, s) not in have])]
             if not todo:
                 break
-            reqs = [_question_request(prompt, u, cat, imgs[u["clip_id"]], ctypes, draw) for u, cat, _ in todo]
+            reqs = [
+                question_request(prompt, u, cat, imgs[u["clip_id"]], ctypes, draw, language()) for u, cat, _ in todo
+            ]
             progress = Progress(context.log, f"maia_questions[{batch}] draw {draw + 1}", len(reqs))
             fresh = []
             for (u, cat, slots), res in zip(todo, engine.run("maia_questions", batch, reqs)):
@@ -204,9 +176,9 @@ def maia_questions(
                 ctype = ctypes[u["clip_id"]] if cat == CAUSAL else None
                 for slot in slots:
                     text = str(res.data[f"question_{slot}"]).strip()
-                    fresh.append(_question_row(batch, u, cat, slot, text, "generated", res, causal_type=ctype))
-            kept = _check_questions(kept, fresh, log, max_overlap, language(), draw)
-        run.put(batch, _question_frame(kept))
+                    fresh.append(question_row(batch, u, cat, slot, text, "generated", res, causal_type=ctype))
+            kept = check_questions(kept, fresh, log, max_overlap, language(), draw)
+        run.put(batch, question_frame(kept))
         return Q.grid_gaps(kept, [(u["clip_id"], c) for u, c in cells])
 
     gaps = [g for part in run.map_partitions(partition) for g in part]  # batches at once on one budget
@@ -223,167 +195,7 @@ def maia_questions(
     )
 
 
-def _question_row(
-    batch: str,
-    u: dict[str, Any],
-    cat: str,
-    slot: str,
-    text: str,
-    origin: str,
-    res: Any,
-    answers: list[str] | None = None,
-    causal_type: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "question_id": Q.question_id(u["clip_id"], cat, slot),
-        "batch": batch,
-        "clip_id": u["clip_id"],
-        "source_item_id": u["item_id"],
-        "source": u["source"],
-        "category": cat,
-        "macro_category": categories()[cat].macro,
-        "causal_type": causal_type,  # causal only: explicit / implicit (App. A.2 fn. 10)
-        "slot": slot,
-        "question": text,
-        "pair_overlap": None,
-        "origin": origin,
-        "imported_answers": answers if answers else None,
-        "media_paths": u["media_paths"],
-        "prompt_hash": res.prompt_hash if res else None,
-        "model": res.model if res else "human",
-        "backend": res.backend if res else "human",
-    }
-
-
-def _question_request(
-    prompt: Any, u: dict[str, Any], cat: str, imgs: list[ImageInput], ctypes: dict[str, str], draw: int
-) -> LLMRequest:
-    """The (clip, category) request; a later draw differs only by its seed (a fresh reply)."""
-    ctype = ctypes[u["clip_id"]] if cat == CAUSAL else None
-    return LLMRequest(
-        item_id=f"{u['clip_id']}:{cat}",
-        prompt=prompt,
-        images=imgs,
-        variables={
-            **Q.category_variables(cat, language(), ctype),
-            "evidence": Q.evidence_text(u["evidence"]),
-            "n_frames": len(imgs),
-        },
-        params={"seed": draw} if draw else {},
-    )
-
-
-def _check_questions(
-    kept: list[dict[str, Any]],
-    fresh: list[dict[str, Any]],
-    log: RejectLog,
-    max_overlap: float,
-    lang: str = "en",
-    draw: int = 0,
-) -> list[dict[str, Any]]:
-    """``kept`` plus the ``fresh`` questions that pass: not in another language, not yes/no,
-    audio-based or too short, and no B question repeating its A's focus (the fresh one of the pair
-    goes; of two fresh ones, B). Stub questions are placeholders: their problems go to the
-    ``advisory`` column, not to rejects."""
-    ok = []
-    note = f"draw {draw + 1}: " if draw else ""
-    for r in fresh:
-        problems = Q.question_problems(r["question"], lang=lang)
-        r["advisory"] = problems if problems and advisory(r) else []
-        if problems and not advisory(r):
-            log.add(r["question_id"], problems[0], detail=note + r["question"])
-        else:
-            ok.append(r)
-    out = list(kept)
-    for r in ok:
-        other = "b" if r["slot"] == "a" else "a"
-        mate = next(
-            (m for m in out if (m["clip_id"], m["category"], m["slot"]) == (r["clip_id"], r["category"], other)), None
-        )
-        if mate is not None and r["slot"] in Q.SLOTS and other in Q.SLOTS:
-            a, b = (r, mate) if r["slot"] == "a" else (mate, r)
-            ov = Q.pair_overlap(a["question"], b["question"], lang)
-            if Q.same_focus(a["question"], b["question"], max_overlap, lang):
-                if advisory(r):
-                    r["advisory"].append(f"pair_same_focus: overlap {ov:.2f}")
-                else:
-                    log.add(
-                        r["question_id"],
-                        "pair_same_focus",
-                        detail=f"{note}overlap {ov:.2f} with: {mate['question']}",
-                        related_id=mate["question_id"],
-                    )
-                    continue
-            a["pair_overlap"] = b["pair_overlap"] = ov
-        out.append(r)
-    return out
-
-
-QUESTION_COLUMNS = [
-    "question_id",
-    "batch",
-    "clip_id",
-    "source_item_id",
-    "source",
-    "category",
-    "macro_category",
-    "causal_type",
-    "slot",
-    "question",
-    "pair_overlap",
-    "origin",
-    "imported_answers",
-    "media_paths",
-    "prompt_hash",
-    "model",
-    "backend",
-    "advisory",
-]
-
-
-def _question_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    out = [{**r, "advisory": json.dumps(r["advisory"]) if r.get("advisory") else None} for r in rows]
-    out.sort(key=lambda r: (r["clip_id"], r["category"], r["slot"]))
-    return pd.DataFrame(out, columns=QUESTION_COLUMNS)
-
-
 # -- shared: pool outcomes -----------------------------------------------------------------------
-def stats_row(
-    kind: str,
-    p: Pool,
-    q: dict[str, Any],
-    status: str,
-    reason: str | None,
-    n_initial: int,
-    extra: dict[str, Any],
-    out: PF.PoolOutcome | None = None,
-) -> dict[str, Any]:
-    b, a = p.stats_before or pool_stats([]), p.stats_after or pool_stats([])
-    row = {
-        "kind": kind,
-        "question_id": q["question_id"],
-        "batch": q["batch"],
-        "category": q["category"],
-        "status": status,
-        "reason": reason,
-        "n_initial": n_initial,
-        "n_final": len(p.kept_texts()) if status == "kept" else 0,
-        "equal_pairs_before": b["equal_pairs"],
-        "equal_pairs_after": a["equal_pairs"],
-        "pairs_over_threshold_before": b["pairs_over_threshold"],
-        "pairs_over_threshold_after": a["pairs_over_threshold"],
-        "rephrased": sum(p.rephrased.values()),
-        "rephrase_rounds": p.rounds,
-        "reseeded": sum(out.reseeded.values()) if out else 0,
-        "flagged": len(out.review) if out else 0,
-        "review": json.dumps(out.review_reasons()) if out and out.review_reasons() else None,
-    }
-    for k in ("overlap_mean", "overlap_max", "overlap_mean_cw", "ttr", "ttr_cw"):
-        row[f"{k}_before"], row[f"{k}_after"] = float(b[k]), float(a[k])
-    row.update(extra)
-    return row
-
-
 def record_pool(run: StageRun, log: RejectLog, out: PF.PoolOutcome) -> None:
     """A pool's attempt rows and rejects: every discarded draw of a member with its reason, and a
     rejected pool (no member with any text) once more as a whole."""
@@ -602,7 +414,7 @@ def maia_statements(
             # the pool from the texts the stage first had (a corrected answer's ``corrected_from``: every
             # other statement is the cached one), then the corrected answers' statements regenerated
             members = by_q[qid]
-            first = [{**a, "answer": a["corrected_from"]} if _corrected(a) else a for a in members]
+            first = [{**a, "answer": a["corrected_from"]} if corrected(a) else a for a in members]
             out = PF.build_statement_pool(engine, stage, batch, qmap[qid], first, prompts, scfg, pcfg, size)
             redo = {k for k, a in enumerate(members) if f"{qid}_s{int(a['idx'])}" in tries}
             MC.correct_statements(
@@ -656,10 +468,6 @@ def maia_statements(
     allstats = run.frame("maia_pool_stats")
     md = pool_metadata(allstats, "statements") if len(allstats) else {}
     return run.publish(md, attempts_key="pool_attempts", record_attempts=True)
-
-
-def _corrected(a: dict[str, Any]) -> bool:
-    return isinstance(a.get("corrected_from"), str)
 
 
 # -- 4. foils ------------------------------------------------------------------------------------
