@@ -41,7 +41,7 @@ endif
 PG_DIR ?= $(CURDIR)/.pg
 PG_PORT ?= 5433
 
-.PHONY: setup pools demo test ui query validate clean bench postgres postgres-stop review
+.PHONY: setup pools demo test test-s3 ui query validate clean bench postgres postgres-stop review
 
 # `make test` runs pytest on two workers (pytest-xdist; tests/conftest.py hands out
 # a file at a time); TEST_WORKERS=0 is one process (docs/operations.md, "How long the suite takes").
@@ -109,6 +109,11 @@ validate: setup
 # Q reaches Python through the environment (any quotes, several lines); stdout carries only the result.
 query: $(STAMP)
 	@$(PY) -m forge.console.query query $(if $(F),--file "$(F)",--sql-env Q)
+
+# The demo graph built on a bucket (moto on 127.0.0.1) and on local disk, compared (issue #57,
+# docs/operations.md "Object storage"); not part of `make test`: two demo builds take minutes.
+test-s3: setup
+	$(PY) scripts/s3_build_check.py $(if $(OUT),--out $(OUT)) $(if $(LOCAL_DATA),--local-data $(LOCAL_DATA))
 
 bench: setup
 	for f in perf/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

@@ -16,11 +16,12 @@ from forge.benchmarks.settings import record_profile
 from forge.media.loopback import LoopbackServer, loopback_allowances
 from forge.media.sample_corpus import build_sample_corpus
 from forge.provenance.environment import endpoint_settings, record_environment
+from forge.storage.location import local_base
 
 
 @contextmanager
 def prepare_demo(data_dir: str | None = None) -> Iterator[dict[str, str]]:
-    data = Path(data_dir or os.environ.get("SUBTEXT_DATA_DIR", "data"))
+    data = Path(data_dir) if data_dir else local_base()  # on object storage: this machine's work dir
     print(f"Building the sample corpus in {data / 'sample_corpus'} …", flush=True)
     corpus = build_sample_corpus(data / "sample_corpus")
     port = int(os.environ.get("SUBTEXT_DEMO_PORT", "8765"))

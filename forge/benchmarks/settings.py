@@ -23,6 +23,7 @@ import pandas as pd
 import yaml
 
 from forge.benchmarks import registry
+from forge.storage.location import local_base
 
 PAPER = "paper"
 PROFILE_ENV = "SUBTEXT_RECIPE_PROFILE"
@@ -43,7 +44,7 @@ def record_profile(profile: str, data_dir: str | os.PathLike[str] | None = None)
     """Remember the profile a data dir is built with: ``make ui`` on that data dir loads the same
     settings, so no stage shows Unsynced only because the UI was started without the demo's
     variable (for ``dg launch``: ``export SUBTEXT_RECIPE_PROFILE=$(cat data/recipe_profile)``)."""
-    path = Path(data_dir or os.environ.get("SUBTEXT_DATA_DIR", "data"))
+    path = Path(data_dir) if data_dir else local_base()
     path.mkdir(parents=True, exist_ok=True)
     (path / PROFILE_FILE).write_text(profile + "\n")
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from forge.evals.scorers import rouge_l
+from forge.storage.location import local_base
 
 # The reader built below warns that Open Multilingual WordNet is absent: METEOR uses English
 # WordNet only, so the warning is noise on the build console (filtered by its message only).
@@ -115,7 +116,7 @@ _READERS_LOCK = threading.RLock()
 
 
 def wordnet_reader(cache_dir: str | Path | None = None):
-    cache = Path(cache_dir or os.environ.get("SUBTEXT_DATA_DIR", "data")) / "cache" / "wordnet"
+    cache = (Path(cache_dir) if cache_dir else local_base()) / "cache" / "wordnet"
     return _wordnet(str(WORDNET_DIR), str(cache))
 
 

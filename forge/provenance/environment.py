@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from forge.storage.location import local_base
 from forge.storage.paths import resolve_stored, stored_path
 
 ENV_FILE = "environment.json"
@@ -39,7 +40,7 @@ _NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
 def data_dir(data: str | os.PathLike[str] | None = None) -> Path:
-    return Path(data or os.environ.get(DATA_DIR_ENV, "data"))
+    return Path(data) if data else local_base()  # on object storage: this machine's work dir
 
 
 def env_path(data: str | os.PathLike[str] | None = None) -> Path:
