@@ -97,17 +97,22 @@ def flow_on(
 
 def due(
     probe: Probe, kinds: Sequence[PeopleKind], seen: dict[str, str]
-) -> dict[str, tuple[PeopleKind, Watch, list[str]]]:
-    """kind → (its declaration, its watch, why it runs) for every kind due now."""
+) -> tuple[dict[str, tuple[PeopleKind, Watch, list[str]]], str]:
+    """kind → (its declaration, its watch, why it runs) for every kind due now, and the state of
+    the whole situation (every kind's reasons and fingerprint, due or not: a kind whose fingerprint
+    was asked for stays in it, so a request does not change the state it was made for)."""
     out: dict[str, tuple[PeopleKind, Watch, list[str]]] = {}
+    situation: dict[str, list[str]] = {}
     for k in kinds:
         w = k.watch(probe)
         why = list(w.reasons)
+        if w.reasons or w.fingerprint is not None:
+            situation[k.key] = [*w.reasons, str(w.fingerprint)]
         if w.fingerprint is not None and seen.get(k.key) != w.fingerprint:
             why.append(f"changed: {w.fingerprint}")
         if why:
             out[k.key] = (k, w, why)
-    return out
+    return out, content_hash(json.dumps(situation, sort_keys=True), length=16)
 
 
 def loop_request(now: dict[str, tuple[PeopleKind, Watch, list[str]]], state: str, outages: int) -> dg.RunRequest:
@@ -156,7 +161,7 @@ def tick(
         ls, blind = review.client(store.data_dir), review.blind_client(store.data_dir)
         ls.ensure_up()
         probe = Probe(store, ls, blind, materialized_at, cur["outages"], context.log.warning)
-        now = due(probe, kinds, cur["seen"])
+        now, state = due(probe, kinds, cur["seen"])
     except ReviewServerDown as exc:  # retried once the tool is back, even for the same situation
         down = {**cur, "requested": None, "outages": cur["outages"] + 1}
         return dg.SensorResult(
@@ -166,7 +171,6 @@ def tick(
     if not now:
         skip = None if reqs else dg.SkipReason("nothing to read or push")
         return dg.SensorResult(run_requests=reqs, skip_reason=skip, cursor=_dump(cur))
-    state = content_hash(json.dumps({key: why for key, (_k, _w, why) in now.items()}, sort_keys=True), length=16)
     if state == cur["requested"]:
         skip = dg.SkipReason(f"already requested a run for this state ({', '.join(sorted(now))})")
     elif _in_flight(context.instance):

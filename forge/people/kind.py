@@ -80,7 +80,6 @@ class PairSide:
     tables: tuple[str, ...] = ()  # contract checks and table metadata
     needs: frozenset[str] = frozenset()  # resources beyond storage and review: "llm"
     checks: tuple[Check, ...] = ()
-    publish_asset_key: bool = True  # the written parts' metadata names the asset
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
+from forge.storage import TableStore
 from resources.review import ReviewResource
 from resources.storage import StorageResource
 from sensors.people import people_sensor
@@ -16,11 +17,11 @@ from tests.review import scripted as sr
 pytestmark = pytest.mark.slow  # a real Label Studio server
 
 
-def _tick(data, instance, cursor):
+def _tick(data, instance, cursor, review: ReviewResource | None = None):
     ctx = dg.build_sensor_context(
         instance=instance,
         cursor=cursor,
-        resources={"storage": StorageResource(data_dir=str(data)), "review": ReviewResource()},
+        resources={"storage": StorageResource(data_dir=str(data)), "review": review or ReviewResource()},
     )
     return people_sensor(ctx)
 
@@ -78,3 +79,43 @@ def test_the_sensor_pushes_and_reads_the_judge_validation_after_an_eval(review_e
     assert req.tags["subtext/queue"] == "loop" and req.job_name == "people_loop"  # the loop's one run
     quiet = _tick(data, instance, due.cursor)
     assert not quiet.run_requests
+
+
+def test_every_kind_due_goes_into_one_loop_run_and_a_step_pushed_while_the_tool_was_down_runs_again(review_env):
+    """Review, a protocol step and judge validation due on the same tick: ONE loop run (job
+    ``people_loop``, queue ``loop``, priority 10) with all their pairs, review read first; a step
+    whose push ran while Label Studio was down (no project yet) is due again once the tool is back."""
+    from sensors.people import FLOW_JOB, LOOP_JOB
+    from tests.review import world
+
+    data, _ls, _srv, configure = review_env
+    configure("benchmarks:\n  vague: {policy: advisory, reviewers: 1}\n")
+    world.vague(TableStore(data), n=2)
+    _vague(data)
+    instance = dg.DagsterInstance.ephemeral()
+    for key in ("vague_direct", "maia_eval"):
+        instance.report_runless_asset_event(dg.AssetMaterialization(key))
+    due = _tick(data, instance, None)
+    (req,) = due.run_requests
+    keys = [k.to_user_string() for k in req.asset_selection]
+    assert set(keys) == {
+        "vague_review_results",
+        "vague_review_tasks",
+        "vague_direct_rating_tasks",
+        "vague_direct_rating_results",
+        "maia_judge_tasks",
+        "maia_judge_results",
+    }
+    assert keys.index("vague_review_results") < keys.index("vague_review_tasks")  # read, then push
+    assert req.job_name == LOOP_JOB != FLOW_JOB
+    assert req.tags["subtext/queue"] == "loop" and req.tags["dagster/priority"] == "10"
+    assert req.tags["subtext/people_due"] == "maia/judge,vague/direct_rating,vague/review"
+    assert _tick(data, instance, due.cursor).skip_reason  # the same state is not requested twice
+
+    # the loop run went out while Label Studio was down: the step's push made no project
+    down = _tick(data, instance, due.cursor, review=ReviewResource(url="http://127.0.0.1:9", token="t"))
+    assert not down.run_requests and "make review" in down.skip_reason.skip_message
+    back = _tick(data, instance, down.cursor)
+    (req,) = back.run_requests
+    assert {"vague_direct_rating_tasks", "maia_judge_tasks"} <= {k.to_user_string() for k in req.asset_selection}
+    assert req.run_key.startswith("people:1:")  # after the outage: a new request for the same situation
