@@ -35,6 +35,8 @@ from forge.scale.ray_pool import (
     keep_to_declared_cpus,
     map_shards,
 )
+from forge.storage.location import location_of
+from forge.storage.objects import localize
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -269,6 +271,8 @@ def measure_kept_frames(
     address is configured (``OCRWorker`` below, on forge/scale/ray_pool.py's actor pool).
     """
     rows = list(frames.itertuples(index=False))
+    if not configured_placement("text_ratio").enabled:  # in-process: frames another node made are fetched
+        data_dir = localize(location_of(data_dir), [fr.path for fr in rows])
     if method == "readtext":
         for fr in rows:
             try:
@@ -321,7 +325,8 @@ class OCRWorker:
     ) -> list[tuple[Any, Exception | None]]:
         wants = text_needed(recognise, max_ratio)
         kinds = list(frames["kind"])
-        items = [(i, Path(data_dir) / p) for i, p in enumerate(frames["path"])]
+        root = localize(data_dir, list(frames["path"]))  # on object storage: fetched into this node's work dir
+        items = [(i, root / p) for i, p in enumerate(frames["path"])]
         return [
             (m.result, m.error)
             for m in measure_frames(
@@ -365,7 +370,7 @@ def ocr_on_ray(
             pool,
             frames.reset_index(drop=True)[["kind", "path"]],
             placement.shard_frames,
-            str(data_dir),
+            location_of(data_dir),  # a URL on object storage: each actor fetches its frames itself
             max_side,
             batch,
             recognise,

@@ -279,6 +279,17 @@ def open_remote(url: str, check: bool = True) -> Remote:
     return remote
 
 
+def location_of(data_dir: str | os.PathLike[str]) -> str:
+    """What a worker on another node should open for a store whose ``data_dir`` this is: the URL
+    when it is this process's work dir of a remote location, else the directory itself."""
+    resolved = Path(data_dir).resolve()
+    with _REMOTES_LOCK:
+        for url in _REMOTES:
+            if work_dir(url) == resolved:
+                return url
+    return str(data_dir)
+
+
 def forget_remotes() -> None:
     """Drop the per-process cache (tests that change the endpoint or credentials)."""
     with _REMOTES_LOCK:

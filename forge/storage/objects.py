@@ -15,6 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from forge.storage.location import is_remote
 from forge.storage.tables import TableStore
 
 
@@ -85,3 +86,14 @@ def publish_many(store: TableStore, keys: list[str]) -> int:
 def fetch_many(store: TableStore, keys: list[str]) -> list[Path]:
     """``fetch`` each of ``keys`` (this worker's inputs, into its own work dir)."""
     return [fetch(store, k) for k in keys]
+
+
+def localize(location: str | os.PathLike[str], keys: list[str]) -> Path:
+    """A worker's local root for ``keys`` (stored paths): on object storage this node's own work
+    dir, with the keys it lacks fetched from the bucket; locally the data dir itself. ``location``
+    is what ``forge.storage.location.location_of`` handed the worker."""
+    if not is_remote(location):
+        return Path(location)
+    store = TableStore(str(location))
+    fetch_many(store, [k for k in keys if isinstance(k, str) and k and not os.path.isabs(k)])
+    return store.data_dir

