@@ -42,6 +42,16 @@ def llm_double_resource(llm_double, tmp_path):
     return make
 
 
+# --- The plausible-server demo build, one per test run (issue #56) -----------------------------------
+@_pytest_llm.fixture(scope="session")
+def demo_build(tmp_path_factory):
+    """The whole demo built against the plausible double (tests/e2e/shared_build.py): made once per
+    run by the first worker that asks, read by the others. Read-only: ``.writable_copy(dest)`` to write."""
+    from tests.e2e.shared_build import demo_build as shared
+
+    return shared(tmp_path_factory)
+
+
 # --- Recipe settings (assets/recipes/<paper>/config.yaml through forge.benchmarks.settings) ----------
 @_pytest_llm.fixture
 def recipe_overrides(monkeypatch, tmp_path):

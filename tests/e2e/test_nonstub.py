@@ -1,5 +1,6 @@
 """The non-stub path end to end (issue 14, point 2): the whole demo graph (`python -m cli.build
---demo`) against the plausible OpenAI-compatible test server on 127.0.0.1, built once for the module.
+--demo`) against the plausible OpenAI-compatible test server on 127.0.0.1, built once per test run and
+shared with any other test that reads it (tests/e2e/shared_build.py, the ``demo_build`` fixture).
 
 * the run exits 0 and every benchmark exports items;
 * no stub row anywhere (no `stub` backend, lineage or `[stub]` text in any table);
@@ -18,59 +19,25 @@ import dagster as dg
 import pytest
 
 from forge.storage import TableStore
-from tests.e2e.run_nonstub import DOOMED, FLAW_RATES, P_CONTRARY, STUBBORN, build, llm_assets
 from tests.foundation.rejects_registry import e2e_reasons
-from tests.llm_double import LLMDouble
-from tests.llm_double.plausible import Plausible
-from tests.llm_double.server import _free_port
 
 pytestmark = pytest.mark.e2e
 
 BENCHMARKS = ("iibench", "vimu", "vague", "maia", "hummus")
 
 
-def _rejects_by_reason(home) -> Counter:
-    """(stage, reason) -> count summed over every materialization's ``rejects_by_reason``."""
-    out: Counter = Counter()
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        for key in instance.get_asset_keys():
-            for rec in instance.fetch_materializations(key, limit=10_000).records:
-                md = rec.asset_materialization.metadata if rec.asset_materialization else {}
-                v = md.get("rejects_by_reason")
-                for reason, n in ((v.value if v is not None else None) or {}).items():
-                    out[(key.to_user_string(), reason)] += int(n)
-    return out
-
-
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    work = tmp_path_factory.mktemp("nonstub")
-    with LLMDouble() as double:
-        model = Plausible(
-            seed=7, doomed=DOOMED, stubborn=STUBBORN, flaw_rates=FLAW_RATES, rotate_flaws=True, p_contrary=P_CONTRARY
-        )
-        double.responder = model
-        port = _free_port()
-        first = build(work, double, port)
-        n_first = len(double.chat_requests)
-        rejects_first = TableStore(work / "data").read("rejects")
-        counted_first = _rejects_by_reason(work / "home")
-        calls = TableStore(work / "data").read("llm_calls")
-        model.failed_first = (
-            int(((calls["outcome"] != "ok") & ~calls["cache_hit"].astype(bool)).sum()) if len(calls) else 0
-        )
-        second = build(work, double, port, select=llm_assets())
-        n_second = len(double.chat_requests) - n_first
-        model.responder_errors = list(double.responder_errors)
-    model.rejects_first, model.counted_first = rejects_first, counted_first
-    return TableStore(work / "data"), first, second, n_first, n_second, model
+def built(demo_build):
+    """The run's shared build (tests/e2e/shared_build.py, the ``demo_build`` fixture): read only."""
+    return TableStore(demo_build.data), demo_build
 
 
 def test_run_exits_zero_and_every_benchmark_exports(built):
-    store, first, _, n_first, _, _ = built
+    store, b = built
+    first = b.first
     assert first.returncode == 0, first.stdout[-5000:] + first.stderr[-3000:]
-    assert n_first > 0
-    assert not built[5].responder_errors  # the plausible double answered every request it was sent
+    assert b.n_first > 0
+    assert not b.responder_errors  # the plausible double answered every request it was sent
     ex = store.read("exports")
     got = ex.groupby("benchmark")["n_items"].max().to_dict()
     assert all(got.get(b, 0) > 0 for b in BENCHMARKS), got
@@ -79,7 +46,7 @@ def test_run_exits_zero_and_every_benchmark_exports(built):
 
 def test_console_is_quiet_and_ends_with_the_summary(built):
     """Issue 21: INFO by default, under 150 lines, the closing summary table and next commands last."""
-    first = built[1]
+    first = built[1].first
     console = (first.stdout + first.stderr).splitlines()
     assert len(console) < 150, "\n".join(console[:200])
     out = [line.rstrip() for line in first.stdout.splitlines()]
@@ -107,15 +74,15 @@ def test_no_stub_rows_anywhere(built):
 def test_every_e2e_reject_reason_occurs_and_is_counted(built):
     """Each reason the registry marks E2E occurs in the first run's rejects table, and its stage's
     materializations count exactly as many in ``rejects_by_reason``."""
-    *_, model = built
-    rej, counted = model.rejects_first, model.counted_first
+    b = built[1]
+    rej, counted = b.rejects_first, b.counted_first
     in_table = Counter(zip(rej["stage"], rej["reason"]))
     missing = sorted(r for r in e2e_reasons() if in_table[r] == 0)
     assert not missing, (missing, sorted(in_table.items()))
     miscounted = {r: (in_table[r], counted[r]) for r in e2e_reasons() if counted[r] != in_table[r]}
     assert not miscounted, miscounted  # (rejects rows, rejects_by_reason in the stage's metadata)
-    assert any(mode == "flaw" for (_, mode) in model.counts) and any(m == "unparseable" for (_, m) in model.counts)
-    assert any(mode == "doomed" for (_, mode) in model.counts)
+    assert any(mode == "flaw" for (_, mode) in b.counts) and any(m == "unparseable" for (_, m) in b.counts)
+    assert any(mode == "doomed" for (_, mode) in b.counts)
     # every item is either kept or rejected with a reason: no reject row lacks one
     assert rej["reason"].fillna("").str.len().min() > 0
 
@@ -124,12 +91,12 @@ def test_second_unchanged_run_makes_no_requests(built):
     """Every successful reply is cached, so an unchanged re-run pays nothing. Failed calls are not
     cached (a re-run retries them, and what depends on their items); the run shows this only when
     the first run had any (a timeout on a loaded machine)."""
-    _, _, second, n_first, n_second, model = built
-    assert second.returncode == 0, second.stdout[-3000:]
-    if model.failed_first == 0:
-        assert n_second == 0
+    b = built[1]
+    assert b.second.returncode == 0, b.second.stdout[-3000:]
+    if b.failed_first == 0:
+        assert b.n_second == 0
     else:
-        assert n_second < n_first / 10, (n_second, n_first, model.failed_first)
+        assert b.n_second < b.n_first / 10, (b.n_second, b.n_first, b.failed_first)
 
 
 def test_maia_exported_pools_are_whole(built):
@@ -166,7 +133,7 @@ def test_every_batch_partitioned_asset_carries_its_own_batch_rows(built):
     batch's own row count (never the run's totals), checked against the catalog over the whole
     demo graph, including batches where a stage does not apply (0 rows)."""
     store = built[0]
-    home = store.data_dir.parent / "home"
+    home = built[1].home
     tables = {p.name for p in (store.data_dir / "tables").iterdir() if p.is_dir()}
     compared, mismatched = set(), []
     with dg.DagsterInstance.from_config(str(home)) as instance:
