@@ -145,8 +145,9 @@ def with_gold(items: pd.DataFrame, spec: BenchmarkSpec, config: str | Path | Non
     return apply_gold(spec, items, fields)[0] if fields else items
 
 
-# The gold step's results by content: (data dir, benchmark, enabled fields, the items table's live
-# files); a few entries, since a build moves through the benchmarks one after another.
+# The gold step's results by content: (benchmark, enabled fields, the items table's live files, by
+# path or URL: they name the data dir too); a few entries, since a build moves through the
+# benchmarks one after another.
 _STEP: OrderedDict[tuple[Any, ...], pd.DataFrame] = OrderedDict()
 _STEP_SIZE = 4
 _STEP_LOCK = threading.Lock()
@@ -169,7 +170,7 @@ def gold_items(store: TableStore, spec: BenchmarkSpec, config: str | Path | None
     shared by every stage that reads it (``<paper>_splits``, its leakage check, ``_gated``; in one
     ``cli.build`` process, once per build). Each caller gets its own copy."""
     fields = gold_policy(spec, releases_doc(config))
-    key = (store.location, spec.name, tuple(sorted(fields)), _items_signature(store, spec.items_table))
+    key = (spec.name, tuple(sorted(fields)), _items_signature(store, spec.items_table))
     with _STEP_LOCK:
         made = _STEP.get(key)
         if made is None:
