@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
 import threading
 from pathlib import Path
 
@@ -425,12 +426,21 @@ def responder(body):
     return "?"
 
 
-@pytest.fixture
-def setup(tmp_path, llm_double, llm_double_resource, monkeypatch):
-    data = tmp_path / "data"
-    store = TableStore(data)
+@pytest.fixture(scope="module")
+def published(tmp_path_factory) -> Path:
+    """The five benchmarks' items published once for the module (the dataset cards take seconds);
+    each test evaluates a copy of its own."""
+    data = tmp_path_factory.mktemp("published") / "data"
     for bench, df in build_items(data).items():
         publish_items(data, bench, df, dev_items(data) if bench == "iibench" else None)
+    return data
+
+
+@pytest.fixture
+def setup(published, tmp_path, llm_double, llm_double_resource, monkeypatch):
+    data = tmp_path / "data"
+    shutil.copytree(published, data)
+    store = TableStore(data)
     monkeypatch.setenv("DOUBLE_KEY", "sk-double")
     models = tmp_path / "models.yaml"
     spec = {

@@ -17,7 +17,7 @@ from assets.recipes.maia.logic import unimodal as um
 from forge.benchmarks.registry import resolve
 from forge.evals import paper_report as pr
 from forge.storage import open_catalog, refresh_catalog
-from tests.evals.test_e2e import setup  # noqa: F401  (the fixture)
+from tests.evals.test_e2e import published, setup  # noqa: F401  (the fixtures)
 from tests.recipes.maia.test_maia_unimodal import _tiny_lm
 
 PAPERS = ("iibench", "vimu", "vague", "maia", "hummus")
