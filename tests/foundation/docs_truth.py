@@ -46,7 +46,7 @@ TOP = tuple(
 CODE_DIRS = ("forge", "assets", "cli", "sensors", "resources", "jobs", "scripts", "definitions.py", "Makefile", ".ci")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 CODE = re.compile(r"`([^`\n]+)`")
-MAKE = re.compile(r"\bmake ([a-z][a-z-]*)\b")
+MAKE = re.compile(r"\bmake ([a-z][a-z0-9-]*)\b")
 MODULE = re.compile(r"\bpython -m ([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)")
 THIRD_PARTY = {"pytest", "pip", "venv", "dagster", "ruff", "http"}
 SETTING = re.compile(r"\bSUBTEXT_[A-Z0-9_]*[A-Z0-9]\b(?!_?<)")
@@ -76,7 +76,7 @@ def documents(root: Path = ROOT) -> list[Path]:
 
 def make_targets(root: Path = ROOT) -> set[str]:
     text = (root / "Makefile").read_text()
-    return {m.group(1) for m in re.finditer(r"^([a-z][a-z-]*)\s*:", text, re.M)}
+    return {m.group(1) for m in re.finditer(r"^([a-z][a-z0-9-]*)\s*:", text, re.M)}
 
 
 def dynamic_settings(code: str) -> list[re.Pattern[str]]:
