@@ -141,6 +141,26 @@ def loop_request(now: dict[str, tuple[PeopleKind, Watch, list[str]]], state: str
     )
 
 
+class OneTick:
+    """A Label Studio client whose project list is read once per tick: listing projects is the
+    tool's slowest call (it counts every project's tasks and annotations), and every kind's watch
+    looks its projects up by title. Everything else goes to the client."""
+
+    def __init__(self, ls: Any):
+        self._ls, self._projects = ls, None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ls, name)
+
+    def projects(self) -> list[dict[str, Any]]:
+        if self._projects is None:
+            self._projects = self._ls.projects()
+        return self._projects
+
+    def project_by_title(self, title: str) -> dict[str, Any] | None:
+        return next((p for p in self.projects() if p.get("title") == title), None)
+
+
 def _in_flight(instance: dg.DagsterInstance) -> bool:
     return bool(instance.get_runs(filters=dg.RunsFilter(tags={LOOP_TAG: "1"}, statuses=ACTIVE), limit=1))
 
@@ -160,7 +180,7 @@ def tick(
     try:
         ls, blind = review.client(store.data_dir), review.blind_client(store.data_dir)
         ls.ensure_up()
-        probe = Probe(store, ls, blind, materialized_at, cur["outages"], context.log.warning)
+        probe = Probe(store, OneTick(ls), OneTick(blind), materialized_at, cur["outages"], context.log.warning)
         now, state = due(probe, kinds, cur["seen"])
     except ReviewServerDown as exc:  # retried once the tool is back, even for the same situation
         down = {**cur, "requested": None, "outages": cur["outages"] + 1}
