@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
+from typing import Any
 
 import dagster as dg
-import yaml
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from forge.models.weights import weights_identity
 from forge.scale.ray_pool import configured_scale
 from forge.vision.detector import YoloDetector
 from forge.vision.fast_detect import TensorDetector, expected_setup, with_engine
+from forge.vision.settings import vision_default
 
 # One model per distinct configuration per process: several assets (and runs, with the
 # in-process executor) share it instead of re-loading weights.
@@ -27,18 +27,15 @@ _CACHE: dict[tuple, YoloDetector | TensorDetector] = {}
 _LOCK = threading.Lock()
 
 
-def _vision_settings() -> dict:
-    path = Path(__file__).resolve().parents[1] / "config" / "vision.yaml"
-    return (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+def _scale_default(key: str, fallback: Any, cast: type) -> Any:
+    """A Ray field whose default is config/vision.yaml ``scale.<key>`` ($SUBTEXT_RAY_ADDRESS for the
+    address), read when the resource is built, not when this module is imported."""
 
+    def read() -> Any:
+        value = configured_scale().get(key)
+        return cast(fallback if value is None else value)
 
-def configured_engine() -> str:
-    return str(_vision_settings().get("detection", {}).get("engine", "ultralytics"))
-
-
-def _detection(key: str, default: float) -> float:
-    """A detector threshold from config/vision.yaml ``detection:`` (so editing it changes code versions)."""
-    return float((_vision_settings().get("detection") or {}).get(key, default))
+    return Field(default_factory=read)
 
 
 class DetectorResource(dg.ConfigurableResource):
@@ -47,9 +44,11 @@ class DetectorResource(dg.ConfigurableResource):
     weights: str = "yolo11n.yaml"
     device: str = "auto"
     half: bool | None = None
-    conf: float = _detection("conf", 0.25)
-    iou: float = _detection("iou", 0.45)
-    imgsz: int = int(_detection("imgsz", 640))
+    # conf / iou / imgsz / engine / ray_*: defaults from config/vision.yaml (``detection:``,
+    # ``scale:``), read when the resource is built, so editing them changes code versions
+    conf: float = vision_default("detection", "conf", 0.25, float)
+    iou: float = vision_default("detection", "iou", 0.45, float)
+    imgsz: int = vision_default("detection", "imgsz", 640, int)
     batch_size: int = 0  # 0 = auto (16 on CUDA, 1 on CPU)
     allow_download: bool = False
     decode_workers: int = 4
@@ -57,18 +56,17 @@ class DetectorResource(dg.ConfigurableResource):
     # "tensor": forge.vision.fast_detect (letterbox + batched NMS on the model's device); "onnx":
     # the same with the network on ONNX Runtime (CPU); "ultralytics": the library's predict;
     # "auto": tensor on CUDA, onnx on CPU.
-    # Default from config/vision.yaml (detection.engine).
-    engine: str = configured_engine()
+    engine: str = vision_default("detection", "engine", "ultralytics", str)
     # engine tensor: decode plain JPEGs on the model's device (nvjpeg on CUDA; the CPU decoder for
     # everything else). None = on CUDA only; False = CPU decode threads always.
     device_decode: bool | None = None
     # Ray (forge/scale/ray_pool.py): "" = in-process; "ray://head:10001", "host:6379", "auto" or
     # "local". Default: $SUBTEXT_RAY_ADDRESS, else config/vision.yaml scale.ray_address.
-    ray_address: str = configured_scale().get("ray_address", "") or ""
-    ray_actors: int = int(configured_scale().get("actors", 2))
-    ray_num_cpus: float = float(configured_scale().get("num_cpus", 1))
-    ray_num_gpus: float = float(configured_scale().get("num_gpus", 0))
-    ray_shard_frames: int = int(configured_scale().get("shard_frames", 32))
+    ray_address: str = _scale_default("ray_address", "", str)
+    ray_actors: int = _scale_default("actors", 2, int)
+    ray_num_cpus: float = _scale_default("num_cpus", 1, float)
+    ray_num_gpus: float = _scale_default("num_gpus", 0, float)
+    ray_shard_frames: int = _scale_default("shard_frames", 32, int)
 
     _detector: YoloDetector | TensorDetector | None = PrivateAttr(default=None)
 

@@ -4,11 +4,11 @@ Model stages sit in the ``gpu`` pool and take their model from a resource that l
 per process; frames are decoded in a thread pool ahead of the model.
 """
 
+import warnings
 from pathlib import Path
 
 import dagster as dg
 import pandas as pd
-import yaml
 
 from assets.common import (
     SINGLE_RUN,
@@ -29,6 +29,7 @@ from forge.vision.detector import DETECTION_COLUMNS
 from forge.vision.evidence import build_evidence
 from forge.vision.pipeline import DecodeOptions, add_phases, run_detection, run_indicators, run_ram, select_kept
 from forge.vision.scenes import RichSceneRule, count_persons, rank_rich_scenes
+from forge.vision.settings import vision_default, vision_section
 from forge.vision.tag_worker import ram_on_ray
 from forge.vision.tagger import TAG_COLUMNS, tags_from_detections
 from resources.detector import DetectorResource, default_detector
@@ -36,26 +37,31 @@ from resources.storage import StorageResource
 from resources.tagger import TaggerResource, default_tagger, tagger_version
 
 VERSION = "vision-1"
-CONFIG_PATH = Path(__file__).resolve().parents[2] / "config" / "vision.yaml"
-SETTINGS = yaml.safe_load(CONFIG_PATH.read_text()) if CONFIG_PATH.exists() else {}
-RICH = SETTINGS.get("rich_scenes", {})
-# The configured models are part of the code versions of the assets they run (weights hash,
-# thresholds, tagger backend): swapping random for real weights marks exactly these and their
-# descendants changed in the UI.
-DETECTOR_VERSION = content_hash(VERSION, default_detector().model_version())
-TAGGER_VERSION = content_hash(VERSION, default_detector().model_version(), tagger_version(default_tagger()))
-DECODE = SETTINGS.get("decode", {})
 RANDOM_WARNING = (
     "RANDOM WEIGHTS: the detector was built from an architecture yaml; detections, tags and person "
     "counts are meaningless. Set SUBTEXT_YOLO_WEIGHTS to a real yolo11n.pt (see docs/vision.md)."
 )
 
 
+def configured_versions() -> dict[str, str]:
+    """Code versions of the assets that run a configured model or rule: the configured models
+    (weights identity, thresholds, tagger backend) and the rich-scene rule of config/vision.yaml,
+    so swapping random for real weights or editing the rule marks exactly these and their
+    descendants changed in the UI. Read when the definitions load (``defs``), never at import."""
+    detector = default_detector().model_version()
+    return {
+        "detections": content_hash(VERSION, detector),
+        "tags": content_hash(VERSION, detector, tagger_version(default_tagger())),
+        "rich_scenes": content_hash(VERSION, vision_section("rich_scenes")),
+    }
+
+
 class DecodeConfig(dg.Config):
-    max_side: int = int(DECODE.get("max_side", 1920))
-    min_side: int = int(DECODE.get("min_side", 8))
-    max_pixels: int = int(DECODE.get("max_pixels", 400_000_000))
-    workers: int = int(DECODE.get("workers", 4))
+    # defaults: config/vision.yaml ``decode:``, read when a run builds its config
+    max_side: int = vision_default("decode", "max_side", 1920, int)
+    min_side: int = vision_default("decode", "min_side", 8, int)
+    max_pixels: int = vision_default("decode", "max_pixels", 400_000_000, int)
+    workers: int = vision_default("decode", "workers", 4, int)
     reuse: bool = True  # detections: reuse the boxes of unchanged images (same weights and settings)
 
     def options(self) -> DecodeOptions:
@@ -63,10 +69,11 @@ class DecodeConfig(dg.Config):
 
 
 class RichSceneConfig(dg.Config):
-    min_persons: int = int(RICH.get("min_persons", 1))
-    min_tags: int = int(RICH.get("min_tags", 1))
-    top_n: int | None = RICH.get("top_n")
-    top_fraction: float | None = RICH.get("top_fraction", 0.5)
+    # defaults: config/vision.yaml ``rich_scenes:`` (VAGUE §4.1.2-4.1.3), read when a run builds its config
+    min_persons: int = vision_default("rich_scenes", "min_persons", 1, int)
+    min_tags: int = vision_default("rich_scenes", "min_tags", 1, int)
+    top_n: int | None = vision_default("rich_scenes", "top_n", None, int)
+    top_fraction: float | None = vision_default("rich_scenes", "top_fraction", 0.5, float)
 
 
 # rich_scenes ranks within a batch partition (so a new batch never rewrites old files); this
@@ -101,7 +108,7 @@ def _model_md(det: DetectorResource) -> dict:
     pool="gpu",
     kinds={"pytorch", "parquet"},
     deps=["frames", "duplicates"],
-    code_version=DETECTOR_VERSION,
+    code_version=VERSION,  # with the configured detector: configured_versions()
     check_specs=contract_check_specs("detections", ["detections"]),
     metadata=table_metadata(["detections"]),
     description="Ultralytics YOLO boxes on the kept frames (batched, prefetched decode, GPU + fp16 when present).",
@@ -252,7 +259,7 @@ def person_indicators(context: dg.AssetExecutionContext, config: DecodeConfig, s
     pool="gpu",
     kinds={"pytorch", "parquet"},
     deps=["detections", "frames", "duplicates"],
-    code_version=TAGGER_VERSION,
+    code_version=VERSION,  # with the configured detector and tagger: configured_versions()
     check_specs=contract_check_specs("tags", ["tags"]),
     metadata=table_metadata(["tags"]),
     description="Object tags per kept frame: YOLO class names with counts (default) or Recognize-Anything (RAM) tags with scores.",
@@ -308,7 +315,7 @@ def tags(
     backfill_policy=SINGLE_RUN,
     kinds={"duckdb", "parquet"},
     deps=["tags", "detections", "frames", "duplicates"],
-    code_version=content_hash(VERSION, RICH),
+    code_version=VERSION,  # with the configured rule: configured_versions()
     check_specs=contract_check_specs("rich_scenes", ["rich_scenes"]),
     metadata=table_metadata(["rich_scenes"]),
     description="VAGUE rich-scene ranking: per source, frames by distinct tags then persons; top-N / top fraction with a minimum of persons.",
@@ -370,4 +377,23 @@ def evidence(context: dg.AssetExecutionContext, storage: StorageResource, tagger
 UNITS = ("frame", "clip")
 
 
-defs = dg.Definitions(assets=[detections, person_indicators, tags, rich_scenes, evidence])
+def vision_definitions() -> dg.Definitions:
+    """The group's definitions, the configured code versions filled in (``configured_versions``)."""
+    versions = configured_versions()
+
+    def versioned(spec: dg.AssetSpec) -> dg.AssetSpec:
+        version = versions.get(spec.key.to_user_string())
+        return spec.replace_attributes(code_version=version) if version else spec
+
+    plain = dg.Definitions(assets=[detections, person_indicators, tags, rich_scenes, evidence])
+    with warnings.catch_warnings():  # map_asset_specs is "preview" in Dagster 1.13
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return plain.map_asset_specs(func=versioned)
+
+
+def __getattr__(name: str) -> dg.Definitions:
+    # ``defs`` is built when asked (definitions.py's discovery, a test), so importing this module
+    # reads no settings and builds no resource
+    if name == "defs":
+        return vision_definitions()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
