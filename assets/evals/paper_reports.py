@@ -19,6 +19,7 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import paper_report as pr
 from forge.evals.config import load_eval_config, settings_for
 from forge.evals.pipeline import load_export
+from forge.storage.trees import fetch_tree, publish_tree
 from resources.storage import StorageResource
 
 
@@ -94,8 +95,10 @@ def _paper_report_asset(spec: BenchmarkSpec):
                 params=[bench],
                 columns=["model", "setting", "category", "item_id", "variant", "gold", "detail"],
             )
+        fetch_tree(store, f"exports/{bench}")  # on object storage: the exports another machine wrote
         what = evaluated(store.data_dir, spec, scores)
         out = build_paper_report(spec, scores, preds, store.data_dir / "exports" / bench / "paper_report", what)
+        publish_tree(store, f"exports/{bench}/paper_report")  # on object storage: into the bucket (replaced)
         flagged = sum(int(c["flag"].sum()) for c in out["cells"].values() if len(c))
         md = {
             "report": dg.MetadataValue.md(out["markdown"]),
