@@ -157,6 +157,13 @@ def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | No
             else f"no exported {spec.name} test items yet: materialize `{spec.name}_export` first"
         )
         out.tables["review_tasks"] = recorded
+        if ls is None and not items.empty and rs.policy != ReviewPolicy.OFF:
+            # the blind copies are made now, in the build, while the tool is down: the loop's
+            # first push then only uploads (MAIA's 195 clips took the loop run's slot for minutes)
+            refused = _wanted(store, spec, rs, items)[1]
+            out.metadata["blind_media"] = f"{len(items) - len(refused)} item(s) ready for the first push"
+            if refused:
+                out.metadata["refused"] = refused
         return out
     ls.ensure_up()
     root = store.data_dir.resolve()

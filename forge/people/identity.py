@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from forge.people.client import LabelStudio
+from forge.people.client import LabelStudio, task_payload
 
 META = "subtext_forge"  # the key of a task's identity in its ``meta``
 FIELD = "expert_instruction"  # the project field that holds the stamp
@@ -142,3 +142,12 @@ class Owner:
         assert self.stamp is not None  # ensure_stamp gave the project one
         meta = task_meta(self.stamp, self.benchmark, self.kind, str(data.get(self.key_field)), "")
         return self.ls.create_task(self.pid, data, predictions, meta=meta)
+
+    def create_many(self, tasks: list[tuple[dict[str, Any], list[dict[str, Any]] | None]]) -> list[int]:
+        """``create`` for many (data, predictions) pairs in one import request."""
+        assert self.stamp is not None
+        payloads = [
+            task_payload(d, preds, task_meta(self.stamp, self.benchmark, self.kind, str(d.get(self.key_field)), ""))
+            for d, preds in tasks
+        ]
+        return self.ls.create_tasks(self.pid, payloads)

@@ -17,7 +17,7 @@ import pytest
 from assets.people.factory import people_defs
 from assets.splits.factory import benchmark_defs
 from forge.benchmarks.registry import get
-from forge.people import project
+from forge.people import project, push
 from forge.people import server as review_server
 from forge.people.client import LabelStudio
 from forge.review import loop
@@ -279,18 +279,19 @@ def test_label_studio_stopped_mid_push_says_how_many_and_the_next_push_continues
     data, procs = own_server
     store = TableStore(data)
     world.maia(store, n=8)
-    real_create = LabelStudio.create_task
+    real_create = LabelStudio.create_tasks
     made = []
 
     def create_then_stop(self, *args, **kwargs):
-        tid = real_create(self, *args, **kwargs)
-        made.append(tid)
-        if len(made) == 3:  # the server really stops after the third task
+        tids = real_create(self, *args, **kwargs)
+        made.extend(tids)
+        if len(made) == 3:  # the server really stops after the first import (three tasks)
             procs[0].terminate()
             procs[0].wait(timeout=120)  # under load Label Studio takes over 30 s to stop
-        return tid
+        return tids
 
-    monkeypatch.setattr(LabelStudio, "create_task", create_then_stop)
+    monkeypatch.setattr(push, "IMPORT_BATCH", 3)  # three tasks per import request
+    monkeypatch.setattr(LabelStudio, "create_tasks", create_then_stop)
     res = materialize(data, ["maia_review_tasks"], raise_on_error=False)
     assert not res.success
     failure = next(e for e in res.all_events if e.event_type_value == "STEP_FAILURE")
@@ -300,7 +301,7 @@ def test_label_studio_stopped_mid_push_says_how_many_and_the_next_push_continues
     ledger = TableStore(data).read("review_task_ledger", parts=["maia"])
     assert sorted(ledger.task_id) == sorted(made) and set(ledger.event) == {"created"}
 
-    monkeypatch.setattr(LabelStudio, "create_task", real_create)
+    monkeypatch.setattr(LabelStudio, "create_tasks", real_create)
     procs.append(review_server.start(data, timeout=300)[0])
     res = materialize(data, ["maia_review_tasks"])
     assert res.asset_materializations_for_node("maia_review_tasks")[0].metadata["pushed"].value["review"] == {
