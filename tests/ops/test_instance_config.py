@@ -16,6 +16,9 @@ def test_project_instance_config(tmp_path, monkeypatch):
     with dg.DagsterInstance.get() as instance:
         cfg = instance.get_concurrency_config()
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
+        # a queued people-loop run is launched within a second, never behind another run's launch
+        assert instance.run_coordinator.dequeue_interval_seconds == 1
+        assert instance.run_coordinator.dequeue_use_threads
         assert cfg.run_queue_config.max_concurrent_runs == 4
         limits = cfg.run_queue_config.tag_concurrency_limits
         assert {"key": "subtext/inbox_batch", "limit": 1} in limits
