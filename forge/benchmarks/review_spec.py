@@ -181,7 +181,8 @@ class ReviewSpec:
     human_answers: int = 1  # blind answers per test item for the human baseline
     note: str = ""  # the paper's procedure, for the card
     # reject reason -> what it does next (every reason declares one; each paper cites its section)
-    # {}: the defaults (DEFAULT_CONSEQUENCES; a reason of the paper's own drops its item)
+    # {}: the defaults (DEFAULT_CONSEQUENCES; a reason of the paper's own drops its item), resolved
+    # when asked (consequences_in_effect / consequence); readers never read this field itself
     consequences: Mapping[str, Consequence] = field(default_factory=dict)
     # The recipe's own rules for what follows an edit (forge/review/consequences.py), so an edited
     # item reads as the recipe would have built it: ``follow_edit(original, edited)`` -> the edited
@@ -225,8 +226,7 @@ class ReviewSpec:
         if self.unit is not None and not self.unit.strip():
             raise ValueError("unit names an item column, labels.<field> or extra.<field>; None for one item")
         if not self.consequences:
-            default = {r: DEFAULT_CONSEQUENCES.get(r, Consequence(Action.DROP_ITEM)) for r in self.reasons}
-            object.__setattr__(self, "consequences", default)
+            return  # the defaults (consequences_in_effect), complete by construction
         missing = [r for r in self.reasons if r not in self.consequences]
         unknown = [r for r in self.consequences if r not in self.reasons]
         if missing or unknown:
@@ -235,9 +235,21 @@ class ReviewSpec:
                 f"{unknown or 'none'} not a reason of this review ({', '.join(self.reasons)})"
             )
 
+    def consequences_in_effect(self) -> dict[str, Consequence]:
+        """Reject reason -> what it does next: the declared ``consequences``, or where none are
+        declared the defaults (``DEFAULT_CONSEQUENCES``; a reason of the paper's own drops its item).
+        Resolved when asked: the spec keeps what was declared."""
+        if self.consequences:
+            return dict(self.consequences)
+        return {r: DEFAULT_CONSEQUENCES.get(r, Consequence(Action.DROP_ITEM)) for r in self.reasons}
+
+    def consequence(self, reason: str | None) -> Consequence | None:
+        """What ``reason`` does next (None for a reason this review does not have)."""
+        return self.consequences_in_effect().get(str(reason))
+
     def check_stages(self, benchmark: str, stages: tuple[str, ...]) -> None:
         """Refuse a consequence that regenerates a stage the benchmark does not have (at load)."""
-        for reason, c in self.consequences.items():
+        for reason, c in self.consequences_in_effect().items():
             for stage in sorted(c.stages() - set(stages)):
                 raise ValueError(
                     f"benchmark {benchmark!r}: reject reason {reason!r} regenerates {stage!r}, "

@@ -43,7 +43,7 @@ def source_drops(items: pd.DataFrame, reasons: dict[str, str], spec: ReviewSpec)
     out: dict[str, SourceDrop] = {}
     keys: dict[str, pd.Series | None] = {}
     for item_id, reason in sorted(reasons.items()):
-        c = spec.consequences.get(reason)
+        c = spec.consequence(reason)
         if c is None or c.action != Action.DROP_SOURCE:
             continue
         col = keys[c.key] if c.key in keys else keys.setdefault(c.key, _key_values(items, c.key))
@@ -100,5 +100,5 @@ def apply_recipe_drops(
 
 def consequence_of(reason: str | None, spec: ReviewSpec) -> str:
     """The consequence of a reason in words (``drop_item`` for an unknown one: nothing else happens)."""
-    c = spec.consequences.get(str(reason))
+    c = spec.consequence(reason)
     return c.describe(spec.media) if c is not None else "drops this item only"

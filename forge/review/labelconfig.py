@@ -87,7 +87,7 @@ def reason_help(reason: str) -> str:
 
 def reason_hint(spec: ReviewSpec, reason: str) -> str:
     """What the reason means and what it does next (``ReviewSpec.consequences``), shown beside it."""
-    c = spec.consequences.get(reason)
+    c = spec.consequence(reason)
     then = f"then: {c.describe(spec.media)}" if c is not None else ""
     return "; ".join(p for p in (reason_help(reason), then) if p)
 

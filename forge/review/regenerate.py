@@ -50,7 +50,7 @@ def regenerations(store: TableStore, spec: BenchmarkSpec, stage: str) -> dict[st
     """Generating request id of ``stage`` -> its items' rejected revisions whose reason's consequence
     regenerates ``stage`` (``ReviewSpec.consequences``), per item; {} when none does."""
     rs = settings(spec)
-    if not any(stage in c.stages() for c in rs.consequences.values()):
+    if not any(stage in c.stages() for c in rs.consequences_in_effect().values()):
         return {}
     verdicts, items = read(store, "verdicts", spec.name), gated_items(store, spec.name)
     if verdicts.empty or items.empty:
@@ -60,7 +60,7 @@ def regenerations(store: TableStore, spec: BenchmarkSpec, stage: str) -> dict[st
     key_of: dict[str, dict[str, str | None]] = {}  # consequence key -> item -> request id
     out: dict[str, Counter[str]] = {}
     for (item_id, _rev), reason in sorted(rejected_revisions(verdicts, rs.reviewers).items()):
-        c = rs.consequences.get(reason)
+        c = rs.consequence(reason)
         if c is None or item_id not in category or c.stage_for(category[item_id]) != stage:
             continue
         if c.key not in key_of:

@@ -1,15 +1,18 @@
 """Specs hold declared values only (issue #56, point 2): a paper package's files are named by
 ``BenchmarkSpec.of_package`` before the spec is made (nothing is written into a frozen spec, no
-file is read), a package spec made otherwise is refused, and enum fields are checked, not rewritten."""
+file is read), a package spec made otherwise is refused, enum fields are checked, not rewritten,
+and defaults that depend on other fields (a review's consequences) are resolved when asked."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
+from pathlib import Path
 
 import pytest
 
 from assets.recipes.vague import spec as vague_spec
-from forge.benchmarks.review_spec import Action, Consequence, MemberAnswers, ReviewSpec
+from forge.benchmarks.review_spec import DEFAULT_REASONS, Action, Consequence, MemberAnswers, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec, EvalSpec, YamlFile
 
 
@@ -53,3 +56,34 @@ def test_eval_defaults_left_alone_when_declared():
     ev = dataclasses.replace(vague_spec.SPEC.eval, prompts_dir=None, defaults={"settings": []})
     spec = BenchmarkSpec.of_package(**dict(_declared(), eval=ev))
     assert spec.eval.defaults == {"settings": []} and isinstance(spec.eval, EvalSpec)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def writes_into_frozen(text: str) -> list[int]:
+    """Lines of a module that write a field of a frozen object (``object.__setattr__``)."""
+    return [i for i, line in enumerate(text.splitlines(), 1) if re.search(r"\bobject\.__setattr__\(", line)]
+
+
+def test_no_spec_writes_into_itself():
+    specs = [ROOT / "forge" / "benchmarks" / "spec.py", ROOT / "forge" / "benchmarks" / "review_spec.py"]
+    specs += sorted((ROOT / "assets" / "recipes").glob("*/spec.py"))
+    assert len(specs) >= 7
+    assert {str(p.relative_to(ROOT)): writes_into_frozen(p.read_text()) for p in specs} == {
+        str(p.relative_to(ROOT)): [] for p in specs
+    }
+    assert writes_into_frozen("x = 1\n    object.__setattr__(self, 'a', 1)\n") == [2]  # the scan can fail
+
+
+def test_review_consequences_resolve_when_asked_and_the_spec_keeps_what_was_declared():
+    review = ReviewSpec(reasons=(*DEFAULT_REASONS, "blurry_box"))
+    assert review.consequences == {}  # declared: none
+    in_effect = review.consequences_in_effect()
+    assert set(in_effect) == set(review.reasons)
+    assert in_effect["bad_media"].action is Action.DROP_SOURCE and in_effect["blurry_box"].action is Action.DROP_ITEM
+    assert dataclasses.replace(review, reasons=("bad_media",)).consequences_in_effect() == {
+        "bad_media": Consequence(Action.DROP_SOURCE)
+    }
+    declared = {r: Consequence(Action.DROP_ITEM) for r in review.reasons}
+    assert ReviewSpec(reasons=review.reasons, consequences=declared).consequences_in_effect() == declared

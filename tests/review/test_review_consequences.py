@@ -42,11 +42,12 @@ EXPECTED = {
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_every_paper_declares_a_consequence_per_reason(name):
     rs = registry.get(name).review
-    assert set(rs.consequences) == set(rs.reasons)
+    assert set(rs.consequences) == set(rs.reasons)  # declared, every one
+    assert rs.consequences_in_effect() == dict(rs.consequences)
     for reason, (action, stage) in EXPECTED[name].items():
-        assert (rs.consequences[reason].action, rs.consequences[reason].stage) == (action, stage)
+        assert (rs.consequence(reason).action, rs.consequence(reason).stage) == (action, stage)
     for reason in ("bad_media", "offensive_or_private", "needs_outside_knowledge"):  # the source's own faults
-        assert rs.consequences[reason].action == Action.DROP_SOURCE, reason
+        assert rs.consequence(reason).action == Action.DROP_SOURCE, reason
 
 
 def test_vimu_wrong_gold_goes_to_the_stage_that_wrote_each_gold():
@@ -89,9 +90,12 @@ def test_consequences_are_refused_when_incomplete_or_malformed():
         Consequence(Action.DROP_SOURCE, "vimu_annotations")
     with pytest.raises(ValueError, match="drop_clip"):
         Consequence("drop_clip")  # type: ignore[arg-type]
-    # a spec that declares none gets the defaults: the source's faults drop it, the others the item
+    # a spec that declares none gets the defaults when asked: the source's faults drop it, the others
+    # the item; the spec itself keeps what was declared (nothing)
     defaults = ReviewSpec(reasons=("bad_media", "blurry_box"))
-    assert defaults.consequences == {
+    assert defaults.consequences == {} and defaults.consequence("typo") is None
+    assert defaults.consequence("blurry_box") == Consequence(Action.DROP_ITEM)
+    assert defaults.consequences_in_effect() == {
         "bad_media": Consequence(Action.DROP_SOURCE),
         "blurry_box": Consequence(Action.DROP_ITEM),
     }
