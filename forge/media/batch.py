@@ -85,6 +85,8 @@ def spec_from_json(text: str) -> SourceSpec:
     doc = json.loads(text)
     for key in ("urls", "subtitle_langs"):
         doc[key] = tuple(doc.get(key) or ())
+    # JSON gives the (NAME, value) pairs back as lists: tuples keep the spec hashable
+    doc["placeholders"] = tuple((str(n), str(v)) for n, v in doc.get("placeholders") or ())
     return SourceSpec(**doc)
 
 

@@ -97,10 +97,6 @@ class SourceSpec:
     # declared, so a per-run value (the demo server's port, the data dir) never changes an id.
     placeholders: tuple[tuple[str, str], ...] = ()
 
-    def __post_init__(self) -> None:
-        # Read back from the sources table's JSON the pairs are lists: keep the spec hashable.
-        object.__setattr__(self, "placeholders", tuple((str(n), str(v)) for n, v in self.placeholders))
-
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=list)
 
