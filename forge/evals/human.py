@@ -38,6 +38,7 @@ from forge.evals.config import ModelSpec, Setting, benchmark_block, load_eval_co
 from forge.evals.per_person import baseline_frames, items_of, person_model, score_person
 from forge.evals.pipeline import judge_rows, load_export, prompt_files
 from forge.evals.scoring import unparseable_open_ended
+from forge.items.cells import as_list
 from forge.llm.prompts import load_prompt
 from forge.llm.types import LLMResult
 from forge.people import project
@@ -48,7 +49,7 @@ from forge.people.push import TASK_COLUMNS, Wanted, push
 from forge.people.read import lead_time, poll, who
 from forge.people.refusal import control_problem, skipped
 from forge.people.sample import subset
-from forge.review.items import as_list, blind_task_data, box_answer, revision
+from forge.review.items import blind_task_data, box_answer, revision
 from forge.review.labelconfig import BOX_LABEL, LETTERS, human_config
 from forge.review.stages import StageOut, clip_paths, read, settings
 from forge.storage import TableStore

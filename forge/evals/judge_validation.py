@@ -28,8 +28,8 @@ import pandas as pd
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals.config import benchmark_block
 from forge.evals.per_person import PREFIX
-from forge.evals.requests import jload
 from forge.evals.scoring import reference_variables
+from forge.items.cells import as_object
 from forge.llm.prompts import Prompt, load_prompt
 from forge.people import agreement as ag
 from forge.people import identity as ident
@@ -105,7 +105,7 @@ def sample_frame(preds: pd.DataFrame, field: str, size: int | None, seed: int | 
         return preds.assign(sample_key=[], judge_label=[])
     p = preds[(preds["task"] == "open_ended") & preds["judge_ok"].fillna(False).astype(bool)]
     p = p[~p["model"].astype(str).str.startswith(PREFIX) & (p["variant"] == 0)].copy()
-    p["judge_label"] = [jload(j).get(field) for j in p["judge_json"]]
+    p["judge_label"] = [as_object(j).get(field) for j in p["judge_json"]]
     p = p[p["judge_label"].notna()]
     p["judge_label"] = p["judge_label"].astype(str)
     p["sample_key"] = [sample_key(m, s, i) for m, s, i in zip(p["model"], p["setting"], p["item_id"], strict=True)]
@@ -154,7 +154,7 @@ def run_judge_tasks(
     for r in sample.to_dict("records"):
         if str(r["item_id"]) not in by_id:
             continue
-        v = variables({**r, "detail": jload(r.get("detail"))}, by_id[str(r["item_id"])])
+        v = variables({**r, "detail": as_object(r.get("detail"))}, by_id[str(r["item_id"])])
         data = {"sample_key": r["sample_key"], "instruction": instruction(prompt)}
         data |= {f"in_{k}": str(v.get(k, "")) for k in prompt.variables}
         wanted[str(r["sample_key"])] = Wanted(data)

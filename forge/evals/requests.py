@@ -347,7 +347,3 @@ def item_score(row: dict[str, Any], er: EvalRequest, e: ex.Extraction) -> None:
         row["correct"] = bool(e.ok and set(pred) == set(gold))
         row["detail"]["composition"] = error_composition(pred, gold) if e.ok else "unparseable"
         row["detail"]["pred_set"], row["detail"]["gold_set"] = pred, gold
-
-
-# forge/evals/judge_validation.py (the people area, being moved) still imports this name.
-jload = as_object

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from forge.benchmarks.review_spec import Action, ReviewSpec
-from forge.review.items import as_json
+from forge.items.cells import as_object
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def _key_values(items: pd.DataFrame, key: str) -> pd.Series | None:
         if key not in items:
             return None
         return items[key].map(lambda v: None if v is None or (isinstance(v, float) and v != v) else str(v))
-    return items[where].map(lambda v: None if as_json(v).get(name) is None else str(as_json(v).get(name)))
+    return items[where].map(lambda v: None if as_object(v).get(name) is None else str(as_object(v).get(name)))
 
 
 def apply_source_drops(

@@ -35,10 +35,11 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import EditChecks, ReviewPolicy, ReviewSpec
 from forge.checks.nli import NLIBackend
+from forge.items.cells import as_object
 from forge.people import agreement
 from forge.review import units
 from forge.review.consequences import SourceDrop, apply_recipe_drops, apply_source_drops
-from forge.review.items import apply_edits, as_json, revision
+from forge.review.items import apply_edits, revision
 from forge.review.verdicts import VERDICT_COLUMNS, edit_of
 
 STAGE = "human_review"
@@ -64,7 +65,7 @@ def needs_review(items: pd.DataFrame, spec: ReviewSpec) -> pd.Series:
 def with_probe(new: dict, edit_blind: Any) -> tuple[dict | None, str]:
     """The edited item with the text-only probe's figures on its revision (``forge/review/reprobe.py``),
     or (None, why) when the probe flagged it under the opt-in ``blind.action: drop``."""
-    fig = as_json(edit_blind)
+    fig = as_object(edit_blind)
     if not fig or fig.get("revision") != revision(new):
         return new, ""  # not probed yet (or on another revision): the figures of the original stay
     if fig.get("drop"):
@@ -103,7 +104,7 @@ def apply_revisions(
         if row["revision"] != revision(item):
             if made[idx] == revision(item):  # the recipe rebuilt the item as the edit made it (Hummus' verdict)
                 v.loc[idx, ["edit_status", "new_revision"]] = ["applied", made[idx]]
-                extra = as_json(item.get("extra"))
+                extra = as_object(item.get("extra"))
                 extra["edited_by"] = sorted({*extra.get("edited_by", []), str(row["reviewer"])})
                 by_id[str(row["item_id"])] = {**item, "extra": json.dumps(extra, ensure_ascii=False)}
             else:
@@ -117,7 +118,7 @@ def apply_revisions(
             others = [
                 it for i, it in by_id.items() if u is not None and i != str(row["item_id"]) and unit_of_item.get(i) == u
             ]
-            checks = EditChecks(nli=nli, recorded=as_json(row.get("edit_nli")))
+            checks = EditChecks(nli=nli, recorded=as_object(row.get("edit_nli")))
             why = units.unit_problem(new, item, others, spec, checks) or ""
             new = None if why else new
             v.loc[idx, ["edit_nli", "edit_note"]] = [
@@ -129,7 +130,7 @@ def apply_revisions(
         if new is None:
             v.loc[idx, ["edit_status", "edit_note"]] = ["refused", why]
             continue
-        extra = as_json(item.get("extra"))
+        extra = as_object(item.get("extra"))
         extra.setdefault("revision_of", revision(item))
         extra["edited_by"] = sorted({*extra.get("edited_by", []), str(row["reviewer"])})
         new["extra"] = json.dumps(extra, ensure_ascii=False)
@@ -204,7 +205,7 @@ def record_flags(current: pd.DataFrame, v: pd.DataFrame, status: dict[str, str])
         notes = list(units.member_flags(it).items()) or [("item", n) for n in units.flags(it)]
         r = last.get(str(it["item_id"]))
         if notes and r is not None and status.get(str(it["item_id"])) in DECIDED:
-            extra = as_json(it.get("extra"))
+            extra = as_object(it.get("extra"))
             named = str(r.member) if isinstance(r.member, str) else ""
             extra["flags_reviewed"] = [
                 {
@@ -355,7 +356,7 @@ def summary(res: Resolution, spec: ReviewSpec, policy: ReviewPolicy) -> dict[str
         "splits_reviewed": list(spec.splits) or "all",
         **cov,
         "coverage": f"{cov['reviewed']}/{cov['items_needing_review']}",
-        "edited_items": int(res.items["extra"].map(lambda e: bool(as_json(e).get("edited_by"))).sum()),
+        "edited_items": int(res.items["extra"].map(lambda e: bool(as_object(e).get("edited_by"))).sum()),
         "edits_refused": int((v["edit_status"] == "refused").sum()),
         "verdicts": int(len(live)),
         "verdicts_refused": int(len(refused)),

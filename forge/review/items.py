@@ -17,7 +17,8 @@ from urllib.parse import quote
 
 from forge.benchmarks.review_spec import Media, ReviewSpec
 from forge.checks.mcq import CORRECT
-from forge.items.fields import answer_letters, field_problem
+from forge.items.cells import as_list, as_object
+from forge.items.fields import answer_letters, field_problem, lst
 from forge.provenance.versioning import content_hash
 from forge.review.labelconfig import BOX_LABEL, LETTERS
 
@@ -28,30 +29,12 @@ BOX_ANSWER = re.compile(
 BOX_TOLERANCE = 0.005  # a box may overhang the image by rounding only (normalised units)
 
 
-def as_list(v: Any) -> list[Any] | None:
-    if v is None or (isinstance(v, float) and v != v):
-        return None
-    return [x for x in list(v)] if not isinstance(v, str) else [v]
-
-
-def as_json(v: Any) -> dict[str, Any]:
-    if isinstance(v, dict):
-        return dict(v)
-    if v is None or (isinstance(v, float) and v != v) or v == "":
-        return {}
-    try:
-        out = json.loads(v)
-    except (TypeError, ValueError):
-        return {}
-    return out if isinstance(out, dict) else {}
-
-
 def revision(item: dict[str, Any]) -> str:
     """The hash of what a reviewer judges (labels compared as parsed JSON)."""
     parts = {f: item.get(f) for f in REVISED_FIELDS}
     for f in ("options", "option_types", "references", "media_paths"):
-        parts[f] = as_list(parts[f])
-    parts["labels"] = as_json(parts["labels"])
+        parts[f] = lst(parts[f])  # a missing list stays None: the revisions already given keep their hash
+    parts["labels"] = as_object(parts["labels"])
     return content_hash("review-revision", parts, length=16)
 
 
@@ -75,7 +58,7 @@ def options_text(item: dict[str, Any], show_gold: bool) -> str:
 
 def context_text(item: dict[str, Any]) -> str:
     """Labels (statements, foils, metaphors, ...) as short lines; boxes are drawn, not listed."""
-    labels = {k: v for k, v in as_json(item.get("labels")).items() if k != "boxes"}
+    labels = {k: v for k, v in as_object(item.get("labels")).items() if k != "boxes"}
     lines = [f"{k}: {json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v}" for k, v in labels.items()]
     refs = as_list(item.get("references")) or []
     if refs:
@@ -84,7 +67,9 @@ def context_text(item: dict[str, Any]) -> str:
 
 
 def boxes_of(item: dict[str, Any]) -> list[dict[str, Any]]:
-    return [b for b in as_json(item.get("labels")).get("boxes") or [] if isinstance(b, dict) and b.get("box_norm_tlhw")]
+    return [
+        b for b in as_object(item.get("labels")).get("boxes") or [] if isinstance(b, dict) and b.get("box_norm_tlhw")
+    ]
 
 
 def box_predictions(item: dict[str, Any]) -> list[dict[str, Any]]:
@@ -212,7 +197,7 @@ def follow_gold(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any
     if was is None or now is None or not opts_new or max(now) >= len(opts_new):
         return new, ""  # not a letter answer (or outside the options: field_problem says so)
     types = as_list(old.get("option_types"))
-    if types is not None and CORRECT in types and set(was) != set(now):
+    if CORRECT in types and set(was) != set(now):
         types = list(types)
         gained = sorted(set(now) - set(was))
         lost = sorted(set(was) - set(now))
@@ -247,7 +232,7 @@ def apply_references(item: dict[str, Any], refs: Any) -> tuple[dict[str, Any] | 
                 return None, f"unknown_member: the item has no answer {j + 1}"
             new_refs[j] = str(text).strip()
     else:
-        new_refs = [str(t).strip() for t in as_list(refs) or []]
+        new_refs = [str(t).strip() for t in as_list(refs)]
     if any(not r for r in new_refs):
         return None, "empty_field: a corrected answer is empty"
     out = {**item, "references": new_refs}
@@ -272,7 +257,7 @@ def apply_edits(
     if "options" in edits:
         opts = [str(o).strip() for o in edits["options"]]
         types = as_list(item.get("option_types"))
-        if types is not None and len(types) != len(opts):
+        if types and len(types) != len(opts):
             return None, f"option_count: {len(opts)} options given, the item has {len(types)} (option types)"
         new["options"] = opts
     if "answer" in edits:
@@ -285,7 +270,7 @@ def apply_edits(
         if new is None:
             return None, why
     if edits.get("boxes"):
-        labels = as_json(item.get("labels"))
+        labels = as_object(item.get("labels"))
         boxes = [dict(b) for b in labels.get("boxes") or []]
         for idx, tlhw in edits["boxes"].items():
             i = int(idx)

@@ -30,9 +30,10 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import EditChecks, FieldLimits, MemberAnswers, ReviewSpec
 from forge.checks import text_rules
+from forge.items.cells import as_list, as_object
 from forge.people.push import Wanted
 from forge.provenance.versioning import content_hash
-from forge.review.items import as_json, as_list, box_predictions, context_text, options_text, revision, task_data
+from forge.review.items import box_predictions, context_text, options_text, revision, task_data
 from forge.review.labelconfig import FIELD_TAGS
 
 UNIT_PREFIX = "unit:"  # a unit task's key: unit:<value>
@@ -50,7 +51,7 @@ def field_value(item: dict[str, Any], key: str) -> Any:
     if key in item and not key.startswith(("labels.", "extra.")):
         return item[key]
     where, _, name = key.partition(".") if key.startswith(("labels.", "extra.")) else ("labels", "", key)
-    return as_json(item.get(where)).get(name)
+    return as_object(item.get(where)).get(name)
 
 
 def unit_value(item: dict[str, Any], key: str | None) -> str | None:
@@ -91,7 +92,7 @@ def groups(items: pd.DataFrame, key: str | None) -> dict[str, list[dict[str, Any
 
 def member_order(item: dict[str, Any]) -> tuple[int, int, str]:
     """Open questions first, then pairs by their pool index, then the rest by id."""
-    labels = as_json(item.get("labels"))
+    labels = as_object(item.get("labels"))
     idx = labels.get("pool_index")
     return (
         0 if as_list(item.get("references")) and not as_list(item.get("options")) else 1,
@@ -101,7 +102,7 @@ def member_order(item: dict[str, Any]) -> tuple[int, int, str]:
 
 
 def member_title(item: dict[str, Any]) -> str:
-    labels = as_json(item.get("labels"))
+    labels = as_object(item.get("labels"))
     task = str(item.get("task") or "item")
     if isinstance(labels.get("pool_index"), int):
         return f"pair {labels['pool_index'] + 1} · {task} · {item['item_id']}"
@@ -113,7 +114,7 @@ def member_title(item: dict[str, Any]) -> str:
 
 def flags(item: dict[str, Any]) -> list[str]:
     """The notes that stand in for the paper's hand fixes (``extra.review``: a list or a string)."""
-    notes = as_json(item.get("extra")).get("review")
+    notes = as_object(item.get("extra")).get("review")
     if isinstance(notes, str):
         notes = [notes]
     return [str(n) for n in notes or [] if str(n).strip()]
@@ -121,7 +122,7 @@ def flags(item: dict[str, Any]) -> list[str]:
 
 def member_flags(item: dict[str, Any]) -> dict[str, str]:
     """Member label (``answer 3``, ``statement 3``, ``foil 3``) → its own flag (``extra.review_members``)."""
-    out = as_json(item.get("extra")).get("review_members")
+    out = as_object(item.get("extra")).get("review_members")
     return {str(k): str(v) for k, v in (out or {}).items()} if isinstance(out, dict) else {}
 
 
@@ -159,7 +160,7 @@ def _member_block(item: dict[str, Any], spec: ReviewSpec, status: str | None) ->
         "item_id": str(item["item_id"]),
         "revision": revision(item),
         "title": head,
-        "boxes": bool(as_json(item.get("labels")).get("boxes")),
+        "boxes": bool(as_object(item.get("labels")).get("boxes")),
         "text": "\n".join(x for x in lines if x),
         "context": context_text(item),
     }
@@ -498,7 +499,7 @@ def wanted(
                 *(f"{m['item_id']}: {line}" for m in members for line in prior.get(str(m["item_id"]), "").splitlines()),
             ]
             data["prior_text"] = "\n".join(lines) or "(no verdicts yet: the unit's flags send it here)"
-        boxed = [m for m in members if as_json(m.get("labels")).get("boxes")]
+        boxed = [m for m in members if as_object(m.get("labels")).get("boxes")]
         preds = box_predictions(boxed[0]) if spec.boxes and boxed else []  # the unit's shared regions
         out[key] = Wanted(data, preds)
     return out

@@ -22,11 +22,11 @@ import pandas as pd
 
 from forge.benchmarks.review_spec import FieldLimits, MemberAnswers
 from forge.checks import text_rules
+from forge.items.cells import as_list
 from forge.people.read import who
 from forge.people.refusal import control_problem, skipped
 from forge.people.verdict_ids import annotation_key as annotation_key  # the readers' name for it
 from forge.people.verdict_ids import annotation_ref, created_stamp, is_legacy, member_part, verdict_key
-from forge.review.items import as_list
 from forge.review.labelconfig import FIELD_TAGS, VERDICTS
 from forge.review.units import parse_unit, refused_unit
 

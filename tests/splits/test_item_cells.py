@@ -41,3 +41,33 @@ def test_json_object_cells():
     assert got == given and got is not given  # a new dict: a caller's edit never reaches the row
     for bad in ("", "   ", "not json", "[1, 2]", '"text"', 3):
         assert as_object(bad) == {}, bad
+
+
+READERS = ("as_list", "as_json", "as_object", "jload")  # the names a private copy of the reader went by
+
+
+def private_readers(root) -> list[str]:
+    """``path:line name`` of every definition or alias of a cell reader outside forge/items/cells.py."""
+    import ast
+
+    out = []
+    for path in sorted([*(root / "forge").rglob("*.py"), *(root / "assets").rglob("*.py")]):
+        if path == root / "forge" / "items" / "cells.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.name] if isinstance(node, ast.FunctionDef) and node.col_offset == 0 else []
+            if isinstance(node, ast.Assign) and node.col_offset == 0:
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            out += [f"{path.relative_to(root)}:{node.lineno} {n}" for n in names if n in READERS]
+    return out
+
+
+def test_the_cells_are_read_by_one_reader(tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    assert private_readers(root) == []
+    (tmp_path / "forge" / "review").mkdir(parents=True)
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "forge" / "review" / "items.py").write_text("def as_json(v):\n    return {}\n\njload = as_json\n")
+    assert private_readers(tmp_path) == ["forge/review/items.py:1 as_json", "forge/review/items.py:4 jload"]

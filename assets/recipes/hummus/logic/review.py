@@ -19,6 +19,8 @@ from typing import Any
 
 import pandas as pd
 
+from forge.items.cells import as_object
+
 from .items import DETAIL_TASKS, POSITIVE
 
 CLASSIFICATION = "classification"
@@ -28,12 +30,7 @@ VERDICT_KEPT = "verdict_kept"  # detail_reject of a kept positive verdict whose 
 
 
 def _labels(item: dict[str, Any]) -> dict[str, Any]:
-    raw = item.get("labels")
-    try:
-        out = json.loads(raw) if isinstance(raw, str) and raw else dict(raw or {})
-    except (TypeError, ValueError):
-        return {}
-    return out if isinstance(out, dict) else {}
+    return as_object(item.get("labels"))
 
 
 def follow_edit(original: dict[str, Any], edited: dict[str, Any]) -> dict[str, Any]:
