@@ -41,7 +41,7 @@ endif
 PG_DIR ?= $(CURDIR)/.pg
 PG_PORT ?= 5433
 
-.PHONY: setup pools demo test test-s3 ui query validate clean bench postgres postgres-stop review
+.PHONY: setup pools demo test test-deps review-venv system-packages test-s3 ui query validate clean bench postgres postgres-stop review
 
 # `make test` runs pytest on two workers (pytest-xdist; tests/conftest.py hands out
 # a file at a time); TEST_WORKERS=0 is one process (docs/operations.md, "How long the suite takes").
@@ -57,7 +57,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25.1"
 	$(PY) -m pip install -q --group test
-	@test -f /usr/share/wordnet/data.noun || (apt-get install -y -qq wordnet-base >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq wordnet-base >/dev/null 2>&1)) || echo "wordnet-base not installed: METEOR will be skipped (docs/evals.md)"
+	@test -f /usr/share/wordnet/data.noun || (apt-get -o DPkg::Lock::Timeout=600 install -y -qq wordnet-base >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get -o DPkg::Lock::Timeout=600 install -y -qq wordnet-base >/dev/null 2>&1)) || echo "wordnet-base not installed: METEOR will be skipped (docs/evals.md)"
 	rm -f $(VENV)/.installed-*; touch $(STAMP)
 
 setup: $(STAMP)
@@ -76,7 +76,18 @@ pools: setup
 demo: setup
 	$(PY) -m cli.build --demo --only-stale $(if $(SELECT),--select $(SELECT)) $(if $(VERBOSE),--verbose)
 
-test: setup
+# The test run's three installs at once (the project's venv, Label Studio's venv, the Debian packages):
+# on a fresh CI machine they are mostly downloads, so they overlap instead of queueing.
+test-deps:
+	@$(MAKE) --no-print-directory -j3 setup review-venv system-packages
+
+review-venv:
+	bash scripts/ensure_review.sh
+
+system-packages:
+	bash scripts/ensure_system.sh
+
+test: test-deps
 	bash scripts/ensure_chromium.sh
 	bash scripts/ensure_review.sh
 	bash scripts/ensure_lmms.sh
