@@ -96,6 +96,10 @@ def code_text(root: Path = ROOT) -> str:
             [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file() and f.suffix in {".py", ".sh", ".yaml", ""}]
         )
         parts += [f.read_text(errors="replace") for f in files if "__pycache__" not in f.parts]
+    # the test run's own settings (SUBTEXT_TEST_*) are read by its fixtures and helpers, not by test bodies
+    parts += [
+        f.read_text(errors="replace") for f in sorted((root / "tests").rglob("*.py")) if not f.name.startswith("test_")
+    ]
     return "\n".join(parts)
 
 
