@@ -73,20 +73,88 @@ def recipe_overrides(monkeypatch, tmp_path):
 
 
 # --- Two workers (pytest-xdist: `make test` runs `-n 2`) ---------------------------------------------
+import functools as _functools  # noqa: E402
+
 # Work is handed out a file at a time (xdist's loadfile): a file's tests run on one worker, in order,
 # so its module-scoped fixtures (a whole demo, a Ray cluster, a webserver) are built once, not once per
-# worker. tests/review and tests/protocol count as one file: their tests share one Label Studio server
-# (tests/labelstudio_server.py), so one server starts per run. (xdist_group marks are not used: xdist 3.8 tags them onto
-# the node id, which pytest 9.2 no longer lets a plugin change.) The files with tests marked e2e, slow,
-# browser or cli are handed out first, so neither worker is left with a long one at the end.
+# worker. tests/review, tests/protocol and every other file that uses the real Label Studio count as
+# one file: their tests share one Label Studio server (tests/labelstudio_server.py), so one server
+# starts per run. (xdist_group marks are not used: xdist 3.8 tags them onto the node id, which pytest
+# 9.2 no longer lets a plugin change; the scheduler sees node ids only, so a file's use of the server is
+# read from its source.) The files with tests marked e2e, slow, browser or cli are handed out first, so
+# neither worker is left with a long one at the end.
 _FIRST = ("e2e", "slow", "browser", "cli")
+_TESTS = _os_env.path.dirname(_os_env.path.abspath(__file__))
+LABEL_STUDIO_SCOPE = "tests/review"
+
+
+@_functools.cache
+def _fixture_args(path: str) -> tuple[dict[str, set[str]], set[str]]:
+    """(fixture name -> the names it requests, every name a function of the file requests or a
+    string of it names: its tests' and fixtures' arguments, ``usefixtures`` strings)."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        tree = ast.parse(text) if "def " in text else None
+    except (OSError, SyntaxError, ValueError):
+        return {}, set()
+    if tree is None:
+        return {}, set()
+    fixtures: dict[str, set[str]] = {}
+    used: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
+            used |= args
+            if any("fixture" in ast.unparse(d) for d in node.decorator_list):
+                fixtures[node.name] = args
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            used.add(node.value)
+    return fixtures, used
+
+
+_LABEL_STUDIO: set[str] = set()  # filled once (label_studio_fixtures)
+_USES: dict[str, bool] = {}
+
+
+def label_studio_fixtures() -> set[str]:
+    """The fixtures that start or use the Label Studio server: those of tests/labelstudio_server.py
+    and every fixture anywhere under tests/ that requests one of them, at any depth."""
+    if not _LABEL_STUDIO:
+        import glob
+
+        found = set(_fixture_args(_os_env.path.join(_TESTS, "labelstudio_server.py"))[0])
+        every: dict[str, set[str]] = {}
+        for path in glob.glob(_os_env.path.join(_TESTS, "**", "*.py"), recursive=True):
+            for name, args in _fixture_args(path)[0].items():
+                every.setdefault(name, set()).update(args)
+        grew = True
+        while grew:
+            more = {name for name, args in every.items() if args & found} - found
+            found |= more
+            grew = bool(more)
+        _LABEL_STUDIO.update(found)
+    return _LABEL_STUDIO
+
+
+def uses_label_studio(path: str) -> bool:
+    """Whether a test file (relative to the repository) requests a Label Studio fixture."""
+    if path not in _USES:
+        full = _os_env.path.join(_os_env.path.dirname(_TESTS), path)
+        _USES[path] = bool(_fixture_args(full)[1] & label_studio_fixtures())
+    return _USES[path]
 
 
 def xdist_scope(nodeid: str) -> str:
     """The unit of work a test is handed out in: its file, or ``tests/review`` for the Label Studio
-    server's users (tests/review and tests/protocol share its session fixture: one start per run)."""
+    server's users (tests/review, tests/protocol and any file requesting its fixtures, such as a
+    paper's human-step test in tests/recipes/<paper>/, share its session fixture: one start per run)."""
     path = nodeid.split("::", 1)[0]
-    return "tests/review" if path.startswith(("tests/review/", "tests/protocol/")) else path
+    if path.startswith(("tests/review/", "tests/protocol/")) or uses_label_studio(path):
+        return LABEL_STUDIO_SCOPE
+    return path
 
 
 def pytest_xdist_make_scheduler(config: _pytest_llm.Config, log):
