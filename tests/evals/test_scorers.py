@@ -3,8 +3,6 @@ import math
 import numpy as np
 import pytest
 
-from assets.recipes.vimu.logic.items import multi_select_score
-from assets.recipes.vimu.logic.scoring import vimu_judge_normalised, vimu_judge_total
 from forge.evals.bootstrap import cluster_bootstrap
 from forge.evals.scorers import (
     all_correct,
@@ -23,41 +21,12 @@ from forge.evals.scorers import (
 )
 
 
-def test_multi_select_and_composition():
-    assert multi_select_score(["A", "C"], ["A", "C"]) == 1.0
-    assert multi_select_score(["A"], ["A", "C"]) == 0.5
-    assert multi_select_score(["A", "B"], ["A", "C"]) == 0.0  # any wrong option → 0
-    assert multi_select_score(["A", "B", "C"], ["A", "C"]) == 0.0
+def test_error_composition():
     assert error_composition(["A", "C"], ["C", "A"]) == "exact"
     assert error_composition(["A"], ["A", "C"]) == "miss_only"
     assert error_composition(["A", "B", "C"], ["A", "C"]) == "extra_only"
     assert error_composition(["A", "B"], ["A", "C"]) == "mixed"
     assert error_composition([], ["A"]) == "miss_only"
-
-
-def test_vimu_judge_rubric():
-    b = {
-        "core_intent": 4,
-        "implicit_signal": 2,
-        "target_or_social_meaning": 1,
-        "hallucination_penalty": 1,
-        "literal_only_penalty": 0,
-    }
-    assert vimu_judge_total(b) == 6
-    # official: the stated total, (total + 6) / 15
-    assert vimu_judge_normalised({"score_total": 6, "score_breakdown": b}) == pytest.approx(12 / 15)
-    assert vimu_judge_normalised({"score_total": -6}) == 0.0 and vimu_judge_normalised({"score_total": 9}) == 1.0
-    # the stated total wins over the breakdown by default; the named option recomputes Eq. 1
-    assert vimu_judge_normalised({"score_total": 3, "score_breakdown": b}) == pytest.approx(9 / 15)
-    assert vimu_judge_normalised({"score_total": 3, "score_breakdown": b}, "breakdown") == pytest.approx(12 / 15)
-    with pytest.raises(ValueError):
-        vimu_judge_normalised({"score_breakdown": b})  # no stated total: unscored
-    with pytest.raises(ValueError):
-        vimu_judge_normalised({"score_total": 12})  # outside -6..9
-    with pytest.raises(ValueError):
-        vimu_judge_total({**b, "core_intent": 6})  # out of range: judge failure
-    with pytest.raises(ValueError):
-        vimu_judge_total({k: v for k, v in b.items() if k != "literal_only_penalty"})
 
 
 def test_affinity_and_cooccurrence():
