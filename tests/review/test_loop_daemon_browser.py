@@ -20,8 +20,9 @@ recorded them (``<data dir>/review/address.json``, issue #53 point 2). With no h
 
 The sensor's minimum interval, the run queue and the run's start-up are all inside the measured
 time (docs/review.md, "The loop"; docs/operations.md). The slice is one batch of the sample
-corpus's images, the session's Label Studio servers are reused and the daemon starts once: about
-3 minutes on a quiet 2-core machine. Screenshots in test-artifacts/review/.
+corpus's images, the session's Label Studio servers are reused and the daemon starts once: 2–3
+minutes on a quiet 2-core machine (141 s measured, Label Studio's start included). Screenshots in
+test-artifacts/review/.
 """
 
 from __future__ import annotations
