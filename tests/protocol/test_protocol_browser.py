@@ -20,7 +20,7 @@ import pytest
 
 from forge.storage import TableStore
 from tests.protocol import helpers as h
-from tests.protocol.test_protocol_hummus import _write, llm_annotation
+from tests.recipes.hummus.test_hummus_protocol import _write, llm_annotation
 from tests.review import scripted as sr
 from tests.review import world
 from tests.review.test_review_browser import _login, _open_stream, _press, _project, _wait, browsers  # noqa: F401

@@ -14,8 +14,8 @@ from forge.review.card import card_lines, human_figures
 from forge.storage import TableStore
 from resources.review import ReviewResource
 from resources.storage import StorageResource
-from tests.protocol.test_protocol_iibench import responder
 from tests.recipes.iibench.test_iibench_assets import BATCH, _frames
+from tests.recipes.iibench.test_iibench_protocol import responder
 
 
 def test_a_build_without_label_studio_says_the_llm_decided_every_step(

@@ -29,8 +29,8 @@ from resources.review import ReviewResource
 from resources.storage import StorageResource
 from sensors.people import people_sensor
 from tests.protocol import helpers as h
-from tests.protocol.test_protocol_iibench import responder
 from tests.recipes.iibench.test_iibench_assets import BATCH, _frames
+from tests.recipes.iibench.test_iibench_protocol import responder
 from tests.review import scripted as sr
 from tests.review import world
 

@@ -16,7 +16,7 @@ from forge.review import gate, units
 from forge.review.labelconfig import review_config
 from forge.review.status import returned
 from forge.review.verdicts import VERDICT_COLUMNS, merge, verdict_rows
-from tests.review.test_review_hummus_edits import pair
+from tests.recipes.hummus.test_hummus_review_edits import pair
 from tests.review.test_review_units_logic import c, t
 
 HUMMUS = get("hummus").review

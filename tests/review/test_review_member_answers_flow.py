@@ -16,10 +16,10 @@ from forge.export.stages import run_export
 from forge.review import loop
 from forge.splits.config import stage_settings
 from forge.storage import TableStore
+from tests.recipes.hummus.test_hummus_review_edits import pair
 from tests.review import scripted as sr
 from tests.review import world
 from tests.review.test_review_flow import _export_lines, _resources, q
-from tests.review.test_review_hummus_edits import pair
 
 pytestmark = pytest.mark.slow  # a real Label Studio server (shared by the session's review tests)
 

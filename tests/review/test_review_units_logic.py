@@ -211,7 +211,7 @@ def test_the_unit_form_repeats_a_block_per_member_and_per_answer():
 def test_a_hummus_pair_is_one_unit_and_a_pair_edited_to_no_still_exports_its_classification():
     """The pair (extra.annotation_id) goes out whole, except the detail items the recipe no longer
     builds once the verdict is edited to No: they leave, the Classification is exported."""
-    from tests.review.test_review_hummus_edits import _cls, pair
+    from tests.recipes.hummus.test_hummus_review_edits import _cls, pair
     from tests.review.test_review_logic import _v
 
     rs = get("hummus").review
@@ -261,7 +261,7 @@ def test_a_refused_unit_annotation_goes_back_once_as_the_units_task(tmp_path):
 
 
 def test_a_box_moved_in_a_hummus_pair_task_edits_every_member_that_carries_it():
-    from tests.review.test_review_hummus_edits import pair
+    from tests.recipes.hummus.test_hummus_review_edits import pair
 
     rs = get("hummus").review
     items = pair("Yes")

@@ -39,7 +39,7 @@ REJECTS: dict[str, dict[str, str]] = {
         "indirect_not_ambiguous": _VAGUE,
         "indirect_judge_failed": UNTESTED,
         "low_indirect_rating": _VAGUE_STUB,
-        "dropped_by_people": "tests/protocol/test_protocol_vague.py",  # raters' ratings decide (issue #54)
+        "dropped_by_people": "tests/recipes/vague/test_vague_protocol.py",  # raters' ratings decide (issue #54)
     },
     "vague_options": {
         "fs_generation_failed": UNTESTED,

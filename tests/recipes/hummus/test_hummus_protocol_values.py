@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from assets.recipes.hummus.logic import protocol as P
 from forge.protocol import form
-from tests.protocol.test_protocol_hummus import llm_annotation
+from tests.recipes.hummus.test_hummus_protocol import llm_annotation
 
 
 def _row(tmp_path) -> dict:
