@@ -46,7 +46,8 @@ TOP_LEVEL = {
     " per-benchmark blocks here only override a paper's own files",
     "data_contracts/": "contracts of the shared tables (a paper's own are in its contracts/)",
     "docs/": "one page per concern (this one: docs/conventions.md)",
-    "tests/": "pytest, mirroring the tree; a paper's tests and release fixtures in tests/recipes/<paper>/;"
+    "tests/": "pytest, mirroring the tree; a paper's tests (its human steps and review rules too) and release"
+    " fixtures in tests/recipes/<paper>/;"
     " tests/llm_double/ is the OpenAI-compatible double",
     "perf/": "performance scripts that print numbers over the whole job",
     "scripts/": "set-up and maintenance scripts (scripts/gen_docs.py writes the generated parts of the docs)",
