@@ -146,7 +146,7 @@ def test_a_bad_media_reject_removes_the_clip_with_its_reason(review_env, tmp_pat
     r1 = sr.reviewer(ls, "r1@review.test")
     eg, minor = vimu_item("clip_pass", "EG"), vimu_item("clip_minor", "OE")
     _verdicts(ls, r1, "vimu", {eg: sr.reject("bad_media"), minor: sr.ACCEPT})  # one item of the clip
-    _review(data, "vimu", "verdicts")
+    _review(data, "vimu", "review_results")
 
     clip = set(items.loc[items["unit_id"] == "clip_pass", "item_id"])
     assert len(clip) == 4
@@ -176,7 +176,7 @@ def test_a_vimu_wrong_gold_asks_vimu_annotations_again_for_that_task_only(review
     r1 = sr.reviewer(ls, "r1@review.test")
     rm, oe, sv = (vimu_item("clip_pass", t) for t in ("RM", "OE", "SV"))
     _verdicts(ls, r1, "vimu", {rm: sr.reject("wrong_gold"), oe: sr.ACCEPT, sv: sr.ACCEPT})
-    _review(data, "vimu", "verdicts")
+    _review(data, "vimu", "review_results")
 
     build(vimu_annotations, vimu_questions, vimu_items)  # what `cli.build --select vimu_annotations+` runs
     calls = store.read("llm_calls")  # each stage's latest run
@@ -195,7 +195,7 @@ def test_a_vimu_wrong_gold_asks_vimu_annotations_again_for_that_task_only(review
         ), same
 
     _gate(store, "vimu", after.reset_index())
-    _review(data, "vimu", "review_tasks", "verdicts")
+    _review(data, "vimu", "review_tasks", "review_results")
     v = store.read("verdicts", parts=["vimu"]).set_index("item_id")
     assert bool(v.loc[rm, "stale"]) and v.loc[rm, "stale_reason"] == "item_changed"  # the old reject stays
     assert not bool(v.loc[oe, "stale"])  # the accepted OE item needs no new review
@@ -244,7 +244,7 @@ def test_a_vague_wrong_option_asks_the_intention_stage_again(review_env, request
     review("review_tasks")
     bad = items.iloc[0]
     _verdicts(ls, sr.reviewer(ls, "r1@review.test"), "vague", {str(bad["item_id"]): sr.reject("wrong_gold")})
-    review("verdicts")
+    review("review_results")
     before = store.read("vague_direct").set_index("frame_id")["intention"]
 
     build()
@@ -332,7 +332,7 @@ def test_a_hummus_verdict_edit_updates_the_labels_and_the_detail_items(review_en
     _gate(store, "hummus", items)
     _hummus_review(store, "review_tasks", tmp_path)
     _verdicts(ls, sr.reviewer(ls, "r1@review.test"), "hummus", {cls: sr.edit(answer="B")})  # Yes -> No
-    _hummus_review(store, "verdicts", tmp_path)
+    _hummus_review(store, "review_results", tmp_path)
 
     status = _status(store, "hummus")
     assert status[cls] == "accepted"
@@ -350,7 +350,7 @@ def test_a_hummus_verdict_edit_updates_the_labels_and_the_detail_items(review_en
     assert rebuilt["task"].tolist() == ["classification"]  # a No pair has no detail items, as the recipe builds it
     _gate(store, "hummus", store.read("hummus_items"))
     _hummus_review(store, "review_tasks", tmp_path)
-    _hummus_review(store, "verdicts", tmp_path)
+    _hummus_review(store, "review_results", tmp_path)
     v = store.read("verdicts", parts=["hummus"]).set_index("item_id")
     assert v.loc[cls, "edit_status"] == "applied" and not bool(v.loc[cls, "stale"])  # the edit still counts
     status = _status(store, "hummus")
@@ -368,7 +368,7 @@ def test_a_reviewed_hummus_verdict_survives_a_flipped_regeneration(review_env, t
     r1 = sr.reviewer(ls, "r1@review.test")
     # the person says Yes; the box is wrong: asked again
     _verdicts(ls, r1, "hummus", {pair["classification"]: sr.ACCEPT, pair["image_box"]: sr.reject("wrong_gold")})
-    _hummus_review(store, "verdicts", tmp_path)
+    _hummus_review(store, "review_results", tmp_path)
 
     build(ha.hummus_annotations, ha.hummus_items)  # asked again, the model says No
     rej = store.read("rejects")
