@@ -2,7 +2,7 @@
 (``forge.people.kind.PeopleKind``: item review, the blind baseline, each protocol step, judge
 validation) becomes the pair ``<b>_<kind>_tasks`` → ``<b>_<kind>_results``. The assets are thin:
 they hand the run's resources to the client's plain function (``Side``) and publish its
-``Outcome``; ``people_sensor`` (sensors/people.py) runs them.
+``StageResult`` (``forge/storage/result.py``); ``people_sensor`` (sensors/people.py) runs them.
 
 Label Studio down: under policy ``required`` a side fails with a message naming ``make review``
 and writes nothing (a push it stopped midway writes its ledger); otherwise it completes with the
@@ -22,8 +22,9 @@ from forge.benchmarks import registry
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.checks.nli import NLIResult
 from forge.evals.people_kinds import kinds_of
-from forge.people.kind import Outcome, PairSide, PeopleKind, Side
+from forge.people.kind import PairSide, PeopleKind, Side
 from forge.people.push import PushInterrupted
+from forge.storage.result import StageResult
 from resources.llm import LLMResource
 from resources.nli import default_nli
 from resources.review import ReviewResource
@@ -98,7 +99,7 @@ def run_side(
         down=lambda exc, what: server_down(kind, exc, context, what),
         warn=context.log.warning,
     )
-    out: Outcome = side.run(s)
+    out: StageResult = side.run(s)
     if out.record_llm:
         for made in engines:
             record_llm_calls(store, made, out.llm_parts)
@@ -107,7 +108,7 @@ def run_side(
             check_name=c.name,
             asset_key=context.asset_key,
             passed=c.passed,
-            severity=dg.AssetCheckSeverity.WARN if c.warn else dg.AssetCheckSeverity.ERROR,
+            severity=dg.AssetCheckSeverity.WARN if c.severity == "warn" else dg.AssetCheckSeverity.ERROR,
             metadata=md_values(dict(c.metadata)),
         )
         for c in out.checks

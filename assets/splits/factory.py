@@ -31,10 +31,10 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.export import stages as export
 from forge.gates import stages as gates
 from forge.gold.apply import gold_version
-from forge.items import outcome
 from forge.provenance.versioning import content_hash
 from forge.splits import stages as st
 from forge.splits.config import StageSettings, stage_settings
+from forge.storage import result as outcome
 from resources.llm import LLMResource
 from resources.storage import StorageResource
 
@@ -42,7 +42,7 @@ SEVERITY = {"warn": dg.AssetCheckSeverity.WARN, "error": dg.AssetCheckSeverity.E
 
 
 def as_metadata(md: dict[str, Any]) -> dict[str, Any]:
-    """Plain values from the stages (``forge/items/outcome.py``) → Dagster metadata values."""
+    """Plain values from the stages (``forge/storage/result.py``) → Dagster metadata values."""
     out: dict[str, Any] = {}
     for k, v in md.items():
         if isinstance(v, outcome.Markdown):
@@ -99,13 +99,9 @@ def _splits_defs(spec: BenchmarkSpec, settings: StageSettings) -> tuple[dg.Asset
     )
     def _splits(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
         t0 = time.perf_counter()
-        rows, md = st.compute_splits(storage.store, spec, settings)
+        out = st.compute_splits(storage.store, spec, settings)
         return publish(
-            storage.store,
-            {"splits": {spec.name: rows}},
-            metadata=as_metadata(md),
-            asset_key=context.asset_key,
-            started=t0,
+            storage.store, out.tables, metadata=as_metadata(out.metadata), asset_key=context.asset_key, started=t0
         )
 
     @dg.asset_check(
@@ -162,11 +158,8 @@ def _gated_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefin
             record_llm_calls(storage.store, out.engine, [(gates.BLIND_STAGE, spec.name)])
         res = publish(
             storage.store,
-            {
-                "gated_items": {spec.name: out.tables["gated_items"]},
-                "gate_results": {spec.name: out.tables["gate_results"]},
-            },
-            rejects=[out.rejects],
+            out.tables,
+            rejects=out.rejects,
             metadata=as_metadata(out.metadata),
             asset_key=context.asset_key,
             started=t0,
@@ -224,7 +217,8 @@ def _export_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefi
         context: dg.AssetExecutionContext, config: ExportConfigRun, storage: StorageResource
     ) -> dg.MaterializeResult:
         t0 = time.perf_counter()
-        frame, md, checks = export.run_export(storage.store, spec, settings, config.force_stub)
+        out = export.run_export(storage.store, spec, settings, config.force_stub)
+        md = out.metadata
         if md.get("status") == "refused":  # a refused export is a failed step, not a green run
             raise dg.Failure(
                 description=str(md.get("note", f"{spec.name} export refused")),
@@ -232,7 +226,7 @@ def _export_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefi
             )
         res = publish(
             storage.store,
-            {"exports": {spec.name: frame}},
+            out.tables,
             metadata=as_metadata(md),
             asset_key=context.asset_key,
             started=t0,
@@ -240,7 +234,7 @@ def _export_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefi
         return dg.MaterializeResult(
             asset_key=context.asset_key,
             metadata=res.metadata,
-            check_results=[*res.check_results, *(check_result(c) for c in checks)],
+            check_results=[*res.check_results, *(check_result(c) for c in out.checks)],
             data_version=res.data_version,
         )
 

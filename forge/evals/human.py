@@ -51,8 +51,9 @@ from forge.people.refusal import control_problem, skipped
 from forge.people.sample import subset
 from forge.review.items import blind_task_data, box_answer, revision
 from forge.review.labelconfig import BOX_LABEL, LETTERS, human_config
-from forge.review.stages import StageOut, clip_paths, read, settings
+from forge.review.stages import clip_paths, read, settings
 from forge.storage import TableStore
+from forge.storage.result import StageResult
 
 MODEL = "human"
 BLIND_DIR = BLIND_MEDIA  # under the data dir: the blind instance's document root (its media only)
@@ -132,7 +133,7 @@ def blind_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["project_title"].astype(str).str.contains(BLIND_TITLE, regex=False)]
 
 
-def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "") -> StageOut:
+def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "") -> StageResult:
     """Push the latest export's test items, blind, to the blind instance (``ls``: its client;
     None: tool down, policy advisory: the recorded tasks stay, with ``note``). The tool's tasks
     carry only an opaque key; the rows of ``review_tasks`` (file ``<b>__human``) map each task back
@@ -145,7 +146,7 @@ def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | No
     recorded = recorded if len(recorded) else pd.DataFrame(columns=TASK_COLUMNS)
     prev = blind_rows(recorded)
     legacy = recorded.drop(prev.index)
-    out = StageOut(metadata={"export_version": version or "none", "items": len(items)})
+    out = StageResult(metadata={"export_version": version or "none", "items": len(items)})
     if len(legacy):
         out.metadata["legacy_tasks"] = (
             f"{len(legacy)} task(s) of an older human baseline on the review instance, kept as they are "
@@ -157,7 +158,7 @@ def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | No
             if rs.policy == ReviewPolicy.OFF
             else f"no exported {spec.name} test items yet: materialize `{spec.name}_export` first"
         )
-        out.tables["review_tasks"] = recorded
+        out.tables["review_tasks"] = {part(spec): recorded}
         if ls is None and not items.empty and rs.policy != ReviewPolicy.OFF:
             # the blind copies are made now, in the build, while the tool is down: the loop's
             # first push then only uploads (MAIA's 195 clips took the loop run's slot for minutes)
@@ -192,7 +193,7 @@ def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | No
     known = rows["item_id"].isin(list(real))
     rows.loc[known, "revision"] = [real[k][1] for k in rows.loc[known, "item_id"]]
     rows.loc[known, "item_id"] = [real[k][0] for k in rows.loc[known, "item_id"]]
-    out.tables["review_tasks"] = pd.concat([legacy, rows], ignore_index=True) if len(legacy) else rows
+    out.tables["review_tasks"] = {part(spec): pd.concat([legacy, rows], ignore_index=True) if len(legacy) else rows}
     out.metadata["pushed"] = counts
     if refused:
         out.metadata["refused"] = refused

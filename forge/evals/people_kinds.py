@@ -25,12 +25,13 @@ from forge.evals.config import benchmark_block, load_eval_config
 from forge.evals.pipeline import load_export
 from forge.people import read as people_read
 from forge.people.client import ReviewServerDown
-from forge.people.kind import Outcome, PairSide, PeopleKind, Probe, Side, Watch, project_watch
+from forge.people.kind import PairSide, PeopleKind, Probe, Side, Watch, project_watch
 from forge.protocol.kind import step_kind
 from forge.provenance.versioning import content_hash, spec_parts
 from forge.review import stages as rv
 from forge.review.kind import VERSION, review_kind
 from forge.storage import TableStore
+from forge.storage.result import StageResult
 
 BASELINE_TABLES = ("eval_predictions", "eval_scores", "human_answers", "human_scores")
 JUDGE_TABLES = ("judge_ratings", "judge_agreement")
@@ -43,15 +44,15 @@ def _policy(spec: BenchmarkSpec) -> str:
 # -- the blind baseline ----------------------------------------------------------------------------
 
 
-def push_baseline(spec: BenchmarkSpec, side: Side) -> Outcome:
+def push_baseline(spec: BenchmarkSpec, side: Side) -> StageResult:
     try:
         out = human.run_human_tasks(side.store, spec, side.blind())
     except ReviewServerDown as exc:
         out = human.run_human_tasks(side.store, spec, None, side.down(exc, "nothing pushed or read"))
-    return Outcome(tables={"review_tasks": {human.part(spec): out.tables["review_tasks"]}}, metadata=out.metadata)
+    return out.only("review_tasks")
 
 
-def score_baseline(spec: BenchmarkSpec, side: Side) -> Outcome:
+def score_baseline(spec: BenchmarkSpec, side: Side) -> StageResult:
     store, part = side.store, f"{human.MODEL}__{spec.name}"
     judge = side.llm() if side.llm is not None and spec.eval.judge_prompt else None
     try:
@@ -66,7 +67,7 @@ def score_baseline(spec: BenchmarkSpec, side: Side) -> Outcome:
         tables |= {t: store.read(t, parts=[spec.name]) for t in ("human_answers", "human_scores")}
     if tables["human_answers"].empty:
         tables["human_answers"] = pd.DataFrame(columns=human.ANSWER_COLUMNS)
-    return Outcome(
+    return StageResult(
         tables={t: {part if t.startswith("eval_") else spec.name: f} for t, f in tables.items()},
         metadata=md,
         record_llm=False,  # the judge's calls of the baseline are not logged (as before the one factory)
@@ -148,24 +149,24 @@ def _preds(store: TableStore, spec: BenchmarkSpec) -> pd.DataFrame:
     return store.read("eval_predictions", where="benchmark = ?", params=[spec.name], columns=cols)
 
 
-def push_judge(spec: BenchmarkSpec, side: Side) -> Outcome:
+def push_judge(spec: BenchmarkSpec, side: Side) -> StageResult:
     store, cfg = side.store, load_eval_config()
     items = load_export(store.data_dir / "exports", spec, benchmark_block(cfg, spec)["export_version"]).items
     try:
         md = jv.run_judge_tasks(side.review(), spec, _preds(store, spec), items, cfg)
     except ReviewServerDown as exc:
         md = {"note": side.down(exc, "nothing pushed or read")}
-    return Outcome(metadata=dict(md))
+    return StageResult(metadata=dict(md))
 
 
-def read_judge(spec: BenchmarkSpec, side: Side) -> Outcome:
+def read_judge(spec: BenchmarkSpec, side: Side) -> StageResult:
     store, cfg = side.store, load_eval_config()
     preds = _preds(store, spec)
     try:
         ratings = jv.read_ratings(side.review(), spec, preds, cfg)
     except ReviewServerDown as exc:  # the recorded figures stay as they are
         note = side.down(exc, "nothing pushed or read")
-        return Outcome(
+        return StageResult(
             tables={t: {spec.name: store.read(t, parts=[spec.name])} for t in JUDGE_TABLES}, metadata={"note": note}
         )
     s = jv.settings(spec, cfg)
@@ -173,7 +174,9 @@ def read_judge(spec: BenchmarkSpec, side: Side) -> Outcome:
     judges = sorted(preds["judge_model"].dropna().astype(str).unique()) if "judge_model" in preds else []
     rows = jv.agreement_rows(spec, fig, ", ".join(judges) or None)
     md = {k: v for k, v in fig.items() if k != "labels"} | {"ratings": len(ratings)}
-    return Outcome(tables={"judge_ratings": {spec.name: ratings}, "judge_agreement": {spec.name: rows}}, metadata=md)
+    return StageResult(
+        tables={"judge_ratings": {spec.name: ratings}, "judge_agreement": {spec.name: rows}}, metadata=md
+    )
 
 
 def judge_kind(spec: BenchmarkSpec) -> PeopleKind:

@@ -20,7 +20,6 @@ from forge.gates import checks as sg
 from forge.gates.stages import BLIND_PROMPT
 from forge.items.fields import LIST_COLUMNS, imported_ids, is_mcq, lst
 from forge.items.manifest import MANIFEST, existing_versions, read_manifest
-from forge.items.outcome import Check, FilePath, Markdown
 from forge.items.read import read_table
 from forge.llm.prompts import load_prompt
 from forge.llm.stub import StubOutputError, ensure_no_stub, stub_made
@@ -31,6 +30,7 @@ from forge.review.stages import export_gate as review_gate
 from forge.splits.config import GateConfig, StageSettings
 from forge.storage import TableStore
 from forge.storage.paths import resolve_stored
+from forge.storage.result import Check, FilePath, Markdown, StageResult
 from forge.storage.trees import fetch_tree, publish_tree
 
 
@@ -73,9 +73,9 @@ def card_gates(res: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def run_export(
-    store: TableStore, spec: BenchmarkSpec, settings: StageSettings, force_stub: bool
-) -> tuple[pd.DataFrame, dict[str, Any], list[Check]]:
+def run_export(store: TableStore, spec: BenchmarkSpec, settings: StageSettings, force_stub: bool) -> StageResult:
+    """Gate, write and check ``spec``'s export: table ``exports`` (part ``spec.name``: every version),
+    metadata (``status`` ``refused``: a refused export, the asset fails), checks."""
     name = spec.name
     gated = read_table(store, "gated_items", parts=[name])
     for c in LIST_COLUMNS:  # Parquet lists come back as numpy arrays
@@ -204,7 +204,9 @@ def run_export(
         ),
         Check("export_integrity", not bad, "error", {"versions": n_versions, "modified_files": bad[:20]}),
     ]
-    return exports_frame(exports_dir(store), name, store.data_dir), md, checks
+    return StageResult(
+        {"exports": {name: exports_frame(exports_dir(store), name, store.data_dir)}}, metadata=md, checks=checks
+    )
 
 
 def nothing_accepted_note(store: TableStore, name: str, review: dict[str, Any], built: int) -> str:

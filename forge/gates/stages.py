@@ -9,7 +9,6 @@ a gate never splits.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,14 @@ from forge.gates import checks as sg
 from forge.gates.blind import Probe
 from forge.gold.apply import gold_items
 from forge.items.fields import imported_ids, is_mcq, normalise_items, unit_of
-from forge.items.outcome import Check, Markdown, md_table
+from forge.items.outcome import md_table
 from forge.items.read import read_table
 from forge.llm.prompts import load_prompt
 from forge.llm.stub import stub_made
 from forge.splits.config import GateConfig, StageSettings
 from forge.storage import RejectLog, TableStore
 from forge.storage.contracts import load_contract
+from forge.storage.result import Check, Markdown, StageResult
 
 BLIND_PROMPT = Path(__file__).resolve().parents[2] / "assets" / "splits" / "prompts" / "blind_solver.yaml"
 BLIND_STAGE = "blind_solver"
@@ -51,15 +51,6 @@ GATE_CHECKS = {
 
 def gate_config_slice(cfg: dict[str, Any]) -> dict[str, Any]:
     return {k: cfg.get(k) for k in ("gates", "blind", "seed", "options", "unit_key")}
-
-
-@dataclass
-class GateOutcome:
-    tables: dict[str, pd.DataFrame]
-    rejects: RejectLog
-    metadata: dict[str, Any]
-    checks: list[Check]
-    engine: Any = None  # the blind solver's engine when it ran (its calls are to be recorded)
 
 
 def _blind_cost(engine: Any, calls: pd.DataFrame, spec: BenchmarkSpec) -> dict[str, Any]:
@@ -88,8 +79,9 @@ def _blind_cost(engine: Any, calls: pd.DataFrame, spec: BenchmarkSpec) -> dict[s
 
 def run_gates(
     store: TableStore, spec: BenchmarkSpec, settings: StageSettings, engine_factory: Callable[[], Any]
-) -> GateOutcome:
-    """Gate ``spec``'s split items. ``engine_factory`` makes the LLM engine of the blind probe
+) -> StageResult:
+    """Gate ``spec``'s split items (tables ``gated_items``, ``gate_results``, part ``spec.name``;
+    ``engine``: the blind solver's, when it ran, whose calls are to be recorded). ``engine_factory`` makes the LLM engine of the blind probe
     (called only when the probe runs). Imported release items pass unchanged unless a
     ``gates.imported`` opt-in says otherwise (``forge/gates/steps.py``)."""
     cfg, gcfg = settings.raw, settings.gates
@@ -144,24 +136,23 @@ def run_gates(
     kept["benchmark"] = name
     md |= _gate_metadata(df, kept, results_df, probe, pos, gcfg, imported, fs)
     checks = _gate_checks(cfg, gcfg, md, df, probe, pos, fs, imported)
-    return GateOutcome(
-        {"gated_items": kept.reindex(columns=load_contract("gated_items").column_names), "gate_results": results_df},
-        rej,
-        md,
-        checks,
-        engine,
+    gated = kept.reindex(columns=load_contract("gated_items").column_names)
+    return StageResult(
+        {"gated_items": {name: gated}, "gate_results": {name: results_df}}, [rej], md, checks, engine=engine
     )
 
 
-def _no_gate_items(spec: BenchmarkSpec, items: pd.DataFrame, md: dict[str, Any], rej: RejectLog) -> GateOutcome:
+def _no_gate_items(spec: BenchmarkSpec, items: pd.DataFrame, md: dict[str, Any], rej: RejectLog) -> StageResult:
     md["note"] = (
         f"no items: `{spec.items_table}` is missing or empty"
         if items.empty
         else f"no splits for {spec.name}: materialize `{spec.asset('splits')}` first"
     )
     checks = [Check(c, True, "warn", {"items": 0, "note": md["note"]}) for c in GATE_CHECKS]
-    empty = {t: pd.DataFrame(columns=load_contract(t).column_names) for t in ("gated_items", "gate_results")}
-    return GateOutcome(empty, rej, md, checks)
+    empty = {
+        t: {spec.name: pd.DataFrame(columns=load_contract(t).column_names)} for t in ("gated_items", "gate_results")
+    }
+    return StageResult(empty, [rej], md, checks)
 
 
 def _imported_md(gcfg: GateConfig, imported: set[str], kept: pd.DataFrame, pos: Any, fs: Any) -> dict[str, Any]:

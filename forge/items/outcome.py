@@ -1,28 +1,9 @@
-"""What a Dagster-free stage hands its asset besides tables: check outcomes and metadata values
-marked as markdown or a path (``assets/splits/factory.py`` turns them into Dagster's types)."""
+"""A frame as a markdown table, for stage metadata and dataset cards (the stage result itself,
+with its ``Markdown`` / ``FilePath`` values and checks, is ``forge/storage/result.py``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 import pandas as pd
-
-
-class Markdown(str):
-    """A metadata value shown as markdown."""
-
-
-class FilePath(str):
-    """A metadata value shown as a path."""
-
-
-@dataclass
-class Check:
-    name: str
-    passed: bool
-    severity: str = "warn"  # warn | error
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def md_table(df: pd.DataFrame) -> str:

@@ -15,11 +15,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
 from forge.people.client import LabelStudio
 from forge.provenance.versioning import content_hash
 from forge.storage import TableStore
+from forge.storage.result import StageResult
 
 
 @dataclass(frozen=True)
@@ -41,28 +40,6 @@ class Side:
 
 
 @dataclass(frozen=True)
-class CheckResult:
-    name: str
-    passed: bool
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    warn: bool = True  # WARN severity (people still at work is not a failure)
-
-
-@dataclass
-class Outcome:
-    """What a side produced: tables (table → part → frame, validated and written by ``publish``),
-    rejects, metadata, the checks it declared, and (stage, part) pairs whose old LLM calls an
-    empty file replaces."""
-
-    tables: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict)
-    rejects: list[Any] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    checks: list[CheckResult] = field(default_factory=list)
-    llm_parts: list[tuple[str, str]] = field(default_factory=list)
-    record_llm: bool = True  # False: the engines made no call worth a log (the tool was down)
-
-
-@dataclass(frozen=True)
 class Check:
     """An asset check a side declares beside its tables' contract checks."""
 
@@ -76,7 +53,7 @@ class PairSide:
 
     deps: tuple[str, ...]
     description: str
-    run: Callable[[Side], Outcome]
+    run: Callable[[Side], StageResult]  # tables (table → part → frame), rejects, metadata, checks
     tables: tuple[str, ...] = ()  # contract checks and table metadata
     needs: frozenset[str] = frozenset()  # resources beyond storage and review: "llm"
     checks: tuple[Check, ...] = ()

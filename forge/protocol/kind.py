@@ -15,10 +15,11 @@ import pandas as pd
 from forge.benchmarks.protocol_spec import HumanStep
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.people.client import ReviewServerDown
-from forge.people.kind import FlowOn, Outcome, PairSide, PeopleKind, Probe, Side, Watch, project_watch
+from forge.people.kind import FlowOn, PairSide, PeopleKind, Probe, Side, Watch, project_watch
 from forge.protocol import flow, steps
 from forge.protocol.agreement import AGREEMENT, step_agreement
 from forge.provenance.versioning import content_hash
+from forge.storage.result import StageResult
 
 VERSION = "protocol-1"
 TABLES = (steps.RESULTS, steps.ANSWERS, AGREEMENT)
@@ -28,15 +29,15 @@ def frame(side: Side, step: HumanStep) -> pd.DataFrame:
     return steps.stage_frame(side.store, step)  # a missing or malformed stage: its ValueError fails the step
 
 
-def push(spec: BenchmarkSpec, step: HumanStep, side: Side) -> Outcome:
+def push(spec: BenchmarkSpec, step: HumanStep, side: Side) -> StageResult:
     try:
         counts = steps.push(side.review(), side.store, spec, step, frame(side, step))
     except ReviewServerDown as exc:  # policy required: fails naming `make review`; else a note
-        return Outcome(metadata={"note": side.down(exc, "nothing pushed")})
-    return Outcome(metadata=dict(counts))
+        return StageResult(metadata={"note": side.down(exc, "nothing pushed")})
+    return StageResult(metadata=dict(counts))
 
 
-def read(spec: BenchmarkSpec, step: HumanStep, side: Side) -> Outcome:
+def read(spec: BenchmarkSpec, step: HumanStep, side: Side) -> StageResult:
     store, key = side.store, steps.part(spec, step)
     engine = side.llm() if side.llm is not None else None  # the control judge, where the step has one
     try:
@@ -50,7 +51,7 @@ def read(spec: BenchmarkSpec, step: HumanStep, side: Side) -> Outcome:
         res, ans = (steps.last(store, t, key) for t in (steps.RESULTS, steps.ANSWERS))
         res = flow.offline_results(spec, step, frame(side, step), res)
         figures, recorded = {"note": note, **steps.figures(res, ans, {})}, False
-    return Outcome(
+    return StageResult(
         tables={steps.RESULTS: {key: res}, steps.ANSWERS: {key: ans}, AGREEMENT: {key: step_agreement(ans)}},
         metadata=figures,
         llm_parts=[(side.asset, key)],

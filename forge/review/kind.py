@@ -14,13 +14,14 @@ from forge.benchmarks.spec import BenchmarkSpec
 from forge.gates.stages import BLIND_PROMPT
 from forge.people import ledger
 from forge.people.client import ReviewServerDown
-from forge.people.kind import Check, CheckResult, Outcome, PairSide, PeopleKind, Probe, Side, Watch
+from forge.people.kind import Check, PairSide, PeopleKind, Probe, Side, Watch
 from forge.provenance.versioning import content_hash, spec_parts
 from forge.review import loop
 from forge.review import stages as rv
 from forge.review.reprobe import Reprobe
 from forge.splits.config import stage_settings
 from forge.storage import TableStore
+from forge.storage import result as sr
 
 VERSION = "review-1"
 COVERAGE_CHECK = "review_coverage"
@@ -28,7 +29,7 @@ TASK_TABLES = ("review_tasks", loop.LEDGER, loop.RECONCILIATION)
 RESULT_TABLES = ("verdicts", "review_status")
 
 
-def push(spec: BenchmarkSpec, side: Side) -> Outcome:
+def push(spec: BenchmarkSpec, side: Side) -> sr.StageResult:
     try:
         out = rv.run_review_tasks(side.store, spec, side.review())
     except ReviewServerDown as exc:
@@ -36,10 +37,10 @@ def push(spec: BenchmarkSpec, side: Side) -> Outcome:
     said = (out.metadata.get("reconciliation") or {}).get("message")
     if said:  # the catalog and the tool disagreed (a replaced database, ...): said, never fixed by deleting
         side.warn(said)
-    return Outcome(tables={t: {spec.name: out.tables[t]} for t in TASK_TABLES}, metadata=out.metadata)
+    return out.only(*TASK_TABLES)
 
 
-def read(spec: BenchmarkSpec, side: Side) -> Outcome:
+def read(spec: BenchmarkSpec, side: Side) -> sr.StageResult:
     assert side.llm is not None and side.nli is not None  # declared: needs llm
     probe = Reprobe(stage_settings(spec), side.llm, BLIND_PROMPT)  # edited revisions re-enter the probe
     nli = side.nli(f"{side.asset}_nli")  # an edited foil's contradiction test
@@ -48,15 +49,10 @@ def read(spec: BenchmarkSpec, side: Side) -> Outcome:
     except ReviewServerDown as exc:
         out = rv.run_verdicts(side.store, spec, None, side.down(exc, "nothing read"), probe=probe, nli=nli)
     md = out.metadata
-    coverage = CheckResult(  # items awaiting review are the policy working, not a failure: WARN
-        COVERAGE_CHECK, md["items_needing_review"] == md["reviewed"], rv.coverage_note(md)
+    coverage = sr.Check(  # items awaiting review are the policy working, not a failure: WARN
+        COVERAGE_CHECK, md["items_needing_review"] == md["reviewed"], "warn", rv.coverage_note(md)
     )
-    return Outcome(
-        tables={t: {spec.name: out.tables[t]} for t in RESULT_TABLES},
-        rejects=out.rejects,
-        metadata=md,
-        checks=[coverage],
-    )
+    return sr.StageResult({t: out.tables[t] for t in RESULT_TABLES}, out.rejects, md, [coverage])
 
 
 def never_pushed(store: TableStore, name: str) -> list[str]:

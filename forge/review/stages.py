@@ -9,7 +9,6 @@ annotation), ``human_answers`` (the blind answers of the human baseline). One fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -31,16 +30,9 @@ from forge.review.reprobe import Reprobe, reprobe
 from forge.review.status import review_status
 from forge.review.verdicts import VERDICT_COLUMNS, merge, verdict_rows
 from forge.storage import RejectLog, TableStore
+from forge.storage.result import StageResult
 
 REJECT_REASON = "reviewer_rejected"  # rejects.reason; the reviewer's own reason leads the detail
-
-
-@dataclass
-class StageOut:
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    rejects: list[RejectLog] = field(default_factory=list)
-    engine: Any = None  # the LLM engine, when the stage called one (its calls go to llm_calls)
 
 
 def settings(spec: BenchmarkSpec) -> ReviewSpec:
@@ -93,7 +85,7 @@ def prior_text(g: pd.DataFrame) -> str:
     )
 
 
-def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "") -> StageOut:
+def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "") -> StageResult:
     """Push every item that needs review (not yet decided at its current revision) to the
     benchmark's one review project, disputed items to its adjudication project, and refused
     verdicts back to their reviewers (``returned``); append what was done to the task ledger.
@@ -101,14 +93,14 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
     ``note``. Label Studio stopping mid-push: the ledger keeps the tasks made so far and
     ``PushInterrupted`` says how many; the next push continues."""
     rs = settings(spec)
-    out = StageOut(metadata={"policy": str(rs.policy), "reviewers_per_item": rs.reviewers})
+    out = StageResult(metadata={"policy": str(rs.policy), "reviewers_per_item": rs.reviewers})
     prev = read(store, "review_tasks", spec.name)
     prev = prev if len(prev) else pd.DataFrame(columns=TASK_COLUMNS)
     book = loop.load_ledger(store, spec.name)
     if rs.policy == ReviewPolicy.OFF or ls is None:
         out.metadata["note"] = note or f"review policy off for {spec.name}: nothing pushed"
-        out.tables.update({"review_tasks": prev, loop.LEDGER: book})
-        out.tables[loop.RECONCILIATION] = reconcile.table(store, loop.RECONCILIATION, spec.name, {})[0]
+        out.tables.update({"review_tasks": {spec.name: prev}, loop.LEDGER: {spec.name: book}})
+        out.tables[loop.RECONCILIATION] = {spec.name: reconcile.table(store, loop.RECONCILIATION, spec.name, {})[0]}
         return out
     ls.ensure_up()
     inst = ident.instance_of(ls.projects()) or ident.new_id()  # this database's (forge/people/identity.py)
@@ -120,7 +112,8 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
     seen = tool.view(ls, [spec.name], book, looked)  # only tasks provably this benchmark's count
     events, figures = reconcile.reconcile(spec.name, book, seen, titles)
     book = ledger.append(book, events)
-    out.tables[loop.RECONCILIATION], said = reconcile.table(store, loop.RECONCILIATION, spec.name, figures)
+    recon, said = reconcile.table(store, loop.RECONCILIATION, spec.name, figures)
+    out.tables[loop.RECONCILIATION] = {spec.name: recon}
     out.metadata["reconciliation"] = {**figures, **({"message": said} if said else {})}
     live = seen.ours
     live_ids = seen.live_ids()
@@ -162,8 +155,8 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
     except ReviewServerDown as exc:  # the tasks made so far are recorded now: the next push continues
         ledger.write(store, loop.LEDGER, spec.name, ledger.append(book, progress.events))
         raise exc if isinstance(exc, PushInterrupted) else PushInterrupted(progress, exc) from exc
-    out.tables["review_tasks"] = pd.concat([prev[prev["kind"] == "human"], *frames], ignore_index=True)
-    out.tables[loop.LEDGER] = ledger.append(book, progress.events)
+    out.tables["review_tasks"] = {spec.name: pd.concat([prev[prev["kind"] == "human"], *frames], ignore_index=True)}
+    out.tables[loop.LEDGER] = {spec.name: ledger.append(book, progress.events)}
     out.metadata.update(
         {
             "projects": {k: str(p["title"]) for k, p in projects.items()},
@@ -221,7 +214,7 @@ def run_verdicts(
     note: str = "",
     probe: Reprobe | None = None,
     nli: NLIBackend | None = None,
-) -> StageOut:
+) -> StageResult:
     """Read every annotation back, merge with the recorded verdicts, apply edits, reject what
     reviewers rejected (stage ``human_review``). ``ls`` None (the tool is down, policy
     advisory): the recorded verdicts are re-resolved, nothing read, with ``note``. ``probe``:
@@ -231,7 +224,7 @@ def run_verdicts(
     rs = settings(spec)
     tasks = loop.load_ledger(store, spec.name)  # every task ever pushed, in whichever project it lives
     prev = read(store, "verdicts", spec.name)
-    out = StageOut()
+    out = StageResult()
     polled: list[dict[str, Any]] = []
     if ls is None:
         merged = prev.reindex(columns=VERDICT_COLUMNS) if len(prev) else pd.DataFrame(columns=VERDICT_COLUMNS)
@@ -264,8 +257,8 @@ def run_verdicts(
     if probe is not None:
         probed, out.engine = reprobe(res.items, res.verdicts, probe, spec.asset("review_results"), spec.name)
         res = gate.resolve(items, probed, rs, store.data_dir, nli) if out.engine is not None else res
-    out.tables["verdicts"] = res.verdicts
-    out.tables["review_status"] = review_status(spec.name, res, rs.policy, rs.unit or spec.split.unit_key)
+    out.tables["verdicts"] = {spec.name: res.verdicts}
+    out.tables["review_status"] = {spec.name: review_status(spec.name, res, rs.policy, rs.unit or spec.split.unit_key)}
     log = RejectLog(gate.STAGE, spec.name)
     for item_id, why in sorted(res.reasons.items()):
         drop = res.source_drops.get(item_id)

@@ -14,7 +14,7 @@ import pandas as pd
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.gold.apply import gold_items
 from forge.items.fields import unit_of
-from forge.items.outcome import Check, Markdown, md_table
+from forge.items.outcome import md_table
 from forge.items.read import read_table
 from forge.provenance.versioning import content_hash
 from forge.splits import assign as sa
@@ -23,6 +23,7 @@ from forge.splits.config import StageSettings
 from forge.splits.release import assign_with_release_splits
 from forge.storage import TableStore
 from forge.storage.contracts import load_contract
+from forge.storage.result import Check, Markdown, StageResult
 
 VERSION = "1"  # the splits / gates / export stages' logic version (their code versions)
 
@@ -67,17 +68,14 @@ def _with_units(groups: pd.Series, items: pd.DataFrame, unit_key: str | None) ->
     return groups.map(lambda g: find(str(g)))
 
 
-def compute_splits(
-    store: TableStore, spec: BenchmarkSpec, settings: StageSettings
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The ``splits`` rows of ``spec`` and metadata figures."""
+def compute_splits(store: TableStore, spec: BenchmarkSpec, settings: StageSettings) -> StageResult:
+    """The ``splits`` rows of ``spec`` (table ``splits``, part ``spec.name``) and metadata figures."""
     cfg = settings.raw
     items = gold_items(store, spec)
     cols = load_contract("splits").column_names
     if items.empty:
-        return pd.DataFrame(columns=cols), {
-            "note": f"no items: `{spec.items_table}` is missing or empty; nothing to split"
-        }
+        note = f"no items: `{spec.items_table}` is missing or empty; nothing to split"
+        return StageResult({"splits": {spec.name: pd.DataFrame(columns=cols)}}, metadata={"note": note})
     items = lk.fill_channels(items, read_table(store, "videos"))
     items["item_id"] = items["item_id"].astype(str)
     links = links_for(store, items, cfg)
@@ -109,7 +107,7 @@ def compute_splits(
         md["release_split"] = vars(kept)
     for k, v in counts.items():
         md[f"split/{k}"] = int(v)
-    return m[cols], md
+    return StageResult({"splits": {spec.name: m[cols]}}, metadata=md)
 
 
 def leakage_check(store: TableStore, spec: BenchmarkSpec, settings: StageSettings) -> Check:

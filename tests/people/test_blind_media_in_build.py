@@ -47,7 +47,7 @@ def test_a_build_with_label_studio_down_makes_the_blind_copies_once(tmp_path, mo
     assert len(items)
 
     out = human.run_human_tasks(store, spec, None, "Label Studio is not reachable")
-    assert out.tables["review_tasks"].empty  # nothing pushed: the tool is down
+    assert out.frame("review_tasks").empty  # nothing pushed: the tool is down
     assert out.metadata["note"] == "Label Studio is not reachable"
     assert out.metadata["blind_media"] == f"{len(items)} item(s) ready for the first push"
     made = sorted((data / BLIND_MEDIA / "iibench").iterdir())

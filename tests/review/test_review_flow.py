@@ -153,7 +153,7 @@ def test_review_gates_the_export_end_to_end(review_env):
 
     # the export holds back m4 (one accept of two), drops m2, keeps m1 and the adjudicated m3
     spec = get("maia")
-    frame, md_export, _ = run_export(store, spec, stage_settings(spec), force_stub=False)
+    md_export = run_export(store, spec, stage_settings(spec), force_stub=False).metadata
     exported = {json.loads(line)["item_id"] for line in _export_lines(data, "maia")}
     assert exported == {"m1", "m3"}
     assert md_export["review_coverage"] == "3/4"

@@ -128,12 +128,12 @@ def test_opt_ins_change_imported_items_and_the_card_says_so(store, tmp_path, llm
     cfg["gates"]["imported"] = {"rebalance_positions": True, "drop_blind_solvable": True}
     cfg["blind"]["action"] = "drop"
     out = run_gates(store, spec, StageSettings.parse(cfg), llm_double_resource().engine)
-    res = out.tables["gate_results"]
+    res = out.frame("gate_results")
     assert (res["reason"] == "blind_solvable").all()  # both opt-ins on: flagged imported items dropped
     cfg["blind"]["action"] = "report"
     settings = StageSettings.parse(cfg)
     out = run_gates(store, spec, settings, llm_double_resource().engine)
-    gated = out.tables["gated_items"]
+    gated = out.frame("gated_items")
     assert gated["reshuffled"].sum() > 0 and set(gated["answer"]) != {"A"}  # re-lettered, by opt-in only
-    card = "\n".join(_card_sections(gated, out.tables["gate_results"], settings.gates))
+    card = "\n".join(_card_sections(gated, out.frame("gate_results"), settings.gates))
     assert "Imported items changed by opt-in options" in card and "gates.imported.rebalance_positions" in card

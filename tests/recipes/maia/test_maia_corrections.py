@@ -60,7 +60,7 @@ def _record(store: TableStore, rows: list[dict]) -> None:
     df["seconds"] = df["seconds"].fillna(4.0)
     store.write("verdicts", c.conform(df), "maia", schema=c.arrow_schema())
     out = stages.run_verdicts(store, spec, None)
-    store.write("verdicts", c.conform(out.tables["verdicts"]), "maia", schema=c.arrow_schema())
+    store.write("verdicts", c.conform(out.frame("verdicts")), "maia", schema=c.arrow_schema())
 
 
 def _paid(store: TableStore, stage: str) -> set[str]:
