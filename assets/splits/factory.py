@@ -79,7 +79,6 @@ def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
 
 
 def _splits_defs(spec: BenchmarkSpec, settings: StageSettings) -> tuple[dg.AssetsDefinition, dg.AssetChecksDefinition]:
-    cfg = settings.raw
     split_key = spec.asset("splits")
 
     @dg.asset(
@@ -89,7 +88,7 @@ def _splits_defs(spec: BenchmarkSpec, settings: StageSettings) -> tuple[dg.Asset
         deps=[spec.items_asset, *release_deps(spec.name)],
         automation_condition=FAN_IN,
         # gold_version: the explicit gold step (forge/gold/apply.py) these three assets read items through
-        code_version=content_hash(st.VERSION, st.split_config_slice(cfg), cfg.get("unit_key"), gold_version(spec)),
+        code_version=content_hash(st.VERSION, settings.version_slice("split"), settings.unit_key, gold_version(spec)),
         check_specs=contract_check_specs(split_key, ["splits"]),
         metadata=table_metadata(["splits"]),
         description=f"Leakage-free, category-stratified splits of `{spec.items_table}` (table `splits`, file "
@@ -118,11 +117,10 @@ def _splits_defs(spec: BenchmarkSpec, settings: StageSettings) -> tuple[dg.Asset
 
 
 def _gated_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefinition:
-    cfg = settings.raw
     split_key, gated_key = spec.asset("splits"), spec.asset("gated")
 
     class GateConfigRun(dg.Config):
-        blind_action: str = str((cfg.get("blind") or {}).get("action", "report"))  # report | drop (opt-in) | off
+        blind_action: str = str(settings.gates.blind.action)  # report | drop (opt-in) | off
 
     gate_specs = contract_check_specs(gated_key, ["gated_items", "gate_results"]) + [
         dg.AssetCheckSpec(name, asset=gated_key, description=desc) for name, desc in gates.GATE_CHECKS.items()
@@ -135,7 +133,7 @@ def _gated_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefin
         pool="llm",
         deps=[split_key],
         code_version=content_hash(
-            st.VERSION, gates.gate_config_slice(cfg), gold_version(spec), files=[gates.BLIND_PROMPT]
+            st.VERSION, settings.version_slice("gate"), gold_version(spec), files=[gates.BLIND_PROMPT]
         ),
         check_specs=gate_specs,
         metadata=table_metadata(["gated_items"]),
@@ -175,11 +173,10 @@ def _gated_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefin
 
 
 def _export_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefinition:
-    cfg = settings.raw
     gated_key, export_key = spec.asset("gated"), spec.asset("export")
 
     class ExportConfigRun(dg.Config):
-        force_stub: bool = bool((cfg.get("export") or {}).get("force_stub", False))
+        force_stub: bool = settings.export.force_stub
 
     @dg.asset(
         name=export_key,
@@ -192,7 +189,7 @@ def _export_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefi
         # demo run does not leave every export Unsynced in the UI.
         code_version=content_hash(
             st.VERSION,
-            {k: v for k, v in (cfg.get("export") or {}).items() if k != "force_stub"},
+            settings.version_slice("export"),
             gold_version(spec),
             files=[gates.BLIND_PROMPT],
         ),

@@ -4,7 +4,6 @@ an immutable versioned export with its dataset card (``forge/export/write.py``),
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +82,7 @@ def run_export(store: TableStore, spec: BenchmarkSpec, settings: StageSettings, 
             gated[c] = gated[c].map(lst)
     # human review (forge/review, docs/review.md): rejected items leave, and under policy `required`
     # so do items without their accepted verdicts; reviewers' edits arrive as new revisions
-    cfg, gcfg = settings.raw, settings.gates
+    gcfg = settings.gates
     built = len(gated)
     gated, review = _review(store, spec, gated, gcfg.imported.review)
     review["human_figures"] = human_figures(store, name)  # the card's human baselines and judge kappas
@@ -147,7 +146,7 @@ def run_export(store: TableStore, spec: BenchmarkSpec, settings: StageSettings, 
                 "extra_sections": [x for x in ("\n".join(_card_sections(gated, res, gcfg)), *spec.card_sections) if x],
                 "review": review,
             }
-            stage_cfg = json.loads(json.dumps({k: v for k, v in cfg.items()}, default=str))
+            stage_cfg = settings.recorded()
             stage_cfg["export"] = dict(stage_cfg.get("export") or {}, force_stub=force_stub)
             stage_cfg["blind_prompt_hash"] = load_prompt(BLIND_PROMPT).hash
             stage_cfg["review"] = {k: review.get(k) for k in ("policy", "reviewers_per_item", "splits_reviewed")}
@@ -163,7 +162,7 @@ def run_export(store: TableStore, spec: BenchmarkSpec, settings: StageSettings, 
                 card_context=ctx,
                 forced_stub=force_stub and stub_n > 0,
                 stub_items=stub_n,
-                copy_media=bool((cfg.get("export") or {}).get("copy_media", True)),
+                copy_media=settings.export.copy_media,
             )
             status = out.status
             if out.status == "written":  # on object storage: the new version into the bucket, its manifest last

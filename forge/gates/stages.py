@@ -49,10 +49,6 @@ GATE_CHECKS = {
 }
 
 
-def gate_config_slice(cfg: dict[str, Any]) -> dict[str, Any]:
-    return {k: cfg.get(k) for k in ("gates", "blind", "seed", "options", "unit_key")}
-
-
 def _blind_cost(engine: Any, calls: pd.DataFrame, spec: BenchmarkSpec) -> dict[str, Any]:
     """What the blind test cost this run, and its share of all the benchmark's LLM requests."""
     s = engine.stats()
@@ -84,13 +80,13 @@ def run_gates(
     ``engine``: the blind solver's, when it ran, whose calls are to be recorded). ``engine_factory`` makes the LLM engine of the blind probe
     (called only when the probe runs). Imported release items pass unchanged unless a
     ``gates.imported`` opt-in says otherwise (``forge/gates/steps.py``)."""
-    cfg, gcfg = settings.raw, settings.gates
+    gcfg = settings.gates
     name = spec.name
     rej = RejectLog(spec.asset("gated"), "all")
     items = gold_items(store, spec)
     sp = read_table(store, "splits", parts=[name])
     md: dict[str, Any] = {
-        "options": cfg.get("options"),
+        "options": settings.options,
         "blind_action": str(gcfg.blind.action),
         "blind_unit": str(gcfg.blind.unit),
     }
@@ -101,7 +97,7 @@ def run_gates(
     df = df.merge(sp[["item_id", "split", "group_id"]], on="item_id", how="inner")
     md["items_without_split"] = int(len(items) - len(df))
     df["reshuffled"] = False
-    units = unit_of(df, cfg.get("unit_key"))
+    units = unit_of(df, settings.unit_key)
 
     # 1–2. empty fields / contract / media, whole units, duplicate items
     fs = steps.field_and_duplicates(df, units, imported, gcfg, store.data_dir)
@@ -125,7 +121,7 @@ def run_gates(
     md["guess_drop_probability"] = sg.guess_drop_table(mcq_alive, bc, blind_units) if bc.enabled else {}
     status |= steps.blind_drops(probe, gcfg, imported)
     # 4. correct-option positions per split (never fixed-order options, never imported items by default)
-    pos = steps.positions(df[~df["item_id"].isin(status)].copy(), imported, gcfg, (cfg.get("seed", 0), name))
+    pos = steps.positions(df[~df["item_id"].isin(status)].copy(), imported, gcfg, (settings.seed, name))
     kept = steps.with_blind_columns(pos.kept, probe)
 
     for item_id, (reason, detail) in sorted(status.items()):
@@ -135,7 +131,7 @@ def run_gates(
     )
     kept["benchmark"] = name
     md |= _gate_metadata(df, kept, results_df, probe, pos, gcfg, imported, fs)
-    checks = _gate_checks(cfg, gcfg, md, df, probe, pos, fs, imported)
+    checks = _gate_checks(settings.options, gcfg, md, df, probe, pos, fs, imported)
     gated = kept.reindex(columns=load_contract("gated_items").column_names)
     return StageResult(
         {"gated_items": {name: gated}, "gate_results": {name: results_df}}, [rej], md, checks, engine=engine
@@ -235,7 +231,7 @@ def _gate_metadata(
 
 
 def _gate_checks(
-    cfg: dict[str, Any],
+    options: str | None,
     gcfg: GateConfig,
     md: dict[str, Any],
     df: pd.DataFrame,
@@ -301,7 +297,7 @@ def _gate_checks(
                 "max_deviation_before": max((f.max_deviation for f in pos.before), default=0.0),
                 "tolerance": gcfg.position_tolerance,
                 "reshuffled": pos.moved,
-                "option_policy": cfg.get("options"),
+                "option_policy": options,
                 "per_split": fig_json,
                 "imported_as_released": sum(f.n for f in pos.imported),  # never moved (gates.imported)
             },

@@ -263,26 +263,69 @@ class GateConfig:
 
 
 @dataclass(frozen=True)
+class ExportSettings:
+    force_stub: bool = False  # export stub-made items anyway (the card says so); a run flag too
+    copy_media: bool = True  # copy media files into the export folder
+
+
+@dataclass(frozen=True)
 class StageSettings:
     """One benchmark's splits / gates / export settings, parsed once where the spec is resolved
-    (the asset factories) and passed down whole. ``raw`` is the merged document as read: the
-    stages' code versions and the export's recorded configuration are made from it."""
+    (the asset factories) and passed down whole; every setting a stage uses is a typed field.
+    ``document`` is the merged document as read, kept only as the record: the stages' code
+    versions hash slices of it (``version_slice``) and the export records it (``recorded``)."""
 
-    raw: dict[str, Any]
     sizes: SplitSizes
     gates: GateConfig
+    export: ExportSettings
+    seed: int
+    unit_key: str | None  # the unit a split never divides (the spec's)
+    options: str | None  # the option policy (the spec's)
+    leakage_keys: tuple[str, ...]  # empty: every kind (forge/splits/leakage.py KEY_KINDS)
+    phash_threshold: int
+    document: dict[str, Any] = field(repr=False, compare=False)
 
     @classmethod
-    def parse(cls, raw: dict[str, Any]) -> StageSettings:
-        return cls(raw, SplitSizes.from_config(raw), GateConfig.from_config(raw))
+    def parse(cls, doc: dict[str, Any]) -> StageSettings:
+        ex = doc.get("export") or {}
+        return cls(
+            sizes=SplitSizes.from_config(doc),
+            gates=GateConfig.from_config(doc),
+            export=ExportSettings(bool(ex.get("force_stub", False)), bool(ex.get("copy_media", True))),
+            seed=int(doc.get("seed", 0)),
+            unit_key=doc.get("unit_key"),
+            options=doc.get("options"),
+            leakage_keys=tuple(doc.get("leakage_keys") or ()),
+            phash_threshold=int((doc.get("near_duplicate") or {}).get("phash_threshold", 8)),
+            document=doc,
+        )
+
+    def version_slice(self, stage: str) -> dict[str, Any]:
+        """The part of the document a stage's code version hashes (``split``, ``gate``, ``export``;
+        the export's leaves out ``force_stub``, a run flag and not logic)."""
+        d = self.document
+        if stage == "export":
+            return {k: v for k, v in (d.get("export") or {}).items() if k != "force_stub"}
+        keys = _VERSION_KEYS[stage]
+        return {k: d.get(k) for k in keys}
+
+    def recorded(self) -> dict[str, Any]:
+        """A JSON copy of the document (the export's recorded configuration)."""
+        return json.loads(json.dumps(dict(self.document), default=str))
 
     def with_blind_action(self, action: str) -> StageSettings:
         """These settings under a run's own blind action (the gated asset's run config)."""
         if action == str(self.gates.blind.action):
             return self
-        raw = json.loads(json.dumps(self.raw))
-        raw.setdefault("blind", {})["action"] = action
-        return StageSettings.parse(raw)
+        doc = self.recorded()
+        doc.setdefault("blind", {})["action"] = action
+        return StageSettings.parse(doc)
+
+
+_VERSION_KEYS = {
+    "split": ("seed", "sizes", "min_rest_share", "leakage_keys", "near_duplicate"),
+    "gate": ("gates", "blind", "seed", "options", "unit_key"),
+}
 
 
 def stage_settings(spec: BenchmarkSpec, path: Path = SPLITS_CONFIG) -> StageSettings:

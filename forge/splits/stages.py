@@ -28,19 +28,15 @@ from forge.storage.result import Check, Markdown, StageResult
 VERSION = "1"  # the splits / gates / export stages' logic version (their code versions)
 
 
-def split_config_slice(cfg: dict[str, Any]) -> dict[str, Any]:
-    return {k: cfg.get(k) for k in ("seed", "sizes", "min_rest_share", "leakage_keys", "near_duplicate")}
-
-
-def links_for(store: TableStore, items: pd.DataFrame, cfg: dict[str, Any]) -> lk.ItemLinks:
+def links_for(store: TableStore, items: pd.DataFrame, settings: StageSettings) -> lk.ItemLinks:
     return lk.build_links(
         items,
         frames=read_table(store, "frames"),
         duplicates=read_table(store, "duplicates"),
         frame_hashes=read_table(store, "frame_hashes"),
         data_dir=store.data_dir,
-        kinds=cfg.get("leakage_keys") or lk.KEY_KINDS,
-        phash_threshold=int((cfg.get("near_duplicate") or {}).get("phash_threshold", 8)),
+        kinds=settings.leakage_keys or lk.KEY_KINDS,
+        phash_threshold=settings.phash_threshold,
     )
 
 
@@ -70,7 +66,6 @@ def _with_units(groups: pd.Series, items: pd.DataFrame, unit_key: str | None) ->
 
 def compute_splits(store: TableStore, spec: BenchmarkSpec, settings: StageSettings) -> StageResult:
     """The ``splits`` rows of ``spec`` (table ``splits``, part ``spec.name``) and metadata figures."""
-    cfg = settings.raw
     items = gold_items(store, spec)
     cols = load_contract("splits").column_names
     if items.empty:
@@ -78,15 +73,15 @@ def compute_splits(store: TableStore, spec: BenchmarkSpec, settings: StageSettin
         return StageResult({"splits": {spec.name: pd.DataFrame(columns=cols)}}, metadata={"note": note})
     items = lk.fill_channels(items, read_table(store, "videos"))
     items["item_id"] = items["item_id"].astype(str)
-    links = links_for(store, items, cfg)
-    groups = _with_units(lk.leakage_groups(items["item_id"], links), items, cfg.get("unit_key"))
+    links = links_for(store, items, settings)
+    groups = _with_units(lk.leakage_groups(items["item_id"], links), items, settings.unit_key)
     sizes = settings.sizes
-    seed = int(cfg.get("seed", 0))
+    seed = settings.seed
     assigned, kept = assign_with_release_splits(items, groups, sizes, seed)  # imported releases keep their split
     m = assigned.merge(items[["item_id", "category", "task", "source_item_id", "channel"]], on="item_id", how="left")
     m["group_size"] = m.groupby("group_id")["item_id"].transform("size").astype("int64")
     m["benchmark"], m["seed"] = spec.name, seed
-    m["version"] = content_hash(VERSION, split_config_slice(cfg))
+    m["version"] = content_hash(VERSION, settings.version_slice("split"))
     rep = lk.cross_split_pairs(assigned, links)
     counts = assigned["split"].value_counts().reindex(sizes.names, fill_value=0)
     md: dict[str, Any] = {
@@ -101,8 +96,8 @@ def compute_splits(store: TableStore, spec: BenchmarkSpec, settings: StageSettin
         "cross_split_linked_pairs": rep.total,
         "per_category": Markdown(md_table(sa.split_summary(assigned, items))),
     }
-    if cfg.get("unit_key"):
-        md["unit_key"] = cfg["unit_key"]
+    if settings.unit_key:
+        md["unit_key"] = settings.unit_key
     if kept.kept:
         md["release_split"] = vars(kept)
     for k, v in counts.items():
@@ -118,7 +113,7 @@ def leakage_check(store: TableStore, spec: BenchmarkSpec, settings: StageSetting
     if sp.empty or items.empty:
         return Check("no_leakage_across_splits", True, "error", {"items": 0, "note": "no split items"})
     items = lk.fill_channels(items[items["item_id"].astype(str).isin(set(sp["item_id"]))], read_table(store, "videos"))
-    rep = lk.cross_split_pairs(sp[["item_id", "split"]], links_for(store, items, settings.raw))
+    rep = lk.cross_split_pairs(sp[["item_id", "split"]], links_for(store, items, settings))
     return Check(
         "no_leakage_across_splits",
         rep.total == 0,

@@ -18,7 +18,15 @@ BELOW_FACTORY = ("items", "gold", "splits", "gates", "review", "export", "evals"
 def test_parsed_once_equals_parsing_each_part():
     raw = benchmark_config(registry.get("iibench"))
     s = StageSettings.parse(raw)
-    assert s.raw is raw
+    assert s.document is raw
+    # every setting a stage uses is a typed field, read from the one document
+    assert (s.seed, s.unit_key, s.options) == (raw["seed"], raw["unit_key"], raw["options"])
+    assert (
+        s.leakage_keys == tuple(raw["leakage_keys"]) and s.phash_threshold == raw["near_duplicate"]["phash_threshold"]
+    )
+    assert (s.export.force_stub, s.export.copy_media) == (raw["export"]["force_stub"], raw["export"]["copy_media"])
+    assert s.version_slice("gate")["blind"] is raw["blind"] and "force_stub" not in s.version_slice("export")
+    assert s.recorded() == raw and s.recorded() is not raw
     assert s.sizes == SplitSizes.from_config(raw) and s.sizes.names == ["dev", "validation", "test"]
     assert s.gates == GateConfig.from_config(raw)
     assert stage_settings(registry.get("vimu")).gates.rebalance_positions is False  # fixed-order options
@@ -29,8 +37,8 @@ def test_a_run_blind_action_overrides_without_touching_the_original():
     assert s.with_blind_action(str(s.gates.blind.action)) is s
     other = "off" if s.gates.blind.action != BlindAction.OFF else "report"
     run = s.with_blind_action(other)
-    assert str(run.gates.blind.action) == other and run.raw["blind"]["action"] == other
-    assert s.gates.blind.action != BlindAction(other) and s.raw["blind"].get("action") != other
+    assert str(run.gates.blind.action) == other and run.document["blind"]["action"] == other
+    assert s.gates.blind.action != BlindAction(other) and s.document["blind"].get("action") != other
 
 
 def test_the_run_action_wins_over_legacy_keys():
@@ -39,6 +47,31 @@ def test_the_run_action_wins_over_legacy_keys():
     s = StageSettings.parse(raw)
     assert s.gates.blind.action == BlindAction.OFF
     assert s.with_blind_action("report").gates.blind.action == BlindAction.REPORT
+
+
+def _document_reads(source: str, rel: str) -> list[str]:
+    """``<x>.document`` / ``<x>.raw`` read off a settings object: the stages use typed fields."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in ("document", "raw"):
+            owner = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
+            if "settings" in owner:
+                found.append(f"{rel}:{node.lineno}: {owner}.{node.attr}")
+    return found
+
+
+def test_no_stage_reads_the_settings_document():
+    found = []
+    for top in ("forge", "assets"):
+        for f in sorted((ROOT / top).rglob("*.py")):
+            rel = f.relative_to(ROOT).as_posix()
+            if rel != "forge/splits/config.py":
+                found += _document_reads(f.read_text(), rel)
+    assert found == []
+    assert _document_reads("cfg = settings.raw\nx = self.settings.document", "x.py") == [
+        "x.py:1: settings.raw",
+        "x.py:2: settings.document",
+    ]  # the check can fail
 
 
 def _lookups(source: str, rel: str) -> list[str]:
