@@ -10,6 +10,7 @@ partition's own numbers on that partition's materialization (see ``publish``).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -26,6 +27,7 @@ from forge.provenance.versioning import content_hash, rows_version
 from forge.storage import UNPARTITIONED, RejectLog, TableStore, refresh_catalog
 from forge.storage.contracts import Contract, load_contract
 from forge.storage.rejects import REJECTS_TABLE
+from forge.storage.result import Check, FilePath, Markdown
 
 # Items enter in batches (a source cut into chunks); every per-item stage is partitioned by
 # batch, so a user re-runs one batch, backfills many, and the partition count stays sane
@@ -571,3 +573,34 @@ class Progress:
             rate = self.done / max(now - self.t0, 1e-9)
             eta = (self.total - self.done) / rate if rate > 0 else float("inf")
             self.log.info(f"{self.what}: {self.done}/{self.total} ({rate:.1f}/s, ETA {eta:.0f}s)")
+
+
+SEVERITY = {"warn": dg.AssetCheckSeverity.WARN, "error": dg.AssetCheckSeverity.ERROR}
+
+
+def as_metadata(md: Mapping[str, Any]) -> dict[str, Any]:
+    """A stage result's plain metadata values (``forge/storage/result.py``) → Dagster's."""
+    out: dict[str, Any] = {}
+    for k, v in md.items():
+        if isinstance(v, Markdown):
+            out[k] = dg.MetadataValue.md(str(v))
+        elif isinstance(v, FilePath):
+            out[k] = dg.MetadataValue.path(str(v))
+        elif isinstance(v, (dict, list, tuple)):
+            out[k] = dg.MetadataValue.json(json.loads(json.dumps(v, default=str)))
+        elif v is None:
+            out[k] = ""
+        else:
+            out[k] = v
+    return out
+
+
+def check_result(c: Check, asset_key: dg.AssetKey | None = None) -> dg.AssetCheckResult:
+    """A stage result's check → Dagster's."""
+    return dg.AssetCheckResult(
+        check_name=c.name,
+        passed=bool(c.passed),
+        severity=SEVERITY[c.severity],
+        metadata=as_metadata(c.metadata),
+        asset_key=asset_key,
+    )

@@ -10,13 +10,12 @@ note (each client says what stands meanwhile).
 """
 
 # No `from __future__ import annotations`: Dagster reads the `context` annotation at definition time.
-import json
 import time
 from typing import Any
 
 import dagster as dg
 
-from assets.common import contract_check_specs, publish, table_metadata
+from assets.common import as_metadata, check_result, contract_check_specs, publish, table_metadata
 from assets.llm_support import record_llm_calls
 from forge.benchmarks import registry
 from forge.benchmarks.spec import BenchmarkSpec
@@ -48,16 +47,6 @@ class StageNLI:
             self.backend = default_nli().classifier(engine=engine, stage=self.stage, partition=self.partition)
             self.name = self.backend.name
         return self.backend.classify(pairs, item_ids)
-
-
-def md_values(md: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in md.items():
-        if isinstance(v, (dict, list, tuple)):
-            out[k] = dg.MetadataValue.json(json.loads(json.dumps(v, default=str)))
-        else:
-            out[k] = "" if v is None else v
-    return out
 
 
 def server_down(kind: PeopleKind, exc: Exception, context: dg.AssetExecutionContext, what: str) -> str:
@@ -103,23 +92,14 @@ def run_side(
     if out.record_llm:
         for made in engines:
             record_llm_calls(store, made, out.llm_parts)
-    checks = [
-        dg.AssetCheckResult(
-            check_name=c.name,
-            asset_key=context.asset_key,
-            passed=c.passed,
-            severity=dg.AssetCheckSeverity.WARN if c.severity == "warn" else dg.AssetCheckSeverity.ERROR,
-            metadata=md_values(dict(c.metadata)),
-        )
-        for c in out.checks
-    ]
+    checks = [check_result(c, context.asset_key) for c in out.checks]
     if not out.tables:
-        return dg.MaterializeResult(metadata=md_values(out.metadata), check_results=checks or None)
+        return dg.MaterializeResult(metadata=as_metadata(out.metadata), check_results=checks or None)
     res = publish(
         store,
         out.tables,
         rejects=out.rejects,
-        metadata=md_values(out.metadata),
+        metadata=as_metadata(out.metadata),
         asset_key=context.asset_key,
         started=t0,
     )

@@ -16,14 +16,12 @@
 An empty or missing items table never fails a run: each asset completes with a ``note``.
 """
 
-import json
 import time
-from typing import Any
 
 import dagster as dg
 
 from assets.automation import FAN_IN
-from assets.common import contract_check_specs, publish, table_metadata
+from assets.common import as_metadata, check_result, contract_check_specs, publish, table_metadata
 from assets.llm_support import record_llm_calls
 from assets.releases.keys import release_deps
 from forge.benchmarks.registry import resolve
@@ -34,38 +32,8 @@ from forge.gold.apply import gold_version
 from forge.provenance.versioning import content_hash
 from forge.splits import stages as st
 from forge.splits.config import StageSettings, stage_settings
-from forge.storage import result as outcome
 from resources.llm import LLMResource
 from resources.storage import StorageResource
-
-SEVERITY = {"warn": dg.AssetCheckSeverity.WARN, "error": dg.AssetCheckSeverity.ERROR}
-
-
-def as_metadata(md: dict[str, Any]) -> dict[str, Any]:
-    """Plain values from the stages (``forge/storage/result.py``) → Dagster metadata values."""
-    out: dict[str, Any] = {}
-    for k, v in md.items():
-        if isinstance(v, outcome.Markdown):
-            out[k] = dg.MetadataValue.md(str(v))
-        elif isinstance(v, outcome.FilePath):
-            out[k] = dg.MetadataValue.path(str(v))
-        elif isinstance(v, (dict, list, tuple)):
-            out[k] = dg.MetadataValue.json(json.loads(json.dumps(v, default=str)))
-        elif v is None:
-            out[k] = ""
-        else:
-            out[k] = v
-    return out
-
-
-def check_result(c: outcome.Check, asset_key: dg.AssetKey | None = None) -> dg.AssetCheckResult:
-    return dg.AssetCheckResult(
-        check_name=c.name,
-        passed=bool(c.passed),
-        severity=SEVERITY[c.severity],
-        metadata=as_metadata(c.metadata),
-        asset_key=asset_key,
-    )
 
 
 def benchmark_defs(benchmark: str | BenchmarkSpec) -> dg.Definitions:
