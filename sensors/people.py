@@ -128,6 +128,11 @@ def loop_request(now: dict[str, tuple[PeopleKind, Watch, list[str]]], state: str
         QUEUE: "loop",  # its own run queue (.dagster_home/dagster.yaml), first in line
         "dagster/priority": "10",
         "subtext/people_due": ",".join(sorted(now)),
+        # a run whose worker died or could not load the code location is run again once by the daemon
+        # (.dagster_home/dagster.yaml run_retries): the same situation is never requested twice, so
+        # without it people would wait until something else changed. A failing step is not retried.
+        "dagster/max_retries": "1",
+        "dagster/retry_on_asset_or_op_failure": "false",
     }
     if fams[("review", "human")]:
         tags["subtext/review_benchmarks"] = ",".join(sorted({key.split("/")[0] for key in fams[("review", "human")]}))

@@ -27,6 +27,8 @@ def test_project_instance_config(tmp_path, monkeypatch):
             assert {"key": "subtext/queue", "value": queue, "limit": 1} in limits
         assert cfg.pool_config.default_pool_limit == 4
         assert instance.run_monitoring_enabled
+        # run retries: opt in per run with dagster/max_retries (a people-loop run does)
+        assert instance.run_retries_enabled and instance.run_retries_max_retries == 0
         assert instance.run_monitoring_settings["free_slots_after_run_end_seconds"] == 60
         # Named pool limits live in the instance storage (what `make setup` applies).
         instance.event_log_storage.set_concurrency_slots("gpu", 1)

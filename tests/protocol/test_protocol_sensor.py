@@ -109,6 +109,8 @@ def test_every_kind_due_goes_into_one_loop_run_and_a_step_pushed_while_the_tool_
     assert keys.index("vague_review_results") < keys.index("vague_review_tasks")  # read, then push
     assert req.job_name == LOOP_JOB != FLOW_JOB
     assert req.tags["subtext/queue"] == "loop" and req.tags["dagster/priority"] == "10"
+    # a run-level failure (the worker died, the code location did not load) is retried once; a step's is not
+    assert req.tags["dagster/max_retries"] == "1" and req.tags["dagster/retry_on_asset_or_op_failure"] == "false"
     assert req.tags["subtext/people_due"] == "maia/judge,vague/direct_rating,vague/review"
     assert _tick(data, instance, due.cursor).skip_reason  # the same state is not requested twice
 
