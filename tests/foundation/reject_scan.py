@@ -41,7 +41,9 @@ FORWARDED: dict[tuple[str, str], list[str] | str] = {
         "assets/recipes/maia/logic/questions.py:load_import",
         "assets/recipes/maia/logic/pool_flow.py:refine_reason",  # maia_foils: a discarded foil draw
     ],
-    ("assets/recipes/maia/logic/stages.py", "problems[0]"): ["assets/recipes/maia/logic/questions.py:question_problems"],
+    ("assets/recipes/maia/logic/stages.py", "problems[0]"): [
+        "assets/recipes/maia/logic/questions.py:question_problems"
+    ],
     ("assets/recipes/maia/assets.py", "code"): FORWARDS,  # PoolOutcome.member_reject sites
     ("assets/recipes/maia/assets.py", "str(out.reason)"): FORWARDS,  # PoolOutcome.reject_pool sites
     ("assets/recipes/maia/logic/pool_flow.py", "reason"): ["assets/recipes/maia/logic/pool_flow.py:member_reason"],

@@ -5,9 +5,9 @@ object count, and no option exceeds 15 words."""
 import pandas as pd
 import pytest
 
-from assets.recipes.vague.logic.stages import build_items
 from assets.recipes.vague.logic import logic
 from assets.recipes.vague.logic.objects import object_filter
+from assets.recipes.vague.logic.stages import build_items
 from forge.benchmarks.settings import recipe_settings
 from forge.storage import RejectLog
 from tests.recipes.vague.test_vague_logic import _frames
