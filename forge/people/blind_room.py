@@ -20,22 +20,12 @@ import json
 import os
 import secrets
 from pathlib import Path
-from typing import Any
 
-from forge.people.config import Server, _credentials, load_doc, server
+from forge.people.config import Server, _credentials, _record_address, load_doc, recorded_address, server
 from forge.people.links import BLIND_MEDIA
 
 HOME = "review/blind-studio"
-ADDRESS = "address.json"
 KEYS = "task_keys.json"  # the secret behind the blind tasks' opaque keys (0600)
-
-
-def _recorded(home: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads((home / ADDRESS).read_text())
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
 
 
 def blind_server(data_dir: Path, create: bool = False, path: Path | None = None) -> Server:
@@ -44,7 +34,7 @@ def blind_server(data_dir: Path, create: bool = False, path: Path | None = None)
     cfg = load_doc(path).get("server") or {}
     review = server(Path(data_dir), path=path)
     home = Path(data_dir).resolve() / HOME
-    seen = {} if create else _recorded(home)
+    seen = {} if create else recorded_address(home)  # the same record as the review room's, in its home
     env_port = os.environ.get("SUBTEXT_REVIEW_BLIND_PORT")
     port = int(env_port or seen.get("port") or cfg.get("blind_port") or review.port + 1)
     url = os.environ.get("SUBTEXT_REVIEW_BLIND_URL") or (
@@ -52,9 +42,7 @@ def blind_server(data_dir: Path, create: bool = False, path: Path | None = None)
     )
     creds = _credentials(home, create)
     if create:
-        tmp = home / f".{ADDRESS}.tmp"
-        tmp.write_text(json.dumps({"url": url, "host": review.host, "port": port}))
-        tmp.replace(home / ADDRESS)
+        _record_address(home, url, review.host, port)
     return Server(
         url=url,
         host=review.host,
