@@ -17,11 +17,9 @@ LMMS_VERSION="${LMMS_EVAL_VERSION:-0.7.3}"
 VENV="${LMMS_VENV:-.venv-lmms}"
 STAMP="$VENV/.installed-lmms-eval-$LMMS_VERSION-on-project-venv"
 PYTHON="${PYTHON:-python3}"
-if [ -f "$STAMP" ] && [ -x "$VENV/bin/lmms-eval" ]; then exit 0; fi
-if [ "${SUBTEXT_SKIP_LMMS_TESTS:-}" = 1 ]; then
-  echo "ensure_lmms: SUBTEXT_SKIP_LMMS_TESTS=1: lmms-eval not installed, its tests will be skipped" >&2; exit 0
-fi
-t0=$(date +%s)
+NAME=ensure_lmms
+source scripts/venv_tool.sh
+venv_tool_due "$STAMP" "$VENV/bin/lmms-eval" SUBTEXT_SKIP_LMMS_TESTS "lmms-eval not installed, its tests will be skipped"
 echo "ensure_lmms: installing lmms-eval==$LMMS_VERSION into $VENV (about 30 s, once)" >&2
 MAIN_SITE="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 rm -rf "$VENV"
@@ -31,9 +29,6 @@ echo "$MAIN_SITE" > "$LMMS_SITE/zz_subtext_project_venv.pth"
 if ! { "$VENV/bin/python" -m pip install -q --no-deps "lmms-eval==$LMMS_VERSION" &&
     "$VENV/bin/python" -m pip install -q "av<16" "filelock<4" evaluate jsonlines numexpr pytablewriter \
       tqdm-multiprocess loguru tenacity zss math-verify latex2sympy2; }; then
-  echo "ensure_lmms: pip install lmms-eval==$LMMS_VERSION into $VENV failed (see above);" >&2
-  echo "  fix the package source, or run with SUBTEXT_SKIP_LMMS_TESTS=1 to skip the lmms-eval tests" >&2
-  exit 1
+  venv_tool_failed "lmms-eval==$LMMS_VERSION" "$VENV" SUBTEXT_SKIP_LMMS_TESTS "lmms-eval tests"
 fi
-rm -f "$VENV"/.installed-lmms-eval-*; touch "$STAMP"
-echo "ensure_lmms: installed lmms-eval $LMMS_VERSION in $(( $(date +%s) - t0 ))s ($(du -sh "$VENV" | cut -f1))" >&2
+venv_tool_done "$VENV" ".installed-lmms-eval-*" "$STAMP" "lmms-eval $LMMS_VERSION ($(du -sh "$VENV" | cut -f1))"
