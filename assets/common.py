@@ -27,7 +27,7 @@ from forge.provenance.versioning import content_hash, rows_version
 from forge.storage import UNPARTITIONED, RejectLog, TableStore, refresh_catalog
 from forge.storage.contracts import Contract, load_contract
 from forge.storage.rejects import REJECTS_TABLE
-from forge.storage.result import Check, FilePath, Markdown
+from forge.storage.result import Check, FilePath, Markdown, StageResult
 
 # Items enter in batches (a source cut into chunks); every per-item stage is partitioned by
 # batch, so a user re-runs one batch, backfills many, and the partition count stays sane
@@ -603,4 +603,25 @@ def check_result(c: Check, asset_key: dg.AssetKey | None = None) -> dg.AssetChec
         severity=SEVERITY[c.severity],
         metadata=as_metadata(c.metadata),
         asset_key=asset_key,
+    )
+
+
+def publish_result(
+    store: TableStore,
+    out: StageResult,
+    asset_key: dg.AssetKey,
+    started: float | None = None,
+    keep_version: bool = True,
+) -> dg.MaterializeResult:
+    """Publish a stage's result (``publish``: its tables and rejects, its metadata) with its own
+    checks beside the contract checks. ``keep_version`` False leaves the content data version out
+    (people's work publishes without it)."""
+    res = publish(
+        store, out.tables, rejects=out.rejects, metadata=as_metadata(out.metadata), asset_key=asset_key, started=started
+    )
+    return dg.MaterializeResult(
+        asset_key=asset_key,
+        metadata=res.metadata,
+        check_results=[*res.check_results, *(check_result(c, asset_key) for c in out.checks)],
+        data_version=res.data_version if keep_version else None,
     )

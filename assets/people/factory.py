@@ -15,7 +15,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.common import as_metadata, check_result, contract_check_specs, publish, table_metadata
+from assets.common import as_metadata, check_result, contract_check_specs, publish_result, table_metadata
 from assets.llm_support import record_llm_calls
 from forge.benchmarks import registry
 from forge.benchmarks.spec import BenchmarkSpec
@@ -92,20 +92,10 @@ def run_side(
     if out.record_llm:
         for made in engines:
             record_llm_calls(store, made, out.llm_parts)
-    checks = [check_result(c, context.asset_key) for c in out.checks]
     if not out.tables:
+        checks = [check_result(c, context.asset_key) for c in out.checks]
         return dg.MaterializeResult(metadata=as_metadata(out.metadata), check_results=checks or None)
-    res = publish(
-        store,
-        out.tables,
-        rejects=out.rejects,
-        metadata=as_metadata(out.metadata),
-        asset_key=context.asset_key,
-        started=t0,
-    )
-    return dg.MaterializeResult(
-        asset_key=context.asset_key, metadata=res.metadata, check_results=[*res.check_results, *checks]
-    )
+    return publish_result(store, out, context.asset_key, started=t0, keep_version=False)
 
 
 def side_asset(kind: PeopleKind, name: str, side: PairSide) -> dg.AssetsDefinition:

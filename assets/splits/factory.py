@@ -21,7 +21,7 @@ import time
 import dagster as dg
 
 from assets.automation import FAN_IN
-from assets.common import as_metadata, check_result, contract_check_specs, publish, table_metadata
+from assets.common import check_result, contract_check_specs, publish_result, table_metadata
 from assets.llm_support import record_llm_calls
 from assets.releases.keys import release_deps
 from forge.benchmarks.registry import resolve
@@ -67,9 +67,7 @@ def _splits_defs(spec: BenchmarkSpec, settings: StageSettings) -> tuple[dg.Asset
     def _splits(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
         t0 = time.perf_counter()
         out = st.compute_splits(storage.store, spec, settings)
-        return publish(
-            storage.store, out.tables, metadata=as_metadata(out.metadata), asset_key=context.asset_key, started=t0
-        )
+        return publish_result(storage.store, out, context.asset_key, started=t0)
 
     @dg.asset_check(
         asset=split_key,
@@ -122,20 +120,7 @@ def _gated_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefin
         out = gates.run_gates(storage.store, spec, settings.with_blind_action(config.blind_action), llm.engine)
         if out.engine is not None:
             record_llm_calls(storage.store, out.engine, [(gates.BLIND_STAGE, spec.name)])
-        res = publish(
-            storage.store,
-            out.tables,
-            rejects=out.rejects,
-            metadata=as_metadata(out.metadata),
-            asset_key=context.asset_key,
-            started=t0,
-        )
-        return dg.MaterializeResult(
-            asset_key=context.asset_key,
-            metadata=res.metadata,
-            check_results=[*res.check_results, *(check_result(c) for c in out.checks)],
-            data_version=res.data_version,
-        )
+        return publish_result(storage.store, out, context.asset_key, started=t0)
 
     return _gated
 
@@ -189,18 +174,6 @@ def _export_asset(spec: BenchmarkSpec, settings: StageSettings) -> dg.AssetsDefi
                 description=str(md.get("note", f"{spec.name} export refused")),
                 metadata={"stub_items": md.get("stub_items", 0)},
             )
-        res = publish(
-            storage.store,
-            out.tables,
-            metadata=as_metadata(md),
-            asset_key=context.asset_key,
-            started=t0,
-        )
-        return dg.MaterializeResult(
-            asset_key=context.asset_key,
-            metadata=res.metadata,
-            check_results=[*res.check_results, *(check_result(c) for c in out.checks)],
-            data_version=res.data_version,
-        )
+        return publish_result(storage.store, out, context.asset_key, started=t0)
 
     return _export
