@@ -41,6 +41,7 @@ from forge.models.dependencies import MissingDependency
 from forge.provenance.versioning import content_hash
 from forge.scale.ray_pool import configured_placement, step_pools
 from forge.storage import UNPARTITIONED, RejectLog, TableStore
+from forge.storage.location import location_of
 from forge.storage.stage_cache import StageCache, content_key
 from resources.ocr import OCRResource
 from resources.storage import StorageResource
@@ -76,6 +77,21 @@ HASH_VERSION = content_hash(VERSION, files=[_MEDIA / "hashing.py"])
 OCR_VERSION = content_hash(VERSION, files=[_MEDIA / "ocr.py"])
 
 
+def _digests(store: TableStore, frames: pd.DataFrame, cache: StageCache) -> list[str]:
+    """Each frame file's SHA-256: read from the file here; on object storage, for a frame another
+    node made (not in this machine's work dir), the ``sha256`` its row holds (of the same JPEG
+    bytes); "" when neither is known (hashed, not cached)."""
+    remote = store.remote is not None
+    out = []
+    for rel, sha in zip(frames["path"], frames["sha256"] if "sha256" in frames else [None] * len(frames)):
+        p = store.data_dir / str(rel)
+        if p.is_file():
+            out.append(cache.file_digest(p))
+        else:
+            out.append(str(sha) if remote and isinstance(sha, str) and sha else "")
+    return out
+
+
 def hash_batch(
     store: TableStore,
     batch: str,
@@ -88,12 +104,15 @@ def hash_batch(
     if frames.empty:
         return pd.DataFrame(columns=HASH_COLUMNS)
     frames = frames.sort_values("frame_id").reset_index(drop=True)
-    paths = [store.data_dir / p for p in frames["path"]]
+    stored = [str(p) for p in frames["path"]]
     # an unchanged image file keeps its hashes (content-addressed; see forge/storage/stage_cache.py)
-    keys = [content_key(HASH_VERSION, cache.file_digest(p)) if cache and p.is_file() else "" for p in paths]
+    digests = _digests(store, frames, cache) if cache else [""] * len(frames)
+    keys = [content_key(HASH_VERSION, d) if d else "" for d in digests]
     known = cache.get_many("frame_hashes", [k for k in keys if k]) if cache else {}
     todo = [i for i, k in enumerate(keys) if k not in known]
-    computed = hash_paths([paths[i] for i in todo], workers, progress.step if progress else None)
+    # workers are handed the location (a URL on object storage), never this machine's path
+    where = location_of(store.data_dir)
+    computed = hash_paths(where, [stored[i] for i in todo], workers, progress.step if progress else None)
     if cache:
         cache.put_many(
             "frame_hashes", {keys[i]: asdict(r) for i, r in zip(todo, computed) if keys[i] and isinstance(r, FrameHash)}

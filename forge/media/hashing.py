@@ -20,6 +20,8 @@ import imagehash
 import numpy as np
 from PIL import Image
 
+from forge.storage.objects import localize
+
 HASH_BITS = 64
 # pHash looks at a 32x32 DCT, dHash at 9x8 pixels: decoding a JPEG at 1/2..1/8 scale
 # (PIL "draft") loses nothing they can see and makes hashing several times faster.
@@ -143,22 +145,34 @@ def hash_many(
     return out
 
 
+def hash_stored(
+    location: str, keys: list[str], workers: int = 2, on_done: Callable[[int], None] | None = None
+) -> list[FrameHash | BaseException]:
+    """``hash_many`` of stored paths (``keys``) under ``location`` (what
+    ``forge.storage.location.location_of`` hands a worker): on object storage the objects this
+    node lacks are fetched into its own work dir first, so no path is shared between nodes; a key
+    with no object is that frame's ``FileNotFoundError``, as on a local disk."""
+    root = localize(location, keys)
+    return hash_many([root / k for k in keys], workers, on_done)
+
+
 def hash_paths(
-    paths: list[Path],
+    location: str,
+    keys: list[str],
     workers: int = 2,
     on_done: Callable[[int], None] | None = None,
     placement: Any = None,
 ) -> list[FrameHash | BaseException]:
-    """``hash_many`` here, or on Ray tasks of ``shard_frames`` paths each when ``placement`` (default:
-    config's ``scale.stages.frame_hashes``) names a cluster; results in path order either way."""
+    """``hash_stored`` here, or on Ray tasks of ``shard_frames`` keys each when ``placement``
+    (default: config's ``scale.stages.frame_hashes``) names a cluster; results in key order either way."""
     from forge.scale.ray_pool import configured_placement, map_calls, shards_of
 
     placement = placement if placement is not None else configured_placement("frame_hashes")
     if not placement.enabled:
-        return hash_many(paths, workers, on_done)
+        return hash_stored(location, keys, workers, on_done)
     out: list[FrameHash | BaseException] = []
-    shards = shards_of(paths, placement.shard_frames)
-    for shard, part in zip(shards, map_calls(placement, hash_many, [(s, workers) for s in shards])):
+    shards = shards_of(keys, placement.shard_frames)
+    for shard, part in zip(shards, map_calls(placement, hash_stored, [(location, s, workers) for s in shards])):
         out += part
         if on_done:
             on_done(len(shard))

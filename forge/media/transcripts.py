@@ -30,6 +30,8 @@ from forge.models.protocols import Heard, Transcriber
 from forge.provenance.versioning import sha256_bytes
 from forge.scale.ray_pool import RayPlacement, actor_pool, map_shards
 from forge.storage import RejectLog
+from forge.storage.location import is_remote, location_of
+from forge.storage.objects import localize
 
 _log = logging.getLogger("subtext_forge.transcripts")
 
@@ -289,11 +291,21 @@ def transcribe_clips(
 def _audio_source(
     clip: Mapping[str, Any], video: Mapping[str, Any] | None, data_dir: Path
 ) -> tuple[Path | None, tuple[float | None, float | None]]:
-    """The clip file when it exists (already cut), else the source video and the clip's window."""
+    """The clip file when it exists (already cut), else the source video and the clip's window.
+    On object storage a clip or video another node made is fetched from the bucket into this
+    machine's work dir first (``objects.localize``); the Whisper actors get the audio's bytes."""
     path = clip.get("path")
-    if isinstance(path, str) and path and (data_dir / path).is_file():
+    if isinstance(path, str) and path and _present(data_dir, path):
         return data_dir / path, (None, None)
     vpath = video.get("path") if video is not None else None
-    if isinstance(vpath, str) and vpath and (data_dir / vpath).is_file():
+    if isinstance(vpath, str) and vpath and _present(data_dir, vpath):
         return data_dir / vpath, (float(clip["start_s"]), float(clip["end_s"]))
     return None, (None, None)
+
+
+def _present(data_dir: Path, rel: str) -> bool:
+    """Whether the stored file ``rel`` is on this machine, fetched from the bucket when it is not."""
+    if (data_dir / rel).is_file():
+        return True
+    where = location_of(data_dir)
+    return is_remote(where) and (localize(where, [rel]) / rel).is_file()

@@ -91,9 +91,15 @@ def fetch_many(store: TableStore, keys: list[str]) -> list[Path]:
 def localize(location: str | os.PathLike[str], keys: list[str]) -> Path:
     """A worker's local root for ``keys`` (stored paths): on object storage this node's own work
     dir, with the keys it lacks fetched from the bucket; locally the data dir itself. ``location``
-    is what ``forge.storage.location.location_of`` handed the worker."""
+    is what ``forge.storage.location.location_of`` handed the worker. A key with no object stays
+    absent, as a missing file on a local disk: the reader's open fails for that item alone."""
     if not is_remote(location):
         return Path(location)
     store = TableStore(str(location))
-    fetch_many(store, [k for k in keys if isinstance(k, str) and k and not os.path.isabs(k)])
+    for k in keys:
+        if isinstance(k, str) and k and not os.path.isabs(k):
+            try:
+                fetch(store, k)
+            except FileNotFoundError:
+                pass  # one missing frame is that frame's reject, never the whole shard's failure
     return store.data_dir

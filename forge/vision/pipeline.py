@@ -221,6 +221,7 @@ def run_ram(frames: pd.DataFrame, data_dir: Path, tagger: Tagger, reject: Reject
     from forge.vision.tagger import TAG_COLUMNS, ram_rows
 
     rows: list[dict] = []
+    data_dir = localize(location_of(data_dir), list(frames["path"]))  # frames another node made: fetched
     items = [((r.frame_id, r.batch), data_dir / r.path) for r in frames.itertuples(index=False)]
     for chunk in batched(
         prefetch(items, workers=opts.workers, ahead=opts.ahead, **opts.load_kwargs()), tagger.batch_size

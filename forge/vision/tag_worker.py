@@ -11,6 +11,8 @@ from typing import Any
 import pandas as pd
 
 from forge.scale.ray_pool import RayPlacement, actor_pool, keep_to_declared_cpus, map_shards
+from forge.storage.location import location_of
+from forge.storage.objects import localize
 
 
 class TaggingWorker:
@@ -26,7 +28,8 @@ class TaggingWorker:
         from forge.vision.pipeline import DecodeOptions, run_ram
 
         rejects: list[tuple] = []
-        df = run_ram(frames, Path(data_dir), self.tagger, lambda *a: rejects.append(a), DecodeOptions(**opts))
+        root = localize(data_dir, list(frames["path"]))  # on object storage: fetched into this node's work dir
+        df = run_ram(frames, root, self.tagger, lambda *a: rejects.append(a), DecodeOptions(**opts))
         return df, rejects, self.tagger.model_version
 
 
@@ -43,7 +46,11 @@ def ram_on_ray(
     parts, version = [], None
     with actor_pool(placement, partial(TaggingWorker, tagger_kwargs)) as pool:
         for df, rejects, v in map_shards(
-            pool, frames.reset_index(drop=True), placement.shard_frames, str(data_dir), asdict(opts)
+            pool,
+            frames.reset_index(drop=True),
+            placement.shard_frames,
+            location_of(data_dir),  # a URL on object storage: each actor fetches its frames itself
+            asdict(opts),
         ):
             parts.append(df)
             version = v

