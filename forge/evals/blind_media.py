@@ -12,6 +12,7 @@ model's). Either way the result must hash differently from the source, or it is 
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
@@ -81,6 +82,7 @@ def reencode(src: Path, dst: Path) -> None:
         try:
             (_video if video else _image)(src, tmp, attempt)
             if sha256(tmp) != source:
+                os.chmod(tmp, 0o600)  # people's blind material: this user's only, from its first moment
                 tmp.replace(dst)
                 return
         finally:

@@ -22,6 +22,7 @@ kept in ``human_answers`` with ``excluded_reason`` and never scored.
 from __future__ import annotations
 
 import json
+import os
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +53,7 @@ from forge.people.sample import subset
 from forge.review.items import blind_task_data, box_answer, revision
 from forge.review.labelconfig import BOX_LABEL, LETTERS, human_config
 from forge.review.stages import clip_paths, read, settings
-from forge.storage import TableStore
+from forge.storage import TableStore, objects
 from forge.storage.result import StageResult
 
 MODEL = "human"
@@ -85,21 +86,45 @@ def task_key(data_dir: Path, spec: BenchmarkSpec, item_id: str, rev: str) -> str
     return blind_key(data_dir, "task", spec.name, item_id, rev)
 
 
-def blind_media(data_dir: Path, spec: BenchmarkSpec, name: str, rel: str | None) -> str | None:
-    """The file at ``rel`` (data-dir relative) re-encoded under a name that says nothing about the
-    item (``review/blind/<benchmark>/<name><suffix>``, ``blind_media.reencode``): its path relative
-    to the blind instance's document root. None when there is no file; ``BlindMediaError`` when it
-    cannot be re-encoded."""
-    if not rel or not (data_dir / rel).is_file():
+def blind_folder(data_dir: Path, spec: BenchmarkSpec) -> Path:
+    """``review/blind/<benchmark>`` under ``data_dir``, made private (0700, and ``review/blind``
+    too): the blind material is people's, readable by this user (and the Label Studio it starts) only."""
+    top = Path(data_dir) / BLIND_DIR
+    for d in (top, top / spec.name):
+        d.mkdir(parents=True, exist_ok=True)
+        os.chmod(d, 0o700)
+    return top / spec.name
+
+
+def blind_media(store: TableStore, spec: BenchmarkSpec, name: str, rel: str | None) -> str | None:
+    """The file at ``rel`` (data-location relative) re-encoded under a name that says nothing about
+    the item (``review/blind/<benchmark>/<name><suffix>``, ``blind_media.reencode``, 0600 in a 0700
+    folder): its path relative to the blind instance's document root. None when there is no file;
+    ``BlindMediaError`` when it cannot be re-encoded. On object storage the source is fetched from
+    the bucket when this machine lacks it, and the copy is put to the bucket under the same blind
+    key, once (a copy any machine put there before is kept): never under a content key, which
+    would equal the gold file's for the same bytes."""
+    if not rel:
         return None
+    data_dir = store.data_dir.resolve()
+    out = f"{spec.name}/{blind_key(data_dir, 'media', name)}{suffix_for(Path(rel))}"
+    key = f"{BLIND_DIR}/{out}"
+    if store.remote is not None and store.remote.exists(key):
+        return out
     src = data_dir / rel
-    out = f"{spec.name}/{blind_key(data_dir, 'media', name)}{suffix_for(src)}"
-    dst = data_dir / BLIND_DIR / out
+    if not src.is_file() and store.remote is not None and store.remote.exists(rel):
+        objects.fetch(store, rel)
+    if not src.is_file():
+        return None
+    dst = data_dir / key
     # made before: kept, unless it is the source itself (a hard link an older version made)
     if dst.is_file() and not dst.is_symlink() and not dst.samefile(src):
-        return out
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    reencode(src, dst)
+        os.chmod(dst, 0o600)  # one an older version left readable to all
+    else:
+        blind_folder(data_dir, spec)
+        reencode(src, dst)
+    if store.remote is not None:
+        store.remote.put_once(key, dst.read_bytes())
     return out
 
 
@@ -116,13 +141,25 @@ def _wanted(
         media = as_list(it.get("media_paths")) or []
         clip = clips.get(str(it.get("unit_id"))) if rs.media == Media.VIDEO else None
         try:
-            image = blind_media(root, spec, key, media[0]) if media else None
-            video = blind_media(root, spec, f"{key}-clip", clip)
+            image = blind_media(store, spec, key, media[0]) if media else None
+            video = blind_media(store, spec, f"{key}-clip", clip)
         except BlindMediaError as exc:
             refused[str(it["item_id"])] = f"blind_media: {exc}"
             continue
         out[key] = Wanted(blind_task_data(it, rs, key, image, video))
     return out, refused
+
+
+def blind_tasks(
+    store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, items: pd.DataFrame
+) -> tuple[dict[str, Wanted], dict[str, str]]:
+    """The blind tasks as they are pushed: in key order (a task's id says nothing of its item),
+    their media the blind copies as the blind instance serves them (on object storage, pre-signed
+    URLs of the copies' objects: ``project.served``, below ``review/blind/<benchmark>`` only, never
+    the gold's media); and item id → why it has no task."""
+    wanted, refused = _wanted(store, spec, rs, items)
+    wanted = dict(sorted(wanted.items()))
+    return project.served(store, wanted, root=BLIND_DIR, within=f"{BLIND_DIR}/{spec.name}"), refused
 
 
 def blind_rows(rows: pd.DataFrame) -> pd.DataFrame:
@@ -169,14 +206,12 @@ def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | No
         return out
     ls.ensure_up()
     root = store.data_dir.resolve()
-    blind = root / BLIND_DIR / spec.name
-    blind.mkdir(parents=True, exist_ok=True)  # Label Studio refuses a storage on a missing folder
+    blind = blind_folder(root, spec)  # Label Studio refuses a storage on a missing folder
     max_opts = max([len(as_list(o) or []) for o in items["options"]] + [2])
     title = f"{spec.title} {BLIND_TITLE} · {spec.name} {version}"
     desc = f"Answer each {spec.title} item as you understand it (no gold shown); scored like a model."
     p = project.ensure(ls, title, human_config(rs, max_opts), project.settings(rs.human_answers, desc))
-    wanted, refused = _wanted(store, spec, rs, items)
-    wanted = dict(sorted(wanted.items()))  # created in key order: a task's id says nothing of its item
+    wanted, refused = blind_tasks(store, spec, rs, items)
     links = project.serve(ls, int(p["id"]), root, root / BLIND_DIR, blind)  # served folders: regular files only
     # the push matches tasks by the key they carry; the table keeps item id and revision
     real = {

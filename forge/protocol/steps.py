@@ -215,7 +215,9 @@ def push(
     want = sampled(sorted(rows), step.sample)
     own = ident.Owner(ls, pid, spec.name, kind_of(step), "unit_id")  # only its own tasks count
     # the queue spreads the controls among the new units only (what is there stays where it is)
-    new = add_new(own, _wanted(step, rows, sorted(want), step.draft.shows_draft), lambda ks: queue(step, rows, ks))
+    new = add_new(
+        own, _wanted(store, step, rows, sorted(want), step.draft.shows_draft), lambda ks: queue(step, rows, ks)
+    )
     counts = {"units": len(rows), "sampled": len(want), "pushed": len(new), "already_there": len(want) - len(new)}
     return counts | ({"not_ours": own.others} if own.others else {})
 
@@ -274,16 +276,19 @@ def second_pass(
     (a unit never gets one before an answer exists); returns how many were added."""
     pid = ensure_project(ls, store, spec, step, second=True)
     own = ident.Owner(ls, pid, spec.name, kind_of(step, second=True), "unit_id")
-    return len(add_new(own, _wanted(step, rows, sorted(answered & set(rows)), True)))
+    return len(add_new(own, _wanted(store, step, rows, sorted(answered & set(rows)), True)))
 
 
-def _wanted(step: HumanStep, rows: Mapping[str, Mapping[str, Any]], order: list[str], shows: bool) -> dict[str, Wanted]:
-    """unit → its task, in ``order``: the draft as a prediction only where the form ``shows`` it."""
+def _wanted(
+    store: TableStore, step: HumanStep, rows: Mapping[str, Mapping[str, Any]], order: list[str], shows: bool
+) -> dict[str, Wanted]:
+    """unit → its task, in ``order``: the draft as a prediction only where the form ``shows`` it;
+    media served from the data location (pre-signed URLs on object storage: ``project.served``)."""
     out = {}
     for u in order:
         pred = _draft(step, rows[u]) if shows else None
         out[u] = Wanted(task_data(step, u, rows[u], with_draft=shows), [pred] if pred else [])
-    return out
+    return project.served(store, out)
 
 
 # -- read ---------------------------------------------------------------------------------------------

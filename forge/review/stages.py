@@ -122,6 +122,7 @@ def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | N
     verdicts = merge(read(store, "verdicts", spec.name), [], live_ids, ledger.pushed_ids(book))
     res = gate.resolve(gated_items(store, spec.name), verdicts, rs, store.data_dir)
     wanted = _loop_wanted(spec.name, res, rs, clip_paths(store))
+    wanted = {k: project.served(store, w) for k, w in wanted.items()}  # pre-signed media URLs on a bucket
     if wanted["returned"] and "returned" not in projects:
         projects["returned"] = _project(ls, store, spec, rs, "returned", inst)
         titles[int(projects["returned"]["id"])] = str(projects["returned"]["title"])
