@@ -23,6 +23,7 @@ import pandas as pd
 import yaml
 
 from forge.benchmarks import registry
+from forge.benchmarks.spec import EvalSpec
 from forge.storage.location import local_base
 
 PAPER = "paper"
@@ -132,3 +133,12 @@ def settings_hash(path: Path, profile: str) -> str | None:
     except (OSError, ValueError):
         return None
     return sha256_bytes(yaml.safe_dump(doc, sort_keys=True).encode())[:12]
+
+
+def eval_defaults(ev: EvalSpec) -> dict[str, Any]:
+    """A paper's evaluation defaults: those its spec declares, else its ``defaults_file`` (the
+    package's ``evals.yaml``; a missing file is none), read here each time: the spec holds the path."""
+    if ev.defaults or ev.defaults_file is None:
+        return dict(ev.defaults)
+    f = ev.defaults_file
+    return (yaml.safe_load(f.read_text()) or {}) if f.is_file() else {}

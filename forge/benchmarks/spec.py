@@ -34,38 +34,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forge.benchmarks.protocol_spec import HumanStep
 from forge.benchmarks.review_spec import ReviewSpec
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class YamlFile(Mapping[str, Any]):
-    """A YAML mapping file read the first time it is looked into, never when a spec is made (a
-    spec is declared at import); a missing file is an empty mapping."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._doc: dict[str, Any] | None = None
-
-    def _read(self) -> dict[str, Any]:
-        if self._doc is None:
-            self._doc = (yaml.safe_load(self.path.read_text()) or {}) if self.path.is_file() else {}
-        return self._doc
-
-    def __getitem__(self, key: str) -> Any:
-        return self._read()[key]
-
-    def __iter__(self):
-        return iter(self._read())
-
-    def __len__(self) -> int:
-        return len(self._read())
-
-    def __repr__(self) -> str:
-        return f"YamlFile({str(self.path)!r})"
 
 
 # How a declared reject reason is made to happen (``BenchmarkSpec.rejects``): the whole demo run over
@@ -195,8 +167,11 @@ class EvalSpec:
     score_setting: Callable[..., None]
     primary_metric: str  # the leaderboard's metric
     prompts_dir: Path | None = None  # None: the package's eval_prompts/
-    # settings when config/evals.yaml has none (the file wins key by key); {}: the package's evals.yaml
+    # settings when config/evals.yaml has none (the file wins key by key); {}: those of ``defaults_file``
     defaults: Mapping[str, Any] = field(default_factory=dict)
+    # the file that holds them when none are declared (the package's evals.yaml, named by of_package;
+    # read where they are used, forge.benchmarks.settings.eval_defaults, never by the spec)
+    defaults_file: Path | None = None
     judge_prompt: str | None = None  # open-ended answers judged by the `llm` resource's model
     similarity: bool = False  # needs the embedder (similarity / overlap scores)
     text_metrics: bool = False  # reference-overlap metrics of text replies (no embedder needed)
@@ -329,7 +304,7 @@ class BenchmarkSpec:
     def of_package(cls, **declared: Any) -> BenchmarkSpec:
         """A paper package's spec (``package=__package__``): what it leaves unset is its folder's
         file, named here, before the spec is made: ``contracts/``, ``config.yaml``, ``README.md``,
-        ``<package>.definitions``, ``eval_prompts/`` and ``evals.yaml`` (read when first looked into)."""
+        ``<package>.definitions``, ``eval_prompts/`` and ``evals.yaml`` (named; none is read)."""
         package = declared["package"]
         home = package_home(package)
         found = {
@@ -341,8 +316,8 @@ class BenchmarkSpec:
         ev: EvalSpec = declared["eval"]
         if ev.prompts_dir is None:
             ev = replace(ev, prompts_dir=home / "eval_prompts")
-        if isinstance(ev.defaults, dict) and not ev.defaults:  # none declared: the package's evals.yaml, read when used
-            ev = replace(ev, defaults=YamlFile(home / "evals.yaml"))
+        if not ev.defaults and ev.defaults_file is None:  # none declared: the package's evals.yaml, named
+            ev = replace(ev, defaults_file=home / "evals.yaml")
         unset = {k: v for k, v in found.items() if declared.get(k) is None}
         return cls(**{**declared, **unset, "eval": ev})
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from forge.benchmarks.settings import eval_defaults
 from forge.benchmarks.spec import BenchmarkSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,7 +146,7 @@ def benchmark_block(cfg: dict[str, Any], spec: BenchmarkSpec) -> dict[str, Any]:
     """One benchmark's evaluation settings: the spec's defaults, then ``benchmarks.<name>``
     of ``config/evals.yaml`` key by key (the file wins), then the export version and split
     to evaluate (per benchmark, else the file's top level, else ``latest`` / ``test``)."""
-    block = {**dict(spec.eval.defaults), **((cfg.get("benchmarks") or {}).get(spec.name) or {})}
+    block = {**eval_defaults(spec.eval), **((cfg.get("benchmarks") or {}).get(spec.name) or {})}
     block.setdefault("export_version", cfg.get("export_version", "latest"))
     block.setdefault("split", cfg.get("split", "test"))
     if not block.get("settings"):

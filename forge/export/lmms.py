@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from forge.benchmarks.settings import eval_defaults
 from forge.benchmarks.spec import BenchmarkSpec
 
 FOLDER = "lmms"
@@ -63,7 +64,7 @@ def plan(spec: BenchmarkSpec, version: str, items: pd.DataFrame) -> LmmsTasks:
         out.left_out["(all)"] = f"the export has no `{SPLIT}` split: nothing to evaluate"
         return out
     other: set[str] = set()
-    for s in spec.eval.defaults.get("settings") or []:
+    for s in eval_defaults(spec.eval).get("settings") or []:
         why = _unexpressible(s)
         if why:
             out.left_out[s["name"]] = why

@@ -6,21 +6,26 @@ and defaults that depend on other fields (a review's consequences) are resolved 
 from __future__ import annotations
 
 import dataclasses
+import enum
+import functools
 import re
+import types
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from assets.recipes.vague import spec as vague_spec
 from forge.benchmarks.review_spec import DEFAULT_REASONS, Action, Consequence, MemberAnswers, ReviewSpec
-from forge.benchmarks.spec import BenchmarkSpec, EvalSpec, YamlFile
+from forge.benchmarks.settings import eval_defaults
+from forge.benchmarks.spec import BenchmarkSpec, EvalSpec
 
 
 def _declared() -> dict:
     """The VAGUE spec's declared fields, as its spec.py passes them (paths unset)."""
     spec = vague_spec.SPEC
     fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
-    ev = dataclasses.replace(spec.eval, prompts_dir=None, defaults={})
+    ev = dataclasses.replace(spec.eval, prompts_dir=None, defaults={}, defaults_file=None)
     return {**fields, "contracts_dir": None, "recipe_config": None, "doc": None, "definitions_module": None, "eval": ev}
 
 
@@ -32,7 +37,9 @@ def test_of_package_names_the_package_files_and_reads_none():
         spec.doc == "assets/recipes/vague/README.md" and spec.definitions_module == "assets.recipes.vague.definitions"
     )
     assert spec.eval.prompts_dir == home / "eval_prompts"
-    assert isinstance(spec.eval.defaults, YamlFile) and spec.eval.defaults._doc is None  # read when used
+    # the package's evals.yaml is named, not held: the spec has no reader, the settings module reads it
+    assert spec.eval.defaults == {} and spec.eval.defaults_file == home / "evals.yaml"
+    assert eval_defaults(spec.eval)["settings"]
     assert spec == vague_spec.SPEC  # what the package's own spec.py made
     declared = dict(_declared(), recipe_config=home / "other.yaml")  # a declared value stays as declared
     assert BenchmarkSpec.of_package(**declared).recipe_config == home / "other.yaml"
@@ -53,9 +60,10 @@ def test_enum_fields_are_checked_not_rewritten():
 
 
 def test_eval_defaults_left_alone_when_declared():
-    ev = dataclasses.replace(vague_spec.SPEC.eval, prompts_dir=None, defaults={"settings": []})
+    ev = dataclasses.replace(vague_spec.SPEC.eval, prompts_dir=None, defaults={"settings": []}, defaults_file=None)
     spec = BenchmarkSpec.of_package(**dict(_declared(), eval=ev))
     assert spec.eval.defaults == {"settings": []} and isinstance(spec.eval, EvalSpec)
+    assert spec.eval.defaults_file is None and eval_defaults(spec.eval) == {"settings": []}
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,3 +95,46 @@ def test_review_consequences_resolve_when_asked_and_the_spec_keeps_what_was_decl
     }
     declared = {r: Consequence(Action.DROP_ITEM) for r in review.reasons}
     assert ReviewSpec(reasons=review.reasons, consequences=declared).consequences_in_effect() == declared
+
+
+PLAIN = (type(None), bool, int, float, str, Path, enum.Enum, re.Pattern)
+HOOKS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial, type)
+
+
+def not_plain(value: object, where: str = "spec") -> list[str]:
+    """Where a spec holds something other than declared values: plain scalars, paths, enums,
+    dicts / lists / tuples / sets of those, nested spec dataclasses, and functions (a paper's hooks).
+    A mapping or object that reads, fetches or computes when looked into is named."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [x for f in dataclasses.fields(value) for x in not_plain(getattr(value, f.name), f"{where}.{f.name}")]
+    if type(value) in (dict, types.MappingProxyType):
+        return [x for k, v in value.items() for x in not_plain(k, where) + not_plain(v, f"{where}[{k!r}]")]
+    if type(value) in (list, tuple, set, frozenset):
+        return [x for i, v in enumerate(value) for x in not_plain(v, f"{where}[{i}]")]
+    if isinstance(value, PLAIN) or isinstance(value, HOOKS):
+        return []
+    return [f"{where}: {type(value).__qualname__}"]
+
+
+def test_every_registered_spec_holds_declared_values_only():
+    from forge.benchmarks import registry
+
+    specs = registry.specs()
+    assert len(specs) >= 5
+    found = {spec.name: not_plain(spec, spec.name) for spec in specs}
+    assert {name: bad for name, bad in found.items() if bad} == {}
+
+    class LazyFile(Mapping):  # what EvalSpec.defaults held before: a file read when looked into
+        def __getitem__(self, k):
+            raise KeyError(k)
+
+        def __iter__(self):
+            return iter(())
+
+        def __len__(self):
+            return 0
+
+    lazy = dataclasses.replace(vague_spec.SPEC.eval, defaults=LazyFile())
+    assert not_plain(lazy, "eval") == [
+        "eval.defaults: test_every_registered_spec_holds_declared_values_only.<locals>.LazyFile"
+    ]
