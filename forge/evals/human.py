@@ -117,11 +117,11 @@ def blind_media(store: TableStore, spec: BenchmarkSpec, name: str, rel: str | No
     if not src.is_file():
         return None
     dst = data_dir / key
+    blind_folder(data_dir, spec)
     # made before: kept, unless it is the source itself (a hard link an older version made)
     if dst.is_file() and not dst.is_symlink() and not dst.samefile(src):
         os.chmod(dst, 0o600)  # one an older version left readable to all
     else:
-        blind_folder(data_dir, spec)
         reencode(src, dst)
     if store.remote is not None:
         store.remote.put_once(key, dst.read_bytes())
