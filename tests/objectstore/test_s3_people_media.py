@@ -68,7 +68,7 @@ def _items(rels: list[str]) -> pd.DataFrame:
 def test_review_tasks_carry_presigned_urls_fetchable_without_credentials(on_bucket, s3_server):
     store, made, rels = on_bucket
     spec = get("iibench")
-    wanted = project.served(store, stages._wanted(_items(rels), stages.settings(spec), {}, "review"))
+    wanted = project.served(store, stages._wanted(_items(rels), spec.review, {}, "review"))
     for (key, w), rel in zip(sorted(wanted.items()), rels, strict=True):
         url = w.data["image"]
         _presigned(url, s3_server, store, rel)
@@ -100,7 +100,7 @@ def test_blind_tasks_carry_presigned_urls_of_blind_copies_put_to_the_bucket(on_b
     store, made, rels = on_bucket
     spec = get("iibench")
     items = _items(rels)
-    wanted, refused = human.blind_tasks(store, spec, stages.settings(spec), items)
+    wanted, refused = human.blind_tasks(store, spec, spec.review, items)
     assert refused == {} and len(wanted) == 2
     gold = {hashlib.sha256((made / r).read_bytes()).hexdigest(): r for r in rels}
     copies = store.remote.listing(f"{BLIND_MEDIA}/iibench")
@@ -119,7 +119,7 @@ def test_blind_tasks_carry_presigned_urls_of_blind_copies_put_to_the_bucket(on_b
         assert s3_server.secret_key not in text and not any(r in text for r in rels)  # no gold path
         assert w.data["item_id"] == key and key not in {"ii1", "ii2"}  # the opaque key, not the item's id
     # a second build (or another machine) keeps the copies: the same names, nothing put again
-    again, _ = human.blind_tasks(store, spec, stages.settings(spec), items)
+    again, _ = human.blind_tasks(store, spec, spec.review, items)
     assert store.remote.listing(f"{BLIND_MEDIA}/iibench") == copies
     assert {k: urlsplit(w.data["image"]).path for k, w in again.items()} == {
         k: urlsplit(w.data["image"]).path for k, w in wanted.items()
