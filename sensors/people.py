@@ -36,6 +36,7 @@ from forge.evals.people_kinds import kinds_of
 from forge.people.client import ReviewServerDown
 from forge.people.kind import PeopleKind, Probe, Watch
 from forge.provenance.versioning import content_hash
+from forge.splits.config import stage_settings
 from jobs.people import FLOW_JOB, LOOP_JOB, people_jobs
 from resources.review import ReviewResource
 from resources.storage import StorageResource
@@ -209,8 +210,10 @@ def tick(
 
 
 def build_people_sensor(specs: Sequence[BenchmarkSpec]) -> dg.SensorDefinition:
-    """The sensor over these benchmarks' kinds, resolved once here: its jobs and every tick use them."""
-    kinds = [k for spec in specs for k in kinds_of(spec)]
+    """The sensor over these benchmarks' kinds: its jobs are made from them here; each tick makes them
+    afresh from the settings in effect then (``stage_settings``, once per benchmark, handed to its
+    kinds whole), so a changed review policy counts at the next tick without a reload."""
+    kinds = [k for spec in specs for k in kinds_of(spec, stage_settings(spec))]
 
     @dg.sensor(
         name="people_sensor",
@@ -225,7 +228,7 @@ def build_people_sensor(specs: Sequence[BenchmarkSpec]) -> dg.SensorDefinition:
     def people_sensor(
         context: dg.SensorEvaluationContext, storage: StorageResource, review: ReviewResource
     ) -> dg.SensorResult:
-        return tick(context, storage, review, kinds)
+        return tick(context, storage, review, [k for spec in specs for k in kinds_of(spec, stage_settings(spec))])
 
     return people_sensor
 

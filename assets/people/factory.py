@@ -23,6 +23,7 @@ from forge.checks.nli import NLIResult
 from forge.evals.people_kinds import kinds_of
 from forge.people.kind import PairSide, PeopleKind, Side
 from forge.people.push import PushInterrupted
+from forge.splits.config import stage_settings
 from forge.storage.result import StageResult
 from resources.llm import LLMResource
 from resources.nli import default_nli
@@ -137,5 +138,5 @@ def pair_defs(kind: PeopleKind) -> list[dg.AssetsDefinition]:
 def people_defs(benchmark: str | BenchmarkSpec, *families: str) -> dg.Definitions:
     """One benchmark's pairs; ``families`` (review, step, human, judge) narrows them (tests)."""
     spec = registry.resolve(benchmark)
-    kinds = [k for k in kinds_of(spec) if not families or k.family in families]
+    kinds = [k for k in kinds_of(spec, stage_settings(spec)) if not families or k.family in families]
     return dg.Definitions(assets=[a for k in kinds for a in pair_defs(k)])

@@ -52,7 +52,7 @@ from forge.people.refusal import control_problem, skipped
 from forge.people.sample import subset
 from forge.review.items import blind_task_data, box_answer, revision
 from forge.review.labelconfig import BOX_LABEL, LETTERS, human_config
-from forge.review.stages import clip_paths, read, settings
+from forge.review.stages import clip_paths, read
 from forge.storage import TableStore, objects
 from forge.storage.result import StageResult
 
@@ -170,13 +170,15 @@ def blind_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["project_title"].astype(str).str.contains(BLIND_TITLE, regex=False)]
 
 
-def run_human_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "") -> StageResult:
+def run_human_tasks(
+    store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, ls: LabelStudio | None, note: str = ""
+) -> StageResult:
     """Push the latest export's test items, blind, to the blind instance (``ls``: its client;
     None: tool down, policy advisory: the recorded tasks stay, with ``note``). The tool's tasks
     carry only an opaque key; the rows of ``review_tasks`` (file ``<b>__human``) map each task back
     to its item and revision. Rows of an older baseline on the review instance are kept as they
-    are, never pushed against here (their project ids mean other projects on this instance)."""
-    rs = settings(spec)
+    are, never pushed against here (their project ids mean other projects on this instance).
+    ``rs``: the review settings in effect (``StageSettings.review``)."""
     items, version = test_items(store, spec)
     items = subset_of(items, spec, load_eval_config())
     recorded = read(store, "review_tasks", part(spec))

@@ -17,7 +17,7 @@ from functools import partial
 
 import pandas as pd
 
-from forge.benchmarks.review_spec import ReviewPolicy
+from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import human
 from forge.evals import judge_validation as jv
@@ -28,8 +28,8 @@ from forge.people.client import ReviewServerDown
 from forge.people.kind import PairSide, PeopleKind, Probe, Side, Watch, project_watch
 from forge.protocol.kind import step_kind
 from forge.provenance.versioning import content_hash, spec_parts
-from forge.review import stages as rv
 from forge.review.kind import VERSION, review_kind
+from forge.splits.config import StageSettings
 from forge.storage import TableStore
 from forge.storage.result import StageResult
 
@@ -37,18 +37,14 @@ BASELINE_TABLES = ("eval_predictions", "eval_scores", "human_answers", "human_sc
 JUDGE_TABLES = ("judge_ratings", "judge_agreement")
 
 
-def _policy(spec: BenchmarkSpec) -> str:
-    return str(rv.settings(spec).policy)
-
-
 # -- the blind baseline ----------------------------------------------------------------------------
 
 
-def push_baseline(spec: BenchmarkSpec, side: Side) -> StageResult:
+def push_baseline(spec: BenchmarkSpec, rs: ReviewSpec, side: Side) -> StageResult:
     try:
-        out = human.run_human_tasks(side.store, spec, side.blind())
+        out = human.run_human_tasks(side.store, spec, rs, side.blind())
     except ReviewServerDown as exc:
-        out = human.run_human_tasks(side.store, spec, None, side.down(exc, "nothing pushed or read"))
+        out = human.run_human_tasks(side.store, spec, rs, None, side.down(exc, "nothing pushed or read"))
     return out.only("review_tasks")
 
 
@@ -89,8 +85,8 @@ def baseline_unpushed(store: TableStore, spec: BenchmarkSpec, rows: pd.DataFrame
     return [f"human baseline of {version} not pushed yet"]
 
 
-def baseline_watch(spec: BenchmarkSpec, probe: Probe) -> Watch:
-    if rv.settings(spec).policy == ReviewPolicy.OFF:
+def baseline_watch(spec: BenchmarkSpec, rs: ReviewSpec, probe: Probe) -> Watch:
+    if rs.policy == ReviewPolicy.OFF:
         return Watch()
     store = probe.store
     rows = None
@@ -107,7 +103,7 @@ def baseline_watch(spec: BenchmarkSpec, probe: Probe) -> Watch:
     return Watch(reasons=unpushed, fingerprint=fp, push=bool(unpushed))
 
 
-def baseline_kind(spec: BenchmarkSpec) -> PeopleKind:
+def baseline_kind(spec: BenchmarkSpec, rs: ReviewSpec) -> PeopleKind:
     return PeopleKind(
         owner=spec.name,
         kind="human",
@@ -117,7 +113,7 @@ def baseline_kind(spec: BenchmarkSpec) -> PeopleKind:
         tasks=PairSide(
             deps=(spec.asset("export"),),
             tables=("review_tasks",),
-            run=partial(push_baseline, spec),
+            run=partial(push_baseline, spec, rs),
             description=f"Pushes the exported {spec.title} test items, without gold, to a project on the blind "
             "baseline's own Label Studio instance, where people answer them (the human baseline). Start both "
             "instances with `make review`.",
@@ -133,8 +129,8 @@ def baseline_kind(spec: BenchmarkSpec) -> PeopleKind:
             "`human_answers`; one by someone who reviewed the item (saw its gold) or whom the control questions "
             "excluded is kept, with the reason.",
         ),
-        watch=partial(baseline_watch, spec),
-        policy=partial(_policy, spec),
+        watch=partial(baseline_watch, spec, rs),
+        policy=partial(str, rs.policy),
     )
 
 
@@ -179,7 +175,7 @@ def read_judge(spec: BenchmarkSpec, side: Side) -> StageResult:
     )
 
 
-def judge_kind(spec: BenchmarkSpec) -> PeopleKind:
+def judge_kind(spec: BenchmarkSpec, rs: ReviewSpec) -> PeopleKind:
     return PeopleKind(
         owner=spec.name,
         kind="judge",
@@ -202,17 +198,20 @@ def judge_kind(spec: BenchmarkSpec) -> PeopleKind:
             "on the card and in the eval report.",
         ),
         watch=lambda probe: project_watch(probe, spec.asset("eval"), [jv.title(spec)]),
-        policy=partial(_policy, spec),
+        policy=partial(str, rs.policy),
     )
 
 
 # -- every kind ------------------------------------------------------------------------------------
 
 
-def kinds_of(spec: BenchmarkSpec) -> list[PeopleKind]:
+def kinds_of(spec: BenchmarkSpec, settings: StageSettings) -> list[PeopleKind]:
     """A benchmark's people's work in the sensor's order: review, its protocol steps, the blind
-    baseline, judge validation (benchmarks with an LLM judge)."""
-    out = [review_kind(spec)]
-    out += [step_kind(spec, step, partial(_policy, spec)) for step in spec.human_steps]
-    out.append(baseline_kind(spec))
-    return out + ([judge_kind(spec)] if spec.eval.judge_prompt else [])
+    baseline, judge validation (benchmarks with an LLM judge). ``settings``: ``stage_settings(spec)``,
+    resolved by the caller (the people factory, the sensor's tick) and handed to every kind whole."""
+    rs = settings.review_settings()
+    policy = partial(str, rs.policy)
+    out = [review_kind(spec, settings)]
+    out += [step_kind(spec, step, policy) for step in spec.human_steps]
+    out.append(baseline_kind(spec, rs))
+    return out + ([judge_kind(spec, rs)] if spec.eval.judge_prompt else [])

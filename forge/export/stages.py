@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from forge.benchmarks.review_spec import ReviewSpec
 from forge.benchmarks.settings import profiles_of, settings_hash
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.export.card import blind_section, card_for_ui, imported_section, is_human_reviewed
@@ -84,7 +85,7 @@ def run_export(store: TableStore, spec: BenchmarkSpec, settings: StageSettings, 
     # so do items without their accepted verdicts; reviewers' edits arrive as new revisions
     gcfg = settings.gates
     built = len(gated)
-    gated, review = _review(store, spec, gated, gcfg.imported.review)
+    gated, review = _review(store, spec, settings.review_settings(), gated, gcfg.imported.review)
     review["human_figures"] = human_figures(store, name)  # the card's human baselines and judge kappas
     md: dict[str, Any] = {"force_stub": force_stub, "review_coverage": review.get("coverage", "")}
     if review.get("summary"):  # what was reviewed and what is held back, as the card's first line says it
@@ -231,15 +232,15 @@ def latest_export(store: TableStore, name: str) -> tuple[str, bool] | None:
 
 
 def _review(
-    store: TableStore, spec: BenchmarkSpec, gated: pd.DataFrame, imported_too: bool
+    store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, gated: pd.DataFrame, imported_too: bool
 ) -> tuple[pd.DataFrame, dict]:
     """The human-review gate over the built items. Imported release items were reviewed by the
     paper's annotators and stay as released: they pass unchanged unless ``gates.imported.review``."""
     imported = set() if imported_too or gated.empty else imported_ids(gated)
     if not imported:
-        return review_gate(store, spec, gated)
+        return review_gate(store, spec, rs, gated)
     own = gated["item_id"].isin(imported)
-    kept, review = review_gate(store, spec, gated[~own])
+    kept, review = review_gate(store, spec, rs, gated[~own])
     review["imported_not_reviewed"] = int(own.sum())
     return pd.concat([kept, gated[own]], ignore_index=True), review
 

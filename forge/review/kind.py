@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from forge.benchmarks.review_spec import ReviewPolicy
+from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.gates.stages import BLIND_PROMPT
 from forge.people import ledger
@@ -19,7 +19,7 @@ from forge.provenance.versioning import content_hash, spec_parts
 from forge.review import loop
 from forge.review import stages as rv
 from forge.review.reprobe import Reprobe
-from forge.splits.config import stage_settings
+from forge.splits.config import StageSettings
 from forge.storage import TableStore
 from forge.storage import result as sr
 
@@ -29,25 +29,26 @@ TASK_TABLES = ("review_tasks", loop.LEDGER, loop.RECONCILIATION)
 RESULT_TABLES = ("verdicts", "review_status")
 
 
-def push(spec: BenchmarkSpec, side: Side) -> sr.StageResult:
+def push(spec: BenchmarkSpec, rs: ReviewSpec, side: Side) -> sr.StageResult:
     try:
-        out = rv.run_review_tasks(side.store, spec, side.review())
+        out = rv.run_review_tasks(side.store, spec, rs, side.review())
     except ReviewServerDown as exc:
-        out = rv.run_review_tasks(side.store, spec, None, side.down(exc, "nothing pushed or read"))
+        out = rv.run_review_tasks(side.store, spec, rs, None, side.down(exc, "nothing pushed or read"))
     said = (out.metadata.get("reconciliation") or {}).get("message")
     if said:  # the catalog and the tool disagreed (a replaced database, ...): said, never fixed by deleting
         side.warn(said)
     return out.only(*TASK_TABLES)
 
 
-def read(spec: BenchmarkSpec, side: Side) -> sr.StageResult:
+def read(spec: BenchmarkSpec, settings: StageSettings, side: Side) -> sr.StageResult:
     assert side.llm is not None and side.nli is not None  # declared: needs llm
-    probe = Reprobe(stage_settings(spec), side.llm, BLIND_PROMPT)  # edited revisions re-enter the probe
+    probe = Reprobe(settings, side.llm, BLIND_PROMPT)  # edited revisions re-enter the probe
     nli = side.nli(f"{side.asset}_nli")  # an edited foil's contradiction test
+    rs = settings.review_settings()
     try:
-        out = rv.run_verdicts(side.store, spec, side.review(), probe=probe, nli=nli)
+        out = rv.run_verdicts(side.store, spec, rs, side.review(), probe=probe, nli=nli)
     except ReviewServerDown as exc:
-        out = rv.run_verdicts(side.store, spec, None, side.down(exc, "nothing read"), probe=probe, nli=nli)
+        out = rv.run_verdicts(side.store, spec, rs, None, side.down(exc, "nothing read"), probe=probe, nli=nli)
     md = out.metadata
     coverage = sr.Check(  # items awaiting review are the policy working, not a failure: WARN
         COVERAGE_CHECK, md["items_needing_review"] == md["reviewed"], "warn", rv.coverage_note(md)
@@ -66,8 +67,8 @@ def never_pushed(store: TableStore, name: str) -> list[str]:
     return ["first push (no task in the tool yet)"] if gated and len(store.read("gated_items", parts=[name])) else []
 
 
-def watch(spec: BenchmarkSpec, probe: Probe) -> Watch:
-    if rv.settings(spec).policy == ReviewPolicy.OFF:  # read per tick: a changed setting counts at once
+def watch(spec: BenchmarkSpec, rs: ReviewSpec, probe: Probe) -> Watch:
+    if rs.policy == ReviewPolicy.OFF:  # the sensor makes the kinds afresh each tick: a changed setting counts at once
         return Watch()
     name = spec.name
     why = loop.todo(probe.review, probe.store, name) + never_pushed(probe.store, name)
@@ -77,8 +78,11 @@ def watch(spec: BenchmarkSpec, probe: Probe) -> Watch:
     return Watch(reasons=why)
 
 
-def review_kind(spec: BenchmarkSpec) -> PeopleKind:
+def review_kind(spec: BenchmarkSpec, settings: StageSettings) -> PeopleKind:
+    """Item review of ``spec`` under ``settings`` (``stage_settings``: resolved by the caller, the
+    people factory or the sensor's tick, and handed to every side whole)."""
     results = spec.asset("review_results")
+    rs = settings.review_settings()
     return PeopleKind(
         owner=spec.name,
         kind="review",
@@ -88,7 +92,7 @@ def review_kind(spec: BenchmarkSpec) -> PeopleKind:
         tasks=PairSide(
             deps=(spec.asset("gated"), results),
             tables=TASK_TABLES,
-            run=partial(push, spec),
+            run=partial(push, spec, rs),
             description=f"Pushes the gated {spec.title} items that need human review to the benchmark's one Label "
             "Studio review project (disputed items to its adjudication project, refused verdicts back to their "
             "reviewers), after reading the verdicts; every task in the append-only ledger. Start the tool with "
@@ -106,13 +110,13 @@ def review_kind(spec: BenchmarkSpec) -> PeopleKind:
                     "those are held back from the export (the policy working), under `advisory` exported unreviewed.",
                 ),
             ),
-            run=partial(read, spec),
+            run=partial(read, spec, settings),
             description=f"Human verdicts on {spec.title} items read back from Label Studio (the people sensor "
             "materializes it when reviewers submit): item, reviewer, verdict, reason, edits, seconds, time; "
             "rejected items become rejects (stage `human_review`); agreement (Krippendorff's alpha) in metadata.",
         ),
-        watch=partial(watch, spec),
-        also=lambda: (spec.asset("export"),) if rv.settings(spec).export_after_review else (),
+        watch=partial(watch, spec, rs),
+        also=lambda: (spec.asset("export"),) if rs.export_after_review else (),
         may_add=(spec.asset("export"),),
-        policy=lambda: str(rv.settings(spec).policy),
+        policy=lambda: str(rs.policy),
     )

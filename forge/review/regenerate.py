@@ -22,10 +22,11 @@ from typing import Any
 
 import pandas as pd
 
+from forge.benchmarks.review_spec import ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.llm.types import LLMRequest
 from forge.review import gate
-from forge.review.stages import gated_items, read, resolution, settings
+from forge.review.stages import gated_items, read, resolution
 from forge.review.verdicts import edit_of
 from forge.storage import TableStore
 
@@ -46,10 +47,10 @@ def rejected_revisions(verdicts: pd.DataFrame, reviewers: int) -> dict[tuple[str
     return out
 
 
-def regenerations(store: TableStore, spec: BenchmarkSpec, stage: str) -> dict[str, Counter[str]]:
+def regenerations(store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, stage: str) -> dict[str, Counter[str]]:
     """Generating request id of ``stage`` -> its items' rejected revisions whose reason's consequence
-    regenerates ``stage`` (``ReviewSpec.consequences``), per item; {} when none does."""
-    rs = settings(spec)
+    regenerates ``stage`` (``ReviewSpec.consequences`` of ``rs``, the review settings in effect),
+    per item; {} when none does."""
     if not any(stage in c.stages() for c in rs.consequences_in_effect().values()):
         return {}
     verdicts, items = read(store, "verdicts", spec.name), gated_items(store, spec.name)
@@ -72,18 +73,18 @@ def regenerations(store: TableStore, spec: BenchmarkSpec, stage: str) -> dict[st
     return out
 
 
-def attempts(store: TableStore, spec: BenchmarkSpec, stage: str) -> dict[str, int]:
+def attempts(store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, stage: str) -> dict[str, int]:
     """Generating request id of ``stage`` -> its regeneration attempt (rejected revisions of its
     items whose reason sends them back to ``stage``); {} when nothing was."""
-    return {k: sum(c.values()) for k, c in regenerations(store, spec, stage).items()}
+    return {k: sum(c.values()) for k, c in regenerations(store, spec, rs, stage).items()}
 
 
-def reviewed(store: TableStore, spec: BenchmarkSpec) -> pd.DataFrame:
+def reviewed(store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec) -> pd.DataFrame:
     """The gated items at their current revision (reviewers' edits applied) with their
     ``review_status``: what people decided, for a stage that keeps it when it writes again
     (Hummus' verdict); empty before anything was gated."""
     items = gated_items(store, spec.name)
-    return resolution(store, spec, settings(spec), items).items if len(items) else items
+    return resolution(store, spec, rs, items).items if len(items) else items
 
 
 def _keys(items: pd.DataFrame, key: str) -> list[str | None] | None:
@@ -119,14 +120,16 @@ def bump(
     return out
 
 
-def applied_edits(store: TableStore, spec: BenchmarkSpec) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def applied_edits(
+    store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(item at its current revision, the edit) of every live edit the gate applied, oldest first:
     what a stage reads to rebuild what it made from a corrected field (MAIA: a corrected answer's
     statement and foil, ``assets/recipes/maia/logic/corrections.py``); [] before anything was gated."""
     items = gated_items(store, spec.name)
     if items.empty:
         return []
-    res = resolution(store, spec, settings(spec), items)
+    res = resolution(store, spec, rs, items)
     v = res.verdicts
     live = v[(v["verdict"] == "edit") & (v["edit_status"] == "applied") & ~v["stale"].astype(bool)]
     by_id = {str(r["item_id"]): r for r in res.items.to_dict("records")}

@@ -23,7 +23,6 @@ from forge.people import read as tool
 from forge.people.client import LabelStudio, ReviewServerDown
 from forge.people.push import TASK_COLUMNS, Plan, Progress, PushInterrupted, Wanted, execute, plan
 from forge.review import gate, loop, units
-from forge.review.config import review_spec
 from forge.review.items import box_predictions, task_data
 from forge.review.labelconfig import review_config
 from forge.review.reprobe import Reprobe, reprobe
@@ -33,10 +32,6 @@ from forge.storage import RejectLog, TableStore
 from forge.storage.result import StageResult
 
 REJECT_REASON = "reviewer_rejected"  # rejects.reason; the reviewer's own reason leads the detail
-
-
-def settings(spec: BenchmarkSpec) -> ReviewSpec:
-    return review_spec(spec.name, spec.review)
 
 
 def read(store: TableStore, table: str, name: str) -> pd.DataFrame:
@@ -85,14 +80,16 @@ def prior_text(g: pd.DataFrame) -> str:
     )
 
 
-def run_review_tasks(store: TableStore, spec: BenchmarkSpec, ls: LabelStudio | None, note: str = "") -> StageResult:
+def run_review_tasks(
+    store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, ls: LabelStudio | None, note: str = ""
+) -> StageResult:
     """Push every item that needs review (not yet decided at its current revision) to the
     benchmark's one review project, disputed items to its adjudication project, and refused
     verdicts back to their reviewers (``returned``); append what was done to the task ledger.
     ``ls`` None (the tool is down, policy advisory): the recorded tasks stay as they are, with
     ``note``. Label Studio stopping mid-push: the ledger keeps the tasks made so far and
-    ``PushInterrupted`` says how many; the next push continues."""
-    rs = settings(spec)
+    ``PushInterrupted`` says how many; the next push continues. ``rs``: the review settings in
+    effect (``StageSettings.review``)."""
     out = StageResult(metadata={"policy": str(rs.policy), "reviewers_per_item": rs.reviewers})
     prev = read(store, "review_tasks", spec.name)
     prev = prev if len(prev) else pd.DataFrame(columns=TASK_COLUMNS)
@@ -211,6 +208,7 @@ def _loop_wanted(
 def run_verdicts(
     store: TableStore,
     spec: BenchmarkSpec,
+    rs: ReviewSpec,
     ls: LabelStudio | None,
     note: str = "",
     probe: Reprobe | None = None,
@@ -222,7 +220,6 @@ def run_verdicts(
     edited multiple-choice revisions re-enter the text-only probe (``forge/review/reprobe.py``).
     ``nli``: the stage's NLI backend for the member checks (MAIA: an edited foil must contradict
     its statement); its results stay on the verdict rows (``edit_nli``) for the export gate."""
-    rs = settings(spec)
     tasks = loop.load_ledger(store, spec.name)  # every task ever pushed, in whichever project it lives
     prev = read(store, "verdicts", spec.name)
     out = StageResult()
@@ -282,10 +279,11 @@ def run_verdicts(
     return out
 
 
-def export_gate(store: TableStore, spec: BenchmarkSpec, gated: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """What the export publishes under the benchmark's review policy, and the card's review
+def export_gate(
+    store: TableStore, spec: BenchmarkSpec, rs: ReviewSpec, gated: pd.DataFrame
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """What the export publishes under the review policy in effect (``rs``), and the card's review
     figures. Items carry their current revision (edits applied, ``extra.edited_by``)."""
-    rs = settings(spec)
     if gated.empty:
         return gated, {"policy": str(rs.policy)}
     res = resolution(store, spec, rs, gated)

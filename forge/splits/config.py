@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from forge.benchmarks.review_settings import review_spec
+from forge.benchmarks.review_spec import ReviewSpec
 from forge.benchmarks.settings import active_profile, effective, merge
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindUnit, OptionPolicy
 
@@ -284,9 +286,12 @@ class StageSettings:
     leakage_keys: tuple[str, ...]  # empty: every kind (forge/splits/leakage.py KEY_KINDS)
     phash_threshold: int
     document: dict[str, Any] = field(repr=False, compare=False)
+    # the review settings in effect (the declaration, config/review.yaml, SUBTEXT_REVIEW_POLICY);
+    # None: settings parsed without them (a splits or gates test), refused by a stage that needs them
+    review: ReviewSpec | None = None
 
     @classmethod
-    def parse(cls, doc: dict[str, Any]) -> StageSettings:
+    def parse(cls, doc: dict[str, Any], review: ReviewSpec | None = None) -> StageSettings:
         ex = doc.get("export") or {}
         return cls(
             sizes=SplitSizes.from_config(doc),
@@ -298,6 +303,7 @@ class StageSettings:
             leakage_keys=tuple(doc.get("leakage_keys") or ()),
             phash_threshold=int((doc.get("near_duplicate") or {}).get("phash_threshold", 8)),
             document=doc,
+            review=review,
         )
 
     def version_slice(self, stage: str) -> dict[str, Any]:
@@ -313,13 +319,19 @@ class StageSettings:
         """A JSON copy of the document (the export's recorded configuration)."""
         return json.loads(json.dumps(dict(self.document), default=str))
 
+    def review_settings(self) -> ReviewSpec:
+        """The review settings in effect; an error where these settings were parsed without them."""
+        if self.review is None:
+            raise ValueError("these stage settings carry no review settings: make them with stage_settings(spec)")
+        return self.review
+
     def with_blind_action(self, action: str) -> StageSettings:
         """These settings under a run's own blind action (the gated asset's run config)."""
         if action == str(self.gates.blind.action):
             return self
         doc = self.recorded()
         doc.setdefault("blind", {})["action"] = action
-        return StageSettings.parse(doc)
+        return StageSettings.parse(doc, self.review)
 
 
 _VERSION_KEYS = {
@@ -329,5 +341,6 @@ _VERSION_KEYS = {
 
 
 def stage_settings(spec: BenchmarkSpec, path: Path = SPLITS_CONFIG) -> StageSettings:
-    """``spec``'s settings document, parsed."""
-    return StageSettings.parse(benchmark_config(spec, path))
+    """``spec``'s settings: its settings document, parsed, and its review settings in effect. The one
+    place either is resolved: callers pass the result down whole."""
+    return StageSettings.parse(benchmark_config(spec, path), review_spec(spec.name, spec.review))

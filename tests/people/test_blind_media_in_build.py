@@ -46,7 +46,9 @@ def test_a_build_with_label_studio_down_makes_the_blind_copies_once(tmp_path, mo
     items, _version = human.test_items(store, spec)
     assert len(items)
 
-    out = human.run_human_tasks(store, spec, None, "Label Studio is not reachable")
+    out = human.run_human_tasks(
+        store, spec, stage_settings(spec).review_settings(), None, "Label Studio is not reachable"
+    )
     assert out.frame("review_tasks").empty  # nothing pushed: the tool is down
     assert out.metadata["note"] == "Label Studio is not reachable"
     assert out.metadata["blind_media"] == f"{len(items)} item(s) ready for the first push"
@@ -57,5 +59,5 @@ def test_a_build_with_label_studio_down_makes_the_blind_copies_once(tmp_path, mo
 
     # the next build (or the loop's push) keeps them: nothing is encoded again
     stamps = {p: p.stat().st_mtime_ns for p in made}
-    human.run_human_tasks(store, spec, None, "down again")
+    human.run_human_tasks(store, spec, stage_settings(spec).review_settings(), None, "down again")
     assert {p: p.stat().st_mtime_ns for p in made} == stamps

@@ -26,7 +26,7 @@ import pytest
 from assets.people.factory import people_defs
 from forge.benchmarks.registry import get
 from forge.export.stages import run_export
-from forge.review.stages import resolution, settings
+from forge.review.stages import resolution
 from forge.splits.config import stage_settings
 from forge.storage import TableStore
 from tests.review import scripted as sr
@@ -282,7 +282,7 @@ def test_three_reviewers_in_chromium(review_env, ls_blind, browsers):
     maia = v[v.item_id == "m1"].set_index("reviewer")
     assert maia.loc[r1.email, "verdict"] == "accept" and pd.isna(maia.loc[r1.email, "flag"])
     assert maia.loc[r3.email, "author"] == r2.email and maia.loc[r3.email, "flag"].startswith("changed_by_other")
-    res = resolution(store, get("maia"), settings(get("maia")))
+    res = resolution(store, get("maia"), stage_settings(get("maia")).review_settings())
     assert res.status["m1"] == "pending"  # r3's change is not counted: one accept of two, not two
 
     # the edit moved the correct mark: the export carries C as the gold, correct, and A with C's old type

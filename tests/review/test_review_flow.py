@@ -16,8 +16,8 @@ import assets.evals.assets  # noqa: F401 - registers the leaderboard view (as th
 from assets.people.factory import people_defs
 from assets.splits.factory import benchmark_defs
 from forge.benchmarks.registry import get
+from forge.benchmarks.review_settings import review_spec
 from forge.export.stages import run_export
-from forge.review.config import review_spec
 from forge.splits.config import stage_settings
 from forge.storage import TableStore, open_catalog
 from resources.llm import LLMResource

@@ -13,9 +13,9 @@ import pytest
 
 from assets.people.factory import people_defs
 from forge.benchmarks.registry import get
+from forge.benchmarks.review_settings import review_spec
 from forge.export.stages import run_export
 from forge.people.verdict_ids import annotation_ref
-from forge.review.config import review_spec
 from forge.review.stages import resolution
 from forge.review.status import returned
 from forge.splits.config import stage_settings

@@ -23,7 +23,8 @@ from forge.people.client import LabelStudio
 from forge.review import loop
 from forge.review.items import task_data
 from forge.review.labelconfig import review_config
-from forge.review.stages import gated_items, settings
+from forge.review.stages import gated_items
+from forge.splits.config import stage_settings
 from forge.storage import TableStore, open_catalog
 from forge.storage.contracts import load_contract
 from resources.llm import LLMResource
@@ -331,7 +332,7 @@ def test_projects_of_earlier_export_rounds_are_adopted_and_no_task_is_stranded(r
     store = TableStore(data)
     world.maia(store, n=3)
     spec = get("maia")
-    rs = settings(spec)
+    rs = stage_settings(spec).review_settings()
     items = {r["item_id"]: r for r in gated_items(store, "maia").to_dict("records")}
     title = loop.title(spec, "review")
     old = {}

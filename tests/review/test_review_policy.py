@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from forge.benchmarks.registry import get
+from forge.benchmarks.review_settings import review_spec
 from forge.benchmarks.review_spec import ReviewPolicy
 from forge.people.config import CONFIG_PATH
-from forge.review.config import review_spec
 
 
 @pytest.fixture(autouse=True)

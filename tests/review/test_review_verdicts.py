@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from forge.benchmarks.registry import get
+from forge.benchmarks.review_settings import review_spec
 from forge.export.stages import run_export
 from forge.people.verdict_ids import annotation_ref
-from forge.review.config import review_spec
 from forge.review.items import revision
 from forge.review.stages import resolution
 from forge.review.status import returned

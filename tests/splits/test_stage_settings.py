@@ -140,3 +140,117 @@ def test_the_evaluations_call_the_benchmark_spec():
         found += _benchmark_params(f.read_text(), f.relative_to(ROOT).as_posix())
     assert found == []
     assert _benchmark_params("def f(bench, spec): ...", "x.py") == ["x.py:1: f(bench)"]  # the check can fail
+
+
+# -- the review settings: resolved in one place, handed down -----------------------------------------
+
+RESOLVERS = ("review_spec", "stage_settings")  # the review settings' resolver, and the one function calling it
+SCANNED = ("forge", "assets", "sensors", "jobs", "cli", "resources")
+
+
+def _resolutions(source: str, rel: str) -> list[str]:
+    """Calls of the review settings' resolver (``review_spec``) and of ``stage_settings``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name in RESOLVERS:
+                found.append(f"{rel}:{node.lineno}: {name}")
+    return found
+
+
+def _all_resolutions() -> list[str]:
+    files = [f for top in SCANNED for f in sorted((ROOT / top).rglob("*.py"))] + [ROOT / "definitions.py"]
+    return [x for f in files for x in _resolutions(f.read_text(), f.relative_to(ROOT).as_posix())]
+
+
+def test_review_settings_are_resolved_in_one_place_and_handed_down():
+    found = _all_resolutions()
+    # review_spec has one caller, stage_settings; nothing in forge/ but its definition calls that
+    assert [x for x in found if x.endswith(": review_spec")] == [
+        x for x in found if x.startswith("forge/splits/config.py") and x.endswith(": review_spec")
+    ]
+    assert len([x for x in found if x.endswith(": review_spec")]) == 1
+    assert [x for x in found if x.startswith("forge/") and x.endswith(": stage_settings")] == []
+    # the callers: the two factories, the people sensor (its jobs and each tick), and a recipe stage
+    # that regenerates what reviewers rejected (once per run, handed to forge.review.regenerate)
+    callers = {x.split(":")[0] for x in found if x.endswith(": stage_settings")}
+    assert {"assets/splits/factory.py", "assets/people/factory.py", "sensors/people.py"} <= callers
+    assert callers - {"assets/splits/factory.py", "assets/people/factory.py", "sensors/people.py"} <= {
+        f"assets/recipes/{p}/assets.py" for p in registry.names()
+    }
+    planted = "def push(spec):\n    rs = review_spec(spec.name, spec.review)\n    s = config.stage_settings(spec)\n"
+    assert _resolutions(planted, "forge/review/x.py") == [
+        "forge/review/x.py:2: review_spec",
+        "forge/review/x.py:3: stage_settings",
+    ]
+
+
+def test_one_settings_object_reaches_every_kind_of_people_work(monkeypatch):
+    """The kinds act on the settings they are handed, whatever config/review.yaml or the environment
+    say meanwhile: nothing under them resolves again."""
+    import dataclasses
+
+    from forge.benchmarks.review_spec import ReviewPolicy
+    from forge.evals.people_kinds import kinds_of
+
+    monkeypatch.setenv("SUBTEXT_REVIEW_POLICY", "required")
+    spec = registry.get("maia")
+    settings = stage_settings(spec)
+    assert settings.review_settings().policy == ReviewPolicy.REQUIRED  # resolved: the environment counted
+    off = dataclasses.replace(settings, review=dataclasses.replace(settings.review, policy=ReviewPolicy.OFF))
+    kinds = kinds_of(spec, off)
+    assert {k.family for k in kinds} >= {"review", "step", "human"}
+    assert {k.key: k.policy() for k in kinds} == {k.key: "off" for k in kinds}
+    review = next(k for k in kinds if k.family == "review")
+    assert review.watch(None).reasons == []  # policy off: never due, the probe not even looked at
+    assert {k.key: k.policy() for k in kinds_of(spec, settings)} == {k.key: "required" for k in kinds}
+    with_export = dataclasses.replace(settings, review=dataclasses.replace(settings.review, export_after_review=True))
+    assert next(k for k in kinds_of(spec, with_export) if k.family == "review").also() == ("maia_export",)
+
+
+def test_settings_parsed_without_review_settings_are_refused_where_needed():
+    import pytest
+
+    s = StageSettings.parse(benchmark_config(registry.get("vague")))
+    with pytest.raises(ValueError, match="stage_settings"):
+        s.review_settings()
+    assert stage_settings(registry.get("vague")).with_blind_action("off").review is not None  # kept by a run's override
+
+
+def test_each_factory_resolves_once_per_benchmark(monkeypatch):
+    import assets.people.factory as people_factory
+    import assets.splits.factory as splits_factory
+
+    for mod in (splits_factory, people_factory):
+        calls: list[str] = []
+        real = mod.stage_settings
+        monkeypatch.setattr(
+            mod, "stage_settings", lambda spec, _real=real, _calls=calls: _calls.append(spec.name) or _real(spec)
+        )
+        (splits_factory.benchmark_defs if mod is splits_factory else people_factory.people_defs)("hummus")
+        assert calls == ["hummus"], mod.__name__
+
+
+def test_the_export_gates_under_the_review_settings_it_is_handed(tmp_path, monkeypatch):
+    import dataclasses
+
+    from forge.benchmarks.review_spec import ReviewPolicy
+    from forge.export import stages as export
+    from forge.storage import TableStore
+    from tests.review import world
+
+    monkeypatch.setenv("SUBTEXT_REVIEW_POLICY", "required")
+    store = TableStore(tmp_path)
+    world.maia(store, n=3)
+    spec = registry.get("maia")
+    settings = stage_settings(spec)
+    handed = dataclasses.replace(settings, review=dataclasses.replace(settings.review, policy=ReviewPolicy.ADVISORY))
+    seen = []
+    real = export.review_gate
+    monkeypatch.setattr(
+        export, "review_gate", lambda store, spec, rs, gated: seen.append(rs) or real(store, spec, rs, gated)
+    )
+    out = export.run_export(store, spec, handed, force_stub=True)
+    assert seen == [handed.review] and out.metadata["status"] == "written"  # required would hold all 3 back

@@ -29,6 +29,7 @@ from forge.llm.types import ImageInput, LLMRequest
 from forge.protocol import flow, steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
+from forge.splits.config import stage_settings
 from forge.storage import RejectLog
 from resources.llm import LLMResource
 from resources.storage import StorageResource
@@ -207,8 +208,9 @@ def hummus_annotations(
     store, engine = run.store, run.engine
     prompt = load_prompt(P_ANNOTATE)
     # read, not a dep: the verdicts are downstream of these annotations (a dep would be a cycle)
-    tries = regenerate.attempts(store, HUMMUS, "hummus_annotations") if config.regenerate_rejected else {}
-    kept = HR.kept_verdicts(regenerate.reviewed(store, HUMMUS))  # people's verdicts stay when written again
+    rs = stage_settings(HUMMUS).review_settings()  # the review settings in effect, once for this run
+    tries = regenerate.attempts(store, HUMMUS, rs, "hummus_annotations") if config.regenerate_rejected else {}
+    kept = HR.kept_verdicts(regenerate.reviewed(store, HUMMUS, rs))  # people's verdicts stay when written again
 
     def annotate(part: str, rej: RejectLog) -> tuple[dict[str, int], dict[str, int]]:  # batches at once, one budget
         pairs = {r["frame_id"]: r for r in store.read("hummus_pairs", parts=[part]).to_dict("records")}

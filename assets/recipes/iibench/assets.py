@@ -28,6 +28,7 @@ from forge.llm.types import ImageInput, LLMRequest
 from forge.protocol import flow, steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
+from forge.splits.config import stage_settings
 from forge.storage import RejectLog, TableStore
 from resources.llm import LLMResource
 from resources.storage import StorageResource
@@ -391,7 +392,11 @@ def iibench_items(
     n_q = it.questions_wanted(config.questions_per_image)
     zero = {"images": 0, "questions_accepted": 0, "questions_rejected": 0, "images_rejected": 0, "refine_rounds": 0}
     # read, not a dep: the verdicts are downstream of these items (a dep would be a cycle)
-    tries = regenerate.attempts(store, IIBENCH, "iibench_items") if config.regenerate_rejected else {}
+    tries = (
+        regenerate.attempts(store, IIBENCH, stage_settings(IIBENCH).review_settings(), "iibench_items")
+        if config.regenerate_rejected
+        else {}
+    )
     inspected = steps.decisions(store, IIBENCH, proto.INSPECTION)
     human_labels = steps.decisions(store, IIBENCH, proto.LABELS)
 

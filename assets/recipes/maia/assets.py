@@ -30,6 +30,7 @@ from forge.llm.types import LLMRequest
 from forge.protocol import flow, steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
+from forge.splits.config import stage_settings
 from forge.storage import RejectLog
 from resources.llm import LLMResource
 from resources.nli import NLIResource
@@ -272,7 +273,8 @@ def maia_answer_pools(
     PF.contradicting_answers(acfg)  # a stale or unknown key fails the run at its start, never mid-pool
     prompts, size = pool_prompts("answers"), int(acfg["pool_size"])
     # read, not a dep: the verdicts are downstream of these pools (a dep would be a cycle)
-    tries = regenerate.attempts(store, MAIA, "maia_answer_pools") if config.regenerate_rejected else {}
+    rs = stage_settings(MAIA).review_settings()  # the review settings in effect, once for this run
+    tries = regenerate.attempts(store, MAIA, rs, "maia_answer_pools") if config.regenerate_rejected else {}
     # a regenerated pool's seeds lie past every fresh draw of a member (seed i + size × draw)
     stride = size * (int(acfg.get("reseed_attempts", 2)) + 1)
 
@@ -284,7 +286,7 @@ def maia_answer_pools(
 
     # a reviewer's corrected answers (applied edits of the open question's references): each goes
     # into its slot after the pool is built, checked by the stage (logic/corrections.py)
-    corrected = MC.corrected_answers(regenerate.applied_edits(store, MAIA))
+    corrected = MC.corrected_answers(regenerate.applied_edits(store, MAIA, rs))
 
     def partition(batch: str, log: RejectLog) -> None:
         qs = store.read_batch("maia_questions", batch)
@@ -397,7 +399,11 @@ def maia_statements(
     store, engine, stage = run.store, run.engine, run.stage
     # a pair rejected for a fault of its true statement (spec: wrong_gold, other) asks this stage again
     # for that statement alone (keyed by statement id; its foil follows, the rest is the cached one)
-    tries = regenerate.attempts(store, MAIA, "maia_statements") if config.regenerate_rejected else {}
+    tries = (
+        regenerate.attempts(store, MAIA, stage_settings(MAIA).review_settings(), "maia_statements")
+        if config.regenerate_rejected
+        else {}
+    )
     scfg, pcfg = settings()["statements"], settings()["pools"]
     prompts, size = pool_prompts("statement"), int(settings()["answers"]["pool_size"])
 
@@ -496,7 +502,11 @@ def maia_foils(
     stage_run, fcfg = StageRun(context, storage, llm), settings()["foils"]
     store, engine, stage = stage_run.store, stage_run.engine, stage_run.stage
     # a pair rejected for a fault of its foil (spec: ambiguous) asks this stage again for that foil alone
-    tries = regenerate.attempts(store, MAIA, "maia_foils") if config.regenerate_rejected else {}
+    tries = (
+        regenerate.attempts(store, MAIA, stage_settings(MAIA).review_settings(), "maia_foils")
+        if config.regenerate_rejected
+        else {}
+    )
     stride = int(fcfg.get("reseed_attempts", 2)) + 1  # past the foil's own fresh draws (seed + draw)
     lang = language()
     foil_prompts = {c: load_prompt(P[F.foil_prompt_file(Path(), c).stem]) for c in category_names()}

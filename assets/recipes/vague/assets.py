@@ -20,6 +20,7 @@ from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.protocol import flow, steps
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
+from forge.splits.config import stage_settings
 from forge.storage import RejectLog, TableStore
 from resources.embedder import EmbedderResource
 from resources.llm import LLMResource
@@ -143,7 +144,11 @@ def vague_direct(
 ) -> dg.MaterializeResult:
     run, cfg = StageRun(context, storage, llm), settings()["direct"]
     # read, not a dep: the verdicts are downstream of these intentions (a dep would be a cycle)
-    tries = regenerate.attempts(run.store, VAGUE, "vague_direct") if config.regenerate_rejected else {}
+    tries = (
+        regenerate.attempts(run.store, VAGUE, stage_settings(VAGUE).review_settings(), "vague_direct")
+        if config.regenerate_rejected
+        else {}
+    )
     run.map_partitions(  # batches at once on the engine's one budget
         lambda part, log: run.put(
             part, run_direct(run.engine, run.store, part, _read(run.store, "vague_candidates", part), cfg, log, tries)
@@ -175,7 +180,11 @@ def vague_indirect(
     run, emb = StageRun(context, storage, llm), embedder.embedder()  # the embedder serializes its own calls
     store, cfg = run.store, settings()["indirect"]
     # read, not a dep: the verdicts are downstream of these expressions (a dep would be a cycle)
-    tries = regenerate.attempts(store, VAGUE, "vague_indirect") if config.regenerate_rejected else {}
+    tries = (
+        regenerate.attempts(store, VAGUE, stage_settings(VAGUE).review_settings(), "vague_indirect")
+        if config.regenerate_rejected
+        else {}
+    )
 
     rated = steps.decisions(store, VAGUE, proto.DIRECT)
     raters = flow.people_of(store, VAGUE, proto.DIRECT)  # who rated an expression below the threshold

@@ -25,6 +25,7 @@ from forge.llm.refine import refine
 from forge.llm.stub import ADVISORY_NOTE, advisory
 from forge.provenance.versioning import content_hash
 from forge.review import regenerate
+from forge.splits.config import stage_settings
 from forge.storage import RejectLog, TableStore
 from resources.llm import LLMResource
 from resources.storage import StorageResource
@@ -101,7 +102,11 @@ def vimu_annotations(
     store, engine = run.store, run.engine
     tax, prompt = load_taxonomy(), load_prompt(ANNOTATE_PROMPT)
     # read, not a dep: the verdicts are downstream of these annotations (a dep would be a cycle)
-    wrong = regenerate.regenerations(store, VIMU, "vimu_annotations") if config.regenerate_rejected else {}
+    wrong = (
+        regenerate.regenerations(store, VIMU, stage_settings(VIMU).review_settings(), "vimu_annotations")
+        if config.regenerate_rejected
+        else {}
+    )
 
     def annotate(batch: str, log: RejectLog) -> int:  # batches run at once on the engine's one budget
         bundles = ann.clip_bundles(
@@ -222,7 +227,11 @@ def vimu_questions(
     gen_p, ref_p, val_p = (load_prompt(p) for p in QA_PROMPTS)
     terms = tax.hint_terms(tuple(config.hint_axes))
     # read, not a dep: the verdicts are downstream of these questions (a dep would be a cycle)
-    tries = regenerate.attempts(store, VIMU, "vimu_questions") if config.regenerate_rejected else {}
+    tries = (
+        regenerate.attempts(store, VIMU, stage_settings(VIMU).review_settings(), "vimu_questions")
+        if config.regenerate_rejected
+        else {}
+    )
 
     def generate(batch: str, log: RejectLog):  # batches run at once on the engine's one budget
         annotations = {r["clip_id"]: r for r in store.read("vimu_annotations", parts=[batch]).to_dict("records")}

@@ -15,6 +15,7 @@ from forge.benchmarks import registry
 from forge.review import stages
 from forge.review.items import revision
 from forge.review.verdicts import VERDICT_COLUMNS
+from forge.splits.config import stage_settings
 from forge.storage import TableStore
 from forge.storage.contracts import load_contract
 from tests.llm_double import Reply
@@ -59,7 +60,7 @@ def _record(store: TableStore, rows: list[dict]) -> None:
     df["polled_at"] = df["polled_at"].fillna(pd.Timestamp("2026-01-02", tz="UTC"))
     df["seconds"] = df["seconds"].fillna(4.0)
     store.write("verdicts", c.conform(df), "maia", schema=c.arrow_schema())
-    out = stages.run_verdicts(store, spec, None)
+    out = stages.run_verdicts(store, spec, stage_settings(spec).review_settings(), None)
     store.write("verdicts", c.conform(out.frame("verdicts")), "maia", schema=c.arrow_schema())
 
 
@@ -125,16 +126,17 @@ def test_a_corrected_answer_rebuilds_its_pair_and_leaves_the_other_seven(
     # revision the reviewer has not seen: pending, so the pool is held back until it is accepted
     gated = _gate(store)
     spec = registry.get("maia")
-    res = stages.resolution(store, spec, stages.settings(spec), gated)
+    rs = stage_settings(spec).review_settings()
+    res = stages.resolution(store, spec, rs, gated)
     assert res.status[oe] == "accepted" and res.status[pair["item_id"]] == "pending"
-    kept, _ = stages.export_gate(store, spec, gated)
+    kept, _ = stages.export_gate(store, spec, rs, gated)
     assert _of(kept, qid).empty  # the pool goes out whole or not at all
     _record(
         store,
         [*store.read("verdicts", parts=["maia"]).to_dict("records")]
         + [_v(pair["item_id"], revision(_pair(gated, qid, J)), "r1", "accept", n=99)],
     )
-    kept, _ = stages.export_gate(store, spec, gated)
+    kept, _ = stages.export_gate(store, spec, rs, gated)
     exported = _pair(kept, qid, J)
     assert sorted(exported["options"]) == sorted([FIXED, foil]) and len(_of(kept, qid)) == 9
     for j in set(range(8)) - {J}:

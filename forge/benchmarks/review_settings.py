@@ -1,6 +1,8 @@
 """Review settings: the benchmark's declaration overlaid with ``config/review.yaml`` (profile
-and per-benchmark blocks) and the environment. Dagster-free. The server's address and
-credentials (the same file's ``server`` block) are ``forge/people/config.py``'s.
+and per-benchmark blocks) and the environment. Dagster-free. Resolved once per benchmark by
+``forge.splits.config.stage_settings`` (``StageSettings.review``), which the asset factories, the
+people sensor's tick and a regenerating recipe stage call and pass down whole. The server's
+address and credentials (the same file's ``server`` block) are ``forge/people/config.py``'s.
 """
 
 from __future__ import annotations
