@@ -41,7 +41,7 @@ endif
 PG_DIR ?= $(CURDIR)/.pg
 PG_PORT ?= 5433
 
-.PHONY: setup pools demo test test-deps review-venv system-packages test-s3 ui query validate clean bench postgres postgres-stop review
+.PHONY: setup pools demo test test-deps review-venv system-packages test-s3 test-s3-ray ui query validate clean bench postgres postgres-stop review
 
 # `make test` runs pytest on two workers (pytest-xdist; tests/conftest.py hands out
 # a file at a time); TEST_WORKERS=0 is one process (docs/operations.md, "How long the suite takes").
@@ -125,6 +125,11 @@ query: $(STAMP)
 # docs/operations.md "Object storage"); not part of `make test`: two demo builds take minutes.
 test-s3: setup
 	$(PY) scripts/s3_build_check.py $(if $(OUT),--out $(OUT)) $(if $(LOCAL_DATA),--local-data $(LOCAL_DATA))
+
+# Frames, OCR and detection on a two-node local Ray cluster sharing only a bucket (moto), against
+# one node, plus a killed worker under injected faults (issue #57); not part of `make test`.
+test-s3-ray: setup
+	$(PY) scripts/ray_bucket_check.py $(if $(OUT),--out $(OUT))
 
 bench: setup
 	for f in perf/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

@@ -474,7 +474,7 @@ def frames_on_bucket(
     """A frames unit on object storage, wherever Ray runs it: this node's own store (its own work
     dir), the unit's video fetched from the bucket, ``fn`` run as in-process, its frames put back
     (one PUT each, none when the same bytes are there: a retried task writes no second copy)."""
-    store = TableStore(location)
+    store = objects.worker_store(location)
     objects.fetch_many(store, stored_keys(head[:1] if isinstance(head[0], Mapping) else [], "path"))
     out_dir = store.media_dir / sub if sub else store.media_dir
     rows, rejects = fn(*head, store.data_dir, out_dir, *tail)

@@ -50,6 +50,7 @@ _LOCK = threading.Lock()
 # and of each task of the last map_calls per function.
 LAST_PLACEMENT: dict[str, list[tuple[str, int]]] = {}
 POOLS_STARTED: Counter[str] = Counter()  # actor pools started per worker name (model loads = this x actors)
+ACTOR_RESTARTS = 3  # a replica killed mid-shard (its worker process or node died) is restarted this often
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,12 @@ def actor_pool(placement: RayPlacement, factory: Callable[[], Any]) -> Iterator[
         return
     connect(placement.address)
     remote = ray.remote(num_cpus=placement.num_cpus, num_gpus=placement.num_gpus)(PoolActor)
-    pool = [remote.options(scheduling_strategy="SPREAD").remote(factory) for _ in range(max(1, placement.actors))]
+    # A replica whose process or node dies is rebuilt (its model loaded again) and the shard it
+    # was running is sent again: shards only return rows, so a retried one adds none twice.
+    retry = {"max_restarts": ACTOR_RESTARTS, "max_task_retries": ACTOR_RESTARTS}
+    pool = [
+        remote.options(scheduling_strategy="SPREAD", **retry).remote(factory) for _ in range(max(1, placement.actors))
+    ]
     POOLS_STARTED[name] += 1
     try:
         LAST_PLACEMENT[name] = ray.get([a.where.remote() for a in pool])

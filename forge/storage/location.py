@@ -265,15 +265,19 @@ _REMOTES: dict[str, Remote] = {}
 _REMOTES_LOCK = threading.Lock()
 
 
-def open_remote(url: str, check: bool = True) -> Remote:
+def open_remote(url: str, check: bool = True, check_attempts: int | None = 2) -> Remote:
     """The ``Remote`` for ``url`` (one per process), checked once: a missing bucket, rejected
-    credentials or an unreachable endpoint raise ``StorageUnavailable`` before anything is written."""
+    credentials or an unreachable endpoint raise ``StorageUnavailable`` before anything is written.
+
+    The check makes ``check_attempts`` tries (default 2: at a run's start an unreachable endpoint is
+    reported in seconds, not after every backoff); ``None`` gives it the full retry budget, for a
+    worker handed a location its driver has checked, whose start must ride out throttling."""
     url = url.rstrip("/")
     with _REMOTES_LOCK:
         remote = _REMOTES.get(url)
         if remote is None:
-            if check:  # few tries: an unreachable endpoint is reported in seconds, not after every backoff
-                preflight(_make_remote(url, attempts=2))
+            if check:
+                preflight(_make_remote(url, attempts=check_attempts))
             remote = _make_remote(url)
             _REMOTES[url] = remote
     return remote

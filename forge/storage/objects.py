@@ -19,6 +19,13 @@ from forge.storage.location import is_remote
 from forge.storage.tables import TableStore
 
 
+def worker_store(location: str) -> TableStore:
+    """The store of a Ray task or actor handed ``location`` by its driver (which checked it at the
+    run's start): this node's own work dir, and a check that retries throttling and dropped
+    connections with the full backoff instead of failing the task."""
+    return TableStore(location, check_attempts=None)
+
+
 def content_key(data: bytes, prefix: str, suffix: str) -> str:
     """``<prefix>/<sha256[:2]>/<sha256>.<suffix>``: the same bytes always get the same key."""
     sha = hashlib.sha256(data).hexdigest()
@@ -95,7 +102,7 @@ def localize(location: str | os.PathLike[str], keys: list[str]) -> Path:
     absent, as a missing file on a local disk: the reader's open fails for that item alone."""
     if not is_remote(location):
         return Path(location)
-    store = TableStore(str(location))
+    store = worker_store(str(location))
     for k in keys:
         if isinstance(k, str) and k and not os.path.isabs(k):
             try:

@@ -64,10 +64,11 @@ class TableStore:
     """Reads and writes the project's tables under ``data_dir`` (a local directory, or an
     object-storage URL such as ``s3://bucket/prefix``)."""
 
-    def __init__(self, data_dir: str | os.PathLike[str]):
+    def __init__(self, data_dir: str | os.PathLike[str], check_attempts: int | None = 2):
         self.remote: Remote | None = None
         if is_remote(data_dir):
-            self.remote = open_remote(str(data_dir))  # checked: a bad bucket stops here, nothing written
+            # checked: a bad bucket stops here, nothing written (``check_attempts``: open_remote's)
+            self.remote = open_remote(str(data_dir), check_attempts=check_attempts)
             self.url = self.remote.url
             self.data_dir = work_dir(self.url)  # this machine's scratch (catalog file, tools' files)
         else:

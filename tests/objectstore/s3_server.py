@@ -81,7 +81,8 @@ def _handler(upstream: tuple[str, int], faults: Faults) -> type[BaseHTTPRequestH
                 self.send_header("Content-Type", "application/xml")
                 self.send_header("Content-Length", str(len(_SLOWDOWN)))
                 self.end_headers()
-                self.wfile.write(_SLOWDOWN)
+                if self.command != "HEAD":  # as S3: a HEAD answer has no body (the client reads none)
+                    self.wfile.write(_SLOWDOWN)
                 return
             conn = http.client.HTTPConnection(*upstream, timeout=30)
             headers = dict(self.headers.items())  # Host kept: it is part of the signature
