@@ -93,6 +93,7 @@ def test_label_studio_down(tmp_path, monkeypatch):
     (row,) = store.read("protocol_results", parts=["iibench__inspection"]).to_dict("records")
     assert (row["unit_id"], row["decided_by"], row["why_llm"], row["keep"]) == ("f1", "llm", "no_label_studio", True)
     monkeypatch.setenv("SUBTEXT_REVIEW_POLICY", "required")
+    assets = list(people_defs("iibench", "step").assets)  # a later run loads the definitions, settings and all, anew
     res = dg.materialize(assets, selection=["iibench_inspection_tasks"], resources=resources, raise_on_error=False)
     assert not res.success
     # the results still record who decided, under every policy; a later read without the tool keeps them
