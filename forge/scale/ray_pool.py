@@ -12,8 +12,11 @@ declare their workers next to their logic (``forge.media.text_boxes.OCRWorker``,
 ``forge.media.transcripts.WhisperWorker``, ``forge.vision.detect_worker``,
 ``forge.vision.tag_worker``), as NeMo Curator's and datatrove's stages do.
 
-Frames are read by path: every node must see the data directory at the same path (a shared
-volume or a mounted bucket; docs/operations.md).
+Frames are read by path on a local data dir, which every node must then see at the same path (a
+shared volume). With ``SUBTEXT_DATA_URL`` a worker is handed the URL instead and fetches what it
+lacks into its own node's work dir (docs/operations.md "Object storage"). A task whose worker
+dies is retried by Ray; a replica that dies is restarted and its shard sent again
+(``ACTOR_RESTARTS``).
 """
 
 from __future__ import annotations
