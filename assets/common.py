@@ -89,16 +89,21 @@ def contract_check_specs(asset: str | dg.AssetKey, tables: Iterable[str]) -> lis
 QUALITY_PATH = Path(__file__).resolve().parents[1] / "config" / "quality.yaml"
 
 
-def reject_rate_ceiling(stage: str, path: Path = QUALITY_PATH) -> tuple[float, int]:
-    """(ceiling, min_seen) of ``stage``'s reject-rate check from config/quality.yaml."""
+def reject_rate_ceiling(stage: str, declared: float | None = None, path: Path = QUALITY_PATH) -> tuple[float, int]:
+    """(ceiling, min_seen) of ``stage``'s reject-rate check: config/quality.yaml's ``stages.<stage>``
+    (a user's override), else the ceiling the stage declares (``declared``: a filter meant to drop
+    most inputs, in its paper's package), else the file's default."""
     cfg = (yaml.safe_load(path.read_text()) or {}).get("reject_rate", {}) if path.exists() else {}
-    ceiling = (cfg.get("stages") or {}).get(stage, cfg.get("ceiling", 0.95))
-    return float(ceiling), int(cfg.get("min_seen", 3))
+    default = cfg.get("ceiling", 0.95) if declared is None else declared
+    return float((cfg.get("stages") or {}).get(stage, default)), int(cfg.get("min_seen", 3))
 
 
-def stage_check_specs(asset: str, tables: Iterable[str]) -> list[dg.AssetCheckSpec]:
-    """Contract checks plus the stage's ``reject_rate`` check (emitted by ``StageRun.publish``)."""
-    ceiling, _ = reject_rate_ceiling(asset)
+def stage_check_specs(
+    asset: str, tables: Iterable[str], reject_ceiling: float | None = None
+) -> list[dg.AssetCheckSpec]:
+    """Contract checks plus the stage's ``reject_rate`` check (emitted by ``StageRun.publish``; its
+    ceiling and minimum in the check's metadata, where the run reads them)."""
+    ceiling, min_seen = reject_rate_ceiling(asset, reject_ceiling)
     return [
         *contract_check_specs(asset, tables),
         dg.AssetCheckSpec(
@@ -106,6 +111,7 @@ def stage_check_specs(asset: str, tables: Iterable[str]) -> list[dg.AssetCheckSp
             asset=asset,
             description=f"rejected / (rejected + kept) for this stage ≤ {ceiling:g} (config/quality.yaml): "
             "a stage that rejects (nearly) everything is a failure, not an empty success.",
+            metadata={"ceiling": ceiling, "min_seen": min_seen},
         ),
     ]
 
@@ -517,7 +523,8 @@ class StageRun:
         )
 
     def reject_rate_check(self) -> dg.AssetCheckResult:
-        ceiling, min_seen = reject_rate_ceiling(self.stage)
+        (spec,) = [s for s in self.context.assets_def.check_specs if s.name == "reject_rate"]
+        ceiling, min_seen = (getattr(v, "value", v) for v in (spec.metadata["ceiling"], spec.metadata["min_seen"]))
         kept = len(self.frame())
         rejected = self.rejected()
         seen = kept + rejected

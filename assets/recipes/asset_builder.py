@@ -18,11 +18,15 @@ from assets.common import SINGLE_RUN, batches, stage_check_specs, table_metadata
 
 
 def recipe_check_specs(
-    name: str, tables: Sequence[str] = (), shared_tables: Sequence[str] = (), checks: Mapping[str, str] | None = None
+    name: str,
+    tables: Sequence[str] = (),
+    shared_tables: Sequence[str] = (),
+    checks: Mapping[str, str] | None = None,
+    reject_ceiling: float | None = None,
 ) -> list[dg.AssetCheckSpec]:
     """Contract checks of ``name`` and its further tables, ``reject_rate``, then the stage's own checks."""
     return [
-        *stage_check_specs(name, [name, *tables, *shared_tables]),
+        *stage_check_specs(name, [name, *tables, *shared_tables], reject_ceiling),
         *(dg.AssetCheckSpec(check, asset=name, description=text) for check, text in (checks or {}).items()),
     ]
 
@@ -38,6 +42,7 @@ def recipe_asset(
     tables: Sequence[str] = (),
     shared_tables: Sequence[str] = (),
     checks: Mapping[str, str] | None = None,
+    reject_ceiling: float | None = None,
     **extra: Any,
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
     """Decorate a recipe stage named after its main table.
@@ -46,7 +51,9 @@ def recipe_asset(
     ``kinds``: further kinds (``parquet``). ``tables``: further tables the stage writes, each with
     its contract check and listed in the metadata (``hummus_regions``). ``shared_tables``: tables
     several stages append to (``maia_pool_stats``): checked here, listed on no stage. ``checks``:
-    the stage's own non-blocking checks, name → description. ``extra`` goes to ``dg.asset``.
+    the stage's own non-blocking checks, name → description. ``reject_ceiling``: the stage's own
+    ``reject_rate`` ceiling, for a filter meant to drop most inputs (default: config/quality.yaml's).
+    ``extra`` goes to ``dg.asset``.
     """
 
     def build(fn: Callable[..., Any]) -> dg.AssetsDefinition:
@@ -59,7 +66,7 @@ def recipe_asset(
             backfill_policy=SINGLE_RUN,
             deps=list(deps),
             code_version=code_version,
-            check_specs=recipe_check_specs(name, tables, shared_tables, checks),
+            check_specs=recipe_check_specs(name, tables, shared_tables, checks, reject_ceiling),
             metadata=table_metadata([name, *tables]),
             description=description,
             **extra,

@@ -95,3 +95,21 @@ def test_every_paper_declares_its_stages_through_the_builder(package):
     source = inspect.getsource(importlib.import_module(f"{package}.assets"))
     assert "@dg.asset(" not in source, f"{package}.assets writes a recipe stage's decorator by hand"
     assert "@recipe_asset(" in source
+
+
+def test_a_stage_declares_its_own_reject_ceiling_and_a_users_override_wins(tmp_path):
+    from assets.common import reject_rate_ceiling
+    from assets.recipes.iibench.assets import iibench_implication
+    from assets.recipes.maia.assets import maia_answer_pools
+    from assets.recipes.vague.assets import vague_candidates
+
+    def ceiling(asset):
+        (spec,) = [s for s in asset.check_specs if s.name == "reject_rate"]
+        return getattr(spec.metadata["ceiling"], "value", spec.metadata["ceiling"])
+
+    # the two filters meant to drop most inputs declare 1.0 in their papers' packages; others the default
+    assert (ceiling(iibench_implication), ceiling(vague_candidates), ceiling(maia_answer_pools)) == (1.0, 1.0, 0.95)
+    f = tmp_path / "quality.yaml"
+    f.write_text("reject_rate: {ceiling: 0.9, min_seen: 5, stages: {some_stage: 0.5}}\n")
+    assert reject_rate_ceiling("some_stage", 1.0, f) == (0.5, 5)  # the user's file wins
+    assert reject_rate_ceiling("other", 1.0, f) == (1.0, 5) and reject_rate_ceiling("other", None, f) == (0.9, 5)

@@ -130,6 +130,7 @@ def candidate_images(store: TableStore, batch: str, rejects: RejectLog) -> pd.Da
     llm=True,
     deps=["frames", "duplicates", "text_ratio"],
     code_version=content_hash(VERSION, settings()["implication"], files=[P_IMPLICATION]),
+    reject_ceiling=1.0,  # its rejects include the trunk's duplicates and text-heavy images
     description="II-Bench Stage 3: keep images with a metaphorical or suggestive implication (LLM judge with "
     "reasons; a human verdict table overrides it). Dropped images → rejects (no_implication).",
 )

@@ -90,6 +90,7 @@ def _protocol_decisions(store: TableStore) -> dict[str, dict[str, Any]]:
     group=GROUP,
     deps=["rich_scenes", "frames", "person_indicators", "tags", "detections"],
     code_version=content_hash(_version("candidates"), physical_objects_config()),
+    reject_ceiling=1.0,  # a frame filter (persons, tags, blur, spacing): dropping most frames is normal
     description="VAGUE §4.1: candidate frames from the selected rich scenes (kind, blur, persons, tags, "
     "no neighbouring frames, per-batch cap) with the image the model sees (person indicators).",
 )
