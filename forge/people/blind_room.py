@@ -23,6 +23,7 @@ from pathlib import Path
 
 from forge.people.config import Server, _credentials, _record_address, load_doc, recorded_address, server
 from forge.people.links import BLIND_MEDIA
+from forge.storage.location import Remote, is_remote, location_of, open_remote
 
 HOME = "review/blind-studio"
 KEYS = "task_keys.json"  # the secret behind the blind tasks' opaque keys (0600)
@@ -57,8 +58,13 @@ def blind_server(data_dir: Path, create: bool = False, path: Path | None = None)
 
 
 def _key_secret(data_dir: Path) -> bytes:
-    """A random secret made once per data dir (``<blind home>/task_keys.json``, 0600)."""
+    """The secret behind the blind keys, one per store: on a local data dir a random secret made
+    once (``<blind home>/task_keys.json``, 0600); on object storage one object in the bucket
+    (``_shared_secret``), so every machine computes the same keys."""
     home = Path(data_dir).resolve() / HOME
+    location = location_of(Path(data_dir).resolve())
+    if is_remote(location):
+        return _shared_secret(open_remote(location), home)
     f = home / KEYS
     if not f.is_file():
         home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -70,6 +76,33 @@ def _key_secret(data_dir: Path) -> bytes:
             with os.fdopen(fd, "w") as out:
                 json.dump({"secret": secrets.token_hex(32)}, out)
     return bytes.fromhex(json.loads(f.read_text())["secret"])
+
+
+_SHARED: dict[tuple[str, Path], bytes] = {}  # (bucket URL, this machine's blind home) -> the secret, read once
+
+
+def _shared_secret(remote: Remote, home: Path) -> bytes:
+    """The bucket's secret (object ``review/blind-studio/task_keys.json``), written only if absent
+    (``If-None-Match: *``): the first machine to need it makes it, every other one reads that one,
+    so a push from another machine or a fresh pod keeps the blind tasks' keys. A machine that made
+    its own file in its work dir before (blind tasks already pushed with it) offers that secret,
+    so the first such push keeps its tasks. Never logged; no URL of it is ever signed."""
+    cached = _SHARED.get((remote.url, home))
+    if cached is not None:
+        return cached
+    key = f"{HOME}/{KEYS}"
+    got = remote.get(key)
+    if got is None:
+        mine = home / KEYS
+        offered = json.loads(mine.read_text())["secret"] if mine.is_file() else secrets.token_hex(32)
+        remote.put_once(key, json.dumps({"secret": offered}).encode())
+        got = remote.get(key)  # whoever wrote first: this call or a concurrent machine
+    try:
+        secret = bytes.fromhex(json.loads(got[0] if got else b"")["secret"])
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"the blind task-key secret {remote.url_of(key)} is unreadable (not shown)") from None
+    _SHARED[(remote.url, home)] = secret
+    return secret
 
 
 def blind_key(data_dir: Path, *parts: str) -> str:
