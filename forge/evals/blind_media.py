@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -72,18 +73,42 @@ def _video(src: Path, tmp: Path, attempt: int) -> None:
         raise BlindMediaError(f"{src.name}: ffmpeg could not re-mux it: {done.stderr.strip()[-300:]}")
 
 
+# (source sha256, suffix) -> a copy this process made and its sha256: many items share one clip (a
+# video's questions, a clip's statements), and re-encoding the same bytes again gives the same result,
+# so the next item's copy is a byte copy of the first (an ffmpeg start per item cost a build minutes).
+_MADE: dict[tuple[str, str], tuple[Path, str]] = {}
+
+
+def _copy_made(source: str, dst: Path, tmp: Path) -> bool:
+    """``dst`` as a byte copy of the copy made earlier from the same source, if it is still whole."""
+    made = _MADE.get((source, dst.suffix))
+    if made is None or not made[0].is_file() or made[0] == dst:
+        return False
+    shutil.copyfile(made[0], tmp)
+    if sha256(tmp) != made[1]:  # changed or replaced since: encode afresh
+        tmp.unlink(missing_ok=True)
+        return False
+    os.chmod(tmp, 0o600)
+    tmp.replace(dst)
+    return True
+
+
 def reencode(src: Path, dst: Path) -> None:
     """Write ``dst`` (suffix from ``suffix_for``): ``src`` re-encoded, with other bytes than ``src``."""
     video = src.suffix.lower() in VIDEO_SUFFIXES
     source = sha256(src)
     tmp = dst.with_name(f".{dst.stem}.tmp{dst.suffix}")
+    if _copy_made(source, dst, tmp):
+        return
     for attempt in (0, 1):
         tmp.unlink(missing_ok=True)
         try:
             (_video if video else _image)(src, tmp, attempt)
-            if sha256(tmp) != source:
+            made = sha256(tmp)
+            if made != source:
                 os.chmod(tmp, 0o600)  # people's blind material: this user's only, from its first moment
                 tmp.replace(dst)
+                _MADE[(source, dst.suffix)] = (dst, made)
                 return
         finally:
             tmp.unlink(missing_ok=True)

@@ -69,6 +69,26 @@ def test_a_clip_is_re_muxed_with_its_frames_and_other_bytes(tmp_path):
     assert frames(dst) == frames(src)  # streams copied, not re-encoded
 
 
+def test_a_clip_shared_by_items_is_muxed_once_and_copied_for_the_others(tmp_path, monkeypatch):
+    from forge.evals import blind_media
+
+    src = tmp_path / "clip.mp4"
+    cmd = [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=5:duration=1"]
+    subprocess.run([*cmd, "-pix_fmt", "yuv420p", str(src)], check=True)
+    muxed = []
+    real = blind_media._video
+    monkeypatch.setattr(blind_media, "_video", lambda *a: muxed.append(a) or real(*a))
+    outs = [tmp_path / f"k{i}.mp4" for i in range(3)]
+    for dst in outs:
+        reencode(src, dst)
+    assert len(muxed) == 1  # one ffmpeg start for the three items' copies
+    assert {sha(d) for d in outs} == {sha(outs[0])} and sha(outs[0]) != sha(src)
+    assert all(d.stat().st_mode & 0o777 == 0o600 and d.stat().st_nlink == 1 for d in outs)
+    outs[0].write_bytes(b"changed")  # the first copy is no longer what was made: the next is muxed afresh
+    reencode(src, tmp_path / "k3.mp4")
+    assert len(muxed) == 2 and sha(tmp_path / "k3.mp4") == sha(outs[1])
+
+
 def test_links_in_served_folders_are_moved_out_and_reported(tmp_path):
     data = tmp_path / "data"
     (data / "media" / "images").mkdir(parents=True)
