@@ -179,6 +179,11 @@ class LabelStudio:
             raise ReviewAPIError(f"import into project {project_id}: {len(tasks)} tasks sent, {len(ids)} ids back")
         return ids
 
+    def update_task_data(self, task_id: int, data: dict[str, Any]) -> None:
+        """Replace a task's ``data`` (its media URLs renewed: ``forge/people/resign.py``); its
+        annotations, predictions and ``meta`` are other records and stay as they are."""
+        self.request("PATCH", f"/api/tasks/{task_id}", json={"data": data})
+
     def delete_task(self, task_id: int) -> None:
         self.request("DELETE", f"/api/tasks/{task_id}")
 

@@ -125,6 +125,7 @@ class Owner:
         self.ls, self.pid, self.benchmark, self.kind, self.key_field = ls, int(project_id), benchmark, kind, key_field
         self.stamp = stamp_of(ensure_stamp(ls, ls.request("GET", f"/api/projects/{self.pid}")))
         self.others = 0  # tasks of the project that are not this path's: never counted or read
+        self.resigned = 0  # tasks whose pre-signed media URLs the last ``push.add_new`` renewed
 
     def key(self, task: Mapping[str, Any]) -> str:
         return str((task.get("data") or {}).get(self.key_field))

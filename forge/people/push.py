@@ -12,6 +12,8 @@ revision, in the kind's one project:
   ``moved``: created in the project, the old one deleted on the same condition;
 * a key whose task was deleted in the tool gets a new one (``recreated``: back in the queue);
 * a task of a key in ``keep`` (an item already decided) stays (its verdicts keep counting);
+* on object storage a kept task whose pre-signed media URLs are about to expire gets fresh ones
+  (``resign``: its ``data`` updated in place, its annotations untouched);
 * a task of a key no longer wanted is deleted on the same condition.
 
 Rows of the ``review_tasks`` table describe the live tasks after the push; every task created
@@ -30,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from forge.people import identity as ident
-from forge.people import ledger, ownership, read
+from forge.people import ledger, ownership, read, resign
 from forge.people.client import LabelStudio, ReviewServerDown, task_payload
 
 # tasks per import request: one request per task cost MAIA's first push (864 tasks) a minute; a
@@ -72,6 +74,7 @@ class Step:
     project_id: int
     task: dict[str, Any] = field(default_factory=dict)  # the live task (keep / delete / defer)
     wanted: Wanted | None = None  # what to create
+    renew: dict[str, Any] | None = None  # a kept task's data with its due pre-signed URLs renewed
 
 
 @dataclass
@@ -118,9 +121,11 @@ def plan(
     known: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
     titles: Mapping[int, str] | None = None,
     consolidate: bool = False,
+    now: datetime | None = None,
 ) -> Plan:
     """What a push of ``kind`` does (module doc): ``tasks`` are the live tasks of the kind's
-    projects; ``known`` the (key, revision) pairs a push made before (a missing one is recreated)."""
+    projects; ``known`` the (key, revision) pairs a push made before (a missing one is recreated);
+    ``now``: the time a kept task's pre-signed URLs are judged against (``resign``)."""
     main = int(project["id"])
     have: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for pid, ts in tasks.items():
@@ -142,7 +147,8 @@ def plan(
                 continue
             retire(key, pid, t, "replaced")
         if current:
-            steps.append(Step("keep", "kept", key, current[0][0], current[0][1]))
+            pid, t = current[0]
+            steps.append(Step("keep", "kept", key, pid, t, renew=resign.renewed(t.get("data"), w.data, now)))
             continue
         label = "moved" if moving else ("recreated" if (key, rev) in known else "created")
         steps.append(Step("create", label, key, main, wanted=w))
@@ -208,6 +214,9 @@ def execute(ls: LabelStudio, p: Plan, progress: Progress) -> tuple[pd.DataFrame,
             if pending:  # rows stay in the plan's order
                 create()
             if s.action in ("keep", "defer"):
+                if s.renew is not None:  # fresh media URLs; the task, its identity and its annotations stay
+                    ls.update_task_data(int(s.task["id"]), s.renew)
+                    counts["resigned"] = counts.get("resigned", 0) + 1
                 row(s.key, s.task, s.project_id, s.label)
             elif s.action == "delete":
                 ls.delete_task(int(s.task["id"]))
@@ -259,8 +268,17 @@ def add_new(
 ) -> list[str]:
     """A task, with its identity, for each wanted key that has none of ``own``'s yet in its project,
     made in the order ``order`` gives the new keys (default: ``wanted``'s); tasks already there are
-    left as they are. Returns the keys pushed, in that order."""
-    have = {own.key(t) for t in own.tasks()}
+    left as they are, but for pre-signed media URLs about to expire (renewed: ``resign``; counted
+    in ``own.resigned``). Returns the keys pushed, in that order."""
+    live = own.tasks()
+    have = {own.key(t) for t in live}
+    own.resigned = 0
+    for t in live:
+        fresh = wanted.get(own.key(t))
+        renew = resign.renewed(t.get("data"), fresh.data) if fresh is not None else None
+        if renew is not None:
+            own.ls.update_task_data(int(t["id"]), renew)
+            own.resigned += 1
     new = [k for k in wanted if k not in have]
     new = order(new) if order else new
     for i in range(0, len(new), IMPORT_BATCH):
