@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +20,7 @@ import pandas as pd
 from forge.media.clips import ClipSettings, attach_transcripts, cut_clip, measure_signals, plan_clips
 from forge.media.download import DownloadSettings, Rejected, fetch_video
 from forge.media.frames import FrameSettings, frames_for_video, replace_dir, staging_dir
-from forge.media.images import ImageReject, ImageSettings, image_frame
+from forge.media.images import ImageReject, ImageSettings, image_frame, read_source_bytes
 from forge.media.policy import IngestPolicy
 from forge.media.sources import Lister, SourceItem, SourceSpec, expand_source, load_sources, now_utc
 from forge.models.dependencies import require_binary
@@ -391,11 +391,20 @@ def video_frames_unit(
 def image_frames_unit(
     items: list[dict], batch: str, data_dir: Path, img_dir: Path, isettings: ImageSettings
 ) -> tuple[list[dict], list[RejectArgs]]:
-    """Frames rows and rejects of a run of image items (decode, normalise, re-encode each)."""
+    """Frames rows and rejects of a run of image items (decode, normalise, re-encode each). An item
+    ``images_to_bucket`` staged is read from its fetched object in ``data_dir`` (this node's own
+    work dir, inside the policy's roots as the data dir always is), or rejected as its driver found."""
     rows: list[dict] = []
     rejects: list[RejectArgs] = []
+    if isettings.policy.roots is not None and any(it.get("source_key") for it in items):
+        isettings = replace(isettings, policy=isettings.policy.with_roots(data_dir))
     for it in items:
         try:
+            if it.get("source_reject"):
+                reason, error_class, detail = it["source_reject"]
+                raise ImageReject(reason, detail, error_class)
+            if it.get("source_key"):
+                it = {**it, "path": str(data_dir / it["source_key"])}
             rows.append({**image_frame(it, img_dir, data_dir, isettings), "batch": batch, "source": it["source"]})
         except ImageReject as exc:
             rejects.append((it["item_id"], exc.reason, exc.error_class or "ImageReject", str(exc), None))
@@ -436,6 +445,8 @@ def frames_for_batch(
         {k: (None if not isinstance(v, (list, tuple)) and pd.isna(v) else v) for k, v in it.items()}
         for it in images.to_dict("records")
     ]
+    if store.remote is not None:  # a local source file is on this machine only: put it to the bucket
+        items = images_to_bucket(store, items, isettings)
     for part in shards_of(items, placement.shard_frames):
         calls.append(
             (image_frames_unit, (part, batch, store.data_dir, store.media_dir / "images", isettings), len(part))
@@ -457,6 +468,34 @@ def frames_for_batch(
     return pd.DataFrame(rows, columns=FRAME_COLUMNS)
 
 
+SOURCE_IMAGES = "media/sources"  # local source images on object storage, under their content keys
+
+
+def images_to_bucket(store: TableStore, items: list[dict], isettings: ImageSettings) -> list[dict]:
+    """Image items as a node that shares only the bucket can read them: an item read from a local
+    source file (which only this, the driver's, machine has) is read here under the same rules as
+    in the unit (the policy's roots, a regular file, the size cap) and put once under its content
+    key (``media/sources/<sha[:2]>/<sha><suffix>``, ``If-None-Match: *``: a re-run writes nothing
+    again), and then names that key (``source_key``) instead of its path; a file refused here
+    carries its reject (``source_reject``) to the unit, which records it as before. URL items are
+    downloaded by the unit, as before."""
+    out: list[dict] = []
+    for it in items:
+        path = it.get("path")
+        if not path:
+            out.append(it)
+            continue
+        try:
+            data = read_source_bytes(path, None, isettings.fetch_timeout_s, isettings.max_bytes, isettings.policy)
+        except ImageReject as exc:
+            out.append({**it, "path": None, "source_reject": (exc.reason, exc.error_class or "ImageReject", str(exc))})
+            continue
+        key = objects.content_key(data, SOURCE_IMAGES, Path(str(path)).suffix.lower())
+        objects.put_once(store, key, data)
+        out.append({**it, "path": None, "source_key": key})
+    return out
+
+
 def frames_unit(fn: Callable, args: tuple) -> tuple[list[dict], list[RejectArgs]]:
     """One unit of the frames stage (what ``map_calls`` runs: videos and images in one submit)."""
     return fn(*args)
@@ -475,7 +514,8 @@ def frames_on_bucket(
     dir), the unit's video fetched from the bucket, ``fn`` run as in-process, its frames put back
     (one PUT each, none when the same bytes are there: a retried task writes no second copy)."""
     store = objects.worker_store(location)
-    objects.fetch_many(store, stored_keys(head[:1] if isinstance(head[0], Mapping) else [], "path"))
+    inputs = [head[0]] if isinstance(head[0], Mapping) else head[0]  # a video unit, or a shard of image items
+    objects.fetch_many(store, stored_keys(inputs, "path", "source_key"))
     out_dir = store.media_dir / sub if sub else store.media_dir
     rows, rejects = fn(*head, store.data_dir, out_dir, *tail)
     objects.publish_many(store, stored_keys(rows, "path"))
