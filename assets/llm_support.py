@@ -24,7 +24,7 @@ import dagster as dg
 import pandas as pd
 
 from forge.llm.engine import LLMEngine
-from forge.llm.ledger import read_ledger
+from forge.llm.ledger_bucket import merged_ledger
 from forge.llm.prompts import Prompt, load_prompt
 from forge.llm.stub import ADVISORY_NOTE
 from forge.storage import TableStore
@@ -109,10 +109,16 @@ def record_llm_calls(
 def publish_ledger(store: TableStore, engine: LLMEngine) -> int:
     """Snapshot the append-only spend ledger as the ``llm_ledger`` table (one file, replaced
     atomically), so the catalog has a view the card and cost queries read."""
-    if engine.ledger.path is None:
+    return snapshot_ledger(store, engine.ledger.path)
+
+
+def snapshot_ledger(store: TableStore, path: str | Path | None) -> int:
+    """``publish_ledger`` of the ledger file at ``path``: on object storage every machine's
+    ledger, this machine's new rows published first (``forge/llm/ledger_bucket.py``)."""
+    if path is None:
         return 0
     contract = load_contract(LLM_LEDGER_TABLE)
-    frame = contract.conform(read_ledger(engine.ledger.path))
+    frame = contract.conform(merged_ledger(path, store.remote))
     return store.write(LLM_LEDGER_TABLE, frame, schema=contract.arrow_schema()).rows
 
 

@@ -166,15 +166,24 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
 
 def read_ledger(path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     """The whole ledger as a frame (read-only open; an absent ledger is an empty frame)."""
+    return ledger_frame(ledger_rows(path))
+
+
+def ledger_rows(path: str | os.PathLike[str] | None = None) -> list[tuple[Any, ...]]:
+    """The ledger's rows as stored (``COLUMNS`` order; read-only open; none when absent)."""
     p = Path(path) if path is not None else ledger_path()
     if not p.exists():
-        return _typed(pd.DataFrame(columns=list(COLUMNS)))
+        return []
     con = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=60.0)
     try:
-        rows = con.execute(f"select {', '.join(COLUMNS)} from {LEDGER_TABLE}").fetchall()
+        return con.execute(f"select {', '.join(COLUMNS)} from {LEDGER_TABLE}").fetchall()
     finally:
         con.close()
-    return _typed(pd.DataFrame(rows, columns=list(COLUMNS)))
+
+
+def ledger_frame(rows: Iterable[Iterable[Any]]) -> pd.DataFrame:
+    """Stored rows (``ledger_rows``) as the typed frame ``read_ledger`` gives."""
+    return _typed(pd.DataFrame([list(r) for r in rows], columns=list(COLUMNS)))
 
 
 def spend_by(path: str | os.PathLike[str] | None = None, by: tuple[str, ...] = ("stage", "model")) -> pd.DataFrame:

@@ -20,11 +20,12 @@ from forge.storage.location import Remote, configured_location, is_remote, open_
 
 
 class SharedEntries:
-    """The bucket side of one cache kind (``llm``, ``stages/<stage>``)."""
+    """The bucket side of one cache kind (``llm``, ``stages/<stage>``); ``root``: another top
+    folder for entries that are records, not a cache (the spend ledger's: ``ledger``)."""
 
-    def __init__(self, remote: Remote, kind: str):
+    def __init__(self, remote: Remote, kind: str, root: str = "cache"):
         self.remote = remote
-        self.prefix = f"cache/{kind.strip('/')}"
+        self.prefix = f"{root.strip('/')}/{kind.strip('/')}"
 
     def rel(self, key: str) -> str:
         return f"{self.prefix}/{key[:2]}/{key}.json"
@@ -40,6 +41,10 @@ class SharedEntries:
             return {}
         found = self.remote.fs.cat(list(paths), on_error="omit")
         return {paths[p]: data for p, data in found.items() if p in paths}
+
+    def keys(self) -> list[str]:
+        """Every published entry's key (one listing)."""
+        return sorted(name.rsplit("/", 1)[-1].removesuffix(".json") for name in self.remote.listing(self.prefix))
 
     def put(self, key: str, data: bytes) -> None:
         self.remote.put(self.rel(key), data)
