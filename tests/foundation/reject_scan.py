@@ -77,6 +77,7 @@ FORWARDED: dict[tuple[str, str], list[str] | str] = {
         "forge/gates/steps.py:blind_drops",
     ],
     ("forge/gates/steps.py", "st[0] if st else None"): FORWARDS,
+    ("forge/media/batch.py", "reason"): FORWARDS,  # a source image the driver refused (its ImageReject)
     ("assets/releases/factory.py", "r.reason"): FORWARDS,  # ParsedRelease.reject
     ("assets/vision/assets.py", "r"): FORWARDS,  # vision pipeline results
     ("forge/vision/pipeline.py", "p.result.reason"): FORWARDS,
