@@ -21,6 +21,7 @@ kept in ``human_answers`` with ``excluded_reason`` and never scored.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import unicodedata
@@ -76,7 +77,8 @@ def test_items(store: TableStore, spec: BenchmarkSpec) -> tuple[pd.DataFrame, st
         return items, pub.version
     items = items[items["split"] == split].reset_index(drop=True)
     root = store.data_dir.resolve()
-    items["media_paths"] = [[str(Path(p).resolve().relative_to(root)) for p in ps] for ps in items["media_paths"]]
+    resolved = functools.cache(lambda p: str(Path(p).resolve().relative_to(root)))  # items share media
+    items["media_paths"] = [[resolved(p) for p in ps] for ps in items["media_paths"]]
     return items, pub.version
 
 

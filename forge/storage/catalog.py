@@ -84,7 +84,8 @@ def view_sql(
         paths = ", ".join(quote_literal(str(f)) for f in files)
         return f"select * from read_parquet([{paths}], union_by_name=true)"
     if files:  # absolute: a client opened anywhere reads them
-        paths = ", ".join(quote_literal(f"{_root(store)}/{f.relative_to(store.data_dir).as_posix()}") for f in files)
+        root = _root(store)  # resolved once: a table has a file per partition
+        paths = ", ".join(quote_literal(f"{root}/{f.relative_to(store.data_dir).as_posix()}") for f in files)
         return f"select * from read_parquet([{paths}], union_by_name=true)"
     if contract is None:
         raise ValueError(f"table {table} has neither files nor a contract")

@@ -1,3 +1,4 @@
+import os
 import shutil
 import subprocess
 import sys
@@ -280,3 +281,35 @@ while True:
     store.write("last", pd.DataFrame({"a": [1]}), "p")
     assert "last" in refresh_catalog(store)
     assert not list(tmp_path.glob(".catalog.building.*"))
+
+
+def test_reads_and_queries_from_many_threads_share_one_database_and_see_their_own_views(tmp_path):
+    """``TableStore.connect`` hands out connections to one in-memory database per process: reads and
+    ``query``'s views (TEMP, each connection's own) from eight threads at once neither fail nor mix."""
+    import threading
+
+    from forge.storage import tables
+
+    stores = [TableStore(tmp_path / f"d{i}") for i in range(2)]
+    for i, store in enumerate(stores):
+        store.write("t", pd.DataFrame({"x": [i] * (i + 1)}))
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        store = stores[i % 2]
+        try:
+            for _ in range(25):
+                assert len(store.read("t")) == i % 2 + 1
+                assert store.query("select sum(x) as s from t")["s"].iloc[0] == (i % 2) * (i % 2 + 1)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    con = stores[0].connect()
+    assert con.execute("select count(*) from duckdb_views() where not internal").fetchone()[0] == 0
+    assert tables._SCRATCH is not None and tables._SCRATCH[0] == os.getpid()
