@@ -154,6 +154,8 @@ def votes(g: pd.DataFrame, rev: str) -> pd.DataFrame:
 
 
 def item_status(g: pd.DataFrame, rev: str, required: int) -> tuple[str, str | None]:
+    if not len(g):  # no verdict at all (most items of a build before review): what the rules below give
+        return ("accepted", None) if required <= 0 else ("pending", None)
     live = g[g["stale_reason"] != "task_deleted"]
     adj = votes(live[live["project_kind"] == "adjudication"], rev)
     if len(adj):

@@ -168,6 +168,7 @@ def _v(item: str, rev: str, reviewer: str, verdict: str, kind: str = "review", n
     ("verdicts", "required", "status"),
     [
         ([], 2, "pending"),
+        ([], 0, "accepted"),  # nothing required: accepted with no verdict
         ([("a", "accept")], 2, "pending"),
         ([("a", "accept"), ("b", "accept")], 2, "accepted"),
         ([("a", "accept"), ("a", "accept")], 2, "pending"),  # one reviewer counts once
