@@ -5,7 +5,8 @@ script's: ``house`` (docs/conventions.md) draws the repository's top level and `
 on their floors (forge/layers.py), each with the summary of its docstring; ``spec-fields``
 (docs/benchmarks.md) is one table per spec dataclass (forge/benchmarks/spec.py, review_spec.py,
 protocol_spec.py): field, type, default, and the field's comment (the comment lines right above
-the field, or the comment at the end of its line: the convention every spec field follows).
+the field, or the comment at the end of its line: the convention every spec field follows);
+``paper-hooks`` (docs/benchmarks.md) is ``PaperHooks``' methods (forge/benchmarks/hooks.py).
 
     .venv/bin/python scripts/gen_docs.py           # rewrite the blocks
     .venv/bin/python scripts/gen_docs.py --check   # exit 1 and say which block is stale
@@ -215,11 +216,26 @@ def spec_fields(classes: list[type] | None = None) -> str:
     return "\n".join(parts)
 
 
+def hooks_table(cls: type | None = None) -> str:
+    """``PaperHooks``' methods (a paper's behaviour, forge/benchmarks/hooks.py) as a Markdown table:
+    method, its arguments, the first sentence of its docstring (what it does and the shared default)."""
+    if cls is None:
+        cls = importlib.import_module("forge.benchmarks.hooks").PaperHooks
+    rows = ["| method | arguments | what (and the shared behaviour) |", "|---|---|---|"]
+    for name, fn in vars(cls).items():
+        if name.startswith("_") or not inspect.isfunction(fn):
+            continue
+        args = ", ".join(p for p in inspect.signature(fn).parameters if p != "self")
+        rows.append(f"| `{name}` | `{args}` | {_cell(' '.join((inspect.getdoc(fn) or '').split()))} |")
+    return "\n".join(rows) + "\n"
+
+
 # --- the documents -------------------------------------------------------------------------------
 
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "house": ("docs/conventions.md", house),
     "spec-fields": ("docs/benchmarks.md", spec_fields),
+    "paper-hooks": ("docs/benchmarks.md", hooks_table),
 }
 
 

@@ -134,9 +134,9 @@ def _eval_asset(spec: BenchmarkSpec, partitions, by_name, cfg, files):
         judge = llm.engine() if spec.eval.judge_prompt else None
         emb = embedder.embedder() if spec.eval.similarity and len(items) else None
         descriptions = {}
-        if spec.eval.descriptions is not None and len(items):
+        if spec.hooks.overrides("descriptions") and len(items):
             evidence = store.read("evidence", where="unit = 'frame'") if store.exists("evidence") else pd.DataFrame()
-            descriptions = spec.eval.descriptions(items, evidence)
+            descriptions = spec.hooks.descriptions(items, evidence)
         preds_parts, score_parts = {}, {}
         md = {"export_version": pub.version or "none", "split": bcfg["split"]}
         if pub.path is not None:
@@ -278,15 +278,10 @@ def _report_asset(spec: BenchmarkSpec):
         for table, metrics in spec.eval.report_tables.items():
             chosen = list(metrics) or sorted(set(scores["metric"]) - {"success_rate"})  # () = every metric
             md[table] = dg.MetadataValue.md(rp.main_table(scores, chosen))
-        if spec.eval.report_plots is not None or spec.eval.report_prediction_tables is not None:
+        if spec.hooks.overrides("report_plots") or spec.hooks.overrides("report_prediction_tables"):
             preds = store.read("eval_predictions", where="benchmark = ?", params=[bench])
-            if spec.eval.report_plots is not None:
-                plots += spec.eval.report_plots(scores, preds, out_dir)
-            for table, frame in (
-                spec.eval.report_prediction_tables(scores, preds)
-                if spec.eval.report_prediction_tables is not None
-                else {}
-            ).items():
+            plots += spec.hooks.report_plots(scores, preds, out_dir)
+            for table, frame in spec.hooks.report_prediction_tables(scores, preds).items():
                 md[table] = dg.MetadataValue.md(frame.to_markdown(index=False))
         for p in plots:
             md[f"plot_{p.stem}"] = dg.MetadataValue.path(str(p))

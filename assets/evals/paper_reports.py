@@ -4,7 +4,7 @@ paper's published figures (``assets/recipes/<paper>/published.yaml``; forge/eval
 Written to ``data/exports/<paper>/paper_report/paper_report.md`` (+ PNG figures) and shown as
 asset metadata. What a paper adds is declared on its spec: the evaluations beside the models it
 runs after (``EvalSpec.extra_evals``) and the figures it draws from the predictions
-(``EvalSpec.paper_figures``)."""
+(``PaperHooks.paper_figures``)."""
 
 # No `from __future__ import annotations`: Dagster reads the `context` annotation at definition time.
 import importlib
@@ -57,8 +57,9 @@ def build_paper_report(
     if paper.figures:
         text, paths = pr.draw_figures(paper, cells, out_dir)
         md += "\n## Figures\n\n" + text + "\n"
-    if spec.eval.paper_figures is not None and preds is not None and len(preds):
-        text, more = spec.eval.paper_figures(preds, out_dir)
+    drawn = spec.hooks.paper_figures(preds, out_dir) if preds is not None and len(preds) else None
+    if drawn is not None:  # None: the paper draws no figures from the predictions
+        text, more = drawn
         paths += more
         md += "\n## Figures from the predictions\n\n" + text + "\n"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -88,7 +89,7 @@ def _paper_report_asset(spec: BenchmarkSpec):
             else pd.DataFrame(columns=["model", "setting", "metric", "slice", "value"])
         )
         preds = None
-        if spec.eval.paper_figures is not None and store.exists("eval_predictions"):
+        if spec.hooks.overrides("paper_figures") and store.exists("eval_predictions"):
             preds = store.read(
                 "eval_predictions",
                 where="benchmark = ?",

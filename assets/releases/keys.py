@@ -1,5 +1,5 @@
 """Names shared by the release assets and their neighbours (splits, sensor): which benchmarks
-have an importer (``BenchmarkSpec.importer``), the asset keys and the dynamic partitions
+have an importer (``PaperHooks.parse_release``), the asset keys and the dynamic partitions
 (one partition per release)."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ This module imports nothing from ``forge.benchmarks`` (the benchmark spec import
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,7 +150,7 @@ DEFAULT_CONSEQUENCES: dict[str, Consequence] = {
 
 @dataclass
 class EditChecks:
-    """What a member check (``ReviewSpec.member_check``) may use beyond the items, and what it
+    """What a member check (``PaperHooks.member_check``) may use beyond the items, and what it
     leaves behind. ``nli``: the stage's NLI backend (None where the caller has none: then the
     recorded result decides, or the check says it was not run). ``recorded``: what the check
     measured on an earlier read of the same verdict (the verdict row's ``edit_nli``), so that every
@@ -184,14 +184,6 @@ class ReviewSpec:
     # {}: the defaults (DEFAULT_CONSEQUENCES; a reason of the paper's own drops its item), resolved
     # when asked (consequences_in_effect / consequence); readers never read this field itself
     consequences: Mapping[str, Consequence] = field(default_factory=dict)
-    # The recipe's own rules for what follows an edit (forge/review/consequences.py), so an edited
-    # item reads as the recipe would have built it: ``follow_edit(original, edited)`` -> the edited
-    # item with the fields that follow (Hummus: a Classification answer sets labels.verdict, category
-    # and references).
-    follow_edit: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
-    # ``recipe_drops(current items)`` -> {item: (why, the item that decided it)} for items the recipe
-    # would not build from the current revisions (Hummus: the detail items of a pair whose verdict is now No).
-    recipe_drops: Callable[[Any], dict[str, tuple[str, str]]] | None = None
     # the people sensor's loop run also re-exports (a new version only when the content changed); off:
     # publishing stays the user's step (the export shows Unsynced after a review either way)
     export_after_review: bool = False
@@ -202,10 +194,6 @@ class ReviewSpec:
     # Where a unit task's heading question is read (an item column, ``labels.<field>`` or
     # ``extra.<field>`` of its first member: the question its members share); None: that member's question.
     unit_question: str | None = None
-    # The stage's own checks of an edited member, beyond the gates' contract: (edited item, original,
-    # the unit's other items, ``EditChecks``) → why the edit is refused, or None (MAIA: a foil's
-    # minimal edit and its NLI contradiction test).
-    member_check: Callable[[dict[str, Any], dict[str, Any], list[dict[str, Any]], EditChecks], str | None] | None = None
     # Flags (``extra.review`` notes, by their code) that send a unit to adjudication before any review
     # (MAIA: ``pool_contradiction``, the pools an additional annotator resolved, §3 fn. 7).
     adjudicate_flags: tuple[str, ...] = ()

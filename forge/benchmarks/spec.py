@@ -1,6 +1,7 @@
 """What a benchmark (one paper) declares so that the shared stages never name it.
 
-A ``BenchmarkSpec`` is plain data plus a few callables. The shared stages read it:
+A ``BenchmarkSpec`` is plain data plus one hooks object (``forge/benchmarks/hooks.py``: the
+paper's behaviour, one method each). The shared stages read it:
 
 * splits (``forge/splits``): the split policy (sizes, the unit a split and a gate never cut);
 * gates: the option policy (may correct-option positions be re-balanced?) and the blind
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from forge.benchmarks.hooks import PaperHooks
 from forge.benchmarks.protocol_spec import HumanStep
 from forge.benchmarks.review_spec import ReviewSpec
 
@@ -143,12 +145,10 @@ class EvalSpec:
     """How the evaluation stage runs and scores this benchmark.
 
     ``kinds``: task → how a reply is parsed (``mcq``, ``multi``, ``yesno``, ``text``, ...;
-    see ``forge.evals.requests.parse_reply``). ``build_request(ctx)`` renders one item for
-    one setting (``forge.evals.requests.RequestContext``). ``score_setting(setting, g, sc,
-    primary, options)`` adds the aggregate rows of one setting (``options``: the benchmark's
-    named scoring options, config/evals.yaml ``benchmarks.<name>.scoring``; all off = the
-    paper's rules). ``parse_reply(er, text, options)``: the paper's own reading of a reply,
-    tried before the generic reading of its kind; it returns ``None`` to leave a reply to it.
+    see ``forge.evals.requests.parse_reply``). How a request is rendered, a reply read and a
+    setting scored is the paper's behaviour, ``BenchmarkSpec.hooks`` (``build_request``,
+    ``parse_reply``, ``score_setting``: ``options`` are the benchmark's named scoring options,
+    config/evals.yaml ``benchmarks.<name>.scoring``; all off = the paper's rules).
     ``defaults``: the ``config/evals.yaml`` block used when that file has none for this
     benchmark (the file wins key by key). ``prompts_dir``: where setting prompt files live.
     Both default to the paper package's ``evals.yaml`` and ``eval_prompts/`` (``BenchmarkSpec.package``).
@@ -156,15 +156,11 @@ class EvalSpec:
     Open-ended judging (``judge_prompt`` set; rows of task ``open_ended``): by default a reply
     that could not be read scores 0 without a judge, a parsed answer is judged with the
     variables ``question`` / ``answer`` / ``references`` and the judge's ``label`` (correct /
-    incorrect) is the score, and a failed call stays unscored. ``judge_unparseable``,
-    ``judge_variables``, ``read_judgement`` and ``judge_failed_call`` replace those steps.
+    incorrect) is the score, and a failed call stays unscored. ``judge_unparseable`` and the
+    hooks ``judge_variables``, ``read_judgement`` and ``judge_failed_call`` replace those steps.
     """
 
     kinds: Mapping[str, str]  # task → how a reply is parsed (mcq, multi, yesno, text, ...)
-    build_request: Callable[..., Any]  # (RequestContext) → the paper's request for one item × setting
-    # (setting, g, sc, primary, options) → adds the aggregate rows of one setting (the paper's rules
-    # with every scoring option off; assets/recipes/<paper>/logic/scoring.py)
-    score_setting: Callable[..., None]
     primary_metric: str  # the leaderboard's metric
     prompts_dir: Path | None = None  # None: the package's eval_prompts/
     # settings when config/evals.yaml has none (the file wins key by key); {}: those of ``defaults_file``
@@ -182,25 +178,7 @@ class EvalSpec:
     # Similarity-scored specs: the embedding similarity is the reply's score, correct at
     # ``thresholds[task]`` (default 0.6); off: it is recorded in ``detail`` only.
     similarity_is_score: bool = False
-    # Scores a parsed reply of a structured task in place: (row, item, references, thresholds) →
-    # the references to embed the reply against (similarity-scored tasks), or None.
-    score_structured: (
-        Callable[[dict[str, Any], dict[str, Any], list[str], dict[str, float]], list[str] | None] | None
-    ) = None
-    # (prediction row, item) → the judge prompt's variables; None: question / answer / references.
-    judge_variables: Callable[[dict[str, Any], dict[str, Any]], dict[str, str]] | None = None
-    # (prediction row, judge JSON, scoring options) → fills the row's judge and score columns;
-    # raises ValueError / TypeError on a judgement it cannot use (the row is then unscored).
-    # None: the judge's ``label`` correct / incorrect is the score.
-    read_judgement: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], None] | None = None
-    # (prediction row) → the verdict of an open-ended reply whose call failed, without a judge
-    # call; None: the row stays unscored.
-    judge_failed_call: Callable[[dict[str, Any]], None] | None = None
-    # (EvalRequest, reply text, scoring options) → Extraction, or None for the generic reading.
-    parse_reply: Callable[[Any, str | None, dict[str, Any]], Any] | None = None
     circular: bool = False  # letters carry no meaning: circular evaluation allowed
-    # A text stand-in for the image (a description-instead-of-image ablation): (items, evidence table) → item_id → text.
-    descriptions: Callable[[Any, Any], dict[str, str]] | None = None
     report_slices: tuple[tuple[str, str], ...] = ()  # (metric, labels key) bar plots
     # ``labels`` keys whose value is a list of every slice the item belongs to (a list, or one
     # string): the item counts in each, as the paper's tables count it. Every other labels key
@@ -210,15 +188,8 @@ class EvalSpec:
     # images after the text. Read by forge/evals/requests.py build_requests (``order_for``).
     part_order: Mapping[str, PartOrder] = field(default_factory=dict)
     report_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # metadata name → metrics
-    report_plots: Callable[[Any, Any, Path], list[Path]] | None = None  # (scores, predictions, dir)
-    # Tables that need the predictions (e.g. a comparison on the items every model answered):
-    # (scores, predictions) → metadata name → DataFrame.
-    report_prediction_tables: Callable[[Any, Any], Mapping[str, Any]] | None = None
     # Evaluations beside the configured models (``ExtraEval``): each its own asset, before the paper report.
     extra_evals: tuple[ExtraEval, ...] = ()
-    # The paper report's figures drawn from the predictions: (eval_predictions rows, out dir) →
-    # (Markdown, PNG paths); None: the report draws the published tables' figures only.
-    paper_figures: Callable[[Any, Path], tuple[str, list[Path]]] | None = None
 
     def order_for(self, setting: str) -> PartOrder | None:
         """The declared order of parts of ``setting`` (None: none declared, images after the text)."""
@@ -230,13 +201,12 @@ class GoldRules:
     """How an imported release's human gold replaces LLM-made fields of built items (the explicit,
     versioned gold step, forge/gold/apply.py; switched on in config/releases.yaml ``gold:``).
 
-    ``match_key(row)`` pairs a built item with an imported one: (text key, task key) or None.
-    ``fields``: gold field → the tasks whose answer columns it replaces. ``labels_keys``: gold field
+    The paper's ``hooks.gold_key(row)`` pairs a built item with an imported one: (text key, task
+    key) or None; the source file of that method is part of the step's version. ``fields``: gold field → the tasks whose answer columns it replaces. ``labels_keys``: gold field
     → ``labels`` keys copied with it. ``extra_keys``: gold field → ``extra`` keys copied from any
     imported row with the same text key (whatever its task). ``default_fields``: the fields a bare
-    ``enabled: true`` switches on. The module of ``match_key`` is part of the step's version."""
+    ``enabled: true`` switches on."""
 
-    match_key: Callable[[dict[str, Any]], tuple[str, str] | None]  # (row) → (text key, task key) or None
     fields: Mapping[str, tuple[str, ...]]  # gold field → the tasks whose answer columns it replaces
     default_fields: tuple[str, ...] = ()  # the fields a bare ``enabled: true`` switches on
     labels_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # gold field → labels keys copied
@@ -277,8 +247,6 @@ class BenchmarkSpec:
     # Module whose ``defs`` holds the recipe assets (None: the package's ``definitions``); the code
     # location collects those under ``assets/`` itself (assets/recipes/plugins.py loads the others).
     definitions_module: str | None = None
-    # Published-release importer (issue "published releases"): release → items frame.
-    importer: Callable[..., Any] | None = None
     # Human gold from an imported release in place of LLM-made fields (None: the paper has none).
     gold: GoldRules | None = None
     # Every reject reason its recipe stages write: stage → reason → E2E, UNTESTED or the test file that
@@ -290,6 +258,10 @@ class BenchmarkSpec:
     # Human protocol steps (forge/protocol, docs/review.md "Protocol steps"): what people did in the paper
     # whose output a recipe stage reads, with the LLM's output as their draft (shown as ``HumanStep.draft`` says).
     human_steps: tuple[HumanStep, ...] = ()
+    # The paper's behaviour (forge/benchmarks/hooks.py): requests, reply reading, scoring, judging,
+    # gold matching, the release importer, review edits and member checks; its package's hooks.py
+    # subclasses ``PaperHooks``. The spec's only non-data field: one object, no loose callables.
+    hooks: PaperHooks = field(default_factory=PaperHooks)
 
     def __post_init__(self) -> None:  # checks only: a spec holds what was declared, unchanged
         self.review.check_stages(self.name, self.recipe_assets)  # a reason may only regenerate its own stages

@@ -2,7 +2,7 @@
 
 A reply that cannot be read as an answer is a *failure* (``ok=False`` with a reason), never
 a guess: evaluators count it as wrong for accuracy and report the success rate next to it.
-A benchmark whose paper reads replies its own way sets ``EvalSpec.parse_reply`` (its
+A benchmark whose paper reads replies its own way overrides ``PaperHooks.parse_reply`` (its
 ``assets/recipes/<name>/logic/evaluation.py``) and builds on these readers.
 
 Multiple choice, in order of precedence:

@@ -144,7 +144,6 @@ def run_judge_tasks(
     if sample.empty:
         return {"sampled": 0, "pushed": 0, "note": f"no judged open-ended {spec.name} answers yet: evaluate a model"}
     by_id = {str(r["item_id"]): r for r in items.to_dict("records")}
-    variables = spec.eval.judge_variables or reference_variables
     ls.ensure_up()
     desc = f"Give the verdict {spec.title}'s LLM judge gives ({', '.join(choices)}); the judge's own is not shown."
     config = label_config(list(prompt.variables), choices)
@@ -154,7 +153,8 @@ def run_judge_tasks(
     for r in sample.to_dict("records"):
         if str(r["item_id"]) not in by_id:
             continue
-        v = variables({**r, "detail": as_object(r.get("detail"))}, by_id[str(r["item_id"])])
+        row, item = {**r, "detail": as_object(r.get("detail"))}, by_id[str(r["item_id"])]
+        v = spec.hooks.judge_variables(row, item) or reference_variables(row, item)  # None: the shared inputs
         data = {"sample_key": r["sample_key"], "instruction": instruction(prompt)}
         data |= {f"in_{k}": str(v.get(k, "")) for k in prompt.variables}
         wanted[str(r["sample_key"])] = Wanted(data)

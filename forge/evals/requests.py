@@ -133,7 +133,7 @@ def build_requests(
     """Requests for every applicable item, and ``(item_id, reason)`` for items left out.
 
     ``spec``: the benchmark; its ``eval.kinds`` says how each task's reply is parsed and its
-    ``eval.build_request`` renders the prompt. ``model``: the model under test."""
+    ``hooks.build_request`` renders the prompt. ``model``: the model under test."""
     out: list[EvalRequest] = []
     skipped: list[tuple[str, str]] = []
     for item in items:
@@ -172,7 +172,7 @@ def build_requests(
                 labels=labels,
             )
             try:
-                req = spec.eval.build_request(ctx)
+                req = spec.hooks.build_request(ctx)
             except SkipItem as exc:
                 skipped.append((item["item_id"], str(exc)))
                 break
@@ -221,12 +221,11 @@ def caption_requests(items: list[dict[str, Any]], prompt: Any, model: ModelSpec,
 def parse_reply(
     er: EvalRequest, text: str | None, options: dict[str, Any] | None = None, spec: BenchmarkSpec | None = None
 ) -> ex.Extraction:
-    """The paper's own reading of a reply: the benchmark's ``eval.parse_reply`` hook first
+    """The paper's own reading of a reply: the benchmark's ``hooks.parse_reply`` first
     (``options``: its scoring options, config/evals.yaml ``benchmarks.<name>.scoring``), then
     the generic reading of the reply kind. Without a ``spec`` only the generic kinds apply."""
-    hook = spec.eval.parse_reply if spec is not None else None
-    if hook is not None:
-        e = hook(er, text, dict(options or {}))
+    if spec is not None:
+        e = spec.hooks.parse_reply(er, text, dict(options or {}))
         if e is not None:
             return e
     if er.kind == "mcq":

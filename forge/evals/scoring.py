@@ -59,24 +59,15 @@ def judge_requests(
     answers, and the unreadable replies too where the spec says ``judge_unparseable`` (else
     an empty answer is simply not correct, see ``unparseable_open_ended``)."""
     judged = ("ok", "unparseable") if spec.eval.judge_unparseable else ("ok",)
-    variables = spec.eval.judge_variables or reference_variables
     out = []
     for i, r in enumerate(rows):
         if r["task"] != "open_ended" or r["status"] not in judged:
             continue
         rid = f"{r['setting']}:{r['item_id']}"
-        v = variables(r, items[r["item_id"]])
+        item = items[r["item_id"]]
+        v = spec.hooks.judge_variables(r, item) or reference_variables(r, item)  # None: the shared inputs
         out.append((i, LLMRequest(item_id=rid, prompt=prompt, variables=v, params={"temperature": 0})))
     return out
-
-
-def read_label(row: dict[str, Any], data: dict[str, Any], options: dict[str, Any]) -> None:
-    """The default judge reading: ``label`` correct / incorrect is the score (1 / 0)."""
-    label = str(data.get("label", "")).strip().lower()
-    if label not in ("correct", "incorrect"):
-        raise ValueError(f"judge label {data.get('label')!r}")
-    ok = label == "correct"
-    row.update(judge_ok=True, judge_score=float(ok), score=float(ok), correct=ok, judge_verdict=data.get("label"))
 
 
 def apply_judge(
@@ -86,9 +77,9 @@ def apply_judge(
     results: list[LLMResult],
     options: dict[str, Any] | None = None,
 ) -> None:
-    """Judge verdicts into rows, read by the spec's ``read_judgement`` (default: the label);
+    """Judge verdicts into rows, read by the paper's ``hooks.read_judgement`` (shared: the label);
     a judge reply it cannot use leaves the row unscored (a judge failure, never a guess)."""
-    read = spec.eval.read_judgement or read_label
+    read = spec.hooks.read_judgement
     opts = dict(options or {})
     for (i, _), res in zip(pairs, results, strict=True):
         r = rows[i]
@@ -119,14 +110,14 @@ def judge_unavailable(rows: list[dict[str, Any]], pairs: list[tuple[int, LLMRequ
 def unparseable_open_ended(spec: BenchmarkSpec, rows: list[dict[str, Any]]) -> None:
     """Open-ended rows scored without a judge: an empty/echo reply is the model's failure, 0
     (unless the spec's judge rates every reply, ``judge_unparseable``); a failed call gets the
-    spec's ``judge_failed_call`` verdict where it has one, else stays unscored."""
+    paper's ``hooks.judge_failed_call`` verdict where it has one, else stays unscored."""
     for r in rows:
         if r["task"] != "open_ended":
             continue
         if r["status"] == "unparseable" and not spec.eval.judge_unparseable:
             r.update(score=0.0, correct=False)
-        elif r["status"] == "call_failed" and spec.eval.judge_failed_call is not None:
-            spec.eval.judge_failed_call(r)
+        elif r["status"] == "call_failed":
+            spec.hooks.judge_failed_call(r)
 
 
 # -- embedding / overlap item scores ---------------------------------------------------------
@@ -191,8 +182,8 @@ def similarity_scores(
         refs = [str(x) for x in as_list(item.get("references")) or [item["answer"]]]
         if reply_kind(spec, r) == "text":
             pairs.append((i, refs))
-        elif spec.eval.score_structured is not None:
-            embed = spec.eval.score_structured(r, item, refs, thresholds)
+        else:
+            embed = spec.hooks.score_structured(r, item, refs, thresholds)
             if embed:
                 pairs.append((i, embed))
     if pairs and embedder is not None:
@@ -373,7 +364,7 @@ def skipped_reason(g: pd.DataFrame, metric: str) -> str | None:
 def score_benchmark(
     spec: BenchmarkSpec, preds: pd.DataFrame, items: pd.DataFrame, sc: Scorer, options: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
-    """Aggregate rows of one model. ``spec``: the benchmark, whose ``eval.score_setting`` and
+    """Aggregate rows of one model. ``spec``: the benchmark, whose ``hooks.score_setting`` and
     ``eval.primary_metric`` score each setting; ``options``: its named scoring options (config/evals.yaml ``benchmarks.<name>.scoring``; all off = the
     paper's own rules)."""
     if preds.empty:
@@ -390,5 +381,5 @@ def score_benchmark(
         sc.success(setting, g)
         if "circular_correct" in g and g["circular_correct"].notna().any():
             sc.add(setting, "circular_accuracy", g, values=as_flags(g["circular_correct"]))
-        spec.eval.score_setting(setting, g, sc, spec.eval.primary_metric, dict(options or {}))
+        spec.hooks.score_setting(setting, g, sc, spec.eval.primary_metric, dict(options or {}))
     return sc.rows

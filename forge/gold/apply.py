@@ -5,8 +5,9 @@
 value of each enabled field; ``extra.provenance`` then says, per field, where the value comes
 from (``release:<name>@<version>`` or ``llm``), and ``extra.gold_release`` which release.
 
-Each paper declares its match key and fields in its spec (``BenchmarkSpec.gold``, a
-``GoldRules`` in ``assets/recipes/<paper>/logic/gold.py``); a paper without one has no gold step.
+Each paper declares its fields in its spec (``BenchmarkSpec.gold``, a ``GoldRules`` in
+``assets/recipes/<paper>/logic/gold.py``) and its match key as ``hooks.gold_key``; a paper
+without gold rules has no gold step.
 ``config/releases.yaml`` ``gold.<paper>: {enabled: true}`` switches it on with the paper's
 default fields; ``fields: [...]`` names others.
 
@@ -54,7 +55,7 @@ def apply_gold(spec: BenchmarkSpec, items: pd.DataFrame, fields: Iterable[str]) 
     gold: dict[tuple[str, str], dict[str, Any]] = {}
     by_caption: dict[str, dict[str, Any]] = {}
     for r in items[imported].to_dict("records"):
-        k = rules.match_key(r)
+        k = spec.hooks.gold_key(r)
         if k is not None:
             gold.setdefault(k, r)
             by_caption.setdefault(k[0], r)
@@ -63,7 +64,7 @@ def apply_gold(spec: BenchmarkSpec, items: pd.DataFrame, fields: Iterable[str]) 
     out = items.copy()
     for i in out.index[~imported]:
         row = out.loc[i].to_dict()
-        k = rules.match_key(row)
+        k = spec.hooks.gold_key(row)
         if k is None:
             continue
         g = gold.get(k)
@@ -135,7 +136,7 @@ def gold_version(spec: BenchmarkSpec, config: str | Path | None = None) -> str:
     fields = gold_policy(spec, releases_doc(config))
     if not fields:
         return "off"
-    rules_file = Path(inspect.getsourcefile(spec.gold.match_key) or __file__)
+    rules_file = Path(inspect.getsourcefile(spec.hooks.gold_key) or __file__)  # the paper's logic/gold.py
     return content_hash(GOLD_VERSION, spec.name, sorted(fields), files=[Path(__file__), rules_file])
 
 

@@ -59,8 +59,8 @@ class ReleaseInfo:
 
 
 def importing_papers() -> tuple[str, ...]:
-    """The registered benchmarks that declare a release importer (``BenchmarkSpec.importer``)."""
-    return tuple(s.name for s in registry.specs() if s.importer is not None)
+    """The registered benchmarks that declare a release importer (``PaperHooks.parse_release``)."""
+    return tuple(s.name for s in registry.specs() if s.hooks.overrides("parse_release"))
 
 
 def config_path() -> Path:

@@ -10,7 +10,7 @@ Dagster-free.
   (``forge/review/regenerate.py`` counts the attempts; the stage bumps its request's seed);
 * ``drop_item``: the rejected item alone is dropped (the gate's plain reject).
 
-An edit follows the recipe's own rules (``ReviewSpec.follow_edit`` / ``recipe_drops``): Hummus'
+An edit follows the recipe's own rules (the paper's ``hooks.follow_edit`` / ``recipe_drops``): Hummus'
 edited Classification verdict updates the pair's labels, and a pair edited to No loses its detail
 items, as ``hummus_items`` would build it.
 """
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from forge.benchmarks.hooks import PaperHooks
 from forge.benchmarks.review_spec import Action, ReviewSpec
 from forge.items.cells import as_object
 
@@ -82,16 +83,16 @@ def apply_source_drops(
 
 
 def apply_recipe_drops(
-    items: pd.DataFrame, status: dict[str, str], reasons: dict[str, str], spec: ReviewSpec
+    items: pd.DataFrame, status: dict[str, str], reasons: dict[str, str], hooks: PaperHooks
 ) -> dict[str, SourceDrop]:
     """Mark the items the recipe would no longer build from the current (edited) revisions
-    ``rejected`` (``ReviewSpec.recipe_drops``; Hummus: a pair edited to No keeps only its
+    ``rejected`` (the paper's ``hooks.recipe_drops``; Hummus: a pair edited to No keeps only its
     Classification), in place, and return them with the item whose edit decided it."""
-    if spec.recipe_drops is None or items.empty:
+    if items.empty:
         return {}
     unit = dict(zip(items["item_id"].astype(str), items.get("unit_id", items["item_id"]).astype(str), strict=True))
     out = {}
-    for item_id, (why, by) in sorted(spec.recipe_drops(items).items()):
+    for item_id, (why, by) in sorted(hooks.recipe_drops(items).items()):
         status[item_id] = "rejected"
         reasons[item_id] = why
         out[item_id] = SourceDrop(why, unit.get(item_id, item_id), by)

@@ -33,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from forge.benchmarks.hooks import PaperHooks
 from forge.benchmarks.review_spec import EditChecks, ReviewPolicy, ReviewSpec
 from forge.checks.nli import NLIBackend
 from forge.items.cells import as_object
@@ -82,11 +83,14 @@ def apply_revisions(
     data_dir: Path | None,
     spec: ReviewSpec | None = None,
     nli: NLIBackend | None = None,
+    hooks: PaperHooks | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Items with their applied edits; verdict rows with edit_status / edit_note / new_revision.
     With ``spec.unit``, an edited member must also keep its unit whole (``units.unit_problem``:
     as many answers, none repeated, the stage's own checks of the member, run with ``nli`` or
-    decided by what an earlier read recorded in ``edit_nli``)."""
+    decided by what an earlier read recorded in ``edit_nli``). ``hooks``: the paper's behaviour
+    (``follow_edit``, ``member_check``; None: the shared)."""
+    hooks = hooks if hooks is not None else PaperHooks()
     unit_of_item = units.unit_ids(items, spec.unit if spec else None)
     v = verdicts.reindex(columns=VERDICT_COLUMNS).copy()
     made = v["new_revision"].copy()  # what each edit made when last resolved (the recipe may adopt it)
@@ -111,15 +115,15 @@ def apply_revisions(
                 v.loc[idx, ["edit_status", "edit_note"]] = ["stale", "made on an older revision"]
             continue
         new, why = apply_edits(item, edit_of(row.to_dict()), data_dir)
-        if new is not None and spec is not None and spec.follow_edit is not None:
-            new = spec.follow_edit(item, new)  # the fields the recipe derives from the edited one
-        if new is not None and spec is not None and (spec.unit or spec.member_check):
+        if new is not None and spec is not None:
+            new = hooks.follow_edit(item, new)  # the fields the recipe derives from the edited one
+        if new is not None and spec is not None and (spec.unit or hooks.overrides("member_check")):
             u = unit_of_item.get(str(row["item_id"]))
             others = [
                 it for i, it in by_id.items() if u is not None and i != str(row["item_id"]) and unit_of_item.get(i) == u
             ]
             checks = EditChecks(nli=nli, recorded=as_object(row.get("edit_nli")))
-            why = units.unit_problem(new, item, others, spec, checks) or ""
+            why = units.unit_problem(new, item, others, hooks, checks) or ""
             new = None if why else new
             v.loc[idx, ["edit_nli", "edit_note"]] = [
                 json.dumps(checks.record, ensure_ascii=False) if checks.record else None,
@@ -242,9 +246,11 @@ def resolve(
     spec: ReviewSpec,
     data_dir: Path | None,
     nli: NLIBackend | None = None,
+    hooks: PaperHooks | None = None,
 ) -> Resolution:
     verdicts = mark_adjudicators(items, verdicts.reindex(columns=VERDICT_COLUMNS), spec.unit)
-    current, v = apply_revisions(items, verdicts, data_dir, spec, nli)
+    hooks = hooks if hooks is not None else PaperHooks()  # the paper's behaviour (None: the shared)
+    current, v = apply_revisions(items, verdicts, data_dir, spec, nli, hooks)
     revs = {str(r["item_id"]): revision(r) for r in current.to_dict("records")}
     changed = (v["revision"] != v["item_id"].map(revs)) & (v["edit_status"] != "applied")
     keep_deleted = v["stale_reason"] == "task_deleted"
@@ -273,7 +279,7 @@ def resolve(
         if why:
             reasons[item_id] = why
     drops = apply_source_drops(current, status, reasons, spec)  # a dropped clip or image takes all its items
-    drops.update(apply_recipe_drops(current, status, reasons, spec))  # what the recipe would not build now
+    drops.update(apply_recipe_drops(current, status, reasons, hooks))  # what the recipe would not build now
     current = record_flags(current, v, status)
     current = current.assign(review_status=current["item_id"].astype(str).map(status))
     return Resolution(current, v, status, reasons, drops)

@@ -57,7 +57,7 @@ def resolution(
     items = gated_items(store, spec.name) if items is None else items
     v = read(store, "verdicts", spec.name)
     v = v.reindex(columns=VERDICT_COLUMNS) if len(v) else pd.DataFrame(columns=VERDICT_COLUMNS)
-    return gate.resolve(items, v, rs, store.data_dir)
+    return gate.resolve(items, v, rs, store.data_dir, hooks=spec.hooks)
 
 
 def _wanted(
@@ -117,7 +117,7 @@ def run_review_tasks(
     # a task deleted in the tool makes its verdicts stale before anything is decided, so the push
     # recreates it whether or not the verdicts were read since (the read marks them the same way)
     verdicts = merge(read(store, "verdicts", spec.name), [], live_ids, ledger.pushed_ids(book))
-    res = gate.resolve(gated_items(store, spec.name), verdicts, rs, store.data_dir)
+    res = gate.resolve(gated_items(store, spec.name), verdicts, rs, store.data_dir, hooks=spec.hooks)
     wanted = _loop_wanted(spec.name, res, rs, clip_paths(store))
     wanted = {k: project.served(store, w) for k, w in wanted.items()}  # pre-signed media URLs on a bucket
     if wanted["returned"] and "returned" not in projects:
@@ -251,10 +251,10 @@ def run_verdicts(
         expected = ledger.pushed_ids(tasks, ident.instances(ls.projects()) if len(tasks) else None)
         merged = merge(prev, polled, live, expected)
     items = gated_items(store, spec.name)
-    res = gate.resolve(items, merged, rs, store.data_dir, nli)
+    res = gate.resolve(items, merged, rs, store.data_dir, nli, spec.hooks)
     if probe is not None:
         probed, out.engine = reprobe(res.items, res.verdicts, probe, spec.asset("review_results"), spec.name)
-        res = gate.resolve(items, probed, rs, store.data_dir, nli) if out.engine is not None else res
+        res = gate.resolve(items, probed, rs, store.data_dir, nli, spec.hooks) if out.engine is not None else res
     out.tables["verdicts"] = {spec.name: res.verdicts}
     out.tables["review_status"] = {spec.name: review_status(spec.name, res, rs.policy, rs.unit or spec.split.unit_key)}
     log = RejectLog(gate.STAGE, spec.name)

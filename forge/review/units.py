@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from forge.benchmarks.hooks import PaperHooks
 from forge.benchmarks.review_spec import EditChecks, FieldLimits, MemberAnswers, ReviewSpec
 from forge.checks import text_rules
 from forge.items.cells import as_list, as_object
@@ -439,12 +440,12 @@ def unit_problem(
     new: dict[str, Any],
     old: dict[str, Any],
     others: list[dict[str, Any]],
-    spec: ReviewSpec,
+    hooks: PaperHooks,
     checks: EditChecks | None = None,
 ) -> str | None:
     """Why an edited member breaks its unit (None when it does not): the number of references (a
     pool's answers) must stay, no two may be equal, and the stage's own checks of the member
-    (``ReviewSpec.member_check``, with the stage's NLI backend in ``checks``) must pass."""
+    (the paper's ``hooks.member_check``, with the stage's NLI backend in ``checks``) must pass."""
     was, now = as_list(old.get("references")) or [], as_list(new.get("references")) or []
     if len(was) > 1 and len(now) != len(was):
         return f"unit_size: the edit leaves {len(now)} answers where the unit has {len(was)}"
@@ -454,9 +455,7 @@ def unit_problem(
         if k in seen:
             return f"duplicate_member: answer {j + 1} repeats answer {seen[k] + 1} ({str(r)[:80]})"
         seen[k] = j
-    if spec.member_check is not None:
-        return spec.member_check(new, old, others, checks if checks is not None else EditChecks())
-    return None
+    return hooks.member_check(new, old, others, checks if checks is not None else EditChecks())
 
 
 def flag_outcome(verdict: str, named: bool) -> str:

@@ -1,7 +1,8 @@
 """Specs hold declared values only (issue #56, point 2): a paper package's files are named by
 ``BenchmarkSpec.of_package`` before the spec is made (nothing is written into a frozen spec, no
 file is read), a package spec made otherwise is refused, enum fields are checked, not rewritten,
-and defaults that depend on other fields (a review's consequences) are resolved when asked."""
+defaults that depend on other fields (a review's consequences) are resolved when asked, and a
+paper's behaviour is one hooks object (``BenchmarkSpec.hooks``), never a loose callable."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from assets.recipes.vague import spec as vague_spec
+from forge.benchmarks.hooks import PaperHooks
 from forge.benchmarks.review_spec import DEFAULT_REASONS, Action, Consequence, MemberAnswers, ReviewSpec
 from forge.benchmarks.settings import eval_defaults
 from forge.benchmarks.spec import BenchmarkSpec, EvalSpec
@@ -98,22 +100,60 @@ def test_review_consequences_resolve_when_asked_and_the_spec_keeps_what_was_decl
 
 
 PLAIN = (type(None), bool, int, float, str, Path, enum.Enum, re.Pattern)
-HOOKS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial, type)
+CALLABLE = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial, type)
+# Fields that still hold a function of their own: a human step's form and controls, an extra
+# evaluation's two steps (per step / per evaluation, not yet methods of the paper's hooks).
+STILL_CALLABLE = {
+    "HumanStep": {"task_data", "llm_values", "controls", "prepare"},
+    "Control": {"check", "judge"},
+    "ExtraEval": {"configure", "evaluate"},
+}
 
 
-def not_plain(value: object, where: str = "spec") -> list[str]:
+def not_plain(value: object, where: str = "spec", hooks_at: str | None = None) -> list[str]:
     """Where a spec holds something other than declared values: plain scalars, paths, enums,
-    dicts / lists / tuples / sets of those, nested spec dataclasses, and functions (a paper's hooks).
-    A mapping or object that reads, fetches or computes when looked into is named."""
+    dicts / lists / tuples / sets of those, nested spec dataclasses; the paper's behaviour is one
+    ``PaperHooks`` object at ``hooks_at`` (``<spec>.hooks``), and a function anywhere else is a
+    loose callable (bar ``STILL_CALLABLE``). A mapping or object that reads, fetches or computes
+    when looked into is named."""
+    if where == hooks_at:
+        return [] if isinstance(value, PaperHooks) else [f"{where}: {type(value).__qualname__} (not PaperHooks)"]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [x for f in dataclasses.fields(value) for x in not_plain(getattr(value, f.name), f"{where}.{f.name}")]
+        allowed = STILL_CALLABLE.get(type(value).__name__, set())
+        return [
+            x
+            for f in dataclasses.fields(value)
+            if not (f.name in allowed and isinstance(getattr(value, f.name), CALLABLE))
+            for x in not_plain(getattr(value, f.name), f"{where}.{f.name}", hooks_at)
+        ]
     if type(value) in (dict, types.MappingProxyType):
-        return [x for k, v in value.items() for x in not_plain(k, where) + not_plain(v, f"{where}[{k!r}]")]
+        return [
+            x
+            for k, v in value.items()
+            for x in not_plain(k, where, hooks_at) + not_plain(v, f"{where}[{k!r}]", hooks_at)
+        ]
     if type(value) in (list, tuple, set, frozenset):
-        return [x for i, v in enumerate(value) for x in not_plain(v, f"{where}[{i}]")]
-    if isinstance(value, PLAIN) or isinstance(value, HOOKS):
+        return [x for i, v in enumerate(value) for x in not_plain(v, f"{where}[{i}]", hooks_at)]
+    if isinstance(value, PLAIN):
         return []
+    if isinstance(value, CALLABLE):
+        return [f"{where}: a loose callable ({getattr(value, '__qualname__', type(value).__qualname__)})"]
     return [f"{where}: {type(value).__qualname__}"]
+
+
+def test_the_spec_types_declare_no_callable_field():
+    # the types themselves: a paper's behaviour is a method of its hooks, never a field of a spec
+    from forge.benchmarks import protocol_spec, review_spec, spec
+
+    found = {
+        (t.__name__, f.name)
+        for m in (spec, review_spec, protocol_spec)
+        for t in vars(m).values()
+        if isinstance(t, type) and dataclasses.is_dataclass(t) and t.__module__ == m.__name__
+        for f in dataclasses.fields(t)
+        if "Callable" in str(f.type)
+    }
+    assert found == {(t, f) for t, fs in STILL_CALLABLE.items() for f in fs}
 
 
 def test_every_registered_spec_holds_declared_values_only():
@@ -121,8 +161,21 @@ def test_every_registered_spec_holds_declared_values_only():
 
     specs = registry.specs()
     assert len(specs) >= 5
-    found = {spec.name: not_plain(spec, spec.name) for spec in specs}
+    found = {spec.name: not_plain(spec, spec.name, f"{spec.name}.hooks") for spec in specs}
     assert {name: bad for name, bad in found.items() if bad} == {}
+    # the paper's behaviour: one hooks object, a function anywhere else is named
+    spec = vague_spec.SPEC
+    assert not_plain(dataclasses.replace(spec, card_sections=(print,)), "vague", "vague.hooks") == [
+        "vague.card_sections[0]: a loose callable (print)"
+    ]
+    assert not_plain(dataclasses.replace(spec.eval, kinds={"mcq": len}), "eval") == [
+        "eval.kinds['mcq']: a loose callable (len)"
+    ]
+    assert not_plain(spec.hooks, "vague.review", "vague.hooks") == ["vague.review: VagueHooks"]
+    assert not_plain(spec, "vague", "vague.review") == [
+        "vague.review: ReviewSpec (not PaperHooks)",
+        "vague.hooks: VagueHooks",
+    ]
 
     class LazyFile(Mapping):  # what EvalSpec.defaults held before: a file read when looked into
         def __getitem__(self, k):

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from forge.benchmarks import registry
+from forge.benchmarks.hooks import PaperHooks
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindUnit, OptionPolicy
 from forge.storage.contracts import load_contract
 
@@ -81,7 +82,9 @@ def test_spec_is_complete_and_cites_its_paper(spec):
     for own in (spec.contracts_dir, spec.recipe_config, spec.eval.prompts_dir):
         assert own.exists() and own.is_relative_to(spec.home), own
     assert spec.eval.primary_metric and spec.eval.kinds
-    assert spec.importer is None or callable(spec.importer)
+    # its behaviour is one hooks object of its own package's hooks.py, rendering and scoring its way
+    assert isinstance(spec.hooks, PaperHooks) and type(spec.hooks).__module__ == f"{spec.package}.hooks"
+    assert spec.hooks.overrides("build_request") and spec.hooks.overrides("score_setting")
 
 
 def test_recipe_assets_are_in_the_graph_under_the_spec_group():

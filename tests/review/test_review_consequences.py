@@ -62,7 +62,7 @@ def test_vimu_wrong_gold_goes_to_the_stage_that_wrote_each_gold():
 
 
 def _bench(review: ReviewSpec) -> BenchmarkSpec:
-    ev = EvalSpec(kinds={"mcq": "mcq"}, build_request=print, score_setting=print, primary_metric="accuracy")
+    ev = EvalSpec(kinds={"mcq": "mcq"}, primary_metric="accuracy")
     return BenchmarkSpec(
         name="toy", title="Toy", group="toy", recipe_assets=("toy_make", "toy_items"), eval=ev, review=review
     )

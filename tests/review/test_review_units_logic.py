@@ -19,6 +19,7 @@ from forge.storage import TableStore
 from tests.review import world
 
 SPEC = get("maia").review
+HOOKS = get("maia").hooks  # its member check (logic/review.py)
 
 
 def _pool(tmp_path, **kw) -> pd.DataFrame:
@@ -97,7 +98,7 @@ def test_a_unit_verdict_applies_to_every_member_a_block_leaves_unmarked(tmp_path
     v = pd.DataFrame(rows, columns=VERDICT_COLUMNS)
     again = merge(merge(pd.DataFrame(columns=VERDICT_COLUMNS), rows, {5}, {5}), rows, {5}, {5})
     assert len(again) == 9  # re-reading replaces, never duplicates
-    res = gate.resolve(items, v, SPEC, tmp_path)
+    res = gate.resolve(items, v, SPEC, tmp_path, hooks=HOOKS)
     kept, out = gate.export_filter(res, SPEC.policy, SPEC.unit)
     assert kept.empty and out["rejected"] == ["q1_sv2"] and len(out["held_back"]) == 8  # 8 pairs or none
 
@@ -122,7 +123,7 @@ def _edited(tmp_path, items, edits_by_item: dict[str, dict]) -> gate.Resolution:
                 "updated_at": pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(seconds=n),
             }
         )
-    return gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), SPEC, tmp_path)
+    return gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), SPEC, tmp_path, hooks=HOOKS)
 
 
 @pytest.mark.parametrize(
@@ -179,13 +180,13 @@ def test_a_foil_fixed_by_a_minimal_edit_is_applied_and_only_its_pair_changes(tmp
 def test_an_adjudicator_who_reviewed_the_pool_does_not_count(tmp_path):
     note = "pool_contradiction: answers [2] contradict the others"
     items = _pool(tmp_path, flags={"answer 2": note})
-    res = gate.resolve(items, pd.DataFrame(columns=VERDICT_COLUMNS), SPEC, tmp_path)
+    res = gate.resolve(items, pd.DataFrame(columns=VERDICT_COLUMNS), SPEC, tmp_path, hooks=HOOKS)
     assert set(res.status.values()) == {"disputed"}  # straight to adjudication
     review = _rows(items, [c("verdict", "accept")], who=1, aid=1)
     same = _rows(items, [c("verdict", "accept")], who=1, kind="adjudication", aid=2)
     for r in same:
         r["verdict_id"] = r["verdict_id"].replace("1:", "2:", 1)
-    res = gate.resolve(items, pd.DataFrame(review + same, columns=VERDICT_COLUMNS), SPEC, tmp_path)
+    res = gate.resolve(items, pd.DataFrame(review + same, columns=VERDICT_COLUMNS), SPEC, tmp_path, hooks=HOOKS)
     assert set(res.status.values()) == {"disputed"}
     assert (
         res.verdicts.loc[res.verdicts.project_kind == "adjudication", "flag"]
@@ -195,7 +196,7 @@ def test_an_adjudicator_who_reviewed_the_pool_does_not_count(tmp_path):
     other = _rows(items, [c("verdict", "accept")], who=2, kind="adjudication", aid=3)
     for r in other:
         r["verdict_id"] = r["verdict_id"].replace("1:", "3:", 1)
-    res = gate.resolve(items, pd.DataFrame(review + same + other, columns=VERDICT_COLUMNS), SPEC, tmp_path)
+    res = gate.resolve(items, pd.DataFrame(review + same + other, columns=VERDICT_COLUMNS), SPEC, tmp_path, hooks=HOOKS)
     assert set(res.status.values()) == {"accepted"}
 
 
@@ -221,7 +222,7 @@ def test_a_hummus_pair_is_one_unit_and_a_pair_edited_to_no_still_exports_its_cla
     cls = _cls(items)
     rows = [_v(cls["item_id"], revision(cls), "a", "edit", n=1, edits=json.dumps({"answer": "B"}))]
     rows += [_v(i, revision(r), "a", "accept", n=2) for i, r in zip(items["item_id"], items.to_dict("records"))]
-    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), rs, None)
+    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), rs, None, hooks=get("hummus").hooks)
     kept, out = gate.export_filter(res, rs.policy, rs.unit)
     assert kept["item_id"].tolist() == [cls["item_id"]] and not out["held_back"]
     # a detail item a reviewer rejected holds its pair back whole
@@ -230,7 +231,7 @@ def test_a_hummus_pair_is_one_unit_and_a_pair_edited_to_no_still_exports_its_cla
         _v(i, revision(r), "a", "reject" if i == one else "accept", n=2)
         for i, r in zip(items["item_id"], items.to_dict("records"))
     ]
-    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), rs, None)
+    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), rs, None, hooks=get("hummus").hooks)
     kept, out = gate.export_filter(res, rs.policy, rs.unit)
     assert kept.empty and out["rejected"] == [one] and len(out["held_back"]) == len(items) - 1
 
@@ -253,7 +254,7 @@ def test_a_refused_unit_annotation_goes_back_once_as_the_units_task(tmp_path):
 
     items = _pool(tmp_path)
     rows = _rows(items, [c("verdict", "edit")])  # edit_without_changes: refused for all 9 members
-    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), SPEC, tmp_path)
+    res = gate.resolve(items, pd.DataFrame(rows, columns=VERDICT_COLUMNS), SPEC, tmp_path, hooks=HOOKS)
     back = loop.returned("maia", res.verdicts, res.items, SPEC, {})
     (key,) = back
     assert key == "returned:1:9@20260101T000009.000000Z" and len(back[key].data["members"]) == 9

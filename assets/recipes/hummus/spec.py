@@ -26,24 +26,21 @@ from forge.benchmarks.spec import (
     PartOrder,
 )
 
-from .logic import scoring
-from .logic.evaluation import build_request, descriptions, parse_reply
+from .hooks import HummusHooks
 from .logic.gold import GOLD
 from .logic.protocol import STEPS
-from .logic.release import parse_release
-from .logic.review import follow_edit, recipe_drops
 from .rejects import REJECTS
 
 PAIR, PAIR_WORDS = "extra.annotation_id", "pair (this caption of the cartoon)"
 
 SPEC = BenchmarkSpec.of_package(
     name="hummus",
-    importer=parse_release,  # the published release (docs/releases.md)
     title="Hummus",
     group="hummus",
     recipe_assets=("hummus_pairs", "hummus_annotations", "hummus_items"),
     options=OptionPolicy.FIXED,
     blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.ITEM),
+    hooks=HummusHooks(),  # its behaviour: hooks.py, delegating to logic/
     package=__package__,  # config.yaml, contracts/, evals.yaml, eval_prompts/, README.md beside this file
     rejects=REJECTS,
     gold=GOLD,  # human gold from its release (logic/gold.py)
@@ -76,8 +73,6 @@ SPEC = BenchmarkSpec.of_package(
             "other": Consequence(Action.DROP_ITEM),
         },
         # an edited Classification is the pair's verdict: labels follow, a No pair loses its details (§4.2)
-        follow_edit=follow_edit,
-        recipe_drops=recipe_drops,
     ),
     eval=EvalSpec(
         kinds={
@@ -88,15 +83,10 @@ SPEC = BenchmarkSpec.of_package(
             "caption_highlight": "highlight",
             "explanation": "text_not_question",
         },
-        build_request=build_request,
-        parse_reply=parse_reply,
-        score_setting=scoring.score_setting,
-        score_structured=scoring.score_structured,
         unparseable_is_wrong=True,
         similarity_is_score=True,
         primary_metric="f1_avg",
         similarity=True,
-        descriptions=descriptions,
         report_tables={"all_metrics": ()},
         multi_label=(),  # slices are tasks, one per item (hummus_dataset.json)
         # model_evaluation/multimodal.py (a_or_b.py for CLAS11): the image part, then the text

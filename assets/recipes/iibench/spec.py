@@ -27,20 +27,18 @@ from forge.benchmarks.spec import (
     PartOrder,
 )
 
-from .logic.evaluation import build_request, parse_reply
+from .hooks import IIBenchHooks
 from .logic.protocol import STEPS
-from .logic.release import parse_release
-from .logic.scoring import score_setting
 from .rejects import REJECTS
 
 SPEC = BenchmarkSpec.of_package(
     name="iibench",
-    importer=parse_release,  # the published release (docs/releases.md)
     title="II-Bench",
     group="iibench",
     recipe_assets=("iibench_implication", "iibench_labels", "iibench_items"),
     options=OptionPolicy.BALANCE,
     blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.ITEM),
+    hooks=IIBenchHooks(),  # its behaviour: hooks.py, delegating to logic/
     package=__package__,  # config.yaml, contracts/, evals.yaml, eval_prompts/, README.md beside this file
     rejects=REJECTS,
     review=ReviewSpec(
@@ -75,9 +73,6 @@ SPEC = BenchmarkSpec.of_package(
     human_steps=STEPS,
     eval=EvalSpec(
         kinds={"mcq": "mcq"},
-        build_request=build_request,
-        parse_reply=parse_reply,
-        score_setting=score_setting,
         primary_metric="accuracy",
         circular=True,
         report_slices=tuple(("accuracy", k) for k in ("domain", "emotion", "image_type", "difficulty", "rhetoric")),

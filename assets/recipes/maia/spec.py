@@ -32,24 +32,21 @@ from forge.benchmarks.spec import (
     SplitPolicy,
 )
 
-from .logic.evaluation import build_request, judge_variables, parse_reply
+from .hooks import MaiaHooks
 from .logic.gold import GOLD
 from .logic.protocol import STEPS
-from .logic.release import parse_release
-from .logic.review import member_check
-from .logic.scoring import score_setting
 from .logic.unimodal import UNIMODAL
 from .rejects import REJECTS
 
 SPEC = BenchmarkSpec.of_package(
     name="maia",
-    importer=parse_release,  # the published release (docs/releases.md)
     title="MAIA",
     group="maia",
     recipe_assets=("maia_questions", "maia_answer_pools", "maia_statements", "maia_foils", "maia_items"),
     options=OptionPolicy.BALANCE,
     blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.POOL),
     split=SplitPolicy(unit_key="question_id"),
+    hooks=MaiaHooks(),  # its behaviour: hooks.py, delegating to logic/
     package=__package__,  # config.yaml, contracts/, evals.yaml, eval_prompts/, README.md beside this file
     rejects=REJECTS,
     human_steps=STEPS,  # §3.1: eight people answer each question, screened by the control questions
@@ -67,7 +64,6 @@ SPEC = BenchmarkSpec.of_package(
         # §3: the manual review checked each question (the pool's); its answers, statements and foils
         # passed semi-automatic checks, hand-fixed where flagged: the pool's verdict covers them
         member_answers=MemberAnswers.UNIT_COVERS,
-        member_check=member_check,
         adjudicate_flags=("pool_contradiction",),
         # what each reject reason does next (forge/review/consequences.py): a pair's fault asks again the
         # stage that made the faulty field, for that pair alone (keyed by its statement id; the pool's
@@ -90,15 +86,11 @@ SPEC = BenchmarkSpec.of_package(
     ),
     eval=EvalSpec(
         kinds={"statement_verification": "mcq", "open_ended": "text"},
-        build_request=build_request,
-        score_setting=score_setting,
         primary_metric="agg_accuracy",
         extra_evals=(UNIMODAL,),  # §4.3 "Unimodal": the statements scored by text-only LMs (logic/unimodal.py)
         # the official repository's reading (compute_mc_scores.py: first standalone A/B) and judge
         # (compute_llm-as-a-judge.py: every reply judged as generated, against R1..R8)
-        parse_reply=parse_reply,
         judge_prompt="maia_oe_judge.yaml",
-        judge_variables=judge_variables,
         judge_unparseable=True,
         similarity=True,
         text_metrics=True,  # Table 4: BLEU / ROUGE-L / METEOR / CIDEr / BERTScore vs the pool of 8 references

@@ -25,20 +25,18 @@ from forge.benchmarks.spec import (
     TextReference,
 )
 
-from .logic.evaluation import build_request, parse_reply
+from .hooks import VagueHooks
 from .logic.protocol import STEPS
-from .logic.release import parse_release
-from .logic.scoring import score_setting
 from .rejects import REJECTS
 
 SPEC = BenchmarkSpec.of_package(
     name="vague",
-    importer=parse_release,  # the published release (docs/releases.md)
     title="VAGUE",
     group="vague",
     recipe_assets=("vague_candidates", "vague_direct", "vague_indirect", "vague_options", "vague_items"),
     options=OptionPolicy.BALANCE,
     blind=BlindPolicy(action=BlindAction.REPORT, unit=BlindUnit.ITEM),
+    hooks=VagueHooks(),  # its behaviour: hooks.py, delegating to logic/
     package=__package__,  # config.yaml, contracts/, evals.yaml, eval_prompts/, README.md beside this file
     rejects=REJECTS,
     review=ReviewSpec(
@@ -67,9 +65,6 @@ SPEC = BenchmarkSpec.of_package(
     human_steps=STEPS,
     eval=EvalSpec(
         kinds={"mcq": "mcq"},
-        build_request=build_request,
-        parse_reply=parse_reply,
-        score_setting=score_setting,
         primary_metric="accuracy",
         circular=True,
         text_metrics=True,  # App. I free-form answers: BLEU / METEOR / ROUGE-L / BERTScore vs the correct option

@@ -24,22 +24,18 @@ from forge.benchmarks.spec import (
     PartOrder,
 )
 
-from .logic.error_analysis import paper_figures
-from .logic.evaluation import build_request, parse_reply
+from .hooks import VimuHooks
 from .logic.gold import GOLD
-from .logic.release import parse_release
-from .logic.report import plots, prediction_tables
-from .logic.scoring import judge_failed_call, judge_variables, read_judgement, score_setting
 from .rejects import REJECTS
 
 SPEC = BenchmarkSpec.of_package(
     name="vimu",
-    importer=parse_release,  # the published release (docs/releases.md)
     title="ViMU",
     group="vimu",
     recipe_assets=("vimu_annotations", "vimu_questions", "vimu_items"),
     options=OptionPolicy.FIXED,
     blind=BlindPolicy(action=BlindAction.REPORT),
+    hooks=VimuHooks(),  # its behaviour: hooks.py, delegating to logic/
     package=__package__,  # config.yaml, contracts/, evals.yaml, eval_prompts/, README.md beside this file
     rejects=REJECTS,
     gold=GOLD,  # human gold from its release (logic/gold.py)
@@ -71,17 +67,11 @@ SPEC = BenchmarkSpec.of_package(
     ),
     eval=EvalSpec(
         kinds={"open_ended": "text", "multi_select": "multi"},
-        build_request=build_request,
-        parse_reply=parse_reply,
-        score_setting=score_setting,
         primary_metric="All-Avg",
         judge_prompt="vimu_oe_judge.yaml",
         # 01-vimu_oe_judge.py: every reply that came back is judged (an empty one too), the judge
         # states a raw total −6..9, and an inference error gets −1 without a judge call.
         judge_unparseable=True,
-        judge_variables=judge_variables,
-        read_judgement=read_judgement,
-        judge_failed_call=judge_failed_call,
         report_tables={"tasks": ("OE", "EG", "RM", "SV", "SSU-Avg", "All-Avg")},
         multi_label=(),  # slices are tasks, one per question
         # the text part, then up to 8 frames (call_openai_compatible_model of each script)
@@ -91,9 +81,6 @@ SPEC = BenchmarkSpec.of_package(
                 "ViMU scripts/00-vimu_oe.py, 10-vimu_eg.py, 20-vimu_ss.py call_openai_compatible_model",
             )
         },
-        report_plots=plots,
-        report_prediction_tables=prediction_tables,
-        paper_figures=paper_figures,  # Figs. 7 and 10 from the predictions (logic/error_analysis.py)
     ),
     paper=PaperCard(
         "@article{li2026vimu,\n  title={ViMU: Benchmarking Video Metaphorical Understanding},\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindPolicy, EvalSpec, OptionPolicy
-from tests.benchmarks.toy.evaluation import build_request, score_setting
+from tests.benchmarks.toy.hooks import ToyHooks
 
 HERE = Path(__file__).resolve().parent
 
@@ -26,10 +26,9 @@ SPEC = BenchmarkSpec(
     recipe_config=HERE / "toy.yaml",
     definitions_module="tests.benchmarks.toy.assets",
     card_sections=("## About the toy benchmark\n\nA worked example of docs/benchmarks.md; not a real dataset.",),
+    hooks=ToyHooks(),  # its request and scoring (toy/hooks.py → toy/evaluation.py)
     eval=EvalSpec(
         kinds={"mcq": "mcq"},
-        build_request=build_request,
-        score_setting=score_setting,
         primary_metric="accuracy",
         prompts_dir=HERE / "prompts",
         defaults={"settings": [{"name": "vlm", "prompt": "toy_task.yaml", "input": "image"}]},

@@ -108,7 +108,9 @@ def test_the_gate_applies_a_verdict_edit_to_the_pair():
     rows = [_v(cls["item_id"], revision(cls), "a", "edit", n=1, edits=json.dumps({"answer": "B"}))]
     rows += [_v(i, revision(r), "a", "accept", n=2) for i, r in zip(items["item_id"], items.to_dict("records"))]
     v = pd.DataFrame(rows, columns=VERDICT_COLUMNS)
-    res = gate.resolve(items, v, rs, None)  # no media files: nothing here checks a box
+    res = gate.resolve(
+        items, v, rs, None, hooks=registry.get("hummus").hooks
+    )  # no media files: nothing here checks a box
     assert res.status[cls["item_id"]] == "accepted"
     details = [i for i in items["item_id"] if i != cls["item_id"]]
     assert {res.status[i] for i in details} == {"rejected"}
@@ -118,7 +120,7 @@ def test_the_gate_applies_a_verdict_edit_to_the_pair():
     assert kept_verdicts(res.items) == {"img_p1": "No"}  # what hummus_annotations keeps
     # the recipe rebuilds the pair from the kept verdict: Classification only, the edit adopted
     rebuilt = pair("No")
-    again = gate.resolve(rebuilt, res.verdicts, rs, None)
+    again = gate.resolve(rebuilt, res.verdicts, rs, None, hooks=registry.get("hummus").hooks)
     assert again.status == {cls["item_id"]: "accepted"}
     row = again.verdicts[again.verdicts["verdict"] == "edit"].iloc[0]
     assert row["edit_status"] == "applied" and not bool(row["stale"])

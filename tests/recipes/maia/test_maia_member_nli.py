@@ -22,6 +22,7 @@ from forge.storage import TableStore
 from tests.review import world
 
 SPEC = get("maia").review
+HOOKS = get("maia").hooks  # its member check (logic/review.py)
 STATEMENT = "The cook in q1 opens oven number 2."
 FOIL = "The cook in q1 opens oven number 9."  # a minimal edit: the other checks pass
 
@@ -70,7 +71,7 @@ def _verdicts(items: pd.DataFrame, iid: str, edit: dict) -> pd.DataFrame:
 
 def _resolve(tmp_path, nli, options=(STATEMENT, FOIL), iid="q1_sv2"):
     items = _pool(tmp_path)
-    res = gate.resolve(items, _verdicts(items, iid, {"options": list(options)}), SPEC, tmp_path, nli)
+    res = gate.resolve(items, _verdicts(items, iid, {"options": list(options)}), SPEC, tmp_path, nli, HOOKS)
     return items, res
 
 
@@ -126,15 +127,15 @@ def test_the_recorded_nli_result_decides_a_later_resolve_without_a_model(tmp_pat
     """The export gate resolves the stored verdicts with no backend: the verdicts read's NLI result
     (``edit_nli``) decides it alike; a changed edit is not covered by an old result."""
     items, res = _resolve(tmp_path, FakeNLI("entailment"))
-    again = gate.resolve(items, res.verdicts, SPEC, tmp_path)
+    again = gate.resolve(items, res.verdicts, SPEC, tmp_path, hooks=HOOKS)
     assert again.verdicts.iloc[0].edit_status == "refused"
     assert again.verdicts.iloc[0].edit_note.startswith("nli_entailment:")
     assert _unchanged(items, again, "q1_sv2")
     later = FakeNLI("contradiction")  # a re-read with the model does not ask again for the same pair
-    assert gate.resolve(items, res.verdicts, SPEC, tmp_path, later).verdicts.iloc[0].edit_status == "refused"
+    assert gate.resolve(items, res.verdicts, SPEC, tmp_path, later, HOOKS).verdicts.iloc[0].edit_status == "refused"
     assert later.calls == []
     other = res.verdicts.assign(edits=json.dumps({"options": [STATEMENT, "The cook in q1 opens oven number 7."]}))
-    assert gate.resolve(items, other, SPEC, tmp_path).verdicts.iloc[0].edit_note.startswith("nli: not run")
+    assert gate.resolve(items, other, SPEC, tmp_path, hooks=HOOKS).verdicts.iloc[0].edit_note.startswith("nli: not run")
 
 
 def test_an_edited_statement_is_tested_against_its_foil_and_an_answer_edit_asks_no_nli(tmp_path):

@@ -1,5 +1,5 @@
 """ViMU's figures drawn from the predictions (Figs. 7 and 10, logic/error_analysis.py), by hand, and
-in the paper report through the hook its spec declares (``EvalSpec.paper_figures``)."""
+in the paper report through the hook its spec declares (``PaperHooks.paper_figures``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pandas as pd
 
 from assets.evals.paper_reports import build_paper_report
 from assets.recipes.vimu.logic import error_analysis as ea
+from forge.benchmarks.hooks import PaperHooks
 from forge.benchmarks.registry import resolve
 
 
@@ -101,13 +102,17 @@ def test_vimu_fig7_pca_by_hand(tmp_path):
 
 def test_the_report_draws_the_figures_its_spec_declares(tmp_path):
     spec = resolve("vimu")
-    assert spec.eval.paper_figures is ea.paper_figures
+    assert spec.hooks.paper_figures is ea.paper_figures
     scores = pd.DataFrame(columns=["model", "setting", "metric", "slice", "value"])
     out = build_paper_report(spec, scores, _vimu_preds(), tmp_path / "with")
     assert "## Figures from the predictions" in out["markdown"] and "Fig. 10" in out["markdown"]
     assert {p.name for p in out["figures"]} >= {"fig7_error_signature_pca.png", "fig10_delta_fpr.png"}
+
     # the same paper without the hook: no figure from the predictions
-    bare = replace(spec, eval=replace(spec.eval, paper_figures=None))
+    class Bare(type(spec.hooks)):
+        paper_figures = PaperHooks.paper_figures  # the shared behaviour: none
+
+    bare = replace(spec, hooks=Bare())
     out = build_paper_report(bare, scores, _vimu_preds(), tmp_path / "without")
     assert "## Figures from the predictions" not in out["markdown"]
     assert not any(p.name.startswith(("fig7_", "fig10_")) for p in out["figures"])

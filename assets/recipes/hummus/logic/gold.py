@@ -16,7 +16,6 @@ def match_key(row: dict[str, Any]) -> tuple[str, str] | None:
 
 
 GOLD = GoldRules(
-    match_key=match_key,
     fields={
         "verdict": ("classification",),
         "metaphors": ("naming",),

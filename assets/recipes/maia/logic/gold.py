@@ -25,7 +25,6 @@ def match_key(row: dict[str, Any]) -> tuple[str, str] | None:
 
 
 GOLD = GoldRules(
-    match_key=match_key,
     fields={"pools": ("open_ended",), "statements": ("statement_verification",)},
     default_fields=("pools", "statements"),
 )

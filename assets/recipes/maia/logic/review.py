@@ -1,4 +1,4 @@
-"""The foil stage's own checks, applied to a reviewer's edit of one pair of a pool (``ReviewSpec.member_check``,
+"""The foil stage's own checks, applied to a reviewer's edit of one pair of a pool (``PaperHooks.member_check``,
 ``forge/review/units.py``): the paper fixed statements and foils by hand (App. A.8); an edit that
 the recipe would not have kept is refused with its reason and the original stays.
 

@@ -14,7 +14,6 @@ def match_key(row: dict[str, Any]) -> tuple[str, str] | None:
 
 
 GOLD = GoldRules(
-    match_key=match_key,
     fields={"annotations": ("open_ended", "multi_select")},
     default_fields=("annotations",),
 )

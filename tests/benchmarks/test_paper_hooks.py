@@ -1,0 +1,55 @@
+"""A paper's behaviour is one ``PaperHooks`` object (issue #56, point 2): the shared methods are
+what a paper that does not override them gets, and each paper's hooks are its ``logic/`` modules'
+functions (so the gold step's version still hashes the paper's logic/gold.py)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from forge.benchmarks import registry
+from forge.benchmarks.hooks import PaperHooks
+from forge.evals.requests import EvalRequest, parse_reply
+
+
+def test_the_shared_methods_are_the_behaviour_of_a_paper_without_its_own():
+    h = PaperHooks()
+    assert h.parse_reply(None, "A", {}) is None and h.judge_variables({}, {}) is None
+    assert h.follow_edit({"answer": "a"}, {"answer": "b"}) == {"answer": "b"} and h.recipe_drops(None) == {}
+    assert h.member_check({}, {}, [], None) is None and h.gold_key({"task": "x"}) is None
+    assert h.descriptions(None, None) == {} and h.report_plots(None, None, Path(".")) == []
+    assert h.report_prediction_tables(None, None) == {} and h.paper_figures(None, Path(".")) is None
+    row = {}
+    h.read_judgement(row, {"label": " Correct "}, {})
+    assert row == {"judge_ok": True, "judge_score": 1.0, "score": 1.0, "correct": True, "judge_verdict": " Correct "}
+    with pytest.raises(ValueError, match="judge label"):
+        h.read_judgement({}, {"label": "maybe"}, {})
+    for name in ("build_request", "score_setting", "parse_release"):
+        assert not h.overrides(name)
+    with pytest.raises(NotImplementedError):
+        h.build_request(None)
+
+    class Own(PaperHooks):
+        parse_reply = staticmethod(lambda er, text, options: "mine")
+
+    assert Own().overrides("parse_reply") and not Own().overrides("follow_edit")
+    er = EvalRequest.__new__(EvalRequest)
+    spec = registry.get("vague")
+    assert parse_reply(er, "A", {}, replace(spec, hooks=Own())) == "mine"  # the stage calls the paper's method
+
+
+@pytest.mark.parametrize("spec", registry.specs(), ids=lambda s: s.name)
+def test_each_paper_hooks_are_its_logic_functions(spec):
+    hooks = type(spec.hooks)
+    own = [n for n in vars(PaperHooks) if not n.startswith("_") and n != "overrides" and spec.hooks.overrides(n)]
+    assert {"build_request", "score_setting", "parse_release"} <= set(own)
+    for name in own:
+        fn = getattr(hooks, name)
+        assert fn.__module__.startswith(f"{spec.package}.logic."), (name, fn.__module__)
+        assert getattr(importlib.import_module(fn.__module__), fn.__name__) is fn
+    if spec.gold is not None:  # the gold step's version hashes the file that matches
+        assert Path(inspect.getsourcefile(spec.hooks.gold_key)).name == "gold.py"
