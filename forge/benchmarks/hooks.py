@@ -12,9 +12,12 @@ never ask which paper it is. Dagster-free; imports nothing of a higher floor.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+# The hooks review applies to an edit: part of the review's code version (``review_hooks``).
+REVIEW_HOOKS = ("follow_edit", "recipe_drops", "member_check")
 
 
 class PaperHooks:
@@ -121,3 +124,10 @@ class PaperHooks:
         """The stage's own checks of an edited unit member: (edited item, original, the unit's other
         items, ``EditChecks``) → why the edit is refused, or None; shared: no further check."""
         return None
+
+
+def review_hooks(hooks: PaperHooks) -> dict[str, Callable[..., Any] | None]:
+    """The paper's own review hooks by name (None where it keeps the shared behaviour): hashed with
+    the review settings into the review's code version, so an edit of the paper's review logic
+    makes a new version (the same parts as when they were fields of ``ReviewSpec``)."""
+    return {name: getattr(hooks, name) if hooks.overrides(name) else None for name in REVIEW_HOOKS}

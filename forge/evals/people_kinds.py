@@ -17,6 +17,7 @@ from functools import partial
 
 import pandas as pd
 
+from forge.benchmarks.hooks import review_hooks
 from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.evals import human
@@ -109,7 +110,9 @@ def baseline_kind(spec: BenchmarkSpec, rs: ReviewSpec) -> PeopleKind:
         kind="human",
         family="human",
         group="review",
-        code_version=content_hash(VERSION, "human", spec_parts(spec.review)),
+        code_version=content_hash(
+            VERSION, "human", {**spec_parts(spec.review), **spec_parts(review_hooks(spec.hooks))}
+        ),
         tasks=PairSide(
             deps=(spec.asset("export"),),
             tables=("review_tasks",),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from forge.benchmarks.hooks import review_hooks
 from forge.benchmarks.review_spec import ReviewPolicy, ReviewSpec
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.gates.stages import BLIND_PROMPT
@@ -88,7 +89,7 @@ def review_kind(spec: BenchmarkSpec, settings: StageSettings) -> PeopleKind:
         kind="review",
         family="review",
         group="review",
-        code_version=content_hash(VERSION, spec_parts(spec.review)),
+        code_version=content_hash(VERSION, {**spec_parts(spec.review), **spec_parts(review_hooks(spec.hooks))}),
         tasks=PairSide(
             deps=(spec.asset("gated"), results),
             tables=TASK_TABLES,

@@ -53,3 +53,24 @@ def test_each_paper_hooks_are_its_logic_functions(spec):
         assert getattr(importlib.import_module(fn.__module__), fn.__name__) is fn
     if spec.gold is not None:  # the gold step's version hashes the file that matches
         assert Path(inspect.getsourcefile(spec.hooks.gold_key)).name == "gold.py"
+
+
+def test_a_paper_review_hooks_are_part_of_the_review_code_version():
+    from forge.benchmarks.hooks import review_hooks
+    from forge.review.kind import review_kind
+    from forge.splits.config import stage_settings
+
+    hummus = registry.get("hummus")
+    own = review_hooks(hummus.hooks)
+    assert own["follow_edit"] is not None and own["member_check"] is None
+
+    class Other(type(hummus.hooks)):
+        follow_edit = staticmethod(lambda original, edited: edited)
+
+    settings = stage_settings(hummus)
+
+    def version(spec):
+        return review_kind(spec, settings).code_version
+
+    assert version(replace(hummus, hooks=Other())) != version(hummus)  # another edit rule: a new version
+    assert version(replace(hummus, hooks=type(hummus.hooks)())) == version(hummus)  # the same: the same one
