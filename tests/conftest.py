@@ -1,6 +1,16 @@
 # --- A data dir's recorded environment (forge/provenance/environment.py) is not applied to the suite ----
 import os as _os_env
 
+# --- Each xdist worker gets its share of the CPUs (set before anything imports torch) ----------------
+# Production code gives torch and ONNX Runtime every core (forge/vision/offline.py), right for one
+# process. Two workers on two cores each running two OpenMP threads spin against each other: the vision
+# and OCR files took 261-345 s that way against 106-115 s with one thread per worker (measured side by
+# side on the 2-core machine, docs/operations.md "How long the suite takes"). A value the user set wins;
+# subprocesses (builds, the daemon, Label Studio) inherit it.
+if _os_env.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = max(1, (_os_env.cpu_count() or 1) // int(_os_env.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    _os_env.environ.setdefault("OMP_NUM_THREADS", str(_share))
+
 _os_env.environ.setdefault("SUBTEXT_RECORDED_ENV", "off")  # a user's `make demo` record must not leak into tests
 # The paper policy (`required`) holds back every item no person reviewed; the other stages' tests
 # export without reviewers, so the suite runs `advisory` (tests/review set the policy they test).
