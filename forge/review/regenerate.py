@@ -129,6 +129,9 @@ def applied_edits(
     items = gated_items(store, spec.name)
     if items.empty:
         return []
+    edits = read(store, "verdicts", spec.name)
+    if not len(edits) or not (edits["verdict"] == "edit").any():  # no edit: no gate run needed to say so
+        return []
     res = resolution(store, spec, rs, items)
     v = res.verdicts
     live = v[(v["verdict"] == "edit") & (v["edit_status"] == "applied") & ~v["stale"].astype(bool)]
