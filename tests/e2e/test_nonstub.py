@@ -13,6 +13,7 @@ Marked ``e2e``: it runs the media trunk too (yt-dlp on loopback, ffmpeg, EasyOCR
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import dagster as dg
@@ -48,7 +49,10 @@ def test_console_is_quiet_and_ends_with_the_summary(built):
     """Issue 21: INFO by default, under 150 lines, the closing summary table and next commands last."""
     first = built[1].first
     console = (first.stdout + first.stderr).splitlines()
-    assert len(console) < 150, "\n".join(console[:200])
+    # the heartbeat of a long run (forge/console/build_console.py, one line per 30 s) grows with the
+    # machine's speed, not with what the build says: a loaded 2-core box printed ten of them
+    said = [line for line in console if not re.fullmatch(r"\s*… .*: still running \(\d+s\)", line)]
+    assert len(said) < 150, "\n".join(said[:200])
     out = [line.rstrip() for line in first.stdout.splitlines()]
     assert "Summary" in out and "Next" in out, first.stdout[-3000:]
     summary, nxt = out.index("Summary"), len(out) - 1 - out[::-1].index("Next")
