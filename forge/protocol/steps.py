@@ -219,7 +219,9 @@ def push(
         own, _wanted(store, step, rows, sorted(want), step.draft.shows_draft), lambda ks: queue(step, rows, ks)
     )
     counts = {"units": len(rows), "sampled": len(want), "pushed": len(new), "already_there": len(want) - len(new)}
-    return counts | ({"not_ours": own.others} if own.others else {}) | ({"resigned": own.resigned} if own.resigned else {})
+    return (
+        counts | ({"not_ours": own.others} if own.others else {}) | ({"resigned": own.resigned} if own.resigned else {})
+    )
 
 
 def is_control(step: HumanStep, row: Mapping[str, Any]) -> bool:
