@@ -1,7 +1,8 @@
 """Evaluations a paper reports beside the models of config/models.yaml (``EvalSpec.extra_evals``,
 e.g. a baseline that is no chat model): one asset ``<paper>_<name>`` each, after the paper's
 export, writing ``eval_predictions`` / ``eval_scores`` part ``<model>__<paper>``. The paper's
-package holds what it computes; this factory only wires it."""
+package holds what it computes (its hooks' ``extra_eval_configure`` / ``extra_eval_evaluate``, by
+the evaluation's name); this factory only wires it."""
 
 # No `from __future__ import annotations`: Dagster reads the `context` annotation at definition time.
 import time
@@ -42,7 +43,7 @@ def _extra_eval_asset(spec: BenchmarkSpec, extra: ExtraEval) -> dg.AssetsDefinit
         store = storage.store
         cfg = load_eval_config()
         bcfg = benchmark_block(cfg, spec)
-        settings = extra.configure(bcfg)
+        settings = spec.hooks.extra_eval_configure(extra.name, bcfg)
         if settings is None:
             # not configured, no rows: what it recorded before (if anything) stays as it was
             context.log.warning(extra.how_to_configure)
@@ -52,8 +53,8 @@ def _extra_eval_asset(spec: BenchmarkSpec, extra: ExtraEval) -> dg.AssetsDefinit
             return _skipped(pub.note or f"the {spec.title} export has no items")
         items, _, split = select_items(spec, pub.items, None, bcfg["split"])
         b = cfg.get("bootstrap") or {}
-        preds, scores, figures = extra.evaluate(
-            spec, items, split, settings, int(b.get("n", 1000)), int(b.get("seed", 0))
+        preds, scores, figures = spec.hooks.extra_eval_evaluate(
+            extra.name, spec, items, split, settings, int(b.get("n", 1000)), int(b.get("seed", 0))
         )
         for frame in (preds, scores):
             if len(frame):

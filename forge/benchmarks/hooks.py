@@ -3,21 +3,37 @@
 A spec (``forge/benchmarks/spec.py``) holds declared values; what a paper *does* differently from
 the shared stages (how it renders a request, reads a reply, scores a setting, judges an open
 answer, matches its gold, imports its release, follows a reviewer's edit, checks an edited unit
-member) is a method of one hooks object, ``BenchmarkSpec.hooks``. Each method here is the shared
-behaviour, what a paper that does not override it gets; a paper subclasses this class in its
-own package (``assets/recipes/<paper>/hooks.py``) and overrides what its paper does its own way,
-delegating to its ``logic/`` modules. The shared stages call ``spec.hooks.<method>(...)`` and
-never ask which paper it is. Dagster-free; imports nothing of a higher floor.
+member, shows a human step's form and judges its control answers, runs an evaluation beside the
+models) is a method of one hooks object, ``BenchmarkSpec.hooks``; a method about one of the
+paper's declared human steps or extra evaluations takes its name first (``by_name`` dispatches).
+Each method here is the shared behaviour, what a paper that does not override it gets; a paper
+subclasses this class in its own package (``assets/recipes/<paper>/hooks.py``) and overrides what
+its paper does its own way, delegating to its ``logic/`` modules. The shared stages call
+``spec.hooks.<method>(...)`` and never ask which paper it is. Dagster-free; imports nothing of a higher floor.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 # The hooks review applies to an edit: part of the review's code version (``review_hooks``).
 REVIEW_HOOKS = ("follow_edit", "recipe_drops", "member_check")
+# The hooks about one of the paper's declared human steps (``HumanStep.name``) or extra evaluations
+# (``ExtraEval.name``): called with that name first; a paper's override dispatches on it (``by_name``).
+NAMED_HOOKS = (
+    "step_task_data",
+    "step_llm_values",
+    "step_controls",
+    "prepare_step",
+    "control_check",
+    "control_judge",
+    "extra_eval_configure",
+    "extra_eval_evaluate",
+)
 
 
 class PaperHooks:
@@ -124,6 +140,67 @@ class PaperHooks:
         """The stage's own checks of an edited unit member: (edited item, original, the unit's other
         items, ``EditChecks``) → why the edit is refused, or None; shared: no further check."""
         return None
+
+    # -- human protocol steps (forge/protocol; ``BenchmarkSpec.human_steps``, by the step's name) ---
+
+    def step_task_data(self, step: str, row: Mapping[str, Any]) -> dict[str, Any]:
+        """(step name, a row of the corrected stage) → what the step's form shows (keys of its
+        ``display``; media paths relative to the data dir). A paper with human steps overrides it."""
+        raise NotImplementedError(f"{type(self).__name__} has no human step {step!r} (override step_task_data)")
+
+    def step_llm_values(self, step: str, row: Mapping[str, Any]) -> dict[str, Any]:
+        """(step name, row) → the LLM's answer as field → value (the prediction; the fallback);
+        shared: none (people write their own answer, nothing to show or fall back on)."""
+        return {}
+
+    def step_controls(self, step: str, row: Mapping[str, Any]) -> dict[str, Any] | None:
+        """(step name, row) → field → the known answer when the unit is a control question, else
+        None; shared: no unit is a control."""
+        return None
+
+    def prepare_step(self, step: str, rows: Any, read: Callable[[str], Any]) -> Any:
+        """(step name, the corrected stage's rows with the step's joins, read(table) → rows) → the
+        rows the form is made of, for what a join cannot say; shared: the rows as they are."""
+        return rows
+
+    def control_check(self, step: str, known: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+        """(step name, known answer, the person's values) → right? The offline rule of a step's
+        control questions; shared: every known field's value equals the person's."""
+        return all(values.get(k) == x for k, x in known.items())
+
+    def control_judge(
+        self, step: str, engine: Any, pairs: list[tuple[Mapping[str, Any], Mapping[str, Any]]]
+    ) -> list[tuple[bool, str]]:
+        """(step name, LLM engine or None, [(known, values)]) → one (right, judged_by) per pair: the
+        benchmark's judge of a step whose ``Control.judged`` is set; shared: ``control_check``."""
+        return [(bool(self.control_check(step, k, v)), "rule") for k, v in pairs]
+
+    # -- evaluations beside the configured models (``EvalSpec.extra_evals``, by the eval's name) ----
+
+    def extra_eval_configure(self, name: str, block: Mapping[str, Any]) -> Any:
+        """(extra evaluation's name, the benchmark's config/evals.yaml block) → its settings, or
+        None: not configured, nothing runs. A paper that declares an extra evaluation overrides it."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no extra evaluation {name!r} (override extra_eval_configure)"
+        )
+
+    def extra_eval_evaluate(
+        self, name: str, spec: Any, items: Any, split: str, settings: Any, n_boot: int, seed: int
+    ) -> tuple[Any, Any, Mapping[str, Any]]:
+        """(name, spec, evaluated items, split, its settings, bootstrap n, seed) → (eval_predictions
+        rows, eval_scores rows, metadata figures). A paper that declares one overrides it."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no extra evaluation {name!r} (override extra_eval_evaluate)"
+        )
+
+
+def by_name(table: Mapping[str, T], name: str, what: str, owner: PaperHooks) -> T:
+    """A paper's hook for one named step or evaluation (``table``: name → its ``logic/`` function);
+    a name the paper does not declare is a clear error, never another step's behaviour."""
+    try:
+        return table[name]
+    except KeyError:
+        raise KeyError(f"{type(owner).__name__}: no {what} {name!r} (known: {sorted(table)})") from None
 
 
 def review_hooks(hooks: PaperHooks) -> dict[str, Callable[..., Any] | None]:

@@ -7,16 +7,17 @@ Each step declares how the LLM's output of the stage it ``corrects`` (its *draft
 ``after_commit`` shows it only once the person has answered, for an optional second pass recorded
 separately; ``suggestion`` pre-fills the form with it (LLM-assisted annotation, an opt-in recorded
 on every row it shaped). The stage reads the human result where one exists, the LLM's otherwise
-(docs/review.md, "Protocol steps"). Dagster-free, plain data plus the paper's own callables (in its
-``logic/``).
+(docs/review.md, "Protocol steps"). Dagster-free, declared values only: what a step does (its
+form's data, the LLM's answer, its control units and their judge, its rows' preparation) is a
+method of the paper's hooks (``forge.benchmarks.hooks.PaperHooks``, by the step's name), delegating
+to its ``logic/``.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 
 class FieldKind(enum.StrEnum):
@@ -96,18 +97,19 @@ class Control:
     units among the others at that rate, so everyone meets them while working through the queue).
     A person counts only after answering at least ``min_answered`` controls (every control of the
     queue when it holds fewer) with at least ``threshold`` of them right; otherwise their answers are
-    excluded, with the reason. ``check(known, values)``: the offline rule (None: the field's value
-    equals the known one). ``judge(engine, [(known, values)])``: the benchmark's judge (an LLM
-    prompt), one ``(right, judged_by)`` per pair; it falls back to ``check`` where it cannot judge."""
+    excluded, with the reason. Which units are controls and their known answers: the paper's
+    ``hooks.step_controls``. Whether an answer is right: ``hooks.control_check(step, known, values)``
+    (the offline rule; shared: the field's value equals the known one), or, where ``judged``,
+    ``hooks.control_judge(step, engine, pairs)``: the benchmark's judge (an LLM prompt), one
+    ``(right, judged_by)`` per pair, falling back to the rule where it cannot judge."""
 
     field: str  # the step field whose answer is checked
     threshold: float = 0.9  # the share of controls a person must get right
     min_answered: int = 1  # controls a person answers before counting
     rate: float = 0.1  # the share of a person's queue that is control questions
-    # (known answer, the person's values) → right? None: the field's value equals the known one.
-    check: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] | None = None
-    # (engine, [(known, values)]) → one (right, judged_by) per pair: the benchmark's judge; None: ``check``
-    judge: Callable[[Any, list[tuple[Mapping[str, Any], Mapping[str, Any]]]], list[tuple[bool, str]]] | None = None
+    # the benchmark's judge decides (``hooks.control_judge``; the step's read needs the LLM engine);
+    # False: the offline rule (``hooks.control_check``)
+    judged: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.rate <= 1:
@@ -123,30 +125,24 @@ class HumanStep:
     """One human step of a paper.
 
     ``corrects``: the stage table whose rows are its units (``unit_key`` names them) and whose
-    LLM output becomes the prediction. ``task_data(row)``: what the form shows (keys of
-    ``display``), media paths relative to the data dir under the keys of image displays.
-    ``llm_values(row)``: the LLM's answer as field → value (the prediction; the fallback).
-    ``thresholds``: field → the paper's minimum of a rating (a unit below any is not kept);
+    LLM output becomes the prediction. What the form shows of a row (keys of ``display``, media
+    paths relative to the data dir under the keys of image displays) and the LLM's answer as
+    field → value (the prediction; the fallback) are the paper's hooks ``step_task_data`` and
+    ``step_llm_values``, by the step's ``name``. ``thresholds``: field → the paper's minimum of a rating (a unit below any is not kept);
     ``keep_choice``: (field, values) a choice that keeps the unit (an inspection). ``annotators``:
-    people per unit (Label Studio's overlap). ``controls(row)``: field → known answer of a control
-    unit, or None. ``note``: what the paper says people did, shown as the project's description."""
+    people per unit (Label Studio's overlap); which units are controls: ``hooks.step_controls``
+    (``control`` declares the screening). ``note``: what the paper says people did, shown as the project's description."""
 
     name: str  # the step's name (``<name>_<step>_tasks`` / ``_results``)
     corrects: str  # the stage table whose rows are its units and whose LLM output is the prediction
     unit_key: str  # the column naming a unit
     fields: tuple[StepField, ...]  # the form's answers
     display: tuple[Display, ...]  # what the form shows
-    # (row) → what the form shows (keys of ``display``; media paths relative to the data dir)
-    task_data: Callable[[Mapping[str, Any]], dict[str, Any]]
-    # (row) → the LLM's answer as field → value (the prediction; the fallback)
-    llm_values: Callable[[Mapping[str, Any]], dict[str, Any]]
     sample: StepSample = field(default_factory=StepSample)  # which units people are asked about
     thresholds: Mapping[str, float] = field(default_factory=dict)  # field → the paper's minimum rating kept
     keep_choice: tuple[str, tuple[str, ...]] | None = None  # (field, values): a choice that keeps the unit
     annotators: int = 1  # people per unit (Label Studio's overlap)
-    control: Control | None = None  # the control questions screening annotators
-    # (row) → field → known answer of a control unit, or None
-    controls: Callable[[Mapping[str, Any]], dict[str, Any] | None] | None = None
+    control: Control | None = None  # the control questions screening annotators (units: ``hooks.step_controls``)
     note: str = ""  # what the paper says people did (the project's description)
     instruction: str = ""  # the header line above the form
     # The recipe stages that read the step's result, in order (the next stage and what follows it up
@@ -154,10 +150,9 @@ class HumanStep:
     read_by: tuple[str, ...] = ()
     # Columns of other tables the form needs, joined on ``unit_key`` (table, columns): an image path
     # the corrected stage does not repeat.
+    # The rows the form is made of, for what a join cannot say (Hummus: each annotation's list of
+    # regions): the paper's ``hooks.prepare_step``.
     joins: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # (stage rows, read(table) → rows) → the rows the form is made of, for what a join cannot say
-    # (Hummus: each annotation's list of regions).
-    prepare: Callable[[Any, Callable[[str], Any]], Any] | None = None
     draft: DraftMode = DraftMode.HIDDEN  # how the LLM's draft is shown (the papers' way: hidden)
 
     def displays(self, with_draft: bool) -> tuple[Display, ...]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -123,21 +123,18 @@ class ExtraEval:
     """An evaluation the paper reports beside the models of config/models.yaml (e.g. a baseline
     that is no chat model). The shared factory (assets/evals/baselines.py) makes one asset
     ``<paper>_<name>`` after ``<paper>_export`` for each: it reads the benchmark's
-    config/evals.yaml block, loads the evaluated export's items, and writes the rows
-    ``evaluate`` returns to ``eval_predictions`` / ``eval_scores`` (part ``<model>__<paper>``);
-    the paper report runs after it and knows its ``settings``."""
+    config/evals.yaml block (the paper's ``hooks.extra_eval_configure(name, block)``: its settings,
+    or None when not configured), loads the evaluated export's items, and writes the rows the
+    paper's ``hooks.extra_eval_evaluate(name, ...)`` returns to ``eval_predictions`` /
+    ``eval_scores`` (part ``<model>__<paper>``); the paper report runs after it and knows its
+    ``settings``."""
 
     name: str  # asset ``<paper>_<name>``
     model: str  # its model on the leaderboard
     settings: tuple[str, ...]  # the settings its rows carry
     code_version: str  # the asset's code version
     description: str  # the asset's description
-    # (the benchmark's config/evals.yaml block) → its settings, or None: not configured, nothing runs
-    configure: Callable[[Mapping[str, Any]], Any]
-    how_to_configure: str  # the message when ``configure`` returns None (logged, in metadata)
-    # (spec, items, split, settings, bootstrap n, seed) → (eval_predictions rows, eval_scores rows,
-    # metadata figures)
-    evaluate: Callable[..., tuple[Any, Any, Mapping[str, Any]]]
+    how_to_configure: str  # the message when ``hooks.extra_eval_configure`` returns None (logged, in metadata)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ def offline_results(spec: BenchmarkSpec, step: HumanStep, frame: pd.DataFrame, l
     for u, row in rows.items():
         if u in have:
             continue
-        llm = step.llm_values(row)
+        llm = spec.hooks.step_llm_values(step.name, row)
         new.append(
             {
                 "benchmark": spec.name,

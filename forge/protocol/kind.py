@@ -25,13 +25,13 @@ VERSION = "protocol-1"
 TABLES = (steps.RESULTS, steps.ANSWERS, AGREEMENT)
 
 
-def frame(side: Side, step: HumanStep) -> pd.DataFrame:
-    return steps.stage_frame(side.store, step)  # a missing or malformed stage: its ValueError fails the step
+def frame(side: Side, spec: BenchmarkSpec, step: HumanStep) -> pd.DataFrame:
+    return steps.stage_frame(side.store, spec, step)  # a missing or malformed stage: its ValueError fails the step
 
 
 def push(spec: BenchmarkSpec, step: HumanStep, side: Side) -> StageResult:
     try:
-        counts = steps.push(side.review(), side.store, spec, step, frame(side, step))
+        counts = steps.push(side.review(), side.store, spec, step, frame(side, spec, step))
     except ReviewServerDown as exc:  # policy required: fails naming `make review`; else a note
         return StageResult(metadata={"note": side.down(exc, "nothing pushed")})
     return StageResult(metadata=dict(counts))
@@ -41,7 +41,7 @@ def read(spec: BenchmarkSpec, step: HumanStep, side: Side) -> StageResult:
     store, key = side.store, steps.part(spec, step)
     engine = side.llm() if side.llm is not None else None  # the control judge, where the step has one
     try:
-        ans, res, figures = steps.read(side.review(), store, spec, step, frame(side, step), engine=engine)
+        ans, res, figures = steps.read(side.review(), store, spec, step, frame(side, spec, step), engine=engine)
         if engine is not None:  # the control judge's calls, in llm_calls like every stage's
             figures["control_judge_calls"] = len(engine.calls_frame())
         recorded = True
@@ -49,7 +49,7 @@ def read(spec: BenchmarkSpec, step: HumanStep, side: Side) -> StageResult:
         note = f"{exc} (nothing read; the last read stands, the LLM's result is used for every other unit)"
         side.warn(f"{spec.name} {step.name}: {note}")
         res, ans = (steps.last(store, t, key) for t in (steps.RESULTS, steps.ANSWERS))
-        res = flow.offline_results(spec, step, frame(side, step), res)
+        res = flow.offline_results(spec, step, frame(side, spec, step), res)
         figures, recorded = {"note": note, **steps.figures(res, ans, {})}, False
     return StageResult(
         tables={steps.RESULTS: {key: res}, steps.ANSWERS: {key: ans}, AGREEMENT: {key: step_agreement(ans)}},
@@ -67,7 +67,7 @@ def watch(spec: BenchmarkSpec, step: HumanStep, probe: Probe) -> Watch:
 
 def step_kind(spec: BenchmarkSpec, step: HumanStep, policy: Callable[[], str]) -> PeopleKind:
     """``policy``: the benchmark's review policy now (the review settings sit on a floor above)."""
-    judged = step.control is not None and step.control.judge is not None  # control answers judged by an LLM
+    judged = step.control is not None and step.control.judged  # control answers judged by an LLM
     tasks = spec.asset(f"{step.name}_tasks")
     on = FlowOn(
         read_by=tuple(step.read_by),

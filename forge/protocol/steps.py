@@ -142,17 +142,18 @@ def units(step: HumanStep, frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
-def stage_frame(store: TableStore, step: HumanStep) -> pd.DataFrame:
-    """The corrected stage's rows (every partition), with the step's joined columns."""
+def stage_frame(store: TableStore, spec: BenchmarkSpec, step: HumanStep) -> pd.DataFrame:
+    """The corrected stage's rows (every partition), with the step's joined columns, as the paper
+    prepares them (``hooks.prepare_step``)."""
     if not store.exists(step.corrects):
         raise ValueError(f"{step.corrects} has no rows yet: materialize it before its human step {step.name!r}")
     df = store.read(step.corrects)
     for table, cols in step.joins:
         other = store.read(table)[[step.unit_key, *cols]].drop_duplicates(step.unit_key)
         df = df.merge(other, on=step.unit_key, how="left", suffixes=("", f"_{table}"))
-    if step.prepare is not None:
-        df = step.prepare(df, lambda table: store.read(table) if store.exists(table) else pd.DataFrame())
-    return df
+    return spec.hooks.prepare_step(
+        step.name, df, lambda table: store.read(table) if store.exists(table) else pd.DataFrame()
+    )
 
 
 # -- push --------------------------------------------------------------------------------------------
@@ -163,10 +164,12 @@ def local_url(rel: str) -> str:
     return "/data/local-files/?d=" + quote(str(rel).lstrip("/"))
 
 
-def task_data(step: HumanStep, unit: str, row: Mapping[str, Any], with_draft: bool = False) -> dict[str, Any]:
-    """What a task shows of ``row``: the draft displays' keys only ``with_draft`` (never in a form
-    the person answers before seeing the LLM's draft)."""
-    data = dict(step.task_data(row))
+def task_data(
+    spec: BenchmarkSpec, step: HumanStep, unit: str, row: Mapping[str, Any], with_draft: bool = False
+) -> dict[str, Any]:
+    """What a task shows of ``row`` (the paper's ``hooks.step_task_data``): the draft displays' keys
+    only ``with_draft`` (never in a form the person answers before seeing the LLM's draft)."""
+    data = dict(spec.hooks.step_task_data(step.name, row))
     for d in step.display:
         if d.draft and not with_draft:
             data.pop(d.name, None)
@@ -216,7 +219,9 @@ def push(
     own = ident.Owner(ls, pid, spec.name, kind_of(step), "unit_id")  # only its own tasks count
     # the queue spreads the controls among the new units only (what is there stays where it is)
     new = add_new(
-        own, _wanted(store, step, rows, sorted(want), step.draft.shows_draft), lambda ks: queue(step, rows, ks)
+        own,
+        _wanted(store, spec, step, rows, sorted(want), step.draft.shows_draft),
+        lambda ks: queue(spec, step, rows, ks),
     )
     counts = {"units": len(rows), "sampled": len(want), "pushed": len(new), "already_there": len(want) - len(new)}
     return (
@@ -224,18 +229,18 @@ def push(
     )
 
 
-def is_control(step: HumanStep, row: Mapping[str, Any]) -> bool:
-    return step.control is not None and step.controls is not None and step.controls(row) is not None
+def is_control(spec: BenchmarkSpec, step: HumanStep, row: Mapping[str, Any]) -> bool:
+    return step.control is not None and spec.hooks.step_controls(step.name, row) is not None
 
 
-def queue(step: HumanStep, rows: Mapping[str, Mapping[str, Any]], new: list[str]) -> list[str]:
+def queue(spec: BenchmarkSpec, step: HumanStep, rows: Mapping[str, Mapping[str, Any]], new: list[str]) -> list[str]:
     """The order new units become tasks (Label Studio serves a project's tasks in that order): the
     control units spread among the others at the step's control rate (one in every ``1 / rate``,
     the first within the first stretch), so every annotator meets them while working through the
     queue; controls left over follow at the end (they are questions of the benchmark too)."""
     if step.control is None:
         return new
-    ctrl = [u for u in new if is_control(step, rows[u])]
+    ctrl = [u for u in new if is_control(spec, step, rows[u])]
     rest = [u for u in new if u not in set(ctrl)]
     every = max(1, round(1 / step.control.rate))  # positions per control
     out: list[str] = []
@@ -252,9 +257,9 @@ def kind_of(step: HumanStep, second: bool = False) -> str:
     return f"protocol:{step.name}" + (":second" if second else "")
 
 
-def _draft(step: HumanStep, row: Mapping[str, Any]) -> dict[str, Any] | None:
+def _draft(spec: BenchmarkSpec, step: HumanStep, row: Mapping[str, Any]) -> dict[str, Any] | None:
     """The LLM's answer of ``row`` as a prediction, None when it has no value to show."""
-    pred = form.prediction(step, step.llm_values(row), written_by(row))
+    pred = form.prediction(step, spec.hooks.step_llm_values(step.name, row), written_by(row))
     return pred if pred["result"] else None
 
 
@@ -278,18 +283,23 @@ def second_pass(
     (a unit never gets one before an answer exists); returns how many were added."""
     pid = ensure_project(ls, store, spec, step, second=True)
     own = ident.Owner(ls, pid, spec.name, kind_of(step, second=True), "unit_id")
-    return len(add_new(own, _wanted(store, step, rows, sorted(answered & set(rows)), True)))
+    return len(add_new(own, _wanted(store, spec, step, rows, sorted(answered & set(rows)), True)))
 
 
 def _wanted(
-    store: TableStore, step: HumanStep, rows: Mapping[str, Mapping[str, Any]], order: list[str], shows: bool
+    store: TableStore,
+    spec: BenchmarkSpec,
+    step: HumanStep,
+    rows: Mapping[str, Mapping[str, Any]],
+    order: list[str],
+    shows: bool,
 ) -> dict[str, Wanted]:
     """unit → its task, in ``order``: the draft as a prediction only where the form ``shows`` it;
     media served from the data location (pre-signed URLs on object storage: ``project.served``)."""
     out = {}
     for u in order:
-        pred = _draft(step, rows[u]) if shows else None
-        out[u] = Wanted(task_data(step, u, rows[u], with_draft=shows), [pred] if pred else [])
+        pred = _draft(spec, step, rows[u]) if shows else None
+        out[u] = Wanted(task_data(spec, step, u, rows[u], with_draft=shows), [pred] if pred else [])
     return project.served(store, out)
 
 
@@ -311,7 +321,7 @@ def _answer_rows(
     for t in own.tasks():  # another's task in the project (a replaced database's) is never read
         unit = str(t["data"].get("unit_id"))
         task_of[unit] = int(t["id"])
-        known = step.controls(rows[unit]) if step.controls and unit in rows else None
+        known = spec.hooks.step_controls(step.name, rows[unit]) if unit in rows else None
         for a in t.get("annotations") or []:  # the task list carries them: one request per page, not per task
             values, refused = None, None
             try:
@@ -320,7 +330,7 @@ def _answer_rows(
                 values = form.read(step, a.get("result"))
             except form.Refused as exc:
                 refused = str(exc)
-            llm = step.llm_values(rows[unit]) if unit in rows else {}
+            llm = spec.hooks.step_llm_values(step.name, rows[unit]) if unit in rows else {}
             out.append(
                 {
                     "benchmark": spec.name,
@@ -345,19 +355,19 @@ def _answer_rows(
     return out, task_of
 
 
-def judge_controls(step: HumanStep, answers: list[dict[str, Any]], engine: Any = None) -> None:
-    """Fill ``control_correct`` / ``control_judge`` of the control answers: the step's judge
-    (``Control.judge``, given ``engine``; it falls back to the offline rule itself), else the rule
-    (``Control.check``, or equality with the known values)."""
+def judge_controls(spec: BenchmarkSpec, step: HumanStep, answers: list[dict[str, Any]], engine: Any = None) -> None:
+    """Fill ``control_correct`` / ``control_judge`` of the control answers: the paper's judge where
+    the step's control is ``judged`` (``hooks.control_judge``, given ``engine``; it falls back to
+    the offline rule itself), else the rule (``hooks.control_check``; shared: equality with the
+    known values)."""
     todo = [a for a in answers if a.get("known") is not None and a["values"] is not None]
     if step.control is None or not todo:
         return
     pairs = [(a["known"], json.loads(a["values"])) for a in todo]
-    if step.control.judge is not None:
-        verdicts = step.control.judge(engine, pairs)
+    if step.control.judged:
+        verdicts = spec.hooks.control_judge(step.name, engine, pairs)
     else:
-        rule = step.control.check or (lambda known, v: all(v.get(k) == x for k, x in known.items()))
-        verdicts = [(bool(rule(k, v)), "rule") for k, v in pairs]
+        verdicts = [(bool(spec.hooks.control_check(step.name, k, v)), "rule") for k, v in pairs]
     for a, (right, by) in zip(todo, verdicts, strict=True):
         a["control_correct"], a["control_judge"] = bool(right), by
 
@@ -506,8 +516,8 @@ def read(
         pid2 = ensure_project(ls, store, spec, step, second=True)
         answers += _checked_second(answers, _answer_rows(ls, spec, step, pid2, rows, DraftMode.AFTER_COMMIT)[0])
         added = second_pass(ls, store, spec, step, rows, {a["unit_id"] for a in answers if not a["refused"]})
-    judge_controls(step, answers, engine)
-    excluded = screen(step, answers, sum(1 for u in task_of if u in rows and is_control(step, rows[u])))
+    judge_controls(spec, step, answers, engine)
+    excluded = screen(step, answers, sum(1 for u in task_of if u in rows and is_control(spec, step, rows[u])))
     for a in answers:
         a["excluded"] = excluded.get(a["person"])
     valid = _counted(step, answers)
@@ -515,7 +525,7 @@ def read(
     want = sampled(sorted(rows), step.sample)
     results = []
     for u, row in rows.items():
-        llm = step.llm_values(row)
+        llm = spec.hooks.step_llm_values(step.name, row)
         mine = valid.get(u, [])
         if mine:
             values, by, why = combine(step, mine, llm), "human", None

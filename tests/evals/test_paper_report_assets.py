@@ -12,6 +12,7 @@ import dagster as dg
 
 from assets.evals.baselines import baseline_defs
 from assets.evals.paper_reports import paper_report_defs
+from assets.recipes.iibench.hooks import IIBenchHooks
 from forge.benchmarks import registry
 from forge.benchmarks.registry import resolve
 from forge.benchmarks.spec import ExtraEval
@@ -22,27 +23,34 @@ def _assets(defs: dg.Definitions, name: str):
     return next(a for a in defs.assets if name in {k.to_user_string() for k in a.keys})
 
 
-def _coin(spec, items, split, cfg, n_boot, seed):
-    raise AssertionError("not configured: never called")
-
-
 COIN = ExtraEval(
     name="coin_eval",
     model="coin",
     settings=("blind",),
     code_version="coin-1",
     description="a coin toss per item",
-    configure=lambda block: block.get("coin"),
     how_to_configure="set benchmarks.<name>.coin",
-    evaluate=_coin,
 )
+
+
+class CoinHooks(IIBenchHooks):
+    """II-Bench's behaviour plus the coin toss: configured by ``benchmarks.<name>.coin``."""
+
+    def extra_eval_configure(self, name, block):
+        assert name == COIN.name  # the factory asks by the evaluation's name
+        return block.get("coin")
+
+    def extra_eval_evaluate(self, name, spec, items, split, settings, n_boot, seed):
+        raise AssertionError("not configured: never called")
 
 
 def test_a_declared_extra_evaluation_gets_its_asset_before_the_paper_report(tmp_path):
     base = resolve("iibench")
     assert base.eval.extra_evals == ()  # a paper that declares none gets no such asset
     assert not baseline_defs((base,)).assets
-    toy = replace(base, name="coinbench", group="coinbench", eval=replace(base.eval, extra_evals=(COIN,)))
+    toy = replace(
+        base, name="coinbench", group="coinbench", hooks=CoinHooks(), eval=replace(base.eval, extra_evals=(COIN,))
+    )
     with registry.registered(toy):
         asset = _assets(baseline_defs((toy,)), "coinbench_coin_eval")
         assert asset.code_versions_by_key[dg.AssetKey("coinbench_coin_eval")] == "coin-1"

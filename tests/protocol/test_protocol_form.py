@@ -127,7 +127,7 @@ def test_a_draft_says_who_wrote_it_and_a_discard_is_never_a_blank_suggestion():
     assert steps.written_by({"backend": "stub", "model": "gpt-4o-mini"}) == "stub"
     assert steps.written_by({"backend": "openai", "model": "gpt-4o-mini"}) == "gpt-4o-mini"
     row = {"verdict": "Discard", "discard_reason": "the pun needs the French original", "regions": [], "caption": "c"}
-    pred = form.prediction(HUMMUS, HUMMUS.llm_values(row), "stub")["result"]
+    pred = form.prediction(HUMMUS, get("hummus").hooks.step_llm_values(HUMMUS.name, row), "stub")["result"]
     assert {r["from_name"]: r["value"] for r in pred} == {
         "verdict": {"choices": ["Discard"]},
         "explanation": {"text": ["Discard: the pun needs the French original"]},

@@ -119,8 +119,6 @@ STEP = HumanStep(
         StepField("spans", FieldKind.SPANS, "", (("m", "m"),), required=False, to="caption"),
     ),
     display=(Display("image", "image"), Display("caption", "text")),
-    task_data=lambda row: dict(row),
-    llm_values=lambda row: {},
 )
 
 

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.hooks import PaperHooks
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from .logic import evaluation, gold, release, review, scoring
+from forge.benchmarks.hooks import PaperHooks, by_name
+
+from .logic import evaluation, gold, protocol, release, review, scoring
 
 
 class HummusHooks(PaperHooks):
@@ -18,3 +21,13 @@ class HummusHooks(PaperHooks):
     gold_key = staticmethod(gold.match_key)
     follow_edit = staticmethod(review.follow_edit)
     recipe_drops = staticmethod(review.recipe_drops)
+
+    # the human step (logic/protocol.py), by the step's name
+    def step_task_data(self, step: str, row: Mapping[str, Any]) -> dict[str, Any]:
+        return by_name(protocol.TASK_DATA, step, "human step", self)(row)
+
+    def step_llm_values(self, step: str, row: Mapping[str, Any]) -> dict[str, Any]:
+        return by_name(protocol.LLM_VALUES, step, "human step", self)(row)
+
+    def prepare_step(self, step: str, rows: Any, read: Callable[[str], Any]) -> Any:
+        return by_name(protocol.PREPARE, step, "human step", self)(rows, read)

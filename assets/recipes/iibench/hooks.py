@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from forge.benchmarks.hooks import PaperHooks
+from collections.abc import Mapping
+from typing import Any
 
-from .logic import evaluation, release, scoring
+from forge.benchmarks.hooks import PaperHooks, by_name
+
+from .logic import evaluation, protocol, release, scoring
 
 
 class IIBenchHooks(PaperHooks):
@@ -13,3 +16,10 @@ class IIBenchHooks(PaperHooks):
     parse_reply = staticmethod(evaluation.parse_reply)
     score_setting = staticmethod(scoring.score_setting)
     parse_release = staticmethod(release.parse_release)  # the published release (docs/releases.md)
+
+    # the human steps (logic/protocol.py), by the step's name
+    def step_task_data(self, step: str, row: Mapping[str, Any]) -> dict[str, Any]:
+        return by_name(protocol.TASK_DATA, step, "human step", self)(row)
+
+    def step_llm_values(self, step: str, row: Mapping[str, Any]) -> dict[str, Any]:
+        return by_name(protocol.LLM_VALUES, step, "human step", self)(row)

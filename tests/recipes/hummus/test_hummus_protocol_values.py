@@ -5,6 +5,7 @@ from the LLM's draft the hidden form did not show; the form pre-fills them only 
 
 from __future__ import annotations
 
+from assets.recipes.hummus.hooks import HummusHooks
 from assets.recipes.hummus.logic import protocol as P
 from forge.protocol import form
 from tests.recipes.hummus.test_hummus_protocol import llm_annotation
@@ -41,7 +42,8 @@ def test_left_empty_they_stay_empty_not_the_llms(tmp_path):
 
 def test_the_suggestion_prefills_the_llms_understanding(tmp_path):
     pred = {
-        r["from_name"]: r["value"] for r in form.prediction(P.STEP, P.STEP.llm_values(_row(tmp_path)), "m")["result"]
+        r["from_name"]: r["value"]
+        for r in form.prediction(P.STEP, HummusHooks().step_llm_values(P.STEP.name, _row(tmp_path)), "m")["result"]
     }
     assert pred["incongruities"] == {"text": ["a clock with wings"]} and pred["devices"] == {"choices": ["pun"]}
     assert 'name="devices"' in form.label_config(P.STEP) and 'name="resolution"' in form.label_config(P.STEP)

@@ -107,7 +107,8 @@ def test_an_image_dropped_at_inspection_never_reaches_annotation(review_env, llm
     assert 'value="Others" alias="other"' in proj["label_config"]
     hidden_form(ls, "labels · iibench", ["slips away unnoticed"])
     step = steps.step_of(get("iibench"), "labels")
-    mine = {**step.llm_values(store.read("iibench_labels").set_index("frame_id").loc["img_a"]), "domain": "society"}
+    llm_row = store.read("iibench_labels").set_index("frame_id").loc["img_a"]
+    mine = {**get("iibench").hooks.step_llm_values(step.name, llm_row), "domain": "society"}
     sr.submit(ls, ltasks["img_a"], person, form.prediction(step, mine, "")["result"])  # the person's own labels
     h.materialize(data, "iibench", ["iibench_labels_results"])
     lres = h.results(data, "iibench__labels")

@@ -167,7 +167,7 @@ def test_controls_are_spread_through_the_queue_at_the_declared_rate(recipe_overr
     assert (step.control.rate, step.control.min_answered, step.control.threshold) == (0.25, 2, 0.9)
     rows = {f"r{i:02d}": {"category": "causal", "question": "?"} for i in range(9)}
     rows |= {f"c{i}": {"category": "uncertainty", "question": "?"} for i in range(3)}
-    order = steps.queue(step, rows, sorted(rows))
+    order = steps.queue(get("maia"), step, rows, sorted(rows))
     assert [i for i, u in enumerate(order) if u.startswith("c")] == [2, 6, 10]  # one in every 4
     recipe_overrides("maia", {"protocol": {"answers": {"controls": {"share": 0.5}}}})
     with pytest.raises(ValueError, match="unknown settings"):
@@ -185,4 +185,9 @@ def test_the_word_rule_judges_controls_without_a_judge():
         backend_name = "stub"
 
     assert MP.judge(Stub(), pairs) == [(True, "rule (stub backend)"), (False, "rule (stub backend)")]
+    # the read judges through the paper's hooks, by the step's name (its control is ``judged``)
+    answers = [{"known": k, "values": json.dumps(v)} for k, v in pairs]
+    steps.judge_controls(get("maia"), MP.STEP, answers)
+    assert [(a["control_correct"], a["control_judge"]) for a in answers] == [(True, "rule"), (False, "rule")]
+    assert get("maia").hooks.step_controls(MP.ANSWERS, {"category": "causal", "question": "?"}) is None
     assert "<Video" in form.label_config(MP.STEP)

@@ -11,7 +11,7 @@ stage, read with the same checks as imported human gold (``validate_annotation(h
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -126,14 +126,23 @@ STEP = HumanStep(
         ),
     ),
     display=(Display("image", "image"), Display("caption", "text", "Caption")),
-    task_data=_data,
-    llm_values=_llm,
-    prepare=lambda anns, read: with_regions(anns, read("hummus_regions")),
     note="§4: one expert linguist writes every annotation (verdict, metaphors, boxes, caption spans, explanation); "
     "no gold is shown.",
     read_by=("hummus_items",),
 )
 STEPS = (STEP,)
+
+
+def _prepare(anns: pd.DataFrame, read: Callable[[str], pd.DataFrame]) -> pd.DataFrame:
+    """The form's rows: each annotation with its regions (what a join cannot say)."""
+    return with_regions(anns, read("hummus_regions"))
+
+
+# What the step's form shows, the LLM's answer and the form's rows (the paper's hooks dispatch on
+# the step's name: hooks.py)
+TASK_DATA = {ANNOTATION: _data}
+LLM_VALUES = {ANNOTATION: _llm}
+PREPARE = {ANNOTATION: _prepare}
 
 
 def with_regions(anns: pd.DataFrame, regs: pd.DataFrame) -> pd.DataFrame:

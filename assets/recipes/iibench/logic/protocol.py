@@ -68,8 +68,6 @@ STEPS = (
         ),
         # the judge's verdict is the draft: hidden by default (§3.2: people inspected the images themselves)
         display=(Display("image", "image"), Display("judge", "text", "The LLM judge's verdict", draft=True)),
-        task_data=_inspection_data,
-        llm_values=_inspection_llm,
         keep_choice=("inspection", ("keep",)),
         note="§3.2 Stage 3: every image is inspected by a person before annotation; only images with an "
         "implication are kept.",
@@ -84,13 +82,14 @@ STEPS = (
             Display("image", "image"),
             Display("explanation", "text", "The implication (LLM explanation)", draft=True),
         ),
-        task_data=_labels_data,
-        llm_values=_labels_llm,
         note="App. B.2: each image's type, domain, emotion, rhetoric (one or more) and difficulty, in the "
         "official release's spelling.",
         read_by=("iibench_items",),
     ),
 )
+# What each step's form shows and the LLM's answer (the paper's hooks dispatch on the step's name: hooks.py)
+TASK_DATA = {INSPECTION: _inspection_data, LABELS: _labels_data}
+LLM_VALUES = {INSPECTION: _inspection_llm, LABELS: _labels_llm}
 
 
 def kept_images(implication: pd.DataFrame, inspection: Mapping[str, Mapping[str, Any]]) -> tuple[pd.DataFrame, dict]:

@@ -123,18 +123,23 @@ STEP = HumanStep(
         Display("frames", "images", "Frames of the clip"),
         Display("question", "text", "Question"),
     ),
-    task_data=_data,
-    prepare=_with_clip,
-    llm_values=lambda _row: {},  # blind: people write their own answer
+    # blind: no LLM answer is shown or falls back (the hooks' shared ``step_llm_values``: none)
     annotators=8,  # §3.1: eight annotators per question
     # App. A.3: 2 control questions of a clip's 12 (rate), 20 per form (10 clips), 90 % right
-    control=Control("answer", threshold=0.9, min_answered=20, rate=2 / 12, check=acceptable, judge=judge),
-    controls=_controls,
+    # judged by the few-shot LLM judge (``judge``), the word rule (``acceptable``) where it cannot say
+    control=Control("answer", threshold=0.9, min_answered=20, rate=2 / 12, judged=True),
     note="§3.1 / App. A.3: eight native speakers answer each question watching the clip; an annotator counts "
     "after answering the control questions (out-of-scope: a negation; uncertainty: uncertain) at 90 % or more.",
     read_by=("maia_answer_pools", "maia_statements", "maia_foils", "maia_items"),
 )
 STEPS = (STEP,)
+# The step's form, its rows, its control units and their judge (the paper's hooks dispatch on the
+# step's name: hooks.py)
+TASK_DATA = {ANSWERS: _data}
+PREPARE = {ANSWERS: _with_clip}
+CONTROLS = {ANSWERS: _controls}
+CONTROL_CHECK = {ANSWERS: acceptable}
+CONTROL_JUDGE = {ANSWERS: judge}
 
 
 def people_answers(answers: pd.DataFrame) -> dict[str, list[str]]:

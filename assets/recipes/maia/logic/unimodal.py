@@ -22,7 +22,8 @@ Models come from local folders only (``benchmarks.maia.unimodal.models`` in conf
 or ``SUBTEXT_MAIA_UNIMODAL_MODELS``, paths separated by ``os.pathsep``); nothing is downloaded.
 
 ``UNIMODAL`` declares it to the spec (``EvalSpec.extra_evals``): the shared factory
-(assets/evals/baselines.py) makes the asset ``maia_unimodal_eval`` of it.
+(assets/evals/baselines.py) makes the asset ``maia_unimodal_eval`` of it, and runs ``configure``
+and ``evaluate`` through the paper's hooks (``extra_eval_configure`` / ``extra_eval_evaluate``).
 """
 
 from __future__ import annotations
@@ -211,7 +212,8 @@ UNIMODAL = ExtraEval(
     "statement over all configured models is the answer. Model `unimodal`, setting `text_only`, on the "
     "leaderboard (primary: pool consistency, Table 1). Skipped with a message when no local model is "
     "configured (`benchmarks.maia.unimodal.models` or SUBTEXT_MAIA_UNIMODAL_MODELS).",
-    configure=configure,
     how_to_configure=HOW_TO_CONFIGURE,
-    evaluate=evaluate,
 )
+# Its two steps by the evaluation's name (the paper's hooks dispatch on it: hooks.py)
+CONFIGURE = {UNIMODAL.name: configure}
+EVALUATE = {UNIMODAL.name: evaluate}

@@ -79,8 +79,6 @@ STEPS = (
             ),
         ),
         display=(Display("image", "image"), Display("direct", "text", "Direct expression")),
-        task_data=_direct_data,
-        llm_values=_direct_llm,
         thresholds=DIRECT_MIN,
         joins=(("vague_candidates", ("image_path",)),),
         note="§4.2.1: human raters score each direct expression 1-5 for relevance and solvability; 4 and 5 are kept.",
@@ -105,14 +103,15 @@ STEPS = (
             Display("direct", "text", "Direct expression (the intention)"),
             Display("candidates", "text", "Indirect candidates"),
         ),
-        task_data=_indirect_data,
-        llm_values=_indirect_llm,
         thresholds=INDIRECT_MIN,
         joins=(("vague_candidates", ("image_path",)), ("vague_direct", ("direct_expression",))),
         note="§4.2.2: annotators select the best of three indirect candidates and rate it 1-5; 3 and above are kept.",
         read_by=("vague_options", "vague_items"),
     ),
 )
+# What each step's form shows and the LLM's answer (the paper's hooks dispatch on the step's name: hooks.py)
+TASK_DATA = {DIRECT: _direct_data, INDIRECT: _indirect_data}
+LLM_VALUES = {DIRECT: _direct_llm, INDIRECT: _indirect_llm}
 
 
 def rated_direct(direct: pd.DataFrame, decided: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
