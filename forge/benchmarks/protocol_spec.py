@@ -128,10 +128,13 @@ class HumanStep:
     LLM output becomes the prediction. What the form shows of a row (keys of ``display``, media
     paths relative to the data dir under the keys of image displays) and the LLM's answer as
     field → value (the prediction; the fallback) are the paper's hooks ``step_task_data`` and
-    ``step_llm_values``, by the step's ``name``. ``thresholds``: field → the paper's minimum of a rating (a unit below any is not kept);
+    ``step_llm_values``, by the step's ``name``; the rows the form is made of, for what ``joins``
+    cannot say (Hummus: each annotation's list of regions), are its ``prepare_step``.
+    ``thresholds``: field → the paper's minimum of a rating (a unit below any is not kept);
     ``keep_choice``: (field, values) a choice that keeps the unit (an inspection). ``annotators``:
     people per unit (Label Studio's overlap); which units are controls: ``hooks.step_controls``
-    (``control`` declares the screening). ``note``: what the paper says people did, shown as the project's description."""
+    (``control`` declares the screening). ``note``: what the paper says people did, shown as the
+    project's description."""
 
     name: str  # the step's name (``<name>_<step>_tasks`` / ``_results``)
     corrects: str  # the stage table whose rows are its units and whose LLM output is the prediction
@@ -150,8 +153,6 @@ class HumanStep:
     read_by: tuple[str, ...] = ()
     # Columns of other tables the form needs, joined on ``unit_key`` (table, columns): an image path
     # the corrected stage does not repeat.
-    # The rows the form is made of, for what a join cannot say (Hummus: each annotation's list of
-    # regions): the paper's ``hooks.prepare_step``.
     joins: tuple[tuple[str, tuple[str, ...]], ...] = ()
     draft: DraftMode = DraftMode.HIDDEN  # how the LLM's draft is shown (the papers' way: hidden)
 
