@@ -30,7 +30,7 @@ class MaiaHooks(PaperHooks):
         return by_name(protocol.PREPARE, step, "human step", self)(rows, read)
 
     def step_controls(self, step: str, row: Mapping[str, Any]) -> dict[str, Any] | None:
-        return by_name(protocol.CONTROLS, step, "human step", self)(row)
+        return by_name(protocol.CONTROL_UNITS, step, "human step", self)(row)
 
     def control_check(self, step: str, known: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
         return by_name(protocol.CONTROL_CHECK, step, "human step", self)(known, values)

@@ -189,5 +189,8 @@ def test_the_word_rule_judges_controls_without_a_judge():
     answers = [{"known": k, "values": json.dumps(v)} for k, v in pairs]
     steps.judge_controls(get("maia"), MP.STEP, answers)
     assert [(a["control_correct"], a["control_judge"]) for a in answers] == [(True, "rule"), (False, "rule")]
-    assert get("maia").hooks.step_controls(MP.ANSWERS, {"category": "causal", "question": "?"}) is None
+    hooks = get("maia").hooks  # which units are controls: the out-of-scope and uncertainty questions
+    assert hooks.step_controls(MP.ANSWERS, {"category": "causal", "question": "?"}) is None
+    known = {"category": "uncertainty", "question": "Why?"}
+    assert hooks.step_controls(MP.ANSWERS, {**known, "clip_id": "c1"}) == known
     assert "<Video" in form.label_config(MP.STEP)

@@ -137,7 +137,7 @@ STEPS = (STEP,)
 # step's name: hooks.py)
 TASK_DATA = {ANSWERS: _data}
 PREPARE = {ANSWERS: _with_clip}
-CONTROLS = {ANSWERS: _controls}
+CONTROL_UNITS = {ANSWERS: _controls}
 CONTROL_CHECK = {ANSWERS: acceptable}
 CONTROL_JUDGE = {ANSWERS: judge}
 
