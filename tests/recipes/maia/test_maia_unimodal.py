@@ -96,7 +96,7 @@ def test_length_normalisation_matches_hand_computation(tmp_path):
     assert len(tok(ITALIAN[1])["input_ids"]) != len(tok(ITALIAN[0])["input_ids"])
 
 
-def test_baseline_end_to_end_two_models(tmp_path):
+def test_baseline_end_to_end_two_models(tmp_path, monkeypatch):
     m1, t1 = _tiny_lm(tmp_path / "a", seed=1)
     m2, t2 = _tiny_lm(tmp_path / "b", seed=2)
     items = _items()
@@ -119,6 +119,13 @@ def test_baseline_end_to_end_two_models(tmp_path):
     assert math.isclose(pool["value"].iloc[0], ((want[0] and want[1]) + (want[2] and want[3])) / 2)
     assert set(scores["model"]) == {"unimodal"} and set(scores["setting"]) == {"text_only"}
     assert not scores[scores["primary"]]["metric"].ne("pool_consistency").any()
+    # the asset reaches the same two steps through MAIA's hooks, by the evaluation's name
+    monkeypatch.setenv(um.ENV_MODELS, str(tmp_path / "b"))
+    hooks = get("maia").hooks
+    via = hooks.extra_eval_configure(um.UNIMODAL.name, {"unimodal": {"models": [str(tmp_path / "a")]}})
+    assert via == cfg
+    preds2, scores2, md = hooks.extra_eval_evaluate(um.UNIMODAL.name, get("maia"), items, "test", via, 50, 0)
+    assert preds2["correct"].tolist() == want and md["pairs"] == 4 and set(scores2["split"]) == {"test"}
 
 
 def test_pick_statements_takes_highest_over_models():
