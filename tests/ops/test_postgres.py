@@ -5,6 +5,7 @@ runs that can only succeed when they run at the same time."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -110,6 +111,7 @@ def test_partitioned_backfill_and_concurrent_runs_on_postgres(pg_url, tmp_path, 
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its code server and run workers are in its group: none outlives the test
     )
     try:
         _cli(["job", "backfill", "-j", "letters_job", "--partitions", "a,b,c", "--noprompt"], env)
@@ -150,6 +152,8 @@ def test_partitioned_backfill_and_concurrent_runs_on_postgres(pg_url, tmp_path, 
             daemon.wait(timeout=60)
         except subprocess.TimeoutExpired:
             daemon.kill()
+        with contextlib.suppress(ProcessLookupError):  # a code server left behind (it outlived runs before)
+            os.killpg(daemon.pid, signal.SIGKILL)
     runs = instance.get_runs()
     assert len(runs) == 5 and all(r.status == DagsterRunStatus.SUCCESS for r in runs)
     assert instance.event_log_storage.get_concurrency_info("llm").claimed_slots == []
