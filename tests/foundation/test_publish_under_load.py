@@ -128,7 +128,16 @@ def test_readers_never_fail_while_a_table_is_replaced_1500_times(tmp_path, monke
 
 
 def test_the_same_load_fails_on_the_old_write_path(tmp_path):
-    store = TableStore(tmp_path / "data")
-    _old_setup(store)
-    out = _run_load(tmp_path, _old_publish)
-    assert out["errors"] > 0, out
+    # The old path's 1,500 replacements take about 2 s, and the readers run at nice 19: on a busy
+    # machine they may barely read in that window, so the load is made again (up to 5 times) until
+    # a reader sees an error. The path is safe only if none of the tries shows one.
+    tries = []
+    for attempt in range(5):
+        work = tmp_path / f"try{attempt}"
+        work.mkdir()
+        store = TableStore(work / "data")
+        _old_setup(store)
+        tries.append(_run_load(work, _old_publish))
+        if tries[-1]["errors"] > 0:
+            break
+    assert tries[-1]["errors"] > 0, tries
