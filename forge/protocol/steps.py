@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import Counter
@@ -27,6 +28,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from forge.benchmarks.hooks import PaperHooks
 from forge.benchmarks.protocol_spec import Control, DraftMode, FieldKind, HumanStep, StepSample
 from forge.benchmarks.settings import recipe_settings
 from forge.benchmarks.spec import BenchmarkSpec
@@ -364,10 +366,9 @@ def judge_controls(spec: BenchmarkSpec, step: HumanStep, answers: list[dict[str,
     if step.control is None or not todo:
         return
     pairs = [(a["known"], json.loads(a["values"])) for a in todo]
-    if step.control.judged:
-        verdicts = spec.hooks.control_judge(step.name, engine, pairs)
-    else:
-        verdicts = [(bool(spec.hooks.control_check(step.name, k, v)), "rule") for k, v in pairs]
+    # an unjudged step gets the shared judge, which is the paper's rule (``control_check``) per pair
+    judge = spec.hooks.control_judge if step.control.judged else functools.partial(PaperHooks.control_judge, spec.hooks)
+    verdicts = judge(step.name, engine, pairs)
     for a, (right, by) in zip(todo, verdicts, strict=True):
         a["control_correct"], a["control_judge"] = bool(right), by
 
