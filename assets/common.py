@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 import dagster as dg
 import numpy as np
 import pandas as pd
-import yaml
 
 from forge.provenance.lineage import stage_calls, with_lineage
 from forge.provenance.versioning import content_hash, rows_version
@@ -28,6 +27,7 @@ from forge.storage import UNPARTITIONED, RejectLog, TableStore, refresh_catalog
 from forge.storage.contracts import Contract, load_contract
 from forge.storage.rejects import REJECTS_TABLE
 from forge.storage.result import Check, FilePath, Markdown, StageResult
+from forge.storage.yaml_files import read_yaml
 
 # Items enter in batches (a source cut into chunks); every per-item stage is partitioned by
 # batch, so a user re-runs one batch, backfills many, and the partition count stays sane
@@ -93,7 +93,7 @@ def reject_rate_ceiling(stage: str, declared: float | None = None, path: Path = 
     """(ceiling, min_seen) of ``stage``'s reject-rate check: config/quality.yaml's ``stages.<stage>``
     (a user's override), else the ceiling the stage declares (``declared``: a filter meant to drop
     most inputs, in its paper's package), else the file's default."""
-    cfg = (yaml.safe_load(path.read_text()) or {}).get("reject_rate", {}) if path.exists() else {}
+    cfg = (read_yaml(path) or {}).get("reject_rate", {}) if path.exists() else {}
     default = cfg.get("ceiling", 0.95) if declared is None else declared
     return float((cfg.get("stages") or {}).get(stage, default)), int(cfg.get("min_seen", 3))
 

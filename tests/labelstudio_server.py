@@ -28,6 +28,10 @@ def _free_port() -> int:
 
 
 ENV = ("SUBTEXT_REVIEW_PORT", "SUBTEXT_REVIEW_URL", "SUBTEXT_REVIEW_BLIND_PORT", "SUBTEXT_REVIEW_BLIND_URL")
+# Label Studio's settings with a fast password hasher for the suite's test users (the module says why);
+# every server this worker starts in the session inherits them.
+LS_SETTINGS_MODULE = "subtext_test_ls_settings"
+LS_SETTINGS_DIR = str(Path(__file__).resolve().parent / "labelstudio_settings")
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +43,9 @@ def ls_servers(tmp_path_factory):
             "(`make test` does unless SUBTEXT_SKIP_REVIEW_TESTS=1; it needs the package registry once)"
         )
     data = tmp_path_factory.mktemp("review-data")
-    old = {k: os.environ.get(k) for k in ENV}
+    old = {k: os.environ.get(k) for k in (*ENV, "DJANGO_SETTINGS_MODULE", "PYTHONPATH")}
+    os.environ["DJANGO_SETTINGS_MODULE"] = LS_SETTINGS_MODULE
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (LS_SETTINGS_DIR, old["PYTHONPATH"]) if p)
     os.environ["SUBTEXT_REVIEW_PORT"] = str(_free_port())
     os.environ["SUBTEXT_REVIEW_BLIND_PORT"] = str(_free_port())
     os.environ.pop("SUBTEXT_REVIEW_URL", None)

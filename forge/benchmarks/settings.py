@@ -25,6 +25,7 @@ import yaml
 from forge.benchmarks import registry
 from forge.benchmarks.spec import EvalSpec
 from forge.storage.location import local_base
+from forge.storage.yaml_files import read_yaml
 
 PAPER = "paper"
 PROFILE_ENV = "SUBTEXT_RECIPE_PROFILE"
@@ -81,7 +82,7 @@ def effective(doc: dict[str, Any], profile: str, where: str = "recipe settings")
 
 @lru_cache(maxsize=64)
 def _resolved(path: str, mtime_ns: int, profile: str) -> dict[str, Any]:
-    return effective(yaml.safe_load(Path(path).read_text()) or {}, profile, path)
+    return effective(read_yaml(path) or {}, profile, path)
 
 
 def recipe_settings(name: str, profile: str | None = None) -> dict[str, Any]:
@@ -92,7 +93,7 @@ def recipe_settings(name: str, profile: str | None = None) -> dict[str, Any]:
 
 def profiles(name: str) -> list[str]:
     """Every profile the recipe's file defines, ``paper`` first."""
-    doc = yaml.safe_load(config_path(name).read_text()) or {}
+    doc = read_yaml(config_path(name)) or {}
     return [PAPER, *sorted((doc.get("profiles") or {}).keys())]
 
 
@@ -129,7 +130,7 @@ def settings_hash(path: Path, profile: str) -> str | None:
     from forge.provenance.versioning import sha256_bytes
 
     try:
-        doc = effective(yaml.safe_load(path.read_text()) or {}, profile, str(path))
+        doc = effective(read_yaml(path) or {}, profile, str(path))
     except (OSError, ValueError):
         return None
     return sha256_bytes(yaml.safe_dump(doc, sort_keys=True).encode())[:12]
@@ -141,4 +142,4 @@ def eval_defaults(ev: EvalSpec) -> dict[str, Any]:
     if ev.defaults or ev.defaults_file is None:
         return dict(ev.defaults)
     f = ev.defaults_file
-    return (yaml.safe_load(f.read_text()) or {}) if f.is_file() else {}
+    return (read_yaml(f) or {}) if f.is_file() else {}

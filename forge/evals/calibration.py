@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
+
+from forge.storage.yaml_files import read_yaml
 
 
 def calibrate_threshold(scores: Sequence[float], labels: Sequence[bool]) -> dict[str, float]:
@@ -41,7 +42,7 @@ def calibrate_threshold(scores: Sequence[float], labels: Sequence[bool]) -> dict
 
 
 def load_pairs(path: str | Path) -> dict[str, Any]:
-    return yaml.safe_load(Path(path).read_text())
+    return read_yaml(path)
 
 
 def calibrate_task(embedder: Any, task: str, pairs: dict[str, Any]) -> dict[str, float]:

@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forge.benchmarks.settings import eval_defaults
 from forge.benchmarks.spec import BenchmarkSpec
+from forge.storage.yaml_files import read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS_PATH = ROOT / "config" / "models.yaml"
@@ -97,7 +96,7 @@ def load_models(path: str | Path | None = None) -> list[ModelSpec]:
     """The models of ``config/models.yaml``, plus the configured endpoint's model when one is set
     (``include_configured_model: false`` in the file turns that off)."""
     path = Path(path or os.environ.get("SUBTEXT_EVAL_MODELS") or MODELS_PATH)
-    doc = yaml.safe_load(path.read_text()) or {}
+    doc = read_yaml(path) or {}
     models = parse_models(doc)
     extra = configured_model() if doc.get("include_configured_model", True) else None
     if extra is not None and not any(m.model == extra.model and m.base_url == extra.base_url for m in models):
@@ -139,7 +138,7 @@ class Setting:
 
 
 def load_eval_config(path: str | Path | None = None) -> dict[str, Any]:
-    return yaml.safe_load(Path(path or EVALS_PATH).read_text())
+    return read_yaml(path or EVALS_PATH)
 
 
 def benchmark_block(cfg: dict[str, Any], spec: BenchmarkSpec) -> dict[str, Any]:

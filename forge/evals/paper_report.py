@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from forge.items.cells import as_object
+from forge.storage.yaml_files import read_yaml
 
 FLAG = "⚠"
 
@@ -129,7 +129,7 @@ def evaluated_of(items: pd.DataFrame, version: str, split: str = "test") -> Eval
 def load_published(path: Path) -> PaperTables:
     """Read and check a ``published.yaml``: a figure naming a table or column that the file does
     not define is an error (a typo must not become a silent "not reproduced")."""
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = read_yaml(path) or {}
     tables = []
     for t in raw.get("tables") or []:
         cols = tuple(

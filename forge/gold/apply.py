@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from forge.benchmarks.spec import BenchmarkSpec
 from forge.items.cells import as_object
@@ -40,6 +39,7 @@ from forge.items.read import read_items
 from forge.provenance.versioning import content_hash
 from forge.releases.config import config_path
 from forge.storage import TableStore
+from forge.storage.yaml_files import read_yaml
 
 ANSWER_COLUMNS = ("answer", "references", "options", "option_types")
 
@@ -123,7 +123,7 @@ def releases_doc(config: str | Path | None = None) -> dict[str, Any]:
 @lru_cache(maxsize=8)
 def _read_doc(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
     try:
-        return yaml.safe_load(Path(path).read_text()) or {}
+        return read_yaml(path) or {}
     except OSError:
         return {}
 

@@ -38,6 +38,8 @@ from typing import Any
 
 import yaml
 
+from forge.storage.yaml_files import parse_yaml
+
 PROMPT_PARSER_VERSION = "1"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -197,7 +199,7 @@ def load_prompt(path: str | Path) -> Prompt:
     path = Path(path)
     raw = path.read_bytes()
     try:
-        doc = yaml.safe_load(raw)
+        doc = parse_yaml(raw)
     except yaml.YAMLError as exc:
         raise PromptError(f"{path}: invalid YAML: {exc}") from exc
     return parse_prompt(doc, raw, path)

@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from forge.media.policy import IngestPolicy, PolicyViolation, confine
+from forge.storage.yaml_files import read_yaml
 
 GENERATED = ".sources"
 URL_LIST_EXTS = {".txt"}
@@ -167,7 +168,7 @@ def entry_source_names(entry: InboxEntry) -> list[str]:
     try:
         if entry.path.stat().st_size > 16 * 1024**2:
             return []
-        doc = yaml.safe_load(entry.path.read_text(encoding="utf-8", errors="replace"))
+        doc = read_yaml(entry.path, errors="replace")
     except (OSError, yaml.YAMLError):
         return []
     raw = doc.get("sources") if isinstance(doc, dict) else None

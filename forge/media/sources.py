@@ -54,6 +54,7 @@ from forge.media.policy import (
     variable_allowed,
 )
 from forge.media.table_lines import TableLine, csv_lines, jsonl_lines
+from forge.storage.yaml_files import parse_yaml
 
 VIDEO_EXTS = {".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v", ".mpg", ".mpeg", ".ts", ".flv"}
 IMAGE_EXTS = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"}
@@ -322,7 +323,7 @@ def load_sources(
     try:
         regular_file(path, "sources file")
         text = read_text_capped(path, IngestPolicy(max_text_file_bytes=policy.max_text_file_bytes), "sources file")
-        doc = yaml.safe_load(text) or {}
+        doc = parse_yaml(text) or {}
     except PolicyViolation as exc:
         return [], [_file_reject(path, exc.reason, exc)]
     except yaml.YAMLError as exc:

@@ -77,7 +77,7 @@ def worker_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
 def dagster_telemetry_enabled(home: str | Path | None = None) -> bool:
     """Whether Dagster would record usage for the instance at ``home`` (default ``$DAGSTER_HOME``):
     on unless its dagster.yaml says ``telemetry: enabled: false`` (Dagster's own default is on)."""
-    import yaml
+    from forge.storage.yaml_files import read_yaml
 
     home = home or os.environ.get("DAGSTER_HOME")
     if not home:
@@ -85,7 +85,7 @@ def dagster_telemetry_enabled(home: str | Path | None = None) -> bool:
     for name in ("dagster.yaml", "dagster.yml"):
         path = Path(home) / name
         if path.exists():
-            doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            doc = read_yaml(path) or {}
             return bool(((doc.get("telemetry") or {}) if isinstance(doc, dict) else {}).get("enabled", True))
     return True
 

@@ -19,9 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forge.provenance.versioning import sha256_file
+from forge.storage.yaml_files import read_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_MANIFEST = REPO / "config" / "weights.yaml"
@@ -60,7 +59,7 @@ def load_manifest(path: str | os.PathLike[str] | None = None) -> dict[str, Weigh
 
 @lru_cache(maxsize=8)
 def _load(path: str, _mtime: int) -> dict[str, WeightsEntry]:
-    raw = yaml.safe_load(Path(path).read_text()) or {}
+    raw = read_yaml(path) or {}
     out: dict[str, WeightsEntry] = {}
     for name, e in (raw.get("weights") or {}).items():
         if e.get("status") not in STATUSES:

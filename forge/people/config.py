@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from forge.storage.yaml_files import read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_PATH = ROOT / "config" / "review.yaml"
@@ -30,7 +30,7 @@ ADDRESS = "address.json"  # where the last started server listens: {"url", "host
 
 def load_doc(path: Path | None = None) -> dict[str, Any]:
     p = Path(os.environ.get("SUBTEXT_REVIEW_CONFIG") or path or CONFIG_PATH)
-    return yaml.safe_load(p.read_text()) or {} if p.is_file() else {}
+    return read_yaml(p) or {} if p.is_file() else {}
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forge.benchmarks import registry
 from forge.media.policy import environment_variables
 from forge.media.sources import substitute
+from forge.storage.yaml_files import read_yaml
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "releases.yaml"
 MANIFEST = "release.yaml"
@@ -69,7 +68,7 @@ def config_path() -> Path:
 
 def _manifest(folder: Path) -> dict[str, Any]:
     m = folder / MANIFEST if folder.is_dir() else folder.parent / MANIFEST
-    return (yaml.safe_load(m.read_text()) or {}) if m.is_file() else {}
+    return (read_yaml(m) or {}) if m.is_file() else {}
 
 
 def _info(
@@ -97,7 +96,7 @@ def _info(
 def load_releases(path: str | Path | None = None, data_dir: str | Path | None = None) -> list[ReleaseInfo]:
     """Every declared release: config entries first, then inbox folders not named in config."""
     cfg_file = Path(path or config_path())
-    doc = yaml.safe_load(cfg_file.read_text()) if cfg_file.is_file() else {}
+    doc = read_yaml(cfg_file) if cfg_file.is_file() else {}
     out: list[ReleaseInfo] = []
     allowed = [str(_path(r, cfg_file)) for r in (doc or {}).get("allowed_roots") or []]
     data = [str(Path(data_dir).resolve())] if data_dir is not None else []

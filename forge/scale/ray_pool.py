@@ -73,10 +73,10 @@ class RayPlacement:
 
 def configured_scale() -> dict:
     """``scale:`` of config/vision.yaml; ``$SUBTEXT_RAY_ADDRESS`` overrides its address."""
-    import yaml
+    from forge.storage.yaml_files import read_yaml
 
     path = PROJECT_ROOT / "config" / "vision.yaml"
-    scale = dict(((yaml.safe_load(path.read_text()) if path.exists() else None) or {}).get("scale") or {})
+    scale = dict(((read_yaml(path) if path.exists() else None) or {}).get("scale") or {})
     if os.environ.get("SUBTEXT_RAY_ADDRESS"):
         scale["ray_address"] = os.environ["SUBTEXT_RAY_ADDRESS"]
     return scale

@@ -17,12 +17,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forge.benchmarks.review_settings import review_spec
 from forge.benchmarks.review_spec import ReviewSpec
 from forge.benchmarks.settings import active_profile, effective, merge
 from forge.benchmarks.spec import BenchmarkSpec, BlindAction, BlindUnit, OptionPolicy
+from forge.storage.yaml_files import read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLITS_CONFIG = ROOT / "config" / "splits.yaml"
@@ -40,7 +39,7 @@ def _recipe_block(spec: BenchmarkSpec) -> dict[str, Any]:
     path = spec.recipe_config_path()
     if path is None or not path.exists():
         return {}
-    doc = effective(yaml.safe_load(path.read_text()) or {}, active_profile(spec.name), str(path))
+    doc = effective(read_yaml(path) or {}, active_profile(spec.name), str(path))
     block = doc.get("splits") or {}
     out = {k: v for k, v in block.items() if k in _NON_SIZE_KEYS - {"unit", "group_by"}}
     sizes = {k: v for k, v in block.items() if k not in _NON_SIZE_KEYS}
@@ -65,7 +64,7 @@ def spec_block(spec: BenchmarkSpec) -> dict[str, Any]:
 
 def benchmark_config(spec: BenchmarkSpec, path: Path = SPLITS_CONFIG) -> dict[str, Any]:
     """The merged settings document of ``spec`` (see the module's docstring for the order)."""
-    doc = yaml.safe_load(path.read_text()) or {}
+    doc = read_yaml(path) or {}
     cfg = deep_merge(doc.get("defaults") or {}, spec_block(spec))
     cfg = deep_merge(cfg, _recipe_block(spec))
     cfg = deep_merge(cfg, (doc.get("benchmarks") or {}).get(spec.name) or {})

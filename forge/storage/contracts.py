@@ -34,7 +34,8 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import yaml
+
+from .yaml_files import read_yaml
 
 CONTRACTS_DIR = Path(__file__).resolve().parents[2] / "data_contracts"
 
@@ -210,7 +211,7 @@ def load_contract(table: str, contracts_dir: Path = CONTRACTS_DIR) -> Contract:
             f"no data contract for table {table!r} at {path}"
             + ("" if contracts_dir != CONTRACTS_DIR or _benchmark_dirs() else " (nor any benchmark's: none handed yet)")
         )
-    return parse_contract(yaml.safe_load(path.read_text()), path)
+    return parse_contract(read_yaml(path), path)
 
 
 def all_contracts(contracts_dir: Path | None = None) -> dict[str, Contract]:

@@ -115,11 +115,11 @@ def pick_device(device: str = "auto") -> str:
 
 def coco_names() -> dict[int, str]:
     """The COCO class names Ultralytics ships (``cfg/datasets/coco.yaml``)."""
-    import yaml
+    from forge.storage.yaml_files import read_yaml
 
     ul = import_ultralytics()
     path = Path(ul.__file__).parent / "cfg" / "datasets" / "coco.yaml"
-    return {int(k): str(v) for k, v in yaml.safe_load(path.read_text())["names"].items()}
+    return {int(k): str(v) for k, v in read_yaml(path)["names"].items()}
 
 
 @dataclass

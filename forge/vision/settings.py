@@ -13,14 +13,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from forge.storage.yaml_files import read_yaml
 
 VISION_CONFIG = Path(__file__).resolve().parents[2] / "config" / "vision.yaml"
 
 
 @lru_cache(maxsize=8)
 def _parsed(path: str, mtime_ns: int) -> dict[str, Any]:
-    return yaml.safe_load(Path(path).read_text()) or {}
+    return read_yaml(path) or {}
 
 
 def vision_settings(path: Path = VISION_CONFIG) -> dict[str, Any]:

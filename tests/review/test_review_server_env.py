@@ -4,10 +4,14 @@ empty under both spellings Label Studio and sentry_sdk read."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
+
+import requests
 
 from forge.models import offline_env
 from forge.people import server as review_server
+from tests.review import scripted as sr
 
 SENTRY = ("LABEL_STUDIO_SENTRY_DSN", "SENTRY_DSN", "LABEL_STUDIO_FRONTEND_SENTRY_DSN", "FRONTEND_SENTRY_DSN")
 
@@ -26,3 +30,27 @@ def test_server_env_is_the_offline_table_with_sentry_empty_under_every_name(tmp_
     assert all(env[k] == "" for k in SENTRY)
     assert env["LABEL_STUDIO_COLLECT_ANALYTICS"] == "false" and env["LABEL_STUDIO_LATEST_VERSION_CHECK"] == "false"
     assert env["LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK"] == "true" and cmd[1] == "start"
+
+
+def _login(url: str, email: str, password: str) -> int:
+    """The login form's answer, as a browser posts it: 302 (to the app) when the password is right."""
+    s = requests.Session()
+    s.get(f"{url}/user/login", timeout=30)  # the CSRF cookie
+    form = {"email": email, "password": password, "csrfmiddlewaretoken": s.cookies.get("csrftoken", "")}
+    r = s.post(
+        f"{url}/user/login", data=form, headers={"Referer": f"{url}/user/login"}, timeout=30, allow_redirects=False
+    )
+    return r.status_code
+
+
+def test_the_suites_servers_hash_test_passwords_fast_and_still_check_them(ls_server):
+    """tests/labelstudio_settings: the suite's Label Studio stores MD5 hashes (not a million PBKDF2
+    rounds per invited reviewer and login), and a wrong password is still refused."""
+    _data, ls, srv = ls_server
+    person = sr.reviewer(ls, "hasher@forms.example")
+    db = srv.home / "label-studio" / "label_studio.sqlite3"
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        (stored,) = con.execute("select password from htx_user where email = ?", (person.email,)).fetchone()
+    assert stored.startswith("md5$"), stored[:12]
+    assert _login(srv.url, person.email, sr.PASSWORD) == 302
+    assert _login(srv.url, person.email, "not-the-password") != 302

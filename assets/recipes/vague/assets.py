@@ -11,7 +11,6 @@ from typing import Any
 
 import dagster as dg
 import pandas as pd
-import yaml
 
 from assets.common import StageRun
 from assets.recipes.asset_builder import recipe_asset
@@ -22,6 +21,7 @@ from forge.provenance.versioning import content_hash
 from forge.review import regenerate
 from forge.splits.config import stage_settings
 from forge.storage import RejectLog, TableStore
+from forge.storage.yaml_files import read_yaml
 from resources.embedder import EmbedderResource
 from resources.llm import LLMResource
 from resources.storage import StorageResource
@@ -57,7 +57,7 @@ def settings() -> dict[str, Any]:
 
 def physical_objects_config() -> Any:
     """config/vision.yaml ``physical_objects`` (the candidates' code version follows edits to it)."""
-    return (yaml.safe_load(VISION_CONFIG.read_text()) or {}).get("physical_objects")
+    return (read_yaml(VISION_CONFIG) or {}).get("physical_objects")
 
 
 def _version(section: str, prompts: list[str] = ()) -> str:

@@ -12,9 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forge.checks.text import check_language
+from forge.storage.yaml_files import read_yaml
 
 CATEGORIES_FILE = Path(__file__).resolve().parent / "categories.yaml"
 CAUSAL = "causal"
@@ -69,7 +68,7 @@ class Category:
 
 @lru_cache(maxsize=1)
 def categories() -> dict[str, Category]:
-    doc = yaml.safe_load(CATEGORIES_FILE.read_text())
+    doc = read_yaml(CATEGORIES_FILE)
     out = {}
     for name, spec in doc.items():
         spec = dict(spec)

@@ -14,9 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from forge.benchmarks.spec import ROOT
+from forge.storage.yaml_files import read_yaml
 
 from . import lexicon
 
@@ -53,7 +52,7 @@ def object_filter(name: str = "physical_objects", config: dict[str, Any] | None 
     (every tag counts, people excepted: a deviation, for vocabularies with no list yet)."""
     if name not in FILTERS:
         raise ValueError(f"unknown VAGUE object_filter {name!r}; known: {list(FILTERS)}")
-    cfg = config if config is not None else (yaml.safe_load(VISION_CONFIG.read_text()) or {})
+    cfg = config if config is not None else (read_yaml(VISION_CONFIG) or {})
     block = cfg.get("physical_objects") or {}
     never = frozenset(_key(t) for t in block.get("never") or ["person"])
     if name == "none":

@@ -16,10 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forge.items.cells import as_list
 from forge.llm.prompts import render_template
+from forge.storage.yaml_files import read_yaml
 
 from .annotate import GOLD_FIELDS, as_first
 from .taxonomy import LETTERS, Taxonomy
@@ -31,7 +30,7 @@ TASK_KIND = {"OE": "open_ended", "EG": "multi_select", "RM": "multi_select", "SV
 
 @lru_cache(maxsize=2)
 def load_task_prompts(path: str | Path = TASK_PROMPTS_PATH) -> dict[str, Any]:
-    doc = yaml.safe_load(Path(path).read_text())
+    doc = read_yaml(path)
     for task in TASK_KIND:
         if not doc["tasks"].get(task, {}).get("unguided"):
             raise ValueError(f"{path}: task {task} needs an unguided prompt")

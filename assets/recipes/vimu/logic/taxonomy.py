@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from forge.storage.yaml_files import read_yaml
 
 TAXONOMY_PATH = Path(__file__).with_name("taxonomy.yaml")
 LETTERS = ("A", "B", "C", "D", "E")
@@ -197,4 +197,4 @@ def parse_taxonomy(doc: dict[str, Any]) -> Taxonomy:
 
 @lru_cache(maxsize=4)
 def load_taxonomy(path: str | Path = TAXONOMY_PATH) -> Taxonomy:
-    return parse_taxonomy(yaml.safe_load(Path(path).read_text()))
+    return parse_taxonomy(read_yaml(path))
