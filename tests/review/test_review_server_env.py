@@ -54,3 +54,26 @@ def test_the_suites_servers_hash_test_passwords_fast_and_still_check_them(ls_ser
     assert stored.startswith("md5$"), stored[:12]
     assert _login(srv.url, person.email, sr.PASSWORD) == 302
     assert _login(srv.url, person.email, "not-the-password") != 302
+
+
+def test_the_session_servers_started_from_the_migrated_empty_database(ls_server, ls_blind):
+    """scripts/ensure_review.sh made the empty database; both instances were seeded from it, so
+    Label Studio found nothing to migrate ("Initializing database.." is its line when it does)."""
+    _data, _ls, srv = ls_server
+    assert review_server.EMPTY_DATABASE.is_file(), "run `bash scripts/ensure_review.sh`"
+    for home in (srv.home, ls_blind[1].home):
+        log = (home / "server.log").read_text(errors="replace")
+        assert "Starting development server" in log and "Initializing database" not in log, home
+
+
+def test_seeding_never_touches_an_existing_database_and_needs_the_empty_one(tmp_path, monkeypatch):
+    s = review_server.server(tmp_path, create=True)
+    template = tmp_path / "empty.sqlite3"
+    monkeypatch.setattr(review_server, "EMPTY_DATABASE", template)
+    assert not review_server.seed_database(s)  # no empty database: Label Studio migrates by itself
+    template.write_bytes(b"schema")
+    assert review_server.seed_database(s)
+    db = s.home / "label-studio" / "label_studio.sqlite3"
+    assert db.read_bytes() == b"schema" and (db.stat().st_mode & 0o777) == 0o600
+    db.write_bytes(b"people's work")
+    assert not review_server.seed_database(s) and db.read_bytes() == b"people's work"
