@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.chromium import chromium
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 
@@ -70,26 +72,7 @@ def _serve(home: Path, data: Path, instance_yaml: str | None = None, env: dict[s
 
 @pytest.fixture(scope="module")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = shutil.which("chromium")
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1600,1000",
-    ):
-        opts.add_argument(flag)
-    # An explicit driver path keeps Selenium Manager from trying to download one.
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    driver = chromium(window="1600,1000", page_load_timeout=300)
     yield driver
     driver.quit()
 

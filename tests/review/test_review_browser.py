@@ -29,24 +29,13 @@ from forge.export.stages import run_export
 from forge.review.stages import resolution
 from forge.splits.config import stage_settings
 from forge.storage import TableStore
+from tests.chromium import chromium
 from tests.review import scripted as sr
 from tests.review import world
 from tests.review.test_review_flow import _export_lines, _resources, materialize, q, run_requests, sensor_tick
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "review"
-
-
-def _chromium():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        opts.add_argument(a)
-    d = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
-    d.set_page_load_timeout(90)
-    return d
 
 
 @pytest.fixture
@@ -62,7 +51,7 @@ def browsers():
     opened = []
 
     def new():
-        opened.append(_chromium())
+        opened.append(chromium())
         return opened[-1]
 
     yield new
