@@ -91,8 +91,10 @@ import functools as _functools  # noqa: E402
 # one file: their tests share one Label Studio server (tests/labelstudio_server.py), so one server
 # starts per run. (xdist_group marks are not used: xdist 3.8 tags them onto the node id, which pytest
 # 9.2 no longer lets a plugin change; the scheduler sees node ids only, so a file's use of the server is
-# read from its source.) The files with tests marked e2e, slow, browser or cli are handed out first, so
-# neither worker is left with a long one at the end.
+# read from its source.) The Label Studio unit, the longest (about 10 of a run's 15 minutes on one
+# worker), is handed out first; then the files with tests marked e2e, slow, browser or cli, so neither
+# worker is left with a long one at the end (handed out after them, it kept one worker busy alone for
+# about 90 s while the other had nothing left).
 _FIRST = ("e2e", "slow", "browser", "cli")
 _TESTS = _os_env.path.dirname(_os_env.path.abspath(__file__))
 LABEL_STUDIO_SCOPE = "tests/review"
@@ -189,4 +191,6 @@ def pytest_collection_modifyitems(config: _pytest_llm.Config, items: list[_pytes
         r = next((i for i, m in enumerate(_FIRST) if item.get_closest_marker(m)), len(_FIRST))
         scope = xdist_scope(item.nodeid)
         rank[scope] = min(r, rank.get(scope, r))
+    if LABEL_STUDIO_SCOPE in rank:
+        rank[LABEL_STUDIO_SCOPE] = -1
     items.sort(key=lambda item: rank[xdist_scope(item.nodeid)])  # stable: a file keeps its tests' order

@@ -41,3 +41,29 @@ def test_a_file_is_a_user_through_any_fixture_that_requests_the_server(tmp_path)
     plain.write_text("def test_d(tmp_path):\n    pass\n")
     assert [uses_label_studio(str(p)) for p in (direct, indirect, marked, plain)] == [True, True, True, False]
     assert xdist_scope(f"{plain}::test_d") == str(plain)
+
+
+def test_the_label_studio_unit_is_handed_out_first_then_the_marked_files(monkeypatch):
+    from types import SimpleNamespace
+
+    from tests import conftest
+
+    def item(nodeid: str, *marks: str):
+        return SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda m, marks=marks: m if m in marks else None)
+
+    items = [
+        item("tests/a/test_quick.py::t"),
+        item("tests/e2e/test_big.py::t", "e2e"),
+        item("tests/ops/test_slow.py::t", "slow"),
+        item("tests/review/test_x.py::t"),  # the Label Studio unit: no mark of its own needed
+        item("tests/b/test_quick.py::t"),
+    ]
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    conftest.pytest_collection_modifyitems(None, items)
+    assert [i.nodeid.split("::")[0] for i in items] == [
+        "tests/review/test_x.py",
+        "tests/e2e/test_big.py",
+        "tests/ops/test_slow.py",
+        "tests/a/test_quick.py",
+        "tests/b/test_quick.py",
+    ]

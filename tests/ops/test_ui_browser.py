@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -89,22 +90,34 @@ def _wait_for_text(driver, needles: list[str], timeout: float = 90) -> str:
     raise AssertionError(f"not shown after {timeout}s: {missing}\n--- page text ---\n{body[:3000]}")
 
 
+# Browsers that have skipped the community dialog once: Dagster's UI keeps that choice in the
+# browser's local storage, so it does not come back there and the next pages need no quiet wait.
+_SKIPPED: weakref.WeakSet = weakref.WeakSet()
+
+
 def _dismiss_modals(driver, timeout: float = 20) -> None:
     """The first visit shows a "Join the Dagster community" dialog over the page: skip it.
 
     It can appear a few seconds after the page renders (later on a loaded machine), so keep
-    skipping until the page has been free of it for a moment.
+    skipping until the page has been free of it for a moment; in a browser that skipped it
+    before, one look (and the loop only if it is there again).
     """
     deadline, quiet_since = time.time() + timeout, None
     while time.time() < deadline:
         buttons = driver.find_elements("xpath", "//button[normalize-space()='Skip' or normalize-space()='Dismiss']")
         for button in buttons:
             try:
+                skip = button.text.strip() == "Skip"
                 button.click()
+                if skip:
+                    _SKIPPED.add(driver)
             except Exception:  # noqa: BLE001 - gone between find and click
                 pass
-        if buttons or "Join the Dagster community" in driver.find_element("tag name", "body").text:
+        shown = "Join the Dagster community" in driver.find_element("tag name", "body").text
+        if buttons or shown:
             quiet_since = None
+        elif driver in _SKIPPED:
+            return
         elif quiet_since is None:
             quiet_since = time.time()
         elif time.time() - quiet_since >= 3:
