@@ -118,11 +118,48 @@ def _login(d, url: str, email: str, password: str) -> None:
     assert json.loads(d.find_element(By.TAG_NAME, "body").text)["email"] == email
 
 
+# Counts what the page has asked its server: requests answered since the last mark (resource timing,
+# its buffer made big enough for Label Studio's pages) and fetch / XHR calls still waiting.
+_MARK = """
+performance.setResourceTimingBufferSize(100000);
+performance.clearResourceTimings();
+if (!window.__subtextPending) {
+  const p = (window.__subtextPending = {n: 0});
+  const f = window.fetch;
+  if (f) window.fetch = function () { p.n++; return f.apply(this, arguments).finally(() => { p.n--; }); };
+  const send = XMLHttpRequest.prototype.send;
+  XMLHttpRequest.prototype.send = function () {
+    p.n++;
+    this.addEventListener("loadend", () => { p.n--; });
+    return send.apply(this, arguments);
+  };
+}
+"""
+_COUNT = "return [performance.getEntriesByType('resource').length, (window.__subtextPending || {n: 0}).n]"
+
+
+def _settle(d, quiet_s: float = 1.0, timeout: float = 20.0) -> None:
+    """Until, since the page's last mark, no request is waiting and none was answered for
+    ``quiet_s`` (a save, then the next task's loads and drawing; a click the form refuses sends
+    none): not a fixed 2-3 s after every click, most of it idle."""
+    end, seen, since = time.monotonic() + timeout, None, time.monotonic()
+    while time.monotonic() < end:
+        done, waiting = d.execute_script(_COUNT)
+        now = time.monotonic()
+        if (done, waiting) != seen:
+            seen, since = (done, waiting), now
+        elif waiting == 0 and now - since >= quiet_s:
+            return
+        time.sleep(0.1)
+
+
 def _labeling(d, path: str, button: str) -> None:
-    """Open a labeling page and wait for its form (and its ``button``: Submit or Update)."""
+    """Open a labeling page and wait for its form (and its ``button``: Submit or Update), and for
+    the image and its regions, drawn after the buttons (the page's requests quiet)."""
     _go(d, path)
     _wait(lambda: button in _buttons(d))
-    time.sleep(2)  # the image and its regions are drawn after the buttons
+    d.execute_script(_MARK)
+    _settle(d)
 
 
 def _open_task(d, url: str, project: int, task: int, button: str = "Submit") -> None:
@@ -146,8 +183,9 @@ def _type(d, placeholder: str, text: str) -> None:
 def _press(d, label: str) -> None:
     from selenium.webdriver.common.by import By
 
+    d.execute_script(_MARK)
     next(b for b in d.find_elements(By.TAG_NAME, "button") if b.text.strip() == label).click()
-    time.sleep(3)
+    _settle(d, quiet_s=1.5)  # the annotation saved (and the next task loaded), or the form's refusal shown
 
 
 def _project(ls, prefix: str) -> int:
