@@ -26,7 +26,7 @@ def _parsed(text: str) -> Any:
 
 
 def parse_yaml(text: str) -> Any:
-    """What ``parse_yaml(text)`` gives, as a copy the caller may change."""
+    """What ``yaml.safe_load(text)`` gives, as a copy the caller may change."""
     return copy.deepcopy(_parsed(text))
 
 
